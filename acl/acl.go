@@ -1,0 +1,430 @@
+// Package acl parses, prints and checks access control lists of users and
+// groups, as YuniKorn, YARN and Spark write them.
+//
+// An ACL is written
+//
+//	ACL ::= "*" | userlist [ " " grouplist ]
+//
+// with comma separated lists. Rules this package enforces:
+//   - "*" allows everyone; "" and " " allow nobody; a leading space means the
+//     ACL has groups only. There are no deny entries.
+//   - A check tries the wildcard, then the user, then the groups; the first
+//     match allows.
+//   - Names are case sensitive and may be any Kubernetes identity:
+//     system:serviceaccount:spark:driver, system:authenticated, dev.team,
+//     john.doe@EXAMPLE.COM. A name that cannot be valid (whitespace, control
+//     characters, an embedded "*") is an error carrying its position; nothing
+//     is dropped silently. Entries that are legal but useless (duplicates,
+//     empty entries, "*" mixed with names) come back as warnings.
+//   - Dialects differ only in malformed input: YuniKorn rejects more than one
+//     separating space, YARN ignores what follows the second space (with a
+//     warning), Spark takes users and groups as two separate lists.
+//
+// An ACL is immutable once parsed and safe for concurrent use. Checks take a
+// Subject, a user whose groups were hashed once, so that a check does no
+// allocation and costs a few binary searches however many groups the user
+// has.
+package acl
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Dialect selects how malformed ACL text is treated.
+type Dialect int
+
+const (
+	// YuniKorn is the default dialect: more than one separating space is an
+	// error.
+	YuniKorn Dialect = iota
+	// YARN ignores everything after the second space, as Hadoop does, and
+	// reports it as a warning.
+	YARN
+	// Spark keeps users and groups in two separate comma separated lists;
+	// use ParseSpark.
+	Spark
+)
+
+var dialectNames = [...]string{YuniKorn: "yunikorn", YARN: "yarn", Spark: "spark"}
+
+func (d Dialect) String() string {
+	if d >= 0 && int(d) < len(dialectNames) {
+		return dialectNames[d]
+	}
+	return fmt.Sprintf("Dialect(%d)", int(d))
+}
+
+// ParseDialect parses "yunikorn", "yarn" or "spark"; "" is YuniKorn.
+func ParseDialect(s string) (Dialect, error) {
+	if s == "" {
+		return YuniKorn, nil
+	}
+	for d, name := range dialectNames {
+		if strings.EqualFold(s, name) {
+			return Dialect(d), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown ACL dialect %q: want yunikorn, yarn or spark", s)
+}
+
+// Wildcard is the ACL, and the list, that allows everyone.
+const Wildcard = "*"
+
+// MaxNameLen is the longest user or group name accepted, in bytes.
+const MaxNameLen = 1024
+
+// ACL is a parsed access control list. The zero value allows nobody, like
+// an ACL that is not set.
+type ACL struct {
+	all    bool
+	users  []string // deduplicated, in order of first occurrence
+	groups []string
+	set    Set
+}
+
+// All reports whether the ACL is the wildcard.
+func (a *ACL) All() bool { return a.all }
+
+// Users returns the user entries in order; the slice must not be modified.
+func (a *ACL) Users() []string { return a.users }
+
+// Groups returns the group entries in order; the slice must not be modified.
+func (a *ACL) Groups() []string { return a.groups }
+
+// Empty reports whether the ACL allows nobody.
+func (a *ACL) Empty() bool { return !a.all && len(a.users) == 0 && len(a.groups) == 0 }
+
+// String returns the canonical form: "*", "u1,u2 g1,g2", " g1" for groups
+// only, or " " for an ACL that allows nobody. Parse in the YuniKorn dialect
+// reads it back to an equal ACL.
+func (a ACL) String() string {
+	switch {
+	case a.all:
+		return Wildcard
+	case len(a.groups) == 0 && len(a.users) == 0:
+		return " "
+	case len(a.groups) == 0:
+		return strings.Join(a.users, ",")
+	default:
+		return strings.Join(a.users, ",") + " " + strings.Join(a.groups, ",")
+	}
+}
+
+// Equal reports whether a and b allow exactly the same users and groups,
+// whatever the order of their entries.
+func (a *ACL) Equal(b *ACL) bool {
+	if a.all || b.all {
+		return a.all == b.all
+	}
+	return sameSet(a.users, b.users) && sameSet(a.groups, b.groups)
+}
+
+func sameSet(x, y []string) bool {
+	if len(x) != len(y) {
+		return false
+	}
+	seen := make(map[string]struct{}, len(x))
+	for _, s := range x {
+		seen[s] = struct{}{}
+	}
+	for _, s := range y {
+		if _, ok := seen[s]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Allows reports whether the ACL allows s. It does not allocate.
+func (a *ACL) Allows(s *Subject) bool { return a.set.Allows(s) }
+
+// Match reports which entry allows s, following the check order: wildcard,
+// user, then the first group of the ACL the user belongs to. It does not
+// allocate. Match.Kind is None when nothing matched.
+func (a *ACL) Match(s *Subject) Match { return a.set.Match(s) }
+
+// New builds an ACL from lists that are already split. Each name is
+// validated; the first invalid one is returned as a *SyntaxError whose List
+// names the list and whose Offset is the index of the entry. A list that is
+// exactly ["*"] makes the ACL the wildcard.
+func New(users, groups []string) (ACL, error) {
+	var b builder
+	for _, l := range []struct {
+		name  string
+		items []string
+	}{{"users", users}, {"groups", groups}} {
+		if len(l.items) == 1 && l.items[0] == Wildcard {
+			b.all = true
+			continue
+		}
+		for i, n := range l.items {
+			if err := ValidName(n); err != nil {
+				return ACL{}, &SyntaxError{List: l.name, Offset: i, Msg: err.Error()}
+			}
+			b.add(l.name == "groups", n)
+		}
+	}
+	return b.build(), nil
+}
+
+// Parse reads an ACL written in dialect d (YuniKorn or YARN; for Spark use
+// ParseSpark). An error is a *SyntaxError with the byte offset of the
+// mistake. Warnings describe entries that are legal but have no effect.
+func Parse(text string, d Dialect) (ACL, []Warning, error) {
+	switch d {
+	case YuniKorn, YARN:
+	case Spark:
+		return ACL{}, nil, fmt.Errorf("acl: the spark dialect has separate user and group lists; use ParseSpark")
+	default:
+		return ACL{}, nil, fmt.Errorf("acl: unknown dialect %v", d)
+	}
+	p := parser{text: text}
+	if text == Wildcard || (d == YARN && strings.TrimSpace(text) == Wildcard) {
+		p.b.all = true
+		return p.b.build(), nil, nil
+	}
+	users, groups, groupsAt := text, "", -1
+	if i := strings.IndexByte(text, ' '); i >= 0 {
+		users, groups, groupsAt = text[:i], text[i+1:], i+1
+		if j := strings.IndexByte(groups, ' '); j >= 0 {
+			at := groupsAt + j
+			if d == YuniKorn {
+				return ACL{}, nil, &SyntaxError{Input: text, Offset: at,
+					Msg: `more than one space: an ACL is "users groups" with exactly one space between the lists (a leading space means groups only)`}
+			}
+			p.warn("", at, fmt.Sprintf("everything after the second space is ignored, as YARN does: %q", text[at:]))
+			groups = groups[:j]
+		}
+	}
+	if err := p.list(users, 0, false); err != nil {
+		return ACL{}, nil, err
+	}
+	if groupsAt >= 0 {
+		if err := p.list(groups, groupsAt, true); err != nil {
+			return ACL{}, nil, err
+		}
+	}
+	return p.b.build(), p.warnings, nil
+}
+
+// MustParse is Parse in the YuniKorn dialect that panics on error, for
+// tests and package level variables.
+func MustParse(text string) ACL {
+	a, _, err := Parse(text, YuniKorn)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// ParseSpark reads Spark's two properties, a users list (spark.ui.view.acls,
+// spark.modify.acls, spark.admin.acls) and a groups list (their .groups
+// twins). Entries are trimmed as Spark does; "*" in either list allows
+// everyone; a list that is empty or a single space allows nobody.
+// Offsets in errors and warnings refer to the list named by List.
+func ParseSpark(users, groups string) (ACL, []Warning, error) {
+	p := parser{text: users}
+	for _, l := range []struct {
+		name, text string
+		groups     bool
+	}{{"users", users, false}, {"groups", groups, true}} {
+		p.text, p.listName = l.text, l.name
+		if strings.TrimSpace(l.text) == Wildcard {
+			p.b.all = true
+			continue
+		}
+		if err := p.sparkList(l.text, l.groups); err != nil {
+			return ACL{}, nil, err
+		}
+	}
+	return p.b.build(), p.warnings, nil
+}
+
+// ValidName reports why s cannot be a user or group name, or nil. Names may
+// hold any printable character except whitespace, "," and "*".
+func ValidName(s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("empty name")
+	case len(s) > MaxNameLen:
+		return fmt.Errorf("name longer than %d bytes", MaxNameLen)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("name %q is not valid UTF-8", s)
+	}
+	for _, r := range s {
+		switch {
+		case r == ',':
+			return fmt.Errorf("name %q contains a comma", s)
+		case r == '*':
+			return fmt.Errorf("name %q contains %q: a wildcard is only valid as a whole list", s, r)
+		case unicode.IsSpace(r):
+			return fmt.Errorf("name %q contains whitespace %U", s, r)
+		case unicode.IsControl(r) || !unicode.IsPrint(r):
+			return fmt.Errorf("name %q contains the control character %U", s, r)
+		}
+	}
+	return nil
+}
+
+// SyntaxError is an ACL that cannot be parsed. Offset is the byte offset of
+// the mistake in Input (or the entry index, for New).
+type SyntaxError struct {
+	Input  string
+	List   string // "users" or "groups" where the dialect has separate lists
+	Offset int
+	Msg    string
+}
+
+func (e *SyntaxError) Error() string {
+	if e.List != "" {
+		return fmt.Sprintf("acl %s list: offset %d: %s", e.List, e.Offset, e.Msg)
+	}
+	return fmt.Sprintf("acl %q: offset %d: %s", e.Input, e.Offset, e.Msg)
+}
+
+// Warning is an entry that is legal but has no effect, or input that a
+// dialect ignores.
+type Warning struct {
+	List   string // set by ParseSpark
+	Offset int    // byte offset in the text (or list) parsed
+	Msg    string
+}
+
+func (w Warning) String() string {
+	if w.List != "" {
+		return fmt.Sprintf("%s list: offset %d: %s", w.List, w.Offset, w.Msg)
+	}
+	return fmt.Sprintf("offset %d: %s", w.Offset, w.Msg)
+}
+
+type parser struct {
+	text     string
+	listName string
+	b        builder
+	warnings []Warning
+}
+
+func (p *parser) warn(list string, at int, msg string) {
+	p.warnings = append(p.warnings, Warning{List: list, Offset: at, Msg: msg})
+}
+
+func (p *parser) fail(at int, msg string) error {
+	return &SyntaxError{Input: p.text, List: p.listName, Offset: at, Msg: msg}
+}
+
+// list parses a comma separated list that starts at offset base of the text.
+func (p *parser) list(s string, base int, groups bool) error {
+	if s == "" {
+		return nil
+	}
+	if s == Wildcard {
+		p.b.all = true
+		return nil
+	}
+	kind := kindName(groups)
+	at := base
+	for _, name := range strings.Split(s, ",") {
+		if err := p.entry(name, at, groups, kind); err != nil {
+			return err
+		}
+		at += len(name) + 1
+	}
+	return nil
+}
+
+func (p *parser) sparkList(s string, groups bool) error {
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	kind := kindName(groups)
+	at := 0
+	for _, raw := range strings.Split(s, ",") {
+		name := strings.TrimSpace(raw)
+		lead := strings.Index(raw, name)
+		if err := p.entry(name, at+lead, groups, kind); err != nil {
+			return err
+		}
+		at += len(raw) + 1
+	}
+	return nil
+}
+
+func (p *parser) entry(name string, at int, groups bool, kind string) error {
+	switch {
+	case name == "":
+		p.warn(p.listName, at, fmt.Sprintf("empty %s entry", kind))
+		return nil
+	case name == Wildcard:
+		p.warn(p.listName, at, fmt.Sprintf(`"*" mixed with %ss is not a wildcard and grants nothing; write "*" alone to allow everyone`, kind))
+		return nil
+	}
+	if err := ValidName(name); err != nil {
+		return p.fail(at, err.Error())
+	}
+	if !p.b.add(groups, name) {
+		p.warn(p.listName, at, fmt.Sprintf("duplicate %s %q", kind, name))
+	}
+	return nil
+}
+
+func kindName(groups bool) string {
+	if groups {
+		return "group"
+	}
+	return "user"
+}
+
+type builder struct {
+	all    bool
+	users  []string
+	groups []string
+	seen   map[[2]string]struct{} // built once the lists grow long
+}
+
+// add appends a name unless present and reports whether it was new.
+func (b *builder) add(groups bool, name string) bool {
+	l, kind := &b.users, "u"
+	if groups {
+		l, kind = &b.groups, "g"
+	}
+	if b.seen == nil && len(b.users)+len(b.groups) < 16 {
+		for _, n := range *l {
+			if n == name {
+				return false
+			}
+		}
+		*l = append(*l, name)
+		return true
+	}
+	if b.seen == nil {
+		b.seen = make(map[[2]string]struct{})
+		for _, n := range b.users {
+			b.seen[[2]string{"u", n}] = struct{}{}
+		}
+		for _, n := range b.groups {
+			b.seen[[2]string{"g", n}] = struct{}{}
+		}
+	}
+	key := [2]string{kind, name}
+	if _, dup := b.seen[key]; dup {
+		return false
+	}
+	b.seen[key] = struct{}{}
+	*l = append(*l, name)
+	return true
+}
+
+func (b *builder) build() ACL {
+	if b.all {
+		// The wildcard makes the lists irrelevant; keep the value canonical.
+		a := ACL{all: true}
+		a.set = Union(&a)
+		return a
+	}
+	a := ACL{users: b.users, groups: b.groups}
+	a.set = Union(&a)
+	return a
+}

@@ -1,0 +1,255 @@
+package acl
+
+import (
+	"cmp"
+	"hash/maphash"
+	"math"
+	"slices"
+)
+
+// seed is fixed for the life of the process so that Subjects and Sets built
+// at different times hash names alike. It is never written after start.
+var seed = maphash.MakeSeed()
+
+func hash(s string) uint64 { return maphash.String(seed, s) }
+
+// entry is a name with its hash and, in a Set, its rank in check order.
+type entry struct {
+	h    uint64
+	rank uint64
+	name string
+}
+
+func cmpEntry(a, b entry) int {
+	if c := cmp.Compare(a.h, b.h); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.name, b.name); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.rank, b.rank)
+}
+
+// sortUnique sorts by hash and name and keeps, of entries with the same
+// name, the one with the lowest rank.
+func sortUnique(t []entry) []entry {
+	slices.SortFunc(t, cmpEntry)
+	return slices.CompactFunc(t, func(a, b entry) bool { return a.h == b.h && a.name == b.name })
+}
+
+// search returns the first index whose hash is at least h.
+func search(t []entry, h uint64) int {
+	lo, hi := 0, len(t)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t[m].h < h {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// find returns the position of name (hashed h) in t, or -1.
+func find(t []entry, h uint64, name string) int {
+	for i := search(t, h); i < len(t) && t[i].h == h; i++ {
+		if t[i].name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Subject is a user and its groups prepared for checks: the names are
+// hashed and sorted once, so checking it against any number of ACLs does no
+// allocation. A Subject is immutable and safe for concurrent use.
+type Subject struct {
+	user   string
+	uh     uint64
+	groups []string
+	sorted []entry
+	// bloom has one bit set per group hash: most groups a subject is not in
+	// are ruled out with one test instead of a binary search.
+	bloom [8]uint64
+}
+
+func bloomBit(h uint64) (word int, bit uint64) { return int(h >> 61), 1 << (h >> 55 & 63) }
+
+func (s *Subject) mayHave(h uint64) bool {
+	w, b := bloomBit(h)
+	return s.bloom[w]&b != 0
+}
+
+// NewSubject prepares user and groups for checks. Duplicate groups are
+// harmless.
+func NewSubject(user string, groups []string) *Subject {
+	s := &Subject{user: user, uh: hash(user), groups: groups}
+	if len(groups) > 0 {
+		s.sorted = make([]entry, len(groups))
+		for i, g := range groups {
+			h := hash(g)
+			s.sorted[i] = entry{h: h, name: g}
+			w, b := bloomBit(h)
+			s.bloom[w] |= b
+		}
+		s.sorted = sortUnique(s.sorted)
+	}
+	return s
+}
+
+// User returns the user name.
+func (s *Subject) User() string { return s.user }
+
+// Groups returns the groups as given to NewSubject; the slice must not be
+// modified.
+func (s *Subject) Groups() []string { return s.groups }
+
+// Kind says what kind of entry matched.
+type Kind uint8
+
+const (
+	// None means no entry matched: the ACL denies.
+	None Kind = iota
+	// MatchWildcard is the "*" ACL.
+	MatchWildcard
+	// MatchUser is an entry of the user list.
+	MatchUser
+	// MatchGroup is an entry of the group list.
+	MatchGroup
+)
+
+func (k Kind) String() string {
+	switch k {
+	case MatchWildcard:
+		return "wildcard"
+	case MatchUser:
+		return "user"
+	case MatchGroup:
+		return "group"
+	default:
+		return "none"
+	}
+}
+
+// Match tells which entry allowed a subject.
+type Match struct {
+	// Kind is None when nothing matched.
+	Kind Kind
+	// Name is the matching user or group name, or "*".
+	Name string
+	// List is the index, among the ACLs given to Union, of the ACL that
+	// holds the entry (0 for a single ACL).
+	List int
+	// Index is the position of the entry in its user or group list.
+	Index int
+}
+
+// Allowed reports whether the match allows access.
+func (m Match) Allowed() bool { return m.Kind != None }
+
+// Set is the union of ACLs compiled for lookup, remembering the order in
+// which they would be checked one after the other: a match reports the
+// entry that a walk through the ACLs in order (each checked wildcard, user,
+// groups) would have found first. The zero Set allows nobody.
+type Set struct {
+	all     bool
+	allRank uint64
+	users   []entry
+	groups  []entry
+}
+
+const noRank = math.MaxUint64
+
+func rank(list int, k Kind, index int) uint64 {
+	return uint64(list)<<40 | uint64(k)<<32 | uint64(uint32(index))
+}
+
+func unrank(r uint64) (list int, k Kind, index int) {
+	return int(r >> 40), Kind(r >> 32 & 0xff), int(uint32(r))
+}
+
+// Union compiles acls, in check order, into one Set. ACLs after the first
+// wildcard are left out: they could never be the first to match.
+func Union(acls ...*ACL) Set {
+	var s Set
+	nu, ng := 0, 0
+	for _, a := range acls {
+		nu += len(a.users)
+		ng += len(a.groups)
+	}
+	s.users = make([]entry, 0, nu)
+	s.groups = make([]entry, 0, ng)
+	for li, a := range acls {
+		if a.all {
+			s.all, s.allRank = true, rank(li, MatchWildcard, 0)
+			break
+		}
+		for i, u := range a.users {
+			s.users = append(s.users, entry{h: hash(u), rank: rank(li, MatchUser, i), name: u})
+		}
+		for i, g := range a.groups {
+			s.groups = append(s.groups, entry{h: hash(g), rank: rank(li, MatchGroup, i), name: g})
+		}
+	}
+	s.users = sortUnique(s.users)
+	s.groups = sortUnique(s.groups)
+	return s
+}
+
+// Allows reports whether any ACL of the set allows sub. It does not
+// allocate.
+func (s *Set) Allows(sub *Subject) bool {
+	if s.all || find(s.users, sub.uh, sub.user) >= 0 {
+		return true
+	}
+	r, _ := s.bestGroup(sub, true)
+	return r != noRank
+}
+
+// Match returns the entry that allows sub and comes first in check order,
+// or a Match of Kind None. It does not allocate.
+func (s *Set) Match(sub *Subject) Match {
+	best, name := uint64(noRank), ""
+	if s.all {
+		best, name = s.allRank, Wildcard
+	}
+	if i := find(s.users, sub.uh, sub.user); i >= 0 && s.users[i].rank < best {
+		best, name = s.users[i].rank, s.users[i].name
+	}
+	if best>>40 != 0 || best == noRank { // a group of an earlier ACL could still come first
+		if r, n := s.bestGroup(sub, false); r < best {
+			best, name = r, n
+		}
+	}
+	if best == noRank {
+		return Match{}
+	}
+	list, kind, index := unrank(best)
+	return Match{Kind: kind, Name: name, List: list, Index: index}
+}
+
+// bestGroup returns the lowest rank of a group shared by the set and the
+// subject, or noRank. With first set it returns on the first shared group.
+// It searches the longer list for each entry of the shorter one.
+func (s *Set) bestGroup(subject *Subject, first bool) (uint64, string) {
+	best, name, sub := uint64(noRank), "", subject.sorted
+	if len(s.groups) <= len(sub) {
+		for _, e := range s.groups {
+			if e.rank < best && subject.mayHave(e.h) && find(sub, e.h, e.name) >= 0 {
+				if best, name = e.rank, e.name; first {
+					break
+				}
+			}
+		}
+		return best, name
+	}
+	for _, g := range sub {
+		if i := find(s.groups, g.h, g.name); i >= 0 && s.groups[i].rank < best {
+			if best, name = s.groups[i].rank, s.groups[i].name; first {
+				break
+			}
+		}
+	}
+	return best, name
+}

@@ -1,0 +1,170 @@
+// Package identity holds who a request is made by: a user with groups, and
+// the Resolver interface that finds the groups of a user.
+//
+// Rules this package enforces:
+//   - Groups supplied with a request are used as given (ModeGiven, the
+//     default); only when none are supplied is the resolver asked.
+//   - ModeResolve asks the resolver only; ModeMerge uses both, given groups
+//     first, without duplicates.
+//   - Every group carries where it came from, so a decision can say why a
+//     user is in it.
+//   - A resolver error is never turned into "no groups": callers fail closed.
+package identity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Source names where a group came from: SourceGiven for groups that were
+// supplied with the request (for example by the Kubernetes API server), or the
+// name of the resolver that found it ("none", "os", "file", "ldap", "test").
+type Source string
+
+// SourceGiven marks groups supplied with the request.
+const SourceGiven Source = "given"
+
+// Info is a user and the groups it belongs to. The zero value is an
+// anonymous user with no groups. An Info is a value: the resolvers and the
+// cache never modify an Info after returning it, and callers must not either.
+type Info struct {
+	// User is the user name, case sensitive.
+	User string
+	// Groups are the user's groups in a stable order, without duplicates.
+	Groups []string
+	// Sources, when not empty, has one entry per element of Groups telling
+	// where that group came from.
+	Sources []Source
+}
+
+// SourceOf returns where group i came from, or "" when unknown.
+func (in Info) SourceOf(i int) Source {
+	if i < len(in.Sources) {
+		return in.Sources[i]
+	}
+	return ""
+}
+
+// String renders the identity for logs: alice [dev(given) ops(ldap)].
+func (in Info) String() string {
+	s := in.User + " ["
+	for i, g := range in.Groups {
+		if i > 0 {
+			s += " "
+		}
+		s += g
+		if src := in.SourceOf(i); src != "" {
+			s += "(" + string(src) + ")"
+		}
+	}
+	return s + "]"
+}
+
+// ErrUnknownUser is returned (wrapped) by resolvers that know the user does
+// not exist. Callers treat it like any other failure: the groups are unknown.
+var ErrUnknownUser = errors.New("unknown user")
+
+// Resolver finds the groups of a user.
+//
+// Resolve returns an Info whose User is user and whose Groups are those the
+// resolver knows, each with the resolver's Source. An error means the groups
+// could not be determined; the returned Info must then be ignored and the
+// caller must not grant anything based on group membership it could not
+// establish. Implementations must be safe for concurrent use and should
+// honour ctx cancellation.
+type Resolver interface {
+	Resolve(ctx context.Context, user string) (Info, error)
+}
+
+// ResolverFunc adapts a function to the Resolver interface.
+type ResolverFunc func(ctx context.Context, user string) (Info, error)
+
+// Resolve calls f.
+func (f ResolverFunc) Resolve(ctx context.Context, user string) (Info, error) { return f(ctx, user) }
+
+var _ Resolver = ResolverFunc(nil)
+
+// Mode says how the groups supplied with a request and the resolver's groups
+// combine. The zero value is ModeGiven.
+type Mode int
+
+const (
+	// ModeGiven uses the supplied groups as they are; the resolver is asked
+	// only when none are supplied. This is YuniKorn's behaviour.
+	ModeGiven Mode = iota
+	// ModeResolve ignores supplied groups and asks the resolver only.
+	ModeResolve
+	// ModeMerge uses the supplied groups followed by the resolver's,
+	// without duplicates.
+	ModeMerge
+)
+
+var modeNames = [...]string{ModeGiven: "given", ModeResolve: "resolve", ModeMerge: "merge"}
+
+func (m Mode) String() string {
+	if int(m) >= 0 && int(m) < len(modeNames) {
+		return modeNames[m]
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// ParseMode parses "given", "resolve" or "merge"; "" is ModeGiven.
+func ParseMode(s string) (Mode, error) {
+	if s == "" {
+		return ModeGiven, nil
+	}
+	for m, name := range modeNames {
+		if s == name {
+			return Mode(m), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown groups mode %q: want given, resolve or merge", s)
+}
+
+// Given builds an Info from groups supplied with a request, marking each as
+// SourceGiven and dropping duplicates (the first occurrence stays).
+func Given(user string, groups []string) Info {
+	in := Info{User: user}
+	for _, g := range groups {
+		if slices.Contains(in.Groups, g) {
+			continue
+		}
+		in.Groups = append(in.Groups, g)
+		in.Sources = append(in.Sources, SourceGiven)
+	}
+	return in
+}
+
+// Complete returns the identity of user for a request that supplied groups
+// (possibly none), combining them with r according to mode. r may be nil
+// when mode is ModeGiven and groups are always supplied; if it is needed and
+// nil, Complete returns an error.
+func Complete(ctx context.Context, mode Mode, r Resolver, user string, groups []string) (Info, error) {
+	if mode == ModeGiven && len(groups) > 0 {
+		return Given(user, groups), nil
+	}
+	if r == nil {
+		return Info{}, fmt.Errorf("groups of %q: no resolver configured", user)
+	}
+	resolved, err := r.Resolve(ctx, user)
+	if err != nil {
+		return Info{}, err
+	}
+	switch mode {
+	case ModeMerge:
+		in := Given(user, groups)
+		for i, g := range resolved.Groups {
+			if slices.Contains(in.Groups, g) {
+				continue
+			}
+			in.Groups = append(in.Groups, g)
+			in.Sources = append(in.Sources, resolved.SourceOf(i))
+		}
+		return in, nil
+	default: // ModeResolve, or ModeGiven without supplied groups.
+		resolved.User = user
+		return resolved, nil
+	}
+}
