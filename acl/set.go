@@ -253,3 +253,6 @@ func (s *Set) bestGroup(subject *Subject, first bool) (uint64, string) {
 	}
 	return best, name
 }
+
+// Empty reports whether the set allows nobody at all.
+func (s *Set) Empty() bool { return !s.all && len(s.users) == 0 && len(s.groups) == 0 }

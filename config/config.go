@@ -1,0 +1,514 @@
+// Package config reads usher's YAML configuration: YuniKorn's queues.yaml
+// schema (partitions, nested queues, submitacl, adminacl,
+// usergroupresolver) plus usher's own keys, and turns it into validated
+// partitions ready to compile.
+//
+// Rules this package enforces:
+//   - Every mistake is reported as FILE:LINE:COL: message, and all of them
+//     are reported at once; a configuration with an error is never used in
+//     part.
+//   - Unknown keys are errors (with a hint when only the case differs). Keys
+//     of YuniKorn's schema that only the scheduler uses (resources, limits,
+//     placementrules, …) are accepted and left to the scheduler.
+//   - ACLs use the YuniKorn dialect. Warnings point out what is legal but
+//     probably wrong: a group-only ACL whose leading space YAML dropped, "*"
+//     mixed with names, duplicates, names differing only in case, a leaf
+//     queue nobody can submit to.
+package config
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/usherhq/usher/acl"
+	"github.com/usherhq/usher/identity"
+	"github.com/usherhq/usher/identity/ldap"
+	"github.com/usherhq/usher/policy"
+)
+
+// MaxFileSize is the largest configuration file accepted.
+const MaxFileSize = 64 << 20
+
+//go:embed default.yaml
+var defaultYAML []byte
+
+// DefaultYAML returns the embedded default configuration: one partition,
+// default, whose root queue allows everyone to submit.
+func DefaultYAML() []byte { return slices.Clone(defaultYAML) }
+
+// Config is a parsed and validated configuration file.
+type Config struct {
+	// File is the name used in diagnostics.
+	File       string
+	Partitions []Partition
+	// Snapshot is the compiled policy of all partitions.
+	Snapshot *policy.Snapshot
+	// Admission is the admissionController block, nil when absent.
+	Admission *yaml.Node
+	// Warnings are positioned warnings, in file order.
+	Warnings []Diagnostic
+}
+
+// Partition is one partition's policy and identity settings.
+type Partition struct {
+	policy.Partition
+	// Groups says how groups supplied with a request combine with the
+	// resolver's (default given).
+	Groups identity.Mode
+	// Resolver configures the partition's group resolver.
+	Resolver Resolver
+}
+
+// Resolver is a partition's usergroupresolver block.
+type Resolver struct {
+	// Type is none (the default), os, file, test or ldap.
+	Type string
+	// File is the users-to-groups file of the file resolver, made absolute
+	// against the configuration file's directory.
+	File string
+	// Users is the table of the test resolver.
+	Users map[string][]string
+	// LDAP is the ldap block, with defaults applied and validated.
+	LDAP *ldap.Config
+	// Loaded is the file resolver, read while parsing, nil for other types.
+	Loaded identity.Resolver
+	// Cache holds the cache lifetimes and size.
+	Cache CacheSettings
+}
+
+// CacheSettings configures a partition's group cache. Zero values take the
+// cache's defaults (300 s positive, 30 s negative, no stale answers,
+// 10,000 entries).
+type CacheSettings struct {
+	PositiveTTL time.Duration `yaml:"positivettl"`
+	NegativeTTL time.Duration `yaml:"negativettl"`
+	StaleTTL    time.Duration `yaml:"stalettl"`
+	MaxEntries  int           `yaml:"maxentries"`
+}
+
+// Default returns the embedded default configuration.
+func Default() *Config {
+	c, err := Parse("<embedded default>", defaultYAML)
+	if err != nil {
+		panic("config: embedded default is invalid: " + err.Error())
+	}
+	return c
+}
+
+// Load reads and parses the configuration file at path.
+func Load(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > MaxFileSize {
+		return nil, fmt.Errorf("%s: %d bytes: larger than the %d byte limit", path, st.Size(), MaxFileSize)
+	}
+	data := make([]byte, st.Size())
+	if _, err := f.ReadAt(data, 0); err != nil && st.Size() > 0 {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return parse(path, filepath.Dir(path), data)
+}
+
+// Parse parses a configuration held in memory; name is used in
+// diagnostics. Relative file paths inside it are relative to the current
+// directory. The error, when not nil, is an *InvalidError listing every
+// mistake.
+func Parse(name string, data []byte) (*Config, error) { return parse(name, ".", data) }
+
+func parse(name, dir string, data []byte) (*Config, error) {
+	p := &parser{diags: diags{file: name}, dir: dir}
+	c := p.document(data)
+	if errs := p.errors(); len(errs) > 0 {
+		return nil, &InvalidError{Diagnostics: errs, Warnings: p.warnings()}
+	}
+	p.lint(c)
+	c.Warnings = p.warnings()
+	return c, nil
+}
+
+type aclUse struct {
+	node *yaml.Node
+	rule *acl.ACL
+	what string
+}
+
+type parser struct {
+	diags
+	dir       string
+	acls      []aclUse
+	queueNode map[string]*yaml.Node // partition/queue path -> name node
+	known     map[string]bool       // groups the resolvers know
+}
+
+func (p *parser) document(data []byte) *Config {
+	c := &Config{File: p.file}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		p.yamlError(err)
+		return c
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		p.errorf(nil, "empty configuration: it needs a partitions list")
+		return c
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		p.errorf(root, "the configuration must be a mapping with a partitions key, not %s", kindName(root))
+		return c
+	}
+	p.queueNode = map[string]*yaml.Node{}
+	p.known = map[string]bool{}
+	var parts *yaml.Node
+	p.mapping(root, "configuration", map[string]func(k, v *yaml.Node){
+		"partitions":          func(k, v *yaml.Node) { parts = v },
+		"admissionController": func(k, v *yaml.Node) { c.Admission = v },
+		"checksum":            nil,
+	})
+	if parts == nil {
+		if root.Kind == yaml.MappingNode {
+			p.errorf(root, "missing partitions: at least one partition with a root queue is needed")
+		}
+		return c
+	}
+	if parts.Kind != yaml.SequenceNode {
+		p.errorf(parts, "partitions must be a list, not %s", kindName(parts))
+		return c
+	}
+	seen := map[string]*yaml.Node{}
+	for _, pn := range parts.Content {
+		part, ok := p.partition(pn)
+		if !ok {
+			continue
+		}
+		lname := strings.ToLower(part.Name)
+		if prev, dup := seen[lname]; dup {
+			p.errorf(pn, "partition %q is defined twice (first at line %d)", part.Name, prev.Line)
+			continue
+		}
+		seen[lname] = pn
+		c.Partitions = append(c.Partitions, part)
+	}
+	if len(p.errors()) > 0 {
+		return c
+	}
+	specs := make([]policy.Partition, len(c.Partitions))
+	for i := range c.Partitions {
+		specs[i] = c.Partitions[i].Partition
+	}
+	snap, err := policy.Compile(specs)
+	if err != nil {
+		p.errorf(parts, "%v", err)
+		return c
+	}
+	c.Snapshot = snap
+	return c
+}
+
+// mapping walks the keys of a mapping node. A nil handler accepts the key
+// without reading it. Unknown and duplicate keys are errors.
+func (p *parser) mapping(n *yaml.Node, what string, keys map[string]func(k, v *yaml.Node)) bool {
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "%s must be a mapping, not %s", what, kindName(n))
+		return false
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if line, dup := seen[k.Value]; dup {
+			p.errorf(k, "%s: key %q is repeated (first at line %d)", what, k.Value, line)
+			continue
+		}
+		seen[k.Value] = k.Line
+		h, ok := keys[k.Value]
+		if !ok {
+			p.errorf(k, "%s: unknown key %q%s", what, k.Value, hint(k.Value, keys))
+			continue
+		}
+		if h != nil {
+			h(k, v)
+		}
+	}
+	return true
+}
+
+func hint(key string, keys map[string]func(k, v *yaml.Node)) string {
+	for k := range keys {
+		if strings.EqualFold(k, key) {
+			return fmt.Sprintf(" (did you mean %q?)", k)
+		}
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return " (known keys: " + strings.Join(names, ", ") + ")"
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return "empty"
+		}
+		return fmt.Sprintf("the value %q", n.Value)
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "nothing"
+}
+
+// str reads a scalar string; null reads as "".
+func (p *parser) str(n *yaml.Node, what string) (string, bool) {
+	if n.Kind != yaml.ScalarNode {
+		p.errorf(n, "%s must be a string, not %s", what, kindName(n))
+		return "", false
+	}
+	if n.Tag == "!!null" {
+		return "", true
+	}
+	return n.Value, true
+}
+
+func (p *parser) partition(n *yaml.Node) (Partition, bool) {
+	var part Partition
+	var queues, nameNode, dqNode *yaml.Node
+	ok := p.mapping(n, "partition", map[string]func(k, v *yaml.Node){
+		"name":   func(k, v *yaml.Node) { part.Name, _ = p.str(v, "partition name"); nameNode = v },
+		"queues": func(k, v *yaml.Node) { queues = v },
+		"adminacl": func(k, v *yaml.Node) {
+			part.AdminACL = p.acl(v, "partition adminacl")
+		},
+		"defaultqueue": func(k, v *yaml.Node) { part.DefaultQueue, _ = p.str(v, "defaultqueue"); dqNode = v },
+		"groups": func(k, v *yaml.Node) {
+			if s, ok := p.str(v, "groups"); ok {
+				m, err := identity.ParseMode(s)
+				if err != nil {
+					p.errorf(v, "%v", err)
+				}
+				part.Groups = m
+			}
+		},
+		"usergroupresolver": func(k, v *yaml.Node) { part.Resolver = p.resolver(v) },
+		// Keys of YuniKorn's schema that only the scheduler uses.
+		"placementrules": nil, "limits": nil, "nodesortpolicy": nil, "preemption": nil, "statedumpfilepath": nil,
+	})
+	if !ok {
+		return part, false
+	}
+	if nameNode == nil {
+		p.errorf(n, "partition without a name")
+		return part, false
+	}
+	if part.Name == "" {
+		p.errorf(nameNode, "partition name is empty")
+		return part, false
+	}
+	if queues == nil || queues.Kind != yaml.SequenceNode || len(queues.Content) == 0 {
+		where := n
+		if queues != nil {
+			where = queues
+		}
+		p.errorf(where, "partition %s: queues must be a list holding the root queue", part.Name)
+		return part, false
+	}
+	if len(queues.Content) > 1 {
+		p.errorf(queues.Content[1], "partition %s: only one top queue is allowed, and it must be named root", part.Name)
+	}
+	prefix := strings.ToLower(part.Name) + "/"
+	part.Root = p.queue(queues.Content[0], "", prefix)
+	if part.Root != nil && !strings.EqualFold(part.Root.Name, policy.RootQueue) {
+		p.errorf(p.queueNode[prefix+strings.ToLower(part.Root.Name)], "partition %s: the top queue is %q: it must be named root", part.Name, part.Root.Name)
+	}
+	if part.DefaultQueue != "" {
+		if _, ok := p.queueNode[prefix+policy.NormalizeQueue(part.DefaultQueue)]; !ok {
+			p.errorf(dqNode, "partition %s: defaultqueue %q is not a queue of this partition", part.Name, part.DefaultQueue)
+		}
+	}
+	return part, part.Root != nil
+}
+
+func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
+	q := &policy.Queue{}
+	var children, nameNode, parentFlag *yaml.Node
+	isParent := false
+	ok := p.mapping(n, "queue", map[string]func(k, v *yaml.Node){
+		"name":   func(k, v *yaml.Node) { q.Name, _ = p.str(v, "queue name"); nameNode = v },
+		"queues": func(k, v *yaml.Node) { children = v },
+		"parent": func(k, v *yaml.Node) {
+			parentFlag = v
+			if err := v.Decode(&isParent); err != nil {
+				p.errorf(v, "parent must be true or false, not %s", kindName(v))
+			}
+		},
+		"submitacl": func(k, v *yaml.Node) { q.SubmitACL = p.acl(v, "submitacl") },
+		"adminacl":  func(k, v *yaml.Node) { q.AdminACL = p.acl(v, "adminacl") },
+		// Keys of YuniKorn's schema that only the scheduler uses.
+		"resources": nil, "maxapplications": nil, "properties": nil, "childtemplate": nil, "limits": nil,
+	})
+	if !ok {
+		return nil
+	}
+	if nameNode == nil {
+		p.errorf(n, "queue without a name")
+		return nil
+	}
+	if !policy.QueueNamePattern.MatchString(q.Name) {
+		p.errorf(nameNode, "queue name %q is invalid: use 1 to 64 letters, digits, '_' or '-' (a '.' separates queues in a path)", q.Name)
+		return nil
+	}
+	path := strings.ToLower(q.Name)
+	if parentPath != "" {
+		path = parentPath + "." + path
+	}
+	if prev, dup := p.queueNode[prefix+path]; dup {
+		p.errorf(nameNode, "queue %s is defined twice (first at line %d; queue names are not case sensitive)", path, prev.Line)
+		return nil
+	}
+	p.queueNode[prefix+path] = nameNode
+	if children != nil {
+		if children.Kind != yaml.SequenceNode {
+			p.errorf(children, "queues of %s must be a list, not %s", path, kindName(children))
+			return q
+		}
+		if parentFlag != nil && !isParent && len(children.Content) > 0 {
+			p.errorf(parentFlag, "queue %s says parent: false but has child queues", path)
+		}
+		for _, cn := range children.Content {
+			if c := p.queue(cn, path, prefix); c != nil {
+				q.Children = append(q.Children, c)
+			}
+		}
+	}
+	return q
+}
+
+// acl parses an ACL value in the YuniKorn dialect, reporting errors and
+// warnings at their position inside the scalar.
+func (p *parser) acl(n *yaml.Node, what string) *acl.ACL {
+	text, ok := p.str(n, what)
+	if !ok {
+		return nil
+	}
+	a, warns, err := acl.Parse(text, acl.YuniKorn)
+	if err != nil {
+		if se, ok := err.(*acl.SyntaxError); ok {
+			p.atOffset(n, se.Offset, Error, fmt.Sprintf("%s %q: %s", what, text, se.Msg))
+		} else {
+			p.errorf(n, "%s: %v", what, err)
+		}
+		return nil
+	}
+	for _, w := range warns {
+		p.atOffset(n, w.Offset, Warning, fmt.Sprintf("%s %q: %s", what, text, w.Msg))
+	}
+	p.acls = append(p.acls, aclUse{node: n, rule: &a, what: what})
+	return &a
+}
+
+func (p *parser) resolver(n *yaml.Node) Resolver {
+	var r Resolver
+	var fileNode, usersNode, ldapNode, typeNode *yaml.Node
+	if !p.mapping(n, "usergroupresolver", map[string]func(k, v *yaml.Node){
+		"type":  func(k, v *yaml.Node) { r.Type, _ = p.str(v, "resolver type"); typeNode = v },
+		"file":  func(k, v *yaml.Node) { r.File, _ = p.str(v, "file"); fileNode = v },
+		"users": func(k, v *yaml.Node) { usersNode = v },
+		"ldap":  func(k, v *yaml.Node) { ldapNode = v },
+		"cache": func(k, v *yaml.Node) {
+			if p.strict(v, "cache", &r.Cache) {
+				c := r.Cache
+				if c.PositiveTTL < 0 || c.NegativeTTL < 0 || c.StaleTTL < 0 || c.MaxEntries < 0 {
+					p.errorf(v, "cache: lifetimes and maxentries must not be negative")
+				}
+				if c.NegativeTTL > 0 && c.PositiveTTL > 0 && c.NegativeTTL > c.PositiveTTL {
+					p.warnf(v, "cache: negativettl %v is longer than positivettl %v: failures would be remembered longer than answers", c.NegativeTTL, c.PositiveTTL)
+				}
+			}
+		},
+	}) {
+		return r
+	}
+	switch r.Type {
+	case "", "none", "os":
+	case "file":
+		if r.File == "" {
+			p.errorf(n, "usergroupresolver type file needs file: the path of a users-to-groups file")
+			break
+		}
+		if !filepath.IsAbs(r.File) {
+			r.File = filepath.Join(p.dir, r.File)
+		}
+		res, err := identity.File(r.File)
+		if err != nil {
+			p.errorf(fileNode, "usergroupresolver file: %v", err)
+			break
+		}
+		r.Loaded = res
+		if k, ok := res.(interface{ KnownGroups() []string }); ok {
+			for _, g := range k.KnownGroups() {
+				p.known[g] = true
+			}
+		}
+	case "test":
+		if usersNode == nil {
+			p.errorf(n, "usergroupresolver type test needs users: a mapping of user to groups")
+			break
+		}
+		if err := usersNode.Decode(&r.Users); err != nil {
+			p.errorf(usersNode, "users must map each user to a list of groups: %v", cleanYAML(err))
+			break
+		}
+		for u, gs := range r.Users {
+			if err := acl.ValidName(u); err != nil {
+				p.errorf(usersNode, "users: %v", err)
+			}
+			for _, g := range gs {
+				if err := acl.ValidName(g); err != nil {
+					p.errorf(usersNode, "users: groups of %s: %v", u, err)
+				}
+				p.known[g] = true
+			}
+		}
+	case "ldap":
+		if ldapNode == nil {
+			p.errorf(n, "usergroupresolver type ldap needs an ldap block")
+		}
+		if ldapNode != nil {
+			r.LDAP = p.ldap(ldapNode)
+		}
+	default:
+		p.errorf(typeNode, "unknown usergroupresolver type %q: want none, os, file, test or ldap", r.Type)
+	}
+	for _, extra := range []struct {
+		node *yaml.Node
+		key  string
+		typ  string
+	}{{fileNode, "file", "file"}, {usersNode, "users", "test"}, {ldapNode, "ldap", "ldap"}} {
+		if extra.node != nil && r.Type != extra.typ {
+			p.errorf(extra.node, "usergroupresolver: %s is only used by type %s, but the type is %q", extra.key, extra.typ, r.Type)
+		}
+	}
+	return r
+}
+
+func cleanYAML(err error) string {
+	return strings.TrimPrefix(strings.ReplaceAll(err.Error(), "\n ", ""), "yaml: unmarshal errors:")
+}

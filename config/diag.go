@@ -1,0 +1,148 @@
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Severity says whether a diagnostic makes the configuration unusable.
+type Severity int
+
+const (
+	// Error makes the configuration invalid.
+	Error Severity = iota
+	// Warning is legal but probably not what was meant.
+	Warning
+)
+
+// Diagnostic is a problem found in a configuration file, with its position.
+type Diagnostic struct {
+	File     string
+	Line     int // 1-based; 0 when unknown
+	Col      int // 1-based; 0 when unknown
+	Severity Severity
+	Msg      string
+}
+
+// String renders FILE:LINE:COL: message, with "warning: " before the
+// message of a warning.
+func (d Diagnostic) String() string {
+	var b strings.Builder
+	b.WriteString(d.File)
+	if d.Line > 0 {
+		fmt.Fprintf(&b, ":%d:%d", d.Line, max(d.Col, 1))
+	}
+	b.WriteString(": ")
+	if d.Severity == Warning {
+		b.WriteString("warning: ")
+	}
+	b.WriteString(d.Msg)
+	return b.String()
+}
+
+// InvalidError is returned when a configuration has errors. It lists every
+// error found, not only the first.
+type InvalidError struct {
+	Diagnostics []Diagnostic // errors only, in file order
+	// Warnings found before parsing stopped, for lint.
+	Warnings []Diagnostic
+}
+
+func (e *InvalidError) Error() string {
+	lines := make([]string, len(e.Diagnostics))
+	for i, d := range e.Diagnostics {
+		lines[i] = d.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// diags collects diagnostics for one file.
+type diags struct {
+	file string
+	list []Diagnostic
+}
+
+func (d *diags) at(n *yaml.Node, sev Severity, format string, args ...any) {
+	line, col := 0, 0
+	if n != nil {
+		line, col = n.Line, n.Column
+	}
+	d.list = append(d.list, Diagnostic{File: d.file, Line: line, Col: col, Severity: sev, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (d *diags) errorf(n *yaml.Node, format string, args ...any) { d.at(n, Error, format, args...) }
+func (d *diags) warnf(n *yaml.Node, format string, args ...any)  { d.at(n, Warning, format, args...) }
+
+// atOffset reports at a byte offset inside a scalar: exact for plain and
+// quoted scalars on one line, the start of the scalar otherwise.
+func (d *diags) atOffset(n *yaml.Node, offset int, sev Severity, msg string) {
+	line, col := n.Line, n.Column
+	switch n.Style {
+	case 0:
+		col += offset
+	case yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle:
+		if !strings.ContainsAny(n.Value, "\n\\'") {
+			col += offset + 1
+		}
+	}
+	d.list = append(d.list, Diagnostic{File: d.file, Line: line, Col: col, Severity: sev, Msg: msg})
+}
+
+func (d *diags) sorted() []Diagnostic {
+	sort.SliceStable(d.list, func(i, j int) bool {
+		a, b := d.list[i], d.list[j]
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Col < b.Col
+	})
+	return d.list
+}
+
+func (d *diags) errors() []Diagnostic {
+	var out []Diagnostic
+	for _, x := range d.sorted() {
+		if x.Severity == Error {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func (d *diags) warnings() []Diagnostic {
+	var out []Diagnostic
+	for _, x := range d.sorted() {
+		if x.Severity == Warning {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
+
+// yamlError turns a YAML syntax error into a positioned diagnostic.
+func (d *diags) yamlError(err error) {
+	for _, msg := range strings.Split(err.Error(), "\n") {
+		msg = strings.TrimSpace(msg)
+		if msg == "" || msg == "yaml: unmarshal errors:" {
+			continue
+		}
+		line := 0
+		if m := yamlLine.FindStringSubmatch(msg); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			msg = m[2]
+		} else if strings.HasPrefix(msg, "line ") {
+			if i := strings.IndexByte(msg, ':'); i > 0 {
+				line, _ = strconv.Atoi(msg[5:i])
+				msg = strings.TrimSpace(msg[i+1:])
+			}
+		}
+		d.list = append(d.list, Diagnostic{File: d.file, Line: line, Col: 1, Severity: Error, Msg: "YAML: " + msg})
+	}
+}

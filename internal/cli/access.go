@@ -1,0 +1,250 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/usherhq/usher/config"
+	"github.com/usherhq/usher/policy"
+)
+
+const accessHelp = `Lists every queue of a partition with what the user may do there, like
+YARN's "mapred queue -showacls": a tree to read, or JSON for scripts.
+
+Exit status: 0 on success, 2 on bad usage or an invalid configuration.
+
+Examples:
+  usher access --config queues.yaml --user john --groups dev
+  usher access --config queues.yaml --user john -o json | jq '.queues[] | select(.submit) | .queue'
+`
+
+type accessJSON struct {
+	Partition string        `json:"partition"`
+	User      string        `json:"user"`
+	Groups    []groupJSON   `json:"groups"`
+	Queues    []queueAccess `json:"queues"`
+}
+
+type groupJSON struct {
+	Name   string `json:"name"`
+	Source string `json:"source"`
+}
+
+type queueAccess struct {
+	Queue        string `json:"queue"`
+	Leaf         bool   `json:"leaf"`
+	Submit       bool   `json:"submit"`
+	Admin        bool   `json:"admin"`
+	SubmitReason string `json:"submitReason"`
+	AdminReason  string `json:"adminReason"`
+}
+
+func runAccess(ctx context.Context, env *Env, args []string) int {
+	var d decisionFlags
+	var output string
+	fs := newFlagSet(env, "access", "usher access --config FILE [--partition NAME] --user U [--groups g1,g2] [-o tree|json]", accessHelp)
+	fs.StringVar(&d.config, "config", "", "configuration `FILE` (default: the embedded default)")
+	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
+	fs.StringVar(&d.user, "user", "", "user `NAME` (required)")
+	fs.StringVar(&d.groups, "groups", "", "comma separated `GROUPS`; when empty the partition's resolver finds them")
+	fs.StringVar(&output, "o", "tree", "output `FORMAT`: tree or json")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if output != "tree" && output != "json" {
+		fmt.Fprintf(env.Stderr, "usher: -o %q: want tree or json\n", output)
+		return ExitUsage
+	}
+	req, ok := d.request(env)
+	if !ok {
+		return ExitUsage
+	}
+	e, ok := loadEngine(env, d.config)
+	if !ok {
+		return ExitUsage
+	}
+	in, queues, err := e.Access(ctx, req.Partition, req.User, req.Groups)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		return ExitUsage
+	}
+	if output == "json" {
+		out := accessJSON{Partition: d.partition, User: in.User, Groups: []groupJSON{}, Queues: []queueAccess{}}
+		for i, g := range in.Groups {
+			out.Groups = append(out.Groups, groupJSON{g, string(in.SourceOf(i))})
+		}
+		for _, q := range queues {
+			out.Queues = append(out.Queues, queueAccess{q.Queue, q.Leaf, q.Submit.Allowed, q.Admin.Allowed, q.Submit.Reason(), q.Admin.Reason()})
+		}
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+			return ExitUsage
+		}
+		return ExitOK
+	}
+	groups := make([]string, len(in.Groups))
+	for i, g := range in.Groups {
+		groups[i] = fmt.Sprintf("%s (%s)", g, in.SourceOf(i))
+	}
+	if len(groups) == 0 {
+		groups = []string{"(none)"}
+	}
+	fmt.Fprintf(env.Stdout, "partition %s, user %s, groups %s\n\n", d.partition, in.User, strings.Join(groups, ", "))
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tSUBMIT\tADMIN\tGRANTED BY")
+	for i, q := range queues {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", treeLabel(queues, i), yesNo(q.Submit.Allowed), yesNo(q.Admin.Allowed), grantedBy(q))
+	}
+	tw.Flush()
+	return ExitOK
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "-"
+}
+
+func grantedBy(q policy.QueueAccess) string {
+	d := q.Admin
+	if !d.Allowed {
+		d = q.Submit
+	}
+	if !d.Allowed {
+		return ""
+	}
+	who := d.By.Match.Name
+	switch d.By.Match.Kind.String() {
+	case "wildcard":
+		who = `"*"`
+	case "group":
+		who = "group " + who
+	default:
+		who = "user " + who
+	}
+	where := d.By.Queue
+	if d.By.ACL == policy.ClusterAdminACL {
+		return who + " in the partition adminacl"
+	}
+	return fmt.Sprintf("%s in %s of %s", who, d.By.ACL, where)
+}
+
+// treeLabel draws queue i of a depth-first list as a tree branch.
+func treeLabel(qs []policy.QueueAccess, i int) string {
+	q := qs[i]
+	name := q.Queue[strings.LastIndexByte(q.Queue, '.')+1:]
+	if q.Depth == 0 {
+		return name
+	}
+	var b strings.Builder
+	for level := 1; level < q.Depth; level++ {
+		if hasLaterSibling(qs, i, level) {
+			b.WriteString("│   ")
+		} else {
+			b.WriteString("    ")
+		}
+	}
+	if hasLaterSibling(qs, i, q.Depth) {
+		b.WriteString("├── ")
+	} else {
+		b.WriteString("└── ")
+	}
+	b.WriteString(name)
+	return b.String()
+}
+
+// hasLaterSibling reports whether the ancestor of qs[i] at depth level (or
+// qs[i] itself) has a sibling after it.
+func hasLaterSibling(qs []policy.QueueAccess, i, level int) bool {
+	for j := i + 1; j < len(qs); j++ {
+		switch {
+		case qs[j].Depth < level:
+			return false
+		case qs[j].Depth == level:
+			return true
+		}
+	}
+	return false
+}
+
+const lintHelp = `Checks a configuration file and prints each problem as
+FILE:LINE:COL: message (warnings say "warning:"). It catches syntax errors,
+unknown keys, invalid queue and user names, ACLs with more than one space,
+and warns about traps: a group-only ACL whose leading space YAML dropped
+because it was not quoted, "*" mixed with names, duplicate entries, names
+differing only in case, and leaf queues nobody can submit to.
+
+Exit status: 1 when there are errors, 0 when there are only warnings or
+none, 2 on bad usage or an unreadable file.
+
+Example:
+  usher lint queues.yaml
+`
+
+func runLint(_ context.Context, env *Env, args []string) int {
+	fs := newFlagSet(env, "lint", "usher lint FILE", lintHelp)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(env.Stderr, "usher lint: want exactly one FILE")
+		fs.Usage()
+		return ExitUsage
+	}
+	path := fs.Arg(0)
+	cfg, err := config.Load(path)
+	var invalid *config.InvalidError
+	var diags []config.Diagnostic
+	switch {
+	case errors.As(err, &invalid):
+		diags = append(slices.Clone(invalid.Diagnostics), invalid.Warnings...)
+	case err != nil:
+		fmt.Fprintf(env.Stderr, "usher lint: %v\n", err)
+		return ExitUsage
+	default:
+		diags = cfg.Warnings
+	}
+	slices.SortStableFunc(diags, func(a, b config.Diagnostic) int {
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return a.Col - b.Col
+	})
+	nerr := 0
+	for _, d := range diags {
+		fmt.Fprintln(env.Stdout, d)
+		if d.Severity == config.Error {
+			nerr++
+		}
+	}
+	nwarn := len(diags) - nerr
+	switch {
+	case nerr > 0:
+		fmt.Fprintf(env.Stderr, "%s: %s, %s\n", path, plural(nerr, "error"), plural(nwarn, "warning"))
+		return ExitDenied
+	case nwarn > 0:
+		fmt.Fprintf(env.Stderr, "%s: valid, %s\n", path, plural(nwarn, "warning"))
+	default:
+		fmt.Fprintf(env.Stderr, "%s: valid, no problems found\n", path)
+	}
+	return ExitOK
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}

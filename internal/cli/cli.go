@@ -1,0 +1,334 @@
+// Package cli implements the usher command. Run is the whole program, so
+// tests drive it with arguments and buffers.
+//
+// Exit codes follow kubectl auth can-i: 0 allowed (or success), 1 denied
+// (or lint errors), 2 bad usage, bad configuration or a failure to decide.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/usherhq/usher/acl"
+	"github.com/usherhq/usher/config"
+	"github.com/usherhq/usher/engine"
+	"github.com/usherhq/usher/policy"
+)
+
+// Exit codes.
+const (
+	ExitOK     = 0
+	ExitDenied = 1
+	ExitUsage  = 2
+)
+
+// Env is what a command may touch.
+type Env struct {
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+	// Serve runs `usher serve`; nil when the server is not linked in.
+	Serve func(ctx context.Context, env *Env, args []string) int
+}
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, env *Env, args []string) int
+}
+
+func commands() []command {
+	return []command{
+		{"check", "may this user do this on this queue? prints allowed or denied", runCheck},
+		{"explain", "like check, and shows which queue and which ACL entry decided", runExplain},
+		{"access", "every queue of a partition with the user's submit and admin rights", runAccess},
+		{"lint", "check a configuration file: FILE:LINE:COL: message", runLint},
+		{"serve", "run the decision API and the Kubernetes admission webhook", nil},
+		{"version", "print the version", runVersion},
+	}
+}
+
+// Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
+var Version = "dev"
+
+// Run runs the usher command with args (without the program name) and
+// returns the exit code.
+func Run(ctx context.Context, env *Env, args []string) int {
+	if env.Getenv == nil {
+		env.Getenv = os.Getenv
+	}
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+		if len(args) > 1 {
+			return Run(ctx, env, []string{args[1], "--help"})
+		}
+		usage(env.Stderr)
+		if len(args) == 0 {
+			return ExitUsage
+		}
+		return ExitOK
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		run := c.run
+		if c.name == "serve" {
+			run = env.Serve
+		}
+		if run == nil {
+			fmt.Fprintf(env.Stderr, "usher: %s is not available in this build\n", c.name)
+			return ExitUsage
+		}
+		return run(ctx, env, args[1:])
+	}
+	fmt.Fprintf(env.Stderr, "usher: unknown command %q\n\n", args[0])
+	usage(env.Stderr)
+	return ExitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usher: queue ACLs, trustworthy submitter identities and directory groups
+for multi-tenant batch queues.
+
+Usage:
+  usher <command> [flags]
+
+Commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Examples:
+  usher check   --config queues.yaml --queue root.test --user sue
+  usher explain --config queues.yaml --queue root.test --user john --groups dev
+  usher access  --config queues.yaml --user john --groups dev
+  usher lint    queues.yaml
+  usher serve   --config queues.yaml
+
+Run "usher <command> --help" for the flags of a command.
+`)
+}
+
+// decisionFlags are the flags shared by check and explain.
+type decisionFlags struct {
+	config, partition, queue, user, groups, action string
+}
+
+func newFlagSet(env *Env, name, synopsis, help string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(env.Stderr, "Usage:\n  %s\n\n%s\nFlags:\n", synopsis, help)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func (d *decisionFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&d.config, "config", "", "configuration `FILE` (default: the embedded default, where root allows everyone)")
+	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
+	fs.StringVar(&d.queue, "queue", "", "queue `PATH` such as root.a.b (default: the partition's default queue)")
+	fs.StringVar(&d.user, "user", "", "user `NAME` (required), e.g. alice or system:serviceaccount:spark:driver")
+	fs.StringVar(&d.groups, "groups", "", "comma separated `GROUPS` the user is in; when empty the partition's resolver finds them")
+	fs.StringVar(&d.action, "action", "submit", "`ACTION`: submit or admin")
+}
+
+// parse parses args, reporting problems; ok false means exit with code.
+func parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK, false
+		}
+		return ExitUsage, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q (flags start with --)\n", fs.Name(), fs.Arg(0))
+		return ExitUsage, false
+	}
+	return 0, true
+}
+
+func splitGroups(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, g := range strings.Split(s, ",") {
+		g = strings.TrimSpace(g)
+		if err := acl.ValidName(g); err != nil {
+			return nil, fmt.Errorf("--groups: %w", err)
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// loadEngine loads the configuration (or the embedded default) and builds
+// an engine, printing the reason on failure.
+func loadEngine(env *Env, path string) (*engine.Engine, bool) {
+	var cfg *config.Config
+	var err error
+	if path == "" {
+		cfg = config.Default()
+	} else if cfg, err = config.Load(path); err != nil {
+		fmt.Fprintf(env.Stderr, "usher: invalid configuration:\n%v\n", err)
+		return nil, false
+	}
+	e, err := engine.New(cfg)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "usher: %s: %v\n", cfg.File, err)
+		return nil, false
+	}
+	return e, true
+}
+
+func (d *decisionFlags) request(env *Env) (engine.Request, bool) {
+	req := engine.Request{Partition: d.partition, Queue: d.queue, User: d.user}
+	if d.user == "" {
+		fmt.Fprintln(env.Stderr, "usher: --user is required")
+		return req, false
+	}
+	var err error
+	if req.Groups, err = splitGroups(d.groups); err != nil {
+		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		return req, false
+	}
+	if req.Action, err = policy.ParseAction(d.action); err != nil {
+		fmt.Fprintf(env.Stderr, "usher: --action: %v\n", err)
+		return req, false
+	}
+	return req, true
+}
+
+const checkHelp = `Answers whether the user may submit to (or administer) the queue. The
+first line of output is "allowed" or "denied", the second the reason.
+
+Exit status: 0 allowed, 1 denied, 2 bad usage, an invalid configuration or
+a failure to find the user's groups (the reason is on stderr).
+
+Example:
+  usher check --config queues.yaml --queue root.test --user john --groups dev
+`
+
+func runCheck(ctx context.Context, env *Env, args []string) int {
+	var d decisionFlags
+	fs := newFlagSet(env, "check", "usher check --config FILE [--partition NAME] --queue root.a.b --user U [--groups g1,g2] [--action submit|admin]", checkHelp)
+	d.register(fs)
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	req, ok := d.request(env)
+	if !ok {
+		return ExitUsage
+	}
+	e, ok := loadEngine(env, d.config)
+	if !ok {
+		return ExitUsage
+	}
+	res, err := e.Check(ctx, req)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		return ExitUsage
+	}
+	return printDecision(env, res)
+}
+
+func printDecision(env *Env, res engine.Result) int {
+	if res.Allowed {
+		fmt.Fprintf(env.Stdout, "allowed\n%s\n", res.Reason())
+		return ExitOK
+	}
+	fmt.Fprintf(env.Stdout, "denied\n%s\n", res.Reason())
+	return ExitDenied
+}
+
+const explainHelp = `Decides like check, then shows the identity used (each group with where
+it came from) and the whole trail: every ACL that applies to the queue, in
+the order they are checked (the queue first, then each parent up to root;
+submit ACL before admin ACL), what each one said, and which one decided.
+
+Exit status: as check.
+
+Example:
+  usher explain --config queues.yaml --queue root.a.b --user alice
+`
+
+func runExplain(ctx context.Context, env *Env, args []string) int {
+	var d decisionFlags
+	fs := newFlagSet(env, "explain", "usher explain --config FILE [--partition NAME] --queue root.a.b --user U [--groups g1,g2] [--action submit|admin]", explainHelp)
+	d.register(fs)
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	req, ok := d.request(env)
+	if !ok {
+		return ExitUsage
+	}
+	e, ok := loadEngine(env, d.config)
+	if !ok {
+		return ExitUsage
+	}
+	res, steps, err := e.Explain(ctx, req)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		return ExitUsage
+	}
+	code := printDecision(env, res)
+	w := env.Stdout
+	fmt.Fprintf(w, "\nidentity:\n  user    %s\n", res.Identity.User)
+	if len(res.Identity.Groups) == 0 {
+		fmt.Fprintln(w, "  groups  (none)")
+	}
+	for i, g := range res.Identity.Groups {
+		label := "        "
+		if i == 0 {
+			label = "  groups"
+		}
+		fmt.Fprintf(w, "%s  %s (%s)\n", label, g, res.Identity.SourceOf(i))
+	}
+	fmt.Fprintf(w, "\ntrail (%s on %s, checked in this order; the first match decides):\n", res.Action, res.Queue)
+	width := len("partition")
+	for _, s := range steps {
+		width = max(width, len(s.Queue))
+	}
+	for _, s := range steps {
+		where := s.Queue
+		if s.ACL == policy.ClusterAdminACL {
+			where = "partition"
+		}
+		aclName := string(s.ACL)
+		if s.ACL == policy.ClusterAdminACL {
+			aclName = "adminacl"
+		}
+		var rule, verdict string
+		switch {
+		case s.Rule == nil:
+			rule, verdict = "(not set)", "grants nothing"
+		default:
+			rule = fmt.Sprintf("%q", s.Rule.String())
+			switch {
+			case !s.Reached:
+				verdict = "not reached"
+			case s.Match.Allowed():
+				verdict = fmt.Sprintf("MATCH: %s %q  <- decided", s.Match.Kind, s.Match.Name)
+			default:
+				verdict = "no match"
+			}
+		}
+		if s.Rule == nil && !s.Reached {
+			verdict = "not reached"
+		}
+		fmt.Fprintf(w, "  %-*s  %-9s  %-24s  %s\n", width, where, aclName, rule, verdict)
+	}
+	return code
+}
+
+func runVersion(_ context.Context, env *Env, _ []string) int {
+	fmt.Fprintf(env.Stdout, "usher %s\n", Version)
+	return ExitOK
+}

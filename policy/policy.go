@@ -1,0 +1,186 @@
+// Package policy compiles queue ACLs into immutable snapshots and decides
+// who may submit to and administer each queue.
+//
+// Rules this package enforces:
+//   - A partition holds a tree of queues rooted at "root". Queue names are
+//     matched without regard to case, as YuniKorn does; paths are written
+//     root.a.b.
+//   - Submit is allowed when the submit ACL or the admin ACL of the queue or
+//     of any ancestor allows the user, checked bottom-up to root, the
+//     queue's submit ACL before its admin ACL. Admin is allowed by admin
+//     ACLs only, likewise bottom-up. The partition's admin ACL (YARN's
+//     yarn.admin.acl) is checked last and grants both everywhere.
+//   - A queue with no ACL set grants nothing by itself. There are no deny
+//     entries; the zero Decision denies.
+//   - Every queue's inherited sets are compiled once per configuration, so
+//     a decision costs one map lookup and one set check at any depth, does
+//     not walk parents and does not allocate.
+//
+// A Snapshot is immutable and safe for concurrent use; a new configuration
+// is a new Snapshot.
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/usherhq/usher/acl"
+)
+
+// RootQueue is the name of every partition's root queue.
+const RootQueue = "root"
+
+// DefaultPartition is the partition used when a request names none.
+const DefaultPartition = "default"
+
+// Action is what a user wants to do on a queue.
+type Action int
+
+const (
+	// Submit is adding an application to a queue.
+	Submit Action = iota
+	// Admin is administering a queue and its applications (killing them).
+	Admin
+)
+
+func (a Action) String() string {
+	if a == Admin {
+		return "admin"
+	}
+	return "submit"
+}
+
+// ParseAction parses "submit" or "admin"; "" is Submit.
+func ParseAction(s string) (Action, error) {
+	switch s {
+	case "", "submit":
+		return Submit, nil
+	case "admin":
+		return Admin, nil
+	}
+	return 0, fmt.Errorf("unknown action %q: want submit or admin", s)
+}
+
+// Queue is a queue of a partition as configured. ACLs that are not set are
+// nil.
+type Queue struct {
+	Name      string
+	SubmitACL *acl.ACL
+	AdminACL  *acl.ACL
+	Children  []*Queue
+}
+
+// Partition is a partition as configured.
+type Partition struct {
+	Name string
+	Root *Queue
+	// AdminACL, when set, makes its members admins of every queue, as
+	// YARN's yarn.admin.acl does.
+	AdminACL *acl.ACL
+	// DefaultQueue is the queue used when a request names none. Empty means
+	// root.default when that queue exists, else root.
+	DefaultQueue string
+}
+
+// ACLName names which ACL of a queue decided.
+type ACLName string
+
+const (
+	// SubmitACL is a queue's submitacl.
+	SubmitACL ACLName = "submitacl"
+	// AdminACL is a queue's adminacl.
+	AdminACL ACLName = "adminacl"
+	// ClusterAdminACL is the partition's adminacl.
+	ClusterAdminACL ACLName = "partition adminacl"
+)
+
+// Origin is one ACL in check order: which queue, which of its ACLs.
+type Origin struct {
+	Queue string
+	ACL   ACLName
+	// Rule is the ACL itself, nil when it is not set.
+	Rule *acl.ACL
+}
+
+// Grant is the entry that allowed a decision.
+type Grant struct {
+	Origin
+	Match acl.Match
+}
+
+// Decision is the answer to "may this user do this action on this queue".
+// The zero value denies.
+type Decision struct {
+	Allowed   bool
+	Partition string
+	Queue     string
+	Action    Action
+	User      string
+	// By is the ACL entry that allowed the action; zero when denied.
+	By Grant
+}
+
+// Reason renders the decision as one sentence.
+func (d Decision) Reason() string {
+	if d.Allowed {
+		var what string
+		switch d.By.Match.Kind {
+		case acl.MatchWildcard:
+			what = `the wildcard "*"`
+		case acl.MatchUser:
+			what = fmt.Sprintf("user entry %q", d.By.Match.Name)
+		default:
+			what = fmt.Sprintf("group entry %q", d.By.Match.Name)
+		}
+		where := fmt.Sprintf("%s of %s", d.By.ACL, d.By.Queue)
+		if d.By.ACL == ClusterAdminACL {
+			where = fmt.Sprintf("the adminacl of partition %s", d.Partition)
+		}
+		return fmt.Sprintf("%s may %s %s: %s in %s", d.User, d.Action.verb(), d.Queue, what, where)
+	}
+	acls := "submitacl or adminacl"
+	if d.Action == Admin {
+		acls = "adminacl"
+	}
+	return fmt.Sprintf("%s may not %s %s: no %s of %s or its parents allows the user or any of the user's groups",
+		d.User, d.Action.verb(), d.Queue, acls, d.Queue)
+}
+
+func (a Action) verb() string {
+	if a == Admin {
+		return "administer"
+	}
+	return "submit to"
+}
+
+// Err returns nil when the decision allows, else a *DeniedError.
+func (d Decision) Err() error {
+	if d.Allowed {
+		return nil
+	}
+	return &DeniedError{Decision: d}
+}
+
+// DeniedError is a denial as an error, to be matched with errors.As.
+type DeniedError struct{ Decision Decision }
+
+func (e *DeniedError) Error() string { return "access denied: " + e.Decision.Reason() }
+
+// ErrUnknownPartition and ErrUnknownQueue are wrapped by the errors of
+// lookups that name something the configuration does not have.
+var (
+	ErrUnknownPartition = errors.New("unknown partition")
+	ErrUnknownQueue     = errors.New("unknown queue")
+)
+
+// NormalizeQueue lower-cases a queue path only when it needs it, so that a
+// lookup with an already lower-case path does not allocate.
+func NormalizeQueue(path string) string {
+	for i := 0; i < len(path); i++ {
+		if c := path[i]; c >= 'A' && c <= 'Z' {
+			return strings.ToLower(path)
+		}
+	}
+	return path
+}

@@ -1,0 +1,317 @@
+package policy
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/usherhq/usher/acl"
+)
+
+// QueueNamePattern is what a queue name may look like (YuniKorn's rule).
+var QueueNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// Snapshot is a compiled configuration: every partition with every queue's
+// inherited ACL sets. It is immutable and safe for concurrent use.
+type Snapshot struct {
+	partitions map[string]*CompiledPartition
+	names      []string
+}
+
+// CompiledPartition is one partition of a Snapshot.
+type CompiledPartition struct {
+	name         string
+	queues       map[string]*compiledQueue
+	order        []*compiledQueue // depth first, children in configured order
+	defaultQueue string
+	clusterAdmin *acl.ACL
+}
+
+type compiledQueue struct {
+	path     string
+	depth    int
+	leaf     bool
+	spec     *Queue
+	parent   *compiledQueue
+	submit   acl.Set
+	admin    acl.Set
+	submitBy []Origin // check order of the ACLs compiled into submit
+	adminBy  []Origin
+}
+
+// Compile checks the structure of the partitions (names, a root named
+// root, unique siblings and partitions) and compiles them into a Snapshot.
+func Compile(parts []Partition) (*Snapshot, error) {
+	s := &Snapshot{partitions: make(map[string]*CompiledPartition, len(parts))}
+	for i := range parts {
+		p := &parts[i]
+		name := strings.ToLower(p.Name)
+		if name == "" {
+			return nil, fmt.Errorf("partition %d: empty name", i)
+		}
+		if _, dup := s.partitions[name]; dup {
+			return nil, fmt.Errorf("partition %q: defined twice", p.Name)
+		}
+		cp, err := compilePartition(name, p)
+		if err != nil {
+			return nil, err
+		}
+		s.partitions[name] = cp
+		s.names = append(s.names, name)
+	}
+	return s, nil
+}
+
+func compilePartition(name string, p *Partition) (*CompiledPartition, error) {
+	if p.Root == nil {
+		return nil, fmt.Errorf("partition %s: no root queue", name)
+	}
+	if !strings.EqualFold(p.Root.Name, RootQueue) {
+		return nil, fmt.Errorf("partition %s: the top queue is %q: it must be named root", name, p.Root.Name)
+	}
+	cp := &CompiledPartition{name: name, queues: make(map[string]*compiledQueue), clusterAdmin: p.AdminACL}
+	if err := cp.add(p.Root, nil); err != nil {
+		return nil, fmt.Errorf("partition %s: %w", name, err)
+	}
+	switch dq := NormalizeQueue(p.DefaultQueue); {
+	case dq != "":
+		if _, ok := cp.queues[dq]; !ok {
+			return nil, fmt.Errorf("partition %s: default queue %s: %w", name, p.DefaultQueue, ErrUnknownQueue)
+		}
+		cp.defaultQueue = dq
+	case cp.queues["root.default"] != nil:
+		cp.defaultQueue = "root.default"
+	default:
+		cp.defaultQueue = RootQueue
+	}
+	return cp, nil
+}
+
+func (cp *CompiledPartition) add(q *Queue, parent *compiledQueue) error {
+	name := strings.ToLower(q.Name)
+	if !QueueNamePattern.MatchString(q.Name) {
+		return fmt.Errorf("queue %q: invalid name: use 1 to 64 letters, digits, '_' or '-'", q.Name)
+	}
+	path, depth := name, 0
+	if parent != nil {
+		path, depth = parent.path+"."+name, parent.depth+1
+	}
+	if _, dup := cp.queues[path]; dup {
+		return fmt.Errorf("queue %s: defined twice (names are not case sensitive)", path)
+	}
+	cq := &compiledQueue{path: path, depth: depth, leaf: len(q.Children) == 0, spec: q, parent: parent}
+	cq.compile(cp.clusterAdmin)
+	cp.queues[path] = cq
+	cp.order = append(cp.order, cq)
+	for _, c := range q.Children {
+		if err := cp.add(c, cq); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compile builds the queue's inherited sets from its own ACLs and its
+// ancestors' in bottom-up order, the partition admin ACL last.
+func (cq *compiledQueue) compile(clusterAdmin *acl.ACL) {
+	var submit, admin []*acl.ACL
+	for q := cq; q != nil; q = q.parent {
+		if q.spec.SubmitACL != nil {
+			cq.submitBy = append(cq.submitBy, Origin{q.path, SubmitACL, q.spec.SubmitACL})
+			submit = append(submit, q.spec.SubmitACL)
+		}
+		if q.spec.AdminACL != nil {
+			o := Origin{q.path, AdminACL, q.spec.AdminACL}
+			cq.submitBy = append(cq.submitBy, o)
+			submit = append(submit, q.spec.AdminACL)
+			cq.adminBy = append(cq.adminBy, o)
+			admin = append(admin, q.spec.AdminACL)
+		}
+	}
+	if clusterAdmin != nil {
+		o := Origin{"", ClusterAdminACL, clusterAdmin}
+		cq.submitBy = append(cq.submitBy, o)
+		cq.adminBy = append(cq.adminBy, o)
+		submit = append(submit, clusterAdmin)
+		admin = append(admin, clusterAdmin)
+	}
+	cq.submit = acl.Union(submit...)
+	cq.admin = acl.Union(admin...)
+}
+
+// Partitions returns the partition names in configured order.
+func (s *Snapshot) Partitions() []string { return s.names }
+
+// Partition returns the named partition ("" is the default partition).
+func (s *Snapshot) Partition(name string) (*CompiledPartition, error) {
+	if name == "" {
+		name = DefaultPartition
+	}
+	if p, ok := s.partitions[name]; ok {
+		return p, nil
+	}
+	if p, ok := s.partitions[strings.ToLower(name)]; ok {
+		return p, nil
+	}
+	return nil, fmt.Errorf("partition %q: %w", name, ErrUnknownPartition)
+}
+
+// Decide answers whether sub may perform action on queue of partition.
+// The error is non-nil only for an unknown partition or queue; the
+// decision then denies.
+func (s *Snapshot) Decide(partition, queue string, sub *acl.Subject, action Action) (Decision, error) {
+	p, err := s.Partition(partition)
+	if err != nil {
+		return Decision{Partition: partition, Queue: queue, Action: action, User: sub.User()}, err
+	}
+	return p.Decide(queue, sub, action)
+}
+
+// Name returns the partition's name.
+func (p *CompiledPartition) Name() string { return p.name }
+
+// DefaultQueue returns the queue used when a request names none.
+func (p *CompiledPartition) DefaultQueue() string { return p.defaultQueue }
+
+// Has reports whether the partition has the queue.
+func (p *CompiledPartition) Has(queue string) bool {
+	_, ok := p.queues[NormalizeQueue(queue)]
+	return ok
+}
+
+// Queues returns every queue path, depth first in configured order.
+func (p *CompiledPartition) Queues() []string {
+	out := make([]string, len(p.order))
+	for i, q := range p.order {
+		out[i] = q.path
+	}
+	return out
+}
+
+// QueuePath returns the canonical path of queue ("" is the default queue),
+// or an error wrapping ErrUnknownQueue.
+func (p *CompiledPartition) QueuePath(queue string) (string, error) {
+	q, err := p.lookup(queue)
+	if err != nil {
+		return "", err
+	}
+	return q.path, nil
+}
+
+func (p *CompiledPartition) lookup(queue string) (*compiledQueue, error) {
+	if queue == "" {
+		queue = p.defaultQueue
+	}
+	if q, ok := p.queues[NormalizeQueue(queue)]; ok {
+		return q, nil
+	}
+	return nil, fmt.Errorf("queue %q in partition %s: %w", queue, p.name, ErrUnknownQueue)
+}
+
+// Decide answers whether sub may perform action on queue ("" is the
+// partition's default queue). It costs the same at every depth and does
+// not allocate. The error is non-nil only for an unknown queue.
+func (p *CompiledPartition) Decide(queue string, sub *acl.Subject, action Action) (Decision, error) {
+	d := Decision{Partition: p.name, Queue: queue, Action: action, User: sub.User()}
+	q, err := p.lookup(queue)
+	if err != nil {
+		return d, err
+	}
+	d.Queue = q.path
+	set, by := &q.submit, q.submitBy
+	if action == Admin {
+		set, by = &q.admin, q.adminBy
+	}
+	m := set.Match(sub)
+	if m.Allowed() {
+		d.Allowed = true
+		d.By = Grant{Origin: by[m.List], Match: m}
+	}
+	return d, nil
+}
+
+// Allows is Decide without the details, for callers that need only the
+// answer. Unknown queues are denied.
+func (p *CompiledPartition) Allows(queue string, sub *acl.Subject, action Action) bool {
+	q, err := p.lookup(queue)
+	if err != nil {
+		return false
+	}
+	if action == Admin {
+		return q.admin.Allows(sub)
+	}
+	return q.submit.Allows(sub)
+}
+
+// Step is one ACL of an explanation trail.
+type Step struct {
+	Origin
+	// Match is the entry that allowed, Kind None when the ACL did not.
+	Match acl.Match
+	// Reached is false for ACLs after the deciding one.
+	Reached bool
+}
+
+// Explain returns the decision together with the whole trail: every ACL
+// that applies to the queue, in check order, and what each said. Queues
+// on the path whose ACL is not set appear with a nil Rule.
+func (p *CompiledPartition) Explain(queue string, sub *acl.Subject, action Action) (Decision, []Step, error) {
+	d, err := p.Decide(queue, sub, action)
+	if err != nil {
+		return d, nil, err
+	}
+	q := p.queues[d.Queue]
+	var steps []Step
+	decided := false
+	visit := func(o Origin) {
+		st := Step{Origin: o, Reached: !decided}
+		if o.Rule != nil && !decided {
+			st.Match = o.Rule.Match(sub)
+			decided = st.Match.Allowed()
+		}
+		steps = append(steps, st)
+	}
+	for c := q; c != nil; c = c.parent {
+		if action == Submit {
+			visit(Origin{c.path, SubmitACL, c.spec.SubmitACL})
+		}
+		visit(Origin{c.path, AdminACL, c.spec.AdminACL})
+	}
+	if p.clusterAdmin != nil {
+		visit(Origin{"", ClusterAdminACL, p.clusterAdmin})
+	}
+	return d, steps, nil
+}
+
+// QueueAccess is what a user may do on one queue.
+type QueueAccess struct {
+	Queue  string
+	Depth  int
+	Leaf   bool
+	Submit Decision
+	Admin  Decision
+}
+
+// Access lists every queue of the partition, depth first, with what sub
+// may do there (YARN's mapred queue -showacls).
+func (p *CompiledPartition) Access(sub *acl.Subject) []QueueAccess {
+	out := make([]QueueAccess, 0, len(p.order))
+	for _, q := range p.order {
+		s, _ := p.Decide(q.path, sub, Submit)
+		a, _ := p.Decide(q.path, sub, Admin)
+		out = append(out, QueueAccess{Queue: q.path, Depth: q.depth, Leaf: q.leaf, Submit: s, Admin: a})
+	}
+	return out
+}
+
+// NobodyMaySubmit returns the leaf queues whose inherited submit and admin
+// ACLs allow nobody at all, for lint.
+func (p *CompiledPartition) NobodyMaySubmit() []string {
+	var out []string
+	for _, q := range p.order {
+		if q.leaf && q.submit.Empty() {
+			out = append(out, q.path)
+		}
+	}
+	return out
+}
