@@ -3,8 +3,8 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"errors"
+	"flag"
 	"fmt"
 	"slices"
 	"strings"
