@@ -1,0 +1,202 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/usherhq/usher/config"
+	"github.com/usherhq/usher/engine"
+	"github.com/usherhq/usher/identity"
+	"github.com/usherhq/usher/policy"
+)
+
+const modesYAML = `partitions:
+  - name: default
+    usergroupresolver:
+      type: test
+      users:
+        alice: [dev]
+        bob: []
+    queues:
+      - name: root
+        queues:
+          - name: dev
+            submitacl: " dev"
+          - name: k8s
+            submitacl: " system:authenticated"
+  - name: merged
+    groups: merge
+    usergroupresolver:
+      type: test
+      users:
+        alice: [dev]
+    queues:
+      - name: root
+        submitacl: " dev"
+  - name: resolved
+    groups: resolve
+    usergroupresolver:
+      type: test
+      users:
+        alice: [dev]
+    queues:
+      - name: root
+        submitacl: " system:authenticated"
+  - name: plain
+    queues:
+      - name: root
+        submitacl: " alice"
+`
+
+func newEngine(t *testing.T, src string) *engine.Engine {
+	t.Helper()
+	c, err := config.Parse("q.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestGroupModes(t *testing.T) {
+	e := newEngine(t, modesYAML)
+	ctx := context.Background()
+	k8s := []string{"system:authenticated"}
+	tests := []struct {
+		name      string
+		req       engine.Request
+		allowed   bool
+		sources   string
+		wantError string
+	}{
+		{"given groups are used as they are", engine.Request{Queue: "root.k8s", User: "alice", Groups: k8s}, true, "system:authenticated=given", ""},
+		{"given groups skip the resolver", engine.Request{Queue: "root.dev", User: "alice", Groups: k8s}, false, "system:authenticated=given", ""},
+		{"no groups asks the resolver", engine.Request{Queue: "root.dev", User: "alice"}, true, "dev=test", ""},
+		{"resolver failure denies with an error", engine.Request{Queue: "root.dev", User: "mallory"}, false, "", "unknown user"},
+		{"merge uses both", engine.Request{Partition: "merged", Queue: "root", User: "alice", Groups: k8s}, true, "system:authenticated=given dev=test", ""},
+		{"resolve ignores given groups", engine.Request{Partition: "resolved", Queue: "root", User: "alice", Groups: k8s}, false, "dev=test", ""},
+		{"none resolver: primary group named like the user", engine.Request{Partition: "plain", Queue: "root", User: "alice"}, true, "alice=none", ""},
+		{"unknown queue", engine.Request{Queue: "root.nope", User: "alice"}, false, "", "unknown queue"},
+		{"unknown partition", engine.Request{Partition: "gpu", Queue: "root", User: "alice"}, false, "", "unknown partition"},
+		{"invalid user name", engine.Request{Queue: "root", User: "al ice"}, false, "", "whitespace"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := e.Check(ctx, tt.req)
+			if tt.wantError != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantError) || res.Allowed {
+					t.Fatalf("got %+v, %v; want error %q and a denial", res, err, tt.wantError)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Allowed != tt.allowed {
+				t.Fatalf("allowed=%v: %s", res.Allowed, res.Reason())
+			}
+			var got []string
+			for i, g := range res.Identity.Groups {
+				got = append(got, g+"="+string(res.Identity.SourceOf(i)))
+			}
+			if strings.Join(got, " ") != tt.sources {
+				t.Fatalf("groups %v, want %s", got, tt.sources)
+			}
+		})
+	}
+}
+
+func TestExplainAndAccess(t *testing.T) {
+	e := newEngine(t, modesYAML)
+	res, steps, err := e.Explain(context.Background(), engine.Request{Queue: "root.dev", User: "alice", Action: policy.Submit})
+	if err != nil || !res.Allowed || len(steps) != 4 || !steps[0].Match.Allowed() {
+		t.Fatalf("%+v %+v %v", res, steps, err)
+	}
+	in, queues, err := e.Access(context.Background(), "", "alice", nil)
+	if err != nil || in.User != "alice" || len(queues) != 3 {
+		t.Fatalf("%+v %+v %v", in, queues, err)
+	}
+	if !queues[1].Submit.Allowed || queues[2].Submit.Allowed {
+		t.Fatalf("access %+v", queues)
+	}
+}
+
+// A reload swaps the whole configuration at once; decisions running
+// concurrently see either the old or the new rules, never a mix or a wait.
+func TestSwapUnderLoad(t *testing.T) {
+	open := strings.Replace(modesYAML, `submitacl: " dev"`, `submitacl: "*"`, 1)
+	e := newEngine(t, modesYAML)
+	cfgs := []*config.Config{}
+	for _, src := range []string{modesYAML, open} {
+		c, err := config.Parse("q.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfgs = append(cfgs, c)
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				res, err := e.Check(context.Background(), engine.Request{Queue: "root.dev", User: "bob", Groups: []string{"ops"}})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if res.Allowed && res.By.Match.Name != "*" {
+					t.Errorf("inconsistent decision %+v", res)
+					return
+				}
+			}
+		})
+	}
+	for i := range 200 {
+		if err := e.Swap(cfgs[i%2]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if err := e.Swap(nil); err == nil {
+		t.Fatal("Swap(nil) must fail")
+	}
+	if e.Config() != cfgs[1] {
+		t.Fatal("a failed swap must keep the configuration in force")
+	}
+}
+
+// Caches survive a reload when the resolver settings are unchanged.
+func TestCacheKeptAcrossReload(t *testing.T) {
+	e := newEngine(t, modesYAML)
+	ctx := context.Background()
+	if _, err := e.Identify(ctx, "default", "alice", nil); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := config.Parse("q.yaml", []byte(modesYAML))
+	if err := e.Swap(c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Identify(ctx, "default", "alice", nil); err != nil {
+		t.Fatal(err)
+	}
+	st := e.CacheStats()["default"]
+	if st.Hits != 1 || st.Misses != 1 {
+		t.Fatalf("cache stats after reload: %+v", st)
+	}
+	_, err := e.Identify(ctx, "default", "zed", nil)
+	if !errors.Is(err, identity.ErrUnknownUser) {
+		t.Fatalf("unknown user: %v", err)
+	}
+}

@@ -1,0 +1,63 @@
+package identity
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// Static returns the test resolver: a fixed table from user names to their
+// groups (Source "test"). The map is copied, so later changes to it have no
+// effect; duplicate groups of a user are dropped (the first stays). A user
+// missing from the table is an error wrapping ErrUnknownUser; a user present
+// with no groups is known and has none.
+func Static(users map[string][]string) Resolver {
+	t := &table{source: SourceTest, users: make(map[string]Info, len(users))}
+	for _, user := range slices.Sorted(maps.Keys(users)) {
+		t.users[user] = newInfo(user, users[user], SourceTest)
+	}
+	return t
+}
+
+// table is a resolver answering from a fixed map; Static and File use it.
+// The Infos in the map are shared by all answers and never modified.
+type table struct {
+	source Source
+	name   string // where the table came from, for messages; may be empty
+	users  map[string]Info
+}
+
+var _ Resolver = (*table)(nil)
+
+// Resolve returns the groups the table lists for user.
+func (t *table) Resolve(_ context.Context, user string) (Info, error) {
+	in, ok := t.users[user]
+	if !ok {
+		if t.name != "" {
+			return Info{}, fmt.Errorf("%w (not in %s)", unknownUser(t.source, user), t.name)
+		}
+		return Info{}, unknownUser(t.source, user)
+	}
+	return in, nil
+}
+
+// String names the resolver in logs: "test", or "file PATH".
+func (t *table) String() string {
+	if t.name == "" {
+		return string(t.source)
+	}
+	return string(t.source) + " " + t.name
+}
+
+// KnownGroups returns every group the table lists, sorted, so that lint can
+// tell group names from user names.
+func (t *table) KnownGroups() []string {
+	seen := map[string]bool{}
+	for _, in := range t.users {
+		for _, g := range in.Groups {
+			seen[g] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}

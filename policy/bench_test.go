@@ -1,0 +1,103 @@
+package policy_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/usherhq/usher/acl"
+	"github.com/usherhq/usher/policy"
+)
+
+func groups(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("grp-%02d", i)
+	}
+	return out
+}
+
+// deepTree is a chain of depth queues under root, each with its own small
+// ACLs, the deciding group granted at the root.
+func deepTree(depth int) (*policy.Snapshot, string) {
+	submit := make([]string, depth+1)
+	admin := make([]string, depth+1)
+	for i := range submit {
+		submit[i] = fmt.Sprintf("u%d,v%d g%d,h%d", i, i, i, i)
+		admin[i] = fmt.Sprintf("a%d", i)
+	}
+	submit[0] = "alice grp-63"
+	s, err := policy.Compile([]policy.Partition{{Name: "default", Root: chain(submit, admin)}})
+	if err != nil {
+		panic(err)
+	}
+	path := "root"
+	for i := 1; i <= depth; i++ {
+		path += fmt.Sprintf(".q%d", i)
+	}
+	return s, path
+}
+
+var sinkDecision policy.Decision
+
+// BenchmarkSubmitCheck compares a decision at depth 1 and depth 10: the
+// inherited sets are compiled, so the cost must not grow with depth.
+func BenchmarkSubmitCheck(b *testing.B) {
+	sub := acl.NewSubject("carol", groups(64))
+	for _, depth := range []int{1, 10} {
+		s, path := deepTree(depth)
+		p, _ := s.Partition("default")
+		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
+			if d, _ := p.Decide(path, sub, policy.Submit); !d.Allowed || d.By.Queue != "root" {
+				b.Fatalf("wrong decision %+v", d)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				sinkDecision, _ = p.Decide(path, sub, policy.Submit)
+			}
+		})
+	}
+}
+
+// GenerateTree returns partitions with n queues under root in three levels
+// and entries ACL entries in all (half users, half groups).
+func generate(queues, entries int) []policy.Partition {
+	perQueue := entries / queues
+	var mk func(name string, i int) *policy.Queue
+	idx := 0
+	mk = func(name string, i int) *policy.Queue {
+		var users, grps []string
+		for j := range perQueue / 2 {
+			users = append(users, fmt.Sprintf("user%d-%d", idx, j))
+			grps = append(grps, fmt.Sprintf("group%d-%d", idx%500, j))
+		}
+		idx++
+		a := acl.MustParse(strings.Join(users, ",") + " " + strings.Join(grps, ","))
+		return &policy.Queue{Name: name, SubmitACL: &a}
+	}
+	root := mk("root", 0)
+	for i := 0; idx < queues; i++ {
+		l1 := mk(fmt.Sprintf("dept%d", i), i)
+		root.Children = append(root.Children, l1)
+		for j := 0; j < 10 && idx < queues; j++ {
+			l2 := mk(fmt.Sprintf("team%d", j), j)
+			l1.Children = append(l1.Children, l2)
+			for k := 0; k < 9 && idx < queues; k++ {
+				l2.Children = append(l2.Children, mk(fmt.Sprintf("q%d", k), k))
+			}
+		}
+	}
+	return []policy.Partition{{Name: "default", Root: root}}
+}
+
+// BenchmarkCompile10kQueues compiles 10,000 queues holding 100,000 ACL
+// entries (the YAML side is measured in package config).
+func BenchmarkCompile10kQueues(b *testing.B) {
+	parts := generate(10000, 100000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := policy.Compile(parts); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
