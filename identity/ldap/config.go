@@ -1,0 +1,409 @@
+package ldap
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	goldap "github.com/go-ldap/ldap/v3"
+)
+
+// GroupSearch says how the groups of a user are found.
+type GroupSearch string
+
+const (
+	// GroupSearchMemberOf reads the group DNs from an attribute of the user
+	// entry (Config.MemberOfAttr, memberOf by default), as maintained by
+	// Active Directory, FreeIPA or OpenLDAP's memberof overlay. One search
+	// per lookup when the groups' RDN attribute is Config.GroupNameAttr.
+	GroupSearchMemberOf GroupSearch = "memberof"
+	// GroupSearchMember searches Config.GroupBaseDN for groups whose
+	// Config.MemberAttr (member by default) holds the user's DN
+	// (groupOfNames).
+	GroupSearchMember GroupSearch = "member"
+	// GroupSearchMemberUID searches Config.GroupBaseDN for groups whose
+	// Config.MemberAttr (memberUid by default) holds the user name
+	// (posixGroup, RFC 2307).
+	GroupSearchMemberUID GroupSearch = "memberuid"
+)
+
+// UserPlaceholder is replaced in Config.UserFilter by the user name,
+// escaped as an RFC 4515 filter value.
+const UserPlaceholder = "{user}"
+
+// NoUserNameAttr as Config.UserNameAttr turns off the check that the user
+// entry carries the user name exactly.
+const NoUserNameAttr = "none"
+
+// Defaults applied by Config.WithDefaults.
+const (
+	DefaultUserFilter        = "(uid={user})"
+	DefaultUserNameAttr      = "uid"
+	DefaultGroupSearch       = GroupSearchMember
+	DefaultMemberOfAttr      = "memberOf"
+	DefaultGroupNameAttr     = "cn"
+	DefaultTimeout           = 5 * time.Second
+	DefaultPoolSize          = 4
+	DefaultSizeLimit         = 1000
+	defaultMemberAttr        = "member"
+	defaultMemberUIDAttr     = "memberUid"
+	defaultMemberGroupFilter = "(objectClass=groupOfNames)"
+	defaultPosixGroupFilter  = "(objectClass=posixGroup)"
+)
+
+// Config configures a Resolver. It is the ldap: block of a partition's
+// usergroupresolver in the YAML configuration; keys are the lower-cased
+// field names. Config holds no secret: the bind password is read by New
+// from BindPasswordFile or BindPasswordEnv, so a Config may be printed or
+// logged as it is.
+type Config struct {
+	// URLs are the servers, ldap://host[:389] or ldaps://host[:636], tried
+	// in order: when a server cannot be reached the next one is tried, and a
+	// server that failed is tried after the others for the next 30 seconds.
+	// Required.
+	URLs []string `yaml:"urls"`
+	// StartTLS upgrades ldap:// connections with the StartTLS operation
+	// before binding. Default false; without it or ldaps:// the bind
+	// password crosses the network in clear text.
+	StartTLS bool `yaml:"starttls"`
+	// CAFile is a PEM bundle of the CAs that may sign the servers'
+	// certificates. Default: the system's trusted CAs. An error when no
+	// URL uses TLS.
+	CAFile string `yaml:"cafile"`
+	// ServerName is the name the server certificate must carry. Default:
+	// the host of the URL.
+	ServerName string `yaml:"servername"`
+	// InsecureSkipVerify accepts any server certificate. Default false.
+	// Only for testing: anyone on the path can then read the bind password.
+	// Reported by Warnings.
+	InsecureSkipVerify bool `yaml:"insecureskipverify"`
+	// BindDN is the account the resolver binds as. Default: none, searches
+	// are anonymous. When set, exactly one of BindPasswordFile and
+	// BindPasswordEnv must be set too.
+	BindDN string `yaml:"binddn"`
+	// BindPasswordFile is a file holding the bind password; a trailing
+	// newline is ignored. It is read by New and again for every new
+	// connection, so a rotated secret is picked up without a restart.
+	BindPasswordFile string `yaml:"bindpasswordfile"`
+	// BindPasswordEnv names an environment variable holding the bind
+	// password, read once by New.
+	BindPasswordEnv string `yaml:"bindpasswordenv"`
+	// UserBaseDN is where user entries are searched (whole subtree).
+	// Required.
+	UserBaseDN string `yaml:"userbasedn"`
+	// UserFilter finds the user entry; it must contain {user}, which is
+	// replaced by the RFC 4515-escaped user name. Exactly one entry must
+	// match. Default "(uid={user})".
+	UserFilter string `yaml:"userfilter"`
+	// UserNameAttr is an attribute of the user entry that must hold the user
+	// name exactly, byte for byte. LDAP usually matches names ignoring
+	// case and extra spaces while usher's names are case sensitive: without
+	// this check "ALICE" would get alice's groups. Default "uid"; "none"
+	// turns the check off.
+	UserNameAttr string `yaml:"usernameattr"`
+	// GroupSearch is memberof, member or memberuid; see the GroupSearch
+	// constants. Default member.
+	GroupSearch GroupSearch `yaml:"groupsearch"`
+	// MemberOfAttr is the attribute of the user entry holding group DNs
+	// (memberof only). Default "memberOf".
+	MemberOfAttr string `yaml:"memberofattr"`
+	// GroupBaseDN is where groups are searched (whole subtree). Required
+	// for member and memberuid; with memberof, optional: when set, only
+	// groups under it count.
+	GroupBaseDN string `yaml:"groupbasedn"`
+	// GroupFilter selects group entries; it is ANDed with the membership
+	// clause (member and memberuid only). Default "(objectClass=groupOfNames)"
+	// for member, "(objectClass=posixGroup)" for memberuid.
+	GroupFilter string `yaml:"groupfilter"`
+	// MemberAttr is the group attribute listing members (member and
+	// memberuid only): it holds user DNs for member and user names for
+	// memberuid. Default "member" for member, "memberUid" for memberuid.
+	MemberAttr string `yaml:"memberattr"`
+	// GroupNameAttr gives a group's name. When it is the attribute of the
+	// group DN's first RDN (cn=dev,ou=groups,... with "cn") the RDN value is
+	// the name; otherwise the attribute's first value is, which with memberof
+	// costs one extra read per group. Default "cn".
+	GroupNameAttr string `yaml:"groupnameattr"`
+	// Timeout bounds one lookup: waiting for a connection, dialling, TLS,
+	// binding and all searches. Default 5s.
+	Timeout time.Duration `yaml:"timeout"`
+	// PoolSize is the most connections open at once; lookups beyond it wait
+	// for a free connection (within Timeout). Default 4.
+	PoolSize int `yaml:"poolsize"`
+	// SizeLimit is the most groups a user may have; a user with more is an
+	// error, never a truncated list. Default 1000. The server's own limit
+	// for BindDN must be at least this.
+	SizeLimit int `yaml:"sizelimit"`
+}
+
+// WithDefaults returns c with every unset field that has a default set to
+// it. Defaults are applied here and nowhere else.
+func (c Config) WithDefaults() Config {
+	if c.UserFilter == "" {
+		c.UserFilter = DefaultUserFilter
+	}
+	if c.UserNameAttr == "" {
+		c.UserNameAttr = DefaultUserNameAttr
+	}
+	if c.GroupSearch == "" {
+		c.GroupSearch = DefaultGroupSearch
+	}
+	switch c.GroupSearch {
+	case GroupSearchMemberOf:
+		if c.MemberOfAttr == "" {
+			c.MemberOfAttr = DefaultMemberOfAttr
+		}
+	case GroupSearchMember:
+		if c.MemberAttr == "" {
+			c.MemberAttr = defaultMemberAttr
+		}
+		if c.GroupFilter == "" {
+			c.GroupFilter = defaultMemberGroupFilter
+		}
+	case GroupSearchMemberUID:
+		if c.MemberAttr == "" {
+			c.MemberAttr = defaultMemberUIDAttr
+		}
+		if c.GroupFilter == "" {
+			c.GroupFilter = defaultPosixGroupFilter
+		}
+	}
+	if c.GroupNameAttr == "" {
+		c.GroupNameAttr = DefaultGroupNameAttr
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.PoolSize == 0 {
+		c.PoolSize = DefaultPoolSize
+	}
+	if c.SizeLimit == 0 {
+		c.SizeLimit = DefaultSizeLimit
+	}
+	return c
+}
+
+// Validate reports the first problem with c after defaults, naming the
+// field (by its YAML key). It reads no file and no environment variable;
+// New does.
+func (c Config) Validate() error {
+	// Settings that the chosen group search would ignore are errors, so that
+	// nothing in the configuration is silently without effect.
+	mode := c.GroupSearch
+	if mode == "" {
+		mode = DefaultGroupSearch
+	}
+	switch mode {
+	case GroupSearchMemberOf:
+		if c.GroupFilter != "" {
+			return fieldError("groupfilter", "is not used with groupsearch memberof (the groups come from the user entry)")
+		}
+		if c.MemberAttr != "" {
+			return fieldError("memberattr", "is not used with groupsearch memberof; set memberofattr instead")
+		}
+	case GroupSearchMember, GroupSearchMemberUID:
+		if c.MemberOfAttr != "" {
+			return fieldError("memberofattr", "is only used with groupsearch memberof, not %s", mode)
+		}
+	}
+	c = c.WithDefaults()
+
+	if len(c.URLs) == 0 {
+		return fieldError("urls", "is required: at least one ldap:// or ldaps:// URL")
+	}
+	tlsUsed := false
+	for i, raw := range c.URLs {
+		u, err := parseURL(raw)
+		if err != nil {
+			return fieldError(fmt.Sprintf("urls[%d]", i), "%q: %v", raw, err)
+		}
+		if u.Scheme == "ldaps" || c.StartTLS {
+			tlsUsed = true
+		}
+	}
+	if !tlsUsed {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"cafile", c.CAFile != ""}, {"servername", c.ServerName != ""}, {"insecureskipverify", c.InsecureSkipVerify}} {
+			if f.set {
+				return fieldError(f.name, "is set but no connection uses TLS: set starttls: true or use ldaps:// URLs")
+			}
+		}
+	}
+
+	if c.BindDN != "" {
+		if _, err := goldap.ParseDN(c.BindDN); err != nil {
+			return fieldError("binddn", "%q is not a valid DN: %v", c.BindDN, err)
+		}
+		switch {
+		case c.BindPasswordFile == "" && c.BindPasswordEnv == "":
+			return fieldError("bindpasswordfile", "or bindpasswordenv is required with binddn")
+		case c.BindPasswordFile != "" && c.BindPasswordEnv != "":
+			return fieldError("bindpasswordfile", "and bindpasswordenv are both set: choose one")
+		}
+	} else if c.BindPasswordFile != "" || c.BindPasswordEnv != "" {
+		return fieldError("binddn", "is required when a bind password is configured")
+	}
+
+	if err := checkDN("userbasedn", c.UserBaseDN, true); err != nil {
+		return err
+	}
+	if !strings.Contains(c.UserFilter, UserPlaceholder) {
+		return fieldError("userfilter", "%q does not contain %s, so it would match the same entries for every user", c.UserFilter, UserPlaceholder)
+	}
+	if _, err := goldap.CompileFilter(strings.ReplaceAll(c.UserFilter, UserPlaceholder, "x")); err != nil {
+		return fieldError("userfilter", "%q is not a valid LDAP filter: %v", c.UserFilter, err)
+	}
+	if c.UserNameAttr != NoUserNameAttr {
+		if err := checkAttr("usernameattr", c.UserNameAttr); err != nil {
+			return err
+		}
+	}
+	if err := checkAttr("groupnameattr", c.GroupNameAttr); err != nil {
+		return err
+	}
+
+	switch c.GroupSearch {
+	case GroupSearchMemberOf:
+		if err := checkAttr("memberofattr", c.MemberOfAttr); err != nil {
+			return err
+		}
+		if err := checkDN("groupbasedn", c.GroupBaseDN, false); err != nil {
+			return err
+		}
+	case GroupSearchMember, GroupSearchMemberUID:
+		if err := checkDN("groupbasedn", c.GroupBaseDN, true); err != nil {
+			return err
+		}
+		if _, err := goldap.CompileFilter(c.GroupFilter); err != nil {
+			return fieldError("groupfilter", "%q is not a valid LDAP filter: %v", c.GroupFilter, err)
+		}
+		if err := checkAttr("memberattr", c.MemberAttr); err != nil {
+			return err
+		}
+	default:
+		return fieldError("groupsearch", "%q is not one of memberof, member, memberuid", c.GroupSearch)
+	}
+
+	if c.Timeout < 0 {
+		return fieldError("timeout", "%v is negative", c.Timeout)
+	}
+	if c.PoolSize < 0 {
+		return fieldError("poolsize", "%d is negative", c.PoolSize)
+	}
+	if c.SizeLimit < 0 {
+		return fieldError("sizelimit", "%d is negative", c.SizeLimit)
+	}
+	return nil
+}
+
+// Warnings lists settings of a valid c that work but weaken security, one
+// sentence each, for usher lint.
+func (c Config) Warnings() []string {
+	c = c.WithDefaults()
+	var w []string
+	for i, raw := range c.URLs {
+		u, err := parseURL(raw)
+		if err != nil || u.Scheme != "ldap" || c.StartTLS || isLoopback(u.Hostname()) {
+			continue
+		}
+		what := "searches"
+		if c.BindDN != "" {
+			what = "the bind password and searches"
+		}
+		w = append(w, fmt.Sprintf("ldap: urls[%d] %s without starttls: %s cross the network in clear text", i, raw, what))
+	}
+	if c.InsecureSkipVerify {
+		w = append(w, "ldap: insecureskipverify is true: server certificates are not checked, so anyone on the path can impersonate the directory and read the bind password")
+	}
+	if c.BindDN == "" {
+		w = append(w, "ldap: binddn is empty: searches are anonymous, so anyone can read what the resolver reads")
+	}
+	if c.UserNameAttr == NoUserNameAttr {
+		w = append(w, "ldap: usernameattr is none: a user name differing only in case or spaces may get another user's groups")
+	}
+	return w
+}
+
+func fieldError(field, format string, args ...any) error {
+	return fmt.Errorf("ldap: "+field+" "+format, args...)
+}
+
+func parseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "ldap" && u.Scheme != "ldaps" {
+		return nil, fmt.Errorf("scheme must be ldap or ldaps, not %q", u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return nil, errors.New("no host")
+	}
+	if u.User != nil {
+		return nil, errors.New("credentials belong in binddn and bindpasswordfile, not in the URL")
+	}
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return nil, errors.New("a DN, attributes or filter in the URL are not supported: set userbasedn and userfilter")
+	}
+	if p := u.Port(); p != "" {
+		if _, err := net.LookupPort("tcp", p); err != nil {
+			return nil, fmt.Errorf("bad port %q", p)
+		}
+	}
+	return u, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func checkDN(field, dn string, required bool) error {
+	if dn == "" {
+		if required {
+			return fieldError(field, "is required")
+		}
+		return nil
+	}
+	if _, err := goldap.ParseDN(dn); err != nil {
+		return fieldError(field, "%q is not a valid DN: %v", dn, err)
+	}
+	return nil
+}
+
+// checkAttr accepts an attribute description: a name (letter, then
+// letters, digits, hyphens) or a numeric OID, optionally with options
+// (";binary").
+func checkAttr(field, attr string) error {
+	if attr == "" {
+		return fieldError(field, "is required")
+	}
+	name, _, _ := strings.Cut(attr, ";")
+	ok := name != ""
+	if ok && name[0] >= '0' && name[0] <= '9' {
+		for _, r := range name {
+			if (r < '0' || r > '9') && r != '.' {
+				ok = false
+			}
+		}
+	} else {
+		for i, r := range name {
+			letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+			if !letter && (i == 0 || (r < '0' || r > '9') && r != '-') {
+				ok = false
+			}
+		}
+	}
+	if !ok {
+		return fieldError(field, "%q is not an attribute name", attr)
+	}
+	return nil
+}

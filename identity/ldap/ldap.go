@@ -1,0 +1,509 @@
+// Package ldap finds the groups of a user in an LDAP directory (OpenLDAP,
+// 389 DS, FreeIPA, Active Directory). Its Resolver implements
+// identity.Resolver and marks every group with Source "ldap".
+//
+// Rules this package enforces:
+//   - Every value placed in a filter (the user name, the user's DN) is
+//     escaped as an RFC 4515 filter value, so no user name can widen a
+//     search; empty names, names with NUL and invalid UTF-8 are refused.
+//   - Exactly one entry must match the user filter: none is
+//     identity.ErrUnknownUser, more than one is an error (never a guess).
+//     The entry must also carry the name exactly (UserNameAttr), because
+//     directories compare names ignoring case and usher does not.
+//   - A user with more groups than SizeLimit is an error, never a truncated
+//     list. Groups come back sorted and without duplicates.
+//   - Every failure is an error: a lookup that could not finish never
+//     returns "no groups". Errors start with "ldap: " and never contain the
+//     bind password, which is not part of Config either.
+//   - Each lookup is bounded by Timeout and by its context, from waiting for
+//     a connection to the last search. At most PoolSize connections are
+//     open; a broken one is replaced, and servers are tried in order.
+//   - TLS (ldaps:// or StartTLS) requires TLS 1.2 or later and verifies the
+//     server's certificate against CAFile or the system's CAs.
+package ldap
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	goldap "github.com/go-ldap/ldap/v3"
+
+	"github.com/usherhq/usher/identity"
+)
+
+// Source is the identity.Source of every group this package returns.
+const Source identity.Source = "ldap"
+
+// Resolver finds groups in an LDAP directory. It is safe for concurrent
+// use; Close releases its connections.
+type Resolver struct {
+	cfg       Config
+	urls      []*url.URL
+	tlsBase   *tls.Config
+	groupBase *goldap.DN // nil: no restriction (memberof only)
+	timeLimit int        // server-side time limit of searches, seconds
+	password  func() (string, error)
+	timeout   error // context cause when Timeout expires
+	pool      *pool
+	now       func() time.Time
+
+	downMu    sync.Mutex
+	downUntil []time.Time // per URL: tried last until then
+
+	stats counters
+}
+
+var _ identity.Resolver = (*Resolver)(nil)
+
+// New checks cfg (after defaults), reads the CA file and the bind
+// password, and returns a Resolver. It does not connect: the first lookup
+// does, so a directory that is down at start-up is not fatal.
+func New(cfg Config) (*Resolver, error) {
+	return newResolver(cfg, time.Now)
+}
+
+func newResolver(cfg Config, now func() time.Time) (*Resolver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	r := &Resolver{
+		cfg:       cfg,
+		now:       now,
+		downUntil: make([]time.Time, len(cfg.URLs)),
+		timeLimit: int(math.Ceil(cfg.Timeout.Seconds())),
+		timeout:   fmt.Errorf("timed out after %v (timeout): %w", cfg.Timeout, context.DeadlineExceeded),
+	}
+	for _, raw := range cfg.URLs {
+		u, _ := parseURL(raw) // checked by Validate
+		r.urls = append(r.urls, u)
+	}
+	r.tlsBase = &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		ServerName:         cfg.ServerName,
+		InsecureSkipVerify: cfg.InsecureSkipVerify, // opt-in, reported by Warnings
+	}
+	if cfg.CAFile != "" {
+		pem, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("ldap: cafile: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("ldap: cafile %s holds no PEM certificate", cfg.CAFile)
+		}
+		r.tlsBase.RootCAs = pool
+	}
+	if cfg.GroupBaseDN != "" {
+		r.groupBase, _ = goldap.ParseDN(cfg.GroupBaseDN) // checked by Validate
+	}
+	switch {
+	case cfg.BindPasswordEnv != "":
+		pw, ok := os.LookupEnv(cfg.BindPasswordEnv)
+		if !ok || pw == "" {
+			return nil, fmt.Errorf("ldap: bindpasswordenv: environment variable %s is not set or empty", cfg.BindPasswordEnv)
+		}
+		r.password = func() (string, error) { return pw, nil }
+	case cfg.BindPasswordFile != "":
+		if _, err := readPasswordFile(cfg.BindPasswordFile); err != nil {
+			return nil, err
+		}
+		r.password = func() (string, error) { return readPasswordFile(cfg.BindPasswordFile) }
+	}
+	r.pool = newPool(cfg.PoolSize, r.dial)
+	return r, nil
+}
+
+// readPasswordFile returns the content of path without one trailing
+// newline. Errors name the file, never its content.
+func readPasswordFile(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("ldap: bindpasswordfile: %w", err)
+	}
+	pw := strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r")
+	if pw == "" {
+		return "", fmt.Errorf("ldap: bindpasswordfile %s is empty", path)
+	}
+	return pw, nil
+}
+
+// Config returns the configuration in use, with defaults applied.
+func (r *Resolver) Config() Config { return r.cfg }
+
+// Close closes the idle connections; connections in use are closed when
+// their lookup ends. Lookups after Close fail.
+func (r *Resolver) Close() error {
+	r.pool.close()
+	return nil
+}
+
+// Resolve returns the groups of user, sorted and without duplicates, each
+// with Source "ldap". An unknown user is an error wrapping
+// identity.ErrUnknownUser; any other failure is an error too.
+func (r *Resolver) Resolve(ctx context.Context, user string) (identity.Info, error) {
+	start := r.now()
+	groups, err := r.resolve(ctx, user)
+	r.stats.record(r.now().Sub(start), err)
+	if err != nil {
+		return identity.Info{}, err
+	}
+	in := identity.Info{User: user, Groups: groups, Sources: make([]identity.Source, len(groups))}
+	for i := range in.Sources {
+		in.Sources[i] = Source
+	}
+	return in, nil
+}
+
+func (r *Resolver) resolve(ctx context.Context, user string) ([]string, error) {
+	if err := checkUser(user); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, r.cfg.Timeout, r.timeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		c, reused, err := r.pool.get(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctxError(ctx, fmt.Sprintf("groups of %q", user))
+			}
+			return nil, err
+		}
+		groups, err := r.lookup(ctx, c, user)
+		r.pool.put(c)
+		// A reused connection may have died while idle (server restart,
+		// idle timeout): retry once on a fresh one.
+		if err != nil && c.broken && reused && attempt == 0 && ctx.Err() == nil {
+			r.pool.flush()
+			continue
+		}
+		return groups, err
+	}
+}
+
+func checkUser(user string) error {
+	switch {
+	case user == "":
+		return errors.New("ldap: empty user name")
+	case strings.IndexByte(user, 0) >= 0:
+		return fmt.Errorf("ldap: user name %q contains NUL", user)
+	case !utf8.ValidString(user):
+		return fmt.Errorf("ldap: user name %q is not valid UTF-8", user)
+	}
+	return nil
+}
+
+// lookup runs the searches for user on c.
+func (r *Resolver) lookup(ctx context.Context, c *conn, user string) ([]string, error) {
+	end := c.guard(ctx)
+	defer end()
+	entry, err := r.findUser(ctx, c, user)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	if r.cfg.GroupSearch == GroupSearchMemberOf {
+		names, err = r.groupsFromMemberOf(ctx, c, user, entry)
+	} else {
+		names, err = r.searchGroups(ctx, c, user, entry)
+	}
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// userFilter returns the user filter for user, the name escaped.
+func (r *Resolver) userFilter(user string) string {
+	return strings.ReplaceAll(r.cfg.UserFilter, UserPlaceholder, goldap.EscapeFilter(user))
+}
+
+func (r *Resolver) findUser(ctx context.Context, c *conn, user string) (*goldap.Entry, error) {
+	var attrs []string
+	if r.cfg.UserNameAttr != NoUserNameAttr {
+		attrs = append(attrs, r.cfg.UserNameAttr)
+	}
+	if r.cfg.GroupSearch == GroupSearchMemberOf {
+		attrs = append(attrs, r.cfg.MemberOfAttr)
+	}
+	if len(attrs) == 0 {
+		attrs = []string{"1.1"} // RFC 4511: no attributes
+	}
+	filter := r.userFilter(user)
+	// A size limit of 2 is enough to tell one match from several.
+	res, err := r.search(ctx, c, fmt.Sprintf("search for user %q", user), goldap.NewSearchRequest(
+		r.cfg.UserBaseDN, goldap.ScopeWholeSubtree, goldap.NeverDerefAliases, 2, r.timeLimit, false, filter, attrs, nil))
+	limited := goldap.IsErrorWithCode(err, goldap.LDAPResultSizeLimitExceeded)
+	switch {
+	case limited || err == nil && len(res.Entries) > 1:
+		return nil, fmt.Errorf("ldap: user %q is ambiguous: more than one entry under %s matches %s: %s",
+			user, r.cfg.UserBaseDN, filter, entryDNs(res, limited))
+	case goldap.IsErrorWithCode(err, goldap.LDAPResultNoSuchObject):
+		return nil, fmt.Errorf("ldap: userbasedn %s does not exist on %s, or %s may not read it", r.cfg.UserBaseDN, c.url, r.bindName())
+	case err != nil:
+		return nil, err
+	case len(res.Entries) == 0:
+		return nil, fmt.Errorf("ldap: user %q: %w: no entry under %s matches %s", user, identity.ErrUnknownUser, r.cfg.UserBaseDN, filter)
+	}
+	entry := res.Entries[0]
+	if r.cfg.UserNameAttr != NoUserNameAttr {
+		names := entry.GetEqualFoldAttributeValues(r.cfg.UserNameAttr)
+		if !slices.Contains(names, user) {
+			return nil, fmt.Errorf("ldap: user %q: %w: the matching entry %s has %s %q, not exactly %q (names are case sensitive)",
+				user, identity.ErrUnknownUser, entry.DN, r.cfg.UserNameAttr, names, user)
+		}
+	}
+	return entry, nil
+}
+
+// entryDNs lists the DNs of res, ending with "..." when the search was cut
+// short.
+func entryDNs(res *goldap.SearchResult, more bool) string {
+	var dns []string
+	if res != nil {
+		for _, e := range res.Entries {
+			dns = append(dns, e.DN)
+		}
+	}
+	if more {
+		dns = append(dns, "...")
+	}
+	return strings.Join(dns, "; ")
+}
+
+// groupsFromMemberOf turns the group DNs on the user entry into names.
+func (r *Resolver) groupsFromMemberOf(ctx context.Context, c *conn, user string, entry *goldap.Entry) ([]string, error) {
+	var dns []*goldap.DN
+	for _, v := range entry.GetEqualFoldAttributeValues(r.cfg.MemberOfAttr) {
+		dn, err := goldap.ParseDN(v)
+		if err != nil {
+			return nil, fmt.Errorf("ldap: user %q: %s value %q of %s is not a DN: %v", user, r.cfg.MemberOfAttr, v, entry.DN, err)
+		}
+		if r.groupBase == nil || r.groupBase.AncestorOfFold(dn) {
+			dns = append(dns, dn)
+		}
+	}
+	if len(dns) > r.cfg.SizeLimit {
+		return nil, fmt.Errorf("ldap: user %q is in %d groups, more than sizelimit %d", user, len(dns), r.cfg.SizeLimit)
+	}
+	names := make([]string, 0, len(dns))
+	for _, dn := range dns {
+		if name, ok := rdnValue(dn, r.cfg.GroupNameAttr); ok {
+			names = append(names, name)
+			continue
+		}
+		// The name is not in the DN: read it from the group entry.
+		res, err := r.search(ctx, c, "read group "+dn.String(), goldap.NewSearchRequest(
+			dn.String(), goldap.ScopeBaseObject, goldap.NeverDerefAliases, 1, r.timeLimit, false,
+			"(objectClass=*)", []string{r.cfg.GroupNameAttr}, nil))
+		if goldap.IsErrorWithCode(err, goldap.LDAPResultNoSuchObject) {
+			continue // the group was deleted; memberOf has not caught up
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(res.Entries) != 1 {
+			return nil, fmt.Errorf("ldap: group %s of user %q cannot be read by %s", dn, user, r.bindName())
+		}
+		name, err := r.groupName(res.Entries[0])
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
+// searchGroups searches the groups listing the user as a member.
+func (r *Resolver) searchGroups(ctx context.Context, c *conn, user string, entry *goldap.Entry) ([]string, error) {
+	member := entry.DN
+	if r.cfg.GroupSearch == GroupSearchMemberUID {
+		member = user
+	}
+	filter := "(&" + r.cfg.GroupFilter + "(" + r.cfg.MemberAttr + "=" + goldap.EscapeFilter(member) + "))"
+	res, err := r.search(ctx, c, fmt.Sprintf("search for groups of %q", user), goldap.NewSearchRequest(
+		r.cfg.GroupBaseDN, goldap.ScopeWholeSubtree, goldap.NeverDerefAliases, r.cfg.SizeLimit, r.timeLimit, false,
+		filter, []string{r.cfg.GroupNameAttr}, nil))
+	switch {
+	case goldap.IsErrorWithCode(err, goldap.LDAPResultSizeLimitExceeded):
+		if len(res.Entries) >= r.cfg.SizeLimit {
+			return nil, fmt.Errorf("ldap: user %q is in more than sizelimit %d groups", user, r.cfg.SizeLimit)
+		}
+		return nil, fmt.Errorf("ldap: the server stopped after %d groups of user %q: its size limit for %s is below sizelimit %d",
+			len(res.Entries), user, r.bindName(), r.cfg.SizeLimit)
+	case goldap.IsErrorWithCode(err, goldap.LDAPResultNoSuchObject):
+		return nil, fmt.Errorf("ldap: groupbasedn %s does not exist on %s, or %s may not read it", r.cfg.GroupBaseDN, c.url, r.bindName())
+	case err != nil:
+		return nil, err
+	}
+	names := make([]string, 0, len(res.Entries))
+	for _, e := range res.Entries {
+		name, err := r.groupName(e)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
+// groupName is the value of GroupNameAttr in the entry's RDN, else its
+// first value in the entry.
+func (r *Resolver) groupName(e *goldap.Entry) (string, error) {
+	if dn, err := goldap.ParseDN(e.DN); err == nil {
+		if name, ok := rdnValue(dn, r.cfg.GroupNameAttr); ok {
+			return name, nil
+		}
+	}
+	vals := e.GetEqualFoldAttributeValues(r.cfg.GroupNameAttr)
+	if len(vals) == 0 || vals[0] == "" {
+		return "", fmt.Errorf("ldap: group %s has no %s (groupnameattr)", e.DN, r.cfg.GroupNameAttr)
+	}
+	return vals[0], nil
+}
+
+func rdnValue(dn *goldap.DN, attr string) (string, bool) {
+	if len(dn.RDNs) == 0 {
+		return "", false
+	}
+	for _, a := range dn.RDNs[0].Attributes {
+		if strings.EqualFold(a.Type, attr) && a.Value != "" {
+			return a.Value, true
+		}
+	}
+	return "", false
+}
+
+func (r *Resolver) bindName() string {
+	if r.cfg.BindDN == "" {
+		return "anonymous"
+	}
+	return r.cfg.BindDN
+}
+
+// search runs req on c. Errors the server answered with are returned as
+// they are, with the partial result, for the caller to interpret; any
+// other error marks c broken and is described.
+func (r *Resolver) search(ctx context.Context, c *conn, what string, req *goldap.SearchRequest) (*goldap.SearchResult, error) {
+	res, err := c.l.Search(req)
+	if err == nil || answered(err) {
+		if err != nil && !goldap.IsErrorAnyOf(err, goldap.LDAPResultSizeLimitExceeded, goldap.LDAPResultNoSuchObject) {
+			return res, &ldapError{msg: fmt.Sprintf("ldap: %s on %s failed: %s", what, c.url, describe(err)), err: err}
+		}
+		return res, err
+	}
+	c.broken = true
+	if ctx.Err() != nil {
+		return nil, ctxError(ctx, what+" on "+c.url)
+	}
+	return nil, &ldapError{msg: fmt.Sprintf("ldap: %s on %s failed: %s", what, c.url, describe(err)), err: err}
+}
+
+// ldapError is an error with a message written for people, wrapping the
+// error it describes.
+type ldapError struct {
+	msg string
+	err error
+}
+
+func (e ldapError) Error() string { return e.msg }
+func (e ldapError) Unwrap() error { return e.err }
+
+// ctxError reports that ctx ended during what: cancelled, or timed out.
+func ctxError(ctx context.Context, what string) error {
+	cause := context.Cause(ctx)
+	return &ldapError{msg: "ldap: " + what + ": " + cause.Error(), err: cause}
+}
+
+// answered reports whether err is a result the server sent, as opposed to
+// a network or client-side failure.
+func answered(err error) bool {
+	var le *goldap.Error
+	return errors.As(err, &le) && le.ResultCode < goldap.ErrorNetwork
+}
+
+// describe renders an error of go-ldap without its "LDAP Result Code"
+// boilerplate: "invalid credentials", or "insufficient access: <server
+// message>".
+func describe(err error) string {
+	var le *goldap.Error
+	if !errors.As(err, &le) {
+		return err.Error()
+	}
+	var detail string
+	if le.Err != nil {
+		detail = strings.TrimPrefix(le.Err.Error(), "ldap: ")
+	}
+	if le.ResultCode >= goldap.ErrorNetwork {
+		if detail == "" {
+			return strings.ToLower(goldap.LDAPResultCodeMap[le.ResultCode])
+		}
+		return detail
+	}
+	text := strings.ToLower(goldap.LDAPResultCodeMap[le.ResultCode])
+	if text == "" {
+		text = fmt.Sprintf("result code %d", le.ResultCode)
+	}
+	if detail != "" {
+		text += " (" + detail + ")"
+	}
+	return text
+}
+
+// Stats are counters since New, for metrics.
+type Stats struct {
+	// Lookups is the number of Resolve calls.
+	Lookups uint64
+	// UnknownUsers counts lookups that ended in identity.ErrUnknownUser.
+	UnknownUsers uint64
+	// Failures counts lookups that ended in any other error.
+	Failures uint64
+	// LookupTime is the total time spent in Resolve.
+	LookupTime time.Duration
+	// Dials counts connections opened and bound; DialFailures counts
+	// attempts that failed, one per server tried.
+	Dials, DialFailures uint64
+	// OpenConns is the number of connections open now, idle or in use.
+	OpenConns int
+}
+
+// Stats returns the counters.
+func (r *Resolver) Stats() Stats {
+	return Stats{
+		Lookups:      r.stats.lookups.Load(),
+		UnknownUsers: r.stats.unknown.Load(),
+		Failures:     r.stats.failures.Load(),
+		LookupTime:   time.Duration(r.stats.nanos.Load()),
+		Dials:        r.stats.dials.Load(),
+		DialFailures: r.stats.dialFailures.Load(),
+		OpenConns:    r.pool.open(),
+	}
+}
+
+type counters struct {
+	lookups, unknown, failures, nanos, dials, dialFailures atomic.Uint64
+}
+
+func (c *counters) record(d time.Duration, err error) {
+	c.lookups.Add(1)
+	c.nanos.Add(uint64(max(d, 0)))
+	switch {
+	case errors.Is(err, identity.ErrUnknownUser):
+		c.unknown.Add(1)
+	case err != nil:
+		c.failures.Add(1)
+	}
+}
