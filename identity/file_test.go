@@ -1,0 +1,151 @@
+package identity_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/usherhq/usher/identity"
+)
+
+func TestParseFile(t *testing.T) {
+	const text = "\ufeff# users and their groups\n" +
+		"alice: dev, ops\n" +
+		"\n" +
+		"   # indented comment\n" +
+		"bob:\tdev,ops ,\tqa   # trailing comment\r\n" +
+		"system:serviceaccount:spark:driver: system:serviceaccounts:spark, system:authenticated\n" +
+		"john.doe@EXAMPLE.COM: dev.team\n" +
+		"carol:\n" +
+		"dave:   \n" +
+		"weird:: a:b\n" +
+		"  eve : dev" // no final newline
+	r, err := identity.ParseFile(strings.NewReader(text), "groups.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		user   string
+		groups []string
+	}{
+		{"alice", []string{"dev", "ops"}},
+		{"bob", []string{"dev", "ops", "qa"}},
+		{"system:serviceaccount:spark:driver", []string{"system:serviceaccounts:spark", "system:authenticated"}},
+		{"john.doe@EXAMPLE.COM", []string{"dev.team"}},
+		{"carol", []string{}},
+		{"dave", []string{}},
+		{"weird:", []string{"a:b"}},
+		{"eve", []string{"dev"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.user, func(t *testing.T) {
+			in, err := r.Resolve(context.Background(), tt.user)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkInfo(t, in, tt.user, tt.groups, identity.SourceFile)
+		})
+	}
+	t.Run("unknown user", func(t *testing.T) {
+		_, err := r.Resolve(context.Background(), "mallory")
+		if !errors.Is(err, identity.ErrUnknownUser) {
+			t.Fatalf("err = %v, want ErrUnknownUser", err)
+		}
+		if want := `file: unknown user "mallory" (not in groups.txt)`; err.Error() != want {
+			t.Errorf("err = %q, want %q", err, want)
+		}
+	})
+}
+
+func TestParseFileErrors(t *testing.T) {
+	tests := []struct {
+		name, text string
+		want       []string
+	}{
+		{"missing colon", "alice dev\n", []string{
+			`f:1:1: missing colon after the user name: want "user: group1, group2" (the user ends at the first colon followed by a space or the end of the line)`}},
+		{"colon without space", "  alice:dev,ops\n", []string{
+			`f:1:3: missing colon after the user name: want "user: group1, group2" (the user ends at the first colon followed by a space or the end of the line)`}},
+		{"empty user", "alice: dev\n   : ops\n", []string{`f:2:4: empty user name before the colon`}},
+		{"user with space", "john doe: dev\n", []string{`f:1:5: user name "john doe" contains whitespace ' '`}},
+		{"user with control character", "al\x01ice: dev\n", []string{`f:1:3: user name "al\x01ice" contains control character U+0001`}},
+		{"group with space", "alice: dev, the ops\n", []string{`f:1:16: group name "the ops" contains whitespace ' '`}},
+		{"group with no-break space", "alice: dev\u00a0ops\n", []string{`f:1:11: group name "dev\u00a0ops" contains whitespace '\u00a0'`}},
+		{"group with control character", "alice: dev\x7f\n", []string{`f:1:11: group name "dev\x7f" contains control character U+007F`}},
+		{"group with vertical tab", "alice: a,\vb\n", []string{`f:1:10: group name "\vb" contains whitespace '\v'`}},
+		{"groups joined by a colon and space", "alice: dev: ops\n", []string{`f:1:12: group name "dev: ops" contains whitespace ' '`}},
+		{"empty group", "alice: dev,,ops\n", []string{`f:1:12: empty group name for user "alice"`}},
+		{"trailing comma", "alice: dev,\n", []string{`f:1:12: empty group name for user "alice"`}},
+		{"duplicate group", "alice: dev, ops, dev\n", []string{`f:1:18: duplicate group "dev" for user "alice"`}},
+		{"duplicate user", "alice: dev\n\nbob: x\n alice: ops\n", []string{`f:4:2: duplicate user "alice" (first listed at line 1)`}},
+		{"invalid UTF-8", "alice: d\xffv\n", []string{`f:1:9: invalid UTF-8`}},
+		{"every error reported", "a b: x\nc: d,,\nc: e\n", []string{
+			`f:1:2: user name "a b" contains whitespace ' '`,
+			`f:2:6: empty group name for user "c"`,
+			`f:2:7: empty group name for user "c"`,
+			`f:3:1: duplicate user "c" (first listed at line 2)`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := identity.ParseFile(strings.NewReader(tt.text), "f")
+			if err == nil {
+				t.Fatalf("no error; resolver %v", r)
+			}
+			if r != nil {
+				t.Errorf("resolver %v returned with an error", r)
+			}
+			if got, want := err.Error(), strings.Join(tt.want, "\n"); got != want {
+				t.Errorf("error:\n%s\nwant:\n%s", got, want)
+			}
+			var fe *identity.FileError
+			if !errors.As(err, &fe) || fe.File != "f" || fe.Line < 1 || fe.Col < 1 {
+				t.Errorf("errors.As(*FileError) = %+v", fe)
+			}
+		})
+	}
+	t.Run("too many errors", func(t *testing.T) {
+		_, err := identity.ParseFile(strings.NewReader(strings.Repeat("bad line\n", 50)), "f")
+		lines := strings.Split(err.Error(), "\n")
+		if len(lines) != 11 || lines[10] != "f:11: too many errors" {
+			t.Fatalf("got %d lines, last %q", len(lines), lines[len(lines)-1])
+		}
+	})
+}
+
+func TestFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "groups")
+	if err := os.WriteFile(path, []byte("alice: dev\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := identity.File(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := r.Resolve(context.Background(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInfo(t, in, "alice", []string{"dev"}, identity.SourceFile)
+
+	t.Run("missing file", func(t *testing.T) {
+		missing := filepath.Join(dir, "missing")
+		_, err := identity.File(missing)
+		if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("bad file names the path", func(t *testing.T) {
+		bad := filepath.Join(dir, "bad")
+		if err := os.WriteFile(bad, []byte("alice: dev\nalice: ops\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := identity.File(bad)
+		if want := bad + `:2:1: duplicate user "alice" (first listed at line 1)`; err == nil || err.Error() != want {
+			t.Fatalf("err = %v, want %s", err, want)
+		}
+	})
+}

@@ -1,0 +1,109 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/user"
+)
+
+// OS returns a resolver that asks the operating system (os/user: the
+// passwd and group databases, through NSS when built with cgo) for the
+// groups of a user: the primary group first, then the others in the order
+// the system lists them, without duplicates (Source "os"). A group id with
+// no name keeps its number as the group name. A user the system does not
+// know is an error wrapping ErrUnknownUser; any other failure of the lookup
+// is an error too, never a shorter list of groups.
+//
+// The lookups can block (an NSS module may ask a directory server); Resolve
+// returns ctx.Err() when ctx ends first, leaving the lookup to finish in the
+// background. Wrap the resolver in identity/cache: it does no caching.
+func OS() Resolver {
+	return &osResolver{
+		lookupUser:  user.Lookup,
+		groupIDs:    (*user.User).GroupIds,
+		lookupGroup: user.LookupGroupId,
+	}
+}
+
+// osResolver holds the os/user functions it calls, so that a test can
+// supply a group id without a name, which cannot be created on the test
+// machine without changing it.
+type osResolver struct {
+	lookupUser  func(name string) (*user.User, error)
+	groupIDs    func(u *user.User) ([]string, error)
+	lookupGroup func(gid string) (*user.Group, error)
+}
+
+var _ Resolver = (*osResolver)(nil)
+
+// Resolve looks name up in the system's user and group databases.
+func (r *osResolver) Resolve(ctx context.Context, name string) (Info, error) {
+	if err := ctx.Err(); err != nil {
+		return Info{}, fmt.Errorf("os: groups of %q: %w", name, err)
+	}
+	if ctx.Done() == nil { // ctx can never end: no need for a goroutine.
+		return r.resolve(name)
+	}
+	type answer struct {
+		in  Info
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		in, err := r.resolve(name)
+		done <- answer{in, err}
+	}()
+	select {
+	case a := <-done:
+		return a.in, a.err
+	case <-ctx.Done():
+		return Info{}, fmt.Errorf("os: groups of %q: %w", name, ctx.Err())
+	}
+}
+
+func (r *osResolver) resolve(name string) (Info, error) {
+	if name == "" {
+		return Info{}, unknownUser(SourceOS, name)
+	}
+	u, err := r.lookupUser(name)
+	if err != nil {
+		if _, ok := errors.AsType[user.UnknownUserError](err); ok {
+			return Info{}, unknownUser(SourceOS, name)
+		}
+		return Info{}, fmt.Errorf("os: looking up user %q: %w", name, err)
+	}
+	gids, err := r.groupIDs(u)
+	if err != nil {
+		return Info{}, fmt.Errorf("os: listing the groups of %q: %w", name, err)
+	}
+	ids := make([]string, 0, len(gids)+1)
+	ids = append(ids, u.Gid)
+	ids = append(ids, gids...)
+	seen := make(map[string]bool, len(ids))
+	groups := make([]string, 0, len(ids))
+	for _, gid := range ids {
+		if seen[gid] {
+			continue
+		}
+		seen[gid] = true
+		g, err := r.lookupGroup(gid)
+		switch {
+		case err == nil:
+			groups = append(groups, g.Name)
+		case isUnknownGroupID(err):
+			groups = append(groups, gid)
+		default:
+			return Info{}, fmt.Errorf("os: looking up group %s of %q: %w", gid, name, err)
+		}
+	}
+	return newInfo(name, groups, SourceOS), nil
+}
+
+func isUnknownGroupID(err error) bool {
+	_, ok := errors.AsType[user.UnknownGroupIdError](err)
+	return ok
+}
+
+// String names the resolver in logs.
+func (*osResolver) String() string { return string(SourceOS) }
