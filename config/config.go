@@ -28,6 +28,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/usherhq/usher/acl"
+	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/identity/ldap"
 	"github.com/usherhq/usher/policy"
@@ -50,8 +51,11 @@ type Config struct {
 	Partitions []Partition
 	// Snapshot is the compiled policy of all partitions.
 	Snapshot *policy.Snapshot
-	// Admission is the admissionController block, nil when absent.
-	Admission *yaml.Node
+	// Admission holds the admissionController settings, defaults applied
+	// (environment overrides are the server's business: see ApplyEnv).
+	Admission admission.Config
+	// AdmissionCompiled is Admission with its patterns compiled.
+	AdmissionCompiled *admission.Compiled
 	// Warnings are positioned warnings, in file order.
 	Warnings []Diagnostic
 }
@@ -172,12 +176,28 @@ func (p *parser) document(data []byte) *Config {
 	}
 	p.queueNode = map[string]*yaml.Node{}
 	p.known = map[string]bool{}
-	var parts *yaml.Node
+	var parts, adm *yaml.Node
 	p.mapping(root, "configuration", map[string]func(k, v *yaml.Node){
 		"partitions":          func(k, v *yaml.Node) { parts = v },
-		"admissionController": func(k, v *yaml.Node) { c.Admission = v },
+		"admissionController": func(k, v *yaml.Node) { adm = v },
 		"checksum":            nil,
 	})
+	if adm != nil {
+		p.strict(adm, "admissionController", &c.Admission)
+	}
+	c.Admission = c.Admission.Defaulted()
+	if ac, err := c.Admission.Compile(); err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			setting, _, _ := strings.Cut(line, ":")
+			setting, _, _ = strings.Cut(setting, "[")
+			p.errorf(settingNode(adm, setting), "%s", line)
+		}
+	} else {
+		c.AdmissionCompiled = ac
+		for _, w := range c.Admission.Warnings() {
+			p.warnf(settingNode(adm, w.Setting), "%s", w)
+		}
+	}
 	if parts == nil {
 		if root.Kind == yaml.MappingNode {
 			p.errorf(root, "missing partitions: at least one partition with a root queue is needed")
@@ -246,10 +266,17 @@ func (p *parser) mapping(n *yaml.Node, what string, keys map[string]func(k, v *y
 }
 
 func hint(key string, keys map[string]func(k, v *yaml.Node)) string {
+	best, bestDist := "", 3
 	for k := range keys {
 		if strings.EqualFold(k, key) {
 			return fmt.Sprintf(" (did you mean %q?)", k)
 		}
+		if d := editDistance(strings.ToLower(k), strings.ToLower(key)); d < bestDist || (d == bestDist && k < best) {
+			best, bestDist = k, d
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	names := make([]string, 0, len(keys))
 	for k := range keys {
@@ -257,6 +284,27 @@ func hint(key string, keys map[string]func(k, v *yaml.Node)) string {
 	}
 	slices.Sort(names)
 	return " (known keys: " + strings.Join(names, ", ") + ")"
+}
+
+// editDistance is the Levenshtein distance between a and b, for hints.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 func kindName(n *yaml.Node) string {

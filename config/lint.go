@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -19,7 +21,7 @@ func (p *parser) strict(n *yaml.Node, what string, target any) bool {
 		return false
 	}
 	if err := n.Decode(target); err != nil {
-		p.errorf(n, "%s: %s", what, cleanYAML(err))
+		p.decodeError(n, what, err)
 		return false
 	}
 	return true
@@ -136,5 +138,22 @@ func (p *parser) lint(c *Config) {
 		for _, q := range part.NobodyMaySubmit() {
 			p.warnf(p.queueNode[pname+"/"+q], "leaf queue %s: nobody can submit to it: no submitacl or adminacl on it or its parents allows anyone", q)
 		}
+	}
+}
+
+var lineRef = regexp.MustCompile(`^\s*line (\d+): (.*)$`)
+
+// decodeError reports a YAML type error at the line it names.
+func (p *parser) decodeError(n *yaml.Node, what string, err error) {
+	for _, msg := range strings.Split(err.Error(), "\n") {
+		if msg == "yaml: unmarshal errors:" || strings.TrimSpace(msg) == "" {
+			continue
+		}
+		if m := lineRef.FindStringSubmatch(msg); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			p.list = append(p.list, Diagnostic{File: p.file, Line: line, Col: 1, Severity: Error, Msg: what + ": " + m[2]})
+			continue
+		}
+		p.errorf(n, "%s: %s", what, strings.TrimPrefix(msg, "yaml: "))
 	}
 }

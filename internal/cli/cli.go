@@ -31,8 +31,6 @@ const (
 type Env struct {
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
-	// Serve runs `usher serve`; nil when the server is not linked in.
-	Serve func(ctx context.Context, env *Env, args []string) int
 }
 
 type command struct {
@@ -47,7 +45,7 @@ func commands() []command {
 		{"explain", "like check, and shows which queue and which ACL entry decided", runExplain},
 		{"access", "every queue of a partition with the user's submit and admin rights", runAccess},
 		{"lint", "check a configuration file: FILE:LINE:COL: message", runLint},
-		{"serve", "run the decision API and the Kubernetes admission webhook", nil},
+		{"serve", "run the decision API and the Kubernetes admission webhook", runServe},
 		{"version", "print the version", runVersion},
 	}
 }
@@ -75,15 +73,7 @@ func Run(ctx context.Context, env *Env, args []string) int {
 		if c.name != args[0] {
 			continue
 		}
-		run := c.run
-		if c.name == "serve" {
-			run = env.Serve
-		}
-		if run == nil {
-			fmt.Fprintf(env.Stderr, "usher: %s is not available in this build\n", c.name)
-			return ExitUsage
-		}
-		return run(ctx, env, args[1:])
+		return c.run(ctx, env, args[1:])
 	}
 	fmt.Fprintf(env.Stderr, "usher: unknown command %q\n\n", args[0])
 	usage(env.Stderr)

@@ -1,0 +1,289 @@
+package admission
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Compiled is a validated Config with its regular expressions compiled and
+// its queue mapping prepared, ready for the handler. It is immutable and
+// safe for concurrent use; a reload compiles a new one and swaps it in with
+// Handler.Store.
+type Compiled struct {
+	cfg Config
+
+	bypassAuth, trustControllers, enforce bool
+	systemUsers, externalUsers            matcher
+	externalGroups                        matcher
+	processNS, bypassNS                   matcher
+
+	sources   []compiledSource
+	table     []QueueMappingEntry
+	template  *template
+	partition string
+
+	// Keys the object scanner looks for, with their slots.
+	labelKeys, annotationKeys []wantKey
+}
+
+type compiledSource struct {
+	QueueSource
+	annotation bool
+	template   *template // nil: use the global template or the default rule
+}
+
+type matcher []*regexp.Regexp
+
+func (m matcher) match(s string) bool {
+	for _, re := range m {
+		if re.MatchString(s) {
+			return true
+		}
+	}
+	return false
+}
+
+func (m matcher) matchAny(ss []string) bool {
+	if len(m) == 0 {
+		return false
+	}
+	for _, s := range ss {
+		if m.match(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Compile validates c (after defaults) and prepares it for the handler. An
+// error names the setting at fault: an invalid regular expression, an
+// unknown queue source kind, an empty key, a bad template or mapping entry.
+// All problems are reported, joined.
+func (c Config) Compile() (*Compiled, error) {
+	c = c.Defaulted()
+	out := &Compiled{
+		cfg:              c,
+		bypassAuth:       c.AccessControl.BypassAuth,
+		trustControllers: *c.AccessControl.TrustControllers,
+		enforce:          c.EnforceQueueACLs,
+		partition:        c.Partition,
+	}
+	var errs []error
+	compile := func(dst *matcher, setting string, ps Patterns) {
+		res, err := compilePatterns(setting, ps)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		*dst = res
+	}
+	compile(&out.systemUsers, "admissionController.accessControl.systemUsers", c.AccessControl.SystemUsers)
+	compile(&out.externalUsers, "admissionController.accessControl.externalUsers", c.AccessControl.ExternalUsers)
+	compile(&out.externalGroups, "admissionController.accessControl.externalGroups", c.AccessControl.ExternalGroups)
+	compile(&out.processNS, "admissionController.processNamespaces", c.ProcessNamespaces)
+	compile(&out.bypassNS, "admissionController.bypassNamespaces", c.BypassNamespaces)
+
+	if strings.TrimSpace(c.Partition) != c.Partition {
+		errs = append(errs, fmt.Errorf("admissionController.partition: %q has leading or trailing blanks", c.Partition))
+	}
+	if len(c.QueueSources) > maxSources {
+		errs = append(errs, fmt.Errorf("admissionController.queueSources: %d sources, at most %d are supported",
+			len(c.QueueSources), maxSources))
+	}
+	out.annotationKeys = append(out.annotationKeys, wantKey{UserInfoAnnotation, slotUserInfo})
+	out.labelKeys = append(out.labelKeys, wantKey{LegacyUserLabel, slotLegacy})
+	for i, s := range c.QueueSources {
+		if i >= maxSources {
+			break
+		}
+		setting := fmt.Sprintf("admissionController.queueSources[%d]", i)
+		cs := compiledSource{QueueSource: s}
+		switch s.Kind {
+		case "label":
+		case "annotation":
+			cs.annotation = true
+		default:
+			errs = append(errs, fmt.Errorf("%s.kind: %q is not a marker kind: want label or annotation", setting, s.Kind))
+		}
+		if s.Key == "" || strings.TrimSpace(s.Key) != s.Key {
+			errs = append(errs, fmt.Errorf("%s.key: %q is not a label or annotation key", setting, s.Key))
+		}
+		if s.Template != "" {
+			t, err := parseTemplate(s.Template)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s.template: %w", setting, err))
+			}
+			cs.template = t
+		}
+		for j := range i {
+			if c.QueueSources[j].Kind == s.Kind && c.QueueSources[j].Key == s.Key {
+				errs = append(errs, fmt.Errorf("%s: %s %q is already source %d", setting, s.Kind, s.Key, j))
+			}
+		}
+		out.sources = append(out.sources, cs)
+		if c.EnforceQueueACLs {
+			k := wantKey{s.Key, slotMarkers + i}
+			if cs.annotation {
+				out.annotationKeys = append(out.annotationKeys, k)
+			} else {
+				out.labelKeys = append(out.labelKeys, k)
+			}
+		}
+	}
+	if c.QueueMapping.Template != "" {
+		t, err := parseTemplate(c.QueueMapping.Template)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("admissionController.queueMapping.template: %w", err))
+		}
+		out.template = t
+	}
+	for i, e := range c.QueueMapping.Table {
+		setting := fmt.Sprintf("admissionController.queueMapping.table[%d]", i)
+		if e.Value == "" {
+			errs = append(errs, fmt.Errorf("%s.value: required: the marker value this entry maps", setting))
+		}
+		if err := checkQueuePath(e.Queue); err != nil {
+			errs = append(errs, fmt.Errorf("%s.queue: %w", setting, err))
+		}
+	}
+	out.table = c.QueueMapping.Table
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// MustCompile is Compile for configurations known to be valid (defaults,
+// tests); it panics on error.
+func MustCompile(c Config) *Compiled {
+	out, err := c.Compile()
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// Config returns the configuration this was compiled from, with defaults
+// filled in.
+func (c *Compiled) Config() Config { return c.cfg }
+
+// processNamespace reports whether objects in ns are handled.
+func (c *Compiled) processNamespace(ns string) bool {
+	if c.bypassNS.match(ns) {
+		return false
+	}
+	return len(c.processNS) == 0 || c.processNS.match(ns)
+}
+
+// template is a parsed queue-mapping template: literal text with
+// {value}, {namespace} and {scheduler} placeholders.
+type template struct {
+	parts []templatePart
+}
+
+type templatePart struct {
+	lit string
+	ph  placeholder
+}
+
+type placeholder uint8
+
+const (
+	phNone placeholder = iota
+	phValue
+	phNamespace
+	phScheduler
+)
+
+func parseTemplate(s string) (*template, error) {
+	t := &template{}
+	rest := s
+	for rest != "" {
+		open := strings.IndexAny(rest, "{}")
+		if open < 0 {
+			t.parts = append(t.parts, templatePart{lit: rest})
+			break
+		}
+		if rest[open] == '}' {
+			return nil, fmt.Errorf("%q: unmatched }", s)
+		}
+		if open > 0 {
+			t.parts = append(t.parts, templatePart{lit: rest[:open]})
+		}
+		end := strings.IndexByte(rest[open:], '}')
+		if end < 0 {
+			return nil, fmt.Errorf("%q: unterminated {", s)
+		}
+		name := rest[open+1 : open+end]
+		switch name {
+		case "value":
+			t.parts = append(t.parts, templatePart{ph: phValue})
+		case "namespace":
+			t.parts = append(t.parts, templatePart{ph: phNamespace})
+		case "scheduler":
+			t.parts = append(t.parts, templatePart{ph: phScheduler})
+		default:
+			return nil, fmt.Errorf("%q: unknown placeholder {%s}: want {value}, {namespace} or {scheduler}", s, name)
+		}
+		rest = rest[open+end+1:]
+	}
+	return t, nil
+}
+
+func (t *template) expand(value, namespace, scheduler string) string {
+	var b strings.Builder
+	for _, p := range t.parts {
+		switch p.ph {
+		case phValue:
+			b.WriteString(value)
+		case phNamespace:
+			b.WriteString(namespace)
+		case phScheduler:
+			b.WriteString(scheduler)
+		default:
+			b.WriteString(p.lit)
+		}
+	}
+	return b.String()
+}
+
+// checkQueuePath checks that q is "root" or "root." followed by non-empty
+// dot-separated names.
+func checkQueuePath(q string) error {
+	if q != "root" && !strings.HasPrefix(q, "root.") {
+		return fmt.Errorf("%q is not a queue path: want root or root.<name>...", q)
+	}
+	for i, part := range strings.Split(q, ".") {
+		if part == "" {
+			return fmt.Errorf("%q is not a queue path: name %d is empty", q, i)
+		}
+		if strings.TrimSpace(part) != part {
+			return fmt.Errorf("%q is not a queue path: name %q has blanks", q, part)
+		}
+	}
+	return nil
+}
+
+// mapQueue maps a marker value read by source s on an object in namespace
+// ns to a queue path.
+func (c *Compiled) mapQueue(s *compiledSource, value, ns string) (string, error) {
+	for i := range c.table {
+		e := &c.table[i]
+		if e.Value == value && (e.Scheduler == "" || e.Scheduler == s.Scheduler) && (e.Namespace == "" || e.Namespace == ns) {
+			return e.Queue, nil
+		}
+	}
+	var q string
+	switch {
+	case s.template != nil:
+		q = s.template.expand(value, ns, s.Scheduler)
+	case c.template != nil:
+		q = c.template.expand(value, ns, s.Scheduler)
+	case value == "root" || strings.HasPrefix(value, "root."):
+		q = value
+	default:
+		q = "root." + value
+	}
+	return q, checkQueuePath(q)
+}

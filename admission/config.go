@@ -1,0 +1,574 @@
+package admission
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"regexp/syntax"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the admissionController block of the usher configuration:
+//
+//	admissionController:
+//	  accessControl:
+//	    bypassAuth: false
+//	    trustControllers: true
+//	    systemUsers: ["^system:serviceaccount:kube-system:", "^system:kube-controller-manager$"]
+//	    externalUsers: ""
+//	    externalGroups: ""
+//	  processNamespaces: []
+//	  bypassNamespaces: ["^kube-system$"]
+//	  enforceQueueACLs: false
+//	  queueSources: [...]
+//	  queueMapping: {...}
+//	  partition: default
+//
+// The zero value is the default configuration: every unset field takes its
+// documented default in Defaulted, the one place defaults are applied. Nil
+// (unset) and empty (explicitly none) are different for the pattern lists and
+// for QueueSources.
+type Config struct {
+	// AccessControl says who may supply the user.info annotation.
+	AccessControl AccessControl `yaml:"accessControl"`
+
+	// ProcessNamespaces, when not empty, limits the webhook to namespaces
+	// matching at least one of these regular expressions; objects in other
+	// namespaces are allowed unchanged. Default: empty (every namespace).
+	ProcessNamespaces Patterns `yaml:"processNamespaces"`
+
+	// BypassNamespaces are namespaces whose objects are allowed unchanged,
+	// checked before ProcessNamespaces. Default (unset): "^kube-system$";
+	// an explicit empty list bypasses no namespace.
+	BypassNamespaces Patterns `yaml:"bypassNamespaces"`
+
+	// EnforceQueueACLs turns on the queue check at admission: the target
+	// queue is read from QueueSources, mapped with QueueMapping, and the
+	// QueueAuthorizer must allow the effective identity to submit to it.
+	// Default: false.
+	EnforceQueueACLs bool `yaml:"enforceQueueACLs"`
+
+	// QueueSources lists, in order, the labels and annotations that name a
+	// workload's target queue. Default (unset): the markers of YuniKorn
+	// (label queue, annotation yunikorn.apache.org/queue), Kueue (label
+	// kueue.x-k8s.io/queue-name), Volcano (annotation
+	// scheduling.volcano.sh/queue-name) and KAI (label kai.scheduler/queue),
+	// in that order; an explicit empty list
+	// reads no marker, so every object targets the partition's default
+	// queue. At most 16 sources.
+	QueueSources []QueueSource `yaml:"queueSources"`
+
+	// QueueMapping turns a marker's value into a queue path. Default: the
+	// value as given when it is "root" or starts with "root.", else
+	// "root." + value.
+	QueueMapping QueueMapping `yaml:"queueMapping"`
+
+	// Partition is the partition whose queues the checks use. Default:
+	// "default".
+	Partition string `yaml:"partition"`
+}
+
+// AccessControl holds YuniKorn's admissionController.accessControl settings.
+//
+// Patterns are Go regular expressions used as written, with
+// regexp.MatchString, exactly as YuniKorn does: they are NOT anchored for
+// you, so "admin" also matches "notadmin". Anchor them ("^admin$");
+// Config.Warnings reports patterns that are not.
+type AccessControl struct {
+	// BypassAuth, when true, lets every submitter supply the user.info
+	// annotation (it must still be valid), and leaves objects that carry the
+	// legacy yunikorn.apache.org/username label but no annotation unstamped,
+	// as seed 002 describes. Default: false.
+	BypassAuth bool `yaml:"bypassAuth"`
+
+	// TrustControllers lets submitters matching SystemUsers supply the
+	// annotation (the controllers that copy it from a workload's template
+	// into the ReplicaSets, Jobs and pods they create). Default (unset):
+	// true.
+	TrustControllers *bool `yaml:"trustControllers"`
+
+	// SystemUsers matches the user names of the Kubernetes controllers.
+	// Default (unset): "^system:serviceaccount:kube-system:" (controllers
+	// running with per-controller credentials) and
+	// "^system:kube-controller-manager$" (the shared identity of a controller
+	// manager without --use-service-account-credentials). An explicit empty
+	// value trusts no controller.
+	SystemUsers Patterns `yaml:"systemUsers"`
+
+	// ExternalUsers matches user names trusted to supply the annotation
+	// (front ends such as Airflow or Livy submitting for their users).
+	// Default: none.
+	ExternalUsers Patterns `yaml:"externalUsers"`
+
+	// ExternalGroups matches groups whose members are trusted to supply the
+	// annotation. Default: none.
+	ExternalGroups Patterns `yaml:"externalGroups"`
+}
+
+// Patterns is a list of regular expressions. In YAML it is a list of
+// strings, one expression per item, or a single string holding expressions
+// separated by commas (YuniKorn's form, also used by the ConfigMap keys and
+// the environment variables; write a regex that contains a comma in the
+// list form). Blank entries are dropped. Nil means unset (the default
+// applies); an empty, non-nil value means none.
+type Patterns []string
+
+// ParsePatterns splits a comma-separated string of regular expressions,
+// trimming blanks around each. An empty or blank string yields an empty,
+// non-nil Patterns (none).
+func ParsePatterns(s string) Patterns {
+	p := Patterns{}
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			p = append(p, part)
+		}
+	}
+	return p
+}
+
+// UnmarshalYAML accepts a string (comma separated) or a list of strings.
+func (p *Patterns) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		var s string
+		if err := n.Decode(&s); err != nil {
+			return err
+		}
+		*p = ParsePatterns(s)
+		return nil
+	case yaml.SequenceNode:
+		out := make(Patterns, 0, len(n.Content))
+		for i, item := range n.Content {
+			var s string
+			if item.Kind != yaml.ScalarNode || item.Decode(&s) != nil {
+				return fmt.Errorf("line %d: item %d of the pattern list is not a string", item.Line, i)
+			}
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		*p = out
+		return nil
+	default:
+		return fmt.Errorf("line %d: want a regular expression string or a list of them", n.Line)
+	}
+}
+
+// QueueSource is one place a workload names its target queue.
+type QueueSource struct {
+	// Kind is "label" or "annotation".
+	Kind string `yaml:"kind"`
+	// Key is the label or annotation key, e.g. kueue.x-k8s.io/queue-name.
+	Key string `yaml:"key"`
+	// Scheduler names the scheduler that reads this marker (yunikorn, kueue,
+	// volcano, kai, ...). It is used in messages, in QueueMapping.Table and
+	// as the {scheduler} placeholder.
+	Scheduler string `yaml:"scheduler"`
+	// Template, when set, maps this source's values instead of
+	// QueueMapping.Template; see QueueMapping.
+	Template string `yaml:"template"`
+}
+
+// defaultQueueSources are the queue markers of the Kubernetes batch
+// schedulers, in the order they are read (see Config.QueueSources).
+var defaultQueueSources = []QueueSource{
+	{Kind: "label", Key: "queue", Scheduler: "yunikorn"},
+	{Kind: "annotation", Key: "yunikorn.apache.org/queue", Scheduler: "yunikorn"},
+	{Kind: "label", Key: "kueue.x-k8s.io/queue-name", Scheduler: "kueue"},
+	{Kind: "annotation", Key: "scheduling.volcano.sh/queue-name", Scheduler: "volcano"},
+	{Kind: "label", Key: "kai.scheduler/queue", Scheduler: "kai"},
+}
+
+// QueueMapping turns the value of a queue marker into a queue path.
+//
+// For a marker with value V on an object in namespace N, read by source S:
+//
+//  1. the first Table entry whose Value is V, whose Scheduler is empty or
+//     S.Scheduler and whose Namespace is empty or N gives the queue;
+//  2. else S.Template, if set, is expanded;
+//  3. else Template, if set, is expanded;
+//  4. else V is used as given when it is "root" or starts with "root.",
+//     and "root." + V otherwise.
+//
+// Templates replace {value}, {namespace} and {scheduler}; for example
+// Kueue's namespaced LocalQueues map with "root.{namespace}.{value}". The
+// result must be a queue path: "root" or "root." followed by non-empty
+// dot-separated names; anything else denies the object with a message
+// naming the marker.
+type QueueMapping struct {
+	// Template is the template for sources without their own. Default: none
+	// (rule 4).
+	Template string `yaml:"template"`
+	// Table lists explicit mappings, tried first, in order.
+	Table []QueueMappingEntry `yaml:"table"`
+}
+
+// QueueMappingEntry maps one marker value to a queue.
+type QueueMappingEntry struct {
+	// Scheduler limits the entry to sources of this scheduler; empty: any.
+	Scheduler string `yaml:"scheduler"`
+	// Namespace limits the entry to objects in this namespace; empty: any.
+	Namespace string `yaml:"namespace"`
+	// Value is the marker value to match exactly. Required.
+	Value string `yaml:"value"`
+	// Queue is the queue path. Required.
+	Queue string `yaml:"queue"`
+}
+
+// Defaults for the settings documented on Config and AccessControl.
+const (
+	DefaultPartition        = "default"
+	DefaultTrustControllers = true
+)
+
+// defaultSystemUsers are the default controller identities: the
+// per-controller service accounts and the shared controller-manager user
+// (seed 003 requires both). Never modified; Defaulted copies it.
+var defaultSystemUsers = Patterns{"^system:serviceaccount:kube-system:", "^system:kube-controller-manager$"}
+
+// defaultBypassNamespaces is the default for BypassNamespaces. Never
+// modified; Defaulted copies it.
+var defaultBypassNamespaces = Patterns{"^kube-system$"}
+
+// DefaultConfig returns the default configuration with every default
+// filled in.
+func DefaultConfig() Config { return Config{}.Defaulted() }
+
+// Defaulted returns a copy of c with every unset field set to its default.
+// It is the one place defaults are applied.
+func (c Config) Defaulted() Config {
+	if c.AccessControl.TrustControllers == nil {
+		t := DefaultTrustControllers
+		c.AccessControl.TrustControllers = &t
+	} else {
+		t := *c.AccessControl.TrustControllers
+		c.AccessControl.TrustControllers = &t
+	}
+	if c.AccessControl.SystemUsers == nil {
+		c.AccessControl.SystemUsers = append(Patterns{}, defaultSystemUsers...)
+	}
+	if c.AccessControl.ExternalUsers == nil {
+		c.AccessControl.ExternalUsers = Patterns{}
+	}
+	if c.AccessControl.ExternalGroups == nil {
+		c.AccessControl.ExternalGroups = Patterns{}
+	}
+	if c.ProcessNamespaces == nil {
+		c.ProcessNamespaces = Patterns{}
+	}
+	if c.BypassNamespaces == nil {
+		c.BypassNamespaces = append(Patterns{}, defaultBypassNamespaces...)
+	}
+	if c.QueueSources == nil {
+		c.QueueSources = append([]QueueSource{}, defaultQueueSources...)
+	}
+	if c.Partition == "" {
+		c.Partition = DefaultPartition
+	}
+	return c
+}
+
+// Environment variables read by ApplyEnv (seed 003's names).
+const (
+	EnvBypassAuth        = "ADMISSION_CONTROLLER_BYPASS_AUTH"
+	EnvTrustControllers  = "ADMISSION_CONTROLLER_TRUST_CONTROLLERS"
+	EnvBypassControllers = "ADMISSION_CONTROLLER_BYPASS_CONTROLLERS" // seed 003's name for EnvTrustControllers
+	EnvSystemUsers       = "ADMISSION_CONTROLLER_SYSTEM_USERS"
+	EnvExternalUsers     = "ADMISSION_CONTROLLER_EXTERNAL_USERS"
+	EnvExternalGroups    = "ADMISSION_CONTROLLER_EXTERNAL_GROUPS"
+)
+
+// ApplyEnv overrides the access-control settings with the environment
+// variables seed 003 designs, which take precedence over the file:
+// ADMISSION_CONTROLLER_BYPASS_AUTH, ADMISSION_CONTROLLER_TRUST_CONTROLLERS
+// (or its seed-003 name ADMISSION_CONTROLLER_BYPASS_CONTROLLERS; if both are
+// set they must agree), ADMISSION_CONTROLLER_SYSTEM_USERS,
+// ADMISSION_CONTROLLER_EXTERNAL_USERS and ADMISSION_CONTROLLER_EXTERNAL_GROUPS
+// (comma-separated regular expressions). A variable that is set overrides
+// the file even when empty (an empty pattern list trusts nobody). Booleans
+// are parsed with strconv.ParseBool; a bad one is an error naming the
+// variable, and c is then left unchanged. lookup is os.LookupEnv in
+// production.
+func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
+	next := *c
+	if v, ok := lookup(EnvBypassAuth); ok {
+		b, err := parseBool(EnvBypassAuth, v)
+		if err != nil {
+			return err
+		}
+		next.AccessControl.BypassAuth = b
+	}
+	tv, tok := lookup(EnvTrustControllers)
+	bv, bok := lookup(EnvBypassControllers)
+	var trust *bool
+	if tok {
+		b, err := parseBool(EnvTrustControllers, tv)
+		if err != nil {
+			return err
+		}
+		trust = &b
+	}
+	if bok {
+		b, err := parseBool(EnvBypassControllers, bv)
+		if err != nil {
+			return err
+		}
+		if trust != nil && *trust != b {
+			return fmt.Errorf("%s=%q and %s=%q disagree: set only one (they are the same setting)",
+				EnvTrustControllers, tv, EnvBypassControllers, bv)
+		}
+		trust = &b
+	}
+	if trust != nil {
+		next.AccessControl.TrustControllers = trust
+	}
+	if v, ok := lookup(EnvSystemUsers); ok {
+		next.AccessControl.SystemUsers = ParsePatterns(v)
+	}
+	if v, ok := lookup(EnvExternalUsers); ok {
+		next.AccessControl.ExternalUsers = ParsePatterns(v)
+	}
+	if v, ok := lookup(EnvExternalGroups); ok {
+		next.AccessControl.ExternalGroups = ParsePatterns(v)
+	}
+	*c = next
+	return nil
+}
+
+func parseBool(name, v string) (bool, error) {
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return false, fmt.Errorf("%s: invalid boolean %q: want true or false", name, v)
+	}
+	return b, nil
+}
+
+// ConfigMap keys read by FromConfigMap.
+const (
+	configMapPrefix = "admissionController."
+	accessPrefix    = configMapPrefix + "accessControl."
+)
+
+// ignoredConfigMapKeys are YuniKorn admission-controller keys for features
+// usher does not have; FromConfigMap accepts and ignores them so that a
+// yunikorn-configs ConfigMap can be read as it is.
+var ignoredConfigMapKeys = map[string]bool{
+	"admissionController.webHook.amServiceName":           true,
+	"admissionController.webHook.schedulerServiceAddress": true,
+	"admissionController.filtering.labelNamespaces":       true,
+	"admissionController.filtering.noLabelNamespaces":     true,
+	"admissionController.filtering.generateUniqueAppId":   true,
+	"admissionController.filtering.defaultQueue":          true,
+}
+
+// FromConfigMap reads the flat keys of a YuniKorn-style ConfigMap:
+//
+//	admissionController.accessControl.bypassAuth        "true" | "false"
+//	admissionController.accessControl.trustControllers  "true" | "false"
+//	admissionController.accessControl.systemUsers       comma-separated regexes
+//	admissionController.accessControl.externalUsers     comma-separated regexes
+//	admissionController.accessControl.externalGroups    comma-separated regexes
+//	admissionController.filtering.processNamespaces     comma-separated regexes (YuniKorn's key)
+//	admissionController.filtering.bypassNamespaces      comma-separated regexes (YuniKorn's key)
+//	admissionController.processNamespaces              same as the filtering key
+//	admissionController.bypassNamespaces               same as the filtering key
+//	admissionController.enforceQueueACLs               "true" | "false"
+//	admissionController.partition                      partition name
+//	admissionController.queueSources                   YAML list, as in the file
+//	admissionController.queueMapping                   YAML mapping, as in the file
+//
+// Keys outside admissionController.* (queues.yaml, log.*, service.*) belong
+// to others and are ignored, as are YuniKorn admission keys for features
+// usher does not have (webHook.*, filtering.labelNamespaces,
+// filtering.noLabelNamespaces, filtering.generateUniqueAppId,
+// filtering.defaultQueue). Any other admissionController.* key is an error
+// naming it, so that a typo is not silently ignored. Unset keys keep their
+// defaults (applied by Defaulted).
+func FromConfigMap(data map[string]string) (Config, error) {
+	var c Config
+	var errs []error
+	set := func(key string, dst *Patterns, v string, alias string) {
+		if alias != "" {
+			if _, dup := data[alias]; dup {
+				errs = append(errs, fmt.Errorf("%s and %s are the same setting: set only one", key, alias))
+				return
+			}
+		}
+		*dst = ParsePatterns(v)
+	}
+	for key, v := range data {
+		if !strings.HasPrefix(key, configMapPrefix) {
+			continue
+		}
+		switch key {
+		case accessPrefix + "bypassAuth":
+			b, err := parseBool(key, v)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			c.AccessControl.BypassAuth = b
+		case accessPrefix + "trustControllers":
+			b, err := parseBool(key, v)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			c.AccessControl.TrustControllers = &b
+		case accessPrefix + "systemUsers":
+			c.AccessControl.SystemUsers = ParsePatterns(v)
+		case accessPrefix + "externalUsers":
+			c.AccessControl.ExternalUsers = ParsePatterns(v)
+		case accessPrefix + "externalGroups":
+			c.AccessControl.ExternalGroups = ParsePatterns(v)
+		case "admissionController.filtering.processNamespaces":
+			set(key, &c.ProcessNamespaces, v, "")
+		case "admissionController.filtering.bypassNamespaces":
+			set(key, &c.BypassNamespaces, v, "")
+		case "admissionController.processNamespaces":
+			set(key, &c.ProcessNamespaces, v, "admissionController.filtering.processNamespaces")
+		case "admissionController.bypassNamespaces":
+			set(key, &c.BypassNamespaces, v, "admissionController.filtering.bypassNamespaces")
+		case "admissionController.enforceQueueACLs":
+			b, err := parseBool(key, v)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			c.EnforceQueueACLs = b
+		case "admissionController.partition":
+			c.Partition = strings.TrimSpace(v)
+		case "admissionController.queueSources":
+			var src []QueueSource
+			if err := yaml.Unmarshal([]byte(v), &src); err != nil {
+				errs = append(errs, fmt.Errorf("%s: want a YAML list of {kind, key, scheduler, template}: %w", key, err))
+			}
+			if src == nil {
+				src = []QueueSource{}
+			}
+			c.QueueSources = src
+		case "admissionController.queueMapping":
+			if err := yaml.Unmarshal([]byte(v), &c.QueueMapping); err != nil {
+				errs = append(errs, fmt.Errorf("%s: want a YAML mapping with template and table: %w", key, err))
+			}
+		default:
+			if !ignoredConfigMapKeys[key] {
+				errs = append(errs, fmt.Errorf("%s: unknown admission controller setting", key))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		sortErrors(errs)
+		return Config{}, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+// sortErrors orders errors by message so that map iteration order does
+// not change what is reported.
+func sortErrors(errs []error) {
+	for i := 1; i < len(errs); i++ {
+		for j := i; j > 0 && errs[j].Error() < errs[j-1].Error(); j-- {
+			errs[j], errs[j-1] = errs[j-1], errs[j]
+		}
+	}
+}
+
+// Warning is a configuration problem that does not stop usher from
+// running but probably does not do what was meant.
+type Warning struct {
+	// Setting is the dotted name of the setting, as in the ConfigMap:
+	// admissionController.accessControl.externalUsers.
+	Setting string
+	// Message says what is wrong and how to fix it.
+	Message string
+}
+
+// String renders the warning as "setting: message".
+func (w Warning) String() string { return w.Setting + ": " + w.Message }
+
+// Warnings lints c (after defaults): patterns that are not anchored and so
+// match more names than they appear to, patterns that match every name,
+// and settings that weaken identity checks. Invalid settings are errors
+// from Compile, not warnings.
+func (c Config) Warnings() []Warning {
+	c = c.Defaulted()
+	var ws []Warning
+	add := func(setting, format string, args ...any) {
+		ws = append(ws, Warning{Setting: setting, Message: fmt.Sprintf(format, args...)})
+	}
+	lint := func(setting string, ps Patterns, noun, verb string) {
+		for _, p := range ps {
+			if strings.Count(p, "{") != strings.Count(p, "}") {
+				add(setting, "pattern %q has unbalanced braces: was a repetition such as {1,3} split at its comma? "+
+					"Write patterns containing commas in the YAML list form", p)
+			}
+			re, err := regexp.Compile(p)
+			if err != nil {
+				continue // Compile reports it
+			}
+			if re.MatchString("") {
+				add(setting, "pattern %q matches every %s", p, noun)
+				continue
+			}
+			core, start, end := anchors(p)
+			literal := regexp.QuoteMeta(core) == core
+			switch {
+			case !start && literal:
+				add(setting, "pattern %q is not anchored: it also %s %q; write %q", p, verb, "not"+core, "^"+core+"$")
+			case !start:
+				add(setting, "pattern %q is not anchored at the start: it also matches names that merely contain a match; start it with ^", p)
+			case !end && literal && !strings.HasSuffix(core, ":"):
+				add(setting, "pattern %q is not anchored at the end: it also %s %q; write %q", p, verb, core+"x", "^"+core+"$")
+			}
+		}
+	}
+	lint("admissionController.accessControl.systemUsers", c.AccessControl.SystemUsers, "user", "trusts")
+	lint("admissionController.accessControl.externalUsers", c.AccessControl.ExternalUsers, "user", "trusts")
+	lint("admissionController.accessControl.externalGroups", c.AccessControl.ExternalGroups, "group", "trusts")
+	lint("admissionController.processNamespaces", c.ProcessNamespaces, "namespace", "matches")
+	lint("admissionController.bypassNamespaces", c.BypassNamespaces, "namespace", "matches")
+	if c.AccessControl.BypassAuth {
+		add("admissionController.accessControl.bypassAuth",
+			"is true: any submitter may set yunikorn.apache.org/user.info to any identity; use only in a trusted cluster")
+	}
+	if !*c.AccessControl.TrustControllers {
+		add("admissionController.accessControl.trustControllers",
+			"is false: pods and ReplicaSets that controllers create from stamped workloads will be denied")
+	}
+	return ws
+}
+
+// anchors strips a leading ^ (or \A) and a trailing $ (or \z) from p.
+func anchors(p string) (core string, start, end bool) {
+	core = p
+	if strings.HasPrefix(core, "^") {
+		core, start = core[1:], true
+	} else if strings.HasPrefix(core, `\A`) {
+		core, start = core[2:], true
+	}
+	if strings.HasSuffix(core, `\z`) && !strings.HasSuffix(core, `\\z`) {
+		core, end = core[:len(core)-2], true
+	} else if strings.HasSuffix(core, "$") && !strings.HasSuffix(core, `\$`) {
+		core, end = core[:len(core)-1], true
+	}
+	return core, start, end
+}
+
+// compilePatterns compiles ps; errors name the setting and the item.
+func compilePatterns(setting string, ps Patterns) ([]*regexp.Regexp, error) {
+	out := make([]*regexp.Regexp, 0, len(ps))
+	for i, p := range ps {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			var se *syntax.Error
+			msg := err.Error()
+			if errors.As(err, &se) {
+				msg = se.Code.String() + ": " + se.Expr
+			}
+			return nil, fmt.Errorf("%s[%d]: invalid regular expression %q: %s", setting, i, p, msg)
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}

@@ -1,0 +1,328 @@
+package admission
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+func decodeYAML(t *testing.T, doc string) Config {
+	t.Helper()
+	var file struct {
+		AdmissionController Config `yaml:"admissionController"`
+	}
+	dec := yaml.NewDecoder(strings.NewReader(doc))
+	dec.KnownFields(true)
+	if err := dec.Decode(&file); err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	return file.AdmissionController
+}
+
+func TestConfigYAML(t *testing.T) {
+	c := decodeYAML(t, `
+admissionController:
+  accessControl:
+    bypassAuth: true
+    trustControllers: false
+    systemUsers: "^system:serviceaccount:kube-system:, ^system:kube-controller-manager$"
+    externalUsers: ["^airflow$", "^livy{1,2}$"]
+    externalGroups: ""
+  processNamespaces: ["^team-"]
+  bypassNamespaces: []
+  enforceQueueACLs: true
+  queueSources:
+    - {kind: label, key: kueue.x-k8s.io/queue-name, scheduler: kueue, template: "root.{namespace}.{value}"}
+  queueMapping:
+    template: "root.{value}"
+    table:
+      - {scheduler: kueue, namespace: team-a, value: gpu, queue: root.gpu}
+  partition: gpu
+`)
+	want := Config{
+		AccessControl: AccessControl{
+			BypassAuth:       true,
+			TrustControllers: boolPtr(false),
+			SystemUsers:      Patterns{"^system:serviceaccount:kube-system:", "^system:kube-controller-manager$"},
+			ExternalUsers:    Patterns{"^airflow$", "^livy{1,2}$"},
+			ExternalGroups:   Patterns{},
+		},
+		ProcessNamespaces: Patterns{"^team-"},
+		BypassNamespaces:  Patterns{},
+		EnforceQueueACLs:  true,
+		QueueSources:      []QueueSource{{Kind: "label", Key: "kueue.x-k8s.io/queue-name", Scheduler: "kueue", Template: "root.{namespace}.{value}"}},
+		QueueMapping: QueueMapping{Template: "root.{value}", Table: []QueueMappingEntry{
+			{Scheduler: "kueue", Namespace: "team-a", Value: "gpu", Queue: "root.gpu"}}},
+		Partition: "gpu",
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Fatalf("got  %+v\nwant %+v", c, want)
+	}
+	cc := compiled(t, c)
+	if cc.bypassNS.match("kube-system") || !cc.processNamespace("team-x") || cc.processNamespace("kube-system") {
+		t.Fatal("namespace settings not applied")
+	}
+
+	// Unset fields take their defaults; nil and empty differ.
+	c = decodeYAML(t, "admissionController:\n  accessControl:\n    systemUsers:\n")
+	if c.AccessControl.SystemUsers != nil {
+		t.Fatalf("null systemUsers = %#v, want nil (default)", c.AccessControl.SystemUsers)
+	}
+	if got := c.Defaulted(); !reflect.DeepEqual(got, DefaultConfig()) {
+		t.Fatalf("defaulted %+v", got)
+	}
+	c = decodeYAML(t, "admissionController:\n  accessControl:\n    systemUsers: \"\"\n  queueSources: []\n")
+	d := c.Defaulted()
+	if d.AccessControl.SystemUsers == nil || len(d.AccessControl.SystemUsers) != 0 || len(d.QueueSources) != 0 {
+		t.Fatalf("explicit empty values replaced by defaults: %+v", d)
+	}
+
+	var bad struct {
+		AdmissionController Config `yaml:"admissionController"`
+	}
+	if err := yaml.Unmarshal([]byte("admissionController:\n  accessControl:\n    systemUsers: {a: b}\n"), &bad); err == nil ||
+		!strings.Contains(err.Error(), "want a regular expression") {
+		t.Fatalf("mapping as patterns: %v", err)
+	}
+	if err := yaml.Unmarshal([]byte("admissionController:\n  accessControl:\n    systemUsers: [[a]]\n"), &bad); err == nil {
+		t.Fatal("nested list accepted")
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	d := DefaultConfig()
+	if !*d.AccessControl.TrustControllers || d.AccessControl.BypassAuth || d.EnforceQueueACLs || d.Partition != "default" {
+		t.Fatalf("defaults %+v", d)
+	}
+	// Seed 003: both ways a controller manager authenticates are trusted.
+	c := compiled(t, Config{})
+	for _, u := range []string{"system:serviceaccount:kube-system:replicaset-controller", "system:kube-controller-manager"} {
+		if !c.systemUsers.match(u) {
+			t.Errorf("%s is not a trusted controller by default", u)
+		}
+	}
+	for _, u := range []string{"system:kube-controller-manager-evil", "system:serviceaccount:kube-systemx:a", "alice"} {
+		if c.systemUsers.match(u) {
+			t.Errorf("%s is trusted by default", u)
+		}
+	}
+	if !reflect.DeepEqual(d.QueueSources, defaultQueueSources) || &d.QueueSources[0] == &defaultQueueSources[0] {
+		t.Fatal("queue sources not a copy of the defaults")
+	}
+	if ws := d.Warnings(); len(ws) != 0 {
+		t.Fatalf("default configuration warns: %v", ws)
+	}
+}
+
+func TestParsePatterns(t *testing.T) {
+	for in, want := range map[string]Patterns{
+		"":                {},
+		" , ,":            {},
+		"a":               {"a"},
+		" ^a$ , b ,,c ":   {"^a$", "b", "c"},
+		"^x{1,2}$":        {"^x{1", "2}$"}, // the string form splits on commas: use the list form
+		"^system:a:,^b$ ": {"^system:a:", "^b$"},
+	} {
+		if got := ParsePatterns(in); !reflect.DeepEqual(got, want) {
+			t.Errorf("ParsePatterns(%q) = %#v, want %#v", in, got, want)
+		}
+	}
+}
+
+func TestApplyEnv(t *testing.T) {
+	env := func(kv ...string) func(string) (string, bool) {
+		mp := m(kv...)
+		return func(k string) (string, bool) { v, ok := mp[k]; return v, ok }
+	}
+	base := Config{AccessControl: AccessControl{ExternalUsers: Patterns{"^file$"}}}
+	cases := []struct {
+		name    string
+		env     func(string) (string, bool)
+		check   func(Config) bool
+		wantErr string
+	}{
+		{"nothing set", env(), func(c Config) bool { return reflect.DeepEqual(c, base) }, ""},
+		{"bypass auth", env(EnvBypassAuth, "true"), func(c Config) bool { return c.AccessControl.BypassAuth }, ""},
+		{"trust controllers", env(EnvTrustControllers, "false"), func(c Config) bool { return !*c.AccessControl.TrustControllers }, ""},
+		{"seed 003 name", env(EnvBypassControllers, "0"), func(c Config) bool { return !*c.AccessControl.TrustControllers }, ""},
+		{"both names agree", env(EnvBypassControllers, "FALSE", EnvTrustControllers, "f"), func(c Config) bool { return !*c.AccessControl.TrustControllers }, ""},
+		{"both names disagree", env(EnvBypassControllers, "true", EnvTrustControllers, "false"), nil, "disagree"},
+		{"bad boolean", env(EnvBypassAuth, "yes"), nil, `ADMISSION_CONTROLLER_BYPASS_AUTH: invalid boolean "yes"`},
+		{"bad seed 003 boolean", env(EnvBypassControllers, "maybe"), nil, "ADMISSION_CONTROLLER_BYPASS_CONTROLLERS"},
+		{"patterns", env(EnvSystemUsers, "^a$,^b$", EnvExternalGroups, "^g$"), func(c Config) bool {
+			return reflect.DeepEqual(c.AccessControl.SystemUsers, Patterns{"^a$", "^b$"}) && reflect.DeepEqual(c.AccessControl.ExternalGroups, Patterns{"^g$"})
+		}, ""},
+		{"empty overrides the file", env(EnvExternalUsers, ""), func(c Config) bool {
+			return c.AccessControl.ExternalUsers != nil && len(c.AccessControl.ExternalUsers) == 0
+		}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base
+			err := c.ApplyEnv(tc.env)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				if !reflect.DeepEqual(c, base) {
+					t.Fatal("config changed on error")
+				}
+				return
+			}
+			if err != nil || !tc.check(c) {
+				t.Fatalf("err %v, config %+v", err, c)
+			}
+		})
+	}
+}
+
+func TestFromConfigMap(t *testing.T) {
+	c, err := FromConfigMap(map[string]string{
+		"queues.yaml": "partitions: []",
+		"log.level":   "debug",
+		"admissionController.accessControl.bypassAuth":       "true",
+		"admissionController.accessControl.trustControllers": "false",
+		"admissionController.accessControl.systemUsers":      "^system:serviceaccount:kube-system:,^system:kube-controller-manager$",
+		"admissionController.accessControl.externalUsers":    "^airflow$",
+		"admissionController.accessControl.externalGroups":   "",
+		"admissionController.filtering.processNamespaces":    "^team-",
+		"admissionController.filtering.bypassNamespaces":     "^kube-system$,^monitoring$",
+		"admissionController.filtering.labelNamespaces":      "ignored",
+		"admissionController.webHook.amServiceName":          "ignored",
+		"admissionController.enforceQueueACLs":               "true",
+		"admissionController.partition":                      "gpu",
+		"admissionController.queueSources":                   "- {kind: label, key: kueue.x-k8s.io/queue-name, scheduler: kueue}\n",
+		"admissionController.queueMapping":                   "template: root.{namespace}.{value}\n",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		AccessControl: AccessControl{BypassAuth: true, TrustControllers: boolPtr(false),
+			SystemUsers:    Patterns{"^system:serviceaccount:kube-system:", "^system:kube-controller-manager$"},
+			ExternalUsers:  Patterns{"^airflow$"},
+			ExternalGroups: Patterns{}},
+		ProcessNamespaces: Patterns{"^team-"},
+		BypassNamespaces:  Patterns{"^kube-system$", "^monitoring$"},
+		EnforceQueueACLs:  true,
+		Partition:         "gpu",
+		QueueSources:      []QueueSource{{Kind: "label", Key: "kueue.x-k8s.io/queue-name", Scheduler: "kueue"}},
+		QueueMapping:      QueueMapping{Template: "root.{namespace}.{value}"},
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Fatalf("got  %+v\nwant %+v", c, want)
+	}
+	compiled(t, c)
+
+	c, err = FromConfigMap(map[string]string{})
+	if err != nil || !reflect.DeepEqual(c.Defaulted(), DefaultConfig()) {
+		t.Fatalf("empty ConfigMap: %+v %v", c, err)
+	}
+
+	_, err = FromConfigMap(map[string]string{
+		"admissionController.accessControl.bypassAuth":   "yes",
+		"admissionController.accessControl.systemUser":   "^x$",
+		"admissionController.enforceQueueACLs":           "2",
+		"admissionController.queueSources":               "{not: a list}",
+		"admissionController.bypassNamespaces":           "^a$",
+		"admissionController.filtering.bypassNamespaces": "^b$",
+	})
+	for _, want := range []string{
+		`admissionController.accessControl.bypassAuth: invalid boolean "yes"`,
+		"admissionController.accessControl.systemUser: unknown admission controller setting",
+		`admissionController.enforceQueueACLs: invalid boolean "2"`,
+		"admissionController.queueSources: want a YAML list",
+		"admissionController.bypassNamespaces and admissionController.filtering.bypassNamespaces are the same setting",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not contain %q", err, want)
+		}
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	c := Config{
+		AccessControl: AccessControl{
+			BypassAuth:       true,
+			TrustControllers: boolPtr(false),
+			SystemUsers:      Patterns{"^system:serviceaccount:kube-system:", "^system:kube-controller-manager"},
+			ExternalUsers:    Patterns{"admin", "^ok$", `\Aalso-ok\z`, "a.*b"},
+			ExternalGroups:   Patterns{".*", "^admins"},
+		},
+		ProcessNamespaces: Patterns{"team"},
+		BypassNamespaces:  append(Patterns{"(", "^kube-system$"}, ParsePatterns("^x{1,2}$")...),
+	}
+	var got []string
+	for _, w := range c.Warnings() {
+		got = append(got, w.String())
+	}
+	want := []string{
+		`admissionController.accessControl.systemUsers: pattern "^system:kube-controller-manager" is not anchored at the end: it also trusts "system:kube-controller-managerx"; write "^system:kube-controller-manager$"`,
+		`admissionController.accessControl.externalUsers: pattern "admin" is not anchored: it also trusts "notadmin"; write "^admin$"`,
+		`admissionController.accessControl.externalUsers: pattern "a.*b" is not anchored at the start: it also matches names that merely contain a match; start it with ^`,
+		`admissionController.accessControl.externalGroups: pattern ".*" matches every group`,
+		`admissionController.accessControl.externalGroups: pattern "^admins" is not anchored at the end: it also trusts "adminsx"; write "^admins$"`,
+		`admissionController.processNamespaces: pattern "team" is not anchored: it also matches "notteam"; write "^team$"`,
+		`admissionController.bypassNamespaces: pattern "^x{1" has unbalanced braces: was a repetition such as {1,3} split at its comma? Write patterns containing commas in the YAML list form`,
+		`admissionController.bypassNamespaces: pattern "2}$" has unbalanced braces: was a repetition such as {1,3} split at its comma? Write patterns containing commas in the YAML list form`,
+		`admissionController.bypassNamespaces: pattern "2}$" is not anchored at the start: it also matches names that merely contain a match; start it with ^`,
+		`admissionController.accessControl.bypassAuth: is true: any submitter may set yunikorn.apache.org/user.info to any identity; use only in a trusted cluster`,
+		`admissionController.accessControl.trustControllers: is false: pods and ReplicaSets that controllers create from stamped workloads will be denied`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
+	many := make([]QueueSource, 17)
+	for i := range many {
+		many[i] = QueueSource{Kind: "label", Key: "k" + strings.Repeat("x", i)}
+	}
+	cases := []struct {
+		name string
+		cfg  Config
+		want []string
+	}{
+		{"bad regex", Config{AccessControl: AccessControl{ExternalUsers: Patterns{"^ok$", "a("}}},
+			[]string{`admissionController.accessControl.externalUsers[1]: invalid regular expression "a(": missing closing ): a(`}},
+		{"bad namespace regex", Config{BypassNamespaces: Patterns{"[z-a]"}},
+			[]string{`admissionController.bypassNamespaces[0]: invalid regular expression "[z-a]"`}},
+		{"bad sources", Config{QueueSources: []QueueSource{
+			{Kind: "labels", Key: "q"}, {Kind: "label", Key: ""}, {Kind: "label", Key: "q"}, {Kind: "label", Key: "q"},
+			{Kind: "annotation", Key: "a", Template: "root.{value"}, {Kind: "annotation", Key: "b", Template: "root.{user}"},
+			{Kind: "annotation", Key: "c", Template: "root.}"},
+		}}, []string{
+			`admissionController.queueSources[0].kind: "labels" is not a marker kind: want label or annotation`,
+			`admissionController.queueSources[1].key: "" is not a label or annotation key`,
+			`admissionController.queueSources[3]: label "q" is already source 2`,
+			`admissionController.queueSources[4].template: "root.{value": unterminated {`,
+			`admissionController.queueSources[5].template: "root.{user}": unknown placeholder {user}: want {value}, {namespace} or {scheduler}`,
+			`admissionController.queueSources[6].template: "root.}": unmatched }`,
+		}},
+		{"too many sources", Config{QueueSources: many}, []string{"17 sources, at most 16"}},
+		{"bad mapping", Config{QueueMapping: QueueMapping{Template: "{x}", Table: []QueueMappingEntry{{Queue: "a.b"}, {Value: "v", Queue: "root..b"}}}},
+			[]string{
+				`admissionController.queueMapping.template: "{x}": unknown placeholder`,
+				`admissionController.queueMapping.table[0].value: required`,
+				`admissionController.queueMapping.table[0].queue: "a.b" is not a queue path`,
+				`admissionController.queueMapping.table[1].queue: "root..b" is not a queue path: name 1 is empty`,
+			}},
+		{"partition blanks", Config{Partition: " default"}, []string{`admissionController.partition: " default" has leading or trailing blanks`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.cfg.Compile()
+			if err == nil {
+				t.Fatal("compiled")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error\n%v\ndoes not contain\n%s", err, w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,195 @@
+package admission
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+)
+
+// MutateHTTP returns the http.Handler for POST /mutate.
+func (h *Handler) MutateHTTP() http.Handler { return httpHandler{h, hookMutate} }
+
+// ValidateHTTP returns the http.Handler for POST /validate.
+func (h *Handler) ValidateHTTP() http.Handler { return httpHandler{h, hookValidate} }
+
+// httpHandler is the thin, defensive HTTP edge:
+//
+//   - only POST (else 405) with Content-Type application/json (else 415);
+//   - the body is capped (WithMaxBodyBytes; larger: 413);
+//   - a body that is not an admission.k8s.io/v1 AdmissionReview with a
+//     request and a request UID gets 400 with a JSON {"error": "..."}: the
+//     API server then applies the webhook's failurePolicy;
+//   - a decodable review always gets 200 with an AdmissionReview whose
+//     response UID is the request's: a bad object is a denial saying what is
+//     wrong, not an HTTP error;
+//   - panics are recovered into a denial (or a 500 when no UID is known)
+//     and reported to the panic hook.
+type httpHandler struct {
+	h    *Handler
+	hook hookKind
+}
+
+// scratch holds the per-request buffers, pooled so that a review allocates
+// almost nothing.
+type scratch struct {
+	body, out, patch []byte
+	rv               decodedReview
+}
+
+var (
+	jsonContentType = []string{"application/json"}
+	allowPost       = []string{http.MethodPost}
+	errTooLarge     = errors.New("body too large")
+)
+
+func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := x.h
+	written := false
+	defer func() {
+		if v := recover(); v != nil {
+			if h.onPanic != nil {
+				h.onPanic(v)
+			}
+			if !written {
+				h.httpError(w, x.hook, httpStatusInternal, fmt.Sprintf("usher: internal error: %v", v))
+			}
+		}
+	}()
+	if r.Method != http.MethodPost {
+		w.Header()["Allow"] = allowPost
+		h.httpError(w, x.hook, httpStatusNotAllowed, "method "+r.Method+" is not allowed: POST an admission.k8s.io/v1 AdmissionReview")
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+		h.httpError(w, x.hook, httpStatusUnsupported, fmt.Sprintf("Content-Type %q is not supported: want application/json", ct))
+		return
+	}
+	if r.ContentLength > h.maxBody {
+		h.httpError(w, x.hook, httpStatusTooLarge, fmt.Sprintf("the body (%d bytes) is larger than the limit of %d bytes", r.ContentLength, h.maxBody))
+		return
+	}
+	sc, _ := h.pool.Get().(*scratch)
+	if sc == nil {
+		sc = &scratch{}
+	}
+	defer h.putScratch(sc)
+	body, err := readBody(r.Body, sc.body, h.maxBody)
+	sc.body = body
+	if err != nil {
+		if errors.Is(err, errTooLarge) {
+			h.httpError(w, x.hook, httpStatusTooLarge, fmt.Sprintf("the body is larger than the limit of %d bytes", h.maxBody))
+			return
+		}
+		h.httpError(w, x.hook, httpStatusBadRequest, "cannot read the body: "+err.Error())
+		return
+	}
+	if len(body) == 0 {
+		h.httpError(w, x.hook, httpStatusBadRequest, "the body is empty: want an admission.k8s.io/v1 AdmissionReview")
+		return
+	}
+	s := string(body)
+	st := h.state.Load()
+	rv := &sc.rv // zeroed by putScratch
+	if err := decodeReview(s, body, rv, st.cfg); err != nil {
+		h.httpError(w, x.hook, httpStatusBadRequest, "the body is not an AdmissionReview: "+err.Error())
+		return
+	}
+	if rv.apiVersion != reviewAPIVersion || rv.kind != reviewKind {
+		h.httpError(w, x.hook, httpStatusBadRequest, fmt.Sprintf(
+			"got apiVersion %q kind %q, want %s %s (list v1 in the webhook's admissionReviewVersions)",
+			rv.apiVersion, rv.kind, reviewAPIVersion, reviewKind))
+		return
+	}
+	if !rv.hasRequest {
+		h.httpError(w, x.hook, httpStatusBadRequest, "the AdmissionReview has no request")
+		return
+	}
+	if rv.req.UID == "" {
+		h.httpError(w, x.hook, httpStatusBadRequest, "the AdmissionReview's request has no uid")
+		return
+	}
+	dc := h.reviewHTTP(r, st, x.hook, rv, &sc.patch)
+	sc.out = appendReview(sc.out[:0], rv.req.UID, &dc)
+	w.Header()["Content-Type"] = jsonContentType
+	written = true
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(sc.out)
+}
+
+// reviewHTTP runs the review; a panic in the audit hook (the decision
+// itself recovers its own) still yields a denial carrying the UID.
+func (h *Handler) reviewHTTP(r *http.Request, st *handlerState, hook hookKind, rv *decodedReview, buf *[]byte) (dc decision) {
+	defer func() {
+		if v := recover(); v != nil {
+			if h.onPanic != nil {
+				h.onPanic(v)
+			}
+			dc = deny(httpStatusInternal, "usher: internal error: %v; denied (usher fails closed)", v)
+		}
+	}()
+	return h.review(r.Context(), st, hook, &rv.req, rv.obj, rv.old, &rv.views, buf)
+}
+
+func (h *Handler) putScratch(sc *scratch) {
+	if cap(sc.body) > maxPooledBufferBytes {
+		sc.body = nil
+	}
+	if cap(sc.out) > maxPooledBufferBytes {
+		sc.out = nil
+	}
+	sc.rv = decodedReview{}
+	h.pool.Put(sc)
+}
+
+// httpError answers a request that is not a decodable review with a JSON
+// error and reports it to the audit hook.
+func (h *Handler) httpError(w http.ResponseWriter, hook hookKind, code int, msg string) {
+	dc := decision{code: int32(code), message: msg}
+	h.record(hook, (*admissionv1.AdmissionRequest)(nil), &dc)
+	w.Header()["Content-Type"] = jsonContentType
+	w.Header()["X-Content-Type-Options"] = []string{"nosniff"}
+	w.WriteHeader(code)
+	b := append([]byte(`{"error":`), appendJSONString(nil, msg)...)
+	_, _ = w.Write(append(b, "}\n"...))
+}
+
+// isJSON reports whether a Content-Type is application/json, with or
+// without parameters.
+func isJSON(ct string) bool {
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	return strings.EqualFold(strings.TrimSpace(ct), "application/json")
+}
+
+// readBody reads r into buf (reusing its capacity), failing with
+// errTooLarge once more than max bytes arrive.
+func readBody(r io.Reader, buf []byte, max int64) ([]byte, error) {
+	buf = buf[:0]
+	if r == nil {
+		return buf, nil
+	}
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) > max {
+				return buf, errTooLarge
+			}
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > max {
+			return buf, errTooLarge
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}

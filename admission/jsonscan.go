@@ -1,0 +1,725 @@
+package admission
+
+import (
+	"fmt"
+	"math/bits"
+	"strconv"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// This file holds a small, strict JSON scanner over a string. The webhook
+// reads only a handful of fields from an AdmissionReview and from the object
+// in it; decoding them with encoding/json's reflection costs several times
+// the whole latency budget (see the package benchmarks), so the handler walks
+// the document once with this scanner instead. It accepts exactly RFC 8259
+// JSON (the grammar encoding/json accepts: same nesting limit, same string
+// unescaping, invalid UTF-8 replaced by U+FFFD) and the tests check it
+// against encoding/json on every fixture and by fuzzing.
+//
+// Strings without escapes are returned as substrings of the input, so a
+// decoded review costs no allocation per field.
+
+// maxDepth mirrors encoding/json's nesting limit.
+const maxDepth = 10000
+
+type scanner struct {
+	s     string
+	i     int
+	depth int
+	err   error
+}
+
+// syntaxError describes malformed JSON with the byte offset where it was
+// found.
+type syntaxError struct {
+	msg string
+	off int
+}
+
+func (e *syntaxError) Error() string {
+	return "invalid JSON at offset " + strconv.Itoa(e.off) + ": " + e.msg
+}
+
+// fail records the first error; later calls are ignored so that callers can
+// check d.err once after a sequence of reads.
+func (d *scanner) fail(msg string) {
+	if d.err == nil {
+		d.err = &syntaxError{msg: msg, off: d.i}
+	}
+}
+
+// failAt records msg, or "unexpected end of input" when c is the end.
+func (d *scanner) failAt(c byte, msg string) {
+	if c == 0 && d.i >= len(d.s) {
+		msg = "unexpected end of input"
+	}
+	d.fail(msg)
+}
+
+// failType records a type mismatch: the value at the current position is
+// not what the field needs. The field's name is field+sub; it is only built
+// here, on failure, so that the success path never concatenates strings.
+func (d *scanner) failType(field, sub, want string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%s%s: found %s, want %s", field, sub, d.describe(), want)
+	}
+}
+
+// describe names the kind of value at the current position.
+func (d *scanner) describe() string {
+	switch d.peek() {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	case 0:
+		if d.i >= len(d.s) {
+			return "the end of input"
+		}
+		return "a NUL byte"
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return "a number"
+	default:
+		return "an invalid character"
+	}
+}
+
+func (d *scanner) ws() {
+	for d.i < len(d.s) {
+		switch d.s[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek skips white space and returns the next byte, or 0 at the end.
+func (d *scanner) peek() byte {
+	if d.i < len(d.s) && d.s[d.i] > ' ' {
+		return d.s[d.i] // compact JSON: no white space to skip
+	}
+	d.ws()
+	if d.i < len(d.s) {
+		return d.s[d.i]
+	}
+	return 0
+}
+
+// end checks that nothing but white space follows the top-level value.
+func (d *scanner) end() {
+	if d.err != nil {
+		return
+	}
+	if d.ws(); d.i < len(d.s) {
+		d.fail("unexpected data after the top-level value")
+	}
+}
+
+// null consumes a null literal if one is next and reports whether it did.
+func (d *scanner) null() bool {
+	if d.peek() == 'n' {
+		d.literal("null")
+		return d.err == nil
+	}
+	return false
+}
+
+func (d *scanner) literal(lit string) {
+	if len(d.s)-d.i >= len(lit) && d.s[d.i:d.i+len(lit)] == lit {
+		d.i += len(lit)
+		return
+	}
+	d.fail("invalid literal")
+}
+
+// object consumes '{' and reports whether an object starts here. It does
+// not consume null: callers that accept null check d.null() first.
+func (d *scanner) object(field string) bool { return d.objectAt(field, "") }
+
+// objectAt is object for the field named field+sub.
+func (d *scanner) objectAt(field, sub string) bool {
+	if d.err != nil {
+		return false
+	}
+	if d.peek() != '{' {
+		d.failType(field, sub, "an object")
+		return false
+	}
+	d.i++
+	d.depth++
+	if d.depth > maxDepth {
+		d.fail("exceeded max depth")
+		return false
+	}
+	return true
+}
+
+// next advances to the next member of an object opened by object. It
+// returns the member's key with the position just after the colon, or ok ==
+// false at the closing brace or on an error.
+func (d *scanner) next(first *bool) (key string, ok bool) {
+	if d.err != nil {
+		return "", false
+	}
+	c := d.peek()
+	if c == '}' {
+		d.i++
+		d.depth--
+		return "", false
+	}
+	if !*first {
+		if c != ',' {
+			d.failAt(c, "expected ',' or '}' after object member")
+			return "", false
+		}
+		d.i++
+		c = d.peek()
+	}
+	*first = false
+	if c != '"' {
+		d.failAt(c, "expected a string key")
+		return "", false
+	}
+	key = d.str()
+	if d.peek() != ':' {
+		d.failAt(d.peek(), "expected ':' after object key")
+		return "", false
+	}
+	d.i++
+	return key, d.err == nil
+}
+
+// nextSkip is next for objects whose keys do not matter: it validates the
+// key without decoding it.
+func (d *scanner) nextSkip(first *bool) bool {
+	if d.err != nil {
+		return false
+	}
+	c := d.peek()
+	if c == '}' {
+		d.i++
+		d.depth--
+		return false
+	}
+	if !*first {
+		if c != ',' {
+			d.failAt(c, "expected ',' or '}' after object member")
+			return false
+		}
+		d.i++
+		c = d.peek()
+	}
+	*first = false
+	if c != '"' {
+		d.failAt(c, "expected a string key")
+		return false
+	}
+	d.skipStr()
+	if d.peek() != ':' {
+		d.failAt(d.peek(), "expected ':' after object key")
+		return false
+	}
+	d.i++
+	return d.err == nil
+}
+
+// array consumes '[' and reports whether an array starts here.
+func (d *scanner) array(field string) bool {
+	if d.err != nil {
+		return false
+	}
+	if d.peek() != '[' {
+		d.failType(field, "", "an array")
+		return false
+	}
+	d.i++
+	d.depth++
+	if d.depth > maxDepth {
+		d.fail("exceeded max depth")
+		return false
+	}
+	return true
+}
+
+// elem advances to the next element of an array opened by array.
+func (d *scanner) elem(first *bool) bool {
+	if d.err != nil {
+		return false
+	}
+	c := d.peek()
+	if c == ']' {
+		d.i++
+		d.depth--
+		return false
+	}
+	if !*first {
+		if c != ',' {
+			d.failAt(c, "expected ',' or ']' after array element")
+			return false
+		}
+		d.i++
+	}
+	*first = false
+	return true
+}
+
+// stringField reads a string value; null yields "" as encoding/json leaves
+// the field unset.
+func (d *scanner) stringField(field string) string { return d.stringAt(field, "") }
+
+// stringAt is stringField for the field named field+sub.
+func (d *scanner) stringAt(field, sub string) string {
+	if d.null() {
+		return ""
+	}
+	if d.err != nil {
+		return ""
+	}
+	if d.peek() != '"' {
+		d.failType(field, sub, "a string")
+		return ""
+	}
+	return d.str()
+}
+
+// boolField reads a boolean value; null yields (false, false).
+func (d *scanner) boolField(field string) (v, set bool) {
+	switch d.peek() {
+	case 't':
+		d.literal("true")
+		return true, true
+	case 'f':
+		d.literal("false")
+		return false, true
+	case 'n':
+		d.literal("null")
+		return false, false
+	}
+	d.failType(field, "", "a boolean")
+	return false, false
+}
+
+// str reads a string starting at the opening quote and returns its
+// unescaped value. Without escapes or invalid UTF-8 the result is a
+// substring of the input.
+func (d *scanner) str() string {
+	start := d.i + 1
+	j := start
+	plain := true
+	var high byte // OR of the bytes of the plain runs: bit 7 set if any is not ASCII
+	for {
+		k := skipPlain(d.s, j)
+		for _, c := range []byte(d.s[j:k]) {
+			high |= c
+		}
+		j = k
+		if j >= len(d.s) {
+			d.i = j
+			d.fail("unterminated string")
+			return ""
+		}
+		switch c := d.s[j]; {
+		case c == '"':
+			d.i = j + 1
+			raw := d.s[start:j]
+			if plain && (high < utf8.RuneSelf || utf8.ValidString(raw)) {
+				return raw
+			}
+			return unquote(raw)
+		case c == '\\':
+			plain = false
+			if j = d.escape(j); j < 0 {
+				return ""
+			}
+		default: // a control character
+			d.i = j
+			d.fail("control character in string")
+			return ""
+		}
+	}
+}
+
+// escape checks the escape sequence whose backslash is at j and returns the
+// index after it, or -1 after recording an error.
+func (d *scanner) escape(j int) int {
+	j++
+	if j >= len(d.s) {
+		d.i = j
+		d.fail("unterminated string")
+		return -1
+	}
+	switch d.s[j] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return j + 1
+	case 'u':
+		if len(d.s)-j < 5 || !isHex4(d.s[j+1:j+5]) {
+			d.i = j
+			d.fail("invalid \\u escape in string")
+			return -1
+		}
+		return j + 5
+	}
+	d.i = j
+	d.fail("invalid escape in string")
+	return -1
+}
+
+// SWAR constants: lsb has the low bit of every byte set, msb the high bit.
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// load64 reads 8 bytes of s at j as a little-endian word (one load).
+func load64(s string, j int) uint64 {
+	s = s[j : j+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// skipPlain returns the index of the first byte at or after j that ends a
+// plain run inside a string ('"', '\\' or a control character), or len(s).
+// It tests eight bytes at a time: for each byte class, (x - lsb*n) &^ x &
+// msb flags the bytes below n, and its lowest flag is exact.
+func skipPlain(s string, j int) int {
+	for j+8 <= len(s) {
+		w := load64(s, j)
+		q := w ^ (lsb * '"')
+		b := w ^ (lsb * '\\')
+		if m := ((w - lsb*0x20) &^ w) | ((q - lsb) &^ q) | ((b - lsb) &^ b); m&msb != 0 {
+			return j + bits.TrailingZeros64(m&msb)>>3
+		}
+		j += 8
+	}
+	for ; j < len(s); j++ {
+		if c := s[j]; c == '"' || c == '\\' || c < 0x20 {
+			return j
+		}
+	}
+	return j
+}
+
+func isHex4(s string) bool {
+	for i := range 4 {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+func hex4(s string) rune {
+	var r rune
+	for i := range 4 {
+		c := s[i]
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		default:
+			c = c - 'A' + 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
+// unquote decodes the body of a string already checked by str, exactly as
+// encoding/json does: escapes decoded, surrogate pairs joined, lone
+// surrogates and invalid UTF-8 replaced by U+FFFD.
+func unquote(s string) string {
+	b := make([]byte, 0, len(s)+2*utf8.UTFMax)
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\\':
+			i++
+			switch s[i] {
+			case '"', '\\', '/':
+				b = append(b, s[i])
+				i++
+			case 'b':
+				b = append(b, '\b')
+				i++
+			case 'f':
+				b = append(b, '\f')
+				i++
+			case 'n':
+				b = append(b, '\n')
+				i++
+			case 'r':
+				b = append(b, '\r')
+				i++
+			case 't':
+				b = append(b, '\t')
+				i++
+			case 'u':
+				r := hex4(s[i+1:])
+				i += 5
+				if utf16.IsSurrogate(r) {
+					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' && isHex4(s[i+2:i+6]) {
+						if dec := utf16.DecodeRune(r, hex4(s[i+2:])); dec != unicode.ReplacementChar {
+							b = utf8.AppendRune(b, dec)
+							i += 6
+							break
+						}
+					}
+					r = unicode.ReplacementChar
+				}
+				b = utf8.AppendRune(b, r)
+			}
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			i++
+		default:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			i += size
+			b = utf8.AppendRune(b, r)
+		}
+	}
+	return string(b)
+}
+
+// skip validates and skips one value of any type. It is iterative (a
+// stack of open containers instead of recursion) because skipping the
+// parts of an object the webhook does not read is most of its work.
+func (d *scanner) skip() {
+	if d.err != nil {
+		return
+	}
+	s := d.s
+	i := d.i
+	var stackArr [64]byte
+	stack := stackArr[:0] // '{' or '[' per open container
+	var c byte
+value:
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	if i >= len(s) {
+		d.i = i
+		d.fail("unexpected end of input")
+		return
+	}
+	switch c = s[i]; c {
+	case '{':
+		i++
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+			i++
+		}
+		if i < len(s) && s[i] == '}' {
+			i++
+			goto end
+		}
+		if d.depth+len(stack)+1 > maxDepth {
+			d.i = i
+			d.fail("exceeded max depth")
+			return
+		}
+		stack = append(stack, '{')
+		goto key
+	case '[':
+		i++
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+			i++
+		}
+		if i < len(s) && s[i] == ']' {
+			i++
+			goto end
+		}
+		if d.depth+len(stack)+1 > maxDepth {
+			d.i = i
+			d.fail("exceeded max depth")
+			return
+		}
+		stack = append(stack, '[')
+		goto value
+	case '"':
+		d.i = i
+		if d.skipStr(); d.err != nil {
+			return
+		}
+		i = d.i
+		goto end
+	case 't':
+		d.i = i
+		if d.literal("true"); d.err != nil {
+			return
+		}
+		i = d.i
+		goto end
+	case 'f':
+		d.i = i
+		if d.literal("false"); d.err != nil {
+			return
+		}
+		i = d.i
+		goto end
+	case 'n':
+		d.i = i
+		if d.literal("null"); d.err != nil {
+			return
+		}
+		i = d.i
+		goto end
+	default:
+		d.i = i
+		if c == '-' || '0' <= c && c <= '9' {
+			if d.number(); d.err != nil {
+				return
+			}
+			i = d.i
+			goto end
+		}
+		d.fail("invalid character " + strconv.QuoteRune(rune(c)) + " looking for a value")
+		return
+	}
+key: // inside an object, before a member's key
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	if i >= len(s) || s[i] != '"' {
+		d.i = i
+		d.failAt(d.peek(), "expected a string key")
+		return
+	}
+	d.i = i
+	if d.skipStr(); d.err != nil {
+		return
+	}
+	i = d.i
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	if i >= len(s) || s[i] != ':' {
+		d.i = i
+		d.failAt(d.peek(), "expected ':' after object key")
+		return
+	}
+	i++
+	goto value
+end: // after a complete value
+	if len(stack) == 0 {
+		d.i = i
+		return
+	}
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	if i < len(s) {
+		top := stack[len(stack)-1]
+		switch c = s[i]; {
+		case c == ',':
+			i++
+			if top == '{' {
+				goto key
+			}
+			goto value
+		case c == '}' && top == '{', c == ']' && top == '[':
+			i++
+			stack = stack[:len(stack)-1]
+			goto end
+		}
+	}
+	d.i = i
+	if stack[len(stack)-1] == '{' {
+		d.failAt(d.peek(), "expected ',' or '}' after object member")
+	} else {
+		d.failAt(d.peek(), "expected ',' or ']' after array element")
+	}
+}
+
+// skipStr validates a string without decoding it.
+func (d *scanner) skipStr() {
+	j := d.i + 1
+	for {
+		j = skipPlain(d.s, j)
+		if j >= len(d.s) {
+			d.i = j
+			d.fail("unterminated string")
+			return
+		}
+		switch c := d.s[j]; {
+		case c == '"':
+			d.i = j + 1
+			return
+		case c == '\\':
+			if j = d.escape(j); j < 0 {
+				return
+			}
+		default:
+			d.i = j
+			d.fail("control character in string")
+			return
+		}
+	}
+}
+
+// number validates a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (d *scanner) number() {
+	s, i := d.s, d.i
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && '1' <= s[i] && s[i] <= '9':
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+		}
+	default:
+		d.i = i
+		d.fail("invalid number")
+		return
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		n := i
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+		}
+		if i == n {
+			d.i = i
+			d.fail("invalid number: no digits after decimal point")
+			return
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		n := i
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+		}
+		if i == n {
+			d.i = i
+			d.fail("invalid number: no digits in exponent")
+			return
+		}
+	}
+	d.i = i
+}
+
+// rawValue skips one value and returns its text (without surrounding white
+// space) and the offsets of that text in the input.
+func (d *scanner) rawValue() (start, end int) {
+	d.ws()
+	start = d.i
+	d.skip()
+	return start, d.i
+}

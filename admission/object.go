@@ -1,0 +1,383 @@
+package admission
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// layout says where a kind keeps the metadata of the pods it creates.
+type layout uint8
+
+const (
+	// layoutPod: the object is the pod; /metadata.
+	layoutPod layout = iota
+	// layoutTemplate: /spec/template/metadata (Deployment, ReplicaSet,
+	// DaemonSet, StatefulSet, Job, ReplicationController).
+	layoutTemplate
+	// layoutCronJob: /spec/jobTemplate/spec/template/metadata.
+	layoutCronJob
+)
+
+// kindInfo describes one kind the webhook handles.
+type kindInfo struct {
+	group, kind string
+	apiVersion  string // apiVersion the object must carry
+	layout      layout
+	// metaPath is the JSON pointer of the pod's (or pod template's)
+	// metadata; where describes it in messages.
+	metaPath, where string
+	// annotationsPath and annotationPath are the JSON pointers of the
+	// annotations map and of the user.info annotation in it.
+	annotationsPath, annotationPath string
+}
+
+func init() {
+	for i := range kinds {
+		kinds[i].annotationsPath = kinds[i].metaPath + "/annotations"
+		kinds[i].annotationPath = kinds[i].annotationsPath + "/" + escapePointer(UserInfoAnnotation)
+	}
+}
+
+var kinds = [...]kindInfo{
+	{group: "", kind: "Pod", apiVersion: "v1", layout: layoutPod, metaPath: "/metadata", where: "pod"},
+	{group: "apps", kind: "Deployment", apiVersion: "apps/v1", layout: layoutTemplate, metaPath: "/spec/template/metadata", where: "pod template"},
+	{group: "apps", kind: "ReplicaSet", apiVersion: "apps/v1", layout: layoutTemplate, metaPath: "/spec/template/metadata", where: "pod template"},
+	{group: "apps", kind: "DaemonSet", apiVersion: "apps/v1", layout: layoutTemplate, metaPath: "/spec/template/metadata", where: "pod template"},
+	{group: "apps", kind: "StatefulSet", apiVersion: "apps/v1", layout: layoutTemplate, metaPath: "/spec/template/metadata", where: "pod template"},
+	{group: "batch", kind: "Job", apiVersion: "batch/v1", layout: layoutTemplate, metaPath: "/spec/template/metadata", where: "pod template"},
+	{group: "batch", kind: "CronJob", apiVersion: "batch/v1", layout: layoutCronJob, metaPath: "/spec/jobTemplate/spec/template/metadata", where: "job template's pod template"},
+	{group: "", kind: "ReplicationController", apiVersion: "v1", layout: layoutTemplate, metaPath: "/spec/template/metadata", where: "pod template"},
+}
+
+// lookupKind returns the handled kind with this API group and kind, or nil.
+// Matching the group matters: Volcano's batch.volcano.sh Job is not a
+// batch/v1 Job and has no spec.template.
+func lookupKind(group, kind string) *kindInfo {
+	for i := range kinds {
+		if kinds[i].kind == kind && kinds[i].group == group {
+			return &kinds[i]
+		}
+	}
+	return nil
+}
+
+// Slots in metaView.vals. The first two are fixed; queue markers follow.
+const (
+	slotUserInfo = 0 // annotation yunikorn.apache.org/user.info
+	slotLegacy   = 1 // label yunikorn.apache.org/username
+	slotMarkers  = 2 // first queue marker (index = slotMarkers + source index)
+
+	// maxSources bounds the number of queue sources so that a metaView
+	// fits in a fixed array and decoding allocates nothing.
+	maxSources = 16
+	maxSlots   = slotMarkers + maxSources
+)
+
+// metaView is what the webhook reads from one ObjectMeta.
+type metaView struct {
+	present     bool // metadata is an object (not absent or null)
+	annotations bool // metadata.annotations is an object
+	name        string
+	genName     string
+	found       uint32 // bit i set: vals[i] was present
+	vals        [maxSlots]string
+}
+
+func (m *metaView) has(slot int) bool { return m.found&(1<<slot) != 0 }
+
+// objectView is what the webhook reads from a request object.
+type objectView struct {
+	apiVersion, kind string
+	top              metaView // the object's own metadata
+	job              metaView // CronJob only: spec.jobTemplate.metadata
+	tmpl             metaView // workloads: the pod template's metadata
+	hasTemplate      bool     // workloads: the pod template is an object
+	layout           layout
+}
+
+// pod returns the metadata the pods will carry: the pod's own, or the pod
+// template's.
+func (o *objectView) pod() *metaView {
+	if o.layout == layoutPod {
+		return &o.top
+	}
+	return &o.tmpl
+}
+
+// wantKey is a label or annotation key the webhook looks for, and the slot
+// its value goes to.
+type wantKey struct {
+	key  string
+	slot int
+}
+
+// Paths, relative to the object, named in errors. They are constants so
+// that the success path builds no strings.
+type metaPaths struct{ meta, name, genName, labels, annotations string }
+
+type specPaths struct {
+	spec, template, templateSpec string
+	meta                         metaPaths
+}
+
+var (
+	topMetaPaths = metaPaths{"metadata", "metadata.name", "metadata.generateName", "metadata.labels", "metadata.annotations"}
+	jobMetaPaths = metaPaths{"spec.jobTemplate.metadata", "spec.jobTemplate.metadata.name",
+		"spec.jobTemplate.metadata.generateName", "spec.jobTemplate.metadata.labels", "spec.jobTemplate.metadata.annotations"}
+	workloadSpecPaths = specPaths{"spec", "spec.template", "spec.template.spec", metaPaths{
+		"spec.template.metadata", "spec.template.metadata.name", "spec.template.metadata.generateName",
+		"spec.template.metadata.labels", "spec.template.metadata.annotations"}}
+	cronJobSpecPaths = specPaths{"spec.jobTemplate.spec", "spec.jobTemplate.spec.template", "spec.jobTemplate.spec.template.spec", metaPaths{
+		"spec.jobTemplate.spec.template.metadata", "spec.jobTemplate.spec.template.metadata.name",
+		"spec.jobTemplate.spec.template.metadata.generateName", "spec.jobTemplate.spec.template.metadata.labels",
+		"spec.jobTemplate.spec.template.metadata.annotations"}}
+)
+
+// parseObject reads a request object of kind k. It checks that the text is
+// one JSON object of that kind and apiVersion, that every field on the path
+// to the pod metadata has the type the kind declares (metadata, spec and
+// templates objects, labels and annotations maps of strings), and records
+// the wanted labels and annotations. Other fields are checked for JSON
+// syntax only: the API server has already decoded the object into its type
+// before calling the webhook. field names the object in errors
+// ("request.object").
+func parseObject(s string, k *kindInfo, labels, annotations []wantKey, o *objectView, field string) error {
+	if s == "" {
+		return fmt.Errorf("%s is empty: want a %s", field, k.kind)
+	}
+	d := scanner{s: s}
+	if d.peek() != '{' {
+		d.object("")
+		return fmt.Errorf("%s is not a JSON object: %w", field, d.err)
+	}
+	d.objectValue(k, labels, annotations, o)
+	d.end()
+	if d.err != nil {
+		return fmt.Errorf("%s is not a valid %s: %w", field, k.kind, d.err)
+	}
+	return checkObjectKind(o, k, field)
+}
+
+// objectValue parses the object at the scanner's position into o.
+func (d *scanner) objectValue(k *kindInfo, labels, annotations []wantKey, o *objectView) {
+	o.layout = k.layout
+	if !d.object("") {
+		return
+	}
+	var seen uint8
+	first := true
+	for {
+		key, ok := d.next(&first)
+		if !ok {
+			return
+		}
+		switch key {
+		case "apiVersion":
+			d.dup(&seen, 1, key)
+			o.apiVersion = d.stringField("apiVersion")
+		case "kind":
+			d.dup(&seen, 2, key)
+			o.kind = d.stringField("kind")
+		case "metadata":
+			d.dup(&seen, 4, key)
+			parseMeta(d, &topMetaPaths, labels, annotations, &o.top)
+		case "spec":
+			d.dup(&seen, 8, key)
+			switch k.layout {
+			case layoutPod:
+				d.objectOrNull("spec")
+			case layoutTemplate:
+				parseWorkloadSpec(d, &workloadSpecPaths, labels, annotations, o)
+			case layoutCronJob:
+				parseCronSpec(d, labels, annotations, o)
+			}
+		default:
+			d.skip()
+		}
+	}
+}
+
+// checkObjectKind checks that a parsed object is of kind k, as
+// request.kind says.
+func checkObjectKind(o *objectView, k *kindInfo, field string) error {
+	if o.kind != k.kind || o.apiVersion != k.apiVersion {
+		return fmt.Errorf("%s is a %s, want %s %s as request.kind says",
+			field, describeGVK(o.apiVersion, o.kind), k.apiVersion, k.kind)
+	}
+	return nil
+}
+
+func describeGVK(apiVersion, kind string) string {
+	if apiVersion == "" && kind == "" {
+		return "object without apiVersion and kind"
+	}
+	return strconv.Quote(apiVersion) + " " + strconv.Quote(kind)
+}
+
+// objectOrNull checks that the value is an object or null and skips it.
+func (d *scanner) objectOrNull(field string) {
+	switch d.peek() {
+	case '{', 'n':
+		d.skip()
+	default:
+		d.failType(field, "", "an object")
+	}
+}
+
+func parseWorkloadSpec(d *scanner, p *specPaths, labels, annotations []wantKey, o *objectView) {
+	if d.null() || !d.object(p.spec) {
+		return
+	}
+	var seen uint8
+	first := true
+	for {
+		key, ok := d.next(&first)
+		if !ok {
+			return
+		}
+		if key == "template" {
+			d.dup(&seen, 1, key)
+			parsePodTemplate(d, p, labels, annotations, o)
+			continue
+		}
+		d.skip()
+	}
+}
+
+func parseCronSpec(d *scanner, labels, annotations []wantKey, o *objectView) {
+	if d.null() || !d.object("spec") {
+		return
+	}
+	var seen uint8
+	first := true
+	for {
+		key, ok := d.next(&first)
+		if !ok {
+			return
+		}
+		if key != "jobTemplate" {
+			d.skip()
+			continue
+		}
+		d.dup(&seen, 1, key)
+		if d.null() || !d.object("spec.jobTemplate") {
+			continue
+		}
+		var jseen uint8
+		jfirst := true
+		for {
+			jkey, ok := d.next(&jfirst)
+			if !ok {
+				break
+			}
+			switch jkey {
+			case "metadata":
+				d.dup(&jseen, 1, jkey)
+				parseMeta(d, &jobMetaPaths, labels, annotations, &o.job)
+			case "spec":
+				d.dup(&jseen, 2, jkey)
+				parseWorkloadSpec(d, &cronJobSpecPaths, labels, annotations, o)
+			default:
+				d.skip()
+			}
+		}
+	}
+}
+
+func parsePodTemplate(d *scanner, p *specPaths, labels, annotations []wantKey, o *objectView) {
+	if d.null() || !d.object(p.template) {
+		return
+	}
+	o.hasTemplate = true
+	var seen uint8
+	first := true
+	for {
+		key, ok := d.next(&first)
+		if !ok {
+			return
+		}
+		switch key {
+		case "metadata":
+			d.dup(&seen, 1, key)
+			parseMeta(d, &p.meta, labels, annotations, &o.tmpl)
+		case "spec":
+			d.dup(&seen, 2, key)
+			d.objectOrNull(p.templateSpec)
+		default:
+			d.skip()
+		}
+	}
+}
+
+func parseMeta(d *scanner, p *metaPaths, labels, annotations []wantKey, m *metaView) {
+	if d.null() || !d.object(p.meta) {
+		return
+	}
+	m.present = true
+	var seen uint8
+	first := true
+	for {
+		key, ok := d.next(&first)
+		if !ok {
+			return
+		}
+		switch key {
+		case "name":
+			d.dup(&seen, 1, key)
+			m.name = d.stringField(p.name)
+		case "generateName":
+			d.dup(&seen, 2, key)
+			m.genName = d.stringField(p.genName)
+		case "labels":
+			d.dup(&seen, 4, key)
+			parseStringMap(d, p.labels, labels, m)
+		case "annotations":
+			d.dup(&seen, 8, key)
+			if d.peek() == '{' {
+				m.annotations = true
+			}
+			parseStringMap(d, p.annotations, annotations, m)
+		default:
+			d.skip()
+		}
+	}
+}
+
+// parseStringMap reads a map[string]string (null allowed, null values read
+// as "" like encoding/json) and stores the wanted keys' values in m. A
+// wanted key that appears twice is an error.
+func parseStringMap(d *scanner, field string, want []wantKey, m *metaView) {
+	if d.null() || !d.object(field) {
+		return
+	}
+	first := true
+	for {
+		key, ok := d.next(&first)
+		if !ok {
+			return
+		}
+		slot := -1
+		for i := range want {
+			if want[i].key == key {
+				slot = want[i].slot
+				break
+			}
+		}
+		c := d.peek()
+		if c != '"' && c != 'n' {
+			d.failType(field, "["+strconv.Quote(key)+"]", "a string")
+			return
+		}
+		if slot < 0 {
+			d.skip()
+			continue
+		}
+		v := d.stringField(field)
+		if m.has(slot) {
+			d.fail("duplicate key " + strconv.Quote(key) + " in " + field)
+			return
+		}
+		m.found |= 1 << slot
+		m.vals[slot] = v
+	}
+}

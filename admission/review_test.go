@@ -1,0 +1,93 @@
+package admission
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestAppendReviewMatchesK8sTypes: the hand-written response encoder
+// produces JSON that decodes into exactly the AdmissionReview that the
+// response constructors build with k8s.io/api types.
+func TestAppendReviewMatchesK8sTypes(t *testing.T) {
+	decisions := []decision{
+		allow(reasonKindNotHandled),
+		{allowed: true, code: 200, patch: []byte(`[{"op":"add","path":"/metadata/annotations","value":{"a":"b"}}]`), warning: legacyLabelWarning},
+		deny(403, `usher: user "bob" may not <set> & "annotation" é`+"\u2028"),
+		deny(400, "bad\nobject\x00"),
+		deny(500, "internal"),
+		deny(413, "too large"),
+		deny(415, "media"),
+	}
+	for _, dc := range decisions {
+		t.Run(dc.message, func(t *testing.T) {
+			const uid = `uid-"1"`
+			var got admissionv1.AdmissionReview
+			if err := json.Unmarshal(appendReview(nil, uid, &dc), &got); err != nil {
+				t.Fatal(err)
+			}
+			want := admissionv1.AdmissionReview{
+				TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+				Response: dc.toResponse(uid),
+			}
+			// Round-trip the expected value too, as the API server reads it.
+			b, _ := json.Marshal(&want)
+			want = admissionv1.AdmissionReview{}
+			if err := json.Unmarshal(b, &want); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("got  %+v\nwant %+v", got.Response, want.Response)
+			}
+		})
+	}
+}
+
+func TestPatchEncoding(t *testing.T) {
+	if got := escapePointer("a/b~c"); got != "a~1b~0c" {
+		t.Fatalf("escapePointer = %q", got)
+	}
+	ops := []patchOp{
+		{Op: "add", Path: "/metadata/annotations/" + escapePointer(UserInfoAnnotation), Value: json.RawMessage(`"x"`)},
+		{Op: "replace", Path: "/a", Value: json.RawMessage(`{"b":[1]}`)},
+	}
+	want, _ := json.Marshal(ops)
+	if got := appendPatch(nil, ops...); string(got) != string(want) {
+		t.Fatalf("appendPatch = %s, want %s", got, want)
+	}
+	if k := lookupKind("batch", "CronJob"); k.annotationPath != "/spec/jobTemplate/spec/template/metadata/annotations/yunikorn.apache.org~1user.info" {
+		t.Fatalf("CronJob annotation path %q", k.annotationPath)
+	}
+	// The annotation path form applies to an existing annotations map.
+	doc := []byte(`{"metadata":{"annotations":{"x":"y"}}}`)
+	var m metaView
+	m.present, m.annotations = true, true
+	out, err := applyPatch(doc, appendStampPatch(nil, lookupKind("", "Pod"), &m, []byte(aliceInfo)))
+	if err != nil || string(out) != `{"metadata":{"annotations":{"x":"y","yunikorn.apache.org/user.info":"`+jsonEscape(aliceInfo)+`"}}}` {
+		t.Fatalf("patched %s (%v)", out, err)
+	}
+}
+
+func jsonEscape(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
+}
+
+func TestUserInfoRoundTrip(t *testing.T) {
+	u := UserInfo{User: "system:serviceaccount:spark:driver", Groups: []string{"system:serviceaccounts:spark", "dev.team"}}
+	back, err := ParseUserInfo(u.String())
+	if err != nil || !reflect.DeepEqual(back, u) {
+		t.Fatalf("%+v %v", back, err)
+	}
+	b, _ := json.Marshal(u)
+	var std UserInfo
+	if err := json.Unmarshal(b, &std); err != nil || !reflect.DeepEqual(std, u) {
+		t.Fatalf("encoding/json round trip %+v %v", std, err)
+	}
+	if got, err := ParseUserInfo(` {"groups":null,"user":"a","extra":{"x":[1]}} `); err != nil || got.User != "a" || got.Groups != nil {
+		t.Fatalf("%+v %v", got, err)
+	}
+}

@@ -1,0 +1,139 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/usherhq/usher/admission"
+)
+
+// QueuesKey is the ConfigMap key holding the partitions, as in YuniKorn's
+// yunikorn-configs ConfigMap.
+const QueuesKey = "queues.yaml"
+
+// FromConfigMap reads a YuniKorn-style ConfigMap's data: the queues.yaml key
+// holds the partitions (and may hold an admissionController block), and
+// flat admissionController.* keys hold the admission settings. Setting the
+// admission controller both ways is an error, so that no setting is
+// silently ignored. name is used in diagnostics.
+func FromConfigMap(name string, data map[string]string) (*Config, error) {
+	queues, ok := data[QueuesKey]
+	if !ok {
+		return nil, fmt.Errorf("%s: no %s key", name, QueuesKey)
+	}
+	c, err := Parse(name+"/"+QueuesKey, []byte(queues))
+	if err != nil {
+		return nil, err
+	}
+	flat := false
+	for k := range data {
+		if strings.HasPrefix(k, "admissionController.") {
+			flat = true
+		}
+	}
+	if !flat {
+		return c, nil
+	}
+	if hasAdmissionBlock(queues) {
+		return nil, fmt.Errorf("%s: the admission controller is set both in %s and as admissionController.* keys: use one", name, QueuesKey)
+	}
+	ac, err := admission.FromConfigMap(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	c.Admission = ac.Defaulted()
+	if c.AdmissionCompiled, err = c.Admission.Compile(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	for _, w := range c.Admission.Warnings() {
+		c.Warnings = append(c.Warnings, Diagnostic{File: name, Severity: Warning, Msg: w.String()})
+	}
+	return c, nil
+}
+
+func hasAdmissionBlock(queues string) bool {
+	var doc struct {
+		A *yaml.Node `yaml:"admissionController"`
+	}
+	return yaml.Unmarshal([]byte(queues), &doc) == nil && doc.A != nil
+}
+
+// LoadAny reads a configuration from path, which may be a usher YAML file,
+// a ConfigMap manifest (a YAML document of kind ConfigMap), or a directory
+// where a ConfigMap is mounted (one file per key).
+func LoadAny(path string) (*Config, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		data := map[string]string{}
+		entries, err := os.ReadDir(path)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			// Kubernetes mounts keys as symlinks into a ..data directory;
+			// skip its bookkeeping entries.
+			if strings.HasPrefix(e.Name(), "..") {
+				continue
+			}
+			b, err := readLimited(filepath.Join(path, e.Name()))
+			if err != nil {
+				return nil, err
+			}
+			data[e.Name()] = string(b)
+		}
+		return FromConfigMap(path, data)
+	}
+	b, err := readLimited(path)
+	if err != nil {
+		return nil, err
+	}
+	var head struct {
+		Kind string            `yaml:"kind"`
+		Data map[string]string `yaml:"data"`
+	}
+	if yaml.Unmarshal(b, &head) == nil && head.Kind == "ConfigMap" {
+		return FromConfigMap(path, head.Data)
+	}
+	return Load(path)
+}
+
+func readLimited(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > MaxFileSize {
+		return nil, fmt.Errorf("%s: %d bytes: larger than the %d byte limit", path, st.Size(), MaxFileSize)
+	}
+	return os.ReadFile(path)
+}
+
+// settingNode finds the node of a dotted admission setting
+// (admissionController.accessControl.externalUsers) inside the
+// admissionController block, falling back to the block itself.
+func settingNode(block *yaml.Node, setting string) *yaml.Node {
+	n := block
+	for _, part := range strings.Split(strings.TrimPrefix(setting, "admissionController."), ".") {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return block
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == part {
+				next = n.Content[i+1]
+			}
+		}
+		if next == nil {
+			return block
+		}
+		n = next
+	}
+	return n
+}

@@ -1,0 +1,194 @@
+// Package deploy holds the Kubernetes manifests; this test decodes every
+// document strictly into its Kubernetes API type (an unknown or misspelt
+// field is an error) and checks the properties usher's availability and
+// security rest on. The end-to-end suite also applies them to a real API
+// server with a server-side dry run.
+package deploy_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/usherhq/usher/config"
+)
+
+type manifest struct {
+	file string
+	kind string
+	raw  []byte
+}
+
+func load(t *testing.T) []manifest {
+	t.Helper()
+	files, _ := filepath.Glob("*.yaml")
+	var out []manifest
+	for _, f := range files {
+		if f == "kustomization.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			var head struct{ Kind string }
+			json.Unmarshal(raw, &head)
+			out = append(out, manifest{f, head.Kind, raw})
+		}
+	}
+	return out
+}
+
+func strict(t *testing.T, m manifest, into any) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(m.raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(into); err != nil {
+		t.Fatalf("%s (%s): %v", m.file, m.kind, err)
+	}
+}
+
+func TestManifests(t *testing.T) {
+	seen := map[string]bool{}
+	for _, m := range load(t) {
+		seen[m.kind] = true
+		switch m.kind {
+		case "Namespace":
+			strict(t, m, &corev1.Namespace{})
+		case "ServiceAccount":
+			var sa corev1.ServiceAccount
+			strict(t, m, &sa)
+			if sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
+				t.Error("usher needs no API token: automountServiceAccountToken must be false")
+			}
+		case "ConfigMap":
+			var cm corev1.ConfigMap
+			strict(t, m, &cm)
+			c, err := config.FromConfigMap(m.file, cm.Data)
+			if err != nil {
+				t.Fatalf("the shipped ConfigMap does not load: %v", err)
+			}
+			if len(c.Warnings) != 0 {
+				t.Errorf("the shipped ConfigMap has warnings: %v", c.Warnings)
+			}
+		case "Service":
+			strict(t, m, &corev1.Service{})
+		case "Deployment":
+			var d appsv1.Deployment
+			strict(t, m, &d)
+			checkDeployment(t, &d)
+		case "PodDisruptionBudget":
+			var p policyv1.PodDisruptionBudget
+			strict(t, m, &p)
+			if p.Spec.MinAvailable == nil || p.Spec.MinAvailable.IntValue() < 1 {
+				t.Error("the PDB must keep a replica")
+			}
+		case "MutatingWebhookConfiguration":
+			var w admissionregistrationv1.MutatingWebhookConfiguration
+			strict(t, m, &w)
+			for _, h := range w.Webhooks {
+				checkWebhook(t, h.Name, h.FailurePolicy, h.SideEffects, h.TimeoutSeconds, h.NamespaceSelector.String(), h.Rules, "/mutate", h.ClientConfig, admissionregistrationv1.Create)
+			}
+		case "ValidatingWebhookConfiguration":
+			var w admissionregistrationv1.ValidatingWebhookConfiguration
+			strict(t, m, &w)
+			for _, h := range w.Webhooks {
+				checkWebhook(t, h.Name, h.FailurePolicy, h.SideEffects, h.TimeoutSeconds, h.NamespaceSelector.String(), h.Rules, "/validate", h.ClientConfig, admissionregistrationv1.Update)
+			}
+		case "Issuer", "Certificate":
+			var obj struct {
+				APIVersion string         `json:"apiVersion"`
+				Spec       map[string]any `json:"spec"`
+			}
+			json.Unmarshal(m.raw, &obj)
+			if obj.APIVersion != "cert-manager.io/v1" {
+				t.Errorf("%s: apiVersion %q", m.kind, obj.APIVersion)
+			}
+			if m.kind == "Certificate" && obj.Spec["secretName"] != "usher-tls" {
+				t.Errorf("the certificate must land in the secret the Deployment mounts")
+			}
+		default:
+			t.Errorf("%s: unexpected kind %q", m.file, m.kind)
+		}
+	}
+	for _, k := range []string{"Deployment", "PodDisruptionBudget", "Service", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ServiceAccount", "Certificate"} {
+		if !seen[k] {
+			t.Errorf("no %s in deploy/", k)
+		}
+	}
+}
+
+func checkDeployment(t *testing.T, d *appsv1.Deployment) {
+	if d.Spec.Replicas == nil || *d.Spec.Replicas < 2 {
+		t.Error("the webhook fails closed: run at least two replicas")
+	}
+	pod := d.Spec.Template.Spec
+	if pod.SecurityContext == nil || pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot {
+		t.Error("runAsNonRoot must be set")
+	}
+	c := pod.Containers[0]
+	sc := c.SecurityContext
+	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Error("read-only root filesystem and no privilege escalation")
+	}
+	if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" {
+		t.Error("probes on /readyz and /healthz")
+	}
+	args := strings.Join(c.Args, " ")
+	for _, want := range []string{"serve", "--config=", "--tls-cert=", "--tls-key=", "--addr=:8443"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+}
+
+func checkWebhook(t *testing.T, name string, fp *admissionregistrationv1.FailurePolicyType, se *admissionregistrationv1.SideEffectClass,
+	timeout *int32, nsSel string, rules []admissionregistrationv1.RuleWithOperations, path string, cc admissionregistrationv1.WebhookClientConfig, op admissionregistrationv1.OperationType) {
+	if fp == nil || *fp != admissionregistrationv1.Fail {
+		t.Errorf("%s: failurePolicy must be Fail", name)
+	}
+	if se == nil || *se != admissionregistrationv1.SideEffectClassNone {
+		t.Errorf("%s: sideEffects must be None", name)
+	}
+	if timeout == nil || *timeout > 10 {
+		t.Errorf("%s: set a short timeout", name)
+	}
+	if !strings.Contains(nsSel, "usher-system") {
+		t.Errorf("%s: usher's own namespace must be excluded", name)
+	}
+	if cc.Service == nil || *cc.Service.Path != path {
+		t.Errorf("%s: path must be %s", name, path)
+	}
+	want := map[string]bool{"pods": true, "replicationcontrollers": true, "deployments": true, "replicasets": true,
+		"daemonsets": true, "statefulsets": true, "jobs": true, "cronjobs": true}
+	for _, r := range rules {
+		if len(r.Operations) != 1 || r.Operations[0] != op {
+			t.Errorf("%s: operations %v, want %s", name, r.Operations, op)
+		}
+		for _, res := range r.Resources {
+			delete(want, res)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("%s: kinds not covered: %v", name, want)
+	}
+}

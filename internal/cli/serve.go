@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/usherhq/usher/server"
+)
+
+const serveHelp = `Serves, over TLS:
+  POST /v1/access   the decision of "usher check", JSON in and out
+  POST /mutate      admission webhook: stamps the submitter's identity
+  POST /validate    admission webhook: refuses forged or changed identities
+  GET  /healthz, /readyz, /metrics (Prometheus)
+
+The configuration (a usher YAML file, a ConfigMap manifest, or a directory
+where a ConfigMap is mounted) is watched and reloaded when it changes; an
+invalid change is refused and the last good configuration keeps serving.
+ADMISSION_CONTROLLER_* environment variables override the file.
+
+Without --tls-cert/--tls-key a self-signed certificate is generated (for
+local use; its PEM is written to --ca-out when given).
+
+Examples:
+  usher serve                                   # embedded default, https://127.0.0.1:8443
+  usher serve --config queues.yaml --addr :8443 --tls-cert tls.crt --tls-key tls.key
+`
+
+func runServe(ctx context.Context, env *Env, args []string) int {
+	var opts server.Options
+	var logFormat, logLevel, caOut string
+	var noAudit bool
+	fs := newFlagSet(env, "serve", "usher serve [--config FILE] [--addr HOST:PORT] [--tls-cert F --tls-key F]", serveHelp)
+	fs.StringVar(&opts.ConfigPath, "config", "", "configuration `FILE` or ConfigMap directory (default: the embedded default)")
+	fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8443", "listen `HOST:PORT` (use :8443 inside a cluster)")
+	fs.StringVar(&opts.TLSCertFile, "tls-cert", "", "serving certificate `FILE` (PEM), re-read when it changes")
+	fs.StringVar(&opts.TLSKeyFile, "tls-key", "", "private key `FILE` (PEM)")
+	fs.StringVar(&caOut, "ca-out", "", "write the self-signed certificate's PEM to `FILE`")
+	fs.BoolVar(&noAudit, "no-audit", false, "do not write an audit record per decision")
+	fs.DurationVar(&opts.ReloadInterval, "reload-interval", 2*time.Second, "how often to check the configuration for changes")
+	fs.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let requests in flight finish on shutdown")
+	fs.StringVar(&logFormat, "log-format", "json", "log `FORMAT`: json or text")
+	fs.StringVar(&logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn or error")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+		fmt.Fprintf(env.Stderr, "usher serve: --log-level: %v\n", err)
+		return ExitUsage
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	switch logFormat {
+	case "json":
+		opts.Logger = slog.New(slog.NewJSONHandler(env.Stderr, hopts))
+	case "text":
+		opts.Logger = slog.New(slog.NewTextHandler(env.Stderr, hopts))
+	default:
+		fmt.Fprintf(env.Stderr, "usher serve: --log-format %q: want json or text\n", logFormat)
+		return ExitUsage
+	}
+	opts.NoAudit = noAudit
+	opts.Getenv = func(k string) (string, bool) {
+		v := env.Getenv(k)
+		return v, v != ""
+	}
+	srv, err := server.New(opts)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "usher serve: %v\n", err)
+		return ExitUsage
+	}
+	if caOut != "" && srv.CAPEM != nil {
+		if err := os.WriteFile(caOut, srv.CAPEM, 0o644); err != nil {
+			fmt.Fprintf(env.Stderr, "usher serve: --ca-out: %v\n", err)
+			return ExitUsage
+		}
+	}
+	if err := srv.Run(ctx); err != nil {
+		fmt.Fprintf(env.Stderr, "usher serve: %v\n", err)
+		return 1
+	}
+	return ExitOK
+}

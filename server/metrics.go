@@ -1,0 +1,142 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/usherhq/usher/engine"
+)
+
+type metrics struct {
+	decisions       *prometheus.CounterVec
+	decisionLatency prometheus.Histogram
+	reviews         *prometheus.CounterVec
+	requests        *prometheus.HistogramVec
+	reloads         *prometheus.CounterVec
+	lastReload      prometheus.Gauge
+	panics          *prometheus.CounterVec
+}
+
+func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
+	m := &metrics{
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "usher_decisions_total", Help: "Access decisions of /v1/access by action and outcome (allowed, denied, error).",
+		}, []string{"action", "outcome"}),
+		decisionLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "usher_decision_duration_seconds", Help: "Time to decide an access request, group resolution included.",
+			Buckets: []float64{1e-6, 5e-6, 25e-6, 1e-4, 5e-4, 2.5e-3, 1e-2, 5e-2, 0.25, 1},
+		}),
+		reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "usher_admission_reviews_total", Help: "Admission reviews by object kind, operation and outcome (allowed, patched, denied).",
+		}, []string{"kind", "operation", "outcome"}),
+		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "usher_http_request_duration_seconds", Help: "Latency of HTTP requests by handler and status code.",
+			Buckets: []float64{25e-6, 1e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 5e-2, 0.25, 1},
+		}, []string{"handler", "code"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "usher_config_reloads_total", Help: "Configuration reloads by result (success, failure).",
+		}, []string{"result"}),
+		lastReload: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "usher_config_last_reload_success_timestamp_seconds", Help: "When the configuration in service was loaded.",
+		}),
+		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "usher_panics_recovered_total", Help: "Panics recovered at the HTTP edge, by handler.",
+		}, []string{"handler"}),
+	}
+	m.lastReload.SetToCurrentTime()
+	for _, r := range []string{"success", "failure"} {
+		m.reloads.WithLabelValues(r)
+	}
+	reg.MustRegister(m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics,
+		cacheCollector{e}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (s *Server) metricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})
+}
+
+// cacheCollector exports the group caches' counters, read when scraped.
+type cacheCollector struct{ e *engine.Engine }
+
+func cacheDesc(name, help string) *prometheus.Desc {
+	return prometheus.NewDesc("usher_group_cache_"+name, help, []string{"partition"}, nil)
+}
+
+var (
+	descHits      = cacheDesc("hits_total", "Group lookups answered from the cache, negative answers included.")
+	descMisses    = cacheDesc("misses_total", "Group lookups that had to ask the resolver.")
+	descStale     = cacheDesc("stale_answers_total", "Expired answers served while the resolver was failing.")
+	descFailures  = cacheDesc("resolver_failures_total", "Resolver calls that failed.")
+	descCalls     = cacheDesc("resolver_calls_total", "Resolver calls made.")
+	descCallTime  = cacheDesc("resolver_seconds_total", "Time spent in resolver calls.")
+	descEvictions = cacheDesc("evictions_total", "Entries evicted to respect the size bound.")
+)
+
+func (c cacheCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descHits, descMisses, descStale, descFailures, descCalls, descCallTime, descEvictions} {
+		ch <- d
+	}
+}
+
+func (c cacheCollector) Collect(ch chan<- prometheus.Metric) {
+	for part, st := range c.e.CacheStats() {
+		for d, v := range map[*prometheus.Desc]float64{
+			descHits: float64(st.Hits + st.NegativeHits), descMisses: float64(st.Misses), descStale: float64(st.StaleHits),
+			descFailures: float64(st.Failures), descCalls: float64(st.Calls), descCallTime: st.CallTime.Seconds(),
+			descEvictions: float64(st.Evictions),
+		} {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, part)
+		}
+	}
+}
+
+// instrument measures a handler's latency and turns a panic into a 500.
+func (s *Server) instrument(name string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		defer func() {
+			if v := recover(); v != nil {
+				s.metrics.panics.WithLabelValues(name).Inc()
+				s.log.Error("panic recovered", "handler", name, "panic", v)
+				if !rw.wrote {
+					badRequest(rw, http.StatusInternalServerError, "internal error")
+				}
+			}
+			s.metrics.requests.WithLabelValues(name, statusText(rw.code)).Observe(time.Since(start).Seconds())
+		}()
+		h.ServeHTTP(rw, r)
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.code, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
+}
+
+var statusTexts = map[int]string{200: "200", 400: "400", 403: "403", 405: "405", 413: "413", 415: "415", 500: "500", 503: "503"}
+
+func statusText(code int) string {
+	if s, ok := statusTexts[code]; ok {
+		return s
+	}
+	return "other"
+}

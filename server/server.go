@@ -1,0 +1,361 @@
+// Package server is `usher serve`: the decision API and the Kubernetes
+// admission webhook over TLS, with health, readiness, metrics and hot
+// reload.
+//
+// Rules this package enforces:
+//   - TLS always: a certificate from files, re-read when they change, or a
+//     self-signed one generated at start for local use.
+//   - The HTTP edge only translates: bodies are capped, methods and content
+//     types checked, panics recovered and counted, every bad input answered
+//     with a clear error; decisions come from package engine and package
+//     admission.
+//   - A configuration change on disk is swapped in atomically; an invalid
+//     one is refused, logged, counted and shown on /readyz while the last
+//     good configuration keeps serving. Decisions never wait for a reload.
+//   - One audit record per decision, unless switched off.
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/config"
+	"github.com/usherhq/usher/engine"
+)
+
+// Options configure a Server. Zero values take the documented defaults,
+// applied in withDefaults.
+type Options struct {
+	// ConfigPath is a usher YAML file, a ConfigMap manifest or a mounted
+	// ConfigMap directory. Default: "" (the embedded default, no reload).
+	ConfigPath string
+	// Addr is the listen address. Default "127.0.0.1:8443".
+	Addr string
+	// Listener, when set, is used instead of listening on Addr (tests).
+	Listener net.Listener
+	// TLSCertFile and TLSKeyFile hold the serving certificate; both or
+	// neither. Default: a self-signed certificate for localhost, 127.0.0.1
+	// and ::1, generated at start.
+	TLSCertFile, TLSKeyFile string
+	// Logger receives operational logs and audit records. Default: JSON to
+	// stderr at info level.
+	Logger *slog.Logger
+	// Audit writes one record per decision and per admission review.
+	// Default true; set NoAudit to switch it off.
+	NoAudit bool
+	// ReloadInterval is how often the configuration is checked for changes.
+	// Default 2s.
+	ReloadInterval time.Duration
+	// ShutdownTimeout bounds graceful shutdown. Default 10s.
+	ShutdownTimeout time.Duration
+	// MaxAccessBody caps the size of a /v1/access request. Default 64 KiB.
+	MaxAccessBody int64
+	// Getenv reads ADMISSION_CONTROLLER_* overrides. Default os.LookupEnv.
+	Getenv func(string) (string, bool)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:8443"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	if o.ReloadInterval <= 0 {
+		o.ReloadInterval = 2 * time.Second
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = 10 * time.Second
+	}
+	if o.MaxAccessBody <= 0 {
+		o.MaxAccessBody = 64 << 10
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.LookupEnv
+	}
+	return o
+}
+
+// Server is a running or ready-to-run usher service.
+type Server struct {
+	opts      Options
+	log       *slog.Logger
+	engine    *engine.Engine
+	admission *admission.Handler
+	metrics   *metrics
+	registry  *prometheus.Registry
+	tlsConfig *tls.Config
+	// CAPEM is the certificate of a self-signed server, nil otherwise.
+	CAPEM []byte
+
+	reloadMu   sync.Mutex
+	lastSum    [32]byte
+	status     atomic.Pointer[reloadStatus]
+	httpServer *http.Server
+	addr       atomic.Value // string, once listening
+}
+
+type reloadStatus struct {
+	loadedAt time.Time
+	lastErr  string
+	failedAt time.Time
+}
+
+// New loads the configuration and prepares the service.
+func New(opts Options) (*Server, error) {
+	opts = opts.withDefaults()
+	s := &Server{opts: opts, log: opts.Logger, registry: prometheus.NewRegistry()}
+	if opts.ConfigPath != "" {
+		s.lastSum, _ = contentSum(opts.ConfigPath)
+	}
+	cfg, err := s.load()
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range cfg.Warnings {
+		s.log.Warn("configuration warning", "warning", w.String())
+	}
+	if s.engine, err = engine.New(cfg); err != nil {
+		return nil, err
+	}
+	s.metrics = newMetrics(s.registry, s.engine)
+	hopts := []admission.Option{
+		admission.WithPanicHook(func(any) { s.metrics.panics.WithLabelValues("admission").Inc() }),
+		admission.WithAuthorizer(authorizer{s.engine}),
+		admission.WithAudit(s.auditReview),
+	}
+	s.admission = admission.NewHandler(cfg.AdmissionCompiled, hopts...)
+	s.status.Store(&reloadStatus{loadedAt: time.Now()})
+	if err := s.setupTLS(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// load reads the configuration (or the default) and applies the
+// environment's admission overrides.
+func (s *Server) load() (*config.Config, error) {
+	var cfg *config.Config
+	var err error
+	if s.opts.ConfigPath == "" {
+		cfg = config.Default()
+	} else if cfg, err = config.LoadAny(s.opts.ConfigPath); err != nil {
+		return nil, err
+	}
+	ac := cfg.Admission
+	if err := ac.ApplyEnv(s.opts.Getenv); err != nil {
+		return nil, fmt.Errorf("environment: %w", err)
+	}
+	compiled, err := ac.Compile()
+	if err != nil {
+		return nil, fmt.Errorf("environment: %w", err)
+	}
+	cfg.Admission, cfg.AdmissionCompiled = ac, compiled
+	return cfg, nil
+}
+
+func (s *Server) setupTLS() error {
+	switch {
+	case s.opts.TLSCertFile != "" && s.opts.TLSKeyFile != "":
+		src, err := newCertSource(s.opts.TLSCertFile, s.opts.TLSKeyFile, s.log)
+		if err != nil {
+			return err
+		}
+		s.tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: src.get}
+	case s.opts.TLSCertFile != "" || s.opts.TLSKeyFile != "":
+		return errors.New("tls: give both --tls-cert and --tls-key, or neither for a self-signed certificate")
+	default:
+		cert, caPEM, err := SelfSigned([]string{"localhost", "127.0.0.1", "::1"})
+		if err != nil {
+			return err
+		}
+		s.CAPEM = caPEM
+		s.tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+		s.log.Warn("tls: no certificate given; serving a self-signed certificate for local use")
+	}
+	return nil
+}
+
+// Engine returns the decision engine (for tests and embedding).
+func (s *Server) Engine() *engine.Engine { return s.engine }
+
+// Addr returns the address the server listens on, once Run has started.
+func (s *Server) Addr() string {
+	a, _ := s.addr.Load().(string)
+	return a
+}
+
+// Handler returns the HTTP routes, without TLS (for tests and embedding).
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/v1/access", s.instrument("access", http.HandlerFunc(s.serveAccess)))
+	mux.Handle("/mutate", s.instrument("mutate", s.admission.MutateHTTP()))
+	mux.Handle("/validate", s.instrument("validate", s.admission.ValidateHTTP()))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", s.serveReady)
+	mux.Handle("/metrics", s.metricsHandler())
+	return mux
+}
+
+// Run serves until ctx is done, then shuts down gracefully.
+func (s *Server) Run(ctx context.Context) error {
+	ln := s.opts.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", s.opts.Addr); err != nil {
+			return err
+		}
+	}
+	s.addr.Store(ln.Addr().String())
+	s.httpServer = &http.Server{
+		Handler:           s.Handler(),
+		TLSConfig:         s.tlsConfig,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	s.log.Info("usher serving", "addr", ln.Addr().String(), "config", s.configName())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if s.opts.ConfigPath != "" {
+			s.watch(ctx)
+		}
+	}()
+	errc := make(chan error, 1)
+	go func() { errc <- s.httpServer.ServeTLS(ln, "", "") }()
+	select {
+	case err := <-errc:
+		<-done
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down", "timeout", s.opts.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	defer cancel()
+	err := s.httpServer.Shutdown(sctx)
+	<-done
+	if e := <-errc; e != nil && !errors.Is(e, http.ErrServerClosed) && err == nil {
+		err = e
+	}
+	return err
+}
+
+func (s *Server) configName() string {
+	if s.opts.ConfigPath == "" {
+		return "<embedded default>"
+	}
+	return s.opts.ConfigPath
+}
+
+// watch polls the configuration for changes and reloads it.
+func (s *Server) watch(ctx context.Context) {
+	t := time.NewTicker(s.opts.ReloadInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.Reload()
+		}
+	}
+}
+
+// Reload re-reads the configuration when it changed since the last
+// attempt and swaps it in when valid. It reports whether a new
+// configuration was put in service and the error of a refused one.
+func (s *Server) Reload() (bool, error) {
+	if s.opts.ConfigPath == "" {
+		return false, nil
+	}
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	sum, err := contentSum(s.opts.ConfigPath)
+	if err == nil && sum == s.lastSum {
+		return false, nil
+	}
+	if err == nil {
+		s.lastSum = sum
+		var cfg *config.Config
+		if cfg, err = s.load(); err == nil {
+			if err = s.engine.Swap(cfg); err == nil {
+				err = s.admission.Store(cfg.AdmissionCompiled, authorizer{s.engine})
+			}
+		}
+	}
+	if err != nil {
+		s.metrics.reloads.WithLabelValues("failure").Inc()
+		st := *s.status.Load()
+		st.lastErr, st.failedAt = err.Error(), time.Now()
+		s.status.Store(&st)
+		s.log.Error("configuration refused; the previous configuration keeps serving", "config", s.opts.ConfigPath, "err", err)
+		return false, err
+	}
+	s.metrics.reloads.WithLabelValues("success").Inc()
+	s.metrics.lastReload.SetToCurrentTime()
+	s.status.Store(&reloadStatus{loadedAt: time.Now()})
+	s.log.Info("configuration reloaded", "config", s.opts.ConfigPath)
+	return true, nil
+}
+
+// contentSum hashes the configuration file, or every file of a ConfigMap
+// directory.
+func contentSum(path string) ([32]byte, error) {
+	h := sha256.New()
+	st, err := os.Stat(path)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	if !st.IsDir() {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return [32]byte{}, err
+		}
+		h.Write(b)
+	} else {
+		entries, err := os.ReadDir(path)
+		if err != nil {
+			return [32]byte{}, err
+		}
+		for _, e := range entries {
+			b, err := os.ReadFile(path + "/" + e.Name())
+			if err != nil {
+				continue
+			}
+			fmt.Fprintf(h, "%s\x00%d\x00", e.Name(), len(b))
+			h.Write(b)
+		}
+	}
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out, nil
+}
+
+func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	st := s.status.Load()
+	fmt.Fprintf(w, "ready: serving %s loaded at %s\n", s.configName(), st.loadedAt.UTC().Format(time.RFC3339))
+	if st.lastErr != "" {
+		fmt.Fprintf(w, "last reload refused at %s (the configuration above keeps serving):\n%s\n", st.failedAt.UTC().Format(time.RFC3339), st.lastErr)
+	}
+}
