@@ -50,7 +50,7 @@ func TestAdmissionBlock(t *testing.T) {
 func TestConfigMap(t *testing.T) {
 	data := map[string]string{
 		"queues.yaml": queuesOnly,
-		"admissionController.accessControl.externalGroups": "^airflow-admins$",
+		"admissionController.accessControl.externalGroups":   "^airflow-admins$",
 		"admissionController.accessControl.trustControllers": "false",
 	}
 	c, err := config.FromConfigMap("cm", data)

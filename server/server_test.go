@@ -302,7 +302,10 @@ func TestReload(t *testing.T) {
 	}
 	// A file that disappears is a failure too, and the rules stay.
 	os.Remove(cfg)
-	waitFor(t, func() bool { _, m := h.get("/metrics"); return strings.Contains(m, `usher_config_reloads_total{result="failure"} 2`) })
+	waitFor(t, func() bool {
+		_, m := h.get("/metrics")
+		return strings.Contains(m, `usher_config_reloads_total{result="failure"} 2`)
+	})
 }
 
 func waitFor(t *testing.T, cond func() bool) {
