@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -112,7 +113,7 @@ func TestManifests(t *testing.T) {
 			var w admissionregistrationv1.ValidatingWebhookConfiguration
 			strict(t, m, &w)
 			for _, h := range w.Webhooks {
-				checkWebhook(t, h.Name, h.FailurePolicy, h.SideEffects, h.TimeoutSeconds, h.NamespaceSelector.String(), h.Rules, "/validate", h.ClientConfig, admissionregistrationv1.Update)
+				checkWebhook(t, h.Name, h.FailurePolicy, h.SideEffects, h.TimeoutSeconds, h.NamespaceSelector.String(), h.Rules, "/validate", h.ClientConfig, admissionregistrationv1.Create, admissionregistrationv1.Update)
 			}
 		case "Issuer", "Certificate":
 			var obj struct {
@@ -162,7 +163,7 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 }
 
 func checkWebhook(t *testing.T, name string, fp *admissionregistrationv1.FailurePolicyType, se *admissionregistrationv1.SideEffectClass,
-	timeout *int32, nsSel string, rules []admissionregistrationv1.RuleWithOperations, path string, cc admissionregistrationv1.WebhookClientConfig, op admissionregistrationv1.OperationType) {
+	timeout *int32, nsSel string, rules []admissionregistrationv1.RuleWithOperations, path string, cc admissionregistrationv1.WebhookClientConfig, ops ...admissionregistrationv1.OperationType) {
 	if fp == nil || *fp != admissionregistrationv1.Fail {
 		t.Errorf("%s: failurePolicy must be Fail", name)
 	}
@@ -181,8 +182,8 @@ func checkWebhook(t *testing.T, name string, fp *admissionregistrationv1.Failure
 	want := map[string]bool{"pods": true, "replicationcontrollers": true, "deployments": true, "replicasets": true,
 		"daemonsets": true, "statefulsets": true, "jobs": true, "cronjobs": true}
 	for _, r := range rules {
-		if len(r.Operations) != 1 || r.Operations[0] != op {
-			t.Errorf("%s: operations %v, want %s", name, r.Operations, op)
+		if !slices.Equal(r.Operations, ops) {
+			t.Errorf("%s: operations %v, want %v", name, r.Operations, ops)
 		}
 		for _, res := range r.Resources {
 			delete(want, res)
