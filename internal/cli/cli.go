@@ -205,20 +205,28 @@ Example:
   usher check --config queues.yaml --queue root.test --user john --groups dev
 `
 
-func runCheck(ctx context.Context, env *Env, args []string) int {
+// prepareDecision parses the flags of check and explain and loads the
+// engine; ok false means exit with code.
+func prepareDecision(env *Env, name, help string, args []string) (e *engine.Engine, req engine.Request, code int, ok bool) {
 	var d decisionFlags
-	fs := newFlagSet(env, "check", "usher check --config FILE [--partition NAME] --queue root.a.b --user U [--groups g1,g2] [--action submit|admin]", checkHelp)
+	fs := newFlagSet(env, name, "usher "+name+" --config FILE [--partition NAME] --queue root.a.b --user U [--groups g1,g2] [--action submit|admin]", help)
 	d.register(fs)
 	if code, ok := parse(fs, args); !ok {
+		return nil, req, code, false
+	}
+	if req, ok = d.request(env); !ok {
+		return nil, req, ExitUsage, false
+	}
+	if e, ok = loadEngine(env, d.config); !ok {
+		return nil, req, ExitUsage, false
+	}
+	return e, req, 0, true
+}
+
+func runCheck(ctx context.Context, env *Env, args []string) int {
+	e, req, code, ok := prepareDecision(env, "check", checkHelp, args)
+	if !ok {
 		return code
-	}
-	req, ok := d.request(env)
-	if !ok {
-		return ExitUsage
-	}
-	e, ok := loadEngine(env, d.config)
-	if !ok {
-		return ExitUsage
 	}
 	res, err := e.Check(ctx, req)
 	if err != nil {
@@ -249,26 +257,16 @@ Example:
 `
 
 func runExplain(ctx context.Context, env *Env, args []string) int {
-	var d decisionFlags
-	fs := newFlagSet(env, "explain", "usher explain --config FILE [--partition NAME] --queue root.a.b --user U [--groups g1,g2] [--action submit|admin]", explainHelp)
-	d.register(fs)
-	if code, ok := parse(fs, args); !ok {
+	e, req, code, ok := prepareDecision(env, "explain", explainHelp, args)
+	if !ok {
 		return code
-	}
-	req, ok := d.request(env)
-	if !ok {
-		return ExitUsage
-	}
-	e, ok := loadEngine(env, d.config)
-	if !ok {
-		return ExitUsage
 	}
 	res, steps, err := e.Explain(ctx, req)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
 		return ExitUsage
 	}
-	code := printDecision(env, res)
+	code = printDecision(env, res)
 	w := env.Stdout
 	fmt.Fprintf(w, "\nidentity:\n  user    %s\n", res.Identity.User)
 	if len(res.Identity.Groups) == 0 {
