@@ -22,6 +22,7 @@ import (
 	"reflect"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/config"
@@ -111,6 +112,7 @@ func newPartition(p config.Partition) (*partition, error) {
 	r := p.Resolver
 	part := &partition{mode: p.Groups, settings: r}
 	var base identity.Resolver
+	var timeout time.Duration // the cache's default unless set below
 	switch r.Type {
 	case "", "none":
 		part.resolver = identity.None()
@@ -136,6 +138,11 @@ func newPartition(p config.Partition) (*partition, error) {
 			return nil, err
 		}
 		base = l
+		// The resolver bounds a lookup by its own timeout and says so in
+		// its error. The cache's bound is only a backstop: twice that, so
+		// it never cuts short a lookup the ldap settings allow (a timeout
+		// of 30s would otherwise end at the cache's default 10s).
+		timeout = 2 * l.Config().Timeout
 	default:
 		return nil, fmt.Errorf("unknown resolver type %q", r.Type)
 	}
@@ -145,6 +152,7 @@ func newPartition(p config.Partition) (*partition, error) {
 		NegativeTTL: r.Cache.NegativeTTL,
 		StaleTTL:    r.Cache.StaleTTL,
 		MaxEntries:  r.Cache.MaxEntries,
+		Timeout:     timeout,
 	})
 	part.resolver = part.cache
 	return part, nil
