@@ -18,7 +18,9 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -58,6 +60,9 @@ type Result struct {
 // safe for concurrent use.
 type Engine struct {
 	state atomic.Pointer[state]
+	// closeGrace is how long a replaced resolver stays open for lookups
+	// still in flight before it is closed.
+	closeGrace time.Duration
 }
 
 type state struct {
@@ -70,11 +75,12 @@ type partition struct {
 	settings config.Resolver
 	resolver identity.Resolver
 	cache    *cache.Cache // nil for resolvers that need none
+	closer   io.Closer    // the resolver's connections, nil when it holds none
 }
 
 // New builds an Engine for cfg, constructing each partition's resolver.
 func New(cfg *config.Config) (*Engine, error) {
-	e := &Engine{}
+	e := &Engine{closeGrace: time.Minute}
 	if err := e.Swap(cfg); err != nil {
 		return nil, err
 	}
@@ -83,29 +89,70 @@ func New(cfg *config.Config) (*Engine, error) {
 
 // Swap replaces the configuration. On error the previous configuration
 // stays in force. Caches of partitions whose resolver settings are
-// unchanged are kept.
+// unchanged are kept; resolvers that are replaced are closed after a grace
+// period, so that lookups in flight finish.
 func (e *Engine) Swap(cfg *config.Config) error {
 	if cfg == nil || cfg.Snapshot == nil {
 		return fmt.Errorf("engine: configuration is not compiled")
 	}
 	old := e.state.Load()
 	next := &state{cfg: cfg, parts: make(map[string]*partition, len(cfg.Partitions))}
+	kept := map[*partition]bool{}
+	var created []*partition
 	for _, p := range cfg.Partitions {
 		name := strings.ToLower(p.Name)
 		if old != nil {
 			if prev, ok := old.parts[name]; ok && reflect.DeepEqual(prev.settings, p.Resolver) && p.Resolver.Type != "file" {
-				next.parts[name] = &partition{mode: p.Groups, settings: prev.settings, resolver: prev.resolver, cache: prev.cache}
+				next.parts[name] = &partition{mode: p.Groups, settings: prev.settings, resolver: prev.resolver, cache: prev.cache, closer: prev.closer}
+				kept[prev] = true
 				continue
 			}
 		}
 		part, err := newPartition(p)
 		if err != nil {
+			closeAll(created)
 			return fmt.Errorf("partition %s: %w", p.Name, err)
 		}
+		created = append(created, part)
 		next.parts[name] = part
 	}
 	e.state.Store(next)
+	if old != nil {
+		var retired []*partition
+		for _, p := range old.parts {
+			if !kept[p] && p.closer != nil {
+				retired = append(retired, p)
+			}
+		}
+		if len(retired) > 0 {
+			time.AfterFunc(e.closeGrace, func() { closeAll(retired) })
+		}
+	}
 	return nil
+}
+
+// Close releases the resolvers' connections. The engine must not be used
+// afterwards.
+func (e *Engine) Close() error {
+	st := e.state.Load()
+	if st == nil {
+		return nil
+	}
+	parts := make([]*partition, 0, len(st.parts))
+	for _, p := range st.parts {
+		parts = append(parts, p)
+	}
+	return closeAll(parts)
+}
+
+func closeAll(parts []*partition) error {
+	var errs []error
+	for _, p := range parts {
+		if p.closer != nil {
+			errs = append(errs, p.closer.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func newPartition(p config.Partition) (*partition, error) {
@@ -137,7 +184,7 @@ func newPartition(p config.Partition) (*partition, error) {
 		if err != nil {
 			return nil, err
 		}
-		base = l
+		base, part.closer = l, l
 		// The resolver bounds a lookup by its own timeout and says so in
 		// its error. The cache's bound is only a backstop: twice that, so
 		// it never cuts short a lookup the ldap settings allow (a timeout

@@ -254,6 +254,9 @@ func (s *Server) Run(ctx context.Context) error {
 	defer cancel()
 	err := s.httpServer.Shutdown(sctx)
 	<-done
+	if cerr := s.engine.Close(); cerr != nil {
+		s.log.Warn("closing resolvers", "err", cerr)
+	}
 	if e := <-errc; e != nil && !errors.Is(e, http.ErrServerClosed) && err == nil {
 		err = e
 	}
