@@ -29,6 +29,7 @@ import (
 
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/application"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/identity/ldap"
 	"github.com/usherhq/usher/policy"
@@ -68,6 +69,11 @@ type Partition struct {
 	Groups identity.Mode
 	// Resolver configures the partition's group resolver.
 	Resolver Resolver
+	// Applications holds the applicationacls block: application admins
+	// (admin, Spark's spark.admin.acls), who may view, modify and kill every
+	// application of the partition, and the view and modify ACLs of
+	// applications that set none. Nil ACLs allow nobody.
+	Applications application.Defaults
 }
 
 // Resolver is a partition's usergroupresolver block.
@@ -356,6 +362,13 @@ func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 			}
 		},
 		"usergroupresolver": func(k, v *yaml.Node) { part.Resolver = p.resolver(v) },
+		"applicationacls": func(k, v *yaml.Node) {
+			p.mapping(v, "applicationacls", map[string]func(k, v *yaml.Node){
+				"admin":  func(k, v *yaml.Node) { part.Applications.Admin = p.acl(v, "applicationacls admin") },
+				"view":   func(k, v *yaml.Node) { part.Applications.View = p.acl(v, "applicationacls view") },
+				"modify": func(k, v *yaml.Node) { part.Applications.Modify = p.acl(v, "applicationacls modify") },
+			})
+		},
 		// Keys of YuniKorn's schema that only the scheduler uses.
 		"placementrules": nil, "limits": nil, "nodesortpolicy": nil, "preemption": nil, "statedumpfilepath": nil,
 	})

@@ -45,6 +45,8 @@ func commands() []command {
 		{"explain", "like check, and shows which queue and which ACL entry decided", runExplain},
 		{"access", "every queue of a partition with the user's submit and admin rights", runAccess},
 		{"lint", "check a configuration file: FILE:LINE:COL: message", runLint},
+		{"app", "may this user view, modify, kill or move an application? (YARN application ACLs)", runApp},
+		{"import", "turn YARN or Spark ACL settings into usher YAML", runImport},
 		{"serve", "run the decision API and the Kubernetes admission webhook", runServe},
 		{"version", "print the version", runVersion},
 	}

@@ -1,0 +1,519 @@
+// Package application decides what users may do with running applications:
+// view them (logs, statistics), modify them, kill them and move them to
+// another queue, as YARN's application ACLs and Spark's UI ACLs allow.
+//
+// Rules this package enforces (YARN's, as seed 004 and PRODUCT.md state
+// them):
+//   - The owner, the user who submitted the application, may always view,
+//     modify and kill it. Owners are compared by exact, case sensitive name.
+//   - Admins of the application's queue or of any of its ancestors (the
+//     queue adminacl: YARN's aclAdministerApps, acl_administer_queue) and
+//     cluster admins (the partition adminacl: yarn.admin.acl) may view,
+//     modify and kill it.
+//   - Application admins (the partition's applicationacls admin: Spark's
+//     spark.admin.acls and spark.admin.acls.groups) may view, modify and
+//     kill every application of the partition.
+//   - The application's modify ACL (mapreduce.job.acl-modify-job,
+//     spark.modify.acls) grants modify and kill and implies view; its view
+//     ACL (mapreduce.job.acl-view-job, spark.ui.view.acls) grants view. An
+//     application that sets neither ACL takes the partition's defaults
+//     (applicationacls view and modify); without a default the ACL allows
+//     nobody, YARN's default " ".
+//   - Moving an application needs all three of: submit (or admin) on the
+//     queue it runs in, submit (or admin) on the target queue, and the right
+//     to modify the application. The owner is not exempt from the two queue
+//     checks.
+//   - Checks run in a fixed order (owner, queue admin, cluster admin,
+//     application admin, modify ACL, view ACL) and the first that allows
+//     decides; the Decision records every check and what it said.
+//   - The zero Decision denies. An unknown queue, a missing owner or an
+//     unknown action is an error, returned with a Decision that denies.
+//
+// Decisions are made against a compiled partition (policy.CompiledPartition)
+// and allocate only their trail; they are safe for concurrent use.
+package application
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/usherhq/usher/acl"
+	"github.com/usherhq/usher/policy"
+)
+
+// Action is what a user wants to do with an application.
+type Action uint8
+
+const (
+	// View is reading the application: its logs, statistics and ACLs.
+	View Action = iota + 1
+	// Modify is changing the application (priority, timeouts, ...).
+	Modify
+	// Kill is killing the application.
+	Kill
+	// Move is moving the application to another queue.
+	Move
+)
+
+var actionNames = [...]string{View: "view", Modify: "modify", Kill: "kill", Move: "move"}
+
+func (a Action) String() string {
+	if a >= View && a <= Move {
+		return actionNames[a]
+	}
+	return fmt.Sprintf("Action(%d)", int(a))
+}
+
+// ParseAction parses view, modify, kill or move.
+func ParseAction(s string) (Action, error) {
+	for a := View; a <= Move; a++ {
+		if s == actionNames[a] {
+			return a, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown application action %q: want view, modify, kill or move", s)
+}
+
+// Application is a running (or finished) application as far as access
+// decisions go.
+type Application struct {
+	// ID names the application in reasons, e.g.
+	// application_1536220066338_0001. Optional.
+	ID string
+	// Owner is the user who submitted the application. Required.
+	Owner string
+	// Queue is the queue path the application runs in; "" is the
+	// partition's default queue.
+	Queue string
+	// ViewACL and ModifyACL are the application's own ACLs; nil means not
+	// set, and the partition's default applies. An ACL that is set but
+	// empty allows nobody.
+	ViewACL, ModifyACL *acl.ACL
+}
+
+// Defaults are a partition's application ACLs: the applicationacls key of
+// the configuration, imported from Spark's spark-defaults.conf.
+type Defaults struct {
+	// Admin lists application admins, who may view, modify and kill every
+	// application of the partition (spark.admin.acls). Nil allows nobody.
+	Admin *acl.ACL
+	// View and Modify are the view and modify ACLs of applications that
+	// set none. Nil allows nobody.
+	View, Modify *acl.ACL
+}
+
+// Policy is what application decisions need: the compiled queue policy of
+// a partition and the partition's application ACL defaults.
+type Policy struct {
+	Partition *policy.CompiledPartition
+	Defaults  Defaults
+}
+
+// Decide answers whether sub may perform action on app in partition p,
+// with no application ACL defaults. target is the queue a Move goes to and
+// must be empty for the other actions. See Policy.Decide.
+func Decide(p *policy.CompiledPartition, app Application, sub *acl.Subject, action Action, target string) (Decision, error) {
+	return Policy{Partition: p}.Decide(app, sub, action, target)
+}
+
+// Rule names one check of an application decision.
+type Rule uint8
+
+const (
+	// Owner is "the user owns the application".
+	Owner Rule = iota + 1
+	// QueueAdmin is the adminacl of the application's queue or of an
+	// ancestor.
+	QueueAdmin
+	// ClusterAdmin is the partition adminacl (yarn.admin.acl).
+	ClusterAdmin
+	// ApplicationAdmin is the partition's applicationacls admin
+	// (spark.admin.acls).
+	ApplicationAdmin
+	// ModifyACL is the application's modify ACL.
+	ModifyACL
+	// ViewACL is the application's view ACL.
+	ViewACL
+	// QueueSubmit is the submit right on a queue (its submitacl or adminacl,
+	// or an ancestor's, or the partition adminacl), checked by Move.
+	QueueSubmit
+)
+
+var ruleNames = [...]string{
+	Owner: "owner", QueueAdmin: "queue admin", ClusterAdmin: "cluster admin", ApplicationAdmin: "application admin",
+	ModifyACL: "modify ACL", ViewACL: "view ACL", QueueSubmit: "queue submit",
+}
+
+func (r Rule) String() string {
+	if r >= Owner && r <= QueueSubmit {
+		return ruleNames[r]
+	}
+	return fmt.Sprintf("Rule(%d)", int(r))
+}
+
+// Need is one requirement of a decision. View, Modify and Kill have one,
+// NeedAction; Move has three, all of which must be met.
+type Need uint8
+
+const (
+	// NeedAction is the right to perform the action on the application
+	// (for Move: NeedModify).
+	NeedAction Need = iota + 1
+	// NeedSourceQueue is submit or admin on the queue the application runs
+	// in (Move).
+	NeedSourceQueue
+	// NeedTargetQueue is submit or admin on the target queue (Move).
+	NeedTargetQueue
+	// NeedModify is the right to modify the application (Move).
+	NeedModify
+)
+
+func (n Need) String() string {
+	switch n {
+	case NeedAction:
+		return "action"
+	case NeedSourceQueue:
+		return "submit to the queue it runs in"
+	case NeedTargetQueue:
+		return "submit to the target queue"
+	case NeedModify:
+		return "modify the application"
+	}
+	return fmt.Sprintf("Need(%d)", int(n))
+}
+
+// Step is one check of a decision, in the order checks are made.
+type Step struct {
+	Rule Rule
+	// Queue is the queue checked, for QueueAdmin and QueueSubmit.
+	Queue string
+	// ACL is the ACL checked, for ClusterAdmin, ApplicationAdmin, ModifyACL
+	// and ViewACL; nil when it is not set (it grants nothing). The
+	// partition adminacl of a ClusterAdmin step that was not reached is
+	// not looked up and is nil.
+	ACL *acl.ACL
+	// Default reports that ACL is the partition's default
+	// (applicationacls) because the application sets none.
+	Default bool
+	// Reached is false for checks after the one that decided: they were
+	// not made.
+	Reached bool
+	// Allowed reports whether this check allowed.
+	Allowed bool
+	// Match is the entry that allowed: the owner's name, the ACL entry.
+	Match acl.Match
+	// Grant is the queue ACL entry that allowed, for QueueAdmin,
+	// ClusterAdmin and QueueSubmit: which queue, which of its ACLs, which
+	// entry.
+	Grant policy.Grant
+}
+
+// Requirement is something a decision needs, with the checks made for it.
+type Requirement struct {
+	Need Need
+	// Queue is the queue path, for NeedSourceQueue and NeedTargetQueue.
+	Queue string
+	// Met reports whether one of the steps allowed.
+	Met bool
+	// Steps are the checks, in order; the first that allows decides.
+	Steps []Step
+}
+
+// By returns the step that met the requirement.
+func (r Requirement) By() (Step, bool) {
+	for _, s := range r.Steps {
+		if s.Allowed {
+			return s, true
+		}
+	}
+	return Step{}, false
+}
+
+// Decision is the answer to "may this user do this with this application".
+// The zero value denies.
+type Decision struct {
+	Allowed bool
+	Action  Action
+	// User is the user who asked.
+	User      string
+	Partition string
+	// Application is the application's ID, Owner its owner.
+	Application, Owner string
+	// Queue is the canonical path of the application's queue; Target that
+	// of the queue a Move goes to.
+	Queue, Target string
+	// Requirements are what the action needs: one for View, Modify and
+	// Kill; for Move, the queue it runs in, the target queue and the right
+	// to modify, all of which must be met.
+	Requirements []Requirement
+}
+
+// By returns the step that granted the action: for Move, the one that
+// granted the right to modify. ok is false when the action is denied.
+func (d Decision) By() (s Step, ok bool) {
+	if !d.Allowed {
+		return Step{}, false
+	}
+	for _, r := range d.Requirements {
+		if r.Need == NeedAction || r.Need == NeedModify {
+			return r.By()
+		}
+	}
+	return Step{}, false
+}
+
+// Err returns nil when the decision allows, else a *DeniedError.
+func (d Decision) Err() error {
+	if d.Allowed {
+		return nil
+	}
+	return &DeniedError{Decision: d}
+}
+
+// DeniedError is a denial as an error, to be matched with errors.As.
+type DeniedError struct{ Decision Decision }
+
+func (e *DeniedError) Error() string { return "access denied: " + e.Decision.Reason() }
+
+// ErrNoOwner is returned for an application without an owner.
+var ErrNoOwner = errors.New("application has no owner")
+
+// Decide answers whether sub may perform action on app. target is the
+// queue a Move goes to ("" is an error for Move) and must be empty for the
+// other actions.
+//
+// The error is non-nil for bad input only: an unknown queue (wrapping
+// policy.ErrUnknownQueue), an application without an owner (ErrNoOwner), an
+// unknown action, a nil subject or partition. The Decision then denies;
+// callers must treat an error as a denial.
+func (p Policy) Decide(app Application, sub *acl.Subject, action Action, target string) (Decision, error) {
+	d := Decision{Action: action, Application: app.ID, Owner: app.Owner, Queue: app.Queue, Target: target}
+	switch {
+	case sub == nil:
+		return d, errors.New("application: no subject to decide for")
+	case p.Partition == nil:
+		return d, errors.New("application: no partition to decide in")
+	}
+	d.User, d.Partition = sub.User(), p.Partition.Name()
+	switch {
+	case action < View || action > Move:
+		return d, fmt.Errorf("application: unknown action %v", action)
+	case app.Owner == "":
+		return d, ErrNoOwner
+	case action == Move && target == "":
+		return d, errors.New("application: move needs a target queue")
+	case action != Move && target != "":
+		return d, fmt.Errorf("application: a target queue (%q) is only used by move, not %v", target, action)
+	}
+	if err := acl.ValidName(app.Owner); err != nil {
+		return d, fmt.Errorf("application owner: %w", err)
+	}
+	queue, err := p.Partition.QueuePath(app.Queue)
+	if err != nil {
+		return d, err
+	}
+	d.Queue = queue
+	if action != Move {
+		r := p.rights(queue, app, sub, action)
+		d.Requirements = []Requirement{r}
+		d.Allowed = r.Met
+		return d, nil
+	}
+	if d.Target, err = p.Partition.QueuePath(target); err != nil {
+		return d, fmt.Errorf("target: %w", err)
+	}
+	mod := p.rights(queue, app, sub, Modify)
+	mod.Need = NeedModify
+	d.Requirements = []Requirement{
+		p.submit(NeedSourceQueue, queue, sub),
+		p.submit(NeedTargetQueue, d.Target, sub),
+		mod,
+	}
+	d.Allowed = d.Requirements[0].Met && d.Requirements[1].Met && mod.Met
+	return d, nil
+}
+
+func (p Policy) submit(need Need, queue string, sub *acl.Subject) Requirement {
+	pd, _ := p.Partition.Decide(queue, sub, policy.Submit) // the queue was looked up already
+	st := Step{Rule: QueueSubmit, Queue: queue, Reached: true, Allowed: pd.Allowed}
+	if pd.Allowed {
+		st.Grant, st.Match = pd.By, pd.By.Match
+	}
+	return Requirement{Need: need, Queue: queue, Met: pd.Allowed, Steps: []Step{st}}
+}
+
+// rights makes the checks that grant action (View, Modify or Kill) on the
+// application, in order; the first that allows decides and the later ones
+// are recorded as not reached.
+func (p Policy) rights(queue string, app Application, sub *acl.Subject, action Action) Requirement {
+	r := Requirement{Need: NeedAction, Steps: make([]Step, 0, 6)}
+	add := func(st Step) {
+		if r.Met {
+			st.Allowed, st.Match, st.Grant = false, acl.Match{}, policy.Grant{}
+		} else {
+			st.Reached, r.Met = true, st.Allowed
+		}
+		r.Steps = append(r.Steps, st)
+	}
+	owner := Step{Rule: Owner}
+	if sub.User() == app.Owner {
+		owner.Allowed, owner.Match = true, acl.Match{Kind: acl.MatchUser, Name: app.Owner}
+	}
+	add(owner)
+	// One admin decision covers the queue adminacls, bottom-up, then the
+	// partition adminacl; it is made only when the owner check did not
+	// decide. When it denies, the explained decision tells whether the
+	// partition has an adminacl at all, for the trail.
+	qa, ca := Step{Rule: QueueAdmin, Queue: queue}, Step{Rule: ClusterAdmin}
+	if !r.Met {
+		admin, _ := p.Partition.Decide(queue, sub, policy.Admin)
+		switch {
+		case admin.Allowed && admin.By.ACL == policy.ClusterAdminACL:
+			ca.ACL, ca.Allowed, ca.Match, ca.Grant = admin.By.Rule, true, admin.By.Match, admin.By
+		case admin.Allowed:
+			qa.Allowed, qa.Match, qa.Grant = true, admin.By.Match, admin.By
+		default:
+			_, trail, _ := p.Partition.Explain(queue, sub, policy.Admin)
+			for _, s := range trail {
+				if s.ACL == policy.ClusterAdminACL {
+					ca.ACL = s.Rule
+				}
+			}
+		}
+	}
+	add(qa)
+	add(ca)
+	add(aclStep(ApplicationAdmin, p.Defaults.Admin, false, sub))
+	mod, modDefault := app.ModifyACL, false
+	if mod == nil {
+		mod, modDefault = p.Defaults.Modify, p.Defaults.Modify != nil
+	}
+	add(aclStep(ModifyACL, mod, modDefault, sub))
+	if action == View {
+		view, viewDefault := app.ViewACL, false
+		if view == nil {
+			view, viewDefault = p.Defaults.View, p.Defaults.View != nil
+		}
+		add(aclStep(ViewACL, view, viewDefault, sub))
+	}
+	return r
+}
+
+func aclStep(rule Rule, a *acl.ACL, isDefault bool, sub *acl.Subject) Step {
+	st := Step{Rule: rule, ACL: a, Default: isDefault}
+	if a != nil {
+		st.Match = a.Match(sub)
+		st.Allowed = st.Match.Allowed()
+	}
+	return st
+}
+
+// Reason renders the decision as one line.
+func (d Decision) Reason() string {
+	if len(d.Requirements) == 0 {
+		if d.Allowed {
+			return fmt.Sprintf("%s may %v %s", d.User, d.Action, d.app())
+		}
+		return "denied: no decision was made"
+	}
+	if d.Action != Move {
+		r := d.Requirements[0]
+		if by, ok := r.By(); ok {
+			return fmt.Sprintf("%s may %v %s: %s", d.User, d.Action, d.app(), d.why(by))
+		}
+		return fmt.Sprintf("%s may not %v %s: %s", d.User, d.Action, d.app(), d.whyNot(r))
+	}
+	var parts []string
+	for _, r := range d.Requirements {
+		by, ok := r.By()
+		switch {
+		case d.Allowed:
+			parts = append(parts, fmt.Sprintf("%s (%s)", d.need(r, true), d.why(by)))
+		case !ok:
+			parts = append(parts, d.need(r, false))
+		}
+	}
+	if d.Allowed {
+		return fmt.Sprintf("%s may move %s to %s: %s", d.User, d.app(), d.Target, strings.Join(parts, "; "))
+	}
+	return fmt.Sprintf("%s may not move %s to %s: %s", d.User, d.app(), d.Target, strings.Join(parts, "; "))
+}
+
+func (d Decision) app() string {
+	if d.Application != "" {
+		return fmt.Sprintf("%s (owner %s, queue %s)", d.Application, d.Owner, d.Queue)
+	}
+	return fmt.Sprintf("the application of %s in %s", d.Owner, d.Queue)
+}
+
+func (d Decision) need(r Requirement, met bool) string {
+	switch {
+	case r.Need == NeedSourceQueue && met:
+		return "may submit to " + r.Queue + ", where it runs"
+	case r.Need == NeedSourceQueue:
+		return "no submit or admin right on " + r.Queue + ", where it runs"
+	case r.Need == NeedTargetQueue && met:
+		return "may submit to " + r.Queue
+	case r.Need == NeedTargetQueue:
+		return "no submit or admin right on the target " + r.Queue
+	case met:
+		return "may modify it"
+	default:
+		return "no right to modify it (" + d.whyNot(r) + ")"
+	}
+}
+
+// entry describes an ACL match: the wildcard "*", user entry "u", group
+// entry "g".
+func entry(m acl.Match) string {
+	switch m.Kind {
+	case acl.MatchWildcard:
+		return `the wildcard "*"`
+	case acl.MatchUser:
+		return fmt.Sprintf("user entry %q", m.Name)
+	default:
+		return fmt.Sprintf("group entry %q", m.Name)
+	}
+}
+
+func (d Decision) why(s Step) string {
+	switch s.Rule {
+	case Owner:
+		return fmt.Sprintf("%s owns it", s.Match.Name)
+	case QueueAdmin:
+		return fmt.Sprintf("queue admin: %s in adminacl of %s", entry(s.Match), s.Grant.Queue)
+	case ClusterAdmin:
+		return fmt.Sprintf("cluster admin: %s in the adminacl of partition %s", entry(s.Match), d.Partition)
+	case ApplicationAdmin:
+		return fmt.Sprintf("application admin: %s in applicationacls admin of partition %s", entry(s.Match), d.Partition)
+	case ModifyACL, ViewACL:
+		which := "modify"
+		if s.Rule == ViewACL {
+			which = "view"
+		}
+		if s.Default {
+			return fmt.Sprintf("%s in the default %s ACL (applicationacls %s of partition %s)", entry(s.Match), which, which, d.Partition)
+		}
+		return fmt.Sprintf("%s in its %s ACL", entry(s.Match), which)
+	case QueueSubmit:
+		if s.Grant.ACL == policy.ClusterAdminACL {
+			return fmt.Sprintf("%s in the adminacl of partition %s", entry(s.Match), d.Partition)
+		}
+		return fmt.Sprintf("%s in %s of %s", entry(s.Match), s.Grant.ACL, s.Grant.Queue)
+	}
+	return s.Rule.String()
+}
+
+func (d Decision) whyNot(r Requirement) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "not the owner, not an admin of %s or its parents, not a cluster or application admin, ", d.Queue)
+	for _, s := range r.Steps {
+		if s.Rule == ViewACL {
+			b.WriteString("not in its modify or view ACL")
+			return b.String()
+		}
+	}
+	b.WriteString("not in its modify ACL")
+	return b.String()
+}

@@ -1,0 +1,303 @@
+package importer
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/usherhq/usher/acl"
+	"github.com/usherhq/usher/config"
+)
+
+// entry is one key and value of a Java properties file, with the
+// positions of both.
+type entry struct {
+	key, value     string
+	keyAt, valueAt pos
+}
+
+// segment maps an offset of a logical line back to its physical line.
+type segment struct {
+	off int // offset in the logical line
+	at  pos
+}
+
+// readProperties reads a Java properties file (spark-defaults.conf) as
+// java.util.Properties.load does: comments start with # or !, a key ends at
+// the first unescaped '=', ':' or whitespace, a line ending in an odd
+// number of backslashes continues on the next, \uXXXX and \t, \n, \r, \f
+// escapes are decoded. Values are trimmed, as Spark trims them. Malformed
+// input (invalid UTF-8, a malformed \u escape) is reported with its
+// position and the entry skipped.
+func readProperties(src Source, d *diags) []entry {
+	var out []entry
+	data := string(src.Data)
+	data = strings.TrimPrefix(data, "\uFEFF")
+	lines := strings.SplitAfter(data, "\n")
+	for i := 0; i < len(lines); i++ {
+		lineNo := i + 1
+		raw := strings.TrimRight(lines[i], "\r\n")
+		if !utf8.ValidString(raw) {
+			col := 1
+			for j := 0; j < len(raw); {
+				r, size := utf8.DecodeRuneInString(raw[j:])
+				if r == utf8.RuneError && size == 1 {
+					col = j + 1
+					break
+				}
+				j += size
+			}
+			d.errorf(pos{src.Name, lineNo, col}, "the file is not valid UTF-8")
+			continue
+		}
+		body := strings.TrimLeft(raw, " \t\f")
+		if body == "" || body[0] == '#' || body[0] == '!' {
+			continue
+		}
+		// Join continuation lines into one logical line.
+		segs := []segment{{0, pos{src.Name, lineNo, len(raw) - len(body) + 1}}}
+		logical := ""
+		for {
+			cont := trailingBackslashes(body)%2 == 1
+			if cont {
+				body = body[:len(body)-1]
+			}
+			logical += body
+			if !cont || i+1 >= len(lines) {
+				break
+			}
+			i++
+			next := strings.TrimRight(lines[i], "\r\n")
+			body = strings.TrimLeft(next, " \t\f")
+			segs = append(segs, segment{len(logical), pos{src.Name, i + 1, len(next) - len(body) + 1}})
+		}
+		at := func(off int) pos {
+			s := segs[0]
+			for _, x := range segs {
+				if x.off <= off {
+					s = x
+				}
+			}
+			return s.at.advance(logical[s.off:], off-s.off)
+		}
+		keyEnd, valueStart, sep, backslash := len(logical), len(logical), false, false
+		for j := 0; j < len(logical); j++ {
+			c := logical[j]
+			if !backslash && (c == '=' || c == ':') {
+				keyEnd, valueStart, sep = j, j+1, true
+				break
+			}
+			if !backslash && (c == ' ' || c == '\t' || c == '\f') {
+				keyEnd, valueStart = j, j+1
+				break
+			}
+			backslash = c == '\\' && !backslash
+		}
+		for valueStart < len(logical) {
+			c := logical[valueStart]
+			if c == ' ' || c == '\t' || c == '\f' {
+				valueStart++
+				continue
+			}
+			if !sep && (c == '=' || c == ':') {
+				sep = true
+				valueStart++
+				continue
+			}
+			break
+		}
+		key, err := unescape(logical[:keyEnd])
+		if err != nil {
+			d.errorf(at(err.off), "%s", err.msg)
+			continue
+		}
+		value, err := unescape(logical[valueStart:])
+		if err != nil {
+			d.errorf(at(valueStart+err.off), "property %s: %s", key, err.msg)
+			continue
+		}
+		trimmed := strings.TrimLeft(value, " \t\r\n\f\v")
+		out = append(out, entry{
+			key: key, value: strings.TrimSpace(value),
+			keyAt: at(0), valueAt: at(valueStart + len(value) - len(trimmed)),
+		})
+	}
+	return out
+}
+
+func trailingBackslashes(s string) int {
+	n := 0
+	for n < len(s) && s[len(s)-1-n] == '\\' {
+		n++
+	}
+	return n
+}
+
+type escapeError struct {
+	off int
+	msg string
+}
+
+// unescape decodes the escapes of a properties key or value.
+func unescape(s string) (string, *escapeError) {
+	if !strings.Contains(s, `\`) {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			if c != '\\' {
+				b.WriteByte(c)
+			}
+			continue
+		}
+		i++
+		switch s[i] {
+		case 't':
+			b.WriteByte('\t')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 'f':
+			b.WriteByte('\f')
+		case 'u':
+			if i+5 > len(s) {
+				return "", &escapeError{i - 1, `malformed \uXXXX escape: want four hex digits`}
+			}
+			var r rune
+			for _, h := range s[i+1 : i+5] {
+				var v rune
+				switch {
+				case h >= '0' && h <= '9':
+					v = h - '0'
+				case h >= 'a' && h <= 'f':
+					v = h - 'a' + 10
+				case h >= 'A' && h <= 'F':
+					v = h - 'A' + 10
+				default:
+					return "", &escapeError{i - 1, fmt.Sprintf(`malformed \uXXXX escape %q: want four hex digits`, s[i-1:i+5])}
+				}
+				r = r<<4 | v
+			}
+			b.WriteRune(r)
+			i += 4
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String(), nil
+}
+
+// Spark property names.
+const (
+	sparkEnable       = "spark.acls.enable"
+	sparkEnableLegacy = "spark.ui.acls.enable"
+)
+
+var sparkACLs = []struct {
+	users, groups string
+	member        func(*ApplicationACLs) **Setting
+}{
+	{"spark.admin.acls", "spark.admin.acls.groups", func(a *ApplicationACLs) **Setting { return &a.Admin }},
+	{"spark.ui.view.acls", "spark.ui.view.acls.groups", func(a *ApplicationACLs) **Setting { return &a.View }},
+	{"spark.modify.acls", "spark.modify.acls.groups", func(a *ApplicationACLs) **Setting { return &a.Modify }},
+}
+
+// Spark imports the application ACLs of a spark-defaults.conf:
+// spark.admin.acls(.groups) as applicationacls admin, spark.ui.view.acls
+// (.groups) as view and spark.modify.acls(.groups) as modify. When
+// spark.acls.enable is not true (Spark's default is false) Spark checks no
+// ACL, which is imported as admin "*", with a warning. The error, when not
+// nil, is a *config.InvalidError; warnings come back beside the ACLs.
+func Spark(src Source) (ApplicationACLs, []config.Diagnostic, error) {
+	var d diags
+	var apps ApplicationACLs
+	props := map[string]entry{}
+	for _, e := range readProperties(src, &d) {
+		if prev, dup := props[e.key]; dup && prev.value != e.value {
+			d.warnf(e.keyAt, "%s is set twice (first at line %d); the later value %q is used, as Spark does", e.key, prev.keyAt.line, e.value)
+		}
+		props[e.key] = e
+		if strings.HasPrefix(e.key, "spark.history.ui.") && strings.Contains(e.key, "acls") {
+			d.warnf(e.keyAt, "%s is not imported: it configures the Spark history server, not applications", e.key)
+		}
+	}
+	enabled, invalid := false, false
+	enable, ok := props[sparkEnable]
+	if legacy, ok2 := props[sparkEnableLegacy]; ok2 {
+		if !ok {
+			enable, ok = legacy, true
+		}
+		d.warnf(legacy.keyAt, "%s is the deprecated name of %s", sparkEnableLegacy, sparkEnable)
+	}
+	if ok {
+		switch strings.ToLower(enable.value) {
+		case "true":
+			enabled = true
+		case "false":
+		default:
+			invalid = true
+			d.errorf(enable.valueAt, "%s %q: want true or false (Spark refuses other values)", enable.key, enable.value)
+		}
+	}
+	for _, s := range sparkACLs {
+		users, hasUsers := props[s.users]
+		groups, hasGroups := props[s.groups]
+		if !hasUsers && !hasGroups {
+			continue
+		}
+		a, warns, err := acl.ParseSpark(users.value, groups.value)
+		at := func(list string, off int) (entry, pos) {
+			if list == "groups" {
+				return groups, groups.valueAt.advance(groups.value, off)
+			}
+			return users, users.valueAt.advance(users.value, off)
+		}
+		if err != nil {
+			if se, ok := err.(*acl.SyntaxError); ok {
+				e, p := at(se.List, se.Offset)
+				d.errorf(p, "%s %q: %s", e.key, e.value, se.Msg)
+			} else {
+				d.errorf(users.keyAt, "%s: %v", s.users, err)
+			}
+			continue
+		}
+		for _, w := range warns {
+			e, p := at(w.List, w.Offset)
+			d.warnf(p, "%s %q: %s", e.key, e.value, w.Msg)
+		}
+		var from []string
+		for _, e := range []entry{users, groups} {
+			if e.key != "" {
+				from = append(from, fmt.Sprintf("%s (%s)", e.key, e.keyAt))
+			}
+		}
+		*s.member(&apps) = &Setting{ACL: a, From: strings.Join(from, ", ")}
+	}
+	if !enabled && !invalid {
+		why, at := sparkEnable+" is not set: Spark's default is false", pos{file: src.Name}
+		if ok {
+			why, at = enable.key+" is false", enable.valueAt
+		}
+		d.warnf(at, `%s, so Spark checks no ACL and everyone may view, modify and kill every application; imported as applicationacls admin "*" (set %s=true to enforce the imported ACLs)`, why, sparkEnable)
+		apps.Admin = &Setting{ACL: acl.MustParse("*"), From: why}
+	}
+	if err := d.err(); err != nil {
+		return ApplicationACLs{}, d.of(config.Warning), err
+	}
+	return apps, d.of(config.Warning), nil
+}
+
+// AddSpark imports a spark-defaults.conf into c's application ACLs.
+func (c *Config) AddSpark(src Source) error {
+	apps, warns, err := Spark(src)
+	c.Warnings = append(c.Warnings, warns...)
+	if err != nil {
+		return err
+	}
+	c.Sources = append(c.Sources, src.Name)
+	c.Applications = apps
+	return nil
+}

@@ -1,0 +1,253 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/usherhq/usher/acl"
+	"github.com/usherhq/usher/application"
+	"github.com/usherhq/usher/identity"
+	"github.com/usherhq/usher/policy"
+)
+
+const appHelp = `Answers whether the user may view, modify, kill or move an application, as
+YARN's application ACLs decide. The first line of output is "allowed" or
+"denied", the second the reason; --explain adds every check made.
+
+Who may:
+  view     the owner, admins of the application's queue or a parent, cluster
+           admins (partition adminacl), application admins (applicationacls
+           admin), the modify ACL and the view ACL
+  modify   the same, without the view ACL
+  kill     the same as modify
+  move     needs all three: submit (or admin) on the queue it runs in, submit
+           (or admin) on --target-queue, and the right to modify it
+
+The application's ACLs are written in YARN's syntax, as in
+mapreduce.job.acl-view-job and mapreduce.job.acl-modify-job ("users groups",
+" groups", "*"; YARN ignores what follows a second space). Spark's
+spark.ui.view.acls=a,b with spark.ui.view.acls.groups=g is --view-acl "a,b g".
+An ACL not given takes the partition's applicationacls default; an empty
+one ("") allows nobody.
+
+Exit status: 0 allowed, 1 denied, 2 bad usage, an invalid configuration or
+a failure to find the user's groups (the reason is on stderr).
+
+Examples:
+  usher app --config queues.yaml --queue root.test --owner john --user jane --action kill
+  usher app --config queues.yaml --queue root.test --owner john --user bob \
+            --action move --target-queue root.marketing --explain
+`
+
+func runApp(ctx context.Context, env *Env, args []string) int {
+	var d decisionFlags
+	var owner, id, target, viewACL, modifyACL string
+	var explain bool
+	fs := newFlagSet(env, "app", "usher app --config FILE [--partition NAME] --queue root.a --owner U --user U [--groups g1,g2] "+
+		"--action view|modify|kill|move [--target-queue root.b] [--view-acl ACL] [--modify-acl ACL] [--id ID] [--explain]", appHelp)
+	fs.StringVar(&d.config, "config", "", "configuration `FILE` (default: the embedded default, where root allows everyone)")
+	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
+	fs.StringVar(&d.queue, "queue", "", "`PATH` of the queue the application runs in (default: the partition's default queue)")
+	fs.StringVar(&owner, "owner", "", "`USER` who owns (submitted) the application (required)")
+	fs.StringVar(&id, "id", "", "application `ID`, for the reason, e.g. application_1536220066338_0001")
+	fs.StringVar(&d.user, "user", "", "user `NAME` who asks (required)")
+	fs.StringVar(&d.groups, "groups", "", "comma separated `GROUPS` the user is in; when empty the partition's resolver finds them")
+	fs.StringVar(&d.action, "action", "", "`ACTION`: view, modify, kill or move (required)")
+	fs.StringVar(&target, "target-queue", "", "`PATH` of the queue a move goes to (required with --action move)")
+	fs.StringVar(&viewACL, "view-acl", "", "the application's view `ACL` (mapreduce.job.acl-view-job)")
+	fs.StringVar(&modifyACL, "modify-acl", "", "the application's modify `ACL` (mapreduce.job.acl-modify-job)")
+	fs.BoolVar(&explain, "explain", false, "show the identity used and every check made")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case d.user == "":
+		fmt.Fprintln(env.Stderr, "usher: --user is required")
+		return ExitUsage
+	case owner == "":
+		fmt.Fprintln(env.Stderr, "usher: --owner is required: the user who submitted the application")
+		return ExitUsage
+	case d.action == "":
+		fmt.Fprintln(env.Stderr, "usher: --action is required: view, modify, kill or move")
+		return ExitUsage
+	}
+	action, err := application.ParseAction(d.action)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "usher: --action: %v\n", err)
+		return ExitUsage
+	}
+	switch {
+	case action == application.Move && target == "":
+		fmt.Fprintln(env.Stderr, "usher: --action move needs --target-queue")
+		return ExitUsage
+	case action != application.Move && target != "":
+		fmt.Fprintf(env.Stderr, "usher: --target-queue is only used with --action move, not %v\n", action)
+		return ExitUsage
+	}
+	groups, err := splitGroups(d.groups)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		return ExitUsage
+	}
+	app := application.Application{ID: id, Owner: owner, Queue: d.queue}
+	for _, f := range []struct {
+		name, text string
+		dst        **acl.ACL
+	}{{"view-acl", viewACL, &app.ViewACL}, {"modify-acl", modifyACL, &app.ModifyACL}} {
+		if !set[f.name] {
+			continue
+		}
+		a, warns, err := acl.Parse(f.text, acl.YARN)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "usher: --%s: %v\n", f.name, err)
+			return ExitUsage
+		}
+		for _, w := range warns {
+			fmt.Fprintf(env.Stderr, "usher: warning: --%s %q: %s\n", f.name, f.text, w)
+		}
+		*f.dst = &a
+	}
+	e, ok := loadEngine(env, d.config)
+	if !ok {
+		return ExitUsage
+	}
+	cp, err := e.Snapshot().Partition(d.partition)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		return ExitUsage
+	}
+	p := application.Policy{Partition: cp}
+	for _, part := range e.Config().Partitions {
+		if strings.EqualFold(part.Name, cp.Name()) {
+			p.Defaults = part.Applications
+		}
+	}
+	in, err := e.Identify(ctx, d.partition, d.user, groups)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		return ExitUsage
+	}
+	dec, err := p.Decide(app, acl.NewSubject(in.User, in.Groups), action, target)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		return ExitUsage
+	}
+	code := ExitDenied
+	verdict := "denied"
+	if dec.Allowed {
+		code, verdict = ExitOK, "allowed"
+	}
+	fmt.Fprintf(env.Stdout, "%s\n%s\n", verdict, dec.Reason())
+	if explain {
+		printAppTrail(env.Stdout, in, app, dec)
+	}
+	return code
+}
+
+func printAppTrail(w io.Writer, in identity.Info, app application.Application, d application.Decision) {
+	fmt.Fprintf(w, "\nidentity:\n  user    %s\n", in.User)
+	if len(in.Groups) == 0 {
+		fmt.Fprintln(w, "  groups  (none)")
+	}
+	for i, g := range in.Groups {
+		label := "        "
+		if i == 0 {
+			label = "  groups"
+		}
+		fmt.Fprintf(w, "%s  %s (%s)\n", label, g, in.SourceOf(i))
+	}
+	name := app.ID
+	if name == "" {
+		name = "(no id)"
+	}
+	fmt.Fprintf(w, "\napplication %s: owner %s, queue %s\n", name, d.Owner, d.Queue)
+	if d.Action != application.Move {
+		fmt.Fprintf(w, "\nchecks for %v (in this order; the first that allows decides):\n", d.Action)
+		printSteps(w, d, d.Requirements[0].Steps, "  ")
+		return
+	}
+	fmt.Fprintf(w, "\nrequirements of move to %s (all three must be met):\n", d.Target)
+	for i, r := range d.Requirements {
+		met := "NOT MET"
+		if r.Met {
+			met = "met"
+		}
+		what := "modify the application"
+		switch r.Need {
+		case application.NeedSourceQueue:
+			what = "submit to " + r.Queue + " (where it runs)"
+		case application.NeedTargetQueue:
+			what = "submit to " + r.Queue + " (the target)"
+		}
+		fmt.Fprintf(w, "  %d. %s: %s\n", i+1, what, met)
+		printSteps(w, d, r.Steps, "       ")
+	}
+}
+
+func printSteps(w io.Writer, d application.Decision, steps []application.Step, indent string) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, s := range steps {
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\n", indent, s.Rule, checked(d, s), verdict(d, s))
+	}
+	tw.Flush()
+}
+
+// checked says what a step looks at.
+func checked(d application.Decision, s application.Step) string {
+	rule := func(a *acl.ACL) string {
+		if a == nil {
+			return "(not set)"
+		}
+		return fmt.Sprintf("%q", a.String())
+	}
+	switch s.Rule {
+	case application.Owner:
+		return fmt.Sprintf("owner %q", d.Owner)
+	case application.QueueAdmin:
+		return fmt.Sprintf("adminacl of %s and its parents", s.Queue)
+	case application.ClusterAdmin:
+		if s.ACL == nil && !s.Reached {
+			return "partition adminacl"
+		}
+		return "partition adminacl " + rule(s.ACL)
+	case application.ApplicationAdmin:
+		return "applicationacls admin " + rule(s.ACL)
+	case application.ModifyACL, application.ViewACL:
+		what := "its " + s.Rule.String() + " " + rule(s.ACL)
+		if s.Default {
+			what += " (the partition's default)"
+		}
+		return what
+	case application.QueueSubmit:
+		return fmt.Sprintf("submitacl and adminacl of %s, its parents and the partition", s.Queue)
+	}
+	return ""
+}
+
+func verdict(d application.Decision, s application.Step) string {
+	switch {
+	case !s.Reached:
+		return "not reached"
+	case s.Allowed:
+		what := fmt.Sprintf("MATCH: %s %q", s.Match.Kind, s.Match.Name)
+		switch s.Rule {
+		case application.QueueAdmin, application.QueueSubmit:
+			if s.Grant.ACL == policy.ClusterAdminACL {
+				what += " in the partition adminacl"
+			} else {
+				what += fmt.Sprintf(" in %s of %s", s.Grant.ACL, s.Grant.Queue)
+			}
+		}
+		return what + "  <- decided"
+	case s.ACL == nil && s.Rule != application.Owner && s.Rule != application.QueueAdmin && s.Rule != application.QueueSubmit:
+		return "grants nothing"
+	default:
+		return "no match"
+	}
+}

@@ -1,0 +1,189 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/usherhq/usher/config"
+	"github.com/usherhq/usher/importer"
+	"github.com/usherhq/usher/policy"
+)
+
+const importHelp = `Converts a YARN cluster's or Spark's access control settings into usher's
+YAML configuration.
+
+  usher import yarn  (--fair-scheduler F | --capacity-scheduler F) [--yarn-site F]
+                     [--spark-defaults F] [--partition NAME] [-o FILE]
+  usher import spark --defaults spark-defaults.conf [--into usher.yaml]
+                     [--partition NAME] [-o FILE]
+
+yarn keeps the queue hierarchy; aclSubmitApps / acl_submit_applications
+become submitacl, aclAdministerApps / acl_administer_queue adminacl, and
+yarn.admin.acl the partition adminacl. YARN's defaults apply, each with a
+warning: a root queue without ACLs is open to all ("*"), other queues without
+ACLs grant nothing, an unset yarn.admin.acl is "*", and yarn.acl.enable false
+or unset (Hadoop's default) allows everything.
+
+spark reads spark.acls.enable and spark.admin.acls, spark.ui.view.acls and
+spark.modify.acls (each with its .groups twin) into the partition's
+applicationacls admin, view and modify; with --into they are set in that
+configuration, else in the embedded default one.
+
+The YAML goes to stdout or -o FILE; warnings go to stderr as
+FILE:LINE:COL: warning: message.
+
+Exit status: 0 on success (even with warnings), 1 when an input file has
+errors (each printed as FILE:LINE:COL: message), 2 on bad usage or an
+unreadable file.
+`
+
+func runImport(_ context.Context, env *Env, args []string) int {
+	if len(args) == 0 || (args[0] != "yarn" && args[0] != "spark") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+			fmt.Fprint(env.Stderr, "Usage:\n"+importHelp)
+			return ExitOK
+		}
+		fmt.Fprint(env.Stderr, "usher import: want yarn or spark\n\nUsage:\n"+importHelp)
+		return ExitUsage
+	}
+	if args[0] == "yarn" {
+		return importYARN(env, args[1:])
+	}
+	return importSpark(env, args[1:])
+}
+
+func importYARN(env *Env, args []string) int {
+	var fair, capacity, site, spark, partition, out string
+	fs := newFlagSet(env, "import yarn", "usher import yarn (--fair-scheduler F | --capacity-scheduler F) [--yarn-site F] [--spark-defaults F] [--partition NAME] [-o FILE]", importHelp)
+	fs.StringVar(&fair, "fair-scheduler", "", "the Fair Scheduler's allocation `FILE` (fair-scheduler.xml)")
+	fs.StringVar(&capacity, "capacity-scheduler", "", "the Capacity Scheduler's `FILE` (capacity-scheduler.xml)")
+	fs.StringVar(&site, "yarn-site", "", "yarn-site.xml `FILE`, for yarn.acl.enable and yarn.admin.acl")
+	fs.StringVar(&spark, "spark-defaults", "", "spark-defaults.conf `FILE`, for the application ACLs")
+	fs.StringVar(&partition, "partition", policy.DefaultPartition, "`NAME` of the partition written")
+	fs.StringVar(&out, "o", "", "write the YAML to `FILE` instead of stdout")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if (fair == "") == (capacity == "") {
+		fmt.Fprintln(env.Stderr, "usher import yarn: give one of --fair-scheduler and --capacity-scheduler")
+		return ExitUsage
+	}
+	files := importer.YARNFiles{Partition: partition}
+	for _, f := range []struct {
+		path string
+		dst  **importer.Source
+	}{{fair, &files.FairScheduler}, {capacity, &files.CapacityScheduler}, {site, &files.YARNSite}} {
+		if f.path == "" {
+			continue
+		}
+		s, err := importer.ReadSource(f.path)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "usher import yarn: %v\n", err)
+			return ExitUsage
+		}
+		*f.dst = &s
+	}
+	c, err := importer.YARN(files)
+	if err != nil {
+		return importFailed(env, err, true)
+	}
+	if spark != "" {
+		s, err := importer.ReadSource(spark)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "usher import yarn: %v\n", err)
+			return ExitUsage
+		}
+		if err := c.AddSpark(s); err != nil {
+			printDiagnostics(env, c.Warnings)
+			return importFailed(env, err, false)
+		}
+	}
+	printDiagnostics(env, c.Warnings)
+	data, err := c.YAML()
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "usher import yarn: %v\n", err)
+		return ExitUsage
+	}
+	return writeImport(env, out, data)
+}
+
+func importSpark(env *Env, args []string) int {
+	var defaults, into, partition, out string
+	fs := newFlagSet(env, "import spark", "usher import spark --defaults spark-defaults.conf [--into usher.yaml] [--partition NAME] [-o FILE]", importHelp)
+	fs.StringVar(&defaults, "defaults", "", "spark-defaults.conf `FILE` (required)")
+	fs.StringVar(&into, "into", "", "usher configuration `FILE` to add the application ACLs to (default: the embedded default configuration)")
+	fs.StringVar(&partition, "partition", policy.DefaultPartition, "`NAME` of the partition that gets the application ACLs")
+	fs.StringVar(&out, "o", "", "write the YAML to `FILE` instead of stdout")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if defaults == "" {
+		fmt.Fprintln(env.Stderr, "usher import spark: --defaults is required")
+		return ExitUsage
+	}
+	src, err := importer.ReadSource(defaults)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "usher import spark: %v\n", err)
+		return ExitUsage
+	}
+	base := importer.Source{Name: "<embedded default>", Data: config.DefaultYAML()}
+	if into != "" {
+		if _, err := config.Load(into); err != nil {
+			fmt.Fprintf(env.Stderr, "usher import spark: --into: invalid configuration:\n%v\n", err)
+			return ExitUsage
+		}
+		if base, err = importer.ReadSource(into); err != nil {
+			fmt.Fprintf(env.Stderr, "usher import spark: %v\n", err)
+			return ExitUsage
+		}
+	}
+	apps, warns, err := importer.Spark(src)
+	printDiagnostics(env, warns)
+	if err != nil {
+		return importFailed(env, err, false)
+	}
+	data, err := importer.MergeApplicationACLs(base, partition, apps)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "usher import spark: %v\n", err)
+		return ExitUsage
+	}
+	return writeImport(env, out, data)
+}
+
+func printDiagnostics(env *Env, ds []config.Diagnostic) {
+	for _, d := range ds {
+		fmt.Fprintln(env.Stderr, d)
+	}
+}
+
+// importFailed prints an import error: positioned diagnostics exit 1,
+// anything else is bad usage. The warnings the error carries are printed
+// too when withWarnings is set.
+func importFailed(env *Env, err error, withWarnings bool) int {
+	var invalid *config.InvalidError
+	if errors.As(err, &invalid) {
+		if withWarnings {
+			printDiagnostics(env, invalid.Warnings)
+		}
+		printDiagnostics(env, invalid.Diagnostics)
+		fmt.Fprintf(env.Stderr, "usher import: nothing written: %s\n", plural(len(invalid.Diagnostics), "error"))
+		return ExitDenied
+	}
+	fmt.Fprintf(env.Stderr, "usher import: %v\n", err)
+	return ExitUsage
+}
+
+func writeImport(env *Env, out string, data []byte) int {
+	if out == "" {
+		env.Stdout.Write(data)
+		return ExitOK
+	}
+	if err := os.WriteFile(out, data, 0o644); err != nil {
+		fmt.Fprintf(env.Stderr, "usher import: %v\n", err)
+		return ExitUsage
+	}
+	fmt.Fprintf(env.Stderr, "usher import: wrote %s\n", out)
+	return ExitOK
+}
