@@ -160,8 +160,15 @@ type Set struct {
 	all     bool
 	allRank uint64
 	users   []entry
-	groups  []entry // sorted by hash, for lookups
-	ranked  []entry // the same groups sorted by rank, for scans in check order
+	groups  []entry  // sorted by hash, for lookups
+	ranked  []ranked // the same groups sorted by rank, for scans in check order
+}
+
+// ranked is a group with its bloom filter bits worked out once.
+type ranked struct {
+	entry
+	w1, w2 uint8
+	b1, b2 uint64
 }
 
 const noRank = math.MaxUint64
@@ -199,8 +206,12 @@ func Union(acls ...*ACL) Set {
 	}
 	s.users = sortUnique(s.users)
 	s.groups = sortUnique(s.groups)
-	s.ranked = slices.Clone(s.groups)
-	slices.SortFunc(s.ranked, func(a, b entry) int { return cmp.Compare(a.rank, b.rank) })
+	s.ranked = make([]ranked, len(s.groups))
+	for i, e := range s.groups {
+		w1, b1, w2, b2 := bloomBits(e.h)
+		s.ranked[i] = ranked{entry: e, w1: uint8(w1), w2: uint8(w2), b1: b1, b2: b2}
+	}
+	slices.SortFunc(s.ranked, func(a, b ranked) int { return cmp.Compare(a.rank, b.rank) })
 	return s
 }
 
@@ -248,8 +259,10 @@ func (s *Set) bestGroup(subject *Subject, first bool) (uint64, string) {
 		return best, name
 	}
 	if len(s.ranked) <= 8*len(sub) {
-		for _, e := range s.ranked {
-			if subject.mayHave(e.h) && find(sub, e.h, e.name) >= 0 {
+		bloom := &subject.bloom
+		for i := range s.ranked {
+			e := &s.ranked[i]
+			if bloom[e.w1&15]&e.b1 != 0 && bloom[e.w2&15]&e.b2 != 0 && find(sub, e.h, e.name) >= 0 {
 				return e.rank, e.name
 			}
 		}

@@ -202,6 +202,11 @@ func (p *CompiledPartition) lookup(queue string) (*compiledQueue, error) {
 	if queue == "" {
 		queue = p.defaultQueue
 	}
+	// Paths are usually written in lower case already: look up first,
+	// normalize only on a miss.
+	if q, ok := p.queues[queue]; ok {
+		return q, nil
+	}
 	if q, ok := p.queues[NormalizeQueue(queue)]; ok {
 		return q, nil
 	}
