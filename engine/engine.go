@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/usherhq/usher/acl"
+	"github.com/usherhq/usher/application"
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/identity/cache"
@@ -247,10 +248,23 @@ func identify(ctx context.Context, p *partition, user string, groups []string) (
 	}
 	in, err := identity.Complete(ctx, p.mode, p.resolver, user, groups)
 	if err != nil {
-		return identity.Info{}, fmt.Errorf("groups of %s: %w", user, err)
+		return identity.Info{}, &GroupsError{User: user, Err: err}
 	}
 	return in, nil
 }
+
+// GroupsError reports that the groups of a user could not be established
+// (the resolver failed or does not know the user). The decision is then a
+// denial: nothing is granted on groups that are unknown.
+type GroupsError struct {
+	User string
+	Err  error
+}
+
+func (e *GroupsError) Error() string { return fmt.Sprintf("groups of %s: %v", e.User, e.Err) }
+
+// Unwrap returns the resolver's error.
+func (e *GroupsError) Unwrap() error { return e.Err }
 
 // Check decides req. A non-nil error (unknown partition or queue, invalid
 // user name, resolver failure) comes with a Result that denies.
@@ -299,4 +313,42 @@ func (e *Engine) Access(ctx context.Context, partitionName, user string, groups 
 		return identity.Info{}, nil, err
 	}
 	return in, cp.Access(acl.NewSubject(in.User, in.Groups)), nil
+}
+
+// AppRequest is a question about a running application: may User (with
+// Groups) perform Action on App (for a move, to Target)?
+type AppRequest struct {
+	Partition string
+	User      string
+	Groups    []string
+	App       application.Application
+	Action    application.Action
+	Target    string
+}
+
+// DecideApplication resolves the user's groups and decides req with the
+// partition's queue policy and application ACL defaults. An error comes
+// with a Decision that denies.
+func (e *Engine) DecideApplication(ctx context.Context, req AppRequest) (application.Decision, identity.Info, error) {
+	st := e.state.Load()
+	cp, p, err := st.partition(req.Partition)
+	if err != nil {
+		return application.Decision{}, identity.Info{}, err
+	}
+	in, err := identify(ctx, p, req.User, req.Groups)
+	if err != nil {
+		return application.Decision{}, identity.Info{}, err
+	}
+	pol := application.Policy{Partition: cp, Defaults: st.defaults(cp.Name())}
+	d, err := pol.Decide(req.App, acl.NewSubject(in.User, in.Groups), req.Action, req.Target)
+	return d, in, err
+}
+
+func (s *state) defaults(partition string) application.Defaults {
+	for _, p := range s.cfg.Partitions {
+		if strings.EqualFold(p.Name, partition) {
+			return p.Applications
+		}
+	}
+	return application.Defaults{}
 }

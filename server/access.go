@@ -12,18 +12,45 @@ import (
 	"strings"
 	"time"
 
+	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/application"
 	"github.com/usherhq/usher/engine"
+	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/policy"
 )
 
-// AccessRequest is the body of POST /v1/access.
+// AccessRequest is the body of POST /v1/access. Without Application it
+// asks about a queue (action submit or admin); with it, about a running
+// application (action view, modify, kill or move, with TargetQueue for a
+// move).
 type AccessRequest struct {
-	Partition string   `json:"partition"`
-	Queue     string   `json:"queue"`
-	User      string   `json:"user"`
-	Groups    []string `json:"groups"`
-	Action    string   `json:"action"`
+	Partition   string             `json:"partition"`
+	Queue       string             `json:"queue"`
+	User        string             `json:"user"`
+	Groups      []string           `json:"groups"`
+	Action      string             `json:"action"`
+	Application *AccessApplication `json:"application,omitempty"`
+	TargetQueue string             `json:"targetQueue,omitempty"`
+}
+
+// AccessApplication describes an application: its owner, its queue and
+// its own ACLs in YARN syntax (absent: the partition's defaults apply).
+type AccessApplication struct {
+	ID        string  `json:"id"`
+	Owner     string  `json:"owner"`
+	Queue     string  `json:"queue"`
+	ViewACL   *string `json:"viewACL"`
+	ModifyACL *string `json:"modifyACL"`
+}
+
+// AccessRequirement is one thing an application decision needed (a move
+// needs three) and whether it was met, and by what.
+type AccessRequirement struct {
+	Need  string `json:"need"`
+	Queue string `json:"queue,omitempty"`
+	Met   bool   `json:"met"`
+	By    string `json:"by,omitempty"`
 }
 
 // AccessResponse is the answer of POST /v1/access.
@@ -37,6 +64,12 @@ type AccessResponse struct {
 	Groups    []AccessGroup `json:"groups"`
 	// DecidedBy is the ACL entry that allowed, absent when denied.
 	DecidedBy *DecidedBy `json:"decidedBy,omitempty"`
+	// Application, Owner and Requirements describe an application
+	// decision.
+	Application  string              `json:"application,omitempty"`
+	Owner        string              `json:"owner,omitempty"`
+	TargetQueue  string              `json:"targetQueue,omitempty"`
+	Requirements []AccessRequirement `json:"requirements,omitempty"`
 }
 
 // AccessGroup is a group used for a decision and where it came from.
@@ -105,6 +138,14 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, http.StatusBadRequest, "user is required")
 		return
 	}
+	if req.Application != nil {
+		s.serveApplication(w, r, &req)
+		return
+	}
+	if req.TargetQueue != "" {
+		badRequest(w, http.StatusBadRequest, "targetQueue is only for an application move")
+		return
+	}
 	action, err := policy.ParseAction(req.Action)
 	if err != nil {
 		badRequest(w, http.StatusBadRequest, "action: %v", err)
@@ -113,14 +154,7 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	res, err := s.engine.Check(r.Context(), engine.Request{Partition: req.Partition, Queue: req.Queue, User: req.User, Groups: req.Groups, Action: action})
 	if err != nil {
-		var code = http.StatusBadRequest
-		if !errors.Is(err, policy.ErrUnknownPartition) && !errors.Is(err, policy.ErrUnknownQueue) && !strings.HasPrefix(err.Error(), "user:") {
-			// The groups could not be established: not the caller's fault.
-			code = http.StatusServiceUnavailable
-		}
-		s.metrics.decisions.WithLabelValues(action.String(), "error").Inc()
-		s.audit("access", "user", req.User, "queue", req.Queue, "action", action.String(), "allowed", false, "error", err.Error())
-		badRequest(w, code, "%v", err)
+		s.decisionError(w, &req, action.String(), err)
 		return
 	}
 	outcome := "denied"
@@ -134,13 +168,88 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toResponse(res))
 }
 
+// decisionError answers a decision that could not be made: 400 for the
+// caller's mistakes, 503 when the groups could not be established.
+func (s *Server) decisionError(w http.ResponseWriter, req *AccessRequest, action string, err error) {
+	code := http.StatusServiceUnavailable
+	var gerr *engine.GroupsError
+	if !errors.As(err, &gerr) {
+		code = http.StatusBadRequest
+	}
+	s.metrics.decisions.WithLabelValues(action, "error").Inc()
+	s.audit("access", "user", req.User, "queue", req.Queue, "action", action, "allowed", false, "error", err.Error())
+	badRequest(w, code, "%v", err)
+}
+
+func (s *Server) serveApplication(w http.ResponseWriter, r *http.Request, req *AccessRequest) {
+	action, err := application.ParseAction(req.Action)
+	if err != nil {
+		badRequest(w, http.StatusBadRequest, "action: %v", err)
+		return
+	}
+	if req.Queue != "" {
+		badRequest(w, http.StatusBadRequest, "queue: give the application's queue as application.queue")
+		return
+	}
+	a := req.Application
+	app := application.Application{ID: a.ID, Owner: a.Owner, Queue: a.Queue}
+	for _, f := range []struct {
+		name string
+		text *string
+		dst  **acl.ACL
+	}{{"viewACL", a.ViewACL, &app.ViewACL}, {"modifyACL", a.ModifyACL, &app.ModifyACL}} {
+		if f.text == nil {
+			continue
+		}
+		parsed, _, err := acl.Parse(*f.text, acl.YARN)
+		if err != nil {
+			badRequest(w, http.StatusBadRequest, "application.%s: %v", f.name, err)
+			return
+		}
+		*f.dst = &parsed
+	}
+	start := time.Now()
+	d, in, err := s.engine.DecideApplication(r.Context(), engine.AppRequest{
+		Partition: req.Partition, User: req.User, Groups: req.Groups, App: app, Action: action, Target: req.TargetQueue})
+	if err != nil {
+		s.decisionError(w, req, action.String(), err)
+		return
+	}
+	outcome := "denied"
+	if d.Allowed {
+		outcome = "allowed"
+	}
+	s.metrics.decisions.WithLabelValues(action.String(), outcome).Inc()
+	s.metrics.decisionLatency.Observe(time.Since(start).Seconds())
+	s.audit("access", "user", in.User, "groups", in.Groups, "partition", d.Partition, "application", d.Application,
+		"owner", d.Owner, "queue", d.Queue, "action", action.String(), "allowed", d.Allowed, "reason", d.Reason())
+	out := AccessResponse{Allowed: d.Allowed, Reason: d.Reason(), Partition: d.Partition, Queue: d.Queue,
+		Action: action.String(), User: in.User, Groups: groupsOf(in), Application: d.Application, Owner: d.Owner, TargetQueue: d.Target}
+	for _, rq := range d.Requirements {
+		ar := AccessRequirement{Need: rq.Need.String(), Queue: rq.Queue, Met: rq.Met}
+		if st, ok := rq.By(); ok {
+			ar.By = st.Rule.String()
+			if st.Match.Allowed() {
+				ar.By += fmt.Sprintf(" (%s %q)", st.Match.Kind, st.Match.Name)
+			}
+		}
+		out.Requirements = append(out.Requirements, ar)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func groupsOf(in identity.Info) []AccessGroup {
+	out := []AccessGroup{}
+	for i, g := range in.Groups {
+		out = append(out, AccessGroup{Name: g, Source: string(in.SourceOf(i))})
+	}
+	return out
+}
+
 func toResponse(res engine.Result) AccessResponse {
 	out := AccessResponse{
 		Allowed: res.Allowed, Reason: res.Reason(), Partition: res.Partition, Queue: res.Queue,
-		Action: res.Action.String(), User: res.User, Groups: []AccessGroup{},
-	}
-	for i, g := range res.Identity.Groups {
-		out.Groups = append(out.Groups, AccessGroup{Name: g, Source: string(res.Identity.SourceOf(i))})
+		Action: res.Action.String(), User: res.User, Groups: groupsOf(res.Identity),
 	}
 	if res.Allowed {
 		out.DecidedBy = &DecidedBy{Queue: res.By.Queue, ACL: string(res.By.ACL), Kind: res.By.Match.Kind.String(), Entry: res.By.Match.Name}
