@@ -29,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"sync"
@@ -166,7 +167,7 @@ type Cache struct {
 	mu   sync.Mutex
 	ring []*entry // the clock: every entry of m, each at index entry.slot
 	hand int
-	next int // stripe of the next entry
+
 	// gen changes on Invalidate, so that a resolver call started before
 	// does not store its answer after.
 	gen atomic.Uint64
@@ -210,7 +211,6 @@ type entry struct {
 	stale   bool
 	retryAt time.Time
 
-	ctr        *stripe     // where its hits are counted
 	ref        atomic.Bool // looked up since the clock hand last passed
 	refreshing atomic.Bool // a background refresh has been started
 	slot       int         // index in Cache.ring, guarded by Cache.mu
@@ -264,16 +264,17 @@ func (c *Cache) Resolve(ctx context.Context, user string) (identity.Info, error)
 	if e := c.lookup(user); e != nil {
 		if now.Before(e.expires) {
 			e.touch()
+			ctr := c.stripe()
 			if e.err != nil {
-				e.ctr.negHits.Add(1)
+				ctr.negHits.Add(1)
 				return identity.Info{}, e.err
 			}
-			e.ctr.hits.Add(1)
+			ctr.hits.Add(1)
 			return e.info, nil
 		}
 		if e.stale && now.Before(e.keep) {
 			e.touch()
-			e.ctr.staleHits.Add(1)
+			c.stripe().staleHits.Add(1)
 			if !now.Before(e.retryAt) && e.refreshing.CompareAndSwap(false, true) {
 				go c.refresh(user)
 			}
@@ -282,6 +283,10 @@ func (c *Cache) Resolve(ctx context.Context, user string) (identity.Info, error)
 	}
 	return c.miss(ctx, user)
 }
+
+// stripe picks the hit counters to add to at random, so that cores counting
+// hits, even on the same user, seldom share a cache line.
+func (c *Cache) stripe() *stripe { return &c.stripes[rand.Uint32()%stripes] }
 
 func (e *entry) touch() {
 	if !e.ref.Load() {
@@ -413,7 +418,7 @@ func (c *Cache) call(ctx context.Context, user string) (identity.Info, error) {
 // put stores e, evicting an entry if the cache is full. c.mu is held.
 func (c *Cache) put(e *entry, now time.Time) {
 	if cur := c.lookup(e.user); cur != nil {
-		e.slot, e.ctr = cur.slot, cur.ctr
+		e.slot = cur.slot
 		c.ring[e.slot] = e
 		c.m.Store(e.user, e)
 		return
@@ -422,8 +427,7 @@ func (c *Cache) put(e *entry, now time.Time) {
 		c.evictOne(now)
 		c.evict.Add(1)
 	}
-	e.slot, e.ctr = len(c.ring), &c.stripes[c.next]
-	c.next = (c.next + 1) % stripes
+	e.slot = len(c.ring)
 	c.ring = append(c.ring, e)
 	c.m.Store(e.user, e)
 }
