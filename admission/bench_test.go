@@ -152,6 +152,30 @@ func BenchmarkValidateUpdate(b *testing.B) {
 	serveBench(b, h.ValidateHTTP(), reviewBody(b, req))
 }
 
+// BenchmarkValidateDelete: pod DELETE reviews recorded from a real API
+// server through /validate with enforceDeleteACLs on (audit on, record
+// hook): the garbage collector (trusted, no decision) and a user the kill
+// rule decides (an authorizer that answers at once, so this is the
+// handler's own cost).
+func BenchmarkValidateDelete(b *testing.B) {
+	authz := DeleteAuthorizerFunc(func(context.Context, string, string, string, string, string, []string) (bool, string, error) {
+		return false, "denied", nil
+	})
+	h := NewHandler(MustCompile(Config{EnforceDeleteACLs: true}), WithDeleteAuthorizer(authz), WithAudit(auditHooks()["audit=record"]))
+	for _, tc := range []struct{ name, file string }{
+		{"garbage-collector", "pod-delete-garbage-collector.json"},
+		{"kill-rule", "pod-delete-stranger.json"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			raw, err := os.ReadFile("testdata/" + tc.file)
+			if err != nil {
+				b.Fatal(err)
+			}
+			serveBench(b, h.ValidateHTTP(), raw)
+		})
+	}
+}
+
 // BenchmarkMutateAPI is the Go API (Handler.Mutate) on an already decoded
 // request, for the realistic pod.
 func BenchmarkMutateAPI(b *testing.B) {

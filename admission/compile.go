@@ -15,6 +15,8 @@ type Compiled struct {
 	cfg Config
 
 	bypassAuth, trustControllers, enforce bool
+	enforceDelete                         bool
+	modifyACLKey                          string
 	systemUsers, externalUsers            matcher
 	externalGroups                        matcher
 	processNS, bypassNS                   matcher
@@ -68,6 +70,8 @@ func (c Config) Compile() (*Compiled, error) {
 		bypassAuth:       c.AccessControl.BypassAuth,
 		trustControllers: *c.AccessControl.TrustControllers,
 		enforce:          c.EnforceQueueACLs,
+		enforceDelete:    c.EnforceDeleteACLs,
+		modifyACLKey:     c.ModifyACLAnnotation,
 		partition:        c.Partition,
 	}
 	var errs []error
@@ -93,6 +97,15 @@ func (c Config) Compile() (*Compiled, error) {
 	}
 	out.annotationKeys = append(out.annotationKeys, wantKey{UserInfoAnnotation, slotUserInfo})
 	out.labelKeys = append(out.labelKeys, wantKey{LegacyUserLabel, slotLegacy})
+	if c.ModifyACLAnnotation != strings.TrimSpace(c.ModifyACLAnnotation) || strings.ContainsAny(c.ModifyACLAnnotation, " \t\r\n") {
+		errs = append(errs, fmt.Errorf("admissionController.modifyACLAnnotation: %q is not an annotation key", c.ModifyACLAnnotation))
+	}
+	if c.ModifyACLAnnotation == UserInfoAnnotation {
+		errs = append(errs, fmt.Errorf("admissionController.modifyACLAnnotation: %q is the user.info annotation", c.ModifyACLAnnotation))
+	}
+	if c.EnforceDeleteACLs {
+		out.annotationKeys = append(out.annotationKeys, wantKey{c.ModifyACLAnnotation, slotModifyACL})
+	}
 	for i, s := range c.QueueSources {
 		if i >= maxSources {
 			break
@@ -121,8 +134,13 @@ func (c Config) Compile() (*Compiled, error) {
 				errs = append(errs, fmt.Errorf("%s: %s %q is already source %d", setting, s.Kind, s.Key, j))
 			}
 		}
+		if cs.annotation && (s.Key == UserInfoAnnotation || s.Key == c.ModifyACLAnnotation) {
+			errs = append(errs, fmt.Errorf("%s.key: annotation %q holds user.info or the modify ACL, not a queue", setting, s.Key))
+		}
 		out.sources = append(out.sources, cs)
-		if c.EnforceQueueACLs {
+		// The markers are read for the queue check and, when deletes are
+		// checked, to find the queue whose admins may delete.
+		if c.EnforceQueueACLs || c.EnforceDeleteACLs {
 			k := wantKey{s.Key, slotMarkers + i}
 			if cs.annotation {
 				out.annotationKeys = append(out.annotationKeys, k)

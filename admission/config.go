@@ -26,6 +26,8 @@ import (
 //	  queueSources: [...]
 //	  queueMapping: {...}
 //	  partition: default
+//	  enforceDeleteACLs: false
+//	  modifyACLAnnotation: usher.io/modify-acl
 //
 // The zero value is the default configuration: every unset field takes its
 // documented default in Defaulted, the one place defaults are applied. Nil
@@ -69,6 +71,23 @@ type Config struct {
 	// Partition is the partition whose queues the checks use. Default:
 	// "default".
 	Partition string `yaml:"partition"`
+
+	// EnforceDeleteACLs turns on YARN's kill rule for Kubernetes DELETE of
+	// pods and of the seven workload kinds: only the owner recorded in the
+	// object's user.info, members of its modify ACL (ModifyACLAnnotation),
+	// admins of its queue or of a parent, cluster admins (the partition
+	// adminacl) and application admins (applicationacls admin) may delete
+	// it; trusted controllers always may. The DeleteAuthorizer decides.
+	// The validating webhook must also be registered for DELETE (see
+	// docs/delete.md). Default: false.
+	EnforceDeleteACLs bool `yaml:"enforceDeleteACLs"`
+
+	// ModifyACLAnnotation is the annotation holding a workload's modify ACL
+	// in YARN syntax ("users groups", e.g. "bob,carol data-eng"), read where
+	// user.info is: on a pod, or on the pod template of a workload. Its
+	// members may delete the workload when EnforceDeleteACLs is on. Default
+	// (unset): "usher.io/modify-acl".
+	ModifyACLAnnotation string `yaml:"modifyACLAnnotation"`
 }
 
 // AccessControl holds YuniKorn's admissionController.accessControl settings.
@@ -220,8 +239,9 @@ type QueueMappingEntry struct {
 
 // Defaults for the settings documented on Config and AccessControl.
 const (
-	DefaultPartition        = "default"
-	DefaultTrustControllers = true
+	DefaultPartition           = "default"
+	DefaultTrustControllers    = true
+	DefaultModifyACLAnnotation = "usher.io/modify-acl"
 )
 
 // defaultSystemUsers are the default controller identities: the
@@ -267,6 +287,9 @@ func (c Config) Defaulted() Config {
 	}
 	if c.Partition == "" {
 		c.Partition = DefaultPartition
+	}
+	if c.ModifyACLAnnotation == "" {
+		c.ModifyACLAnnotation = DefaultModifyACLAnnotation
 	}
 	return c
 }
@@ -379,6 +402,8 @@ var ignoredConfigMapKeys = map[string]bool{
 //	admissionController.partition                      partition name
 //	admissionController.queueSources                   YAML list, as in the file
 //	admissionController.queueMapping                   YAML mapping, as in the file
+//	admissionController.enforceDeleteACLs              "true" | "false"
+//	admissionController.modifyACLAnnotation            annotation key
 //
 // Keys outside admissionController.* (queues.yaml, log.*, service.*) belong
 // to others and are ignored, as are YuniKorn admission keys for features
@@ -438,6 +463,14 @@ func FromConfigMap(data map[string]string) (Config, error) {
 			c.EnforceQueueACLs = b
 		case "admissionController.partition":
 			c.Partition = strings.TrimSpace(v)
+		case "admissionController.enforceDeleteACLs":
+			b, err := parseBool(key, v)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			c.EnforceDeleteACLs = b
+		case "admissionController.modifyACLAnnotation":
+			c.ModifyACLAnnotation = strings.TrimSpace(v)
 		case "admissionController.queueSources":
 			var src []QueueSource
 			if err := yaml.Unmarshal([]byte(v), &src); err != nil {
@@ -536,7 +569,34 @@ func (c Config) Warnings() []Warning {
 		add("admissionController.accessControl.trustControllers",
 			"is false: pods and ReplicaSets that controllers create from stamped workloads will be denied")
 	}
+	if c.EnforceDeleteACLs && !deletesByControllersTrusted(c) {
+		add("admissionController.enforceDeleteACLs",
+			"is true but neither %q nor %q is a trusted controller (trustControllers and systemUsers): "+
+				"garbage collection, Job and ReplicaSet cleanup and namespace deletion will be denied",
+			garbageCollectorUser, controllerManagerUser)
+	}
 	return ws
+}
+
+// The identities the cluster's garbage collector deletes with: its own
+// service account, or the shared controller-manager user.
+const (
+	garbageCollectorUser  = "system:serviceaccount:kube-system:generic-garbage-collector"
+	controllerManagerUser = "system:kube-controller-manager"
+)
+
+// deletesByControllersTrusted reports whether c (defaulted) trusts the
+// garbage collector, under either identity, to delete.
+func deletesByControllersTrusted(c Config) bool {
+	if !*c.AccessControl.TrustControllers {
+		return false
+	}
+	res, err := compilePatterns("", c.AccessControl.SystemUsers)
+	if err != nil {
+		return true // Compile reports it
+	}
+	m := matcher(res)
+	return m.match(garbageCollectorUser) || m.match(controllerManagerUser)
 }
 
 // anchors strips a leading ^ (or \A) and a trailing $ (or \z) from p.

@@ -10,7 +10,8 @@
 //     StatefulSet, Job, ReplicationController (spec.template) and CronJob
 //     (spec.jobTemplate.spec.template), matched by API group and kind
 //     (Volcano's batch.volcano.sh Job is not a batch/v1 Job). Other kinds,
-//     and operations other than CREATE and UPDATE, are allowed unchanged.
+//     and operations other than CREATE and UPDATE (and DELETE when
+//     enforceDeleteACLs is on), are allowed unchanged.
 //   - Namespaces matching bypassNamespaces (default ^kube-system$), or not
 //     matching a non-empty processNamespaces, are allowed unchanged.
 //   - CREATE without the yunikorn.apache.org/user.info annotation: /mutate
@@ -55,6 +56,32 @@
 //     queues the object newly asks for are checked. A denial is a 403 with
 //     the authorizer's reason; an authorizer error or a missing authorizer
 //     denies (fail closed).
+//   - enforceDeleteACLs (opt-in; default false) applies YARN's kill rule
+//     to DELETE, read from request.oldObject (the object being deleted):
+//     the owner named by its user.info, members of its modify ACL (the
+//     annotation modifyACLAnnotation, default usher.io/modify-acl, in YARN
+//     syntax "users groups", read where user.info is: on the pod or the
+//     pod template), admins of any queue it names (the queue markers of
+//     enforceQueueACLs; the default queue without one; root when a marker
+//     maps to no queue), cluster admins and application admins may delete
+//     it; the DeleteAuthorizer decides and its reason is the denial
+//     message. Without the rule: controllers matching systemUsers (when
+//     trustControllers: the garbage collector, the Job, CronJob,
+//     ReplicaSet, node and namespace controllers, or the shared
+//     system:kube-controller-manager user), users matching externalUsers
+//     and members of externalGroups (front ends clean up what they
+//     submitted), members of system:masters (they bypass authorization
+//     and could remove the webhook anyway), and anyone when the object
+//     already has a deletionTimestamp (the kubelet's final delete of a
+//     terminated pod; the first DELETE was checked). An object without
+//     user.info (created before usher) or with an invalid one has no
+//     owner: only modify-ACL members and admins may delete it. With
+//     bypassAuth, the legacy username label names the owner when there is
+//     no user.info. Adding, changing or removing the modify-ACL annotation
+//     on UPDATE needs the same right, so that whoever may only edit a
+//     workload cannot grant themselves the right to delete it. A missing
+//     authorizer or an authorizer error denies (fail closed); an
+//     oldObject that does not decode as its kind is denied saying why.
 //   - Malformed input: a body that is not an admission.k8s.io/v1
 //     AdmissionReview with a request and a UID gets HTTP 400 (the API server
 //     applies the failurePolicy, which should be Fail); a review whose object

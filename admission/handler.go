@@ -37,6 +37,36 @@ func (f QueueAuthorizerFunc) AuthorizeSubmit(ctx context.Context, partition, que
 
 var _ QueueAuthorizer = QueueAuthorizerFunc(nil)
 
+// DeleteAuthorizer decides whether a user may delete (kill) a workload,
+// by YARN's kill rule, when enforceDeleteACLs is on.
+//
+// queue is the queue path the workload is in ("root.a.b"), or "" for the
+// partition's default queue. owner is the user recorded in the workload's
+// user.info annotation, or "" when none is recorded (objects created
+// before usher): then nobody is the owner. modifyACL is the workload's
+// modify ACL in YARN syntax as its annotation states it, or "" when the
+// workload has none (the partition's default applies); an annotation set
+// to the empty string is passed as " ", an ACL that allows nobody. user and
+// groups are the requester as the API server authenticated it; the
+// authorizer must not modify groups.
+//
+// An error means no decision could be made: the webhook then denies
+// (fails closed) and reports it. reason explains the decision and is shown
+// to the requester on a denial.
+type DeleteAuthorizer interface {
+	AuthorizeDelete(ctx context.Context, partition, queue, owner, modifyACL, user string, groups []string) (allowed bool, reason string, err error)
+}
+
+// DeleteAuthorizerFunc adapts a function to DeleteAuthorizer.
+type DeleteAuthorizerFunc func(ctx context.Context, partition, queue, owner, modifyACL, user string, groups []string) (bool, string, error)
+
+// AuthorizeDelete calls f.
+func (f DeleteAuthorizerFunc) AuthorizeDelete(ctx context.Context, partition, queue, owner, modifyACL, user string, groups []string) (bool, string, error) {
+	return f(ctx, partition, queue, owner, modifyACL, user, groups)
+}
+
+var _ DeleteAuthorizer = DeleteAuthorizerFunc(nil)
+
 // Record is what the handler reports to the audit hook for every review:
 // who asked for what, and whether and why it was allowed. Its strings may
 // share memory with the request and are safe to keep; Groups must not be
@@ -61,8 +91,9 @@ type Record struct {
 	// stamped submitter, or the user of an accepted annotation. Empty when
 	// the object was not examined.
 	Identity string
-	// Queue is the first queue checked when enforceQueueACLs is on
-	// ("(default)" for the partition's default queue); empty otherwise.
+	// Queue is the first queue checked when enforceQueueACLs is on, or on
+	// a DELETE the queue whose check decided ("(default)" for the
+	// partition's default queue); empty otherwise.
 	Queue string
 	// Allowed is the outcome; Patched says a JSON patch was returned.
 	Allowed, Patched bool
@@ -90,12 +121,23 @@ const (
 	reasonLegacyLabel     = "bypassAuth and legacy username label: left unstamped"
 	reasonControllerRS    = "ReplicaSet created by a controller: left unstamped"
 	reasonUnchanged       = "user.info unchanged"
+	reasonDelController   = "delete by a trusted controller"
+	reasonDelExtUser      = "delete by a trusted external user"
+	reasonDelExtGroup     = "delete by a member of a trusted external group"
+	reasonDelMasters      = "delete by a member of " + mastersGroup
+	reasonDelTerminating  = "the object is already being deleted"
+	reasonDelAllowed      = "the kill rule allows it"
 )
+
+// mastersGroup is the Kubernetes superuser group: its members bypass
+// authorization entirely and may remove the webhook itself.
+const mastersGroup = "system:masters"
 
 const (
 	legacyLabelWarning = "label " + LegacyUserLabel + " is deprecated and will stop working: the object is left unstamped " +
 		"because bypassAuth is on; set the annotation " + UserInfoAnnotation + " or drop the label"
 	errNoAuthorizerMessage = "enforceQueueACLs is on but no queue authorizer is configured: denied (usher fails closed)"
+	errNoDeleteAuthzFormat = "usher: enforceDeleteACLs is on but no delete authorizer is configured: user %q may not %s %s (usher fails closed)"
 	defaultQueueInRecord   = "(default)"
 	maxPooledBufferBytes   = 1 << 20
 	hookNameMutate         = "mutate"
@@ -201,6 +243,7 @@ type Handler struct {
 type handlerState struct {
 	cfg   *Compiled
 	authz QueueAuthorizer
+	del   DeleteAuthorizer
 }
 
 // Option configures a Handler.
@@ -213,6 +256,18 @@ func WithAuthorizer(a QueueAuthorizer) Option {
 	return func(h *Handler) {
 		st := *h.state.Load()
 		st.authz = a
+		h.state.Store(&st)
+	}
+}
+
+// WithDeleteAuthorizer sets the DeleteAuthorizer used when
+// enforceDeleteACLs is on. Store keeps it. Default: none, and then every
+// DELETE that the kill rule has to decide is denied while
+// enforceDeleteACLs is on (fail closed).
+func WithDeleteAuthorizer(a DeleteAuthorizer) Option {
+	return func(h *Handler) {
+		st := *h.state.Load()
+		st.del = a
 		h.state.Store(&st)
 	}
 }
@@ -251,15 +306,20 @@ func NewHandler(cfg *Compiled, opts ...Option) *Handler {
 	return h
 }
 
-// Store replaces the configuration and the authorizer in one atomic step;
-// reviews in flight finish with the pair they started with. cfg must not be
-// nil; authz may be nil when enforceQueueACLs is off.
+// Store replaces the configuration and the queue authorizer in one atomic
+// step; reviews in flight finish with the pair they started with. cfg must
+// not be nil; authz may be nil when enforceQueueACLs is off. The delete
+// authorizer set with WithDeleteAuthorizer is kept.
 func (h *Handler) Store(cfg *Compiled, authz QueueAuthorizer) error {
 	if cfg == nil {
 		return errors.New("admission: Store needs a compiled configuration, got nil")
 	}
-	h.state.Store(&handlerState{cfg: cfg, authz: authz})
-	return nil
+	for {
+		prev := h.state.Load()
+		if h.state.CompareAndSwap(prev, &handlerState{cfg: cfg, authz: authz, del: prev.del}) {
+			return nil
+		}
+	}
 }
 
 // Current returns the configuration and authorizer in use.
@@ -280,8 +340,9 @@ func (h *Handler) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest)
 // object after every mutation: on CREATE the user.info annotation must be
 // present (unless seed 002's legacy-label case or a controller's ReplicaSet)
 // and come from a trusted submitter or name the submitter itself, and the
-// target queues must be allowed; on UPDATE the annotation must not change.
-// It never patches.
+// target queues must be allowed; on UPDATE the annotation must not change;
+// on DELETE, when enforceDeleteACLs is on, the requester must be allowed to
+// kill the object (see DeleteAuthorizer). It never patches.
 func (h *Handler) Validate(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	return h.respond(ctx, hookValidate, req)
 }
@@ -358,7 +419,13 @@ func decide(ctx context.Context, st *handlerState, hook hookKind, req *admission
 	if k == nil {
 		return allow(reasonKindNotHandled)
 	}
-	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+	switch req.Operation {
+	case admissionv1.Create, admissionv1.Update:
+	case admissionv1.Delete:
+		if !c.enforceDelete {
+			return allow(reasonOpNotHandled)
+		}
+	default:
 		return allow(reasonOpNotHandled)
 	}
 	if !c.processNamespace(req.Namespace) {
@@ -367,10 +434,13 @@ func decide(ctx context.Context, st *handlerState, hook hookKind, req *admission
 	if pre == nil {
 		pre = &views{}
 	}
-	if req.Operation == admissionv1.Create {
+	switch req.Operation {
+	case admissionv1.Create:
 		return create(ctx, st, hook, k, req, obj, pre, buf)
+	case admissionv1.Update:
+		return update(ctx, st, k, req, obj, old, pre)
 	}
-	return update(ctx, st, k, req, obj, old, pre)
+	return remove(ctx, st, k, req, old, pre)
 }
 
 // view returns the parsed object: pre-parsed when done, else parsed now
@@ -495,6 +565,15 @@ func update(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1
 		return deny(httpStatusForbidden, "usher: user %q may not %s %s: "+
 			"it records who submitted the workload and cannot change after creation",
 			req.UserInfo.Username, verb, place(k, req, nv))
+	}
+	if c.enforceDelete && (op.has(slotModifyACL) != np.has(slotModifyACL) || op.vals[slotModifyACL] != np.vals[slotModifyACL]) {
+		// Who may delete must not be widened by whoever may merely edit.
+		if _, trusted := c.trustedDeleter(req.UserInfo.Username, req.UserInfo.Groups); !trusted {
+			verb := "change annotation " + c.modifyACLKey + " on"
+			if dc := killRule(ctx, st, k, req, ov, verb); !dc.allowed {
+				return dc
+			}
+		}
 	}
 	dc := allow(reasonUnchanged)
 	id := identity{req.UserInfo.Username, req.UserInfo.Groups}

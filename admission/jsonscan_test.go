@@ -200,7 +200,7 @@ func FuzzDecodeReview(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","userInfo":{"username":"x","groups":["g"],"extra":{}},"object":{"apiVersion":"v1","kind":"Pod"}}}`))
-	c := MustCompile(Config{EnforceQueueACLs: true})
+	c := MustCompile(Config{EnforceQueueACLs: true, EnforceDeleteACLs: true})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var got decodedReview
 		if err := decodeReview(string(body), body, &got, c); err != nil {
@@ -250,7 +250,7 @@ func FuzzParseObject(f *testing.F) {
 	f.Add(`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"template":{"metadata":{"annotations":{"yunikorn.apache.org/user.info":"{\"user\":\"a\"}"}}}}}`)
 	f.Add(`{"apiVersion":"batch/v1","kind":"CronJob","spec":{"jobTemplate":{"metadata":{"labels":{"queue":"x"}},"spec":{"template":{}}}}}`)
 	f.Add(`{"apiVersion":"v1","kind":"Pod","metadata":{"labels":{"kueue.x-k8s.io/queue-name":"q"}}}`)
-	c := MustCompile(Config{EnforceQueueACLs: true})
+	c := MustCompile(Config{EnforceQueueACLs: true, EnforceDeleteACLs: true})
 	f.Fuzz(func(t *testing.T, s string) {
 		for i := range kinds {
 			var o objectView

@@ -61,11 +61,12 @@ func lookupKind(group, kind string) *kindInfo {
 	return nil
 }
 
-// Slots in metaView.vals. The first two are fixed; queue markers follow.
+// Slots in metaView.vals. The first three are fixed; queue markers follow.
 const (
-	slotUserInfo = 0 // annotation yunikorn.apache.org/user.info
-	slotLegacy   = 1 // label yunikorn.apache.org/username
-	slotMarkers  = 2 // first queue marker (index = slotMarkers + source index)
+	slotUserInfo  = 0 // annotation yunikorn.apache.org/user.info
+	slotLegacy    = 1 // label yunikorn.apache.org/username
+	slotModifyACL = 2 // annotation modifyACLAnnotation (read when enforceDeleteACLs is on)
+	slotMarkers   = 3 // first queue marker (index = slotMarkers + source index)
 
 	// maxSources bounds the number of queue sources so that a metaView
 	// fits in a fixed array and decoding allocates nothing.
@@ -77,6 +78,7 @@ const (
 type metaView struct {
 	present     bool // metadata is an object (not absent or null)
 	annotations bool // metadata.annotations is an object
+	deleting    bool // metadata.deletionTimestamp is set: the object is being deleted
 	name        string
 	genName     string
 	found       uint32 // bit i set: vals[i] was present
@@ -113,7 +115,7 @@ type wantKey struct {
 
 // Paths, relative to the object, named in errors. They are constants so
 // that the success path builds no strings.
-type metaPaths struct{ meta, name, genName, labels, annotations string }
+type metaPaths struct{ meta, name, genName, labels, annotations, deletionTimestamp string }
 
 type specPaths struct {
 	spec, template, templateSpec string
@@ -121,16 +123,18 @@ type specPaths struct {
 }
 
 var (
-	topMetaPaths = metaPaths{"metadata", "metadata.name", "metadata.generateName", "metadata.labels", "metadata.annotations"}
+	topMetaPaths = metaPaths{"metadata", "metadata.name", "metadata.generateName", "metadata.labels", "metadata.annotations",
+		"metadata.deletionTimestamp"}
 	jobMetaPaths = metaPaths{"spec.jobTemplate.metadata", "spec.jobTemplate.metadata.name",
-		"spec.jobTemplate.metadata.generateName", "spec.jobTemplate.metadata.labels", "spec.jobTemplate.metadata.annotations"}
+		"spec.jobTemplate.metadata.generateName", "spec.jobTemplate.metadata.labels", "spec.jobTemplate.metadata.annotations",
+		"spec.jobTemplate.metadata.deletionTimestamp"}
 	workloadSpecPaths = specPaths{"spec", "spec.template", "spec.template.spec", metaPaths{
 		"spec.template.metadata", "spec.template.metadata.name", "spec.template.metadata.generateName",
-		"spec.template.metadata.labels", "spec.template.metadata.annotations"}}
+		"spec.template.metadata.labels", "spec.template.metadata.annotations", "spec.template.metadata.deletionTimestamp"}}
 	cronJobSpecPaths = specPaths{"spec.jobTemplate.spec", "spec.jobTemplate.spec.template", "spec.jobTemplate.spec.template.spec", metaPaths{
 		"spec.jobTemplate.spec.template.metadata", "spec.jobTemplate.spec.template.metadata.name",
 		"spec.jobTemplate.spec.template.metadata.generateName", "spec.jobTemplate.spec.template.metadata.labels",
-		"spec.jobTemplate.spec.template.metadata.annotations"}}
+		"spec.jobTemplate.spec.template.metadata.annotations", "spec.jobTemplate.spec.template.metadata.deletionTimestamp"}}
 )
 
 // parseObject reads a request object of kind k. It checks that the text is
@@ -337,6 +341,9 @@ func parseMeta(d *scanner, p *metaPaths, labels, annotations []wantKey, m *metaV
 				m.annotations = true
 			}
 			parseStringMap(d, p.annotations, annotations, m)
+		case "deletionTimestamp":
+			d.dup(&seen, 16, key)
+			m.deleting = d.stringField(p.deletionTimestamp) != ""
 		default:
 			d.skip()
 		}

@@ -135,6 +135,7 @@ func New(opts Options) (*Server, error) {
 	hopts := []admission.Option{
 		admission.WithPanicHook(func(any) { s.metrics.panics.WithLabelValues("admission").Inc() }),
 		admission.WithAuthorizer(authorizer{s.engine}),
+		admission.WithDeleteAuthorizer(deleteAuthorizer{s.engine}),
 		admission.WithAudit(s.auditReview),
 	}
 	s.admission = admission.NewHandler(cfg.AdmissionCompiled, hopts...)
