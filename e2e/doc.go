@@ -11,6 +11,9 @@
 //   - Processes are stopped by the pids the harness recorded, never by name,
 //     and also when the test binary fails, panics or is killed: a watchdog
 //     started with the cluster takes it down once the test process is gone.
+//   - Each usher a test starts (UsherProcess) serves one test's namespaces
+//     only: its webhooks select them by label. It is killed by its pid when
+//     the test ends, and by the kernel if the test process dies first.
 //   - Tests act as the users of the token file (Admin, Alice, Bob, Carol,
 //     Ext), each with fixed groups, so the userInfo the API server sends to a
 //     webhook is known in advance.

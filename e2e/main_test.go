@@ -43,6 +43,7 @@ func testMain(m *testing.M) (code int) {
 		return 1
 	}
 	cluster = c
+	defer RemoveUsherBuild()
 	code = m.Run()
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "e2e: cluster logs are in %s/logs\n", c.StateDir)

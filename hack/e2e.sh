@@ -43,10 +43,13 @@ export USHER_E2E_ENV="$USHER_E2E_STATE/env"
 cd "$ROOT/e2e"
 # -mod=mod: the e2e module follows the main module through a replace, so a
 # dependency the lead adds there may need a go.sum line here first.
+# -parallel 16: the scenarios wait mostly on controllers, not on the CPU, so
+# they run side by side (each with its own usher and namespaces) even on two
+# cores; go test's default would be GOMAXPROCS. A -parallel in "$@" wins.
 # go test runs in the background so that a signal reaches the traps at once
 # (bash runs traps only between commands), in a session of its own so that
 # cleanup can stop it and its test binary together.
-setsid go test -mod=mod -tags e2e -count=1 -timeout 30m -v "$@" ./... &
+setsid go test -mod=mod -tags e2e -count=1 -timeout 30m -parallel 16 -v "$@" ./... &
 gotest=$!
 set +e
 wait "$gotest"

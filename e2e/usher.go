@@ -1,0 +1,247 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// usherBuild holds the usher binary built once per test process.
+var usherBuild struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// BuildUsher builds ./cmd/usher of the repository (found with RepoRoot)
+// into a temporary directory, once per process, and returns the binary's
+// path. RemoveUsherBuild deletes it.
+func BuildUsher() (string, error) {
+	usherBuild.once.Do(func() {
+		root, err := RepoRoot()
+		if err != nil {
+			usherBuild.err = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "usher-e2e-bin-")
+		if err != nil {
+			usherBuild.err = err
+			return
+		}
+		usherBuild.dir = dir
+		bin := filepath.Join(dir, "usher")
+		cmd := exec.Command("go", "build", "-o", bin, "./cmd/usher")
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			usherBuild.err = fmt.Errorf("e2e: go build ./cmd/usher in %s: %w\n%s", root, err, out)
+			return
+		}
+		usherBuild.bin = bin
+	})
+	return usherBuild.bin, usherBuild.err
+}
+
+// RemoveUsherBuild deletes the directory BuildUsher built into, if any.
+func RemoveUsherBuild() {
+	if usherBuild.dir != "" {
+		_ = os.RemoveAll(usherBuild.dir)
+	}
+}
+
+// UsherProcess is one `usher serve` on 127.0.0.1, with a serving
+// certificate from the cluster's CA. Start and Stop may be called again
+// (the address stays the same, so a registered webhook finds it again).
+type UsherProcess struct {
+	// Bin is the usher binary, ConfigPath its --config file, Addr its
+	// 127.0.0.1:PORT, Cert its serving certificate.
+	Bin, ConfigPath, Addr string
+	Cert                  ServingCert
+	// LogPath collects what every run of the process wrote on stdout and
+	// stderr (usher logs and audit records).
+	LogPath string
+	// ReloadInterval is passed as --reload-interval.
+	ReloadInterval time.Duration
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	https  *http.Client
+}
+
+// NewUsherProcess prepares (does not start) usher serving configPath with
+// a certificate issued into dir, on a free port of 127.0.0.1.
+func (c *Cluster) NewUsherProcess(bin, dir, configPath string) (*UsherProcess, error) {
+	cert, err := c.IssueServingCert(dir)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(cert.CABundle) {
+		return nil, fmt.Errorf("e2e: no certificate in the CA bundle %s", c.CAFile)
+	}
+	u := &UsherProcess{
+		Bin: bin, ConfigPath: configPath, Cert: cert,
+		LogPath:        filepath.Join(dir, "usher.log"),
+		ReloadInterval: 200 * time.Millisecond,
+		https: &http.Client{
+			Timeout:   5 * time.Second,
+			Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}},
+		},
+	}
+	return u, nil
+}
+
+// URL is https://127.0.0.1:PORT; append /mutate or /validate.
+func (u *UsherProcess) URL() string { return "https://" + u.Addr }
+
+// freeLoopbackAddr returns 127.0.0.1:PORT for a port that was free a
+// moment ago.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	return addr, ln.Close()
+}
+
+// Start runs usher serve and waits until its /healthz answers over TLS.
+// The first Start picks the port; a later one reuses it. If the port was
+// taken meanwhile, the first Start tries another (up to three times).
+func (u *UsherProcess) Start(ctx context.Context) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.cmd != nil {
+		return errors.New("e2e: usher is already running")
+	}
+	pick := u.Addr == ""
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if pick {
+			if u.Addr, err = freeLoopbackAddr(); err != nil {
+				return err
+			}
+		}
+		if err = u.start(ctx); err == nil || !pick {
+			return err
+		}
+	}
+	return err
+}
+
+func (u *UsherProcess) start(ctx context.Context) error {
+	logf, err := os.OpenFile(u.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(logf, "=== usher serve on %s at %s\n", u.Addr, time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(u.Bin, "serve",
+		"--config", u.ConfigPath, "--addr", u.Addr,
+		"--tls-cert", u.Cert.CertFile, "--tls-key", u.Cert.KeyFile,
+		"--log-format", "text", "--reload-interval", u.ReloadInterval.String())
+	// ADMISSION_CONTROLLER_* variables override the file: keep the test
+	// runner's own out of usher's environment.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ADMISSION_CONTROLLER_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	setParentDeathSignal(cmd)
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("e2e: starting %s: %w", u.Bin, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(exited)
+	}()
+	u.cmd, u.exited = cmd, exited
+
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if body, code, err := u.Get(ctx, "/healthz"); err == nil && code == http.StatusOK && strings.TrimSpace(body) == "ok" {
+			return nil
+		}
+		select {
+		case <-exited:
+			u.cmd = nil
+			return fmt.Errorf("e2e: usher serve on %s exited before it was healthy: %s; log:\n%s", u.Addr, cmd.ProcessState, u.LogTail(20))
+		case <-deadline.C:
+			u.stopLocked()
+			return fmt.Errorf("e2e: usher serve on %s not healthy after 30s; log:\n%s", u.Addr, u.LogTail(20))
+		case <-ctx.Done():
+			u.stopLocked()
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// Stop kills the process (by its pid) and waits for it to exit. It does
+// nothing when usher is not running.
+func (u *UsherProcess) Stop() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.stopLocked()
+}
+
+func (u *UsherProcess) stopLocked() {
+	if u.cmd == nil {
+		return
+	}
+	_ = u.cmd.Process.Kill()
+	<-u.exited
+	u.cmd = nil
+	u.https.CloseIdleConnections()
+}
+
+// Get fetches path from usher over TLS, verifying its certificate with the
+// cluster's CA, and returns the body and status code.
+func (u *UsherProcess) Get(ctx context.Context, path string) (body string, code int, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.URL()+path, nil)
+	if err != nil {
+		return "", 0, err
+	}
+	resp, err := u.https.Do(req)
+	if err != nil {
+		return "", 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return string(b), resp.StatusCode, err
+}
+
+// LogTail returns the last n lines usher logged.
+func (u *UsherProcess) LogTail(n int) string {
+	b, err := os.ReadFile(u.LogPath)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
