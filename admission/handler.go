@@ -524,7 +524,14 @@ func create(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, r
 	}
 	dc.identity = id.user
 	if c.enforce {
-		q, denied := checkQueues(ctx, st, k, req, ov, nil, id)
+		// An object a trusted controller creates from a workload (a Job's
+		// pods, a CronJob's Jobs) inherits the workload's identity, and the
+		// workload's queue was checked when it was created or changed. Kueue
+		// and Volcano mark the workload, not its template, so such objects
+		// usually name no queue: checking them against the default queue
+		// would refuse pods of admitted workloads.
+		controllerMade := dc.message == reasonKeptController || dc.message == reasonControllerRS
+		q, denied := checkQueues(ctx, st, k, req, ov, nil, id, controllerMade)
 		if denied != nil {
 			denied.identity = id.user
 			return *denied
@@ -586,7 +593,7 @@ func update(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1
 	}
 	dc.identity = id.user
 	if c.enforce {
-		q, denied := checkQueues(ctx, st, k, req, nv, ov, id)
+		q, denied := checkQueues(ctx, st, k, req, nv, ov, id, false)
 		if denied != nil {
 			denied.identity = id.user
 			return *denied
@@ -697,7 +704,10 @@ func (c *Compiled) targets(k *kindInfo, ns string, o *objectView, dst []target) 
 // checkQueues authorizes id for every queue the object asks for; on UPDATE
 // (old != nil) only for queues the old object did not already ask for. It
 // returns the first queue checked, or a denial.
-func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id identity) (string, *decision) {
+//
+// With controllerMade, an object that names no queue (only the default
+// queue applies) is not checked: see the caller.
+func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id identity, controllerMade bool) (string, *decision) {
 	c := st.cfg
 	ns := req.Namespace
 	var arr [4]target
@@ -705,6 +715,9 @@ func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admiss
 	if err != nil {
 		dc := deny(httpStatusBadRequest, "usher: %s %s: %v", k.kind, objectName(req, nv), err)
 		return "", &dc
+	}
+	if controllerMade && len(ts) == 1 && !ts[0].marker {
+		return recordQueue(""), nil
 	}
 	if ov != nil {
 		var oldArr [4]target

@@ -289,3 +289,25 @@ func TestQueueAuditRecord(t *testing.T) {
 		t.Fatalf("record %+v", got[2])
 	}
 }
+
+// TestQueueControllerMadeObjects: Kueue and Volcano mark the Job, not its
+// template, so the pods the job controller makes name no queue. Their Job
+// was checked when it was created; checking the pods against the default
+// queue would refuse the pods of an admitted Job. A pod that does carry a
+// marker is still checked, and so is an unmarked pod a user creates.
+func TestQueueControllerMadeObjects(t *testing.T) {
+	pk := kindCaseOf(t, "Pod")
+	authz := &fakeAuthz{allowed: map[string][]string{}} // nobody may submit anywhere
+	h := enforcing(t, Config{}, authz)
+	// A controller copies alice's identity into a pod with no marker: allowed without asking.
+	wantAllowed(t, run(t, h, hookMutate, request(t, pk, admissionv1.Create, "team-a", rsCtrl, pk.build(nil, m(UserInfoAnnotation, aliceInfo), nil), nil)))
+	if len(authz.calls) != 0 {
+		t.Fatalf("asked %+v for an unmarked controller-made pod", authz.calls)
+	}
+	// The same pod with a marker is checked, with alice's identity.
+	resp := run(t, h, hookMutate, request(t, pk, admissionv1.Create, "team-a", rsCtrl, pk.build(m("queue", "root.q"), m(UserInfoAnnotation, aliceInfo), nil), nil))
+	wantDenied(t, resp, 403, `user "alice@EXAMPLE.COM" may not submit to queue "root.q"`)
+	// A user's own unmarked pod is checked against the default queue.
+	resp = run(t, h, hookMutate, request(t, pk, admissionv1.Create, "team-a", alice, pk.build(nil, nil, nil), nil))
+	wantDenied(t, resp, 403, "may not submit to the default queue")
+}
