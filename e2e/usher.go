@@ -15,9 +15,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 )
 
 // usherBuild holds the usher binary built once per test process.
@@ -244,4 +247,25 @@ func (u *UsherProcess) LogTail(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// WithOperations returns a copy of rules in which every rule also covers
+// ops (those it already has are not repeated), for example WorkloadRules
+// with DELETE, as the validating webhook is registered when
+// enforceDeleteACLs is on (docs/delete.md).
+func WithOperations(rules []admissionregistrationv1.RuleWithOperations, ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
+	out := make([]admissionregistrationv1.RuleWithOperations, len(rules))
+	for i, r := range rules {
+		r.Operations = slices.Clone(r.Operations)
+		for _, op := range ops {
+			if !slices.Contains(r.Operations, op) {
+				r.Operations = append(r.Operations, op)
+			}
+		}
+		r.Rule.APIGroups = slices.Clone(r.Rule.APIGroups)
+		r.Rule.APIVersions = slices.Clone(r.Rule.APIVersions)
+		r.Rule.Resources = slices.Clone(r.Rule.Resources)
+		out[i] = r
+	}
+	return out
 }
