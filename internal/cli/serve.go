@@ -53,11 +53,14 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		return ExitUsage
 	}
 	hopts := &slog.HandlerOptions{Level: level}
+	// Logs and audit records are written in batches (at least every 100ms).
+	logs := server.NewBufferedWriter(env.Stderr, 100*time.Millisecond)
+	defer logs.Close()
 	switch logFormat {
 	case "json":
-		opts.Logger = slog.New(slog.NewJSONHandler(env.Stderr, hopts))
+		opts.Logger = slog.New(slog.NewJSONHandler(logs, hopts))
 	case "text":
-		opts.Logger = slog.New(slog.NewTextHandler(env.Stderr, hopts))
+		opts.Logger = slog.New(slog.NewTextHandler(logs, hopts))
 	default:
 		fmt.Fprintf(env.Stderr, "usher serve: --log-format %q: want json or text\n", logFormat)
 		return ExitUsage
