@@ -10,6 +10,20 @@ import (
 // and the namespace processed). old is request.oldObject, the object being
 // deleted; request.object is null on DELETE.
 func remove(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, old string, pre *views) decision {
+	dc := decideRemove(ctx, st, k, req, old, pre)
+	if req.Name == "" {
+		// A collection delete (a namespace being emptied, kubectl delete
+		// --all) names no object in the request: take the name from the
+		// object itself, for the audit record.
+		if pre.old.top.name == "" {
+			_ = view(st.cfg, k, old, &pre.old, pre.oldDone, "request.oldObject")
+		}
+		dc.name = pre.old.top.name
+	}
+	return dc
+}
+
+func decideRemove(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, old string, pre *views) decision {
 	c := st.cfg
 	if reason, ok := c.trustedDeleter(req.UserInfo.Username, req.UserInfo.Groups); ok {
 		return allow(reason)

@@ -635,3 +635,23 @@ func TestDeleteConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteCollectionAuditName: a collection delete (a namespace being
+// emptied) sends reviews without request.name; the audit record takes the
+// name from the deleted object, for trusted and decided deletes alike.
+func TestDeleteCollectionAuditName(t *testing.T) {
+	var got []Record
+	h := deleteHandler(t, Config{}, newFakeDeleteAuthz(), WithAudit(func(r Record) { got = append(got, r) }))
+	kc := kindCaseOf(t, "Pod")
+	old := kc.build(nil, m(UserInfoAnnotation, aliceInfo), nil)
+	for _, user := range []authenticationv1.UserInfo{rsCtrl, bob} {
+		req := deleteRequest(t, kc, "team-a", user, old)
+		name := req.Name
+		req.Name = ""
+		got = got[:0]
+		run(t, h, hookValidate, req)
+		if len(got) == 0 || got[0].Name != name || name == "" {
+			t.Fatalf("%s: record names %q, want %q", user.Username, got[0].Name, name)
+		}
+	}
+}

@@ -182,6 +182,7 @@ type decision struct {
 	warning  string
 	identity string
 	queue    string
+	name     string // the object's name when the request has none (collection deletes)
 }
 
 func allow(reason string) decision { return decision{allowed: true, code: 200, message: reason} }
@@ -399,6 +400,9 @@ func (h *Handler) record(hook hookKind, req *admissionv1.AdmissionRequest, dc *d
 		r.Kind = req.Kind.Kind
 		r.Namespace = req.Namespace
 		r.Name = req.Name
+		if r.Name == "" {
+			r.Name = dc.name
+		}
 		r.User = req.UserInfo.Username
 		r.Groups = req.UserInfo.Groups
 		r.DryRun = req.DryRun != nil && *req.DryRun
