@@ -42,8 +42,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	conns := fs.Int("conns", 16, "concurrent connections")
 	duration := fs.Duration("duration", 10*time.Second, "how long to send requests")
 	maxRequests := fs.Int("max-requests", 5_000_000, "stop after this many requests")
+	printReview := fs.Bool("print-review", false, "print the AdmissionReview sent (for other load tools) and exit")
+	rate := fs.Float64("rate", 0, "target `REVIEWS/S` over all connections (0: as fast as possible); each connection paces its share")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *printReview {
+		fmt.Fprintln(stdout, strings.ReplaceAll(review, "\n", ""))
+		return 0
 	}
 	if !strings.HasPrefix(*addr, "127.") && !strings.HasPrefix(*addr, "localhost") && !strings.HasPrefix(*addr, "[::1]") {
 		fmt.Fprintln(stderr, "usher-load: refusing a non-loopback address")
@@ -70,7 +76,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 			client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
 			defer tr.CloseIdleConnections()
 			body := []byte(review)
+			var every time.Duration
+			if *rate > 0 {
+				every = time.Duration(float64(*conns) / *rate * float64(time.Second))
+			}
+			next := time.Now()
 			for i := 0; time.Now().Before(deadline) && sent.Add(1) <= int64(*maxRequests); i++ {
+				if every > 0 {
+					next = next.Add(every)
+					if d := time.Until(next); d > 0 {
+						time.Sleep(d)
+					}
+				}
 				t0 := time.Now()
 				resp, err := client.Post(url, "application/json", bytes.NewReader(body))
 				if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/usherhq/usher/server"
@@ -69,6 +70,13 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	opts.Getenv = func(k string) (string, bool) {
 		v := env.Getenv(k)
 		return v, v != ""
+	}
+	if env.Getenv("GOGC") == "" {
+		// usher's live heap is small (the compiled policy and the caches)
+		// while each review allocates a few kilobytes: at Go's default the
+		// collector ran every few milliseconds under load and lengthened
+		// the latency tail. GOGC in the environment still wins.
+		debug.SetGCPercent(400)
 	}
 	srv, err := server.New(opts)
 	if err != nil {
