@@ -17,14 +17,19 @@ func groups(n int) []string {
 	return out
 }
 
-// deepTree is a chain of depth queues under root, each with its own small
-// ACLs, the deciding group granted at the root.
-func deepTree(depth int) (*policy.Snapshot, string) {
+// deepTree is a chain of depth queues under root, the deciding group
+// granted at the root. With perLevel every queue also has its own small
+// ACLs (2 users, 2 groups, an admin), which the check passes over;
+// without, only root has an ACL.
+func deepTree(depth int, perLevel bool) (*policy.Snapshot, string) {
 	submit := make([]string, depth+1)
 	admin := make([]string, depth+1)
 	for i := range submit {
-		submit[i] = fmt.Sprintf("u%d,v%d g%d,h%d", i, i, i, i)
-		admin[i] = fmt.Sprintf("a%d", i)
+		submit[i], admin[i] = "-", "-"
+		if perLevel {
+			submit[i] = fmt.Sprintf("u%d,v%d g%d,h%d", i, i, i, i)
+			admin[i] = fmt.Sprintf("a%d", i)
+		}
 	}
 	submit[0] = "alice grp-63"
 	s, err := policy.Compile([]policy.Partition{{Name: "default", Root: chain(submit, admin)}})
@@ -44,10 +49,17 @@ var sinkAllowed bool
 // inherited sets are compiled, so the cost must not grow with depth.
 func BenchmarkSubmitCheck(b *testing.B) {
 	sub := acl.NewSubject("carol", groups(64))
-	for _, depth := range []int{1, 10} {
-		s, path := deepTree(depth)
+	for _, c := range []struct {
+		depth    int
+		perLevel bool
+	}{{1, true}, {10, true}, {1, false}, {10, false}} {
+		s, path := deepTree(c.depth, c.perLevel)
 		p, _ := s.Partition("default")
-		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
+		name := fmt.Sprintf("depth=%d", c.depth)
+		if !c.perLevel {
+			name += "/root-acl-only"
+		}
+		b.Run(name, func(b *testing.B) {
 			if d, _ := p.Decide(path, sub, policy.Submit); !d.Allowed || d.By.Queue != "root" {
 				b.Fatalf("wrong decision %+v", d)
 			}
