@@ -377,3 +377,17 @@ func TestEnvironmentOverridesFile(t *testing.T) {
 		t.Fatalf("bad environment value: %v", err)
 	}
 }
+
+func TestNoAudit(t *testing.T) {
+	h := start(t, server.Options{NoAudit: true}, nil)
+	if code, body := h.post("/v1/access", "application/json", `{"queue":"root","user":"alice"}`); code != 200 || !strings.Contains(body, `"allowed":true`) {
+		t.Fatalf("%d %s", code, body)
+	}
+	h.post("/mutate", "application/json", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},"namespace":"a","operation":"CREATE","userInfo":{"username":"alice"},"object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"x"}]}}}}`)
+	if strings.Contains(h.logs.String(), `"msg":"audit"`) {
+		t.Fatalf("audit records written with NoAudit:\n%s", h.logs.String())
+	}
+	if _, m := h.get("/metrics"); !strings.Contains(m, `usher_admission_reviews_total{kind="Pod",operation="CREATE",outcome="patched"} 1`) {
+		t.Fatal("reviews must still be counted without audit records")
+	}
+}
