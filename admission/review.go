@@ -212,33 +212,16 @@ func (d *scanner) objectAhead(c *Compiled, kindSeen bool, req *admissionv1.Admis
 }
 
 func decodeGVK(d *scanner, field string, gvk *metav1.GroupVersionKind) {
-	if d.null() || !d.object(field) {
-		return
-	}
-	var seen uint8
-	first := true
-	for {
-		key, ok := d.next(&first)
-		if !ok {
-			return
-		}
-		switch key {
-		case "group":
-			d.dup(&seen, 1, key)
-			gvk.Group = d.stringAt(field, ".group")
-		case "version":
-			d.dup(&seen, 2, key)
-			gvk.Version = d.stringAt(field, ".version")
-		case "kind":
-			d.dup(&seen, 4, key)
-			gvk.Kind = d.stringAt(field, ".kind")
-		default:
-			d.skip()
-		}
-	}
+	decodeGroupVersion(d, field, "kind", ".kind", &gvk.Group, &gvk.Version, &gvk.Kind)
 }
 
 func decodeGVR(d *scanner, field string, gvr *metav1.GroupVersionResource) {
+	decodeGroupVersion(d, field, "resource", ".resource", &gvr.Group, &gvr.Version, &gvr.Resource)
+}
+
+// decodeGroupVersion decodes {"group","version",<last>} into the three
+// strings; lastSuffix is "."+last, spelt out so that no string is built.
+func decodeGroupVersion(d *scanner, field, last, lastSuffix string, group, version, lastVal *string) {
 	if d.null() || !d.object(field) {
 		return
 	}
@@ -252,13 +235,13 @@ func decodeGVR(d *scanner, field string, gvr *metav1.GroupVersionResource) {
 		switch key {
 		case "group":
 			d.dup(&seen, 1, key)
-			gvr.Group = d.stringAt(field, ".group")
+			*group = d.stringAt(field, ".group")
 		case "version":
 			d.dup(&seen, 2, key)
-			gvr.Version = d.stringAt(field, ".version")
-		case "resource":
+			*version = d.stringAt(field, ".version")
+		case last:
 			d.dup(&seen, 4, key)
-			gvr.Resource = d.stringAt(field, ".resource")
+			*lastVal = d.stringAt(field, lastSuffix)
 		default:
 			d.skip()
 		}
