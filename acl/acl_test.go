@@ -464,3 +464,25 @@ func ExampleParse_yarn() {
 	// john,jane HR
 	// offset 12: everything after the second space is ignored, as YARN does: " extra"
 }
+
+// NewSubject sorts up to 128 groups one way and more another: both find
+// every group, and none that is absent.
+func TestSubjectSizes(t *testing.T) {
+	for _, n := range []int{1, 2, 127, 128, 129, 300} {
+		var groups []string
+		for i := range n {
+			groups = append(groups, fmt.Sprintf("team-%d", i))
+		}
+		groups = append(groups, groups[0]) // a duplicate changes nothing
+		sub := NewSubject("u", groups)
+		for _, g := range []string{groups[0], groups[n/2], groups[n-1]} {
+			a := MustParse(" " + g)
+			if m := a.Match(sub); m.Name != g {
+				t.Fatalf("n=%d: %s not found: %+v", n, g, m)
+			}
+		}
+		if a := MustParse(" team-x,other"); a.Allows(sub) {
+			t.Fatalf("n=%d: absent group allowed", n)
+		}
+	}
+}
