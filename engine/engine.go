@@ -284,7 +284,9 @@ func (e *Engine) decide(ctx context.Context, req Request, trail bool) (Result, [
 	if err != nil {
 		return res, nil, err
 	}
-	if _, err := cp.QueuePath(req.Queue); err != nil {
+	// Look the queue up before asking the resolver, and only once.
+	q, err := cp.Lookup(req.Queue)
+	if err != nil {
 		return res, nil, err
 	}
 	in, err := identify(ctx, p, req.User, req.Groups)
@@ -295,11 +297,11 @@ func (e *Engine) decide(ctx context.Context, req Request, trail bool) (Result, [
 	sub := acl.NewSubject(in.User, in.Groups)
 	var steps []policy.Step
 	if trail {
-		res.Decision, steps, err = cp.Explain(req.Queue, sub, req.Action)
+		res.Decision, steps = q.Explain(sub, req.Action)
 	} else {
-		res.Decision, err = cp.Decide(req.Queue, sub, req.Action)
+		res.Decision = q.Decide(sub, req.Action)
 	}
-	return res, steps, err
+	return res, steps, nil
 }
 
 // Access lists every queue of the partition with what user may do there.

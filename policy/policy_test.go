@@ -163,6 +163,12 @@ func TestLookups(t *testing.T) {
 		t.Fatalf("unknown partition: %v", err)
 	}
 	p, _ := s.Partition("")
+	if r, err := p.Lookup("Root.Spark"); err != nil || r.Path() != "root.spark" || !r.Decide(sub, policy.Submit).Allowed {
+		t.Fatalf("Lookup: %q %v", r.Path(), err)
+	}
+	if r, err := p.Lookup("root.nope"); !errors.Is(err, policy.ErrUnknownQueue) || r.Path() != "" {
+		t.Fatalf("Lookup of an unknown queue: %q %v", r.Path(), err)
+	}
 	if got := strings.Join(p.Queues(), " "); got != "root root.default root.spark" {
 		t.Fatalf("queues: %s", got)
 	}

@@ -191,11 +191,34 @@ func (p *CompiledPartition) Queues() []string {
 // QueuePath returns the canonical path of queue ("" is the default queue),
 // or an error wrapping ErrUnknownQueue.
 func (p *CompiledPartition) QueuePath(queue string) (string, error) {
+	r, err := p.Lookup(queue)
+	return r.Path(), err
+}
+
+// QueueRef is a queue of a compiled partition, looked up once, so that a
+// caller who must know the queue exists before it decides (before asking a
+// resolver, say) does not look it up again.
+type QueueRef struct {
+	p *CompiledPartition
+	q *compiledQueue
+}
+
+// Lookup finds queue ("" is the partition's default queue), or returns an
+// error wrapping ErrUnknownQueue.
+func (p *CompiledPartition) Lookup(queue string) (QueueRef, error) {
 	q, err := p.lookup(queue)
 	if err != nil {
-		return "", err
+		return QueueRef{}, err
 	}
-	return q.path, nil
+	return QueueRef{p, q}, nil
+}
+
+// Path returns the queue's canonical path ("" for the zero QueueRef).
+func (r QueueRef) Path() string {
+	if r.q == nil {
+		return ""
+	}
+	return r.q.path
 }
 
 func (p *CompiledPartition) lookup(queue string) (*compiledQueue, error) {
@@ -217,22 +240,27 @@ func (p *CompiledPartition) lookup(queue string) (*compiledQueue, error) {
 // partition's default queue). It costs the same at every depth and does
 // not allocate. The error is non-nil only for an unknown queue.
 func (p *CompiledPartition) Decide(queue string, sub *acl.Subject, action Action) (Decision, error) {
-	d := Decision{Partition: p.name, Queue: queue, Action: action, User: sub.User()}
-	q, err := p.lookup(queue)
+	r, err := p.Lookup(queue)
 	if err != nil {
-		return d, err
+		return Decision{Partition: p.name, Queue: queue, Action: action, User: sub.User()}, err
 	}
-	d.Queue = q.path
+	return r.Decide(sub, action), nil
+}
+
+// Decide answers whether sub may perform action on the queue; see
+// CompiledPartition.Decide.
+func (r QueueRef) Decide(sub *acl.Subject, action Action) Decision {
+	q := r.q
+	d := Decision{Partition: r.p.name, Queue: q.path, Action: action, User: sub.User()}
 	set, by := &q.submit, q.submitBy
 	if action == Admin {
 		set, by = &q.admin, q.adminBy
 	}
-	m := set.Match(sub)
-	if m.Allowed() {
+	if m := set.Match(sub); m.Allowed() {
 		d.Allowed = true
 		d.By = Grant{Origin: by[m.List], Match: m}
 	}
-	return d, nil
+	return d
 }
 
 // Allows is Decide without the details, for callers that need only the
@@ -261,11 +289,17 @@ type Step struct {
 // that applies to the queue, in check order, and what each said. Queues
 // on the path whose ACL is not set appear with a nil Rule.
 func (p *CompiledPartition) Explain(queue string, sub *acl.Subject, action Action) (Decision, []Step, error) {
-	d, err := p.Decide(queue, sub, action)
+	r, err := p.Lookup(queue)
 	if err != nil {
-		return d, nil, err
+		return Decision{Partition: p.name, Queue: queue, Action: action, User: sub.User()}, nil, err
 	}
-	q := p.queues[d.Queue]
+	d, steps := r.Explain(sub, action)
+	return d, steps, nil
+}
+
+// Explain is CompiledPartition.Explain for the queue.
+func (r QueueRef) Explain(sub *acl.Subject, action Action) (Decision, []Step) {
+	d := r.Decide(sub, action)
 	var steps []Step
 	decided := false
 	visit := func(o Origin) {
@@ -276,16 +310,16 @@ func (p *CompiledPartition) Explain(queue string, sub *acl.Subject, action Actio
 		}
 		steps = append(steps, st)
 	}
-	for c := q; c != nil; c = c.parent {
+	for c := r.q; c != nil; c = c.parent {
 		if action == Submit {
 			visit(Origin{c.path, SubmitACL, c.spec.SubmitACL})
 		}
 		visit(Origin{c.path, AdminACL, c.spec.AdminACL})
 	}
-	if p.clusterAdmin != nil {
-		visit(Origin{"", ClusterAdminACL, p.clusterAdmin})
+	if r.p.clusterAdmin != nil {
+		visit(Origin{"", ClusterAdminACL, r.p.clusterAdmin})
 	}
-	return d, steps, nil
+	return d, steps
 }
 
 // QueueAccess is what a user may do on one queue.
