@@ -1,0 +1,121 @@
+package auth
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+)
+
+// SubjectAccessReviewer sends a SubjectAccessReview to the API server and
+// returns its answer. *KubeReviewer implements it.
+type SubjectAccessReviewer interface {
+	CreateSubjectAccessReview(ctx context.Context, sar *authorizationv1.SubjectAccessReview) (*authorizationv1.SubjectAccessReview, error)
+}
+
+// SAROptions configure a SARAuthorizer. Zero values take the documented
+// defaults.
+type SAROptions struct {
+	// AllowTTL is how long an allowed answer is remembered. Default 10s,
+	// as kube-apiserver's delegated authorization.
+	AllowTTL time.Duration
+	// DenyTTL is how long a denied answer (or one without opinion) is
+	// remembered. Default 10s.
+	DenyTTL time.Duration
+	// Timeout bounds one SubjectAccessReview. Default 10s.
+	Timeout time.Duration
+	// MaxEntries bounds the cache. Default 4096.
+	MaxEntries int
+}
+
+func (o SAROptions) withDefaults() SAROptions {
+	if o.AllowTTL <= 0 {
+		o.AllowTTL = 10 * time.Second
+	}
+	if o.DenyTTL <= 0 {
+		o.DenyTTL = 10 * time.Second
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = 4096
+	}
+	return o
+}
+
+// SARAuthorizer asks the API server's authorizers (RBAC) with a
+// SubjectAccessReview, caching the answers.
+type SARAuthorizer struct {
+	reviewer SubjectAccessReviewer
+	opts     SAROptions
+	cache    *cache[sarResult]
+}
+
+type sarResult struct {
+	d      Decision
+	reason string
+}
+
+// NewSARAuthorizer returns an authorizer that asks reviewer.
+func NewSARAuthorizer(reviewer SubjectAccessReviewer, opts SAROptions) *SARAuthorizer {
+	return newSARAuthorizer(reviewer, opts, time.Now)
+}
+
+func newSARAuthorizer(reviewer SubjectAccessReviewer, opts SAROptions, now func() time.Time) *SARAuthorizer {
+	opts = opts.withDefaults()
+	return &SARAuthorizer{reviewer: reviewer, opts: opts, cache: newCache[sarResult](opts.MaxEntries, opts.Timeout, now)}
+}
+
+// Spec returns the SubjectAccessReview spec that asks about a.
+func Spec(a Attributes) authorizationv1.SubjectAccessReviewSpec {
+	spec := authorizationv1.SubjectAccessReviewSpec{User: a.User.Name, UID: a.User.UID, Groups: a.User.Groups}
+	if len(a.User.Extra) > 0 {
+		spec.Extra = make(map[string]authorizationv1.ExtraValue, len(a.User.Extra))
+		for k, v := range a.User.Extra {
+			spec.Extra[k] = v
+		}
+	}
+	if a.IsResource() {
+		spec.ResourceAttributes = &authorizationv1.ResourceAttributes{Group: a.APIGroup, Resource: a.Resource, Verb: a.Verb, Name: a.Name}
+	} else {
+		spec.NonResourceAttributes = &authorizationv1.NonResourceAttributes{Path: a.Path, Verb: a.Verb}
+	}
+	return spec
+}
+
+// Authorize implements Authorizer: Allow or Deny when the API server's
+// answer says so, NoOpinion when it neither allows nor explicitly denies.
+func (z *SARAuthorizer) Authorize(ctx context.Context, a Attributes) (Decision, string, error) {
+	spec := Spec(a)
+	key, err := json.Marshal(spec)
+	if err != nil {
+		return NoOpinion, "", err
+	}
+	res, err := z.cache.get(ctx, string(key), func(r sarResult) time.Duration {
+		if r.d == Allow {
+			return z.opts.AllowTTL
+		}
+		return z.opts.DenyTTL
+	}, func(ctx context.Context) (sarResult, error) {
+		out, err := z.reviewer.CreateSubjectAccessReview(ctx, &authorizationv1.SubjectAccessReview{Spec: spec})
+		if err != nil {
+			return sarResult{}, err
+		}
+		st := out.Status
+		switch {
+		case st.Allowed:
+			return sarResult{Allow, st.Reason}, nil
+		case st.Denied:
+			return sarResult{Deny, st.Reason}, nil
+		}
+		return sarResult{NoOpinion, st.Reason}, nil
+	})
+	if err != nil {
+		return NoOpinion, "", err
+	}
+	return res.d, res.reason, nil
+}
+
+var _ Authorizer = (*SARAuthorizer)(nil)

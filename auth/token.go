@@ -1,0 +1,127 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"net/http"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+)
+
+// TokenReviewer sends a TokenReview to the API server and returns its
+// answer. *KubeReviewer implements it.
+type TokenReviewer interface {
+	CreateTokenReview(ctx context.Context, tr *authenticationv1.TokenReview) (*authenticationv1.TokenReview, error)
+}
+
+// TokenOptions configure a TokenAuthenticator. Zero values take the
+// documented defaults.
+type TokenOptions struct {
+	// SuccessTTL is how long an authenticated token is remembered.
+	// Default 10s, as kube-apiserver's delegated authentication.
+	SuccessTTL time.Duration
+	// FailureTTL is how long a rejected token is remembered. Default 10s.
+	FailureTTL time.Duration
+	// Timeout bounds one TokenReview. Default 10s.
+	Timeout time.Duration
+	// MaxEntries bounds the cache. Default 4096.
+	MaxEntries int
+}
+
+func (o TokenOptions) withDefaults() TokenOptions {
+	if o.SuccessTTL <= 0 {
+		o.SuccessTTL = 10 * time.Second
+	}
+	if o.FailureTTL <= 0 {
+		o.FailureTTL = 10 * time.Second
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = 4096
+	}
+	return o
+}
+
+// TokenAuthenticator authenticates "Authorization: Bearer TOKEN" with a
+// TokenReview, caching the answers.
+type TokenAuthenticator struct {
+	reviewer TokenReviewer
+	opts     TokenOptions
+	cache    *cache[tokenResult]
+}
+
+type tokenResult struct {
+	user User
+	ok   bool
+}
+
+// NewTokenAuthenticator returns an authenticator that asks reviewer.
+func NewTokenAuthenticator(reviewer TokenReviewer, opts TokenOptions) *TokenAuthenticator {
+	return newTokenAuthenticator(reviewer, opts, time.Now)
+}
+
+func newTokenAuthenticator(reviewer TokenReviewer, opts TokenOptions, now func() time.Time) *TokenAuthenticator {
+	opts = opts.withDefaults()
+	return &TokenAuthenticator{reviewer: reviewer, opts: opts, cache: newCache[tokenResult](opts.MaxEntries, opts.Timeout, now)}
+}
+
+// BearerToken returns the token of an "Authorization: Bearer" header, or
+// "" when there is none.
+func BearerToken(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}
+
+// AuthenticateRequest implements Authenticator.
+func (a *TokenAuthenticator) AuthenticateRequest(r *http.Request) (User, bool, error) {
+	tok := BearerToken(r)
+	if tok == "" {
+		return User{}, false, nil
+	}
+	return a.AuthenticateToken(r.Context(), tok)
+}
+
+// AuthenticateToken checks one token.
+func (a *TokenAuthenticator) AuthenticateToken(ctx context.Context, tok string) (User, bool, error) {
+	// The cache is keyed by a hash: the tokens themselves are not kept.
+	sum := sha256.Sum256([]byte(tok))
+	res, err := a.cache.get(ctx, string(sum[:]), func(r tokenResult) time.Duration {
+		if r.ok {
+			return a.opts.SuccessTTL
+		}
+		return a.opts.FailureTTL
+	}, func(ctx context.Context) (tokenResult, error) {
+		tr, err := a.reviewer.CreateTokenReview(ctx, &authenticationv1.TokenReview{
+			Spec: authenticationv1.TokenReviewSpec{Token: tok},
+		})
+		if err != nil {
+			return tokenResult{}, err
+		}
+		st := tr.Status
+		if !st.Authenticated || st.User.Username == "" {
+			return tokenResult{}, nil
+		}
+		u := User{Name: st.User.Username, UID: st.User.UID, Groups: st.User.Groups}
+		if len(st.User.Extra) > 0 {
+			u.Extra = make(map[string][]string, len(st.User.Extra))
+			for k, v := range st.User.Extra {
+				u.Extra[k] = v
+			}
+		}
+		return tokenResult{user: u, ok: true}, nil
+	})
+	if err != nil {
+		return User{}, false, err
+	}
+	return res.user, res.ok, nil
+}
+
+var _ Authenticator = (*TokenAuthenticator)(nil)
