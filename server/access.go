@@ -15,6 +15,7 @@ import (
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/application"
+	"github.com/usherhq/usher/auth"
 	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/policy"
@@ -103,6 +104,12 @@ func badRequest(w http.ResponseWriter, code int, format string, args ...any) {
 }
 
 func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
+	// Who asks comes first: an unauthenticated caller learns nothing but
+	// 401, not even whether its request was well formed.
+	caller, ok := s.authenticate(w, r, "access")
+	if !ok {
+		return
+	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		badRequest(w, http.StatusMethodNotAllowed, "method %s: use POST with a JSON body", r.Method)
@@ -138,8 +145,13 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, http.StatusBadRequest, "user is required")
 		return
 	}
+	// Before any group lookup: a caller without permission makes usher
+	// search no directory.
+	if !s.authorizeAccess(w, r, caller, &req) {
+		return
+	}
 	if req.Application != nil {
-		s.serveApplication(w, r, &req)
+		s.serveApplication(w, r, &req, caller)
 		return
 	}
 	if req.TargetQueue != "" {
@@ -154,7 +166,7 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	res, err := s.engine.Check(r.Context(), engine.Request{Partition: req.Partition, Queue: req.Queue, User: req.User, Groups: req.Groups, Action: action})
 	if err != nil {
-		s.decisionError(w, &req, action.String(), err)
+		s.decisionError(w, r, caller, &req, action.String(), err)
 		return
 	}
 	outcome := "denied"
@@ -164,24 +176,28 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 	s.metrics.decisions.WithLabelValues(action.String(), outcome).Inc()
 	s.metrics.decisionLatency.Observe(time.Since(start).Seconds())
 	s.audit("access", "user", res.User, "groups", res.Identity.Groups, "partition", res.Partition, "queue", res.Queue,
-		"action", action.String(), "allowed", res.Allowed, "reason", res.Reason())
+		"action", action.String(), "allowed", res.Allowed, "reason", res.Reason(), "caller", caller.Name, "requestID", requestID(r))
 	writeJSON(w, http.StatusOK, toResponse(res))
 }
 
 // decisionError answers a decision that could not be made: 400 for the
-// caller's mistakes, 503 when the groups could not be established.
-func (s *Server) decisionError(w http.ResponseWriter, req *AccessRequest, action string, err error) {
-	code := http.StatusServiceUnavailable
-	var gerr *engine.GroupsError
-	if !errors.As(err, &gerr) {
-		code = http.StatusBadRequest
-	}
+// caller's mistakes, 503 when the groups could not be established. A
+// resolver's error names directory internals (DNs, base DNs, server
+// addresses, filters): it goes to the log under the request id, and the
+// caller only learns that the group lookup failed.
+func (s *Server) decisionError(w http.ResponseWriter, r *http.Request, caller auth.User, req *AccessRequest, action string, err error) {
 	s.metrics.decisions.WithLabelValues(action, "error").Inc()
-	s.audit("access", "user", req.User, "queue", req.Queue, "action", action, "allowed", false, "error", err.Error())
-	badRequest(w, code, "%v", err)
+	s.audit("access", "user", req.User, "queue", req.Queue, "action", action, "allowed", false, "error", err.Error(), "caller", caller.Name, "requestID", requestID(r))
+	var gerr *engine.GroupsError
+	if errors.As(err, &gerr) {
+		s.log.Error("group lookup failed", "requestID", requestID(r), "user", req.User, "partition", req.Partition, "err", err)
+		s.refuse(w, r, http.StatusServiceUnavailable, fmt.Sprintf("group lookup failed for user %q; usher's log has the details under request id %s", req.User, requestID(r)))
+		return
+	}
+	s.refuse(w, r, http.StatusBadRequest, err.Error())
 }
 
-func (s *Server) serveApplication(w http.ResponseWriter, r *http.Request, req *AccessRequest) {
+func (s *Server) serveApplication(w http.ResponseWriter, r *http.Request, req *AccessRequest, caller auth.User) {
 	action, err := application.ParseAction(req.Action)
 	if err != nil {
 		badRequest(w, http.StatusBadRequest, "action: %v", err)
@@ -212,7 +228,7 @@ func (s *Server) serveApplication(w http.ResponseWriter, r *http.Request, req *A
 	d, in, err := s.engine.DecideApplication(r.Context(), engine.AppRequest{
 		Partition: req.Partition, User: req.User, Groups: req.Groups, App: app, Action: action, Target: req.TargetQueue})
 	if err != nil {
-		s.decisionError(w, req, action.String(), err)
+		s.decisionError(w, r, caller, req, action.String(), err)
 		return
 	}
 	outcome := "denied"
@@ -222,7 +238,7 @@ func (s *Server) serveApplication(w http.ResponseWriter, r *http.Request, req *A
 	s.metrics.decisions.WithLabelValues(action.String(), outcome).Inc()
 	s.metrics.decisionLatency.Observe(time.Since(start).Seconds())
 	s.audit("access", "user", in.User, "groups", in.Groups, "partition", d.Partition, "application", d.Application,
-		"owner", d.Owner, "queue", d.Queue, "action", action.String(), "allowed", d.Allowed, "reason", d.Reason())
+		"owner", d.Owner, "queue", d.Queue, "action", action.String(), "allowed", d.Allowed, "reason", d.Reason(), "caller", caller.Name, "requestID", requestID(r))
 	out := AccessResponse{Allowed: d.Allowed, Reason: d.Reason(), Partition: d.Partition, Queue: d.Queue,
 		Action: action.String(), User: in.User, Groups: groupsOf(in), Application: d.Application, Owner: d.Owner, TargetQueue: d.Target}
 	for _, rq := range d.Requirements {
@@ -306,10 +322,22 @@ func outcomeOf(rec admission.Record) string {
 }
 
 // authorizer implements admission.QueueAuthorizer over the engine.
-type authorizer struct{ e *engine.Engine }
+type authorizer struct {
+	e   *engine.Engine
+	log *slog.Logger
+}
 
+// AuthorizeSubmit decides a submission. A failed group lookup is returned
+// without the resolver's detail, which the admission denial would show to
+// whoever created the object; the detail goes to the log.
 func (a authorizer) AuthorizeSubmit(ctx context.Context, partition, queue, user string, groups []string) (bool, string, error) {
 	res, err := a.e.Check(ctx, engine.Request{Partition: partition, Queue: queue, User: user, Groups: groups, Action: policy.Submit})
+	var gerr *engine.GroupsError
+	if errors.As(err, &gerr) {
+		id := newRequestID()
+		a.log.Error("group lookup failed", "requestID", id, "user", user, "partition", partition, "err", err)
+		return false, "", fmt.Errorf("group lookup failed; usher's log has the details under request id %s", id)
+	}
 	if err != nil {
 		return false, "", err
 	}

@@ -19,6 +19,7 @@ type metrics struct {
 	reloads         *prometheus.CounterVec
 	lastReload      prometheus.Gauge
 	panics          *prometheus.CounterVec
+	accessAuth      *prometheus.CounterVec
 }
 
 func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
@@ -46,12 +47,16 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "usher_panics_recovered_total", Help: "Panics recovered at the HTTP edge, by handler.",
 		}, []string{"handler"}),
+		accessAuth: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "usher_access_auth_total",
+			Help: "Authentication and authorization of /v1/access and /metrics by endpoint and result (self, allowed, unauthenticated, forbidden, error).",
+		}, []string{"endpoint", "result"}),
 	}
 	m.lastReload.SetToCurrentTime()
 	for _, r := range []string{"success", "failure"} {
 		m.reloads.WithLabelValues(r)
 	}
-	reg.MustRegister(m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics,
+	reg.MustRegister(m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics, m.accessAuth,
 		cacheCollector{e}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -132,7 +137,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-var statusTexts = map[int]string{200: "200", 400: "400", 403: "403", 405: "405", 413: "413", 415: "415", 500: "500", 503: "503"}
+var statusTexts = map[int]string{200: "200", 400: "400", 401: "401", 403: "403", 405: "405", 413: "413", 415: "415", 500: "500", 503: "503"}
 
 func statusText(code int) string {
 	if s, ok := statusTexts[code]; ok {

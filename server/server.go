@@ -13,6 +13,15 @@
 //     one is refused, logged, counted and shown on /readyz while the last
 //     good configuration keeps serving. Decisions never wait for a reload.
 //   - One audit record per decision, unless switched off.
+//   - /v1/access and /metrics answer only authenticated callers (a bearer
+//     token checked with a TokenReview, or a client certificate), unless
+//     authentication is switched off explicitly; a caller asks about
+//     itself unless RBAC lets it ask about others. The webhooks answer the
+//     API server: an AdmissionReview only decides about the object its
+//     sender sent.
+//   - No error text carries directory internals to a caller: a failed
+//     group lookup is reported as such with a request id, the detail goes
+//     to the log.
 package server
 
 import (
@@ -32,6 +41,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/auth"
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/engine"
 )
@@ -65,6 +75,30 @@ type Options struct {
 	MaxAccessBody int64
 	// Getenv reads ADMISSION_CONTROLLER_* overrides. Default os.LookupEnv.
 	Getenv func(string) (string, bool)
+
+	// AccessAuth lists how callers of /v1/access and /metrics
+	// authenticate: AccessAuthKubernetes, AccessAuthClientCert (or both),
+	// AccessAuthAuto or AccessAuthNone alone. Default [AccessAuthAuto]:
+	// kubernetes when cluster credentials are available, client-cert when
+	// ClientCAFile is given, and 401 for everyone when neither is.
+	AccessAuth []string
+	// Kubeconfig is the kubeconfig file whose credentials send
+	// TokenReviews and SubjectAccessReviews. Default "": the pod's service
+	// account when usher runs in a pod ($KUBECONFIG is not read).
+	Kubeconfig string
+	// ClientCAFile is a PEM bundle of the CAs whose client certificates
+	// authenticate callers (user: the common name, groups: the
+	// organizations). Default "": client certificates are not accepted.
+	ClientCAFile string
+	// PrivilegedGroups may ask about anyone and read /metrics without a
+	// SubjectAccessReview. Default (nil) ["system:masters"]; an empty
+	// non-nil slice names none.
+	PrivilegedGroups []string
+	// TokenReviewCache and SubjectAccessReviewCache tune the caches of the
+	// API server's answers (defaults: 10s for success and failure, 4096
+	// entries, 10s timeout).
+	TokenReviewCache         auth.TokenOptions
+	SubjectAccessReviewCache auth.SAROptions
 }
 
 func (o Options) withDefaults() Options {
@@ -98,6 +132,7 @@ type Server struct {
 	metrics   *metrics
 	registry  *prometheus.Registry
 	tlsConfig *tls.Config
+	access    accessAuth
 	// CAPEM is the certificate of a self-signed server, nil otherwise.
 	CAPEM []byte
 
@@ -134,14 +169,23 @@ func New(opts Options) (*Server, error) {
 	s.metrics = newMetrics(s.registry, s.engine)
 	hopts := []admission.Option{
 		admission.WithPanicHook(func(any) { s.metrics.panics.WithLabelValues("admission").Inc() }),
-		admission.WithAuthorizer(authorizer{s.engine}),
+		admission.WithAuthorizer(authorizer{s.engine, s.log}),
 		admission.WithDeleteAuthorizer(deleteAuthorizer{s.engine}),
 		admission.WithAudit(s.auditReview),
 	}
 	s.admission = admission.NewHandler(cfg.AdmissionCompiled, hopts...)
 	s.status.Store(&reloadStatus{loadedAt: time.Now()})
+	if err := s.setupAccessAuth(); err != nil {
+		return nil, err
+	}
 	if err := s.setupTLS(); err != nil {
 		return nil, err
+	}
+	if s.access.clientCerts {
+		// Ask for a certificate without verifying it in the handshake:
+		// the API server may call the webhooks with a certificate of
+		// another CA, and the authenticator decides about the rest.
+		s.tlsConfig.ClientAuth = tls.RequestClientCert
 	}
 	return s, nil
 }
@@ -202,7 +246,7 @@ func (s *Server) Addr() string {
 // Handler returns the HTTP routes, without TLS (for tests and embedding).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/v1/access", s.instrument("access", http.HandlerFunc(s.serveAccess)))
+	mux.Handle("/v1/access", s.instrument("access", withRequestID(http.HandlerFunc(s.serveAccess))))
 	mux.Handle("/mutate", s.instrument("mutate", s.admission.MutateHTTP()))
 	mux.Handle("/validate", s.instrument("validate", s.admission.ValidateHTTP()))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -210,7 +254,7 @@ func (s *Server) Handler() http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/readyz", s.serveReady)
-	mux.Handle("/metrics", s.metricsHandler())
+	mux.Handle("/metrics", withRequestID(s.guardMetrics(s.metricsHandler())))
 	return mux
 }
 
@@ -303,7 +347,7 @@ func (s *Server) Reload() (bool, error) {
 		var cfg *config.Config
 		if cfg, err = s.load(); err == nil {
 			if err = s.engine.Swap(cfg); err == nil {
-				err = s.admission.Store(cfg.AdmissionCompiled, authorizer{s.engine})
+				err = s.admission.Store(cfg.AdmissionCompiled, authorizer{s.engine, s.log})
 			}
 		}
 	}

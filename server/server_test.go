@@ -48,9 +48,15 @@ func (s *syncBuffer) String() string {
 }
 
 // start runs a server on a free loopback port and returns a client that
-// trusts its certificate. The server stops when the test ends.
+// trusts its certificate. The server stops when the test ends. Tests of
+// decisions, reloads and metrics run with authentication switched off
+// explicitly (--access-auth none) unless they set opts.AccessAuth; the
+// tests of authentication are in authn_test.go.
 func start(t *testing.T, opts server.Options, roots *x509.CertPool) *harness {
 	t.Helper()
+	if opts.AccessAuth == nil {
+		opts.AccessAuth = []string{server.AccessAuthNone}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +186,7 @@ func TestAccessAPI(t *testing.T) {
 		{"unknown queue", "application/json", `{"user":"a","queue":"root.nope"}`, 400, "unknown queue"},
 		{"bad user name", "application/json", `{"user":"a\u0000b"}`, 400, "control character"},
 		{"empty body", "application/json", ``, 400, "empty body"},
-		{"resolver failure", "application/json", `{"user":"mallory","queue":"root.dev"}`, 503, "unknown user"},
+		{"resolver failure", "application/json", `{"user":"mallory","queue":"root.dev"}`, 503, `group lookup failed for user "mallory"`},
 		{"content type", "text/plain", `{"user":"a"}`, 415, "want application/json"},
 		{"huge body", "application/json", `{"user":"` + strings.Repeat("a", 70<<10) + `"}`, 413, "larger than"},
 	}

@@ -1,0 +1,285 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/usherhq/usher/auth"
+)
+
+// The ways a caller of /v1/access and /metrics can authenticate
+// (Options.AccessAuth, --access-auth).
+const (
+	// AccessAuthAuto uses AccessAuthKubernetes when cluster credentials are
+	// available (Options.Kubeconfig, or usher runs in a pod) and
+	// AccessAuthClientCert when Options.ClientCAFile is given. With
+	// neither, every caller is refused with 401.
+	AccessAuthAuto = "auto"
+	// AccessAuthKubernetes checks bearer tokens with a TokenReview.
+	AccessAuthKubernetes = "kubernetes"
+	// AccessAuthClientCert accepts TLS client certificates issued by the
+	// CA in Options.ClientCAFile.
+	AccessAuthClientCert = "client-cert"
+	// AccessAuthNone switches authentication and authorization off: anyone
+	// who reaches usher gets any answer. For local use and tests only.
+	AccessAuthNone = "none"
+)
+
+// The usher resource a caller needs permission on to ask /v1/access about
+// someone else: verb create on accessreviews in API group usher.io. The
+// ClusterRole usher-access-reviewer in deploy/rbac.yaml grants it.
+const (
+	AccessReviewGroup    = "usher.io"
+	AccessReviewResource = "accessreviews"
+	AccessReviewVerb     = "create"
+)
+
+// accessAuth is the authentication and authorization of /v1/access and
+// /metrics, as set up from the options.
+type accessAuth struct {
+	off         bool
+	authn       auth.Authenticator // nil: nothing configured, everyone gets 401
+	authz       auth.Authorizer
+	kube        bool
+	clientCerts bool
+	modes       string
+}
+
+// setupAccessAuth builds the authenticators and authorizers the options
+// ask for, refusing contradictory options.
+func (s *Server) setupAccessAuth() error {
+	o := s.opts
+	modes := o.AccessAuth
+	if len(modes) == 0 {
+		modes = []string{AccessAuthAuto}
+	}
+	want := map[string]bool{}
+	for _, m := range modes {
+		switch m {
+		case AccessAuthAuto, AccessAuthKubernetes, AccessAuthClientCert, AccessAuthNone:
+		default:
+			return fmt.Errorf("--access-auth %q: want kubernetes, client-cert, a list of both, auto or none", m)
+		}
+		want[m] = true
+	}
+	if (want[AccessAuthNone] || want[AccessAuthAuto]) && len(want) > 1 {
+		return fmt.Errorf("--access-auth %s: auto and none cannot be combined with other values", strings.Join(modes, ","))
+	}
+	a := &s.access
+	a.modes = strings.Join(modes, ",")
+	if want[AccessAuthNone] {
+		a.off = true
+		s.log.Warn("AUTHENTICATION IS OFF (--access-auth none): anyone who can reach this server gets any user's decisions and directory groups from /v1/access and reads /metrics; use it for local use and tests only")
+		return nil
+	}
+	auto := want[AccessAuthAuto]
+	if o.ClientCAFile != "" && !auto && !want[AccessAuthClientCert] {
+		return fmt.Errorf("--client-ca is given but --access-auth %s does not include client-cert", a.modes)
+	}
+	var authns []auth.Authenticator
+	var authzs []auth.Authorizer
+	privileged := o.PrivilegedGroups
+	if privileged == nil {
+		privileged = []string{"system:masters"}
+	}
+	if len(privileged) > 0 {
+		authzs = append(authzs, auth.PrivilegedGroups(privileged...))
+	}
+	if want[AccessAuthKubernetes] || auto {
+		cfg, err := auth.LoadKubeConfig(o.Kubeconfig)
+		switch {
+		case errors.Is(err, auth.ErrNoCluster) && auto:
+		case err != nil && auto && o.Kubeconfig == "":
+			// In a pod without a usable service-account token: callers
+			// are refused (401) rather than usher refusing to start, so
+			// the webhooks keep serving.
+			s.log.Warn("--access-auth auto: the in-cluster configuration is unusable; bearer tokens are not accepted", "err", err)
+		case err != nil:
+			return fmt.Errorf("--access-auth kubernetes: %w", err)
+		default:
+			rev, err := auth.NewKubeReviewer(cfg)
+			if err != nil {
+				return fmt.Errorf("--access-auth kubernetes: %w", err)
+			}
+			authns = append(authns, auth.NewTokenAuthenticator(rev, o.TokenReviewCache))
+			authzs = append(authzs, auth.NewSARAuthorizer(rev, o.SubjectAccessReviewCache))
+			a.kube = true
+		}
+	}
+	if want[AccessAuthClientCert] || (auto && o.ClientCAFile != "") {
+		if o.ClientCAFile == "" {
+			return errors.New("--access-auth client-cert needs --client-ca FILE")
+		}
+		cc, err := auth.NewClientCertAuthenticator(o.ClientCAFile)
+		if err != nil {
+			return err
+		}
+		// Certificates first: a request that presents one is decided
+		// without a round trip to the API server.
+		authns = append([]auth.Authenticator{cc}, authns...)
+		a.clientCerts = true
+	}
+	a.authz = auth.UnionAuthorizer(authzs...)
+	switch len(authns) {
+	case 0:
+		s.log.Warn("no authentication configured: /v1/access and /metrics answer 401 to every caller; run in a pod or give --kubeconfig FILE (bearer tokens, TokenReview), or --client-ca FILE (client certificates); --access-auth none switches authentication off for local use")
+		return nil
+	case 1:
+		a.authn = authns[0]
+	default:
+		a.authn = auth.Union(authns...)
+	}
+	s.log.Info("access authentication", "kubernetes", a.kube, "clientCert", a.clientCerts, "privilegedGroups", privileged)
+	return nil
+}
+
+// newRequestID returns a random id that ties an answer to its log records.
+func newRequestID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// requestID returns the id set by withRequestID.
+func requestID(r *http.Request) string {
+	id, _ := r.Context().Value(requestIDKey{}).(string)
+	return id
+}
+
+type requestIDKey struct{}
+
+// withRequestID gives each request an id, sent back in X-Request-Id.
+func withRequestID(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := newRequestID()
+		w.Header().Set("X-Request-Id", id)
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
+	})
+}
+
+// errorBody is the JSON error of /v1/access and /metrics.
+type errorBody struct {
+	Error     string `json:"error"`
+	RequestID string `json:"requestID,omitempty"`
+}
+
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	writeJSON(w, code, errorBody{Error: msg, RequestID: requestID(r)})
+}
+
+// authenticate establishes the caller of endpoint ("access" or
+// "metrics"). When it returns false it has answered the request: 401, or
+// 503 when the API server could not be asked.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, endpoint string) (auth.User, bool) {
+	a := &s.access
+	if a.off {
+		return auth.User{}, true
+	}
+	if a.authn == nil {
+		s.metrics.accessAuth.WithLabelValues(endpoint, "unauthenticated").Inc()
+		s.refuse(w, r, http.StatusUnauthorized, "authentication required, but this server has none configured: run usher serve in a pod or with --kubeconfig FILE "+
+			"(bearer tokens checked with a TokenReview), or with --client-ca FILE (client certificates); --access-auth none switches authentication off (local use only)")
+		return auth.User{}, false
+	}
+	u, ok, err := a.authn.AuthenticateRequest(r)
+	if ok {
+		return u, true
+	}
+	if err != nil {
+		s.metrics.accessAuth.WithLabelValues(endpoint, "error").Inc()
+		s.log.Error("authentication failed: the credential could not be checked", "requestID", requestID(r), "endpoint", endpoint, "err", err)
+		s.refuse(w, r, http.StatusServiceUnavailable, "authentication unavailable: the credential could not be checked; try again later")
+		return auth.User{}, false
+	}
+	s.metrics.accessAuth.WithLabelValues(endpoint, "unauthenticated").Inc()
+	var how []string
+	if a.kube {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="usher"`)
+		how = append(how, "a Kubernetes bearer token (Authorization: Bearer TOKEN)")
+	}
+	if a.clientCerts {
+		how = append(how, "a client certificate")
+	}
+	s.refuse(w, r, http.StatusUnauthorized, "authentication required: send "+strings.Join(how, " or "))
+	return auth.User{}, false
+}
+
+// authorize decides attrs for endpoint. When it returns false it has
+// answered the request: 403, or 503 when the API server could not be
+// asked.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, endpoint string, attrs auth.Attributes, forbidden string) bool {
+	d, reason, err := s.access.authz.Authorize(r.Context(), attrs)
+	if d == auth.Allow && err == nil {
+		s.metrics.accessAuth.WithLabelValues(endpoint, "allowed").Inc()
+		return true
+	}
+	if err != nil {
+		s.metrics.accessAuth.WithLabelValues(endpoint, "error").Inc()
+		s.log.Error("authorization failed: the API server could not be asked", "requestID", requestID(r), "endpoint", endpoint,
+			"caller", attrs.User.Name, "permission", attrs.String(), "err", err)
+		s.refuse(w, r, http.StatusServiceUnavailable, "authorization unavailable; try again later")
+		return false
+	}
+	s.metrics.accessAuth.WithLabelValues(endpoint, "forbidden").Inc()
+	s.log.Info("access refused", "requestID", requestID(r), "endpoint", endpoint, "caller", attrs.User.Name,
+		"permission", attrs.String(), "reason", reason)
+	s.refuse(w, r, http.StatusForbidden, forbidden)
+	return false
+}
+
+// authorizeAccess lets a caller ask about itself, and about anyone else
+// only with permission to create accessreviews in API group usher.io.
+func (s *Server) authorizeAccess(w http.ResponseWriter, r *http.Request, caller auth.User, req *AccessRequest) bool {
+	if s.access.off {
+		return true
+	}
+	if aboutSelf(caller, req.User, req.Groups) {
+		s.metrics.accessAuth.WithLabelValues("access", "self").Inc()
+		return true
+	}
+	attrs := auth.Attributes{User: caller, Verb: AccessReviewVerb, APIGroup: AccessReviewGroup, Resource: AccessReviewResource}
+	return s.authorize(w, r, "access", attrs, fmt.Sprintf(
+		"forbidden: %q may ask only about itself (its own user name, and groups it is a member of); asking about another user or other groups needs permission to %s %s in API group %s",
+		caller.Name, AccessReviewVerb, AccessReviewResource, AccessReviewGroup))
+}
+
+// aboutSelf reports whether a question about user in groups is one the
+// caller may ask without permission: its own name, and no group it did
+// not authenticate with (no groups: the resolver is asked about it).
+func aboutSelf(caller auth.User, user string, groups []string) bool {
+	if user != caller.Name {
+		return false
+	}
+	for _, g := range groups {
+		if !slices.Contains(caller.Groups, g) {
+			return false
+		}
+	}
+	return true
+}
+
+// guardMetrics lets through callers allowed to get the non-resource URL
+// /metrics, as kube-rbac-proxy and controller-runtime do.
+func (s *Server) guardMetrics(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.access.off {
+			h.ServeHTTP(w, r)
+			return
+		}
+		caller, ok := s.authenticate(w, r, "metrics")
+		if !ok {
+			return
+		}
+		attrs := auth.Attributes{User: caller, Verb: "get", Path: "/metrics"}
+		if !s.authorize(w, r, "metrics", attrs, fmt.Sprintf("forbidden: %q may not get /metrics", caller.Name)) {
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
