@@ -67,6 +67,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"lint"}, "want exactly one FILE"},
 		{[]string{"access", "--user", "a", "-o", "yaml"}, `want tree or json`},
+		{[]string{"serve", "--access-auth", "token"}, `--access-auth "token"`},
+		{[]string{"serve", "--access-auth", "none,kubernetes"}, "cannot be combined"},
+		{[]string{"serve", "--access-auth", "client-cert"}, "needs --client-ca"},
+		{[]string{"serve", "--access-auth", "kubernetes", "--kubeconfig", "/nonexistent/kubeconfig"}, "/nonexistent/kubeconfig"},
+		{[]string{"serve", "--access-auth-cache-ttl", "0s"}, "positive duration"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/usherhq/usher/server"
@@ -25,16 +26,40 @@ ADMISSION_CONTROLLER_* environment variables override the file.
 Without --tls-cert/--tls-key a self-signed certificate is generated (for
 local use; its PEM is written to --ca-out when given).
 
+Who may ask (--access-auth). /v1/access and /metrics answer authenticated
+callers only:
+  kubernetes    a bearer token (Authorization: Bearer TOKEN) checked with a
+                TokenReview; questions authorized with SubjectAccessReviews.
+                Cluster credentials: --kubeconfig FILE, or the pod's service
+                account ($KUBECONFIG is not read).
+  client-cert   a TLS client certificate issued by the CA in --client-ca;
+                user = its common name (CN), groups = its organizations (O).
+  auto          (default) kubernetes when cluster credentials are found,
+                client-cert when --client-ca is given. With neither, every
+                caller gets 401 and a message saying how to turn it on.
+  none          no authentication: anyone who reaches usher gets any user's
+                decisions and groups. For local use and tests; logged loudly.
+kubernetes and client-cert may be combined: --access-auth kubernetes,client-cert.
+A caller may ask about itself (its own user name, and only groups it
+authenticated with). Asking about another user or other groups needs RBAC
+verb create on resource accessreviews in API group usher.io; /metrics needs
+verb get on the non-resource URL /metrics. Members of
+--access-privileged-groups may do both without a SubjectAccessReview.
+The webhooks (/mutate, /validate) are not affected: see docs/security.md.
+
 Examples:
   usher serve                                   # embedded default, https://127.0.0.1:8443
   usher serve --config queues.yaml --addr :8443 --tls-cert tls.crt --tls-key tls.key
+  usher serve --kubeconfig usher.kubeconfig     # callers authenticate with their Kubernetes tokens
+  usher serve --access-auth none                # local use: no authentication (logged loudly)
 `
 
 func runServe(ctx context.Context, env *Env, args []string) int {
 	var opts server.Options
-	var logFormat, logLevel, caOut string
+	var logFormat, logLevel, caOut, accessAuth, privileged string
 	var noAudit bool
-	fs := newFlagSet(env, "serve", "usher serve [--config FILE] [--addr HOST:PORT] [--tls-cert F --tls-key F]", serveHelp)
+	var authCacheTTL time.Duration
+	fs := newFlagSet(env, "serve", "usher serve [--config FILE] [--addr HOST:PORT] [--tls-cert F --tls-key F] [--access-auth MODES] [--kubeconfig F] [--client-ca F]", serveHelp)
 	fs.StringVar(&opts.ConfigPath, "config", "", "configuration `FILE` or ConfigMap directory (default: the embedded default)")
 	fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8443", "listen `HOST:PORT` (use :8443 inside a cluster)")
 	fs.StringVar(&opts.TLSCertFile, "tls-cert", "", "serving certificate `FILE` (PEM), re-read when it changes")
@@ -43,6 +68,11 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	fs.BoolVar(&noAudit, "no-audit", false, "do not write an audit record per decision")
 	fs.DurationVar(&opts.ReloadInterval, "reload-interval", 2*time.Second, "how often to check the configuration for changes")
 	fs.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let requests in flight finish on shutdown")
+	fs.StringVar(&accessAuth, "access-auth", server.AccessAuthAuto, "`MODES` callers of /v1/access and /metrics authenticate with: kubernetes, client-cert (or both, comma separated), auto or none")
+	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig `FILE` whose credentials send TokenReviews and SubjectAccessReviews (default: the pod's service account when running in a pod)")
+	fs.StringVar(&opts.ClientCAFile, "client-ca", "", "PEM `FILE` of the CA whose client certificates authenticate callers (default: client certificates are not accepted)")
+	fs.StringVar(&privileged, "access-privileged-groups", "system:masters", "comma separated `GROUPS` whose members may ask about anyone and read /metrics without a SubjectAccessReview (\"\" for none)")
+	fs.DurationVar(&authCacheTTL, "access-auth-cache-ttl", 10*time.Second, "how long answers of TokenReviews and SubjectAccessReviews are cached")
 	fs.StringVar(&logFormat, "log-format", "json", "log `FORMAT`: json or text")
 	fs.StringVar(&logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn or error")
 	if code, ok := parse(fs, args); !ok {
@@ -67,6 +97,17 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		return ExitUsage
 	}
 	opts.NoAudit = noAudit
+	opts.AccessAuth = splitList(accessAuth)
+	opts.PrivilegedGroups = splitList(privileged)
+	if opts.PrivilegedGroups == nil {
+		opts.PrivilegedGroups = []string{}
+	}
+	if authCacheTTL <= 0 {
+		fmt.Fprintf(env.Stderr, "usher serve: --access-auth-cache-ttl %v: want a positive duration\n", authCacheTTL)
+		return ExitUsage
+	}
+	opts.TokenReviewCache.SuccessTTL, opts.TokenReviewCache.FailureTTL = authCacheTTL, authCacheTTL
+	opts.SubjectAccessReviewCache.AllowTTL, opts.SubjectAccessReviewCache.DenyTTL = authCacheTTL, authCacheTTL
 	opts.Getenv = func(k string) (string, bool) {
 		v := env.Getenv(k)
 		return v, v != ""
@@ -94,4 +135,15 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		return 1
 	}
 	return ExitOK
+}
+
+// splitList splits a comma separated flag value, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
