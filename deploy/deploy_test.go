@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -20,9 +21,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/usherhq/usher/config"
+	"github.com/usherhq/usher/server"
 )
 
 type manifest struct {
@@ -70,6 +73,8 @@ func strict(t *testing.T, m manifest, into any) {
 
 func TestManifests(t *testing.T) {
 	seen := map[string]bool{}
+	roles := map[string]rbacv1.ClusterRole{}
+	var bindings []rbacv1.ClusterRoleBinding
 	for _, m := range load(t) {
 		seen[m.kind] = true
 		switch m.kind {
@@ -78,9 +83,17 @@ func TestManifests(t *testing.T) {
 		case "ServiceAccount":
 			var sa corev1.ServiceAccount
 			strict(t, m, &sa)
-			if sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
-				t.Error("usher needs no API token: automountServiceAccountToken must be false")
+			if sa.AutomountServiceAccountToken == nil || !*sa.AutomountServiceAccountToken {
+				t.Error("usher sends TokenReviews and SubjectAccessReviews: automountServiceAccountToken must be true")
 			}
+		case "ClusterRole":
+			var r rbacv1.ClusterRole
+			strict(t, m, &r)
+			roles[r.Name] = r
+		case "ClusterRoleBinding":
+			var b rbacv1.ClusterRoleBinding
+			strict(t, m, &b)
+			bindings = append(bindings, b)
 		case "ConfigMap":
 			var cm corev1.ConfigMap
 			strict(t, m, &cm)
@@ -131,7 +144,8 @@ func TestManifests(t *testing.T) {
 			t.Errorf("%s: unexpected kind %q", m.file, m.kind)
 		}
 	}
-	for _, k := range []string{"Deployment", "PodDisruptionBudget", "Service", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ServiceAccount", "Certificate"} {
+	checkRBAC(t, roles, bindings)
+	for _, k := range []string{"Deployment", "PodDisruptionBudget", "Service", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ServiceAccount", "Certificate", "ClusterRole", "ClusterRoleBinding"} {
 		if !seen[k] {
 			t.Errorf("no %s in deploy/", k)
 		}
@@ -155,9 +169,49 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 		t.Error("probes on /readyz and /healthz")
 	}
 	args := strings.Join(c.Args, " ")
-	for _, want := range []string{"serve", "--config=", "--tls-cert=", "--tls-key=", "--addr=:8443"} {
+	for _, want := range []string{"serve", "--config=", "--tls-cert=", "--tls-key=", "--addr=:8443", "--access-auth=kubernetes"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+	if strings.Contains(args, "none") {
+		t.Errorf("args %q switch access authentication off", args)
+	}
+	if pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken || pod.ServiceAccountName != "usher" {
+		t.Error("the pod must run as service account usher with its token mounted")
+	}
+}
+
+// checkRBAC: usher may create tokenreviews and subjectaccessreviews (through
+// system:auth-delegator) and nothing else; the roles callers are bound to
+// grant exactly the permissions usher checks.
+func checkRBAC(t *testing.T, roles map[string]rbacv1.ClusterRole, bindings []rbacv1.ClusterRoleBinding) {
+	delegated := false
+	for _, b := range bindings {
+		for _, s := range b.Subjects {
+			if s.Kind == rbacv1.ServiceAccountKind && s.Name == "usher" && s.Namespace == "usher-system" {
+				if b.RoleRef.Kind != "ClusterRole" || b.RoleRef.Name != "system:auth-delegator" {
+					t.Errorf("%s binds usher to %s %s: usher needs system:auth-delegator only", b.Name, b.RoleRef.Kind, b.RoleRef.Name)
+				}
+				delegated = true
+			}
+		}
+	}
+	if !delegated {
+		t.Error("no ClusterRoleBinding of usher's service account to system:auth-delegator")
+	}
+	want := map[string]rbacv1.PolicyRule{
+		"usher-access-reviewer": {APIGroups: []string{server.AccessReviewGroup}, Resources: []string{server.AccessReviewResource}, Verbs: []string{server.AccessReviewVerb}},
+		"usher-metrics-reader":  {NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}},
+	}
+	for name, rule := range want {
+		r, ok := roles[name]
+		if !ok {
+			t.Errorf("no ClusterRole %s", name)
+			continue
+		}
+		if len(r.Rules) != 1 || !reflect.DeepEqual(r.Rules[0], rule) {
+			t.Errorf("ClusterRole %s: rules %+v, want exactly %+v", name, r.Rules, rule)
 		}
 	}
 }
