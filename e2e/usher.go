@@ -80,6 +80,9 @@ type UsherProcess struct {
 	LogPath string
 	// ReloadInterval is passed as --reload-interval.
 	ReloadInterval time.Duration
+	// Args are more flags of usher serve, for example --access-auth
+	// kubernetes --kubeconfig FILE.
+	Args []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -154,10 +157,11 @@ func (u *UsherProcess) start(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(logf, "=== usher serve on %s at %s\n", u.Addr, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(u.Bin, "serve",
+	args := []string{"serve",
 		"--config", u.ConfigPath, "--addr", u.Addr,
 		"--tls-cert", u.Cert.CertFile, "--tls-key", u.Cert.KeyFile,
-		"--log-format", "text", "--reload-interval", u.ReloadInterval.String())
+		"--log-format", "text", "--reload-interval", u.ReloadInterval.String()}
+	cmd := exec.Command(u.Bin, append(args, u.Args...)...)
 	// ADMISSION_CONTROLLER_* variables override the file: keep the test
 	// runner's own out of usher's environment.
 	for _, kv := range os.Environ() {
@@ -223,9 +227,22 @@ func (u *UsherProcess) stopLocked() {
 // Get fetches path from usher over TLS, verifying its certificate with the
 // cluster's CA, and returns the body and status code.
 func (u *UsherProcess) Get(ctx context.Context, path string) (body string, code int, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.URL()+path, nil)
+	return u.Do(ctx, http.MethodGet, path, "", "")
+}
+
+// Do sends a request to usher over TLS with body (JSON, when not empty)
+// and, when token is not empty, "Authorization: Bearer token"; it returns
+// the body and status code of the answer.
+func (u *UsherProcess) Do(ctx context.Context, method, path, token, body string) (string, int, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u.URL()+path, strings.NewReader(body))
 	if err != nil {
 		return "", 0, err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := u.https.Do(req)
 	if err != nil {

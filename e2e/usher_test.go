@@ -61,6 +61,12 @@ type usherEnv struct {
 // registered later, by register, once the test's namespaces exist.
 func startUsher(t *testing.T, ctx context.Context, config string) *usherEnv {
 	t.Helper()
+	return startUsherWith(t, ctx, config)
+}
+
+// startUsherWith is startUsher with more flags for usher serve.
+func startUsherWith(t *testing.T, ctx context.Context, config string, args ...string) *usherEnv {
+	t.Helper()
 	bin, err := BuildUsher()
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +80,7 @@ func startUsher(t *testing.T, ctx context.Context, config string) *usherEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	u.Args = args
 	if err := u.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
