@@ -283,3 +283,34 @@ func TestAccessErrorsAreJSON(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// An admission denial is read by whoever created the object: when the
+// groups cannot be found it says so with a request id, and the resolver's
+// error stays in the log.
+func TestAdmissionHidesResolverErrors(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "q.yaml")
+	writeFile(t, cfg, `partitions:
+  - name: default
+    groups: merge
+    usergroupresolver:
+      type: test
+      users:
+        alice: [dev]
+    queues:
+      - name: root
+        submitacl: "*"
+admissionController:
+  enforceQueueACLs: true
+`)
+	h := start(t, server.Options{ConfigPath: cfg}, nil)
+	review := strings.ReplaceAll(podReview, `"username":"alice"`, `"username":"mallory"`)
+	review = strings.ReplaceAll(review, `"metadata":{"name":"p"`, `"metadata":{"labels":{"queue":"root"},"name":"p"`)
+	a := h.as(caller{}, "POST", "/mutate", review)
+	a.want(t, "mallory's pod", 200, `"allowed":false`, "group lookup failed", "request id")
+	if strings.Contains(a.body, "unknown user") || strings.Contains(a.body, "test:") {
+		t.Fatalf("the denial carries the resolver's error: %s", a.body)
+	}
+	if !strings.Contains(h.logs.String(), `unknown user \"mallory\"`) {
+		t.Errorf("the log lacks the resolver's error:\n%s", h.logs.String())
+	}
+}
