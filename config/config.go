@@ -191,6 +191,7 @@ func (p *parser) document(data []byte) *Config {
 	if adm != nil {
 		p.strict(adm, "admissionController", &c.Admission)
 	}
+	rawAdmission := c.Admission
 	c.Admission = c.Admission.Defaulted()
 	if ac, err := c.Admission.Compile(); err != nil {
 		for _, line := range strings.Split(err.Error(), "\n") {
@@ -241,6 +242,15 @@ func (p *parser) document(data []byte) *Config {
 		return c
 	}
 	c.Snapshot = snap
+	if c.AdmissionCompiled != nil {
+		for _, r := range references(rawAdmission, snap) {
+			at := r.setting
+			if r.at != "" {
+				at = r.at
+			}
+			p.errorf(settingNode(adm, at), "%s", r)
+		}
+	}
 	return c
 }
 

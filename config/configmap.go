@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -48,6 +49,13 @@ func FromConfigMap(name string, data map[string]string) (*Config, error) {
 	c.Admission = ac.Defaulted()
 	if c.AdmissionCompiled, err = c.Admission.Compile(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if refs := references(ac, c.Snapshot); len(refs) > 0 {
+		msgs := make([]string, len(refs))
+		for i, r := range refs {
+			msgs[i] = name + ": " + r.String()
+		}
+		return nil, errors.New(strings.Join(msgs, "\n"))
 	}
 	for _, w := range c.Admission.Warnings() {
 		c.Warnings = append(c.Warnings, Diagnostic{File: name, Severity: Warning, Msg: w.String()})
@@ -116,24 +124,34 @@ func readLimited(path string) ([]byte, error) {
 }
 
 // settingNode finds the node of a dotted admission setting
-// (admissionController.accessControl.externalUsers) inside the
-// admissionController block, falling back to the block itself.
+// (admissionController.accessControl.externalUsers,
+// admissionController.queueMapping.table[1].queue) inside the
+// admissionController block, falling back to the deepest node found.
 func settingNode(block *yaml.Node, setting string) *yaml.Node {
 	n := block
 	for _, part := range strings.Split(strings.TrimPrefix(setting, "admissionController."), ".") {
+		name, index, _ := strings.Cut(part, "[")
 		if n == nil || n.Kind != yaml.MappingNode {
-			return block
+			return n
 		}
 		var next *yaml.Node
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == part {
+			if n.Content[i].Value == name {
 				next = n.Content[i+1]
 			}
 		}
 		if next == nil {
-			return block
+			return n
 		}
 		n = next
+		for index != "" {
+			var i int
+			if _, err := fmt.Sscanf(index, "%d]", &i); err != nil || n.Kind != yaml.SequenceNode || i < 0 || i >= len(n.Content) {
+				return n
+			}
+			n = n.Content[i]
+			_, index, _ = strings.Cut(index, "[")
+		}
 	}
 	return n
 }

@@ -1,0 +1,83 @@
+package server_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/usherhq/usher/server"
+)
+
+// enforcedYAML checks queue ACLs at admission in partition default.
+const enforcedYAML = teamsYAML + `admissionController:
+  partition: default
+  enforceQueueACLs: true
+  queueMapping:
+    table:
+      - {value: data, queue: root.dev}
+`
+
+// podCreate is a pod CREATE by carol (group dev) labelled queue=value.
+func podCreate(uid, value string) string {
+	return fmt.Sprintf(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":%q,
+	  "kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},
+	  "namespace":"team","operation":"CREATE","userInfo":{"username":"carol","groups":["dev"]},
+	  "object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"queue":%q}},"spec":{"containers":[{"name":"c","image":"x"}]}}}}`, uid, value)
+}
+
+// A configuration whose admission settings point nowhere would deny every
+// workload: a reload refuses it with the position of the mistake, and the
+// last good configuration keeps deciding.
+func TestReloadRefusesDanglingReferences(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "q.yaml")
+	writeFile(t, cfg, enforcedYAML)
+	h := start(t, server.Options{ConfigPath: cfg, ReloadInterval: time.Hour}, nil)
+	admitted := func(value string) bool {
+		t.Helper()
+		_, body := h.post("/mutate", "application/json", podCreate("u-"+value, value))
+		return strings.Contains(body, `"allowed":true`)
+	}
+	if !admitted("dev") || !admitted("data") {
+		t.Fatal("carol may submit to root.dev, directly and through the mapping")
+	}
+	for _, tt := range []struct{ name, from, to, want string }{
+		{"partition", "partition: default", "partition: production",
+			`q.yaml:16:14: admissionController.partition: "production" names no partition of this configuration (partitions: default)`},
+		{"mapping", "queue: root.dev}", "queue: root.devs}",
+			`q.yaml:20:30: admissionController.queueMapping.table[0].queue: "root.devs" is not a queue of partition default`},
+		{"template", "  queueMapping:\n", "  queueMapping:\n    template: \"root.dev.{value}\"\n",
+			`q.yaml:19:15: admissionController.queueMapping.template: "root.dev.{value}" can only name queues under root.dev, which has no child queues in partition default`},
+		{"default partition", "partition: default", "partition: \"\"\n  enforceDeleteACLs: true", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			writeFile(t, cfg, strings.Replace(enforcedYAML, tt.from, tt.to, 1))
+			ok, err := h.srv.Reload()
+			if tt.want == "" {
+				// Control: the same edit that keeps pointing at a partition
+				// is taken.
+				if !ok || err != nil {
+					t.Fatalf("valid change refused: %v", err)
+				}
+				writeFile(t, cfg, enforcedYAML)
+				if ok, err := h.srv.Reload(); !ok || err != nil {
+					t.Fatalf("restoring: %v", err)
+				}
+				return
+			}
+			if ok || err == nil || !strings.HasSuffix(err.Error(), tt.want) {
+				t.Fatalf("reload: %v, %v; want the error %s", ok, err, tt.want)
+			}
+			if !admitted("dev") || !admitted("data") {
+				t.Fatal("the last good configuration must keep deciding after a refused reload")
+			}
+			if _, body := h.post("/v1/access", "application/json", `{"queue":"root.ops","user":"bob"}`); !strings.Contains(body, `"allowed":true`) {
+				t.Fatalf("decisions must keep the old rules: %s", body)
+			}
+			if !strings.Contains(h.logs.String(), "configuration refused") {
+				t.Fatalf("refusal not logged:\n%s", h.logs.String())
+			}
+		})
+	}
+}
