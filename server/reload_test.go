@@ -3,6 +3,7 @@ package server_test
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +80,28 @@ func TestReloadRefusesDanglingReferences(t *testing.T) {
 				t.Fatalf("refusal not logged:\n%s", h.logs.String())
 			}
 		})
+	}
+}
+
+// /readyz is answered to anyone: it says that a reload failed and when,
+// never why (the reason, which can name files, DNs and hosts, is in the
+// log).
+func TestReadyzShortReason(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "q.yaml")
+	writeFile(t, cfg, teamsYAML)
+	h := start(t, server.Options{ConfigPath: cfg, ReloadInterval: time.Hour}, nil)
+	writeFile(t, cfg, strings.Replace(teamsYAML, "adminacl: bob", "adminacl: \"bob  secret-detail-7f3a\"", 1))
+	if ok, err := h.srv.Reload(); ok || err == nil {
+		t.Fatal("a broken file must be refused")
+	}
+	code, body := h.get("/readyz")
+	if code != 200 || strings.Contains(body, "secret-detail-7f3a") || strings.Contains(body, cfg) || strings.Contains(body, "more than one space") {
+		t.Fatalf("/readyz must not echo the reload error:\n%d %s", code, body)
+	}
+	if !regexp.MustCompile(`configuration reload failed at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ; see the log`).MatchString(body) {
+		t.Fatalf("/readyz must give a short reason:\n%s", body)
+	}
+	if logs := h.logs.String(); !strings.Contains(logs, "secret-detail-7f3a") || !strings.Contains(logs, "more than one space") {
+		t.Fatalf("the log keeps the detail:\n%s", logs)
 	}
 }

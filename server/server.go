@@ -10,8 +10,9 @@
 //     with a clear error; decisions come from package engine and package
 //     admission.
 //   - A configuration change on disk is swapped in atomically; an invalid
-//     one is refused, logged, counted and shown on /readyz while the last
-//     good configuration keeps serving. Decisions never wait for a reload.
+//     one is refused, logged (with the reason), counted and shown on
+//     /readyz (without the reason) while the last good configuration keeps
+//     serving. Decisions never wait for a reload.
 //   - One audit record per decision, unless switched off.
 package server
 
@@ -110,7 +111,7 @@ type Server struct {
 
 type reloadStatus struct {
 	loadedAt time.Time
-	lastErr  string
+	failed   bool // the last reload was refused, at failedAt
 	failedAt time.Time
 }
 
@@ -310,7 +311,7 @@ func (s *Server) Reload() (bool, error) {
 	if err != nil {
 		s.metrics.reloads.WithLabelValues("failure").Inc()
 		st := *s.status.Load()
-		st.lastErr, st.failedAt = err.Error(), time.Now()
+		st.failed, st.failedAt = true, time.Now()
 		s.status.Store(&st)
 		s.log.Error("configuration refused; the previous configuration keeps serving", "config", s.opts.ConfigPath, "err", err)
 		return false, err
@@ -358,8 +359,11 @@ func contentSum(path string) ([32]byte, error) {
 func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	st := s.status.Load()
-	fmt.Fprintf(w, "ready: serving %s loaded at %s\n", s.configName(), st.loadedAt.UTC().Format(time.RFC3339))
-	if st.lastErr != "" {
-		fmt.Fprintf(w, "last reload refused at %s (the configuration above keeps serving):\n%s\n", st.failedAt.UTC().Format(time.RFC3339), st.lastErr)
+	fmt.Fprintf(w, "ready: serving the configuration loaded at %s\n", st.loadedAt.UTC().Format(time.RFC3339))
+	if st.failed {
+		// Anyone who reaches the port may read /readyz: the reason of the
+		// refusal (which can name files, directory servers and DNs) is
+		// only in the log.
+		fmt.Fprintf(w, "configuration reload failed at %s; see the log (the configuration above keeps serving)\n", st.failedAt.UTC().Format(time.RFC3339))
 	}
 }
