@@ -202,7 +202,7 @@ func (p *parser) document(data []byte) *Config {
 	} else {
 		c.AdmissionCompiled = ac
 		for _, w := range c.Admission.Warnings() {
-			p.warnf(settingNode(adm, w.Setting), "%s", w)
+			p.admissionWarning(adm, w)
 		}
 	}
 	if parts == nil {

@@ -139,3 +139,37 @@ func TestConfigMapReferences(t *testing.T) {
 		}
 	}
 }
+
+// A pattern warning points at the pattern: the item of a list, or its
+// place in a comma-separated string; a ConfigMap names the key it uses.
+func TestPatternWarningPositions(t *testing.T) {
+	c := mustParse(t, queuesOnly+`admissionController:
+  accessControl:
+    systemUsers:
+      - "^system:serviceaccount:kube-system:"
+      - spark-operator
+    externalGroups: "^trusted$, ^a$|admins"
+  processNamespaces: "^spark-,^mpi-"
+`)
+	got := strings.Join(diagStrings(c.Warnings), "\n")
+	for _, want := range []string{
+		`q.yaml:10:9: warning: admissionController.accessControl.systemUsers: pattern "spark-operator" is not anchored`,
+		`q.yaml:11:33: warning: admissionController.accessControl.externalGroups: alternative "admins" of pattern "^a$|admins" is not anchored: it also trusts "notadmins"; write "^a$|^admins$"`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warnings\n%s\nlack\n%s", got, want)
+		}
+	}
+	if strings.Contains(got, "processNamespaces") {
+		t.Errorf("YuniKorn's documented processNamespaces warns:\n%s", got)
+	}
+	cm, err := config.FromConfigMap("cm", map[string]string{"queues.yaml": queuesOnly,
+		"admissionController.filtering.processNamespaces": "spark-,^mpi-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = strings.Join(diagStrings(cm.Warnings), "\n")
+	if want := `cm: warning: admissionController.filtering.processNamespaces: pattern "spark-" is not anchored at the start: it also matches "notspark-"; write "^spark-"`; got != want {
+		t.Errorf("ConfigMap warnings\n%s\nwant\n%s", got, want)
+	}
+}
