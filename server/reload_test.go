@@ -105,3 +105,31 @@ func TestReadyzShortReason(t *testing.T) {
 		t.Fatalf("the log keeps the detail:\n%s", logs)
 	}
 }
+
+// Patterns given through ADMISSION_CONTROLLER_* variables are linted when
+// serve starts, named by the variable: an unanchored spark-operator
+// trusts that service account in every namespace.
+func TestEnvironmentPatternsLintedAtStart(t *testing.T) {
+	env := map[string]string{"ADMISSION_CONTROLLER_SYSTEM_USERS": "^system:serviceaccount:kube-system:,spark-operator"}
+	h := start(t, server.Options{Getenv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}, nil)
+	want := `ADMISSION_CONTROLLER_SYSTEM_USERS: pattern \"spark-operator\" is not anchored: it also trusts \"system:serviceaccount:any-namespace:spark-operator\"`
+	if logs := h.logs.String(); !strings.Contains(logs, want) || !strings.Contains(logs, `"level":"WARN"`) {
+		t.Fatalf("the environment's pattern was not linted at start; logs:\n%s", logs)
+	}
+}
+
+// A configuration taken by a reload is linted like the first one: its
+// warnings are logged.
+func TestReloadLogsWarnings(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "q.yaml")
+	writeFile(t, cfg, teamsYAML)
+	h := start(t, server.Options{ConfigPath: cfg, ReloadInterval: time.Hour}, nil)
+	writeFile(t, cfg, teamsYAML+"admissionController:\n  accessControl:\n    externalGroups: \"^trusted$|admins\"\n")
+	if ok, err := h.srv.Reload(); !ok || err != nil {
+		t.Fatalf("reload: %v %v", ok, err)
+	}
+	want := `q.yaml:17:22: warning: admissionController.accessControl.externalGroups: alternative \"admins\" of pattern \"^trusted$|admins\" is not anchored`
+	if logs := h.logs.String(); !strings.Contains(logs, want) {
+		t.Fatalf("the reloaded configuration's warning was not logged; logs:\n%s", logs)
+	}
+}

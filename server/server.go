@@ -126,8 +126,11 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range cfg.Warnings {
-		s.log.Warn("configuration warning", "warning", w.String())
+	s.logWarnings(cfg)
+	// The ADMISSION_CONTROLLER_* variables do not change while usher
+	// runs: lint them once.
+	for _, w := range admission.EnvWarnings(opts.Getenv) {
+		s.log.Warn("configuration warning", "warning", w.String(), "source", "environment")
 	}
 	if s.engine, err = engine.New(cfg); err != nil {
 		return nil, err
@@ -299,9 +302,9 @@ func (s *Server) Reload() (bool, error) {
 	if err == nil && sum == s.lastSum {
 		return false, nil
 	}
+	var cfg *config.Config
 	if err == nil {
 		s.lastSum = sum
-		var cfg *config.Config
 		if cfg, err = s.load(); err == nil {
 			if err = s.engine.Swap(cfg); err == nil {
 				err = s.admission.Store(cfg.AdmissionCompiled, authorizer{s.engine})
@@ -320,7 +323,15 @@ func (s *Server) Reload() (bool, error) {
 	s.metrics.lastReload.SetToCurrentTime()
 	s.status.Store(&reloadStatus{loadedAt: time.Now()})
 	s.log.Info("configuration reloaded", "config", s.opts.ConfigPath)
+	s.logWarnings(cfg)
 	return true, nil
+}
+
+// logWarnings logs the lint warnings of a configuration put in service.
+func (s *Server) logWarnings(cfg *config.Config) {
+	for _, w := range cfg.Warnings {
+		s.log.Warn("configuration warning", "warning", w.String())
+	}
 }
 
 // contentSum hashes the configuration file, or every file of a ConfigMap
