@@ -595,6 +595,27 @@ func EnvWarnings(lookup func(string) (string, bool)) []Warning {
 	return ws
 }
 
+// EnvOverridden lists the settings (by their YAML path, as Warnings names
+// them) that the ADMISSION_CONTROLLER_* variables set, so that warnings
+// about the file's values of those settings, which are not in force, can
+// be dropped.
+func EnvOverridden(lookup func(string) (string, bool)) []string {
+	var out []string
+	for _, e := range []struct{ setting, env string }{
+		{"admissionController.accessControl.bypassAuth", EnvBypassAuth},
+		{"admissionController.accessControl.trustControllers", EnvTrustControllers},
+		{"admissionController.accessControl.trustControllers", EnvBypassControllers},
+		{keySystemUsers.setting, EnvSystemUsers},
+		{keyExternalUsers.setting, EnvExternalUsers},
+		{keyExternalGroups.setting, EnvExternalGroups},
+	} {
+		if _, ok := lookup(e.env); ok && (len(out) == 0 || out[len(out)-1] != e.setting) {
+			out = append(out, e.setting)
+		}
+	}
+	return out
+}
+
 // lint checks each pattern of a setting named setting.
 func (k patternKey) lint(setting string, ps Patterns) []Warning {
 	var ws []Warning

@@ -133,3 +133,21 @@ func TestReloadLogsWarnings(t *testing.T) {
 		t.Fatalf("the reloaded configuration's warning was not logged; logs:\n%s", logs)
 	}
 }
+
+// A file's pattern that the environment overrides is not in force: its
+// warning is not logged, the environment's is.
+func TestEnvironmentOverridesFileWarnings(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "q.yaml")
+	writeFile(t, cfg, teamsYAML+"admissionController:\n  accessControl:\n    externalUsers: \"file-airflow\"\n    externalGroups: \"file-admins\"\n")
+	env := map[string]string{"ADMISSION_CONTROLLER_EXTERNAL_USERS": "env-airflow"}
+	h := start(t, server.Options{ConfigPath: cfg, Getenv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}, nil)
+	logs := h.logs.String()
+	if strings.Contains(logs, "file-airflow") {
+		t.Errorf("warning about an overridden setting logged:\n%s", logs)
+	}
+	for _, want := range []string{`ADMISSION_CONTROLLER_EXTERNAL_USERS: pattern \"env-airflow\"`, `externalGroups: pattern \"file-admins\"`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("logs lack %s:\n%s", want, logs)
+		}
+	}
+}

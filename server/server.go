@@ -26,6 +26,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -169,6 +171,14 @@ func (s *Server) load() (*config.Config, error) {
 		return nil, fmt.Errorf("environment: %w", err)
 	}
 	cfg.Admission, cfg.AdmissionCompiled = ac, compiled
+	// Warnings about the file's values of settings the environment
+	// overrides describe nothing in force (the environment's own values
+	// are linted at start, named by their variables).
+	for _, setting := range admission.EnvOverridden(s.opts.Getenv) {
+		cfg.Warnings = slices.DeleteFunc(cfg.Warnings, func(d config.Diagnostic) bool {
+			return strings.HasPrefix(d.Msg, setting+":")
+		})
+	}
 	return cfg, nil
 }
 
