@@ -217,3 +217,38 @@ func TestWarningsReadTheParsedPattern(t *testing.T) {
 		}
 	}
 }
+
+// Whatever the pattern, the lint does not panic, and a fix it suggests
+// compiles, passes the lint itself and still matches every name the
+// original spelt out as a whole alternative.
+func FuzzLintPattern(f *testing.F) {
+	for _, s := range []string{"^trusted$|admins", "system:serviceaccount:kube-system:", "^spark-", "spark-operator",
+		"(?m)^a$", "(?i)a|b", "^.*x$", "[|]x|y", `\Aa\z|b`, "a{2,}|^b", "((a|b)|c)?d", "^$", "x**"} {
+		f.Add(s)
+	}
+	keys := []patternKey{keySystemUsers, keyExternalGroups, keyProcessNS, keyBypassNS}
+	f.Fuzz(func(t *testing.T, p string) {
+		if len(p) > 200 {
+			return
+		}
+		for _, k := range keys {
+			_, fix, _ := k.lintPattern(p)
+			if fix == "" {
+				continue
+			}
+			re, err := regexp.Compile(fix)
+			if err != nil {
+				t.Fatalf("%s: fix %q of %q does not compile: %v", k.setting, fix, p, err)
+			}
+			if m, _, warn := k.lintPattern(fix); warn {
+				t.Fatalf("%s: fix %q of %q warns: %s", k.setting, fix, p, m)
+			}
+			vs, _ := analyse(p)
+			for _, v := range vs {
+				if v.literal && !re.MatchString(v.last) {
+					t.Fatalf("%s: fix %q of %q no longer matches %q", k.setting, fix, p, v.last)
+				}
+			}
+		}
+	})
+}
