@@ -196,7 +196,6 @@ func (p *parser) document(data []byte) *Config {
 	if ac, err := c.Admission.Compile(); err != nil {
 		for _, line := range strings.Split(err.Error(), "\n") {
 			setting, _, _ := strings.Cut(line, ":")
-			setting, _, _ = strings.Cut(setting, "[")
 			p.errorf(settingNode(adm, setting), "%s", line)
 		}
 	} else {
