@@ -1235,6 +1235,8 @@ admissionController:
 		{"an invalid regular expression", fmt.Sprintf(trustBob, "*", "(["), `externalGroups[0]: invalid regular expression "(["`},
 		{"a YAML syntax error", "partitions: [\n", "YAML"},
 		{"an ACL with two spaces", fmt.Sprintf(trustBob, "u1  g1", ""), `submitacl "u1  g1": more than one space`},
+		{"a partition that does not exist", fmt.Sprintf(trustBob, "*", "") + "  partition: nope\n  enforceQueueACLs: true\n",
+			`admissionController.partition: "nope" names no partition of this configuration`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := writeFileAtomic(e.u.ConfigPath, tc.content); err != nil {
