@@ -95,7 +95,8 @@ type Config struct {
 // Patterns are Go regular expressions used as written, with
 // regexp.MatchString, exactly as YuniKorn does: they are NOT anchored for
 // you, so "admin" also matches "notadmin". Anchor them ("^admin$");
-// Config.Warnings reports patterns that are not.
+// Config.Warnings reports patterns that are not (see patternKey for the
+// rule of each setting).
 type AccessControl struct {
 	// BypassAuth, when true, lets every submitter supply the user.info
 	// annotation (it must still be valid), and leaves objects that carry the
@@ -510,70 +511,125 @@ func sortErrors(errs []error) {
 // Warning is a configuration problem that does not stop usher from
 // running but probably does not do what was meant.
 type Warning struct {
-	// Setting is the dotted name of the setting, as in the ConfigMap:
-	// admissionController.accessControl.externalUsers.
+	// Setting names the setting as the user wrote it: the dotted path of
+	// the YAML key (admissionController.accessControl.externalUsers), the
+	// ConfigMap key, or the environment variable.
 	Setting string
 	// Message says what is wrong and how to fix it.
 	Message string
+	// Pattern is the pattern the warning is about, "" for a warning about
+	// the whole setting; Index is its position in the setting's list.
+	Pattern string
+	Index   int
+	// Fix is the pattern to write instead of Pattern, when one rewrite
+	// keeps what the pattern says and anchors it; "" otherwise (the
+	// message then says what to do).
+	Fix string
 }
 
 // String renders the warning as "setting: message".
 func (w Warning) String() string { return w.Setting + ": " + w.Message }
 
 // Warnings lints c (after defaults): patterns that are not anchored and so
-// match more names than they appear to, patterns that match every name,
-// and settings that weaken identity checks. Invalid settings are errors
-// from Compile, not warnings.
+// match more names than they appear to (see patternKey for the rule of
+// each setting), patterns that match every name, and settings that weaken
+// identity checks. Settings are named by their YAML path. Invalid settings
+// are errors from Compile, not warnings.
 func (c Config) Warnings() []Warning {
 	c = c.Defaulted()
 	var ws []Warning
 	add := func(setting, format string, args ...any) {
 		ws = append(ws, Warning{Setting: setting, Message: fmt.Sprintf(format, args...)})
 	}
-	lint := func(setting string, ps Patterns, noun, verb string) {
-		for _, p := range ps {
-			if strings.Count(p, "{") != strings.Count(p, "}") {
-				add(setting, "pattern %q has unbalanced braces: was a repetition such as {1,3} split at its comma? "+
-					"Write patterns containing commas in the YAML list form", p)
-			}
-			re, err := regexp.Compile(p)
-			if err != nil {
-				continue // Compile reports it
-			}
-			if re.MatchString("") {
-				add(setting, "pattern %q matches every %s", p, noun)
-				continue
-			}
-			core, start, end := anchors(p)
-			literal := regexp.QuoteMeta(core) == core
-			switch {
-			case !start && literal:
-				add(setting, "pattern %q is not anchored: it also %s %q; write %q", p, verb, "not"+core, "^"+core+"$")
-			case !start:
-				add(setting, "pattern %q is not anchored at the start: it also matches names that merely contain a match; start it with ^", p)
-			case !end && literal && !strings.HasSuffix(core, ":"):
-				add(setting, "pattern %q is not anchored at the end: it also %s %q; write %q", p, verb, core+"x", "^"+core+"$")
-			}
-		}
-	}
-	lint("admissionController.accessControl.systemUsers", c.AccessControl.SystemUsers, "user", "trusts")
-	lint("admissionController.accessControl.externalUsers", c.AccessControl.ExternalUsers, "user", "trusts")
-	lint("admissionController.accessControl.externalGroups", c.AccessControl.ExternalGroups, "group", "trusts")
-	lint("admissionController.processNamespaces", c.ProcessNamespaces, "namespace", "matches")
-	lint("admissionController.bypassNamespaces", c.BypassNamespaces, "namespace", "matches")
+	ws = append(ws, keySystemUsers.lint(keySystemUsers.setting, c.AccessControl.SystemUsers)...)
+	ws = append(ws, keyExternalUsers.lint(keyExternalUsers.setting, c.AccessControl.ExternalUsers)...)
+	ws = append(ws, keyExternalGroups.lint(keyExternalGroups.setting, c.AccessControl.ExternalGroups)...)
+	ws = append(ws, keyProcessNS.lint(keyProcessNS.setting, c.ProcessNamespaces)...)
+	ws = append(ws, keyBypassNS.lint(keyBypassNS.setting, c.BypassNamespaces)...)
 	if c.AccessControl.BypassAuth {
-		add("admissionController.accessControl.bypassAuth",
-			"is true: any submitter may set yunikorn.apache.org/user.info to any identity; use only in a trusted cluster")
+		add("admissionController.accessControl.bypassAuth", bypassAuthWarning)
 	}
 	if !*c.AccessControl.TrustControllers {
-		add("admissionController.accessControl.trustControllers",
-			"is false: pods and ReplicaSets that controllers create from stamped workloads will be denied")
+		add("admissionController.accessControl.trustControllers", trustControllersWarning)
 	}
 	if c.EnforceDeleteACLs && !deletesByControllersTrusted(c) {
 		add("admissionController.enforceDeleteACLs",
 			"is true but neither %q nor %q is a trusted controller (trustControllers and systemUsers): "+
 				"garbage collection, Job and ReplicaSet cleanup and namespace deletion will be denied",
 			garbageCollectorUser, controllerManagerUser)
+	}
+	return ws
+}
+
+const (
+	bypassAuthWarning       = "is true: any submitter may set yunikorn.apache.org/user.info to any identity; use only in a trusted cluster"
+	trustControllersWarning = "is false: pods and ReplicaSets that controllers create from stamped workloads will be denied"
+)
+
+// EnvWarnings lints the settings the ADMISSION_CONTROLLER_* environment
+// variables give (see ApplyEnv), each named by its variable, with the
+// rules of Warnings. Variables that are not set are not linted; invalid
+// values are errors from ApplyEnv, not warnings.
+func EnvWarnings(lookup func(string) (string, bool)) []Warning {
+	var ws []Warning
+	for _, e := range []struct {
+		name string
+		key  patternKey
+	}{{EnvSystemUsers, keySystemUsers}, {EnvExternalUsers, keyExternalUsers}, {EnvExternalGroups, keyExternalGroups}} {
+		if v, ok := lookup(e.name); ok {
+			ws = append(ws, e.key.lint(e.name, ParsePatterns(v))...)
+		}
+	}
+	if v, ok := lookup(EnvBypassAuth); ok {
+		if b, err := parseBool(EnvBypassAuth, v); err == nil && b {
+			ws = append(ws, Warning{Setting: EnvBypassAuth, Message: bypassAuthWarning})
+		}
+	}
+	for _, name := range []string{EnvTrustControllers, EnvBypassControllers} {
+		if v, ok := lookup(name); ok {
+			if b, err := parseBool(name, v); err == nil && !b {
+				ws = append(ws, Warning{Setting: name, Message: trustControllersWarning})
+			}
+		}
+	}
+	return ws
+}
+
+// EnvOverridden lists the settings (by their YAML path, as Warnings names
+// them) that the ADMISSION_CONTROLLER_* variables set, so that warnings
+// about the file's values of those settings, which are not in force, can
+// be dropped.
+func EnvOverridden(lookup func(string) (string, bool)) []string {
+	var out []string
+	for _, e := range []struct{ setting, env string }{
+		{"admissionController.accessControl.bypassAuth", EnvBypassAuth},
+		{"admissionController.accessControl.trustControllers", EnvTrustControllers},
+		{"admissionController.accessControl.trustControllers", EnvBypassControllers},
+		{keySystemUsers.setting, EnvSystemUsers},
+		{keyExternalUsers.setting, EnvExternalUsers},
+		{keyExternalGroups.setting, EnvExternalGroups},
+	} {
+		if _, ok := lookup(e.env); ok && (len(out) == 0 || out[len(out)-1] != e.setting) {
+			out = append(out, e.setting)
+		}
+	}
+	return out
+}
+
+// lint checks each pattern of a setting named setting.
+func (k patternKey) lint(setting string, ps Patterns) []Warning {
+	var ws []Warning
+	for i, p := range ps {
+		if strings.Count(p, "{") != strings.Count(p, "}") {
+			// The anchors of a piece of a split pattern mean nothing.
+			ws = append(ws, Warning{Setting: setting, Pattern: p, Index: i, Message: fmt.Sprintf(
+				"pattern %q has unbalanced braces: was a repetition such as {1,3} split at its comma? "+
+					"Write patterns containing commas in the YAML list form", p)})
+			continue
+		}
+		if msg, fix, bad := k.lintPattern(p); bad {
+			ws = append(ws, Warning{Setting: setting, Pattern: p, Index: i, Message: msg, Fix: fix})
+		}
 	}
 	return ws
 }
@@ -597,22 +653,6 @@ func deletesByControllersTrusted(c Config) bool {
 	}
 	m := matcher(res)
 	return m.match(garbageCollectorUser) || m.match(controllerManagerUser)
-}
-
-// anchors strips a leading ^ (or \A) and a trailing $ (or \z) from p.
-func anchors(p string) (core string, start, end bool) {
-	core = p
-	if strings.HasPrefix(core, "^") {
-		core, start = core[1:], true
-	} else if strings.HasPrefix(core, `\A`) {
-		core, start = core[2:], true
-	}
-	if strings.HasSuffix(core, `\z`) && !strings.HasSuffix(core, `\\z`) {
-		core, end = core[:len(core)-2], true
-	} else if strings.HasSuffix(core, "$") && !strings.HasSuffix(core, `\$`) {
-		core, end = core[:len(core)-1], true
-	}
-	return core, start, end
 }
 
 // compilePatterns compiles ps; errors name the setting and the item.

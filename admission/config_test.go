@@ -260,14 +260,13 @@ func TestWarnings(t *testing.T) {
 	}
 	want := []string{
 		`admissionController.accessControl.systemUsers: pattern "^system:kube-controller-manager" is not anchored at the end: it also trusts "system:kube-controller-managerx"; write "^system:kube-controller-manager$"`,
-		`admissionController.accessControl.externalUsers: pattern "admin" is not anchored: it also trusts "notadmin"; write "^admin$"`,
-		`admissionController.accessControl.externalUsers: pattern "a.*b" is not anchored at the start: it also matches names that merely contain a match; start it with ^`,
+		`admissionController.accessControl.externalUsers: pattern "admin" is not anchored: it also trusts "system:serviceaccount:any-namespace:admin" (the service account admin of every namespace); write "^admin$" for the user of that name, or "^system:serviceaccount:<namespace>:admin$" for one service account`,
+		`admissionController.accessControl.externalUsers: pattern "a.*b" is not anchored: it also trusts users that merely contain a match; write "^a.*b$"`,
 		`admissionController.accessControl.externalGroups: pattern ".*" matches every group`,
 		`admissionController.accessControl.externalGroups: pattern "^admins" is not anchored at the end: it also trusts "adminsx"; write "^admins$"`,
-		`admissionController.processNamespaces: pattern "team" is not anchored: it also matches "notteam"; write "^team$"`,
+		`admissionController.processNamespaces: pattern "team" is not anchored: it also matches "notteam"; write "^team$" (or end it with "-" for a prefix)`,
 		`admissionController.bypassNamespaces: pattern "^x{1" has unbalanced braces: was a repetition such as {1,3} split at its comma? Write patterns containing commas in the YAML list form`,
 		`admissionController.bypassNamespaces: pattern "2}$" has unbalanced braces: was a repetition such as {1,3} split at its comma? Write patterns containing commas in the YAML list form`,
-		`admissionController.bypassNamespaces: pattern "2}$" is not anchored at the start: it also matches names that merely contain a match; start it with ^`,
 		`admissionController.accessControl.bypassAuth: is true: any submitter may set yunikorn.apache.org/user.info to any identity; use only in a trusted cluster`,
 		`admissionController.accessControl.trustControllers: is false: pods and ReplicaSets that controllers create from stamped workloads will be denied`,
 	}

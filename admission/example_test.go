@@ -47,12 +47,12 @@ func ExampleHandler_MutateHTTP() {
 }
 
 func ExampleConfig_Warnings() {
-	c := admission.Config{AccessControl: admission.AccessControl{ExternalUsers: admission.Patterns{"admin"}}}
+	c := admission.Config{AccessControl: admission.AccessControl{ExternalGroups: admission.Patterns{"^trusted$|admins"}}}
 	for _, w := range c.Warnings() {
 		fmt.Println(w)
 	}
 	// Output:
-	// admissionController.accessControl.externalUsers: pattern "admin" is not anchored: it also trusts "notadmin"; write "^admin$"
+	// admissionController.accessControl.externalGroups: alternative "admins" of pattern "^trusted$|admins" is not anchored: it also trusts "notadmins"; write "^trusted$|^admins$"
 }
 
 func ExampleParseUserInfo() {

@@ -26,7 +26,7 @@ func TestAdmissionBlock(t *testing.T) {
 		t.Fatalf("admission settings not read: %+v", c.Admission)
 	}
 	w := diagStrings(c.Warnings)
-	if len(w) != 1 || !strings.HasPrefix(w[0], "q.yaml:8:20: warning: admissionController.accessControl.externalUsers: pattern \"airflow\" is not anchored") {
+	if len(w) != 1 || !strings.HasPrefix(w[0], "q.yaml:8:21: warning: admissionController.accessControl.externalUsers: pattern \"airflow\" is not anchored") {
 		t.Fatalf("warnings %q", w)
 	}
 	for _, tt := range []struct{ block, want string }{

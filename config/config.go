@@ -191,17 +191,17 @@ func (p *parser) document(data []byte) *Config {
 	if adm != nil {
 		p.strict(adm, "admissionController", &c.Admission)
 	}
+	rawAdmission := c.Admission
 	c.Admission = c.Admission.Defaulted()
 	if ac, err := c.Admission.Compile(); err != nil {
 		for _, line := range strings.Split(err.Error(), "\n") {
 			setting, _, _ := strings.Cut(line, ":")
-			setting, _, _ = strings.Cut(setting, "[")
 			p.errorf(settingNode(adm, setting), "%s", line)
 		}
 	} else {
 		c.AdmissionCompiled = ac
 		for _, w := range c.Admission.Warnings() {
-			p.warnf(settingNode(adm, w.Setting), "%s", w)
+			p.admissionWarning(adm, w)
 		}
 	}
 	if parts == nil {
@@ -241,6 +241,15 @@ func (p *parser) document(data []byte) *Config {
 		return c
 	}
 	c.Snapshot = snap
+	if c.AdmissionCompiled != nil {
+		for _, r := range references(rawAdmission, snap) {
+			at := r.setting
+			if r.at != "" {
+				at = r.at
+			}
+			p.errorf(settingNode(adm, at), "%s", r)
+		}
+	}
 	return c
 }
 

@@ -10,8 +10,9 @@
 //     with a clear error; decisions come from package engine and package
 //     admission.
 //   - A configuration change on disk is swapped in atomically; an invalid
-//     one is refused, logged, counted and shown on /readyz while the last
-//     good configuration keeps serving. Decisions never wait for a reload.
+//     one is refused, logged (with the reason), counted and shown on
+//     /readyz (without the reason) while the last good configuration keeps
+//     serving. Decisions never wait for a reload.
 //   - One audit record per decision, unless switched off.
 //   - /v1/access and /metrics answer only authenticated callers (a bearer
 //     token checked with a TokenReview, or a client certificate), unless
@@ -34,6 +35,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -145,7 +148,7 @@ type Server struct {
 
 type reloadStatus struct {
 	loadedAt time.Time
-	lastErr  string
+	failed   bool // the last reload was refused, at failedAt
 	failedAt time.Time
 }
 
@@ -160,8 +163,11 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range cfg.Warnings {
-		s.log.Warn("configuration warning", "warning", w.String())
+	s.logWarnings(cfg)
+	// The ADMISSION_CONTROLLER_* variables do not change while usher
+	// runs: lint them once.
+	for _, w := range admission.EnvWarnings(opts.Getenv) {
+		s.log.Warn("configuration warning", "warning", w.String(), "source", "environment")
 	}
 	if s.engine, err = engine.New(cfg); err != nil {
 		return nil, err
@@ -209,6 +215,14 @@ func (s *Server) load() (*config.Config, error) {
 		return nil, fmt.Errorf("environment: %w", err)
 	}
 	cfg.Admission, cfg.AdmissionCompiled = ac, compiled
+	// Warnings about the file's values of settings the environment
+	// overrides describe nothing in force (the environment's own values
+	// are linted at start, named by their variables).
+	for _, setting := range admission.EnvOverridden(s.opts.Getenv) {
+		cfg.Warnings = slices.DeleteFunc(cfg.Warnings, func(d config.Diagnostic) bool {
+			return strings.HasPrefix(d.Msg, setting+":")
+		})
+	}
 	return cfg, nil
 }
 
@@ -342,9 +356,9 @@ func (s *Server) Reload() (bool, error) {
 	if err == nil && sum == s.lastSum {
 		return false, nil
 	}
+	var cfg *config.Config
 	if err == nil {
 		s.lastSum = sum
-		var cfg *config.Config
 		if cfg, err = s.load(); err == nil {
 			if err = s.engine.Swap(cfg); err == nil {
 				err = s.admission.Store(cfg.AdmissionCompiled, authorizer{s.engine, s.log})
@@ -354,7 +368,7 @@ func (s *Server) Reload() (bool, error) {
 	if err != nil {
 		s.metrics.reloads.WithLabelValues("failure").Inc()
 		st := *s.status.Load()
-		st.lastErr, st.failedAt = err.Error(), time.Now()
+		st.failed, st.failedAt = true, time.Now()
 		s.status.Store(&st)
 		s.log.Error("configuration refused; the previous configuration keeps serving", "config", s.opts.ConfigPath, "err", err)
 		return false, err
@@ -363,7 +377,15 @@ func (s *Server) Reload() (bool, error) {
 	s.metrics.lastReload.SetToCurrentTime()
 	s.status.Store(&reloadStatus{loadedAt: time.Now()})
 	s.log.Info("configuration reloaded", "config", s.opts.ConfigPath)
+	s.logWarnings(cfg)
 	return true, nil
+}
+
+// logWarnings logs the lint warnings of a configuration put in service.
+func (s *Server) logWarnings(cfg *config.Config) {
+	for _, w := range cfg.Warnings {
+		s.log.Warn("configuration warning", "warning", w.String())
+	}
 }
 
 // contentSum hashes the configuration file, or every file of a ConfigMap
@@ -402,8 +424,11 @@ func contentSum(path string) ([32]byte, error) {
 func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	st := s.status.Load()
-	fmt.Fprintf(w, "ready: serving %s loaded at %s\n", s.configName(), st.loadedAt.UTC().Format(time.RFC3339))
-	if st.lastErr != "" {
-		fmt.Fprintf(w, "last reload refused at %s (the configuration above keeps serving):\n%s\n", st.failedAt.UTC().Format(time.RFC3339), st.lastErr)
+	fmt.Fprintf(w, "ready: serving the configuration loaded at %s\n", st.loadedAt.UTC().Format(time.RFC3339))
+	if st.failed {
+		// Anyone who reaches the port may read /readyz: the reason of the
+		// refusal (which can name files, directory servers and DNs) is
+		// only in the log.
+		fmt.Fprintf(w, "configuration reload failed at %s; see the log (the configuration above keeps serving)\n", st.failedAt.UTC().Format(time.RFC3339))
 	}
 }

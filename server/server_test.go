@@ -290,10 +290,9 @@ func TestReload(t *testing.T) {
 		t.Fatal("bob administers root.ops")
 	}
 	writeFile(t, cfg, strings.Replace(teamsYAML, "adminacl: bob", "adminacl: bob  x", 1))
-	waitFor(t, func() bool { _, b := h.get("/readyz"); return strings.Contains(b, "last reload refused") })
-	code, body := h.get("/readyz")
-	if code != 200 || !strings.Contains(body, "more than one space") {
-		t.Fatalf("readyz %d %s", code, body)
+	waitFor(t, func() bool { _, b := h.get("/readyz"); return strings.Contains(b, "configuration reload failed") })
+	if code, body := h.get("/readyz"); code != 200 || !strings.Contains(h.logs.String(), "more than one space") {
+		t.Fatalf("readyz %d %s; the log must hold the reason:\n%s", code, body, h.logs.String())
 	}
 	if !decide() {
 		t.Fatal("the old rules must keep deciding after a refused reload")
@@ -303,7 +302,7 @@ func TestReload(t *testing.T) {
 	}
 	writeFile(t, cfg, strings.Replace(teamsYAML, "adminacl: bob", "adminacl: carol", 1))
 	waitFor(t, func() bool { return !decide() })
-	if _, b := h.get("/readyz"); strings.Contains(b, "refused") {
+	if _, b := h.get("/readyz"); strings.Contains(b, "failed") {
 		t.Fatalf("readyz still reports the old failure: %s", b)
 	}
 	// A file that disappears is a failure too, and the rules stay.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -244,6 +245,11 @@ func (c Config) Validate() error {
 			return fieldError("bindpasswordfile", "or bindpasswordenv is required with binddn")
 		case c.BindPasswordFile != "" && c.BindPasswordEnv != "":
 			return fieldError("bindpasswordfile", "and bindpasswordenv are both set: choose one")
+		case c.BindPasswordEnv != "" && !envName.MatchString(c.BindPasswordEnv):
+			// Not quoted: it may be the password itself, written where
+			// the variable's name belongs.
+			return fieldError("bindpasswordenv", "is not the name of an environment variable (letters, digits and _, not starting with a digit); "+
+				"it names the variable holding the password, never the password itself (the value is not shown)")
 		}
 	} else if c.BindPasswordFile != "" || c.BindPasswordEnv != "" {
 		return fieldError("binddn", "is required when a bind password is configured")
@@ -328,6 +334,9 @@ func (c Config) Warnings() []string {
 	}
 	return w
 }
+
+// envName is the syntax of an environment variable name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func fieldError(field, format string, args ...any) error {
 	return fmt.Errorf("ldap: "+field+" "+format, args...)

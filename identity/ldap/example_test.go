@@ -27,7 +27,7 @@ func ExampleNew() {
 		Timeout:          3 * time.Second,
 	})
 	if err != nil {
-		log.Fatal(err) // e.g. ldap: bindpasswordfile: open /var/run/secrets/ldap/password: no such file or directory
+		log.Fatal(err) // e.g. ldap: bindpasswordfile: cannot read the file it names: no such file or directory
 	}
 	defer r.Close()
 

@@ -14,7 +14,9 @@
 //     list. Groups come back sorted and without duplicates.
 //   - Every failure is an error: a lookup that could not finish never
 //     returns "no groups". Errors start with "ldap: " and never contain the
-//     bind password, which is not part of Config either.
+//     bind password, which is not part of Config either, nor the values of
+//     bindpasswordfile and bindpasswordenv (the password may have been
+//     written there by mistake).
 //   - Each lookup is bounded by Timeout and by its context, from waiting for
 //     a connection to the last search. At most PoolSize connections are
 //     open; a broken one is replaced, and servers are tried in order.
@@ -28,6 +30,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"net/url"
 	"os"
@@ -113,7 +116,9 @@ func newResolver(cfg Config, now func() time.Time) (*Resolver, error) {
 	case cfg.BindPasswordEnv != "":
 		pw, ok := os.LookupEnv(cfg.BindPasswordEnv)
 		if !ok || pw == "" {
-			return nil, fmt.Errorf("ldap: bindpasswordenv: environment variable %s is not set or empty", cfg.BindPasswordEnv)
+			// The name is not repeated: it may be the password itself,
+			// written where the name belongs.
+			return nil, errors.New("ldap: bindpasswordenv: the environment variable it names is not set or empty")
 		}
 		r.password = func() (string, error) { return pw, nil }
 	case cfg.BindPasswordFile != "":
@@ -127,15 +132,21 @@ func newResolver(cfg Config, now func() time.Time) (*Resolver, error) {
 }
 
 // readPasswordFile returns the content of path without one trailing
-// newline. Errors name the file, never its content.
+// newline. Errors repeat neither the content nor the path (which may be
+// the password itself, written where the file name belongs): they name
+// the setting, and the configuration holds the path.
 func readPasswordFile(path string) (string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("ldap: bindpasswordfile: %w", err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "", fmt.Errorf("ldap: bindpasswordfile: cannot read the file it names: %w", err)
 	}
 	pw := strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r")
 	if pw == "" {
-		return "", fmt.Errorf("ldap: bindpasswordfile %s is empty", path)
+		return "", errors.New("ldap: bindpasswordfile: the file it names is empty")
 	}
 	return pw, nil
 }

@@ -179,9 +179,11 @@ func hasLaterSibling(qs []policy.QueueAccess, i, level int) bool {
 const lintHelp = `Checks a configuration file and prints each problem as
 FILE:LINE:COL: message (warnings say "warning:"). It catches syntax errors,
 unknown keys, invalid queue and user names, ACLs with more than one space,
-and warns about traps: a group-only ACL whose leading space YAML dropped
-because it was not quoted, "*" mixed with names, duplicate entries, names
-differing only in case, and leaf queues nobody can submit to.
+admission settings that name a partition, queue or scheduler the file does
+not have, and warns about traps: a group-only ACL whose leading space YAML
+dropped because it was not quoted, "*" mixed with names, duplicate entries,
+names differing only in case, leaf queues nobody can submit to, and trust
+patterns not anchored at both ends (with the pattern to write instead).
 
 Exit status: 1 when there are errors, 0 when there are only warnings or
 none, 2 on bad usage or an unreadable file.

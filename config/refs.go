@@ -1,0 +1,109 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/policy"
+)
+
+// refProblem is an admission setting that names something the partitions
+// do not have.
+type refProblem struct {
+	// setting is the dotted path of the setting, with list indexes:
+	// admissionController.queueMapping.table[1].queue.
+	setting string
+	msg     string
+	// at is the setting whose position is reported, when not setting
+	// itself (a default that is not written down).
+	at string
+}
+
+func (r refProblem) String() string { return r.setting + ": " + r.msg }
+
+// references checks the admission settings that refer into partitions:
+// the partition the queue and delete checks use, the queues of the
+// mapping table, the queues the templates can expand to, and the
+// schedulers the mapping table names. raw is the configuration as written,
+// before defaults, so that a partition left at its default is a reference
+// only when a check uses it. Each problem would make the webhook deny
+// every workload it applies to (or silently skip a mapping), so each is an
+// error: a reload that brings one is refused.
+func references(raw admission.Config, snap *policy.Snapshot) []refProblem {
+	c := raw.Defaulted()
+	var out []refProblem
+	add := func(setting, format string, args ...any) {
+		out = append(out, refProblem{setting: "admissionController." + setting, msg: fmt.Sprintf(format, args...)})
+	}
+	part, err := snap.Partition(c.Partition)
+	if err != nil {
+		names := strings.Join(snap.Partitions(), ", ")
+		switch {
+		case raw.Partition != "":
+			add("partition", "%q names no partition of this configuration (partitions: %s)", raw.Partition, names)
+		case c.EnforceQueueACLs || c.EnforceDeleteACLs:
+			check := "enforceQueueACLs"
+			if !c.EnforceQueueACLs {
+				check = "enforceDeleteACLs"
+			}
+			add("partition", "%q (the default) names no partition of this configuration (partitions: %s); %s needs one: set admissionController.partition",
+				c.Partition, names, check)
+			out[len(out)-1].at = "admissionController." + check
+		}
+		// Without the partition the queues below cannot be checked; the
+		// mapping is then unused.
+		return out
+	}
+	pname := part.Name()
+	template := func(setting, t string) {
+		if t == "" {
+			return
+		}
+		lit, _, hasPlaceholder := strings.Cut(t, "{")
+		if !hasPlaceholder {
+			if !part.Has(policy.NormalizeQueue(lit)) {
+				add(setting, "%q is not a queue of partition %s", t, pname)
+			}
+			return
+		}
+		// The complete names before the first placeholder are fixed: the
+		// queue must lie under them.
+		dot := strings.LastIndexByte(lit, '.')
+		first, _, _ := strings.Cut(lit, ".")
+		switch {
+		case dot < 0 && !strings.HasPrefix(policy.RootQueue, strings.ToLower(lit)),
+			dot >= 0 && !strings.EqualFold(first, policy.RootQueue):
+			add(setting, "%q never expands to a queue path: a queue path starts with %s", t, policy.RootQueue)
+		case dot > 0:
+			parent := policy.NormalizeQueue(lit[:dot])
+			if !part.Has(parent) {
+				add(setting, "%q can only name queues under %s, which is not a queue of partition %s", t, parent, pname)
+			} else if !slices.ContainsFunc(part.Queues(), func(q string) bool { return strings.HasPrefix(q, parent+".") }) {
+				add(setting, "%q can only name queues under %s, which has no child queues in partition %s", t, parent, pname)
+			}
+		}
+	}
+	schedulers := map[string]bool{}
+	for i, s := range c.QueueSources {
+		schedulers[s.Scheduler] = true
+		template(fmt.Sprintf("queueSources[%d].template", i), s.Template)
+	}
+	template("queueMapping.template", c.QueueMapping.Template)
+	known := make([]string, 0, len(schedulers))
+	for s := range schedulers {
+		known = append(known, s)
+	}
+	slices.Sort(known)
+	for i, e := range c.QueueMapping.Table {
+		if e.Scheduler != "" && !schedulers[e.Scheduler] {
+			add(fmt.Sprintf("queueMapping.table[%d].scheduler", i), "%q is the scheduler of no queue source, so this entry is never used (schedulers of queueSources: %s)",
+				e.Scheduler, strings.Join(known, ", "))
+		}
+		if e.Queue != "" && !part.Has(policy.NormalizeQueue(e.Queue)) {
+			add(fmt.Sprintf("queueMapping.table[%d].queue", i), "%q is not a queue of partition %s", e.Queue, pname)
+		}
+	}
+	return out
+}
