@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -278,8 +279,8 @@ func TestEviction(t *testing.T) {
 	wantAllowed(t, run(t, off, hookValidate, evictionRequest("team-a", "p", bob)))
 	wantAllowed(t, run(t, h, hookValidate, evictionRequest("kube-system", "p", bob)))
 	other := evictionRequest("team-a", "p", bob)
-	other.SubResource = "binding"
-	other.Kind = metav1.GroupVersionKind{Version: "v1", Kind: "Binding"}
+	other.SubResource = "exec"
+	other.Kind = metav1.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}
 	wantAllowed(t, run(t, h, hookValidate, other))
 	if calls := authz.reset(); len(calls) != 0 {
 		t.Fatalf("authorizer asked: %+v", calls)
@@ -308,4 +309,101 @@ func TestEvictionAuditRecord(t *testing.T) {
 	if r := got[2]; r.Allowed || r.Code != 403 || r.Queue != "root" {
 		t.Fatalf("record %+v", r)
 	}
+}
+
+// bindingRequest is a CREATE of pods/binding as the scheduler sends it
+// (resource "bindings" when posted to the namespace's bindings), with
+// the Binding's own annotations and labels, which the API server copies
+// onto the pod.
+func bindingRequest(user authenticationv1.UserInfo, labels, annotations map[string]string, legacyResource bool) *admissionv1.AdmissionRequest {
+	meta := map[string]any{"name": "p", "namespace": "team-a"}
+	if labels != nil {
+		meta["labels"] = labels
+	}
+	if annotations != nil {
+		meta["annotations"] = annotations
+	}
+	obj, err := json.Marshal(map[string]any{"kind": "Binding", "apiVersion": "v1", "metadata": meta,
+		"target": map[string]any{"kind": "Node", "name": "worker-1"}})
+	if err != nil {
+		panic(err)
+	}
+	req := &admissionv1.AdmissionRequest{
+		UID:         "uid-binding",
+		Kind:        metav1.GroupVersionKind{Version: "v1", Kind: "Binding"},
+		Resource:    metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+		SubResource: "binding",
+		Name:        "p",
+		Namespace:   "team-a",
+		Operation:   admissionv1.Create,
+		UserInfo:    user,
+		Object:      runtime.RawExtension{Raw: obj},
+	}
+	if legacyResource {
+		req.Resource.Resource, req.SubResource = "bindings", ""
+	}
+	return req
+}
+
+// TestBinding: a Binding's annotations and labels are copied onto the pod
+// it binds, after the pod's own reviews. user.info can never arrive that
+// way; with enforceDeleteACLs the modify ACL and queue markers only from
+// those who may kill every application (the review does not carry the
+// pod). A scheduler's plain binding, and the topology labels the API
+// server adds to it, pass.
+func TestBinding(t *testing.T) {
+	authz := newFakeDeleteAuthz()
+	authz.queueAdmins["root"] = []string{"rooty"}
+	h := deleteHandler(t, Config{}, authz)
+	sched := authenticationv1.UserInfo{Username: "system:kube-scheduler", Groups: []string{"system:authenticated"}}
+	yk := authenticationv1.UserInfo{Username: "system:serviceaccount:yunikorn:yunikorn-admin", Groups: []string{"system:serviceaccounts"}}
+	topo := m("topology.kubernetes.io/zone", "z1", "topology.kubernetes.io/region", "r1")
+	for _, legacy := range []bool{false, true} {
+		t.Run(fmt.Sprint("bindings=", legacy), func(t *testing.T) {
+			for _, tc := range []struct {
+				name        string
+				user        authenticationv1.UserInfo
+				labels, ann map[string]string
+				code        int32 // 0: allowed
+				contains    string
+			}{
+				{"scheduler", sched, nil, nil, 0, ""},
+				{"scheduler with topology labels", sched, topo, nil, 0, ""},
+				{"yunikorn with its own annotation", yk, nil, m("yunikorn.apache.org/app-id", "a1"), 0, ""},
+				{"user.info from the scheduler", sched, nil, m(UserInfoAnnotation, forgedCarol), 403,
+					`usher: user "system:kube-scheduler" may not set annotation yunikorn.apache.org/user.info on Pod team-a/p through a Binding`},
+				{"user.info from system:masters", superuser, nil, m(UserInfoAnnotation, aliceInfo), 403, "cannot change after creation"},
+				{"modify ACL", yk, nil, m(DefaultModifyACLAnnotation, "*"), 403,
+					`may not set annotation usher.io/modify-acl on Pod team-a/p through a Binding`},
+				{"queue label", sched, m("queue", "root.bobs"), nil, 403, "may not set label queue on Pod team-a/p through a Binding"},
+				{"queue label by a root admin", authenticationv1.UserInfo{Username: "rooty"}, m("queue", "root.bobs"), nil, 0, ""},
+				{"modify ACL by a trusted controller", kcm, nil, m(DefaultModifyACLAnnotation, "*"), 0, ""},
+			} {
+				resp := run(t, h, hookValidate, bindingRequest(tc.user, tc.labels, tc.ann, legacy))
+				if tc.code == 0 {
+					if !resp.Allowed {
+						t.Errorf("%s: denied: %s", tc.name, resp.Result.Message)
+					}
+					continue
+				}
+				if resp.Allowed {
+					t.Errorf("%s: allowed, want denied", tc.name)
+					continue
+				}
+				wantDenied(t, resp, tc.code, tc.contains)
+			}
+		})
+	}
+	// Off: the kill rule's fields pass, user.info still does not.
+	off := NewHandler(nil)
+	wantAllowed(t, run(t, off, hookValidate, bindingRequest(sched, m("queue", "root.bobs"), m(DefaultModifyACLAnnotation, "*"), false)))
+	wantDenied(t, run(t, off, hookValidate, bindingRequest(sched, nil, m(UserInfoAnnotation, forgedCarol), false)), 403, "through a Binding")
+	// Bypassed namespace.
+	req := bindingRequest(sched, nil, m(UserInfoAnnotation, forgedCarol), false)
+	req.Namespace = "kube-system"
+	wantAllowed(t, run(t, off, hookValidate, req))
+	// Malformed.
+	req = bindingRequest(sched, nil, nil, false)
+	req.Object.Raw = []byte(`{"kind":"Binding","apiVersion":"v1","metadata":{"annotations":[]}}`)
+	wantDenied(t, run(t, off, hookValidate, req), 400, "metadata.annotations")
 }
