@@ -128,6 +128,8 @@ const (
 	reasonDelTerminating  = "the object is already being deleted"
 	reasonDelAllowed      = "the kill rule allows it"
 	reasonEvictPrefix     = "eviction by an admin of every queue: "
+	reasonBindPlain       = "binding sets nothing usher guards"
+	reasonBindPrefix      = "binding by an admin of every queue: "
 )
 
 // mastersGroup is the Kubernetes superuser group: its members bypass
@@ -422,6 +424,9 @@ func decide(ctx context.Context, st *handlerState, hook hookKind, req *admission
 	c := st.cfg
 	if isEviction(req) {
 		return evict(ctx, st, req)
+	}
+	if isBinding(req) {
+		return bind(ctx, st, req, obj)
 	}
 	k := lookupKind(req.Kind.Group, req.Kind.Kind)
 	if k == nil {
