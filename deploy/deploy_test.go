@@ -124,12 +124,15 @@ func TestManifests(t *testing.T) {
 					// markers and owners must not change through them.
 					checkWebhook(t, h.Name, h.FailurePolicy, h.SideEffects, h.TimeoutSeconds, h.NamespaceSelector.String(), h.Rules, "/validate", h.ClientConfig, "/status", admissionregistrationv1.Update)
 					checkStatusMatchConditions(t, h.Name, h.MatchConditions)
+				case "validate-binding.usher.io":
+					// A Binding's annotations and labels land on the pod.
+					checkBindingWebhook(t, h)
 				default:
 					t.Errorf("unexpected validating webhook %q", h.Name)
 				}
 			}
-			if !names["validate.usher.io"] || !names["validate-status.usher.io"] {
-				t.Errorf("validating webhooks %v, want validate.usher.io and validate-status.usher.io", names)
+			if !names["validate.usher.io"] || !names["validate-status.usher.io"] || !names["validate-binding.usher.io"] {
+				t.Errorf("validating webhooks %v, want validate.usher.io, validate-status.usher.io and validate-binding.usher.io", names)
 			}
 		case "Issuer", "Certificate":
 			var obj struct {
@@ -291,5 +294,29 @@ func TestDocumentedDeleteWebhook(t *testing.T) {
 	}
 	if !names["validate.usher.io"] || !names["validate-status.usher.io"] {
 		t.Errorf("docs/delete.md: webhooks %v, want validate.usher.io and validate-status.usher.io", names)
+	}
+}
+
+func checkBindingWebhook(t *testing.T, h admissionregistrationv1.ValidatingWebhook) {
+	t.Helper()
+	if h.FailurePolicy == nil || *h.FailurePolicy != admissionregistrationv1.Fail || h.ClientConfig.Service == nil ||
+		*h.ClientConfig.Service.Path != "/validate" || !strings.Contains(h.NamespaceSelector.String(), "usher-system") {
+		t.Errorf("%s: must fail closed, call /validate and exclude usher-system", h.Name)
+	}
+	want := map[string]bool{"pods/binding": true, "bindings": true}
+	for _, r := range h.Rules {
+		if !slices.Equal(r.Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) {
+			t.Errorf("%s: operations %v, want CREATE", h.Name, r.Operations)
+		}
+		for _, res := range r.Resources {
+			delete(want, res)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("%s: not covered: %v", h.Name, want)
+	}
+	if len(h.MatchConditions) != 1 || !strings.Contains(h.MatchConditions[0].Expression, "object.metadata.annotations") ||
+		!strings.Contains(h.MatchConditions[0].Expression, "object.metadata.labels") {
+		t.Errorf("%s: matchConditions %+v", h.Name, h.MatchConditions)
 	}
 }

@@ -33,10 +33,11 @@ import (
 // account, so a trusted controller under usher's default systemUsers.
 const autoscaler = "system:serviceaccount:kube-system:cluster-autoscaler"
 
-// shippedStatusWebhook returns the status webhook of deploy/webhooks.yaml
-// (validate-status.usher.io): its rules and matchConditions are what the
-// tests register, so that they prove the shipped configuration.
-func shippedStatusWebhook(t *testing.T) admissionregistrationv1.ValidatingWebhook {
+// shippedWebhook returns the validating webhook name of
+// deploy/webhooks.yaml (validate-status.usher.io, validate-binding.usher.io):
+// its rules and matchConditions are what the tests register, so that they
+// prove the shipped configuration.
+func shippedWebhook(t *testing.T, name string) admissionregistrationv1.ValidatingWebhook {
 	t.Helper()
 	root, err := RepoRoot()
 	if err != nil {
@@ -59,12 +60,12 @@ func shippedStatusWebhook(t *testing.T) admissionregistrationv1.ValidatingWebhoo
 			continue
 		}
 		for _, h := range w.Webhooks {
-			if h.Name == "validate-status.usher.io" {
+			if h.Name == name {
 				return h
 			}
 		}
 	}
-	t.Fatal("deploy/webhooks.yaml has no validate-status.usher.io")
+	t.Fatalf("deploy/webhooks.yaml has no %s", name)
 	return admissionregistrationv1.ValidatingWebhook{}
 }
 
@@ -101,14 +102,14 @@ func (e *usherEnv) registerValidating(ctx context.Context, name string, rules []
 
 // grantSubresources lets the tenants (and the autoscaler's service
 // account) in ns evict pods and write the status of pods and Deployments:
-// the built-in edit role grants the first, wildcard roles of operators
-// the others.
+// and bind them: the built-in edit role grants the first, schedulers'
+// and wildcard roles of operators the others.
 func grantSubresources(ctx context.Context, t *testing.T, admin kubernetes.Interface, ns string) {
 	t.Helper()
 	role := &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: "usher-e2e-subresources", Namespace: ns},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
+			{APIGroups: []string{""}, Resources: []string{"pods/eviction", "pods/binding"}, Verbs: []string{"create"}},
 			{APIGroups: []string{""}, Resources: []string{"pods/status"}, Verbs: []string{"get", "update", "patch"}},
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments/status"}, Verbs: []string{"get", "update", "patch"}},
 		},
@@ -136,8 +137,10 @@ func setupKill(t *testing.T, ctx context.Context, config, prefix string) (*usher
 	t.Helper()
 	e, ns := setupDelete(t, ctx, config, prefix)
 	grantSubresources(ctx, t, e.admin, ns)
-	status := shippedStatusWebhook(t)
+	status := shippedWebhook(t, "validate-status.usher.io")
 	e.registerValidating(ctx, "usher-status", status.Rules, status.MatchConditions)
+	binding := shippedWebhook(t, "validate-binding.usher.io")
+	e.registerValidating(ctx, "usher-binding", binding.Rules, binding.MatchConditions)
 	e.registerValidating(ctx, "usher-evict", evictionRules, nil)
 
 	alice, bob := client(t, Alice), client(t, Bob)
@@ -300,6 +303,25 @@ func TestUsherKillRuleEdits(t *testing.T) {
 			t.Errorf("pod victim has annotations %v, labels %v after bob's refused status updates", p.Annotations, p.Labels)
 		}
 		wantUntouched(ctx, t, admin, ns, "victim", nil)
+	})
+
+	t.Run("a Binding may not carry user.info or the kill rule's fields", func(t *testing.T) {
+		dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+		bind := func(labels, annotations map[string]string) error {
+			return bob.CoreV1().Pods(ns).Bind(ctx, &corev1.Binding{
+				ObjectMeta: metav1.ObjectMeta{Name: "victim", Namespace: ns, Labels: labels, Annotations: annotations},
+				Target:     corev1.ObjectReference{Kind: "Node", Name: "worker-1"},
+			}, dry)
+		}
+		wantDenied(t, "bob binding alice's pod with his user.info", bind(nil, map[string]string{UserInfoAnnotation: UserInfoJSON(Bob)}),
+			fmt.Sprintf(`usher: user "bob" may not set annotation %s on Pod %s/victim through a Binding`, UserInfoAnnotation, ns))
+		wantDenied(t, "bob binding alice's pod with a modify ACL", bind(nil, map[string]string{modifyACLAnnotation: Bob}),
+			fmt.Sprintf(`usher: user "bob" may not set annotation %s on Pod %s/victim through a Binding`, modifyACLAnnotation, ns))
+		wantDenied(t, "bob binding alice's pod into root.ops", bind(map[string]string{"queue": "root.ops"}, nil),
+			"may not set label queue on Pod")
+		if err := bind(map[string]string{"topology.kubernetes.io/zone": "z1"}, nil); err != nil {
+			t.Errorf("a plain binding (dry run): %v", err)
+		}
 	})
 
 	t.Run("bob may not give alice's Deployment an owner through deployments/status", func(t *testing.T) {
