@@ -2,6 +2,8 @@ package admission
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 )
@@ -135,4 +137,253 @@ func killRule(ctx context.Context, st *handlerState, k *kindInfo, req *admission
 	dc := deny(httpStatusForbidden, "usher: user %q may not %s %s %s: %s%s", user, verb, k.kind, objectName(req, o), first, note)
 	dc.identity, dc.queue = owner, recordQueue(ts[0].queue)
 	return dc
+}
+
+// killInputsChanged names what an UPDATE from ov to nv changes among the
+// fields that decide whether, and by whom, the object may be deleted, or
+// returns "" when it changes none:
+//
+//   - metadata.ownerReferences: the garbage collector deletes an object
+//     whose owners are gone (or are deleted), and orphans or cascades by
+//     them; pointing an object at a missing owner, or at one of one's own,
+//     is a DELETE by proxy;
+//   - the modify ACL annotation: who may kill it;
+//   - the queue markers, at every level the kill rule reads them: whose
+//     queue admins may kill it (YARN's move needs the right to modify the
+//     application too);
+//   - with bypassAuth, the legacy username label: the owner of an object
+//     without user.info.
+//
+// user.info itself never changes after creation (update refuses it).
+func (c *Compiled) killInputsChanged(k *kindInfo, ov, nv *objectView) string {
+	var changed []string
+	add := func(s string) {
+		for _, have := range changed {
+			if have == s {
+				return
+			}
+		}
+		changed = append(changed, s)
+	}
+	differ := func(a, b *metaView, slot int) bool {
+		return a.has(slot) != b.has(slot) || a.vals[slot] != b.vals[slot]
+	}
+	if ov.top.owners != nv.top.owners {
+		add("metadata.ownerReferences")
+	}
+	op, np := ov.pod(), nv.pod()
+	if differ(op, np, slotModifyACL) {
+		add("annotation " + c.modifyACLKey)
+	}
+	if c.bypassAuth && differ(op, np, slotLegacy) {
+		add("label " + LegacyUserLabel)
+	}
+	levels := [3][2]*metaView{{op, np}}
+	n := 1
+	if k.layout == layoutCronJob {
+		levels[n] = [2]*metaView{&ov.job, &nv.job}
+		n++
+	}
+	if k.layout != layoutPod {
+		levels[n] = [2]*metaView{&ov.top, &nv.top}
+		n++
+	}
+	for i := range c.sources {
+		for _, l := range levels[:n] {
+			if differ(l[0], l[1], slotMarkers+i) {
+				add(c.sources[i].Kind + " " + c.sources[i].Key)
+				break
+			}
+		}
+	}
+	return strings.Join(changed, " and ")
+}
+
+// isEviction reports whether req is a CREATE (or any operation) on the
+// pods/eviction subresource. The API server sends it with kind Eviction
+// (policy/v1) and the Eviction as the object; the pod is not in it.
+func isEviction(req *admissionv1.AdmissionRequest) bool {
+	return req.SubResource == "eviction" && req.Resource.Group == "" && req.Resource.Resource == "pods"
+}
+
+// evict decides an eviction (CREATE pods/eviction) when enforceDeleteACLs
+// is on. An eviction deletes the pod without a DELETE review, so it must
+// be decided here or the kill rule could be bypassed by anyone whom RBAC
+// lets evict (the built-in edit role does). The review names the pod but
+// does not carry it, and usher does not read the API, so it cannot tell
+// whose pod it is: it lets through those who may delete any pod, and
+// refuses everyone else.
+//
+//   - trusted deleters (trustedDeleter): controllers matching systemUsers
+//     (the cluster autoscaler, the descheduler in kube-system), trusted
+//     front ends, system:masters (kubectl drain by a cluster operator);
+//   - whoever may kill every application: cluster admins, application
+//     admins, admins of root. The DeleteAuthorizer is asked about an
+//     application nobody owns, in root, with a modify ACL that allows
+//     nobody.
+//
+// Anyone else (the pod's owner too) is told to delete the pod instead,
+// which the kill rule decides on the pod itself.
+func evict(ctx context.Context, st *handlerState, req *admissionv1.AdmissionRequest) decision {
+	c := st.cfg
+	switch {
+	case req.Operation != admissionv1.Create || !c.enforceDelete:
+		return allow(reasonOpNotHandled)
+	case !c.processNamespace(req.Namespace):
+		return allow(reasonNamespaceBypass)
+	}
+	user, groups := req.UserInfo.Username, req.UserInfo.Groups
+	if reason, ok := c.trustedDeleter(user, groups); ok {
+		return allow("eviction" + strings.TrimPrefix(reason, "delete"))
+	}
+	pod := "Pod " + req.Namespace + "/" + req.Name
+	if st.del == nil {
+		return deny(httpStatusInternal, errNoDeleteAuthzFormat, user, "evict", pod)
+	}
+	ok, reason, err := killsEverything(ctx, st, user, groups)
+	if err != nil {
+		dc := deny(httpStatusInternal, "usher: cannot decide whether user %q may evict %s: %v; denied (usher fails closed)", user, pod, err)
+		dc.queue = "root"
+		return dc
+	}
+	if ok {
+		dc := allow(reasonEvictPrefix + reason)
+		dc.queue = "root"
+		return dc
+	}
+	dc := deny(httpStatusForbidden, "usher: user %q may not evict %s: with enforceDeleteACLs on, an eviction deletes a pod "+
+		"without the kill rule seeing it, so only trusted controllers, members of %s, cluster admins, application admins "+
+		"and admins of root may evict; delete the pod instead (its owner, the members of its modify ACL and the admins "+
+		"of its queue may)", user, pod, mastersGroup)
+	dc.queue = "root"
+	return dc
+}
+
+// killsEverything asks the DeleteAuthorizer whether the requester may kill
+// any application, whoever owns it and wherever it runs: whether it may
+// kill an application nobody owns, in root, with a modify ACL that allows
+// nobody. Cluster admins, application admins and admins of root may.
+// st.del must not be nil.
+func killsEverything(ctx context.Context, st *handlerState, user string, groups []string) (bool, string, error) {
+	return st.del.AuthorizeDelete(ctx, st.cfg.partition, "root", "", " ", user, groups)
+}
+
+// isBinding reports whether req binds a pod to a node: pods/binding, or
+// the namespace's bindings resource, which the API server serves the same
+// way.
+func isBinding(req *admissionv1.AdmissionRequest) bool {
+	if req.Resource.Group != "" {
+		return false
+	}
+	return req.Resource.Resource == "pods" && req.SubResource == "binding" ||
+		req.Resource.Resource == "bindings" && req.SubResource == ""
+}
+
+// bind decides a Binding (CREATE on pods/binding). The API server copies
+// the Binding's annotations and labels onto the pod it binds, after the
+// pod's own reviews and without an UPDATE review of the pod, so what
+// usher guards on UPDATE must be guarded here:
+//
+//   - user.info: never (it cannot change after creation, for anyone);
+//   - with enforceDeleteACLs, the modify ACL, queue markers and (with
+//     bypassAuth) the legacy username label, which decide who may delete
+//     the pod: only trusted deleters and those who may kill every
+//     application, since the review does not carry the pod.
+//
+// Schedulers bind without any of these, and the topology labels the API
+// server adds are none of them.
+func bind(ctx context.Context, st *handlerState, req *admissionv1.AdmissionRequest, obj string) decision {
+	c := st.cfg
+	switch {
+	case req.Operation != admissionv1.Create:
+		return allow(reasonOpNotHandled)
+	case !c.processNamespace(req.Namespace):
+		return allow(reasonNamespaceBypass)
+	}
+	var m metaView
+	if err := parseBinding(obj, c, &m); err != nil {
+		return deny(httpStatusBadRequest, "usher: %v", err)
+	}
+	user, groups := req.UserInfo.Username, req.UserInfo.Groups
+	pod := "Pod " + req.Namespace + "/" + req.Name
+	if m.has(slotUserInfo) {
+		return deny(httpStatusForbidden, "usher: user %q may not set annotation %s on %s through a Binding: "+
+			"it records who submitted the pod and cannot change after creation", user, UserInfoAnnotation, pod)
+	}
+	if !c.enforceDelete {
+		return allow(reasonBindPlain)
+	}
+	var set []string
+	if m.has(slotModifyACL) {
+		set = append(set, "annotation "+c.modifyACLKey)
+	}
+	if c.bypassAuth && m.has(slotLegacy) {
+		set = append(set, "label "+LegacyUserLabel)
+	}
+	for i := range c.sources {
+		if m.has(slotMarkers + i) {
+			set = append(set, c.sources[i].Kind+" "+c.sources[i].Key)
+		}
+	}
+	if len(set) == 0 {
+		return allow(reasonBindPlain)
+	}
+	if reason, ok := c.trustedDeleter(user, groups); ok {
+		return allow("binding" + strings.TrimPrefix(reason, "delete"))
+	}
+	what := strings.Join(set, " and ")
+	if st.del == nil {
+		return deny(httpStatusInternal, errNoDeleteAuthzFormat, user, "set "+what+" on", pod)
+	}
+	ok, reason, err := killsEverything(ctx, st, user, groups)
+	switch {
+	case err != nil:
+		return deny(httpStatusInternal, "usher: cannot decide whether user %q may set %s on %s: %v; denied (usher fails closed)", user, what, pod, err)
+	case ok:
+		return allow(reasonBindPrefix + reason)
+	}
+	return deny(httpStatusForbidden, "usher: user %q may not set %s on %s through a Binding: with enforceDeleteACLs on, "+
+		"it decides who may delete the pod, and a Binding does not show whose pod it is, so only trusted controllers, "+
+		"members of %s, cluster admins, application admins and admins of root may set it this way", user, what, pod, mastersGroup)
+}
+
+// parseBinding reads the labels and annotations usher guards from a v1
+// Binding into m.
+func parseBinding(s string, c *Compiled, m *metaView) error {
+	if s == "" {
+		return fmt.Errorf("request.object is empty: want a Binding")
+	}
+	d := scanner{s: s}
+	var apiVersion, kind string
+	if d.object("request.object") {
+		var seen uint8
+		first := true
+		for {
+			key, ok := d.next(&first)
+			if !ok {
+				break
+			}
+			switch key {
+			case "apiVersion":
+				d.dup(&seen, 1, key)
+				apiVersion = d.stringField("apiVersion")
+			case "kind":
+				d.dup(&seen, 2, key)
+				kind = d.stringField("kind")
+			case "metadata":
+				d.dup(&seen, 4, key)
+				parseMeta(&d, &topMetaPaths, c.labelKeys, c.annotationKeys, m)
+			default:
+				d.skip()
+			}
+		}
+	}
+	d.end()
+	if d.err != nil {
+		return fmt.Errorf("request.object is not a valid Binding: %w", d.err)
+	}
+	if kind != "Binding" || apiVersion != "v1" {
+		return fmt.Errorf("request.object is a %s, want v1 Binding as request.kind says", describeGVK(apiVersion, kind))
+	}
+	return nil
 }

@@ -77,9 +77,18 @@
 //     user.info (created before usher) or with an invalid one has no
 //     owner: only modify-ACL members and admins may delete it. With
 //     bypassAuth, the legacy username label names the owner when there is
-//     no user.info. Adding, changing or removing the modify-ACL annotation
-//     on UPDATE needs the same right, so that whoever may only edit a
-//     workload cannot grant themselves the right to delete it. A missing
+//     no user.info. On UPDATE (status subresources included), changing
+//     what decides deletion needs the same right, decided on the old
+//     object: metadata.ownerReferences (the garbage collector deletes by
+//     them), the modify-ACL annotation, any queue marker, and with
+//     bypassAuth the legacy username label; so whoever may only edit a
+//     workload cannot have it deleted or grant themselves the right to
+//     delete it. Trusted deleters (controllers adopting and orphaning)
+//     are not checked. An eviction (CREATE on pods/eviction), which
+//     deletes a pod without a DELETE review and does not carry the pod,
+//     is allowed only to trusted deleters and to those the
+//     DeleteAuthorizer lets kill an unowned application in root (cluster,
+//     application and root admins). A missing
 //     authorizer or an authorizer error denies (fail closed); an
 //     oldObject that does not decode as its kind is denied saying why.
 //   - Malformed input: a body that is not an admission.k8s.io/v1

@@ -127,6 +127,9 @@ const (
 	reasonDelMasters      = "delete by a member of " + mastersGroup
 	reasonDelTerminating  = "the object is already being deleted"
 	reasonDelAllowed      = "the kill rule allows it"
+	reasonEvictPrefix     = "eviction by an admin of every queue: "
+	reasonBindPlain       = "binding sets nothing usher guards"
+	reasonBindPrefix      = "binding by an admin of every queue: "
 )
 
 // mastersGroup is the Kubernetes superuser group: its members bypass
@@ -419,6 +422,12 @@ type identity struct {
 // decide is the admission logic.
 func decide(ctx context.Context, st *handlerState, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views, buf *[]byte) decision {
 	c := st.cfg
+	if isEviction(req) {
+		return evict(ctx, st, req)
+	}
+	if isBinding(req) {
+		return bind(ctx, st, req, obj)
+	}
 	k := lookupKind(req.Kind.Group, req.Kind.Kind)
 	if k == nil {
 		return allow(reasonKindNotHandled)
@@ -577,12 +586,13 @@ func update(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1
 			"it records who submitted the workload and cannot change after creation",
 			req.UserInfo.Username, verb, place(k, req, nv))
 	}
-	if c.enforceDelete && (op.has(slotModifyACL) != np.has(slotModifyACL) || op.vals[slotModifyACL] != np.vals[slotModifyACL]) {
+	if c.enforceDelete {
 		// Who may delete must not be widened by whoever may merely edit.
-		if _, trusted := c.trustedDeleter(req.UserInfo.Username, req.UserInfo.Groups); !trusted {
-			verb := "change annotation " + c.modifyACLKey + " on"
-			if dc := killRule(ctx, st, k, req, ov, verb); !dc.allowed {
-				return dc
+		if what := c.killInputsChanged(k, ov, nv); what != "" {
+			if _, trusted := c.trustedDeleter(req.UserInfo.Username, req.UserInfo.Groups); !trusted {
+				if dc := killRule(ctx, st, k, req, ov, "change "+what+" on"); !dc.allowed {
+					return dc
+				}
 			}
 		}
 	}

@@ -80,9 +80,13 @@ type metaView struct {
 	annotations bool // metadata.annotations is an object
 	deleting    bool // metadata.deletionTimestamp is set: the object is being deleted
 	name        string
-	genName     string
-	found       uint32 // bit i set: vals[i] was present
-	vals        [maxSlots]string
+	// owners is the JSON text of metadata.ownerReferences as the API
+	// server encoded it ("" when absent, null or empty), compared between
+	// the old and the new object on UPDATE.
+	owners  string
+	genName string
+	found   uint32 // bit i set: vals[i] was present
+	vals    [maxSlots]string
 }
 
 func (m *metaView) has(slot int) bool { return m.found&(1<<slot) != 0 }
@@ -115,7 +119,9 @@ type wantKey struct {
 
 // Paths, relative to the object, named in errors. They are constants so
 // that the success path builds no strings.
-type metaPaths struct{ meta, name, genName, labels, annotations, deletionTimestamp string }
+type metaPaths struct {
+	meta, name, genName, labels, annotations, deletionTimestamp, ownerReferences string
+}
 
 type specPaths struct {
 	spec, template, templateSpec string
@@ -124,17 +130,19 @@ type specPaths struct {
 
 var (
 	topMetaPaths = metaPaths{"metadata", "metadata.name", "metadata.generateName", "metadata.labels", "metadata.annotations",
-		"metadata.deletionTimestamp"}
+		"metadata.deletionTimestamp", "metadata.ownerReferences"}
 	jobMetaPaths = metaPaths{"spec.jobTemplate.metadata", "spec.jobTemplate.metadata.name",
 		"spec.jobTemplate.metadata.generateName", "spec.jobTemplate.metadata.labels", "spec.jobTemplate.metadata.annotations",
-		"spec.jobTemplate.metadata.deletionTimestamp"}
+		"spec.jobTemplate.metadata.deletionTimestamp", "spec.jobTemplate.metadata.ownerReferences"}
 	workloadSpecPaths = specPaths{"spec", "spec.template", "spec.template.spec", metaPaths{
 		"spec.template.metadata", "spec.template.metadata.name", "spec.template.metadata.generateName",
-		"spec.template.metadata.labels", "spec.template.metadata.annotations", "spec.template.metadata.deletionTimestamp"}}
+		"spec.template.metadata.labels", "spec.template.metadata.annotations", "spec.template.metadata.deletionTimestamp",
+		"spec.template.metadata.ownerReferences"}}
 	cronJobSpecPaths = specPaths{"spec.jobTemplate.spec", "spec.jobTemplate.spec.template", "spec.jobTemplate.spec.template.spec", metaPaths{
 		"spec.jobTemplate.spec.template.metadata", "spec.jobTemplate.spec.template.metadata.name",
 		"spec.jobTemplate.spec.template.metadata.generateName", "spec.jobTemplate.spec.template.metadata.labels",
-		"spec.jobTemplate.spec.template.metadata.annotations", "spec.jobTemplate.spec.template.metadata.deletionTimestamp"}}
+		"spec.jobTemplate.spec.template.metadata.annotations", "spec.jobTemplate.spec.template.metadata.deletionTimestamp",
+		"spec.jobTemplate.spec.template.metadata.ownerReferences"}}
 )
 
 // parseObject reads a request object of kind k. It checks that the text is
@@ -344,6 +352,18 @@ func parseMeta(d *scanner, p *metaPaths, labels, annotations []wantKey, m *metaV
 		case "deletionTimestamp":
 			d.dup(&seen, 16, key)
 			m.deleting = d.stringField(p.deletionTimestamp) != ""
+		case "ownerReferences":
+			// The garbage collector deletes an object whose owners are
+			// gone: on UPDATE, changing them is as good as a DELETE.
+			d.dup(&seen, 32, key)
+			if c := d.peek(); c != '[' && c != 'n' {
+				d.failType(p.ownerReferences, "", "an array")
+				return
+			}
+			a, b := d.rawValue()
+			if raw := d.s[a:b]; raw != "null" && raw != "[]" {
+				m.owners = raw
+			}
 		default:
 			d.skip()
 		}

@@ -120,13 +120,32 @@ func TestManifests(t *testing.T) {
 			var w admissionregistrationv1.MutatingWebhookConfiguration
 			strict(t, m, &w)
 			for _, h := range w.Webhooks {
-				checkWebhook(t, h.Name, h.FailurePolicy, h.SideEffects, h.TimeoutSeconds, h.NamespaceSelector.String(), h.Rules, "/mutate", h.ClientConfig, admissionregistrationv1.Create)
+				checkWebhook(t, h.Name, h.FailurePolicy, h.SideEffects, h.TimeoutSeconds, h.NamespaceSelector.String(), h.Rules, "/mutate", h.ClientConfig, "", admissionregistrationv1.Create)
 			}
 		case "ValidatingWebhookConfiguration":
 			var w admissionregistrationv1.ValidatingWebhookConfiguration
 			strict(t, m, &w)
+			names := map[string]bool{}
 			for _, h := range w.Webhooks {
-				checkWebhook(t, h.Name, h.FailurePolicy, h.SideEffects, h.TimeoutSeconds, h.NamespaceSelector.String(), h.Rules, "/validate", h.ClientConfig, admissionregistrationv1.Create, admissionregistrationv1.Update)
+				names[h.Name] = true
+				switch h.Name {
+				case "validate.usher.io":
+					checkWebhook(t, h.Name, h.FailurePolicy, h.SideEffects, h.TimeoutSeconds, h.NamespaceSelector.String(), h.Rules, "/validate", h.ClientConfig, "", admissionregistrationv1.Create, admissionregistrationv1.Update)
+				case "validate-status.usher.io":
+					// The status subresources can change labels, annotations
+					// and ownerReferences: user.info, the modify ACL, queue
+					// markers and owners must not change through them.
+					checkWebhook(t, h.Name, h.FailurePolicy, h.SideEffects, h.TimeoutSeconds, h.NamespaceSelector.String(), h.Rules, "/validate", h.ClientConfig, "/status", admissionregistrationv1.Update)
+					checkStatusMatchConditions(t, h.Name, h.MatchConditions)
+				case "validate-binding.usher.io":
+					// A Binding's annotations and labels land on the pod.
+					checkBindingWebhook(t, h)
+				default:
+					t.Errorf("unexpected validating webhook %q", h.Name)
+				}
+			}
+			if !names["validate.usher.io"] || !names["validate-status.usher.io"] || !names["validate-binding.usher.io"] {
+				t.Errorf("validating webhooks %v, want validate.usher.io, validate-status.usher.io and validate-binding.usher.io", names)
 			}
 		case "Issuer", "Certificate":
 			var obj struct {
@@ -216,8 +235,13 @@ func checkRBAC(t *testing.T, roles map[string]rbacv1.ClusterRole, bindings []rba
 	}
 }
 
+// checkWebhook checks one webhook: fails closed, no side effects, a short
+// timeout, usher's namespace excluded, the path, and rules with exactly
+// ops covering every kind usher admits (with suffix appended to each
+// resource: "" for the objects, "/status" for their status).
 func checkWebhook(t *testing.T, name string, fp *admissionregistrationv1.FailurePolicyType, se *admissionregistrationv1.SideEffectClass,
-	timeout *int32, nsSel string, rules []admissionregistrationv1.RuleWithOperations, path string, cc admissionregistrationv1.WebhookClientConfig, ops ...admissionregistrationv1.OperationType) {
+	timeout *int32, nsSel string, rules []admissionregistrationv1.RuleWithOperations, path string, cc admissionregistrationv1.WebhookClientConfig,
+	suffix string, ops ...admissionregistrationv1.OperationType) {
 	if fp == nil || *fp != admissionregistrationv1.Fail {
 		t.Errorf("%s: failurePolicy must be Fail", name)
 	}
@@ -233,8 +257,10 @@ func checkWebhook(t *testing.T, name string, fp *admissionregistrationv1.Failure
 	if cc.Service == nil || *cc.Service.Path != path {
 		t.Errorf("%s: path must be %s", name, path)
 	}
-	want := map[string]bool{"pods": true, "replicationcontrollers": true, "deployments": true, "replicasets": true,
-		"daemonsets": true, "statefulsets": true, "jobs": true, "cronjobs": true}
+	want := map[string]bool{}
+	for _, res := range workloadResources {
+		want[res+suffix] = true
+	}
 	for _, r := range rules {
 		if !slices.Equal(r.Operations, ops) {
 			t.Errorf("%s: operations %v, want %v", name, r.Operations, ops)
@@ -245,5 +271,106 @@ func checkWebhook(t *testing.T, name string, fp *admissionregistrationv1.Failure
 	}
 	if len(want) != 0 {
 		t.Errorf("%s: kinds not covered: %v", name, want)
+	}
+}
+
+// workloadResources are the resources of the kinds usher admits.
+var workloadResources = []string{"pods", "replicationcontrollers", "deployments", "replicasets", "daemonsets", "statefulsets", "jobs", "cronjobs"}
+
+// checkStatusMatchConditions: the status webhook is asked only when the
+// metadata usher guards changes, and the condition compares each of
+// annotations, labels and ownerReferences.
+func checkStatusMatchConditions(t *testing.T, name string, mcs []admissionregistrationv1.MatchCondition) {
+	t.Helper()
+	if len(mcs) != 1 {
+		t.Errorf("%s: matchConditions %+v, want one", name, mcs)
+		return
+	}
+	for _, f := range []string{"annotations", "labels", "ownerReferences"} {
+		for _, side := range []string{"object", "oldObject"} {
+			if e := side + ".metadata." + f; !strings.Contains(mcs[0].Expression, e) {
+				t.Errorf("%s: matchCondition %q does not compare %s", name, mcs[0].Expression, e)
+			}
+		}
+	}
+}
+
+// TestDocumentedDeleteWebhook: the validating webhook docs/delete.md tells
+// operators to register with enforceDeleteACLs decodes strictly, adds
+// DELETE on every kind usher admits and CREATE on pods/eviction, and
+// keeps the status webhook.
+func TestDocumentedDeleteWebhook(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "docs", "delete.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block string
+	for _, part := range strings.Split(string(data), "```yaml\n")[1:] {
+		if b, _, _ := strings.Cut(part, "```"); strings.Contains(b, "kind: ValidatingWebhookConfiguration") {
+			block = b
+			break
+		}
+	}
+	if block == "" {
+		t.Fatal("docs/delete.md shows no ValidatingWebhookConfiguration")
+	}
+	raw, err := utilyaml.ToJSON([]byte(block))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w admissionregistrationv1.ValidatingWebhookConfiguration
+	strict(t, manifest{"docs/delete.md", "ValidatingWebhookConfiguration", raw}, &w)
+	names := map[string]bool{}
+	for _, h := range w.Webhooks {
+		names[h.Name] = true
+		if h.Name != "validate.usher.io" {
+			continue
+		}
+		want := map[string]bool{"pods/eviction": true}
+		for _, res := range workloadResources {
+			want[res] = true
+		}
+		for _, r := range h.Rules {
+			for _, res := range r.Resources {
+				wantOps := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}
+				if res == "pods/eviction" {
+					wantOps = []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
+				}
+				if !slices.Equal(r.Operations, wantOps) {
+					t.Errorf("docs/delete.md: %s has operations %v, want %v", res, r.Operations, wantOps)
+				}
+				delete(want, res)
+			}
+		}
+		if len(want) != 0 {
+			t.Errorf("docs/delete.md: validate.usher.io does not cover %v", want)
+		}
+	}
+	if !names["validate.usher.io"] || !names["validate-status.usher.io"] {
+		t.Errorf("docs/delete.md: webhooks %v, want validate.usher.io and validate-status.usher.io", names)
+	}
+}
+
+func checkBindingWebhook(t *testing.T, h admissionregistrationv1.ValidatingWebhook) {
+	t.Helper()
+	if h.FailurePolicy == nil || *h.FailurePolicy != admissionregistrationv1.Fail || h.ClientConfig.Service == nil ||
+		*h.ClientConfig.Service.Path != "/validate" || !strings.Contains(h.NamespaceSelector.String(), "usher-system") {
+		t.Errorf("%s: must fail closed, call /validate and exclude usher-system", h.Name)
+	}
+	want := map[string]bool{"pods/binding": true, "bindings": true}
+	for _, r := range h.Rules {
+		if !slices.Equal(r.Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) {
+			t.Errorf("%s: operations %v, want CREATE", h.Name, r.Operations)
+		}
+		for _, res := range r.Resources {
+			delete(want, res)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("%s: not covered: %v", h.Name, want)
+	}
+	if len(h.MatchConditions) != 1 || !strings.Contains(h.MatchConditions[0].Expression, "object.metadata.annotations") ||
+		!strings.Contains(h.MatchConditions[0].Expression, "object.metadata.labels") {
+		t.Errorf("%s: matchConditions %+v", h.Name, h.MatchConditions)
 	}
 }

@@ -65,6 +65,9 @@ type Webhook struct {
 	NamespaceSelector *metav1.LabelSelector
 	// TimeoutSeconds defaults to 10.
 	TimeoutSeconds int32
+	// MatchConditions, when set, are the webhook's matchConditions (CEL);
+	// the API server calls it only when all are true.
+	MatchConditions []admissionregistrationv1.MatchCondition
 }
 
 func (w Webhook) validate() error {
@@ -134,6 +137,7 @@ func RegisterMutatingWebhook(ctx context.Context, client kubernetes.Interface, w
 			TimeoutSeconds:          timeout,
 			AdmissionReviewVersions: []string{"v1"},
 			ReinvocationPolicy:      &never,
+			MatchConditions:         w.MatchConditions,
 		}},
 	}
 	api := client.AdmissionregistrationV1().MutatingWebhookConfigurations()
@@ -172,6 +176,7 @@ func RegisterValidatingWebhook(ctx context.Context, client kubernetes.Interface,
 			SideEffects:             se,
 			TimeoutSeconds:          timeout,
 			AdmissionReviewVersions: []string{"v1"},
+			MatchConditions:         w.MatchConditions,
 		}},
 	}
 	api := client.AdmissionregistrationV1().ValidatingWebhookConfigurations()

@@ -176,3 +176,72 @@ func TestDeleteKillRuleOff(t *testing.T) {
 		t.Fatalf("denied with enforceDeleteACLs off: %+v", rr.Response.Status)
 	}
 }
+
+// evictionReview is a CREATE of pods/eviction as kube-apiserver sends it:
+// the Eviction as the object, the pod only by name.
+func evictionReview(uid, user string, groups []string) string {
+	review := map[string]any{
+		"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+		"request": map[string]any{
+			"uid":         uid,
+			"kind":        map[string]string{"group": "policy", "version": "v1", "kind": "Eviction"},
+			"resource":    map[string]string{"group": "", "version": "v1", "resource": "pods"},
+			"subResource": "eviction",
+			"name":        "p",
+			"namespace":   "team-a",
+			"operation":   "CREATE",
+			"userInfo":    map[string]any{"username": user, "groups": groups},
+			"object": map[string]any{"kind": "Eviction", "apiVersion": "policy/v1",
+				"metadata": map[string]any{"name": "p", "namespace": "team-a"}, "deleteOptions": map[string]any{}},
+			"oldObject": nil,
+			"options":   map[string]any{"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
+		},
+	}
+	b, err := json.Marshal(review)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// TestEvictionKillRule proves the wiring of evictions through /validate
+// with a real configuration: with the kill rule on, only those who may
+// kill every application (cluster admins, application admins, admins of
+// root) and trusted controllers evict; a queue admin of one queue, a
+// submitter and a stranger do not, even where the partition's default
+// modify ACL would let them delete the pod itself.
+func TestEvictionKillRule(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "usher.yaml")
+	writeFile(t, cfg, strings.Replace(killYAML, "      admin: sparkadmin\n", "      admin: sparkadmin\n      modify: \"*\"\n", 1))
+	h := start(t, server.Options{ConfigPath: cfg}, nil)
+	auth := []string{"system:authenticated"}
+	for i, tc := range []struct {
+		user   string
+		groups []string
+		allow  bool
+	}{
+		{"yarnadmin", auth, true},
+		{"rootadmin", auth, true},
+		{"sparkadmin", auth, true},
+		{"system:serviceaccount:kube-system:cluster-autoscaler", []string{"system:serviceaccounts"}, true},
+		{"kubernetes-admin", []string{"system:masters"}, true},
+		{"dave", auth, false},
+		{"sam", []string{"shared-admins"}, false},
+		{"alice", []string{"dev"}, false},
+		{"bob", auth, false},
+	} {
+		rr := h.validate(evictionReview(fmt.Sprintf("ev-%d", i), tc.user, tc.groups))
+		if rr.Response.Allowed != tc.allow {
+			t.Errorf("%s: allowed = %v, want %v (%+v)", tc.user, rr.Response.Allowed, tc.allow, rr.Response.Status)
+			continue
+		}
+		if !tc.allow && (rr.Response.Status.Code != 403 || !strings.Contains(rr.Response.Status.Message,
+			fmt.Sprintf(`usher: user %q may not evict Pod team-a/p: `, tc.user))) {
+			t.Errorf("%s: status %+v", tc.user, rr.Response.Status)
+		}
+	}
+	// The same stranger may delete the pod itself through the default modify ACL "*".
+	if rr := h.validate(deleteReview("del", "bob", auth, nil, map[string]string{"yunikorn.apache.org/user.info": `{"user":"alice"}`})); !rr.Response.Allowed {
+		t.Fatalf("bob deleting under the default modify ACL: %+v", rr.Response.Status)
+	}
+}
