@@ -22,7 +22,13 @@
 //     matching systemUsers is never patched (the Deployment controller would
 //     otherwise create ReplicaSets without end); its pods are stamped.
 //   - CREATE with the annotation: the value must be a JSON object with a
-//     non-empty "user" (from anyone, trusted or not). It is kept when the
+//     non-empty "user" and optional "groups" and no other member (from
+//     anyone, trusted or not), so that usher judges the identity the
+//     scheduler runs: YuniKorn decodes it with encoding/json, which matches
+//     member names without regard to case (Unicode folding included) and
+//     lets the last match win, so a member such as "User", "uſer" or
+//     "\u0055ser", a repeated member, invalid UTF-8 or a lone surrogate
+//     escape is refused and named (see ParseUserInfo). It is kept when the
 //     submitter is trusted: a controller matching systemUsers (if
 //     trustControllers), a user matching externalUsers or a member of a
 //     group matching externalGroups; or when it names exactly the submitter

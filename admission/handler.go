@@ -573,9 +573,15 @@ func update(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1
 		case !oldHas:
 			verb = "add annotation " + UserInfoAnnotation + " to"
 		}
+		why := ""
+		if newHas {
+			if _, err := ParseUserInfo(np.vals[slotUserInfo]); err != nil {
+				why = "; the new value is not valid either: " + err.Error()
+			}
+		}
 		return deny(httpStatusForbidden, "usher: user %q may not %s %s: "+
-			"it records who submitted the workload and cannot change after creation",
-			req.UserInfo.Username, verb, place(k, req, nv))
+			"it records who submitted the workload and cannot change after creation%s",
+			req.UserInfo.Username, verb, place(k, req, nv), why)
 	}
 	if c.enforceDelete && (op.has(slotModifyACL) != np.has(slotModifyACL) || op.vals[slotModifyACL] != np.vals[slotModifyACL]) {
 		// Who may delete must not be widened by whoever may merely edit.
