@@ -709,10 +709,30 @@ spec:
 		})
 	}
 
+	t.Run("alice naming herself plus a case-variant member naming admin is refused", func(t *testing.T) {
+		// encoding/json, which the scheduler decodes user.info with,
+		// reads "User" (or "uſer") as "user" and keeps the last: the
+		// scheduler would run these as admin.
+		own := UserInfoJSON(Alice, aliceGroups...)
+		for _, member := range []string{`"User"`, `"uſer"`, `"\u0055ser"`} {
+			v := own[:len(own)-1] + `,` + member + `:"admin"}`
+			ann := map[string]string{UserInfoAnnotation: v}
+			_, err := client(t, Alice).CoreV1().Pods(ns).Create(ctx, Pod(ns, "alice-fold", ann), metav1.CreateOptions{})
+			if err == nil || !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "is not valid: member") {
+				t.Errorf("alice's pod with %s: err = %v, want a 400 naming the member", v, err)
+			}
+			d := Deployment(ns, "alice-fold", 1, ann)
+			_, err = client(t, Alice).AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
+			if err == nil || !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "is not valid: member") {
+				t.Errorf("alice's Deployment with %s: err = %v, want a 400 naming the member", v, err)
+			}
+		}
+	})
+
 	t.Run("an invalid annotation is refused, even from ext", func(t *testing.T) {
 		bad := map[string]string{UserInfoAnnotation: `{"username":"alice"}`}
 		_, err := client(t, Ext).CoreV1().Pods(ns).Create(ctx, Pod(ns, "ext-invalid", bad), metav1.CreateOptions{})
-		if err == nil || !strings.Contains(err.Error(), "is not valid") || !strings.Contains(err.Error(), `"user" is missing`) {
+		if err == nil || !strings.Contains(err.Error(), "is not valid") || !strings.Contains(err.Error(), `member "username" is not allowed`) {
 			t.Errorf("ext's pod with %s: err = %v, want a denial saying the annotation is not valid", bad[UserInfoAnnotation], err)
 		}
 	})
