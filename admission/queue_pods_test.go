@@ -185,3 +185,18 @@ func TestQueueSourceLevel(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueUpdateMovesPodsToTheDefaultQueue: an UPDATE that moves
+// YuniKorn's marker from the pod template to the workload's own metadata
+// moves the pods to the default queue: checked there, for the owner.
+func TestQueueUpdateMovesPodsToTheDefaultQueue(t *testing.T) {
+	kc := kindCaseOf(t, "Deployment")
+	authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {"root.a"}}}
+	h := enforcing(t, Config{}, authz)
+	old := kc.build(m("queue", "root.a"), m(UserInfoAnnotation, aliceInfo), nil)
+	moved := kc.build(nil, m(UserInfoAnnotation, aliceInfo), m("queue", "root.a"))
+	req := request(t, kc, admissionv1.Update, "team-a", alice, moved, old)
+	for _, hook := range []hookKind{hookValidate, hookMutate} {
+		wantDenied(t, run(t, h, hook, req), 403, `user "alice@EXAMPLE.COM" may not submit to the default queue`)
+	}
+}
