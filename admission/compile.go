@@ -33,6 +33,7 @@ type Compiled struct {
 type compiledSource struct {
 	QueueSource
 	annotation bool
+	podLevel   bool      // the scheduler reads the marker on the pods only
 	template   *template // nil: use the global template or the default rule
 }
 
@@ -118,6 +119,20 @@ func (c Config) Compile() (*Compiled, error) {
 			cs.annotation = true
 		default:
 			errs = append(errs, fmt.Errorf("%s.kind: %q is not a marker kind: want label or annotation", setting, s.Kind))
+		}
+		switch s.Level {
+		case LevelPod:
+			cs.podLevel = true
+		case LevelWorkload:
+		case "":
+			cs.podLevel = s.Scheduler == "yunikorn"
+			if cs.podLevel {
+				cs.Level = LevelPod
+			} else {
+				cs.Level = LevelWorkload
+			}
+		default:
+			errs = append(errs, fmt.Errorf("%s.level: %q is not a level: want pod or workload", setting, s.Level))
 		}
 		if s.Key == "" || strings.TrimSpace(s.Key) != s.Key {
 			errs = append(errs, fmt.Errorf("%s.key: %q is not a label or annotation key", setting, s.Key))

@@ -54,8 +54,9 @@ type Config struct {
 	EnforceQueueACLs bool `yaml:"enforceQueueACLs"`
 
 	// QueueSources lists, in order, the labels and annotations that name a
-	// workload's target queue. Default (unset): the markers of YuniKorn
-	// (label queue, annotation yunikorn.apache.org/queue), Kueue (label
+	// workload's target queue, and where each scheduler reads them (see
+	// QueueSource.Level). Default (unset): the markers of YuniKorn (label
+	// and annotation yunikorn.apache.org/queue, label queue), Kueue (label
 	// kueue.x-k8s.io/queue-name), Volcano (annotation
 	// scheduling.volcano.sh/queue-name) and KAI (label kai.scheduler/queue),
 	// in that order; an explicit empty list
@@ -190,16 +191,40 @@ type QueueSource struct {
 	// Template, when set, maps this source's values instead of
 	// QueueMapping.Template; see QueueMapping.
 	Template string `yaml:"template"`
+	// Level says where the scheduler reads this marker, so that a
+	// workload is checked against the queue its pods will run in:
+	//
+	//   - "pod": on the pods only (YuniKorn). On a workload only the pod
+	//     template's marker counts; the same marker on the workload's own
+	//     metadata, or on a CronJob's job template, is not read. Pods on
+	//     which none of a pod-level scheduler's markers is set run in the
+	//     partition's default queue, so they, and the workloads that make
+	//     them, are checked against the default queue too.
+	//   - "workload": on the workload the pods belong to, or on a pod
+	//     created alone (Kueue reads the Job's label; Volcano and KAI read
+	//     the owner's markers as well as the pod's). Every level counts.
+	//
+	// Default (empty): "pod" for scheduler yunikorn, "workload" otherwise.
+	Level string `yaml:"level"`
 }
+
+// Levels of QueueSource.Level.
+const (
+	LevelPod      = "pod"
+	LevelWorkload = "workload"
+)
 
 // defaultQueueSources are the queue markers of the Kubernetes batch
 // schedulers, in the order they are read (see Config.QueueSources).
+// YuniKorn reads three: the label yunikorn.apache.org/queue, the annotation
+// of the same name and the legacy label queue, on the pod.
 var defaultQueueSources = []QueueSource{
-	{Kind: "label", Key: "queue", Scheduler: "yunikorn"},
-	{Kind: "annotation", Key: "yunikorn.apache.org/queue", Scheduler: "yunikorn"},
-	{Kind: "label", Key: "kueue.x-k8s.io/queue-name", Scheduler: "kueue"},
-	{Kind: "annotation", Key: "scheduling.volcano.sh/queue-name", Scheduler: "volcano"},
-	{Kind: "label", Key: "kai.scheduler/queue", Scheduler: "kai"},
+	{Kind: "label", Key: "yunikorn.apache.org/queue", Scheduler: "yunikorn", Level: LevelPod},
+	{Kind: "annotation", Key: "yunikorn.apache.org/queue", Scheduler: "yunikorn", Level: LevelPod},
+	{Kind: "label", Key: "queue", Scheduler: "yunikorn", Level: LevelPod},
+	{Kind: "label", Key: "kueue.x-k8s.io/queue-name", Scheduler: "kueue", Level: LevelWorkload},
+	{Kind: "annotation", Key: "scheduling.volcano.sh/queue-name", Scheduler: "volcano", Level: LevelWorkload},
+	{Kind: "label", Key: "kai.scheduler/queue", Scheduler: "kai", Level: LevelWorkload},
 }
 
 // QueueMapping turns the value of a queue marker into a queue path.
@@ -475,7 +500,7 @@ func FromConfigMap(data map[string]string) (Config, error) {
 		case "admissionController.queueSources":
 			var src []QueueSource
 			if err := yaml.Unmarshal([]byte(v), &src); err != nil {
-				errs = append(errs, fmt.Errorf("%s: want a YAML list of {kind, key, scheduler, template}: %w", key, err))
+				errs = append(errs, fmt.Errorf("%s: want a YAML list of {kind, key, scheduler, template, level}: %w", key, err))
 			}
 			if src == nil {
 				src = []QueueSource{}

@@ -22,7 +22,13 @@
 //     matching systemUsers is never patched (the Deployment controller would
 //     otherwise create ReplicaSets without end); its pods are stamped.
 //   - CREATE with the annotation: the value must be a JSON object with a
-//     non-empty "user" (from anyone, trusted or not). It is kept when the
+//     non-empty "user" and optional "groups" and no other member (from
+//     anyone, trusted or not), so that usher judges the identity the
+//     scheduler runs: YuniKorn decodes it with encoding/json, which matches
+//     member names without regard to case (Unicode folding included) and
+//     lets the last match win, so a member such as "User", "uſer" or
+//     "\u0055ser", a repeated member, invalid UTF-8 or a lone surrogate
+//     escape is refused and named (see ParseUserInfo). It is kept when the
 //     submitter is trusted: a controller matching systemUsers (if
 //     trustControllers), a user matching externalUsers or a member of a
 //     group matching externalGroups; or when it names exactly the submitter
@@ -45,14 +51,23 @@
 //   - /validate on CREATE re-checks the final object: the annotation must be
 //     present (except the two unstamped cases above) and pass the trust rule,
 //     so an unstamped object that slipped past /mutate is denied.
-//   - enforceQueueACLs: every queue marker found (queueSources, read on the
-//     pod or pod template, a CronJob's job template and the workload
-//     itself) is mapped to a queue path (queueMapping) and the
+//   - enforceQueueACLs: the object is checked against the queues its pods
+//     will run in. Each queue source (queueSources) says where its
+//     scheduler reads the marker (QueueSource.Level): a pod-level source
+//     (YuniKorn's label and annotation yunikorn.apache.org/queue and label
+//     queue) counts on the pod or pod template only, and pods on which none
+//     of a pod-level scheduler's markers is set run in the partition's
+//     default queue; a workload-level source (Kueue, Volcano, KAI) counts on
+//     the pod template, a CronJob's job template and the workload itself.
+//     Each marker is mapped to a queue path (queueMapping) and the
 //     QueueAuthorizer must allow the effective identity (the stamped
 //     submitter, the accepted annotation's user and groups, or the legacy
-//     label's user with no groups) to submit to each; with no marker, to the
-//     partition's default queue. All markers count, so a second scheduler's
-//     marker cannot smuggle a workload into a forbidden queue. On UPDATE,
+//     label's user with no groups) to submit to each queue, and to the
+//     default queue when it applies. All markers count, so a second
+//     scheduler's marker cannot smuggle a workload into a forbidden queue,
+//     and a marker on a workload's own metadata that its scheduler does not
+//     read cannot stand in for the template's. Objects a controller makes
+//     are checked the same way, under the identity they carry. On UPDATE,
 //     queues the object newly asks for are checked. A denial is a 403 with
 //     the authorizer's reason; an authorizer error or a missing authorizer
 //     denies (fail closed).

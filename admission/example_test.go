@@ -61,7 +61,7 @@ func ExampleParseUserInfo() {
 	u, _ := admission.ParseUserInfo(`{"user":"joe","groups":["developers"]}`)
 	fmt.Println(u.User, u.Groups)
 	// Output:
-	// "user" is missing or empty (the member is "user", not "username")
+	// member "username" is not allowed: the member is "user", not "username"
 	// joe [developers]
 }
 

@@ -537,14 +537,12 @@ func create(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, r
 	}
 	dc.identity = id.user
 	if c.enforce {
-		// An object a trusted controller creates from a workload (a Job's
-		// pods, a CronJob's Jobs) inherits the workload's identity, and the
-		// workload's queue was checked when it was created or changed. Kueue
-		// and Volcano mark the workload, not its template, so such objects
-		// usually name no queue: checking them against the default queue
-		// would refuse pods of admitted workloads.
-		controllerMade := dc.message == reasonKeptController || dc.message == reasonControllerRS
-		q, denied := checkQueues(ctx, st, k, req, ov, nil, id, controllerMade)
+		// Objects a trusted controller makes (a Deployment's ReplicaSets and
+		// pods, a CronJob's Jobs) are checked too, under the identity they
+		// carry: the queue is the one their pods will run in (see targets),
+		// so a workload passes only if its pods will, and pods that carry no
+		// marker are checked against the default queue.
+		q, denied := checkQueues(ctx, st, k, req, ov, nil, id)
 		if denied != nil {
 			denied.identity = id.user
 			return *denied
@@ -582,9 +580,15 @@ func update(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1
 		case !oldHas:
 			verb = "add annotation " + UserInfoAnnotation + " to"
 		}
+		why := ""
+		if newHas {
+			if _, err := ParseUserInfo(np.vals[slotUserInfo]); err != nil {
+				why = "; the new value is not valid either: " + err.Error()
+			}
+		}
 		return deny(httpStatusForbidden, "usher: user %q may not %s %s: "+
-			"it records who submitted the workload and cannot change after creation",
-			req.UserInfo.Username, verb, place(k, req, nv))
+			"it records who submitted the workload and cannot change after creation%s",
+			req.UserInfo.Username, verb, place(k, req, nv), why)
 	}
 	if c.enforceDelete {
 		// Who may delete must not be widened by whoever may merely edit.
@@ -607,7 +611,7 @@ func update(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1
 	}
 	dc.identity = id.user
 	if c.enforce {
-		q, denied := checkQueues(ctx, st, k, req, nv, ov, id, false)
+		q, denied := checkQueues(ctx, st, k, req, nv, ov, id)
 		if denied != nil {
 			denied.identity = id.user
 			return *denied
@@ -649,22 +653,36 @@ type target struct {
 	level  string
 	value  string
 	marker bool
+	// For the default queue: the pod-level scheduler that finds none of
+	// its markers on the pods ("" when no marker at all names a queue).
+	scheduler string
 }
 
 func (t *target) describe(partition string) string {
 	if !t.marker {
+		if t.scheduler != "" {
+			return fmt.Sprintf("the default queue of partition %q (the %s carries no %s queue marker, so %s runs its pods there)",
+				partition, t.level, t.scheduler, t.scheduler)
+		}
 		return fmt.Sprintf("the default queue of partition %q (no queue marker on the %s)", partition, t.level)
 	}
 	return fmt.Sprintf("queue %q of partition %q (%s %s=%q on the %s, read for %s)",
 		t.queue, partition, t.src.Kind, t.src.Key, t.value, t.level, t.src.Scheduler)
 }
 
-// targets lists the distinct queues an object asks for, reading every
-// queue source at every level: the pod (or pod template) first, then a
-// CronJob's job template, then the workload itself. Every marker counts: a
-// workload labelled for an allowed queue for one scheduler and a forbidden
-// one for another is denied, because usher cannot know which scheduler
-// will act. With no marker the object targets the default queue ("").
+// targets lists the distinct queues the object's pods may run in, as the
+// schedulers will see them: the pod (or pod template) first, then a
+// CronJob's job template, then the workload itself.
+//
+// A pod-level source (QueueSource.Level) is read on the pod or pod
+// template only: its scheduler ignores the same marker on the workload, so
+// a workload labelled for a queue only at the top runs its pods in the
+// default queue. Workload-level sources are read at every level. Every
+// marker counts: a workload labelled for an allowed queue for one scheduler
+// and a forbidden one for another is denied, because usher cannot know
+// which scheduler will act. The default queue ("") is a target when a
+// pod-level scheduler finds none of its markers on the pods, and when no
+// marker at all names a queue.
 func (c *Compiled) targets(k *kindInfo, ns string, o *objectView, dst []target) ([]target, error) {
 	type level struct {
 		m    *metaView
@@ -682,13 +700,20 @@ func (c *Compiled) targets(k *kindInfo, ns string, o *objectView, dst []target) 
 		levels[n] = level{&o.top, k.kind}
 		n++
 	}
-	for _, l := range levels[:n] {
+	var onPods uint32 // bit i: source i has a marker on the pods
+	for li, l := range levels[:n] {
 		for i := range c.sources {
+			src := &c.sources[i]
+			if src.podLevel && li > 0 {
+				continue // not read by its scheduler
+			}
 			v := l.m.vals[slotMarkers+i]
 			if !l.m.has(slotMarkers+i) || v == "" {
 				continue
 			}
-			src := &c.sources[i]
+			if li == 0 {
+				onPods |= 1 << i
+			}
 			q, err := c.mapQueue(src, v, ns)
 			if err != nil {
 				return nil, fmt.Errorf("%s %s=%q on the %s maps to no queue: %w", src.Kind, src.Key, v, l.name, err)
@@ -705,23 +730,54 @@ func (c *Compiled) targets(k *kindInfo, ns string, o *objectView, dst []target) 
 			}
 		}
 	}
-	if len(dst) == 0 {
-		where := k.kind
+	if sched := c.unmarkedPodScheduler(onPods); sched != "" || len(dst) == 0 {
+		for j := range dst {
+			if dst[j].queue == "" {
+				return dst, nil
+			}
+		}
+		where := k.where
 		if k.layout == layoutPod {
 			where = "pod"
 		}
-		dst = append(dst, target{level: where})
+		if sched == "" && k.layout != layoutPod {
+			where = k.kind
+		}
+		dst = append(dst, target{level: where, scheduler: sched})
 	}
 	return dst, nil
+}
+
+// unmarkedPodScheduler returns the first pod-level scheduler none of whose
+// sources has a marker on the pods (onPods: bit i set when source i has),
+// or "".
+func (c *Compiled) unmarkedPodScheduler(onPods uint32) string {
+	for i := range c.sources {
+		if !c.sources[i].podLevel {
+			continue
+		}
+		marked := false
+		for j := range c.sources {
+			if c.sources[j].podLevel && c.sources[j].Scheduler == c.sources[i].Scheduler && onPods&(1<<j) != 0 {
+				marked = true
+				break
+			}
+		}
+		if !marked {
+			return c.sources[i].Scheduler
+		}
+	}
+	return ""
 }
 
 // checkQueues authorizes id for every queue the object asks for; on UPDATE
 // (old != nil) only for queues the old object did not already ask for. It
 // returns the first queue checked, or a denial.
 //
-// With controllerMade, an object that names no queue (only the default
-// queue applies) is not checked: see the caller.
-func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id identity, controllerMade bool) (string, *decision) {
+// Objects a controller makes are checked like any other, under the
+// identity stamped on them: a Deployment's pods that carry no marker run
+// in the default queue, whatever the Deployment's own labels say.
+func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id identity) (string, *decision) {
 	c := st.cfg
 	ns := req.Namespace
 	var arr [4]target
@@ -729,9 +785,6 @@ func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admiss
 	if err != nil {
 		dc := deny(httpStatusBadRequest, "usher: %s %s: %v", k.kind, objectName(req, nv), err)
 		return "", &dc
-	}
-	if controllerMade && len(ts) == 1 && !ts[0].marker {
-		return recordQueue(""), nil
 	}
 	if ov != nil {
 		var oldArr [4]target

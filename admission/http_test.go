@@ -127,7 +127,7 @@ func TestTestdataReviews(t *testing.T) {
 		{Kind: "label", Key: "kueue.x-k8s.io/queue-name", Scheduler: "kueue", Template: "root.{namespace}.{value}"},
 	}})
 	authz := &fakeAuthz{allowed: map[string][]string{
-		"alice@EXAMPLE.COM": {"root.team-a.batch", "root.team-a.gpu"},
+		"alice@EXAMPLE.COM": {"root.team-a.batch", "root.team-a.gpu", ""},
 	}}
 	h := NewHandler(cfg, WithAuthorizer(authz))
 	cases := []struct {
@@ -140,7 +140,9 @@ func TestTestdataReviews(t *testing.T) {
 		wantQueue []string
 	}{
 		{"pod-create.json", hookMutate, true, 0, aliceInfo3, "", []string{"root.team-a.batch"}},
-		{"deployment-create-kueue.json", hookMutate, true, 0, aliceInfo3, "", []string{"root.team-a.gpu"}},
+		// Kueue's label on the Deployment; its pods carry no YuniKorn marker,
+		// so YuniKorn would run them in the default queue: both are asked.
+		{"deployment-create-kueue.json", hookMutate, true, 0, aliceInfo3, "", []string{"root.team-a.gpu", ""}},
 		{"cronjob-create-forbidden-queue.json", hookMutate, false, 403, "", `may not submit to queue "root.team-b.batch"`, []string{"root.team-b.batch"}},
 		{"deployment-update-forged.json", hookValidate, false, 403, "", `may not change annotation yunikorn.apache.org/user.info on the pod template of Deployment team-a/web`, nil},
 		{"deployment-update-scale.json", hookValidate, true, 0, "", "", nil},

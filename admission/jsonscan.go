@@ -233,6 +233,45 @@ func (d *scanner) nextSkip(first *bool) bool {
 	return d.err == nil
 }
 
+// nextRaw is next for objects whose member names must be read as
+// written: it returns the key's text between the quotes, escapes not
+// decoded, so that a caller can refuse names written with escapes.
+func (d *scanner) nextRaw(first *bool) (raw string, ok bool) {
+	if d.err != nil {
+		return "", false
+	}
+	c := d.peek()
+	if c == '}' {
+		d.i++
+		d.depth--
+		return "", false
+	}
+	if !*first {
+		if c != ',' {
+			d.failAt(c, "expected ',' or '}' after object member")
+			return "", false
+		}
+		d.i++
+		c = d.peek()
+	}
+	*first = false
+	if c != '"' {
+		d.failAt(c, "expected a string key")
+		return "", false
+	}
+	start := d.i + 1
+	if d.skipStr(); d.err != nil {
+		return "", false
+	}
+	raw = d.s[start : d.i-1]
+	if d.peek() != ':' {
+		d.failAt(d.peek(), "expected ':' after object key")
+		return "", false
+	}
+	d.i++
+	return raw, d.err == nil
+}
+
 // array consumes '[' and reports whether an array starts here.
 func (d *scanner) array(field string) bool {
 	if d.err != nil {

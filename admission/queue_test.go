@@ -38,6 +38,7 @@ func TestQueueMarkersOfEachScheduler(t *testing.T) {
 		wantMarker string
 	}{
 		{"yunikorn label", m("queue", "root.team-a.batch"), nil, "root.team-a.batch", `label queue="root.team-a.batch"`},
+		{"yunikorn canonical label", m("yunikorn.apache.org/queue", "root.team-a.batch"), nil, "root.team-a.batch", `label yunikorn.apache.org/queue="root.team-a.batch"`},
 		{"yunikorn annotation", nil, m("yunikorn.apache.org/queue", "team-a"), "root.team-a", `annotation yunikorn.apache.org/queue="team-a"`},
 		{"kueue", m("kueue.x-k8s.io/queue-name", "gpu"), nil, "root.gpu", `label kueue.x-k8s.io/queue-name="gpu"`},
 		{"volcano", nil, m("scheduling.volcano.sh/queue-name", "research"), "root.research", `annotation scheduling.volcano.sh/queue-name="research"`},
@@ -47,7 +48,9 @@ func TestQueueMarkersOfEachScheduler(t *testing.T) {
 		kc := kindCaseOf(t, kind)
 		for _, tc := range cases {
 			t.Run(kind+"/"+tc.scheduler, func(t *testing.T) {
-				authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {tc.wantQueue}}}
+				// Pods without a YuniKorn marker also run in YuniKorn's
+				// default queue: alice may use it.
+				authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {tc.wantQueue, ""}}}
 				h := enforcing(t, Config{Partition: "gpu-cluster"}, authz)
 				req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(tc.labels, tc.ann, nil), nil)
 				resp := run(t, h, hookMutate, req)
@@ -105,7 +108,7 @@ func TestQueueMapping(t *testing.T) {
 	kc := kindCaseOf(t, "Pod")
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {tc.want}}}
+			authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {tc.want, ""}}}
 			h := enforcing(t, cfg, authz)
 			wantAllowed(t, run(t, h, hookMutate, request(t, kc, admissionv1.Create, tc.ns, alice, kc.build(tc.labels, tc.ann, nil), nil)))
 			if q := authz.queues(); len(q) == 0 || q[0] != tc.want {
@@ -158,13 +161,17 @@ func TestQueueEveryMarkerCounts(t *testing.T) {
 func TestQueueLevels(t *testing.T) {
 	authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {"root.a", "root.b", "root.c"}}}
 	h := enforcing(t, Config{}, authz)
-	// A Kueue Job carries its label on the Job itself.
+	// A Kueue Job carries its label on the Job itself, and a YuniKorn
+	// marker on its pods keeps them out of the default queue.
 	jk := kindCaseOf(t, "Job")
-	wantAllowed(t, run(t, h, hookMutate, request(t, jk, admissionv1.Create, "team-a", alice, jk.build(nil, nil, m("kueue.x-k8s.io/queue-name", "a")), nil)))
+	wantAllowed(t, run(t, h, hookMutate, request(t, jk, admissionv1.Create, "team-a", alice, jk.build(m("queue", "a"), nil, m("kueue.x-k8s.io/queue-name", "a")), nil)))
 	// A CronJob at all three levels: pod template, job template, CronJob.
+	// Kueue's label counts at every level; YuniKorn's queue label only on
+	// the pod template, where YuniKorn reads it (the CronJob's own is
+	// ignored, so "forbidden" there does not matter).
 	ck := kindCaseOf(t, "CronJob")
-	cj := ck.build(m("queue", "c"), nil, m("queue", "a")).(*batchv1.CronJob)
-	cj.Spec.JobTemplate.Labels = m("kueue.x-k8s.io/queue-name", "b")
+	cj := ck.build(m("queue", "c"), nil, m("queue", "forbidden", "kueue.x-k8s.io/queue-name", "a")).(*batchv1.CronJob)
+	cj.Spec.JobTemplate.Labels = m("kueue.x-k8s.io/queue-name", "b", "queue", "forbidden")
 	authz.calls = nil
 	wantAllowed(t, run(t, h, hookMutate, request(t, ck, admissionv1.Create, "team-a", alice, cj, nil)))
 	if got := once(t, authz.queues()); !reflect.DeepEqual(got, []string{"root.c", "root.b", "root.a"}) {
@@ -184,7 +191,7 @@ func TestQueueDefault(t *testing.T) {
 		t.Fatalf("queues %q, want the default queue", got)
 	}
 	resp := run(t, h, hookMutate, request(t, kc, admissionv1.Create, "team-a", bob, kc.build(nil, nil, nil), nil))
-	wantDenied(t, resp, 403, `may not submit to the default queue of partition "default" (no queue marker on the Deployment)`)
+	wantDenied(t, resp, 403, `may not submit to the default queue of partition "default" (the pod template carries no yunikorn queue marker, so yunikorn runs its pods there)`)
 	// No queue sources at all: always the default queue.
 	authz.calls = nil
 	h = enforcing(t, Config{QueueSources: []QueueSource{}}, authz)
@@ -288,26 +295,4 @@ func TestQueueAuditRecord(t *testing.T) {
 	if got[2].Queue != "(default)" || got[2].Allowed || got[2].Identity != "bob" || !strings.Contains(got[2].Reason, "default queue") {
 		t.Fatalf("record %+v", got[2])
 	}
-}
-
-// TestQueueControllerMadeObjects: Kueue and Volcano mark the Job, not its
-// template, so the pods the job controller makes name no queue. Their Job
-// was checked when it was created; checking the pods against the default
-// queue would refuse the pods of an admitted Job. A pod that does carry a
-// marker is still checked, and so is an unmarked pod a user creates.
-func TestQueueControllerMadeObjects(t *testing.T) {
-	pk := kindCaseOf(t, "Pod")
-	authz := &fakeAuthz{allowed: map[string][]string{}} // nobody may submit anywhere
-	h := enforcing(t, Config{}, authz)
-	// A controller copies alice's identity into a pod with no marker: allowed without asking.
-	wantAllowed(t, run(t, h, hookMutate, request(t, pk, admissionv1.Create, "team-a", rsCtrl, pk.build(nil, m(UserInfoAnnotation, aliceInfo), nil), nil)))
-	if len(authz.calls) != 0 {
-		t.Fatalf("asked %+v for an unmarked controller-made pod", authz.calls)
-	}
-	// The same pod with a marker is checked, with alice's identity.
-	resp := run(t, h, hookMutate, request(t, pk, admissionv1.Create, "team-a", rsCtrl, pk.build(m("queue", "root.q"), m(UserInfoAnnotation, aliceInfo), nil), nil))
-	wantDenied(t, resp, 403, `user "alice@EXAMPLE.COM" may not submit to queue "root.q"`)
-	// A user's own unmarked pod is checked against the default queue.
-	resp = run(t, h, hookMutate, request(t, pk, admissionv1.Create, "team-a", alice, pk.build(nil, nil, nil), nil))
-	wantDenied(t, resp, 403, "may not submit to the default queue")
 }

@@ -87,7 +87,10 @@ func TestUserInfoRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b, &std); err != nil || !reflect.DeepEqual(std, u) {
 		t.Fatalf("encoding/json round trip %+v %v", std, err)
 	}
-	if got, err := ParseUserInfo(` {"groups":null,"user":"a","extra":{"x":[1]}} `); err != nil || got.User != "a" || got.Groups != nil {
+	if got, err := ParseUserInfo(` {"groups":null,"user":"a"} `); err != nil || got.User != "a" || got.Groups != nil {
 		t.Fatalf("%+v %v", got, err)
+	}
+	if got, err := ParseUserInfo(`{"groups":null,"user":"a","extra":{"x":[1]}}`); err == nil {
+		t.Fatalf("a member other than user and groups accepted: %+v", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // UserInfoAnnotation is the annotation that carries the submitter's
@@ -21,50 +22,65 @@ type UserInfo struct {
 	Groups []string `json:"groups"`
 }
 
-// ParseUserInfo parses and checks an annotation value: it must be one JSON
-// object whose "user" is a non-empty string and whose "groups", if present,
-// is an array of non-empty strings. Member names are case sensitive (the
-// scheduler reads "user", not "User"); unknown members are ignored, as the
-// scheduler ignores them; a repeated "user" or "groups" is an error. The
-// error says what is wrong.
+// ParseUserInfo parses and checks an annotation value. It accepts only
+// values that every known reader decodes to the same identity, so that the
+// identity usher judges is the identity the scheduler uses: one JSON object
+// whose members are exactly "user" (a non-empty string) and optionally
+// "groups" (null, or an array of non-empty strings), each at most once,
+// with member names written plainly (no escapes), valid UTF-8 throughout
+// and no \u escape of a lone UTF-16 surrogate. Names are decoded exactly as
+// encoding/json decodes them.
+//
+// The strictness is the point: YuniKorn decodes the annotation with Go's
+// encoding/json, which matches member names without regard to case (with
+// Unicode folding: "USER", "ſ" for "s", "K" for "k") and lets the last
+// match win, and replaces invalid UTF-8 and lone surrogates with U+FFFD.
+// A value such as {"user":"me","groups":[],"User":"alice"} would be judged
+// as "me" by an exact reader and run as "alice" by the scheduler. Any
+// other member, a repeated member, or a member name that only folds to
+// "user" or "groups" is refused, and the error names it.
 func ParseUserInfo(s string) (UserInfo, error) {
 	var u UserInfo
+	if !utf8.ValidString(s) {
+		return u, errors.New("it is not valid UTF-8: readers would replace the invalid bytes and could disagree on the identity")
+	}
 	d := scanner{s: s}
 	if d.peek() != '{' {
 		return u, errors.New(`it is not a JSON object {"user":"…","groups":["…"]}`)
 	}
 	d.object("")
-	var seen uint8
-	hasUser, hasUsername := false, false
+	hasUser, hasGroups := false, false
 	first := true
 	for {
-		key, ok := d.next(&first)
+		raw, ok := d.nextRaw(&first)
 		if !ok {
 			break
 		}
-		switch key {
+		switch raw {
 		case "user":
-			d.dup(&seen, 1, key)
-			hasUser = d.peek() != 'n'
+			if hasUser {
+				return UserInfo{}, errors.New(`duplicate member "user": readers disagree on which one counts`)
+			}
+			hasUser = true
 			u.User = d.stringField(`"user"`)
 		case "groups":
-			d.dup(&seen, 2, key)
+			if hasGroups {
+				return UserInfo{}, errors.New(`duplicate member "groups": readers disagree on which one counts`)
+			}
+			hasGroups = true
 			u.Groups = d.stringList(`"groups"`)
-		case "username":
-			hasUsername = true
-			d.skip()
 		default:
-			d.skip()
+			if d.err != nil {
+				break
+			}
+			return UserInfo{}, memberError(raw)
 		}
 	}
 	d.end()
 	if d.err != nil {
 		return UserInfo{}, fmt.Errorf("it is not valid JSON of the form {\"user\":\"…\",\"groups\":[\"…\"]}: %w", d.err)
 	}
-	if !hasUser || u.User == "" {
-		if hasUsername && !hasUser {
-			return UserInfo{}, errors.New(`"user" is missing or empty (the member is "user", not "username")`)
-		}
+	if u.User == "" {
 		return UserInfo{}, errors.New(`"user" is missing or empty`)
 	}
 	for i, g := range u.Groups {
@@ -72,7 +88,58 @@ func ParseUserInfo(s string) (UserInfo, error) {
 			return UserInfo{}, fmt.Errorf(`"groups"[%d] is empty`, i)
 		}
 	}
+	if strings.IndexByte(s, '\\') >= 0 && loneSurrogate(s) {
+		return UserInfo{}, errors.New(`it holds a \u escape of half a UTF-16 surrogate pair: readers disagree on what it means`)
+	}
 	return u, nil
+}
+
+// memberError explains why a member other than "user" and "groups" is
+// refused. raw is the member name as written, without its quotes.
+func memberError(raw string) error {
+	name := raw
+	if strings.IndexByte(raw, '\\') >= 0 {
+		name = unquote(raw)
+		return fmt.Errorf(`member name "%s" is written with escapes (it reads as %q): only the plainly written members "user" and "groups" are allowed`,
+			raw, name)
+	}
+	for _, want := range [...]string{"user", "groups"} {
+		if strings.EqualFold(name, want) {
+			return fmt.Errorf(`member %q is not allowed: the scheduler matches member names without regard to case and would read it as %q; `+
+				`only the exact members "user" and "groups" are allowed`, name, want)
+		}
+	}
+	if name == "username" {
+		return errors.New(`member "username" is not allowed: the member is "user", not "username"`)
+	}
+	return fmt.Errorf(`member %q is not allowed: only "user" and "groups" are allowed`, name)
+}
+
+// loneSurrogate reports whether the JSON text s, already checked by the
+// scanner, holds a \u escape of a UTF-16 surrogate that is not half of a
+// pair. encoding/json reads it as U+FFFD; other decoders keep it, drop it
+// or fail.
+func loneSurrogate(s string) bool {
+	for i := strings.IndexByte(s, '\\'); i >= 0 && i < len(s); {
+		if s[i] != '\\' {
+			i++
+			continue
+		}
+		if s[i+1] != 'u' {
+			i += 2
+			continue
+		}
+		r := hex4(s[i+2:])
+		i += 6
+		switch {
+		case r < 0xd800 || r > 0xdfff:
+		case r < 0xdc00 && i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' && isHex4(s[i+2:i+6]) && hex4(s[i+2:]) >= 0xdc00 && hex4(s[i+2:]) <= 0xdfff:
+			i += 6
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // String renders the annotation value, the inverse of ParseUserInfo.

@@ -374,7 +374,8 @@ func TestUsherDeleteACLs(t *testing.T) {
 			if j.queue != "" {
 				labels = map[string]string{"queue": j.queue}
 			}
-			if _, err := alice.BatchV1().Jobs(ns).Create(ctx, Job(ns, j.name, labels, nil), metav1.CreateOptions{}); err != nil {
+			// On the pod template: YuniKorn reads the queue on the pods.
+			if _, err := alice.BatchV1().Jobs(ns).Create(ctx, Job(ns, j.name, nil, labels), metav1.CreateOptions{}); err != nil {
 				t.Fatalf("alice creating Job %s: %v", j.name, err)
 			}
 		}

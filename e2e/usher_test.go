@@ -717,10 +717,30 @@ spec:
 		})
 	}
 
+	t.Run("alice naming herself plus a case-variant member naming admin is refused", func(t *testing.T) {
+		// encoding/json, which the scheduler decodes user.info with,
+		// reads "User" (or "uſer") as "user" and keeps the last: the
+		// scheduler would run these as admin.
+		own := UserInfoJSON(Alice, aliceGroups...)
+		for _, member := range []string{`"User"`, `"uſer"`, `"\u0055ser"`} {
+			v := own[:len(own)-1] + `,` + member + `:"admin"}`
+			ann := map[string]string{UserInfoAnnotation: v}
+			_, err := client(t, Alice).CoreV1().Pods(ns).Create(ctx, Pod(ns, "alice-fold", ann), metav1.CreateOptions{})
+			if err == nil || !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "is not valid: member") {
+				t.Errorf("alice's pod with %s: err = %v, want a 400 naming the member", v, err)
+			}
+			d := Deployment(ns, "alice-fold", 1, ann)
+			_, err = client(t, Alice).AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
+			if err == nil || !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "is not valid: member") {
+				t.Errorf("alice's Deployment with %s: err = %v, want a 400 naming the member", v, err)
+			}
+		}
+	})
+
 	t.Run("an invalid annotation is refused, even from ext", func(t *testing.T) {
 		bad := map[string]string{UserInfoAnnotation: `{"username":"alice"}`}
 		_, err := client(t, Ext).CoreV1().Pods(ns).Create(ctx, Pod(ns, "ext-invalid", bad), metav1.CreateOptions{})
-		if err == nil || !strings.Contains(err.Error(), "is not valid") || !strings.Contains(err.Error(), `"user" is missing`) {
+		if err == nil || !strings.Contains(err.Error(), "is not valid") || !strings.Contains(err.Error(), `member "username" is not allowed`) {
 			t.Errorf("ext's pod with %s: err = %v, want a denial saying the annotation is not valid", bad[UserInfoAnnotation], err)
 		}
 	})
@@ -1095,11 +1115,13 @@ spec:
 			t.Fatal(err)
 		}
 		wantIdentity(t, "the stored Job's template", j.Spec.Template.Annotations, Alice, aliceGroups...)
-		// The Job controller's pod carries no queue marker (Kueue reads
-		// the label on the Job only), so usher checks alice against the
-		// partition's default queue: root.sandbox here, open to all.
-		// Without an open default queue the Job would be admitted and
-		// every one of its pods refused (see docs/e2e.md).
+		// The Job's pods carry no YuniKorn queue marker (Kueue reads the
+		// label on the Job only), so YuniKorn would run them in the
+		// partition's default queue: usher checked alice's Job against
+		// it as well, and checks the Job controller's pods there, under
+		// alice's identity. root.sandbox is open to all here; without an
+		// open default queue the Job itself is refused at creation
+		// (TestUsherQueueWherePodsRun).
 		for _, p := range waitPods(ctx, t, admin, ns, "app=alice-to-dev", 1, 90*time.Second) {
 			wantIdentity(t, "pod "+p.Name, p.Annotations, Alice, aliceGroups...)
 		}
@@ -1122,6 +1144,67 @@ spec:
 		p.Labels = map[string]string{"queue": "root.ops"}
 		_, err := client(t, Alice).CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 		wantDenied(t, "alice's pod labelled queue=root.ops", err, `user "alice" may not submit to queue "root.ops"`)
+	})
+}
+
+// Scenario 7, continued: with enforceQueueACLs, a workload is checked
+// against the queue its pods will run in. YuniKorn reads its queue markers
+// on the pods only, so a Deployment labelled for an allowed queue on its
+// own metadata, or carrying only Kueue's label, runs its pods in the
+// default queue: refused when its creator may not submit there. The same
+// Deployment with the marker on its pod template passes, and so do the
+// pods the controllers make from it.
+func TestUsherQueueWherePodsRun(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t, 3*time.Minute)
+	const config = `partitions:
+  - name: default
+    defaultqueue: root.ops
+    queues:
+      - name: root
+        submitacl: " "
+        queues:
+          - name: dev
+            submitacl: " dev"
+          - name: ops
+            submitacl: " ops"
+admissionController:
+  enforceQueueACLs: true
+`
+	_, ns := setup(t, ctx, config, "podqueue")
+	alice, admin := client(t, Alice), client(t, Admin)
+	const kueue = "kueue.x-k8s.io/queue-name"
+	defaultDenied := `user "alice" may not submit to the default queue of partition "default" (the pod template carries no yunikorn queue marker, so yunikorn runs its pods there)`
+
+	t.Run("queue label on the Deployment only: denied", func(t *testing.T) {
+		d := Deployment(ns, "top-only", 1, nil)
+		d.Labels = map[string]string{"queue": "root.dev"}
+		_, err := alice.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
+		wantDenied(t, "alice's Deployment labelled queue=root.dev on its own metadata", err, defaultDenied)
+		if _, err := admin.AppsV1().Deployments(ns).Get(ctx, "top-only", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("get deployment top-only: err = %v, want NotFound", err)
+		}
+	})
+
+	t.Run("Kueue's label only: denied", func(t *testing.T) {
+		d := Deployment(ns, "kueue-only", 1, nil)
+		d.Labels = map[string]string{kueue: "dev"}
+		_, err := alice.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{})
+		wantDenied(t, "alice's Deployment with Kueue's label only", err, defaultDenied)
+	})
+
+	t.Run("queue label on the template: allowed, and its pods run", func(t *testing.T) {
+		d := Deployment(ns, "in-template", 1, nil)
+		// YuniKorn does not read the Deployment's own label: root.ops
+		// there does not matter.
+		d.Labels = map[string]string{"queue": "root.ops"}
+		d.Spec.Template.Labels["queue"] = "root.dev"
+		if _, err := alice.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("alice's Deployment with queue=root.dev on its template: %v", err)
+		}
+		for _, p := range waitPods(ctx, t, admin, ns, "app=in-template", 1, 90*time.Second) {
+			wantIdentity(t, "pod "+p.Name, p.Annotations, Alice, aliceGroups...)
+		}
 	})
 }
 
