@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/usherhq/usher/engine"
+	"github.com/usherhq/usher/internal/clip"
 )
 
 type metrics struct {
@@ -103,7 +105,7 @@ func (s *Server) instrument(name string, h http.Handler) http.Handler {
 		defer func() {
 			if v := recover(); v != nil {
 				s.metrics.panics.WithLabelValues(name).Inc()
-				s.log.Error("panic recovered", "handler", name, "panic", v)
+				s.log.Error("panic recovered", "handler", name, "panic", clip.String(fmt.Sprint(v), clip.Text))
 				if !rw.wrote {
 					badRequest(rw, http.StatusInternalServerError, "internal error")
 				}
