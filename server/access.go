@@ -117,6 +117,11 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.opts.MaxAccessBody+1))
 	if err != nil {
+		var st interface{ HTTPStatus() int }
+		if errors.As(err, &st) {
+			badRequest(w, st.HTTPStatus(), "%v", err)
+			return
+		}
 		badRequest(w, http.StatusBadRequest, "reading the body: %v", err)
 		return
 	}

@@ -21,6 +21,7 @@ type metrics struct {
 	reloads         *prometheus.CounterVec
 	lastReload      prometheus.Gauge
 	panics          *prometheus.CounterVec
+	shed            *prometheus.CounterVec
 }
 
 func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
@@ -48,12 +49,19 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "usher_panics_recovered_total", Help: "Panics recovered at the HTTP edge, by handler.",
 		}, []string{"handler"}),
+		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "usher_shed_requests_total",
+			Help: "Requests refused with 429 to keep memory bounded, by handler (access, mutate, validate) and reason (memory: no room for the body).",
+		}, []string{"handler", "reason"}),
 	}
 	m.lastReload.SetToCurrentTime()
+	for _, h := range []string{"access", "mutate", "validate"} {
+		m.shed.WithLabelValues(h, "memory")
+	}
 	for _, r := range []string{"success", "failure"} {
 		m.reloads.WithLabelValues(r)
 	}
-	reg.MustRegister(m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics,
+	reg.MustRegister(m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics, m.shed,
 		cacheCollector{e}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -129,12 +137,16 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach the connection (read
+// deadlines).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func (w *statusWriter) Write(b []byte) (int, error) {
 	w.wrote = true
 	return w.ResponseWriter.Write(b)
 }
 
-var statusTexts = map[int]string{200: "200", 400: "400", 403: "403", 405: "405", 413: "413", 415: "415", 500: "500", 503: "503"}
+var statusTexts = map[int]string{200: "200", 400: "400", 403: "403", 405: "405", 413: "413", 415: "415", 429: "429", 500: "500", 503: "503"}
 
 func statusText(code int) string {
 	if s, ok := statusTexts[code]; ok {

@@ -1,0 +1,230 @@
+package server
+
+import (
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Load shedding: the bodies of requests being read and decoded draw on a
+// memory budget shared by every connection and every HTTP/2 stream. A
+// request whose body does not fit is refused at once with 429 Too Many
+// Requests and Retry-After, before any of its body is read, so that a
+// crowd of large (or slow) bodies cannot take the process past its memory
+// limit; with failurePolicy Fail, an out-of-memory kill of every replica
+// would stop every pod creation in the cluster, while a refused review
+// fails only that request.
+//
+//   - A body is charged bodyCost(n): twice its size (the read buffer and
+//     the decoded text that references it) plus a fixed overhead.
+//   - A body with a declared length (Content-Length, which the API server
+//     always sends) is charged up front, before it is read. One without
+//     (chunked, or an HTTP/2 stream without content-length) is charged as
+//     it is read, in grains; when a grain does not fit, the read fails and
+//     the request is refused with 429.
+//   - Small bodies (at most SmallBodyBytes: an ordinary review) draw first
+//     from a reserve that large ones cannot touch, so that reviews keep
+//     being answered while large bodies hold the shared budget.
+//   - Once a body is charged it must arrive within BodyReadTimeout; a slow
+//     body cannot hold its share for longer.
+//   - Requests without a body (/healthz, /readyz, /metrics) draw nothing.
+
+// budget is a number of bytes that holders take and give back; it never
+// waits: a take that does not fit fails at once.
+type budget struct {
+	limit int64
+	used  atomic.Int64
+}
+
+func (b *budget) tryTake(n int64) bool {
+	for {
+		cur := b.used.Load()
+		if cur+n > b.limit {
+			return false
+		}
+		if b.used.CompareAndSwap(cur, cur+n) {
+			return true
+		}
+	}
+}
+
+func (b *budget) give(n int64) { b.used.Add(-n) }
+
+// bodyBudgets are the reserve for small bodies and the shared budget.
+type bodyBudgets struct {
+	small, shared budget
+	smallBody     int64
+}
+
+// Charges of a body: twice its bytes, plus overhead for the decoded
+// request, its response and the bookkeeping.
+const (
+	bodyOverhead = 8 << 10
+	// bodyGrain is what a body of unknown length is charged at a time.
+	bodyGrain = 64 << 10
+)
+
+func bodyCost(n int64) int64 { return 2*n + bodyOverhead }
+
+// take charges cost for a body of n bytes: from the reserve when the body
+// is small and the reserve has room, else from the shared budget. It
+// returns the budget charged, or nil when neither has room.
+func (bb *bodyBudgets) take(n, cost int64) *budget {
+	if n <= bb.smallBody && bb.small.tryTake(cost) {
+		return &bb.small
+	}
+	if bb.shared.tryTake(cost) {
+		return &bb.shared
+	}
+	return nil
+}
+
+// shedError is the read error of a body of unknown length that outgrew
+// the budget. HTTPStatus tells the handlers which status to answer with.
+type shedError struct{}
+
+func (shedError) Error() string {
+	return "usher is short of memory for request bodies: request refused; retry later"
+}
+
+// HTTPStatus is the status to answer with: 429 Too Many Requests.
+func (shedError) HTTPStatus() int { return http.StatusTooManyRequests }
+
+var errShed error = shedError{}
+
+// retryAfter is the Retry-After of a refused request, in seconds.
+var retryAfter = []string{"1"}
+
+// limitBody wraps a handler whose request has a body of at most maxBody
+// bytes (the handler refuses larger ones itself) so that the body draws
+// on the shared budget; see above.
+func (s *Server) limitBody(name string, maxBody int64, h http.Handler) http.Handler {
+	shed := s.metrics.shed.WithLabelValues(name, "memory")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if r.ContentLength < 0 {
+			mb := meteredPool.Get().(*meteredBody)
+			*mb = meteredBody{body: r.Body, bb: &s.bodies, w: w}
+			r.Body = mb
+			defer func() {
+				mb.release()
+				if mb.shed {
+					shed.Inc()
+				}
+				*mb = meteredBody{}
+				meteredPool.Put(mb)
+			}()
+			s.bodyDeadline(w)
+			h.ServeHTTP(w, r)
+			return
+		}
+		n := min(r.ContentLength, maxBody+1) // the handler reads no more
+		cost := bodyCost(n)
+		b := s.bodies.take(n, cost)
+		if b == nil {
+			shed.Inc()
+			s.refuse(w)
+			return
+		}
+		defer b.give(cost)
+		s.bodyDeadline(w)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// bodyDeadline bounds how long the body may take to arrive.
+func (s *Server) bodyDeadline(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
+}
+
+// refuse answers 429 with Retry-After and a JSON error, without reading
+// the body. (HTTP/1.1 then discards a little of the body and closes the
+// connection; HTTP/2 resets the stream and keeps the connection.)
+func (s *Server) refuse(w http.ResponseWriter) {
+	w.Header()["Retry-After"] = retryAfter
+	badRequest(w, http.StatusTooManyRequests, "%s", errShed.Error())
+}
+
+// meteredBody charges a body of unknown length as it is read: it keeps
+// the body charged as if it had declared covered bytes, growing the
+// charge a grain at a time ahead of the bytes read.
+type meteredBody struct {
+	body          io.ReadCloser
+	bb            *bodyBudgets
+	w             http.ResponseWriter
+	read, covered int64 // bytes read; bytes the charge covers
+	charged       int64 // the charge held in from
+	from          *budget
+	shed          bool
+}
+
+var meteredPool = sync.Pool{New: func() any { return new(meteredBody) }}
+
+func (m *meteredBody) Read(p []byte) (int, error) {
+	if m.shed {
+		return 0, errShed
+	}
+	if len(p) > bodyGrain {
+		p = p[:bodyGrain]
+	}
+	if m.read+int64(len(p)) > m.covered && !m.grow() {
+		m.shed = true
+		m.w.Header()["Retry-After"] = retryAfter
+		return 0, errShed
+	}
+	n, err := m.body.Read(p)
+	m.read += int64(n)
+	return n, err
+}
+
+// grow extends the charge by a grain: in the budget already charged when
+// it has room (the reserve only while the body is small), else as a new
+// charge wherever a body of that size may draw.
+func (m *meteredBody) grow() bool {
+	covered := m.covered + bodyGrain
+	cost := bodyCost(covered)
+	if m.from != nil && (m.from != &m.bb.small || covered <= m.bb.smallBody) && m.from.tryTake(cost-m.charged) {
+		m.charged, m.covered = cost, covered
+		return true
+	}
+	b := m.bb.take(covered, cost)
+	if b == nil {
+		return false
+	}
+	m.release()
+	m.from, m.charged, m.covered = b, cost, covered
+	return true
+}
+
+func (m *meteredBody) Close() error { return m.body.Close() }
+
+func (m *meteredBody) release() {
+	if m.from != nil {
+		m.from.give(m.charged)
+	}
+	m.from, m.charged = nil, 0
+}
+
+// registerBodyGauges exports the budgets' use and size.
+func (s *Server) registerBodyGauges() {
+	for _, b := range []struct {
+		name string
+		b    *budget
+	}{{"shared", &s.bodies.shared}, {"small", &s.bodies.small}} {
+		labels := prometheus.Labels{"budget": b.name}
+		s.registry.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "usher_body_memory_in_use_bytes", ConstLabels: labels,
+				Help: "Memory charged to the request bodies being read and decoded, by budget (shared, small: the reserve of small bodies)."},
+				func() float64 { return float64(b.b.used.Load()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "usher_body_memory_limit_bytes", ConstLabels: labels,
+				Help: "Size of the request body budgets (BodyMemory, SmallBodyReserve)."},
+				func() float64 { return float64(b.b.limit) }))
+	}
+}
