@@ -8,8 +8,15 @@ import (
 	"runtime/debug"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/usherhq/usher/server"
 )
+
+// defaultMemoryLimit is the default of --memory-limit: with the default
+// body budget, usher stays under 160 MiB (docs/benchmarks.md) and the
+// deployment's 256Mi limit leaves a margin above that.
+const defaultMemoryLimit = "128Mi"
 
 const serveHelp = `Serves, over TLS:
   POST /v1/access   the decision of "usher check", JSON in and out
@@ -34,6 +41,7 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	var opts server.Options
 	var logFormat, logLevel, caOut string
 	var noAudit bool
+	var memLimit, bodyMemory string
 	fs := newFlagSet(env, "serve", "usher serve [--config FILE] [--addr HOST:PORT] [--tls-cert F --tls-key F]", serveHelp)
 	fs.StringVar(&opts.ConfigPath, "config", "", "configuration `FILE` or ConfigMap directory (default: the embedded default)")
 	fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8443", "listen `HOST:PORT` (use :8443 inside a cluster)")
@@ -45,6 +53,11 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	fs.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let requests in flight finish on shutdown")
 	fs.StringVar(&logFormat, "log-format", "json", "log `FORMAT`: json or text")
 	fs.StringVar(&logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn or error")
+	fs.StringVar(&memLimit, "memory-limit", defaultMemoryLimit, "soft memory `LIMIT` of the Go runtime (a Kubernetes quantity; "+
+		"GOMEMLIMIT in the environment wins; 0: none); keep it under the container's limit")
+	fs.StringVar(&bodyMemory, "body-memory", "48Mi", "memory the request bodies in flight may hold at once (a Kubernetes `QUANTITY`); "+
+		"beyond it requests are refused with 429")
+	fs.DurationVar(&opts.BodyReadTimeout, "body-read-timeout", 10*time.Second, "how long a request body may take to arrive")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -78,6 +91,26 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		// the latency tail. GOGC in the environment still wins.
 		debug.SetGCPercent(400)
 	}
+	if env.Getenv("GOMEMLIMIT") == "" {
+		// GOGC=400 lets the heap grow to five times what is live before a
+		// collection; the soft limit makes the collector work harder
+		// instead once the process nears it, so that the memory the body
+		// budget bounds is not multiplied by garbage.
+		q, err := resource.ParseQuantity(memLimit)
+		if err != nil || q.Sign() < 0 {
+			fmt.Fprintf(env.Stderr, "usher serve: --memory-limit %q: want a quantity such as 128Mi\n", memLimit)
+			return ExitUsage
+		}
+		if q.Sign() > 0 {
+			debug.SetMemoryLimit(q.Value())
+		}
+	}
+	q, err := resource.ParseQuantity(bodyMemory)
+	if err != nil || q.Sign() <= 0 {
+		fmt.Fprintf(env.Stderr, "usher serve: --body-memory %q: want a quantity such as 48Mi\n", bodyMemory)
+		return ExitUsage
+	}
+	opts.BodyMemory = q.Value()
 	srv, err := server.New(opts)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "usher serve: %v\n", err)
