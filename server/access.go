@@ -115,6 +115,10 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if r.ContentLength > s.opts.MaxAccessBody {
+		badRequest(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes", s.opts.MaxAccessBody)
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.opts.MaxAccessBody+1))
 	if err != nil {
 		var st interface{ HTTPStatus() int }

@@ -100,8 +100,9 @@ var errShed error = shedError{}
 var retryAfter = []string{"1"}
 
 // limitBody wraps a handler whose request has a body of at most maxBody
-// bytes (the handler refuses larger ones itself) so that the body draws
-// on the shared budget; see above.
+// bytes so that the body draws on the shared budget (see above). The
+// handler must refuse a declared length above maxBody without reading the
+// body, and stop reading any body past maxBody+1 bytes.
 func (s *Server) limitBody(name string, maxBody int64, h http.Handler) http.Handler {
 	shed := s.metrics.shed.WithLabelValues(name, "memory")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -125,7 +126,11 @@ func (s *Server) limitBody(name string, maxBody int64, h http.Handler) http.Hand
 			h.ServeHTTP(w, r)
 			return
 		}
-		n := min(r.ContentLength, maxBody+1) // the handler reads no more
+		if r.ContentLength > maxBody {
+			h.ServeHTTP(w, r) // refused as too large without reading it
+			return
+		}
+		n := r.ContentLength
 		cost := bodyCost(n)
 		b := s.bodies.take(n, cost)
 		if b == nil {
@@ -139,9 +144,22 @@ func (s *Server) limitBody(name string, maxBody int64, h http.Handler) http.Hand
 	})
 }
 
-// bodyDeadline bounds how long the body may take to arrive.
+// bodyDeadline bounds how long the body may take to arrive: it sets the
+// read deadline of the connection (HTTP/1.1) or the stream (HTTP/2), as
+// http.ResponseController does, without allocating.
 func (s *Server) bodyDeadline(w http.ResponseWriter) {
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout))
+	deadline := time.Now().Add(s.opts.BodyReadTimeout)
+	for {
+		switch x := w.(type) {
+		case interface{ SetReadDeadline(time.Time) error }:
+			_ = x.SetReadDeadline(deadline)
+			return
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return
+		}
+	}
 }
 
 // refuse answers 429 with Retry-After and a JSON error, without reading
