@@ -190,7 +190,9 @@ func readBody(r io.Reader, buf []byte, size, max int64) ([]byte, error) {
 		return buf, nil
 	}
 	if size > 0 && size <= max && int64(cap(buf)) <= size {
-		buf = make([]byte, 0, size+1) // +1: room to see the end
+		// +1: room to see the end; rounded up so that a pooled buffer
+		// fits the next body of about the same size.
+		buf = make([]byte, 0, (size+1+4095)&^4095)
 	}
 	for {
 		if len(buf) == cap(buf) {
