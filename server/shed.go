@@ -135,6 +135,11 @@ func (s *Server) limitBody(name string, maxBody int64, h http.Handler) http.Hand
 		b := s.bodies.take(n, cost)
 		if b == nil {
 			shed.Inc()
+			if r.ProtoMajor == 1 && n > discardLimit {
+				// net/http would read and discard up to 256 KiB of the body
+				// to keep the connection, then close it anyway.
+				w.Header()["Connection"] = closeConn
+			}
 			s.refuse(w)
 			return
 		}
@@ -163,12 +168,18 @@ func (s *Server) bodyDeadline(w http.ResponseWriter) {
 }
 
 // refuse answers 429 with Retry-After and a JSON error, without reading
-// the body. (HTTP/1.1 then discards a little of the body and closes the
-// connection; HTTP/2 resets the stream and keeps the connection.)
+// the body. (HTTP/1.1 closes the connection when more than 256 KiB are
+// unread; HTTP/2 resets the stream and keeps the connection.)
 func (s *Server) refuse(w http.ResponseWriter) {
 	w.Header()["Retry-After"] = retryAfter
 	badRequest(w, http.StatusTooManyRequests, "%s", errShed.Error())
 }
+
+// discardLimit is how much of an unread body net/http reads to keep an
+// HTTP/1.1 connection open.
+const discardLimit = 256 << 10
+
+var closeConn = []string{"close"}
 
 // meteredBody charges a body of unknown length as it is read: it keeps
 // the body charged as if it had declared covered bytes, growing the

@@ -35,6 +35,9 @@ type attackConfig struct {
 	// pid, when not 0, is usher's process: its RSS is sampled from
 	// /proc/PID/status.
 	pid int
+	// politely makes a refused slow body wait for Retry-After before it
+	// connects again (a client rather than an attacker).
+	politely bool
 }
 
 type attackResult struct {
@@ -219,6 +222,12 @@ func slowBody(ctx context.Context, cfg attackConfig, head, chunk []byte, res *at
 			atomic.AddInt64(&res.answered, 1)
 			if strings.Contains(line, " 429 ") {
 				atomic.AddInt64(&res.refused, 1)
+				if cfg.politely {
+					select {
+					case <-time.After(time.Second):
+					case <-ctx.Done():
+					}
+				}
 			}
 		}
 	case <-ctx.Done():

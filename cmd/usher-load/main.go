@@ -52,6 +52,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	slow := fs.Int("slow-bodies", 0, "attack instead: `N` connections each send a --body-bytes body but its last byte and stall "+
 		"(reconnecting when answered), while --conns clients send pod reviews and /healthz is polled; all must succeed")
 	bodyBytes := fs.Int("body-bytes", 7<<20, "declared size of each slow body (usher's cap is 7 MiB)")
+	politely := fs.Bool("retry-after", false, "slow bodies refused with 429 wait for Retry-After (1s) before connecting again")
 	pid := fs.Int("pid", 0, "usher's `PID`, to sample its VmRSS and VmHWM from /proc during an attack")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -74,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *slow > 0 {
 		res := attack(attackConfig{addr: *addr, roots: roots, conns: *slow, bodyBytes: *bodyBytes, duration: *duration,
-			reviewers: *conns, pid: *pid})
+			reviewers: *conns, pid: *pid, politely: *politely})
 		fmt.Fprintln(stdout, res)
 		for _, f := range res.failures {
 			fmt.Fprintln(stderr, "usher-load:", f)
