@@ -110,41 +110,41 @@ func (s *Server) limitBody(name string, maxBody int64, h http.Handler) http.Hand
 			h.ServeHTTP(w, r)
 			return
 		}
-		if r.ContentLength < 0 {
-			mb := meteredPool.Get().(*meteredBody)
-			*mb = meteredBody{body: r.Body, bb: &s.bodies, w: w}
-			r.Body = mb
-			defer func() {
-				mb.release()
-				if mb.shed {
-					shed.Inc()
-				}
-				*mb = meteredBody{}
-				meteredPool.Put(mb)
-			}()
-			s.bodyDeadline(w)
-			h.ServeHTTP(w, r)
-			return
-		}
-		if r.ContentLength > maxBody {
+		var from *budget
+		var cost int64
+		switch {
+		case r.ContentLength > maxBody:
 			h.ServeHTTP(w, r) // refused as too large without reading it
 			return
-		}
-		n := r.ContentLength
-		cost := bodyCost(n)
-		b := s.bodies.take(n, cost)
-		if b == nil {
-			shed.Inc()
-			if r.ProtoMajor == 1 && n > discardLimit {
-				// net/http would read and discard up to 256 KiB of the body
-				// to keep the connection, then close it anyway.
-				w.Header()["Connection"] = closeConn
+		case r.ContentLength > 0:
+			cost = bodyCost(r.ContentLength)
+			if from = s.bodies.take(r.ContentLength, cost); from == nil {
+				shed.Inc()
+				if r.ProtoMajor == 1 && r.ContentLength > discardLimit {
+					// net/http would read and discard up to 256 KiB of the
+					// body to keep the connection, then close it anyway.
+					w.Header()["Connection"] = closeConn
+				}
+				s.refuse(w)
+				return
 			}
-			s.refuse(w)
-			return
 		}
-		defer b.give(cost)
-		s.bodyDeadline(w)
+		// The body is read through a meteredBody (pooled: no allocation):
+		// it charges a body of unknown length as it arrives, and lifts the
+		// read deadline once the body is in, so that the deadline bounds
+		// the body and not the decision.
+		mb := meteredPool.Get().(*meteredBody)
+		*mb = meteredBody{body: r.Body, bb: &s.bodies, w: w, from: from, charged: cost, declared: from != nil}
+		r.Body = mb
+		defer func() {
+			mb.release()
+			if mb.shed {
+				shed.Inc()
+			}
+			*mb = meteredBody{}
+			meteredPool.Put(mb)
+		}()
+		mb.deadline = s.bodyDeadline(w)
 		h.ServeHTTP(w, r)
 	})
 }
@@ -152,17 +152,21 @@ func (s *Server) limitBody(name string, maxBody int64, h http.Handler) http.Hand
 // bodyDeadline bounds how long the body may take to arrive: it sets the
 // read deadline of the connection (HTTP/1.1) or the stream (HTTP/2), as
 // http.ResponseController does, without allocating.
-func (s *Server) bodyDeadline(w http.ResponseWriter) {
-	deadline := time.Now().Add(s.opts.BodyReadTimeout)
+func (s *Server) bodyDeadline(w http.ResponseWriter) bool {
+	return setReadDeadline(w, time.Now().Add(s.opts.BodyReadTimeout))
+}
+
+// setReadDeadline sets the read deadline through w and the writers it
+// wraps; it reports whether one of them could.
+func setReadDeadline(w http.ResponseWriter, deadline time.Time) bool {
 	for {
 		switch x := w.(type) {
 		case interface{ SetReadDeadline(time.Time) error }:
-			_ = x.SetReadDeadline(deadline)
-			return
+			return x.SetReadDeadline(deadline) == nil
 		case interface{ Unwrap() http.ResponseWriter }:
 			w = x.Unwrap()
 		default:
-			return
+			return false
 		}
 	}
 }
@@ -181,9 +185,11 @@ const discardLimit = 256 << 10
 
 var closeConn = []string{"close"}
 
-// meteredBody charges a body of unknown length as it is read: it keeps
-// the body charged as if it had declared covered bytes, growing the
-// charge a grain at a time ahead of the bytes read.
+// meteredBody reads a request's body. A body of declared length comes
+// with its charge (covered is its length); one of unknown length is
+// charged as it is read, as if it had declared covered bytes, the charge
+// growing a grain at a time ahead of the bytes read. At the end of the
+// body it lifts the read deadline.
 type meteredBody struct {
 	body          io.ReadCloser
 	bb            *bodyBudgets
@@ -192,6 +198,8 @@ type meteredBody struct {
 	charged       int64 // the charge held in from
 	from          *budget
 	shed          bool
+	declared      bool // charged up front for its declared length
+	deadline      bool // a read deadline is set, to lift when the body is in
 }
 
 var meteredPool = sync.Pool{New: func() any { return new(meteredBody) }}
@@ -200,16 +208,22 @@ func (m *meteredBody) Read(p []byte) (int, error) {
 	if m.shed {
 		return 0, errShed
 	}
-	if len(p) > bodyGrain {
-		p = p[:bodyGrain]
-	}
-	if m.read+int64(len(p)) > m.covered && !m.grow() {
-		m.shed = true
-		m.w.Header()["Retry-After"] = retryAfter
-		return 0, errShed
+	if !m.declared {
+		if len(p) > bodyGrain {
+			p = p[:bodyGrain]
+		}
+		if m.read+int64(len(p)) > m.covered && !m.grow() {
+			m.shed = true
+			m.w.Header()["Retry-After"] = retryAfter
+			return 0, errShed
+		}
 	}
 	n, err := m.body.Read(p)
 	m.read += int64(n)
+	if err == io.EOF && m.deadline {
+		m.deadline = false
+		setReadDeadline(m.w, time.Time{})
+	}
 	return n, err
 }
 
