@@ -67,6 +67,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"lint"}, "want exactly one FILE"},
 		{[]string{"access", "--user", "a", "-o", "yaml"}, `want tree or json`},
+		{[]string{"serve", "--body-memory", "lots"}, `--body-memory "lots": want a quantity`},
+		{[]string{"serve", "--body-memory", "0"}, `--body-memory "0": want a quantity`},
+		{[]string{"serve", "--memory-limit", "-1Mi"}, `--memory-limit "-1Mi": want a quantity`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

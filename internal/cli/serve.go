@@ -32,6 +32,11 @@ ADMISSION_CONTROLLER_* environment variables override the file.
 Without --tls-cert/--tls-key a self-signed certificate is generated (for
 local use; its PEM is written to --ca-out when given).
 
+Request bodies share a memory budget (--body-memory); a request whose body
+does not fit is refused with 429 and Retry-After before it is read, and a
+body must arrive within --body-read-timeout. With --memory-limit (GOMEMLIMIT
+wins) usher stays under 160 MiB on its defaults (docs/limits.md).
+
 Examples:
   usher serve                                   # embedded default, https://127.0.0.1:8443
   usher serve --config queues.yaml --addr :8443 --tls-cert tls.crt --tls-key tls.key
@@ -91,6 +96,12 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		// the latency tail. GOGC in the environment still wins.
 		debug.SetGCPercent(400)
 	}
+	bm, err := resource.ParseQuantity(bodyMemory)
+	if err != nil || bm.Sign() <= 0 {
+		fmt.Fprintf(env.Stderr, "usher serve: --body-memory %q: want a quantity such as 48Mi\n", bodyMemory)
+		return ExitUsage
+	}
+	opts.BodyMemory = bm.Value()
 	if env.Getenv("GOMEMLIMIT") == "" {
 		// GOGC=400 lets the heap grow to five times what is live before a
 		// collection; the soft limit makes the collector work harder
@@ -105,12 +116,6 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 			debug.SetMemoryLimit(q.Value())
 		}
 	}
-	q, err := resource.ParseQuantity(bodyMemory)
-	if err != nil || q.Sign() <= 0 {
-		fmt.Fprintf(env.Stderr, "usher serve: --body-memory %q: want a quantity such as 48Mi\n", bodyMemory)
-		return ExitUsage
-	}
-	opts.BodyMemory = q.Value()
 	srv, err := server.New(opts)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "usher serve: %v\n", err)
