@@ -13,6 +13,10 @@
 //     one is refused, logged, counted and shown on /readyz while the last
 //     good configuration keeps serving. Decisions never wait for a reload.
 //   - One audit record per decision, unless switched off.
+//   - Nothing a caller sends grows memory without bound: request bodies
+//     share a memory budget and a request that does not fit is refused
+//     with 429 before its body is read (shed.go); metric labels come from
+//     closed sets; audit strings are cut to a bounded length.
 package server
 
 import (

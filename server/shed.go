@@ -26,12 +26,14 @@ import (
 //     (chunked, or an HTTP/2 stream without content-length) is charged as
 //     it is read, in grains; when a grain does not fit, the read fails and
 //     the request is refused with 429.
-//   - Small bodies (at most SmallBodyBytes: an ordinary review) draw first
+//   - Small bodies (at most SmallBody bytes: an ordinary review) draw first
 //     from a reserve that large ones cannot touch, so that reviews keep
 //     being answered while large bodies hold the shared budget.
 //   - Once a body is charged it must arrive within BodyReadTimeout; a slow
 //     body cannot hold its share for longer.
 //   - Requests without a body (/healthz, /readyz, /metrics) draw nothing.
+//
+// docs/limits.md has the defaults and the ceiling they keep usher under.
 
 // budget is a number of bytes that holders take and give back; it never
 // waits: a take that does not fit fails at once.
