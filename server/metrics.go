@@ -22,6 +22,7 @@ type metrics struct {
 	lastReload      prometheus.Gauge
 	panics          *prometheus.CounterVec
 	shed            *prometheus.CounterVec
+	connsRefused    prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
@@ -54,6 +55,10 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 			Help: "Requests refused with 429 to keep memory bounded, by handler (access, mutate, validate) and reason (memory: no room for the body).",
 		}, []string{"handler", "reason"}),
 	}
+	m.connsRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "usher_shed_connections_total",
+		Help: "Connections closed as soon as accepted because MaxConns were open.",
+	})
 	m.lastReload.SetToCurrentTime()
 	for _, h := range []string{"access", "mutate", "validate"} {
 		m.shed.WithLabelValues(h, "memory")
@@ -61,7 +66,7 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 	for _, r := range []string{"success", "failure"} {
 		m.reloads.WithLabelValues(r)
 	}
-	reg.MustRegister(m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics, m.shed,
+	reg.MustRegister(m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics, m.shed, m.connsRefused,
 		cacheCollector{e}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

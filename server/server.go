@@ -98,6 +98,11 @@ type Options struct {
 	// MaxConcurrentStreams caps the HTTP/2 streams (requests) of one
 	// connection. Default 100.
 	MaxConcurrentStreams int
+	// MaxConns caps the connections open at once; one beyond it is
+	// closed as soon as it is accepted (usher_shed_connections_total).
+	// Default 1024 (the API server needs a few, probes and scrapes one
+	// each).
+	MaxConns int
 	// MaxStreamBuffer and MaxConnBuffer are the HTTP/2 flow-control
 	// windows: the bytes a client may send on a stream, and on a
 	// connection, before a handler reads them (memory per connection that
@@ -147,6 +152,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxConcurrentStreams <= 0 {
 		o.MaxConcurrentStreams = 100
 	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 1024
+	}
 	if o.MaxStreamBuffer <= 0 {
 		o.MaxStreamBuffer = 256 << 10
 	}
@@ -177,6 +185,7 @@ type Server struct {
 	httpServer *http.Server
 	addr       atomic.Value // string, once listening
 	bodies     bodyBudgets
+	conns      connLimiter
 }
 
 type reloadStatus struct {
@@ -204,6 +213,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = newMetrics(s.registry, s.engine)
+	s.conns.max, s.conns.refused = int64(opts.MaxConns), s.metrics.connsRefused
 	s.registerBodyGauges()
 	hopts := []admission.Option{
 		admission.WithPanicHook(func(any) { s.metrics.panics.WithLabelValues("admission").Inc() }),
@@ -298,6 +308,8 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 	s.addr.Store(ln.Addr().String())
+	s.conns.Listener = ln
+	ln = &s.conns
 	s.httpServer = &http.Server{
 		Handler:           s.Handler(),
 		TLSConfig:         s.tlsConfig,

@@ -244,3 +244,40 @@ func TestBodyBudgetHTTP2(t *testing.T) {
 		pw.CloseWithError(io.ErrUnexpectedEOF)
 	}
 }
+
+// Connections beyond MaxConns are closed as soon as they are accepted;
+// closing one makes room again.
+func TestMaxConns(t *testing.T) {
+	opts := budgetOptions()
+	opts.MaxConns = 4
+	h := start(t, opts, nil)
+	cfg := &tls.Config{RootCAs: rootsOf(h), NextProtos: []string{"http/1.1"}}
+	addr := strings.TrimPrefix(h.base, "https://")
+	var held []*tls.Conn
+	for range 4 {
+		c, err := tls.Dial("tcp", addr, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	if c, err := tls.Dial("tcp", addr, cfg); err == nil {
+		c.Close()
+		t.Fatal("a fifth connection was served with MaxConns 4")
+	}
+	held[0].Close()
+	h.client.CloseIdleConnections()
+	waitFor(t, func() bool {
+		resp, err := h.client.Get(h.base + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode == 200 && !strings.Contains(string(b), "usher_shed_connections_total 0") &&
+			strings.Contains(string(b), "usher_connections_open 4")
+	})
+	for _, c := range held[1:] {
+		c.Close()
+	}
+}
