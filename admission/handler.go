@@ -12,6 +12,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/usherhq/usher/internal/clip"
 )
 
 // QueueAuthorizer decides whether a submitter may submit to a queue.
@@ -842,7 +844,9 @@ func recordQueue(q string) string {
 }
 
 // SlogAudit returns an audit hook (for WithAudit) that logs every review
-// to l: allowed reviews at Info, denials at Warn.
+// to l: allowed reviews at Info, denials at Warn. Strings are cut to a
+// bounded length and groups to a bounded count ("…[cut N bytes]",
+// "…[cut N more]"), so a request cannot make a record arbitrarily large.
 func SlogAudit(l *slog.Logger) func(Record) {
 	return func(r Record) {
 		level := slog.LevelInfo
@@ -853,21 +857,23 @@ func SlogAudit(l *slog.Logger) func(Record) {
 		if !l.Enabled(ctx, level) {
 			return
 		}
+		// Every string the requester chose is cut to a bounded length
+		// and the groups to a bounded count, with a visible mark.
 		l.LogAttrs(ctx, level, "admission review",
 			slog.String("webhook", r.Webhook),
-			slog.String("uid", r.UID),
-			slog.String("operation", r.Operation),
-			slog.String("kind", r.Kind),
-			slog.String("namespace", r.Namespace),
-			slog.String("name", r.Name),
-			slog.String("user", r.User),
-			slog.Any("groups", r.Groups),
-			slog.String("identity", r.Identity),
-			slog.String("queue", r.Queue),
+			slog.String("uid", clip.String(r.UID, clip.Name)),
+			slog.String("operation", clip.String(r.Operation, clip.Name)),
+			slog.String("kind", clip.String(r.Kind, clip.Name)),
+			slog.String("namespace", clip.String(r.Namespace, clip.Name)),
+			slog.String("name", clip.String(r.Name, clip.Name)),
+			slog.String("user", clip.String(r.User, clip.Name)),
+			slog.Any("groups", clip.Strings(r.Groups, clip.Name, clip.Count)),
+			slog.String("identity", clip.String(r.Identity, clip.Name)),
+			slog.String("queue", clip.String(r.Queue, clip.Name)),
 			slog.Bool("allowed", r.Allowed),
 			slog.Bool("patched", r.Patched),
 			slog.Int("code", int(r.Code)),
-			slog.String("reason", r.Reason),
+			slog.String("reason", clip.String(r.Reason, clip.Text)),
 			slog.Bool("dryRun", r.DryRun),
 		)
 	}

@@ -19,7 +19,9 @@ func (h *Handler) ValidateHTTP() http.Handler { return httpHandler{h, hookValida
 // httpHandler is the thin, defensive HTTP edge:
 //
 //   - only POST (else 405) with Content-Type application/json (else 415);
-//   - the body is capped (WithMaxBodyBytes; larger: 413);
+//   - the body is capped (WithMaxBodyBytes; larger: 413); a read error
+//     that carries an HTTP status (HTTPStatus() int, such as a server's
+//     429 when it sheds load) is answered with that status;
 //   - a body that is not an admission.k8s.io/v1 AdmissionReview with a
 //     request and a request UID gets 400 with a JSON {"error": "..."}: the
 //     API server then applies the webhook's failurePolicy;
@@ -77,14 +79,18 @@ func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sc = &scratch{}
 	}
 	defer h.putScratch(sc)
-	body, err := readBody(r.Body, sc.body, h.maxBody)
+	body, err := readBody(r.Body, sc.body, r.ContentLength, h.maxBody)
 	sc.body = body
 	if err != nil {
-		if errors.Is(err, errTooLarge) {
+		var st statusError
+		switch {
+		case errors.Is(err, errTooLarge):
 			h.httpError(w, x.hook, httpStatusTooLarge, fmt.Sprintf("the body is larger than the limit of %d bytes", h.maxBody))
-			return
+		case errors.As(err, &st):
+			h.httpError(w, x.hook, st.HTTPStatus(), err.Error())
+		default:
+			h.httpError(w, x.hook, httpStatusBadRequest, "cannot read the body: "+err.Error())
 		}
-		h.httpError(w, x.hook, httpStatusBadRequest, "cannot read the body: "+err.Error())
 		return
 	}
 	if len(body) == 0 {
@@ -166,12 +172,27 @@ func isJSON(ct string) bool {
 	return strings.EqualFold(strings.TrimSpace(ct), "application/json")
 }
 
+// statusError is an error of the body's reader that says how to answer:
+// a server that sheds load fails the read of a body it has no memory for
+// with 429 Too Many Requests.
+type statusError interface {
+	error
+	HTTPStatus() int
+}
+
 // readBody reads r into buf (reusing its capacity), failing with
-// errTooLarge once more than max bytes arrive.
-func readBody(r io.Reader, buf []byte, max int64) ([]byte, error) {
+// errTooLarge once more than max bytes arrive. A declared length (0 <
+// size <= max) sizes the buffer once, instead of doubling it as the body
+// arrives.
+func readBody(r io.Reader, buf []byte, size, max int64) ([]byte, error) {
 	buf = buf[:0]
 	if r == nil {
 		return buf, nil
+	}
+	if size > 0 && size <= max && int64(cap(buf)) <= size {
+		// +1: room to see the end; rounded up so that a pooled buffer
+		// fits the next body of about the same size.
+		buf = make([]byte, 0, (size+1+4095)&^4095)
 	}
 	for {
 		if len(buf) == cap(buf) {

@@ -264,3 +264,61 @@ func TestFieldOrder(t *testing.T) {
 		t.Fatalf("UID %q", out.Response.UID)
 	}
 }
+
+type overloaded struct{}
+
+func (overloaded) Error() string   { return "no memory for the body; retry later" }
+func (overloaded) HTTPStatus() int { return http.StatusTooManyRequests }
+
+type failingReader struct{ err error }
+
+func (f failingReader) Read([]byte) (int, error) { return 0, f.err }
+
+// A body reader that fails with an HTTP status (a server shedding load)
+// is answered with that status; other read errors are a 400.
+func TestHTTPReadErrorWithStatus(t *testing.T) {
+	var audited []Record
+	h := NewHandler(nil, WithAudit(func(r Record) { audited = append(audited, r) }))
+	for _, tc := range []struct {
+		err  error
+		code int
+		want string
+	}{
+		{overloaded{}, 429, "retry later"},
+		{io.ErrUnexpectedEOF, 400, "cannot read the body: unexpected EOF"},
+	} {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodPost, "/mutate", failingReader{tc.err})
+		r.Header.Set("Content-Type", "application/json")
+		h.MutateHTTP().ServeHTTP(rec, r)
+		if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.want) {
+			t.Errorf("%v: %d %s, want %d %q", tc.err, rec.Code, rec.Body, tc.code, tc.want)
+		}
+	}
+	if len(audited) != 2 || audited[0].Code != 429 {
+		t.Errorf("audited %+v", audited)
+	}
+}
+
+// A declared length sizes the read buffer once: one allocation of about
+// the body's size, not a doubling series; a body longer than declared is
+// still capped.
+func TestReadBodyDeclaredLength(t *testing.T) {
+	body := bytes.Repeat([]byte("x"), 3<<20)
+	var got []byte
+	rd := bytes.NewReader(body)
+	allocs := testing.AllocsPerRun(5, func() {
+		var err error
+		rd.Reset(body)
+		got, err = readBody(rd, nil, int64(len(body)), 7<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 1 || !bytes.Equal(got, body) || cap(got) > len(body)+8192 {
+		t.Errorf("%v allocations, %d bytes read into a buffer of %d", allocs, len(got), cap(got))
+	}
+	if _, err := readBody(bytes.NewReader(body), nil, 10, 1<<20); err != errTooLarge {
+		t.Errorf("a body longer than declared and than the cap: %v", err)
+	}
+}

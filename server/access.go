@@ -18,6 +18,7 @@ import (
 	"github.com/usherhq/usher/auth"
 	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/identity"
+	"github.com/usherhq/usher/internal/clip"
 	"github.com/usherhq/usher/policy"
 )
 
@@ -121,8 +122,17 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if r.ContentLength > s.opts.MaxAccessBody {
+		badRequest(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes", s.opts.MaxAccessBody)
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.opts.MaxAccessBody+1))
 	if err != nil {
+		var st interface{ HTTPStatus() int }
+		if errors.As(err, &st) {
+			badRequest(w, st.HTTPStatus(), "%v", err)
+			return
+		}
 		badRequest(w, http.StatusBadRequest, "reading the body: %v", err)
 		return
 	}
@@ -287,27 +297,45 @@ func jsonError(err error) string {
 	return err.Error()
 }
 
-// audit writes one audit record, unless audit is off.
+// audit writes one audit record, unless audit is off. attrs are key,
+// value pairs; string values are cut to a bounded length (reason and error
+// texts longer than names) and string lists to a bounded count, each with
+// a visible mark, because most of them echo what the caller sent.
 func (s *Server) audit(kind string, attrs ...any) {
 	if s.opts.NoAudit {
 		return
 	}
+	for i := 1; i < len(attrs); i += 2 {
+		switch v := attrs[i].(type) {
+		case string:
+			max := clip.Name
+			if k, _ := attrs[i-1].(string); k == "reason" || k == "error" {
+				max = clip.Text
+			}
+			attrs[i] = clip.String(v, max)
+		case []string:
+			attrs[i] = clip.Strings(v, clip.Name, clip.Count)
+		}
+	}
 	s.log.Info("audit", append([]any{"kind", kind}, attrs...)...)
 }
 
-// auditReview is the admission handler's audit hook.
+// auditReview is the admission handler's audit hook. Metric labels come
+// from closed sets (an unknown kind or operation counts as "other"); the
+// audit record cuts every string the requester chose to a bounded length.
 func (s *Server) auditReview(rec admission.Record) {
-	s.metrics.reviews.WithLabelValues(rec.Kind, rec.Operation, outcomeOf(rec)).Inc()
+	s.metrics.reviews.WithLabelValues(admission.MetricKind(rec.Kind), admission.MetricOperation(rec.Operation), outcomeOf(rec)).Inc()
 	if s.opts.NoAudit {
 		return
 	}
 	s.log.LogAttrs(context.Background(), slog.LevelInfo, "audit",
-		slog.String("kind", "admission"), slog.String("webhook", rec.Webhook), slog.String("uid", rec.UID),
-		slog.String("operation", rec.Operation), slog.String("object", rec.Kind),
-		slog.String("namespace", rec.Namespace), slog.String("name", rec.Name),
-		slog.String("user", rec.User), slog.Any("groups", rec.Groups), slog.String("identity", rec.Identity),
-		slog.String("queue", rec.Queue), slog.Bool("allowed", rec.Allowed), slog.Bool("patched", rec.Patched),
-		slog.Int("code", int(rec.Code)), slog.String("reason", rec.Reason), slog.Bool("dryRun", rec.DryRun))
+		slog.String("kind", "admission"), slog.String("webhook", rec.Webhook), slog.String("uid", clip.String(rec.UID, clip.Name)),
+		slog.String("operation", clip.String(rec.Operation, clip.Name)), slog.String("object", clip.String(rec.Kind, clip.Name)),
+		slog.String("namespace", clip.String(rec.Namespace, clip.Name)), slog.String("name", clip.String(rec.Name, clip.Name)),
+		slog.String("user", clip.String(rec.User, clip.Name)), slog.Any("groups", clip.Strings(rec.Groups, clip.Name, clip.Count)),
+		slog.String("identity", clip.String(rec.Identity, clip.Name)), slog.String("queue", clip.String(rec.Queue, clip.Name)),
+		slog.Bool("allowed", rec.Allowed), slog.Bool("patched", rec.Patched), slog.Int("code", int(rec.Code)),
+		slog.String("reason", clip.String(rec.Reason, clip.Text)), slog.Bool("dryRun", rec.DryRun))
 }
 
 func outcomeOf(rec admission.Record) string {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/usherhq/usher/engine"
+	"github.com/usherhq/usher/internal/clip"
 )
 
 type metrics struct {
@@ -20,6 +22,8 @@ type metrics struct {
 	lastReload      prometheus.Gauge
 	panics          *prometheus.CounterVec
 	accessAuth      *prometheus.CounterVec
+	shed            *prometheus.CounterVec
+	connsRefused    prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
@@ -51,12 +55,23 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 			Name: "usher_access_auth_total",
 			Help: "Authentication and authorization of /v1/access and /metrics by endpoint and result (self, allowed, unauthenticated, forbidden, error).",
 		}, []string{"endpoint", "result"}),
+		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "usher_shed_requests_total",
+			Help: "Requests refused with 429 to keep memory bounded, by handler (access, mutate, validate) and reason (memory: no room for the body).",
+		}, []string{"handler", "reason"}),
 	}
+	m.connsRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "usher_shed_connections_total",
+		Help: "Connections closed as soon as accepted because MaxConns were open.",
+	})
 	m.lastReload.SetToCurrentTime()
+	for _, h := range []string{"access", "mutate", "validate"} {
+		m.shed.WithLabelValues(h, "memory")
+	}
 	for _, r := range []string{"success", "failure"} {
 		m.reloads.WithLabelValues(r)
 	}
-	reg.MustRegister(m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics, m.accessAuth,
+	reg.MustRegister(m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics, m.accessAuth, m.shed, m.connsRefused,
 		cacheCollector{e}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -108,7 +123,7 @@ func (s *Server) instrument(name string, h http.Handler) http.Handler {
 		defer func() {
 			if v := recover(); v != nil {
 				s.metrics.panics.WithLabelValues(name).Inc()
-				s.log.Error("panic recovered", "handler", name, "panic", v)
+				s.log.Error("panic recovered", "handler", name, "panic", clip.String(fmt.Sprint(v), clip.Text))
 				if !rw.wrote {
 					badRequest(rw, http.StatusInternalServerError, "internal error")
 				}
@@ -132,12 +147,16 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach the connection (read
+// deadlines).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func (w *statusWriter) Write(b []byte) (int, error) {
 	w.wrote = true
 	return w.ResponseWriter.Write(b)
 }
 
-var statusTexts = map[int]string{200: "200", 400: "400", 401: "401", 403: "403", 405: "405", 413: "413", 415: "415", 500: "500", 503: "503"}
+var statusTexts = map[int]string{200: "200", 400: "400", 401: "401", 403: "403", 405: "405", 413: "413", 415: "415", 429: "429", 500: "500", 503: "503"}
 
 func statusText(code int) string {
 	if s, ok := statusTexts[code]; ok {

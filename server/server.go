@@ -23,6 +23,10 @@
 //   - No error text carries directory internals to a caller: a failed
 //     group lookup is reported as such with a request id, the detail goes
 //     to the log.
+//   - Nothing a caller sends grows memory without bound: request bodies
+//     share a memory budget and a request that does not fit is refused
+//     with 429 before its body is read (shed.go); metric labels come from
+//     closed sets; audit strings are cut to a bounded length.
 package server
 
 import (
@@ -76,6 +80,47 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// MaxAccessBody caps the size of a /v1/access request. Default 64 KiB.
 	MaxAccessBody int64
+	// MaxReviewBody caps the size of an AdmissionReview on /mutate and
+	// /validate. Default admission.DefaultMaxBodyBytes (7 MiB).
+	MaxReviewBody int64
+	// BodyMemory is the memory that the request bodies being read and
+	// decoded may hold at once, all connections and HTTP/2 streams
+	// together; a body is counted twice its size plus 8 KiB (see
+	// shed.go). A request whose body does not fit is refused with 429 and
+	// Retry-After before its body is read. Default 48 MiB: six bodies of
+	// the 3 MiB the API server admits, or three of the 7 MiB cap.
+	BodyMemory int64
+	// SmallBodyReserve is memory, apart from BodyMemory, that only bodies
+	// of at most SmallBody bytes may use, so that ordinary reviews are
+	// answered while large bodies take all of BodyMemory. Default 8 MiB.
+	SmallBodyReserve int64
+	// SmallBody is the largest body that may use SmallBodyReserve.
+	// Default 256 KiB (a pod review is a few KiB).
+	SmallBody int64
+	// BodyReadTimeout bounds the time a request's body may take to arrive
+	// once the request has been given memory for it, so a slow body
+	// cannot hold its share for longer. Default 10s (the API server's
+	// default webhook timeout).
+	BodyReadTimeout time.Duration
+	// ReadHeaderTimeout bounds the time to read a request's headers.
+	// Default 5s.
+	ReadHeaderTimeout time.Duration
+	// MaxHeaderBytes caps a request's headers (HTTP/1.1 and HTTP/2).
+	// Default 64 KiB.
+	MaxHeaderBytes int
+	// MaxConcurrentStreams caps the HTTP/2 streams (requests) of one
+	// connection. Default 100.
+	MaxConcurrentStreams int
+	// MaxConns caps the connections open at once; one beyond it is
+	// closed as soon as it is accepted (usher_shed_connections_total).
+	// Default 1024 (the API server needs a few, probes and scrapes one
+	// each).
+	MaxConns int
+	// MaxStreamBuffer and MaxConnBuffer are the HTTP/2 flow-control
+	// windows: the bytes a client may send on a stream, and on a
+	// connection, before a handler reads them (memory per connection that
+	// the body budget does not see). Default 256 KiB and 512 KiB.
+	MaxStreamBuffer, MaxConnBuffer int
 	// Getenv reads ADMISSION_CONTROLLER_* overrides. Default os.LookupEnv.
 	Getenv func(string) (string, bool)
 
@@ -120,6 +165,39 @@ func (o Options) withDefaults() Options {
 	if o.MaxAccessBody <= 0 {
 		o.MaxAccessBody = 64 << 10
 	}
+	if o.MaxReviewBody <= 0 {
+		o.MaxReviewBody = admission.DefaultMaxBodyBytes
+	}
+	if o.BodyMemory <= 0 {
+		o.BodyMemory = 48 << 20
+	}
+	if o.SmallBodyReserve <= 0 {
+		o.SmallBodyReserve = 8 << 20
+	}
+	if o.SmallBody <= 0 {
+		o.SmallBody = 256 << 10
+	}
+	if o.BodyReadTimeout <= 0 {
+		o.BodyReadTimeout = 10 * time.Second
+	}
+	if o.ReadHeaderTimeout <= 0 {
+		o.ReadHeaderTimeout = 5 * time.Second
+	}
+	if o.MaxHeaderBytes <= 0 {
+		o.MaxHeaderBytes = 64 << 10
+	}
+	if o.MaxConcurrentStreams <= 0 {
+		o.MaxConcurrentStreams = 100
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 1024
+	}
+	if o.MaxStreamBuffer <= 0 {
+		o.MaxStreamBuffer = 256 << 10
+	}
+	if o.MaxConnBuffer <= 0 {
+		o.MaxConnBuffer = 512 << 10
+	}
 	if o.Getenv == nil {
 		o.Getenv = os.LookupEnv
 	}
@@ -144,6 +222,8 @@ type Server struct {
 	status     atomic.Pointer[reloadStatus]
 	httpServer *http.Server
 	addr       atomic.Value // string, once listening
+	bodies     bodyBudgets
+	conns      connLimiter
 }
 
 type reloadStatus struct {
@@ -156,6 +236,7 @@ type reloadStatus struct {
 func New(opts Options) (*Server, error) {
 	opts = opts.withDefaults()
 	s := &Server{opts: opts, log: opts.Logger, registry: prometheus.NewRegistry()}
+	s.bodies.shared.limit, s.bodies.small.limit, s.bodies.smallBody = opts.BodyMemory, opts.SmallBodyReserve, opts.SmallBody
 	if opts.ConfigPath != "" {
 		s.lastSum, _ = contentSum(opts.ConfigPath)
 	}
@@ -173,11 +254,14 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = newMetrics(s.registry, s.engine)
+	s.conns.max, s.conns.refused = int64(opts.MaxConns), s.metrics.connsRefused
+	s.registerBodyGauges()
 	hopts := []admission.Option{
 		admission.WithPanicHook(func(any) { s.metrics.panics.WithLabelValues("admission").Inc() }),
 		admission.WithAuthorizer(authorizer{s.engine, s.log}),
 		admission.WithDeleteAuthorizer(deleteAuthorizer{s.engine}),
 		admission.WithAudit(s.auditReview),
+		admission.WithMaxBodyBytes(opts.MaxReviewBody),
 	}
 	s.admission = admission.NewHandler(cfg.AdmissionCompiled, hopts...)
 	s.status.Store(&reloadStatus{loadedAt: time.Now()})
@@ -260,9 +344,9 @@ func (s *Server) Addr() string {
 // Handler returns the HTTP routes, without TLS (for tests and embedding).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/v1/access", s.instrument("access", withRequestID(http.HandlerFunc(s.serveAccess))))
-	mux.Handle("/mutate", s.instrument("mutate", s.admission.MutateHTTP()))
-	mux.Handle("/validate", s.instrument("validate", s.admission.ValidateHTTP()))
+	mux.Handle("/v1/access", s.instrument("access", withRequestID(s.limitBody("access", s.opts.MaxAccessBody, http.HandlerFunc(s.serveAccess)))))
+	mux.Handle("/mutate", s.instrument("mutate", s.limitBody("mutate", s.opts.MaxReviewBody, s.admission.MutateHTTP())))
+	mux.Handle("/validate", s.instrument("validate", s.limitBody("validate", s.opts.MaxReviewBody, s.admission.ValidateHTTP())))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
@@ -282,15 +366,24 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 	s.addr.Store(ln.Addr().String())
+	s.conns.Listener = ln
+	ln = &s.conns
 	s.httpServer = &http.Server{
 		Handler:           s.Handler(),
 		TLSConfig:         s.tlsConfig,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		// A backstop: bodies have BodyReadTimeout from the moment they
+		// are given memory (limitBody).
+		ReadTimeout:    30 * time.Second,
+		WriteTimeout:   30 * time.Second,
+		IdleTimeout:    120 * time.Second,
+		MaxHeaderBytes: s.opts.MaxHeaderBytes,
+		HTTP2: &http.HTTP2Config{
+			MaxConcurrentStreams:          s.opts.MaxConcurrentStreams,
+			MaxReceiveBufferPerStream:     s.opts.MaxStreamBuffer,
+			MaxReceiveBufferPerConnection: s.opts.MaxConnBuffer,
+		},
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	s.log.Info("usher serving", "addr", ln.Addr().String(), "config", s.configName())
 	done := make(chan struct{})

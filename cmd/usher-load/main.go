@@ -5,6 +5,11 @@
 //
 //	usher serve --addr 127.0.0.1:8443 --ca-out /tmp/ca.pem --no-audit &
 //	usher-load --addr 127.0.0.1:8443 --ca /tmp/ca.pem --conns 16 --duration 10s
+//
+// With --slow-bodies it attacks usher's memory instead (docs/benchmarks.md,
+// "Memory under a slow-body attack"):
+//
+//	usher-load --addr 127.0.0.1:8443 --ca /tmp/ca.pem --slow-bodies 64 --conns 4 --duration 12s --pid $(pgrep -n usher)
 package main
 
 import (
@@ -44,6 +49,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	maxRequests := fs.Int("max-requests", 5_000_000, "stop after this many requests")
 	printReview := fs.Bool("print-review", false, "print the AdmissionReview sent (for other load tools) and exit")
 	rate := fs.Float64("rate", 0, "target `REVIEWS/S` over all connections (0: as fast as possible); each connection paces its share")
+	slow := fs.Int("slow-bodies", 0, "attack instead: `N` connections each send a --body-bytes body but its last byte and stall "+
+		"(reconnecting when answered), while --conns clients send pod reviews and /healthz is polled; all must succeed")
+	bodyBytes := fs.Int("body-bytes", 7<<20, "declared size of each slow body (usher's cap is 7 MiB)")
+	politely := fs.Bool("retry-after", false, "slow bodies refused with 429 wait for Retry-After (1s) before connecting again")
+	pid := fs.Int("pid", 0, "usher's `PID`, to sample its VmRSS and VmHWM from /proc during an attack")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -62,6 +72,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "usher-load: --ca %s: no certificate (%v)\n", *caFile, err)
 			return 2
 		}
+	}
+	if *slow > 0 {
+		res := attack(attackConfig{addr: *addr, roots: roots, conns: *slow, bodyBytes: *bodyBytes, duration: *duration,
+			reviewers: *conns, pid: *pid, politely: *politely})
+		fmt.Fprintln(stdout, res)
+		for _, f := range res.failures {
+			fmt.Fprintln(stderr, "usher-load:", f)
+		}
+		if res.reviewsFailed > 0 || res.healthFailed > 0 || res.reviewsOK == 0 || res.healthOK == 0 {
+			return 1
+		}
+		return 0
 	}
 	url := "https://" + *addr + "/mutate"
 	var sent atomic.Int64

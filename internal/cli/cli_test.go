@@ -72,6 +72,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--access-auth", "client-cert"}, "needs --client-ca"},
 		{[]string{"serve", "--access-auth", "kubernetes", "--kubeconfig", "/nonexistent/kubeconfig"}, "/nonexistent/kubeconfig"},
 		{[]string{"serve", "--access-auth-cache-ttl", "0s"}, "positive duration"},
+		{[]string{"serve", "--body-memory", "lots"}, `--body-memory "lots": want a quantity`},
+		{[]string{"serve", "--body-memory", "0"}, `--body-memory "0": want a quantity`},
+		{[]string{"serve", "--memory-limit", "-1Mi"}, `--memory-limit "-1Mi": want a quantity`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

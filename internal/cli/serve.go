@@ -9,8 +9,15 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/usherhq/usher/server"
 )
+
+// defaultMemoryLimit is the default of --memory-limit: with the default
+// body budget, usher stays under 160 MiB (docs/benchmarks.md) and the
+// deployment's 256Mi limit leaves a margin above that.
+const defaultMemoryLimit = "128Mi"
 
 const serveHelp = `Serves, over TLS:
   POST /v1/access   the decision of "usher check", JSON in and out
@@ -47,6 +54,11 @@ verb get on the non-resource URL /metrics. Members of
 --access-privileged-groups may do both without a SubjectAccessReview.
 The webhooks (/mutate, /validate) are not affected: see docs/security.md.
 
+Request bodies share a memory budget (--body-memory); a request whose body
+does not fit is refused with 429 and Retry-After before it is read, and a
+body must arrive within --body-read-timeout. With --memory-limit (GOMEMLIMIT
+wins) usher stays under 160 MiB on its defaults (docs/limits.md).
+
 Examples:
   usher serve                                   # embedded default, https://127.0.0.1:8443
   usher serve --config queues.yaml --addr :8443 --tls-cert tls.crt --tls-key tls.key
@@ -59,6 +71,7 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	var logFormat, logLevel, caOut, accessAuth, privileged string
 	var noAudit bool
 	var authCacheTTL time.Duration
+	var memLimit, bodyMemory string
 	fs := newFlagSet(env, "serve", "usher serve [--config FILE] [--addr HOST:PORT] [--tls-cert F --tls-key F] [--access-auth MODES] [--kubeconfig F] [--client-ca F]", serveHelp)
 	fs.StringVar(&opts.ConfigPath, "config", "", "configuration `FILE` or ConfigMap directory (default: the embedded default)")
 	fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8443", "listen `HOST:PORT` (use :8443 inside a cluster)")
@@ -75,6 +88,11 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	fs.DurationVar(&authCacheTTL, "access-auth-cache-ttl", 10*time.Second, "how long answers of TokenReviews and SubjectAccessReviews are cached")
 	fs.StringVar(&logFormat, "log-format", "json", "log `FORMAT`: json or text")
 	fs.StringVar(&logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn or error")
+	fs.StringVar(&memLimit, "memory-limit", defaultMemoryLimit, "soft memory `LIMIT` of the Go runtime (a Kubernetes quantity; "+
+		"GOMEMLIMIT in the environment wins; 0: none); keep it under the container's limit")
+	fs.StringVar(&bodyMemory, "body-memory", "48Mi", "memory the request bodies in flight may hold at once (a Kubernetes `QUANTITY`); "+
+		"beyond it requests are refused with 429")
+	fs.DurationVar(&opts.BodyReadTimeout, "body-read-timeout", 10*time.Second, "how long a request body may take to arrive")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -118,6 +136,26 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		// collector ran every few milliseconds under load and lengthened
 		// the latency tail. GOGC in the environment still wins.
 		debug.SetGCPercent(400)
+	}
+	bm, err := resource.ParseQuantity(bodyMemory)
+	if err != nil || bm.Sign() <= 0 {
+		fmt.Fprintf(env.Stderr, "usher serve: --body-memory %q: want a quantity such as 48Mi\n", bodyMemory)
+		return ExitUsage
+	}
+	opts.BodyMemory = bm.Value()
+	if env.Getenv("GOMEMLIMIT") == "" {
+		// GOGC=400 lets the heap grow to five times what is live before a
+		// collection; the soft limit makes the collector work harder
+		// instead once the process nears it, so that the memory the body
+		// budget bounds is not multiplied by garbage.
+		q, err := resource.ParseQuantity(memLimit)
+		if err != nil || q.Sign() < 0 {
+			fmt.Fprintf(env.Stderr, "usher serve: --memory-limit %q: want a quantity such as 128Mi\n", memLimit)
+			return ExitUsage
+		}
+		if q.Sign() > 0 {
+			debug.SetMemoryLimit(q.Value())
+		}
 	}
 	srv, err := server.New(opts)
 	if err != nil {

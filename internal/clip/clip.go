@@ -1,0 +1,64 @@
+// Package clip cuts strings and lists that a caller chose before they are
+// written to logs and audit records, so that no request can make one
+// record (or the memory behind it) arbitrarily large. What is cut is
+// marked visibly: "…[cut 1234 bytes]" at the end of a string and a last
+// element "…[cut 56 more]" in a list.
+//
+// Values within the bounds are returned as they are, without allocating.
+package clip
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// Bounds used for audit records and logs.
+const (
+	// Name bounds one identifier: a kind, namespace, name, user, group,
+	// queue, UID or operation. Kubernetes names are at most 253 bytes.
+	Name = 256
+	// Text bounds a sentence: a reason or an error text.
+	Text = 1024
+	// Count bounds the number of elements kept of a list (groups).
+	Count = 64
+)
+
+// String returns s when it is at most max bytes long, else its first
+// bytes (cut at a UTF-8 boundary) followed by "…[cut N bytes]".
+func String(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…[cut " + strconv.Itoa(len(s)-n) + " bytes]"
+}
+
+// Strings returns ss when it has at most count elements of at most max
+// bytes each; else a copy with each element cut by String and, past count
+// elements, a last element "…[cut N more]".
+func Strings(ss []string, max, count int) []string {
+	if len(ss) <= count {
+		ok := true
+		for _, s := range ss {
+			if len(s) > max {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return ss
+		}
+	}
+	n := min(len(ss), count)
+	out := make([]string, 0, n+1)
+	for _, s := range ss[:n] {
+		out = append(out, String(s, max))
+	}
+	if len(ss) > n {
+		out = append(out, "…[cut "+strconv.Itoa(len(ss)-n)+" more]")
+	}
+	return out
+}

@@ -1,0 +1,49 @@
+package clip
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestString(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"abcd", "abcd"},
+		{"abcde", "abcd…[cut 1 bytes]"},
+		{"abcdefgh", "abcd…[cut 4 bytes]"},
+		{"abcé", "abc…[cut 2 bytes]"}, // é is two bytes: never cut inside a rune
+	} {
+		got := String(tc.in, 4)
+		if got != tc.want {
+			t.Errorf("String(%q, 4) = %q, want %q", tc.in, got, tc.want)
+		}
+		if !utf8.ValidString(got) {
+			t.Errorf("String(%q, 4) = %q is not valid UTF-8", tc.in, got)
+		}
+	}
+}
+
+func TestStrings(t *testing.T) {
+	short := []string{"a", "bb"}
+	if got := Strings(short, 4, 2); &got[0] != &short[0] {
+		t.Errorf("a list within bounds was copied")
+	}
+	if n := testing.AllocsPerRun(100, func() { Strings(short, 4, 2) }); n != 0 {
+		t.Errorf("a list within bounds costs %v allocations", n)
+	}
+	got := Strings([]string{"a", "bbbbbb", "c", "d"}, 4, 2)
+	want := []string{"a", "bbbb…[cut 2 bytes]", "…[cut 2 more]"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	long := make([]string, 10000)
+	for i := range long {
+		long[i] = strings.Repeat("x", 1000)
+	}
+	got = Strings(long, Name, Count)
+	if len(got) != Count+1 || len(got[0]) > Name+30 {
+		t.Errorf("10,000 long groups: %d kept, first %d bytes", len(got), len(got[0]))
+	}
+}
