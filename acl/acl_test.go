@@ -29,7 +29,7 @@ func check(t *testing.T, a ACL, w who) Match {
 	return m
 }
 
-// The stories of the YuniKorn ACL page (seed 000).
+// The stories of the YuniKorn ACL page (the YuniKorn user guide's ACL page).
 func TestSeedYuniKornStories(t *testing.T) {
 	tests := []struct {
 		acl     string
@@ -69,7 +69,7 @@ func TestSeedYuniKornStories(t *testing.T) {
 	}
 }
 
-// The examples of the YARN ACL page (seed 004).
+// The examples of the YARN ACL page ("Managing YARN ACLs").
 func TestSeedYARNExamples(t *testing.T) {
 	groups := func(g ...string) []string { return g }
 	tests := []struct {

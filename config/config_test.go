@@ -30,7 +30,7 @@ func diagStrings(ds []config.Diagnostic) []string {
 	return out
 }
 
-func TestSeed000Example(t *testing.T) {
+func TestYuniKornACLPageExample(t *testing.T) {
 	c := mustParse(t, `
 partitions:
   - name: default

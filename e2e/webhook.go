@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// WorkloadRules are the kinds usher admits (PRODUCT.md, Admission): Pods,
+// WorkloadRules are the kinds usher admits (as YuniKorn's admission controller does): Pods,
 // ReplicationControllers, Deployments, ReplicaSets, DaemonSets,
 // StatefulSets, Jobs and CronJobs, on CREATE and UPDATE.
 var WorkloadRules = []admissionregistrationv1.RuleWithOperations{

@@ -119,7 +119,7 @@ func TestMergeApplicationACLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := read(t, "../examples/seed-000.yaml")
+	base := read(t, "../examples/yunikorn-acl.yaml")
 	out, err := importer.MergeApplicationACLs(*base, "", apps)
 	if err != nil {
 		t.Fatal(err)

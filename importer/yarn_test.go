@@ -107,10 +107,10 @@ func checkApps(t *testing.T, cfg *config.Config, cases []appCase) {
 	}
 }
 
-// Seed 004's second example as a fair-scheduler.xml: the stories of
+// The second example of the "Managing YARN ACLs" guide as a fair-scheduler.xml: the stories of
 // "Moving the Application and Viewing the Log in the Queue Test" hold on the
 // imported configuration.
-func TestFairSchedulerSeed004(t *testing.T) {
+func TestFairSchedulerYARNGuide(t *testing.T) {
 	c, cfg, _ := imported(t, importer.YARNFiles{FairScheduler: read(t, examples+"fair-scheduler.xml"), YARNSite: read(t, examples+"yarn-site.xml")})
 	if w := warnings(c); w != "" {
 		t.Errorf("a complete, explicit configuration imports without warnings:\n%s", w)
@@ -137,9 +137,9 @@ func TestFairSchedulerSeed004(t *testing.T) {
 	})
 }
 
-// Seed 004's first example as a capacity-scheduler.xml: the stories of
+// The first example of the "Managing YARN ACLs" guide as a capacity-scheduler.xml: the stories of
 // "Killing an Application in the Queue Production".
-func TestCapacitySchedulerSeed004(t *testing.T) {
+func TestCapacitySchedulerYARNGuide(t *testing.T) {
 	c, cfg, _ := imported(t, importer.YARNFiles{CapacityScheduler: read(t, examples+"capacity-scheduler.xml"), YARNSite: read(t, examples+"yarn-site.xml")})
 	if w := warnings(c); w != "" {
 		t.Errorf("a complete, explicit configuration imports without warnings:\n%s", w)

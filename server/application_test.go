@@ -9,7 +9,7 @@ import (
 	"github.com/usherhq/usher/server"
 )
 
-// The queues of seed 004's Marketing example, with a cluster admin.
+// The queues of the Marketing example of the "Managing YARN ACLs" guide, with a cluster admin.
 const marketingYAML = `partitions:
   - name: default
     adminacl: yarnadmin

@@ -9,12 +9,12 @@ import (
 	"github.com/usherhq/usher/internal/cli"
 )
 
-// seed004 is the queue tree of seed 004 with the roles of its second
+// yarnGuide is the queue tree of the "Managing YARN ACLs" guide with the roles of its second
 // example ("Moving the Application and Viewing the Log in the Queue Test"):
 // Bob is the cluster admin, Jane administers Marketing (through her group
 // others) and Dev, John submits to Production and Test. Spark admins
 // administer every application.
-const seed004 = `partitions:
+const yarnGuide = `partitions:
   - name: default
     adminacl: bob
     applicationacls:
@@ -47,11 +47,11 @@ func writeConfig(t *testing.T, yaml string) string {
 	return path
 }
 
-// Seed 004's stories of application_1536220066338_0002 in the queue Test,
+// The stories of the "Managing YARN ACLs" guide of application_1536220066338_0002 in the queue Test,
 // through the command line. Jane has log view rights via
 // mapreduce.job.acl-view-job (--view-acl jane).
-func TestAppSeed004(t *testing.T) {
-	cfg := writeConfig(t, seed004)
+func TestAppYARNGuide(t *testing.T) {
+	cfg := writeConfig(t, yarnGuide)
 	base := []string{"app", "--config", cfg, "--queue", "root.Datascience.Test", "--owner", "john",
 		"--id", "application_1536220066338_0002", "--view-acl", "jane"}
 	tests := []struct {
@@ -92,7 +92,7 @@ func TestAppSeed004(t *testing.T) {
 }
 
 func TestAppExplain(t *testing.T) {
-	cfg := writeConfig(t, seed004)
+	cfg := writeConfig(t, yarnGuide)
 	out, _, code := run(t, "app", "--config", cfg, "--queue", "root.datascience.test", "--owner", "john", "--user", "bob",
 		"--action", "move", "--target-queue", "root.marketing", "--explain")
 	if code != 0 {
@@ -138,7 +138,7 @@ func TestAppExplain(t *testing.T) {
 }
 
 func TestAppUsageErrors(t *testing.T) {
-	cfg := writeConfig(t, seed004)
+	cfg := writeConfig(t, yarnGuide)
 	app := []string{"app", "--config", cfg, "--queue", "root.dev"}
 	tests := []struct {
 		args []string
@@ -177,7 +177,7 @@ func TestAppUsageErrors(t *testing.T) {
 // An application ACL that YARN's second-space rule truncates is used
 // truncated, with a warning on stderr.
 func TestAppACLWarning(t *testing.T) {
-	cfg := writeConfig(t, seed004)
+	cfg := writeConfig(t, yarnGuide)
 	out, errs, code := run(t, "app", "--config", cfg, "--queue", "root.dev", "--owner", "john", "--user", "pat", "--groups", "extra",
 		"--action", "view", "--view-acl", "ann analysts extra")
 	if code != 1 || !strings.HasPrefix(out, "denied\n") {

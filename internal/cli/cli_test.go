@@ -20,10 +20,10 @@ func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return out.String(), errb.String(), code
 }
 
-const seed000 = "../../examples/seed-000.yaml"
+const yunikornACL = "../../examples/yunikorn-acl.yaml"
 
 // The stories of the YuniKorn ACL page, through the command line.
-func TestCheckSeed000(t *testing.T) {
+func TestCheckYuniKornACLExample(t *testing.T) {
 	tests := []struct {
 		args []string
 		code int
@@ -39,7 +39,7 @@ func TestCheckSeed000(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			out, errs, code := run(t, append([]string{"check", "--config", seed000}, tt.args...)...)
+			out, errs, code := run(t, append([]string{"check", "--config", yunikornACL}, tt.args...)...)
 			if code != tt.code || strings.SplitN(out, "\n", 2)[0] != tt.line {
 				t.Fatalf("code %d out %q err %q", code, out, errs)
 			}
@@ -55,10 +55,10 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"check", "--config", seed000, "--queue", "root.test"}, "--user is required"},
-		{[]string{"check", "--config", seed000, "--user", "a", "--action", "delete"}, `unknown action "delete"`},
-		{[]string{"check", "--config", seed000, "--user", "a", "--queue", "root.nope"}, `unknown queue`},
-		{[]string{"check", "--config", seed000, "--user", "a", "--partition", "gpu"}, `unknown partition`},
+		{[]string{"check", "--config", yunikornACL, "--queue", "root.test"}, "--user is required"},
+		{[]string{"check", "--config", yunikornACL, "--user", "a", "--action", "delete"}, `unknown action "delete"`},
+		{[]string{"check", "--config", yunikornACL, "--user", "a", "--queue", "root.nope"}, `unknown queue`},
+		{[]string{"check", "--config", yunikornACL, "--user", "a", "--partition", "gpu"}, `unknown partition`},
 		{[]string{"check", "--config", "../../examples/broken.yaml", "--user", "a"}, "invalid configuration"},
 		{[]string{"check", "--config", "/nonexistent.yaml", "--user", "a"}, "no such file"},
 		{[]string{"check", "--bogus"}, "flag provided but not defined"},
@@ -127,7 +127,7 @@ func TestExplainShowsTrail(t *testing.T) {
 			t.Errorf("explain output lacks %q:\n%s", want, out)
 		}
 	}
-	out, _, code = run(t, "explain", "--config", seed000, "--queue", "root.product", "--user", "bob")
+	out, _, code = run(t, "explain", "--config", yunikornACL, "--queue", "root.product", "--user", "bob")
 	if code != 1 || !strings.Contains(out, "bob (none)") || !strings.Contains(out, `root.product  submitacl  " product"`) {
 		t.Fatalf("denied explain: %d\n%s", code, out)
 	}
@@ -187,7 +187,7 @@ func TestLint(t *testing.T) {
 	if !strings.Contains(errs, "3 errors") {
 		t.Errorf("summary: %q", errs)
 	}
-	out, errs, code = run(t, "lint", seed000)
+	out, errs, code = run(t, "lint", yunikornACL)
 	if code != 0 || out != "" || !strings.Contains(errs, "valid, no problems found") {
 		t.Fatalf("clean file: %d %q %q", code, out, errs)
 	}
@@ -214,9 +214,9 @@ func TestBinaryExitCodes(t *testing.T) {
 		args []string
 		code int
 	}{
-		{[]string{"check", "--config", seed000, "--queue", "root.test", "--user", "sue", "--action", "admin"}, 0},
-		{[]string{"check", "--config", seed000, "--queue", "root.test", "--user", "bob", "--action", "admin"}, 1},
-		{[]string{"check", "--config", seed000, "--queue", "root.x", "--user", "bob"}, 2},
+		{[]string{"check", "--config", yunikornACL, "--queue", "root.test", "--user", "sue", "--action", "admin"}, 0},
+		{[]string{"check", "--config", yunikornACL, "--queue", "root.test", "--user", "bob", "--action", "admin"}, 1},
+		{[]string{"check", "--config", yunikornACL, "--queue", "root.x", "--user", "bob"}, 2},
 		{[]string{"lint", "../../examples/broken.yaml"}, 1},
 	} {
 		err := exec.Command(bin, tt.args...).Run()

@@ -12,7 +12,7 @@ import (
 
 const yarnExamples = "../../examples/yarn/"
 
-// Import seed 004's first example from capacity-scheduler.xml and
+// Import the first example of the "Managing YARN ACLs" guide from capacity-scheduler.xml and
 // yarn-site.xml, then ask the imported configuration the page's questions.
 func TestImportYARNThenDecide(t *testing.T) {
 	out, errs, code := run(t, "import", "yarn", "--capacity-scheduler", yarnExamples+"capacity-scheduler.xml", "--yarn-site", yarnExamples+"yarn-site.xml")
@@ -111,7 +111,7 @@ func TestImportErrors(t *testing.T) {
 }
 
 func TestImportSpark(t *testing.T) {
-	out, errs, code := run(t, "import", "spark", "--defaults", yarnExamples+"spark-defaults.conf", "--into", seed000)
+	out, errs, code := run(t, "import", "spark", "--defaults", yarnExamples+"spark-defaults.conf", "--into", yunikornACL)
 	if code != 0 || errs != "" {
 		t.Fatalf("code %d err %q", code, errs)
 	}
