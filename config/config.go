@@ -428,6 +428,7 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 			if err := v.Decode(&isParent); err != nil {
 				p.errorf(v, "parent must be true or false, not %s", kindName(v))
 			}
+			q.Parent = isParent
 		},
 		"submitacl": func(k, v *yaml.Node) { q.SubmitACL = p.acl(v, "submitacl") },
 		"adminacl":  func(k, v *yaml.Node) { q.AdminACL = p.acl(v, "adminacl") },
