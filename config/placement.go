@@ -20,7 +20,7 @@ func (p *Partition) PlacementRules() *placement.Rules {
 // ruleNodes are the YAML nodes of one placement rule, for positions.
 type ruleNodes struct {
 	rule, name, value, create, ftype, users, groups *yaml.Node
-	parent                                         *ruleNodes
+	parent                                          *ruleNodes
 }
 
 // placementUse is a partition's parsed placementrules, checked against its
