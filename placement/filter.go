@@ -16,7 +16,7 @@ type filter struct {
 	allow          bool
 	empty          bool
 	users, groups  map[string]bool
-	userRE, grpRE  *regexp.Regexp
+	userRE, grpRE  *pattern
 	userN, groupsN []string // as configured, for String
 }
 
@@ -27,15 +27,41 @@ func (f *filter) allows(sub *acl.Subject) (bool, string) {
 		return f.allow, ""
 	}
 	u := sub.User()
-	if f.userRE != nil && f.userRE.MatchString(u) || f.users[u] {
+	if f.userRE.match(u) || f.users[u] {
 		return f.allow, "user " + u
 	}
 	for _, g := range sub.Groups() {
-		if f.grpRE != nil && f.grpRE.MatchString(g) || f.groups[g] {
+		if f.grpRE.match(g) || f.groups[g] {
 			return f.allow, "group " + g
 		}
 	}
 	return !f.allow, ""
+}
+
+// pattern is a filter's regular expression. YuniKorn matches it
+// unanchored (MatchString); when it starts with "^" every match starts
+// with its literal prefix, which is tested first because it is cheap.
+type pattern struct {
+	re     *regexp.Regexp
+	prefix string
+}
+
+func newPattern(re *regexp.Regexp) *pattern {
+	p := &pattern{re: re}
+	if strings.HasPrefix(re.String(), "^") {
+		p.prefix, _ = re.LiteralPrefix()
+	}
+	return p
+}
+
+func (p *pattern) match(s string) bool {
+	if p == nil {
+		return false
+	}
+	if !strings.HasPrefix(s, p.prefix) {
+		return false
+	}
+	return p.re.MatchString(s)
 }
 
 func (f *filter) String() string {
@@ -84,7 +110,7 @@ func (c *compiler) filter(s FilterSpec, depth int) filter {
 // names compiles a filter list: one entry is a regular expression when it
 // holds a special character, else a name; in a longer list every entry is
 // a name, and YuniKorn drops the ones its pattern refuses.
-func (c *compiler) names(list []string, depth int, field, what string, valid *regexp.Regexp, into map[string]bool) *regexp.Regexp {
+func (c *compiler) names(list []string, depth int, field, what string, valid *regexp.Regexp, into map[string]bool) *pattern {
 	if len(list) == 1 {
 		e := list[0]
 		if specialPattern.MatchString(e) {
@@ -96,7 +122,7 @@ func (c *compiler) names(list []string, depth int, field, what string, valid *re
 			if !strings.HasPrefix(e, "^") || !strings.HasSuffix(e, "$") {
 				c.add(depth, field, 0, true, "regular expression %q is not anchored: it matches any %s name that contains a match (write ^...$ to match whole names)", e, what)
 			}
-			return re
+			return newPattern(re)
 		}
 		if !valid.MatchString(e) {
 			c.add(depth, field, 0, false, "%q is neither a valid %s name (%s) nor a regular expression", e, what, valid)

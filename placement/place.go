@@ -134,7 +134,10 @@ type Result struct {
 	// Decision is the submit decision that let the application in (on the
 	// queue, or on the nearest existing ancestor of a queue to create).
 	Decision policy.Decision
-	// Trail holds every rule tried, in order.
+	// Final is the step that decided: the rule that placed, the rule
+	// error, or the root.default fallback.
+	Final Step
+	// Trail holds every rule tried, in order (Explain only).
 	Trail []Step
 	// Err is set when a rule error stopped placement (a *RuleError).
 	Err error
@@ -143,12 +146,12 @@ type Result struct {
 // Reason renders the result as one sentence.
 func (r Result) Reason() string {
 	if r.Placed {
-		return r.Trail[len(r.Trail)-1].Reason()
+		return r.Final.Reason()
 	}
 	if r.Err != nil {
 		return "placement failed: " + r.Err.Error()
 	}
-	return "no placement rule placed the application, and " + r.Trail[len(r.Trail)-1].Reason()
+	return "no placement rule placed the application, and " + r.Final.Reason()
 }
 
 // RuleError is a rule error: placement stops and the application is
@@ -162,43 +165,56 @@ func (e *RuleError) Error() string { return fmt.Sprintf("rule %d: %s", e.Rule+1,
 
 // Place runs the rules for req against the queues of cp, as YuniKorn's
 // placement manager does, and returns where the application goes. It does
-// not fail: a rejection is a Result with Placed false.
+// not fail: a rejection is a Result with Placed false. Place keeps only the
+// final step; Explain keeps the whole trail.
 func (rs *Rules) Place(cp *policy.CompiledPartition, req Request) Result {
-	res := Result{Rule: -1, Trail: make([]Step, 0, len(rs.rules)+1)}
+	return rs.run(cp, &req, false)
+}
+
+// Explain is Place with Result.Trail: every rule tried, in order.
+func (rs *Rules) Explain(cp *policy.CompiledPartition, req Request) Result {
+	return rs.run(cp, &req, true)
+}
+
+func (rs *Rules) run(cp *policy.CompiledPartition, req *Request, trail bool) Result {
+	res := Result{Rule: -1}
+	if trail {
+		res.Trail = make([]Step, 0, len(rs.rules)+1)
+	}
+	record := func(st Step) {
+		res.Final = st
+		if trail {
+			res.Trail = append(res.Trail, st)
+		}
+	}
 	for i, r := range rs.rules {
 		st := Step{Rule: i}
-		name, err := r.place(cp, &req, &st)
+		name, err := r.place(cp, req, &st)
+		if err == nil && name != "" {
+			st.Queue = strings.ToLower(name)
+			var done bool
+			if done, err = judge(cp, req.Subject, &st); done {
+				record(st)
+				return res.placed(i, st)
+			}
+		}
 		if err != nil {
 			st.Outcome, st.Err = Failed, &RuleError{Rule: i, Msg: err.Error()}
-			res.Trail = append(res.Trail, st)
+			record(st)
 			res.Err = st.Err
 			return res
 		}
-		if name == "" {
-			res.Trail = append(res.Trail, st)
-			continue
-		}
-		st.Queue = strings.ToLower(name)
-		if done, fail := judge(cp, req.Subject, &st); fail != nil {
-			st.Outcome, st.Err = Failed, &RuleError{Rule: i, Msg: fail.Error()}
-			res.Trail = append(res.Trail, st)
-			res.Err = st.Err
-			return res
-		} else if done {
-			res.Trail = append(res.Trail, st)
-			return res.placed(i, st)
-		}
-		res.Trail = append(res.Trail, st)
+		record(st)
 	}
 	st := Step{Rule: -1}
 	if !cp.Has(DefaultQueue) {
 		st.Miss = MissAbsent
-		res.Trail = append(res.Trail, st)
+		record(st)
 		return res
 	}
 	st.Queue = DefaultQueue
 	done, _ := judge(cp, req.Subject, &st) // the queue exists: no creation error
-	res.Trail = append(res.Trail, st)
+	record(st)
 	if done {
 		return res.placed(-1, st)
 	}
@@ -220,8 +236,10 @@ func judge(cp *policy.CompiledPartition, sub *acl.Subject, st *Step) (placed boo
 		st.Outcome = Denied
 		return false, nil
 	}
-	ref, err := cp.Lookup(st.Queue)
-	if err == nil {
+	// Has before Lookup: a miss is common here, and Lookup's error costs
+	// an allocation.
+	if cp.Has(st.Queue) {
+		ref, _ := cp.Lookup(st.Queue)
 		if !ref.Leaf() {
 			st.Outcome = NotLeaf
 			return false, nil
@@ -236,17 +254,15 @@ func judge(cp *policy.CompiledPartition, sub *acl.Subject, st *Step) (placed boo
 	}
 	st.Create = true
 	cur := st.Queue
-	for {
+	for !cp.Has(cur) || cur == st.Queue {
 		i := strings.LastIndexByte(cur, '.')
 		if i < 0 {
 			st.Outcome, st.Miss = NoQueue, MissNotExist
 			return false, nil
 		}
 		cur = cur[:i]
-		if ref, err = cp.Lookup(cur); err == nil {
-			break
-		}
 	}
+	ref, _ := cp.Lookup(cur)
 	st.Ancestor = ref.Path()
 	st.Decision = ref.Decide(sub, policy.Submit)
 	if !st.Decision.Allowed {
@@ -298,7 +314,7 @@ func (r *rule) place(cp *policy.CompiledPartition, req *Request, st *Step) (stri
 		// is not a full path; a fixed value keeps its dots.
 		if r.kind != Fixed {
 			child = strings.ReplaceAll(child, ".", DotReplacement)
-			if !QueueNamePattern.MatchString(child) {
+			if !ValidQueueName(child) {
 				return "", fmt.Errorf("%s rule: %q is not a valid queue name (1 to 64 of a-z 0-9 _ : # / @ - after each '.' became %s)", r.kind, child, DotReplacement)
 			}
 		}
@@ -319,7 +335,7 @@ func (r *rule) place(cp *policy.CompiledPartition, req *Request, st *Step) (stri
 			if !strings.HasPrefix(p, "root.") {
 				p = "root." + p
 			}
-			if ref, err := cp.Lookup(p); err == nil && ref.Leaf() {
+			if ref, _ := cp.Lookup(p); cp.Has(p) && ref.Leaf() {
 				return "", fmt.Errorf("parent rule %s returned a leaf queue: %s", r.parent, strings.ToLower(p))
 			}
 			parent = p
@@ -327,10 +343,15 @@ func (r *rule) place(cp *policy.CompiledPartition, req *Request, st *Step) (stri
 		name = parent + "." + child
 	default:
 		// A full path from the application: each part must be valid.
-		for _, part := range strings.Split(child, ".") {
-			if !QueueNamePattern.MatchString(part) {
+		for rest := child; ; {
+			part, tail, more := strings.Cut(rest, ".")
+			if !ValidQueueName(part) {
 				return "", fmt.Errorf("%s rule: queue %q: %q is not a valid queue name (1 to 64 of a-z 0-9 _ : # / @ -)", r.kind, child, part)
 			}
+			if !more {
+				break
+			}
+			rest = tail
 		}
 		name = child
 	}

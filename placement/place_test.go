@@ -149,6 +149,9 @@ func TestPlace(t *testing.T) {
 		{name: "single user entry is a regular expression", rules: []placement.Spec{{Name: "user", Create: true, Filter: placement.FilterSpec{Users: []string{"^system:serviceaccount:"}}, Parent: &placement.Spec{Name: "fixed", Value: "users"}}}, user: "system:serviceaccount:a:b", want: "root.users.system:serviceaccount:a:b", create: true},
 		{name: "regular expression does not match", rules: []placement.Spec{{Name: "user", Create: true, Filter: placement.FilterSpec{Users: []string{"^system:serviceaccount:"}}, Parent: &placement.Spec{Name: "fixed", Value: "users"}}}, user: "bob", want: "root.default", wantRule: -1},
 		{name: "group regular expression", rules: []placement.Spec{{Name: "fixed", Value: "root.leafy", Filter: placement.FilterSpec{Groups: []string{"^team-.*$"}}}}, user: "bob", groups: []string{"x", "team-a"}, want: "root.leafy"},
+		{name: "anchored regexp is matched in full, not just its prefix", rules: []placement.Spec{{Name: "fixed", Value: "root.leafy", Filter: placement.FilterSpec{Users: []string{"^adm-[0-9]+$"}}}}, user: "adm-x", want: "root.default", wantRule: -1},
+		{name: "case-insensitive regexp", rules: []placement.Spec{{Name: "fixed", Value: "root.leafy", Filter: placement.FilterSpec{Users: []string{"^(?i)adm-.*$"}}}}, user: "ADM-1", want: "root.leafy"},
+		{name: "alternation is unanchored as YuniKorn matches it", rules: []placement.Spec{{Name: "fixed", Value: "root.leafy", Filter: placement.FilterSpec{Users: []string{"^adm|ops$"}}}}, user: "devops", want: "root.leafy"},
 		{name: "empty deny filter lets nobody through", rules: []placement.Spec{{Name: "fixed", Value: "root.leafy", Filter: placement.FilterSpec{Type: "deny"}}}, user: "bob", want: "root.default", wantRule: -1},
 		{name: "entries YuniKorn drops never match", rules: []placement.Spec{{Name: "fixed", Value: "root.leafy", Filter: placement.FilterSpec{Users: []string{"1bob", "carol"}}}}, user: "1bob", want: "root.default", wantRule: -1},
 		{name: "filter runs before the tag is used, after it is read", rules: []placement.Spec{{Name: "tag", Value: "namespace", Create: true, Filter: placement.FilterSpec{Users: []string{"alice"}}}}, user: "bob", tags: map[string]string{"namespace": "x"}, want: "root.default", wantRule: -1},
@@ -168,7 +171,11 @@ func TestPlace(t *testing.T) {
 			if rs == nil {
 				t.Fatalf("compile: %v", problems)
 			}
-			res := rs.Place(partition(t, part), placement.Request{Subject: acl.NewSubject(tt.user, tt.groups), Queue: tt.queue, Tags: tt.tags})
+			req := placement.Request{Subject: acl.NewSubject(tt.user, tt.groups), Queue: tt.queue, Tags: tt.tags}
+			res := rs.Explain(partition(t, part), req)
+			if q := rs.Place(partition(t, part), req); q.Placed != res.Placed || q.Queue != res.Queue || q.Rule != res.Rule || q.Reason() != res.Reason() || q.Trail != nil {
+				t.Fatalf("Place and Explain disagree: %+v\n%+v", q, res)
+			}
 			var got string
 			switch {
 			case res.Err != nil:
@@ -217,7 +224,7 @@ func TestTrailReasons(t *testing.T) {
 		{Name: "fixed", Value: "root.restricted"},
 		{Name: "user", Create: true, Parent: &placement.Spec{Name: "fixed", Value: "users"}},
 	})
-	res := rs.Place(partition(t, "default"), placement.Request{Subject: acl.NewSubject("bob", nil)})
+	res := rs.Explain(partition(t, "default"), placement.Request{Subject: acl.NewSubject("bob", nil)})
 	want := []string{
 		`the application has no tag "namespace"`,
 		"the filter does not let the user through",
@@ -323,5 +330,13 @@ func TestCheck(t *testing.T) {
 				t.Fatalf("got %v, want %q", got, tt.msg)
 			}
 		})
+	}
+}
+
+func TestValidQueueName(t *testing.T) {
+	for _, s := range []string{"", "a", "a.b", "a b", "é", "john_dot_doe@example_dot_com", "system:serviceaccount:a:b", "#/@-_", strings.Repeat("x", 64), strings.Repeat("x", 65), "a\x00", "A-Z"} {
+		if got, want := placement.ValidQueueName(s), placement.QueueNamePattern.MatchString(s); got != want {
+			t.Errorf("ValidQueueName(%q) = %v, the pattern says %v", s, got, want)
+		}
 	}
 }

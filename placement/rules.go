@@ -74,6 +74,23 @@ var (
 	ruleNamePattern = regexp.MustCompile(`^[_a-zA-Z][a-zA-Z0-9_]*$`)
 )
 
+// ValidQueueName reports whether s matches QueueNamePattern, without the
+// cost of a regular expression.
+func ValidQueueName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '_', c == ':', c == '#', c == '/', c == '@', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // Spec is a placement rule as configured (YuniKorn's PlacementRule).
 type Spec struct {
 	Name   string
@@ -234,7 +251,7 @@ func (c *compiler) compile(s *Spec, depth int) *rule {
 			break
 		}
 		for _, part := range strings.Split(r.value, ".") {
-			if !QueueNamePattern.MatchString(part) {
+			if !ValidQueueName(part) {
 				c.add(depth, "value", -1, false, "fixed queue %q: %q is not a valid queue name (1 to 64 of a-z 0-9 _ : # / @ -)", s.Value, part)
 				break
 			}

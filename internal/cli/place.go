@@ -92,7 +92,7 @@ func runPlace(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
 		return ExitUsage
 	}
-	res := rules.Place(cp, placement.Request{Subject: acl.NewSubject(in.User, in.Groups), Queue: queue, Tags: tags})
+	res := rules.Explain(cp, placement.Request{Subject: acl.NewSubject(in.User, in.Groups), Queue: queue, Tags: tags})
 	w := env.Stdout
 	code := ExitOK
 	if res.Placed {
