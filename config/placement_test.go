@@ -79,7 +79,7 @@ func TestPlacementRuleDiagnostics(t *testing.T) {
 		warn  bool
 	}{
 		{"unknown rule", `
-      - name: primaryGroup`, "q.yaml:4:15: partition default: placement rule 1 name: unknown rule \"primaryGroup\"", false},
+      - name: nestedUserQueue`, "q.yaml:4:15: partition default: placement rule 1 name: unknown rule \"nestedUserQueue\"", false},
 		{"unknown key", `
       - name: user
         creat: true`, `q.yaml:5:9: placement rule: unknown key "creat" (did you mean "create"?)`, false},

@@ -55,6 +55,8 @@ const (
 	MissNotExist
 	// MissAbsent: the fallback queue root.default does not exist.
 	MissAbsent
+	// MissNoGroup: the user has no (primary or secondary) group.
+	MissNoGroup
 )
 
 // Step is one rule tried, in order. Rule is -1 for the root.default
@@ -112,9 +114,14 @@ func (s Step) Reason() string {
 	case MissFiltered:
 		return by + "the filter does not let the user through"
 	case MissNotExist:
+		if strings.HasSuffix(s.Detail, ".<secondary group>") {
+			return by + fmt.Sprintf("no queue %s exists", s.Detail)
+		}
 		return by + fmt.Sprintf("%s does not exist and create is false", s.Detail)
 	case MissAbsent:
 		return fmt.Sprintf("%s does not exist", DefaultQueue)
+	case MissNoGroup:
+		return by + "the user has no such group"
 	}
 	return by + "no queue"
 }
@@ -281,6 +288,7 @@ func judge(cp *policy.CompiledPartition, sub *acl.Subject, st *Step) (placed boo
 // why), or a rule error.
 func (r *rule) place(cp *policy.CompiledPartition, req *Request, st *Step) (string, error) {
 	var child string
+	groups := req.Subject.Groups()
 	switch r.kind {
 	case Provided:
 		if req.Queue == "" {
@@ -299,6 +307,17 @@ func (r *rule) place(cp *policy.CompiledPartition, req *Request, st *Step) (stri
 			return "", nil
 		}
 		child = v
+	case PrimaryGroup:
+		if len(groups) == 0 {
+			st.Miss = MissNoGroup
+			return "", nil
+		}
+		child = groups[0]
+	case SecondaryGroup:
+		if len(groups) < 2 {
+			st.Miss = MissNoGroup
+			return "", nil
+		}
 	}
 	if ok, _ := r.filter.allows(req.Subject); !ok {
 		st.Miss = MissFiltered
@@ -308,7 +327,22 @@ func (r *rule) place(cp *policy.CompiledPartition, req *Request, st *Step) (stri
 	switch {
 	case r.kind == Fixed && r.qualified:
 		name = child
-	case r.kind == Fixed || r.kind == User || !strings.HasPrefix(child, "root."):
+	case r.kind == SecondaryGroup:
+		parent, err := r.parentQueue(cp, req, st)
+		if parent == "" || err != nil {
+			return "", err
+		}
+		// The first secondary group naming an existing queue; never
+		// created, and a name that cannot be a queue is passed over.
+		for _, g := range groups[1:] {
+			g = strings.ReplaceAll(g, ".", DotReplacement)
+			if ValidQueueName(g) && cp.Has(parent+"."+g) {
+				return parent + "." + g, nil
+			}
+		}
+		st.Miss, st.Detail = MissNotExist, parent+".<secondary group>"
+		return "", nil
+	case r.kind == Fixed || r.kind == User || r.kind == PrimaryGroup || !strings.HasPrefix(child, "root."):
 		// A name to put under the parent: the user's name always (even
 		// one starting with "root."), a provided queue or tag value that
 		// is not a full path; a fixed value keeps its dots.
@@ -318,27 +352,9 @@ func (r *rule) place(cp *policy.CompiledPartition, req *Request, st *Step) (stri
 				return "", fmt.Errorf("%s rule: %q is not a valid queue name (1 to 64 of a-z 0-9 _ : # / @ - after each '.' became %s)", r.kind, child, DotReplacement)
 			}
 		}
-		parent := "root"
-		if r.parent != nil {
-			var pst Step
-			p, err := r.parent.place(cp, req, &pst)
-			if err != nil {
-				return "", err
-			}
-			if p == "" {
-				st.Miss, st.Detail, st.MissBy = pst.Miss, pst.Detail, r.parent.String()
-				if pst.MissBy != "" {
-					st.MissBy = pst.MissBy
-				}
-				return "", nil
-			}
-			if !strings.HasPrefix(p, "root.") {
-				p = "root." + p
-			}
-			if ref, _ := cp.Lookup(p); cp.Has(p) && ref.Leaf() {
-				return "", fmt.Errorf("parent rule %s returned a leaf queue: %s", r.parent, strings.ToLower(p))
-			}
-			parent = p
+		parent, err := r.parentQueue(cp, req, st)
+		if parent == "" || err != nil {
+			return "", err
 		}
 		name = parent + "." + child
 	default:
@@ -360,6 +376,34 @@ func (r *rule) place(cp *policy.CompiledPartition, req *Request, st *Step) (stri
 		return "", nil
 	}
 	return name, nil
+}
+
+// parentQueue runs the parent rule: the fully qualified parent queue, ""
+// when the parent rule produces none (st records why), or a rule error
+// when it lands on a leaf. Without a parent rule the parent is root.
+func (r *rule) parentQueue(cp *policy.CompiledPartition, req *Request, st *Step) (string, error) {
+	if r.parent == nil {
+		return "root", nil
+	}
+	var pst Step
+	p, err := r.parent.place(cp, req, &pst)
+	if err != nil {
+		return "", err
+	}
+	if p == "" {
+		st.Miss, st.Detail, st.MissBy = pst.Miss, pst.Detail, r.parent.String()
+		if pst.MissBy != "" {
+			st.MissBy = pst.MissBy
+		}
+		return "", nil
+	}
+	if !strings.HasPrefix(p, "root.") {
+		p = "root." + p
+	}
+	if ref, _ := cp.Lookup(p); cp.Has(p) && ref.Leaf() {
+		return "", fmt.Errorf("parent rule %s returned a leaf queue: %s", r.parent, strings.ToLower(p))
+	}
+	return p, nil
 }
 
 // tag returns the value of the tag named name (lower case), matching names

@@ -156,6 +156,14 @@ func TestPlace(t *testing.T) {
 		{name: "entries YuniKorn drops never match", rules: []placement.Spec{{Name: "fixed", Value: "root.leafy", Filter: placement.FilterSpec{Users: []string{"1bob", "carol"}}}}, user: "1bob", want: "root.default", wantRule: -1},
 		{name: "filter runs before the tag is used, after it is read", rules: []placement.Spec{{Name: "tag", Value: "namespace", Create: true, Filter: placement.FilterSpec{Users: []string{"alice"}}}}, user: "bob", tags: map[string]string{"namespace": "x"}, want: "root.default", wantRule: -1},
 
+		// usher's extensions: YARN's primaryGroup and secondaryGroupExistingQueue.
+		{name: "primaryGroup: the first group", rules: []placement.Spec{{Name: "primaryGroup", Parent: &placement.Spec{Name: "fixed", Value: "teams"}}}, user: "alice", groups: []string{"ML", "dev"}, want: "root.teams.ml"},
+		{name: "primaryGroup: no groups, next", rules: []placement.Spec{{Name: "primaryGroup", Create: true}}, user: "alice", want: "root.default", wantRule: -1},
+		{name: "primaryGroup: dots replaced, created", rules: []placement.Spec{{Name: "primaryGroup", Create: true, Parent: &placement.Spec{Name: "fixed", Value: "users"}}}, user: "alice", groups: []string{"dev.team"}, want: "root.users.dev_dot_team", create: true},
+		{name: "secondaryGroup: first secondary group with a queue", rules: []placement.Spec{{Name: "secondaryGroup", Parent: &placement.Spec{Name: "fixed", Value: "teams"}}}, user: "carol", groups: []string{"web", "x", "Web", "ml"}, want: "root.teams.web"},
+		{name: "secondaryGroup: the primary group does not count", rules: []placement.Spec{{Name: "secondaryGroup", Parent: &placement.Spec{Name: "fixed", Value: "teams"}}}, user: "alice", groups: []string{"ml", "dev"}, want: "root.default", wantRule: -1},
+		{name: "secondaryGroup: never creates", rules: []placement.Spec{{Name: "secondaryGroup", Create: true}}, user: "alice", groups: []string{"dev", "newteam"}, want: "root.default", wantRule: -1},
+
 		// order.
 		{name: "the first rule that places wins", rules: []placement.Spec{{Name: "fixed", Value: "root.leafy"}, users("users", true)}, user: "bob", want: "root.leafy"},
 		{name: "a denied rule falls to the next", rules: []placement.Spec{{Name: "fixed", Value: "root.restricted"}, users("users", true)}, user: "bob", want: "root.users.bob", wantRule: 1, create: true},
@@ -255,7 +263,8 @@ func TestCompileProblems(t *testing.T) {
 		warning bool
 		msg     string
 	}{
-		{"unknown rule", placement.Spec{Name: "primaryGroup"}, "name", 0, false, "unknown rule"},
+		{"unknown rule", placement.Spec{Name: "nestedUserQueue"}, "name", 0, false, "unknown rule"},
+		{"extension warns", placement.Spec{Name: "primaryGroup"}, "name", 0, true, "usher extension"},
 		{"invalid rule name", placement.Spec{Name: "user-rule"}, "name", 0, false, "invalid rule name"},
 		{"recovery is internal", placement.Spec{Name: "recovery"}, "name", 0, false, "internal"},
 		{"fixed without value", placement.Spec{Name: "fixed"}, "value", 0, false, "needs a value"},

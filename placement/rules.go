@@ -46,6 +46,14 @@ const (
 	Fixed Kind = "fixed"
 	// Tag uses the value of the application tag the rule's value names.
 	Tag Kind = "tag"
+
+	// PrimaryGroup (usher extension, YARN Fair Scheduler's primaryGroup)
+	// uses the user's primary group: the first of its groups.
+	PrimaryGroup Kind = "primarygroup"
+	// SecondaryGroup (usher extension, YARN Fair Scheduler's
+	// secondaryGroupExistingQueue) uses the first of the user's other
+	// groups that names an existing queue; it never creates one.
+	SecondaryGroup Kind = "secondarygroup"
 )
 
 // Names YuniKorn uses for placement.
@@ -235,11 +243,22 @@ func (c *compiler) add(depth int, field string, entry int, warning bool, format 
 func (c *compiler) compile(s *Spec, depth int) *rule {
 	before := len(c.problems)
 	if !ruleNamePattern.MatchString(s.Name) {
-		c.add(depth, "name", -1, false, "invalid rule name %q: want provided, user, fixed or tag", s.Name)
+		c.add(depth, "name", -1, false, "invalid rule name %q: want provided, user, fixed or tag (or usher's primaryGroup or secondaryGroup)", s.Name)
 		return nil
 	}
 	r := &rule{kind: Kind(strings.ToLower(s.Name)), create: s.Create}
+	if r.kind == SecondaryGroup {
+		r.create = false
+	}
 	switch r.kind {
+	case PrimaryGroup, SecondaryGroup:
+		c.add(depth, "name", -1, true, "%s is an usher extension (YARN Fair Scheduler's rule), not a YuniKorn rule: YuniKorn's scheduler refuses a configuration that uses it", s.Name)
+		if r.kind == SecondaryGroup && s.Create {
+			c.add(depth, "create", -1, true, "the secondaryGroup rule only uses existing queues: create is ignored")
+		}
+		if s.Value != "" {
+			c.add(depth, "value", -1, true, "the %s rule does not use a value; %q is ignored", s.Name, s.Value)
+		}
 	case Provided, User:
 		if s.Value != "" {
 			c.add(depth, "value", -1, true, "the %s rule does not use a value; %q is ignored", r.kind, s.Value)
@@ -277,7 +296,7 @@ func (c *compiler) compile(s *Spec, depth int) *rule {
 		c.add(depth, "name", -1, false, "the recovery rule is internal to YuniKorn and cannot be configured")
 		return nil
 	default:
-		c.add(depth, "name", -1, false, "unknown rule %q: want provided, user, fixed or tag", s.Name)
+		c.add(depth, "name", -1, false, "unknown rule %q: want provided, user, fixed or tag (or usher's primaryGroup or secondaryGroup)", s.Name)
 		return nil
 	}
 	r.filter = c.filter(s.Filter, depth)
