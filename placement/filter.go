@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ type filter struct {
 	allow          bool
 	empty          bool
 	users, groups  map[string]bool
+	names          *acl.ACL // users and groups as one hashed set: no allocation, no map lookup per group
 	userRE, grpRE  *pattern
 	userN, groupsN []string // as configured, for String
 }
@@ -26,13 +28,20 @@ func (f *filter) allows(sub *acl.Subject) (bool, string) {
 	if f.empty {
 		return f.allow, ""
 	}
-	u := sub.User()
-	if f.userRE.match(u) || f.users[u] {
-		return f.allow, "user " + u
+	// Every match returns the filter's type, so the order of the checks
+	// (YuniKorn: user, then each group by list or expression) does not
+	// change the answer.
+	if f.names != nil && f.names.Allows(sub) {
+		return f.allow, "name"
 	}
-	for _, g := range sub.Groups() {
-		if f.grpRE.match(g) || f.groups[g] {
-			return f.allow, "group " + g
+	if f.userRE.match(sub.User()) {
+		return f.allow, "user"
+	}
+	if f.grpRE != nil {
+		for _, g := range sub.Groups() {
+			if f.grpRE.match(g) {
+				return f.allow, "group " + g
+			}
 		}
 	}
 	return !f.allow, ""
@@ -99,6 +108,14 @@ func (c *compiler) filter(s FilterSpec, depth int) filter {
 	f.userRE = c.names(s.Users, depth, "filter.users", "user", UserPattern, f.users)
 	f.grpRE = c.names(s.Groups, depth, "filter.groups", "group", GroupPattern, f.groups)
 	f.userN, f.groupsN = slices.Clone(s.Users), slices.Clone(s.Groups)
+	if len(f.users)+len(f.groups) > 0 {
+		us, gs := slices.Sorted(maps.Keys(f.users)), slices.Sorted(maps.Keys(f.groups))
+		if a, err := acl.New(us, gs); err == nil {
+			f.names = &a
+		} else {
+			c.add(depth, "filter", -1, false, "filter names: %v", err)
+		}
+	}
 	if len(s.Users) > 0 || len(s.Groups) > 0 {
 		f.empty = false
 	} else if !f.allow {
