@@ -252,7 +252,7 @@ func (c *compiler) compile(s *Spec, depth int) *rule {
 	}
 	switch r.kind {
 	case PrimaryGroup, SecondaryGroup:
-		c.add(depth, "name", -1, true, "%s is an usher extension (YARN Fair Scheduler's rule), not a YuniKorn rule: YuniKorn's scheduler refuses a configuration that uses it", s.Name)
+		c.add(depth, "name", -1, true, "%s is an usher extension (YARN Fair Scheduler's rule), not a YuniKorn rule: YuniKorn's scheduler cannot build it (a new partition then rejects every application, a reload is refused)", s.Name)
 		if r.kind == SecondaryGroup && s.Create {
 			c.add(depth, "create", -1, true, "the secondaryGroup rule only uses existing queues: create is ignored")
 		}
