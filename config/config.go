@@ -9,7 +9,8 @@
 //     part.
 //   - Unknown keys are errors (with a hint when only the case differs). Keys
 //     of YuniKorn's schema that only the scheduler uses (resources, limits,
-//     placementrules, …) are accepted and left to the scheduler.
+//     …) are accepted and left to the scheduler; placementrules are parsed
+//     and checked (config/placement.go, package placement).
 //   - ACLs use the YuniKorn dialect. Warnings point out what is legal but
 //     probably wrong: a group-only ACL whose leading space YAML dropped, "*"
 //     mixed with names, duplicates, names differing only in case, a leaf
@@ -32,6 +33,7 @@ import (
 	"github.com/usherhq/usher/application"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/identity/ldap"
+	"github.com/usherhq/usher/placement"
 	"github.com/usherhq/usher/policy"
 )
 
@@ -74,6 +76,9 @@ type Partition struct {
 	// application of the partition, and the view and modify ACLs of
 	// applications that set none. Nil ACLs allow nobody.
 	Applications application.Defaults
+	// Placement holds the compiled placementrules; nil when the partition
+	// configures none (see PlacementRules).
+	Placement *placement.Rules
 }
 
 // Resolver is a partition's usergroupresolver block.
@@ -162,6 +167,7 @@ type parser struct {
 	acls      []aclUse
 	queueNode map[string]*yaml.Node // partition/queue path -> name node
 	known     map[string]bool       // groups the resolvers know
+	placement []placementUse        // placementrules to check against the queues
 }
 
 func (p *parser) document(data []byte) *Config {
@@ -241,6 +247,7 @@ func (p *parser) document(data []byte) *Config {
 		return c
 	}
 	c.Snapshot = snap
+	p.checkPlacement(snap)
 	if c.AdmissionCompiled != nil {
 		for _, r := range references(rawAdmission, snap) {
 			at := r.setting
@@ -353,7 +360,7 @@ func (p *parser) str(n *yaml.Node, what string) (string, bool) {
 
 func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 	var part Partition
-	var queues, nameNode, dqNode *yaml.Node
+	var queues, nameNode, dqNode, rulesNode *yaml.Node
 	ok := p.mapping(n, "partition", map[string]func(k, v *yaml.Node){
 		"name":   func(k, v *yaml.Node) { part.Name, _ = p.str(v, "partition name"); nameNode = v },
 		"queues": func(k, v *yaml.Node) { queues = v },
@@ -379,7 +386,8 @@ func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 			})
 		},
 		// Keys of YuniKorn's schema that only the scheduler uses.
-		"placementrules": nil, "limits": nil, "nodesortpolicy": nil, "preemption": nil, "statedumpfilepath": nil,
+		"placementrules": func(k, v *yaml.Node) { rulesNode = v },
+		"limits":         nil, "nodesortpolicy": nil, "preemption": nil, "statedumpfilepath": nil,
 	})
 	if !ok {
 		return part, false
@@ -402,6 +410,9 @@ func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 	}
 	if len(queues.Content) > 1 {
 		p.errorf(queues.Content[1], "partition %s: only one top queue is allowed, and it must be named root", part.Name)
+	}
+	if rulesNode != nil {
+		part.Placement = p.placementRules(part.Name, rulesNode)
 	}
 	prefix := strings.ToLower(part.Name) + "/"
 	part.Root = p.queue(queues.Content[0], "", prefix)
@@ -428,6 +439,7 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 			if err := v.Decode(&isParent); err != nil {
 				p.errorf(v, "parent must be true or false, not %s", kindName(v))
 			}
+			q.Parent = isParent
 		},
 		"submitacl": func(k, v *yaml.Node) { q.SubmitACL = p.acl(v, "submitacl") },
 		"adminacl":  func(k, v *yaml.Node) { q.AdminACL = p.acl(v, "adminacl") },

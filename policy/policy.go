@@ -69,6 +69,10 @@ type Queue struct {
 	SubmitACL *acl.ACL
 	AdminACL  *acl.ACL
 	Children  []*Queue
+	// Parent marks a queue as a parent even when it has no children yet
+	// (YuniKorn's parent: true): placement may create queues under it,
+	// and it is not a leaf.
+	Parent bool
 }
 
 // Partition is a partition as configured.

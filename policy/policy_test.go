@@ -249,3 +249,26 @@ func ExampleCompiledPartition_Decide() {
 	fmt.Println(d.Allowed, d.Reason())
 	// Output: true john may submit to root.test: group entry "dev" in submitacl of root.test
 }
+
+// A queue marked parent (YuniKorn's parent: true) is not a leaf even
+// without children: placement creates queues under it, and applications
+// do not run in it.
+func TestParentFlagIsNotLeaf(t *testing.T) {
+	s, err := policy.Compile([]policy.Partition{{Name: "default", Root: &policy.Queue{Name: "root", Children: []*policy.Queue{
+		{Name: "users", Parent: true},
+		{Name: "leaf"},
+	}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := s.Partition("default")
+	users, _ := p.Lookup("root.users")
+	leaf, _ := p.Lookup("root.leaf")
+	root, _ := p.Lookup("root")
+	if users.Leaf() || !leaf.Leaf() || root.Leaf() {
+		t.Fatalf("leaf: users %v leaf %v root %v", users.Leaf(), leaf.Leaf(), root.Leaf())
+	}
+	if got := p.NobodyMaySubmit(); len(got) != 1 || got[0] != "root.leaf" {
+		t.Fatalf("NobodyMaySubmit = %v, want only the leaf", got)
+	}
+}

@@ -99,7 +99,7 @@ func (cp *CompiledPartition) add(q *Queue, parent *compiledQueue) error {
 	if _, dup := cp.queues[path]; dup {
 		return fmt.Errorf("queue %s: defined twice (names are not case sensitive)", path)
 	}
-	cq := &compiledQueue{path: path, depth: depth, leaf: len(q.Children) == 0, spec: q, parent: parent}
+	cq := &compiledQueue{path: path, depth: depth, leaf: len(q.Children) == 0 && !q.Parent, spec: q, parent: parent}
 	cq.compile(cp.clusterAdmin)
 	cp.queues[path] = cq
 	cp.order = append(cp.order, cq)
@@ -220,6 +220,10 @@ func (r QueueRef) Path() string {
 	}
 	return r.q.path
 }
+
+// Leaf reports whether the queue is a leaf: it has no children and is not
+// marked as a parent. Applications run in leaf queues only.
+func (r QueueRef) Leaf() bool { return r.q != nil && r.q.leaf }
 
 func (p *CompiledPartition) lookup(queue string) (*compiledQueue, error) {
 	if queue == "" {

@@ -43,6 +43,7 @@ func commands() []command {
 	return []command{
 		{"check", "may this user do this on this queue? prints allowed or denied", runCheck},
 		{"explain", "like check, and shows which queue and which ACL entry decided", runExplain},
+		{"place", "where will this user's application go? the queue placement rules choose", runPlace},
 		{"access", "every queue of a partition with the user's submit and admin rights", runAccess},
 		{"lint", "check a configuration file: FILE:LINE:COL: message", runLint},
 		{"app", "may this user view, modify, kill or move an application? (YARN application ACLs)", runApp},

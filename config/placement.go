@@ -1,0 +1,172 @@
+package config
+
+import (
+	"go.yaml.in/yaml/v3"
+
+	"github.com/usherhq/usher/placement"
+	"github.com/usherhq/usher/policy"
+)
+
+// PlacementRules returns the partition's placement rules: those of its
+// placementrules list, or YuniKorn's implicit provided rule without create
+// when it configures none.
+func (p *Partition) PlacementRules() *placement.Rules {
+	if p.Placement == nil {
+		return placement.Implicit()
+	}
+	return p.Placement
+}
+
+// ruleNodes are the YAML nodes of one placement rule, for positions.
+type ruleNodes struct {
+	rule, name, value, create, ftype, users, groups *yaml.Node
+	parent                                          *ruleNodes
+}
+
+// placementUse is a partition's parsed placementrules, checked against its
+// queues once the policy is compiled.
+type placementUse struct {
+	partition string
+	rules     *placement.Rules
+	nodes     []*ruleNodes
+}
+
+// placementRules parses a partition's placementrules list, YuniKorn's
+// schema: name, create, value, filter (type, users, groups) and a nested
+// parent rule. Mistakes are positioned errors, likely mistakes warnings.
+func (p *parser) placementRules(partition string, n *yaml.Node) *placement.Rules {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.errorf(n, "placementrules must be a list of rules, not %s", kindName(n))
+		return nil
+	}
+	var specs []placement.Spec
+	var nodes []*ruleNodes
+	for _, rn := range n.Content {
+		s, rns, ok := p.placementRule(rn)
+		if !ok {
+			return nil
+		}
+		specs = append(specs, s)
+		nodes = append(nodes, rns)
+	}
+	rules, problems := placement.Compile(specs)
+	for _, pr := range problems {
+		p.at(problemNode(nodes, pr), severity(pr.Warning), "partition %s: %v", partition, pr)
+	}
+	if rules != nil && len(specs) > 0 {
+		p.placement = append(p.placement, placementUse{partition: partition, rules: rules, nodes: nodes})
+		return rules
+	}
+	return nil
+}
+
+func severity(warning bool) Severity {
+	if warning {
+		return Warning
+	}
+	return Error
+}
+
+func (p *parser) placementRule(n *yaml.Node) (placement.Spec, *ruleNodes, bool) {
+	var s placement.Spec
+	rn := &ruleNodes{rule: n}
+	ok := p.mapping(n, "placement rule", map[string]func(k, v *yaml.Node){
+		"name":  func(k, v *yaml.Node) { s.Name, _ = p.str(v, "rule name"); rn.name = v },
+		"value": func(k, v *yaml.Node) { s.Value, _ = p.str(v, "rule value"); rn.value = v },
+		"create": func(k, v *yaml.Node) {
+			rn.create = v
+			if err := v.Decode(&s.Create); err != nil {
+				p.errorf(v, "create must be true or false, not %s", kindName(v))
+			}
+		},
+		"filter": func(k, v *yaml.Node) {
+			p.mapping(v, "filter", map[string]func(k, v *yaml.Node){
+				"type":   func(k, v *yaml.Node) { s.Filter.Type, _ = p.str(v, "filter type"); rn.ftype = v },
+				"users":  func(k, v *yaml.Node) { s.Filter.Users = p.stringList(v, "filter users"); rn.users = v },
+				"groups": func(k, v *yaml.Node) { s.Filter.Groups = p.stringList(v, "filter groups"); rn.groups = v },
+			})
+		},
+		"parent": func(k, v *yaml.Node) {
+			ps, pn, ok := p.placementRule(v)
+			if ok {
+				s.Parent, rn.parent = &ps, pn
+			}
+		},
+	})
+	if !ok {
+		return s, rn, false
+	}
+	if rn.name == nil {
+		p.errorf(n, "placement rule without a name: want provided, user, fixed or tag")
+		return s, rn, false
+	}
+	return s, rn, true
+}
+
+func (p *parser) stringList(n *yaml.Node, what string) []string {
+	if n.Kind != yaml.SequenceNode {
+		p.errorf(n, "%s must be a list of names, not %s", what, kindName(n))
+		return nil
+	}
+	out := make([]string, 0, len(n.Content))
+	for _, e := range n.Content {
+		if s, ok := p.str(e, what+" entry"); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// problemNode finds the node a placement problem is about.
+func problemNode(nodes []*ruleNodes, pr placement.Problem) *yaml.Node {
+	if pr.Rule >= len(nodes) {
+		return nil
+	}
+	rn := nodes[pr.Rule]
+	for d := 0; d < pr.Depth && rn.parent != nil; d++ {
+		rn = rn.parent
+	}
+	var at *yaml.Node
+	switch pr.Field {
+	case "name":
+		at = rn.name
+	case "value":
+		at = rn.value
+	case "create":
+		at = rn.create
+	case "filter.type":
+		at = rn.ftype
+	case "filter.users":
+		at = entry(rn.users, pr.Entry)
+	case "filter.groups":
+		at = entry(rn.groups, pr.Entry)
+	}
+	if at == nil {
+		at = rn.rule
+	}
+	return at
+}
+
+func entry(list *yaml.Node, i int) *yaml.Node {
+	if list != nil && i >= 0 && i < len(list.Content) {
+		return list.Content[i]
+	}
+	return list
+}
+
+// checkPlacement checks each partition's placement rules against its
+// compiled queues, as YuniKorn's validator does.
+func (p *parser) checkPlacement(snap *policy.Snapshot) {
+	for _, u := range p.placement {
+		cp, err := snap.Partition(u.partition)
+		if err != nil {
+			continue
+		}
+		for _, pr := range u.rules.Check(cp) {
+			p.at(problemNode(u.nodes, pr), severity(pr.Warning), "partition %s: %v", u.partition, pr)
+		}
+	}
+}

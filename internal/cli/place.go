@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/usherhq/usher/acl"
+	"github.com/usherhq/usher/placement"
+	"github.com/usherhq/usher/policy"
+)
+
+const placeHelp = `Answers "where will my job go?": runs the partition's placement rules
+(placementrules, as YuniKorn's scheduler runs them) for the user, the queue
+the application names and its tags, and prints the queue the application
+is placed in and the rule that chose it, then every rule tried and why it
+placed or fell through. A partition without placementrules uses YuniKorn's
+implicit rule: the named queue (provided), never created.
+
+The first line is the queue, or "rejected" when no rule places the
+application (and root.default does not exist or the user may not submit
+to it), or a rule error stops placement. The rules are in docs/placement.md.
+
+Exit status: 0 placed, 1 rejected, 2 bad usage, an invalid configuration or
+a failure to find the user's groups (the reason is on stderr).
+
+Examples:
+  # the queue a pod labelled queue=root.teams.ml would run in
+  usher place --config queues.yaml --user alice --groups dev --queue root.teams.ml
+
+  # YuniKorn qualifies a marker without "root." by replacing its dots
+  usher place --config queues.yaml --user alice --queue teams.ml
+
+  # a tag rule on the namespace, as the Kubernetes shim passes it
+  usher place --config queues.yaml --user system:serviceaccount:spark:driver --tag namespace=spark
+`
+
+// tagFlags collects repeated --tag k=v flags.
+type tagFlags map[string]string
+
+func (t tagFlags) String() string { return "" }
+
+func (t tagFlags) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("want NAME=VALUE, got %q", s)
+	}
+	t[k] = v
+	return nil
+}
+
+func runPlace(ctx context.Context, env *Env, args []string) int {
+	var cfgPath, part, queue, user, groups string
+	tags := tagFlags{}
+	fs := newFlagSet(env, "place", "usher place --config FILE --user U [--groups g1,g2] [--queue Q] [--tag k=v]... [--partition NAME]", placeHelp)
+	fs.StringVar(&cfgPath, "config", "", "configuration `FILE` (default: the embedded default, where root allows everyone)")
+	fs.StringVar(&part, "partition", policy.DefaultPartition, "partition `NAME`")
+	fs.StringVar(&queue, "queue", "", "the queue the application names (the provided rule's input), e.g. root.a.b or a.b")
+	fs.StringVar(&user, "user", "", "user `NAME` (required)")
+	fs.StringVar(&groups, "groups", "", "comma separated `GROUPS` the user is in; when empty the partition's resolver finds them")
+	fs.Var(tags, "tag", "application tag `NAME=VALUE`, repeatable (the Kubernetes shim passes namespace=NS)")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if user == "" {
+		fmt.Fprintln(env.Stderr, "usher: --user is required")
+		return ExitUsage
+	}
+	gs, err := splitGroups(groups)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		return ExitUsage
+	}
+	e, ok := loadEngine(env, cfgPath)
+	if !ok {
+		return ExitUsage
+	}
+	cp, err := e.Snapshot().Partition(part)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		return ExitUsage
+	}
+	rules := placement.Implicit()
+	for i := range e.Config().Partitions {
+		if p := &e.Config().Partitions[i]; strings.EqualFold(p.Name, cp.Name()) {
+			rules = p.PlacementRules()
+		}
+	}
+	in, err := e.Identify(ctx, cp.Name(), user, gs)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		return ExitUsage
+	}
+	res := rules.Explain(cp, placement.Request{Subject: acl.NewSubject(in.User, in.Groups), Queue: queue, Tags: tags})
+	w := env.Stdout
+	code := ExitOK
+	if res.Placed {
+		fmt.Fprintf(w, "%s\n%s\n%s\n", res.Queue, ruleLabel(rules, res.Rule), res.Reason())
+	} else {
+		fmt.Fprintf(w, "rejected\n%s\n", res.Reason())
+		code = ExitDenied
+	}
+	printPlacementTrail(w, rules, res)
+	return code
+}
+
+func ruleLabel(rules *placement.Rules, i int) string {
+	if i < 0 {
+		return rules.Describe(i)
+	}
+	return fmt.Sprintf("rule %d: %s", i+1, rules.Describe(i))
+}
+
+// printPlacementTrail prints each rule tried and what it did.
+func printPlacementTrail(w io.Writer, rules *placement.Rules, res placement.Result) {
+	fmt.Fprintf(w, "\nplacement (rules in order; the first that places wins):\n")
+	for _, s := range res.Trail {
+		label := fmt.Sprintf("%d", s.Rule+1)
+		if s.Rule < 0 {
+			label = "-"
+		}
+		mark := "  "
+		if s.Outcome == placement.Placed {
+			mark = "=>"
+		}
+		fmt.Fprintf(w, "  %s  %s\n  %s   %s\n", label, rules.Describe(s.Rule), mark, s.Reason())
+	}
+}

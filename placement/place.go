@@ -1,0 +1,428 @@
+package placement
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/usherhq/usher/acl"
+	"github.com/usherhq/usher/policy"
+)
+
+// Request describes an application to place.
+type Request struct {
+	// Subject is the submitting user with its groups.
+	Subject *acl.Subject
+	// Queue is the queue the application names, the provided rule's input
+	// ("" when it names none).
+	Queue string
+	// Tags are the application's tags (the Kubernetes shim passes the
+	// namespace and other values as tags). Names are matched without
+	// regard to case.
+	Tags map[string]string
+}
+
+// Outcome is what happened to one rule.
+type Outcome int
+
+const (
+	// NoQueue: the rule produced no queue name (see Step.Miss).
+	NoQueue Outcome = iota
+	// NotLeaf: the queue exists but is a parent queue.
+	NotLeaf
+	// Denied: the user may not submit to the queue (or, for a queue to
+	// create, to its nearest existing ancestor).
+	Denied
+	// Placed: the application goes to the queue.
+	Placed
+	// Failed: a rule error stopped placement.
+	Failed
+)
+
+// Miss says why a rule produced no queue name.
+type Miss int
+
+const (
+	// MissNone: a queue name was produced.
+	MissNone Miss = iota
+	// MissNoQueue: the application names no queue (provided rule).
+	MissNoQueue
+	// MissNoTag: the application has no such tag, or it is empty.
+	MissNoTag
+	// MissFiltered: the rule's filter does not let the user through.
+	MissFiltered
+	// MissNotExist: the queue does not exist and create is false.
+	MissNotExist
+	// MissAbsent: the fallback queue root.default does not exist.
+	MissAbsent
+	// MissNoGroup: the user has no (primary or secondary) group.
+	MissNoGroup
+)
+
+// Step is one rule tried, in order. Rule is -1 for the root.default
+// fallback.
+type Step struct {
+	Rule    int
+	Outcome Outcome
+	// Queue is the queue the rule produced ("" when it produced none).
+	Queue string
+	// Miss says why no queue was produced; MissBy names the rule that
+	// missed when it was a parent rule ("" for the rule itself), Detail
+	// the tag or queue it concerned.
+	Miss           Miss
+	MissBy, Detail string
+	// Create is true when Queue does not exist and would be created;
+	// Ancestor is then its nearest existing ancestor, whose ACLs decide.
+	Create   bool
+	Ancestor string
+	// Decision is the submit decision, when the ACLs were consulted.
+	Decision policy.Decision
+	// Err is the rule error, when Outcome is Failed.
+	Err error
+}
+
+// Reason renders the step as one phrase.
+func (s Step) Reason() string {
+	switch s.Outcome {
+	case Placed:
+		if s.Create {
+			return fmt.Sprintf("placed in %s (to be created): %s", s.Queue, s.Decision.Reason())
+		}
+		return fmt.Sprintf("placed in %s: %s", s.Queue, s.Decision.Reason())
+	case NotLeaf:
+		return fmt.Sprintf("%s is a parent queue, applications run in leaf queues only", s.Queue)
+	case Denied:
+		if s.Queue == RecoveryQueue {
+			return fmt.Sprintf("%s is YuniKorn's recovery queue, no submission is ever allowed there", s.Queue)
+		}
+		if s.Create {
+			return fmt.Sprintf("%s does not exist; creating it needs submit on its nearest existing ancestor: %s", s.Queue, s.Decision.Reason())
+		}
+		return s.Decision.Reason()
+	case Failed:
+		return "error: " + s.Err.Error()
+	}
+	by := ""
+	if s.MissBy != "" {
+		by = "parent rule " + s.MissBy + ": "
+	}
+	switch s.Miss {
+	case MissNoQueue:
+		return by + "the application names no queue"
+	case MissNoTag:
+		return by + fmt.Sprintf("the application has no tag %q", s.Detail)
+	case MissFiltered:
+		return by + "the filter does not let the user through"
+	case MissNotExist:
+		if strings.HasSuffix(s.Detail, ".<secondary group>") {
+			return by + fmt.Sprintf("no queue %s exists", s.Detail)
+		}
+		return by + fmt.Sprintf("%s does not exist and create is false", s.Detail)
+	case MissAbsent:
+		return fmt.Sprintf("%s does not exist", DefaultQueue)
+	case MissNoGroup:
+		return by + "the user has no such group"
+	}
+	return by + "no queue"
+}
+
+// Result is where an application goes, and how placement got there.
+type Result struct {
+	// Placed is false when the application is rejected.
+	Placed bool
+	// Queue is the queue's canonical path (lower case), "" when rejected.
+	Queue string
+	// Rule is the index of the rule that placed, -1 for the root.default
+	// fallback.
+	Rule int
+	// Create is true when the queue does not exist yet: YuniKorn creates
+	// it on submission.
+	Create bool
+	// Decision is the submit decision that let the application in (on the
+	// queue, or on the nearest existing ancestor of a queue to create).
+	Decision policy.Decision
+	// Final is the step that decided: the rule that placed, the rule
+	// error, or the root.default fallback.
+	Final Step
+	// Trail holds every rule tried, in order (Explain only).
+	Trail []Step
+	// Err is set when a rule error stopped placement (a *RuleError).
+	Err error
+}
+
+// Reason renders the result as one sentence.
+func (r Result) Reason() string {
+	if r.Placed {
+		return r.Final.Reason()
+	}
+	if r.Err != nil {
+		return "placement failed: " + r.Err.Error()
+	}
+	return "no placement rule placed the application, and " + r.Final.Reason()
+}
+
+// RuleError is a rule error: placement stops and the application is
+// rejected.
+type RuleError struct {
+	Rule int
+	Msg  string
+}
+
+func (e *RuleError) Error() string { return fmt.Sprintf("rule %d: %s", e.Rule+1, e.Msg) }
+
+// Place runs the rules for req against the queues of cp, as YuniKorn's
+// placement manager does, and returns where the application goes. It does
+// not fail: a rejection is a Result with Placed false. Place keeps only the
+// final step; Explain keeps the whole trail.
+func (rs *Rules) Place(cp *policy.CompiledPartition, req Request) Result {
+	return rs.run(cp, &req, false)
+}
+
+// Explain is Place with Result.Trail: every rule tried, in order.
+func (rs *Rules) Explain(cp *policy.CompiledPartition, req Request) Result {
+	return rs.run(cp, &req, true)
+}
+
+func (rs *Rules) run(cp *policy.CompiledPartition, req *Request, trail bool) Result {
+	res := Result{Rule: -1}
+	if trail {
+		res.Trail = make([]Step, 0, len(rs.rules)+1)
+	}
+	record := func(st Step) {
+		res.Final = st
+		if trail {
+			res.Trail = append(res.Trail, st)
+		}
+	}
+	for i, r := range rs.rules {
+		st := Step{Rule: i}
+		name, err := r.place(cp, req, &st)
+		if err == nil && name != "" {
+			st.Queue = strings.ToLower(name)
+			var done bool
+			if done, err = judge(cp, req.Subject, &st); done {
+				record(st)
+				return res.placed(i, st)
+			}
+		}
+		if err != nil {
+			st.Outcome, st.Err = Failed, &RuleError{Rule: i, Msg: err.Error()}
+			record(st)
+			res.Err = st.Err
+			return res
+		}
+		record(st)
+	}
+	st := Step{Rule: -1}
+	if !cp.Has(DefaultQueue) {
+		st.Miss = MissAbsent
+		record(st)
+		return res
+	}
+	st.Queue = DefaultQueue
+	done, _ := judge(cp, req.Subject, &st) // the queue exists: no creation error
+	record(st)
+	if done {
+		return res.placed(-1, st)
+	}
+	return res
+}
+
+func (res Result) placed(i int, st Step) Result {
+	res.Placed, res.Queue, res.Rule, res.Create, res.Decision = true, st.Queue, i, st.Create, st.Decision
+	return res
+}
+
+// judge checks a produced queue: an existing queue must be a leaf the user
+// may submit to; a queue to create is judged on its nearest existing
+// ancestor. fail is set when YuniKorn would accept the placement and then
+// fail to create the queue (the ancestor is a leaf), rejecting the
+// application.
+func judge(cp *policy.CompiledPartition, sub *acl.Subject, st *Step) (placed bool, fail error) {
+	if st.Queue == RecoveryQueue {
+		st.Outcome = Denied
+		return false, nil
+	}
+	// Has before Lookup: a miss is common here, and Lookup's error costs
+	// an allocation.
+	if cp.Has(st.Queue) {
+		ref, _ := cp.Lookup(st.Queue)
+		if !ref.Leaf() {
+			st.Outcome = NotLeaf
+			return false, nil
+		}
+		st.Decision = ref.Decide(sub, policy.Submit)
+		if !st.Decision.Allowed {
+			st.Outcome = Denied
+			return false, nil
+		}
+		st.Outcome = Placed
+		return true, nil
+	}
+	st.Create = true
+	cur := st.Queue
+	for !cp.Has(cur) || cur == st.Queue {
+		i := strings.LastIndexByte(cur, '.')
+		if i < 0 {
+			st.Outcome, st.Miss = NoQueue, MissNotExist
+			return false, nil
+		}
+		cur = cur[:i]
+	}
+	ref, _ := cp.Lookup(cur)
+	st.Ancestor = ref.Path()
+	st.Decision = ref.Decide(sub, policy.Submit)
+	if !st.Decision.Allowed {
+		st.Outcome = Denied
+		return false, nil
+	}
+	if ref.Leaf() {
+		return false, fmt.Errorf("%s cannot be created: its nearest existing ancestor %s is a leaf queue", st.Queue, ref.Path())
+	}
+	st.Outcome = Placed
+	return true, nil
+}
+
+// place runs one rule (and its parent rules) and returns the fully
+// qualified queue name it produces, "" when it produces none (st records
+// why), or a rule error.
+func (r *rule) place(cp *policy.CompiledPartition, req *Request, st *Step) (string, error) {
+	var child string
+	groups := req.Subject.Groups()
+	switch r.kind {
+	case Provided:
+		if req.Queue == "" {
+			st.Miss = MissNoQueue
+			return "", nil
+		}
+		child = req.Queue
+	case User:
+		child = req.Subject.User()
+	case Fixed:
+		child = r.value
+	case Tag:
+		v := tag(req.Tags, r.value)
+		if v == "" {
+			st.Miss, st.Detail = MissNoTag, r.value
+			return "", nil
+		}
+		child = v
+	case PrimaryGroup:
+		if len(groups) == 0 {
+			st.Miss = MissNoGroup
+			return "", nil
+		}
+		child = groups[0]
+	case SecondaryGroup:
+		if len(groups) < 2 {
+			st.Miss = MissNoGroup
+			return "", nil
+		}
+	}
+	if ok, _ := r.filter.allows(req.Subject); !ok {
+		st.Miss = MissFiltered
+		return "", nil
+	}
+	var name string
+	switch {
+	case r.kind == Fixed && r.qualified:
+		name = child
+	case r.kind == SecondaryGroup:
+		parent, err := r.parentQueue(cp, req, st)
+		if parent == "" || err != nil {
+			return "", err
+		}
+		// The first secondary group naming an existing queue; never
+		// created, and a name that cannot be a queue is passed over.
+		for _, g := range groups[1:] {
+			g = strings.ReplaceAll(g, ".", DotReplacement)
+			if ValidQueueName(g) && cp.Has(parent+"."+g) {
+				return parent + "." + g, nil
+			}
+		}
+		st.Miss, st.Detail = MissNotExist, parent+".<secondary group>"
+		return "", nil
+	case r.kind == Fixed || r.kind == User || r.kind == PrimaryGroup || !strings.HasPrefix(child, "root."):
+		// A name to put under the parent: the user's name always (even
+		// one starting with "root."), a provided queue or tag value that
+		// is not a full path; a fixed value keeps its dots.
+		if r.kind != Fixed {
+			child = strings.ReplaceAll(child, ".", DotReplacement)
+			if !ValidQueueName(child) {
+				return "", fmt.Errorf("%s rule: %q is not a valid queue name (1 to 64 of a-z 0-9 _ : # / @ - after each '.' became %s)", r.kind, child, DotReplacement)
+			}
+		}
+		parent, err := r.parentQueue(cp, req, st)
+		if parent == "" || err != nil {
+			return "", err
+		}
+		name = parent + "." + child
+	default:
+		// A full path from the application: each part must be valid.
+		for rest := child; ; {
+			part, tail, more := strings.Cut(rest, ".")
+			if !ValidQueueName(part) {
+				return "", fmt.Errorf("%s rule: queue %q: %q is not a valid queue name (1 to 64 of a-z 0-9 _ : # / @ -)", r.kind, child, part)
+			}
+			if !more {
+				break
+			}
+			rest = tail
+		}
+		name = child
+	}
+	if !r.create && !cp.Has(name) {
+		st.Miss, st.Detail = MissNotExist, strings.ToLower(name)
+		return "", nil
+	}
+	return name, nil
+}
+
+// parentQueue runs the parent rule: the fully qualified parent queue, ""
+// when the parent rule produces none (st records why), or a rule error
+// when it lands on a leaf. Without a parent rule the parent is root.
+func (r *rule) parentQueue(cp *policy.CompiledPartition, req *Request, st *Step) (string, error) {
+	if r.parent == nil {
+		return "root", nil
+	}
+	var pst Step
+	p, err := r.parent.place(cp, req, &pst)
+	if err != nil {
+		return "", err
+	}
+	if p == "" {
+		st.Miss, st.Detail, st.MissBy = pst.Miss, pst.Detail, r.parent.String()
+		if pst.MissBy != "" {
+			st.MissBy = pst.MissBy
+		}
+		return "", nil
+	}
+	if !strings.HasPrefix(p, "root.") {
+		p = "root." + p
+	}
+	if ref, _ := cp.Lookup(p); cp.Has(p) && ref.Leaf() {
+		return "", fmt.Errorf("parent rule %s returned a leaf queue: %s", r.parent, strings.ToLower(p))
+	}
+	return p, nil
+}
+
+// tag returns the value of the tag named name (lower case), matching names
+// without regard to case. YuniKorn takes whichever equal-fold key its map
+// iteration meets first; usher prefers the exact key, then the first in
+// sorted order, so the answer is stable.
+func tag(tags map[string]string, name string) string {
+	if v, ok := tags[name]; ok {
+		return v
+	}
+	var keys []string
+	for k := range tags {
+		if strings.EqualFold(k, name) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return ""
+	}
+	sort.Strings(keys)
+	return tags[keys[0]]
+}

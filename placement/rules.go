@@ -1,0 +1,312 @@
+// Package placement evaluates YuniKorn's placement rules: given who
+// submits an application, the queue it names and its tags, which queue
+// does the scheduler put it in, and by which rule?
+//
+// It follows yunikorn-core's scheduler code (pkg/scheduler/placement),
+// not its design page. Rules this package enforces:
+//   - Rules run in order: provided, user, fixed and tag, each with an
+//     optional filter, an optional parent rule that makes the parent
+//     queue, and a create flag. An empty rule list is one provided rule
+//     without create.
+//   - A rule produces a queue name, or nothing (filtered out, no queue
+//     provided, no such tag, the queue does not exist and create is
+//     false). A name built from a user, a provided queue or a tag that does
+//     not start with "root." has each "." replaced by "_dot_" and is put
+//     under the parent rule's queue (or root); it must then match
+//     ^[a-zA-Z0-9_:#/@-]{1,64}$. Queue names are compared in lower case.
+//   - A produced queue that exists must be a leaf the user may submit to
+//     (submit or admin ACL of the queue or any ancestor); a queue that
+//     does not exist (create) is judged by the ACLs of its nearest
+//     existing ancestor. Otherwise the next rule runs.
+//   - A rule error (an invalid name, a parent rule that lands on a leaf)
+//     stops placement: the application is rejected.
+//   - After the last rule, root.default is tried when it exists, with the
+//     same checks; then the application is rejected.
+//
+// Where usher differs from YuniKorn's code, and why, is listed in
+// docs/placement.md.
+package placement
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Kind is a rule type.
+type Kind string
+
+// The rule types of YuniKorn's scheduler.
+const (
+	// Provided uses the queue the application names.
+	Provided Kind = "provided"
+	// User uses the submitting user's name.
+	User Kind = "user"
+	// Fixed uses the rule's value.
+	Fixed Kind = "fixed"
+	// Tag uses the value of the application tag the rule's value names.
+	Tag Kind = "tag"
+
+	// PrimaryGroup (usher extension, YARN Fair Scheduler's primaryGroup)
+	// uses the user's primary group: the first of its groups.
+	PrimaryGroup Kind = "primarygroup"
+	// SecondaryGroup (usher extension, YARN Fair Scheduler's
+	// secondaryGroupExistingQueue) uses the first of the user's other
+	// groups that names an existing queue; it never creates one.
+	SecondaryGroup Kind = "secondarygroup"
+)
+
+// Names YuniKorn uses for placement.
+const (
+	// DefaultQueue is tried after the last rule.
+	DefaultQueue = "root.default"
+	// RecoveryQueue is YuniKorn's queue for applications recovered at
+	// restart; no ACL check ever passes on it.
+	RecoveryQueue = "root.@recovery@"
+	// DotReplacement replaces each "." of a name a rule builds.
+	DotReplacement = "_dot_"
+)
+
+// Patterns of YuniKorn's configuration validator.
+var (
+	// QueueNamePattern is what a queue name built by a rule must match.
+	QueueNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_:#/@-]{1,64}$`)
+	// UserPattern is what a user entry of a filter must match.
+	UserPattern = regexp.MustCompile(`^[_a-zA-Z][a-zA-Z0-9:#/_.@-]*[$]?$`)
+	// GroupPattern is what a group entry of a filter must match.
+	GroupPattern = regexp.MustCompile(`^[_a-zA-Z][a-zA-Z0-9:_.-]*$`)
+	// specialPattern finds the characters that make a single filter entry
+	// a regular expression.
+	specialPattern = regexp.MustCompile(`[\^$*+?()\[{}|]`)
+	// ruleNamePattern is what a rule name must look like.
+	ruleNamePattern = regexp.MustCompile(`^[_a-zA-Z][a-zA-Z0-9_]*$`)
+)
+
+// ValidQueueName reports whether s matches QueueNamePattern, without the
+// cost of a regular expression.
+func ValidQueueName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '_', c == ':', c == '#', c == '/', c == '@', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Spec is a placement rule as configured (YuniKorn's PlacementRule).
+type Spec struct {
+	Name   string
+	Create bool
+	Value  string
+	Filter FilterSpec
+	Parent *Spec
+}
+
+// FilterSpec is a rule's filter as configured: Type is "", allow or deny;
+// a list of one entry is a regular expression when it holds one of
+// ^$*+?()[{}|, a name otherwise.
+type FilterSpec struct {
+	Type   string
+	Users  []string
+	Groups []string
+}
+
+// Rules is a compiled, immutable list of placement rules, safe for
+// concurrent use.
+type Rules struct {
+	rules []*rule
+	// implicit is true for the rule list of a partition that configures
+	// none.
+	implicit bool
+}
+
+type rule struct {
+	kind      Kind
+	create    bool
+	value     string // fixed: the queue, lower case; tag: the tag name, lower case
+	qualified bool   // fixed: value starts with "root"
+	filter    filter
+	parent    *rule
+}
+
+// Implicit returns the rules of a partition that configures none: one
+// provided rule without create.
+func Implicit() *Rules {
+	return &Rules{rules: []*rule{{kind: Provided, filter: filter{allow: true, empty: true}}}, implicit: true}
+}
+
+// Len returns the number of rules.
+func (rs *Rules) Len() int { return len(rs.rules) }
+
+// IsImplicit reports whether the rules are the implicit provided rule of
+// a partition that configures none.
+func (rs *Rules) IsImplicit() bool { return rs.implicit }
+
+// Describe renders rule i (0-based) in one line, such as
+// `user create under (fixed "root.users")`.
+func (rs *Rules) Describe(i int) string {
+	if i < 0 || i >= len(rs.rules) {
+		return fmt.Sprintf("the %s fallback", DefaultQueue)
+	}
+	s := rs.rules[i].String()
+	if rs.implicit {
+		s += " (implicit: the partition has no placementrules)"
+	}
+	return s
+}
+
+// String renders the rule in one line.
+func (r *rule) String() string {
+	var b strings.Builder
+	b.WriteString(string(r.kind))
+	if r.kind == Fixed || r.kind == Tag {
+		fmt.Fprintf(&b, " %q", r.value)
+	}
+	if r.create {
+		b.WriteString(" create")
+	}
+	if !r.filter.empty {
+		b.WriteString(" filter(" + r.filter.String() + ")")
+	}
+	if r.parent != nil {
+		b.WriteString(" under (" + r.parent.String() + ")")
+	}
+	return b.String()
+}
+
+// Problem is a mistake (or, with Warning set, a likely mistake) in a rule
+// list, located so that a configuration parser can point at it.
+type Problem struct {
+	// Rule is the index of the top-level rule.
+	Rule int
+	// Depth is 0 for the rule itself, 1 for its parent rule, and so on.
+	Depth int
+	// Field is "" (the whole rule), "name", "value", "create",
+	// "filter.type", "filter.users" or "filter.groups".
+	Field string
+	// Entry is the index in filter.users or filter.groups, -1 otherwise.
+	Entry   int
+	Warning bool
+	Msg     string
+}
+
+func (p Problem) Error() string {
+	where := fmt.Sprintf("placement rule %d", p.Rule+1)
+	for range p.Depth {
+		where += " parent"
+	}
+	if p.Field != "" {
+		where += " " + p.Field
+	}
+	return where + ": " + p.Msg
+}
+
+// Compile validates specs as YuniKorn's configuration validator and rule
+// constructors do, and compiles them. Problems holds every error and
+// warning; Rules is nil when any of them is an error. An empty list
+// compiles to Implicit().
+func Compile(specs []Spec) (*Rules, []Problem) {
+	if len(specs) == 0 {
+		return Implicit(), nil
+	}
+	c := compiler{}
+	rs := &Rules{}
+	for i := range specs {
+		c.rule = i
+		if r := c.compile(&specs[i], 0); r != nil {
+			rs.rules = append(rs.rules, r)
+		}
+	}
+	for _, p := range c.problems {
+		if !p.Warning {
+			return nil, c.problems
+		}
+	}
+	return rs, c.problems
+}
+
+type compiler struct {
+	rule     int
+	problems []Problem
+}
+
+func (c *compiler) add(depth int, field string, entry int, warning bool, format string, args ...any) {
+	c.problems = append(c.problems, Problem{Rule: c.rule, Depth: depth, Field: field, Entry: entry, Warning: warning, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (c *compiler) compile(s *Spec, depth int) *rule {
+	before := len(c.problems)
+	if !ruleNamePattern.MatchString(s.Name) {
+		c.add(depth, "name", -1, false, "invalid rule name %q: want provided, user, fixed or tag (or usher's primaryGroup or secondaryGroup)", s.Name)
+		return nil
+	}
+	r := &rule{kind: Kind(strings.ToLower(s.Name)), create: s.Create}
+	if r.kind == SecondaryGroup {
+		r.create = false
+	}
+	switch r.kind {
+	case PrimaryGroup, SecondaryGroup:
+		c.add(depth, "name", -1, true, "%s is an usher extension (YARN Fair Scheduler's rule), not a YuniKorn rule: YuniKorn's scheduler cannot build it (a new partition then rejects every application, a reload is refused)", s.Name)
+		if r.kind == SecondaryGroup && s.Create {
+			c.add(depth, "create", -1, true, "the secondaryGroup rule only uses existing queues: create is ignored")
+		}
+		if s.Value != "" {
+			c.add(depth, "value", -1, true, "the %s rule does not use a value; %q is ignored", s.Name, s.Value)
+		}
+	case Provided, User:
+		if s.Value != "" {
+			c.add(depth, "value", -1, true, "the %s rule does not use a value; %q is ignored", r.kind, s.Value)
+		}
+	case Fixed:
+		r.value = strings.ToLower(s.Value)
+		if r.value == "" {
+			c.add(depth, "value", -1, false, "a fixed rule needs a value: the queue")
+			break
+		}
+		for _, part := range strings.Split(r.value, ".") {
+			if !ValidQueueName(part) {
+				c.add(depth, "value", -1, false, "fixed queue %q: %q is not a valid queue name (1 to 64 of a-z 0-9 _ : # / @ -)", s.Value, part)
+				break
+			}
+		}
+		// YuniKorn tests the prefix "root", not "root.".
+		r.qualified = strings.HasPrefix(r.value, "root")
+		if r.qualified && s.Parent != nil {
+			c.add(depth, "value", -1, false, "fixed queue %q is a full path (it starts with root), so the rule cannot have a parent rule", s.Value)
+		}
+		if r.qualified && r.value != "root" && !strings.HasPrefix(r.value, "root.") {
+			if s.Create {
+				c.add(depth, "value", -1, false, "fixed queue %q starts with \"root\" but not \"root.\": YuniKorn takes it for a full path and its scheduler fails on it when create is true; write root.%s", s.Value, r.value)
+			} else {
+				c.add(depth, "value", -1, true, "fixed queue %q starts with \"root\" but not \"root.\": YuniKorn takes it for a full path, so the rule never matches; write root.%s", s.Value, r.value)
+			}
+		}
+	case Tag:
+		r.value = strings.ToLower(s.Value)
+		if r.value == "" {
+			c.add(depth, "value", -1, false, "a tag rule needs a value: the tag name, such as namespace")
+		}
+	case "recovery":
+		c.add(depth, "name", -1, false, "the recovery rule is internal to YuniKorn and cannot be configured")
+		return nil
+	default:
+		c.add(depth, "name", -1, false, "unknown rule %q: want provided, user, fixed or tag (or usher's primaryGroup or secondaryGroup)", s.Name)
+		return nil
+	}
+	r.filter = c.filter(s.Filter, depth)
+	if s.Parent != nil {
+		r.parent = c.compile(s.Parent, depth+1)
+	}
+	for _, p := range c.problems[before:] {
+		if !p.Warning {
+			return nil
+		}
+	}
+	return r
+}
