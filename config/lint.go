@@ -151,7 +151,7 @@ func (p *parser) decodeError(n *yaml.Node, what string, err error) {
 		}
 		if m := lineRef.FindStringSubmatch(msg); m != nil {
 			line, _ := strconv.Atoi(m[1])
-			p.list = append(p.list, Diagnostic{File: p.file, Line: line, Col: 1, Severity: Error, Msg: what + ": " + m[2]})
+			p.add(line, 1, Error, what+": "+m[2])
 			continue
 		}
 		p.errorf(n, "%s: %s", what, strings.TrimPrefix(msg, "yaml: "))

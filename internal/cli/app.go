@@ -49,7 +49,7 @@ func runApp(ctx context.Context, env *Env, args []string) int {
 	var explain bool
 	fs := newFlagSet(env, "app", "usher app --config FILE [--partition NAME] --queue root.a --owner U --user U [--groups g1,g2] "+
 		"--action view|modify|kill|move [--target-queue root.b] [--view-acl ACL] [--modify-acl ACL] [--id ID] [--explain]", appHelp)
-	fs.StringVar(&d.config, "config", "", "configuration `FILE` (default: the embedded default, where root allows everyone)")
+	fs.StringVar(&d.config, "config", "", configFlagHelp)
 	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
 	fs.StringVar(&d.queue, "queue", "", "`PATH` of the queue the application runs in (default: the partition's default queue)")
 	fs.StringVar(&owner, "owner", "", "`USER` who owns (submitted) the application (required)")

@@ -73,7 +73,7 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	var authCacheTTL time.Duration
 	var memLimit, bodyMemory string
 	fs := newFlagSet(env, "serve", "usher serve [--config FILE] [--addr HOST:PORT] [--tls-cert F --tls-key F] [--access-auth MODES] [--kubeconfig F] [--client-ca F]", serveHelp)
-	fs.StringVar(&opts.ConfigPath, "config", "", "configuration `FILE` or ConfigMap directory (default: the embedded default)")
+	fs.StringVar(&opts.ConfigPath, "config", "", configFlagHelp)
 	fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8443", "listen `HOST:PORT` (use :8443 inside a cluster)")
 	fs.StringVar(&opts.TLSCertFile, "tls-cert", "", "serving certificate `FILE` (PEM), re-read when it changes")
 	fs.StringVar(&opts.TLSKeyFile, "tls-key", "", "private key `FILE` (PEM)")
@@ -126,10 +126,7 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	}
 	opts.TokenReviewCache.SuccessTTL, opts.TokenReviewCache.FailureTTL = authCacheTTL, authCacheTTL
 	opts.SubjectAccessReviewCache.AllowTTL, opts.SubjectAccessReviewCache.DenyTTL = authCacheTTL, authCacheTTL
-	opts.Getenv = func(k string) (string, bool) {
-		v := env.Getenv(k)
-		return v, v != ""
-	}
+	opts.Getenv = env.LookupEnv
 	if env.Getenv("GOGC") == "" {
 		// usher's live heap is small (the compiled policy and the caches)
 		// while each review allocates a few kilobytes: at Go's default the
