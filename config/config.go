@@ -1,7 +1,23 @@
-// Package config reads usher's YAML configuration: YuniKorn's queues.yaml
+// Package config reads usher's configuration: YuniKorn's queues.yaml
 // schema (partitions, nested queues, submitacl, adminacl,
-// usergroupresolver) plus usher's own keys, and turns it into validated
-// partitions ready to compile.
+// usergroupresolver) plus usher's own keys and the admission settings, and
+// turns it into one immutable, compiled Config.
+//
+// Every command and usher serve read a configuration through one pipeline,
+// Load (docs/architecture.md):
+//
+//	source      a usher YAML file, a ConfigMap manifest, a mounted
+//	            ConfigMap directory (source.go), or the embedded default
+//	parse       YAML nodes with positions; partitions, resolver settings
+//	            (the users-to-groups file is read here), the
+//	            admissionController block or the ConfigMap's flat keys
+//	environment ADMISSION_CONTROLLER_* overrides (WithEnv)
+//	validate    every problem at FILE:LINE:COL, admission settings included:
+//	            their typed errors (admission.SettingError, KeyError) are
+//	            placed with errors.As, never by reading message text
+//	compile     the policy snapshot and the admission settings, once
+//
+// Package engine turns a Config into a generation with its resolvers.
 //
 // Rules this package enforces:
 //   - Every mistake is reported as FILE:LINE:COL: message, and all of them

@@ -28,7 +28,9 @@ const serveHelp = `Serves, over TLS:
 The configuration (a usher YAML file, a ConfigMap manifest, or a directory
 where a ConfigMap is mounted) is watched and reloaded when it changes; an
 invalid change is refused and the last good configuration keeps serving.
-ADMISSION_CONTROLLER_* environment variables override the file.
+ADMISSION_CONTROLLER_* environment variables override the file, exactly as
+in every other command (one set to "" overrides too: an empty pattern list
+trusts nobody); "usher lint" reports what serve would read.
 
 Without --tls-cert/--tls-key a self-signed certificate is generated (for
 local use; its PEM is written to --ca-out when given).
