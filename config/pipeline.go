@@ -79,9 +79,9 @@ func parse(src *source, opts []Option) (*Config, error) {
 	}
 	p := &parser{diags: diags{file: src.name, lineOff: src.lineOff, colOff: src.colOff}, dir: src.dir}
 	c, adm := p.document(src.queues)
-	if c.Partitions != nil || adm != nil || len(p.errors()) == 0 {
-		p.admission(c, src, adm, o.lookup)
-	}
+	// The admission settings are read even when the partitions have
+	// errors, so that every mistake is reported at once.
+	p.admission(c, src, adm, o.lookup)
 	if errs := p.errors(); len(errs) > 0 {
 		return nil, &InvalidError{Diagnostics: errs, Warnings: p.warnings()}
 	}
@@ -218,7 +218,7 @@ func (l configMapLocator) at(key string, sev Severity, msg string, index int, pa
 	switch {
 	case !ok:
 		// A default or an unset key: the ConfigMap as a whole.
-		l.p.list = append(l.p.list, Diagnostic{File: strings.TrimSuffix(l.p.file, "/"+QueuesKey), Severity: sev, Msg: msg})
+		l.p.list = append(l.p.list, Diagnostic{File: l.src.origin, Severity: sev, Msg: msg})
 	case kv.node == nil:
 		l.p.list = append(l.p.list, Diagnostic{File: kv.file, Severity: sev, Msg: msg})
 	default:

@@ -28,10 +28,12 @@ type source struct {
 	// name: a literal block scalar of a ConfigMap manifest starts on the
 	// line after lineOff, indented by colOff.
 	lineOff, colOff int
-	// configMap is set for the three ConfigMap sources; keys holds its
-	// keys other than queues.yaml.
-	configMap bool
-	keys      map[string]keyValue
+	// keys holds a ConfigMap's keys other than queues.yaml; nil for a
+	// usher YAML file.
+	keys map[string]keyValue
+	// origin names the ConfigMap as a whole: its directory, manifest or
+	// name.
+	origin string
 }
 
 // keyValue is one ConfigMap key with where it was written: its own file
@@ -92,7 +94,7 @@ func readDir(dir string) (*source, error) {
 		return nil, fmt.Errorf("%s: a ConfigMap directory without a %s key", dir, QueuesKey)
 	}
 	delete(data, QueuesKey)
-	return &source{name: q.file, dir: dir, queues: []byte(q.value), configMap: true, keys: data}, nil
+	return &source{name: q.file, dir: dir, queues: []byte(q.value), keys: data, origin: dir}, nil
 }
 
 // readManifest reads b as a ConfigMap manifest when it is one (a YAML
@@ -110,7 +112,7 @@ func readManifest(path string, b []byte) (*source, bool, error) {
 	if data == nil || data.Kind != yaml.MappingNode {
 		return nil, true, fmt.Errorf("%s: a ConfigMap manifest without data", path)
 	}
-	src := &source{name: path, dir: filepath.Dir(path), configMap: true, keys: map[string]keyValue{}}
+	src := &source{name: path, dir: filepath.Dir(path), keys: map[string]keyValue{}, origin: path}
 	var queues *yaml.Node
 	for i := 0; i+1 < len(data.Content); i += 2 {
 		k, v := data.Content[i], data.Content[i+1]
@@ -162,7 +164,7 @@ func configMapSource(name string, data map[string]string) (*source, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: no %s key", name, QueuesKey)
 	}
-	src := &source{name: name + "/" + QueuesKey, dir: ".", queues: []byte(queues), configMap: true, keys: map[string]keyValue{}}
+	src := &source{name: name + "/" + QueuesKey, dir: ".", queues: []byte(queues), keys: map[string]keyValue{}, origin: name}
 	for k, v := range data {
 		if k != QueuesKey {
 			src.keys[k] = keyValue{value: v, file: name}
