@@ -303,14 +303,8 @@ func settingNode(block *yaml.Node, setting string, index int, field string) *yam
 	if index < 0 {
 		return n
 	}
-	if n.Kind != yaml.SequenceNode {
-		if n.Kind == yaml.ScalarNode && field == "" {
-			return n // a comma-separated pattern string
-		}
-		return n
-	}
-	if index >= len(n.Content) {
-		return n
+	if n.Kind != yaml.SequenceNode || index >= len(n.Content) {
+		return n // a comma-separated pattern string, or a list too short
 	}
 	n = n.Content[index]
 	if field != "" && n.Kind == yaml.MappingNode {

@@ -3,7 +3,6 @@ package cli_test
 import (
 	"bytes"
 	"context"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -235,5 +234,3 @@ func indentLines(s, pre string) string {
 	}
 	return strings.Join(lines, "\n") + "\n"
 }
-
-var _ = io.Discard
