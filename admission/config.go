@@ -165,7 +165,7 @@ func (p *Patterns) UnmarshalYAML(n *yaml.Node) error {
 		for i, item := range n.Content {
 			var s string
 			if item.Kind != yaml.ScalarNode || item.Decode(&s) != nil {
-				return fmt.Errorf("line %d: item %d of the pattern list is not a string", item.Line, i)
+				return &NodeError{Line: item.Line, Column: item.Column, Msg: fmt.Sprintf("item %d of the pattern list is not a string", i)}
 			}
 			if s = strings.TrimSpace(s); s != "" {
 				out = append(out, s)
@@ -174,9 +174,19 @@ func (p *Patterns) UnmarshalYAML(n *yaml.Node) error {
 		*p = out
 		return nil
 	default:
-		return fmt.Errorf("line %d: want a regular expression string or a list of them", n.Line)
+		return &NodeError{Line: n.Line, Column: n.Column, Msg: "want a regular expression string or a list of them"}
 	}
 }
+
+// NodeError is a YAML value of the admission settings that has the wrong
+// shape, at its line and column (1-based) in the document decoded. The
+// YAML decoder returns it unchanged from Decode; match it with errors.As.
+type NodeError struct {
+	Line, Column int
+	Msg          string
+}
+
+func (e *NodeError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
 
 // QueueSource is one place a workload names its target queue.
 type QueueSource struct {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/identity/ldap"
 )
 
@@ -21,7 +23,12 @@ func (p *parser) strict(n *yaml.Node, what string, target any) bool {
 		return false
 	}
 	if err := n.Decode(target); err != nil {
-		p.decodeError(n, what, err)
+		var ne *admission.NodeError
+		if errors.As(err, &ne) {
+			p.add(ne.Line, ne.Column, Error, what+": "+ne.Msg)
+		} else {
+			p.decodeError(n, what, err)
+		}
 		return false
 	}
 	return true

@@ -138,3 +138,12 @@ func TestSettingErrorsAreTyped(t *testing.T) {
 		t.Fatalf("%#v", se)
 	}
 }
+
+// A pattern list of the wrong shape is placed from the typed error the
+// YAML decoder passes on: the item, line and column.
+func TestPatternShapeErrorAtTheItem(t *testing.T) {
+	_, err := config.Parse("q.yaml", []byte(queuesOnly+"admissionController:\n  accessControl:\n    systemUsers: [\"^a$\", {x: 1}]\n"))
+	if got := errorLines(t, err); len(got) != 1 || got[0] != "q.yaml:8:26: admissionController: item 1 of the pattern list is not a string" {
+		t.Fatalf("got %q", got)
+	}
+}
