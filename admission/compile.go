@@ -9,8 +9,8 @@ import (
 
 // Compiled is a validated Config with its regular expressions compiled and
 // its queue mapping prepared, ready for the handler. It is immutable and
-// safe for concurrent use; a reload compiles a new one and swaps it in with
-// Handler.Store.
+// safe for concurrent use; a reload compiles a new one and swaps it in
+// with the rest of the configuration (see WithState).
 type Compiled struct {
 	cfg Config
 
@@ -60,10 +60,66 @@ func (m matcher) matchAny(ss []string) bool {
 	return false
 }
 
+// SettingError is a setting of Config that cannot be used, named by its
+// place so that a reader of the configuration can point at it: Setting is
+// the dotted YAML path (admissionController.queueSources), Index the list
+// item (-1 for none) and Field the key inside that item ("" for the item
+// or setting itself). Compile returns them joined (errors.Join); match
+// each with errors.As.
+type SettingError struct {
+	Setting string
+	Index   int
+	Field   string
+	Msg     string
+}
+
+// Path renders the place: admissionController.queueSources[1].key.
+func (e *SettingError) Path() string {
+	var b strings.Builder
+	b.WriteString(e.Setting)
+	if e.Index >= 0 {
+		fmt.Fprintf(&b, "[%d]", e.Index)
+	}
+	if e.Field != "" {
+		b.WriteString(".")
+		b.WriteString(e.Field)
+	}
+	return b.String()
+}
+
+func (e *SettingError) Error() string { return e.Path() + ": " + e.Msg }
+
+func settingErr(setting string, index int, field, format string, args ...any) *SettingError {
+	return &SettingError{Setting: setting, Index: index, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// SettingErrors returns the SettingErrors in err (one, or several joined
+// with errors.Join), in order.
+func SettingErrors(err error) []*SettingError {
+	var out []*SettingError
+	var walk func(error)
+	walk = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		var se *SettingError
+		if errors.As(err, &se) {
+			out = append(out, se)
+		}
+	}
+	if err != nil {
+		walk(err)
+	}
+	return out
+}
+
 // Compile validates c (after defaults) and prepares it for the handler. An
 // error names the setting at fault: an invalid regular expression, an
 // unknown queue source kind, an empty key, a bad template or mapping entry.
-// All problems are reported, joined.
+// All problems are reported, joined; each is a *SettingError.
 func (c Config) Compile() (*Compiled, error) {
 	c = c.Defaulted()
 	out := &Compiled{
@@ -90,19 +146,19 @@ func (c Config) Compile() (*Compiled, error) {
 	compile(&out.bypassNS, "admissionController.bypassNamespaces", c.BypassNamespaces)
 
 	if strings.TrimSpace(c.Partition) != c.Partition {
-		errs = append(errs, fmt.Errorf("admissionController.partition: %q has leading or trailing blanks", c.Partition))
+		errs = append(errs, settingErr("admissionController.partition", -1, "", "%q has leading or trailing blanks", c.Partition))
 	}
 	if len(c.QueueSources) > maxSources {
-		errs = append(errs, fmt.Errorf("admissionController.queueSources: %d sources, at most %d are supported",
+		errs = append(errs, settingErr("admissionController.queueSources", -1, "", "%d sources, at most %d are supported",
 			len(c.QueueSources), maxSources))
 	}
 	out.annotationKeys = append(out.annotationKeys, wantKey{UserInfoAnnotation, slotUserInfo})
 	out.labelKeys = append(out.labelKeys, wantKey{LegacyUserLabel, slotLegacy})
 	if c.ModifyACLAnnotation != strings.TrimSpace(c.ModifyACLAnnotation) || strings.ContainsAny(c.ModifyACLAnnotation, " \t\r\n") {
-		errs = append(errs, fmt.Errorf("admissionController.modifyACLAnnotation: %q is not an annotation key", c.ModifyACLAnnotation))
+		errs = append(errs, settingErr("admissionController.modifyACLAnnotation", -1, "", "%q is not an annotation key", c.ModifyACLAnnotation))
 	}
 	if c.ModifyACLAnnotation == UserInfoAnnotation {
-		errs = append(errs, fmt.Errorf("admissionController.modifyACLAnnotation: %q is the user.info annotation", c.ModifyACLAnnotation))
+		errs = append(errs, settingErr("admissionController.modifyACLAnnotation", -1, "", "%q is the user.info annotation", c.ModifyACLAnnotation))
 	}
 	if c.EnforceDeleteACLs {
 		out.annotationKeys = append(out.annotationKeys, wantKey{c.ModifyACLAnnotation, slotModifyACL})
@@ -111,14 +167,14 @@ func (c Config) Compile() (*Compiled, error) {
 		if i >= maxSources {
 			break
 		}
-		setting := fmt.Sprintf("admissionController.queueSources[%d]", i)
+		const setting = "admissionController.queueSources"
 		cs := compiledSource{QueueSource: s}
 		switch s.Kind {
 		case "label":
 		case "annotation":
 			cs.annotation = true
 		default:
-			errs = append(errs, fmt.Errorf("%s.kind: %q is not a marker kind: want label or annotation", setting, s.Kind))
+			errs = append(errs, settingErr(setting, i, "kind", "%q is not a marker kind: want label or annotation", s.Kind))
 		}
 		switch s.Level {
 		case LevelPod:
@@ -132,25 +188,25 @@ func (c Config) Compile() (*Compiled, error) {
 				cs.Level = LevelWorkload
 			}
 		default:
-			errs = append(errs, fmt.Errorf("%s.level: %q is not a level: want pod or workload", setting, s.Level))
+			errs = append(errs, settingErr(setting, i, "level", "%q is not a level: want pod or workload", s.Level))
 		}
 		if s.Key == "" || strings.TrimSpace(s.Key) != s.Key {
-			errs = append(errs, fmt.Errorf("%s.key: %q is not a label or annotation key", setting, s.Key))
+			errs = append(errs, settingErr(setting, i, "key", "%q is not a label or annotation key", s.Key))
 		}
 		if s.Template != "" {
 			t, err := parseTemplate(s.Template)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s.template: %w", setting, err))
+				errs = append(errs, settingErr(setting, i, "template", "%v", err))
 			}
 			cs.template = t
 		}
 		for j := range i {
 			if c.QueueSources[j].Kind == s.Kind && c.QueueSources[j].Key == s.Key {
-				errs = append(errs, fmt.Errorf("%s: %s %q is already source %d", setting, s.Kind, s.Key, j))
+				errs = append(errs, settingErr(setting, i, "", "%s %q is already source %d", s.Kind, s.Key, j))
 			}
 		}
 		if cs.annotation && (s.Key == UserInfoAnnotation || s.Key == c.ModifyACLAnnotation) {
-			errs = append(errs, fmt.Errorf("%s.key: annotation %q holds user.info or the modify ACL, not a queue", setting, s.Key))
+			errs = append(errs, settingErr(setting, i, "key", "annotation %q holds user.info or the modify ACL, not a queue", s.Key))
 		}
 		out.sources = append(out.sources, cs)
 		// The markers are read for the queue check and, when deletes are
@@ -167,17 +223,17 @@ func (c Config) Compile() (*Compiled, error) {
 	if c.QueueMapping.Template != "" {
 		t, err := parseTemplate(c.QueueMapping.Template)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("admissionController.queueMapping.template: %w", err))
+			errs = append(errs, settingErr("admissionController.queueMapping.template", -1, "", "%v", err))
 		}
 		out.template = t
 	}
 	for i, e := range c.QueueMapping.Table {
-		setting := fmt.Sprintf("admissionController.queueMapping.table[%d]", i)
+		const setting = "admissionController.queueMapping.table"
 		if e.Value == "" {
-			errs = append(errs, fmt.Errorf("%s.value: required: the marker value this entry maps", setting))
+			errs = append(errs, settingErr(setting, i, "value", "required: the marker value this entry maps"))
 		}
 		if err := checkQueuePath(e.Queue); err != nil {
-			errs = append(errs, fmt.Errorf("%s.queue: %w", setting, err))
+			errs = append(errs, settingErr(setting, i, "queue", "%v", err))
 		}
 	}
 	out.table = c.QueueMapping.Table

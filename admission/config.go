@@ -165,7 +165,7 @@ func (p *Patterns) UnmarshalYAML(n *yaml.Node) error {
 		for i, item := range n.Content {
 			var s string
 			if item.Kind != yaml.ScalarNode || item.Decode(&s) != nil {
-				return fmt.Errorf("line %d: item %d of the pattern list is not a string", item.Line, i)
+				return &NodeError{Line: item.Line, Column: item.Column, Msg: fmt.Sprintf("item %d of the pattern list is not a string", i)}
 			}
 			if s = strings.TrimSpace(s); s != "" {
 				out = append(out, s)
@@ -174,9 +174,19 @@ func (p *Patterns) UnmarshalYAML(n *yaml.Node) error {
 		*p = out
 		return nil
 	default:
-		return fmt.Errorf("line %d: want a regular expression string or a list of them", n.Line)
+		return &NodeError{Line: n.Line, Column: n.Column, Msg: "want a regular expression string or a list of them"}
 	}
 }
+
+// NodeError is a YAML value of the admission settings that has the wrong
+// shape, at its line and column (1-based) in the document decoded. The
+// YAML decoder returns it unchanged from Decode; match it with errors.As.
+type NodeError struct {
+	Line, Column int
+	Msg          string
+}
+
+func (e *NodeError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
 
 // QueueSource is one place a workload names its target queue.
 type QueueSource struct {
@@ -366,8 +376,8 @@ func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
 			return err
 		}
 		if trust != nil && *trust != b {
-			return fmt.Errorf("%s=%q and %s=%q disagree: set only one (they are the same setting)",
-				EnvTrustControllers, tv, EnvBypassControllers, bv)
+			return &KeyError{Name: EnvTrustControllers, Msg: fmt.Sprintf("%q and %s=%q disagree: set only one (they are the same setting)",
+				tv, EnvBypassControllers, bv)}
 		}
 		trust = &b
 	}
@@ -390,9 +400,42 @@ func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
 func parseBool(name, v string) (bool, error) {
 	b, err := strconv.ParseBool(strings.TrimSpace(v))
 	if err != nil {
-		return false, fmt.Errorf("%s: invalid boolean %q: want true or false", name, v)
+		return false, &KeyError{Name: name, Msg: fmt.Sprintf("invalid boolean %q: want true or false", v)}
 	}
 	return b, nil
+}
+
+// KeyError is a ConfigMap key (FromConfigMap) or an environment variable
+// (ApplyEnv) whose value cannot be used. Name is the key or variable.
+// FromConfigMap returns them joined; match each with errors.As.
+type KeyError struct {
+	Name string
+	Msg  string
+}
+
+func (e *KeyError) Error() string { return e.Name + ": " + e.Msg }
+
+// KeyErrors returns the KeyErrors in err (one, or several joined with
+// errors.Join), in order.
+func KeyErrors(err error) []*KeyError {
+	var out []*KeyError
+	var walk func(error)
+	walk = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		var ke *KeyError
+		if errors.As(err, &ke) {
+			out = append(out, ke)
+		}
+	}
+	if err != nil {
+		walk(err)
+	}
+	return out
 }
 
 // ConfigMap keys read by FromConfigMap.
@@ -444,7 +487,7 @@ func FromConfigMap(data map[string]string) (Config, error) {
 	set := func(key string, dst *Patterns, v string, alias string) {
 		if alias != "" {
 			if _, dup := data[alias]; dup {
-				errs = append(errs, fmt.Errorf("%s and %s are the same setting: set only one", key, alias))
+				errs = append(errs, &KeyError{Name: key, Msg: fmt.Sprintf("%s is the same setting: set only one", alias)})
 				return
 			}
 		}
@@ -500,7 +543,7 @@ func FromConfigMap(data map[string]string) (Config, error) {
 		case "admissionController.queueSources":
 			var src []QueueSource
 			if err := yaml.Unmarshal([]byte(v), &src); err != nil {
-				errs = append(errs, fmt.Errorf("%s: want a YAML list of {kind, key, scheduler, template, level}: %w", key, err))
+				errs = append(errs, &KeyError{Name: key, Msg: fmt.Sprintf("want a YAML list of {kind, key, scheduler, template, level}: %v", err)})
 			}
 			if src == nil {
 				src = []QueueSource{}
@@ -508,11 +551,11 @@ func FromConfigMap(data map[string]string) (Config, error) {
 			c.QueueSources = src
 		case "admissionController.queueMapping":
 			if err := yaml.Unmarshal([]byte(v), &c.QueueMapping); err != nil {
-				errs = append(errs, fmt.Errorf("%s: want a YAML mapping with template and table: %w", key, err))
+				errs = append(errs, &KeyError{Name: key, Msg: fmt.Sprintf("want a YAML mapping with template and table: %v", err)})
 			}
 		default:
 			if !ignoredConfigMapKeys[key] {
-				errs = append(errs, fmt.Errorf("%s: unknown admission controller setting", key))
+				errs = append(errs, &KeyError{Name: key, Msg: "unknown admission controller setting"})
 			}
 		}
 	}
@@ -620,13 +663,18 @@ func EnvWarnings(lookup func(string) (string, bool)) []Warning {
 	return ws
 }
 
-// EnvOverridden lists the settings (by their YAML path, as Warnings names
-// them) that the ADMISSION_CONTROLLER_* variables set, so that warnings
-// about the file's values of those settings, which are not in force, can
-// be dropped.
-func EnvOverridden(lookup func(string) (string, bool)) []string {
-	var out []string
-	for _, e := range []struct{ setting, env string }{
+// EnvOverride is a setting an ADMISSION_CONTROLLER_* variable sets:
+// Setting is its YAML path (as Warnings and SettingError name it),
+// Variable the variable.
+type EnvOverride struct {
+	Setting, Variable string
+}
+
+// EnvOverrides lists the settings the ADMISSION_CONTROLLER_* variables
+// set, in a fixed order, each with the variable that sets it.
+func EnvOverrides(lookup func(string) (string, bool)) []EnvOverride {
+	var out []EnvOverride
+	for _, e := range []EnvOverride{
 		{"admissionController.accessControl.bypassAuth", EnvBypassAuth},
 		{"admissionController.accessControl.trustControllers", EnvTrustControllers},
 		{"admissionController.accessControl.trustControllers", EnvBypassControllers},
@@ -634,9 +682,21 @@ func EnvOverridden(lookup func(string) (string, bool)) []string {
 		{keyExternalUsers.setting, EnvExternalUsers},
 		{keyExternalGroups.setting, EnvExternalGroups},
 	} {
-		if _, ok := lookup(e.env); ok && (len(out) == 0 || out[len(out)-1] != e.setting) {
-			out = append(out, e.setting)
+		if _, ok := lookup(e.Variable); ok && (len(out) == 0 || out[len(out)-1].Setting != e.Setting) {
+			out = append(out, e)
 		}
+	}
+	return out
+}
+
+// EnvOverridden lists the settings (by their YAML path, as Warnings names
+// them) that the ADMISSION_CONTROLLER_* variables set, so that warnings
+// about the file's values of those settings, which are not in force, can
+// be dropped.
+func EnvOverridden(lookup func(string) (string, bool)) []string {
+	var out []string
+	for _, e := range EnvOverrides(lookup) {
+		out = append(out, e.Setting)
 	}
 	return out
 }
@@ -691,7 +751,7 @@ func compilePatterns(setting string, ps Patterns) ([]*regexp.Regexp, error) {
 			if errors.As(err, &se) {
 				msg = se.Code.String() + ": " + se.Expr
 			}
-			return nil, fmt.Errorf("%s[%d]: invalid regular expression %q: %s", setting, i, p, msg)
+			return nil, settingErr(setting, i, "", "invalid regular expression %q: %s", p, msg)
 		}
 		out = append(out, re)
 	}

@@ -234,7 +234,7 @@ func TestFromConfigMap(t *testing.T) {
 		"admissionController.accessControl.systemUser: unknown admission controller setting",
 		`admissionController.enforceQueueACLs: invalid boolean "2"`,
 		"admissionController.queueSources: want a YAML list",
-		"admissionController.bypassNamespaces and admissionController.filtering.bypassNamespaces are the same setting",
+		"admissionController.bypassNamespaces: admissionController.filtering.bypassNamespaces is the same setting",
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not contain %q", err, want)

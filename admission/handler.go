@@ -239,17 +239,67 @@ func (dc *decision) toResponse(uid string) *admissionv1.AdmissionResponse {
 // atomically while reviews are in flight (each review uses the pair it
 // loaded when it started).
 type Handler struct {
-	state   atomic.Pointer[handlerState]
+	state   stateSource
 	audit   func(Record)
 	onPanic func(any)
 	maxBody int64
 	pool    sync.Pool
 }
 
-type handlerState struct {
+// State is what one review reads, loaded once when it starts: the compiled
+// admission settings and the authorizers that answer for the same
+// configuration. It is immutable; build it with NewState.
+type State struct {
 	cfg   *Compiled
 	authz QueueAuthorizer
 	del   DeleteAuthorizer
+}
+
+type handlerState = State
+
+// NewState returns the state of a handler: cfg (nil: the default
+// configuration), the QueueAuthorizer asked when enforceQueueACLs is on
+// and the DeleteAuthorizer asked when enforceDeleteACLs is on (either may
+// be nil; the check it serves then fails closed).
+func NewState(cfg *Compiled, authz QueueAuthorizer, del DeleteAuthorizer) *State {
+	if cfg == nil {
+		cfg = MustCompile(Config{})
+	}
+	return &State{cfg: cfg, authz: authz, del: del}
+}
+
+// Config returns the compiled admission settings of s.
+func (s *State) Config() *Compiled { return s.cfg }
+
+// stateSource is where a review loads its State: a provider given with
+// WithState, or the handler's own pointer (NewHandler's cfg, the
+// authorizer options and Store).
+type stateSource struct {
+	own      atomic.Pointer[State]
+	provider func() *State
+}
+
+func (s *stateSource) Load() *State {
+	if s.provider != nil {
+		return s.provider()
+	}
+	return s.own.Load()
+}
+
+func (s *stateSource) Store(st *State) { s.own.Store(st) }
+
+func (s *stateSource) CompareAndSwap(old, st *State) bool { return s.own.CompareAndSwap(old, st) }
+
+// WithState makes the handler load the State of each review from f, once
+// when the review starts, instead of holding its own: the caller swaps
+// settings and authorizers together (usher serve returns the current
+// configuration generation's, so that one atomic swap changes the policy
+// and the admission settings at once). f must be quick, safe for
+// concurrent use and never return nil. With WithState, NewHandler's cfg,
+// WithAuthorizer and WithDeleteAuthorizer are not used and Store is an
+// error. Default: none (the handler's own state).
+func WithState(f func() *State) Option {
+	return func(h *Handler) { h.state.provider = f }
 }
 
 // Option configures a Handler.
@@ -320,6 +370,9 @@ func (h *Handler) Store(cfg *Compiled, authz QueueAuthorizer) error {
 	if cfg == nil {
 		return errors.New("admission: Store needs a compiled configuration, got nil")
 	}
+	if h.state.provider != nil {
+		return errors.New("admission: Store on a handler whose state comes from WithState")
+	}
 	for {
 		prev := h.state.Load()
 		if h.state.CompareAndSwap(prev, &handlerState{cfg: cfg, authz: authz, del: prev.del}) {
@@ -328,7 +381,8 @@ func (h *Handler) Store(cfg *Compiled, authz QueueAuthorizer) error {
 	}
 }
 
-// Current returns the configuration and authorizer in use.
+// Current returns the configuration and authorizer in use (the provider's
+// current ones with WithState).
 func (h *Handler) Current() (*Compiled, QueueAuthorizer) {
 	st := h.state.Load()
 	return st.cfg, st.authz

@@ -22,7 +22,7 @@ func TestAdmissionBlock(t *testing.T) {
     externalUsers: "airflow"
   enforceQueueACLs: true
 `)
-	if !c.Admission.EnforceQueueACLs || c.AdmissionCompiled == nil {
+	if c.Admission == nil || !c.Admission.Config().EnforceQueueACLs {
 		t.Fatalf("admission settings not read: %+v", c.Admission)
 	}
 	w := diagStrings(c.Warnings)
@@ -41,7 +41,7 @@ func TestAdmissionBlock(t *testing.T) {
 	}
 	// Defaults: controllers of both kinds are trusted.
 	d := config.Default()
-	su := strings.Join(d.Admission.AccessControl.SystemUsers, " ")
+	su := strings.Join(d.Admission.Config().AccessControl.SystemUsers, " ")
 	if !strings.Contains(su, "^system:serviceaccount:kube-system:") || !strings.Contains(su, "^system:kube-controller-manager$") {
 		t.Fatalf("default systemUsers %q", su)
 	}
@@ -57,7 +57,7 @@ func TestConfigMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ac := c.Admission.AccessControl
+	ac := c.Admission.Config().AccessControl
 	if *ac.TrustControllers || len(ac.ExternalGroups) != 1 || ac.ExternalGroups[0] != "^airflow-admins$" {
 		t.Fatalf("flat keys not applied: %+v", ac)
 	}
@@ -67,14 +67,14 @@ func TestConfigMap(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, k), []byte(v), 0o600)
 	}
 	os.Mkdir(filepath.Join(dir, "..data"), 0o700)
-	if c, err = config.LoadAny(dir); err != nil || *c.Admission.AccessControl.TrustControllers {
+	if c, err = config.Load(dir); err != nil || *c.Admission.Config().AccessControl.TrustControllers {
 		t.Fatalf("dir: %v", err)
 	}
 	// A ConfigMap manifest.
 	manifest := filepath.Join(dir, "..cm.yaml")
 	os.WriteFile(manifest, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: yunikorn-configs}\ndata:\n  queues.yaml: |\n"+
 		indent(queuesOnly, "    ")+"  admissionController.accessControl.bypassAuth: \"true\"\n"), 0o600)
-	if c, err = config.LoadAny(manifest); err != nil || !c.Admission.AccessControl.BypassAuth {
+	if c, err = config.Load(manifest); err != nil || !c.Admission.Config().AccessControl.BypassAuth {
 		t.Fatalf("manifest: %v %+v", err, c)
 	}
 	// Both ways at once is refused; so are bad values and unknown keys.

@@ -1,7 +1,23 @@
-// Package config reads usher's YAML configuration: YuniKorn's queues.yaml
+// Package config reads usher's configuration: YuniKorn's queues.yaml
 // schema (partitions, nested queues, submitacl, adminacl,
-// usergroupresolver) plus usher's own keys, and turns it into validated
-// partitions ready to compile.
+// usergroupresolver) plus usher's own keys and the admission settings, and
+// turns it into one immutable, compiled Config.
+//
+// Every command and usher serve read a configuration through one pipeline,
+// Load (docs/architecture.md):
+//
+//	source      a usher YAML file, a ConfigMap manifest, a mounted
+//	            ConfigMap directory (source.go), or the embedded default
+//	parse       YAML nodes with positions; partitions, resolver settings
+//	            (the users-to-groups file is read here), the
+//	            admissionController block or the ConfigMap's flat keys
+//	environment ADMISSION_CONTROLLER_* overrides (WithEnv)
+//	validate    every problem at FILE:LINE:COL, admission settings included:
+//	            their typed errors (admission.SettingError, KeyError) are
+//	            placed with errors.As, never by reading message text
+//	compile     the policy snapshot and the admission settings, once
+//
+// Package engine turns a Config into a generation with its resolvers.
 //
 // Rules this package enforces:
 //   - Every mistake is reported as FILE:LINE:COL: message, and all of them
@@ -18,13 +34,12 @@
 package config
 
 import (
+	"bytes"
+	"crypto/sha256"
 	_ "embed"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -32,7 +47,7 @@ import (
 	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/application"
 	"github.com/usherhq/usher/identity"
-	"github.com/usherhq/usher/identity/ldap"
+	"github.com/usherhq/usher/identity/resolvers"
 	"github.com/usherhq/usher/placement"
 	"github.com/usherhq/usher/policy"
 )
@@ -47,18 +62,18 @@ var defaultYAML []byte
 // default, whose root queue allows everyone to submit.
 func DefaultYAML() []byte { return slices.Clone(defaultYAML) }
 
-// Config is a parsed and validated configuration file.
+// Config is a parsed, validated and compiled configuration. It is
+// immutable once returned.
 type Config struct {
 	// File is the name used in diagnostics.
 	File       string
 	Partitions []Partition
 	// Snapshot is the compiled policy of all partitions.
 	Snapshot *policy.Snapshot
-	// Admission holds the admissionController settings, defaults applied
-	// (environment overrides are the server's business: see ApplyEnv).
-	Admission admission.Config
-	// AdmissionCompiled is Admission with its patterns compiled.
-	AdmissionCompiled *admission.Compiled
+	// Admission holds the admission settings in force (the file's, then
+	// the environment's overrides when read WithEnv), compiled once;
+	// Admission.Config() gives them with defaults filled in.
+	Admission *admission.Compiled
 	// Warnings are positioned warnings, in file order.
 	Warnings []Diagnostic
 }
@@ -81,78 +96,24 @@ type Partition struct {
 	Placement *placement.Rules
 }
 
-// Resolver is a partition's usergroupresolver block.
-type Resolver struct {
-	// Type is none (the default), os, file, test or ldap.
-	Type string
-	// File is the users-to-groups file of the file resolver, made absolute
-	// against the configuration file's directory.
-	File string
-	// Users is the table of the test resolver.
-	Users map[string][]string
-	// LDAP is the ldap block, with defaults applied and validated.
-	LDAP *ldap.Config
-	// Loaded is the file resolver, read while parsing, nil for other types.
-	Loaded identity.Resolver
-	// Cache holds the cache lifetimes and size.
-	Cache CacheSettings
-}
+// Resolver is a partition's usergroupresolver block, validated; package
+// resolvers builds the resolver from it. The users-to-groups file of type
+// file is read with the configuration (its table and digest are part of
+// the settings), a relative path made absolute against the
+// configuration's directory.
+type Resolver = resolvers.Settings
 
-// CacheSettings configures a partition's group cache. Zero values take the
-// cache's defaults (300 s positive, 30 s negative, no stale answers,
-// 10,000 entries).
-type CacheSettings struct {
-	PositiveTTL time.Duration `yaml:"positivettl"`
-	NegativeTTL time.Duration `yaml:"negativettl"`
-	StaleTTL    time.Duration `yaml:"stalettl"`
-	MaxEntries  int           `yaml:"maxentries"`
-}
+// CacheSettings configures a partition's group cache.
+type CacheSettings = resolvers.CacheSettings
 
-// Default returns the embedded default configuration.
+// Default returns the embedded default configuration, without
+// environment overrides (Load("", WithEnv(…)) applies them).
 func Default() *Config {
-	c, err := Parse("<embedded default>", defaultYAML)
+	c, err := Load("")
 	if err != nil {
 		panic("config: embedded default is invalid: " + err.Error())
 	}
 	return c
-}
-
-// Load reads and parses the configuration file at path.
-func Load(path string) (*Config, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() > MaxFileSize {
-		return nil, fmt.Errorf("%s: %d bytes: larger than the %d byte limit", path, st.Size(), MaxFileSize)
-	}
-	data := make([]byte, st.Size())
-	if _, err := f.ReadAt(data, 0); err != nil && st.Size() > 0 {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return parse(path, filepath.Dir(path), data)
-}
-
-// Parse parses a configuration held in memory; name is used in
-// diagnostics. Relative file paths inside it are relative to the current
-// directory. The error, when not nil, is an *InvalidError listing every
-// mistake.
-func Parse(name string, data []byte) (*Config, error) { return parse(name, ".", data) }
-
-func parse(name, dir string, data []byte) (*Config, error) {
-	p := &parser{diags: diags{file: name}, dir: dir}
-	c := p.document(data)
-	if errs := p.errors(); len(errs) > 0 {
-		return nil, &InvalidError{Diagnostics: errs, Warnings: p.warnings()}
-	}
-	p.lint(c)
-	c.Warnings = p.warnings()
-	return c, nil
 }
 
 type aclUse struct {
@@ -170,55 +131,39 @@ type parser struct {
 	placement []placementUse        // placementrules to check against the queues
 }
 
-func (p *parser) document(data []byte) *Config {
-	c := &Config{File: p.file}
+// document parses the usher YAML document and compiles its partitions;
+// it returns the admissionController block, nil when there is none.
+func (p *parser) document(data []byte) (c *Config, adm *yaml.Node) {
+	c = &Config{File: p.file}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		p.yamlError(err)
-		return c
+		return c, nil
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		p.errorf(nil, "empty configuration: it needs a partitions list")
-		return c
+		return c, nil
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
 		p.errorf(root, "the configuration must be a mapping with a partitions key, not %s", kindName(root))
-		return c
+		return c, nil
 	}
 	p.queueNode = map[string]*yaml.Node{}
 	p.known = map[string]bool{}
-	var parts, adm *yaml.Node
+	var parts *yaml.Node
 	p.mapping(root, "configuration", map[string]func(k, v *yaml.Node){
 		"partitions":          func(k, v *yaml.Node) { parts = v },
 		"admissionController": func(k, v *yaml.Node) { adm = v },
 		"checksum":            nil,
 	})
-	if adm != nil {
-		p.strict(adm, "admissionController", &c.Admission)
-	}
-	rawAdmission := c.Admission
-	c.Admission = c.Admission.Defaulted()
-	if ac, err := c.Admission.Compile(); err != nil {
-		for _, line := range strings.Split(err.Error(), "\n") {
-			setting, _, _ := strings.Cut(line, ":")
-			p.errorf(settingNode(adm, setting), "%s", line)
-		}
-	} else {
-		c.AdmissionCompiled = ac
-		for _, w := range c.Admission.Warnings() {
-			p.admissionWarning(adm, w)
-		}
-	}
 	if parts == nil {
-		if root.Kind == yaml.MappingNode {
-			p.errorf(root, "missing partitions: at least one partition with a root queue is needed")
-		}
-		return c
+		p.errorf(root, "missing partitions: at least one partition with a root queue is needed")
+		return c, adm
 	}
 	if parts.Kind != yaml.SequenceNode {
 		p.errorf(parts, "partitions must be a list, not %s", kindName(parts))
-		return c
+		return c, adm
 	}
 	seen := map[string]*yaml.Node{}
 	for _, pn := range parts.Content {
@@ -235,7 +180,7 @@ func (p *parser) document(data []byte) *Config {
 		c.Partitions = append(c.Partitions, part)
 	}
 	if len(p.errors()) > 0 {
-		return c
+		return c, adm
 	}
 	specs := make([]policy.Partition, len(c.Partitions))
 	for i := range c.Partitions {
@@ -244,20 +189,11 @@ func (p *parser) document(data []byte) *Config {
 	snap, err := policy.Compile(specs)
 	if err != nil {
 		p.errorf(parts, "%v", err)
-		return c
+		return c, adm
 	}
 	c.Snapshot = snap
 	p.checkPlacement(snap)
-	if c.AdmissionCompiled != nil {
-		for _, r := range references(rawAdmission, snap) {
-			at := r.setting
-			if r.at != "" {
-				at = r.at
-			}
-			p.errorf(settingNode(adm, at), "%s", r)
-		}
-	}
-	return c
+	return c, adm
 }
 
 // mapping walks the keys of a mapping node. A nil handler accepts the key
@@ -535,15 +471,18 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 			p.errorf(n, "usergroupresolver type file needs file: the path of a users-to-groups file")
 			break
 		}
-		if !filepath.IsAbs(r.File) {
-			r.File = filepath.Join(p.dir, r.File)
+		r.File = absPath(p.dir, r.File)
+		data, err := readLimited(r.File)
+		if err != nil {
+			p.errorf(fileNode, "usergroupresolver file: users-to-groups file: %v", err)
+			break
 		}
-		res, err := identity.File(r.File)
+		res, err := identity.ParseFile(bytes.NewReader(data), r.File)
 		if err != nil {
 			p.errorf(fileNode, "usergroupresolver file: %v", err)
 			break
 		}
-		r.Loaded = res
+		r.Table, r.FileDigest = res, sha256.Sum256(data)
 		if k, ok := res.(interface{ KnownGroups() []string }); ok {
 			for _, g := range k.KnownGroups() {
 				p.known[g] = true

@@ -264,7 +264,7 @@ func TestResolverSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := c.Partitions[0]
-	if p.Groups != identity.ModeMerge || p.Resolver.Type != "file" || p.Resolver.File != groupsFile || p.Resolver.Loaded == nil {
+	if p.Groups != identity.ModeMerge || p.Resolver.Type != "file" || p.Resolver.File != groupsFile || p.Resolver.Table == nil {
 		t.Fatalf("partition settings: %+v", p)
 	}
 	if p.Resolver.Cache.PositiveTTL.Minutes() != 10 || p.Resolver.Cache.NegativeTTL.Seconds() != 5 {

@@ -61,10 +61,21 @@ func (e *InvalidError) Error() string {
 	return strings.Join(lines, "\n")
 }
 
-// diags collects diagnostics for one file.
+// diags collects diagnostics for one document.
 type diags struct {
 	file string
-	list []Diagnostic
+	// lineOff and colOff place the document inside file (a ConfigMap
+	// manifest's literal block); zero for a file of its own.
+	lineOff, colOff int
+	list            []Diagnostic
+}
+
+// add records a diagnostic at a position of the document.
+func (d *diags) add(line, col int, sev Severity, msg string) {
+	if line > 0 {
+		line, col = line+d.lineOff, max(col, 1)+d.colOff
+	}
+	d.list = append(d.list, Diagnostic{File: d.file, Line: line, Col: col, Severity: sev, Msg: msg})
 }
 
 func (d *diags) at(n *yaml.Node, sev Severity, format string, args ...any) {
@@ -72,7 +83,7 @@ func (d *diags) at(n *yaml.Node, sev Severity, format string, args ...any) {
 	if n != nil {
 		line, col = n.Line, n.Column
 	}
-	d.list = append(d.list, Diagnostic{File: d.file, Line: line, Col: col, Severity: sev, Msg: fmt.Sprintf(format, args...)})
+	d.add(line, col, sev, fmt.Sprintf(format, args...))
 }
 
 func (d *diags) errorf(n *yaml.Node, format string, args ...any) { d.at(n, Error, format, args...) }
@@ -81,7 +92,14 @@ func (d *diags) warnf(n *yaml.Node, format string, args ...any)  { d.at(n, Warni
 // atOffset reports at a byte offset inside a scalar: exact for plain and
 // quoted scalars on one line, the start of the scalar otherwise.
 func (d *diags) atOffset(n *yaml.Node, offset int, sev Severity, msg string) {
-	line, col := n.Line, n.Column
+	line, col := offsetPos(n, offset)
+	d.add(line, col, sev, msg)
+}
+
+// offsetPos is the position of a byte offset inside scalar n: exact for
+// plain and quoted scalars on one line, the start of the scalar otherwise.
+func offsetPos(n *yaml.Node, offset int) (line, col int) {
+	line, col = n.Line, n.Column
 	switch n.Style {
 	case 0:
 		col += offset
@@ -90,12 +108,23 @@ func (d *diags) atOffset(n *yaml.Node, offset int, sev Severity, msg string) {
 			col += offset + 1
 		}
 	}
-	d.list = append(d.list, Diagnostic{File: d.file, Line: line, Col: col, Severity: sev, Msg: msg})
+	return line, col
 }
 
+// sorted orders the diagnostics by file (in the order files first
+// appear), then line and column.
 func (d *diags) sorted() []Diagnostic {
+	rank := map[string]int{}
+	for _, x := range d.list {
+		if _, ok := rank[x.File]; !ok {
+			rank[x.File] = len(rank)
+		}
+	}
 	sort.SliceStable(d.list, func(i, j int) bool {
 		a, b := d.list[i], d.list[j]
+		if a.File != b.File {
+			return rank[a.File] < rank[b.File]
+		}
 		if a.Line != b.Line {
 			return a.Line < b.Line
 		}
@@ -143,6 +172,6 @@ func (d *diags) yamlError(err error) {
 				msg = strings.TrimSpace(msg[i+1:])
 			}
 		}
-		d.list = append(d.list, Diagnostic{File: d.file, Line: line, Col: 1, Severity: Error, Msg: "YAML: " + msg})
+		d.add(line, 1, Error, "YAML: "+msg)
 	}
 }

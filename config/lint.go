@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/identity/ldap"
 )
 
@@ -21,7 +23,12 @@ func (p *parser) strict(n *yaml.Node, what string, target any) bool {
 		return false
 	}
 	if err := n.Decode(target); err != nil {
-		p.decodeError(n, what, err)
+		var ne *admission.NodeError
+		if errors.As(err, &ne) {
+			p.add(ne.Line, ne.Column, Error, what+": "+ne.Msg)
+		} else {
+			p.decodeError(n, what, err)
+		}
 		return false
 	}
 	return true
@@ -151,7 +158,7 @@ func (p *parser) decodeError(n *yaml.Node, what string, err error) {
 		}
 		if m := lineRef.FindStringSubmatch(msg); m != nil {
 			line, _ := strconv.Atoi(m[1])
-			p.list = append(p.list, Diagnostic{File: p.file, Line: line, Col: 1, Severity: Error, Msg: what + ": " + m[2]})
+			p.add(line, 1, Error, what+": "+m[2])
 			continue
 		}
 		p.errorf(n, "%s: %s", what, strings.TrimPrefix(msg, "yaml: "))

@@ -12,16 +12,22 @@ import (
 // refProblem is an admission setting that names something the partitions
 // do not have.
 type refProblem struct {
-	// setting is the dotted path of the setting, with list indexes:
-	// admissionController.queueMapping.table[1].queue.
+	// setting is the YAML path of the setting
+	// (admissionController.queueMapping.table), index the list item (-1:
+	// none) and field the key inside it.
 	setting string
+	index   int
+	field   string
 	msg     string
 	// at is the setting whose position is reported, when not setting
 	// itself (a default that is not written down).
 	at string
 }
 
-func (r refProblem) String() string { return r.setting + ": " + r.msg }
+func (r refProblem) String() string {
+	e := admission.SettingError{Setting: r.setting, Index: r.index, Field: r.field, Msg: r.msg}
+	return e.Error()
+}
 
 // references checks the admission settings that refer into partitions:
 // the partition the queue and delete checks use, the queues of the
@@ -34,9 +40,10 @@ func (r refProblem) String() string { return r.setting + ": " + r.msg }
 func references(raw admission.Config, snap *policy.Snapshot) []refProblem {
 	c := raw.Defaulted()
 	var out []refProblem
-	add := func(setting, format string, args ...any) {
-		out = append(out, refProblem{setting: "admissionController." + setting, msg: fmt.Sprintf(format, args...)})
+	item := func(setting string, index int, field, format string, args ...any) {
+		out = append(out, refProblem{setting: "admissionController." + setting, index: index, field: field, msg: fmt.Sprintf(format, args...)})
 	}
+	add := func(setting, format string, args ...any) { item(setting, -1, "", format, args...) }
 	part, err := snap.Partition(c.Partition)
 	if err != nil {
 		names := strings.Join(snap.Partitions(), ", ")
@@ -57,14 +64,14 @@ func references(raw admission.Config, snap *policy.Snapshot) []refProblem {
 		return out
 	}
 	pname := part.Name()
-	template := func(setting, t string) {
+	template := func(add func(format string, args ...any), t string) {
 		if t == "" {
 			return
 		}
 		lit, _, hasPlaceholder := strings.Cut(t, "{")
 		if !hasPlaceholder {
 			if !part.Has(policy.NormalizeQueue(lit)) {
-				add(setting, "%q is not a queue of partition %s", t, pname)
+				add("%q is not a queue of partition %s", t, pname)
 			}
 			return
 		}
@@ -75,22 +82,22 @@ func references(raw admission.Config, snap *policy.Snapshot) []refProblem {
 		switch {
 		case dot < 0 && !strings.HasPrefix(policy.RootQueue, strings.ToLower(lit)),
 			dot >= 0 && !strings.EqualFold(first, policy.RootQueue):
-			add(setting, "%q never expands to a queue path: a queue path starts with %s", t, policy.RootQueue)
+			add("%q never expands to a queue path: a queue path starts with %s", t, policy.RootQueue)
 		case dot > 0:
 			parent := policy.NormalizeQueue(lit[:dot])
 			if !part.Has(parent) {
-				add(setting, "%q can only name queues under %s, which is not a queue of partition %s", t, parent, pname)
+				add("%q can only name queues under %s, which is not a queue of partition %s", t, parent, pname)
 			} else if !slices.ContainsFunc(part.Queues(), func(q string) bool { return strings.HasPrefix(q, parent+".") }) {
-				add(setting, "%q can only name queues under %s, which has no child queues in partition %s", t, parent, pname)
+				add("%q can only name queues under %s, which has no child queues in partition %s", t, parent, pname)
 			}
 		}
 	}
 	schedulers := map[string]bool{}
 	for i, s := range c.QueueSources {
 		schedulers[s.Scheduler] = true
-		template(fmt.Sprintf("queueSources[%d].template", i), s.Template)
+		template(func(format string, args ...any) { item("queueSources", i, "template", format, args...) }, s.Template)
 	}
-	template("queueMapping.template", c.QueueMapping.Template)
+	template(func(format string, args ...any) { add("queueMapping.template", format, args...) }, c.QueueMapping.Template)
 	known := make([]string, 0, len(schedulers))
 	for s := range schedulers {
 		known = append(known, s)
@@ -98,11 +105,11 @@ func references(raw admission.Config, snap *policy.Snapshot) []refProblem {
 	slices.Sort(known)
 	for i, e := range c.QueueMapping.Table {
 		if e.Scheduler != "" && !schedulers[e.Scheduler] {
-			add(fmt.Sprintf("queueMapping.table[%d].scheduler", i), "%q is the scheduler of no queue source, so this entry is never used (schedulers of queueSources: %s)",
+			item("queueMapping.table", i, "scheduler", "%q is the scheduler of no queue source, so this entry is never used (schedulers of queueSources: %s)",
 				e.Scheduler, strings.Join(known, ", "))
 		}
 		if e.Queue != "" && !part.Has(policy.NormalizeQueue(e.Queue)) {
-			add(fmt.Sprintf("queueMapping.table[%d].queue", i), "%q is not a queue of partition %s", e.Queue, pname)
+			item("queueMapping.table", i, "queue", "%q is not a queue of partition %s", e.Queue, pname)
 		}
 	}
 	return out

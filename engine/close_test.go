@@ -31,9 +31,9 @@ func TestReplacedResolversAreClosed(t *testing.T) {
 	}
 	e.closeGrace = time.Millisecond
 	closers := map[string]*countingCloser{}
-	for name, p := range e.state.Load().parts {
+	for name, p := range e.Current().parts {
 		closers[name] = &countingCloser{}
-		p.closer = closers[name]
+		p.resolver.SetCloser(closers[name])
 	}
 	// "default" changes resolver type, "other" stays the same.
 	next := "partitions:\n  - name: default\n    queues: [{name: root}]\n  - name: other\n    usergroupresolver: {type: os}\n    queues: [{name: root}]\n"

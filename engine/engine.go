@@ -9,10 +9,13 @@
 //   - A resolver failure denies: Check returns the error and a Decision
 //     that is not Allowed. Nothing is granted on groups that could not be
 //     established.
-//   - A new configuration is swapped in atomically: a decision in flight
-//     finishes on the configuration it started with and never waits for a
-//     reload. Group caches survive a reload when the partition's resolver
-//     settings did not change.
+//   - A configuration in service is one immutable Generation (policy,
+//     resolvers with their caches, admission state), swapped in with one
+//     atomic store: a decision in flight finishes on the generation it
+//     started with and never waits for a reload. Group caches survive a
+//     reload when the key of the partition's resolver settings
+//     (resolvers.Settings.Key) is unchanged; resolvers are built by
+//     package resolvers only.
 //   - There is no global state: each Engine owns its caches.
 package engine
 
@@ -20,18 +23,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/usherhq/usher/acl"
+	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/application"
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/identity/cache"
-	"github.com/usherhq/usher/identity/ldap"
+	"github.com/usherhq/usher/identity/resolvers"
 	"github.com/usherhq/usher/policy"
 )
 
@@ -57,72 +59,109 @@ type Result struct {
 	Identity identity.Info
 }
 
-// Engine answers requests from the configuration it currently holds. It is
-// safe for concurrent use.
+// Engine answers requests from the generation it currently holds. It is
+// safe for concurrent use. Its methods each load the current generation
+// once; a caller that asks several questions that must agree (a review
+// that checks a queue and reads admission settings) takes Current once
+// and asks the Generation.
 type Engine struct {
-	state atomic.Pointer[state]
+	cur atomic.Pointer[Generation]
 	// closeGrace is how long a replaced resolver stays open for lookups
 	// still in flight before it is closed.
 	closeGrace time.Duration
+	// authorizers, when set, gives each generation the admission
+	// authorizers bound to it (WithAdmissionAuthorizers).
+	authorizers func(*Generation) (admission.QueueAuthorizer, admission.DeleteAuthorizer)
 }
 
-type state struct {
-	cfg   *config.Config
-	parts map[string]*partition
+// Generation is one configuration in service, immutable: the compiled
+// policy, each partition's resolver with its cache, and the admission
+// state (compiled admission settings and the authorizers answering from
+// this same generation). A reload builds a new Generation and swaps it in
+// with one atomic store, so nothing ever sees the policy of one
+// configuration with the admission settings of another.
+type Generation struct {
+	cfg       *config.Config
+	parts     map[string]*partition
+	admission *admission.State
 }
 
 type partition struct {
 	mode     identity.Mode
-	settings config.Resolver
-	resolver identity.Resolver
-	cache    *cache.Cache // nil for resolvers that need none
-	closer   io.Closer    // the resolver's connections, nil when it holds none
+	resolver *resolvers.Resolver
+	defaults application.Defaults
 }
 
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithAdmissionAuthorizers sets the function that makes, for each new
+// generation, the queue and delete authorizers of its admission state;
+// they should answer from the generation they are given. Default: none
+// (the admission checks that need one fail closed).
+func WithAdmissionAuthorizers(f func(*Generation) (admission.QueueAuthorizer, admission.DeleteAuthorizer)) Option {
+	return func(e *Engine) { e.authorizers = f }
+}
+
+// WithCloseGrace sets how long a resolver replaced by a reload stays open
+// for lookups in flight. Default one minute.
+func WithCloseGrace(d time.Duration) Option { return func(e *Engine) { e.closeGrace = d } }
+
 // New builds an Engine for cfg, constructing each partition's resolver.
-func New(cfg *config.Config) (*Engine, error) {
+func New(cfg *config.Config, opts ...Option) (*Engine, error) {
 	e := &Engine{closeGrace: time.Minute}
+	for _, o := range opts {
+		o(e)
+	}
 	if err := e.Swap(cfg); err != nil {
 		return nil, err
 	}
 	return e, nil
 }
 
-// Swap replaces the configuration. On error the previous configuration
-// stays in force. Caches of partitions whose resolver settings are
-// unchanged are kept; resolvers that are replaced are closed after a grace
-// period, so that lookups in flight finish.
+// Swap builds the generation of cfg and puts it in service with one
+// atomic store. On error the previous generation stays in force. A
+// partition whose resolver settings have the same key
+// (resolvers.Settings.Key) as in the previous generation keeps its
+// resolver and cache; resolvers that are replaced are closed after a
+// grace period, so that lookups in flight finish.
 func (e *Engine) Swap(cfg *config.Config) error {
-	if cfg == nil || cfg.Snapshot == nil {
+	if cfg == nil || cfg.Snapshot == nil || cfg.Admission == nil {
 		return fmt.Errorf("engine: configuration is not compiled")
 	}
-	old := e.state.Load()
-	next := &state{cfg: cfg, parts: make(map[string]*partition, len(cfg.Partitions))}
-	kept := map[*partition]bool{}
-	var created []*partition
+	old := e.cur.Load()
+	next := &Generation{cfg: cfg, parts: make(map[string]*partition, len(cfg.Partitions))}
+	kept := map[*resolvers.Resolver]bool{}
+	var created []*resolvers.Resolver
 	for _, p := range cfg.Partitions {
 		name := strings.ToLower(p.Name)
-		if old != nil {
-			if prev, ok := old.parts[name]; ok && reflect.DeepEqual(prev.settings, p.Resolver) && p.Resolver.Type != "file" {
-				next.parts[name] = &partition{mode: p.Groups, settings: prev.settings, resolver: prev.resolver, cache: prev.cache, closer: prev.closer}
-				kept[prev] = true
-				continue
+		part := &partition{mode: p.Groups, defaults: p.Applications}
+		if prev, ok := old.partition(name); ok && prev.resolver.Key == p.Resolver.Key() {
+			part.resolver = prev.resolver
+			kept[prev.resolver] = true
+		} else {
+			r, err := resolvers.New(p.Resolver)
+			if err != nil {
+				closeAll(created)
+				return fmt.Errorf("partition %s: %w", p.Name, err)
 			}
+			created = append(created, r)
+			part.resolver = r
 		}
-		part, err := newPartition(p)
-		if err != nil {
-			closeAll(created)
-			return fmt.Errorf("partition %s: %w", p.Name, err)
-		}
-		created = append(created, part)
 		next.parts[name] = part
 	}
-	e.state.Store(next)
+	var qa admission.QueueAuthorizer
+	var da admission.DeleteAuthorizer
+	if e.authorizers != nil {
+		qa, da = e.authorizers(next)
+	}
+	next.admission = admission.NewState(cfg.Admission, qa, da)
+	e.cur.Store(next)
 	if old != nil {
-		var retired []*partition
+		var retired []*resolvers.Resolver
 		for _, p := range old.parts {
-			if !kept[p] && p.closer != nil {
-				retired = append(retired, p)
+			if !kept[p.resolver] && p.resolver.HoldsConnections() {
+				retired = append(retired, p.resolver)
 			}
 		}
 		if len(retired) > 0 {
@@ -132,110 +171,88 @@ func (e *Engine) Swap(cfg *config.Config) error {
 	return nil
 }
 
+func (g *Generation) partition(lname string) (*partition, bool) {
+	if g == nil {
+		return nil, false
+	}
+	p, ok := g.parts[lname]
+	return p, ok
+}
+
 // Close releases the resolvers' connections. The engine must not be used
 // afterwards.
 func (e *Engine) Close() error {
-	st := e.state.Load()
-	if st == nil {
+	g := e.cur.Load()
+	if g == nil {
 		return nil
 	}
-	parts := make([]*partition, 0, len(st.parts))
-	for _, p := range st.parts {
-		parts = append(parts, p)
+	rs := make([]*resolvers.Resolver, 0, len(g.parts))
+	for _, p := range g.parts {
+		rs = append(rs, p.resolver)
 	}
-	return closeAll(parts)
+	return closeAll(rs)
 }
 
-func closeAll(parts []*partition) error {
+func closeAll(rs []*resolvers.Resolver) error {
 	var errs []error
-	for _, p := range parts {
-		if p.closer != nil {
-			errs = append(errs, p.closer.Close())
-		}
+	for _, r := range rs {
+		errs = append(errs, r.Close())
 	}
 	return errors.Join(errs...)
 }
 
-func newPartition(p config.Partition) (*partition, error) {
-	r := p.Resolver
-	part := &partition{mode: p.Groups, settings: r}
-	var base identity.Resolver
-	var timeout time.Duration // the cache's default unless set below
-	switch r.Type {
-	case "", "none":
-		part.resolver = identity.None()
-		return part, nil
-	case "os":
-		base = identity.OS()
-	case "file":
-		base = r.Loaded
-		if base == nil {
-			var err error
-			if base, err = identity.File(r.File); err != nil {
-				return nil, err
-			}
-		}
-	case "test":
-		base = identity.Static(r.Users)
-	case "ldap":
-		if r.LDAP == nil {
-			return nil, fmt.Errorf("ldap resolver without settings")
-		}
-		l, err := ldap.New(*r.LDAP)
-		if err != nil {
-			return nil, err
-		}
-		base, part.closer = l, l
-		// The resolver bounds a lookup by its own timeout and says so in
-		// its error. The cache's bound is only a backstop: twice that, so
-		// it never cuts short a lookup the ldap settings allow (a timeout
-		// of 30s would otherwise end at the cache's default 10s).
-		timeout = 2 * l.Config().Timeout
-	default:
-		return nil, fmt.Errorf("unknown resolver type %q", r.Type)
-	}
-	part.cache = cache.New(base, cache.Options{
-		Name:        r.Type,
-		PositiveTTL: r.Cache.PositiveTTL,
-		NegativeTTL: r.Cache.NegativeTTL,
-		StaleTTL:    r.Cache.StaleTTL,
-		MaxEntries:  r.Cache.MaxEntries,
-		Timeout:     timeout,
-	})
-	part.resolver = part.cache
-	return part, nil
-}
+// Current returns the generation in service. Questions asked of it are
+// answered from that one configuration, whatever reloads happen meanwhile.
+func (e *Engine) Current() *Generation { return e.cur.Load() }
+
+// Admission returns the admission state of the generation in service: the
+// provider of admission.WithState.
+func (e *Engine) Admission() *admission.State { return e.cur.Load().admission }
+
+// Admission returns the generation's admission state.
+func (g *Generation) Admission() *admission.State { return g.admission }
+
+// Config returns the generation's configuration.
+func (g *Generation) Config() *config.Config { return g.cfg }
+
+// Snapshot returns the generation's compiled policy.
+func (g *Generation) Snapshot() *policy.Snapshot { return g.cfg.Snapshot }
 
 // Config returns the configuration in force.
-func (e *Engine) Config() *config.Config { return e.state.Load().cfg }
+func (e *Engine) Config() *config.Config { return e.cur.Load().cfg }
 
 // Snapshot returns the compiled policy in force.
-func (e *Engine) Snapshot() *policy.Snapshot { return e.state.Load().cfg.Snapshot }
+func (e *Engine) Snapshot() *policy.Snapshot { return e.cur.Load().cfg.Snapshot }
 
 // CacheStats returns the group cache counters of each partition that has a
-// cache.
+// cache, in the generation in service.
 func (e *Engine) CacheStats() map[string]cache.Stats {
 	out := map[string]cache.Stats{}
-	for name, p := range e.state.Load().parts {
-		if p.cache != nil {
-			out[name] = p.cache.Stats()
+	for name, p := range e.cur.Load().parts {
+		if p.resolver.Cache != nil {
+			out[name] = p.resolver.Cache.Stats()
 		}
 	}
 	return out
 }
 
-func (s *state) partition(name string) (*policy.CompiledPartition, *partition, error) {
-	cp, err := s.cfg.Snapshot.Partition(name)
+func (g *Generation) lookup(name string) (*policy.CompiledPartition, *partition, error) {
+	cp, err := g.cfg.Snapshot.Partition(name)
 	if err != nil {
 		return nil, nil, err
 	}
-	return cp, s.parts[cp.Name()], nil
+	return cp, g.parts[cp.Name()], nil
 }
 
 // Identify returns the identity of user in partition: the supplied groups
 // combined with the resolver's as the partition's groups mode says.
 func (e *Engine) Identify(ctx context.Context, partitionName, user string, groups []string) (identity.Info, error) {
-	_, p, err := e.state.Load().partition(partitionName)
+	return e.cur.Load().Identify(ctx, partitionName, user, groups)
+}
+
+// Identify is Engine.Identify in this generation.
+func (g *Generation) Identify(ctx context.Context, partitionName, user string, groups []string) (identity.Info, error) {
+	_, p, err := g.lookup(partitionName)
 	if err != nil {
 		return identity.Info{}, err
 	}
@@ -246,7 +263,7 @@ func identify(ctx context.Context, p *partition, user string, groups []string) (
 	if err := acl.ValidName(user); err != nil {
 		return identity.Info{}, fmt.Errorf("user: %w", err)
 	}
-	in, err := identity.Complete(ctx, p.mode, p.resolver, user, groups)
+	in, err := identity.Complete(ctx, p.mode, p.resolver.Resolver, user, groups)
 	if err != nil {
 		return identity.Info{}, &GroupsError{User: user, Err: err}
 	}
@@ -269,18 +286,28 @@ func (e *GroupsError) Unwrap() error { return e.Err }
 // Check decides req. A non-nil error (unknown partition or queue, invalid
 // user name, resolver failure) comes with a Result that denies.
 func (e *Engine) Check(ctx context.Context, req Request) (Result, error) {
-	res, _, err := e.decide(ctx, req, false)
+	return e.cur.Load().Check(ctx, req)
+}
+
+// Check is Engine.Check in this generation.
+func (g *Generation) Check(ctx context.Context, req Request) (Result, error) {
+	res, _, err := g.decide(ctx, req, false)
 	return res, err
 }
 
 // Explain decides req and returns the whole trail of ACLs consulted.
 func (e *Engine) Explain(ctx context.Context, req Request) (Result, []policy.Step, error) {
-	return e.decide(ctx, req, true)
+	return e.cur.Load().decide(ctx, req, true)
 }
 
-func (e *Engine) decide(ctx context.Context, req Request, trail bool) (Result, []policy.Step, error) {
+// Explain is Engine.Explain in this generation.
+func (g *Generation) Explain(ctx context.Context, req Request) (Result, []policy.Step, error) {
+	return g.decide(ctx, req, true)
+}
+
+func (g *Generation) decide(ctx context.Context, req Request, trail bool) (Result, []policy.Step, error) {
 	res := Result{Decision: policy.Decision{Partition: req.Partition, Queue: req.Queue, Action: req.Action, User: req.User}}
-	cp, p, err := e.state.Load().partition(req.Partition)
+	cp, p, err := g.lookup(req.Partition)
 	if err != nil {
 		return res, nil, err
 	}
@@ -306,7 +333,12 @@ func (e *Engine) decide(ctx context.Context, req Request, trail bool) (Result, [
 
 // Access lists every queue of the partition with what user may do there.
 func (e *Engine) Access(ctx context.Context, partitionName, user string, groups []string) (identity.Info, []policy.QueueAccess, error) {
-	cp, p, err := e.state.Load().partition(partitionName)
+	return e.cur.Load().Access(ctx, partitionName, user, groups)
+}
+
+// Access is Engine.Access in this generation.
+func (g *Generation) Access(ctx context.Context, partitionName, user string, groups []string) (identity.Info, []policy.QueueAccess, error) {
+	cp, p, err := g.lookup(partitionName)
 	if err != nil {
 		return identity.Info{}, nil, err
 	}
@@ -332,8 +364,12 @@ type AppRequest struct {
 // partition's queue policy and application ACL defaults. An error comes
 // with a Decision that denies.
 func (e *Engine) DecideApplication(ctx context.Context, req AppRequest) (application.Decision, identity.Info, error) {
-	st := e.state.Load()
-	cp, p, err := st.partition(req.Partition)
+	return e.cur.Load().DecideApplication(ctx, req)
+}
+
+// DecideApplication is Engine.DecideApplication in this generation.
+func (g *Generation) DecideApplication(ctx context.Context, req AppRequest) (application.Decision, identity.Info, error) {
+	cp, p, err := g.lookup(req.Partition)
 	if err != nil {
 		return application.Decision{}, identity.Info{}, err
 	}
@@ -341,16 +377,7 @@ func (e *Engine) DecideApplication(ctx context.Context, req AppRequest) (applica
 	if err != nil {
 		return application.Decision{}, identity.Info{}, err
 	}
-	pol := application.Policy{Partition: cp, Defaults: st.defaults(cp.Name())}
+	pol := application.Policy{Partition: cp, Defaults: p.defaults}
 	d, err := pol.Decide(req.App, acl.NewSubject(in.User, in.Groups), req.Action, req.Target)
 	return d, in, err
-}
-
-func (s *state) defaults(partition string) application.Defaults {
-	for _, p := range s.cfg.Partitions {
-		if strings.EqualFold(p.Name, partition) {
-			return p.Applications
-		}
-	}
-	return application.Defaults{}
 }

@@ -351,7 +351,7 @@ func outcomeOf(rec admission.Record) string {
 
 // authorizer implements admission.QueueAuthorizer over the engine.
 type authorizer struct {
-	e   *engine.Engine
+	e   decider
 	log *slog.Logger
 }
 

@@ -27,7 +27,7 @@ import (
 //     may still delete what it owns.
 //   - Anything else that prevents a decision (unknown partition, invalid
 //     user name, a resolver failure) is an error: the webhook denies.
-type deleteAuthorizer struct{ e *engine.Engine }
+type deleteAuthorizer struct{ e decider }
 
 var _ admission.DeleteAuthorizer = deleteAuthorizer{}
 

@@ -9,6 +9,10 @@
 //     types checked, panics recovered and counted, every bad input answered
 //     with a clear error; decisions come from package engine and package
 //     admission.
+//   - The configuration is read by config.Load, as every command reads it
+//     (file, ConfigMap manifest or mounted directory, ADMISSION_CONTROLLER_*
+//     overrides), and served as one engine generation: policy, resolvers
+//     and admission settings change together, in one atomic swap.
 //   - A configuration change on disk is swapped in atomically; an invalid
 //     one is refused, logged (with the reason), counted and shown on
 //     /readyz (without the reason) while the last good configuration keeps
@@ -39,8 +43,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,9 +50,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/application"
 	"github.com/usherhq/usher/auth"
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/engine"
+	"github.com/usherhq/usher/identity"
 )
 
 // Options configure a Server. Zero values take the documented defaults,
@@ -245,12 +249,12 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.logWarnings(cfg)
-	// The ADMISSION_CONTROLLER_* variables do not change while usher
-	// runs: lint them once.
-	for _, w := range admission.EnvWarnings(opts.Getenv) {
-		s.log.Warn("configuration warning", "warning", w.String(), "source", "environment")
+	// Each generation's admission authorizers answer from that same
+	// generation, so a review never mixes two configurations.
+	authorizers := func(g *engine.Generation) (admission.QueueAuthorizer, admission.DeleteAuthorizer) {
+		return authorizer{g, s.log}, deleteAuthorizer{g}
 	}
-	if s.engine, err = engine.New(cfg); err != nil {
+	if s.engine, err = engine.New(cfg, engine.WithAdmissionAuthorizers(authorizers)); err != nil {
 		return nil, err
 	}
 	s.metrics = newMetrics(s.registry, s.engine)
@@ -258,12 +262,13 @@ func New(opts Options) (*Server, error) {
 	s.registerBodyGauges()
 	hopts := []admission.Option{
 		admission.WithPanicHook(func(any) { s.metrics.panics.WithLabelValues("admission").Inc() }),
-		admission.WithAuthorizer(authorizer{s.engine, s.log}),
-		admission.WithDeleteAuthorizer(deleteAuthorizer{s.engine}),
+		// Settings and authorizers come from the engine's generation in
+		// service: one atomic swap changes policy and admission together.
+		admission.WithState(s.engine.Admission),
 		admission.WithAudit(s.auditReview),
 		admission.WithMaxBodyBytes(opts.MaxReviewBody),
 	}
-	s.admission = admission.NewHandler(cfg.AdmissionCompiled, hopts...)
+	s.admission = admission.NewHandler(cfg.Admission, hopts...)
 	s.status.Store(&reloadStatus{loadedAt: time.Now()})
 	if err := s.setupAccessAuth(); err != nil {
 		return nil, err
@@ -280,35 +285,21 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// load reads the configuration (or the default) and applies the
-// environment's admission overrides.
+// load reads the configuration (or the embedded default) through the
+// pipeline every command uses, with the ADMISSION_CONTROLLER_* overrides.
 func (s *Server) load() (*config.Config, error) {
-	var cfg *config.Config
-	var err error
-	if s.opts.ConfigPath == "" {
-		cfg = config.Default()
-	} else if cfg, err = config.LoadAny(s.opts.ConfigPath); err != nil {
-		return nil, err
-	}
-	ac := cfg.Admission
-	if err := ac.ApplyEnv(s.opts.Getenv); err != nil {
-		return nil, fmt.Errorf("environment: %w", err)
-	}
-	compiled, err := ac.Compile()
-	if err != nil {
-		return nil, fmt.Errorf("environment: %w", err)
-	}
-	cfg.Admission, cfg.AdmissionCompiled = ac, compiled
-	// Warnings about the file's values of settings the environment
-	// overrides describe nothing in force (the environment's own values
-	// are linted at start, named by their variables).
-	for _, setting := range admission.EnvOverridden(s.opts.Getenv) {
-		cfg.Warnings = slices.DeleteFunc(cfg.Warnings, func(d config.Diagnostic) bool {
-			return strings.HasPrefix(d.Msg, setting+":")
-		})
-	}
-	return cfg, nil
+	return config.Load(s.opts.ConfigPath, config.WithEnv(s.opts.Getenv))
 }
+
+// decider is what the admission authorizers ask: one engine generation,
+// so that a review's queue and delete checks answer from the
+// configuration whose admission settings the review uses.
+type decider interface {
+	Check(ctx context.Context, req engine.Request) (engine.Result, error)
+	DecideApplication(ctx context.Context, req engine.AppRequest) (application.Decision, identity.Info, error)
+}
+
+var _ decider = (*engine.Generation)(nil)
 
 func (s *Server) setupTLS() error {
 	switch {
@@ -453,9 +444,7 @@ func (s *Server) Reload() (bool, error) {
 	if err == nil {
 		s.lastSum = sum
 		if cfg, err = s.load(); err == nil {
-			if err = s.engine.Swap(cfg); err == nil {
-				err = s.admission.Store(cfg.AdmissionCompiled, authorizer{s.engine, s.log})
-			}
+			err = s.engine.Swap(cfg) // one atomic swap: policy, resolvers and admission
 		}
 	}
 	if err != nil {

@@ -49,7 +49,7 @@ func runAccess(ctx context.Context, env *Env, args []string) int {
 	var d decisionFlags
 	var output string
 	fs := newFlagSet(env, "access", "usher access --config FILE [--partition NAME] --user U [--groups g1,g2] [-o tree|json]", accessHelp)
-	fs.StringVar(&d.config, "config", "", "configuration `FILE` (default: the embedded default)")
+	fs.StringVar(&d.config, "config", "", configFlagHelp)
 	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
 	fs.StringVar(&d.user, "user", "", "user `NAME` (required)")
 	fs.StringVar(&d.groups, "groups", "", "comma separated `GROUPS`; when empty the partition's resolver finds them")
@@ -176,37 +176,57 @@ func hasLaterSibling(qs []policy.QueueAccess, i, level int) bool {
 	return false
 }
 
-const lintHelp = `Checks a configuration file and prints each problem as
-FILE:LINE:COL: message (warnings say "warning:"). It catches syntax errors,
-unknown keys, invalid queue and user names, ACLs with more than one space,
-admission settings that name a partition, queue or scheduler the file does
-not have, and warns about traps: a group-only ACL whose leading space YAML
-dropped because it was not quoted, "*" mixed with names, duplicate entries,
-names differing only in case, leaf queues nobody can submit to, and trust
-patterns not anchored at both ends (with the pattern to write instead).
+const lintHelp = `Checks configurations and prints each problem as
+FILE:LINE:COL: message (warnings say "warning:"). Each PATH is read exactly
+as usher serve and the other commands read --config: a usher YAML file, a
+ConfigMap manifest (problems inside its queues.yaml block are given at the
+manifest's own lines), or the directory where a ConfigMap is mounted (the
+..data links kubelet makes are followed), with the ADMISSION_CONTROLLER_*
+environment variables applied (problems with them are given as
+"environment: VARIABLE: …").
 
-Exit status: 1 when there are errors, 0 when there are only warnings or
-none, 2 on bad usage or an unreadable file.
+It catches syntax errors, unknown keys, invalid queue and user names, ACLs
+with more than one space, admission settings that name a partition, queue
+or scheduler the file does not have, and warns about traps: a group-only
+ACL whose leading space YAML dropped because it was not quoted, "*" mixed
+with names, duplicate entries, names differing only in case, leaf queues
+nobody can submit to, and trust patterns not anchored at both ends (with
+the pattern to write instead).
 
-Example:
+Exit status: 1 when any PATH has errors, 0 when there are only warnings or
+none, 2 on bad usage or a PATH that cannot be read.
+
+Examples:
   usher lint queues.yaml
+  usher lint deploy/configmap.yaml
+  usher lint /etc/usher            # a mounted ConfigMap
+  usher lint a.yaml b.yaml configs/
 `
 
 func runLint(_ context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "lint", "usher lint FILE", lintHelp)
+	fs := newFlagSet(env, "lint", "usher lint PATH...", lintHelp)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
 		}
 		return ExitUsage
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(env.Stderr, "usher lint: want exactly one FILE")
+	if fs.NArg() == 0 {
+		fmt.Fprintln(env.Stderr, "usher lint: want at least one PATH (a file, a ConfigMap manifest or a mounted ConfigMap directory)")
 		fs.Usage()
 		return ExitUsage
 	}
-	path := fs.Arg(0)
-	cfg, err := config.Load(path)
+	code := ExitOK
+	for _, path := range fs.Args() {
+		code = max(code, lintOne(env, path))
+	}
+	return code
+}
+
+// lintOne lints the configuration at path and prints its diagnostics and
+// a summary line.
+func lintOne(env *Env, path string) int {
+	cfg, err := loadConfig(env, path)
 	var invalid *config.InvalidError
 	var diags []config.Diagnostic
 	switch {
@@ -216,9 +236,20 @@ func runLint(_ context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "usher lint: %v\n", err)
 		return ExitUsage
 	default:
-		diags = cfg.Warnings
+		diags = slices.Clone(cfg.Warnings)
+	}
+	// Errors and warnings come sorted apart; interleave them by file (in
+	// the order files first appear), line and column.
+	rank := map[string]int{}
+	for _, d := range diags {
+		if _, ok := rank[d.File]; !ok {
+			rank[d.File] = len(rank)
+		}
 	}
 	slices.SortStableFunc(diags, func(a, b config.Diagnostic) int {
+		if a.File != b.File {
+			return rank[a.File] - rank[b.File]
+		}
 		if a.Line != b.Line {
 			return a.Line - b.Line
 		}

@@ -5,11 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/application"
+	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/policy"
 )
@@ -49,7 +49,7 @@ func runApp(ctx context.Context, env *Env, args []string) int {
 	var explain bool
 	fs := newFlagSet(env, "app", "usher app --config FILE [--partition NAME] --queue root.a --owner U --user U [--groups g1,g2] "+
 		"--action view|modify|kill|move [--target-queue root.b] [--view-acl ACL] [--modify-acl ACL] [--id ID] [--explain]", appHelp)
-	fs.StringVar(&d.config, "config", "", "configuration `FILE` (default: the embedded default, where root allows everyone)")
+	fs.StringVar(&d.config, "config", "", configFlagHelp)
 	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
 	fs.StringVar(&d.queue, "queue", "", "`PATH` of the queue the application runs in (default: the partition's default queue)")
 	fs.StringVar(&owner, "owner", "", "`USER` who owns (submitted) the application (required)")
@@ -117,23 +117,10 @@ func runApp(ctx context.Context, env *Env, args []string) int {
 	if !ok {
 		return ExitUsage
 	}
-	cp, err := e.Snapshot().Partition(d.partition)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
-		return ExitUsage
-	}
-	p := application.Policy{Partition: cp}
-	for _, part := range e.Config().Partitions {
-		if strings.EqualFold(part.Name, cp.Name()) {
-			p.Defaults = part.Applications
-		}
-	}
-	in, err := e.Identify(ctx, d.partition, d.user, groups)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
-		return ExitUsage
-	}
-	dec, err := p.Decide(app, acl.NewSubject(in.User, in.Groups), action, target)
+	// The same decision /v1/access makes for an application.
+	dec, in, err := e.DecideApplication(ctx, engine.AppRequest{
+		Partition: d.partition, User: d.user, Groups: groups, App: app, Action: action, Target: target,
+	})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
 		return ExitUsage

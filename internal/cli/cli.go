@@ -31,6 +31,11 @@ const (
 type Env struct {
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
+	// LookupEnv reads a variable and says whether it is set (the
+	// ADMISSION_CONTROLLER_* overrides: set and empty differs from unset).
+	// Default: os.LookupEnv when Getenv is os.Getenv or nil, else Getenv
+	// with "" read as unset.
+	LookupEnv func(string) (string, bool)
 }
 
 type command struct {
@@ -45,7 +50,7 @@ func commands() []command {
 		{"explain", "like check, and shows which queue and which ACL entry decided", runExplain},
 		{"place", "where will this user's application go? the queue placement rules choose", runPlace},
 		{"access", "every queue of a partition with the user's submit and admin rights", runAccess},
-		{"lint", "check a configuration file: FILE:LINE:COL: message", runLint},
+		{"lint", "check configurations (files, ConfigMap manifests, mounted ConfigMaps): FILE:LINE:COL: message", runLint},
 		{"app", "may this user view, modify, kill or move an application? (YARN application ACLs)", runApp},
 		{"import", "turn YARN or Spark ACL settings into usher YAML", runImport},
 		{"serve", "run the decision API and the Kubernetes admission webhook", runServe},
@@ -59,6 +64,14 @@ var Version = "dev"
 // Run runs the usher command with args (without the program name) and
 // returns the exit code.
 func Run(ctx context.Context, env *Env, args []string) int {
+	if env.LookupEnv == nil {
+		if env.Getenv == nil {
+			env.LookupEnv = os.LookupEnv
+		} else {
+			get := env.Getenv
+			env.LookupEnv = func(k string) (string, bool) { v := get(k); return v, v != "" }
+		}
+	}
 	if env.Getenv == nil {
 		env.Getenv = os.Getenv
 	}
@@ -103,6 +116,12 @@ Examples:
   usher lint    queues.yaml
   usher serve   --config queues.yaml
 
+Every command reads a configuration the same way, as usher serve does: a
+usher YAML file, a ConfigMap manifest, or the directory where a ConfigMap
+is mounted, with the ADMISSION_CONTROLLER_* environment variables
+(BYPASS_AUTH, TRUST_CONTROLLERS, SYSTEM_USERS, EXTERNAL_USERS,
+EXTERNAL_GROUPS) overriding its admission settings.
+
 Run "usher <command> --help" for the flags of a command.
 `)
 }
@@ -123,7 +142,7 @@ func newFlagSet(env *Env, name, synopsis, help string) *flag.FlagSet {
 }
 
 func (d *decisionFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&d.config, "config", "", "configuration `FILE` (default: the embedded default, where root allows everyone)")
+	fs.StringVar(&d.config, "config", "", configFlagHelp)
 	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
 	fs.StringVar(&d.queue, "queue", "", "queue `PATH` such as root.a.b (default: the partition's default queue)")
 	fs.StringVar(&d.user, "user", "", "user `NAME` (required), e.g. alice or system:serviceaccount:spark:driver")
@@ -161,14 +180,21 @@ func splitGroups(s string) ([]string, error) {
 	return out, nil
 }
 
+// configFlagHelp is the help of every command's --config flag.
+const configFlagHelp = "configuration `FILE`: a usher YAML file, a ConfigMap manifest or a mounted ConfigMap directory, " +
+	"read as usher serve reads it, ADMISSION_CONTROLLER_* variables applied (default: the embedded default, where root allows everyone)"
+
+// loadConfig reads a configuration (or the embedded default) through the
+// pipeline usher serve uses, with the ADMISSION_CONTROLLER_* overrides.
+func loadConfig(env *Env, path string) (*config.Config, error) {
+	return config.Load(path, config.WithEnv(env.LookupEnv))
+}
+
 // loadEngine loads the configuration (or the embedded default) and builds
 // an engine, printing the reason on failure.
 func loadEngine(env *Env, path string) (*engine.Engine, bool) {
-	var cfg *config.Config
-	var err error
-	if path == "" {
-		cfg = config.Default()
-	} else if cfg, err = config.Load(path); err != nil {
+	cfg, err := loadConfig(env, path)
+	if err != nil {
 		fmt.Fprintf(env.Stderr, "usher: invalid configuration:\n%v\n", err)
 		return nil, false
 	}

@@ -65,7 +65,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"check", "--user", "a", "extra"}, `unexpected argument "extra"`},
 		{[]string{"check", "--user", "a", "--groups", "ok,not ok"}, "whitespace"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
-		{[]string{"lint"}, "want exactly one FILE"},
+		{[]string{"lint"}, "want at least one PATH"},
 		{[]string{"access", "--user", "a", "-o", "yaml"}, `want tree or json`},
 		{[]string{"serve", "--access-auth", "token"}, `--access-auth "token"`},
 		{[]string{"serve", "--access-auth", "none,kubernetes"}, "cannot be combined"},

@@ -28,7 +28,9 @@ const serveHelp = `Serves, over TLS:
 The configuration (a usher YAML file, a ConfigMap manifest, or a directory
 where a ConfigMap is mounted) is watched and reloaded when it changes; an
 invalid change is refused and the last good configuration keeps serving.
-ADMISSION_CONTROLLER_* environment variables override the file.
+ADMISSION_CONTROLLER_* environment variables override the file, exactly as
+in every other command (one set to "" overrides too: an empty pattern list
+trusts nobody); "usher lint" reports what serve would read.
 
 Without --tls-cert/--tls-key a self-signed certificate is generated (for
 local use; its PEM is written to --ca-out when given).
@@ -73,7 +75,7 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	var authCacheTTL time.Duration
 	var memLimit, bodyMemory string
 	fs := newFlagSet(env, "serve", "usher serve [--config FILE] [--addr HOST:PORT] [--tls-cert F --tls-key F] [--access-auth MODES] [--kubeconfig F] [--client-ca F]", serveHelp)
-	fs.StringVar(&opts.ConfigPath, "config", "", "configuration `FILE` or ConfigMap directory (default: the embedded default)")
+	fs.StringVar(&opts.ConfigPath, "config", "", configFlagHelp)
 	fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8443", "listen `HOST:PORT` (use :8443 inside a cluster)")
 	fs.StringVar(&opts.TLSCertFile, "tls-cert", "", "serving certificate `FILE` (PEM), re-read when it changes")
 	fs.StringVar(&opts.TLSKeyFile, "tls-key", "", "private key `FILE` (PEM)")
@@ -126,10 +128,7 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	}
 	opts.TokenReviewCache.SuccessTTL, opts.TokenReviewCache.FailureTTL = authCacheTTL, authCacheTTL
 	opts.SubjectAccessReviewCache.AllowTTL, opts.SubjectAccessReviewCache.DenyTTL = authCacheTTL, authCacheTTL
-	opts.Getenv = func(k string) (string, bool) {
-		v := env.Getenv(k)
-		return v, v != ""
-	}
+	opts.Getenv = env.LookupEnv
 	if env.Getenv("GOGC") == "" {
 		// usher's live heap is small (the compiled policy and the caches)
 		// while each review allocates a few kilobytes: at Go's default the

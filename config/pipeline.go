@@ -1,0 +1,367 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/usherhq/usher/admission"
+)
+
+// Option configures Load, Parse and FromConfigMap.
+type Option func(*options)
+
+type options struct {
+	lookup func(string) (string, bool)
+}
+
+// WithEnv applies the ADMISSION_CONTROLLER_* variables read with lookup
+// (os.LookupEnv in every command and in usher serve), which override the
+// file's admission settings (see admission.Config.ApplyEnv). A bad value
+// is an error at "environment: VARIABLE: …"; a setting a variable
+// overrides is linted as the variable, and warnings about the file's value
+// are dropped, since that value is not in force. Default: no variables are
+// read.
+func WithEnv(lookup func(string) (string, bool)) Option {
+	return func(o *options) { o.lookup = lookup }
+}
+
+// EnvFile is the file name diagnostics about ADMISSION_CONTROLLER_*
+// variables carry.
+const EnvFile = "environment"
+
+// Load reads a configuration from path through the one pipeline every
+// command and usher serve use: the source (a usher YAML file, a ConfigMap
+// manifest, the directory where a ConfigMap is mounted, or "" for the
+// embedded default) → parse with positions → environment overrides
+// (WithEnv) → validate and lint → compile. The error, when the
+// configuration is invalid, is an *InvalidError listing every mistake at
+// FILE:LINE:COL; a source that cannot be read is another error.
+func Load(path string, opts ...Option) (*Config, error) {
+	if path == "" {
+		return parse(&source{name: "<embedded default>", dir: ".", queues: defaultYAML}, opts)
+	}
+	src, err := readSource(path)
+	if err != nil {
+		return nil, err
+	}
+	return parse(src, opts)
+}
+
+// Parse parses a usher YAML configuration held in memory; name is used in
+// diagnostics. Relative file paths inside it are relative to the current
+// directory. The error, when not nil, is an *InvalidError listing every
+// mistake.
+func Parse(name string, data []byte, opts ...Option) (*Config, error) {
+	return parse(&source{name: name, dir: ".", queues: data}, opts)
+}
+
+// FromConfigMap reads a YuniKorn-style ConfigMap's data: the queues.yaml key
+// holds the partitions (and may hold an admissionController block), and
+// flat admissionController.* keys hold the admission settings. Setting the
+// admission controller both ways is an error, so that no setting is
+// silently ignored. name is used in diagnostics.
+func FromConfigMap(name string, data map[string]string, opts ...Option) (*Config, error) {
+	src, err := configMapSource(name, data)
+	if err != nil {
+		return nil, err
+	}
+	return parse(src, opts)
+}
+
+// parse runs the pipeline on src.
+func parse(src *source, opts []Option) (*Config, error) {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	p := &parser{diags: diags{file: src.name, lineOff: src.lineOff, colOff: src.colOff}, dir: src.dir}
+	c, adm := p.document(src.queues)
+	// The admission settings are read even when the partitions have
+	// errors, so that every mistake is reported at once.
+	p.admission(c, src, adm, o.lookup)
+	if errs := p.errors(); len(errs) > 0 {
+		return nil, &InvalidError{Diagnostics: errs, Warnings: p.warnings()}
+	}
+	p.lint(c)
+	c.Warnings = p.warnings()
+	return c, nil
+}
+
+// admission reads the admission settings (the YAML block adm, or a
+// ConfigMap's flat keys), applies the environment, compiles them once
+// and checks what they name in the partitions. Every problem is reported
+// at the place it was written: a YAML node, a ConfigMap key, or a
+// variable.
+func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(string) (string, bool)) {
+	var raw admission.Config
+	var loc locator = yamlLocator{p: p, block: adm}
+	if adm != nil {
+		if !p.strict(adm, "admissionController", &raw) {
+			return
+		}
+	}
+	if flat, ok := src.flat(); ok {
+		if adm != nil {
+			p.errorf(adm, "the admission controller is set both here and as admissionController.* keys of the ConfigMap (%s): use one",
+				strings.Join(sortedKeys(flat), ", "))
+			return
+		}
+		cl := configMapLocator{p: p, src: src}
+		loc = cl
+		var err error
+		if raw, err = admission.FromConfigMap(flat); err != nil {
+			for _, ke := range admission.KeyErrors(err) {
+				cl.at(ke.Name, Error, ke.Error(), -1, "")
+			}
+			return
+		}
+	}
+	var overrides []admission.EnvOverride
+	if lookup != nil {
+		if err := raw.ApplyEnv(lookup); err != nil {
+			p.envError(err)
+			return
+		}
+		overrides = admission.EnvOverrides(lookup)
+		loc = envLocator{inner: loc, p: p, vars: overrides}
+	}
+	compiled, err := raw.Compile()
+	if err != nil {
+		for _, se := range admission.SettingErrors(err) {
+			loc.err(se.Setting, se.Index, se.Field, se.Error())
+		}
+		return
+	}
+	c.Admission = compiled
+	for _, w := range compiled.Config().Warnings() {
+		if !overridden(overrides, w.Setting) {
+			loc.warn(w)
+		}
+	}
+	if lookup != nil {
+		for _, w := range admission.EnvWarnings(lookup) {
+			p.list = append(p.list, Diagnostic{File: EnvFile, Severity: Warning, Msg: w.String()})
+		}
+	}
+	if c.Snapshot == nil {
+		return
+	}
+	for _, r := range references(raw, c.Snapshot) {
+		setting, index, field := r.setting, r.index, r.field
+		if r.at != "" {
+			setting, index, field = r.at, -1, ""
+		}
+		loc.err(setting, index, field, r.String())
+	}
+}
+
+func overridden(overrides []admission.EnvOverride, setting string) bool {
+	for _, o := range overrides {
+		if o.Setting == setting {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *parser) envError(err error) {
+	for _, ke := range admission.KeyErrors(err) {
+		p.list = append(p.list, Diagnostic{File: EnvFile, Severity: Error, Msg: ke.Error()})
+	}
+}
+
+// locator reports a problem of an admission setting where it was
+// written.
+type locator interface {
+	// err reports an error about setting (a YAML path), its list item
+	// index (-1: none) and field ("" none).
+	err(setting string, index int, field, msg string)
+	warn(w admission.Warning)
+}
+
+// yamlLocator places settings in the admissionController block.
+type yamlLocator struct {
+	p     *parser
+	block *yaml.Node
+}
+
+func (l yamlLocator) err(setting string, index int, field, msg string) {
+	l.p.errorf(settingNode(l.block, setting, index, field), "%s", msg)
+}
+
+func (l yamlLocator) warn(w admission.Warning) { l.p.admissionWarning(l.block, w) }
+
+// configMapLocator places settings at the flat ConfigMap key that sets
+// them.
+type configMapLocator struct {
+	p   *parser
+	src *source
+}
+
+// keyOf is the ConfigMap key of a setting: the setting itself, or for a
+// list of sources or the mapping the key holding it as YAML, or
+// YuniKorn's filtering.* spelling when that is the one set.
+func (l configMapLocator) keyOf(setting string) string {
+	if alias, ok := configMapAliases[setting]; ok {
+		if _, set := l.src.keys[alias]; set {
+			return alias
+		}
+	}
+	return setting
+}
+
+func (l configMapLocator) at(key string, sev Severity, msg string, index int, pattern string) {
+	kv, ok := l.src.keys[key]
+	switch {
+	case !ok:
+		// A default or an unset key: the ConfigMap as a whole.
+		l.p.list = append(l.p.list, Diagnostic{File: l.src.origin, Severity: sev, Msg: msg})
+	case kv.node == nil:
+		l.p.list = append(l.p.list, Diagnostic{File: kv.file, Severity: sev, Msg: msg})
+	default:
+		line, col := kv.node.Line, kv.node.Column
+		if pattern != "" && kv.node.Kind == yaml.ScalarNode {
+			if off, ok := patternOffset(kv.node.Value, index); ok {
+				line, col = offsetPos(kv.node, off)
+			}
+		}
+		l.p.list = append(l.p.list, Diagnostic{File: kv.file, Line: line, Col: col, Severity: sev, Msg: msg})
+	}
+}
+
+func (l configMapLocator) err(setting string, index int, field, msg string) {
+	key := l.keyOf(setting)
+	if key != setting {
+		msg = key + strings.TrimPrefix(msg, setting)
+	}
+	l.at(key, Error, msg, index, "")
+}
+
+func (l configMapLocator) warn(w admission.Warning) {
+	w.Setting = l.keyOf(w.Setting)
+	l.at(w.Setting, Warning, w.String(), w.Index, w.Pattern)
+}
+
+// configMapAliases are the ConfigMap keys YuniKorn spells differently
+// from usher's YAML path for the same setting.
+var configMapAliases = map[string]string{
+	"admissionController.processNamespaces": "admissionController.filtering.processNamespaces",
+	"admissionController.bypassNamespaces":  "admissionController.filtering.bypassNamespaces",
+}
+
+// envLocator places settings an ADMISSION_CONTROLLER_* variable sets at
+// the variable, and the rest where inner does.
+type envLocator struct {
+	inner locator
+	p     *parser
+	vars  []admission.EnvOverride
+}
+
+func (l envLocator) variable(setting string) string {
+	for _, o := range l.vars {
+		if o.Setting == setting {
+			return o.Variable
+		}
+	}
+	return ""
+}
+
+func (l envLocator) err(setting string, index int, field, msg string) {
+	v := l.variable(setting)
+	if v == "" {
+		l.inner.err(setting, index, field, msg)
+		return
+	}
+	if index >= 0 {
+		v = fmt.Sprintf("%s[%d]", v, index)
+	}
+	_, rest, _ := strings.Cut(msg, ": ")
+	l.p.list = append(l.p.list, Diagnostic{File: EnvFile, Severity: Error, Msg: v + ": " + rest})
+}
+
+func (l envLocator) warn(w admission.Warning) { l.inner.warn(w) }
+
+// settingNode finds the node of an admission setting (a YAML path such as
+// admissionController.queueMapping.table, with a list index and a field
+// inside the item) in the admissionController block, falling back to the
+// deepest node found.
+func settingNode(block *yaml.Node, setting string, index int, field string) *yaml.Node {
+	n := block
+	for _, name := range strings.Split(strings.TrimPrefix(setting, "admissionController."), ".") {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return n
+		}
+		next := mapValue(n, name)
+		if next == nil {
+			return n
+		}
+		n = next
+	}
+	if index < 0 {
+		return n
+	}
+	if n.Kind != yaml.SequenceNode || index >= len(n.Content) {
+		return n // a comma-separated pattern string, or a list too short
+	}
+	n = n.Content[index]
+	if field != "" && n.Kind == yaml.MappingNode {
+		if v := mapValue(n, field); v != nil {
+			return v
+		}
+	}
+	return n
+}
+
+// admissionWarning reports w at the pattern it is about: the item of a
+// list, or the pattern's place in a comma-separated string.
+func (p *parser) admissionWarning(adm *yaml.Node, w admission.Warning) {
+	n := settingNode(adm, w.Setting, -1, "")
+	switch {
+	case n == nil || w.Pattern == "":
+	case n.Kind == yaml.SequenceNode:
+		items := 0
+		for _, item := range n.Content {
+			if item.Kind == yaml.ScalarNode && strings.TrimSpace(item.Value) == "" {
+				continue // dropped as blank, as Patterns does
+			}
+			if items == w.Index {
+				p.warnf(item, "%s", w)
+				return
+			}
+			items++
+		}
+	case n.Kind == yaml.ScalarNode:
+		if off, ok := patternOffset(n.Value, w.Index); ok {
+			p.atOffset(n, off, Warning, w.String())
+			return
+		}
+	}
+	p.warnf(n, "%s", w)
+}
+
+// patternOffset is the byte offset in s of the index-th pattern of the
+// comma-separated list s, counted as admission.ParsePatterns counts them.
+func patternOffset(s string, index int) (int, bool) {
+	off, items := 0, 0
+	for part := range strings.SplitSeq(s, ",") {
+		if t := strings.TrimSpace(part); t != "" {
+			if items == index {
+				return off + strings.Index(part, t), true
+			}
+			items++
+		}
+		off += len(part) + 1
+	}
+	return 0, false
+}
+
+// absPath makes a path inside the configuration absolute against dir.
+func absPath(dir, path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(dir, path)
+}

@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/config"
+)
+
+// A reload keeps a partition's resolver, and so its cache, exactly when
+// the key of its settings is unchanged: another groups mode or ACL keeps
+// it, an edited users-to-groups file or other cache settings replace it.
+func TestSwapKeepsResolversByKey(t *testing.T) {
+	dir := t.TempDir()
+	groups := filepath.Join(dir, "groups")
+	write := func(path, s string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfgFile := filepath.Join(dir, "q.yaml")
+	load := func(yaml string) *config.Config {
+		t.Helper()
+		write(cfgFile, yaml)
+		c, err := config.Load(cfgFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	const base = "partitions:\n  - name: default\n    usergroupresolver: {type: file, file: groups}\n    queues: [{name: root, submitacl: \" dev\"}]\n"
+	write(groups, "alice: dev\n")
+	e, err := New(load(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolver := func() any { return e.Current().parts["default"].resolver }
+	ctx := context.Background()
+	if res, err := e.Check(ctx, Request{Queue: "root", User: "alice"}); err != nil || !res.Allowed {
+		t.Fatalf("%+v %v", res, err)
+	}
+	first := resolver()
+	for _, tt := range []struct {
+		name string
+		yaml string
+		file string
+		kept bool
+	}{
+		{"same settings", base, "alice: dev\n", true},
+		{"another groups mode and ACL", "partitions:\n  - name: default\n    groups: merge\n    usergroupresolver: {type: file, file: groups}\n    queues: [{name: root, submitacl: \"*\"}]\n", "alice: dev\n", true},
+		{"the file changed", base, "alice: dev, ops\n", false},
+		{"the cache settings changed", "partitions:\n  - name: default\n    usergroupresolver: {type: file, file: groups, cache: {positivettl: 1s}}\n    queues: [{name: root, submitacl: \" dev\"}]\n", "alice: dev, ops\n", false},
+	} {
+		write(groups, tt.file)
+		before := resolver()
+		if err := e.Swap(load(tt.yaml)); err != nil {
+			t.Fatal(err)
+		}
+		if kept := resolver() == before; kept != tt.kept {
+			t.Errorf("%s: kept %v, want %v", tt.name, kept, tt.kept)
+		}
+	}
+	if resolver() == first {
+		t.Fatal("the resolver was never replaced")
+	}
+	// The generation in service answers with the new file.
+	in, err := e.Identify(ctx, "default", "alice", nil)
+	if err != nil || len(in.Groups) != 2 {
+		t.Fatalf("%v %v", in, err)
+	}
+}
+
+// The admission state belongs to its generation: a swap replaces both,
+// and the authorizers given to a generation answer from it.
+func TestGenerationCarriesAdmission(t *testing.T) {
+	c1 := parse(t, "partitions:\n  - name: default\n    queues: [{name: root, queues: [{name: a, submitacl: carol}]}]\nadmissionController: {enforceQueueACLs: true}\n")
+	c2 := parse(t, "partitions:\n  - name: default\n    queues: [{name: root, queues: [{name: b, submitacl: carol}]}]\n")
+	var seen []*Generation
+	e, err := New(c1, WithAdmissionAuthorizers(func(g *Generation) (admission.QueueAuthorizer, admission.DeleteAuthorizer) {
+		seen = append(seen, g)
+		return nil, nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g1 := e.Current()
+	if g1.Admission().Config() != c1.Admission || !g1.Admission().Config().Config().EnforceQueueACLs || len(seen) != 1 || seen[0] != g1 {
+		t.Fatal("generation 1 does not carry its admission settings")
+	}
+	if err := e.Swap(c2); err != nil {
+		t.Fatal(err)
+	}
+	g2 := e.Current()
+	if g2 == g1 || e.Admission() != g2.Admission() || g2.Admission().Config() != c2.Admission || len(seen) != 2 || seen[1] != g2 {
+		t.Fatal("a swap did not replace the admission state with the generation")
+	}
+	// A review that took generation 1 keeps deciding with it.
+	ctx := context.Background()
+	req := Request{Queue: "root.a", User: "carol"}
+	if res, err := g1.Check(ctx, req); err != nil || !res.Allowed {
+		t.Fatalf("generation 1: %+v %v", res, err)
+	}
+	if _, err := g2.Check(ctx, req); err == nil {
+		t.Fatal("generation 2 has no root.a")
+	}
+}

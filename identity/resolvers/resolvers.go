@@ -1,0 +1,180 @@
+// Package resolvers builds a partition's group resolver from its settings:
+// the one place every resolver type (none, os, file, test, ldap) and its
+// cache are constructed, for usher serve and for every command alike.
+//
+// Rules this package enforces:
+//   - A Resolver is built from Settings alone; the users-to-groups table of
+//     type file is data of the configuration, read with it (Settings.Table),
+//     so building never reads the configuration's files again.
+//   - Key names everything that makes two resolvers answer differently:
+//     the type, the cache settings and each setting of the type (for file,
+//     the table's content digest, so an unchanged file keeps its cache
+//     across reloads and a changed one does not). A reload keeps a
+//     resolver, and its cache, exactly when the key is equal.
+//   - A Resolver holding connections (ldap) is closed with Close; the
+//     caller decides when (usher keeps a replaced one open for a grace
+//     period, so lookups in flight finish).
+package resolvers
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/usherhq/usher/identity"
+	"github.com/usherhq/usher/identity/cache"
+	"github.com/usherhq/usher/identity/ldap"
+)
+
+// Types of Settings.Type.
+const (
+	TypeNone = "none"
+	TypeOS   = "os"
+	TypeFile = "file"
+	TypeTest = "test"
+	TypeLDAP = "ldap"
+)
+
+// Settings are a partition's usergroupresolver block, validated.
+type Settings struct {
+	// Type is none (the default, also ""), os, file, test or ldap.
+	Type string
+	// File is the users-to-groups file of type file, absolute.
+	File string
+	// Table is the content of File, read and parsed with the
+	// configuration (identity.ParseFile), and FileDigest its SHA-256.
+	Table      identity.Resolver
+	FileDigest [32]byte
+	// Users is the table of type test.
+	Users map[string][]string
+	// LDAP is the ldap block of type ldap, defaults applied and validated.
+	LDAP *ldap.Config
+	// Cache holds the cache lifetimes and size.
+	Cache CacheSettings
+}
+
+// CacheSettings configures a partition's group cache. Zero values take the
+// cache's defaults (300 s positive, 30 s negative, no stale answers,
+// 10,000 entries).
+type CacheSettings struct {
+	PositiveTTL time.Duration `yaml:"positivettl"`
+	NegativeTTL time.Duration `yaml:"negativettl"`
+	StaleTTL    time.Duration `yaml:"stalettl"`
+	MaxEntries  int           `yaml:"maxentries"`
+}
+
+// Key identifies the resolver Settings build: equal keys build resolvers
+// that answer alike, so the one already running, with its cache, may be
+// kept. Keys are comparable with ==.
+type Key struct{ s string }
+
+// String renders the key, for tests and debugging.
+func (k Key) String() string { return k.s }
+
+// Key returns the key of s: every setting that changes an answer, listed
+// explicitly.
+func (s Settings) Key() Key {
+	var b strings.Builder
+	typ := s.Type
+	if typ == "" {
+		typ = TypeNone
+	}
+	c := s.Cache
+	fmt.Fprintf(&b, "type=%s cache=%d/%d/%d/%d", typ, c.PositiveTTL, c.NegativeTTL, c.StaleTTL, c.MaxEntries)
+	switch typ {
+	case TypeFile:
+		fmt.Fprintf(&b, " file=%q sha256=%x", s.File, s.FileDigest)
+	case TypeTest:
+		for _, u := range slices.Sorted(maps.Keys(s.Users)) {
+			fmt.Fprintf(&b, " user=%q groups=%q", u, s.Users[u])
+		}
+	case TypeLDAP:
+		if l := s.LDAP; l != nil {
+			fmt.Fprintf(&b, " urls=%q starttls=%t cafile=%q servername=%q insecure=%t binddn=%q pwfile=%q pwenv=%q"+
+				" userbase=%q userfilter=%q usernameattr=%q groupsearch=%q memberof=%q groupbase=%q groupfilter=%q"+
+				" memberattr=%q groupnameattr=%q timeout=%d pool=%d sizelimit=%d",
+				l.URLs, l.StartTLS, l.CAFile, l.ServerName, l.InsecureSkipVerify, l.BindDN, l.BindPasswordFile, l.BindPasswordEnv,
+				l.UserBaseDN, l.UserFilter, l.UserNameAttr, l.GroupSearch, l.MemberOfAttr, l.GroupBaseDN, l.GroupFilter,
+				l.MemberAttr, l.GroupNameAttr, l.Timeout, l.PoolSize, l.SizeLimit)
+		}
+	}
+	return Key{b.String()}
+}
+
+// Resolver is a built resolver: Resolve asks the cache in front of the
+// type's resolver (none needs no cache).
+type Resolver struct {
+	identity.Resolver
+	// Cache is the group cache, nil for type none.
+	Cache *cache.Cache
+	// Key is the key of the settings it was built from.
+	Key    Key
+	closer io.Closer
+}
+
+// Close releases the resolver's connections (ldap); the resolver must not
+// be used afterwards. It is a no-op for the other types.
+func (r *Resolver) Close() error {
+	if r.closer == nil {
+		return nil
+	}
+	return r.closer.Close()
+}
+
+// HoldsConnections reports whether Close releases anything.
+func (r *Resolver) HoldsConnections() bool { return r.closer != nil }
+
+// SetCloser replaces what Close releases (tests of callers that close
+// resolvers).
+func (r *Resolver) SetCloser(c io.Closer) { r.closer = c }
+
+// New builds the resolver s describes, with its cache.
+func New(s Settings) (*Resolver, error) {
+	r := &Resolver{Key: s.Key()}
+	var base identity.Resolver
+	var timeout time.Duration // the cache's default unless set below
+	typ := s.Type
+	switch typ {
+	case "", TypeNone:
+		r.Resolver = identity.None()
+		return r, nil
+	case TypeOS:
+		base = identity.OS()
+	case TypeFile:
+		if s.Table == nil {
+			return nil, fmt.Errorf("file resolver %s: the table was not read", s.File)
+		}
+		base = s.Table
+	case TypeTest:
+		base = identity.Static(s.Users)
+	case TypeLDAP:
+		if s.LDAP == nil {
+			return nil, fmt.Errorf("ldap resolver without settings")
+		}
+		l, err := ldap.New(*s.LDAP)
+		if err != nil {
+			return nil, err
+		}
+		base, r.closer = l, l
+		// The resolver bounds a lookup by its own timeout and says so in
+		// its error. The cache's bound is only a backstop: twice that, so
+		// it never cuts short a lookup the ldap settings allow (a timeout
+		// of 30s would otherwise end at the cache's default 10s).
+		timeout = 2 * l.Config().Timeout
+	default:
+		return nil, fmt.Errorf("unknown resolver type %q", s.Type)
+	}
+	r.Cache = cache.New(base, cache.Options{
+		Name:        typ,
+		PositiveTTL: s.Cache.PositiveTTL,
+		NegativeTTL: s.Cache.NegativeTTL,
+		StaleTTL:    s.Cache.StaleTTL,
+		MaxEntries:  s.Cache.MaxEntries,
+		Timeout:     timeout,
+	})
+	r.Resolver = r.Cache
+	return r, nil
+}
