@@ -78,8 +78,29 @@ type walker struct {
 }
 
 func diffPartition(po, pn *policy.CompiledPartition, subjects []Subject) PartitionDiff {
-	w := &walker{keys: []keyInfo{{kind: Everyone, name: acl.Wildcard}}}
-	users, groups := map[string]int32{}, map[string]int32{}
+	var trees [2][]policy.QueueInfo
+	nu, ng := 0, 0
+	count := func(a *acl.ACL) {
+		if a != nil {
+			nu += len(a.Users())
+			ng += len(a.Groups())
+		}
+	}
+	for c, p := range [2]*policy.CompiledPartition{po, pn} {
+		if p != nil {
+			trees[c] = p.Tree()
+			count(p.AdminACL())
+			for i := range trees[c] {
+				count(trees[c][i].SubmitACL)
+				count(trees[c][i].AdminACL)
+			}
+		}
+	}
+	// Sized for names that mostly repeat between the two policies.
+	w := &walker{keys: make([]keyInfo, 1, 1+(nu+ng)/2+len(subjects))}
+	w.keys[0] = keyInfo{kind: Everyone, name: acl.Wildcard}
+	users, groups := make(map[string]int32, nu/2), make(map[string]int32, ng/2)
+	arena := make([]int32, 0, nu+ng+len(trees[0])+len(trees[1]))
 	intern := func(m map[string]int32, k Kind, name string) int32 {
 		if id, ok := m[name]; ok {
 			return id
@@ -89,27 +110,34 @@ func diffPartition(po, pn *policy.CompiledPartition, subjects []Subject) Partiti
 		w.keys = append(w.keys, keyInfo{kind: k, name: name})
 		return id
 	}
-	ids := func(a *acl.ACL, out []int32) []int32 {
-		if a == nil {
-			return out
+	// ids appends the keys of the entries of acls to the arena and
+	// returns them; the arena is sized so that it rarely grows (when it
+	// does, slices returned before keep the old array).
+	ids := func(acls ...*acl.ACL) []int32 {
+		start := len(arena)
+		for _, a := range acls {
+			if a == nil {
+				continue
+			}
+			if a.All() {
+				arena = append(arena, 0)
+			}
+			for _, u := range a.Users() {
+				arena = append(arena, intern(users, User, u))
+			}
+			for _, g := range a.Groups() {
+				arena = append(arena, intern(groups, Group, g))
+			}
 		}
-		if a.All() {
-			out = append(out, 0)
-		}
-		for _, u := range a.Users() {
-			out = append(out, intern(users, User, u))
-		}
-		for _, g := range a.Groups() {
-			out = append(out, intern(groups, Group, g))
-		}
-		return out
+		return arena[start:len(arena):len(arena)]
 	}
-	byPath := map[string]int32{}
+	byPath := make(map[string]int32, max(len(trees[0]), len(trees[1])))
+	w.nodes = make([]node, 0, max(len(trees[0]), len(trees[1])))
 	for c, p := range [2]*policy.CompiledPartition{po, pn} {
 		if p == nil {
 			continue
 		}
-		tree := p.Tree()
+		tree := trees[c]
 		for i := range tree {
 			qi := &tree[i]
 			n, ok := byPath[qi.Path]
@@ -125,10 +153,11 @@ func diffPartition(po, pn *policy.CompiledPartition, subjects []Subject) Partiti
 			}
 			nd := &w.nodes[n]
 			nd.info[c] = qi
-			nd.submit[c] = ids(qi.SubmitACL, nil)
-			nd.admin[c] = ids(qi.AdminACL, nil)
+			nd.submit[c] = ids(qi.SubmitACL)
 			if qi.Parent == "" {
-				nd.admin[c] = ids(p.AdminACL(), nd.admin[c])
+				nd.admin[c] = ids(qi.AdminACL, p.AdminACL())
+			} else {
+				nd.admin[c] = ids(qi.AdminACL)
 			}
 		}
 	}

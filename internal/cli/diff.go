@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/impact"
@@ -92,14 +93,19 @@ func runDiff(_ context.Context, env *Env, args []string) int {
 			return ExitUsage
 		}
 	}
+	// The two loads are independent: read them side by side.
 	var cfgs [2]*config.Config
+	var errs [2]error
+	var wg sync.WaitGroup
 	for i, path := range files {
-		cfg, err := config.LoadAny(path)
+		wg.Go(func() { cfgs[i], errs[i] = config.LoadAny(path) })
+	}
+	wg.Wait()
+	for i, err := range errs {
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "usher diff: %s: invalid configuration:\n%v\n", path, err)
+			fmt.Fprintf(env.Stderr, "usher diff: %s: invalid configuration:\n%v\n", files[i], err)
 			return ExitUsage
 		}
-		cfgs[i] = cfg
 	}
 	res := impact.Diff(cfgs[0].Snapshot, cfgs[1].Snapshot, opts)
 	res.Old, res.New = files[0], files[1]
