@@ -34,6 +34,7 @@ package impact
 import (
 	"cmp"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -304,4 +305,19 @@ func (s Summary) String() string {
 		fmt.Fprintf(&b, ", and %d more", n)
 	}
 	return b.String()
+}
+
+// LogValue makes a Summary a structured log attribute: gained, lost,
+// queues and, when there are changes, first (the first changes as
+// strings).
+func (s Summary) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.Int("gained", s.Gained), slog.Int("lost", s.Lost), slog.Int("queues", s.Queues)}
+	if len(s.First) > 0 {
+		first := make([]string, len(s.First))
+		for i, c := range s.First {
+			first[i] = c.String()
+		}
+		attrs = append(attrs, slog.Any("first", first))
+	}
+	return slog.GroupValue(attrs...)
 }

@@ -1,6 +1,8 @@
 package impact_test
 
 import (
+	"bytes"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -31,6 +33,11 @@ func TestSummarize(t *testing.T) {
 		"-submit group system:serviceaccounts:spark on default/root.analytics.spark, and 5 more"
 	if got := s.String(); got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	var buf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("configuration reloaded", "access", impact.Summarize(old, new, 1))
+	if want := `"access":{"gained":6,"lost":2,"queues":5,"first":["+submit user sre-bot on default/root (7 queues)"]}`; !strings.Contains(buf.String(), want) {
+		t.Fatalf("log %s\nwant %s", buf.String(), want)
 	}
 	if s := impact.Summarize(old, old, 3); s.String() != "no access changes" || len(s.First) != 0 {
 		t.Fatalf("%+v", s)
