@@ -299,11 +299,16 @@ func (w *walker) visit(n int32, parentPres, parentW [2]bool) {
 		wild[c] = w.cnt[c][0] > 0
 	}
 	if pres != parentPres || wild != parentW {
+		// The wildcard or the queue's presence differs from the parent's:
+		// every change in force may stop. Where only the wildcard
+		// differs, no named key can start a change (going down, "*" is
+		// only ever added, which hides named keys); where presence
+		// differs, every name in force may.
 		w.cand(0)
 		for _, k := range w.nzList {
 			w.cand(k)
 		}
-		for c := range 2 {
+		for c := 0; c < 2 && pres != parentPres; c++ {
 			for _, k := range w.active[c] {
 				w.cand(k)
 			}
