@@ -162,3 +162,26 @@ func TestDiffHelp(t *testing.T) {
 		t.Fatalf("help example is stale:\n%s\nwant it to contain:\n%s", errs, indented.String())
 	}
 }
+
+// The outputs shown in README.md and docs/diff.md are what the command
+// prints.
+func TestDiffDocs(t *testing.T) {
+	for _, tc := range []struct {
+		file, command string
+		args          []string
+	}{
+		{"../../README.md", "$ usher diff examples/teams.yaml examples/diff/teams-next.yaml; echo $?\n", []string{teams, teamsNext}},
+		{"../../docs/diff.md", "$ usher diff examples/teams.yaml examples/diff/teams-next.yaml --subjects examples/diff/people.txt\n",
+			[]string{teams, teamsNext, "--subjects", people}},
+	} {
+		doc, err := os.ReadFile(tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _, _ := run(t, append([]string{"diff"}, tc.args...)...)
+		out = strings.ReplaceAll(out, "../../", "")
+		if !strings.Contains(string(doc), tc.command+out) {
+			t.Errorf("%s: the output after %q is stale; the command prints:\n%s", tc.file, tc.command, out)
+		}
+	}
+}
