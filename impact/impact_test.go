@@ -397,3 +397,52 @@ func checkAgainstDecisions(t *testing.T, old, new *policy.Snapshot, subjects []i
 	}
 	return ok
 }
+
+func TestWriteText(t *testing.T) {
+	old := base
+	new := strings.Replace(base, "name: default", "name: gpu", 1)
+	new = strings.Replace(new, `submitacl: bob`, `submitacl: "alice"`, 1)
+	r := impact.Diff(snap(t, old), snap(t, new), impact.Options{})
+	var b strings.Builder
+	if err := impact.WriteText(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	// alice on root.a.y in gpu is no change of its own: root.a grants it.
+	want := `partition default (partition removed)
+  root.a (queue removed)
+-   submit  user alice  and all 2 queues below
+-   submit  group dev   and all 2 queues below
+  root.a.y (queue removed)
+-   submit  user bob
+  root.b (queue removed)
+-   submit  group ops
+-   admin   group ops
+partition gpu (new partition)
+  root.a (new queue)
++   submit  user alice  and all 2 queues below
++   submit  group dev   and all 2 queues below
+  root.b (new queue)
++   submit  group ops
++   admin   group ops
+4 rights gained, 5 rights lost, starting in 5 queues
+`
+	if b.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
+	}
+
+	// A change that does not reach below its queue says so.
+	r = impact.Diff(snap(t, base), snap(t, strings.Replace(base, `submitacl: "alice dev"`, `submitacl: "alice,bob dev"`, 1)), impact.Options{})
+	b.Reset()
+	impact.WriteText(&b, r)
+	if !strings.Contains(b.String(), "+   submit  user bob  and 1 of the 2 queues below\n") {
+		t.Fatalf("%s", b.String())
+	}
+	r = impact.Diff(snap(t, base), snap(t, strings.Replace(base, "submitacl: bob", "submitacl: bob\n                queues:\n                  - name: z\n                    submitacl: carol", 1)), impact.Options{})
+	r2 := impact.Diff(snap(t, strings.Replace(base, "submitacl: bob", "submitacl: bob\n                queues:\n                  - name: z\n                    submitacl: carol", 1)),
+		snap(t, strings.Replace(base, "submitacl: bob", "submitacl: bob,carol\n                queues:\n                  - name: z\n                    submitacl: carol", 1)), impact.Options{})
+	b.Reset()
+	impact.WriteText(&b, r2)
+	if !strings.Contains(b.String(), "+   submit  user carol  this queue only, not below\n") || !r.Changed() {
+		t.Fatalf("%s", b.String())
+	}
+}
