@@ -62,18 +62,18 @@ type walker struct {
 	refs  map[int32][]int32 // named key -> given subjects naming it
 	subj  []int32           // keys of given subjects
 
-	// per right
+	// State of one walk (one right), indexed by key.
 	admin  bool
-	cnt    [2][]int32
-	active [2][]int32
-	cur    []int8
-	curRec []int32
-	nzPos  []int32
-	nzList []int32
-	log    []undo
-	stamp  []uint32
+	cnt    [2][]int32 // ACLs of each policy on the path naming the key
+	active [2][]int32 // keys with a count above zero, in the order they got it
+	cur    []int8     // the change in force on the current queue
+	curRec []int32    // the record of that change, -1 for none
+	nzPos  []int32    // position in nzList, -1 when cur is 0
+	nzList []int32    // keys with a change in force
+	log    []undo     // what to undo when the walk leaves a queue
+	stamp  []uint32   // gen when last made a candidate
 	gen    uint32
-	cands  []int32
+	cands  []int32 // keys to look at on the current queue
 	recs   []record
 }
 
