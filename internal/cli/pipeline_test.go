@@ -226,11 +226,3 @@ func writeTestFile(t *testing.T, path, data string) {
 		t.Fatal(err)
 	}
 }
-
-func indentLines(s, pre string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	for i := range lines {
-		lines[i] = pre + lines[i]
-	}
-	return strings.Join(lines, "\n") + "\n"
-}

@@ -1,0 +1,109 @@
+package impact_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/usherhq/usher/config"
+	"github.com/usherhq/usher/impact"
+	"github.com/usherhq/usher/policy"
+)
+
+// generateYAML is config's BenchmarkLoad10kQueues generator (root, 10
+// teams per department, 9 leaves per team; entries ACL entries, half users
+// and half groups), with one addition: in a changed configuration every
+// hundredth queue names a different user and a different group, so the
+// diff has about 200 gains and 200 losses spread over the tree.
+func generateYAML(queues, entries int, changed bool) []byte {
+	per := entries / queues
+	var b strings.Builder
+	b.WriteString("partitions:\n  - name: default\n    queues:\n")
+	n := 0
+	acl := func(indent string) {
+		var users, groups []string
+		for j := range per / 2 {
+			users = append(users, fmt.Sprintf("user%d-%d", n, j))
+			groups = append(groups, fmt.Sprintf("group%d-%d", n%500, j))
+		}
+		if changed && n%100 == 0 {
+			users[0], groups[0] = fmt.Sprintf("new-user%d", n), fmt.Sprintf("new-group%d", n)
+		}
+		fmt.Fprintf(&b, "%ssubmitacl: %s %s\n", indent, strings.Join(users, ","), strings.Join(groups, ","))
+		n++
+	}
+	b.WriteString("      - name: root\n")
+	acl("        ")
+	b.WriteString("        queues:\n")
+	for d := 0; n < queues; d++ {
+		fmt.Fprintf(&b, "          - name: dept%d\n", d)
+		acl("            ")
+		b.WriteString("            queues:\n")
+		for t := 0; t < 10 && n < queues; t++ {
+			fmt.Fprintf(&b, "              - name: team%d\n", t)
+			acl("                ")
+			b.WriteString("                queues:\n")
+			for q := 0; q < 9 && n < queues; q++ {
+				fmt.Fprintf(&b, "                  - name: q%d\n", q)
+				acl("                    ")
+			}
+		}
+	}
+	return []byte(b.String())
+}
+
+func generated(tb testing.TB, changed bool) *policy.Snapshot {
+	tb.Helper()
+	c, err := config.Parse("gen.yaml", generateYAML(10000, 100000, changed))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c.Snapshot
+}
+
+// BenchmarkDiff10kQueues compares two configurations of 10,000 queues and
+// 100,000 ACL entries each: identical, then with a change on every
+// hundredth queue, then with a change on root that reaches every queue.
+func BenchmarkDiff10kQueues(b *testing.B) {
+	old, changed := generated(b, false), generated(b, true)
+	cases := []struct {
+		name string
+		new  *policy.Snapshot
+	}{{"identical", old}, {"100 queues changed", changed}}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				impact.Diff(old, c.new, impact.Options{})
+			}
+		})
+	}
+}
+
+func TestGeneratedDiff(t *testing.T) {
+	old, changed := generated(t, false), generated(t, true)
+	if r := impact.Diff(old, old, impact.Options{}); r.Changed() {
+		t.Fatalf("identical: %d gained, %d lost", r.Gained, r.Lost)
+	}
+	r := impact.Diff(old, changed, impact.Options{})
+	// Queues 0, 100, …, 9900 each swap a user and a group, in their submit
+	// ACLs. Users are unique to a queue: 100 gains and 100 losses. The new
+	// groups are too (100 gains); an old group is lost only where no
+	// ancestor names it as well (groups repeat every 500 queues).
+	count := map[string]int{}
+	for _, q := range r.Partitions[0].Queues {
+		for _, c := range q.Changes {
+			count[fmt.Sprintf("%s %v %s", c.Kind, c.Gained, c.Right)]++
+		}
+	}
+	if count["user true submit"] != 100 || count["user false submit"] != 100 || count["group true submit"] != 100 ||
+		count["group false submit"] < 50 || count["group false submit"] > 100 || len(count) != 4 {
+		t.Fatalf("%v", count)
+	}
+	// Root's change reaches all 10,000 queues.
+	for _, c := range r.Partitions[0].Queues[0].Changes {
+		if c.Queues != 10000 {
+			t.Fatalf("root: %+v", c)
+		}
+	}
+}

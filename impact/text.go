@@ -1,0 +1,84 @@
+package impact
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteText writes the result for people, like a diff: a header naming
+// the two policies, then per partition each queue where changes start,
+// with one line per change, "+" for a gain and "-" for a loss, and where
+// the change applies; a count at the end.
+//
+//	--- old.yaml
+//	+++ new.yaml
+//	partition default
+//	  root.prod
+//	-   submit  group dev             root.prod and all 3 queues below
+func WriteText(w io.Writer, r *Result) error {
+	var b strings.Builder
+	if r.Old != "" || r.New != "" {
+		fmt.Fprintf(&b, "--- %s\n+++ %s\n", r.Old, r.New)
+	}
+	width := 0
+	for _, p := range r.Partitions {
+		for _, q := range p.Queues {
+			for _, c := range q.Changes {
+				width = max(width, len(c.Subject()))
+			}
+		}
+	}
+	width = min(width, 40)
+	nq := 0
+	for _, p := range r.Partitions {
+		fmt.Fprintf(&b, "partition %s%s\n", p.Name, status(p.Status, "partition"))
+		for _, q := range p.Queues {
+			nq++
+			fmt.Fprintf(&b, "  %s%s\n", q.Queue, status(q.Status, "queue"))
+			for _, c := range q.Changes {
+				line := fmt.Sprintf("%s   %-6s  %-*s  %s", c.sign(), c.Right, width, c.Subject(), scope(q, c))
+				b.WriteString(strings.TrimRight(line, " "))
+				b.WriteByte('\n')
+			}
+		}
+	}
+	if !r.Changed() {
+		b.WriteString("no access changes\n")
+	} else {
+		fmt.Fprintf(&b, "%s gained, %s lost, starting in %s\n",
+			plural(r.Gained, "right"), plural(r.Lost, "right"), plural(nq, "queue"))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func status(s Status, what string) string {
+	switch s {
+	case Added:
+		return " (new " + what + ")"
+	case Removed:
+		return " (" + what + " removed)"
+	}
+	return ""
+}
+
+// scope says where a change applies, when the queue has queues below it.
+func scope(q QueueDiff, c Change) string {
+	switch {
+	case q.Below == 0:
+		return ""
+	case c.Queues == 1:
+		return "this queue only, not below"
+	case c.Queues == q.Below+1:
+		return fmt.Sprintf("and all %s below", plural(q.Below, "queue"))
+	}
+	return fmt.Sprintf("and %d of the %s below", c.Queues-1, plural(q.Below, "queue"))
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
