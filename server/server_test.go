@@ -305,6 +305,24 @@ func TestReload(t *testing.T) {
 	if _, b := h.get("/readyz"); strings.Contains(b, "failed") {
 		t.Fatalf("readyz still reports the old failure: %s", b)
 	}
+	// The reload says who gained and who lost rights, and counts them.
+	waitFor(t, func() bool { return strings.Contains(h.logs.String(), "configuration reloaded") })
+	var reloaded string
+	for _, l := range strings.Split(h.logs.String(), "\n") {
+		if strings.Contains(l, "configuration reloaded") {
+			reloaded = l
+		}
+	}
+	if !strings.Contains(reloaded, "bob") || !strings.Contains(reloaded, "carol") {
+		t.Errorf("the reload log line names neither bob's loss nor carol's gain: %s", reloaded)
+	}
+	_, m := h.get("/metrics")
+	for _, want := range []string{`usher_reload_access_changes_total{change="gained"}`, `usher_reload_access_changes_total{change="lost"}`} {
+		i := strings.Index(m, want)
+		if i < 0 || strings.HasPrefix(m[i+len(want):], " 0\n") {
+			t.Errorf("metrics lack a non-zero %s", want)
+		}
+	}
 	// A file that disappears is a failure too, and the rules stay.
 	os.Remove(cfg)
 	waitFor(t, func() bool {
