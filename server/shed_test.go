@@ -146,7 +146,11 @@ wait:
 // A body of unknown length (chunked) is charged as it is read; one that
 // outgrows the budget is refused with 429 and Retry-After.
 func TestBodyBudgetChunked(t *testing.T) {
-	h := start(t, budgetOptions(), nil)
+	// Reading 4 MiB through TLS can take seconds under -race on a busy
+	// machine; this test is about the budget, not the deadline.
+	opts := budgetOptions()
+	opts.BodyReadTimeout = 30 * time.Second
+	h := start(t, opts, nil)
 	for _, path := range []string{"/mutate", "/validate", "/v1/access"} {
 		body := io.MultiReader(strings.NewReader(strings.Repeat(" ", 6<<20)), strings.NewReader(`{}`)) // no length
 		resp, err := h.client.Post(h.base+path, "application/json", body)
