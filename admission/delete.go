@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/usherhq/usher/internal/jsonscan"
 )
 
 // remove reviews a DELETE (enforceDeleteACLs is on, the kind is handled
@@ -349,38 +351,29 @@ func bind(ctx context.Context, st *handlerState, req *admissionv1.AdmissionReque
 
 // parseBinding reads the labels and annotations usher guards from a v1
 // Binding into m.
-func parseBinding(s string, c *Compiled, m *metaView) error {
+// bindingKeys are the members of a Binding that parseBinding reads.
+var bindingKeys = jsonscan.NewKeys("apiVersion", "kind", "metadata")
+
+func parseBinding(s string, c *Compiled, meta *metaView) error {
 	if s == "" {
 		return fmt.Errorf("request.object is empty: want a Binding")
 	}
-	d := scanner{s: s}
+	d := jsonscan.New(s)
 	var apiVersion, kind string
-	if d.object("request.object") {
-		var seen uint8
-		first := true
-		for {
-			key, ok := d.next(&first)
-			if !ok {
-				break
-			}
-			switch key {
-			case "apiVersion":
-				d.dup(&seen, 1, key)
-				apiVersion = d.stringField("apiVersion")
-			case "kind":
-				d.dup(&seen, 2, key)
-				kind = d.stringField("kind")
-			case "metadata":
-				d.dup(&seen, 4, key)
-				parseMeta(&d, &topMetaPaths, c.labelKeys, c.annotationKeys, m)
-			default:
-				d.skip()
-			}
+	m := d.Members("request.object", bindingKeys)
+	for i := m.Next(); i >= 0; i = m.Next() {
+		switch i {
+		case 0:
+			apiVersion = d.StringField("apiVersion")
+		case 1:
+			kind = d.StringField("kind")
+		case 2:
+			parseMeta(&d, &topMetaPaths, c.labelKeys, c.annotationKeys, meta)
 		}
 	}
-	d.end()
-	if d.err != nil {
-		return fmt.Errorf("request.object is not a valid Binding: %w", d.err)
+	d.End()
+	if d.Err() != nil {
+		return fmt.Errorf("request.object is not a valid Binding: %w", d.Err())
 	}
 	if kind != "Binding" || apiVersion != "v1" {
 		return fmt.Errorf("request.object is a %s, want v1 Binding as request.kind says", describeGVK(apiVersion, kind))

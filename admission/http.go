@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/usherhq/usher/internal/jsonscan"
 )
 
 // MutateHTTP returns the http.Handler for POST /mutate.
@@ -159,7 +161,7 @@ func (h *Handler) httpError(w http.ResponseWriter, hook hookKind, code int, msg 
 	w.Header()["Content-Type"] = jsonContentType
 	w.Header()["X-Content-Type-Options"] = []string{"nosniff"}
 	w.WriteHeader(code)
-	b := append([]byte(`{"error":`), appendJSONString(nil, msg)...)
+	b := append([]byte(`{"error":`), jsonscan.AppendString(nil, msg)...)
 	_, _ = w.Write(append(b, "}\n"...))
 }
 
