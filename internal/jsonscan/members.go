@@ -1,6 +1,9 @@
 package jsonscan
 
-import "strconv"
+import (
+	"math/bits"
+	"strconv"
+)
 
 // maxKeys is the most member names one Keys can hold: duplicates are
 // tracked in one 64-bit set.
@@ -11,6 +14,17 @@ const maxKeys = 64
 // once (a package variable), with NewKeys.
 type Keys struct {
 	names []string
+	// buckets[h] has bit i set when names[i] hashes to h (bucket), so a
+	// lookup compares a key with the one or two names of its bucket only.
+	buckets [64]uint64
+}
+
+// bucket hashes a member name by its first byte and length.
+func bucket(name string) int {
+	if name == "" {
+		return 0
+	}
+	return int(uint(name[0])+uint(len(name))*7) & 63
 }
 
 // NewKeys returns the Keys for names, in order. It panics on more than 64
@@ -26,13 +40,17 @@ func NewKeys(names ...string) *Keys {
 			}
 		}
 	}
-	return &Keys{names: names}
+	k := &Keys{names: names}
+	for i, n := range names {
+		k.buckets[bucket(n)] |= 1 << i
+	}
+	return k
 }
 
 // Index returns the index of name, or -1.
 func (k *Keys) Index(name string) int {
-	for i, n := range k.names {
-		if n == name {
+	for b := k.buckets[bucket(name)]; b != 0; b &= b - 1 {
+		if i := bits.TrailingZeros64(b); k.names[i] == name {
 			return i
 		}
 	}
