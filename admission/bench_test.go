@@ -115,7 +115,7 @@ func BenchmarkMutatePodHTTP(b *testing.B) {
 		})
 	}
 	b.Run("audit=slog/enforceQueueACLs", func(b *testing.B) {
-		authz := QueueAuthorizerFunc(func(context.Context, string, string, string, []string) (bool, string, error) {
+		authz := QueueAuthorizerFunc(func(context.Context, SubmitRequest) (bool, string, error) {
 			return true, "", nil
 		})
 		h := NewHandler(MustCompile(Config{EnforceQueueACLs: true}), WithAuthorizer(authz), WithAudit(auditHooks()["audit=slog"]))
@@ -158,7 +158,7 @@ func BenchmarkValidateUpdate(b *testing.B) {
 // rule decides (an authorizer that answers at once, so this is the
 // handler's own cost).
 func BenchmarkValidateDelete(b *testing.B) {
-	authz := DeleteAuthorizerFunc(func(context.Context, string, string, string, string, string, []string) (bool, string, error) {
+	authz := DeleteAuthorizerFunc(func(context.Context, DeleteRequest) (bool, string, error) {
 		return false, "denied", nil
 	})
 	h := NewHandler(MustCompile(Config{EnforceDeleteACLs: true}), WithDeleteAuthorizer(authz), WithAudit(auditHooks()["audit=record"]))

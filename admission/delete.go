@@ -92,11 +92,9 @@ func killRule(ctx context.Context, st *handlerState, k *kindInfo, req *admission
 	default:
 		note = "; it has no annotation " + UserInfoAnnotation + " (created before usher?), so it has no recorded owner"
 	}
-	modifyACL := ""
+	var modifyACL *string
 	if pm.has(slotModifyACL) {
-		if modifyACL = pm.vals[slotModifyACL]; modifyACL == "" {
-			modifyACL = " " // set, and empty: nobody
-		}
+		modifyACL = &pm.vals[slotModifyACL]
 	}
 	var arr [4]target
 	ts, err := c.targets(k, req.Namespace, o, arr[:0])
@@ -114,7 +112,7 @@ func killRule(ctx context.Context, st *handlerState, k *kindInfo, req *admission
 	first := ""
 	for i := range ts {
 		q := ts[i].queue
-		ok, reason, err := st.del.AuthorizeDelete(ctx, c.partition, q, owner, modifyACL, user, groups)
+		ok, reason, err := st.del.AuthorizeDelete(ctx, DeleteRequest{Partition: c.partition, Queue: q, Owner: owner, ModifyACL: modifyACL, User: user, Groups: groups})
 		if err != nil {
 			dc := deny(httpStatusInternal, "usher: cannot decide whether user %q may %s %s %s: %v; denied (usher fails closed)",
 				user, verb, k.kind, objectName(req, o), err)
@@ -267,8 +265,11 @@ func evict(ctx context.Context, st *handlerState, req *admissionv1.AdmissionRequ
 // nobody. Cluster admins, application admins and admins of root may.
 // st.del must not be nil.
 func killsEverything(ctx context.Context, st *handlerState, user string, groups []string) (bool, string, error) {
-	return st.del.AuthorizeDelete(ctx, st.cfg.partition, "root", "", " ", user, groups)
+	return st.del.AuthorizeDelete(ctx, DeleteRequest{Partition: st.cfg.partition, Queue: "root", ModifyACL: &nobody, User: user, Groups: groups})
 }
+
+// nobody is a modify ACL that allows nobody.
+var nobody = ""
 
 // isBinding reports whether req binds a pod to a node: pods/binding, or
 // the namespace's bindings resource, which the API server serves the same

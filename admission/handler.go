@@ -16,59 +16,6 @@ import (
 	"github.com/usherhq/usher/internal/clip"
 )
 
-// QueueAuthorizer decides whether a submitter may submit to a queue.
-//
-// queue is a queue path ("root.a.b"), or "" for the partition's default
-// queue, which the authorizer resolves. groups are the submitter's groups as
-// the user.info annotation (or the API server) states them; nil means none
-// were supplied and the authorizer may resolve them. The authorizer must not
-// modify groups. An error means no decision could be made: the webhook then
-// denies (fails closed) and reports the error. reason explains a denial and
-// is shown to the submitter.
-type QueueAuthorizer interface {
-	AuthorizeSubmit(ctx context.Context, partition, queue string, user string, groups []string) (allowed bool, reason string, err error)
-}
-
-// QueueAuthorizerFunc adapts a function to QueueAuthorizer.
-type QueueAuthorizerFunc func(ctx context.Context, partition, queue string, user string, groups []string) (bool, string, error)
-
-// AuthorizeSubmit calls f.
-func (f QueueAuthorizerFunc) AuthorizeSubmit(ctx context.Context, partition, queue, user string, groups []string) (bool, string, error) {
-	return f(ctx, partition, queue, user, groups)
-}
-
-var _ QueueAuthorizer = QueueAuthorizerFunc(nil)
-
-// DeleteAuthorizer decides whether a user may delete (kill) a workload,
-// by YARN's kill rule, when enforceDeleteACLs is on.
-//
-// queue is the queue path the workload is in ("root.a.b"), or "" for the
-// partition's default queue. owner is the user recorded in the workload's
-// user.info annotation, or "" when none is recorded (objects created
-// before usher): then nobody is the owner. modifyACL is the workload's
-// modify ACL in YARN syntax as its annotation states it, or "" when the
-// workload has none (the partition's default applies); an annotation set
-// to the empty string is passed as " ", an ACL that allows nobody. user and
-// groups are the requester as the API server authenticated it; the
-// authorizer must not modify groups.
-//
-// An error means no decision could be made: the webhook then denies
-// (fails closed) and reports it. reason explains the decision and is shown
-// to the requester on a denial.
-type DeleteAuthorizer interface {
-	AuthorizeDelete(ctx context.Context, partition, queue, owner, modifyACL, user string, groups []string) (allowed bool, reason string, err error)
-}
-
-// DeleteAuthorizerFunc adapts a function to DeleteAuthorizer.
-type DeleteAuthorizerFunc func(ctx context.Context, partition, queue, owner, modifyACL, user string, groups []string) (bool, string, error)
-
-// AuthorizeDelete calls f.
-func (f DeleteAuthorizerFunc) AuthorizeDelete(ctx context.Context, partition, queue, owner, modifyACL, user string, groups []string) (bool, string, error) {
-	return f(ctx, partition, queue, owner, modifyACL, user, groups)
-}
-
-var _ DeleteAuthorizer = DeleteAuthorizerFunc(nil)
-
 // Record is what the handler reports to the audit hook for every review:
 // who asked for what, and whether and why it was allowed. Its strings may
 // share memory with the request and are safe to keep; Groups must not be
@@ -817,7 +764,7 @@ func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admiss
 	}
 	for i := range ts {
 		t := &ts[i]
-		ok, reason, err := st.authz.AuthorizeSubmit(ctx, c.partition, t.queue, id.user, id.groups)
+		ok, reason, err := st.authz.AuthorizeSubmit(ctx, SubmitRequest{Partition: c.partition, Queue: t.queue, User: id.user, Groups: id.groups})
 		if err != nil {
 			dc := deny(httpStatusInternal, "usher: cannot decide whether user %q may submit to %s: %v; denied (usher fails closed)",
 				id.user, t.describe(c.partition), err)

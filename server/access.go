@@ -358,12 +358,12 @@ type authorizer struct {
 // AuthorizeSubmit decides a submission. A failed group lookup is returned
 // without the resolver's detail, which the admission denial would show to
 // whoever created the object; the detail goes to the log.
-func (a authorizer) AuthorizeSubmit(ctx context.Context, partition, queue, user string, groups []string) (bool, string, error) {
-	res, err := a.e.Check(ctx, engine.Request{Partition: partition, Queue: queue, User: user, Groups: groups, Action: policy.Submit})
+func (a authorizer) AuthorizeSubmit(ctx context.Context, r admission.SubmitRequest) (bool, string, error) {
+	res, err := a.e.Check(ctx, engine.Request{Partition: r.Partition, Queue: r.Queue, User: r.User, Groups: r.Groups, Action: policy.Submit})
 	var gerr *engine.GroupsError
 	if errors.As(err, &gerr) {
 		id := newRequestID()
-		a.log.Error("group lookup failed", "requestID", id, "user", user, "partition", partition, "err", err)
+		a.log.Error("group lookup failed", "requestID", id, "user", r.User, "partition", r.Partition, "err", err)
 		return false, "", fmt.Errorf("group lookup failed; usher's log has the details under request id %s", id)
 	}
 	if err != nil {
