@@ -1,11 +1,8 @@
 package admission
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"strconv"
-	"unicode/utf8"
 
 	"github.com/usherhq/usher/internal/jsonscan"
 
@@ -241,47 +238,34 @@ func decodeUserInfo(d *jsonscan.Scanner, u *authenticationv1.UserInfo) {
 	}
 }
 
-// appendReview appends the JSON of an AdmissionReview whose response
-// carries the decision. The output decodes with encoding/json into the same
-// admissionv1.AdmissionReview that toResponse produces (tested), without the
-// reflection cost.
-func appendReview(dst []byte, uid types.UID, dc *decision) []byte {
-	dst = append(dst, `{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","response":{"uid":`...)
-	dst = jsonscan.AppendString(dst, string(uid))
-	if dc.allowed {
-		dst = append(dst, `,"allowed":true`...)
-	} else {
-		dst = append(dst, `,"allowed":false,"status":{"metadata":{},"status":"Failure","message":`...)
-		dst = jsonscan.AppendString(dst, dc.message)
-		dst = append(dst, `,"reason":`...)
-		dst = jsonscan.AppendString(dst, string(dc.statusReason()))
-		dst = append(dst, `,"code":`...)
-		dst = strconv.AppendInt(dst, int64(dc.code), 10)
-		dst = append(dst, '}')
-	}
-	if len(dc.patch) > 0 {
-		dst = append(dst, `,"patch":"`...)
-		dst = base64.StdEncoding.AppendEncode(dst, dc.patch)
-		dst = append(dst, `","patchType":"JSONPatch"`...)
-	}
-	if dc.warning != "" {
-		dst = append(dst, `,"warnings":[`...)
-		dst = jsonscan.AppendString(dst, dc.warning)
-		dst = append(dst, ']')
-	}
-	return append(dst, "}}\n"...)
-}
+// parseBinding reads the labels and annotations usher guards from a v1
+// Binding into m.
+// bindingKeys are the members of a Binding that parseBinding reads.
+var bindingKeys = jsonscan.NewKeys("apiVersion", "kind", "metadata")
 
-// errString renders a value for an error message, shortened so that a huge
-// hostile value does not flood logs.
-func errString(s string) string {
-	const max = 200
-	if len(s) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		return strconv.Quote(s[:cut]) + fmt.Sprintf("… (%d bytes)", len(s))
+func parseBinding(s string, c *Compiled, meta *metaView) error {
+	if s == "" {
+		return fmt.Errorf("request.object is empty: want a Binding")
 	}
-	return strconv.Quote(s)
+	d := jsonscan.New(s)
+	var apiVersion, kind string
+	m := d.Members("request.object", bindingKeys)
+	for i := m.Next(); i >= 0; i = m.Next() {
+		switch i {
+		case 0:
+			apiVersion = d.StringField("apiVersion")
+		case 1:
+			kind = d.StringField("kind")
+		case 2:
+			parseMeta(&d, &topMetaPaths, c.labelKeys, c.annotationKeys, meta)
+		}
+	}
+	d.End()
+	if d.Err() != nil {
+		return fmt.Errorf("request.object is not a valid Binding: %w", d.Err())
+	}
+	if kind != "Binding" || apiVersion != "v1" {
+		return fmt.Errorf("request.object is a %s, want v1 Binding as request.kind says", describeGVK(apiVersion, kind))
+	}
+	return nil
 }

@@ -489,7 +489,7 @@ func TestDeleteAuditRecord(t *testing.T) {
 	if r := got[2]; r.Allowed || r.Code != 403 || r.Identity != alice.Username || !strings.Contains(r.Reason, "bob may not kill") {
 		t.Fatalf("record %+v", r)
 	}
-	if r := got[4]; !r.Allowed || r.Reason != reasonDelController {
+	if r := got[4]; !r.Allowed || r.Rule != RuleTrustedDeleter || r.Trust != TrustController || r.Reason != "delete by a trusted controller" {
 		t.Fatalf("record %+v", r)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 
+	admissionv1 "k8s.io/api/admission/v1"
+
 	"github.com/usherhq/usher/internal/jsonscan"
 )
 
@@ -345,4 +347,39 @@ func parseStringMap(d *jsonscan.Scanner, field string, want []wantKey, m *metaVi
 		m.found |= 1 << slot
 		m.vals[slot] = v
 	}
+}
+
+// place names where the user.info annotation lives, for messages: "Pod
+// team-a/p" or "the pod template of Deployment team-a/web".
+func place(k *kindInfo, req *admissionv1.AdmissionRequest, o *objectView) string {
+	if k.layout == layoutPod {
+		return k.kind + " " + objectName(req, o)
+	}
+	return "the " + k.where + " of " + k.kind + " " + objectName(req, o)
+}
+
+// objectName renders namespace/name for messages, using generateName when
+// the object has no name yet.
+func objectName(req *admissionv1.AdmissionRequest, o *objectView) string {
+	name := req.Name
+	if name == "" {
+		name = o.top.name
+	}
+	if name == "" && o.top.genName != "" {
+		name = o.top.genName + "*"
+	}
+	if req.Namespace == "" {
+		return strconv.Quote(name)
+	}
+	return req.Namespace + "/" + name
+}
+
+// view returns the parsed object: pre-parsed when done, else parsed now
+// into o.
+func view(c *Compiled, k *kindInfo, s string, o *objectView, done bool, field string) error {
+	if done {
+		return checkObjectKind(o, k, field)
+	}
+	*o = objectView{}
+	return parseObject(s, k, c.labelKeys, c.annotationKeys, o, field)
 }
