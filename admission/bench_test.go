@@ -15,7 +15,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 )
 
-// The admission benchmarks. The budget (PRODUCT.md) is a pod CREATE review,
+// The admission benchmarks. The budget (docs/benchmarks.md) is a pod CREATE review,
 // audit record on, in at most 15 µs and 60 allocations.
 //
 //	go test -run '^$' -bench . -benchmem ./admission/

@@ -51,7 +51,7 @@ func create(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, r
 		id = identity{ui.User, ui.Groups}
 		dc = allow(rule)
 	case c.bypassAuth && pm.has(slotLegacy):
-		// Seed 002: with bypassAuth, an object carrying the legacy label and
+		// YuniKorn's rule: with bypassAuth, an object carrying the legacy label and
 		// no annotation is left alone; the scheduler reads the label.
 		id = identity{pm.vals[slotLegacy], nil}
 		dc = allow(RuleLegacyLabel)

@@ -167,7 +167,7 @@ func (h *Handler) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest)
 
 // Validate reviews a request for the validating webhook, which sees the
 // object after every mutation: on CREATE the user.info annotation must be
-// present (unless seed 002's legacy-label case or a controller's ReplicaSet)
+// present (unless bypassAuth's legacy-label case or a controller's ReplicaSet)
 // and come from a trusted submitter or name the submitter itself, and the
 // target queues must be allowed; on UPDATE the annotation must not change;
 // on DELETE, when enforceDeleteACLs is on, the requester must be allowed to

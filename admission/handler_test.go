@@ -308,7 +308,7 @@ func TestCreateInvalidAnnotation(t *testing.T) {
 	}
 }
 
-// TestLegacyLabel follows seed 002: with bypassAuth an object carrying the
+// TestLegacyLabel follows YuniKorn's admission controller: with bypassAuth an object carrying the
 // legacy label and no annotation is left alone; otherwise the annotation
 // is always stamped.
 func TestLegacyLabel(t *testing.T) {

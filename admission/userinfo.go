@@ -14,7 +14,8 @@ import (
 // identity, as YuniKorn's scheduler reads it.
 const UserInfoAnnotation = "yunikorn.apache.org/user.info"
 
-// LegacyUserLabel is YuniKorn's deprecated user label (seed 002).
+// LegacyUserLabel is YuniKorn's deprecated user label, which its
+// admission controller honours with bypassAuth.
 const LegacyUserLabel = "yunikorn.apache.org/username"
 
 // UserInfo is the content of the user.info annotation:

@@ -2,8 +2,8 @@
 // view them (logs, statistics), modify them, kill them and move them to
 // another queue, as YARN's application ACLs and Spark's UI ACLs allow.
 //
-// Rules this package enforces (YARN's, as seed 004 and PRODUCT.md state
-// them):
+// Rules this package enforces (YARN's, as its application ACL
+// documentation and implementation state them; docs/yarn.md):
 //   - The owner, the user who submitted the application, may always view,
 //     modify and kill it. Owners are compared by exact, case sensitive name.
 //   - Admins of the application's queue or of any of its ancestors (the

@@ -11,7 +11,8 @@ import (
 	"github.com/usherhq/usher/policy"
 )
 
-// The queue structure of seed 004's examples. The page shows it only as a
+// The queue structure of the examples of YARN's application ACL design
+// (killing and moving an application). The page shows it only as a
 // diagram; its text fixes that Production has a parent whose admin may kill
 // in it (Jane, "queue administrator of the parent queue" Datascience) and
 // that Test, Marketing and Dev are distinct queues. We read it as
@@ -137,10 +138,10 @@ func runStories(t *testing.T, p application.Policy, app application.Application,
 	}
 }
 
-// Seed 004, "Example: Killing an Application in the Queue Production".
+// YARN's application ACL design, "Example: Killing an Application in the Queue Production".
 // The outcomes of John, Jane and Bob killing are the page's; the others are
 // derived from the rules and say so.
-func TestSeed004KillInProduction(t *testing.T) {
+func TestYARNKillInProduction(t *testing.T) {
 	p := policyOf(t, load(t, example1))
 	app := application.Application{ID: "application_1536220066338_0001", Owner: "john", Queue: "root.Datascience.Production"}
 	runStories(t, p, app, []story{
@@ -170,10 +171,10 @@ func TestSeed004KillInProduction(t *testing.T) {
 	})
 }
 
-// Seed 004, "Example: Moving the Application and Viewing the Log in the
+// YARN's application ACL design, "Example: Moving the Application and Viewing the Log in the
 // Queue Test". Jane has view rights through the application's
 // mapreduce.job.acl-view-job.
-func TestSeed004MoveAndViewInTest(t *testing.T) {
+func TestYARNMoveAndViewInTest(t *testing.T) {
 	p := policyOf(t, load(t, example2))
 	app := application.Application{
 		ID: "application_1536220066338_0002", Owner: "john", Queue: "root.Datascience.Test",
