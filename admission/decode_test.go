@@ -180,3 +180,62 @@ func FuzzParseObject(f *testing.F) {
 		_, _ = ParseUserInfo(s)
 	})
 }
+
+// TestDuplicateMembersRefusedEverywhere: every object the webhook reads
+// refuses a member it reads that appears twice, at every level (the
+// review, the request and its parts, the object, its metadata, the
+// templates), since encoding/json would keep the last one and usher
+// cannot know which one the API server used.
+func TestDuplicateMembersRefusedEverywhere(t *testing.T) {
+	c := MustCompile(Config{})
+	review := func(req string) string {
+		return `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":` + req + `}`
+	}
+	for _, body := range []string{
+		`{"apiVersion":"admission.k8s.io/v1","apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u"}}`,
+		`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":null,"request":{"uid":"u"}}`,
+		review(`{"uid":"u","operation":"CREATE","operation":"DELETE"}`),
+		review(`{"uid":"u","kind":{"group":"","group":"apps","version":"v1","kind":"Pod"}}`),
+		review(`{"uid":"u","resource":{"group":"","version":"v1","resource":"pods","resource":"x"}}`),
+		review(`{"uid":"u","userInfo":{"username":"a","username":"b"}}`),
+		review(`{"uid":"u","userInfo":{"groups":[],"groups":["g"]}}`),
+		review(`{"uid":"u","dryRun":true,"dryRun":false}`),
+		review(`{"uid":"u","object":null,"object":{}}`),
+	} {
+		var rv decodedReview
+		err := decodeReview(body, []byte(body), &rv, c)
+		if err == nil || !strings.Contains(err.Error(), "duplicate member") {
+			t.Errorf("%s: err %v, want a duplicate member", body, err)
+		}
+	}
+	for _, tc := range []struct{ kind, obj string }{
+		{"Pod", `{"apiVersion":"v1","kind":"Pod","metadata":{},"metadata":{}}`},
+		{"Pod", `{"apiVersion":"v1","kind":"Pod","metadata":{"annotations":{},"annotations":{}}}`},
+		{"Pod", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","name":"b"}}`},
+		{"Pod", `{"apiVersion":"v1","kind":"Pod","metadata":{"ownerReferences":[],"ownerReferences":null}}`},
+		{"Deployment", `{"apiVersion":"apps/v1","kind":"Deployment","spec":{"template":{},"template":{}}}`},
+		{"Deployment", `{"apiVersion":"apps/v1","kind":"Deployment","spec":{"template":{"metadata":{},"metadata":{}}}}`},
+		{"CronJob", `{"apiVersion":"batch/v1","kind":"CronJob","spec":{"jobTemplate":{},"jobTemplate":{}}}`},
+		{"CronJob", `{"apiVersion":"batch/v1","kind":"CronJob","spec":{"jobTemplate":{"spec":{},"spec":{}}}}`},
+	} {
+		var o objectView
+		err := parseObject(tc.obj, lookupKind(kindGroup(tc.kind), tc.kind), c.labelKeys, c.annotationKeys, &o, "request.object")
+		if err == nil || !strings.Contains(err.Error(), "duplicate member") {
+			t.Errorf("%s: err %v, want a duplicate member", tc.obj, err)
+		}
+	}
+	var m metaView
+	if err := parseBinding(`{"apiVersion":"v1","kind":"Binding","kind":"Binding"}`, c, &m); err == nil || !strings.Contains(err.Error(), "duplicate member") {
+		t.Errorf("Binding: err %v, want a duplicate member", err)
+	}
+}
+
+func kindGroup(kind string) string {
+	switch kind {
+	case "Deployment":
+		return "apps"
+	case "CronJob":
+		return "batch"
+	}
+	return ""
+}
