@@ -15,7 +15,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 )
 
-// The admission benchmarks. The budget (PRODUCT.md) is a pod CREATE review,
+// The admission benchmarks. The budget (docs/benchmarks.md) is a pod CREATE review,
 // audit record on, in at most 15 µs and 60 allocations.
 //
 //	go test -run '^$' -bench . -benchmem ./admission/
@@ -115,7 +115,7 @@ func BenchmarkMutatePodHTTP(b *testing.B) {
 		})
 	}
 	b.Run("audit=slog/enforceQueueACLs", func(b *testing.B) {
-		authz := QueueAuthorizerFunc(func(context.Context, string, string, string, []string) (bool, string, error) {
+		authz := QueueAuthorizerFunc(func(context.Context, SubmitRequest) (bool, string, error) {
 			return true, "", nil
 		})
 		h := NewHandler(MustCompile(Config{EnforceQueueACLs: true}), WithAuthorizer(authz), WithAudit(auditHooks()["audit=slog"]))
@@ -158,7 +158,7 @@ func BenchmarkValidateUpdate(b *testing.B) {
 // rule decides (an authorizer that answers at once, so this is the
 // handler's own cost).
 func BenchmarkValidateDelete(b *testing.B) {
-	authz := DeleteAuthorizerFunc(func(context.Context, string, string, string, string, string, []string) (bool, string, error) {
+	authz := DeleteAuthorizerFunc(func(context.Context, DeleteRequest) (bool, string, error) {
 		return false, "denied", nil
 	})
 	h := NewHandler(MustCompile(Config{EnforceDeleteACLs: true}), WithDeleteAuthorizer(authz), WithAudit(auditHooks()["audit=record"]))
@@ -268,7 +268,7 @@ func BenchmarkSlogAudit(b *testing.B) {
 	r := Record{Webhook: "mutate", UID: "3f8c8df5-0272-4c85-874f-0aa1ece74fbc", Operation: "CREATE", Kind: "Pod",
 		Namespace: "team-a", Name: "spark-pi-driver", User: "alice@EXAMPLE.COM",
 		Groups:   []string{"dev.team", "spark-users", "system:authenticated"},
-		Identity: "alice@EXAMPLE.COM", Allowed: true, Patched: true, Code: 200, Reason: reasonStamped}
+		Identity: "alice@EXAMPLE.COM", Allowed: true, Patched: true, Code: 200, Reason: RuleStamped.String(), Rule: RuleStamped}
 	b.ReportAllocs()
 	cpu := cpuTime()
 	for b.Loop() {

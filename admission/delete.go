@@ -2,7 +2,6 @@ package admission
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -27,8 +26,8 @@ func remove(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1
 
 func decideRemove(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, old string, pre *views) decision {
 	c := st.cfg
-	if reason, ok := c.trustedDeleter(req.UserInfo.Username, req.UserInfo.Groups); ok {
-		return allow(reason)
+	if t := c.trustedDeleter(req.UserInfo.Username, req.UserInfo.Groups); t != TrustNone {
+		return allowTrusted(verbDelete, t)
 	}
 	ov := &pre.old
 	if err := view(c, k, old, ov, pre.oldDone, "request.oldObject"); err != nil {
@@ -39,7 +38,7 @@ func decideRemove(ctx context.Context, st *handlerState, k *kindInfo, req *admis
 		// or hastens what an allowed DELETE began: the kubelet's final
 		// delete of a terminated pod, foreground deletion, a repeated
 		// kubectl delete.
-		return allow(reasonDelTerminating)
+		return allow(RuleTerminating)
 	}
 	return killRule(ctx, st, k, req, ov, "delete")
 }
@@ -49,21 +48,21 @@ func decideRemove(ctx context.Context, st *handlerState, k *kindInfo, req *admis
 // collection, Job, CronJob and ReplicaSet cleanup, namespace deletion),
 // the front ends trusted to submit for others (they clean up what they
 // submitted), and Kubernetes superusers.
-func (c *Compiled) trustedDeleter(user string, groups []string) (string, bool) {
+func (c *Compiled) trustedDeleter(user string, groups []string) Trust {
 	switch {
 	case c.trustControllers && c.systemUsers.match(user):
-		return reasonDelController, true
+		return TrustController
 	case c.externalUsers.match(user):
-		return reasonDelExtUser, true
+		return TrustExternalUser
 	case c.externalGroups.matchAny(groups):
-		return reasonDelExtGroup, true
+		return TrustExternalGroup
 	}
 	for _, g := range groups {
 		if g == mastersGroup {
-			return reasonDelMasters, true
+			return TrustMasters
 		}
 	}
-	return "", false
+	return TrustNone
 }
 
 // killRule asks the DeleteAuthorizer whether the requester may kill the
@@ -90,11 +89,9 @@ func killRule(ctx context.Context, st *handlerState, k *kindInfo, req *admission
 	default:
 		note = "; it has no annotation " + UserInfoAnnotation + " (created before usher?), so it has no recorded owner"
 	}
-	modifyACL := ""
+	var modifyACL *string
 	if pm.has(slotModifyACL) {
-		if modifyACL = pm.vals[slotModifyACL]; modifyACL == "" {
-			modifyACL = " " // set, and empty: nobody
-		}
+		modifyACL = &pm.vals[slotModifyACL]
 	}
 	var arr [4]target
 	ts, err := c.targets(k, req.Namespace, o, arr[:0])
@@ -112,7 +109,7 @@ func killRule(ctx context.Context, st *handlerState, k *kindInfo, req *admission
 	first := ""
 	for i := range ts {
 		q := ts[i].queue
-		ok, reason, err := st.del.AuthorizeDelete(ctx, c.partition, q, owner, modifyACL, user, groups)
+		ok, reason, err := st.del.AuthorizeDelete(ctx, DeleteRequest{Partition: c.partition, Queue: q, Owner: owner, ModifyACL: modifyACL, User: user, Groups: groups})
 		if err != nil {
 			dc := deny(httpStatusInternal, "usher: cannot decide whether user %q may %s %s %s: %v; denied (usher fails closed)",
 				user, verb, k.kind, objectName(req, o), err)
@@ -120,10 +117,7 @@ func killRule(ctx context.Context, st *handlerState, k *kindInfo, req *admission
 			return dc
 		}
 		if ok {
-			if reason == "" {
-				reason = reasonDelAllowed
-			}
-			dc := allow(reason)
+			dc := allowBecause(RuleKillRule, reason)
 			dc.identity, dc.queue = owner, recordQueue(q)
 			return dc
 		}
@@ -228,13 +222,13 @@ func evict(ctx context.Context, st *handlerState, req *admissionv1.AdmissionRequ
 	c := st.cfg
 	switch {
 	case req.Operation != admissionv1.Create || !c.enforceDelete:
-		return allow(reasonOpNotHandled)
+		return allow(RuleOperationNotHandled)
 	case !c.processNamespace(req.Namespace):
-		return allow(reasonNamespaceBypass)
+		return allow(RuleNamespaceBypassed)
 	}
 	user, groups := req.UserInfo.Username, req.UserInfo.Groups
-	if reason, ok := c.trustedDeleter(user, groups); ok {
-		return allow("eviction" + strings.TrimPrefix(reason, "delete"))
+	if t := c.trustedDeleter(user, groups); t != TrustNone {
+		return allowTrusted(verbEviction, t)
 	}
 	pod := "Pod " + req.Namespace + "/" + req.Name
 	if st.del == nil {
@@ -247,7 +241,7 @@ func evict(ctx context.Context, st *handlerState, req *admissionv1.AdmissionRequ
 		return dc
 	}
 	if ok {
-		dc := allow(reasonEvictPrefix + reason)
+		dc := allowBecause(RuleEvictionByAdmin, reason)
 		dc.queue = "root"
 		return dc
 	}
@@ -265,8 +259,11 @@ func evict(ctx context.Context, st *handlerState, req *admissionv1.AdmissionRequ
 // nobody. Cluster admins, application admins and admins of root may.
 // st.del must not be nil.
 func killsEverything(ctx context.Context, st *handlerState, user string, groups []string) (bool, string, error) {
-	return st.del.AuthorizeDelete(ctx, st.cfg.partition, "root", "", " ", user, groups)
+	return st.del.AuthorizeDelete(ctx, DeleteRequest{Partition: st.cfg.partition, Queue: "root", ModifyACL: &nobody, User: user, Groups: groups})
 }
+
+// nobody is a modify ACL that allows nobody.
+var nobody = ""
 
 // isBinding reports whether req binds a pod to a node: pods/binding, or
 // the namespace's bindings resource, which the API server serves the same
@@ -296,9 +293,9 @@ func bind(ctx context.Context, st *handlerState, req *admissionv1.AdmissionReque
 	c := st.cfg
 	switch {
 	case req.Operation != admissionv1.Create:
-		return allow(reasonOpNotHandled)
+		return allow(RuleOperationNotHandled)
 	case !c.processNamespace(req.Namespace):
-		return allow(reasonNamespaceBypass)
+		return allow(RuleNamespaceBypassed)
 	}
 	var m metaView
 	if err := parseBinding(obj, c, &m); err != nil {
@@ -311,7 +308,7 @@ func bind(ctx context.Context, st *handlerState, req *admissionv1.AdmissionReque
 			"it records who submitted the pod and cannot change after creation", user, UserInfoAnnotation, pod)
 	}
 	if !c.enforceDelete {
-		return allow(reasonBindPlain)
+		return allow(RuleBindingPlain)
 	}
 	var set []string
 	if m.has(slotModifyACL) {
@@ -326,10 +323,10 @@ func bind(ctx context.Context, st *handlerState, req *admissionv1.AdmissionReque
 		}
 	}
 	if len(set) == 0 {
-		return allow(reasonBindPlain)
+		return allow(RuleBindingPlain)
 	}
-	if reason, ok := c.trustedDeleter(user, groups); ok {
-		return allow("binding" + strings.TrimPrefix(reason, "delete"))
+	if t := c.trustedDeleter(user, groups); t != TrustNone {
+		return allowTrusted(verbBinding, t)
 	}
 	what := strings.Join(set, " and ")
 	if st.del == nil {
@@ -340,50 +337,9 @@ func bind(ctx context.Context, st *handlerState, req *admissionv1.AdmissionReque
 	case err != nil:
 		return deny(httpStatusInternal, "usher: cannot decide whether user %q may set %s on %s: %v; denied (usher fails closed)", user, what, pod, err)
 	case ok:
-		return allow(reasonBindPrefix + reason)
+		return allowBecause(RuleBindingByAdmin, reason)
 	}
 	return deny(httpStatusForbidden, "usher: user %q may not set %s on %s through a Binding: with enforceDeleteACLs on, "+
 		"it decides who may delete the pod, and a Binding does not show whose pod it is, so only trusted controllers, "+
 		"members of %s, cluster admins, application admins and admins of root may set it this way", user, what, pod, mastersGroup)
-}
-
-// parseBinding reads the labels and annotations usher guards from a v1
-// Binding into m.
-func parseBinding(s string, c *Compiled, m *metaView) error {
-	if s == "" {
-		return fmt.Errorf("request.object is empty: want a Binding")
-	}
-	d := scanner{s: s}
-	var apiVersion, kind string
-	if d.object("request.object") {
-		var seen uint8
-		first := true
-		for {
-			key, ok := d.next(&first)
-			if !ok {
-				break
-			}
-			switch key {
-			case "apiVersion":
-				d.dup(&seen, 1, key)
-				apiVersion = d.stringField("apiVersion")
-			case "kind":
-				d.dup(&seen, 2, key)
-				kind = d.stringField("kind")
-			case "metadata":
-				d.dup(&seen, 4, key)
-				parseMeta(&d, &topMetaPaths, c.labelKeys, c.annotationKeys, m)
-			default:
-				d.skip()
-			}
-		}
-	}
-	d.end()
-	if d.err != nil {
-		return fmt.Errorf("request.object is not a valid Binding: %w", d.err)
-	}
-	if kind != "Binding" || apiVersion != "v1" {
-		return fmt.Errorf("request.object is a %s, want v1 Binding as request.kind says", describeGVK(apiVersion, kind))
-	}
-	return nil
 }

@@ -35,7 +35,14 @@ type deleteCall struct {
 	groups                                   []string
 }
 
-func (f *fakeDeleteAuthz) AuthorizeDelete(_ context.Context, partition, queue, owner, modifyACL, user string, groups []string) (bool, string, error) {
+func (f *fakeDeleteAuthz) AuthorizeDelete(_ context.Context, req DeleteRequest) (bool, string, error) {
+	partition, queue, owner, user, groups := req.Partition, req.Queue, req.Owner, req.User, req.Groups
+	modifyACL := "" // the calls record an ACL set to "" as " ", both allowing nobody
+	if req.ModifyACL != nil {
+		if modifyACL = *req.ModifyACL; modifyACL == "" {
+			modifyACL = " "
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, deleteCall{partition, queue, owner, modifyACL, user, append([]string(nil), groups...)})
@@ -482,7 +489,7 @@ func TestDeleteAuditRecord(t *testing.T) {
 	if r := got[2]; r.Allowed || r.Code != 403 || r.Identity != alice.Username || !strings.Contains(r.Reason, "bob may not kill") {
 		t.Fatalf("record %+v", r)
 	}
-	if r := got[4]; !r.Allowed || r.Reason != reasonDelController {
+	if r := got[4]; !r.Allowed || r.Rule != RuleTrustedDeleter || r.Trust != TrustController || r.Reason != "delete by a trusted controller" {
 		t.Fatalf("record %+v", r)
 	}
 }

@@ -34,14 +34,14 @@
 //     group matching externalGroups; or when it names exactly the submitter
 //     and its groups (re-applying an exported manifest forges nothing).
 //     Anyone else is denied with a message naming the user and annotation.
-//   - bypassAuth (seed 002): any submitter may supply the annotation (it
-//     must still be valid), and an object carrying the legacy
+//   - bypassAuth: any submitter may supply the annotation (it must still
+//     be valid), and an object carrying the legacy
 //     yunikorn.apache.org/username label but no annotation is left
 //     unstamped, with a deprecation warning. Without bypassAuth the label is
-//     ignored and the annotation always stamped. This reading follows seed
-//     002's table ("allow any external user to create pods with user
-//     information set") and YuniKorn's code, which skip the trust check when
-//     bypassAuth is on.
+//     ignored and the annotation always stamped. This follows YuniKorn's
+//     user and group resolution documentation ("allow any external user to
+//     create pods with user information set") and its admission
+//     controller, which skips the trust check when bypassAuth is on.
 //   - UPDATE, on /validate and /mutate alike: adding, removing or changing
 //     the annotation on a pod or on the pod template of any workload kind is
 //     denied, for every user, trusted or not (YuniKorn checks pods only, so
@@ -118,13 +118,52 @@
 // so "admin" also matches "notadmin". Config.Warnings reports unanchored
 // patterns.
 //
-// The webhook decodes reviews with a small strict JSON scanner instead of
-// encoding/json reflection: decoding a 3.7 KB pod review with encoding/json
-// (into the k8s.io/api types plus a metadata-only view of the pod) takes
-// about ten times as long as the whole review does with the scanner, and
-// 74 allocations instead of 2 (BenchmarkStdlibDecode, BenchmarkScannerDecode).
-// The scanner walks the review once, reading the object's metadata on the
-// way, accepts exactly what encoding/json accepts, and is checked against it
-// on every fixture and by fuzzing; the request is still delivered as
-// k8s.io/api admission/v1 types.
+// # Layout
+//
+// One role a file, in the manner of controller-runtime's
+// pkg/webhook/admission:
+//
+//   - handler.go: Handler, its options (each documents its default;
+//     NewHandler applies them in one place), Store and Current, and
+//     decide, which routes a review to the rules below. A review reads the
+//     handler's state (compiled settings and authorizers) once, through
+//     Handler.current.
+//   - authorizer.go: QueueAuthorizer and DeleteAuthorizer, each taking one
+//     request value (SubmitRequest, DeleteRequest), with Func adapters.
+//   - create.go, update.go, delete.go: the CREATE rules (stamp or keep),
+//     the UPDATE rules (user.info never changes; what decides deletion
+//     changes only for whoever may delete) and the DELETE, eviction and
+//     Binding rules (YARN's kill rule).
+//   - queue.go: queue targeting: the queues an object's pods will run in,
+//     and the QueueAuthorizer check of each.
+//   - rule.go: Rule and Trust, the closed sets that say why a review was
+//     let through; decisions, records and tests compare them, never
+//     message text.
+//   - response.go: decision, its constructors (allow, allowTrusted,
+//     allowBecause, deny) and its two renderings, toResponse (k8s.io/api
+//     types, for the Go API) and appendReview (JSON for the HTTP edge),
+//     proven equal for every outcome by TestAppendReviewMatchesToResponse
+//     and FuzzAppendReview.
+//   - audit.go: Record, its one rendering (Record.AppendAttrs, also used
+//     by the server's audit log) and SlogAudit.
+//   - http.go: the thin, defensive HTTP edge (method, content type, body
+//     cap, panics, the UID copied to every response, errors through
+//     internal/httperr's one JSON error body).
+//   - decode.go, object.go, userinfo.go: reading the review, the object's
+//     metadata and the user.info annotation with internal/jsonscan, and
+//     building the stamp patch.
+//   - config.go, compile.go, patterns.go: the settings and their compiled
+//     form.
+//
+// The webhook decodes reviews with the strict scanner of internal/jsonscan
+// instead of encoding/json reflection: decoding a 3.7 KB pod review with
+// encoding/json (v1 or v2) into the k8s.io/api types plus a metadata-only
+// view of the pod costs more than the handler's whole latency budget, and
+// 24 allocations instead of 2 (BenchmarkStdlibDecode,
+// BenchmarkStdlibV2Decode, BenchmarkScannerDecode; docs/benchmarks.md has
+// the figures and the decision). The scanner walks the review once,
+// reading the object's metadata on the way, accepts exactly what
+// encoding/json accepts, and is checked against it on every fixture and by
+// fuzzing; the request is still delivered as k8s.io/api admission/v1
+// types.
 package admission

@@ -231,23 +231,24 @@ func TestCreateWithAnnotation(t *testing.T) {
 		ann    string
 		allow  bool
 		reason string
+		rule   Rule // the rule of an allowed review
 	}{
-		{"plain user forging", Config{}, bob, forgedCarol, false, `user "bob" may not set annotation yunikorn.apache.org/user.info`},
-		{"plain user naming itself", Config{}, alice, aliceInfo, true, reasonKeptSame},
-		{"plain user naming itself, groups reordered", Config{}, alice, `{"user":"alice@EXAMPLE.COM","groups":["system:authenticated","dev.team"]}`, true, reasonKeptSame},
-		{"plain user naming itself with fewer groups", Config{}, alice, `{"user":"alice@EXAMPLE.COM","groups":["dev.team"]}`, false, "may not set"},
-		{"plain user naming itself with extra group", Config{}, alice, `{"user":"alice@EXAMPLE.COM","groups":["dev.team","system:authenticated","admins"]}`, false, "may not set"},
-		{"replicaset controller", Config{}, rsCtrl, aliceInfo, true, reasonKeptController},
-		{"job controller", Config{}, jobCtrl, aliceInfo, true, reasonKeptController},
-		{"shared controller manager", Config{}, kcm, aliceInfo, true, reasonKeptController},
-		{"shared controller manager, YuniKorn's old default", legacyOnly, kcm, aliceInfo, false, "may not set"},
-		{"controller with trustControllers false", noCtrl, rsCtrl, aliceInfo, false, "trustControllers is false"},
-		{"kube-system lookalike", Config{}, authenticationv1.UserInfo{Username: "system:serviceaccount:kube-systemx:evil"}, forgedCarol, false, "may not set"},
-		{"external user", external, airflow, forgedCarol, true, reasonKeptExtUser},
-		{"external user not configured", Config{}, airflow, forgedCarol, false, "may not set"},
-		{"external group member", external, livyMember, forgedCarol, true, reasonKeptExtGroup},
-		{"external group, not member", external, bob, forgedCarol, false, "may not set"},
-		{"bypassAuth any user", bypass, bob, forgedCarol, true, reasonKeptBypassAuth},
+		{"plain user forging", Config{}, bob, forgedCarol, false, `user "bob" may not set annotation yunikorn.apache.org/user.info`, RuleDenied},
+		{"plain user naming itself", Config{}, alice, aliceInfo, true, "", RuleKeptSame},
+		{"plain user naming itself, groups reordered", Config{}, alice, `{"user":"alice@EXAMPLE.COM","groups":["system:authenticated","dev.team"]}`, true, "", RuleKeptSame},
+		{"plain user naming itself with fewer groups", Config{}, alice, `{"user":"alice@EXAMPLE.COM","groups":["dev.team"]}`, false, "may not set", RuleDenied},
+		{"plain user naming itself with extra group", Config{}, alice, `{"user":"alice@EXAMPLE.COM","groups":["dev.team","system:authenticated","admins"]}`, false, "may not set", RuleDenied},
+		{"replicaset controller", Config{}, rsCtrl, aliceInfo, true, "", RuleKeptController},
+		{"job controller", Config{}, jobCtrl, aliceInfo, true, "", RuleKeptController},
+		{"shared controller manager", Config{}, kcm, aliceInfo, true, "", RuleKeptController},
+		{"shared controller manager, YuniKorn's old default", legacyOnly, kcm, aliceInfo, false, "may not set", RuleDenied},
+		{"controller with trustControllers false", noCtrl, rsCtrl, aliceInfo, false, "trustControllers is false", RuleDenied},
+		{"kube-system lookalike", Config{}, authenticationv1.UserInfo{Username: "system:serviceaccount:kube-systemx:evil"}, forgedCarol, false, "may not set", RuleDenied},
+		{"external user", external, airflow, forgedCarol, true, "", RuleKeptExternalUser},
+		{"external user not configured", Config{}, airflow, forgedCarol, false, "may not set", RuleDenied},
+		{"external group member", external, livyMember, forgedCarol, true, "", RuleKeptExternalGroup},
+		{"external group, not member", external, bob, forgedCarol, false, "may not set", RuleDenied},
+		{"bypassAuth any user", bypass, bob, forgedCarol, true, "", RuleKeptBypassAuth},
 	}
 	for _, kc := range kindCases {
 		for _, tc := range cases {
@@ -266,8 +267,8 @@ func TestCreateWithAnnotation(t *testing.T) {
 					if resp.Patch != nil {
 						t.Fatalf("patch %s on a kept annotation", resp.Patch)
 					}
-					if len(audited) != 2 || audited[0].Reason != tc.reason || audited[0].Identity == "" {
-						t.Fatalf("audit %+v, want reason %q", audited, tc.reason)
+					if len(audited) != 2 || audited[0].Rule != tc.rule || audited[0].Reason != tc.rule.String() || audited[0].Identity == "" {
+						t.Fatalf("audit %+v, want rule %v", audited, tc.rule)
 					}
 				}
 			})
@@ -307,7 +308,7 @@ func TestCreateInvalidAnnotation(t *testing.T) {
 	}
 }
 
-// TestLegacyLabel follows seed 002: with bypassAuth an object carrying the
+// TestLegacyLabel follows YuniKorn's admission controller: with bypassAuth an object carrying the
 // legacy label and no annotation is left alone; otherwise the annotation
 // is always stamped.
 func TestLegacyLabel(t *testing.T) {
@@ -660,7 +661,7 @@ func TestAuditRecord(t *testing.T) {
 	h.Mutate(context.Background(), req)
 	want := Record{Webhook: "mutate", UID: string(req.UID), Operation: "CREATE", Kind: "Pod", Namespace: "team-a", Name: "obj",
 		User: alice.Username, Groups: alice.Groups, Identity: alice.Username, Allowed: true, Patched: true, Code: 200,
-		Reason: reasonStamped, DryRun: true}
+		Reason: RuleStamped.String(), Rule: RuleStamped, DryRun: true}
 	if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
 		t.Fatalf("audit\n got %+v\nwant %+v", got, want)
 	}

@@ -281,7 +281,8 @@ type authzCall struct {
 	groups                 []string
 }
 
-func (f *fakeAuthz) AuthorizeSubmit(_ context.Context, partition, queue, user string, groups []string) (bool, string, error) {
+func (f *fakeAuthz) AuthorizeSubmit(_ context.Context, req SubmitRequest) (bool, string, error) {
+	partition, queue, user, groups := req.Partition, req.Queue, req.User, req.Groups
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, authzCall{partition, queue, user, append([]string(nil), groups...)})

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/usherhq/usher/internal/httperr"
 )
 
 // MutateHTTP returns the http.Handler for POST /mutate.
@@ -98,7 +100,7 @@ func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := string(body)
-	st := h.state.Load()
+	st := h.current()
 	rv := &sc.rv // zeroed by putScratch
 	if err := decodeReview(s, body, rv, st.cfg); err != nil {
 		h.httpError(w, x.hook, httpStatusBadRequest, "the body is not an AdmissionReview: "+err.Error())
@@ -151,16 +153,13 @@ func (h *Handler) putScratch(sc *scratch) {
 	h.pool.Put(sc)
 }
 
-// httpError answers a request that is not a decodable review with a JSON
-// error and reports it to the audit hook.
+// httpError answers a request that is not a decodable review with the
+// JSON error body every usher endpoint uses (package httperr) and reports
+// it to the audit hook.
 func (h *Handler) httpError(w http.ResponseWriter, hook hookKind, code int, msg string) {
 	dc := decision{code: int32(code), message: msg}
 	h.record(hook, (*admissionv1.AdmissionRequest)(nil), &dc)
-	w.Header()["Content-Type"] = jsonContentType
-	w.Header()["X-Content-Type-Options"] = []string{"nosniff"}
-	w.WriteHeader(code)
-	b := append([]byte(`{"error":`), appendJSONString(nil, msg)...)
-	_, _ = w.Write(append(b, "}\n"...))
+	httperr.Write(w, code, msg, "")
 }
 
 // isJSON reports whether a Content-Type is application/json, with or

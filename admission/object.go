@@ -3,6 +3,10 @@ package admission
 import (
 	"fmt"
 	"strconv"
+
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/usherhq/usher/internal/jsonscan"
 )
 
 // layout says where a kind keeps the metadata of the pods it creates.
@@ -145,6 +149,16 @@ var (
 		"spec.jobTemplate.spec.template.metadata.ownerReferences"}}
 )
 
+// Member names of the objects parseObject reads, by index.
+var (
+	objectKeys      = jsonscan.NewKeys("apiVersion", "kind", "metadata", "spec")
+	workloadKeys    = jsonscan.NewKeys("template")
+	cronSpecKeys    = jsonscan.NewKeys("jobTemplate")
+	jobTemplateKeys = jsonscan.NewKeys("metadata", "spec")
+	podTemplateKeys = jsonscan.NewKeys("metadata", "spec")
+	metaKeys        = jsonscan.NewKeys("name", "generateName", "labels", "annotations", "deletionTimestamp", "ownerReferences")
+)
+
 // parseObject reads a request object of kind k. It checks that the text is
 // one JSON object of that kind and apiVersion, that every field on the path
 // to the pod metadata has the type the kind declares (metadata, spec and
@@ -157,54 +171,40 @@ func parseObject(s string, k *kindInfo, labels, annotations []wantKey, o *object
 	if s == "" {
 		return fmt.Errorf("%s is empty: want a %s", field, k.kind)
 	}
-	d := scanner{s: s}
-	if d.peek() != '{' {
-		d.object("")
-		return fmt.Errorf("%s is not a JSON object: %w", field, d.err)
+	d := jsonscan.New(s)
+	if d.Peek() != '{' {
+		d.Object("")
+		return fmt.Errorf("%s is not a JSON object: %w", field, d.Err())
 	}
-	d.objectValue(k, labels, annotations, o)
-	d.end()
-	if d.err != nil {
-		return fmt.Errorf("%s is not a valid %s: %w", field, k.kind, d.err)
+	objectValue(&d, k, labels, annotations, o)
+	d.End()
+	if d.Err() != nil {
+		return fmt.Errorf("%s is not a valid %s: %w", field, k.kind, d.Err())
 	}
 	return checkObjectKind(o, k, field)
 }
 
 // objectValue parses the object at the scanner's position into o.
-func (d *scanner) objectValue(k *kindInfo, labels, annotations []wantKey, o *objectView) {
+func objectValue(d *jsonscan.Scanner, k *kindInfo, labels, annotations []wantKey, o *objectView) {
 	o.layout = k.layout
-	if !d.object("") {
-		return
-	}
-	var seen uint8
-	first := true
-	for {
-		key, ok := d.next(&first)
-		if !ok {
-			return
-		}
-		switch key {
-		case "apiVersion":
-			d.dup(&seen, 1, key)
-			o.apiVersion = d.stringField("apiVersion")
-		case "kind":
-			d.dup(&seen, 2, key)
-			o.kind = d.stringField("kind")
-		case "metadata":
-			d.dup(&seen, 4, key)
+	m := d.Members("", objectKeys)
+	for i := m.Next(); i >= 0; i = m.Next() {
+		switch i {
+		case 0:
+			o.apiVersion = d.StringField("apiVersion")
+		case 1:
+			o.kind = d.StringField("kind")
+		case 2:
 			parseMeta(d, &topMetaPaths, labels, annotations, &o.top)
-		case "spec":
-			d.dup(&seen, 8, key)
+		case 3:
 			switch k.layout {
 			case layoutPod:
-				d.objectOrNull("spec")
+				objectOrNull(d, "spec")
 			case layoutTemplate:
 				parseWorkloadSpec(d, &workloadSpecPaths, labels, annotations, o)
 			case layoutCronJob:
 				parseCronSpec(d, labels, annotations, o)
 			}
-		default:
-			d.skip()
 		}
 	}
 }
@@ -227,145 +227,85 @@ func describeGVK(apiVersion, kind string) string {
 }
 
 // objectOrNull checks that the value is an object or null and skips it.
-func (d *scanner) objectOrNull(field string) {
-	switch d.peek() {
+func objectOrNull(d *jsonscan.Scanner, field string) {
+	switch d.Peek() {
 	case '{', 'n':
-		d.skip()
+		d.Skip()
 	default:
-		d.failType(field, "", "an object")
+		d.FailType(field, "", "an object")
 	}
 }
 
-func parseWorkloadSpec(d *scanner, p *specPaths, labels, annotations []wantKey, o *objectView) {
-	if d.null() || !d.object(p.spec) {
-		return
-	}
-	var seen uint8
-	first := true
-	for {
-		key, ok := d.next(&first)
-		if !ok {
-			return
-		}
-		if key == "template" {
-			d.dup(&seen, 1, key)
-			parsePodTemplate(d, p, labels, annotations, o)
-			continue
-		}
-		d.skip()
+func parseWorkloadSpec(d *jsonscan.Scanner, p *specPaths, labels, annotations []wantKey, o *objectView) {
+	m := d.MembersOrNull(p.spec, workloadKeys)
+	for i := m.Next(); i >= 0; i = m.Next() {
+		parsePodTemplate(d, p, labels, annotations, o)
 	}
 }
 
-func parseCronSpec(d *scanner, labels, annotations []wantKey, o *objectView) {
-	if d.null() || !d.object("spec") {
-		return
-	}
-	var seen uint8
-	first := true
-	for {
-		key, ok := d.next(&first)
-		if !ok {
-			return
-		}
-		if key != "jobTemplate" {
-			d.skip()
-			continue
-		}
-		d.dup(&seen, 1, key)
-		if d.null() || !d.object("spec.jobTemplate") {
-			continue
-		}
-		var jseen uint8
-		jfirst := true
-		for {
-			jkey, ok := d.next(&jfirst)
-			if !ok {
-				break
-			}
-			switch jkey {
-			case "metadata":
-				d.dup(&jseen, 1, jkey)
+func parseCronSpec(d *jsonscan.Scanner, labels, annotations []wantKey, o *objectView) {
+	m := d.MembersOrNull("spec", cronSpecKeys)
+	for i := m.Next(); i >= 0; i = m.Next() {
+		jm := d.MembersOrNull("spec.jobTemplate", jobTemplateKeys)
+		for j := jm.Next(); j >= 0; j = jm.Next() {
+			switch j {
+			case 0:
 				parseMeta(d, &jobMetaPaths, labels, annotations, &o.job)
-			case "spec":
-				d.dup(&jseen, 2, jkey)
+			case 1:
 				parseWorkloadSpec(d, &cronJobSpecPaths, labels, annotations, o)
-			default:
-				d.skip()
 			}
 		}
 	}
 }
 
-func parsePodTemplate(d *scanner, p *specPaths, labels, annotations []wantKey, o *objectView) {
-	if d.null() || !d.object(p.template) {
+func parsePodTemplate(d *jsonscan.Scanner, p *specPaths, labels, annotations []wantKey, o *objectView) {
+	if d.Null() {
 		return
 	}
-	o.hasTemplate = true
-	var seen uint8
-	first := true
-	for {
-		key, ok := d.next(&first)
-		if !ok {
-			return
-		}
-		switch key {
-		case "metadata":
-			d.dup(&seen, 1, key)
+	m := d.Members(p.template, podTemplateKeys)
+	o.hasTemplate = d.Err() == nil
+	for i := m.Next(); i >= 0; i = m.Next() {
+		switch i {
+		case 0:
 			parseMeta(d, &p.meta, labels, annotations, &o.tmpl)
-		case "spec":
-			d.dup(&seen, 2, key)
-			d.objectOrNull(p.templateSpec)
-		default:
-			d.skip()
+		case 1:
+			objectOrNull(d, p.templateSpec)
 		}
 	}
 }
 
-func parseMeta(d *scanner, p *metaPaths, labels, annotations []wantKey, m *metaView) {
-	if d.null() || !d.object(p.meta) {
+func parseMeta(d *jsonscan.Scanner, p *metaPaths, labels, annotations []wantKey, m *metaView) {
+	if d.Null() {
 		return
 	}
-	m.present = true
-	var seen uint8
-	first := true
-	for {
-		key, ok := d.next(&first)
-		if !ok {
-			return
-		}
-		switch key {
-		case "name":
-			d.dup(&seen, 1, key)
-			m.name = d.stringField(p.name)
-		case "generateName":
-			d.dup(&seen, 2, key)
-			m.genName = d.stringField(p.genName)
-		case "labels":
-			d.dup(&seen, 4, key)
+	mm := d.Members(p.meta, metaKeys)
+	m.present = d.Err() == nil
+	for i := mm.Next(); i >= 0; i = mm.Next() {
+		switch i {
+		case 0:
+			m.name = d.StringField(p.name)
+		case 1:
+			m.genName = d.StringField(p.genName)
+		case 2:
 			parseStringMap(d, p.labels, labels, m)
-		case "annotations":
-			d.dup(&seen, 8, key)
-			if d.peek() == '{' {
+		case 3:
+			if d.Peek() == '{' {
 				m.annotations = true
 			}
 			parseStringMap(d, p.annotations, annotations, m)
-		case "deletionTimestamp":
-			d.dup(&seen, 16, key)
-			m.deleting = d.stringField(p.deletionTimestamp) != ""
-		case "ownerReferences":
+		case 4:
+			m.deleting = d.StringField(p.deletionTimestamp) != ""
+		case 5:
 			// The garbage collector deletes an object whose owners are
 			// gone: on UPDATE, changing them is as good as a DELETE.
-			d.dup(&seen, 32, key)
-			if c := d.peek(); c != '[' && c != 'n' {
-				d.failType(p.ownerReferences, "", "an array")
+			if c := d.Peek(); c != '[' && c != 'n' {
+				d.FailType(p.ownerReferences, "", "an array")
 				return
 			}
-			a, b := d.rawValue()
-			if raw := d.s[a:b]; raw != "null" && raw != "[]" {
+			a, b := d.RawValue()
+			if raw := d.Input()[a:b]; raw != "null" && raw != "[]" {
 				m.owners = raw
 			}
-		default:
-			d.skip()
 		}
 	}
 }
@@ -373,13 +313,13 @@ func parseMeta(d *scanner, p *metaPaths, labels, annotations []wantKey, m *metaV
 // parseStringMap reads a map[string]string (null allowed, null values read
 // as "" like encoding/json) and stores the wanted keys' values in m. A
 // wanted key that appears twice is an error.
-func parseStringMap(d *scanner, field string, want []wantKey, m *metaView) {
-	if d.null() || !d.object(field) {
+func parseStringMap(d *jsonscan.Scanner, field string, want []wantKey, m *metaView) {
+	if d.Null() || !d.Object(field) {
 		return
 	}
 	first := true
 	for {
-		key, ok := d.next(&first)
+		key, ok := d.Next(&first)
 		if !ok {
 			return
 		}
@@ -390,21 +330,56 @@ func parseStringMap(d *scanner, field string, want []wantKey, m *metaView) {
 				break
 			}
 		}
-		c := d.peek()
+		c := d.Peek()
 		if c != '"' && c != 'n' {
-			d.failType(field, "["+strconv.Quote(key)+"]", "a string")
+			d.FailType(field, "["+strconv.Quote(key)+"]", "a string")
 			return
 		}
 		if slot < 0 {
-			d.skip()
+			d.Skip()
 			continue
 		}
-		v := d.stringField(field)
+		v := d.StringField(field)
 		if m.has(slot) {
-			d.fail("duplicate key " + strconv.Quote(key) + " in " + field)
+			d.Fail("duplicate key " + strconv.Quote(key) + " in " + field)
 			return
 		}
 		m.found |= 1 << slot
 		m.vals[slot] = v
 	}
+}
+
+// place names where the user.info annotation lives, for messages: "Pod
+// team-a/p" or "the pod template of Deployment team-a/web".
+func place(k *kindInfo, req *admissionv1.AdmissionRequest, o *objectView) string {
+	if k.layout == layoutPod {
+		return k.kind + " " + objectName(req, o)
+	}
+	return "the " + k.where + " of " + k.kind + " " + objectName(req, o)
+}
+
+// objectName renders namespace/name for messages, using generateName when
+// the object has no name yet.
+func objectName(req *admissionv1.AdmissionRequest, o *objectView) string {
+	name := req.Name
+	if name == "" {
+		name = o.top.name
+	}
+	if name == "" && o.top.genName != "" {
+		name = o.top.genName + "*"
+	}
+	if req.Namespace == "" {
+		return strconv.Quote(name)
+	}
+	return req.Namespace + "/" + name
+}
+
+// view returns the parsed object: pre-parsed when done, else parsed now
+// into o.
+func view(c *Compiled, k *kindInfo, s string, o *objectView, done bool, field string) error {
+	if done {
+		return checkObjectKind(o, k, field)
+	}
+	*o = objectView{}
+	return parseObject(s, k, c.labelKeys, c.annotationKeys, o, field)
 }

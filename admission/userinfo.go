@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/usherhq/usher/internal/jsonscan"
 )
 
 // UserInfoAnnotation is the annotation that carries the submitter's
 // identity, as YuniKorn's scheduler reads it.
 const UserInfoAnnotation = "yunikorn.apache.org/user.info"
 
-// LegacyUserLabel is YuniKorn's deprecated user label (seed 002).
+// LegacyUserLabel is YuniKorn's deprecated user label, which its
+// admission controller honours with bypassAuth.
 const LegacyUserLabel = "yunikorn.apache.org/username"
 
 // UserInfo is the content of the user.info annotation:
@@ -44,15 +47,15 @@ func ParseUserInfo(s string) (UserInfo, error) {
 	if !utf8.ValidString(s) {
 		return u, errors.New("it is not valid UTF-8: readers would replace the invalid bytes and could disagree on the identity")
 	}
-	d := scanner{s: s}
-	if d.peek() != '{' {
+	d := jsonscan.New(s)
+	if d.Peek() != '{' {
 		return u, errors.New(`it is not a JSON object {"user":"…","groups":["…"]}`)
 	}
-	d.object("")
+	d.Object("")
 	hasUser, hasGroups := false, false
 	first := true
 	for {
-		raw, ok := d.nextRaw(&first)
+		raw, ok := d.NextRaw(&first)
 		if !ok {
 			break
 		}
@@ -62,23 +65,23 @@ func ParseUserInfo(s string) (UserInfo, error) {
 				return UserInfo{}, errors.New(`duplicate member "user": readers disagree on which one counts`)
 			}
 			hasUser = true
-			u.User = d.stringField(`"user"`)
+			u.User = d.StringField(`"user"`)
 		case "groups":
 			if hasGroups {
 				return UserInfo{}, errors.New(`duplicate member "groups": readers disagree on which one counts`)
 			}
 			hasGroups = true
-			u.Groups = d.stringList(`"groups"`)
+			u.Groups = d.StringList(`"groups"`)
 		default:
-			if d.err != nil {
+			if d.Err() != nil {
 				break
 			}
 			return UserInfo{}, memberError(raw)
 		}
 	}
-	d.end()
-	if d.err != nil {
-		return UserInfo{}, fmt.Errorf("it is not valid JSON of the form {\"user\":\"…\",\"groups\":[\"…\"]}: %w", d.err)
+	d.End()
+	if d.Err() != nil {
+		return UserInfo{}, fmt.Errorf("it is not valid JSON of the form {\"user\":\"…\",\"groups\":[\"…\"]}: %w", d.Err())
 	}
 	if u.User == "" {
 		return UserInfo{}, errors.New(`"user" is missing or empty`)
@@ -88,7 +91,7 @@ func ParseUserInfo(s string) (UserInfo, error) {
 			return UserInfo{}, fmt.Errorf(`"groups"[%d] is empty`, i)
 		}
 	}
-	if strings.IndexByte(s, '\\') >= 0 && loneSurrogate(s) {
+	if strings.IndexByte(s, '\\') >= 0 && jsonscan.HasLoneSurrogate(s) {
 		return UserInfo{}, errors.New(`it holds a \u escape of half a UTF-16 surrogate pair: readers disagree on what it means`)
 	}
 	return u, nil
@@ -99,7 +102,7 @@ func ParseUserInfo(s string) (UserInfo, error) {
 func memberError(raw string) error {
 	name := raw
 	if strings.IndexByte(raw, '\\') >= 0 {
-		name = unquote(raw)
+		name = jsonscan.Unquote(raw)
 		return fmt.Errorf(`member name "%s" is written with escapes (it reads as %q): only the plainly written members "user" and "groups" are allowed`,
 			raw, name)
 	}
@@ -113,33 +116,6 @@ func memberError(raw string) error {
 		return errors.New(`member "username" is not allowed: the member is "user", not "username"`)
 	}
 	return fmt.Errorf(`member %q is not allowed: only "user" and "groups" are allowed`, name)
-}
-
-// loneSurrogate reports whether the JSON text s, already checked by the
-// scanner, holds a \u escape of a UTF-16 surrogate that is not half of a
-// pair. encoding/json reads it as U+FFFD; other decoders keep it, drop it
-// or fail.
-func loneSurrogate(s string) bool {
-	for i := strings.IndexByte(s, '\\'); i >= 0 && i < len(s); {
-		if s[i] != '\\' {
-			i++
-			continue
-		}
-		if s[i+1] != 'u' {
-			i += 2
-			continue
-		}
-		r := hex4(s[i+2:])
-		i += 6
-		switch {
-		case r < 0xd800 || r > 0xdfff:
-		case r < 0xdc00 && i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' && isHex4(s[i+2:i+6]) && hex4(s[i+2:]) >= 0xdc00 && hex4(s[i+2:]) <= 0xdfff:
-			i += 6
-		default:
-			return true
-		}
-	}
-	return false
 }
 
 // String renders the annotation value, the inverse of ParseUserInfo.
@@ -181,13 +157,13 @@ func contains(ss []string, s string) bool {
 // appendUserInfo appends {"user":…,"groups":[…]}.
 func appendUserInfo(dst []byte, user string, groups []string) []byte {
 	dst = append(dst, `{"user":`...)
-	dst = appendJSONString(dst, user)
+	dst = jsonscan.AppendString(dst, user)
 	dst = append(dst, `,"groups":[`...)
 	for i, g := range groups {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, g)
+		dst = jsonscan.AppendString(dst, g)
 	}
 	return append(dst, "]}"...)
 }
@@ -207,9 +183,9 @@ func appendPatch(dst []byte, ops ...patchOp) []byte {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"op":`...)
-		dst = appendJSONString(dst, op.Op)
+		dst = jsonscan.AppendString(dst, op.Op)
 		dst = append(dst, `,"path":`...)
-		dst = appendJSONString(dst, op.Path)
+		dst = jsonscan.AppendString(dst, op.Path)
 		if op.Value != nil {
 			dst = append(dst, `,"value":`...)
 			dst = append(dst, op.Value...)
@@ -238,22 +214,22 @@ func appendStampPatch(dst []byte, k *kindInfo, m *metaView, info []byte) []byte 
 	dst = append(dst, `[{"op":"add","path":`...)
 	switch {
 	case m.annotations:
-		dst = appendJSONString(dst, k.annotationPath)
+		dst = jsonscan.AppendString(dst, k.annotationPath)
 		dst = append(dst, `,"value":`...)
-		dst = appendJSONString(dst, info)
+		dst = jsonscan.AppendString(dst, info)
 	case m.present:
-		dst = appendJSONString(dst, k.annotationsPath)
+		dst = jsonscan.AppendString(dst, k.annotationsPath)
 		dst = append(dst, `,"value":{`...)
-		dst = appendJSONString(dst, UserInfoAnnotation)
+		dst = jsonscan.AppendString(dst, UserInfoAnnotation)
 		dst = append(dst, ':')
-		dst = appendJSONString(dst, info)
+		dst = jsonscan.AppendString(dst, info)
 		dst = append(dst, '}')
 	default:
-		dst = appendJSONString(dst, k.metaPath)
+		dst = jsonscan.AppendString(dst, k.metaPath)
 		dst = append(dst, `,"value":{"annotations":{`...)
-		dst = appendJSONString(dst, UserInfoAnnotation)
+		dst = jsonscan.AppendString(dst, UserInfoAnnotation)
 		dst = append(dst, ':')
-		dst = appendJSONString(dst, info)
+		dst = jsonscan.AppendString(dst, info)
 		dst = append(dst, "}}"...)
 	}
 	return append(dst, "}]"...)

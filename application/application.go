@@ -2,8 +2,8 @@
 // view them (logs, statistics), modify them, kill them and move them to
 // another queue, as YARN's application ACLs and Spark's UI ACLs allow.
 //
-// Rules this package enforces (YARN's, as the YARN ACL documentation
-// ("Managing YARN ACLs") and YARN's own implementation state them):
+// Rules this package enforces (YARN's, as its application ACL
+// documentation and implementation state them; docs/yarn.md):
 //   - The owner, the user who submitted the application, may always view,
 //     modify and kill it. Owners are compared by exact, case sensitive name.
 //   - Admins of the application's queue or of any of its ancestors (the
@@ -26,6 +26,16 @@
 //   - Checks run in a fixed order (owner, queue admin, cluster admin,
 //     application admin, modify ACL, view ACL) and the first that allows
 //     decides; the Decision records every check and what it said.
+//   - An application with no recorded owner (Application.Unowned: a
+//     Kubernetes workload created before its submitter was recorded) has
+//     no owner at all: no user, whatever its name, passes the owner
+//     check, so only its modify ACL and the admins may act on it.
+//   - An application that names a queue the partition does not have is
+//     an error, unless Application.UnknownQueueAsRoot: then it is decided
+//     in root, whose admins are admins of every queue, and the reason
+//     says so (Decision.UnknownQueue). The admission webhook's kill rule
+//     uses both rules for workloads whose queue markers name no
+//     configured queue.
 //   - The zero Decision denies. An unknown queue, a missing owner or an
 //     unknown action is an error, returned with a Decision that denies.
 //
@@ -81,11 +91,27 @@ type Application struct {
 	// ID names the application in reasons, e.g.
 	// application_1536220066338_0001. Optional.
 	ID string
-	// Owner is the user who submitted the application. Required.
+	// Owner is the user who submitted the application. Required unless
+	// Unowned.
 	Owner string
+	// Unowned says that no owner was recorded for the application (a
+	// Kubernetes workload created before usher stamped its submitter, or
+	// whose record is invalid). Owner must then be empty, and nobody is
+	// the owner: only its modify ACL and the admins may view, modify or
+	// kill it.
+	Unowned bool
 	// Queue is the queue path the application runs in; "" is the
 	// partition's default queue.
 	Queue string
+	// UnknownQueueAsRoot says that Queue may name a queue the partition
+	// does not have (a queue marker on a Kubernetes workload is not
+	// checked against the configuration, and the configuration may drop
+	// a queue while work still runs in it). Such an application is
+	// decided as if it ran in root, whose admins are admins of every
+	// queue, and Decision.UnknownQueue records the queue it names. Without
+	// it an unknown queue is an error. The target of a Move is never
+	// replaced.
+	UnknownQueueAsRoot bool
 	// ViewACL and ModifyACL are the application's own ACLs; nil means not
 	// set, and the partition's default applies. An ACL that is set but
 	// empty allows nobody.
@@ -243,6 +269,10 @@ type Decision struct {
 	// Queue is the canonical path of the application's queue; Target that
 	// of the queue a Move goes to.
 	Queue, Target string
+	// UnknownQueue is the queue the application named when the partition
+	// does not have it and it was decided in root instead
+	// (Application.UnknownQueueAsRoot); "" otherwise.
+	UnknownQueue string
 	// Requirements are what the action needs: one for View, Modify and
 	// Kill; for Move, the queue it runs in, the target queue and the right
 	// to modify, all of which must be met.
@@ -299,17 +329,25 @@ func (p Policy) Decide(app Application, sub *acl.Subject, action Action, target 
 	switch {
 	case action < View || action > Move:
 		return d, fmt.Errorf("application: unknown action %v", action)
-	case app.Owner == "":
+	case app.Unowned && app.Owner != "":
+		return d, fmt.Errorf("application: an unowned application names owner %q", app.Owner)
+	case app.Owner == "" && !app.Unowned:
 		return d, ErrNoOwner
 	case action == Move && target == "":
 		return d, errors.New("application: move needs a target queue")
 	case action != Move && target != "":
 		return d, fmt.Errorf("application: a target queue (%q) is only used by move, not %v", target, action)
 	}
-	if err := acl.ValidName(app.Owner); err != nil {
-		return d, fmt.Errorf("application owner: %w", err)
+	if !app.Unowned {
+		if err := acl.ValidName(app.Owner); err != nil {
+			return d, fmt.Errorf("application owner: %w", err)
+		}
 	}
 	queue, err := p.Partition.QueuePath(app.Queue)
+	if err != nil && app.UnknownQueueAsRoot && errors.Is(err, policy.ErrUnknownQueue) {
+		d.UnknownQueue = app.Queue
+		queue, err = p.Partition.QueuePath("root")
+	}
 	if err != nil {
 		return d, err
 	}
@@ -357,7 +395,7 @@ func (p Policy) rights(queue string, app Application, sub *acl.Subject, action A
 		r.Steps = append(r.Steps, st)
 	}
 	owner := Step{Rule: Owner}
-	if sub.User() == app.Owner {
+	if !app.Unowned && sub.User() == app.Owner {
 		owner.Allowed, owner.Match = true, acl.Match{Kind: acl.MatchUser, Name: app.Owner}
 	}
 	add(owner)
@@ -411,6 +449,14 @@ func aclStep(rule Rule, a *acl.ACL, isDefault bool, sub *acl.Subject) Step {
 
 // Reason renders the decision as one line.
 func (d Decision) Reason() string {
+	if d.UnknownQueue != "" {
+		return d.reason() + fmt.Sprintf("; queue %q is not in partition %q, so only admins of root count as its queue admins",
+			d.UnknownQueue, d.Partition)
+	}
+	return d.reason()
+}
+
+func (d Decision) reason() string {
 	if len(d.Requirements) == 0 {
 		if d.Allowed {
 			return fmt.Sprintf("%s may %v %s", d.User, d.Action, d.app())
@@ -441,8 +487,13 @@ func (d Decision) Reason() string {
 }
 
 func (d Decision) app() string {
-	if d.Application != "" {
+	switch {
+	case d.Application != "" && d.Owner == "":
+		return fmt.Sprintf("%s (no recorded owner, queue %s)", d.Application, d.Queue)
+	case d.Application != "":
 		return fmt.Sprintf("%s (owner %s, queue %s)", d.Application, d.Owner, d.Queue)
+	case d.Owner == "":
+		return fmt.Sprintf("the application with no recorded owner in %s", d.Queue)
 	}
 	return fmt.Sprintf("the application of %s in %s", d.Owner, d.Queue)
 }

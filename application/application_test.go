@@ -11,7 +11,8 @@ import (
 	"github.com/usherhq/usher/policy"
 )
 
-// The queue structure of the examples of the "Managing YARN ACLs" guide. The page shows it only as a
+// The queue structure of the examples of YARN's application ACL design
+// (killing and moving an application). The page shows it only as a
 // diagram; its text fixes that Production has a parent whose admin may kill
 // in it (Jane, "queue administrator of the parent queue" Datascience) and
 // that Test, Marketing and Dev are distinct queues. We read it as
@@ -137,10 +138,10 @@ func runStories(t *testing.T, p application.Policy, app application.Application,
 	}
 }
 
-// "Managing YARN ACLs", "Example: Killing an Application in the Queue Production".
+// YARN's application ACL design, "Example: Killing an Application in the Queue Production".
 // The outcomes of John, Jane and Bob killing are the page's; the others are
 // derived from the rules and say so.
-func TestYARNGuideKillInProduction(t *testing.T) {
+func TestYARNKillInProduction(t *testing.T) {
 	p := policyOf(t, load(t, example1))
 	app := application.Application{ID: "application_1536220066338_0001", Owner: "john", Queue: "root.Datascience.Production"}
 	runStories(t, p, app, []story{
@@ -170,10 +171,10 @@ func TestYARNGuideKillInProduction(t *testing.T) {
 	})
 }
 
-// "Managing YARN ACLs", "Example: Moving the Application and Viewing the Log in the
+// YARN's application ACL design, "Example: Moving the Application and Viewing the Log in the
 // Queue Test". Jane has view rights through the application's
 // mapreduce.job.acl-view-job.
-func TestYARNGuideMoveAndViewInTest(t *testing.T) {
+func TestYARNMoveAndViewInTest(t *testing.T) {
 	p := policyOf(t, load(t, example2))
 	app := application.Application{
 		ID: "application_1536220066338_0002", Owner: "john", Queue: "root.Datascience.Test",
@@ -430,5 +431,84 @@ func TestDecideWithoutDefaults(t *testing.T) {
 	d, err := application.Decide(cp, application.Application{Owner: "john", Queue: "root.datascience.test"}, acl.NewSubject("jane", nil), application.Kill, "")
 	if err != nil || !d.Allowed {
 		t.Fatalf("%v %s", err, d.Reason())
+	}
+}
+
+// An application without a recorded owner has no owner: not even a user
+// whose name looks like a placeholder passes the owner check; the modify
+// ACL and the admins still decide.
+func TestUnownedApplication(t *testing.T) {
+	p := policyOf(t, load(t, example1))
+	mod := yarnACL(t, "carol")
+	for _, tc := range []struct {
+		name, user string
+		app        application.Application
+		allowed    bool
+		wantErr    error
+		reason     string
+	}{
+		{"nobody owns it", "john", application.Application{Unowned: true, Queue: "root.Datascience.Production"}, false, nil,
+			"the application with no recorded owner in root.datascience.production"},
+		{"empty user name is no owner", "(unrecorded)", application.Application{Unowned: true, Queue: "root.Datascience.Production"}, false, nil, ""},
+		{"modify ACL member", "carol", application.Application{Unowned: true, Queue: "root.Datascience.Production", ModifyACL: mod}, true, nil,
+			`user entry "carol" in its modify ACL`},
+		{"queue admin", "jane", application.Application{Unowned: true, Queue: "root.Datascience.Production"}, true, nil, "queue admin"},
+		{"cluster admin", "bob", application.Application{Unowned: true, Queue: "root.Datascience.Production"}, true, nil, "cluster admin"},
+		{"unowned with an owner is a mistake", "bob", application.Application{Unowned: true, Owner: "john"}, false, nil, ""},
+		{"no owner and not unowned", "bob", application.Application{Queue: "root.Datascience.Production"}, false, application.ErrNoOwner, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := p.Decide(tc.app, acl.NewSubject(tc.user, nil), application.Kill, "")
+			if tc.app.Unowned && tc.app.Owner != "" {
+				if err == nil {
+					t.Fatal("want an error for an unowned application with an owner")
+				}
+				return
+			}
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("err %v, want %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed != tc.allowed || !strings.Contains(d.Reason(), tc.reason) {
+				t.Fatalf("allowed=%v %q, want %v containing %q", d.Allowed, d.Reason(), tc.allowed, tc.reason)
+			}
+			if d.Owner != "" {
+				t.Fatalf("Owner %q, want none", d.Owner)
+			}
+		})
+	}
+}
+
+// A queue the partition lacks is an error, unless UnknownQueueAsRoot: then
+// root's admins decide (and the owner), and the reason names the queue.
+func TestUnknownQueueAsRoot(t *testing.T) {
+	p := policyOf(t, load(t, example1))
+	app := application.Application{Owner: "john", Queue: "root.gone"}
+	if _, err := p.Decide(app, acl.NewSubject("bob", nil), application.Kill, ""); !errors.Is(err, policy.ErrUnknownQueue) {
+		t.Fatalf("err %v, want ErrUnknownQueue", err)
+	}
+	app.UnknownQueueAsRoot = true
+	for _, tc := range []struct {
+		user    string
+		allowed bool
+	}{{"john", true}, {"bob", true}, {"jane", false}, {"mallory", false}} {
+		d, err := p.Decide(app, acl.NewSubject(tc.user, nil), application.Kill, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `queue "root.gone" is not in partition "default", so only admins of root count as its queue admins`
+		if d.Allowed != tc.allowed || d.Queue != "root" || d.UnknownQueue != "root.gone" || !strings.Contains(d.Reason(), want) {
+			t.Errorf("%s: allowed=%v queue=%q unknown=%q %q; want %v in root, reason containing %q",
+				tc.user, d.Allowed, d.Queue, d.UnknownQueue, d.Reason(), tc.allowed, want)
+		}
+	}
+	// A move's target is never replaced.
+	if _, err := p.Decide(app, acl.NewSubject("bob", nil), application.Move, "root.also-gone"); !errors.Is(err, policy.ErrUnknownQueue) {
+		t.Fatalf("move to an unknown target: err %v, want ErrUnknownQueue", err)
 	}
 }

@@ -17,7 +17,7 @@ func benchGroups(n int) []string {
 }
 
 // BenchmarkDecide measures one decision with its trail, for users in 64
-// groups, in the second example of the "Managing YARN ACLs" guide.
+// groups, in the second example of YARN's application ACL design (see TestYARNMoveAndViewInTest).
 func BenchmarkDecide(b *testing.B) {
 	p := policyOf(b, load(b, example2))
 	view := acl.MustParse(" group-63")

@@ -19,6 +19,7 @@ import (
 	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/internal/clip"
+	"github.com/usherhq/usher/internal/httperr"
 	"github.com/usherhq/usher/policy"
 )
 
@@ -88,10 +89,8 @@ type DecidedBy struct {
 	Entry string `json:"entry"`
 }
 
-type apiError struct {
-	Error string `json:"error"`
-}
-
+// writeJSON answers with an encoded success body; errors go through
+// badRequest and refuse (package httperr's one error body).
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
@@ -100,8 +99,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	enc.Encode(v)
 }
 
+// badRequest answers with the JSON error body (package httperr).
 func badRequest(w http.ResponseWriter, code int, format string, args ...any) {
-	writeJSON(w, code, apiError{Error: fmt.Sprintf(format, args...)})
+	httperr.Write(w, code, fmt.Sprintf(format, args...), "")
 }
 
 func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
@@ -322,20 +322,17 @@ func (s *Server) audit(kind string, attrs ...any) {
 
 // auditReview is the admission handler's audit hook. Metric labels come
 // from closed sets (an unknown kind or operation counts as "other"); the
-// audit record cuts every string the requester chose to a bounded length.
+// record is rendered by admission.Record.AppendAttrs, the one rendering of
+// an admission audit record, which cuts every string the requester chose
+// to a bounded length.
 func (s *Server) auditReview(rec admission.Record) {
 	s.metrics.reviews.WithLabelValues(admission.MetricKind(rec.Kind), admission.MetricOperation(rec.Operation), outcomeOf(rec)).Inc()
 	if s.opts.NoAudit {
 		return
 	}
-	s.log.LogAttrs(context.Background(), slog.LevelInfo, "audit",
-		slog.String("kind", "admission"), slog.String("webhook", rec.Webhook), slog.String("uid", clip.String(rec.UID, clip.Name)),
-		slog.String("operation", clip.String(rec.Operation, clip.Name)), slog.String("object", clip.String(rec.Kind, clip.Name)),
-		slog.String("namespace", clip.String(rec.Namespace, clip.Name)), slog.String("name", clip.String(rec.Name, clip.Name)),
-		slog.String("user", clip.String(rec.User, clip.Name)), slog.Any("groups", clip.Strings(rec.Groups, clip.Name, clip.Count)),
-		slog.String("identity", clip.String(rec.Identity, clip.Name)), slog.String("queue", clip.String(rec.Queue, clip.Name)),
-		slog.Bool("allowed", rec.Allowed), slog.Bool("patched", rec.Patched), slog.Int("code", int(rec.Code)),
-		slog.String("reason", clip.String(rec.Reason, clip.Text)), slog.Bool("dryRun", rec.DryRun))
+	var buf [17]slog.Attr
+	attrs := append(buf[:0], slog.String("kind", "admission"))
+	s.log.LogAttrs(context.Background(), slog.LevelInfo, "audit", rec.AppendAttrs(attrs)...)
 }
 
 func outcomeOf(rec admission.Record) string {
@@ -358,12 +355,12 @@ type authorizer struct {
 // AuthorizeSubmit decides a submission. A failed group lookup is returned
 // without the resolver's detail, which the admission denial would show to
 // whoever created the object; the detail goes to the log.
-func (a authorizer) AuthorizeSubmit(ctx context.Context, partition, queue, user string, groups []string) (bool, string, error) {
-	res, err := a.e.Check(ctx, engine.Request{Partition: partition, Queue: queue, User: user, Groups: groups, Action: policy.Submit})
+func (a authorizer) AuthorizeSubmit(ctx context.Context, r admission.SubmitRequest) (bool, string, error) {
+	res, err := a.e.Check(ctx, engine.Request{Partition: r.Partition, Queue: r.Queue, User: r.User, Groups: r.Groups, Action: policy.Submit})
 	var gerr *engine.GroupsError
 	if errors.As(err, &gerr) {
 		id := newRequestID()
-		a.log.Error("group lookup failed", "requestID", id, "user", user, "partition", partition, "err", err)
+		a.log.Error("group lookup failed", "requestID", id, "user", r.User, "partition", r.Partition, "err", err)
 		return false, "", fmt.Errorf("group lookup failed; usher's log has the details under request id %s", id)
 	}
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/usherhq/usher/auth"
+	"github.com/usherhq/usher/internal/httperr"
 )
 
 // The ways a caller of /v1/access and /metrics can authenticate
@@ -163,14 +164,10 @@ func withRequestID(h http.Handler) http.Handler {
 	})
 }
 
-// errorBody is the JSON error of /v1/access and /metrics.
-type errorBody struct {
-	Error     string `json:"error"`
-	RequestID string `json:"requestID,omitempty"`
-}
-
+// refuse answers /v1/access and /metrics with the JSON error body
+// (package httperr), carrying the request id.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
-	writeJSON(w, code, errorBody{Error: msg, RequestID: requestID(r)})
+	httperr.Write(w, code, msg, requestID(r))
 }
 
 // authenticate establishes the caller of endpoint ("access" or

@@ -1,4 +1,4 @@
-package admission
+package jsonscan
 
 import (
 	"fmt"
@@ -9,26 +9,35 @@ import (
 	"unicode/utf8"
 )
 
-// This file holds a small, strict JSON scanner over a string. The webhook
-// reads only a handful of fields from an AdmissionReview and from the object
-// in it; decoding them with encoding/json's reflection costs several times
-// the whole latency budget (see the package benchmarks), so the handler walks
-// the document once with this scanner instead. It accepts exactly RFC 8259
-// JSON (the grammar encoding/json accepts: same nesting limit, same string
-// unescaping, invalid UTF-8 replaced by U+FFFD) and the tests check it
-// against encoding/json on every fixture and by fuzzing.
-//
-// Strings without escapes are returned as substrings of the input, so a
-// decoded review costs no allocation per field.
-
 // maxDepth mirrors encoding/json's nesting limit.
 const maxDepth = 10000
 
-type scanner struct {
+// Scanner reads one JSON text. Make one with New. Every method records
+// the first error and does nothing once one is recorded, so a caller reads
+// a sequence of values and checks Err once.
+type Scanner struct {
 	s     string
 	i     int
 	depth int
 	err   error
+}
+
+// New returns a scanner positioned at the start of s.
+func New(s string) Scanner { return Scanner{s: s} }
+
+// Err returns the first error recorded, or nil.
+func (d *Scanner) Err() error { return d.err }
+
+// Input returns the text being scanned.
+func (d *Scanner) Input() string { return d.s }
+
+// Pos returns the byte offset the scanner is at.
+func (d *Scanner) Pos() int { return d.i }
+
+// SkipSpace skips white space and returns the offset of the next value.
+func (d *Scanner) SkipSpace() int {
+	d.ws()
+	return d.i
 }
 
 // syntaxError describes malformed JSON with the byte offset where it was
@@ -42,34 +51,34 @@ func (e *syntaxError) Error() string {
 	return "invalid JSON at offset " + strconv.Itoa(e.off) + ": " + e.msg
 }
 
-// fail records the first error; later calls are ignored so that callers can
+// Fail records the first error, at the current offset; later calls are ignored so that callers can
 // check d.err once after a sequence of reads.
-func (d *scanner) fail(msg string) {
+func (d *Scanner) Fail(msg string) {
 	if d.err == nil {
 		d.err = &syntaxError{msg: msg, off: d.i}
 	}
 }
 
 // failAt records msg, or "unexpected end of input" when c is the end.
-func (d *scanner) failAt(c byte, msg string) {
+func (d *Scanner) failAt(c byte, msg string) {
 	if c == 0 && d.i >= len(d.s) {
 		msg = "unexpected end of input"
 	}
-	d.fail(msg)
+	d.Fail(msg)
 }
 
-// failType records a type mismatch: the value at the current position is
+// FailType records a type mismatch: the value at the current position is
 // not what the field needs. The field's name is field+sub; it is only built
 // here, on failure, so that the success path never concatenates strings.
-func (d *scanner) failType(field, sub, want string) {
+func (d *Scanner) FailType(field, sub, want string) {
 	if d.err == nil {
 		d.err = fmt.Errorf("%s%s: found %s, want %s", field, sub, d.describe(), want)
 	}
 }
 
 // describe names the kind of value at the current position.
-func (d *scanner) describe() string {
-	switch d.peek() {
+func (d *Scanner) describe() string {
+	switch d.Peek() {
 	case '{':
 		return "an object"
 	case '[':
@@ -92,7 +101,7 @@ func (d *scanner) describe() string {
 	}
 }
 
-func (d *scanner) ws() {
+func (d *Scanner) ws() {
 	for d.i < len(d.s) {
 		switch d.s[d.i] {
 		case ' ', '\t', '\n', '\r':
@@ -103,8 +112,8 @@ func (d *scanner) ws() {
 	}
 }
 
-// peek skips white space and returns the next byte, or 0 at the end.
-func (d *scanner) peek() byte {
+// Peek skips white space and returns the next byte, or 0 at the end.
+func (d *Scanner) Peek() byte {
 	if d.i < len(d.s) && d.s[d.i] > ' ' {
 		return d.s[d.i] // compact JSON: no white space to skip
 	}
@@ -115,63 +124,63 @@ func (d *scanner) peek() byte {
 	return 0
 }
 
-// end checks that nothing but white space follows the top-level value.
-func (d *scanner) end() {
+// End checks that nothing but white space follows the top-level value.
+func (d *Scanner) End() {
 	if d.err != nil {
 		return
 	}
 	if d.ws(); d.i < len(d.s) {
-		d.fail("unexpected data after the top-level value")
+		d.Fail("unexpected data after the top-level value")
 	}
 }
 
-// null consumes a null literal if one is next and reports whether it did.
-func (d *scanner) null() bool {
-	if d.peek() == 'n' {
+// Null consumes a null literal if one is next and reports whether it did.
+func (d *Scanner) Null() bool {
+	if d.Peek() == 'n' {
 		d.literal("null")
 		return d.err == nil
 	}
 	return false
 }
 
-func (d *scanner) literal(lit string) {
+func (d *Scanner) literal(lit string) {
 	if len(d.s)-d.i >= len(lit) && d.s[d.i:d.i+len(lit)] == lit {
 		d.i += len(lit)
 		return
 	}
-	d.fail("invalid literal")
+	d.Fail("invalid literal")
 }
 
-// object consumes '{' and reports whether an object starts here. It does
-// not consume null: callers that accept null check d.null() first.
-func (d *scanner) object(field string) bool { return d.objectAt(field, "") }
+// Object consumes '{' and reports whether an object starts here. It does
+// not consume null: callers that accept null check d.Null() first.
+func (d *Scanner) Object(field string) bool { return d.ObjectAt(field, "") }
 
-// objectAt is object for the field named field+sub.
-func (d *scanner) objectAt(field, sub string) bool {
+// ObjectAt is Object for the field named field+sub.
+func (d *Scanner) ObjectAt(field, sub string) bool {
 	if d.err != nil {
 		return false
 	}
-	if d.peek() != '{' {
-		d.failType(field, sub, "an object")
+	if d.Peek() != '{' {
+		d.FailType(field, sub, "an object")
 		return false
 	}
 	d.i++
 	d.depth++
 	if d.depth > maxDepth {
-		d.fail("exceeded max depth")
+		d.Fail("exceeded max depth")
 		return false
 	}
 	return true
 }
 
-// next advances to the next member of an object opened by object. It
+// Next advances to the next member of an object opened by Object. It
 // returns the member's key with the position just after the colon, or ok ==
 // false at the closing brace or on an error.
-func (d *scanner) next(first *bool) (key string, ok bool) {
+func (d *Scanner) Next(first *bool) (key string, ok bool) {
 	if d.err != nil {
 		return "", false
 	}
-	c := d.peek()
+	c := d.Peek()
 	if c == '}' {
 		d.i++
 		d.depth--
@@ -183,7 +192,7 @@ func (d *scanner) next(first *bool) (key string, ok bool) {
 			return "", false
 		}
 		d.i++
-		c = d.peek()
+		c = d.Peek()
 	}
 	*first = false
 	if c != '"' {
@@ -191,56 +200,22 @@ func (d *scanner) next(first *bool) (key string, ok bool) {
 		return "", false
 	}
 	key = d.str()
-	if d.peek() != ':' {
-		d.failAt(d.peek(), "expected ':' after object key")
+	if d.Peek() != ':' {
+		d.failAt(d.Peek(), "expected ':' after object key")
 		return "", false
 	}
 	d.i++
 	return key, d.err == nil
 }
 
-// nextSkip is next for objects whose keys do not matter: it validates the
-// key without decoding it.
-func (d *scanner) nextSkip(first *bool) bool {
-	if d.err != nil {
-		return false
-	}
-	c := d.peek()
-	if c == '}' {
-		d.i++
-		d.depth--
-		return false
-	}
-	if !*first {
-		if c != ',' {
-			d.failAt(c, "expected ',' or '}' after object member")
-			return false
-		}
-		d.i++
-		c = d.peek()
-	}
-	*first = false
-	if c != '"' {
-		d.failAt(c, "expected a string key")
-		return false
-	}
-	d.skipStr()
-	if d.peek() != ':' {
-		d.failAt(d.peek(), "expected ':' after object key")
-		return false
-	}
-	d.i++
-	return d.err == nil
-}
-
-// nextRaw is next for objects whose member names must be read as
+// NextRaw is Next for objects whose member names must be read as
 // written: it returns the key's text between the quotes, escapes not
 // decoded, so that a caller can refuse names written with escapes.
-func (d *scanner) nextRaw(first *bool) (raw string, ok bool) {
+func (d *Scanner) NextRaw(first *bool) (raw string, ok bool) {
 	if d.err != nil {
 		return "", false
 	}
-	c := d.peek()
+	c := d.Peek()
 	if c == '}' {
 		d.i++
 		d.depth--
@@ -252,7 +227,7 @@ func (d *scanner) nextRaw(first *bool) (raw string, ok bool) {
 			return "", false
 		}
 		d.i++
-		c = d.peek()
+		c = d.Peek()
 	}
 	*first = false
 	if c != '"' {
@@ -264,38 +239,38 @@ func (d *scanner) nextRaw(first *bool) (raw string, ok bool) {
 		return "", false
 	}
 	raw = d.s[start : d.i-1]
-	if d.peek() != ':' {
-		d.failAt(d.peek(), "expected ':' after object key")
+	if d.Peek() != ':' {
+		d.failAt(d.Peek(), "expected ':' after object key")
 		return "", false
 	}
 	d.i++
 	return raw, d.err == nil
 }
 
-// array consumes '[' and reports whether an array starts here.
-func (d *scanner) array(field string) bool {
+// Array consumes '[' and reports whether an array starts here.
+func (d *Scanner) Array(field string) bool {
 	if d.err != nil {
 		return false
 	}
-	if d.peek() != '[' {
-		d.failType(field, "", "an array")
+	if d.Peek() != '[' {
+		d.FailType(field, "", "an array")
 		return false
 	}
 	d.i++
 	d.depth++
 	if d.depth > maxDepth {
-		d.fail("exceeded max depth")
+		d.Fail("exceeded max depth")
 		return false
 	}
 	return true
 }
 
-// elem advances to the next element of an array opened by array.
-func (d *scanner) elem(first *bool) bool {
+// Elem advances to the next element of an array opened by Array.
+func (d *Scanner) Elem(first *bool) bool {
 	if d.err != nil {
 		return false
 	}
-	c := d.peek()
+	c := d.Peek()
 	if c == ']' {
 		d.i++
 		d.depth--
@@ -312,28 +287,28 @@ func (d *scanner) elem(first *bool) bool {
 	return true
 }
 
-// stringField reads a string value; null yields "" as encoding/json leaves
+// StringField reads a string value; null yields "" as encoding/json leaves
 // the field unset.
-func (d *scanner) stringField(field string) string { return d.stringAt(field, "") }
+func (d *Scanner) StringField(field string) string { return d.StringAt(field, "") }
 
-// stringAt is stringField for the field named field+sub.
-func (d *scanner) stringAt(field, sub string) string {
-	if d.null() {
+// StringAt is StringField for the field named field+sub.
+func (d *Scanner) StringAt(field, sub string) string {
+	if d.Null() {
 		return ""
 	}
 	if d.err != nil {
 		return ""
 	}
-	if d.peek() != '"' {
-		d.failType(field, sub, "a string")
+	if d.Peek() != '"' {
+		d.FailType(field, sub, "a string")
 		return ""
 	}
 	return d.str()
 }
 
-// boolField reads a boolean value; null yields (false, false).
-func (d *scanner) boolField(field string) (v, set bool) {
-	switch d.peek() {
+// BoolField reads a boolean value; null yields (false, false).
+func (d *Scanner) BoolField(field string) (v, set bool) {
+	switch d.Peek() {
 	case 't':
 		d.literal("true")
 		return true, true
@@ -344,14 +319,14 @@ func (d *scanner) boolField(field string) (v, set bool) {
 		d.literal("null")
 		return false, false
 	}
-	d.failType(field, "", "a boolean")
+	d.FailType(field, "", "a boolean")
 	return false, false
 }
 
 // str reads a string starting at the opening quote and returns its
 // unescaped value. Without escapes or invalid UTF-8 the result is a
 // substring of the input.
-func (d *scanner) str() string {
+func (d *Scanner) str() string {
 	start := d.i + 1
 	j := start
 	plain := true
@@ -364,7 +339,7 @@ func (d *scanner) str() string {
 		j = k
 		if j >= len(d.s) {
 			d.i = j
-			d.fail("unterminated string")
+			d.Fail("unterminated string")
 			return ""
 		}
 		switch c := d.s[j]; {
@@ -374,7 +349,7 @@ func (d *scanner) str() string {
 			if plain && (high < utf8.RuneSelf || utf8.ValidString(raw)) {
 				return raw
 			}
-			return unquote(raw)
+			return Unquote(raw)
 		case c == '\\':
 			plain = false
 			if j = d.escape(j); j < 0 {
@@ -382,7 +357,7 @@ func (d *scanner) str() string {
 			}
 		default: // a control character
 			d.i = j
-			d.fail("control character in string")
+			d.Fail("control character in string")
 			return ""
 		}
 	}
@@ -390,11 +365,11 @@ func (d *scanner) str() string {
 
 // escape checks the escape sequence whose backslash is at j and returns the
 // index after it, or -1 after recording an error.
-func (d *scanner) escape(j int) int {
+func (d *Scanner) escape(j int) int {
 	j++
 	if j >= len(d.s) {
 		d.i = j
-		d.fail("unterminated string")
+		d.Fail("unterminated string")
 		return -1
 	}
 	switch d.s[j] {
@@ -403,13 +378,13 @@ func (d *scanner) escape(j int) int {
 	case 'u':
 		if len(d.s)-j < 5 || !isHex4(d.s[j+1:j+5]) {
 			d.i = j
-			d.fail("invalid \\u escape in string")
+			d.Fail("invalid \\u escape in string")
 			return -1
 		}
 		return j + 5
 	}
 	d.i = j
-	d.fail("invalid escape in string")
+	d.Fail("invalid escape in string")
 	return -1
 }
 
@@ -475,10 +450,10 @@ func hex4(s string) rune {
 	return r
 }
 
-// unquote decodes the body of a string already checked by str, exactly as
+// Unquote decodes the body of a string already checked by str, exactly as
 // encoding/json does: escapes decoded, surrogate pairs joined, lone
 // surrogates and invalid UTF-8 replaced by U+FFFD.
-func unquote(s string) string {
+func Unquote(s string) string {
 	b := make([]byte, 0, len(s)+2*utf8.UTFMax)
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -531,10 +506,10 @@ func unquote(s string) string {
 	return string(b)
 }
 
-// skip validates and skips one value of any type. It is iterative (a
+// Skip validates and skips one value of any type. It is iterative (a
 // stack of open containers instead of recursion) because skipping the
 // parts of an object the webhook does not read is most of its work.
-func (d *scanner) skip() {
+func (d *Scanner) Skip() {
 	if d.err != nil {
 		return
 	}
@@ -549,7 +524,7 @@ value:
 	}
 	if i >= len(s) {
 		d.i = i
-		d.fail("unexpected end of input")
+		d.Fail("unexpected end of input")
 		return
 	}
 	switch c = s[i]; c {
@@ -564,7 +539,7 @@ value:
 		}
 		if d.depth+len(stack)+1 > maxDepth {
 			d.i = i
-			d.fail("exceeded max depth")
+			d.Fail("exceeded max depth")
 			return
 		}
 		stack = append(stack, '{')
@@ -580,7 +555,7 @@ value:
 		}
 		if d.depth+len(stack)+1 > maxDepth {
 			d.i = i
-			d.fail("exceeded max depth")
+			d.Fail("exceeded max depth")
 			return
 		}
 		stack = append(stack, '[')
@@ -622,7 +597,7 @@ value:
 			i = d.i
 			goto end
 		}
-		d.fail("invalid character " + strconv.QuoteRune(rune(c)) + " looking for a value")
+		d.Fail("invalid character " + strconv.QuoteRune(rune(c)) + " looking for a value")
 		return
 	}
 key: // inside an object, before a member's key
@@ -631,7 +606,7 @@ key: // inside an object, before a member's key
 	}
 	if i >= len(s) || s[i] != '"' {
 		d.i = i
-		d.failAt(d.peek(), "expected a string key")
+		d.failAt(d.Peek(), "expected a string key")
 		return
 	}
 	d.i = i
@@ -644,7 +619,7 @@ key: // inside an object, before a member's key
 	}
 	if i >= len(s) || s[i] != ':' {
 		d.i = i
-		d.failAt(d.peek(), "expected ':' after object key")
+		d.failAt(d.Peek(), "expected ':' after object key")
 		return
 	}
 	i++
@@ -674,20 +649,20 @@ end: // after a complete value
 	}
 	d.i = i
 	if stack[len(stack)-1] == '{' {
-		d.failAt(d.peek(), "expected ',' or '}' after object member")
+		d.failAt(d.Peek(), "expected ',' or '}' after object member")
 	} else {
-		d.failAt(d.peek(), "expected ',' or ']' after array element")
+		d.failAt(d.Peek(), "expected ',' or ']' after array element")
 	}
 }
 
 // skipStr validates a string without decoding it.
-func (d *scanner) skipStr() {
+func (d *Scanner) skipStr() {
 	j := d.i + 1
 	for {
 		j = skipPlain(d.s, j)
 		if j >= len(d.s) {
 			d.i = j
-			d.fail("unterminated string")
+			d.Fail("unterminated string")
 			return
 		}
 		switch c := d.s[j]; {
@@ -700,14 +675,14 @@ func (d *scanner) skipStr() {
 			}
 		default:
 			d.i = j
-			d.fail("control character in string")
+			d.Fail("control character in string")
 			return
 		}
 	}
 }
 
 // number validates a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func (d *scanner) number() {
+func (d *Scanner) number() {
 	s, i := d.s, d.i
 	if i < len(s) && s[i] == '-' {
 		i++
@@ -721,7 +696,7 @@ func (d *scanner) number() {
 		}
 	default:
 		d.i = i
-		d.fail("invalid number")
+		d.Fail("invalid number")
 		return
 	}
 	if i < len(s) && s[i] == '.' {
@@ -732,7 +707,7 @@ func (d *scanner) number() {
 		}
 		if i == n {
 			d.i = i
-			d.fail("invalid number: no digits after decimal point")
+			d.Fail("invalid number: no digits after decimal point")
 			return
 		}
 	}
@@ -747,18 +722,18 @@ func (d *scanner) number() {
 		}
 		if i == n {
 			d.i = i
-			d.fail("invalid number: no digits in exponent")
+			d.Fail("invalid number: no digits in exponent")
 			return
 		}
 	}
 	d.i = i
 }
 
-// rawValue skips one value and returns its text (without surrounding white
+// RawValue skips one value and returns its text (without surrounding white
 // space) and the offsets of that text in the input.
-func (d *scanner) rawValue() (start, end int) {
+func (d *Scanner) RawValue() (start, end int) {
 	d.ws()
 	start = d.i
-	d.skip()
+	d.Skip()
 	return start, d.i
 }

@@ -13,65 +13,6 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 )
 
-// valid reports whether the scanner accepts s as one JSON value.
-func scanValid(s string) bool {
-	d := scanner{s: s}
-	d.skip()
-	d.end()
-	return d.err == nil
-}
-
-var jsonSamples = []string{
-	`null`, `true`, `false`, `0`, `-0`, `1.5e10`, `-1.25E-3`, `1e+2`, `"x"`, `""`, `[]`, `{}`, `[1,2,[3,{"a":[]}]]`,
-	` {"a" : 1 , "b":[ true ,false, null ]} `, "\t\n\r[1]\n",
-	`"\u00e9\ud83d\ude00\/\b\f\n\r\t\"\\"`, `"\ud800"`, `"\ud800\u0041"`, `"\udc00\ud800"`, `"\ud83d\ude00x"`, "\"\xff\xfe\"", "\"é\"",
-	"\"\u2028\"", `"\u0000"`,
-	// invalid
-	``, ` `, `nul`, `nulll`, `tru`, `01`, `1.`, `.5`, `1e`, `-`, `+1`, `0x1`, `NaN`, `[1,]`, `{"a":1,}`, `{"a"}`, `{a:1}`,
-	`{"a":1 "b":2}`, `[1 2]`, `"abc`, `"\x"`, `"\u12"`, `"\u12g4"`, "\"a\x01b\"", "\"\t\"", `{"a":1}}`, `[`, `]`, `{`, `}`,
-	`"\`, `{"a":`, `{"a":1`, `[1,`, `1 2`, `{} {}`, `'x'`, `[true false]`,
-}
-
-func TestScannerValidityMatchesEncodingJSON(t *testing.T) {
-	for _, s := range jsonSamples {
-		if got, want := scanValid(s), json.Valid([]byte(s)); got != want {
-			t.Errorf("%q: scanner valid=%v, encoding/json valid=%v", s, got, want)
-		}
-	}
-}
-
-func TestScannerStringsMatchEncodingJSON(t *testing.T) {
-	for _, s := range jsonSamples {
-		var want string
-		if json.Unmarshal([]byte(s), &want) != nil {
-			continue
-		}
-		d := scanner{s: s}
-		got := d.stringField("x")
-		d.end()
-		if d.err != nil || got != want {
-			t.Errorf("%q: scanner %q (%v), encoding/json %q", s, got, d.err, want)
-		}
-	}
-}
-
-func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
-	for _, s := range []string{"", "plain", `q"b\s/`, "<a&b>", "\x00\x1f\x7f", "é€😀", "\xff", "a\xc3", "\u2028\u2029", "tab\tnl\ncr\r"} {
-		want, _ := json.Marshal(s)
-		if got := appendJSONString(nil, s); string(got) != string(want) {
-			// encoding/json and usher may escape differently; both must
-			// decode to the same string.
-			var back string
-			if err := json.Unmarshal(got, &back); err != nil || back != strings.ToValidUTF8(s, "\uFFFD") {
-				t.Errorf("%q: appendJSONString %s decodes to %q (%v); encoding/json gives %s", s, got, back, err, want)
-			}
-		}
-		if got := appendJSONString(nil, []byte(s)); string(got) != string(appendJSONString(nil, s)) {
-			t.Errorf("%q: []byte and string forms differ", s)
-		}
-	}
-}
-
 // reviewFixtures are AdmissionReview bodies: testdata and generated ones
 // covering every field of the request.
 func reviewFixtures(t *testing.T) map[string][]byte {
@@ -169,26 +110,6 @@ func TestDecodeReviewParsesObjectsAhead(t *testing.T) {
 
 var errNoKind = os.ErrNotExist
 
-func FuzzScannerValidity(f *testing.F) {
-	for _, s := range jsonSamples {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := scanValid(s), json.Valid([]byte(s)); got != want {
-			t.Fatalf("%q: scanner valid=%v, encoding/json valid=%v", s, got, want)
-		}
-		var want string
-		if json.Unmarshal([]byte(s), &want) == nil {
-			d := scanner{s: s}
-			got := d.stringField("x")
-			d.end()
-			if d.err != nil || got != want {
-				t.Fatalf("%q: scanner %q (%v), encoding/json %q", s, got, d.err, want)
-			}
-		}
-	})
-}
-
 // FuzzDecodeReview: decoding never panics; a body the scanner accepts is
 // one encoding/json accepts too, into the same request (unless the body
 // relies on encoding/json's case-insensitive key matching, which usher,
@@ -258,4 +179,63 @@ func FuzzParseObject(f *testing.F) {
 		}
 		_, _ = ParseUserInfo(s)
 	})
+}
+
+// TestDuplicateMembersRefusedEverywhere: every object the webhook reads
+// refuses a member it reads that appears twice, at every level (the
+// review, the request and its parts, the object, its metadata, the
+// templates), since encoding/json would keep the last one and usher
+// cannot know which one the API server used.
+func TestDuplicateMembersRefusedEverywhere(t *testing.T) {
+	c := MustCompile(Config{})
+	review := func(req string) string {
+		return `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":` + req + `}`
+	}
+	for _, body := range []string{
+		`{"apiVersion":"admission.k8s.io/v1","apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u"}}`,
+		`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":null,"request":{"uid":"u"}}`,
+		review(`{"uid":"u","operation":"CREATE","operation":"DELETE"}`),
+		review(`{"uid":"u","kind":{"group":"","group":"apps","version":"v1","kind":"Pod"}}`),
+		review(`{"uid":"u","resource":{"group":"","version":"v1","resource":"pods","resource":"x"}}`),
+		review(`{"uid":"u","userInfo":{"username":"a","username":"b"}}`),
+		review(`{"uid":"u","userInfo":{"groups":[],"groups":["g"]}}`),
+		review(`{"uid":"u","dryRun":true,"dryRun":false}`),
+		review(`{"uid":"u","object":null,"object":{}}`),
+	} {
+		var rv decodedReview
+		err := decodeReview(body, []byte(body), &rv, c)
+		if err == nil || !strings.Contains(err.Error(), "duplicate member") {
+			t.Errorf("%s: err %v, want a duplicate member", body, err)
+		}
+	}
+	for _, tc := range []struct{ kind, obj string }{
+		{"Pod", `{"apiVersion":"v1","kind":"Pod","metadata":{},"metadata":{}}`},
+		{"Pod", `{"apiVersion":"v1","kind":"Pod","metadata":{"annotations":{},"annotations":{}}}`},
+		{"Pod", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","name":"b"}}`},
+		{"Pod", `{"apiVersion":"v1","kind":"Pod","metadata":{"ownerReferences":[],"ownerReferences":null}}`},
+		{"Deployment", `{"apiVersion":"apps/v1","kind":"Deployment","spec":{"template":{},"template":{}}}`},
+		{"Deployment", `{"apiVersion":"apps/v1","kind":"Deployment","spec":{"template":{"metadata":{},"metadata":{}}}}`},
+		{"CronJob", `{"apiVersion":"batch/v1","kind":"CronJob","spec":{"jobTemplate":{},"jobTemplate":{}}}`},
+		{"CronJob", `{"apiVersion":"batch/v1","kind":"CronJob","spec":{"jobTemplate":{"spec":{},"spec":{}}}}`},
+	} {
+		var o objectView
+		err := parseObject(tc.obj, lookupKind(kindGroup(tc.kind), tc.kind), c.labelKeys, c.annotationKeys, &o, "request.object")
+		if err == nil || !strings.Contains(err.Error(), "duplicate member") {
+			t.Errorf("%s: err %v, want a duplicate member", tc.obj, err)
+		}
+	}
+	var m metaView
+	if err := parseBinding(`{"apiVersion":"v1","kind":"Binding","kind":"Binding"}`, c, &m); err == nil || !strings.Contains(err.Error(), "duplicate member") {
+		t.Errorf("Binding: err %v, want a duplicate member", err)
+	}
+}
+
+func kindGroup(kind string) string {
+	switch kind {
+	case "Deployment":
+		return "apps"
+	case "CronJob":
+		return "batch"
+	}
+	return ""
 }

@@ -1,0 +1,88 @@
+package admission
+
+import "context"
+
+// SubmitRequest asks whether a submitter may submit to a queue: one value
+// describes the request, as apiserver's authorizer.Attributes does, so an
+// authorizer never takes a row of strings it could swap.
+type SubmitRequest struct {
+	// Partition is the partition the webhook serves (admissionController
+	// partition; default "default").
+	Partition string
+	// Queue is a queue path ("root.a.b"), or "" for the partition's
+	// default queue, which the authorizer resolves.
+	Queue string
+	// User is the submitter: the stamped user, the user of an accepted
+	// user.info annotation, or the legacy label's user.
+	User string
+	// Groups are the submitter's groups as the user.info annotation (or
+	// the API server) states them; nil means none were supplied and the
+	// authorizer may resolve them. The authorizer must not modify them.
+	Groups []string
+}
+
+// QueueAuthorizer decides whether a submitter may submit to a queue.
+//
+// An error means no decision could be made: the webhook then denies
+// (fails closed) and reports the error. reason explains a denial and is
+// shown to the submitter.
+type QueueAuthorizer interface {
+	AuthorizeSubmit(ctx context.Context, req SubmitRequest) (allowed bool, reason string, err error)
+}
+
+// QueueAuthorizerFunc adapts a function to QueueAuthorizer.
+type QueueAuthorizerFunc func(ctx context.Context, req SubmitRequest) (bool, string, error)
+
+// AuthorizeSubmit calls f.
+func (f QueueAuthorizerFunc) AuthorizeSubmit(ctx context.Context, req SubmitRequest) (bool, string, error) {
+	return f(ctx, req)
+}
+
+var _ QueueAuthorizer = QueueAuthorizerFunc(nil)
+
+// DeleteRequest asks whether a user may delete (kill) a workload, by
+// YARN's kill rule.
+type DeleteRequest struct {
+	// Partition is the partition the webhook serves.
+	Partition string
+	// Queue is the queue path the workload is in ("root.a.b"), or "" for
+	// the partition's default queue. It comes from a queue marker on the
+	// workload and may name a queue the configuration does not have
+	// (application.Application.UnknownQueueAsRoot is the rule for that).
+	Queue string
+	// Owner is the user recorded in the workload's user.info annotation
+	// (or, with bypassAuth, its legacy username label), or "" when none
+	// is recorded: then nobody is the owner
+	// (application.Application.Unowned).
+	Owner string
+	// ModifyACL is the workload's modify ACL in YARN syntax as its
+	// annotation states it; nil when the workload has none (the
+	// partition's default applies). An annotation set to "" allows nobody.
+	ModifyACL *string
+	// User and Groups are the requester as the API server authenticated
+	// it; the authorizer must not modify Groups.
+	User   string
+	Groups []string
+}
+
+// DeleteAuthorizer decides whether a user may delete (kill) a workload,
+// by YARN's kill rule, when enforceDeleteACLs is on: the owner, members of
+// its modify ACL, admins of its queue (or an ancestor), cluster admins and
+// application admins may.
+//
+// An error means no decision could be made: the webhook then denies
+// (fails closed) and reports it. reason explains the decision and is shown
+// to the requester on a denial.
+type DeleteAuthorizer interface {
+	AuthorizeDelete(ctx context.Context, req DeleteRequest) (allowed bool, reason string, err error)
+}
+
+// DeleteAuthorizerFunc adapts a function to DeleteAuthorizer.
+type DeleteAuthorizerFunc func(ctx context.Context, req DeleteRequest) (bool, string, error)
+
+// AuthorizeDelete calls f.
+func (f DeleteAuthorizerFunc) AuthorizeDelete(ctx context.Context, req DeleteRequest) (bool, string, error) {
+	return f(ctx, req)
+}
+
+var _ DeleteAuthorizer = DeleteAuthorizerFunc(nil)

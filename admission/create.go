@@ -1,0 +1,107 @@
+package admission
+
+import (
+	"context"
+
+	admissionv1 "k8s.io/api/admission/v1"
+)
+
+// This file holds the CREATE rules: stamp the submitter's identity, or
+// keep a user.info annotation a trusted submitter supplied (see the
+// package comment for who is trusted), and check the queues the object
+// asks for when enforceQueueACLs is on.
+
+func create(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, obj string, pre *views, buf *[]byte) decision {
+	c := st.cfg
+	ov := &pre.obj
+	if err := view(c, k, obj, ov, pre.objDone, "request.object"); err != nil {
+		return deny(httpStatusBadRequest, "usher: %v", err)
+	}
+	if k.layout != layoutPod && !ov.hasTemplate {
+		return deny(httpStatusBadRequest, "usher: %s %s has no pod template (%s): there is nowhere to record who submitted it",
+			k.kind, objectName(req, ov), k.metaPath[:len(k.metaPath)-len("/metadata")])
+	}
+	pm := ov.pod()
+	user, groups := req.UserInfo.Username, req.UserInfo.Groups
+	var id identity
+	var dc decision
+	switch {
+	case pm.has(slotUserInfo):
+		ui, err := ParseUserInfo(pm.vals[slotUserInfo])
+		if err != nil {
+			return deny(httpStatusBadRequest, "usher: annotation %s on %s is not valid: %v (value %s)",
+				UserInfoAnnotation, place(k, req, ov), err, errString(pm.vals[slotUserInfo]))
+		}
+		var rule Rule
+		switch {
+		case c.bypassAuth:
+			rule = RuleKeptBypassAuth
+		case c.trustControllers && c.systemUsers.match(user):
+			rule = RuleKeptController
+		case c.externalUsers.match(user):
+			rule = RuleKeptExternalUser
+		case c.externalGroups.matchAny(groups):
+			rule = RuleKeptExternalGroup
+		case ui.sameIdentity(user, groups):
+			rule = RuleKeptSame
+		default:
+			return deny(httpStatusForbidden, "usher: user %q may not set annotation %s on %s: %s",
+				user, UserInfoAnnotation, place(k, req, ov), untrustedHint(c, user))
+		}
+		id = identity{ui.User, ui.Groups}
+		dc = allow(rule)
+	case c.bypassAuth && pm.has(slotLegacy):
+		// YuniKorn's rule: with bypassAuth, an object carrying the legacy label and
+		// no annotation is left alone; the scheduler reads the label.
+		id = identity{pm.vals[slotLegacy], nil}
+		dc = allow(RuleLegacyLabel)
+		dc.warning = legacyLabelWarning
+	case k.kind == "ReplicaSet" && c.systemUsers.match(user):
+		// YuniKorn's rule: never change a ReplicaSet a controller creates.
+		// The Deployment controller compares the ReplicaSet's template with
+		// the Deployment's; a stamped copy would never match and the
+		// controller would create ReplicaSets without end. Its pods are
+		// stamped when they are created.
+		id = identity{user, groups}
+		dc = allow(RuleControllerReplicaSet)
+	case user == "":
+		return deny(httpStatusBadRequest, "usher: request.userInfo.username is empty: there is no identity to record on %s %s",
+			k.kind, objectName(req, ov))
+	case hook == hookValidate:
+		return deny(httpStatusForbidden, "usher: %s has no annotation %s: the usher mutating webhook did not stamp it "+
+			"(register /mutate for %s CREATE with failurePolicy: Fail)",
+			place(k, req, ov), UserInfoAnnotation, k.kind)
+	default:
+		id = identity{user, groups}
+		b := appendUserInfo((*buf)[:0], user, groups)
+		n := len(b)
+		b = appendStampPatch(b, k, pm, b[:n])
+		*buf = b
+		dc = allow(RuleStamped)
+		dc.patch = b[n:]
+	}
+	dc.identity = id.user
+	if c.enforce {
+		// Objects a trusted controller makes (a Deployment's ReplicaSets and
+		// pods, a CronJob's Jobs) are checked too, under the identity they
+		// carry: the queue is the one their pods will run in (see targets),
+		// so a workload passes only if its pods will, and pods that carry no
+		// marker are checked against the default queue.
+		q, denied := checkQueues(ctx, st, k, req, ov, nil, id)
+		if denied != nil {
+			denied.identity = id.user
+			return *denied
+		}
+		dc.queue = q
+	}
+	return dc
+}
+
+// untrustedHint explains who may set the annotation.
+func untrustedHint(c *Compiled, user string) string {
+	if !c.trustControllers && c.systemUsers.match(user) {
+		return "the user matches systemUsers but trustControllers is false"
+	}
+	return "only controllers matching systemUsers, users matching externalUsers and members of groups matching " +
+		"externalGroups may supply it; remove it and usher records your own identity"
+}
