@@ -30,7 +30,7 @@ func check(t *testing.T, a ACL, w who) Match {
 }
 
 // The stories of the YuniKorn ACL page (the YuniKorn user guide's ACL page).
-func TestSeedYuniKornStories(t *testing.T) {
+func TestYuniKornACLPageStories(t *testing.T) {
 	tests := []struct {
 		acl     string
 		who     who
@@ -70,7 +70,7 @@ func TestSeedYuniKornStories(t *testing.T) {
 }
 
 // The examples of the YARN ACL page ("Managing YARN ACLs").
-func TestSeedYARNExamples(t *testing.T) {
+func TestYARNGuideExamples(t *testing.T) {
 	groups := func(g ...string) []string { return g }
 	tests := []struct {
 		acl     string

@@ -102,7 +102,7 @@ type AccessControl struct {
 	// BypassAuth, when true, lets every submitter supply the user.info
 	// annotation (it must still be valid), and leaves objects that carry the
 	// legacy yunikorn.apache.org/username label but no annotation unstamped,
-	// as seed 002 describes. Default: false.
+	// as YuniKorn's "User & Group Resolution" page describes. Default: false.
 	BypassAuth bool `yaml:"bypassAuth"`
 
 	// TrustControllers lets submitters matching SystemUsers supply the
@@ -282,7 +282,7 @@ const (
 
 // defaultSystemUsers are the default controller identities: the
 // per-controller service accounts and the shared controller-manager user
-// (seed 003 requires both). Never modified; Defaulted copies it.
+// (YuniKorn's user/group lookup design requires both). Never modified; Defaulted copies it.
 var defaultSystemUsers = Patterns{"^system:serviceaccount:kube-system:", "^system:kube-controller-manager$"}
 
 // defaultBypassNamespaces is the default for BypassNamespaces. Never
@@ -330,20 +330,20 @@ func (c Config) Defaulted() Config {
 	return c
 }
 
-// Environment variables read by ApplyEnv (seed 003's names).
+// Environment variables read by ApplyEnv (the names of YuniKorn's user/group lookup design).
 const (
 	EnvBypassAuth        = "ADMISSION_CONTROLLER_BYPASS_AUTH"
 	EnvTrustControllers  = "ADMISSION_CONTROLLER_TRUST_CONTROLLERS"
-	EnvBypassControllers = "ADMISSION_CONTROLLER_BYPASS_CONTROLLERS" // seed 003's name for EnvTrustControllers
+	EnvBypassControllers = "ADMISSION_CONTROLLER_BYPASS_CONTROLLERS" // the design page's name for EnvTrustControllers
 	EnvSystemUsers       = "ADMISSION_CONTROLLER_SYSTEM_USERS"
 	EnvExternalUsers     = "ADMISSION_CONTROLLER_EXTERNAL_USERS"
 	EnvExternalGroups    = "ADMISSION_CONTROLLER_EXTERNAL_GROUPS"
 )
 
 // ApplyEnv overrides the access-control settings with the environment
-// variables seed 003 designs, which take precedence over the file:
+// variables YuniKorn's user/group lookup design names, which take precedence over the file:
 // ADMISSION_CONTROLLER_BYPASS_AUTH, ADMISSION_CONTROLLER_TRUST_CONTROLLERS
-// (or its seed-003 name ADMISSION_CONTROLLER_BYPASS_CONTROLLERS; if both are
+// (or its name in that design, ADMISSION_CONTROLLER_BYPASS_CONTROLLERS; if both are
 // set they must agree), ADMISSION_CONTROLLER_SYSTEM_USERS,
 // ADMISSION_CONTROLLER_EXTERNAL_USERS and ADMISSION_CONTROLLER_EXTERNAL_GROUPS
 // (comma-separated regular expressions). A variable that is set overrides

@@ -96,7 +96,8 @@ func TestDefaults(t *testing.T) {
 	if !*d.AccessControl.TrustControllers || d.AccessControl.BypassAuth || d.EnforceQueueACLs || d.Partition != "default" {
 		t.Fatalf("defaults %+v", d)
 	}
-	// Seed 003: both ways a controller manager authenticates are trusted.
+	// YuniKorn's user/group lookup design: both ways a controller manager
+	// authenticates are trusted.
 	c := compiled(t, Config{})
 	for _, u := range []string{"system:serviceaccount:kube-system:replicaset-controller", "system:kube-controller-manager"} {
 		if !c.systemUsers.match(u) {
@@ -146,11 +147,11 @@ func TestApplyEnv(t *testing.T) {
 		{"nothing set", env(), func(c Config) bool { return reflect.DeepEqual(c, base) }, ""},
 		{"bypass auth", env(EnvBypassAuth, "true"), func(c Config) bool { return c.AccessControl.BypassAuth }, ""},
 		{"trust controllers", env(EnvTrustControllers, "false"), func(c Config) bool { return !*c.AccessControl.TrustControllers }, ""},
-		{"seed 003 name", env(EnvBypassControllers, "0"), func(c Config) bool { return !*c.AccessControl.TrustControllers }, ""},
+		{"the design page's name", env(EnvBypassControllers, "0"), func(c Config) bool { return !*c.AccessControl.TrustControllers }, ""},
 		{"both names agree", env(EnvBypassControllers, "FALSE", EnvTrustControllers, "f"), func(c Config) bool { return !*c.AccessControl.TrustControllers }, ""},
 		{"both names disagree", env(EnvBypassControllers, "true", EnvTrustControllers, "false"), nil, "disagree"},
 		{"bad boolean", env(EnvBypassAuth, "yes"), nil, `ADMISSION_CONTROLLER_BYPASS_AUTH: invalid boolean "yes"`},
-		{"bad seed 003 boolean", env(EnvBypassControllers, "maybe"), nil, "ADMISSION_CONTROLLER_BYPASS_CONTROLLERS"},
+		{"bad boolean under the design page's name", env(EnvBypassControllers, "maybe"), nil, "ADMISSION_CONTROLLER_BYPASS_CONTROLLERS"},
 		{"patterns", env(EnvSystemUsers, "^a$,^b$", EnvExternalGroups, "^g$"), func(c Config) bool {
 			return reflect.DeepEqual(c.AccessControl.SystemUsers, Patterns{"^a$", "^b$"}) && reflect.DeepEqual(c.AccessControl.ExternalGroups, Patterns{"^g$"})
 		}, ""},
