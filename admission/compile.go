@@ -95,8 +95,12 @@ func settingErr(setting string, index int, field, format string, args ...any) *S
 
 // SettingErrors returns the SettingErrors in err (one, or several joined
 // with errors.Join), in order.
-func SettingErrors(err error) []*SettingError {
-	var out []*SettingError
+func SettingErrors(err error) []*SettingError { return joined[*SettingError](err) }
+
+// joined returns the errors of type E in err, walking errors.Join's
+// lists depth first so that they come out in the order they were joined.
+func joined[E error](err error) []E {
+	var out []E
 	var walk func(error)
 	walk = func(err error) {
 		if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -105,9 +109,9 @@ func SettingErrors(err error) []*SettingError {
 			}
 			return
 		}
-		var se *SettingError
-		if errors.As(err, &se) {
-			out = append(out, se)
+		var e E
+		if errors.As(err, &e) {
+			out = append(out, e)
 		}
 	}
 	if err != nil {

@@ -417,26 +417,7 @@ func (e *KeyError) Error() string { return e.Name + ": " + e.Msg }
 
 // KeyErrors returns the KeyErrors in err (one, or several joined with
 // errors.Join), in order.
-func KeyErrors(err error) []*KeyError {
-	var out []*KeyError
-	var walk func(error)
-	walk = func(err error) {
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
-				walk(e)
-			}
-			return
-		}
-		var ke *KeyError
-		if errors.As(err, &ke) {
-			out = append(out, ke)
-		}
-	}
-	if err != nil {
-		walk(err)
-	}
-	return out
-}
+func KeyErrors(err error) []*KeyError { return joined[*KeyError](err) }
 
 // ConfigMap keys read by FromConfigMap.
 const (
