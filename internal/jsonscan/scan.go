@@ -176,7 +176,16 @@ func (d *Scanner) ObjectAt(field, sub string) bool {
 // Next advances to the next member of an object opened by Object. It
 // returns the member's key with the position just after the colon, or ok ==
 // false at the closing brace or on an error.
-func (d *Scanner) Next(first *bool) (key string, ok bool) {
+func (d *Scanner) Next(first *bool) (key string, ok bool) { return d.member(first, false) }
+
+// NextRaw is Next for objects whose member names must be read as
+// written: it returns the key's text between the quotes, escapes not
+// decoded, so that a caller can refuse names written with escapes.
+func (d *Scanner) NextRaw(first *bool) (raw string, ok bool) { return d.member(first, true) }
+
+// member reads the separator and key of the next member, decoded or as
+// written (raw).
+func (d *Scanner) member(first *bool, raw bool) (key string, ok bool) {
 	if d.err != nil {
 		return "", false
 	}
@@ -199,52 +208,21 @@ func (d *Scanner) Next(first *bool) (key string, ok bool) {
 		d.failAt(c, "expected a string key")
 		return "", false
 	}
-	key = d.str()
+	if raw {
+		start := d.i + 1
+		if d.skipStr(); d.err != nil {
+			return "", false
+		}
+		key = d.s[start : d.i-1]
+	} else {
+		key = d.str()
+	}
 	if d.Peek() != ':' {
 		d.failAt(d.Peek(), "expected ':' after object key")
 		return "", false
 	}
 	d.i++
 	return key, d.err == nil
-}
-
-// NextRaw is Next for objects whose member names must be read as
-// written: it returns the key's text between the quotes, escapes not
-// decoded, so that a caller can refuse names written with escapes.
-func (d *Scanner) NextRaw(first *bool) (raw string, ok bool) {
-	if d.err != nil {
-		return "", false
-	}
-	c := d.Peek()
-	if c == '}' {
-		d.i++
-		d.depth--
-		return "", false
-	}
-	if !*first {
-		if c != ',' {
-			d.failAt(c, "expected ',' or '}' after object member")
-			return "", false
-		}
-		d.i++
-		c = d.Peek()
-	}
-	*first = false
-	if c != '"' {
-		d.failAt(c, "expected a string key")
-		return "", false
-	}
-	start := d.i + 1
-	if d.skipStr(); d.err != nil {
-		return "", false
-	}
-	raw = d.s[start : d.i-1]
-	if d.Peek() != ':' {
-		d.failAt(d.Peek(), "expected ':' after object key")
-		return "", false
-	}
-	d.i++
-	return raw, d.err == nil
 }
 
 // Array consumes '[' and reports whether an array starts here.
