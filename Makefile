@@ -23,10 +23,11 @@ vet:
 	$(GO) vet ./...
 	cd e2e && $(GO) vet -mod=mod -tags e2e ./...
 
+## unit: every Go test with the race detector; allocation counts mean
+## nothing under -race (sync.Pool drops items), so the tests that count
+## allocations run again without it.
 unit:
 	$(GO) test -race -count=1 ./...
-	# Allocation counts mean nothing under -race (sync.Pool drops items):
-	# the tests that count allocations run again without it.
 	$(GO) test -count=1 -run 'Alloc' ./...
 
 e2e:
