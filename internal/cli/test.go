@@ -215,6 +215,8 @@ type caseReport struct {
 	// admission response and audit record. Only for failures.
 	Trail   string        `json:"trail,omitempty"`
 	Elapsed time.Duration `json:"-"`
+	// args is the usher command that shows the decision with its trail.
+	args []string
 }
 
 // runTestFile loads the file's configuration once, as usher serve does,
@@ -239,8 +241,11 @@ func runTestFile(ctx context.Context, env *Env, f *testFile) (fileReport, error)
 		cr := r.run(ctx, i, c)
 		cr.Name, cr.Line, cr.Elapsed = c.name, c.line, time.Since(start)
 		cr.Passed = len(cr.Problems) == 0
-		if cr.Passed {
+		switch {
+		case cr.Passed:
 			cr.Trail = ""
+		case cr.args != nil:
+			r.explainWith(ctx, &cr, cr.args)
 		}
 		fr.Cases = append(fr.Cases, cr)
 	}
@@ -315,7 +320,7 @@ func (r *caseRunner) decision(ctx context.Context, c testCase) caseReport {
 	if c.action != "submit" {
 		args = append(args, "--action", c.action)
 	}
-	defer r.explainWith(ctx, &cr, args)
+	cr.args = args
 	if err != nil {
 		cr.Got = "error: " + err.Error()
 		cr.want("decision", c.expect, cr.Got)
@@ -390,7 +395,7 @@ func (r *caseRunner) application(ctx context.Context, c testCase) caseReport {
 		*f.dst = &a
 	}
 	args = append(args, "--explain")
-	defer r.explainWith(ctx, &cr, args)
+	cr.args = args
 	d, _, err := r.e.DecideApplication(ctx, engine.AppRequest{Partition: c.partition, User: c.user, Groups: c.groups,
 		App: app, Action: action, Target: c.app.targetQueue})
 	if err != nil {
@@ -419,7 +424,7 @@ func (r *caseRunner) place(ctx context.Context, c testCase) caseReport {
 	for _, k := range slices.Sorted(maps.Keys(c.tags)) {
 		args = append(args, "--tag", k+"="+c.tags[k])
 	}
-	defer r.explainWith(ctx, &cr, args)
+	cr.args = args
 	g := r.e.Current()
 	cp, err := g.Snapshot().Partition(c.partition)
 	if err != nil {
