@@ -79,17 +79,24 @@ func runTest(ctx context.Context, env *Env, args []string) int {
 	var format string
 	fs := newFlagSet(env, "test", "usher test [-o text|json|junit] [DIR|FILE]...", testHelp)
 	fs.StringVar(&format, "o", "text", "output `FORMAT`: text, json or junit (JUnit XML, for CI systems)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
+	// Flags may come before or after the paths: usher test examples/ -o junit.
+	var roots []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return ExitOK
+			}
+			return ExitUsage
 		}
-		return ExitUsage
+		if fs.NArg() == 0 {
+			break
+		}
+		roots, args = append(roots, fs.Arg(0)), fs.Args()[1:]
 	}
 	if !slices.Contains([]string{"text", "json", "junit"}, format) {
 		fmt.Fprintf(env.Stderr, "usher: -o: want text, json or junit, not %q\n", format)
 		return ExitUsage
 	}
-	roots := fs.Args()
 	if len(roots) == 0 {
 		roots = []string{"."}
 	}
