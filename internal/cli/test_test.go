@@ -3,6 +3,7 @@ package cli_test
 import (
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -348,5 +349,52 @@ func TestPolicyTestDiscovery(t *testing.T) {
 	empty := t.TempDir()
 	if _, errs, code = run(t, "test", empty); code != 2 || !strings.Contains(errs, "no policy test files (*_test.yaml) under") {
 		t.Fatalf("exit %d %s", code, errs)
+	}
+}
+
+// The runs shown in README.md are what the command prints: the shipped
+// tests against the change proposed in examples/diff, a clean run of
+// examples/, and a typo in a test file.
+func TestPolicyTestREADME(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := filepath.Abs("../../examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	filepath.WalkDir(repo, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(repo, p)
+			files["examples/"+rel] = "@" + p
+		}
+		return err
+	})
+	files["examples/teams.yaml"] = "@" + filepath.Join(repo, "diff", "teams-next.yaml")
+	dir := policyDir(t, files)
+	t.Chdir(dir)
+	out, _, code := run(t, "test", "examples/teams_test.yaml")
+	want := fmt.Sprintf("$ usher test examples/teams_test.yaml; echo $?\n%s%d\n", out, code)
+	if code != 1 || !strings.Contains(string(readme), want) {
+		t.Errorf("README.md: the failing run is stale; the command prints:\n%s", want)
+	}
+
+	clean := policyDir(t, map[string]string{})
+	os.CopyFS(filepath.Join(clean, "examples"), os.DirFS(repo))
+	os.WriteFile(filepath.Join(clean, "examples", "typo_test.yaml"), []byte("config: teams.yaml\ncases:\n  - name: typo\n    user: maria\n    qeue: root.ml\n    expect: allowed\n"), 0o644)
+	t.Chdir(clean)
+	out, errs, code := run(t, "test", "examples/typo_test.yaml")
+	want = fmt.Sprintf("$ usher test examples/typo_test.yaml; echo $?\n%s%s%d\n", out, errs, code)
+	if code != 2 || !strings.Contains(string(readme), want) {
+		t.Errorf("README.md: the typo run is stale; the command prints:\n%s", want)
+	}
+	os.Remove(filepath.Join(clean, "examples", "typo_test.yaml"))
+	out, _, code = run(t, "test", "examples/")
+	summary := out[strings.LastIndex(strings.TrimRight(out, "\n"), "\n")+1:]
+	want = fmt.Sprintf("$ usher test examples/; echo $?\n…\n%s%d\n", summary, code)
+	if code != 0 || !strings.Contains(string(readme), want) {
+		t.Errorf("README.md: the clean run is stale; the command prints:\n%s", want)
 	}
 }

@@ -37,7 +37,7 @@ type junitCase struct {
 type junitFailure struct {
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr"`
-	Text    string `xml:",chardata"`
+	Text    string `xml:",cdata"`
 }
 
 func writeJUnit(w io.Writer, rep testReport) error {
