@@ -204,7 +204,14 @@ func TestPolicyTestMalformedFile(t *testing.T) {
 			":7:7: admission: give exactly one of review, reviewFile, object or objectFile"},
 		"decidedBy on a denial": {"config: q.yaml\ncases:\n  - name: a\n    user: u\n    expect: denied\n    decidedBy: {entry: u}\n",
 			":6:16: decidedBy names the entry that allowed: only with expect allowed"},
-		"no cases": {"config: q.yaml\ncases: []\n", ":2:8: cases: want a list of one or more cases"},
+		"object without kind": {"config: q.yaml\ncases:\n  - name: a\n    user: u\n    expect: allowed\n    admission:\n      object: {apiVersion: v1, metadata: {name: p}}\n",
+			":7:15: admission: the object needs apiVersion and kind"},
+		"review without request": {"config: q.yaml\ncases:\n  - name: a\n    expect: allowed\n    admission:\n      review: {apiVersion: admission.k8s.io/v1, kind: AdmissionReview}\n",
+			":6:15: admission: want an AdmissionReview with a request"},
+		"user with a whole review": {"config: q.yaml\ncases:\n  - name: a\n    user: u\n    expect: allowed\n    admission:\n      review: {apiVersion: admission.k8s.io/v1, kind: AdmissionReview, request: {uid: x}}\n",
+			`:3:5: case "a": a whole review names its requesting user in request.userInfo; user and groups go with object`},
+		"alias of a missing anchor": {"config: q.yaml\ncases:\n  - name: a\n    user: *nope\n", ":1:1: unknown anchor 'nope' referenced"},
+		"no cases":                  {"config: q.yaml\ncases: []\n", ":2:8: cases: want a list of one or more cases"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

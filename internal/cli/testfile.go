@@ -206,6 +206,9 @@ func (p fileParser) fields(n *yaml.Node, want map[string]**yaml.Node) error {
 		if *dst != nil {
 			return p.errAt(k, "key %q repeated", k.Value)
 		}
+		if v.Kind == yaml.AliasNode && v.Alias != nil {
+			v = v.Alias // an anchored object or list used again
+		}
 		*dst = v
 	}
 	return nil
@@ -560,6 +563,19 @@ func (p fileParser) reviewSpec(n *yaml.Node) (*reviewSpec, error) {
 	if err != nil {
 		return nil, err
 	}
+	var head struct {
+		APIVersion string          `json:"apiVersion"`
+		Kind       string          `json:"kind"`
+		Request    json.RawMessage `json:"request"`
+	}
+	src := firstNonNil(review, reviewFile, object, objectFile)
+	if r.review != nil {
+		if json.Unmarshal(r.review, &head) != nil || head.Kind != "AdmissionReview" || len(head.Request) == 0 {
+			return nil, p.errAt(src, "admission: want an AdmissionReview with a request")
+		}
+	} else if json.Unmarshal(r.object, &head) != nil || head.APIVersion == "" || head.Kind == "" {
+		return nil, p.errAt(src, "admission: the object needs apiVersion and kind")
+	}
 	if r.review != nil && (oldObject != nil || operation != nil || namespace != nil) {
 		return nil, p.errAt(n, "admission: oldObject, operation and namespace go with object, not with a whole review")
 	}
@@ -625,4 +641,13 @@ func orEmpty(n, parent *yaml.Node) *yaml.Node {
 		return n
 	}
 	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: parent.Line, Column: parent.Column}
+}
+
+func firstNonNil(ns ...*yaml.Node) *yaml.Node {
+	for _, n := range ns {
+		if n != nil {
+			return n
+		}
+	}
+	return nil
 }
