@@ -44,7 +44,7 @@ func TestPolicyTestsShippedExamplesPass(t *testing.T) {
 	if strings.Contains(out, "FAIL") {
 		t.Fatalf("a case failed:\n%s", out)
 	}
-	for _, f := range []string{"yunikorn-acl_test.yaml", "teams_test.yaml", "placement_test.yaml", "teams-configmap_test.yaml"} {
+	for _, f := range []string{"yunikorn-acl_test.yaml", "teams_test.yaml", "placement_test.yaml", "teams-configmap_test.yaml", "yarn/usher_test.yaml"} {
 		if !strings.Contains(out, f) {
 			t.Errorf("%s was not run:\n%s", f, out)
 		}
@@ -403,5 +403,28 @@ func TestPolicyTestREADME(t *testing.T) {
 	want = fmt.Sprintf("$ usher test examples/; echo $?\n…\n%s%d\n", summary, code)
 	if code != 0 || !strings.Contains(string(readme), want) {
 		t.Errorf("README.md: the clean run is stale; the command prints:\n%s", want)
+	}
+}
+
+// examples/yarn/usher.yaml, which usher_test.yaml tests, is what usher
+// import makes of the YARN and Spark files beside it.
+func TestPolicyTestYARNExampleIsTheImport(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir("../../examples/yarn")
+	dst := filepath.Join(dir, "usher.yaml")
+	if _, errs, code := run(t, "import", "yarn", "--fair-scheduler", "fair-scheduler.xml", "--yarn-site", "yarn-site.xml",
+		"--spark-defaults", "spark-defaults.conf", "-o", dst); code != 0 {
+		t.Fatalf("import: exit %d: %s", code, errs)
+	}
+	fresh, err := os.ReadFile(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed, err := os.ReadFile("usher.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(fresh) != string(committed) {
+		t.Fatalf("examples/yarn/usher.yaml is stale; regenerate it (examples/yarn/README.md). usher import writes:\n%s", fresh)
 	}
 }
