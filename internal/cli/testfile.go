@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/application"
 	"github.com/usherhq/usher/policy"
 )
@@ -338,8 +339,11 @@ func (p fileParser) testCase(n *yaml.Node) (testCase, error) {
 		return c, err
 	}
 	for i, g := range c.groups {
-		if g == "" || strings.ContainsAny(g, ", ") {
-			return c, p.errAt(groups.Content[i], "groups: %q is not a group name", g)
+		if err := acl.ValidName(g); err != nil || strings.Contains(g, ",") {
+			if err == nil {
+				err = errors.New("a comma separates names")
+			}
+			return c, p.errAt(groups.Content[i], "groups: %q: %v", g, err)
 		}
 	}
 	if expect == nil {
