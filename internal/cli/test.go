@@ -55,7 +55,7 @@ Exit status: 0 every case passed, 1 a case failed, 2 bad usage or a bad
 test file (FILE:LINE:COL: message on stderr; nothing is run) or a
 configuration that does not load.
 
-Example: examples/teams_test.yaml beside examples/teams.yaml
+Example: a test file beside examples/teams.yaml (examples/*_test.yaml has more)
   config: teams.yaml
   cases:
     - name: data scientists submit to their team's queue
