@@ -1,7 +1,7 @@
 # usher's build and test entry points. `make test` is what CI runs.
 GO ?= go
 
-.PHONY: run test unit e2e vet fmt-check bench build
+.PHONY: run test unit e2e vet fmt-check bench build policy-tests
 
 ## run: usher serve on the embedded default configuration (https://127.0.0.1:8443)
 run:
@@ -13,7 +13,12 @@ build:
 ## test: everything CI checks: formatting, vet, unit and integration tests
 ## with the race detector (fuzz seed corpora run as plain tests), then the
 ## end-to-end suite against a real control plane.
-test: fmt-check vet unit e2e
+test: fmt-check vet unit policy-tests e2e
+
+## policy-tests: the policy tests shipped beside the example configurations
+## (docs/policy-tests.md)
+policy-tests:
+	$(GO) run ./cmd/usher test examples/
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

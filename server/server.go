@@ -250,12 +250,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.logWarnings(cfg)
-	// Each generation's admission authorizers answer from that same
-	// generation, so a review never mixes two configurations.
-	authorizers := func(g *engine.Generation) (admission.QueueAuthorizer, admission.DeleteAuthorizer) {
-		return authorizer{g, s.log}, deleteAuthorizer{g}
-	}
-	if s.engine, err = engine.New(cfg, engine.WithAdmissionAuthorizers(authorizers)); err != nil {
+	if s.engine, err = engine.New(cfg, engine.WithAdmissionAuthorizers(AdmissionAuthorizers(s.log))); err != nil {
 		return nil, err
 	}
 	s.metrics = newMetrics(s.registry, s.engine)

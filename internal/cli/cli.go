@@ -53,6 +53,7 @@ func commands() []command {
 		{"lint", "check configurations (files, ConfigMap manifests, mounted ConfigMaps): FILE:LINE:COL: message", runLint},
 		{"app", "may this user view, modify, kill or move an application? (YARN application ACLs)", runApp},
 		{"import", "turn YARN or Spark ACL settings into usher YAML", runImport},
+		{"test", "run policy tests: expected decisions, placements and admission reviews (*_test.yaml)", runTest},
 		{"diff", "who gains and who loses queue rights between two configurations", runDiff},
 		{"serve", "run the decision API and the Kubernetes admission webhook", runServe},
 		{"version", "print the version", runVersion},
