@@ -418,7 +418,11 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 		"submitacl": func(k, v *yaml.Node) { q.SubmitACL = p.acl(k, v, "submitacl") },
 		"adminacl":  func(k, v *yaml.Node) { q.AdminACL = p.acl(k, v, "adminacl") },
 		// Keys of YuniKorn's schema that only the scheduler uses.
-		"resources": nil, "maxapplications": nil, "properties": nil, "childtemplate": nil, "limits": nil,
+		// resources is read as strictly as YuniKorn's decoder reads it
+		// (its keys are guaranteed and max), since YuniKorn refuses the
+		// whole file for an unknown key there.
+		"resources":       func(k, v *yaml.Node) { p.resources(v) },
+		"maxapplications": nil, "properties": nil, "childtemplate": nil, "limits": nil,
 	})
 	if !ok {
 		return nil
@@ -455,6 +459,16 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 		}
 	}
 	return q
+}
+
+// resources checks the keys of a queue's resources block, which YuniKorn
+// decodes strictly: guaranteed and max. Their contents are the
+// scheduler's.
+func (p *parser) resources(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return
+	}
+	p.mapping(n, "resources", map[string]func(k, v *yaml.Node){"guaranteed": nil, "max": nil})
 }
 
 // acl parses an ACL value in the YuniKorn dialect, reporting errors and
