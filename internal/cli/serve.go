@@ -116,6 +116,10 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "usher serve: --log-format %q: want json or text\n", logFormat)
 		return ExitUsage
 	}
+	if opts.ConfigPath == "" {
+		// One line on stderr, in the log's format.
+		opts.Logger.Warn(strings.TrimPrefix(defaultNote, "usher: "))
+	}
 	opts.NoAudit = noAudit
 	opts.AccessAuth = splitList(accessAuth)
 	opts.PrivilegedGroups = splitList(privileged)
