@@ -132,7 +132,8 @@ metadata: {name: yunikorn-configs}
 data:
   admissionController.accessControl.bypassAuth: "true"
 `
-	for _, order := range []string{defaults + "---\n" + configs, configs + "---\n" + defaults} {
+	list := "apiVersion: v1\nkind: List\nitems:\n- " + indent(configs, "  ")[2:] + "- " + indent(defaults, "  ")[2:]
+	for _, order := range []string{defaults + "---\n" + configs, configs + "---\n" + defaults, list} {
 		c, err := config.Load(writeFile(t, dir, "both.yaml", order))
 		if err != nil {
 			t.Fatal(err)

@@ -164,7 +164,9 @@ type layer struct {
 //   - a ConfigMap's data on its own: a mapping without partitions whose
 //     keys are YuniKorn's (a "….yaml" key, service.*, admissionController.*).
 //
-// Several documents (separated by ---) are several ConfigMaps, merged as
+// Several documents (separated by ---), or the items of a kind: List (as
+// kubectl get configmap yunikorn-defaults yunikorn-configs -o yaml writes
+// them), are several ConfigMaps, merged as
 // YuniKorn merges its two: yunikorn-defaults first, then the others in the
 // order written, a later key winning over an earlier one (so
 // yunikorn-configs wins over yunikorn-defaults). A file with one mapping
@@ -180,9 +182,18 @@ func readManifests(path string, b []byte) (*source, bool, error) {
 			}
 			return nil, false, nil // parse reports the YAML error with its position
 		}
-		if len(doc.Content) > 0 && doc.Content[0].Tag != "!!null" {
-			docs = append(docs, doc.Content[0])
+		if len(doc.Content) == 0 || doc.Content[0].Tag == "!!null" {
+			continue
 		}
+		root := doc.Content[0]
+		// kubectl get configmap A B -o yaml writes a List of both.
+		if kind := mapValue(root, "kind"); root.Kind == yaml.MappingNode && kind != nil && kind.Value == "List" {
+			if items := mapValue(root, "items"); items != nil && items.Kind == yaml.SequenceNode {
+				docs = append(docs, items.Content...)
+				continue
+			}
+		}
+		docs = append(docs, root)
 	}
 	var layers []layer
 	for i, root := range docs {
