@@ -30,11 +30,11 @@ func (c *Config) Suggest(partition, queue string, err error) string {
 	case errors.Is(err, policy.ErrUnknownPartition):
 		names := c.Snapshot.Partitions()
 		close := closest(strings.ToLower(partition), names, func(s string) string { return s })
-		s := "partitions: " + strings.Join(names, ", ")
+		s := []string{"the partitions are " + strings.Join(names, ", ")}
 		if len(close) > 0 {
-			s = "did you mean " + orList(close) + "? " + s
+			s = append([]string{"did you mean " + orList(close) + "?"}, s...)
 		}
-		return s
+		return sentences(s)
 	case errors.Is(err, policy.ErrUnknownQueue):
 		cp, perr := c.Snapshot.Partition(partition)
 		if perr != nil {
@@ -75,12 +75,20 @@ func (c *Config) queueHint(cp *policy.CompiledPartition, queue string) string {
 			where = "which exists"
 		}
 		if implicit {
-			parts = append(parts, fmt.Sprintf("as a pod's queue marker, YuniKorn's placement (the implicit provided rule) puts %q in %s, %s", queue, placed, where))
+			parts = append(parts, fmt.Sprintf("as a pod's queue marker, YuniKorn's placement (the implicit provided rule) puts %q in %s, %s.", queue, placed, where))
 		} else {
-			parts = append(parts, fmt.Sprintf("as a pod's queue marker, %q goes through this partition's placementrules (a provided rule puts it in %s); usher place --queue %s shows where", queue, placed, queue))
+			parts = append(parts, fmt.Sprintf("as a pod's queue marker, %q goes through this partition's placementrules (a provided rule puts it in %s): usher place --queue %s shows where.", queue, placed, queue))
 		}
 	}
-	return strings.Join(parts, "; ")
+	return sentences(parts)
+}
+
+// sentences joins parts, each after the first starting with a capital.
+func sentences(parts []string) string {
+	for i := 1; i < len(parts); i++ {
+		parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+	}
+	return strings.Join(parts, " ")
 }
 
 // lastPart is the last name of a queue path.

@@ -34,14 +34,14 @@ func TestSuggest(t *testing.T) {
 	c := mustParse(t, suggestSrc)
 	sub := acl.NewSubject("alice", nil)
 	tests := []struct{ partition, queue, want string }{
-		{"default", "ml.training", `did you mean root.ml.training?; as a pod's queue marker, YuniKorn's placement (the implicit provided rule) puts "ml.training" in root.ml_dot_training, which does not exist, so such a pod goes to root.default when that exists, or is rejected`},
+		{"default", "ml.training", `did you mean root.ml.training? As a pod's queue marker, YuniKorn's placement (the implicit provided rule) puts "ml.training" in root.ml_dot_training, which does not exist, so such a pod goes to root.default when that exists, or is rejected.`},
 		{"default", "root.ml.trainng", "did you mean root.ml.training?"},
 		{"default", "root.training", "did you mean root.ml.training?"},
 		{"default", "root.nothing.like.it", ""},
-		{"gpu", "ml.training", `as a pod's queue marker, "ml.training" goes through this partition's placementrules (a provided rule puts it in root.ml_dot_training); usher place --queue ml.training shows where`},
-		{"defualt", "root.ml", "did you mean default? partitions: default, gpu"},
-		{"cpu", "root.ml", "did you mean gpu? partitions: default, gpu"},
-		{"other", "root.ml", "partitions: default, gpu"},
+		{"gpu", "ml.training", `as a pod's queue marker, "ml.training" goes through this partition's placementrules (a provided rule puts it in root.ml_dot_training): usher place --queue ml.training shows where.`},
+		{"defualt", "root.ml", "did you mean default? The partitions are default, gpu"},
+		{"cpu", "root.ml", "did you mean gpu? The partitions are default, gpu"},
+		{"other", "root.ml", "the partitions are default, gpu"},
 	}
 	for _, tc := range tests {
 		_, err := c.Snapshot.Decide(tc.partition, tc.queue, sub, policy.Submit)

@@ -29,7 +29,7 @@ func TestUnknownQueueAndPartitionSuggestions(t *testing.T) {
 	if err := os.WriteFile(f, []byte(mlConfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	placed := `usher: did you mean root.ml.training?; as a pod's queue marker, YuniKorn's placement (the implicit provided rule) puts "ml.training" in root.ml_dot_training, which does not exist, so such a pod goes to root.default when that exists, or is rejected`
+	placed := `usher: did you mean root.ml.training? As a pod's queue marker, YuniKorn's placement (the implicit provided rule) puts "ml.training" in root.ml_dot_training, which does not exist, so such a pod goes to root.default when that exists, or is rejected.`
 	tests := []struct {
 		args []string
 		code int
@@ -40,11 +40,11 @@ func TestUnknownQueueAndPartitionSuggestions(t *testing.T) {
 		{[]string{"explain", "--config", f, "--user", "a", "--queue", "root.ml.trainig"}, 2,
 			"usher: queue \"root.ml.trainig\" in partition default: unknown queue\nusher: did you mean root.ml.training?\n"},
 		{[]string{"check", "--config", f, "--user", "a", "--partition", "gpus", "--queue", "root"}, 2,
-			"usher: partition \"gpus\": unknown partition\nusher: did you mean gpu? partitions: default, gpu\n"},
+			"usher: partition \"gpus\": unknown partition\nusher: did you mean gpu? The partitions are default, gpu\n"},
 		{[]string{"access", "--config", f, "--user", "a", "--partition", "defaul"}, 2,
-			"usher: partition \"defaul\": unknown partition\nusher: did you mean default? partitions: default, gpu\n"},
+			"usher: partition \"defaul\": unknown partition\nusher: did you mean default? The partitions are default, gpu\n"},
 		{[]string{"place", "--config", f, "--user", "a", "--partition", "gpu0"}, 2,
-			"usher: partition \"gpu0\": unknown partition\nusher: did you mean gpu? partitions: default, gpu\n"},
+			"usher: partition \"gpu0\": unknown partition\nusher: did you mean gpu? The partitions are default, gpu\n"},
 		{[]string{"place", "--config", f, "--user", "a", "--queue", "ml.training"}, 1,
 			"usher: queue \"ml.training\" in partition default: unknown queue\n" + placed + "\n"},
 	}
