@@ -59,11 +59,14 @@ func (c *Config) queueHint(cp *policy.CompiledPartition, queue string) string {
 	}
 	close := closest(want, cp.Queues(), lastPart)
 	close = slices.DeleteFunc(close, func(s string) bool { return slices.Contains(exact, s) })
-	if names := append(exact, close...); len(names) > 0 {
+	names := append(exact, close...)
+	if len(names) > 0 {
 		parts = append(parts, "did you mean "+orList(names[:min(len(names), 3)])+"?")
 	}
-	if !qualified && q != "" {
-		placed := policy.RootQueue + "." + strings.ReplaceAll(q, ".", placement.DotReplacement)
+	placed := policy.RootQueue + "." + strings.ReplaceAll(q, ".", placement.DotReplacement)
+	// Where the placement's queue is the first name suggested, it adds
+	// nothing.
+	if !qualified && q != "" && (len(names) == 0 || names[0] != placed) {
 		implicit := true
 		for i := range c.Partitions {
 			if strings.EqualFold(c.Partitions[i].Name, cp.Name()) && c.Partitions[i].Placement != nil {

@@ -38,6 +38,7 @@ func TestSuggest(t *testing.T) {
 		{"default", "root.ml.trainng", "did you mean root.ml.training?"},
 		{"default", "root.training", "did you mean root.ml.training?"},
 		{"default", "root.nothing.like.it", ""},
+		{"default", "ml", "did you mean root.ml?"},
 		{"gpu", "ml.training", `as a pod's queue marker, "ml.training" goes through this partition's placementrules (a provided rule puts it in root.ml_dot_training): usher place --queue ml.training shows where.`},
 		{"defualt", "root.ml", "did you mean default? The partitions are default, gpu"},
 		{"cpu", "root.ml", "did you mean gpu? The partitions are default, gpu"},
