@@ -6,8 +6,12 @@
 // Every command and usher serve read a configuration through one pipeline,
 // Load (docs/architecture.md):
 //
-//	source      a usher YAML file, a ConfigMap manifest, a mounted
-//	            ConfigMap directory (source.go), or the embedded default
+//	source      a usher YAML file, a ConfigMap manifest (or several,
+//	            merged as YuniKorn merges yunikorn-defaults and
+//	            yunikorn-configs), a ConfigMap's data written as YAML, the
+//	            Helm chart's yunikornDefaults values, a mounted ConfigMap
+//	            directory (source.go), or the embedded default; the
+//	            partitions are in the key service.policyGroup names
 //	parse       YAML nodes with positions; partitions, resolver settings
 //	            (the users-to-groups file is read here), the
 //	            admissionController block or the ConfigMap's flat keys
@@ -23,6 +27,8 @@
 //   - Every mistake is reported as FILE:LINE:COL: message, and all of them
 //     are reported at once; a configuration with an error is never used in
 //     part.
+//   - Top-level queues that are not a single root get a root inserted
+//     above them, as YuniKorn's validator does, with a warning.
 //   - Unknown keys are errors (with a hint when only the case differs). Keys
 //     of YuniKorn's schema that only the scheduler uses (resources, limits,
 //     …) are accepted and left to the scheduler; placementrules are parsed
