@@ -117,8 +117,10 @@ Examples:
   usher serve   --config queues.yaml
 
 Every command reads a configuration the same way, as usher serve does: a
-usher YAML file, a ConfigMap manifest, or the directory where a ConfigMap
-is mounted, with the ADMISSION_CONTROLLER_* environment variables
+usher YAML file, a ConfigMap manifest (yunikorn-defaults and
+yunikorn-configs together are merged, the second winning), a ConfigMap's
+data written as YAML, the Helm chart's values with yunikornDefaults, or the
+directory where a ConfigMap is mounted, with the ADMISSION_CONTROLLER_* environment variables
 (BYPASS_AUTH, TRUST_CONTROLLERS, SYSTEM_USERS, EXTERNAL_USERS,
 EXTERNAL_GROUPS) overriding its admission settings.
 
@@ -181,8 +183,9 @@ func splitGroups(s string) ([]string, error) {
 }
 
 // configFlagHelp is the help of every command's --config flag.
-const configFlagHelp = "configuration `FILE`: a usher YAML file, a ConfigMap manifest or a mounted ConfigMap directory, " +
-	"read as usher serve reads it, ADMISSION_CONTROLLER_* variables applied (default: the embedded default, where root allows everyone)"
+const configFlagHelp = "configuration `FILE`: a usher YAML file, a ConfigMap manifest (one or several), a ConfigMap's data, " +
+	"Helm values with yunikornDefaults or a mounted ConfigMap directory, read as usher serve reads it, ADMISSION_CONTROLLER_* variables applied " +
+	"(default: the embedded default, where root allows everyone; a line on stderr says so)"
 
 // loadConfig reads a configuration (or the embedded default) through the
 // pipeline usher serve uses, with the ADMISSION_CONTROLLER_* overrides.
