@@ -45,6 +45,8 @@ func TestUnknownQueueAndPartitionSuggestions(t *testing.T) {
 			"usher: partition \"defaul\": unknown partition\nusher: did you mean default? The partitions are default, gpu\n"},
 		{[]string{"place", "--config", f, "--user", "a", "--partition", "gpu0"}, 2,
 			"usher: partition \"gpu0\": unknown partition\nusher: did you mean gpu? The partitions are default, gpu\n"},
+		{[]string{"app", "--config", f, "--user", "a", "--owner", "b", "--action", "move", "--queue", "root.ml.training", "--target-queue", "root.ml.trainin"}, 2,
+			"usher: target: queue \"root.ml.trainin\" in partition default: unknown queue\nusher: did you mean root.ml.training?\n"},
 		{[]string{"place", "--config", f, "--user", "a", "--queue", "ml.training"}, 1,
 			"usher: queue \"ml.training\" in partition default: unknown queue\n" + placed + "\n"},
 	}
