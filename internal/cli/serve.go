@@ -116,10 +116,6 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "usher serve: --log-format %q: want json or text\n", logFormat)
 		return ExitUsage
 	}
-	if opts.ConfigPath == "" {
-		// One line on stderr, in the log's format.
-		opts.Logger.Warn(strings.TrimPrefix(defaultNote, "usher: "))
-	}
 	opts.NoAudit = noAudit
 	opts.AccessAuth = splitList(accessAuth)
 	opts.PrivilegedGroups = splitList(privileged)
@@ -159,6 +155,10 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		if q.Sign() > 0 {
 			debug.SetMemoryLimit(q.Value())
 		}
+	}
+	if opts.ConfigPath == "" {
+		// One line on stderr, in the log's format.
+		opts.Logger.Warn(strings.TrimPrefix(defaultNote, "usher: "))
 	}
 	srv, err := server.New(opts)
 	if err != nil {

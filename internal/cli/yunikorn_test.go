@@ -1,10 +1,16 @@
 package cli_test
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/usherhq/usher/internal/cli"
 )
 
 const mlConfig = `partitions:
@@ -95,4 +101,43 @@ func TestLintYuniKornForms(t *testing.T) {
 	if code != 0 || out != want || errs != summary {
 		t.Errorf("code %d\nstdout:\n%s\nwant:\n%s\nstderr: %s", code, out, want, errs)
 	}
+}
+
+// usher serve without --config serves the embedded default and says so
+// once, as a warning in its log.
+func TestServeWithoutConfigSaysSo(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb syncBuffer
+	done := make(chan int)
+	go func() {
+		done <- cli.Run(ctx, &cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }},
+			[]string{"serve", "--addr", "127.0.0.1:0", "--access-auth", "none", "--log-format", "text"})
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(errb.String(), "no --config given") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if n := strings.Count(errb.String(), `msg="no --config given: using the embedded default configuration (partition default, where root lets everyone submit)"`); n != 1 {
+		t.Errorf("the note appears %d times in:\n%s", n, errb.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's writer and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
