@@ -337,13 +337,14 @@ func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 	if !ok {
 		return part, false
 	}
-	if nameNode == nil {
-		p.errorf(n, "partition without a name")
-		return part, false
-	}
-	if part.Name == "" {
-		p.errorf(nameNode, "partition name is empty")
-		return part, false
+	// YuniKorn's validator names a partition without a name default.
+	if nameNode == nil || part.Name == "" {
+		at := n
+		if nameNode != nil {
+			at = nameNode
+		}
+		part.Name = policy.DefaultPartition
+		p.warnf(at, "partition without a name: YuniKorn names it %s", policy.DefaultPartition)
 	}
 	if queues == nil || queues.Kind != yaml.SequenceNode || len(queues.Content) == 0 {
 		where := n

@@ -143,3 +143,24 @@ func TestLeadingSpaceTrap(t *testing.T) {
 		t.Errorf("warnings:\n got %q\nwant %q", got, want)
 	}
 }
+
+// YuniKorn's validator names a partition without a name (or with an empty
+// one) default.
+func TestPartitionWithoutNameIsDefault(t *testing.T) {
+	for _, src := range []string{
+		"partitions:\n  - queues: [{name: root, submitacl: '*'}]\n",
+		"partitions:\n  - name: \"\"\n    queues: [{name: root, submitacl: '*'}]\n",
+	} {
+		c := mustParse(t, src)
+		if _, err := c.Snapshot.Partition("default"); err != nil {
+			t.Errorf("%q: %v", src, err)
+		}
+		if w := diagStrings(c.Warnings); len(w) != 1 || !strings.Contains(w[0], "partition without a name: YuniKorn names it default") {
+			t.Errorf("%q: warnings %q", src, w)
+		}
+	}
+	_, err := config.Parse("q.yaml", []byte("partitions:\n  - queues: [{name: root}]\n  - name: default\n    queues: [{name: root}]\n"))
+	if err == nil || !strings.Contains(err.Error(), "defined twice") {
+		t.Errorf("two default partitions: %v", err)
+	}
+}
