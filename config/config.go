@@ -6,8 +6,12 @@
 // Every command and usher serve read a configuration through one pipeline,
 // Load (docs/architecture.md):
 //
-//	source      a usher YAML file, a ConfigMap manifest, a mounted
-//	            ConfigMap directory (source.go), or the embedded default
+//	source      a usher YAML file, a ConfigMap manifest (or several,
+//	            merged as YuniKorn merges yunikorn-defaults and
+//	            yunikorn-configs), a ConfigMap's data written as YAML, the
+//	            Helm chart's yunikornDefaults values, a mounted ConfigMap
+//	            directory (source.go), or the embedded default; the
+//	            partitions are in the key service.policyGroup names
 //	parse       YAML nodes with positions; partitions, resolver settings
 //	            (the users-to-groups file is read here), the
 //	            admissionController block or the ConfigMap's flat keys
@@ -23,6 +27,8 @@
 //   - Every mistake is reported as FILE:LINE:COL: message, and all of them
 //     are reported at once; a configuration with an error is never used in
 //     part.
+//   - Top-level queues that are not a single root get a root inserted
+//     above them, as YuniKorn's validator does, with a warning.
 //   - Unknown keys are errors (with a hint when only the case differs). Keys
 //     of YuniKorn's schema that only the scheduler uses (resources, limits,
 //     …) are accepted and left to the scheduler; placementrules are parsed
@@ -120,6 +126,9 @@ type aclUse struct {
 	node *yaml.Node
 	rule *acl.ACL
 	what string
+	// trap: the value starts more than one space after the colon (a
+	// warning says so already).
+	trap bool
 }
 
 type parser struct {
@@ -301,7 +310,7 @@ func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 		"name":   func(k, v *yaml.Node) { part.Name, _ = p.str(v, "partition name"); nameNode = v },
 		"queues": func(k, v *yaml.Node) { queues = v },
 		"adminacl": func(k, v *yaml.Node) {
-			part.AdminACL = p.acl(v, "partition adminacl")
+			part.AdminACL = p.acl(k, v, "partition adminacl")
 		},
 		"defaultqueue": func(k, v *yaml.Node) { part.DefaultQueue, _ = p.str(v, "defaultqueue"); dqNode = v },
 		"groups": func(k, v *yaml.Node) {
@@ -316,9 +325,9 @@ func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 		"usergroupresolver": func(k, v *yaml.Node) { part.Resolver = p.resolver(v) },
 		"applicationacls": func(k, v *yaml.Node) {
 			p.mapping(v, "applicationacls", map[string]func(k, v *yaml.Node){
-				"admin":  func(k, v *yaml.Node) { part.Applications.Admin = p.acl(v, "applicationacls admin") },
-				"view":   func(k, v *yaml.Node) { part.Applications.View = p.acl(v, "applicationacls view") },
-				"modify": func(k, v *yaml.Node) { part.Applications.Modify = p.acl(v, "applicationacls modify") },
+				"admin":  func(k, v *yaml.Node) { part.Applications.Admin = p.acl(k, v, "applicationacls admin") },
+				"view":   func(k, v *yaml.Node) { part.Applications.View = p.acl(k, v, "applicationacls view") },
+				"modify": func(k, v *yaml.Node) { part.Applications.Modify = p.acl(k, v, "applicationacls modify") },
 			})
 		},
 		// Keys of YuniKorn's schema that only the scheduler uses.
@@ -328,13 +337,14 @@ func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 	if !ok {
 		return part, false
 	}
-	if nameNode == nil {
-		p.errorf(n, "partition without a name")
-		return part, false
-	}
-	if part.Name == "" {
-		p.errorf(nameNode, "partition name is empty")
-		return part, false
+	// YuniKorn's validator names a partition without a name default.
+	if nameNode == nil || part.Name == "" {
+		at := n
+		if nameNode != nil {
+			at = nameNode
+		}
+		part.Name = policy.DefaultPartition
+		p.warnf(at, "partition without a name: YuniKorn names it %s", policy.DefaultPartition)
 	}
 	if queues == nil || queues.Kind != yaml.SequenceNode || len(queues.Content) == 0 {
 		where := n
@@ -344,23 +354,58 @@ func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 		p.errorf(where, "partition %s: queues must be a list holding the root queue", part.Name)
 		return part, false
 	}
-	if len(queues.Content) > 1 {
-		p.errorf(queues.Content[1], "partition %s: only one top queue is allowed, and it must be named root", part.Name)
-	}
 	if rulesNode != nil {
 		part.Placement = p.placementRules(part.Name, rulesNode)
 	}
 	prefix := strings.ToLower(part.Name) + "/"
-	part.Root = p.queue(queues.Content[0], "", prefix)
-	if part.Root != nil && !strings.EqualFold(part.Root.Name, policy.RootQueue) {
-		p.errorf(p.queueNode[prefix+strings.ToLower(part.Root.Name)], "partition %s: the top queue is %q: it must be named root", part.Name, part.Root.Name)
-	}
+	part.Root = p.topQueues(part.Name, queues, prefix)
 	if part.DefaultQueue != "" {
 		if _, ok := p.queueNode[prefix+policy.NormalizeQueue(part.DefaultQueue)]; !ok {
 			p.errorf(dqNode, "partition %s: defaultqueue %q is not a queue of this partition", part.Name, part.DefaultQueue)
 		}
 	}
 	return part, part.Root != nil
+}
+
+// topQueues reads a partition's top-level queues as YuniKorn's
+// configuration validator does (checkQueuesStructure): a single queue
+// named root (in any case) is the root, and is always a parent; several
+// top-level queues, or one with another name, get a root queue inserted
+// above them, which a warning says, since their paths change.
+func (p *parser) topQueues(partName string, queues *yaml.Node, prefix string) *policy.Queue {
+	first := queues.Content[0]
+	if len(queues.Content) == 1 {
+		if name := mapValue(first, "name"); first.Kind != yaml.MappingNode || name == nil || strings.EqualFold(name.Value, policy.RootQueue) {
+			root := p.queue(first, "", prefix)
+			if root != nil {
+				root.Parent = true
+			}
+			return root
+		}
+	}
+	names := make([]string, 0, len(queues.Content))
+	for _, qn := range queues.Content {
+		if qn.Kind == yaml.MappingNode {
+			if name := mapValue(qn, "name"); name != nil {
+				names = append(names, name.Value)
+			}
+		}
+	}
+	if len(names) == 1 {
+		p.warnf(first, "partition %s: the top-level queue is %s, not root: YuniKorn inserts a root queue above it, so its path is root.%s",
+			partName, names[0], strings.ToLower(names[0]))
+	} else {
+		p.warnf(first, "partition %s: %d top-level queues (%s): YuniKorn inserts a root queue above them, so their paths start with root.",
+			partName, len(queues.Content), strings.Join(names, ", "))
+	}
+	root := &policy.Queue{Name: policy.RootQueue, Parent: true}
+	p.queueNode[prefix+policy.RootQueue] = first
+	for _, qn := range queues.Content {
+		if c := p.queue(qn, policy.RootQueue, prefix); c != nil {
+			root.Children = append(root.Children, c)
+		}
+	}
+	return root
 }
 
 func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
@@ -377,10 +422,14 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 			}
 			q.Parent = isParent
 		},
-		"submitacl": func(k, v *yaml.Node) { q.SubmitACL = p.acl(v, "submitacl") },
-		"adminacl":  func(k, v *yaml.Node) { q.AdminACL = p.acl(v, "adminacl") },
+		"submitacl": func(k, v *yaml.Node) { q.SubmitACL = p.acl(k, v, "submitacl") },
+		"adminacl":  func(k, v *yaml.Node) { q.AdminACL = p.acl(k, v, "adminacl") },
 		// Keys of YuniKorn's schema that only the scheduler uses.
-		"resources": nil, "maxapplications": nil, "properties": nil, "childtemplate": nil, "limits": nil,
+		// resources is read as strictly as YuniKorn's decoder reads it
+		// (its keys are guaranteed and max), since YuniKorn refuses the
+		// whole file for an unknown key there.
+		"resources":       func(k, v *yaml.Node) { p.resources(v) },
+		"maxapplications": nil, "properties": nil, "childtemplate": nil, "limits": nil,
 	})
 	if !ok {
 		return nil
@@ -390,7 +439,7 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 		return nil
 	}
 	if !policy.QueueNamePattern.MatchString(q.Name) {
-		p.errorf(nameNode, "queue name %q is invalid: use 1 to 64 letters, digits, '_' or '-' (a '.' separates queues in a path)", q.Name)
+		p.errorf(nameNode, "queue name %q is invalid: use 1 to 64 letters, digits, '_', ':', '#', '/', '@' or '-' (a '.' separates queues in a path)", q.Name)
 		return nil
 	}
 	path := strings.ToLower(q.Name)
@@ -419,13 +468,24 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 	return q
 }
 
+// resources checks the keys of a queue's resources block, which YuniKorn
+// decodes strictly: guaranteed and max. Their contents are the
+// scheduler's.
+func (p *parser) resources(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return
+	}
+	p.mapping(n, "resources", map[string]func(k, v *yaml.Node){"guaranteed": nil, "max": nil})
+}
+
 // acl parses an ACL value in the YuniKorn dialect, reporting errors and
 // warnings at their position inside the scalar.
-func (p *parser) acl(n *yaml.Node, what string) *acl.ACL {
+func (p *parser) acl(k, n *yaml.Node, what string) *acl.ACL {
 	text, ok := p.str(n, what)
 	if !ok {
 		return nil
 	}
+	trap := p.leadingSpace(k, n)
 	a, warns, err := acl.Parse(text, acl.YuniKorn)
 	if err != nil {
 		if se, ok := err.(*acl.SyntaxError); ok {
@@ -438,8 +498,24 @@ func (p *parser) acl(n *yaml.Node, what string) *acl.ACL {
 	for _, w := range warns {
 		p.atOffset(n, w.Offset, Warning, fmt.Sprintf("%s %q: %s", what, text, w.Msg))
 	}
-	p.acls = append(p.acls, aclUse{node: n, rule: &a, what: what})
+	if trap && !a.All() && len(a.Groups()) == 0 && len(a.Users()) > 0 {
+		whom, as := "user", "group"
+		if len(a.Users()) > 1 {
+			whom, as = "users", "groups"
+		}
+		p.warnf(n, "%s %q: the value starts %d spaces after the colon, but YAML drops leading spaces, so this lists the %s %s; for the %s %s write it quoted: %s: \" %s\"",
+			what, text, n.Column-k.Column-len(k.Value)-1, whom, text, as, text, k.Value, text)
+	}
+	p.acls = append(p.acls, aclUse{node: n, rule: &a, what: what, trap: trap})
 	return &a
+}
+
+// leadingSpace reports whether n is a plain scalar written on its key's
+// line more than one space after the key's colon: YAML dropped the spaces
+// before it, so an ACL meant as " group" reads as the user "group".
+func (p *parser) leadingSpace(k, n *yaml.Node) bool {
+	return n.Style == 0 && n.Kind == yaml.ScalarNode && k.Style == 0 && k.Line == n.Line &&
+		n.Column > k.Column+len(k.Value)+2
 }
 
 func (p *parser) resolver(n *yaml.Node) Resolver {

@@ -114,11 +114,6 @@ func TestErrorsArePositioned(t *testing.T) {
           - name: a
           - name: A
 `, []string{"q.yaml:7:19: queue root.a is defined twice (first at line 6"}},
-		{"root named otherwise", `partitions:
-  - name: default
-    queues:
-      - name: top
-`, []string{`q.yaml:4:15: partition default: the top queue is "top": it must be named root`}},
 		{"bad queue name", `partitions:
   - name: default
     queues:

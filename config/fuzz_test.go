@@ -51,3 +51,37 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLoadForms feeds arbitrary files to Load, which tells YuniKorn's
+// forms apart (ConfigMaps, several documents, a List, a ConfigMap's data,
+// Helm values): it never panics, and an accepted configuration is
+// compiled with a root in every partition.
+func FuzzLoadForms(f *testing.F) {
+	seeds, _ := filepath.Glob(filepath.Join("testdata", "yunikorn-docs", "*.yaml"))
+	for _, s := range seeds {
+		data, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("kind: List\nitems:\n- kind: ConfigMap\n  metadata: {name: yunikorn-configs}\n  data: {service.policyGroup: g, g.yaml: 'partitions: [{name: d, queues: [{name: a}, {name: b}]}]'}\n"))
+	f.Add([]byte("---\n---\nkind: ConfigMap\ndata: {}\n"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(dir, "f.yaml")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := config.Load(path)
+		if err != nil {
+			return
+		}
+		for _, name := range c.Snapshot.Partitions() {
+			p, err := c.Snapshot.Partition(name)
+			if err != nil || !p.Has("root") {
+				t.Fatalf("partition %s without root: %v", name, err)
+			}
+		}
+	})
+}

@@ -110,7 +110,7 @@ func (p *parser) lint(c *Config) {
 	seen := map[string]first{}
 	for _, u := range p.acls {
 		r := u.rule
-		if u.node.Style == 0 && !r.All() && len(r.Groups()) == 0 {
+		if u.node.Style == 0 && !u.trap && !r.All() && len(r.Groups()) == 0 {
 			for _, name := range r.Users() {
 				if groups[name] {
 					p.warnf(u.node, "%s %q lists %s as a user, but %s is a group elsewhere in this configuration: "+

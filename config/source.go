@@ -1,7 +1,11 @@
 package config
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,8 +15,30 @@ import (
 )
 
 // QueuesKey is the ConfigMap key holding the partitions, as in YuniKorn's
-// yunikorn-configs ConfigMap.
+// yunikorn-configs ConfigMap, when service.policyGroup is not set.
 const QueuesKey = "queues.yaml"
+
+// PolicyGroupKey is YuniKorn's ConfigMap key naming the policy group: the
+// partitions are read from the key "<group>.yaml" (default "queues", so
+// queues.yaml).
+const PolicyGroupKey = "service.policyGroup"
+
+// YuniKorn's two ConfigMaps: the Helm chart writes its yunikornDefaults
+// values into yunikorn-defaults; yunikorn-configs is the operator's, and
+// each of its keys wins over the same key of yunikorn-defaults.
+const (
+	DefaultsConfigMap = "yunikorn-defaults"
+	ConfigsConfigMap  = "yunikorn-configs"
+)
+
+// queuesKey is the key holding the partitions in data: "<group>.yaml"
+// for the service.policyGroup setting, queues.yaml without one.
+func queuesKey(data map[string]keyValue) string {
+	if g, ok := data[PolicyGroupKey]; ok && strings.TrimSpace(g.value) != "" {
+		return strings.TrimSpace(g.value) + ".yaml"
+	}
+	return QueuesKey
+}
 
 // source is a configuration as read from where it lives, before parsing:
 // the queues document and, for a ConfigMap, its other keys.
@@ -42,10 +68,13 @@ type keyValue struct {
 	value string
 	file  string
 	node  *yaml.Node // nil: no position inside file
+	raw   []byte     // the manifest node is in, to place a literal block
 }
 
 // readSource reads path: a directory where a ConfigMap is mounted, a
-// ConfigMap manifest, or a usher YAML file.
+// ConfigMap manifest (one, or several documents: see readManifests), the
+// Helm chart's values with yunikornDefaults, a ConfigMap's data written as
+// YAML, or a usher YAML file.
 func readSource(path string) (*source, error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -58,7 +87,7 @@ func readSource(path string) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	if src, ok, err := readManifest(path, b); ok || err != nil {
+	if src, ok, err := readManifests(path, b); ok || err != nil {
 		return src, err
 	}
 	return &source{name: path, dir: filepath.Dir(path), queues: b}, nil
@@ -89,52 +118,176 @@ func readDir(dir string) (*source, error) {
 		}
 		data[e.Name()] = keyValue{value: string(b), file: file}
 	}
-	q, ok := data[QueuesKey]
-	if !ok {
-		return nil, fmt.Errorf("%s: a ConfigMap directory without a %s key", dir, QueuesKey)
-	}
-	delete(data, QueuesKey)
-	return &source{name: q.file, dir: dir, queues: []byte(q.value), keys: data, origin: dir}, nil
+	return dataSource(dir, dir, data)
 }
 
-// readManifest reads b as a ConfigMap manifest when it is one (a YAML
-// mapping with kind: ConfigMap); ok false means it is not.
-func readManifest(path string, b []byte) (*source, bool, error) {
-	var doc yaml.Node
-	if yaml.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, false, nil
-	}
-	root := doc.Content[0]
-	if kind := mapValue(root, "kind"); kind == nil || kind.Value != "ConfigMap" {
-		return nil, false, nil
-	}
-	data := mapValue(root, "data")
-	if data == nil || data.Kind != yaml.MappingNode {
-		return nil, true, fmt.Errorf("%s: a ConfigMap manifest without data", path)
-	}
-	src := &source{name: path, dir: filepath.Dir(path), keys: map[string]keyValue{}, origin: path}
-	var queues *yaml.Node
-	for i := 0; i+1 < len(data.Content); i += 2 {
-		k, v := data.Content[i], data.Content[i+1]
-		if k.Value == QueuesKey {
-			queues = v
-			continue
+// dataSource picks the partitions out of a ConfigMap's data: the key
+// service.policyGroup names ("<group>.yaml"), queues.yaml by default. The
+// other keys are kept for the admission settings; keys only YuniKorn's
+// scheduler reads (service.*, log.*, other groups) are ignored.
+func dataSource(origin, dir string, data map[string]keyValue) (*source, error) {
+	key := queuesKey(data)
+	q, ok := data[key]
+	if !ok {
+		why := ""
+		if key != QueuesKey {
+			why = fmt.Sprintf(" (%s is %q)", PolicyGroupKey, strings.TrimSpace(data[PolicyGroupKey].value))
 		}
-		src.keys[k.Value] = keyValue{value: v.Value, file: path, node: v}
+		return nil, fmt.Errorf("%s: no %s key holding the partitions%s", origin, key, why)
 	}
-	if queues == nil {
-		return nil, true, fmt.Errorf("%s:%d:%d: a ConfigMap without a %s key", path, data.Line, data.Column, QueuesKey)
-	}
-	src.queues = []byte(queues.Value)
-	if queues.Style == yaml.LiteralStyle {
+	delete(data, key)
+	src := &source{name: q.file, dir: dir, queues: []byte(q.value), keys: data, origin: origin}
+	switch {
+	case q.node == nil:
+	case q.node.Style == yaml.LiteralStyle:
 		// The document's lines are the manifest's, from the line after
 		// "queues.yaml: |", less the block's indentation.
-		src.lineOff, src.colOff = queues.Line, blockIndent(b, queues.Line)
-	} else {
+		src.lineOff, src.colOff = q.node.Line, blockIndent(q.raw, q.node.Line)
+	default:
 		// No exact mapping (a quoted or folded value): name the key.
-		src.name = path + "[" + QueuesKey + "]"
+		src.name = q.file + "[" + key + "]"
 	}
-	return src, true, nil
+	return src, nil
+}
+
+// layer is one ConfigMap's data read from a file.
+type layer struct {
+	name string // the ConfigMap's name: DefaultsConfigMap for Helm values
+	data map[string]keyValue
+}
+
+// readManifests reads b as YuniKorn's configuration written the ways
+// YuniKorn takes it, and says (ok) whether it is one:
+//   - a ConfigMap manifest (kind: ConfigMap), its keys in data;
+//   - the Helm chart's values, a mapping with yunikornDefaults (the chart
+//     writes them into the yunikorn-defaults ConfigMap);
+//   - a ConfigMap's data on its own: a mapping without partitions whose
+//     keys are YuniKorn's (a "….yaml" key, service.*, admissionController.*).
+//
+// Several documents (separated by ---), or the items of a kind: List (as
+// kubectl get configmap yunikorn-defaults yunikorn-configs -o yaml writes
+// them), are several ConfigMaps, merged as
+// YuniKorn merges its two: yunikorn-defaults first, then the others in the
+// order written, a later key winning over an earlier one (so
+// yunikorn-configs wins over yunikorn-defaults). A file with one mapping
+// holding partitions is a usher YAML file (ok false).
+func readManifests(path string, b []byte) (*source, bool, error) {
+	var docs []*yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, false, nil // parse reports the YAML error with its position
+		}
+		if len(doc.Content) == 0 || doc.Content[0].Tag == "!!null" {
+			continue
+		}
+		root := doc.Content[0]
+		// kubectl get configmap A B -o yaml writes a List of both.
+		if kind := mapValue(root, "kind"); root.Kind == yaml.MappingNode && kind != nil && kind.Value == "List" {
+			if items := mapValue(root, "items"); items != nil && items.Kind == yaml.SequenceNode {
+				docs = append(docs, items.Content...)
+				continue
+			}
+		}
+		docs = append(docs, root)
+	}
+	var layers []layer
+	for i, root := range docs {
+		if root.Kind != yaml.MappingNode {
+			if len(docs) == 1 {
+				return nil, false, nil
+			}
+			return nil, true, fmt.Errorf("%s:%d:%d: document %d is %s, not a ConfigMap", path, root.Line, root.Column, i+1, kindName(root))
+		}
+		l, ok, err := readLayer(path, b, root)
+		if err != nil {
+			return nil, true, err
+		}
+		if !ok {
+			if len(docs) == 1 {
+				return nil, false, nil
+			}
+			return nil, true, fmt.Errorf("%s:%d:%d: document %d is not a ConfigMap, Helm values with yunikornDefaults, or a ConfigMap's data", path, root.Line, root.Column, i+1)
+		}
+		layers = append(layers, l)
+	}
+	if len(layers) == 0 {
+		return nil, false, nil
+	}
+	// yunikorn-defaults first; the stable sort keeps the others in order.
+	slices.SortStableFunc(layers, func(a, b layer) int {
+		return cmpBool(b.name == DefaultsConfigMap, a.name == DefaultsConfigMap)
+	})
+	data := map[string]keyValue{}
+	for _, l := range layers {
+		maps.Copy(data, l.data)
+	}
+	src, err := dataSource(path, filepath.Dir(path), data)
+	return src, true, err
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// readLayer reads one document: a ConfigMap manifest, Helm values with
+// yunikornDefaults, or a ConfigMap's data; ok false for anything else.
+func readLayer(path string, b []byte, root *yaml.Node) (layer, bool, error) {
+	var l layer
+	var data *yaml.Node
+	switch {
+	case mapValue(root, "kind") != nil && mapValue(root, "kind").Value == "ConfigMap":
+		data = mapValue(root, "data")
+		if md := mapValue(root, "metadata"); md != nil && md.Kind == yaml.MappingNode {
+			if n := mapValue(md, "name"); n != nil {
+				l.name = n.Value
+			}
+		}
+		if data == nil || data.Kind != yaml.MappingNode {
+			return l, true, fmt.Errorf("%s:%d:%d: a ConfigMap manifest without data", path, root.Line, root.Column)
+		}
+	case mapValue(root, "yunikornDefaults") != nil:
+		data, l.name = mapValue(root, "yunikornDefaults"), DefaultsConfigMap
+		if data.Kind != yaml.MappingNode {
+			return l, true, fmt.Errorf("%s:%d:%d: yunikornDefaults must be a mapping of ConfigMap keys, not %s", path, data.Line, data.Column, kindName(data))
+		}
+	case mapValue(root, "partitions") == nil && looksLikeData(root):
+		data = root
+	default:
+		return l, false, nil
+	}
+	l.data = map[string]keyValue{}
+	for i := 0; i+1 < len(data.Content); i += 2 {
+		k, v := data.Content[i], data.Content[i+1]
+		if v.Kind != yaml.ScalarNode {
+			return l, true, fmt.Errorf("%s:%d:%d: ConfigMap key %s must hold a string, not %s", path, v.Line, v.Column, k.Value, kindName(v))
+		}
+		l.data[k.Value] = keyValue{value: v.Value, file: path, node: v, raw: b}
+	}
+	return l, true, nil
+}
+
+// looksLikeData reports whether a mapping's keys are a YuniKorn
+// ConfigMap's: one ends in .yaml, or starts with service. or
+// admissionController.
+func looksLikeData(n *yaml.Node) bool {
+	for i := 0; i < len(n.Content); i += 2 {
+		k := n.Content[i].Value
+		if strings.HasSuffix(k, ".yaml") || strings.HasPrefix(k, "service.") || strings.HasPrefix(k, "admissionController.") {
+			return true
+		}
+	}
+	return false
 }
 
 // blockIndent is the indentation of the first non-blank line after line
@@ -160,16 +313,15 @@ func mapValue(n *yaml.Node, key string) *yaml.Node {
 
 // configMapSource is the source of a ConfigMap's data held in memory.
 func configMapSource(name string, data map[string]string) (*source, error) {
-	queues, ok := data[QueuesKey]
-	if !ok {
-		return nil, fmt.Errorf("%s: no %s key", name, QueuesKey)
-	}
-	src := &source{name: name + "/" + QueuesKey, dir: ".", queues: []byte(queues), keys: map[string]keyValue{}, origin: name}
+	keys := make(map[string]keyValue, len(data))
 	for k, v := range data {
-		if k != QueuesKey {
-			src.keys[k] = keyValue{value: v, file: name}
-		}
+		keys[k] = keyValue{value: v, file: name}
 	}
+	src, err := dataSource(name, ".", keys)
+	if err != nil {
+		return nil, err
+	}
+	src.name = name + "/" + queuesKey(map[string]keyValue{PolicyGroupKey: keys[PolicyGroupKey]})
 	return src, nil
 }
 

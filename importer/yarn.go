@@ -3,6 +3,7 @@ package importer
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/usherhq/usher/acl"
@@ -75,10 +76,18 @@ func rootDefaults(root *Queue, at pos, d *diags) {
 	}
 }
 
+// yarnQueueName is the importer's own rule for queue names, narrower than
+// YuniKorn's policy.QueueNamePattern that the YAML schema uses: a queue
+// imported from YARN keeps to letters, digits, '_' and '-', so that a name
+// with ':', '#', '/' or '@' (which YARN's queue-mappings and ACL syntax
+// read specially) is looked at by a person rather than carried over.
+var yarnQueueName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
 // queueName checks a YARN queue name for usher; path is the parent's.
 func queueName(name, parent string, at pos, d *diags) (string, bool) {
-	if !policy.QueueNamePattern.MatchString(name) {
-		d.errorf(at, "queue %q under %s: usher queue names are 1 to 64 letters, digits, '_' or '-'; rename it in YARN or in the imported file", name, parent)
+	if !yarnQueueName.MatchString(name) {
+		d.errorf(at, "queue %q under %s: the YARN importer takes queue names of 1 to 64 letters, digits, '_' or '-' "+
+			"(usher's YAML schema, as YuniKorn's, also allows ':', '#', '/' and '@'; the importer keeps the narrower set); rename it in YARN or in the imported file", name, parent)
 		return "", false
 	}
 	return parent + "." + strings.ToLower(name), true

@@ -336,7 +336,7 @@ func TestMalformedYARNFiles(t *testing.T) {
 			[]string{
 				`fair.xml:2:1: queue name "a.b" under root contains a period`,
 				`fair.xml:3:1: a <queue> under root has no name`,
-				`fair.xml:4:1: queue "c d" under root: usher queue names are 1 to 64 letters`,
+				`fair.xml:4:1: queue "c d" under root: the YARN importer takes queue names of 1 to 64 letters`,
 				`fair.xml:5:18: queue root.x is defined twice (first at line 5`,
 			}},
 		{"empty ACL element", importer.YARNFiles{FairScheduler: src("fair.xml", "<allocations>\n  <queue name=\"a\"><aclSubmitApps></aclSubmitApps></queue>\n</allocations>")},
@@ -346,7 +346,7 @@ func TestMalformedYARNFiles(t *testing.T) {
 		{"no root.queues", importer.YARNFiles{CapacityScheduler: src("cs.xml", "<configuration/>")},
 			[]string{"cs.xml: no yarn.scheduler.capacity.root.queues property"}},
 		{"bad capacity queue name", importer.YARNFiles{CapacityScheduler: src("cs.xml", "<configuration>\n<property><name>yarn.scheduler.capacity.root.queues</name><value>a, b@c</value></property>\n</configuration>")},
-			[]string{`cs.xml:2:69: queue "b@c" under root: usher queue names`}},
+			[]string{`cs.xml:2:69: queue "b@c" under root: the YARN importer takes queue names`}},
 		{"capacity ACL", importer.YARNFiles{CapacityScheduler: src("cs.xml", "<configuration>\n<property><name>yarn.scheduler.capacity.root.queues</name><value>a</value></property>\n"+
 			"<property><name>yarn.scheduler.capacity.root.a.acl_administer_queue</name><value>ok,b*d</value></property>\n</configuration>")},
 			[]string{`cs.xml:3:85: queue root.a: acl_administer_queue "ok,b*d": name "b*d" contains '*'`}},

@@ -8,8 +8,11 @@ import (
 	"github.com/usherhq/usher/acl"
 )
 
-// QueueNamePattern is what a queue name may look like (YuniKorn's rule).
-var QueueNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+// QueueNamePattern is what a queue name may look like: YuniKorn's
+// QueueNameRegExp (pkg/common/configs), which lets the names placement
+// rules build from users and tags (user@domain, system:serviceaccount:…)
+// be configured too.
+var QueueNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_:#/@-]{1,64}$`)
 
 // Snapshot is a compiled configuration: every partition with every queue's
 // inherited ACL sets. It is immutable and safe for concurrent use.
@@ -90,7 +93,7 @@ func compilePartition(name string, p *Partition) (*CompiledPartition, error) {
 func (cp *CompiledPartition) add(q *Queue, parent *compiledQueue) error {
 	name := strings.ToLower(q.Name)
 	if !QueueNamePattern.MatchString(q.Name) {
-		return fmt.Errorf("queue %q: invalid name: use 1 to 64 letters, digits, '_' or '-'", q.Name)
+		return fmt.Errorf("queue %q: invalid name: use 1 to 64 letters, digits, '_', ':', '#', '/', '@' or '-'", q.Name)
 	}
 	path, depth := name, 0
 	if parent != nil {

@@ -71,7 +71,7 @@ func runAccess(ctx context.Context, env *Env, args []string) int {
 	}
 	in, queues, err := e.Access(ctx, req.Partition, req.User, req.Groups)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		printLookupError(env, e.Config(), req.Partition, "", err)
 		return ExitUsage
 	}
 	if output == "json" {

@@ -122,7 +122,13 @@ func runApp(ctx context.Context, env *Env, args []string) int {
 		Partition: d.partition, User: d.user, Groups: groups, App: app, Action: action, Target: target,
 	})
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		// The queue that does not exist: the application's, or the
+		// target of a move.
+		queue := app.Queue
+		if cp, perr := e.Snapshot().Partition(d.partition); perr == nil && target != "" && (queue == "" || cp.Has(queue)) {
+			queue = target
+		}
+		printLookupError(env, e.Config(), d.partition, queue, err)
 		return ExitUsage
 	}
 	code := ExitDenied

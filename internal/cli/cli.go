@@ -119,8 +119,10 @@ Examples:
   usher serve   --config queues.yaml
 
 Every command reads a configuration the same way, as usher serve does: a
-usher YAML file, a ConfigMap manifest, or the directory where a ConfigMap
-is mounted, with the ADMISSION_CONTROLLER_* environment variables
+usher YAML file, a ConfigMap manifest (yunikorn-defaults and
+yunikorn-configs together are merged, the second winning), a ConfigMap's
+data written as YAML, the Helm chart's values with yunikornDefaults, or the
+directory where a ConfigMap is mounted, with the ADMISSION_CONTROLLER_* environment variables
 (BYPASS_AUTH, TRUST_CONTROLLERS, SYSTEM_USERS, EXTERNAL_USERS,
 EXTERNAL_GROUPS) overriding its admission settings.
 
@@ -183,13 +185,34 @@ func splitGroups(s string) ([]string, error) {
 }
 
 // configFlagHelp is the help of every command's --config flag.
-const configFlagHelp = "configuration `FILE`: a usher YAML file, a ConfigMap manifest or a mounted ConfigMap directory, " +
-	"read as usher serve reads it, ADMISSION_CONTROLLER_* variables applied (default: the embedded default, where root allows everyone)"
+const configFlagHelp = "configuration `FILE`: a usher YAML file, a ConfigMap manifest (one or several), a ConfigMap's data, " +
+	"Helm values with yunikornDefaults or a mounted ConfigMap directory, read as usher serve reads it, ADMISSION_CONTROLLER_* variables applied " +
+	"(default: the embedded default, where root allows everyone; a line on stderr says so)"
 
 // loadConfig reads a configuration (or the embedded default) through the
 // pipeline usher serve uses, with the ADMISSION_CONTROLLER_* overrides.
+// Without a path it says on stderr, in one line, that the answer comes
+// from the embedded default, so that a forgotten --config is not taken for
+// the cluster's answer.
 func loadConfig(env *Env, path string) (*config.Config, error) {
+	if path == "" {
+		fmt.Fprintln(env.Stderr, defaultNote)
+	}
 	return config.Load(path, config.WithEnv(env.LookupEnv))
+}
+
+// defaultNote is the line every command that takes --config prints when it
+// is left out.
+const defaultNote = "usher: no --config given: using the embedded default configuration (partition default, where root lets everyone submit)"
+
+// printLookupError prints err (from a decision about partition and queue)
+// and, for an unknown partition or queue, the closest existing names and
+// where YuniKorn's placement would put the queue marker.
+func printLookupError(env *Env, cfg *config.Config, partition, queue string, err error) {
+	fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+	if hint := cfg.Suggest(partition, queue, err); hint != "" {
+		fmt.Fprintf(env.Stderr, "usher: %s\n", hint)
+	}
 }
 
 // loadEngine loads the configuration (or the embedded default) and builds
@@ -261,7 +284,7 @@ func runCheck(ctx context.Context, env *Env, args []string) int {
 	}
 	res, err := e.Check(ctx, req)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		printLookupError(env, e.Config(), req.Partition, req.Queue, err)
 		return ExitUsage
 	}
 	return printDecision(env, res)
@@ -294,7 +317,7 @@ func runExplain(ctx context.Context, env *Env, args []string) int {
 	}
 	res, steps, err := e.Explain(ctx, req)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		printLookupError(env, e.Config(), req.Partition, req.Queue, err)
 		return ExitUsage
 	}
 	code = printDecision(env, res)

@@ -54,7 +54,7 @@ func runPlace(ctx context.Context, env *Env, args []string) int {
 	var cfgPath, part, queue, user, groups string
 	tags := tagFlags{}
 	fs := newFlagSet(env, "place", "usher place --config FILE --user U [--groups g1,g2] [--queue Q] [--tag k=v]... [--partition NAME]", placeHelp)
-	fs.StringVar(&cfgPath, "config", "", "configuration `FILE` (default: the embedded default, where root allows everyone)")
+	fs.StringVar(&cfgPath, "config", "", configFlagHelp)
 	fs.StringVar(&part, "partition", policy.DefaultPartition, "partition `NAME`")
 	fs.StringVar(&queue, "queue", "", "the queue the application names (the provided rule's input), e.g. root.a.b or a.b")
 	fs.StringVar(&user, "user", "", "user `NAME` (required)")
@@ -78,7 +78,7 @@ func runPlace(ctx context.Context, env *Env, args []string) int {
 	}
 	cp, err := e.Snapshot().Partition(part)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		printLookupError(env, e.Config(), part, queue, err)
 		return ExitUsage
 	}
 	rules := placement.Implicit()
@@ -100,6 +100,11 @@ func runPlace(ctx context.Context, env *Env, args []string) int {
 	} else {
 		fmt.Fprintf(w, "rejected\n%s\n", res.Reason())
 		code = ExitDenied
+		if queue != "" {
+			if _, err := cp.Lookup(queue); err != nil {
+				printLookupError(env, e.Config(), cp.Name(), queue, err)
+			}
+		}
 	}
 	printPlacementTrail(w, rules, res)
 	return code

@@ -156,6 +156,10 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 			debug.SetMemoryLimit(q.Value())
 		}
 	}
+	if opts.ConfigPath == "" {
+		// One line on stderr, in the log's format.
+		opts.Logger.Warn(strings.TrimPrefix(defaultNote, "usher: "))
+	}
 	srv, err := server.New(opts)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "usher serve: %v\n", err)

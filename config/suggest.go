@@ -1,0 +1,137 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/usherhq/usher/placement"
+	"github.com/usherhq/usher/policy"
+)
+
+// Suggest returns what to say after an error that names an unknown
+// partition or queue (err wraps policy.ErrUnknownPartition or
+// policy.ErrUnknownQueue), or "" for any other error: the closest
+// existing names and, for a queue path not starting with "root.", the
+// queue YuniKorn's placement would put that queue marker in. YuniKorn's
+// shim passes a pod's queue marker unchanged and its provided rule (the
+// implicit one of a partition without placementrules) replaces each "."
+// of a name that does not start with "root." by "_dot_" and puts it under
+// root: ml.training is root.ml_dot_training, not root.ml.training.
+//
+// Every command that takes a queue path says it this way, and so should
+// /v1/access.
+func (c *Config) Suggest(partition, queue string, err error) string {
+	if c == nil || c.Snapshot == nil {
+		return ""
+	}
+	switch {
+	case errors.Is(err, policy.ErrUnknownPartition):
+		names := c.Snapshot.Partitions()
+		close := closest(strings.ToLower(partition), names, func(s string) string { return s })
+		s := []string{"the partitions are " + strings.Join(names, ", ")}
+		if len(close) > 0 {
+			s = append([]string{"did you mean " + orList(close) + "?"}, s...)
+		}
+		return sentences(s)
+	case errors.Is(err, policy.ErrUnknownQueue):
+		cp, perr := c.Snapshot.Partition(partition)
+		if perr != nil {
+			return ""
+		}
+		return c.queueHint(cp, queue)
+	}
+	return ""
+}
+
+func (c *Config) queueHint(cp *policy.CompiledPartition, queue string) string {
+	q := strings.ToLower(strings.TrimSpace(queue))
+	var parts []string
+	var exact []string
+	qualified := strings.HasPrefix(q, policy.RootQueue+".") || q == policy.RootQueue
+	if !qualified && cp.Has(policy.RootQueue+"."+q) {
+		exact = []string{policy.RootQueue + "." + q}
+	}
+	want := q
+	if !qualified {
+		want = policy.RootQueue + "." + q
+	}
+	close := closest(want, cp.Queues(), lastPart)
+	close = slices.DeleteFunc(close, func(s string) bool { return slices.Contains(exact, s) })
+	names := append(exact, close...)
+	if len(names) > 0 {
+		parts = append(parts, "did you mean "+orList(names[:min(len(names), 3)])+"?")
+	}
+	placed := policy.RootQueue + "." + strings.ReplaceAll(q, ".", placement.DotReplacement)
+	// Where the placement's queue is the first name suggested, it adds
+	// nothing.
+	if !qualified && q != "" && (len(names) == 0 || names[0] != placed) {
+		implicit := true
+		for i := range c.Partitions {
+			if strings.EqualFold(c.Partitions[i].Name, cp.Name()) && c.Partitions[i].Placement != nil {
+				implicit = false
+			}
+		}
+		where := "which does not exist, so such a pod goes to root.default when that exists, or is rejected"
+		if cp.Has(placed) {
+			where = "which exists"
+		}
+		if implicit {
+			parts = append(parts, fmt.Sprintf("as a pod's queue marker, YuniKorn's placement (the implicit provided rule) puts %q in %s, %s.", queue, placed, where))
+		} else {
+			parts = append(parts, fmt.Sprintf("as a pod's queue marker, %q goes through this partition's placementrules (a provided rule puts it in %s): usher place --queue %s shows where.", queue, placed, queue))
+		}
+	}
+	return sentences(parts)
+}
+
+// sentences joins parts, each after the first starting with a capital.
+func sentences(parts []string) string {
+	for i := 1; i < len(parts); i++ {
+		parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+	}
+	return strings.Join(parts, " ")
+}
+
+// lastPart is the last name of a queue path.
+func lastPart(path string) string {
+	return path[strings.LastIndexByte(path, '.')+1:]
+}
+
+// closest returns up to three of names nearest to want: the same last
+// part (by key), or an edit distance of at most a third of want's length
+// (at least 1, at most 3), nearest first.
+func closest(want string, names []string, key func(string) string) []string {
+	type cand struct {
+		name string
+		d    int
+	}
+	limit := min(max(len(want)/3, 1), 3)
+	var out []cand
+	for _, n := range names {
+		d := editDistance(want, n)
+		if key(n) == key(want) && n != want {
+			d = min(d, 1)
+		}
+		if d <= limit && n != want {
+			out = append(out, cand{n, d})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b cand) int { return a.d - b.d })
+	names = nil
+	for _, c := range out[:min(len(out), 3)] {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+func orList(names []string) string {
+	switch len(names) {
+	case 1:
+		return names[0]
+	case 2:
+		return names[0] + " or " + names[1]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
