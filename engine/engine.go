@@ -405,7 +405,8 @@ type PlaceRequest struct {
 	// the partition's groups mode says, as for Check.
 	Groups []string
 	// Explain keeps the whole placement trail (Result.Trail) and the ACL
-	// trail of the decisive queue (PlaceResult.Steps).
+	// trail of the decisive queue (PlaceResult.Steps). A rejection always
+	// has its trail.
 	Explain bool
 }
 
@@ -465,7 +466,11 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 	res.Identity = in
 	preq := placement.Request{Subject: acl.NewSubject(in.User, in.Groups), Queue: req.Queue, Tags: req.Tags}
 	if !req.Explain {
-		res.Result = p.rules.Place(cp, preq)
+		// A rejection keeps its trail: the reason (Why) names every rule
+		// that fell through. The placed path allocates nothing more.
+		if res.Result = p.rules.Place(cp, preq); !res.Placed {
+			res.Result = p.rules.Explain(cp, preq)
+		}
 		return res, nil
 	}
 	res.Result = p.rules.Explain(cp, preq)
