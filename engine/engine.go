@@ -399,6 +399,10 @@ type PlaceRequest struct {
 	// Tags are the application's tags (the Kubernetes shim passes
 	// namespace=NS); names match without regard to case.
 	Tags map[string]string
+	// Namespace, when set, is the namespace tag as YuniKorn's shim passes
+	// it, added to Tags (and taking precedence over a namespace tag
+	// there). The tags are only assembled when a rule reads them.
+	Namespace string
 	// User is required.
 	User string
 	// Groups are the groups supplied with the request, if any: used as
@@ -465,6 +469,15 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 	}
 	res.Identity = in
 	preq := placement.Request{Subject: acl.NewSubject(in.User, in.Groups), Queue: req.Queue, Tags: req.Tags}
+	if req.Namespace != "" && p.rules.ReadsTags() {
+		preq.Tags = make(map[string]string, len(req.Tags)+1)
+		for k, v := range req.Tags {
+			if !strings.EqualFold(k, tagNamespace) {
+				preq.Tags[k] = v
+			}
+		}
+		preq.Tags[tagNamespace] = req.Namespace
+	}
 	if !req.Explain {
 		// A rejection keeps its trail: the reason (Why) names every rule
 		// that fell through. The placed path allocates nothing more.
@@ -505,4 +518,23 @@ func (r *PlaceResult) Why() string {
 		b.WriteString(s.Reason())
 	}
 	return b.String()
+}
+
+// tagNamespace is the tag YuniKorn's Kubernetes shim sets to the
+// application's namespace.
+const tagNamespace = "namespace"
+
+// PlacementRules returns the placement rules of a partition: those it
+// configures, or the implicit provided rule (Rules.IsImplicit).
+func (e *Engine) PlacementRules(partitionName string) (*placement.Rules, error) {
+	return e.cur.Load().PlacementRules(partitionName)
+}
+
+// PlacementRules is Engine.PlacementRules in this generation.
+func (g *Generation) PlacementRules(partitionName string) (*placement.Rules, error) {
+	_, p, err := g.lookup(partitionName)
+	if err != nil {
+		return nil, err
+	}
+	return p.rules, nil
 }

@@ -446,18 +446,44 @@ type authorizer struct {
 // AuthorizeSubmit decides a submission. A failed group lookup is returned
 // without the resolver's detail, which the admission denial would show to
 // whoever created the object; the detail goes to the log.
+//
+// A placement request (YuniKorn's markers) is decided on the queue the
+// partition's placement rules give, as YuniKorn's scheduler places it: a
+// rejected placement denies with the placement's reason.
 func (a authorizer) AuthorizeSubmit(ctx context.Context, r admission.SubmitRequest) (bool, string, error) {
+	if r.Place {
+		rules, err := a.e.PlacementRules(r.Partition)
+		if err != nil {
+			return false, "", err
+		}
+		if r.Queue != "" || !rules.IsImplicit() {
+			res, err := a.e.Place(ctx, engine.PlaceRequest{Partition: r.Partition, Queue: r.Queue, Namespace: r.Namespace, User: r.User, Groups: r.Groups})
+			if err = a.groupsError(r, err); err != nil {
+				return false, "", err
+			}
+			if !res.Placed {
+				return false, "YuniKorn's placement " + res.Why(), nil
+			}
+			return true, fmt.Sprintf("YuniKorn places it in %s (%s): %s", res.Queue, res.RuleName(), res.Reason()), nil
+		}
+	}
 	res, err := a.e.Check(ctx, engine.Request{Partition: r.Partition, Queue: r.Queue, User: r.User, Groups: r.Groups, Action: policy.Submit})
+	if err = a.groupsError(r, err); err != nil {
+		return false, "", err
+	}
+	return res.Allowed, res.Reason(), nil
+}
+
+// groupsError returns err, a failed group lookup without the resolver's
+// detail (which goes to the log).
+func (a authorizer) groupsError(r admission.SubmitRequest, err error) error {
 	var gerr *engine.GroupsError
 	if errors.As(err, &gerr) {
 		id := newRequestID()
 		a.log.Error("group lookup failed", "requestID", id, "user", r.User, "partition", r.Partition, "err", err)
-		return false, "", fmt.Errorf("group lookup failed; usher's log has the details under request id %s", id)
+		return fmt.Errorf("group lookup failed; usher's log has the details under request id %s", id)
 	}
-	if err != nil {
-		return false, "", err
-	}
-	return res.Allowed, res.Reason(), nil
+	return err
 }
 
 var _ admission.QueueAuthorizer = authorizer{}
