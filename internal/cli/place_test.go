@@ -150,3 +150,26 @@ func TestCheckAndExplainPlace(t *testing.T) {
 		t.Fatalf("plain check: %d %s", code, out)
 	}
 }
+
+// The outputs of check and explain with --place shown in docs/placement.md
+// are what the commands print.
+func TestPlaceDocs(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/placement.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		command, suffix string
+		args            []string
+	}{
+		{"$ usher explain --config examples/placement.yaml --tag namespace=spark --user alice --groups dev\n", "",
+			[]string{"explain", "--config", placementExample, "--tag", "namespace=spark", "--user", "alice", "--groups", "dev"}},
+		{"$ usher check --config examples/placement.yaml --place --queue teams.ml --user bob --groups ops; echo $?\n", "1\n",
+			[]string{"check", "--config", placementExample, "--place", "--queue", "teams.ml", "--user", "bob", "--groups", "ops"}},
+	} {
+		out, _, _ := run(t, tc.args...)
+		if !strings.Contains(string(doc), tc.command+out+tc.suffix) {
+			t.Errorf("the output after %q is stale; the command prints:\n%s", tc.command, out)
+		}
+	}
+}
