@@ -16,6 +16,10 @@
 //     reload when the key of the partition's resolver settings
 //     (resolvers.Settings.Key) is unchanged; resolvers are built by
 //     package resolvers only.
+//   - Place runs the partition's placement rules (YuniKorn's implicit
+//     provided rule when it has none) for a user identified as Check
+//     identifies it; the rules, the queues and the groups come from one
+//     generation. A rejected application is a result, not an error.
 //   - There is no global state: each Engine owns its caches.
 package engine
 
