@@ -19,6 +19,26 @@ type SubmitRequest struct {
 	// the API server) states them; nil means none were supplied and the
 	// authorizer may resolve them. The authorizer must not modify them.
 	Groups []string
+	// Place is set for YuniKorn's markers (the sources whose scheduler is
+	// yunikorn): YuniKorn does not run a pod in the queue its marker
+	// names but where the partition's placement rules put it. Queue is
+	// then the marker's value as YuniKorn's shim passes it, unqualified
+	// and unmapped (the provided rule's input; "" when the pods carry no
+	// YuniKorn marker), and the authorizer must decide on the queue the
+	// partition's placement rules give (the implicit provided rule when
+	// it has none); a rejected placement is a denial whose reason is the
+	// placement's. A pod without a marker (Queue "") in a partition
+	// without placementrules is checked against the partition's default
+	// queue, as without Place: YuniKorn's own admission controller labels
+	// such pods with its default queue (filtering.defaultQueue), and
+	// usher's default queue stands for it.
+	Place bool
+	// Namespace is the request's namespace, the namespace tag YuniKorn's
+	// shim gives the placement rules (with Place). The shim also passes
+	// namespace.parentqueue from the Namespace object's
+	// yunikorn.apache.org/parentqueue annotation, which the webhook does
+	// not read: rules on that tag miss.
+	Namespace string
 }
 
 // QueueAuthorizer decides whether a submitter may submit to a queue.

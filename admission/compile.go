@@ -34,6 +34,7 @@ type compiledSource struct {
 	QueueSource
 	annotation bool
 	podLevel   bool      // the scheduler reads the marker on the pods only
+	place      bool      // YuniKorn's placement rules decide the queue (SubmitRequest.Place)
 	template   *template // nil: use the global template or the default rule
 }
 
@@ -185,7 +186,7 @@ func (c Config) Compile() (*Compiled, error) {
 			cs.podLevel = true
 		case LevelWorkload:
 		case "":
-			cs.podLevel = s.Scheduler == "yunikorn"
+			cs.podLevel = s.Scheduler == schedulerYuniKorn
 			if cs.podLevel {
 				cs.Level = LevelPod
 			} else {
@@ -194,6 +195,7 @@ func (c Config) Compile() (*Compiled, error) {
 		default:
 			errs = append(errs, settingErr(setting, i, "level", "%q is not a level: want pod or workload", s.Level))
 		}
+		cs.place = s.Scheduler == schedulerYuniKorn
 		if s.Key == "" || strings.TrimSpace(s.Key) != s.Key {
 			errs = append(errs, settingErr(setting, i, "key", "%q is not a label or annotation key", s.Key))
 		}
@@ -360,15 +362,27 @@ func checkQueuePath(q string) error {
 
 // mapQueue maps a marker value read by source s on an object in namespace
 // ns to a queue path.
-func (c *Compiled) mapQueue(s *compiledSource, value, ns string) (string, error) {
+//
+// A marker of YuniKorn (place true) that no table entry and no template
+// maps is not mapped: YuniKorn's shim passes the value to the scheduler
+// unchanged and its placement rules decide the queue; the value is
+// returned as it is, the provided rule's input.
+//
+// With placing false (the delete check, which asks about the queue a
+// workload is in) every marker is mapped.
+func (c *Compiled) mapQueue(s *compiledSource, value, ns string, placing bool) (queue string, place bool, err error) {
 	for i := range c.table {
 		e := &c.table[i]
 		if e.Value == value && (e.Scheduler == "" || e.Scheduler == s.Scheduler) && (e.Namespace == "" || e.Namespace == ns) {
-			return e.Queue, nil
+			return e.Queue, false, nil
 		}
 	}
 	var q string
 	switch {
+	case placing && s.place && s.template == nil && c.template == nil:
+		// YuniKorn's marker without an explicit mapping: the placement
+		// rules decide (SubmitRequest.Place), from the value unchanged.
+		return value, true, nil
 	case s.template != nil:
 		q = s.template.expand(value, ns, s.Scheduler)
 	case c.template != nil:
@@ -378,5 +392,9 @@ func (c *Compiled) mapQueue(s *compiledSource, value, ns string) (string, error)
 	default:
 		q = "root." + value
 	}
-	return q, checkQueuePath(q)
+	return q, false, checkQueuePath(q)
 }
+
+// schedulerYuniKorn is the scheduler whose markers go through its
+// placement rules (QueueSource.Scheduler).
+const schedulerYuniKorn = "yunikorn"

@@ -94,7 +94,7 @@ func killRule(ctx context.Context, st *handlerState, k *kindInfo, req *admission
 		modifyACL = &pm.vals[slotModifyACL]
 	}
 	var arr [4]target
-	ts, err := c.targets(k, req.Namespace, o, arr[:0])
+	ts, err := c.targets(k, req.Namespace, o, false, arr[:0])
 	if err != nil {
 		// A marker that maps to no queue names no queue whose admins
 		// could be asked; root's admins are admins of every queue.

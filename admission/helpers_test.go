@@ -274,6 +274,10 @@ type fakeAuthz struct {
 	err     error
 	panicV  any
 	calls   []authzCall
+	// reqs are the requests as received; for a placement request
+	// (SubmitRequest.Place) the call's queue is the queue the implicit
+	// provided rule gives.
+	reqs []SubmitRequest
 }
 
 type authzCall struct {
@@ -283,9 +287,13 @@ type authzCall struct {
 
 func (f *fakeAuthz) AuthorizeSubmit(_ context.Context, req SubmitRequest) (bool, string, error) {
 	partition, queue, user, groups := req.Partition, req.Queue, req.User, req.Groups
+	if req.Place {
+		queue = providedQueue(queue) // the implicit provided rule; package placement runs the real rules
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, authzCall{partition, queue, user, append([]string(nil), groups...)})
+	f.reqs = append(f.reqs, req)
 	if f.panicV != nil {
 		panic(f.panicV)
 	}

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 )
@@ -21,9 +22,20 @@ type target struct {
 	// For the default queue: the pod-level scheduler that finds none of
 	// its markers on the pods ("" when no marker at all names a queue).
 	scheduler string
+	// place: YuniKorn's placement rules decide the queue; queue is then
+	// the marker's value unchanged ("" for none), the provided rule's
+	// input.
+	place bool
 }
 
+// same reports whether t asks the same question as o.
+func (t *target) same(o *target) bool { return t.queue == o.queue && t.place == o.place }
+
 func (t *target) describe(partition string) string {
+	if t.place && t.marker {
+		return fmt.Sprintf("queue %q of partition %q (%s %s=%q on the %s, read for %s, whose placement rules choose the queue)",
+			providedQueue(t.queue), partition, t.src.Kind, t.src.Key, t.value, t.level, t.src.Scheduler)
+	}
 	if !t.marker {
 		if t.scheduler != "" {
 			return fmt.Sprintf("the default queue of partition %q (the %s carries no %s queue marker, so %s runs its pods there)",
@@ -33,6 +45,28 @@ func (t *target) describe(partition string) string {
 	}
 	return fmt.Sprintf("queue %q of partition %q (%s %s=%q on the %s, read for %s)",
 		t.queue, partition, t.src.Kind, t.src.Key, t.value, t.level, t.src.Scheduler)
+}
+
+// record is the queue of the audit record: the queue checked, or for a
+// placement the queue the marker names as YuniKorn's provided rule
+// qualifies it (the placement rules may choose another).
+func (t *target) record() string {
+	if t.place {
+		return recordQueue(providedQueue(t.queue))
+	}
+	return recordQueue(t.queue)
+}
+
+// providedQueue is the queue a YuniKorn marker names, as YuniKorn's
+// provided rule qualifies it: a value that is not "root" and does not
+// start with "root." has each '.' replaced by "_dot_" and goes under root
+// (so "ml.training" names root.ml_dot_training, not root.ml.training);
+// "" (no marker) stays "". Placement may still put the pod elsewhere.
+func providedQueue(v string) string {
+	if v == "" || v == "root" || strings.HasPrefix(v, "root.") {
+		return v
+	}
+	return "root." + strings.ReplaceAll(v, ".", "_dot_")
 }
 
 // targets lists the distinct queues the object's pods may run in, as the
@@ -48,7 +82,11 @@ func (t *target) describe(partition string) string {
 // which scheduler will act. The default queue ("") is a target when a
 // pod-level scheduler finds none of its markers on the pods, and when no
 // marker at all names a queue.
-func (c *Compiled) targets(k *kindInfo, ns string, o *objectView, dst []target) ([]target, error) {
+//
+// With placing (the queue check), YuniKorn's markers are left to its
+// placement rules (target.place); without (the delete check), every
+// marker is mapped.
+func (c *Compiled) targets(k *kindInfo, ns string, o *objectView, placing bool, dst []target) ([]target, error) {
 	type level struct {
 		m    *metaView
 		name string
@@ -79,28 +117,14 @@ func (c *Compiled) targets(k *kindInfo, ns string, o *objectView, dst []target) 
 			if li == 0 {
 				onPods |= 1 << i
 			}
-			q, err := c.mapQueue(src, v, ns)
+			q, place, err := c.mapQueue(src, v, ns, placing)
 			if err != nil {
 				return nil, fmt.Errorf("%s %s=%q on the %s maps to no queue: %w", src.Kind, src.Key, v, l.name, err)
 			}
-			dup := false
-			for j := range dst {
-				if dst[j].queue == q {
-					dup = true
-					break
-				}
-			}
-			if !dup {
-				dst = append(dst, target{queue: q, src: src, level: l.name, value: v, marker: true})
-			}
+			dst = appendTarget(dst, target{queue: q, src: src, level: l.name, value: v, marker: true, place: place})
 		}
 	}
 	if sched := c.unmarkedPodScheduler(onPods); sched != "" || len(dst) == 0 {
-		for j := range dst {
-			if dst[j].queue == "" {
-				return dst, nil
-			}
-		}
 		where := k.where
 		if k.layout == layoutPod {
 			where = "pod"
@@ -108,9 +132,27 @@ func (c *Compiled) targets(k *kindInfo, ns string, o *objectView, dst []target) 
 		if sched == "" && k.layout != layoutPod {
 			where = k.kind
 		}
-		dst = append(dst, target{level: where, scheduler: sched})
+		// YuniKorn places a pod without its marker too: the provided
+		// rule misses and the other rules (or root.default) decide.
+		dst = appendTarget(dst, target{level: where, scheduler: sched, place: placing && c.placeScheduler(sched)})
 	}
 	return dst, nil
+}
+
+// appendTarget appends t unless dst already asks the same question.
+func appendTarget(dst []target, t target) []target {
+	for j := range dst {
+		if dst[j].same(&t) {
+			return dst
+		}
+	}
+	return append(dst, t)
+}
+
+// placeScheduler reports whether the queue of scheduler's pods comes from
+// YuniKorn's placement rules.
+func (c *Compiled) placeScheduler(scheduler string) bool {
+	return scheduler == schedulerYuniKorn
 }
 
 // unmarkedPodScheduler returns the first pod-level scheduler none of whose
@@ -146,20 +188,20 @@ func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admiss
 	c := st.cfg
 	ns := req.Namespace
 	var arr [4]target
-	ts, err := c.targets(k, ns, nv, arr[:0])
+	ts, err := c.targets(k, ns, nv, true, arr[:0])
 	if err != nil {
 		dc := deny(httpStatusBadRequest, "usher: %s %s: %v", k.kind, objectName(req, nv), err)
 		return "", &dc
 	}
 	if ov != nil {
 		var oldArr [4]target
-		olds, err := c.targets(k, ns, ov, oldArr[:0])
+		olds, err := c.targets(k, ns, ov, true, oldArr[:0])
 		if err == nil {
 			kept := ts[:0]
 			for _, t := range ts {
 				seen := false
-				for _, o := range olds {
-					if o.queue == t.queue {
+				for j := range olds {
+					if olds[j].same(&t) {
 						seen = true
 						break
 					}
@@ -180,11 +222,12 @@ func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admiss
 	}
 	for i := range ts {
 		t := &ts[i]
-		ok, reason, err := st.authz.AuthorizeSubmit(ctx, SubmitRequest{Partition: c.partition, Queue: t.queue, User: id.user, Groups: id.groups})
+		ok, reason, err := st.authz.AuthorizeSubmit(ctx, SubmitRequest{Partition: c.partition, Queue: t.queue, User: id.user, Groups: id.groups,
+			Place: t.place, Namespace: ns})
 		if err != nil {
 			dc := deny(httpStatusInternal, "usher: cannot decide whether user %q may submit to %s: %v; denied (usher fails closed)",
 				id.user, t.describe(c.partition), err)
-			dc.queue = recordQueue(t.queue)
+			dc.queue = t.record()
 			return "", &dc
 		}
 		if !ok {
@@ -192,11 +235,11 @@ func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admiss
 				reason = "no ACL allows it"
 			}
 			dc := deny(httpStatusForbidden, "usher: user %q may not submit to %s: %s", id.user, t.describe(c.partition), reason)
-			dc.queue = recordQueue(t.queue)
+			dc.queue = t.record()
 			return "", &dc
 		}
 	}
-	return recordQueue(ts[0].queue), nil
+	return ts[0].record(), nil
 }
 
 func recordQueue(q string) string {

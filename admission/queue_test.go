@@ -1,7 +1,9 @@
 package admission
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -118,21 +120,39 @@ func TestQueueMapping(t *testing.T) {
 	}
 	t.Run("default rule", func(t *testing.T) {
 		c := compiled(t, Config{})
-		src := &c.sources[0]
+		src := &c.sources[3] // kueue
 		for value, want := range map[string]string{"root": "root", "root.a.b": "root.a.b", "a.b": "root.a.b", "rootless": "root.rootless"} {
-			if got, err := c.mapQueue(src, value, "ns"); err != nil || got != want {
-				t.Errorf("%q maps to %q (%v), want %q", value, got, err, want)
+			if got, place, err := c.mapQueue(src, value, "ns", true); err != nil || got != want || place {
+				t.Errorf("%q maps to %q (place %v, %v), want %q", value, got, place, err, want)
+			}
+		}
+		// YuniKorn's markers are not mapped: its placement rules decide,
+		// from the value as the shim passes it.
+		for _, value := range []string{"root", "root.a.b", "a.b", "rootless"} {
+			if got, place, err := c.mapQueue(&c.sources[0], value, "ns", true); err != nil || got != value || !place {
+				t.Errorf("yunikorn %q maps to %q (place %v, %v), want it unchanged for placement", value, got, place, err)
 			}
 		}
 	})
 	t.Run("value mapping to no queue", func(t *testing.T) {
 		h := enforcing(t, Config{}, &fakeAuthz{})
 		for _, v := range []string{"root..a", "a.", ".a", "root. a"} {
-			req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(m("queue", v), nil, nil), nil)
-			wantDenied(t, run(t, h, hookMutate, req), 400, `label queue="`+v+`" on the pod maps to no queue`, "is not a queue path")
+			req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(m("kueue.x-k8s.io/queue-name", v), nil, nil), nil)
+			wantDenied(t, run(t, h, hookMutate, req), 400, `label kueue.x-k8s.io/queue-name="`+v+`" on the pod maps to no queue`, "is not a queue path")
 		}
+		// YuniKorn's marker is not mapped: its placement rules judge the
+		// value (an invalid name is a rule error there, a denial).
+		authz := &fakeAuthz{}
+		h2 := enforcing(t, Config{}, authz)
+		req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(m("queue", "root..a"), nil, nil), nil)
+		wantDenied(t, run(t, h2, hookMutate, req), 403, `label queue="root..a" on the pod, read for yunikorn, whose placement rules choose the queue`)
+		if len(authz.reqs) == 0 || !authz.reqs[0].Place || authz.reqs[0].Queue != "root..a" || authz.reqs[0].Namespace != "team-a" {
+			t.Fatalf("asked %+v, want a placement of the value as given", authz.reqs)
+		}
+		// An explicit mapping (here the global template) applies to
+		// YuniKorn's markers too: the operator said what the value means.
 		h = enforcing(t, Config{QueueMapping: QueueMapping{Template: "{value}"}}, &fakeAuthz{})
-		req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(m("queue", "other.q"), nil, nil), nil)
+		req = request(t, kc, admissionv1.Create, "team-a", alice, kc.build(m("queue", "other.q"), nil, nil), nil)
 		wantDenied(t, run(t, h, hookMutate, req), 400, `"other.q" is not a queue path: want root or root.<name>`)
 	})
 }
@@ -141,7 +161,7 @@ func TestQueueMapping(t *testing.T) {
 // queues are both checked; a forbidden one denies.
 func TestQueueEveryMarkerCounts(t *testing.T) {
 	kc := kindCaseOf(t, "Deployment")
-	authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {"root.team-a"}}}
+	authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {"root.team-a", ""}}}
 	h := enforcing(t, Config{}, authz)
 	obj := kc.build(m("queue", "root.team-a"), m("scheduling.volcano.sh/queue-name", "root.admin"), m("kueue.x-k8s.io/queue-name", "root.team-a"))
 	resp := run(t, h, hookMutate, request(t, kc, admissionv1.Create, "team-a", alice, obj, nil))
@@ -151,10 +171,25 @@ func TestQueueEveryMarkerCounts(t *testing.T) {
 	}
 	// Same queue twice: one question.
 	authz.calls = nil
-	obj = kc.build(m("queue", "root.team-a"), nil, m("kueue.x-k8s.io/queue-name", "team-a"))
+	obj = kc.build(nil, nil, m("kueue.x-k8s.io/queue-name", "team-a", "kai.scheduler/queue", "root.team-a"))
+	wantAllowed(t, run(t, h, hookMutate, request(t, kc, admissionv1.Create, "team-a", alice, obj, nil)))
+	if got := once(t, authz.queues()); len(got) != 2 || got[0] != "root.team-a" || got[1] != "" {
+		t.Fatalf("queues asked %q, want root.team-a once, then YuniKorn's default", got)
+	}
+	// YuniKorn's two markers with one value: one placement question.
+	authz.calls, authz.reqs = nil, nil
+	obj = kc.build(m("queue", "root.team-a", "yunikorn.apache.org/queue", "root.team-a"), nil, nil)
 	wantAllowed(t, run(t, h, hookMutate, request(t, kc, admissionv1.Create, "team-a", alice, obj, nil)))
 	if got := once(t, authz.queues()); len(got) != 1 {
 		t.Fatalf("queues asked %q, want one", got)
+	}
+	// A YuniKorn marker and another scheduler's naming the same path ask
+	// two questions: YuniKorn's placement may put the pods elsewhere.
+	authz.calls, authz.reqs = nil, nil
+	obj = kc.build(m("queue", "root.team-a"), nil, m("kueue.x-k8s.io/queue-name", "team-a"))
+	wantAllowed(t, run(t, h, hookMutate, request(t, kc, admissionv1.Create, "team-a", alice, obj, nil)))
+	if got := once(t, authz.queues()); len(got) != 2 || !authz.reqs[0].Place || authz.reqs[1].Place {
+		t.Fatalf("queues asked %q (%+v), want a placement and a queue check", got, authz.reqs)
 	}
 }
 
@@ -294,5 +329,37 @@ func TestQueueAuditRecord(t *testing.T) {
 	}
 	if got[2].Queue != "(default)" || got[2].Allowed || got[2].Identity != "bob" || !strings.Contains(got[2].Reason, "default queue") {
 		t.Fatalf("record %+v", got[2])
+	}
+}
+
+// TestQueuePlacement: with enforceQueueACLs, a YuniKorn marker is not
+// mapped to a path but handed to the authorizer for placement, as the
+// shim hands it to the scheduler: unchanged, with the namespace as the
+// namespace tag; a pod without YuniKorn's marker is a placement without a
+// queue. The authorizer's reason (the placement's) is the denial's.
+// Every kind, since each puts its pods' markers somewhere else.
+func TestQueuePlacement(t *testing.T) {
+	for _, kc := range kindCases {
+		t.Run(kc.kind, func(t *testing.T) {
+			authz := QueueAuthorizerFunc(func(_ context.Context, r SubmitRequest) (bool, string, error) {
+				if !r.Place || r.Namespace != "team-a" {
+					return false, "", fmt.Errorf("not a placement: %+v", r)
+				}
+				if r.Queue == "ml.training" {
+					return false, "YuniKorn's placement rejected: root.ml_dot_training does not exist", nil
+				}
+				return r.Queue == "root.ml.training" || r.Queue == "", "", nil
+			})
+			h := NewHandler(compiled(t, Config{EnforceQueueACLs: true}), WithAuthorizer(authz))
+			for _, key := range []string{"queue", "yunikorn.apache.org/queue"} {
+				resp := run(t, h, hookMutate, request(t, kc, admissionv1.Create, "team-a", alice, kc.build(m(key, "ml.training"), nil, nil), nil))
+				wantDenied(t, resp, 403, `queue "root.ml_dot_training" of partition "default"`, `label `+key+`="ml.training"`,
+					"whose placement rules choose the queue", "root.ml_dot_training does not exist")
+				wantAllowed(t, run(t, h, hookMutate, request(t, kc, admissionv1.Create, "team-a", alice, kc.build(m(key, "root.ml.training"), nil, nil), nil)))
+			}
+			resp := run(t, h, hookMutate, request(t, kc, admissionv1.Create, "team-a", alice, kc.build(nil, m("yunikorn.apache.org/queue", "ml.training"), nil), nil))
+			wantDenied(t, resp, 403, `annotation yunikorn.apache.org/queue="ml.training"`)
+			wantAllowed(t, run(t, h, hookMutate, request(t, kc, admissionv1.Create, "team-a", alice, kc.build(nil, nil, nil), nil)))
+		})
 	}
 }

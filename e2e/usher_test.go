@@ -1219,6 +1219,80 @@ admissionController:
 	})
 }
 
+// Scenario 7, placement: with enforceQueueACLs, YuniKorn's queue markers
+// are checked on the queue YuniKorn's placement rules give, with the
+// namespace as the namespace tag, not on the path the marker spells: an
+// unqualified dotted marker is root.ml_dot_training (no such queue), a pod
+// without a marker is placed by the tag rule, and a rejected placement
+// denies with every rule tried.
+func TestUsherQueuePlacement(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t, 3*time.Minute)
+	const config = `partitions:
+  - name: default
+    placementrules:
+      - name: provided
+      - name: tag
+        value: namespace
+        create: true
+        filter:
+          type: allow
+          users: [bob]
+        parent:
+          name: fixed
+          value: root.teams
+    queues:
+      - name: root
+        submitacl: " "
+        queues:
+          - name: teams
+            parent: true
+            submitacl: bob
+          - name: ml
+            queues:
+              - name: training
+                submitacl: " dev"
+admissionController:
+  enforceQueueACLs: true
+`
+	_, ns := setup(t, ctx, config, "placement")
+	alice, bob, admin := client(t, Alice), client(t, Bob), client(t, Admin)
+	labelled := func(name, queue string) *corev1.Pod {
+		p := Pod(ns, name, nil)
+		if queue != "" {
+			p.Labels = map[string]string{"queue": queue}
+		}
+		return p
+	}
+
+	t.Run("alice's pod labelled root.ml.training: allowed", func(t *testing.T) {
+		if _, err := alice.CoreV1().Pods(ns).Create(ctx, labelled("full-path", "root.ml.training"), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("alice's pod labelled queue=root.ml.training: %v", err)
+		}
+	})
+
+	t.Run("alice's pod labelled ml.training: denied, YuniKorn would look for root.ml_dot_training", func(t *testing.T) {
+		_, err := alice.CoreV1().Pods(ns).Create(ctx, labelled("dotted", "ml.training"), metav1.CreateOptions{})
+		wantDenied(t, "alice's pod labelled queue=ml.training", err,
+			`user "alice" may not submit to queue "root.ml_dot_training"`, "YuniKorn's placement rejected",
+			"root.ml_dot_training does not exist and create is false", "the filter does not let the user through", "root.default does not exist")
+		if _, err := admin.CoreV1().Pods(ns).Get(ctx, "dotted", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("get pod dotted: err = %v, want NotFound", err)
+		}
+	})
+
+	t.Run("bob's pod without a marker: the tag rule places it in root.teams.<namespace>", func(t *testing.T) {
+		if _, err := bob.CoreV1().Pods(ns).Create(ctx, labelled("by-namespace", ""), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("bob's pod without a marker: %v", err)
+		}
+	})
+
+	t.Run("alice's pod without a marker: rejected by placement", func(t *testing.T) {
+		_, err := alice.CoreV1().Pods(ns).Create(ctx, labelled("unplaced", ""), metav1.CreateOptions{})
+		wantDenied(t, "alice's pod without a marker", err, "the application names no queue", "the filter does not let the user through")
+	})
+}
+
 // Scenario 8: with failurePolicy Fail, workloads are refused while usher
 // is down, and admitted again once it is back.
 func TestUsherFailsClosed(t *testing.T) {

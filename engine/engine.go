@@ -16,6 +16,10 @@
 //     reload when the key of the partition's resolver settings
 //     (resolvers.Settings.Key) is unchanged; resolvers are built by
 //     package resolvers only.
+//   - Place runs the partition's placement rules (YuniKorn's implicit
+//     provided rule when it has none) for a user identified as Check
+//     identifies it; the rules, the queues and the groups come from one
+//     generation. A rejected application is a result, not an error.
 //   - There is no global state: each Engine owns its caches.
 package engine
 
@@ -34,6 +38,7 @@ import (
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/identity/cache"
 	"github.com/usherhq/usher/identity/resolvers"
+	"github.com/usherhq/usher/placement"
 	"github.com/usherhq/usher/policy"
 )
 
@@ -90,6 +95,9 @@ type partition struct {
 	mode     identity.Mode
 	resolver *resolvers.Resolver
 	defaults application.Defaults
+	// rules are the partition's placement rules (the implicit provided
+	// rule when it configures none).
+	rules *placement.Rules
 }
 
 // Option configures an Engine.
@@ -135,7 +143,7 @@ func (e *Engine) Swap(cfg *config.Config) error {
 	var created []*resolvers.Resolver
 	for _, p := range cfg.Partitions {
 		name := strings.ToLower(p.Name)
-		part := &partition{mode: p.Groups, defaults: p.Applications}
+		part := &partition{mode: p.Groups, defaults: p.Applications, rules: p.PlacementRules()}
 		if prev, ok := old.partition(name); ok && prev.resolver.Key == p.Resolver.Key() {
 			part.resolver = prev.resolver
 			kept[prev.resolver] = true
@@ -380,4 +388,157 @@ func (g *Generation) DecideApplication(ctx context.Context, req AppRequest) (app
 	pol := application.Policy{Partition: cp, Defaults: p.defaults}
 	d, err := pol.Decide(req.App, acl.NewSubject(in.User, in.Groups), req.Action, req.Target)
 	return d, in, err
+}
+
+// PlaceRequest asks where an application goes: the partition's placement
+// rules run for User (with Groups), the queue the application names and
+// its tags.
+type PlaceRequest struct {
+	// Partition defaults to "default".
+	Partition string
+	// Queue is the queue the application names, the provided rule's input
+	// as YuniKorn receives it (a marker such as "ml.training" is qualified
+	// by the rules, not here); "" when it names none.
+	Queue string
+	// Tags are the application's tags (the Kubernetes shim passes
+	// namespace=NS); names match without regard to case.
+	Tags map[string]string
+	// Namespace, when set, is the namespace tag as YuniKorn's shim passes
+	// it, added to Tags (and taking precedence over a namespace tag
+	// there). The tags are only assembled when a rule reads them.
+	Namespace string
+	// User is required.
+	User string
+	// Groups are the groups supplied with the request, if any: used as
+	// the partition's groups mode says, as for Check.
+	Groups []string
+	// Explain keeps the whole placement trail (Result.Trail) and the ACL
+	// trail of the decisive queue (PlaceResult.Steps). A rejection always
+	// has its trail.
+	Explain bool
+}
+
+// PlaceResult is where an application goes, with the identity it was
+// placed for and the rules that ran.
+type PlaceResult struct {
+	placement.Result
+	// Partition is the partition's canonical name.
+	Partition string
+	// Identity holds the groups used, each with where it came from.
+	Identity identity.Info
+	// Rules are the rules that ran: Rules.Describe(Result.Rule) names the
+	// rule that placed.
+	Rules *placement.Rules
+	// Steps is the submit ACL trail of the queue whose ACLs decided the
+	// placement (the placed queue, or the nearest existing ancestor of a
+	// queue to create); with Explain only, and only when placed.
+	Steps []policy.Step
+}
+
+// RuleName names the rule that placed (or, rejected, the step that ended
+// placement): "rule 2: tag namespace create" or "the root.default fallback".
+func (r *PlaceResult) RuleName() string {
+	i := r.Final.Rule
+	if r.Placed {
+		i = r.Rule
+	}
+	if i < 0 {
+		return r.Rules.Describe(i)
+	}
+	return fmt.Sprintf("rule %d: %s", i+1, r.Rules.Describe(i))
+}
+
+// Place runs the partition's placement rules, as YuniKorn's scheduler does,
+// for the user identified as Check identifies it (groups as the
+// partition's groups mode says). A rejected application is a result with
+// Placed false, not an error; an error (unknown partition, invalid user
+// name, resolver failure) comes with a result that is not placed.
+func (e *Engine) Place(ctx context.Context, req PlaceRequest) (PlaceResult, error) {
+	return e.cur.Load().Place(ctx, req)
+}
+
+// Place is Engine.Place in this generation: the rules, the queues and the
+// groups all come from this one configuration.
+func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, error) {
+	res := PlaceResult{Partition: req.Partition}
+	res.Rule = -1
+	cp, p, err := g.lookup(req.Partition)
+	if err != nil {
+		return res, err
+	}
+	res.Partition, res.Rules = cp.Name(), p.rules
+	in, err := identify(ctx, p, req.User, req.Groups)
+	if err != nil {
+		return res, err
+	}
+	res.Identity = in
+	preq := placement.Request{Subject: acl.NewSubject(in.User, in.Groups), Queue: req.Queue, Tags: req.Tags}
+	if req.Namespace != "" && p.rules.ReadsTags() {
+		preq.Tags = make(map[string]string, len(req.Tags)+1)
+		for k, v := range req.Tags {
+			if !strings.EqualFold(k, tagNamespace) {
+				preq.Tags[k] = v
+			}
+		}
+		preq.Tags[tagNamespace] = req.Namespace
+	}
+	if !req.Explain {
+		// A rejection keeps its trail: the reason (Why) names every rule
+		// that fell through. The placed path allocates nothing more.
+		if res.Result = p.rules.Place(cp, preq); !res.Placed {
+			res.Result = p.rules.Explain(cp, preq)
+		}
+		return res, nil
+	}
+	res.Result = p.rules.Explain(cp, preq)
+	if res.Placed {
+		decisive := res.Queue
+		if res.Create {
+			decisive = res.Final.Ancestor
+		}
+		if q, err := cp.Lookup(decisive); err == nil {
+			_, res.Steps = q.Explain(preq.Subject, policy.Submit)
+		}
+	}
+	return res, nil
+}
+
+// Why is the reason of the result; for a rejection with the trail
+// (Explain), every rule tried and why it fell through, so that a denied
+// submitter learns why the queue it named was not used.
+func (r *PlaceResult) Why() string {
+	if r.Placed || len(r.Trail) < 2 {
+		return r.Reason()
+	}
+	var b strings.Builder
+	b.WriteString("rejected: ")
+	for i, s := range r.Trail {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		if s.Rule >= 0 {
+			fmt.Fprintf(&b, "rule %d (%s): ", s.Rule+1, r.Rules.Describe(s.Rule))
+		}
+		b.WriteString(s.Reason())
+	}
+	return b.String()
+}
+
+// tagNamespace is the tag YuniKorn's Kubernetes shim sets to the
+// application's namespace.
+const tagNamespace = "namespace"
+
+// PlacementRules returns the placement rules of a partition: those it
+// configures, or the implicit provided rule (Rules.IsImplicit).
+func (e *Engine) PlacementRules(partitionName string) (*placement.Rules, error) {
+	return e.cur.Load().PlacementRules(partitionName)
+}
+
+// PlacementRules is Engine.PlacementRules in this generation.
+func (g *Generation) PlacementRules(partitionName string) (*placement.Rules, error) {
+	_, p, err := g.lookup(partitionName)
+	if err != nil {
+		return nil, err
+	}
+	return p.rules, nil
 }

@@ -51,7 +51,7 @@ const modesYAML = `partitions:
         submitacl: " alice"
 `
 
-func newEngine(t *testing.T, src string) *engine.Engine {
+func newEngine(t testing.TB, src string) *engine.Engine {
 	t.Helper()
 	c, err := config.Parse("q.yaml", []byte(src))
 	if err != nil {

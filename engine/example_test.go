@@ -41,3 +41,46 @@ partitions:
 	// true john [dev(test)]
 	// john may administer root.test: group entry "dev" in adminacl of root.test
 }
+
+// Place answers where YuniKorn would run an application: the partition's
+// placement rules (here a tag rule on the namespace, then the queue the
+// application names), for the user as Check identifies it.
+func ExampleEngine_Place() {
+	cfg, err := config.Parse("queues.yaml", []byte(`
+partitions:
+  - name: default
+    placementrules:
+      - name: tag
+        value: namespace
+        create: true
+        parent: {name: fixed, value: root.teams}
+      - name: provided
+    queues:
+      - name: root
+        queues:
+          - name: teams
+            parent: true
+            submitacl: " dev"
+          - name: ml
+            submitacl: "*"
+`))
+	if err != nil {
+		panic(err)
+	}
+	e, err := engine.New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	res, err := e.Place(ctx, engine.PlaceRequest{Queue: "root.ml", Namespace: "spark", User: "alice", Groups: []string{"dev"}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Queue, "by", res.RuleName())
+	// bob is not in dev: the tag rule's queue is denied, the next rule places.
+	res, _ = e.Place(ctx, engine.PlaceRequest{Queue: "root.ml", Namespace: "spark", User: "bob", Groups: []string{"ops"}})
+	fmt.Println(res.Queue, "by", res.RuleName())
+	// Output:
+	// root.teams.spark by rule 1: tag "namespace" create under (fixed "root.teams")
+	// root.ml by rule 2: provided
+}

@@ -91,6 +91,9 @@ type Queue struct {
 	Name          string
 	Submit, Admin *Setting
 	Children      []*Queue
+	// Parent marks a queue without children as a parent queue (parent:
+	// true): placement rules make queues inside it.
+	Parent bool
 }
 
 // ApplicationACLs are a partition's application ACL defaults (the
@@ -112,6 +115,9 @@ type Config struct {
 	// AdminACL is the partition adminacl (yarn.admin.acl); nil when not set.
 	AdminACL     *Setting
 	Applications ApplicationACLs
+	// Placement are the placement rules translated from YARN's placement
+	// policy or queue mappings, in order; nil when it has none.
+	Placement []Rule
 	// Warnings are what the import could not carry over exactly or
 	// defaulted, positioned, in the order found.
 	Warnings []config.Diagnostic
@@ -258,6 +264,9 @@ func (c *Config) YAML() ([]byte, error) {
 	if !c.Applications.Empty() {
 		part.Content = append(part.Content, plain("applicationacls"), c.Applications.node())
 	}
+	if len(c.Placement) > 0 {
+		part.Content = append(part.Content, plain("placementrules"), rulesNode(c.Placement))
+	}
 	part.Content = append(part.Content, plain("queues"), sequence(c.Root.node()))
 	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{mapping("partitions", sequence(part))}}
 	doc.HeadComment = fmt.Sprintf("Imported by usher import from %s.\n"+
@@ -294,6 +303,9 @@ func (q *Queue) node() *yaml.Node {
 	}
 	if q.Admin != nil {
 		n.Content = append(n.Content, plain("adminacl"), setting(q.Admin))
+	}
+	if q.Parent && len(q.Children) == 0 {
+		n.Content = append(n.Content, plain("parent"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
 	}
 	if len(q.Children) > 0 {
 		kids := sequence()

@@ -39,10 +39,18 @@ func YARN(f YARNFiles) (*Config, error) {
 		return nil, errors.New("import: give one scheduler file, fair-scheduler.xml or capacity-scheduler.xml, not both")
 	case f.FairScheduler != nil:
 		c.Sources = append(c.Sources, f.FairScheduler.Name)
-		c.Root, rootAt = fairScheduler(*f.FairScheduler, &d)
+		var top *element
+		c.Root, rootAt, top = fairScheduler(*f.FairScheduler, &d)
+		if c.Root != nil {
+			c.Placement = fairPlacement(top, c.Root, &d)
+		}
 	case f.CapacityScheduler != nil:
 		c.Sources = append(c.Sources, f.CapacityScheduler.Name)
-		c.Root, rootAt = capacityScheduler(*f.CapacityScheduler, &d)
+		var props *properties
+		c.Root, rootAt, props = capacityScheduler(*f.CapacityScheduler, &d)
+		if c.Root != nil {
+			c.Placement = capacityPlacement(props, c.Root, &d)
+		}
 	default:
 		return nil, errors.New("import: a scheduler file is needed: fair-scheduler.xml or capacity-scheduler.xml")
 	}
@@ -98,10 +106,10 @@ func queueName(name, parent string, at pos, d *diags) (string, bool) {
 // <aclSubmitApps> and <aclAdministerApps>. A top-level queue named root
 // holds all the others; without one, the top-level queues are root's
 // children, as the Fair Scheduler reads them.
-func fairScheduler(src Source, d *diags) (*Queue, pos) {
+func fairScheduler(src Source, d *diags) (*Queue, pos, *element) {
 	top := parseXML(src, d)
 	if top == nil {
-		return nil, pos{}
+		return nil, pos{}, nil
 	}
 	if top.name != "allocations" {
 		hint := ""
@@ -109,7 +117,7 @@ func fairScheduler(src Source, d *diags) (*Queue, pos) {
 			hint = ": this looks like a Hadoop configuration file (capacity-scheduler.xml or yarn-site.xml)"
 		}
 		d.errorf(top.at, "the top element of a fair-scheduler.xml is <allocations>, not <%s>%s", top.name, hint)
-		return nil, pos{}
+		return nil, pos{}, nil
 	}
 	var queues []*element
 	var explicitRoot *element
@@ -125,15 +133,15 @@ func fairScheduler(src Source, d *diags) (*Queue, pos) {
 	if explicitRoot != nil {
 		if len(queues) > 1 {
 			d.errorf(explicitRoot.at, "the root queue is configured, so every other queue must be inside it (YARN refuses this file)")
-			return nil, pos{}
+			return nil, pos{}, nil
 		}
 		root := &Queue{Name: policy.RootQueue}
 		fairQueueBody(explicitRoot, root, policy.RootQueue, d)
-		return root, explicitRoot.at
+		return root, explicitRoot.at, top
 	}
 	root := &Queue{Name: policy.RootQueue}
 	fairChildren(queues, root, policy.RootQueue, d)
-	return root, pos{file: src.Name}
+	return root, pos{file: src.Name}, top
 }
 
 func fairChildren(elems []*element, parent *Queue, parentPath string, d *diags) {
@@ -159,6 +167,9 @@ func fairChildren(elems []*element, parent *Queue, parentPath string, d *diags) 
 		}
 		seen[path] = e.at
 		q := &Queue{Name: name}
+		if t, _ := e.attr("type"); strings.EqualFold(strings.TrimSpace(t), "parent") {
+			q.Parent = true // a parent queue without children, for placement
+		}
 		fairQueueBody(e, q, path, d)
 		parent.Children = append(parent.Children, q)
 	}
@@ -209,15 +220,15 @@ const (
 // capacityScheduler reads a capacity-scheduler.xml: the hierarchy from
 // yarn.scheduler.capacity.<path>.queues starting at root, the ACLs from
 // <path>.acl_submit_applications and <path>.acl_administer_queue.
-func capacityScheduler(src Source, d *diags) (*Queue, pos) {
+func capacityScheduler(src Source, d *diags) (*Queue, pos, *properties) {
 	props := readConfiguration(src, d, "capacity-scheduler.xml")
 	if props == nil {
-		return nil, pos{}
+		return nil, pos{}, nil
 	}
 	rootQueues := props.get(csPrefix + "root" + csQueues)
 	if rootQueues == nil {
 		d.errorf(pos{file: src.Name}, "no %sroot%s property: a capacity-scheduler.xml lists the root queue's children there", csPrefix, csQueues)
-		return nil, pos{}
+		return nil, pos{}, nil
 	}
 	known := map[string]bool{}
 	var build func(name, yarnPath, path string) *Queue
@@ -273,7 +284,7 @@ func capacityScheduler(src Source, d *diags) (*Queue, pos) {
 			d.warnf(p.at, "%s is not imported: the Capacity Scheduler's queue ACLs are acl_submit_applications and acl_administer_queue", p.name)
 		}
 	}
-	return root, rootQueues.at
+	return root, rootQueues.at, props
 }
 
 func parentOf(path string) string {

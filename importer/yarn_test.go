@@ -112,8 +112,17 @@ func checkApps(t *testing.T, cfg *config.Config, cases []appCase) {
 // imported configuration.
 func TestFairSchedulerYARNGuide(t *testing.T) {
 	c, cfg, _ := imported(t, importer.YARNFiles{FairScheduler: read(t, examples+"fair-scheduler.xml"), YARNSite: read(t, examples+"yarn-site.xml")})
-	if w := warnings(c); w != "" {
-		t.Errorf("a complete, explicit configuration imports without warnings:\n%s", w)
+	// The queues and ACLs import without warnings; the placement policy
+	// (specified, reject) has no exact YuniKorn equivalent, and each
+	// difference is said once.
+	var other []string
+	for _, w := range c.Warnings {
+		if !strings.Contains(w.String(), "placement rule") && !strings.Contains(w.String(), "placement rules are imported") {
+			other = append(other, w.String())
+		}
+	}
+	if len(other) > 0 || len(c.Warnings) != 3 {
+		t.Errorf("a complete, explicit configuration imports without warnings but the placement policy's three:\n%s", warnings(c))
 	}
 	jane := []string{"jane", "others"}
 	checkQueues(t, cfg, []queueCase{

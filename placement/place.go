@@ -39,6 +39,24 @@ const (
 	Failed
 )
 
+// String is the outcome's name in API answers: "no queue", "not leaf",
+// "denied", "placed" or "failed".
+func (o Outcome) String() string {
+	switch o {
+	case NoQueue:
+		return "no queue"
+	case NotLeaf:
+		return "not leaf"
+	case Denied:
+		return "denied"
+	case Placed:
+		return "placed"
+	case Failed:
+		return "failed"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
 // Miss says why a rule produced no queue name.
 type Miss int
 

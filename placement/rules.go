@@ -148,6 +148,19 @@ func (rs *Rules) Len() int { return len(rs.rules) }
 // a partition that configures none.
 func (rs *Rules) IsImplicit() bool { return rs.implicit }
 
+// ReadsTags reports whether a rule (or a parent rule) is a tag rule: only
+// then do the application's tags matter.
+func (rs *Rules) ReadsTags() bool {
+	for _, r := range rs.rules {
+		for ; r != nil; r = r.parent {
+			if r.kind == Tag {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Describe renders rule i (0-based) in one line, such as
 // `user create under (fixed "root.users")`.
 func (rs *Rules) Describe(i int) string {

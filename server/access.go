@@ -35,6 +35,15 @@ type AccessRequest struct {
 	Action      string             `json:"action"`
 	Application *AccessApplication `json:"application,omitempty"`
 	TargetQueue string             `json:"targetQueue,omitempty"`
+	// Place asks where the application goes: the partition's placement
+	// rules run (the implicit provided rule when it has none), Queue is
+	// the queue the application names (the provided rule's input, "" for
+	// none) and Tags its tags; the decision is submit on the queue placed
+	// in. Without Place, Queue is the queue asked about, as always.
+	Place bool              `json:"place,omitempty"`
+	Tags  map[string]string `json:"tags,omitempty"`
+	// Explain returns the placement trail (with Place).
+	Explain bool `json:"explain,omitempty"`
 }
 
 // AccessApplication describes an application: its owner, its queue and
@@ -73,6 +82,32 @@ type AccessResponse struct {
 	Owner        string              `json:"owner,omitempty"`
 	TargetQueue  string              `json:"targetQueue,omitempty"`
 	Requirements []AccessRequirement `json:"requirements,omitempty"`
+	// Placement is where placement put the application ("place": true).
+	Placement *AccessPlacement `json:"placement,omitempty"`
+}
+
+// AccessPlacement is the outcome of the placement rules.
+type AccessPlacement struct {
+	Placed bool `json:"placed"`
+	// Queue is the queue placed in ("" when rejected); Create is true when
+	// it does not exist yet and YuniKorn creates it on submission.
+	Queue  string `json:"queue,omitempty"`
+	Create bool   `json:"create,omitempty"`
+	// Rule names the rule that placed, or the step that ended placement.
+	Rule   string `json:"rule"`
+	Reason string `json:"reason"`
+	// Trail is every rule tried, in order ("explain": true).
+	Trail []AccessPlacementStep `json:"trail,omitempty"`
+}
+
+// AccessPlacementStep is one rule tried.
+type AccessPlacementStep struct {
+	// Rule is the rule's number from 1, 0 for the root.default fallback.
+	Rule     int    `json:"rule"`
+	Describe string `json:"describe"`
+	Outcome  string `json:"outcome"`
+	Queue    string `json:"queue,omitempty"`
+	Reason   string `json:"reason"`
 }
 
 // AccessGroup is a group used for a decision and where it came from.
@@ -173,6 +208,14 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, http.StatusBadRequest, "action: %v", err)
 		return
 	}
+	if req.Place {
+		s.servePlace(w, r, &req, caller, action)
+		return
+	}
+	if req.Tags != nil || req.Explain {
+		badRequest(w, http.StatusBadRequest, "tags and explain are placement inputs: set \"place\": true")
+		return
+	}
 	start := time.Now()
 	res, err := s.engine.Check(r.Context(), engine.Request{Partition: req.Partition, Queue: req.Queue, User: req.User, Groups: req.Groups, Action: action})
 	if err != nil {
@@ -260,6 +303,54 @@ func (s *Server) serveApplication(w http.ResponseWriter, r *http.Request, req *A
 			}
 		}
 		out.Requirements = append(out.Requirements, ar)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// servePlace answers a placement question: where the partition's rules put
+// the application, and whether the user may submit there (the rules only
+// place where the user may submit).
+func (s *Server) servePlace(w http.ResponseWriter, r *http.Request, req *AccessRequest, caller auth.User, action policy.Action) {
+	if action != policy.Submit {
+		badRequest(w, http.StatusBadRequest, "action: placement decides a submission; %s is asked of a queue (leave out \"place\")", action)
+		return
+	}
+	for k := range req.Tags {
+		if strings.TrimSpace(k) == "" {
+			badRequest(w, http.StatusBadRequest, "tags: an empty tag name")
+			return
+		}
+	}
+	start := time.Now()
+	res, err := s.engine.Place(r.Context(), engine.PlaceRequest{Partition: req.Partition, Queue: req.Queue, Tags: req.Tags,
+		User: req.User, Groups: req.Groups, Explain: req.Explain})
+	if err != nil {
+		s.decisionError(w, r, caller, req, action.String(), err)
+		return
+	}
+	outcome := "denied"
+	if res.Placed {
+		outcome = "allowed"
+	}
+	s.metrics.decisions.WithLabelValues(action.String(), outcome).Inc()
+	s.metrics.decisionLatency.Observe(time.Since(start).Seconds())
+	reason := res.Why()
+	s.audit("access", "user", res.Identity.User, "groups", res.Identity.Groups, "partition", res.Partition, "queue", res.Queue,
+		"provided", req.Queue, "rule", res.RuleName(), "action", action.String(), "allowed", res.Placed, "reason", reason,
+		"caller", caller.Name, "requestID", requestID(r))
+	out := AccessResponse{Allowed: res.Placed, Reason: reason, Partition: res.Partition, Queue: res.Queue,
+		Action: action.String(), User: res.Identity.User, Groups: groupsOf(res.Identity),
+		Placement: &AccessPlacement{Placed: res.Placed, Queue: res.Queue, Create: res.Create, Rule: res.RuleName(), Reason: res.Reason()}}
+	if res.Placed {
+		d := res.Decision
+		out.DecidedBy = &DecidedBy{Queue: d.By.Queue, ACL: string(d.By.ACL), Kind: d.By.Match.Kind.String(), Entry: d.By.Match.Name}
+	}
+	for _, st := range res.Trail {
+		if !req.Explain {
+			break
+		}
+		out.Placement.Trail = append(out.Placement.Trail, AccessPlacementStep{Rule: st.Rule + 1, Describe: res.Rules.Describe(st.Rule),
+			Outcome: st.Outcome.String(), Queue: st.Queue, Reason: st.Reason()})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -355,18 +446,44 @@ type authorizer struct {
 // AuthorizeSubmit decides a submission. A failed group lookup is returned
 // without the resolver's detail, which the admission denial would show to
 // whoever created the object; the detail goes to the log.
+//
+// A placement request (YuniKorn's markers) is decided on the queue the
+// partition's placement rules give, as YuniKorn's scheduler places it: a
+// rejected placement denies with the placement's reason.
 func (a authorizer) AuthorizeSubmit(ctx context.Context, r admission.SubmitRequest) (bool, string, error) {
+	if r.Place {
+		rules, err := a.e.PlacementRules(r.Partition)
+		if err != nil {
+			return false, "", err
+		}
+		if r.Queue != "" || !rules.IsImplicit() {
+			res, err := a.e.Place(ctx, engine.PlaceRequest{Partition: r.Partition, Queue: r.Queue, Namespace: r.Namespace, User: r.User, Groups: r.Groups})
+			if err = a.groupsError(r, err); err != nil {
+				return false, "", err
+			}
+			if !res.Placed {
+				return false, "YuniKorn's placement " + res.Why(), nil
+			}
+			return true, fmt.Sprintf("YuniKorn places it in %s (%s): %s", res.Queue, res.RuleName(), res.Reason()), nil
+		}
+	}
 	res, err := a.e.Check(ctx, engine.Request{Partition: r.Partition, Queue: r.Queue, User: r.User, Groups: r.Groups, Action: policy.Submit})
+	if err = a.groupsError(r, err); err != nil {
+		return false, "", err
+	}
+	return res.Allowed, res.Reason(), nil
+}
+
+// groupsError returns err, a failed group lookup without the resolver's
+// detail (which goes to the log).
+func (a authorizer) groupsError(r admission.SubmitRequest, err error) error {
 	var gerr *engine.GroupsError
 	if errors.As(err, &gerr) {
 		id := newRequestID()
 		a.log.Error("group lookup failed", "requestID", id, "user", r.User, "partition", r.Partition, "err", err)
-		return false, "", fmt.Errorf("group lookup failed; usher's log has the details under request id %s", id)
+		return fmt.Errorf("group lookup failed; usher's log has the details under request id %s", id)
 	}
-	if err != nil {
-		return false, "", err
-	}
-	return res.Allowed, res.Reason(), nil
+	return err
 }
 
 var _ admission.QueueAuthorizer = authorizer{}

@@ -56,6 +56,7 @@ import (
 	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/impact"
+	"github.com/usherhq/usher/placement"
 )
 
 // Options configure a Server. Zero values take the documented defaults,
@@ -292,6 +293,8 @@ func (s *Server) load() (*config.Config, error) {
 // configuration whose admission settings the review uses.
 type decider interface {
 	Check(ctx context.Context, req engine.Request) (engine.Result, error)
+	Place(ctx context.Context, req engine.PlaceRequest) (engine.PlaceResult, error)
+	PlacementRules(partition string) (*placement.Rules, error)
 	DecideApplication(ctx context.Context, req engine.AppRequest) (application.Decision, identity.Info, error)
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/engine"
+	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/policy"
 )
 
@@ -133,6 +134,9 @@ Run "usher <command> --help" for the flags of a command.
 // decisionFlags are the flags shared by check and explain.
 type decisionFlags struct {
 	config, partition, queue, user, groups, action string
+	// place: the placement rules choose the queue (--place, --tag).
+	place bool
+	tags  tagFlags
 }
 
 func newFlagSet(env *Env, name, synopsis, help string) *flag.FlagSet {
@@ -152,6 +156,9 @@ func (d *decisionFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.user, "user", "", "user `NAME` (required), e.g. alice or system:serviceaccount:spark:driver")
 	fs.StringVar(&d.groups, "groups", "", "comma separated `GROUPS` the user is in; when empty the partition's resolver finds them")
 	fs.StringVar(&d.action, "action", "submit", "`ACTION`: submit or admin")
+	d.tags = tagFlags{}
+	fs.BoolVar(&d.place, "place", false, "let the partition's placement rules choose the queue (as YuniKorn does); --queue is then the queue the application names, the provided rule's input")
+	fs.Var(d.tags, "tag", "application tag `NAME=VALUE` for placement, repeatable (the Kubernetes shim passes namespace=NS); implies --place")
 }
 
 // parse parses args, reporting problems; ok false means exit with code.
@@ -255,32 +262,70 @@ first line of output is "allowed" or "denied", the second the reason.
 Exit status: 0 allowed, 1 denied, 2 bad usage, an invalid configuration or
 a failure to find the user's groups (the reason is on stderr).
 
-Example:
+With --place (or a --tag), the partition's placement rules choose the
+queue, as YuniKorn's scheduler does (docs/placement.md): --queue is then
+the queue the application names (the provided rule's input; leave it out
+when it names none) and --tag NAME=VALUE an application tag. The answer is
+"allowed" when the rules place the application (they only place it where
+the user may submit), the second line where and by which rule; "denied"
+with every rule tried when it is rejected. Without --place, --queue is the
+queue asked about and its absence means the partition's default queue.
+
+Examples:
   usher check --config queues.yaml --queue root.test --user john --groups dev
+  usher check --config queues.yaml --place --queue ml.training --user john
 `
 
 // prepareDecision parses the flags of check and explain and loads the
 // engine; ok false means exit with code.
-func prepareDecision(env *Env, name, help string, args []string) (e *engine.Engine, req engine.Request, code int, ok bool) {
-	var d decisionFlags
-	fs := newFlagSet(env, name, "usher "+name+" --config FILE [--partition NAME] --queue root.a.b --user U [--groups g1,g2] [--action submit|admin]", help)
+func prepareDecision(env *Env, name, help string, args []string) (e *engine.Engine, req engine.Request, d *decisionFlags, code int, ok bool) {
+	d = &decisionFlags{}
+	fs := newFlagSet(env, name, "usher "+name+" --config FILE [--partition NAME] --queue root.a.b --user U [--groups g1,g2] [--action submit|admin]\n  usher "+name+" --config FILE [--partition NAME] --place [--queue Q] [--tag k=v]... --user U [--groups g1,g2]", help)
 	d.register(fs)
 	if code, ok := parse(fs, args); !ok {
-		return nil, req, code, false
+		return nil, req, d, code, false
 	}
 	if req, ok = d.request(env); !ok {
-		return nil, req, ExitUsage, false
+		return nil, req, d, ExitUsage, false
+	}
+	if len(d.tags) > 0 {
+		d.place = true
+	}
+	if d.place && req.Action != policy.Submit {
+		fmt.Fprintf(env.Stderr, "usher: --place decides a submission; --action %s is asked of a queue (leave out --place)\n", req.Action)
+		return nil, req, d, ExitUsage, false
 	}
 	if e, ok = loadEngine(env, d.config); !ok {
-		return nil, req, ExitUsage, false
+		return nil, req, d, ExitUsage, false
 	}
-	return e, req, 0, true
+	return e, req, d, 0, true
+}
+
+// placeRequest is the placement question of the flags.
+func (d *decisionFlags) placeRequest(req engine.Request, explain bool) engine.PlaceRequest {
+	return engine.PlaceRequest{Partition: req.Partition, Queue: req.Queue, Tags: d.tags, User: req.User, Groups: req.Groups, Explain: explain}
+}
+
+// placeReason is the second line of check and explain with --place.
+func placeReason(res *engine.PlaceResult) string {
+	if res.Placed {
+		return fmt.Sprintf("%s, by %s", res.Reason(), res.RuleName())
+	}
+	return res.Why()
 }
 
 func runCheck(ctx context.Context, env *Env, args []string) int {
-	e, req, code, ok := prepareDecision(env, "check", checkHelp, args)
+	e, req, d, code, ok := prepareDecision(env, "check", checkHelp, args)
 	if !ok {
 		return code
+	}
+	if d.place {
+		res, err := e.Place(ctx, d.placeRequest(req, false))
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+			return ExitUsage
+		}
+		return printPlaced(env, &res)
 	}
 	res, err := e.Check(ctx, req)
 	if err != nil {
@@ -288,6 +333,18 @@ func runCheck(ctx context.Context, env *Env, args []string) int {
 		return ExitUsage
 	}
 	return printDecision(env, res)
+}
+
+// printPlaced prints a placement as check prints a decision: allowed when
+// the application is placed (the rules only place where the user may
+// submit).
+func printPlaced(env *Env, res *engine.PlaceResult) int {
+	if res.Placed {
+		fmt.Fprintf(env.Stdout, "allowed\n%s\n", placeReason(res))
+		return ExitOK
+	}
+	fmt.Fprintf(env.Stdout, "denied\n%s\n", placeReason(res))
+	return ExitDenied
 }
 
 func printDecision(env *Env, res engine.Result) int {
@@ -304,15 +361,40 @@ it came from) and the whole trail: every ACL that applies to the queue, in
 the order they are checked (the queue first, then each parent up to root;
 submit ACL before admin ACL), what each one said, and which one decided.
 
+With --place (or a --tag), the placement trail comes first: each rule
+tried, in order, and why it placed or fell through; then the identity,
+then the ACL trail of the queue whose ACLs decided (the queue placed in,
+or the nearest existing ancestor of a queue to be created). --queue and
+--tag are as for check --place.
+
 Exit status: as check.
 
-Example:
+Examples:
   usher explain --config queues.yaml --queue root.a.b --user alice
+  usher explain --config queues.yaml --place --tag namespace=spark --user alice
 `
 
 func runExplain(ctx context.Context, env *Env, args []string) int {
-	e, req, code, ok := prepareDecision(env, "explain", explainHelp, args)
+	e, req, d, code, ok := prepareDecision(env, "explain", explainHelp, args)
 	if !ok {
+		return code
+	}
+	if d.place {
+		res, err := e.Place(ctx, d.placeRequest(req, true))
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+			return ExitUsage
+		}
+		code = printPlaced(env, &res)
+		printPlacementTrail(env.Stdout, res.Rules, res.Result)
+		printIdentity(env.Stdout, res.Identity)
+		if res.Placed {
+			decisive := res.Queue
+			if res.Create {
+				decisive = res.Final.Ancestor
+			}
+			printACLTrail(env.Stdout, policy.Submit, decisive, res.Steps)
+		}
 		return code
 	}
 	res, steps, err := e.Explain(ctx, req)
@@ -321,19 +403,29 @@ func runExplain(ctx context.Context, env *Env, args []string) int {
 		return ExitUsage
 	}
 	code = printDecision(env, res)
-	w := env.Stdout
-	fmt.Fprintf(w, "\nidentity:\n  user    %s\n", res.Identity.User)
-	if len(res.Identity.Groups) == 0 {
+	printIdentity(env.Stdout, res.Identity)
+	printACLTrail(env.Stdout, res.Action, res.Queue, steps)
+	return code
+}
+
+// printIdentity prints the user and each group with where it came from.
+func printIdentity(w io.Writer, in identity.Info) {
+	fmt.Fprintf(w, "\nidentity:\n  user    %s\n", in.User)
+	if len(in.Groups) == 0 {
 		fmt.Fprintln(w, "  groups  (none)")
 	}
-	for i, g := range res.Identity.Groups {
+	for i, g := range in.Groups {
 		label := "        "
 		if i == 0 {
 			label = "  groups"
 		}
-		fmt.Fprintf(w, "%s  %s (%s)\n", label, g, res.Identity.SourceOf(i))
+		fmt.Fprintf(w, "%s  %s (%s)\n", label, g, in.SourceOf(i))
 	}
-	fmt.Fprintf(w, "\ntrail (%s on %s, checked in this order; the first match decides):\n", res.Action, res.Queue)
+}
+
+// printACLTrail prints every ACL consulted for action on queue, in order.
+func printACLTrail(w io.Writer, action policy.Action, queue string, steps []policy.Step) {
+	fmt.Fprintf(w, "\ntrail (%s on %s, checked in this order; the first match decides):\n", action, queue)
 	width := len("partition")
 	for _, s := range steps {
 		width = max(width, len(s.Queue))
@@ -367,7 +459,6 @@ func runExplain(ctx context.Context, env *Env, args []string) int {
 		}
 		fmt.Fprintf(w, "  %-*s  %-9s  %-24s  %s\n", width, where, aclName, rule, verdict)
 	}
-	return code
 }
 
 func runVersion(_ context.Context, env *Env, _ []string) int {

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/usherhq/usher/acl"
+	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/placement"
 	"github.com/usherhq/usher/policy"
 )
@@ -76,27 +76,15 @@ func runPlace(ctx context.Context, env *Env, args []string) int {
 	if !ok {
 		return ExitUsage
 	}
-	cp, err := e.Snapshot().Partition(part)
+	res, err := e.Place(ctx, engine.PlaceRequest{Partition: part, Queue: queue, Tags: tags, User: user, Groups: gs, Explain: true})
 	if err != nil {
 		printLookupError(env, e.Config(), part, queue, err)
 		return ExitUsage
 	}
-	rules := placement.Implicit()
-	for i := range e.Config().Partitions {
-		if p := &e.Config().Partitions[i]; strings.EqualFold(p.Name, cp.Name()) {
-			rules = p.PlacementRules()
-		}
-	}
-	in, err := e.Identify(ctx, cp.Name(), user, gs)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
-		return ExitUsage
-	}
-	res := rules.Explain(cp, placement.Request{Subject: acl.NewSubject(in.User, in.Groups), Queue: queue, Tags: tags})
 	w := env.Stdout
 	code := ExitOK
 	if res.Placed {
-		fmt.Fprintf(w, "%s\n%s\n%s\n", res.Queue, ruleLabel(rules, res.Rule), res.Reason())
+		fmt.Fprintf(w, "%s\n%s\n%s\n", res.Queue, res.RuleName(), res.Reason())
 	} else {
 		fmt.Fprintf(w, "rejected\n%s\n", res.Reason())
 		code = ExitDenied
@@ -106,15 +94,8 @@ func runPlace(ctx context.Context, env *Env, args []string) int {
 			}
 		}
 	}
-	printPlacementTrail(w, rules, res)
+	printPlacementTrail(w, res.Rules, res.Result)
 	return code
-}
-
-func ruleLabel(rules *placement.Rules, i int) string {
-	if i < 0 {
-		return rules.Describe(i)
-	}
-	return fmt.Sprintf("rule %d: %s", i+1, rules.Describe(i))
 }
 
 // printPlacementTrail prints each rule tried and what it did.

@@ -98,3 +98,78 @@ func TestPlaceUsage(t *testing.T) {
 		})
 	}
 }
+
+// check and explain with --place (or a --tag) let the placement rules
+// choose the queue; check's first line stays allowed or denied, explain
+// prints the placement trail before the identity and the ACL trail of the
+// queue whose ACLs decided.
+func TestCheckAndExplainPlace(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+		want []string // in this order
+	}{
+		{"check: the tag rule creates under root.teams", []string{"check", "--tag", "namespace=spark", "--user", "alice", "--groups", "dev"}, 0,
+			[]string{"allowed\n", "placed in root.teams.spark (to be created)", `by rule 2: tag "namespace"`}},
+		{"check: an unqualified marker is dot-replaced", []string{"check", "--place", "--queue", "teams.ml", "--user", "bob", "--groups", "ops"}, 1,
+			[]string{"denied\n", "rule 1 (provided): root.teams_dot_ml does not exist and create is false", "bob may not submit to root.default"}},
+		{"explain: placement trail, identity, then the ACL trail of the ancestor", []string{"explain", "--tag", "namespace=spark", "--user", "alice", "--groups", "dev"}, 0,
+			[]string{"allowed\n", "placement (rules in order", "  1  provided", "the application names no queue", "=>   placed in root.teams.spark",
+				"identity:", "dev (given)", "trail (submit on root.teams,", `root.teams  submitacl  " dev"`, `MATCH: group "dev"  <- decided`}},
+		{"explain: rejected, no ACL trail", []string{"explain", "--place", "--queue", "root.teams.ml", "--user", "bob", "--groups", "ops"}, 1,
+			[]string{"denied\n", "placement (rules in order", "bob may not submit to root.default", "identity:"}},
+		{"explain: a full path", []string{"explain", "--place", "--queue", "root.teams.ml", "--user", "alice", "--groups", "dev"}, 0,
+			[]string{"allowed\n", "by rule 1: provided", "trail (submit on root.teams.ml,"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errs, code := run(t, append([]string{tt.args[0], "--config", placementExample}, tt.args[1:]...)...)
+			if code != tt.code {
+				t.Fatalf("code %d, want %d\n%s%s", code, tt.code, out, errs)
+			}
+			rest := out
+			for _, w := range tt.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("output lacks %q (in order):\n%s", w, out)
+				}
+				rest = rest[i+len(w):]
+			}
+			if tt.code == 1 && strings.Contains(out, "trail (") {
+				t.Errorf("a rejection has no ACL trail:\n%s", out)
+			}
+		})
+	}
+	_, errs, code := run(t, "check", "--config", placementExample, "--place", "--action", "admin", "--user", "alice")
+	if code != 2 || !strings.Contains(errs, "--place decides a submission") {
+		t.Fatalf("--place with admin: %d %s", code, errs)
+	}
+	// Without --place nothing changes: no --queue is the default queue.
+	out, _, code := run(t, "check", "--config", placementExample, "--user", "carl", "--groups", "contractors")
+	if code != 0 || !strings.Contains(out, "root.default") {
+		t.Fatalf("plain check: %d %s", code, out)
+	}
+}
+
+// The outputs of check and explain with --place shown in docs/placement.md
+// are what the commands print.
+func TestPlaceDocs(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/placement.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		command, suffix string
+		args            []string
+	}{
+		{"$ usher explain --config examples/placement.yaml --tag namespace=spark --user alice --groups dev\n", "",
+			[]string{"explain", "--config", placementExample, "--tag", "namespace=spark", "--user", "alice", "--groups", "dev"}},
+		{"$ usher check --config examples/placement.yaml --place --queue teams.ml --user bob --groups ops; echo $?\n", "1\n",
+			[]string{"check", "--config", placementExample, "--place", "--queue", "teams.ml", "--user", "bob", "--groups", "ops"}},
+	} {
+		out, _, _ := run(t, tc.args...)
+		if !strings.Contains(string(doc), tc.command+out+tc.suffix) {
+			t.Errorf("the output after %q is stale; the command prints:\n%s", tc.command, out)
+		}
+	}
+}

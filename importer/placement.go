@@ -1,0 +1,395 @@
+package importer
+
+import (
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/usherhq/usher/placement"
+	"github.com/usherhq/usher/policy"
+)
+
+// This file translates YARN's placement into YuniKorn's placement rules:
+// the Fair Scheduler's <queuePlacementPolicy> and the Capacity Scheduler's
+// yarn.scheduler.capacity.queue-mappings. Each rule written carries a
+// comment naming the YARN rule it came from; whatever has no exact
+// equivalent is a warning at its position.
+
+// Rule is an imported placement rule with where it came from.
+type Rule struct {
+	Spec placement.Spec
+	// From is written as a comment above the rule: FILE:LINE and the
+	// YARN rule.
+	From string
+}
+
+// fallThroughWarning is said once per import that writes rules: YARN
+// checks the ACL of the queue its placement chose and rejects the
+// application there; YuniKorn tries the next rule.
+const fallThroughWarning = "placement rules are imported; one difference applies to all of them: YARN checks the submit ACL " +
+	"of the queue placement chose and rejects the application when it is denied there, while YuniKorn (and usher) skip a rule " +
+	"whose queue the user may not submit to and try the next one, then root.default"
+
+// fairPlacement translates a fair-scheduler.xml's <queuePlacementPolicy>.
+// Fair Scheduler rules: specified, user, primaryGroup,
+// secondaryGroupExistingQueue, nestedUserQueue (with a nested rule),
+// default (queue attribute, root.default when absent) and reject; create
+// defaults to true.
+func fairPlacement(top *element, root *Queue, d *diags) []Rule {
+	var policyElem *element
+	for _, e := range top.kids {
+		if e.name == "queuePlacementPolicy" {
+			policyElem = e
+		}
+	}
+	if policyElem == nil {
+		return nil
+	}
+	var rules []Rule
+	rejected := false
+	for _, e := range policyElem.kids {
+		if e.name != "rule" {
+			continue
+		}
+		name, _ := e.attr("name")
+		if rejected {
+			d.warnf(e.at, "placement rule %q follows a reject rule: YARN never reaches it; not imported", name)
+			continue
+		}
+		if name == "reject" {
+			rejected = true
+			if has(root, placement.DefaultQueue) {
+				d.warnf(e.at, "placement rule reject: YuniKorn has no reject rule; after the last rule it tries root.default, which exists here, "+
+					"so applications YARN rejects run in root.default if the user may submit there: restrict root.default's submitacl, or remove the queue")
+			} else {
+				d.warnf(e.at, "placement rule reject: not written; YuniKorn rejects an application no rule places when root.default does not exist, as here")
+			}
+			continue
+		}
+		spec, ok := fairRule(e, name, root, d)
+		if !ok {
+			continue
+		}
+		rules = append(rules, Rule{Spec: spec, From: fmt.Sprintf("%s: <rule name=%q>", e.at, name)})
+	}
+	if len(rules) > 0 {
+		markParents(rules, root, func(string) bool { return false }, d, policyElem.at)
+		d.warnf(policyElem.at, "%s", fallThroughWarning)
+	}
+	return rules
+}
+
+// fairCreate reads a rule's create attribute (default true).
+func fairCreate(e *element, d *diags) bool {
+	v, ok := e.attr("create")
+	if !ok {
+		return true
+	}
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	d.warnf(e.at, "create=%q: want true or false; YARN reads anything else as false", v)
+	return false
+}
+
+func fairRule(e *element, name string, root *Queue, d *diags) (placement.Spec, bool) {
+	create := fairCreate(e, d)
+	switch name {
+	case "specified":
+		d.warnf(e.at, "placement rule specified becomes provided; differences: the Fair Scheduler reads a dotted name without root. (a.b) as "+
+			"the path root.a.b and a requested queue \"default\" as none, while YuniKorn makes a.b the queue root.a_dot_b and places \"default\" in root.default")
+		return placement.Spec{Name: string(placement.Provided), Create: create}, true
+	case "user":
+		return placement.Spec{Name: string(placement.User), Create: create}, true
+	case "primaryGroup":
+		d.warnf(e.at, "placement rule primaryGroup is an usher extension (YuniKorn's scheduler has no such rule): the configuration is for usher, not for YuniKorn")
+		return placement.Spec{Name: "primaryGroup", Create: create}, true
+	case "secondaryGroupExistingQueue":
+		d.warnf(e.at, "placement rule secondaryGroupExistingQueue becomes the usher extension secondaryGroup (YuniKorn's scheduler has no such rule): the configuration is for usher, not for YuniKorn")
+		return placement.Spec{Name: "secondaryGroup"}, true
+	case "default":
+		q, _ := e.attr("queue")
+		q = strings.TrimSpace(q)
+		if q == "" {
+			q = placement.DefaultQueue
+		}
+		q = qualify(q)
+		d.warnf(e.at, "placement rule default becomes fixed %s: YARN stops at its default rule, YuniKorn tries root.default when the user may not submit to %s", q, q)
+		return placement.Spec{Name: string(placement.Fixed), Value: q, Create: create && !has(root, q)}, true
+	case "nestedUserQueue":
+		var inner *element
+		for _, k := range e.kids {
+			if k.name == "rule" {
+				inner = k
+				break
+			}
+		}
+		if inner == nil {
+			d.warnf(e.at, "placement rule nestedUserQueue without a nested <rule>: not imported (YARN refuses it)")
+			return placement.Spec{}, false
+		}
+		innerName, _ := inner.attr("name")
+		parent, ok := fairRule(inner, innerName, root, d)
+		if !ok || innerName == "user" || innerName == "nestedUserQueue" {
+			d.warnf(inner.at, "nestedUserQueue inside %q: not imported (YARN nests specified, primaryGroup, secondaryGroupExistingQueue or default)", innerName)
+			return placement.Spec{}, false
+		}
+		return placement.Spec{Name: string(placement.User), Create: create, Parent: &parent}, true
+	case "":
+		d.warnf(e.at, "a placement <rule> without a name: not imported")
+	default:
+		d.warnf(e.at, "placement rule %q is not a Fair Scheduler rule usher knows: not imported", name)
+	}
+	return placement.Spec{}, false
+}
+
+// qualify puts root. in front of a queue name that lacks it, as the
+// schedulers read a queue name in their configuration.
+func qualify(q string) string {
+	q = strings.ToLower(q)
+	if q == policy.RootQueue || strings.HasPrefix(q, policy.RootQueue+".") {
+		return q
+	}
+	return policy.RootQueue + "." + q
+}
+
+// has reports whether the imported hierarchy has the queue path.
+func has(root *Queue, path string) bool {
+	return find(root, policy.RootQueue, path) != nil
+}
+
+func find(q *Queue, at, path string) *Queue {
+	if at == path {
+		return q
+	}
+	if !strings.HasPrefix(path, at+".") {
+		return nil
+	}
+	for _, c := range q.Children {
+		if f := find(c, at+"."+strings.ToLower(c.Name), path); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+// markParents makes each existing queue that a rule's fixed parent rule
+// names, and that has no children, a parent queue (parent: true): the rule
+// makes queues inside it, which a leaf cannot hold. declared says whether
+// YARN already treats the queue as a parent (Fair Scheduler
+// type="parent", Capacity Scheduler auto-create-child-queue.enabled);
+// otherwise it is a warning.
+func markParents(rules []Rule, root *Queue, declared func(path string) bool, d *diags, at pos) {
+	for _, r := range rules {
+		for s := &r.Spec; s != nil && s.Parent != nil; s = s.Parent {
+			if s.Parent.Name != string(placement.Fixed) {
+				continue
+			}
+			q := find(root, policy.RootQueue, s.Parent.Value)
+			if q == nil || len(q.Children) > 0 || q.Parent {
+				continue
+			}
+			q.Parent = true
+			if !declared(s.Parent.Value) {
+				d.warnf(at, "queue %s has no child queues, but placement rule %q (from %s) makes queues inside it: imported as parent: true; in YARN the rule fails there", s.Parent.Value, r.Spec.Name, r.From)
+			}
+		}
+	}
+}
+
+// leafPaths finds the paths of queues named leaf (the Capacity Scheduler
+// names queues in mappings by their leaf name, unique in older versions).
+func leafPaths(q *Queue, at, leaf string, out []string) []string {
+	for _, c := range q.Children {
+		p := at + "." + strings.ToLower(c.Name)
+		if strings.EqualFold(c.Name, leaf) {
+			out = append(out, p)
+		}
+		out = leafPaths(c, p, leaf, out)
+	}
+	return out
+}
+
+// Capacity Scheduler placement properties.
+const (
+	csMappings = csPrefix + "queue-mappings"
+	csOverride = csPrefix + "queue-mappings-override.enable"
+)
+
+// capacityPlacement translates yarn.scheduler.capacity.queue-mappings:
+// u:USER:QUEUE and g:GROUP:QUEUE entries, with %user, %primary_group and
+// %secondary_group, tried in order; the first that matches places. With
+// queue-mappings-override.enable false (the default) a queue the
+// application names comes first.
+func capacityPlacement(props *properties, root *Queue, d *diags) []Rule {
+	p := props.get(csMappings)
+	if p == nil || strings.TrimSpace(p.value) == "" {
+		return nil
+	}
+	override := false
+	if o := props.get(csOverride); o != nil {
+		override = strings.EqualFold(strings.TrimSpace(o.value), "true")
+	}
+	var rules []Rule
+	if !override {
+		rules = append(rules, Rule{Spec: placement.Spec{Name: string(placement.Provided)},
+			From: csOverride + " is false (the default): a queue the application names comes before the mappings"})
+	}
+	off := 0
+	for _, raw := range strings.Split(p.value, ",") {
+		at := p.valueAt.advance(p.value, off+len(raw)-len(strings.TrimLeft(raw, " \t\r\n")))
+		off += len(raw) + 1
+		m := strings.TrimSpace(raw)
+		if m == "" {
+			continue
+		}
+		spec, ok := capacityMapping(m, at, root, props, d)
+		if ok {
+			rules = append(rules, Rule{Spec: spec, From: fmt.Sprintf("%s: %s", at, m)})
+		}
+	}
+	if override {
+		rules = append(rules, Rule{Spec: placement.Spec{Name: string(placement.Provided)},
+			From: csOverride + " is true: the mappings come before a queue the application names"})
+	}
+	markParents(rules, root, func(path string) bool {
+		a := props.get(csPrefix + path + ".auto-create-child-queue.enabled")
+		return a != nil && strings.EqualFold(strings.TrimSpace(a.value), "true")
+	}, d, p.valueAt)
+	d.warnf(p.valueAt, "%s", fallThroughWarning)
+	return rules
+}
+
+func capacityMapping(m string, at pos, root *Queue, props *properties, d *diags) (placement.Spec, bool) {
+	parts := strings.Split(m, ":")
+	if len(parts) != 3 || (parts[0] != "u" && parts[0] != "g") {
+		d.warnf(at, "queue mapping %q: not imported (usher translates u:USER:QUEUE and g:GROUP:QUEUE)", m)
+		return placement.Spec{}, false
+	}
+	kind, who, target := parts[0], strings.TrimSpace(parts[1]), strings.TrimSpace(parts[2])
+	var filter placement.FilterSpec
+	switch {
+	case kind == "u" && who == "%user":
+	case kind == "u":
+		filter = placement.FilterSpec{Type: "allow", Users: []string{who}}
+	case strings.HasPrefix(who, "%"):
+		d.warnf(at, "queue mapping %q: not imported (a group mapping names a group)", m)
+		return placement.Spec{}, false
+	default:
+		filter = placement.FilterSpec{Type: "allow", Groups: []string{who}}
+	}
+	var spec placement.Spec
+	parent, leaf := "", target
+	if i := strings.LastIndexByte(target, '.'); i >= 0 {
+		parent, leaf = target[:i], target[i+1:]
+	}
+	switch leaf {
+	case "%user":
+		spec = placement.Spec{Name: string(placement.User)}
+	case "%primary_group":
+		spec = placement.Spec{Name: "primaryGroup"}
+		d.warnf(at, "queue mapping %q becomes the usher extension primaryGroup (YuniKorn's scheduler has no such rule)", m)
+	case "%secondary_group":
+		spec = placement.Spec{Name: "secondaryGroup"}
+		d.warnf(at, "queue mapping %q becomes the usher extension secondaryGroup (YuniKorn's scheduler has no such rule)", m)
+	default:
+		if strings.HasPrefix(leaf, "%") {
+			d.warnf(at, "queue mapping %q: %s is not translated; not imported", m, leaf)
+			return placement.Spec{}, false
+		}
+		spec = placement.Spec{Name: string(placement.Fixed), Value: capacityQueue(target, at, root, d)}
+		spec.Filter = filter
+		return spec, true
+	}
+	spec.Filter = filter
+	switch parent {
+	case "":
+	case "%primary_group":
+		spec.Parent = &placement.Spec{Name: "primaryGroup"}
+		d.warnf(at, "queue mapping %q: the parent %%primary_group is the usher extension primaryGroup", m)
+	case "%secondary_group":
+		spec.Parent = &placement.Spec{Name: "secondaryGroup"}
+		d.warnf(at, "queue mapping %q: the parent %%secondary_group is the usher extension secondaryGroup", m)
+	default:
+		if strings.Contains(parent, "%") {
+			d.warnf(at, "queue mapping %q: the parent %s is not translated; not imported", m, parent)
+			return placement.Spec{}, false
+		}
+		pq := capacityQueue(parent, at, root, d)
+		spec.Parent = &placement.Spec{Name: string(placement.Fixed), Value: pq}
+		// A leaf queue made on demand needs the parent's auto-creation.
+		if a := props.get(csPrefix + pq + ".auto-create-child-queue.enabled"); a != nil && strings.EqualFold(strings.TrimSpace(a.value), "true") {
+			spec.Create = true
+		}
+	}
+	return spec, true
+}
+
+// capacityQueue resolves a queue of a mapping: a full path as it is, a
+// leaf name to the one queue of that name.
+func capacityQueue(q string, at pos, root *Queue, d *diags) string {
+	if strings.Contains(q, ".") {
+		return qualify(q)
+	}
+	paths := leafPaths(root, policy.RootQueue, q, nil)
+	switch len(paths) {
+	case 1:
+		return paths[0]
+	case 0:
+		d.warnf(at, "queue %q of a mapping is not in the hierarchy: imported as %s", q, qualify(q))
+	default:
+		d.warnf(at, "queue %q of a mapping names %d queues (%s): imported as %s, check it", q, len(paths), strings.Join(paths, ", "), paths[0])
+		return paths[0]
+	}
+	return qualify(q)
+}
+
+// rulesNode renders the rules as the placementrules list, each with its
+// provenance comment.
+func rulesNode(rules []Rule) *yaml.Node {
+	list := sequence()
+	for _, r := range rules {
+		n := specNode(&r.Spec)
+		n.HeadComment = "# from " + r.From
+		list.Content = append(list.Content, n)
+	}
+	return list
+}
+
+func specNode(s *placement.Spec) *yaml.Node {
+	n := mapping("name", plain(s.Name))
+	if s.Create {
+		n.Content = append(n.Content, plain("create"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
+	}
+	if s.Value != "" {
+		n.Content = append(n.Content, plain("value"), plain(s.Value))
+	}
+	if s.Filter.Type != "" || len(s.Filter.Users) > 0 || len(s.Filter.Groups) > 0 {
+		f := mapping()
+		if s.Filter.Type != "" {
+			f.Content = append(f.Content, plain("type"), plain(s.Filter.Type))
+		}
+		for _, l := range []struct {
+			key   string
+			names []string
+		}{{"users", s.Filter.Users}, {"groups", s.Filter.Groups}} {
+			if len(l.names) > 0 {
+				seq := sequence()
+				seq.Style = yaml.FlowStyle
+				for _, name := range l.names {
+					seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name, Style: yaml.DoubleQuotedStyle})
+				}
+				f.Content = append(f.Content, plain(l.key), seq)
+			}
+		}
+		n.Content = append(n.Content, plain("filter"), f)
+	}
+	if s.Parent != nil {
+		n.Content = append(n.Content, plain("parent"), specNode(s.Parent))
+	}
+	return n
+}
