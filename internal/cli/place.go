@@ -88,7 +88,7 @@ func runPlace(ctx context.Context, env *Env, args []string) int {
 	} else {
 		fmt.Fprintf(w, "rejected\n%s\n", res.Reason())
 		code = ExitDenied
-		if queue != "" {
+		if cp, err := e.Snapshot().Partition(part); err == nil && queue != "" {
 			if _, err := cp.Lookup(queue); err != nil {
 				printLookupError(env, e.Config(), cp.Name(), queue, err)
 			}
