@@ -247,7 +247,14 @@ func (s *Server) decisionError(w http.ResponseWriter, r *http.Request, caller au
 		s.refuse(w, r, http.StatusServiceUnavailable, fmt.Sprintf("group lookup failed for user %q; usher's log has the details under request id %s", req.User, requestID(r)))
 		return
 	}
-	s.refuse(w, r, http.StatusBadRequest, err.Error())
+	// An unknown queue or partition is answered with the closest names and
+	// the queue YuniKorn's placement would give the marker: the caller is
+	// authenticated, and the queue tree is no secret from it.
+	msg := err.Error()
+	if hint := s.engine.Config().Suggest(req.Partition, req.Queue, err); hint != "" {
+		msg += ". " + hint
+	}
+	s.refuse(w, r, http.StatusBadRequest, msg)
 }
 
 func (s *Server) serveApplication(w http.ResponseWriter, r *http.Request, req *AccessRequest, caller auth.User) {

@@ -184,6 +184,8 @@ func TestAccessAPI(t *testing.T) {
 		{"unknown action", "application/json", `{"user":"a","action":"delete"}`, 400, `unknown action "delete"`},
 		{"unknown partition", "application/json", `{"user":"a","partition":"gpu"}`, 400, "unknown partition"},
 		{"unknown queue", "application/json", `{"user":"a","queue":"root.nope"}`, 400, "unknown queue"},
+		{"unknown queue, with the closest name", "application/json", `{"user":"a","queue":"root.dve"}`, 400, "root.dev"},
+		{"unqualified queue, with YuniKorn's placement of it", "application/json", `{"user":"a","queue":"dev.x"}`, 400, "root.dev_dot_x"},
 		{"bad user name", "application/json", `{"user":"a\u0000b"}`, 400, "control character"},
 		{"empty body", "application/json", ``, 400, "empty body"},
 		{"resolver failure", "application/json", `{"user":"mallory","queue":"root.dev"}`, 503, `group lookup failed for user "mallory"`},
