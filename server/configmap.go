@@ -336,4 +336,3 @@ func newConfigInfo(reg *prometheus.Registry) *prometheus.GaugeVec {
 	reg.MustRegister(g)
 	return g
 }
-

@@ -259,7 +259,9 @@ func New(opts Options) (*Server, error) {
 	s.bodies.shared.limit, s.bodies.small.limit, s.bodies.smallBody = opts.BodyMemory, opts.SmallBodyReserve, opts.SmallBody
 	var cfg *config.Config
 	var err error
-	gen := s.configName()
+	// /readyz and usher_config_info name a file only as "file": anyone
+	// who reaches the port reads /readyz.
+	gen := s.genName()
 	switch {
 	case len(opts.ConfigMaps) > 0 && opts.ConfigPath != "":
 		return nil, errors.New("give --config or --config-map, not both")
@@ -454,6 +456,16 @@ func (s *Server) configName() string {
 	return s.opts.ConfigPath
 }
 
+// genName names the generation of a file or of the embedded default on
+// /readyz and in usher_config_info (ConfigMaps are named with their
+// resourceVersions instead).
+func (s *Server) genName() string {
+	if s.opts.ConfigPath == "" {
+		return "embedded default"
+	}
+	return "file"
+}
+
 // watch polls the configuration for changes and reloads it.
 func (s *Server) watch(ctx context.Context) {
 	t := time.NewTicker(s.opts.ReloadInterval)
@@ -490,7 +502,7 @@ func (s *Server) Reload() (bool, error) {
 		s.lastSum = sum
 		cfg, err = s.load()
 	}
-	return s.apply(cfg, err, s.opts.ConfigPath, sum)
+	return s.apply(cfg, err, s.genName(), sum)
 }
 
 // apply swaps cfg in when err is nil, or records the refusal of the
@@ -506,7 +518,7 @@ func (s *Server) apply(cfg *config.Config, err error, gen string, sum [32]byte) 
 		st := *s.status.Load()
 		st.failed, st.failedAt, st.failedGen = true, time.Now(), gen
 		s.status.Store(&st)
-		s.log.Error("configuration refused; the previous configuration keeps serving", "config", gen, "serving", st.generation, "err", err)
+		s.log.Error("configuration refused; the previous configuration keeps serving", "config", s.configName(), "refused", gen, "serving", st.generation, "err", err)
 		return false, err
 	}
 	s.metrics.reloads.WithLabelValues("success").Inc()
@@ -517,7 +529,7 @@ func (s *Server) apply(cfg *config.Config, err error, gen string, sum [32]byte) 
 	change := impact.Summarize(old, cfg.Snapshot, 5)
 	s.metrics.accessChanges.WithLabelValues("gained").Add(float64(change.Gained))
 	s.metrics.accessChanges.WithLabelValues("lost").Add(float64(change.Lost))
-	s.log.Info("configuration reloaded", "config", gen, "sha256", shortSum(sum), "access", change)
+	s.log.Info("configuration reloaded", "config", s.configName(), "generation", gen, "sha256", shortSum(sum), "access", change)
 	s.logWarnings(cfg)
 	return true, nil
 }
@@ -583,6 +595,10 @@ func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 		if s.cm != nil {
 			where = "the Events of the ConfigMap (kubectl describe) or the log"
 		}
-		fmt.Fprintf(w, "configuration reload failed at %s: %s refused; see %s (the configuration above keeps serving)\n", st.failedAt.UTC().Format(time.RFC3339), st.failedGen, where)
+		refused := ""
+		if s.cm != nil {
+			refused = " (" + st.failedGen + " refused)"
+		}
+		fmt.Fprintf(w, "configuration reload failed at %s; see %s%s; the configuration above keeps serving\n", st.failedAt.UTC().Format(time.RFC3339), where, refused)
 	}
 }
