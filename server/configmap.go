@@ -52,7 +52,6 @@ type cmSource struct {
 	mu sync.Mutex
 	// current holds the objects last seen, by ref; a missing one is nil.
 	current map[ConfigMapRef]*corev1.ConfigMap
-	stores  map[ConfigMapRef]cache.Store
 	kick    chan struct{}
 }
 
@@ -98,7 +97,7 @@ func newCMSource(refs []ConfigMapRef, kubeconfig string) (*cmSource, error) {
 	}
 	return &cmSource{
 		refs: orderRefs(refs), client: client, instance: instance,
-		current: map[ConfigMapRef]*corev1.ConfigMap{}, stores: map[ConfigMapRef]cache.Store{},
+		current: map[ConfigMapRef]*corev1.ConfigMap{},
 		kick: make(chan struct{}, 1),
 	}, nil
 }
@@ -207,9 +206,6 @@ func (c *cmSource) run(ctx context.Context, reload func()) {
 		lw := cache.NewListWatchFromClient(c.client.RESTClient(), "configmaps", r.Namespace,
 			fields.OneTermEqualSelector("metadata.name", r.Name))
 		inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
-		c.mu.Lock()
-		c.stores[r] = inf.GetStore()
-		c.mu.Unlock()
 		set := func(obj any, deleted bool) {
 			c.mu.Lock()
 			if cm, ok := obj.(*corev1.ConfigMap); ok && !deleted {
