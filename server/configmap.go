@@ -98,7 +98,7 @@ func newCMSource(refs []ConfigMapRef, kubeconfig string) (*cmSource, error) {
 	return &cmSource{
 		refs: orderRefs(refs), client: client, instance: instance,
 		current: map[ConfigMapRef]*corev1.ConfigMap{},
-		kick: make(chan struct{}, 1),
+		kick:    make(chan struct{}, 1),
 	}, nil
 }
 
