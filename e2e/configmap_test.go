@@ -290,3 +290,92 @@ func wantConfigEvent(ctx context.Context, t *testing.T, ns, reason, instance, wa
 	t.Logf("Event %s %s: %s", found.Type, found.Reason, found.Message)
 	return found
 }
+
+// YuniKorn's two ConfigMaps read in place: service.policyGroup in
+// yunikorn-defaults names the key, yunikorn-configs' value of that key wins
+// over yunikorn-defaults', and a change of either is in service within
+// seconds.
+func TestUsherYuniKornConfigMaps(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t, 3*time.Minute)
+	bin, err := BuildUsher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := client(t, Admin)
+	kc, err := cluster.Kubeconfig(Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	label := fmt.Sprintf("y%d-%d", time.Now().UnixNano()%1e9, usherSeq.Add(1))
+	dir := t.TempDir()
+	e := &usherEnv{t: t, dir: dir, label: label, admin: admin}
+	ns := e.namespace(ctx, "yk")
+	queues := func(external string) string {
+		return fmt.Sprintf("partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: \"*\"\nadmissionController:\n  accessControl:\n    externalUsers: %q\n", external)
+	}
+	put := func(name string, data map[string]string) {
+		t.Helper()
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: data}
+		if old, err := admin.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			cm.ResourceVersion = old.ResourceVersion
+			_, err = admin.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The defaults trust ext in batch.yaml; queues.yaml (ignored: the
+	// policy group is batch) would trust everyone.
+	put("yunikorn-defaults", map[string]string{"service.policyGroup": "batch", "batch.yaml": queues("^ext$"), "queues.yaml": queues(".*")})
+	put("yunikorn-configs", map[string]string{"log.level": "INFO"})
+
+	u, err := cluster.NewUsherProcess(bin, dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Given in the other order: yunikorn-defaults is merged first anyway.
+	u.Args = []string{"--config-map", ns + "/yunikorn-configs," + ns + "/yunikorn-defaults", "--kubeconfig", kc, "--access-auth", "none"}
+	if err := u.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		u.Stop()
+		if t.Failed() {
+			t.Logf("usher log (last 40 lines of %s):\n%s", u.LogPath, u.LogTail(40))
+		}
+	})
+	e.u = u
+	e.register(ctx, ns)
+
+	asAlice := map[string]string{UserInfoAnnotation: UserInfoJSON(Alice, aliceGroups...)}
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	forge := func(user string) error {
+		_, err := client(t, user).CoreV1().Pods(ns).Create(ctx, Pod(ns, "for-alice", asAlice), dry)
+		return err
+	}
+	if err := forge(Ext); err != nil {
+		t.Errorf("ext, trusted by yunikorn-defaults' batch.yaml: %v", err)
+	}
+	wantDenied(t, "bob (queues.yaml is not the policy group)", forge(Bob), `user "bob" may not set annotation`)
+
+	// yunikorn-configs' batch.yaml wins.
+	put("yunikorn-configs", map[string]string{"batch.yaml": queues("^bob$")})
+	var last error
+	if err := Eventually(ctx, 10*time.Second, func(ctx context.Context) (bool, error) {
+		last = forge(Bob)
+		return last == nil, nil
+	}); err != nil {
+		t.Fatalf("bob after yunikorn-configs trusted him: %v", last)
+	}
+	wantDenied(t, "ext after yunikorn-configs' batch.yaml replaced the defaults'", forge(Ext), `user "ext" may not set annotation`)
+	body, _, _ := u.Get(ctx, "/readyz")
+	if !strings.Contains(body, "configmap/"+ns+"/yunikorn-defaults@") || !strings.Contains(body, ",configmap/"+ns+"/yunikorn-configs@") {
+		t.Errorf("/readyz must name both ConfigMaps, defaults first: %q", body)
+	}
+	t.Logf("/readyz: %s", strings.TrimSpace(body))
+}

@@ -72,7 +72,7 @@ wins) usher stays under 160 MiB on its defaults (docs/limits.md).
 Examples:
   usher serve                                   # embedded default, https://127.0.0.1:8443
   usher serve --config queues.yaml --addr :8443 --tls-cert tls.crt --tls-key tls.key
-  usher serve --config-map usher-system/usher   # the ConfigMap, watched through the API
+  usher serve --config-map usher-system/usher-config   # watched through the API
   usher serve --config-map yunikorn/yunikorn-defaults,yunikorn/yunikorn-configs
   usher serve --kubeconfig usher.kubeconfig     # callers authenticate with their Kubernetes tokens
   usher serve --access-auth none                # local use: no authentication (logged loudly)
