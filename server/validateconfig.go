@@ -35,8 +35,14 @@ func (s *Server) serveValidateConfig(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Content-Type must be application/json", http.StatusUnsupportedMediaType)
 		return
 	}
+	// limitBody passes a body declared larger than the cap on unread: it
+	// is refused here, and one of unknown length is cut at the cap.
+	if r.ContentLength > s.opts.MaxReviewBody {
+		http.Error(w, "the AdmissionReview is larger than the body limit", http.StatusRequestEntityTooLarge)
+		return
+	}
 	var review admissionv1.AdmissionReview
-	if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.opts.MaxReviewBody)).Decode(&review); err != nil || review.Request == nil {
 		http.Error(w, "the body is not an AdmissionReview with a request", http.StatusBadRequest)
 		return
 	}

@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -92,6 +94,27 @@ func TestValidateConfigMapWebhook(t *testing.T) {
 	}
 	if code, _ := h.post("/validate-config", "text/plain", "x"); code != 415 {
 		t.Fatalf("content type: %d", code)
+	}
+}
+
+// A body over the cap is refused without being decoded, whether its
+// length is declared or not.
+func TestValidateConfigBodyCap(t *testing.T) {
+	h := start(t, server.Options{ReloadInterval: time.Hour, MaxReviewBody: 64 << 10}, nil)
+	big := configReview(t, "UPDATE", "partitions: []\n#"+strings.Repeat("x", 128<<10)+"\n")
+	if code, out := h.post("/validate-config", "application/json", big); code != 413 {
+		t.Fatalf("a declared body over the cap: %d %s", code, out)
+	}
+	req, _ := http.NewRequest("POST", h.base+"/validate-config", io.MultiReader(strings.NewReader(big)))
+	req.Header.Set("Content-Type", "application/json")
+	req.ContentLength = -1
+	resp, err := h.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Fatalf("a chunked body over the cap: %d", resp.StatusCode)
 	}
 }
 
