@@ -94,6 +94,17 @@ func TestManifests(t *testing.T) {
 			var b rbacv1.ClusterRoleBinding
 			strict(t, m, &b)
 			bindings = append(bindings, b)
+		case "Role":
+			var r rbacv1.Role
+			strict(t, m, &r)
+			checkConfigRole(t, r)
+		case "RoleBinding":
+			var b rbacv1.RoleBinding
+			strict(t, m, &b)
+			if b.Namespace != "usher-system" || b.RoleRef.Kind != "Role" || b.RoleRef.Name != "usher-config-reader" ||
+				len(b.Subjects) != 1 || b.Subjects[0].Name != "usher" || b.Subjects[0].Namespace != "usher-system" {
+				t.Errorf("RoleBinding %s: want usher's service account bound to the Role usher-config-reader", b.Name)
+			}
 		case "ConfigMap":
 			var cm corev1.ConfigMap
 			strict(t, m, &cm)
@@ -140,12 +151,14 @@ func TestManifests(t *testing.T) {
 				case "validate-binding.usher.io":
 					// A Binding's annotations and labels land on the pod.
 					checkBindingWebhook(t, h)
+				case "validate-config.usher.io":
+					checkConfigWebhook(t, h)
 				default:
 					t.Errorf("unexpected validating webhook %q", h.Name)
 				}
 			}
-			if !names["validate.usher.io"] || !names["validate-status.usher.io"] || !names["validate-binding.usher.io"] {
-				t.Errorf("validating webhooks %v, want validate.usher.io, validate-status.usher.io and validate-binding.usher.io", names)
+			if !names["validate.usher.io"] || !names["validate-status.usher.io"] || !names["validate-binding.usher.io"] || !names["validate-config.usher.io"] {
+				t.Errorf("validating webhooks %v, want validate.usher.io, validate-status.usher.io, validate-binding.usher.io and validate-config.usher.io", names)
 			}
 		case "Issuer", "Certificate":
 			var obj struct {
@@ -164,7 +177,7 @@ func TestManifests(t *testing.T) {
 		}
 	}
 	checkRBAC(t, roles, bindings)
-	for _, k := range []string{"Deployment", "PodDisruptionBudget", "Service", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ServiceAccount", "Certificate", "ClusterRole", "ClusterRoleBinding"} {
+	for _, k := range []string{"Deployment", "PodDisruptionBudget", "Service", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ServiceAccount", "Certificate", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
 		if !seen[k] {
 			t.Errorf("no %s in deploy/", k)
 		}
@@ -188,7 +201,7 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 		t.Error("probes on /readyz and /healthz")
 	}
 	args := strings.Join(c.Args, " ")
-	for _, want := range []string{"serve", "--config=", "--tls-cert=", "--tls-key=", "--addr=:8443", "--access-auth=kubernetes"} {
+	for _, want := range []string{"serve", "--config-map=usher-system/usher-config", "--tls-cert=", "--tls-key=", "--addr=:8443", "--access-auth=kubernetes"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
@@ -372,5 +385,44 @@ func checkBindingWebhook(t *testing.T, h admissionregistrationv1.ValidatingWebho
 	if len(h.MatchConditions) != 1 || !strings.Contains(h.MatchConditions[0].Expression, "object.metadata.annotations") ||
 		!strings.Contains(h.MatchConditions[0].Expression, "object.metadata.labels") {
 		t.Errorf("%s: matchConditions %+v", h.Name, h.MatchConditions)
+	}
+}
+
+// checkConfigRole: usher reads and watches its own ConfigMap, named, and
+// creates Events; nothing else.
+func checkConfigRole(t *testing.T, r rbacv1.Role) {
+	t.Helper()
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"usher-config"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create"}},
+	}
+	if r.Name != "usher-config-reader" || r.Namespace != "usher-system" || !reflect.DeepEqual(r.Rules, want) {
+		t.Errorf("Role %s/%s: rules %+v, want exactly %+v", r.Namespace, r.Name, r.Rules, want)
+	}
+}
+
+// checkConfigWebhook: the ConfigMap's webhook sees only usher-config in
+// usher-system, on CREATE and UPDATE, at /validate-config, and fails open
+// so that a fix is accepted while usher is down.
+func checkConfigWebhook(t *testing.T, h admissionregistrationv1.ValidatingWebhook) {
+	t.Helper()
+	if h.FailurePolicy == nil || *h.FailurePolicy != admissionregistrationv1.Ignore {
+		t.Errorf("%s: failurePolicy must be Ignore (a fix must pass while usher is down)", h.Name)
+	}
+	if h.SideEffects == nil || *h.SideEffects != admissionregistrationv1.SideEffectClassNone {
+		t.Errorf("%s: sideEffects must be None", h.Name)
+	}
+	if h.ClientConfig.Service == nil || h.ClientConfig.Service.Path == nil || *h.ClientConfig.Service.Path != "/validate-config" {
+		t.Errorf("%s: path must be /validate-config", h.Name)
+	}
+	if sel := h.NamespaceSelector.String(); !strings.Contains(sel, "usher-system") || !strings.Contains(sel, "Operator:In") {
+		t.Errorf("%s: namespaceSelector %s: want usher-system only", h.Name, sel)
+	}
+	if len(h.MatchConditions) != 1 || h.MatchConditions[0].Expression != "object.metadata.name == 'usher-config'" {
+		t.Errorf("%s: matchConditions %+v: want the name usher-config", h.Name, h.MatchConditions)
+	}
+	if len(h.Rules) != 1 || !reflect.DeepEqual(h.Rules[0].Resources, []string{"configmaps"}) ||
+		!reflect.DeepEqual(h.Rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}) {
+		t.Errorf("%s: rules %+v: want CREATE and UPDATE of configmaps", h.Name, h.Rules)
 	}
 }

@@ -83,6 +83,9 @@ type UsherProcess struct {
 	// Args are more flags of usher serve, for example --access-auth
 	// kubernetes --kubeconfig FILE.
 	Args []string
+	// Env are more environment variables (NAME=VALUE), for example
+	// POD_NAME, which names the replica in the Events usher records.
+	Env []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -169,6 +172,7 @@ func (u *UsherProcess) start(ctx context.Context) error {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	cmd.Env = append(cmd.Env, u.Env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	setParentDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {

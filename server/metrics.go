@@ -62,7 +62,7 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 		}, []string{"endpoint", "result"}),
 		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "usher_shed_requests_total",
-			Help: "Requests refused with 429 to keep memory bounded, by handler (access, mutate, validate) and reason (memory: no room for the body).",
+			Help: "Requests refused with 429 to keep memory bounded, by handler (access, mutate, validate, validate-config) and reason (memory: no room for the body).",
 		}, []string{"handler", "reason"}),
 	}
 	m.connsRefused = prometheus.NewCounter(prometheus.CounterOpts{
@@ -70,7 +70,7 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 		Help: "Connections closed as soon as accepted because MaxConns were open.",
 	})
 	m.lastReload.SetToCurrentTime()
-	for _, h := range []string{"access", "mutate", "validate"} {
+	for _, h := range []string{"access", "mutate", "validate", "validate-config"} {
 		m.shed.WithLabelValues(h, "memory")
 	}
 	for _, r := range []string{"success", "failure"} {

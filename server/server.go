@@ -65,6 +65,14 @@ type Options struct {
 	// ConfigPath is a usher YAML file, a ConfigMap manifest or a mounted
 	// ConfigMap directory. Default: "" (the embedded default, no reload).
 	ConfigPath string
+	// ConfigMaps, instead of ConfigPath, are ConfigMaps read and watched
+	// through the Kubernetes API (credentials: Kubeconfig, or the pod's
+	// service account), merged as YuniKorn merges yunikorn-defaults and
+	// yunikorn-configs (a later key wins; yunikorn-defaults first). A
+	// change is in service within about a second, on every replica; an
+	// invalid one is refused and the last good generation keeps serving.
+	// See docs/configuration-sources.md.
+	ConfigMaps []ConfigMapRef
 	// Addr is the listen address. Default "127.0.0.1:8443".
 	Addr string
 	// Listener, when set, is used instead of listening on Addr (tests).
@@ -220,6 +228,9 @@ type Server struct {
 	registry  *prometheus.Registry
 	tlsConfig *tls.Config
 	access    accessAuth
+	// cm is the ConfigMap source when Options.ConfigMaps is set.
+	cm         *cmSource
+	configInfo *prometheus.GaugeVec
 	// CAPEM is the certificate of a self-signed server, nil otherwise.
 	CAPEM []byte
 
@@ -234,8 +245,12 @@ type Server struct {
 
 type reloadStatus struct {
 	loadedAt time.Time
-	failed   bool // the last reload was refused, at failedAt
-	failedAt time.Time
+	// generation says what is in service: the file, or each ConfigMap
+	// with its resourceVersion, and the content's sha256.
+	generation string
+	failed     bool // the last reload was refused, at failedAt
+	failedAt   time.Time
+	failedGen  string // what was refused (no reason: see serveReady)
 }
 
 // New loads the configuration and prepares the service.
@@ -243,10 +258,28 @@ func New(opts Options) (*Server, error) {
 	opts = opts.withDefaults()
 	s := &Server{opts: opts, log: opts.Logger, registry: prometheus.NewRegistry()}
 	s.bodies.shared.limit, s.bodies.small.limit, s.bodies.smallBody = opts.BodyMemory, opts.SmallBodyReserve, opts.SmallBody
-	if opts.ConfigPath != "" {
-		s.lastSum, _ = contentSum(opts.ConfigPath)
+	var cfg *config.Config
+	var err error
+	// /readyz and usher_config_info name a file only as "file": anyone
+	// who reaches the port reads /readyz.
+	gen := s.genName()
+	switch {
+	case len(opts.ConfigMaps) > 0 && opts.ConfigPath != "":
+		return nil, errors.New("give --config or --config-map, not both")
+	case len(opts.ConfigMaps) > 0:
+		if s.cm, err = newCMSource(opts.ConfigMaps, opts.Kubeconfig); err != nil {
+			return nil, err
+		}
+		if err = s.cm.fetch(context.Background()); err != nil {
+			return nil, err
+		}
+		cfg, s.lastSum, gen, _, err = s.loadConfigMaps(s.cm.snapshot(), nil)
+	default:
+		if opts.ConfigPath != "" {
+			s.lastSum, _ = contentSum(opts.ConfigPath)
+		}
+		cfg, err = s.load()
 	}
-	cfg, err := s.load()
 	if err != nil {
 		return nil, err
 	}
@@ -255,6 +288,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = newMetrics(s.registry, s.engine)
+	s.configInfo = newConfigInfo(s.registry)
 	s.conns.max, s.conns.refused = int64(opts.MaxConns), s.metrics.connsRefused
 	s.registerBodyGauges()
 	hopts := []admission.Option{
@@ -266,7 +300,7 @@ func New(opts Options) (*Server, error) {
 		admission.WithMaxBodyBytes(opts.MaxReviewBody),
 	}
 	s.admission = admission.NewHandler(cfg.Admission, hopts...)
-	s.status.Store(&reloadStatus{loadedAt: time.Now()})
+	s.setGeneration(gen, s.lastSum)
 	if err := s.setupAccessAuth(); err != nil {
 		return nil, err
 	}
@@ -337,6 +371,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/v1/access", s.instrument("access", withRequestID(s.limitBody("access", s.opts.MaxAccessBody, http.HandlerFunc(s.serveAccess)))))
 	mux.Handle("/mutate", s.instrument("mutate", s.limitBody("mutate", s.opts.MaxReviewBody, s.admission.MutateHTTP())))
 	mux.Handle("/validate", s.instrument("validate", s.limitBody("validate", s.opts.MaxReviewBody, s.admission.ValidateHTTP())))
+	mux.Handle("/validate-config", s.instrument("validate-config", s.limitBody("validate-config", s.opts.MaxReviewBody, http.HandlerFunc(s.serveValidateConfig))))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
@@ -379,7 +414,16 @@ func (s *Server) Run(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if s.opts.ConfigPath != "" {
+		switch {
+		case s.cm != nil:
+			// Each replica says on the ConfigMap which generation it
+			// serves from the start.
+			objs := s.cm.snapshot()
+			_, _, ref, gen := s.cm.merged(objs, nil)
+			s.event(ref, s.cm.object(objs, ref), "Normal", "ConfigLoaded",
+				fmt.Sprintf("usher replica %s serves %s (sha256 %s)", s.cm.instance, gen, shortSum(s.lastSum)))
+			s.cm.run(ctx, func() { _, _ = s.reloadConfigMaps() })
+		case s.opts.ConfigPath != "":
 			s.watch(ctx)
 		}
 	}()
@@ -406,10 +450,23 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 func (s *Server) configName() string {
+	if s.cm != nil {
+		return s.cm.names()
+	}
 	if s.opts.ConfigPath == "" {
 		return "<embedded default>"
 	}
 	return s.opts.ConfigPath
+}
+
+// genName names the generation of a file or of the embedded default on
+// /readyz and in usher_config_info (ConfigMaps are named with their
+// resourceVersions instead).
+func (s *Server) genName() string {
+	if s.opts.ConfigPath == "" {
+		return "embedded default"
+	}
+	return "file"
 }
 
 // watch polls the configuration for changes and reloads it.
@@ -428,8 +485,12 @@ func (s *Server) watch(ctx context.Context) {
 
 // Reload re-reads the configuration when it changed since the last
 // attempt and swaps it in when valid. It reports whether a new
-// configuration was put in service and the error of a refused one.
+// configuration was put in service and the error of a refused one. With
+// ConfigMaps it reloads what the watch last saw.
 func (s *Server) Reload() (bool, error) {
+	if s.cm != nil {
+		return s.reloadConfigMaps()
+	}
 	if s.opts.ConfigPath == "" {
 		return false, nil
 	}
@@ -440,32 +501,48 @@ func (s *Server) Reload() (bool, error) {
 		return false, nil
 	}
 	var cfg *config.Config
-	old := s.engine.Current().Snapshot()
 	if err == nil {
 		s.lastSum = sum
-		if cfg, err = s.load(); err == nil {
-			err = s.engine.Swap(cfg) // one atomic swap: policy, resolvers and admission
-		}
+		cfg, err = s.load()
+	}
+	return s.apply(cfg, err, s.genName(), sum)
+}
+
+// apply swaps cfg in when err is nil, or records the refusal of the
+// generation gen. The last good generation keeps serving either way until
+// the swap.
+func (s *Server) apply(cfg *config.Config, err error, gen string, sum [32]byte) (bool, error) {
+	old := s.engine.Current().Snapshot()
+	if err == nil {
+		err = s.engine.Swap(cfg) // one atomic swap: policy, resolvers and admission
 	}
 	if err != nil {
 		s.metrics.reloads.WithLabelValues("failure").Inc()
 		st := *s.status.Load()
-		st.failed, st.failedAt = true, time.Now()
+		st.failed, st.failedAt, st.failedGen = true, time.Now(), gen
 		s.status.Store(&st)
-		s.log.Error("configuration refused; the previous configuration keeps serving", "config", s.opts.ConfigPath, "err", err)
+		s.log.Error("configuration refused; the previous configuration keeps serving", "config", s.configName(), "refused", gen, "serving", st.generation, "err", err)
 		return false, err
 	}
 	s.metrics.reloads.WithLabelValues("success").Inc()
 	s.metrics.lastReload.SetToCurrentTime()
-	s.status.Store(&reloadStatus{loadedAt: time.Now()})
+	s.setGeneration(gen, sum)
 	// Who gained and who lost rights, on this goroutine: the new
 	// generation already serves (about 50 ms at 10,000 queues).
 	change := impact.Summarize(old, cfg.Snapshot, 5)
 	s.metrics.accessChanges.WithLabelValues("gained").Add(float64(change.Gained))
 	s.metrics.accessChanges.WithLabelValues("lost").Add(float64(change.Lost))
-	s.log.Info("configuration reloaded", "config", s.opts.ConfigPath, "access", change)
+	s.log.Info("configuration reloaded", "config", s.configName(), "generation", gen, "sha256", shortSum(sum), "access", change)
 	s.logWarnings(cfg)
 	return true, nil
+}
+
+// setGeneration records the generation in service on /readyz and in
+// usher_config_info.
+func (s *Server) setGeneration(gen string, sum [32]byte) {
+	s.status.Store(&reloadStatus{loadedAt: time.Now(), generation: gen + " (sha256 " + shortSum(sum) + ")"})
+	s.configInfo.Reset()
+	s.configInfo.WithLabelValues(gen, shortSum(sum)).Set(1)
 }
 
 // logWarnings logs the lint warnings of a configuration put in service.
@@ -512,10 +589,19 @@ func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	st := s.status.Load()
 	fmt.Fprintf(w, "ready: serving the configuration loaded at %s\n", st.loadedAt.UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "generation: %s\n", st.generation)
 	if st.failed {
 		// Anyone who reaches the port may read /readyz: the reason of the
 		// refusal (which can name files, directory servers and DNs) is
-		// only in the log.
-		fmt.Fprintf(w, "configuration reload failed at %s; see the log (the configuration above keeps serving)\n", st.failedAt.UTC().Format(time.RFC3339))
+		// only in the log and, for a ConfigMap, in an Event on it.
+		where := "the log"
+		if s.cm != nil {
+			where = "the Events of the ConfigMap (kubectl describe) or the log"
+		}
+		refused := ""
+		if s.cm != nil {
+			refused = " (" + st.failedGen + " refused)"
+		}
+		fmt.Fprintf(w, "configuration reload failed at %s; see %s%s; the configuration above keeps serving\n", st.failedAt.UTC().Format(time.RFC3339), where, refused)
 	}
 }

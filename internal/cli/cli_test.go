@@ -75,6 +75,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--body-memory", "lots"}, `--body-memory "lots": want a quantity`},
 		{[]string{"serve", "--body-memory", "0"}, `--body-memory "0": want a quantity`},
 		{[]string{"serve", "--memory-limit", "-1Mi"}, `--memory-limit "-1Mi": want a quantity`},
+		{[]string{"serve", "--config-map", "usher-config"}, `"usher-config": want NAMESPACE/NAME`},
+		{[]string{"serve", "--config-map", "a/b,a/"}, `"a/": want NAMESPACE/NAME`},
+		{[]string{"serve", "--config", yunikornACL, "--config-map", "a/b"}, "give --config or --config-map, not both"},
+		{[]string{"serve", "--config-map", "a/b", "--config-map", "a/b"}, "given twice"},
+		{[]string{"serve", "--config-map", "a/b", "--kubeconfig", "/nonexistent/kubeconfig"}, "--config-map: kubeconfig /nonexistent/kubeconfig"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

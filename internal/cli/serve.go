@@ -28,6 +28,14 @@ const serveHelp = `Serves, over TLS:
 The configuration (a usher YAML file, a ConfigMap manifest, or a directory
 where a ConfigMap is mounted) is watched and reloaded when it changes; an
 invalid change is refused and the last good configuration keeps serving.
+With --config-map NAMESPACE/NAME instead, usher reads the ConfigMap through
+the Kubernetes API (--kubeconfig, or the pod's service account) and watches
+it: a change is in service within about a second on every replica. Give it
+twice (or comma separated) for YuniKorn's yunikorn-defaults and
+yunikorn-configs, merged as YuniKorn merges them (yunikorn-configs wins).
+POST /validate-config is the validating webhook of that ConfigMap: it
+refuses an invalid change at kubectl apply time with usher lint's
+FILE:LINE:COL diagnostics (docs/configuration-sources.md).
 ADMISSION_CONTROLLER_* environment variables override the file, exactly as
 in every other command (one set to "" overrides too: an empty pattern list
 trusts nobody); "usher lint" reports what serve would read.
@@ -64,6 +72,8 @@ wins) usher stays under 160 MiB on its defaults (docs/limits.md).
 Examples:
   usher serve                                   # embedded default, https://127.0.0.1:8443
   usher serve --config queues.yaml --addr :8443 --tls-cert tls.crt --tls-key tls.key
+  usher serve --config-map usher-system/usher-config   # watched through the API
+  usher serve --config-map yunikorn/yunikorn-defaults,yunikorn/yunikorn-configs
   usher serve --kubeconfig usher.kubeconfig     # callers authenticate with their Kubernetes tokens
   usher serve --access-auth none                # local use: no authentication (logged loudly)
 `
@@ -74,8 +84,22 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	var noAudit bool
 	var authCacheTTL time.Duration
 	var memLimit, bodyMemory string
-	fs := newFlagSet(env, "serve", "usher serve [--config FILE] [--addr HOST:PORT] [--tls-cert F --tls-key F] [--access-auth MODES] [--kubeconfig F] [--client-ca F]", serveHelp)
+	fs := newFlagSet(env, "serve", "usher serve [--config FILE | --config-map NS/NAME] [--addr HOST:PORT] [--tls-cert F --tls-key F] [--access-auth MODES] [--kubeconfig F] [--client-ca F]", serveHelp)
 	fs.StringVar(&opts.ConfigPath, "config", "", configFlagHelp)
+	fs.Func("config-map", "read and watch the configuration in the ConfigMap `NAMESPACE/NAME` through the Kubernetes API "+
+		"(repeatable or comma separated: merged as YuniKorn merges yunikorn-defaults and yunikorn-configs); instead of --config", func(v string) error {
+		for _, part := range strings.Split(v, ",") {
+			if strings.TrimSpace(part) == "" {
+				continue
+			}
+			ref, err := server.ParseConfigMapRef(part)
+			if err != nil {
+				return err
+			}
+			opts.ConfigMaps = append(opts.ConfigMaps, ref)
+		}
+		return nil
+	})
 	fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8443", "listen `HOST:PORT` (use :8443 inside a cluster)")
 	fs.StringVar(&opts.TLSCertFile, "tls-cert", "", "serving certificate `FILE` (PEM), re-read when it changes")
 	fs.StringVar(&opts.TLSKeyFile, "tls-key", "", "private key `FILE` (PEM)")
@@ -84,7 +108,7 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	fs.DurationVar(&opts.ReloadInterval, "reload-interval", 2*time.Second, "how often to check the configuration for changes")
 	fs.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let requests in flight finish on shutdown")
 	fs.StringVar(&accessAuth, "access-auth", server.AccessAuthAuto, "`MODES` callers of /v1/access and /metrics authenticate with: kubernetes, client-cert (or both, comma separated), auto or none")
-	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig `FILE` whose credentials send TokenReviews and SubjectAccessReviews (default: the pod's service account when running in a pod)")
+	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig `FILE` whose credentials send TokenReviews and SubjectAccessReviews and read --config-map (default: the pod's service account when running in a pod)")
 	fs.StringVar(&opts.ClientCAFile, "client-ca", "", "PEM `FILE` of the CA whose client certificates authenticate callers (default: client certificates are not accepted)")
 	fs.StringVar(&privileged, "access-privileged-groups", "system:masters", "comma separated `GROUPS` whose members may ask about anyone and read /metrics without a SubjectAccessReview (\"\" for none)")
 	fs.DurationVar(&authCacheTTL, "access-auth-cache-ttl", 10*time.Second, "how long answers of TokenReviews and SubjectAccessReviews are cached")
@@ -156,7 +180,11 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 			debug.SetMemoryLimit(q.Value())
 		}
 	}
-	if opts.ConfigPath == "" {
+	if opts.ConfigPath != "" && len(opts.ConfigMaps) > 0 {
+		fmt.Fprintln(env.Stderr, "usher serve: give --config or --config-map, not both")
+		return ExitUsage
+	}
+	if opts.ConfigPath == "" && len(opts.ConfigMaps) == 0 {
 		// One line on stderr, in the log's format.
 		opts.Logger.Warn(strings.TrimPrefix(defaultNote, "usher: "))
 	}

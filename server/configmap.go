@@ -1,0 +1,334 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/usherhq/usher/auth"
+	"github.com/usherhq/usher/config"
+)
+
+// ConfigMapRef names a ConfigMap usher reads its configuration from.
+type ConfigMapRef struct{ Namespace, Name string }
+
+func (r ConfigMapRef) String() string { return "configmap/" + r.Namespace + "/" + r.Name }
+
+// ParseConfigMapRef reads NAMESPACE/NAME.
+func ParseConfigMapRef(s string) (ConfigMapRef, error) {
+	ns, name, ok := strings.Cut(strings.TrimSpace(s), "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return ConfigMapRef{}, fmt.Errorf("%q: want NAMESPACE/NAME", s)
+	}
+	return ConfigMapRef{Namespace: ns, Name: name}, nil
+}
+
+// cmSource is the configuration read from ConfigMaps through the
+// Kubernetes API: one informer per ConfigMap, each listing and watching
+// that single object (a field selector on metadata.name), so a change
+// arrives as a watch event, not by polling, and RBAC may name the objects
+// (resourceNames) usher can read.
+type cmSource struct {
+	refs   []ConfigMapRef // yunikorn-defaults first, then in the order given
+	client corev1client.CoreV1Interface
+	// instance names this replica in Events (the pod's name).
+	instance string
+
+	mu sync.Mutex
+	// current holds the objects last seen, by ref; a missing one is nil.
+	current map[ConfigMapRef]*corev1.ConfigMap
+	kick    chan struct{}
+}
+
+// orderRefs puts yunikorn-defaults first, as YuniKorn merges its two
+// ConfigMaps: each key of a later ConfigMap wins over the same key of an
+// earlier one.
+func orderRefs(refs []ConfigMapRef) []ConfigMapRef {
+	out := slices.Clone(refs)
+	slices.SortStableFunc(out, func(a, b ConfigMapRef) int {
+		switch {
+		case a.Name == config.DefaultsConfigMap && b.Name != config.DefaultsConfigMap:
+			return -1
+		case b.Name == config.DefaultsConfigMap && a.Name != config.DefaultsConfigMap:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+func newCMSource(refs []ConfigMapRef, kubeconfig string) (*cmSource, error) {
+	seen := map[ConfigMapRef]bool{}
+	for _, r := range refs {
+		if seen[r] {
+			return nil, fmt.Errorf("--config-map %s/%s given twice", r.Namespace, r.Name)
+		}
+		seen[r] = true
+	}
+	rc, err := auth.LoadKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--config-map: %w", err)
+	}
+	if rc.UserAgent == "" {
+		rc.UserAgent = "usher"
+	}
+	client, err := corev1client.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("--config-map: %w", err)
+	}
+	instance := os.Getenv("POD_NAME")
+	if instance == "" {
+		instance, _ = os.Hostname()
+	}
+	return &cmSource{
+		refs: orderRefs(refs), client: client, instance: instance,
+		current: map[ConfigMapRef]*corev1.ConfigMap{},
+		kick:    make(chan struct{}, 1),
+	}, nil
+}
+
+// fetch reads every ConfigMap once (at start). A missing one counts as
+// empty, as long as one exists: YuniKorn's yunikorn-defaults may be absent.
+func (c *cmSource) fetch(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	found := 0
+	for _, r := range c.refs {
+		cm, err := c.client.ConfigMaps(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("reading %s: %w", r, err)
+		}
+		c.current[r] = cm
+		found++
+	}
+	if found == 0 {
+		return fmt.Errorf("none of the ConfigMaps %s exists", c.names())
+	}
+	return nil
+}
+
+func (c *cmSource) names() string {
+	s := make([]string, len(c.refs))
+	for i, r := range c.refs {
+		s[i] = r.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// snapshot returns the objects currently known, in merge order.
+func (c *cmSource) snapshot() []*corev1.ConfigMap {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*corev1.ConfigMap, len(c.refs))
+	for i, r := range c.refs {
+		out[i] = c.current[r]
+	}
+	return out
+}
+
+// merged merges the data of objs (in c.refs order; nil for a missing
+// one), replacing the object of ref with override when it is not nil (the
+// webhook validates a change before it is stored). It returns the data,
+// the name diagnostics carry (configmap/NS/NAME of the ConfigMap holding
+// the partitions), the ConfigMap that holds them, and a description of
+// the generation: each ConfigMap's resourceVersion.
+func (c *cmSource) merged(objs []*corev1.ConfigMap, override *corev1.ConfigMap) (data map[string]string, name string, owner ConfigMapRef, gen string) {
+	data = map[string]string{}
+	owners := map[string]ConfigMapRef{}
+	var versions []string
+	for i, r := range c.refs {
+		cm := objs[i]
+		if override != nil && override.Namespace == r.Namespace && override.Name == r.Name {
+			cm = override
+		}
+		if cm == nil {
+			versions = append(versions, r.String()+"@absent")
+			continue
+		}
+		rv := cm.ResourceVersion
+		if rv == "" {
+			rv = "new"
+		}
+		versions = append(versions, r.String()+"@"+rv)
+		maps.Copy(data, cm.Data)
+		for k := range cm.Data {
+			owners[k] = r
+		}
+	}
+	key := config.QueuesKey
+	if g := strings.TrimSpace(data[config.PolicyGroupKey]); g != "" {
+		key = g + ".yaml"
+	}
+	owner, ok := owners[key]
+	if !ok {
+		owner = c.refs[len(c.refs)-1]
+	}
+	return data, owner.String(), owner, strings.Join(versions, ",")
+}
+
+// object returns the object of r in objs (a snapshot), nil when absent.
+func (c *cmSource) object(objs []*corev1.ConfigMap, r ConfigMapRef) *corev1.ConfigMap {
+	if i := slices.Index(c.refs, r); i >= 0 {
+		return objs[i]
+	}
+	return nil
+}
+
+// ref returns the ref of ns/name and whether usher reads it.
+func (c *cmSource) ref(ns, name string) (ConfigMapRef, bool) {
+	r := ConfigMapRef{Namespace: ns, Name: name}
+	return r, slices.Contains(c.refs, r)
+}
+
+// run starts one informer per ConfigMap and reloads on every change until
+// ctx is done.
+func (c *cmSource) run(ctx context.Context, reload func()) {
+	var wg sync.WaitGroup
+	for _, r := range c.refs {
+		lw := cache.NewListWatchFromClient(c.client.RESTClient(), "configmaps", r.Namespace,
+			fields.OneTermEqualSelector("metadata.name", r.Name))
+		inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
+		set := func(obj any, deleted bool) {
+			c.mu.Lock()
+			if cm, ok := obj.(*corev1.ConfigMap); ok && !deleted {
+				c.current[r] = cm
+			} else {
+				delete(c.current, r)
+			}
+			c.mu.Unlock()
+			select {
+			case c.kick <- struct{}{}:
+			default:
+			}
+		}
+		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { set(obj, false) },
+			UpdateFunc: func(_, obj any) { set(obj, false) },
+			DeleteFunc: func(obj any) { set(obj, true) },
+		})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inf.RunWithContext(ctx)
+		}()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		case <-c.kick:
+			reload()
+		}
+	}
+}
+
+// dataSum hashes a ConfigMap's merged data.
+func dataSum(data map[string]string) [32]byte {
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		fmt.Fprintf(h, "%s\x00%d\x00%s", k, len(data[k]), data[k])
+	}
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+// maxEventMessage is the length an Event's message is cut to (the API
+// server refuses messages over 1 KiB).
+const maxEventMessage = 1000
+
+// event records an Event on the ConfigMap ref, for this replica. It does
+// not fail the reload: a missing RBAC grant is logged.
+func (s *Server) event(ref ConfigMapRef, obj *corev1.ConfigMap, typ, reason, msg string) {
+	c := s.cm
+	if len(msg) > maxEventMessage {
+		msg = msg[:maxEventMessage-3] + "..."
+	}
+	now := metav1.NewTime(time.Now())
+	involved := corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: ref.Namespace, Name: ref.Name}
+	if obj != nil {
+		involved.UID, involved.ResourceVersion = obj.UID, obj.ResourceVersion
+	}
+	ev := &corev1.Event{
+		ObjectMeta:          metav1.ObjectMeta{GenerateName: ref.Name + ".usher-", Namespace: ref.Namespace},
+		InvolvedObject:      involved,
+		Reason:              reason,
+		Message:             msg,
+		Type:                typ,
+		FirstTimestamp:      now,
+		LastTimestamp:       now,
+		Count:               1,
+		Source:              corev1.EventSource{Component: "usher", Host: c.instance},
+		ReportingController: "usher.io/usher",
+		ReportingInstance:   c.instance,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := c.client.Events(ref.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		s.log.Warn("could not record an Event on the ConfigMap", "configmap", ref.String(), "reason", reason, "err", err)
+	}
+}
+
+// loadConfigMaps runs the configuration pipeline on the merged data.
+func (s *Server) loadConfigMaps(objs []*corev1.ConfigMap, override *corev1.ConfigMap) (*config.Config, [32]byte, string, ConfigMapRef, error) {
+	data, name, owner, gen := s.cm.merged(objs, override)
+	cfg, err := config.FromConfigMap(name, data, config.WithEnv(s.opts.Getenv))
+	return cfg, dataSum(data), gen, owner, err
+}
+
+// reloadConfigMaps puts the ConfigMaps' current data in service when it
+// changed and is valid; an invalid change is refused (logged, counted,
+// shown on /readyz and as an Event) and the last good generation keeps
+// serving.
+func (s *Server) reloadConfigMaps() (bool, error) {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	objs := s.cm.snapshot()
+	owner := func(r ConfigMapRef) *corev1.ConfigMap { return s.cm.object(objs, r) }
+	data, _, _, _ := s.cm.merged(objs, nil)
+	if sum := dataSum(data); sum == s.lastSum {
+		return false, nil
+	}
+	cfg, sum, gen, ref, err := s.loadConfigMaps(objs, nil)
+	s.lastSum = sum
+	ok, err := s.apply(cfg, err, gen, sum)
+	if err != nil {
+		s.event(ref, owner(ref), corev1.EventTypeWarning, "ConfigRefused",
+			fmt.Sprintf("usher replica %s refused %s and keeps serving %s: %s", s.cm.instance, gen, s.status.Load().generation, err))
+		return false, err
+	}
+	s.event(ref, owner(ref), corev1.EventTypeNormal, "ConfigLoaded",
+		fmt.Sprintf("usher replica %s serves %s (sha256 %s)", s.cm.instance, gen, shortSum(sum)))
+	return ok, nil
+}
+
+func shortSum(sum [32]byte) string { return hex.EncodeToString(sum[:6]) }
+
+// configInfo is usher_config_info: one series, the generation in service.
+func newConfigInfo(reg *prometheus.Registry) *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "usher_config_info",
+		Help: "The configuration in service (value 1): where it was read (source: a file or configmap/NS/NAME@resourceVersion, comma separated) and the sha256 of its content (12 hex digits).",
+	}, []string{"source", "sha256"})
+	reg.MustRegister(g)
+	return g
+}
