@@ -60,9 +60,6 @@ func commands() []command {
 	}
 }
 
-// Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
-var Version = "dev"
-
 // Run runs the usher command with args (without the program name) and
 // returns the exit code.
 func Run(ctx context.Context, env *Env, args []string) int {
@@ -76,6 +73,9 @@ func Run(ctx context.Context, env *Env, args []string) int {
 	}
 	if env.Getenv == nil {
 		env.Getenv = os.Getenv
+	}
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		return runVersion(ctx, env, args[1:])
 	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		if len(args) > 1 {
@@ -368,9 +368,4 @@ func runExplain(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(w, "  %-*s  %-9s  %-24s  %s\n", width, where, aclName, rule, verdict)
 	}
 	return code
-}
-
-func runVersion(_ context.Context, env *Env, _ []string) int {
-	fmt.Fprintf(env.Stdout, "usher %s\n", Version)
-	return ExitOK
 }
