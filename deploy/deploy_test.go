@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/usherhq/usher/config"
@@ -75,6 +77,9 @@ func TestManifests(t *testing.T) {
 	seen := map[string]bool{}
 	roles := map[string]rbacv1.ClusterRole{}
 	var bindings []rbacv1.ClusterRoleBinding
+	var deployment *appsv1.Deployment
+	var pdb *policyv1.PodDisruptionBudget
+	var quotas []corev1.ResourceQuota
 	for _, m := range load(t) {
 		seen[m.kind] = true
 		switch m.kind {
@@ -110,12 +115,18 @@ func TestManifests(t *testing.T) {
 			var d appsv1.Deployment
 			strict(t, m, &d)
 			checkDeployment(t, &d)
+			deployment = &d
 		case "PodDisruptionBudget":
 			var p policyv1.PodDisruptionBudget
 			strict(t, m, &p)
 			if p.Spec.MinAvailable == nil || p.Spec.MinAvailable.IntValue() < 1 {
 				t.Error("the PDB must keep a replica")
 			}
+			pdb = &p
+		case "ResourceQuota":
+			var q corev1.ResourceQuota
+			strict(t, m, &q)
+			quotas = append(quotas, q)
 		case "MutatingWebhookConfiguration":
 			var w admissionregistrationv1.MutatingWebhookConfiguration
 			strict(t, m, &w)
@@ -164,6 +175,9 @@ func TestManifests(t *testing.T) {
 		}
 	}
 	checkRBAC(t, roles, bindings)
+	if deployment != nil && pdb != nil {
+		checkSmallCluster(t, deployment, pdb, quotas)
+	}
 	for _, k := range []string{"Deployment", "PodDisruptionBudget", "Service", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ServiceAccount", "Certificate", "ClusterRole", "ClusterRoleBinding"} {
 		if !seen[k] {
 			t.Errorf("no %s in deploy/", k)
@@ -196,8 +210,76 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 	if strings.Contains(args, "none") {
 		t.Errorf("args %q switch access authentication off", args)
 	}
+	if img := c.Image; !imageTag.MatchString(img) {
+		t.Errorf("image %q: want a version tag (vX.Y.Z), not latest or none", img)
+	}
 	if pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken || pod.ServiceAccountName != "usher" {
 		t.Error("the pod must run as service account usher with its token mounted")
+	}
+}
+
+// imageTag is a versioned image reference: a release tag, never latest.
+var imageTag = regexp.MustCompile(`^[a-z0-9.-]+(/[a-z0-9._-]+)+:v[0-9]+\.[0-9]+\.[0-9]+$`)
+
+// checkSmallCluster: the Deployment rolls out on a one-node cluster and
+// through the PodDisruptionBudget. No required anti-affinity (on one node
+// the second replica would never schedule); a rollout that needs no room
+// for an extra pod (maxSurge 0) yet keeps a replica answering
+// (maxUnavailable below the replicas); a PDB that lets a drain evict one
+// replica at a time; and a system-* priority class only with the
+// ResourceQuota scoped to it that some managed clusters require.
+func checkSmallCluster(t *testing.T, d *appsv1.Deployment, pdb *policyv1.PodDisruptionBudget, quotas []corev1.ResourceQuota) {
+	t.Helper()
+	pod := d.Spec.Template.Spec
+	if a := pod.Affinity; a != nil {
+		if a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 0 {
+			t.Error("required pod anti-affinity: the second replica never schedules on a one-node cluster; prefer it")
+		}
+		if a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+			t.Error("required node affinity: a small cluster may have no such node")
+		}
+	}
+	for _, c := range pod.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable != corev1.ScheduleAnyway {
+			t.Errorf("topology spread on %s is %s: on one node or zone it blocks the second replica", c.TopologyKey, c.WhenUnsatisfiable)
+		}
+	}
+	replicas := int(*d.Spec.Replicas)
+	ru := d.Spec.Strategy.RollingUpdate
+	if d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType || ru == nil || ru.MaxSurge == nil || ru.MaxUnavailable == nil {
+		t.Fatal("the strategy must be a RollingUpdate with maxSurge and maxUnavailable set")
+	}
+	surge, _ := intstr.GetScaledValueFromIntOrPercent(ru.MaxSurge, replicas, true)
+	unavailable, _ := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, replicas, false)
+	if surge != 0 {
+		t.Errorf("maxSurge %s: a full one-node cluster has no room for a surge pod; use maxSurge 0", ru.MaxSurge.String())
+	}
+	if unavailable < 1 || replicas-unavailable < 1 {
+		t.Errorf("maxUnavailable %s of %d replicas: the rollout must be able to start and keep a replica answering", ru.MaxUnavailable.String(), replicas)
+	}
+	if pdb.Spec.Selector == nil || pdb.Spec.Selector.MatchLabels["app.kubernetes.io/name"] != d.Spec.Template.Labels["app.kubernetes.io/name"] {
+		t.Error("the PDB does not select usher's pods")
+	}
+	if min := pdb.Spec.MinAvailable.IntValue(); min >= replicas {
+		t.Errorf("PDB minAvailable %d of %d replicas: no drain can ever evict one", min, replicas)
+	}
+	if pc := pod.PriorityClassName; strings.HasPrefix(pc, "system-") {
+		found := false
+		for _, q := range quotas {
+			if q.Namespace != d.Namespace || q.Spec.ScopeSelector == nil {
+				continue
+			}
+			for _, e := range q.Spec.ScopeSelector.MatchExpressions {
+				if e.ScopeName == corev1.ResourceQuotaScopePriorityClass && e.Operator == corev1.ScopeSelectorOpIn && slices.Contains(e.Values, pc) {
+					if n, ok := q.Spec.Hard[corev1.ResourcePods]; ok && int(n.Value()) >= replicas+surge {
+						found = true
+					}
+				}
+			}
+		}
+		if !found {
+			t.Errorf("priorityClassName %s without a ResourceQuota in %s scoped to it (room for %d pods): some managed clusters refuse the pods", pc, d.Namespace, replicas+surge)
+		}
 	}
 }
 
