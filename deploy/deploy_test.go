@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/server"
 )
@@ -80,6 +81,8 @@ func TestManifests(t *testing.T) {
 	var deployment *appsv1.Deployment
 	var pdb *policyv1.PodDisruptionBudget
 	var quotas []corev1.ResourceQuota
+	var nsCondition string
+	conditions := map[string][]admissionregistrationv1.MatchCondition{}
 	for _, m := range load(t) {
 		seen[m.kind] = true
 		switch m.kind {
@@ -109,6 +112,7 @@ func TestManifests(t *testing.T) {
 			if len(c.Warnings) != 0 {
 				t.Errorf("the shipped ConfigMap has warnings: %v", c.Warnings)
 			}
+			nsCondition = admission.NamespaceCondition(c.Admission.Config())
 		case "Service":
 			strict(t, m, &corev1.Service{})
 		case "Deployment":
@@ -132,6 +136,7 @@ func TestManifests(t *testing.T) {
 			strict(t, m, &w)
 			for _, h := range w.Webhooks {
 				checkWebhook(t, h.Name, h.FailurePolicy, h.SideEffects, h.TimeoutSeconds, h.NamespaceSelector.String(), h.Rules, "/mutate", h.ClientConfig, "", admissionregistrationv1.Create)
+				conditions[h.Name] = h.MatchConditions
 			}
 		case "ValidatingWebhookConfiguration":
 			var w admissionregistrationv1.ValidatingWebhookConfiguration
@@ -139,6 +144,7 @@ func TestManifests(t *testing.T) {
 			names := map[string]bool{}
 			for _, h := range w.Webhooks {
 				names[h.Name] = true
+				conditions[h.Name] = h.MatchConditions
 				switch h.Name {
 				case "validate.usher.io":
 					checkWebhook(t, h.Name, h.FailurePolicy, h.SideEffects, h.TimeoutSeconds, h.NamespaceSelector.String(), h.Rules, "/validate", h.ClientConfig, "", admissionregistrationv1.Create, admissionregistrationv1.Update)
@@ -175,6 +181,7 @@ func TestManifests(t *testing.T) {
 		}
 	}
 	checkRBAC(t, roles, bindings)
+	checkNamespaceConditions(t, nsCondition, conditions)
 	if deployment != nil && pdb != nil {
 		checkSmallCluster(t, deployment, pdb, quotas)
 	}
@@ -359,19 +366,61 @@ func checkWebhook(t *testing.T, name string, fp *admissionregistrationv1.Failure
 // workloadResources are the resources of the kinds usher admits.
 var workloadResources = []string{"pods", "replicationcontrollers", "deployments", "replicasets", "daemonsets", "statefulsets", "jobs", "cronjobs"}
 
+// checkNamespaceConditions: every webhook carries the usher-namespaces
+// matchCondition generated from the shipped ConfigMap's bypassNamespaces
+// and processNamespaces, so that the API server never calls usher for a
+// request the settings bypass, and it bypasses kube-system and usher's own
+// namespace.
+func checkNamespaceConditions(t *testing.T, want string, byWebhook map[string][]admissionregistrationv1.MatchCondition) {
+	t.Helper()
+	if want == "" {
+		t.Fatal("no ConfigMap in deploy/")
+	}
+	for _, ns := range []string{"kube-system", "usher-system"} {
+		if !strings.Contains(want, `"^`+ns+`$"`) {
+			t.Errorf("the shipped ConfigMap's bypassNamespaces do not name %s: %s", ns, want)
+		}
+	}
+	if len(byWebhook) < 4 {
+		t.Errorf("webhooks %d, want the four of deploy/webhooks.yaml", len(byWebhook))
+	}
+	for name, mcs := range byWebhook {
+		var got []string
+		for _, mc := range mcs {
+			if mc.Name == admission.NamespaceConditionName {
+				got = append(got, mc.Expression)
+			}
+		}
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("%s: matchCondition %s is %q, want exactly one, generated from configmap.yaml:\n    expression: '%s'", name, admission.NamespaceConditionName, got, want)
+		}
+	}
+}
+
+// matchCondition returns the matchCondition called name.
+func matchCondition(mcs []admissionregistrationv1.MatchCondition, name string) (admissionregistrationv1.MatchCondition, bool) {
+	for _, mc := range mcs {
+		if mc.Name == name {
+			return mc, true
+		}
+	}
+	return admissionregistrationv1.MatchCondition{}, false
+}
+
 // checkStatusMatchConditions: the status webhook is asked only when the
 // metadata usher guards changes, and the condition compares each of
 // annotations, labels and ownerReferences.
 func checkStatusMatchConditions(t *testing.T, name string, mcs []admissionregistrationv1.MatchCondition) {
 	t.Helper()
-	if len(mcs) != 1 {
-		t.Errorf("%s: matchConditions %+v, want one", name, mcs)
+	mc, ok := matchCondition(mcs, "metadata-changed")
+	if !ok || len(mcs) != 2 {
+		t.Errorf("%s: matchConditions %+v, want metadata-changed and %s", name, mcs, admission.NamespaceConditionName)
 		return
 	}
 	for _, f := range []string{"annotations", "labels", "ownerReferences"} {
 		for _, side := range []string{"object", "oldObject"} {
-			if e := side + ".metadata." + f; !strings.Contains(mcs[0].Expression, e) {
-				t.Errorf("%s: matchCondition %q does not compare %s", name, mcs[0].Expression, e)
+			if e := side + ".metadata." + f; !strings.Contains(mc.Expression, e) {
+				t.Errorf("%s: matchCondition %q does not compare %s", name, mc.Expression, e)
 			}
 		}
 	}
@@ -451,8 +500,8 @@ func checkBindingWebhook(t *testing.T, h admissionregistrationv1.ValidatingWebho
 	if len(want) != 0 {
 		t.Errorf("%s: not covered: %v", h.Name, want)
 	}
-	if len(h.MatchConditions) != 1 || !strings.Contains(h.MatchConditions[0].Expression, "object.metadata.annotations") ||
-		!strings.Contains(h.MatchConditions[0].Expression, "object.metadata.labels") {
+	if mc, ok := matchCondition(h.MatchConditions, "sets-metadata"); !ok || len(h.MatchConditions) != 2 || !strings.Contains(mc.Expression, "object.metadata.annotations") ||
+		!strings.Contains(mc.Expression, "object.metadata.labels") {
 		t.Errorf("%s: matchConditions %+v", h.Name, h.MatchConditions)
 	}
 }

@@ -56,6 +56,7 @@ func commands() []command {
 		{"test", "run policy tests: expected decisions, placements and admission reviews (*_test.yaml)", runTest},
 		{"diff", "who gains and who loses queue rights between two configurations", runDiff},
 		{"serve", "run the decision API and the Kubernetes admission webhook", runServe},
+		{"webhook", "the matchCondition that keeps the webhook registrations in step with the namespace settings", runWebhook},
 		{"version", "print the version", runVersion},
 	}
 }
