@@ -23,6 +23,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
@@ -504,4 +506,88 @@ func checkBindingWebhook(t *testing.T, h admissionregistrationv1.ValidatingWebho
 		!strings.Contains(mc.Expression, "object.metadata.labels") {
 		t.Errorf("%s: matchConditions %+v", h.Name, h.MatchConditions)
 	}
+}
+
+// TestDocumentedBlastRadius: docs/security.md shows the usher-namespaces
+// condition the shipped ConfigMap generates, and an opt-in
+// namespaceSelector that requires the usher.io/enforce label and still
+// excludes kube-system and usher-system.
+func TestDocumentedBlastRadius(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "docs", "security.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := os.ReadFile("configmap.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj corev1.ConfigMap
+	if err := utilyaml.Unmarshal(cm, &obj); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.FromConfigMap("configmap.yaml", obj.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := admission.NamespaceCondition(c.Admission.Config())
+	var sel *metav1.LabelSelector
+	conds := 0
+	for _, part := range strings.Split(string(data), "```yaml\n")[1:] {
+		block, _, _ := strings.Cut(part, "```")
+		block = dedent(block)
+		switch {
+		case strings.HasPrefix(block, "matchConditions:"):
+			var v struct {
+				MatchConditions []admissionregistrationv1.MatchCondition `json:"matchConditions"`
+			}
+			if err := utilyaml.UnmarshalStrict([]byte(block), &v); err != nil {
+				t.Fatalf("docs/security.md: %v", err)
+			}
+			if len(v.MatchConditions) != 1 || v.MatchConditions[0].Name != admission.NamespaceConditionName || v.MatchConditions[0].Expression != want {
+				t.Errorf("docs/security.md shows %+v, the shipped ConfigMap generates %q", v.MatchConditions, want)
+			}
+			conds++
+		case strings.HasPrefix(block, "namespaceSelector:"):
+			var v struct {
+				NamespaceSelector metav1.LabelSelector `json:"namespaceSelector"`
+			}
+			if err := utilyaml.UnmarshalStrict([]byte(block), &v); err != nil {
+				t.Fatalf("docs/security.md: %v", err)
+			}
+			sel = &v.NamespaceSelector
+		}
+	}
+	if conds == 0 || sel == nil {
+		t.Fatalf("docs/security.md shows %d usher-namespaces conditions and selector %v", conds, sel)
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		labels map[string]string
+		want   bool
+	}{
+		{map[string]string{"kubernetes.io/metadata.name": "team-a", "usher.io/enforce": "true"}, true},
+		{map[string]string{"kubernetes.io/metadata.name": "team-b"}, false},
+		{map[string]string{"kubernetes.io/metadata.name": "kube-system", "usher.io/enforce": "true"}, false},
+		{map[string]string{"kubernetes.io/metadata.name": "usher-system", "usher.io/enforce": "true"}, false},
+	} {
+		if got := s.Matches(labels.Set(tc.labels)); got != tc.want {
+			t.Errorf("opt-in selector %s on %v = %v, want %v", s, tc.labels, got, tc.want)
+		}
+	}
+}
+
+// dedent removes the indentation of the first line from every line.
+func dedent(s string) string {
+	trimmed := strings.TrimLeft(s, " ")
+	indent := len(s) - len(trimmed)
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if len(l) >= indent && strings.TrimSpace(l[:indent]) == "" {
+			lines[i] = l[indent:]
+		}
+	}
+	return strings.Join(lines, "\n")
 }
