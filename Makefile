@@ -1,14 +1,24 @@
 # usher's build and test entry points. `make test` is what CI runs.
 GO ?= go
+# What usher version prints; an image is tagged with VERSION.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+IMAGE ?= ghcr.io/usherhq/usher:$(VERSION)
+STAMP = -X github.com/usherhq/usher/internal/cli.Version=$(VERSION) -X github.com/usherhq/usher/internal/cli.Commit=$(COMMIT)
 
-.PHONY: run test unit e2e vet fmt-check bench build policy-tests
+.PHONY: run test unit e2e vet fmt-check bench build image policy-tests
 
 ## run: usher serve on the embedded default configuration (https://127.0.0.1:8443)
 run:
 	$(GO) run ./cmd/usher serve
 
+## build: bin/usher, with the version and commit stamped
 build:
-	$(GO) build -o bin/usher ./cmd/usher
+	$(GO) build -ldflags "$(STAMP)" -o bin/usher ./cmd/usher
+
+## image: the container image, version and commit stamped (see Dockerfile)
+image:
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .
 
 ## test: everything CI checks: formatting, vet, unit and integration tests
 ## with the race detector (fuzz seed corpora run as plain tests), then the

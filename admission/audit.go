@@ -55,12 +55,17 @@ type Record struct {
 	Trust Trust
 	// DryRun is request.dryRun.
 	DryRun bool
+	// Warned marks a warned denial: the queue check or the kill rule
+	// denied the request and warn mode (enforceQueueACLsMode,
+	// enforceDeleteACLsMode) admitted it with the denial's message as an
+	// admission warning. Reason then carries that message.
+	Warned bool
 }
 
 // AppendAttrs appends the record's attributes to dst, in a fixed order and
 // with fixed keys: webhook, uid, operation, object (the object's kind),
 // namespace, name, user, groups, identity, queue, allowed, patched, code,
-// reason, rule, dryRun. Every string the requester chose is cut to a
+// reason, rule, dryRun, warned. Every string the requester chose is cut to a
 // bounded length (reason texts longer than names) and the groups to a
 // bounded count, with a visible mark ("…[cut N bytes]", "…[cut N more]"),
 // so a request cannot make a record arbitrarily large. This is the one
@@ -84,11 +89,12 @@ func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
 		slog.String("reason", clip.String(r.Reason, clip.Text)),
 		slog.String("rule", r.Rule.String()),
 		slog.Bool("dryRun", r.DryRun),
+		slog.Bool("warned", r.Warned),
 	)
 }
 
 // numAuditAttrs is the number of attributes AppendAttrs appends.
-const numAuditAttrs = 16
+const numAuditAttrs = 17
 
 // SlogAudit returns an audit hook (for WithAudit) that logs every review
 // to l as "admission review" with the attributes of Record.AppendAttrs:
@@ -122,6 +128,10 @@ func (h *Handler) record(hook hookKind, req *admissionv1.AdmissionRequest, dc *d
 		Reason:   dc.reason(),
 		Rule:     dc.rule,
 		Trust:    dc.trust,
+		Warned:   dc.warned,
+	}
+	if dc.warned {
+		r.Reason = "warned: " + dc.warning
 	}
 	if req != nil {
 		r.UID = string(req.UID)

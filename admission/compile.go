@@ -16,10 +16,13 @@ type Compiled struct {
 
 	bypassAuth, trustControllers, enforce bool
 	enforceDelete                         bool
-	modifyACLKey                          string
-	systemUsers, externalUsers            matcher
-	externalGroups                        matcher
-	processNS, bypassNS                   matcher
+	// queueWarn, deleteWarn: enforceQueueACLsMode, enforceDeleteACLsMode
+	// are warn.
+	queueWarn, deleteWarn      bool
+	modifyACLKey               string
+	systemUsers, externalUsers matcher
+	externalGroups             matcher
+	processNS, bypassNS        matcher
 
 	sources   []compiledSource
 	table     []QueueMappingEntry
@@ -137,6 +140,18 @@ func (c Config) Compile() (*Compiled, error) {
 		partition:        c.Partition,
 	}
 	var errs []error
+	mode := func(setting, v string) bool {
+		switch v {
+		case "", ModeDeny:
+			return false
+		case ModeWarn:
+			return true
+		}
+		errs = append(errs, settingErr(setting, -1, "", "%q is not a mode: want %s or %s", v, ModeDeny, ModeWarn))
+		return false
+	}
+	out.queueWarn = mode("admissionController.enforceQueueACLsMode", c.EnforceQueueACLsMode)
+	out.deleteWarn = mode("admissionController.enforceDeleteACLsMode", c.EnforceDeleteACLsMode)
 	compile := func(dst *matcher, setting string, ps Patterns) {
 		res, err := compilePatterns(setting, ps)
 		if err != nil {

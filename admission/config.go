@@ -27,6 +27,8 @@ import (
 //	  queueMapping: {...}
 //	  partition: default
 //	  enforceDeleteACLs: false
+//	  enforceQueueACLsMode: deny   # or warn
+//	  enforceDeleteACLsMode: deny  # or warn
 //	  modifyACLAnnotation: usher.io/modify-acl
 //
 // The zero value is the default configuration: every unset field takes its
@@ -52,6 +54,15 @@ type Config struct {
 	// QueueAuthorizer must allow the effective identity to submit to it.
 	// Default: false.
 	EnforceQueueACLs bool `yaml:"enforceQueueACLs"`
+
+	// EnforceQueueACLsMode says what a queue check that fails does: "deny"
+	// (the default, also when empty) refuses the request; "warn" admits it
+	// with an admission warning carrying the message the denial would
+	// carry, and marks its audit record as a warned denial, so a team can
+	// roll enforcement out and see who would be refused (Kyverno's Audit
+	// mode, Gatekeeper's warn action). Failures to decide and the identity
+	// rules (a forged user.info) are always denied.
+	EnforceQueueACLsMode string `yaml:"enforceQueueACLsMode"`
 
 	// QueueSources lists, in order, the labels and annotations that name a
 	// workload's target queue, and where each scheduler reads them (see
@@ -82,6 +93,11 @@ type Config struct {
 	// The validating webhook must also be registered for DELETE (see
 	// docs/delete.md). Default: false.
 	EnforceDeleteACLs bool `yaml:"enforceDeleteACLs"`
+
+	// EnforceDeleteACLsMode is EnforceQueueACLsMode for the kill rule
+	// (DELETE, evictions and the Bindings and updates that would change
+	// who may delete): "deny" (default) or "warn".
+	EnforceDeleteACLsMode string `yaml:"enforceDeleteACLsMode"`
 
 	// ModifyACLAnnotation is the annotation holding a workload's modify ACL
 	// in YARN syntax ("users groups", e.g. "bob,carol data-eng"), read where
@@ -453,6 +469,8 @@ var ignoredConfigMapKeys = map[string]bool{
 //	admissionController.queueSources                   YAML list, as in the file
 //	admissionController.queueMapping                   YAML mapping, as in the file
 //	admissionController.enforceDeleteACLs              "true" | "false"
+//	admissionController.enforceQueueACLsMode           "deny" | "warn"
+//	admissionController.enforceDeleteACLsMode          "deny" | "warn"
 //	admissionController.modifyACLAnnotation            annotation key
 //
 // Keys outside admissionController.* (queues.yaml, log.*, service.*) belong
@@ -511,6 +529,10 @@ func FromConfigMap(data map[string]string) (Config, error) {
 				errs = append(errs, err)
 			}
 			c.EnforceQueueACLs = b
+		case "admissionController.enforceQueueACLsMode":
+			c.EnforceQueueACLsMode = strings.TrimSpace(v)
+		case "admissionController.enforceDeleteACLsMode":
+			c.EnforceDeleteACLsMode = strings.TrimSpace(v)
 		case "admissionController.partition":
 			c.Partition = strings.TrimSpace(v)
 		case "admissionController.enforceDeleteACLs":

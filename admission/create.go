@@ -88,11 +88,17 @@ func create(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, r
 		// so a workload passes only if its pods will, and pods that carry no
 		// marker are checked against the default queue.
 		q, denied := checkQueues(ctx, st, k, req, ov, nil, id)
-		if denied != nil {
+		switch {
+		case denied == nil:
+			dc.queue = q
+		case c.queueWarn && denied.warnable():
+			// Warn mode: admitted, stamped as it would be, with the
+			// denial's message as a warning.
+			dc.warnOf(denied)
+		default:
 			denied.identity = id.user
 			return *denied
 		}
-		dc.queue = q
 	}
 	return dc
 }

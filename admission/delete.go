@@ -130,7 +130,7 @@ func killRule(ctx context.Context, st *handlerState, k *kindInfo, req *admission
 	}
 	dc := deny(httpStatusForbidden, "usher: user %q may not %s %s %s: %s%s", user, verb, k.kind, objectName(req, o), first, note)
 	dc.identity, dc.queue = owner, recordQueue(ts[0].queue)
-	return dc
+	return deleteMode(c, dc)
 }
 
 // killInputsChanged names what an UPDATE from ov to nv changes among the
@@ -250,7 +250,7 @@ func evict(ctx context.Context, st *handlerState, req *admissionv1.AdmissionRequ
 		"and admins of root may evict; delete the pod instead (its owner, the members of its modify ACL and the admins "+
 		"of its queue may)", user, pod, mastersGroup)
 	dc.queue = "root"
-	return dc
+	return deleteMode(c, dc)
 }
 
 // killsEverything asks the DeleteAuthorizer whether the requester may kill
@@ -339,7 +339,7 @@ func bind(ctx context.Context, st *handlerState, req *admissionv1.AdmissionReque
 	case ok:
 		return allowBecause(RuleBindingByAdmin, reason)
 	}
-	return deny(httpStatusForbidden, "usher: user %q may not set %s on %s through a Binding: with enforceDeleteACLs on, "+
+	return deleteMode(c, deny(httpStatusForbidden, "usher: user %q may not set %s on %s through a Binding: with enforceDeleteACLs on, "+
 		"it decides who may delete the pod, and a Binding does not show whose pod it is, so only trusted controllers, "+
-		"members of %s, cluster admins, application admins and admins of root may set it this way", user, what, pod, mastersGroup)
+		"members of %s, cluster admins, application admins and admins of root may set it this way", user, what, pod, mastersGroup))
 }

@@ -14,6 +14,13 @@
 //     enforceDeleteACLs is on), are allowed unchanged.
 //   - Namespaces matching bypassNamespaces (default ^kube-system$), or not
 //     matching a non-empty processNamespaces, are allowed unchanged.
+//     NamespaceCondition turns the same settings into a webhook
+//     matchCondition (CEL), so that the API server does not call usher for
+//     them at all.
+//   - enforceQueueACLsMode and enforceDeleteACLsMode "warn": what the
+//     queue check or the kill rule refuses (403) is admitted with the
+//     refusal as an admission warning and an audit record marked Warned;
+//     the identity rules and failures to decide deny in every mode.
 //   - CREATE without the yunikorn.apache.org/user.info annotation: /mutate
 //     adds {"user":…,"groups":[…]} from the request's authenticated userInfo,
 //     creating the annotations map (or the template's metadata) when absent.

@@ -38,6 +38,45 @@ type decision struct {
 	identity string
 	queue    string
 	name     string // the object's name when the request has none (collection deletes)
+	// warned: a denial by the queue check or the kill rule that warn mode
+	// admitted; warning carries its message.
+	warned bool
+}
+
+// Modes of enforceQueueACLsMode and enforceDeleteACLsMode.
+const (
+	ModeDeny = "deny"
+	ModeWarn = "warn"
+)
+
+// warnOf records on dc, an allow, that warn mode admitted the denial
+// denied: its message becomes a warning (after any dc already had) and
+// the audit record says warned.
+func (dc *decision) warnOf(denied *decision) {
+	dc.warned = true
+	if dc.warning != "" {
+		dc.warning += "; " + denied.message
+	} else {
+		dc.warning = denied.message
+	}
+	if denied.queue != "" {
+		dc.queue = denied.queue
+	}
+}
+
+// warnable says whether warn mode may admit the denial dc: a refusal
+// (403) by the rule, never a failure to decide (usher fails closed).
+func (dc *decision) warnable() bool { return !dc.allowed && dc.code == httpStatusForbidden }
+
+// deleteMode applies enforceDeleteACLsMode to a kill rule decision.
+func deleteMode(c *Compiled, dc decision) decision {
+	if !c.deleteWarn || !dc.warnable() {
+		return dc
+	}
+	out := allow(RuleWarnedDelete)
+	out.identity, out.name = dc.identity, dc.name
+	out.warnOf(&dc)
+	return out
 }
 
 // allow lets a review through by rule.

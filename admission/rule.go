@@ -55,6 +55,10 @@ const (
 	// RuleBindingByAdmin: a Binding setting what decides deletion, by
 	// someone who may kill every application.
 	RuleBindingByAdmin
+	// RuleWarnedDelete: the kill rule denied a DELETE, eviction or Binding
+	// and enforceDeleteACLsMode is warn: admitted with the denial's message
+	// as a warning.
+	RuleWarnedDelete
 
 	numRules
 )
@@ -79,6 +83,7 @@ var ruleText = [numRules]string{
 	RuleEvictionByAdmin:      "eviction by an admin of every queue",
 	RuleBindingPlain:         "binding sets nothing usher guards",
 	RuleBindingByAdmin:       "binding by an admin of every queue",
+	RuleWarnedDelete:         "warn mode: the kill rule would deny it",
 }
 
 // String is the rule's reason as the audit record shows it.

@@ -62,11 +62,15 @@ func update(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1
 	dc.identity = id.user
 	if c.enforce {
 		q, denied := checkQueues(ctx, st, k, req, nv, ov, id)
-		if denied != nil {
+		switch {
+		case denied == nil:
+			dc.queue = q
+		case c.queueWarn && denied.warnable():
+			dc.warnOf(denied)
+		default:
 			denied.identity = id.user
 			return *denied
 		}
-		dc.queue = q
 	}
 	return dc
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -22,8 +23,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/server"
 )
@@ -75,6 +80,11 @@ func TestManifests(t *testing.T) {
 	seen := map[string]bool{}
 	roles := map[string]rbacv1.ClusterRole{}
 	var bindings []rbacv1.ClusterRoleBinding
+	var deployment *appsv1.Deployment
+	var pdb *policyv1.PodDisruptionBudget
+	var quotas []corev1.ResourceQuota
+	var nsCondition string
+	conditions := map[string][]admissionregistrationv1.MatchCondition{}
 	for _, m := range load(t) {
 		seen[m.kind] = true
 		switch m.kind {
@@ -115,23 +125,31 @@ func TestManifests(t *testing.T) {
 			if len(c.Warnings) != 0 {
 				t.Errorf("the shipped ConfigMap has warnings: %v", c.Warnings)
 			}
+			nsCondition = admission.NamespaceCondition(c.Admission.Config())
 		case "Service":
 			strict(t, m, &corev1.Service{})
 		case "Deployment":
 			var d appsv1.Deployment
 			strict(t, m, &d)
 			checkDeployment(t, &d)
+			deployment = &d
 		case "PodDisruptionBudget":
 			var p policyv1.PodDisruptionBudget
 			strict(t, m, &p)
 			if p.Spec.MinAvailable == nil || p.Spec.MinAvailable.IntValue() < 1 {
 				t.Error("the PDB must keep a replica")
 			}
+			pdb = &p
+		case "ResourceQuota":
+			var q corev1.ResourceQuota
+			strict(t, m, &q)
+			quotas = append(quotas, q)
 		case "MutatingWebhookConfiguration":
 			var w admissionregistrationv1.MutatingWebhookConfiguration
 			strict(t, m, &w)
 			for _, h := range w.Webhooks {
 				checkWebhook(t, h.Name, h.FailurePolicy, h.SideEffects, h.TimeoutSeconds, h.NamespaceSelector.String(), h.Rules, "/mutate", h.ClientConfig, "", admissionregistrationv1.Create)
+				conditions[h.Name] = h.MatchConditions
 			}
 		case "ValidatingWebhookConfiguration":
 			var w admissionregistrationv1.ValidatingWebhookConfiguration
@@ -139,6 +157,7 @@ func TestManifests(t *testing.T) {
 			names := map[string]bool{}
 			for _, h := range w.Webhooks {
 				names[h.Name] = true
+				conditions[h.Name] = h.MatchConditions
 				switch h.Name {
 				case "validate.usher.io":
 					checkWebhook(t, h.Name, h.FailurePolicy, h.SideEffects, h.TimeoutSeconds, h.NamespaceSelector.String(), h.Rules, "/validate", h.ClientConfig, "", admissionregistrationv1.Create, admissionregistrationv1.Update)
@@ -177,6 +196,10 @@ func TestManifests(t *testing.T) {
 		}
 	}
 	checkRBAC(t, roles, bindings)
+	checkNamespaceConditions(t, nsCondition, conditions)
+	if deployment != nil && pdb != nil {
+		checkSmallCluster(t, deployment, pdb, quotas)
+	}
 	for _, k := range []string{"Deployment", "PodDisruptionBudget", "Service", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ServiceAccount", "Certificate", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
 		if !seen[k] {
 			t.Errorf("no %s in deploy/", k)
@@ -209,8 +232,76 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 	if strings.Contains(args, "none") {
 		t.Errorf("args %q switch access authentication off", args)
 	}
+	if img := c.Image; !imageTag.MatchString(img) {
+		t.Errorf("image %q: want a version tag (vX.Y.Z), not latest or none", img)
+	}
 	if pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken || pod.ServiceAccountName != "usher" {
 		t.Error("the pod must run as service account usher with its token mounted")
+	}
+}
+
+// imageTag is a versioned image reference: a release tag, never latest.
+var imageTag = regexp.MustCompile(`^[a-z0-9.-]+(/[a-z0-9._-]+)+:v[0-9]+\.[0-9]+\.[0-9]+$`)
+
+// checkSmallCluster: the Deployment rolls out on a one-node cluster and
+// through the PodDisruptionBudget. No required anti-affinity (on one node
+// the second replica would never schedule); a rollout that needs no room
+// for an extra pod (maxSurge 0) yet keeps a replica answering
+// (maxUnavailable below the replicas); a PDB that lets a drain evict one
+// replica at a time; and a system-* priority class only with the
+// ResourceQuota scoped to it that some managed clusters require.
+func checkSmallCluster(t *testing.T, d *appsv1.Deployment, pdb *policyv1.PodDisruptionBudget, quotas []corev1.ResourceQuota) {
+	t.Helper()
+	pod := d.Spec.Template.Spec
+	if a := pod.Affinity; a != nil {
+		if a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 0 {
+			t.Error("required pod anti-affinity: the second replica never schedules on a one-node cluster; prefer it")
+		}
+		if a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+			t.Error("required node affinity: a small cluster may have no such node")
+		}
+	}
+	for _, c := range pod.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable != corev1.ScheduleAnyway {
+			t.Errorf("topology spread on %s is %s: on one node or zone it blocks the second replica", c.TopologyKey, c.WhenUnsatisfiable)
+		}
+	}
+	replicas := int(*d.Spec.Replicas)
+	ru := d.Spec.Strategy.RollingUpdate
+	if d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType || ru == nil || ru.MaxSurge == nil || ru.MaxUnavailable == nil {
+		t.Fatal("the strategy must be a RollingUpdate with maxSurge and maxUnavailable set")
+	}
+	surge, _ := intstr.GetScaledValueFromIntOrPercent(ru.MaxSurge, replicas, true)
+	unavailable, _ := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, replicas, false)
+	if surge != 0 {
+		t.Errorf("maxSurge %s: a full one-node cluster has no room for a surge pod; use maxSurge 0", ru.MaxSurge.String())
+	}
+	if unavailable < 1 || replicas-unavailable < 1 {
+		t.Errorf("maxUnavailable %s of %d replicas: the rollout must be able to start and keep a replica answering", ru.MaxUnavailable.String(), replicas)
+	}
+	if pdb.Spec.Selector == nil || pdb.Spec.Selector.MatchLabels["app.kubernetes.io/name"] != d.Spec.Template.Labels["app.kubernetes.io/name"] {
+		t.Error("the PDB does not select usher's pods")
+	}
+	if min := pdb.Spec.MinAvailable.IntValue(); min >= replicas {
+		t.Errorf("PDB minAvailable %d of %d replicas: no drain can ever evict one", min, replicas)
+	}
+	if pc := pod.PriorityClassName; strings.HasPrefix(pc, "system-") {
+		found := false
+		for _, q := range quotas {
+			if q.Namespace != d.Namespace || q.Spec.ScopeSelector == nil {
+				continue
+			}
+			for _, e := range q.Spec.ScopeSelector.MatchExpressions {
+				if e.ScopeName == corev1.ResourceQuotaScopePriorityClass && e.Operator == corev1.ScopeSelectorOpIn && slices.Contains(e.Values, pc) {
+					if n, ok := q.Spec.Hard[corev1.ResourcePods]; ok && int(n.Value()) >= replicas+surge {
+						found = true
+					}
+				}
+			}
+		}
+		if !found {
+			t.Errorf("priorityClassName %s without a ResourceQuota in %s scoped to it (room for %d pods): some managed clusters refuse the pods", pc, d.Namespace, replicas+surge)
+		}
 	}
 }
 
@@ -290,19 +381,66 @@ func checkWebhook(t *testing.T, name string, fp *admissionregistrationv1.Failure
 // workloadResources are the resources of the kinds usher admits.
 var workloadResources = []string{"pods", "replicationcontrollers", "deployments", "replicasets", "daemonsets", "statefulsets", "jobs", "cronjobs"}
 
+// checkNamespaceConditions: every webhook carries the usher-namespaces
+// matchCondition generated from the shipped ConfigMap's bypassNamespaces
+// and processNamespaces, so that the API server never calls usher for a
+// request the settings bypass, and it bypasses kube-system and usher's own
+// namespace.
+func checkNamespaceConditions(t *testing.T, want string, byWebhook map[string][]admissionregistrationv1.MatchCondition) {
+	t.Helper()
+	if want == "" {
+		t.Fatal("no ConfigMap in deploy/")
+	}
+	for _, ns := range []string{"kube-system", "usher-system"} {
+		if !strings.Contains(want, `"^`+ns+`$"`) {
+			t.Errorf("the shipped ConfigMap's bypassNamespaces do not name %s: %s", ns, want)
+		}
+	}
+	if len(byWebhook) < 5 {
+		t.Errorf("webhooks %d, want the five of deploy/webhooks.yaml", len(byWebhook))
+	}
+	for name, mcs := range byWebhook {
+		if name == "validate-config.usher.io" {
+			// usher's own ConfigMap lives in usher-system, which the
+			// condition excludes; checkConfigWebhook checks its scope.
+			continue
+		}
+		var got []string
+		for _, mc := range mcs {
+			if mc.Name == admission.NamespaceConditionName {
+				got = append(got, mc.Expression)
+			}
+		}
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("%s: matchCondition %s is %q, want exactly one, generated from configmap.yaml:\n    expression: '%s'", name, admission.NamespaceConditionName, got, want)
+		}
+	}
+}
+
+// matchCondition returns the matchCondition called name.
+func matchCondition(mcs []admissionregistrationv1.MatchCondition, name string) (admissionregistrationv1.MatchCondition, bool) {
+	for _, mc := range mcs {
+		if mc.Name == name {
+			return mc, true
+		}
+	}
+	return admissionregistrationv1.MatchCondition{}, false
+}
+
 // checkStatusMatchConditions: the status webhook is asked only when the
 // metadata usher guards changes, and the condition compares each of
 // annotations, labels and ownerReferences.
 func checkStatusMatchConditions(t *testing.T, name string, mcs []admissionregistrationv1.MatchCondition) {
 	t.Helper()
-	if len(mcs) != 1 {
-		t.Errorf("%s: matchConditions %+v, want one", name, mcs)
+	mc, ok := matchCondition(mcs, "metadata-changed")
+	if !ok || len(mcs) != 2 {
+		t.Errorf("%s: matchConditions %+v, want metadata-changed and %s", name, mcs, admission.NamespaceConditionName)
 		return
 	}
 	for _, f := range []string{"annotations", "labels", "ownerReferences"} {
 		for _, side := range []string{"object", "oldObject"} {
-			if e := side + ".metadata." + f; !strings.Contains(mcs[0].Expression, e) {
-				t.Errorf("%s: matchCondition %q does not compare %s", name, mcs[0].Expression, e)
+			if e := side + ".metadata." + f; !strings.Contains(mc.Expression, e) {
+				t.Errorf("%s: matchCondition %q does not compare %s", name, mc.Expression, e)
 			}
 		}
 	}
@@ -382,8 +520,8 @@ func checkBindingWebhook(t *testing.T, h admissionregistrationv1.ValidatingWebho
 	if len(want) != 0 {
 		t.Errorf("%s: not covered: %v", h.Name, want)
 	}
-	if len(h.MatchConditions) != 1 || !strings.Contains(h.MatchConditions[0].Expression, "object.metadata.annotations") ||
-		!strings.Contains(h.MatchConditions[0].Expression, "object.metadata.labels") {
+	if mc, ok := matchCondition(h.MatchConditions, "sets-metadata"); !ok || len(h.MatchConditions) != 2 || !strings.Contains(mc.Expression, "object.metadata.annotations") ||
+		!strings.Contains(mc.Expression, "object.metadata.labels") {
 		t.Errorf("%s: matchConditions %+v", h.Name, h.MatchConditions)
 	}
 }
@@ -425,4 +563,88 @@ func checkConfigWebhook(t *testing.T, h admissionregistrationv1.ValidatingWebhoo
 		!reflect.DeepEqual(h.Rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}) {
 		t.Errorf("%s: rules %+v: want CREATE and UPDATE of configmaps", h.Name, h.Rules)
 	}
+}
+
+// TestDocumentedBlastRadius: docs/security.md shows the usher-namespaces
+// condition the shipped ConfigMap generates, and an opt-in
+// namespaceSelector that requires the usher.io/enforce label and still
+// excludes kube-system and usher-system.
+func TestDocumentedBlastRadius(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "docs", "security.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := os.ReadFile("configmap.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj corev1.ConfigMap
+	if err := utilyaml.Unmarshal(cm, &obj); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.FromConfigMap("configmap.yaml", obj.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := admission.NamespaceCondition(c.Admission.Config())
+	var sel *metav1.LabelSelector
+	conds := 0
+	for _, part := range strings.Split(string(data), "```yaml\n")[1:] {
+		block, _, _ := strings.Cut(part, "```")
+		block = dedent(block)
+		switch {
+		case strings.HasPrefix(block, "matchConditions:"):
+			var v struct {
+				MatchConditions []admissionregistrationv1.MatchCondition `json:"matchConditions"`
+			}
+			if err := utilyaml.UnmarshalStrict([]byte(block), &v); err != nil {
+				t.Fatalf("docs/security.md: %v", err)
+			}
+			if len(v.MatchConditions) != 1 || v.MatchConditions[0].Name != admission.NamespaceConditionName || v.MatchConditions[0].Expression != want {
+				t.Errorf("docs/security.md shows %+v, the shipped ConfigMap generates %q", v.MatchConditions, want)
+			}
+			conds++
+		case strings.HasPrefix(block, "namespaceSelector:"):
+			var v struct {
+				NamespaceSelector metav1.LabelSelector `json:"namespaceSelector"`
+			}
+			if err := utilyaml.UnmarshalStrict([]byte(block), &v); err != nil {
+				t.Fatalf("docs/security.md: %v", err)
+			}
+			sel = &v.NamespaceSelector
+		}
+	}
+	if conds == 0 || sel == nil {
+		t.Fatalf("docs/security.md shows %d usher-namespaces conditions and selector %v", conds, sel)
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		labels map[string]string
+		want   bool
+	}{
+		{map[string]string{"kubernetes.io/metadata.name": "team-a", "usher.io/enforce": "true"}, true},
+		{map[string]string{"kubernetes.io/metadata.name": "team-b"}, false},
+		{map[string]string{"kubernetes.io/metadata.name": "kube-system", "usher.io/enforce": "true"}, false},
+		{map[string]string{"kubernetes.io/metadata.name": "usher-system", "usher.io/enforce": "true"}, false},
+	} {
+		if got := s.Matches(labels.Set(tc.labels)); got != tc.want {
+			t.Errorf("opt-in selector %s on %v = %v, want %v", s, tc.labels, got, tc.want)
+		}
+	}
+}
+
+// dedent removes the indentation of the first line from every line.
+func dedent(s string) string {
+	trimmed := strings.TrimLeft(s, " ")
+	indent := len(s) - len(trimmed)
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if len(l) >= indent && strings.TrimSpace(l[:indent]) == "" {
+			lines[i] = l[indent:]
+		}
+	}
+	return strings.Join(lines, "\n")
 }

@@ -1472,7 +1472,7 @@ func TestDeployManifestsServerDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(root, "deploy")
-	manifests := []string{"namespace.yaml", "rbac.yaml", "configmap.yaml", "deployment.yaml", "pdb.yaml", "service.yaml", "webhooks.yaml"}
+	manifests := []string{"namespace.yaml", "rbac.yaml", "configmap.yaml", "deployment.yaml", "pdb.yaml", "resourcequota.yaml", "service.yaml", "webhooks.yaml"}
 	skipped := map[string]string{
 		"cert-manager.yaml":  "needs cert-manager's CRDs, which this cluster does not have",
 		"kustomization.yaml": "kustomize's list of the manifests, not a manifest",

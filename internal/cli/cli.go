@@ -57,12 +57,10 @@ func commands() []command {
 		{"test", "run policy tests: expected decisions, placements and admission reviews (*_test.yaml)", runTest},
 		{"diff", "who gains and who loses queue rights between two configurations", runDiff},
 		{"serve", "run the decision API and the Kubernetes admission webhook", runServe},
+		{"webhook", "the matchCondition that keeps the webhook registrations in step with the namespace settings", runWebhook},
 		{"version", "print the version", runVersion},
 	}
 }
-
-// Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
-var Version = "dev"
 
 // Run runs the usher command with args (without the program name) and
 // returns the exit code.
@@ -77,6 +75,9 @@ func Run(ctx context.Context, env *Env, args []string) int {
 	}
 	if env.Getenv == nil {
 		env.Getenv = os.Getenv
+	}
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		return runVersion(ctx, env, args[1:])
 	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		if len(args) > 1 {
@@ -459,9 +460,4 @@ func printACLTrail(w io.Writer, action policy.Action, queue string, steps []poli
 		}
 		fmt.Fprintf(w, "  %-*s  %-9s  %-24s  %s\n", width, where, aclName, rule, verdict)
 	}
-}
-
-func runVersion(_ context.Context, env *Env, _ []string) int {
-	fmt.Fprintf(env.Stdout, "usher %s\n", Version)
-	return ExitOK
 }

@@ -1,0 +1,37 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/usherhq/usher/admission"
+)
+
+const webhookHelp = `Print the matchCondition that keeps usher's webhook registrations in step
+with a configuration's namespace settings (bypassNamespaces,
+processNamespaces, with the ADMISSION_CONTROLLER_* overrides): paste it
+into every webhook of deploy/webhooks.yaml, replacing the one named
+usher-namespaces. The API server then never calls usher for a request in a
+namespace usher leaves alone, so usher's outage cannot block it
+(docs/security.md, "Blast radius").`
+
+func runWebhook(_ context.Context, env *Env, args []string) int {
+	fs := newFlagSet(env, "webhook", "usher webhook --config FILE", webhookHelp)
+	path := fs.String("config", "", configFlagHelp)
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	cfg, err := loadConfig(env, *path)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "usher: invalid configuration:\n%v\n", err)
+		return ExitUsage
+	}
+	var settings admission.Config
+	if cfg.Admission != nil {
+		settings = cfg.Admission.Config()
+	}
+	expr := admission.NamespaceCondition(settings)
+	fmt.Fprintf(env.Stdout, "matchConditions:\n  - name: %s\n    expression: '%s'\n", admission.NamespaceConditionName, strings.ReplaceAll(expr, "'", "''"))
+	return ExitOK
+}
