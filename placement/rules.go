@@ -29,7 +29,9 @@ package placement
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -322,4 +324,22 @@ func (c *compiler) compile(s *Spec, depth int) *rule {
 		}
 	}
 	return r
+}
+
+// Names returns the user and group names the rules' filters list by name
+// (not those a regular expression matches), parent rules included,
+// sorted and without repeats.
+func (rs *Rules) Names() (users, groups []string) {
+	us, gs := map[string]bool{}, map[string]bool{}
+	for _, r := range rs.rules {
+		for ; r != nil; r = r.parent {
+			for u := range r.filter.users {
+				us[u] = true
+			}
+			for g := range r.filter.groups {
+				gs[g] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(us)), slices.Sorted(maps.Keys(gs))
 }

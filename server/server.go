@@ -440,7 +440,7 @@ func (s *Server) Reload() (bool, error) {
 		return false, nil
 	}
 	var cfg *config.Config
-	old := s.engine.Current().Snapshot()
+	old := s.engine.Current().Config()
 	if err == nil {
 		s.lastSum = sum
 		if cfg, err = s.load(); err == nil {
@@ -460,9 +460,10 @@ func (s *Server) Reload() (bool, error) {
 	s.status.Store(&reloadStatus{loadedAt: time.Now()})
 	// Who gained and who lost rights, on this goroutine: the new
 	// generation already serves (about 50 ms at 10,000 queues).
-	change := impact.Summarize(old, cfg.Snapshot, 5)
+	change := impact.Summarize(old, cfg, 5)
 	s.metrics.accessChanges.WithLabelValues("gained").Add(float64(change.Gained))
 	s.metrics.accessChanges.WithLabelValues("lost").Add(float64(change.Lost))
+	s.metrics.accessChanges.WithLabelValues("placement").Add(float64(change.Placements))
 	s.log.Info("configuration reloaded", "config", s.opts.ConfigPath, "access", change)
 	s.logWarnings(cfg)
 	return true, nil

@@ -63,7 +63,9 @@ Example:
 
 func runDiff(_ context.Context, env *Env, args []string) int {
 	var subjectsFile, output string
-	fs := newFlagSet(env, "diff", "usher diff OLD NEW [--subjects FILE] [-o text|json]", diffHelp)
+	tags := tagFlags{}
+	fs := newFlagSet(env, "diff", "usher diff OLD NEW [--subjects FILE] [--tag K=V]... [-o text|json]", diffHelp)
+	fs.Var(tags, "tag", "application tag `NAME=VALUE` of every request placed (for tag rules), repeatable")
 	fs.StringVar(&subjectsFile, "subjects", "", "`FILE` of users with their groups to compare too, one a line: USER [GROUP,GROUP…]")
 	fs.StringVar(&output, "o", "text", "output `FORMAT`: text or json")
 	fs.StringVar(&output, "output", "text", "output `FORMAT`: text or json (same as -o)")
@@ -79,7 +81,7 @@ func runDiff(_ context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "usher diff: -o %q: want text or json\n", output)
 		return ExitUsage
 	}
-	var opts impact.Options
+	opts := impact.Options{Tags: tags}
 	if subjectsFile != "" {
 		f, err := os.Open(subjectsFile)
 		if err != nil {
@@ -107,7 +109,7 @@ func runDiff(_ context.Context, env *Env, args []string) int {
 			return ExitUsage
 		}
 	}
-	res := impact.Diff(cfgs[0].Snapshot, cfgs[1].Snapshot, opts)
+	res := impact.DiffConfigs(cfgs[0], cfgs[1], opts)
 	res.Old, res.New = files[0], files[1]
 	var err error
 	if output == "json" {
