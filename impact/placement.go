@@ -103,58 +103,52 @@ const memberName = "usher-diff-member"
 // keys whose placement differs. It costs keys × rules: the rules look up
 // queues by name, never walk the tree.
 func diffPlacement(po, pn *policy.CompiledPartition, ro, rn *placement.Rules, keys []keyInfo, tags map[string]string) []PlacementChange {
-	// Users named only by a filter are compared too.
-	named := map[string]bool{}
-	for _, k := range keys {
-		if k.kind == User || k.kind == Group {
-			named[string(k.kind)+" "+k.name] = true
-		}
+	if po == pn && ro == rn {
+		return nil // the same partition and rules place everyone alike
 	}
-	for _, rs := range []*placement.Rules{ro, rn} {
-		us, gs := rs.Names()
-		for _, u := range us {
-			if !named["user "+u] {
-				named["user "+u] = true
-				keys = append(keys, keyInfo{kind: User, name: u})
-			}
-		}
-		for _, g := range gs {
-			if !named["group "+g] {
-				named["group "+g] = true
-				keys = append(keys, keyInfo{kind: Group, name: g})
-			}
-		}
-	}
+	// Users and groups named only by a filter are compared too.
+	keys = withFilterNames(keys, ro, rn)
 	out := []PlacementChange{}
 	memberPart := "." + memberName
-	place := func(rs *placement.Rules, cp *policy.CompiledPartition, sub *acl.Subject) Placement {
-		r := rs.Place(cp, placement.Request{Subject: sub, Tags: tags})
+	// Only a change is rendered: the reasons cost allocations.
+	render := func(rs *placement.Rules, r placement.Result) Placement {
 		p := Placement{Placed: r.Placed, Queue: r.Queue, Create: r.Create, Rule: rs.Describe(r.Rule), Reason: r.Reason()}
-		if strings.Contains(p.Queue, memberPart) {
-			p.Queue = strings.ReplaceAll(p.Queue, memberPart, ".<user>")
-			p.Reason = strings.ReplaceAll(p.Reason, memberPart, ".<user>")
-		}
+		p.Queue = strings.ReplaceAll(p.Queue, memberPart, ".<user>")
+		p.Reason = strings.ReplaceAll(p.Reason, memberPart, ".<user>")
 		return p
 	}
+	// Subjects of named users, without groups, made at once: there may be
+	// tens of thousands.
+	var names []string
+	for _, k := range keys {
+		if k.kind == User {
+			names = append(names, k.name)
+		}
+	}
+	users := acl.UserSubjects(names)
 	for _, k := range keys {
 		var sub *acl.Subject
-		c := PlacementChange{Kind: k.kind, Name: k.name}
 		switch k.kind {
 		case Everyone:
 			// Anyone no ACL or filter names, with no groups.
 			sub = acl.NewSubject(memberName, nil)
 		case User:
-			sub = acl.NewSubject(k.name, nil)
+			sub, users = &users[0], users[1:]
 		case Group:
 			sub = acl.NewSubject(memberName, []string{k.name})
 		case GivenSubject:
 			sub = acl.NewSubject(k.given.User, k.given.Groups)
+		}
+		req := placement.Request{Subject: sub, Tags: tags}
+		a, b := ro.Place(po, req), rn.Place(pn, req)
+		if a.Placed == b.Placed && a.Queue == b.Queue {
+			continue
+		}
+		c := PlacementChange{Kind: k.kind, Name: k.name, Old: render(ro, a), New: render(rn, b)}
+		if k.given != nil {
 			c.Groups = k.given.Groups
 		}
-		c.Old, c.New = place(ro, po, sub), place(rn, pn, sub)
-		if c.Old.Placed != c.New.Placed || c.Old.Queue != c.New.Queue {
-			out = append(out, c)
-		}
+		out = append(out, c)
 	}
 	slices.SortStableFunc(out, func(a, b PlacementChange) int {
 		if c := cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)); c != 0 {
@@ -166,4 +160,41 @@ func diffPlacement(po, pn *policy.CompiledPartition, ro, rn *placement.Rules, ke
 		return cmp.Compare(a.Name, b.Name)
 	})
 	return out
+}
+
+// withFilterNames appends to keys the users and groups that the rules'
+// filters name and no key does.
+func withFilterNames(keys []keyInfo, rules ...*placement.Rules) []keyInfo {
+	var fu, fg []string
+	for _, rs := range rules {
+		us, gs := rs.Names()
+		fu, fg = append(fu, us...), append(fg, gs...)
+	}
+	if len(fu)+len(fg) == 0 {
+		return keys
+	}
+	// The filters name few: look the keys up in them, not the other way.
+	missing := map[Kind]map[string]bool{User: {}, Group: {}}
+	for _, u := range fu {
+		missing[User][u] = true
+	}
+	for _, g := range fg {
+		missing[Group][g] = true
+	}
+	for _, k := range keys {
+		if m := missing[k.kind]; m != nil && len(m) > 0 {
+			delete(m, k.name)
+		}
+	}
+	add := func(kind Kind, names []string) {
+		for _, n := range names {
+			if missing[kind][n] {
+				delete(missing[kind], n)
+				keys = append(keys, keyInfo{kind: kind, name: n})
+			}
+		}
+	}
+	add(User, fu)
+	add(Group, fg)
+	return keys
 }
