@@ -154,6 +154,8 @@ type Result struct {
 	Lost   int `json:"lost"`
 	// Placements counts the placement changes reported.
 	Placements int `json:"placements"`
+	// Tags are the tags every placed request had (Options.Tags).
+	Tags map[string]string `json:"tags,omitempty"`
 }
 
 // Changed reports whether any right or placement changes.
@@ -176,7 +178,7 @@ type Options struct {
 // Diff compares the old and the new policy. Either may be nil, meaning a
 // policy with no partitions.
 func Diff(old, new *policy.Snapshot, opts Options) *Result {
-	res := &Result{Partitions: []PartitionDiff{}}
+	res := &Result{Partitions: []PartitionDiff{}, Tags: opts.Tags}
 	names := []string{}
 	seen := map[string]bool{}
 	for _, s := range []*policy.Snapshot{old, new} {

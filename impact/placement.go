@@ -111,10 +111,11 @@ func diffPlacement(po, pn *policy.CompiledPartition, ro, rn *placement.Rules, ke
 	out := []PlacementChange{}
 	memberPart := "." + memberName
 	// Only a change is rendered: the reasons cost allocations.
-	render := func(rs *placement.Rules, r placement.Result) Placement {
+	// who names the stand-in user in reasons.
+	render := func(rs *placement.Rules, r placement.Result, who string) Placement {
 		p := Placement{Placed: r.Placed, Queue: r.Queue, Create: r.Create, Rule: rs.Describe(r.Rule), Reason: r.Reason()}
 		p.Queue = strings.ReplaceAll(p.Queue, memberPart, ".<user>")
-		p.Reason = strings.ReplaceAll(p.Reason, memberPart, ".<user>")
+		p.Reason = strings.ReplaceAll(strings.ReplaceAll(p.Reason, memberPart, ".<user>"), memberName, who)
 		return p
 	}
 	// Subjects of named users, without groups, made at once: there may be
@@ -144,7 +145,11 @@ func diffPlacement(po, pn *policy.CompiledPartition, ro, rn *placement.Rules, ke
 		if a.Placed == b.Placed && a.Queue == b.Queue {
 			continue
 		}
-		c := PlacementChange{Kind: k.kind, Name: k.name, Old: render(ro, a), New: render(rn, b)}
+		who := "a member of " + k.name
+		if k.kind == Everyone {
+			who = "a user no ACL names"
+		}
+		c := PlacementChange{Kind: k.kind, Name: k.name, Old: render(ro, a, who), New: render(rn, b, who)}
 		if k.given != nil {
 			c.Groups = k.given.Groups
 		}

@@ -3,6 +3,8 @@ package impact
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -46,7 +48,7 @@ func WriteText(w io.Writer, r *Result) error {
 			}
 		}
 		if len(p.Placement) > 0 {
-			b.WriteString("  placement of a request that names no queue\n")
+			b.WriteString("  placement of a request that names no queue" + tagList(r.Tags) + "\n")
 		}
 		for _, c := range p.Placement {
 			fmt.Fprintf(&b, "-   %-6s  %-*s  %s\n", "queue", width, c.Subject(), c.Old)
@@ -67,6 +69,18 @@ func WriteText(w io.Writer, r *Result) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// tagList renders tags as ", with tags k=v,k=v" in key order, "" for none.
+func tagList(tags map[string]string) string {
+	if len(tags) == 0 {
+		return ""
+	}
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		kv = append(kv, k+"="+tags[k])
+	}
+	return ", with tags " + strings.Join(kv, ",")
 }
 
 func status(s Status, what string) string {

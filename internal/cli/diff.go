@@ -115,6 +115,7 @@ func runDiff(_ context.Context, env *Env, args []string) int {
 	if output == "json" {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // queue paths such as root.users.<user>
 		err = enc.Encode(res)
 	} else {
 		err = impact.WriteText(env.Stdout, res)
