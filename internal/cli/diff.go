@@ -34,8 +34,15 @@ groups and "*" together, list them in a --subjects file, one a line:
   alice   dev,ops
   system:serviceaccount:spark:driver
 
-Exit status: 0 when no right changes, 1 when some do, 2 on bad usage or an
-invalid configuration (the reason is on stderr).
+Placement: for every partition in both files, a request that names no
+queue (with the --tag tags, if any) is placed by the old and by the new
+placement rules, for everyone, every named user (no groups), a member of
+every named group, and each --subjects line; those who land in another
+queue, or are placed by one and rejected by the other, are listed in a
+"placement" block: - the old queue, + the new one (or "rejected").
+
+Exit status: 0 when no right and no placement changes, 1 when some do, 2
+on bad usage or an invalid configuration (the reason is on stderr).
 
 Example:
   usher diff examples/teams.yaml examples/diff/teams-next.yaml
@@ -59,6 +66,7 @@ Example:
   6 rights gained, 2 rights lost, starting in 5 queues
 
   usher diff old.yaml new.yaml --subjects people.txt -o json | jq '.partitions[].queues[]'
+  usher diff examples/placement.yaml examples/diff/placement-next.yaml --tag namespace=ml
 `
 
 func runDiff(_ context.Context, env *Env, args []string) int {

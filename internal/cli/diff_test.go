@@ -226,6 +226,8 @@ func TestDiffDocs(t *testing.T) {
 		{"../../README.md", "$ usher diff examples/teams.yaml examples/diff/teams-next.yaml; echo $?\n", []string{teams, teamsNext}},
 		{"../../docs/diff.md", "$ usher diff examples/teams.yaml examples/diff/teams-next.yaml --subjects examples/diff/people.txt\n",
 			[]string{teams, teamsNext, "--subjects", people}},
+		{"../../docs/diff.md", "$ usher diff examples/placement.yaml examples/diff/placement-next.yaml --tag namespace=ml --subjects examples/diff/placement-people.txt\n",
+			[]string{placementOld, placementNext, "--tag", "namespace=ml", "--subjects", placementPeople}},
 	} {
 		doc, err := os.ReadFile(tc.file)
 		if err != nil {
