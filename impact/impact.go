@@ -23,6 +23,13 @@
 //     it that inherit the same change). A queue below where the change
 //     does not hold, because the subject had the right there already, is
 //     not counted.
+//   - Placement (DiffConfigs, or Diff given both sides' rules): for every
+//     partition in both, a request that names no queue (with the tags
+//     given) is placed by the old and the new rules for everyone, every
+//     named user (without groups), a member of every named group and the
+//     given subjects; those placed in another queue, or placed by one
+//     side and rejected by the other, are reported. It costs subjects
+//     times rules, never queues.
 //   - The result is deterministic: partitions and queues in configured
 //     order (the new policy's queues after the old one's), changes sorted
 //     by right, kind and name.
