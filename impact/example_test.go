@@ -40,7 +40,7 @@ partitions:
 	})
 	r.Old, r.New = "old.yaml", "new.yaml"
 	impact.WriteText(os.Stdout, r)
-	fmt.Println(impact.Summarize(old.Snapshot, new.Snapshot, 1))
+	fmt.Println(impact.Summarize(old, new, 1))
 	// Output:
 	// --- old.yaml
 	// +++ new.yaml

@@ -23,6 +23,13 @@
 //     it that inherit the same change). A queue below where the change
 //     does not hold, because the subject had the right there already, is
 //     not counted.
+//   - Placement (DiffConfigs, or Diff given both sides' rules): for every
+//     partition in both, a request that names no queue (with the tags
+//     given) is placed by the old and the new rules for everyone, every
+//     named user (without groups), a member of every named group and the
+//     given subjects; those placed in another queue, or placed by one
+//     side and rejected by the other, are reported. It costs subjects
+//     times rules, never queues.
 //   - The result is deterministic: partitions and queues in configured
 //     order (the new policy's queues after the old one's), changes sorted
 //     by right, kind and name.
@@ -38,6 +45,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/policy"
 )
 
@@ -134,7 +142,10 @@ type PartitionDiff struct {
 	Name   string      `json:"name"`
 	Status Status      `json:"status,omitempty"`
 	Queues []QueueDiff `json:"queues"`
-	// Further sections (placement) are added beside Queues.
+	// Placement lists the subjects whose request that names no queue is
+	// placed differently (compared when Options has the rules of both
+	// sides, for partitions in both). Absent when none is.
+	Placement []PlacementChange `json:"placement,omitempty"`
 }
 
 // Result is the whole comparison.
@@ -148,22 +159,33 @@ type Result struct {
 	// Gained and Lost count the changes reported.
 	Gained int `json:"gained"`
 	Lost   int `json:"lost"`
+	// Placements counts the placement changes reported.
+	Placements int `json:"placements"`
+	// Tags are the tags every placed request had (Options.Tags).
+	Tags map[string]string `json:"tags,omitempty"`
 }
 
-// Changed reports whether any right changes.
-func (r *Result) Changed() bool { return r.Gained+r.Lost > 0 }
+// Changed reports whether any right or placement changes.
+func (r *Result) Changed() bool { return r.Gained+r.Lost+r.Placements > 0 }
 
 // Options tune a comparison. The zero value compares the named users and
 // groups and everyone.
 type Options struct {
 	// Subjects are users with their groups to compare as well.
 	Subjects []Subject
+	// OldRules and NewRules give each side's placement rules by
+	// partition (see RulesOf, DiffConfigs). When both are set, every
+	// partition in both policies gets a placement section: where a
+	// request that names no queue goes, for every subject compared.
+	OldRules, NewRules RulesFunc
+	// Tags are the tags of every placed request (for tag rules).
+	Tags map[string]string
 }
 
 // Diff compares the old and the new policy. Either may be nil, meaning a
 // policy with no partitions.
 func Diff(old, new *policy.Snapshot, opts Options) *Result {
-	res := &Result{Partitions: []PartitionDiff{}}
+	res := &Result{Partitions: []PartitionDiff{}, Tags: opts.Tags}
 	names := []string{}
 	seen := map[string]bool{}
 	for _, s := range []*policy.Snapshot{old, new} {
@@ -179,8 +201,17 @@ func Diff(old, new *policy.Snapshot, opts Options) *Result {
 	}
 	for _, name := range names {
 		po, pn := partition(old, name), partition(new, name)
-		d := diffPartition(po, pn, opts.Subjects)
-		if len(d.Queues) == 0 {
+		d, keys := diffPartition(po, pn, opts.Subjects)
+		if po != nil && pn != nil && opts.OldRules != nil && opts.NewRules != nil {
+			ro, rn := opts.OldRules(name), opts.NewRules(name)
+			if ro != nil && rn != nil {
+				if pc := diffPlacement(po, pn, ro, rn, keys, opts.Tags); len(pc) > 0 {
+					d.Placement = pc
+					res.Placements += len(pc)
+				}
+			}
+		}
+		if len(d.Queues) == 0 && len(d.Placement) == 0 {
 			continue
 		}
 		d.Name = name
@@ -258,6 +289,8 @@ func (c ChangeAt) String() string {
 // metric.
 type Summary struct {
 	Gained, Lost int
+	// Placements is the number of subjects placed differently.
+	Placements int
 	// Queues is the number of queues where some change starts.
 	Queues int
 	// First holds the first changes in report order, at most the number
@@ -265,12 +298,12 @@ type Summary struct {
 	First []ChangeAt
 }
 
-// Summarize compares old and new as Diff does, without given subjects,
-// and keeps the counts and the first max changes. It is what a server
-// logs on a reload.
-func Summarize(old, new *policy.Snapshot, max int) Summary {
-	r := Diff(old, new, Options{})
-	s := Summary{Gained: r.Gained, Lost: r.Lost}
+// Summarize compares old and new as DiffConfigs does, without given
+// subjects or tags, and keeps the counts and the first max changes of
+// rights. It is what a server logs on a reload.
+func Summarize(old, new *config.Config, max int) Summary {
+	r := DiffConfigs(old, new, Options{})
+	s := Summary{Gained: r.Gained, Lost: r.Lost, Placements: r.Placements}
 	for _, p := range r.Partitions {
 		s.Queues += len(p.Queues)
 		for _, q := range p.Queues {
@@ -289,10 +322,16 @@ func Summarize(old, new *policy.Snapshot, max int) Summary {
 // default/root.a, …".
 func (s Summary) String() string {
 	if s.Gained+s.Lost == 0 {
+		if s.Placements > 0 {
+			return "no access changes; " + plural(s.Placements, "placement") + " changed"
+		}
 		return "no access changes"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "access changes: %d gained, %d lost in %d queues", s.Gained, s.Lost, s.Queues)
+	if s.Placements > 0 {
+		b.WriteString(", " + plural(s.Placements, "placement") + " changed")
+	}
 	for i, c := range s.First {
 		if i == 0 {
 			b.WriteString("; ")
@@ -311,7 +350,7 @@ func (s Summary) String() string {
 // queues and, when there are changes, first (the first changes as
 // strings).
 func (s Summary) LogValue() slog.Value {
-	attrs := []slog.Attr{slog.Int("gained", s.Gained), slog.Int("lost", s.Lost), slog.Int("queues", s.Queues)}
+	attrs := []slog.Attr{slog.Int("gained", s.Gained), slog.Int("lost", s.Lost), slog.Int("queues", s.Queues), slog.Int("placements", s.Placements)}
 	if len(s.First) > 0 {
 		first := make([]string, len(s.First))
 		for i, c := range s.First {

@@ -19,10 +19,10 @@ func load(t *testing.T, path string) *config.Config {
 	return c
 }
 
-// A server that reloads calls Summarize with the snapshot in force and the
+// A server that reloads calls Summarize with the configuration in force and the
 // new one, logs String and adds Gained and Lost to a counter.
 func TestSummarize(t *testing.T) {
-	old, new := load(t, "../examples/teams.yaml").Snapshot, load(t, "../examples/diff/teams-next.yaml").Snapshot
+	old, new := load(t, "../examples/teams.yaml"), load(t, "../examples/diff/teams-next.yaml")
 	s := impact.Summarize(old, new, 3)
 	if s.Gained != 6 || s.Lost != 2 || s.Queues != 5 || len(s.First) != 3 {
 		t.Fatalf("%+v", s)
@@ -36,7 +36,7 @@ func TestSummarize(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	slog.New(slog.NewJSONHandler(&buf, nil)).Info("configuration reloaded", "access", impact.Summarize(old, new, 1))
-	if want := `"access":{"gained":6,"lost":2,"queues":5,"first":["+submit user sre-bot on default/root (7 queues)"]}`; !strings.Contains(buf.String(), want) {
+	if want := `"access":{"gained":6,"lost":2,"queues":5,"placements":0,"first":["+submit user sre-bot on default/root (7 queues)"]}`; !strings.Contains(buf.String(), want) {
 		t.Fatalf("log %s\nwant %s", buf.String(), want)
 	}
 	if s := impact.Summarize(old, old, 3); s.String() != "no access changes" || len(s.First) != 0 {

@@ -3,6 +3,8 @@ package impact
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -28,6 +30,9 @@ func WriteText(w io.Writer, r *Result) error {
 				width = max(width, len(c.Subject()))
 			}
 		}
+		for _, c := range p.Placement {
+			width = max(width, len(c.Subject()))
+		}
 	}
 	width = min(width, 40)
 	nq := 0
@@ -42,15 +47,40 @@ func WriteText(w io.Writer, r *Result) error {
 				b.WriteByte('\n')
 			}
 		}
+		if len(p.Placement) > 0 {
+			b.WriteString("  placement of a request that names no queue" + tagList(r.Tags) + "\n")
+		}
+		for _, c := range p.Placement {
+			fmt.Fprintf(&b, "-   %-6s  %-*s  %s\n", "queue", width, c.Subject(), c.Old)
+			fmt.Fprintf(&b, "+   %-6s  %-*s  %s\n", "queue", width, c.Subject(), c.New)
+		}
 	}
-	if !r.Changed() {
+	switch {
+	case r.Gained+r.Lost == 0 && r.Placements == 0:
 		b.WriteString("no access changes\n")
-	} else {
-		fmt.Fprintf(&b, "%s gained, %s lost, starting in %s\n",
-			plural(r.Gained, "right"), plural(r.Lost, "right"), plural(nq, "queue"))
+	case r.Gained+r.Lost == 0:
+		fmt.Fprintf(&b, "no access changes; %s changed\n", plural(r.Placements, "placement"))
+	default:
+		fmt.Fprintf(&b, "%s gained, %s lost, starting in %s", plural(r.Gained, "right"), plural(r.Lost, "right"), plural(nq, "queue"))
+		if r.Placements > 0 {
+			fmt.Fprintf(&b, "; %s changed", plural(r.Placements, "placement"))
+		}
+		b.WriteByte('\n')
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// tagList renders tags as ", with tags k=v,k=v" in key order, "" for none.
+func tagList(tags map[string]string) string {
+	if len(tags) == 0 {
+		return ""
+	}
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
+		kv = append(kv, k+"="+tags[k])
+	}
+	return ", with tags " + strings.Join(kv, ",")
 }
 
 func status(s Status, what string) string {

@@ -77,7 +77,9 @@ type walker struct {
 	recs   []record
 }
 
-func diffPartition(po, pn *policy.CompiledPartition, subjects []Subject) PartitionDiff {
+// diffPartition also returns the keys: everyone, every user and group
+// named in an ACL of either partition, and the given subjects.
+func diffPartition(po, pn *policy.CompiledPartition, subjects []Subject) (PartitionDiff, []keyInfo) {
 	var trees [2][]policy.QueueInfo
 	nu, ng := 0, 0
 	count := func(a *acl.ACL) {
@@ -162,7 +164,7 @@ func diffPartition(po, pn *policy.CompiledPartition, subjects []Subject) Partiti
 		}
 	}
 	if len(w.nodes) == 0 {
-		return PartitionDiff{Queues: []QueueDiff{}}
+		return PartitionDiff{Queues: []QueueDiff{}}, w.keys
 	}
 	for i := len(w.nodes) - 1; i >= 0; i-- {
 		w.nodes[i].size++
@@ -198,7 +200,7 @@ func diffPartition(po, pn *policy.CompiledPartition, subjects []Subject) Partiti
 			recs = append(recs, r)
 		}
 	}
-	return w.result(recs)
+	return w.result(recs), w.keys
 }
 
 func (w *walker) reset(admin bool) {

@@ -29,7 +29,9 @@ package placement
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -322,4 +324,44 @@ func (c *compiler) compile(s *Spec, depth int) *rule {
 		}
 	}
 	return r
+}
+
+// Names returns the user and group names the rules' filters list by name
+// (not those a regular expression matches), parent rules included,
+// sorted and without repeats.
+func (rs *Rules) Names() (users, groups []string) {
+	us, gs := map[string]bool{}, map[string]bool{}
+	for _, r := range rs.rules {
+		for ; r != nil; r = r.parent {
+			for u := range r.filter.users {
+				us[u] = true
+			}
+			for g := range r.filter.groups {
+				gs[g] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(us)), slices.Sorted(maps.Keys(gs))
+}
+
+// ReadsUserName reports whether the placement of a user without groups,
+// whom no filter lists by name, can depend on the user's name: a user
+// rule, or a filter's regular expression on users, in a rule whose filter
+// can let such a user through. When it cannot, two such users are placed
+// alike wherever the ACLs treat them alike.
+func (rs *Rules) ReadsUserName() bool {
+	for _, r := range rs.rules {
+		// Without groups and unlisted, only a regular expression on users
+		// can match: otherwise the filter answers the opposite of its type
+		// (its type, when it is empty).
+		if f := &r.filter; f.userRE == nil && f.allow == !f.empty {
+			continue // lets no such user through
+		}
+		for ; r != nil; r = r.parent {
+			if r.kind == User || r.filter.userRE != nil {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -45,7 +45,7 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 		}, []string{"handler", "code"}),
 		accessChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "usher_reload_access_changes_total",
-			Help: "Rights gained and lost by users and groups named in the configuration, summed over reloads, by change (gained, lost).",
+			Help: "Rights gained and lost by users and groups named in the configuration, and subjects whose request naming no queue is placed differently, summed over reloads, by change (gained, lost, placement).",
 		}, []string{"change"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "usher_config_reloads_total", Help: "Configuration reloads by result (success, failure).",

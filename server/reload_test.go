@@ -151,3 +151,27 @@ func TestEnvironmentOverridesFileWarnings(t *testing.T) {
 		}
 	}
 }
+
+// A reload that moves people without changing a right says so in the log
+// line and counts it.
+func TestReloadLogsPlacementChanges(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "q.yaml")
+	writeFile(t, cfg, teamsYAML)
+	h := start(t, server.Options{ConfigPath: cfg, ReloadInterval: 20 * time.Millisecond}, nil)
+	// A fixed rule to root.dev: dev members, rejected before (no
+	// root.default), now land there.
+	writeFile(t, cfg, strings.Replace(teamsYAML, "    queues:\n", "    placementrules:\n      - name: fixed\n        value: root.dev\n    queues:\n", 1))
+	waitFor(t, func() bool { return strings.Contains(h.logs.String(), "configuration reloaded") })
+	var reloaded string
+	for _, l := range strings.Split(h.logs.String(), "\n") {
+		if strings.Contains(l, "configuration reloaded") {
+			reloaded = l
+		}
+	}
+	if !strings.Contains(reloaded, `"gained":0,"lost":0,"queues":0,"placements":1`) {
+		t.Errorf("the reload log line does not count the placement change: %s", reloaded)
+	}
+	if _, m := h.get("/metrics"); !strings.Contains(m, `usher_reload_access_changes_total{change="placement"} 1`) {
+		t.Errorf("placement change not counted")
+	}
+}

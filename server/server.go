@@ -512,7 +512,7 @@ func (s *Server) Reload() (bool, error) {
 // generation gen. The last good generation keeps serving either way until
 // the swap.
 func (s *Server) apply(cfg *config.Config, err error, gen string, sum [32]byte) (bool, error) {
-	old := s.engine.Current().Snapshot()
+	old := s.engine.Current().Config()
 	if err == nil {
 		err = s.engine.Swap(cfg) // one atomic swap: policy, resolvers and admission
 	}
@@ -529,9 +529,10 @@ func (s *Server) apply(cfg *config.Config, err error, gen string, sum [32]byte) 
 	s.setGeneration(gen, sum)
 	// Who gained and who lost rights, on this goroutine: the new
 	// generation already serves (about 50 ms at 10,000 queues).
-	change := impact.Summarize(old, cfg.Snapshot, 5)
+	change := impact.Summarize(old, cfg, 5)
 	s.metrics.accessChanges.WithLabelValues("gained").Add(float64(change.Gained))
 	s.metrics.accessChanges.WithLabelValues("lost").Add(float64(change.Lost))
+	s.metrics.accessChanges.WithLabelValues("placement").Add(float64(change.Placements))
 	s.log.Info("configuration reloaded", "config", s.configName(), "generation", gen, "sha256", shortSum(sum), "access", change)
 	s.logWarnings(cfg)
 	return true, nil

@@ -49,6 +49,59 @@ func TestDiffText(t *testing.T) {
 	golden(t, "diff-teams-subjects.txt", out)
 }
 
+const (
+	placementOld    = "../../examples/placement.yaml"
+	placementNext   = "../../examples/diff/placement-next.yaml"
+	placementPeople = "../../examples/diff/placement-people.txt"
+)
+
+// Placement: where a request that names no queue lands, for every named
+// user and group, the --subjects lines, with the --tag tags.
+func TestDiffPlacement(t *testing.T) {
+	out, errs, code := run(t, "diff", placementOld, placementNext)
+	if code != 1 || errs != "" {
+		t.Fatalf("code %d, stderr %q", code, errs)
+	}
+	golden(t, "diff-placement.txt", out)
+	out, errs, code = run(t, "diff", placementOld, placementNext, "--tag", "namespace=ml", "--subjects", placementPeople)
+	if code != 1 || errs != "" {
+		t.Fatalf("code %d, stderr %q", code, errs)
+	}
+	golden(t, "diff-placement-subjects.txt", out)
+	out, errs, code = run(t, "diff", "-o", "json", placementOld, placementNext, "--tag", "namespace=ml")
+	if code != 1 || errs != "" {
+		t.Fatalf("code %d, stderr %q", code, errs)
+	}
+	golden(t, "diff-placement.json", out)
+
+	// A rule added, no ACL changed: exit 1 all the same.
+	src, err := os.ReadFile(placementOld)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := strings.Replace(string(src), "    placementrules:\n", "    placementrules:\n      - name: fixed\n        value: root.teams.ml\n", 1)
+	path := filepath.Join(t.TempDir(), "next.yaml")
+	if err := os.WriteFile(path, []byte(next), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code = run(t, "diff", placementOld, path)
+	if code != 1 || errs != "" {
+		t.Fatalf("code %d, stderr %q", code, errs)
+	}
+	want := "partition default\n" +
+		"  placement of a request that names no queue\n" +
+		"-   queue   group dev  rejected\n" +
+		"+   queue   group dev  root.teams.ml\n" +
+		"no access changes; 1 placement changed\n"
+	if !strings.HasSuffix(out, want) {
+		t.Fatalf("got\n%s\nwant suffix\n%s", out, want)
+	}
+	// A bad tag is a usage error.
+	if _, errs, code := run(t, "diff", "--tag", "nope", placementOld, path); code != 2 || errs == "" {
+		t.Fatalf("--tag nope: code %d, stderr %q", code, errs)
+	}
+}
+
 func TestDiffNoChange(t *testing.T) {
 	// The same policy as a file and as a ConfigMap manifest.
 	dir := t.TempDir()
@@ -173,6 +226,8 @@ func TestDiffDocs(t *testing.T) {
 		{"../../README.md", "$ usher diff examples/teams.yaml examples/diff/teams-next.yaml; echo $?\n", []string{teams, teamsNext}},
 		{"../../docs/diff.md", "$ usher diff examples/teams.yaml examples/diff/teams-next.yaml --subjects examples/diff/people.txt\n",
 			[]string{teams, teamsNext, "--subjects", people}},
+		{"../../docs/diff.md", "$ usher diff examples/placement.yaml examples/diff/placement-next.yaml --tag namespace=ml --subjects examples/diff/placement-people.txt\n",
+			[]string{placementOld, placementNext, "--tag", "namespace=ml", "--subjects", placementPeople}},
 	} {
 		doc, err := os.ReadFile(tc.file)
 		if err != nil {

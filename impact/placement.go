@@ -1,0 +1,280 @@
+package impact
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/usherhq/usher/acl"
+	"github.com/usherhq/usher/config"
+	"github.com/usherhq/usher/placement"
+	"github.com/usherhq/usher/policy"
+)
+
+// Placement is where a request that names no queue goes under one
+// configuration.
+type Placement struct {
+	// Placed is false when the request is rejected.
+	Placed bool `json:"placed"`
+	// Queue is the queue it is placed in ("" when rejected). For a member
+	// of a group, a user rule's part is shown as <user>.
+	Queue string `json:"queue,omitempty"`
+	// Create is true when the queue does not exist and would be created.
+	Create bool `json:"create,omitempty"`
+	// Rule is the rule that placed or failed, or the root.default
+	// fallback.
+	Rule string `json:"rule"`
+	// Reason says why, in one sentence.
+	Reason string `json:"reason"`
+}
+
+// String renders the placement: the queue, "(created)" after a queue to
+// create, or "rejected".
+func (p Placement) String() string {
+	switch {
+	case !p.Placed:
+		return "rejected"
+	case p.Create:
+		return p.Queue + " (created)"
+	}
+	return p.Queue
+}
+
+// PlacementChange is a subject whose placement differs: it is placed in
+// another queue, or placed under one configuration and rejected under
+// the other.
+type PlacementChange struct {
+	Kind Kind `json:"kind"`
+	// Name is the user or group name, "*" for everyone.
+	Name string `json:"name"`
+	// Groups are a given subject's groups.
+	Groups []string  `json:"groups,omitempty"`
+	Old    Placement `json:"old"`
+	New    Placement `json:"new"`
+}
+
+// Subject renders who the change is about, as Change.Subject does.
+func (c PlacementChange) Subject() string {
+	return Change{Kind: c.Kind, Name: c.Name, Groups: c.Groups}.Subject()
+}
+
+// RulesFunc returns a partition's placement rules, nil when there is no
+// such partition.
+type RulesFunc func(partition string) *placement.Rules
+
+// RulesOf returns the placement rules of c's partitions (the implicit
+// provided rule where a partition configures none).
+func RulesOf(c *config.Config) RulesFunc {
+	return func(name string) *placement.Rules {
+		if c == nil {
+			return nil
+		}
+		for i := range c.Partitions {
+			if strings.EqualFold(c.Partitions[i].Name, name) {
+				return c.Partitions[i].PlacementRules()
+			}
+		}
+		return nil
+	}
+}
+
+// DiffConfigs is Diff of two configurations: their compiled policies,
+// and where a request that names no queue is placed by each one's
+// placement rules. Either may be nil, meaning no partitions.
+func DiffConfigs(old, new *config.Config, opts Options) *Result {
+	opts.OldRules, opts.NewRules = RulesOf(old), RulesOf(new)
+	var so, sn *policy.Snapshot
+	if old != nil {
+		so = old.Snapshot
+	}
+	if new != nil {
+		sn = new.Snapshot
+	}
+	return Diff(so, sn, opts)
+}
+
+// memberName is the user name a member of a group is placed as: a name
+// no rule or ACL is expected to single out. A user rule's part made of
+// it is shown as <user>.
+const memberName = "usher-diff-member"
+
+// diffPlacement places a request that names no queue (with the given
+// tags) for every key, under the old and the new rules, and returns the
+// keys whose placement differs. It costs keys × rules: the rules look up
+// queues by name, never walk the tree.
+func diffPlacement(po, pn *policy.CompiledPartition, ro, rn *placement.Rules, keys []keyInfo, tags map[string]string) []PlacementChange {
+	if po == pn && ro == rn {
+		return nil // the same partition and rules place everyone alike
+	}
+	// Users and groups named only by a filter are compared too.
+	keys = withFilterNames(keys, ro, rn)
+	out := []PlacementChange{}
+	memberPart := "." + memberName
+	// Only a change is rendered: the reasons cost allocations.
+	// who names the stand-in user in reasons.
+	render := func(rs *placement.Rules, r placement.Result, who string) Placement {
+		p := Placement{Placed: r.Placed, Queue: r.Queue, Create: r.Create, Rule: rs.Describe(r.Rule), Reason: r.Reason()}
+		p.Queue = strings.ReplaceAll(p.Queue, memberPart, ".<user>")
+		p.Reason = strings.ReplaceAll(strings.ReplaceAll(p.Reason, memberPart, ".<user>"), memberName, who)
+		return p
+	}
+	// Subjects of named users, without groups, made at once: there may be
+	// tens of thousands.
+	var names []string
+	for _, k := range keys {
+		if k.kind == User {
+			names = append(names, k.name)
+		}
+	}
+	users := acl.UserSubjects(names)
+	short := newShortcut(po, pn, ro, rn, tags)
+	for _, k := range keys {
+		var sub *acl.Subject
+		switch k.kind {
+		case Everyone:
+			// Anyone no ACL or filter names, with no groups.
+			sub = acl.NewSubject(memberName, nil)
+		case User:
+			sub, users = &users[0], users[1:]
+		case Group:
+			sub = acl.NewSubject(memberName, []string{k.name})
+		case GivenSubject:
+			sub = acl.NewSubject(k.given.User, k.given.Groups)
+		}
+		// A user placed as anyone is does not move when anyone does
+		// not; one that does is placed all the same, for its own reasons
+		// (which ACL entry let it in).
+		if k.kind == User && !noShortcut && short.same && short.applies(sub) {
+			continue
+		}
+		req := placement.Request{Subject: sub, Tags: tags}
+		a, b := ro.Place(po, req), rn.Place(pn, req)
+		if a.Placed == b.Placed && a.Queue == b.Queue {
+			continue
+		}
+		who := "a member of " + k.name
+		if k.kind == Everyone {
+			who = "a user no ACL names"
+		}
+		c := PlacementChange{Kind: k.kind, Name: k.name, Old: render(ro, a, who), New: render(rn, b, who)}
+		if k.given != nil {
+			c.Groups = k.given.Groups
+		}
+		out = append(out, c)
+	}
+	slices.SortStableFunc(out, func(a, b PlacementChange) int {
+		if c := cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)); c != 0 {
+			return c
+		}
+		if a.Kind == GivenSubject {
+			return 0 // as given
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// withFilterNames appends to keys the users and groups that the rules'
+// filters name and no key does.
+func withFilterNames(keys []keyInfo, rules ...*placement.Rules) []keyInfo {
+	var fu, fg []string
+	for _, rs := range rules {
+		us, gs := rs.Names()
+		fu, fg = append(fu, us...), append(fg, gs...)
+	}
+	if len(fu)+len(fg) == 0 {
+		return keys
+	}
+	// The filters name few: look the keys up in them, not the other way.
+	missing := map[Kind]map[string]bool{User: {}, Group: {}}
+	for _, u := range fu {
+		missing[User][u] = true
+	}
+	for _, g := range fg {
+		missing[Group][g] = true
+	}
+	for _, k := range keys {
+		if m := missing[k.kind]; m != nil && len(m) > 0 {
+			delete(m, k.name)
+		}
+	}
+	add := func(kind Kind, names []string) {
+		for _, n := range names {
+			if missing[kind][n] {
+				delete(missing[kind], n)
+				keys = append(keys, keyInfo{kind: kind, name: n})
+			}
+		}
+	}
+	add(User, fu)
+	add(Group, fg)
+	return keys
+}
+
+// noShortcut turns the shortcut off, for tests that compare.
+var noShortcut bool
+
+// shortcut places named users without groups at the cost of a few
+// decisions each. When no rule reads the user's name (no user rule, no
+// user regular expression), a user without groups that no filter names
+// goes through the same rules to the same queues as anyone else without
+// groups, and fares differently only where an ACL lets it in and not
+// them: on the queues where they were denied. Everything else about the
+// placement (tags, queue names, existence, filters by group) is the same
+// for both.
+type shortcut struct {
+	ok bool
+	// same: anyone is placed alike on both sides.
+	same     bool
+	res      [2]placement.Result // anyone's placement on each side, without trail
+	denied   []policy.QueueRef   // where anyone was denied, on either side
+	filtered map[string]bool     // users the filters name
+}
+
+func newShortcut(po, pn *policy.CompiledPartition, ro, rn *placement.Rules, tags map[string]string) *shortcut {
+	s := &shortcut{}
+	if ro.ReadsUserName() || rn.ReadsUserName() {
+		return s
+	}
+	s.ok, s.filtered = true, map[string]bool{}
+	anyone := acl.NewSubject(memberName, nil)
+	for i, side := range []struct {
+		cp *policy.CompiledPartition
+		rs *placement.Rules
+	}{{po, ro}, {pn, rn}} {
+		us, _ := side.rs.Names()
+		for _, u := range us {
+			s.filtered[u] = true
+		}
+		s.res[i] = side.rs.Explain(side.cp, placement.Request{Subject: anyone, Tags: tags})
+		for _, st := range s.res[i].Trail {
+			if st.Outcome != placement.Denied || st.Queue == placement.RecoveryQueue {
+				continue
+			}
+			q := st.Queue
+			if st.Create {
+				q = st.Ancestor
+			}
+			if ref, err := side.cp.Lookup(q); err == nil {
+				s.denied = append(s.denied, ref)
+			}
+		}
+		s.res[i].Trail = nil
+	}
+	s.same = s.res[0].Placed == s.res[1].Placed && s.res[0].Queue == s.res[1].Queue
+	return s
+}
+
+// applies reports whether sub, a named user without groups, is placed as
+// anyone is.
+func (s *shortcut) applies(sub *acl.Subject) bool {
+	if !s.ok || s.filtered[sub.User()] {
+		return false
+	}
+	for _, ref := range s.denied {
+		if ref.Decide(sub, policy.Submit).Allowed {
+			return false
+		}
+	}
+	return true
+}
