@@ -42,7 +42,12 @@ type Output struct {
 	Trail *Trail `json:"trail,omitempty"`
 	// Queues are every queue with the user's rights (access).
 	Queues []QueueRights `json:"queues,omitempty"`
-	// Requirements are what an application decision needed (app).
+	// Application, Owner and TargetQueue describe an application
+	// decision (app); Requirements are what it needed, each with its
+	// checks when the trail was asked for.
+	Application  string        `json:"application,omitempty"`
+	Owner        string        `json:"owner,omitempty"`
+	TargetQueue  string        `json:"targetQueue,omitempty"`
 	Requirements []Requirement `json:"requirements,omitempty"`
 }
 
@@ -116,10 +121,15 @@ type Match struct {
 
 // QueueRights is one queue with a user's rights.
 type QueueRights struct {
-	Queue  string `json:"queue"`
-	Submit bool   `json:"submit"`
-	Admin  bool   `json:"admin"`
-	Leaf   bool   `json:"leaf"`
+	Queue string `json:"queue"`
+	// Leaf is true for a queue applications run in.
+	Leaf   bool `json:"leaf"`
+	Submit bool `json:"submit"`
+	Admin  bool `json:"admin"`
+	// SubmitReason and AdminReason say which entry granted the right, or
+	// why none did.
+	SubmitReason string `json:"submitReason"`
+	AdminReason  string `json:"adminReason"`
 }
 
 // Requirement is something an application decision needs, whether it
@@ -144,7 +154,8 @@ type AppCheck struct {
 	// Queue is the queue checked (queue admin, queue submit).
 	Queue string `json:"queue,omitempty"`
 	// Set and Entry are the ACL checked (cluster admin, application
-	// admin, modify ACL, view ACL); Default is true when it is the
+	// admin, modify ACL, view ACL); Set is false for the other checks and
+	// for an ACL not configured. Default is true when it is the
 	// partition's applicationacls default.
 	Set     bool   `json:"set"`
 	Entry   string `json:"entry,omitempty"`
