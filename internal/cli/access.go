@@ -42,7 +42,7 @@ func runAccess(ctx context.Context, env *Env, args []string) int {
 		return output.Set(s)
 	}
 	fs.Func("o", outputHelp+" (tree: text)", setOutput)
-	fs.Func("output", "same as -o", setOutput)
+	fs.Func("output", "`FORMAT`: same as -o", setOutput)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}

@@ -266,6 +266,10 @@ first line of output is "allowed" or "denied", the second the reason.
 Exit status: 0 allowed, 1 denied, 2 bad usage, an invalid configuration or
 a failure to find the user's groups (the reason is on stderr).
 
+-o json or -o yaml prints one decision object instead (allowed, reason,
+queue, action, the identity with each group's source; docs/decision.schema.json
+describes it); the exit status is the same in every format.
+
 With --place (or a --tag), the partition's placement rules choose the
 queue, as YuniKorn's scheduler does (docs/placement.md): --queue is then
 the queue the application names (the provided rule's input; leave it out
@@ -390,10 +394,16 @@ then the ACL trail of the queue whose ACLs decided (the queue placed in,
 or the nearest existing ancestor of a queue to be created). --queue and
 --tag are as for check --place.
 
+-o json or -o yaml prints the decision object with its "trail": the
+placement rules tried (with --place), then every ACL with its queue, its
+kind (submitacl, adminacl, partition adminacl), its entry, and whether it
+was reached and matched (docs/decision.schema.json).
+
 Exit status: as check.
 
 Examples:
   usher explain --config queues.yaml --queue root.a.b --user alice
+  usher explain --config queues.yaml --queue root.a.b --user alice -o json | jq '.trail.acls[] | select(.matched)'
   usher explain --config queues.yaml --place --tag namespace=spark --user alice
 `
 

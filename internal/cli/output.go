@@ -34,7 +34,7 @@ func (o *outputFlag) register(fs *flag.FlagSet) {
 		*o = "text"
 	}
 	fs.Var(o, "o", outputHelp)
-	fs.Var(o, "output", "same as -o")
+	fs.Var(o, "output", "`FORMAT`: same as -o")
 }
 
 // machine reports whether the output is JSON or YAML.

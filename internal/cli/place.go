@@ -22,6 +22,9 @@ The first line is the queue, or "rejected" when no rule places the
 application (and root.default does not exist or the user may not submit
 to it), or a rule error stops placement. The rules are in docs/placement.md.
 
+-o json or -o yaml prints the decision object of docs/decision.schema.json:
+"placement" (placed, queue, create, rule) and the "trail" of rules tried.
+
 Exit status: 0 placed, 1 rejected, 2 bad usage, an invalid configuration or
 a failure to find the user's groups (the reason is on stderr).
 
