@@ -16,6 +16,7 @@ import (
 	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/application"
 	"github.com/usherhq/usher/auth"
+	"github.com/usherhq/usher/decision"
 	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/internal/clip"
@@ -42,7 +43,8 @@ type AccessRequest struct {
 	// in. Without Place, Queue is the queue asked about, as always.
 	Place bool              `json:"place,omitempty"`
 	Tags  map[string]string `json:"tags,omitempty"`
-	// Explain returns the placement trail (with Place).
+	// Explain returns the trail (Trail in the answer): the ACLs consulted
+	// in order and, with Place, the placement rules tried first.
 	Explain bool `json:"explain,omitempty"`
 }
 
@@ -84,6 +86,9 @@ type AccessResponse struct {
 	Requirements []AccessRequirement `json:"requirements,omitempty"`
 	// Placement is where placement put the application ("place": true).
 	Placement *AccessPlacement `json:"placement,omitempty"`
+	// Trail is how a queue decision or a placement was reached
+	// ("explain": true): the same object usher explain -o json prints.
+	Trail *decision.Trail `json:"trail,omitempty"`
 }
 
 // AccessPlacement is the outcome of the placement rules.
@@ -212,12 +217,21 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 		s.servePlace(w, r, &req, caller, action)
 		return
 	}
-	if req.Tags != nil || req.Explain {
-		badRequest(w, http.StatusBadRequest, "tags and explain are placement inputs: set \"place\": true")
+	if req.Tags != nil {
+		badRequest(w, http.StatusBadRequest, "tags are placement inputs: set \"place\": true")
 		return
 	}
 	start := time.Now()
-	res, err := s.engine.Check(r.Context(), engine.Request{Partition: req.Partition, Queue: req.Queue, User: req.User, Groups: req.Groups, Action: action})
+	ereq := engine.Request{Partition: req.Partition, Queue: req.Queue, User: req.User, Groups: req.Groups, Action: action}
+	var (
+		res   engine.Result
+		steps []policy.Step
+	)
+	if req.Explain {
+		res, steps, err = s.engine.Explain(r.Context(), ereq)
+	} else {
+		res, err = s.engine.Check(r.Context(), ereq)
+	}
 	if err != nil {
 		s.decisionError(w, r, caller, &req, action.String(), err)
 		return
@@ -230,7 +244,11 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 	s.metrics.decisionLatency.Observe(time.Since(start).Seconds())
 	s.audit("access", "user", res.User, "groups", res.Identity.Groups, "partition", res.Partition, "queue", res.Queue,
 		"action", action.String(), "allowed", res.Allowed, "reason", res.Reason(), "caller", caller.Name, "requestID", requestID(r))
-	writeJSON(w, http.StatusOK, toResponse(res))
+	out := toResponse(res)
+	if req.Explain {
+		out.Trail = &decision.Trail{ACLs: decision.ACLSteps(steps)}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // decisionError answers a decision that could not be made: 400 for the
@@ -358,6 +376,9 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request, req *AccessR
 		}
 		out.Placement.Trail = append(out.Placement.Trail, AccessPlacementStep{Rule: st.Rule + 1, Describe: res.Rules.Describe(st.Rule),
 			Outcome: st.Outcome.String(), Queue: st.Queue, Reason: st.Reason()})
+	}
+	if req.Explain {
+		out.Trail = &decision.Trail{Placement: decision.PlacementSteps(res.Rules, res.Result), ACLs: decision.ACLSteps(res.Steps)}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

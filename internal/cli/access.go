@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,11 +10,14 @@ import (
 	"text/tabwriter"
 
 	"github.com/usherhq/usher/config"
+	"github.com/usherhq/usher/decision"
 	"github.com/usherhq/usher/policy"
 )
 
 const accessHelp = `Lists every queue of a partition with what the user may do there, like
-YARN's "mapred queue -showacls": a tree to read, or JSON for scripts.
+YARN's "mapred queue -showacls": a tree to read, or JSON or YAML for
+scripts (-o json|yaml: the decision object of docs/decision.schema.json,
+the queues under "queues").
 
 Exit status: 0 on success, 2 on bad usage or an invalid configuration.
 
@@ -24,42 +26,25 @@ Examples:
   usher access --config queues.yaml --user john -o json | jq '.queues[] | select(.submit) | .queue'
 `
 
-type accessJSON struct {
-	Partition string        `json:"partition"`
-	User      string        `json:"user"`
-	Groups    []groupJSON   `json:"groups"`
-	Queues    []queueAccess `json:"queues"`
-}
-
-type groupJSON struct {
-	Name   string `json:"name"`
-	Source string `json:"source"`
-}
-
-type queueAccess struct {
-	Queue        string `json:"queue"`
-	Leaf         bool   `json:"leaf"`
-	Submit       bool   `json:"submit"`
-	Admin        bool   `json:"admin"`
-	SubmitReason string `json:"submitReason"`
-	AdminReason  string `json:"adminReason"`
-}
-
 func runAccess(ctx context.Context, env *Env, args []string) int {
 	var d decisionFlags
-	var output string
-	fs := newFlagSet(env, "access", "usher access --config FILE [--partition NAME] --user U [--groups g1,g2] [-o tree|json]", accessHelp)
+	var output outputFlag = "text"
+	fs := newFlagSet(env, "access", "usher access --config FILE [--partition NAME] --user U [--groups g1,g2] [-o text|json|yaml]", accessHelp)
 	fs.StringVar(&d.config, "config", "", configFlagHelp)
 	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
 	fs.StringVar(&d.user, "user", "", "user `NAME` (required)")
 	fs.StringVar(&d.groups, "groups", "", "comma separated `GROUPS`; when empty the partition's resolver finds them")
-	fs.StringVar(&output, "o", "tree", "output `FORMAT`: tree or json")
+	// tree is the text output's old name.
+	setOutput := func(s string) error {
+		if s == "tree" {
+			s = "text"
+		}
+		return output.Set(s)
+	}
+	fs.Func("o", outputHelp+" (tree: text)", setOutput)
+	fs.Func("output", "`FORMAT`: same as -o", setOutput)
 	if code, ok := parse(fs, args); !ok {
 		return code
-	}
-	if output != "tree" && output != "json" {
-		fmt.Fprintf(env.Stderr, "usher: -o %q: want tree or json\n", output)
-		return ExitUsage
 	}
 	req, ok := d.request(env)
 	if !ok {
@@ -74,20 +59,18 @@ func runAccess(ctx context.Context, env *Env, args []string) int {
 		printLookupError(env, e.Config(), req.Partition, "", err)
 		return ExitUsage
 	}
-	if output == "json" {
-		out := accessJSON{Partition: d.partition, User: in.User, Groups: []groupJSON{}, Queues: []queueAccess{}}
-		for i, g := range in.Groups {
-			out.Groups = append(out.Groups, groupJSON{g, string(in.SourceOf(i))})
+	if output.machine() {
+		partition := d.partition
+		if cp, err := e.Snapshot().Partition(d.partition); err == nil {
+			partition = cp.Name()
 		}
+		out := &decision.Output{Command: "access", Allowed: true, Partition: partition, Identity: decision.IdentityOf(in),
+			Reason: fmt.Sprintf("the rights of %s on every queue of partition %s", in.User, partition), Queues: []decision.QueueRights{}}
 		for _, q := range queues {
-			out.Queues = append(out.Queues, queueAccess{q.Queue, q.Leaf, q.Submit.Allowed, q.Admin.Allowed, q.Submit.Reason(), q.Admin.Reason()})
+			out.Queues = append(out.Queues, decision.QueueRights{Queue: q.Queue, Leaf: q.Leaf, Submit: q.Submit.Allowed, Admin: q.Admin.Allowed,
+				SubmitReason: q.Submit.Reason(), AdminReason: q.Admin.Reason()})
 		}
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			fmt.Fprintf(env.Stderr, "usher: %v\n", err)
-			return ExitUsage
-		}
+		output.write(env, out)
 		return ExitOK
 	}
 	groups := make([]string, len(in.Groups))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/application"
+	"github.com/usherhq/usher/decision"
 	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/policy"
@@ -16,7 +17,10 @@ import (
 
 const appHelp = `Answers whether the user may view, modify, kill or move an application, as
 YARN's application ACLs decide. The first line of output is "allowed" or
-"denied", the second the reason; --explain adds every check made.
+"denied", the second the reason; --explain adds every check made. With
+-o json or -o yaml, the decision object of docs/decision.schema.json (with
+--explain, every check under requirements[].checks); the exit status is the
+same.
 
 Who may:
   view     the owner, admins of the application's queue or a parent, cluster
@@ -48,7 +52,7 @@ func runApp(ctx context.Context, env *Env, args []string) int {
 	var owner, id, target, viewACL, modifyACL string
 	var explain bool
 	fs := newFlagSet(env, "app", "usher app --config FILE [--partition NAME] --queue root.a --owner U --user U [--groups g1,g2] "+
-		"--action view|modify|kill|move [--target-queue root.b] [--view-acl ACL] [--modify-acl ACL] [--id ID] [--explain]", appHelp)
+		"--action view|modify|kill|move [--target-queue root.b] [--view-acl ACL] [--modify-acl ACL] [--id ID] [--explain] [-o text|json|yaml]", appHelp)
 	fs.StringVar(&d.config, "config", "", configFlagHelp)
 	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
 	fs.StringVar(&d.queue, "queue", "", "`PATH` of the queue the application runs in (default: the partition's default queue)")
@@ -61,6 +65,8 @@ func runApp(ctx context.Context, env *Env, args []string) int {
 	fs.StringVar(&viewACL, "view-acl", "", "the application's view `ACL` (mapreduce.job.acl-view-job)")
 	fs.StringVar(&modifyACL, "modify-acl", "", "the application's modify `ACL` (mapreduce.job.acl-modify-job)")
 	fs.BoolVar(&explain, "explain", false, "show the identity used and every check made")
+	var output outputFlag
+	output.register(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -130,6 +136,13 @@ func runApp(ctx context.Context, env *Env, args []string) int {
 		}
 		printLookupError(env, e.Config(), d.partition, queue, err)
 		return ExitUsage
+	}
+	if output.machine() {
+		out := &decision.Output{Command: "app", Allowed: dec.Allowed, Reason: dec.Reason(), Partition: dec.Partition, Queue: dec.Queue,
+			Action: dec.Action.String(), Identity: decision.IdentityOf(in), Application: dec.Application, Owner: dec.Owner,
+			TargetQueue: dec.Target, Requirements: decision.Requirements(dec, explain)}
+		output.write(env, out)
+		return decisionCode(dec.Allowed)
 	}
 	code := ExitDenied
 	verdict := "denied"

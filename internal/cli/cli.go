@@ -138,6 +138,8 @@ type decisionFlags struct {
 	// place: the placement rules choose the queue (--place, --tag).
 	place bool
 	tags  tagFlags
+	// out is -o: text, json or yaml.
+	out outputFlag
 }
 
 func newFlagSet(env *Env, name, synopsis, help string) *flag.FlagSet {
@@ -160,6 +162,7 @@ func (d *decisionFlags) register(fs *flag.FlagSet) {
 	d.tags = tagFlags{}
 	fs.BoolVar(&d.place, "place", false, "let the partition's placement rules choose the queue (as YuniKorn does); --queue is then the queue the application names, the provided rule's input")
 	fs.Var(d.tags, "tag", "application tag `NAME=VALUE` for placement, repeatable (the Kubernetes shim passes namespace=NS); implies --place")
+	d.out.register(fs)
 }
 
 // parse parses args, reporting problems; ok false means exit with code.
@@ -263,6 +266,10 @@ first line of output is "allowed" or "denied", the second the reason.
 Exit status: 0 allowed, 1 denied, 2 bad usage, an invalid configuration or
 a failure to find the user's groups (the reason is on stderr).
 
+-o json or -o yaml prints one decision object instead (allowed, reason,
+queue, action, the identity with each group's source; docs/decision.schema.json
+describes it); the exit status is the same in every format.
+
 With --place (or a --tag), the partition's placement rules choose the
 queue, as YuniKorn's scheduler does (docs/placement.md): --queue is then
 the queue the application names (the provided rule's input; leave it out
@@ -281,7 +288,7 @@ Examples:
 // engine; ok false means exit with code.
 func prepareDecision(env *Env, name, help string, args []string) (e *engine.Engine, req engine.Request, d *decisionFlags, code int, ok bool) {
 	d = &decisionFlags{}
-	fs := newFlagSet(env, name, "usher "+name+" --config FILE [--partition NAME] --queue root.a.b --user U [--groups g1,g2] [--action submit|admin]\n  usher "+name+" --config FILE [--partition NAME] --place [--queue Q] [--tag k=v]... --user U [--groups g1,g2]", help)
+	fs := newFlagSet(env, name, "usher "+name+" --config FILE [--partition NAME] --queue root.a.b --user U [--groups g1,g2] [--action submit|admin] [-o text|json|yaml]\n  usher "+name+" --config FILE [--partition NAME] --place [--queue Q] [--tag k=v]... --user U [--groups g1,g2] [-o text|json|yaml]", help)
 	d.register(fs)
 	if code, ok := parse(fs, args); !ok {
 		return nil, req, d, code, false
@@ -326,12 +333,20 @@ func runCheck(ctx context.Context, env *Env, args []string) int {
 			fmt.Fprintf(env.Stderr, "usher: %v\n", err)
 			return ExitUsage
 		}
+		if d.out.machine() {
+			d.out.write(env, placedOutput("check", &res, false))
+			return placedCode(&res)
+		}
 		return printPlaced(env, &res)
 	}
 	res, err := e.Check(ctx, req)
 	if err != nil {
 		printLookupError(env, e.Config(), req.Partition, req.Queue, err)
 		return ExitUsage
+	}
+	if d.out.machine() {
+		d.out.write(env, decisionOutput("check", res, nil, false))
+		return decisionCode(res.Allowed)
 	}
 	return printDecision(env, res)
 }
@@ -347,6 +362,17 @@ func printPlaced(env *Env, res *engine.PlaceResult) int {
 	fmt.Fprintf(env.Stdout, "denied\n%s\n", placeReason(res))
 	return ExitDenied
 }
+
+// decisionCode is the exit code of an answer.
+func decisionCode(allowed bool) int {
+	if allowed {
+		return ExitOK
+	}
+	return ExitDenied
+}
+
+// placedCode is the exit code of a placement: allowed when placed.
+func placedCode(res *engine.PlaceResult) int { return decisionCode(res.Placed) }
 
 func printDecision(env *Env, res engine.Result) int {
 	if res.Allowed {
@@ -368,10 +394,16 @@ then the ACL trail of the queue whose ACLs decided (the queue placed in,
 or the nearest existing ancestor of a queue to be created). --queue and
 --tag are as for check --place.
 
+-o json or -o yaml prints the decision object with its "trail": the
+placement rules tried (with --place), then every ACL with its queue, its
+kind (submitacl, adminacl, partition adminacl), its entry, and whether it
+was reached and matched (docs/decision.schema.json).
+
 Exit status: as check.
 
 Examples:
   usher explain --config queues.yaml --queue root.a.b --user alice
+  usher explain --config queues.yaml --queue root.a.b --user alice -o json | jq '.trail.acls[] | select(.matched)'
   usher explain --config queues.yaml --place --tag namespace=spark --user alice
 `
 
@@ -385,6 +417,10 @@ func runExplain(ctx context.Context, env *Env, args []string) int {
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "usher: %v\n", err)
 			return ExitUsage
+		}
+		if d.out.machine() {
+			d.out.write(env, placedOutput("explain", &res, true))
+			return placedCode(&res)
 		}
 		code = printPlaced(env, &res)
 		printPlacementTrail(env.Stdout, res.Rules, res.Result)
@@ -402,6 +438,10 @@ func runExplain(ctx context.Context, env *Env, args []string) int {
 	if err != nil {
 		printLookupError(env, e.Config(), req.Partition, req.Queue, err)
 		return ExitUsage
+	}
+	if d.out.machine() {
+		d.out.write(env, decisionOutput("explain", res, steps, true))
+		return decisionCode(res.Allowed)
 	}
 	code = printDecision(env, res)
 	printIdentity(env.Stdout, res.Identity)

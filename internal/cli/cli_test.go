@@ -66,7 +66,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"check", "--user", "a", "--groups", "ok,not ok"}, "whitespace"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"lint"}, "want at least one PATH"},
-		{[]string{"access", "--user", "a", "-o", "yaml"}, `want tree or json`},
+		{[]string{"access", "--user", "a", "-o", "xml"}, `want text, json or yaml, not "xml"`},
+		{[]string{"check", "--user", "a", "-o", "xml"}, `want text, json or yaml, not "xml"`},
+		{[]string{"explain", "--user", "a", "--output", "csv"}, `want text, json or yaml`},
+		{[]string{"place", "--user", "a", "-o", "tree"}, `want text, json or yaml`},
+		{[]string{"app", "--user", "a", "--owner", "b", "--action", "view", "-o", ""}, `want text, json or yaml`},
 		{[]string{"serve", "--access-auth", "token"}, `--access-auth "token"`},
 		{[]string{"serve", "--access-auth", "none,kubernetes"}, "cannot be combined"},
 		{[]string{"serve", "--access-auth", "client-cert"}, "needs --client-ca"},
@@ -156,8 +160,8 @@ func TestAccess(t *testing.T) {
 		t.Fatal(code)
 	}
 	var doc struct {
-		User   string
-		Queues []struct {
+		Identity struct{ User string }
+		Queues   []struct {
 			Queue         string
 			Submit, Admin bool
 		}
@@ -169,7 +173,7 @@ func TestAccess(t *testing.T) {
 	for _, q := range doc.Queues {
 		submit[q.Queue] = q.Submit
 	}
-	if doc.User != "ann" || !submit["root.ml.training"] || submit["root.analytics.adhoc"] || len(doc.Queues) != 7 {
+	if doc.Identity.User != "ann" || !submit["root.ml.training"] || submit["root.analytics.adhoc"] || len(doc.Queues) != 7 {
 		t.Fatalf("json: %+v", doc)
 	}
 }

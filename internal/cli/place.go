@@ -22,6 +22,9 @@ The first line is the queue, or "rejected" when no rule places the
 application (and root.default does not exist or the user may not submit
 to it), or a rule error stops placement. The rules are in docs/placement.md.
 
+-o json or -o yaml prints the decision object of docs/decision.schema.json:
+"placement" (placed, queue, create, rule) and the "trail" of rules tried.
+
 Exit status: 0 placed, 1 rejected, 2 bad usage, an invalid configuration or
 a failure to find the user's groups (the reason is on stderr).
 
@@ -53,13 +56,15 @@ func (t tagFlags) Set(s string) error {
 func runPlace(ctx context.Context, env *Env, args []string) int {
 	var cfgPath, part, queue, user, groups string
 	tags := tagFlags{}
-	fs := newFlagSet(env, "place", "usher place --config FILE --user U [--groups g1,g2] [--queue Q] [--tag k=v]... [--partition NAME]", placeHelp)
+	fs := newFlagSet(env, "place", "usher place --config FILE --user U [--groups g1,g2] [--queue Q] [--tag k=v]... [--partition NAME] [-o text|json|yaml]", placeHelp)
 	fs.StringVar(&cfgPath, "config", "", configFlagHelp)
 	fs.StringVar(&part, "partition", policy.DefaultPartition, "partition `NAME`")
 	fs.StringVar(&queue, "queue", "", "the queue the application names (the provided rule's input), e.g. root.a.b or a.b")
 	fs.StringVar(&user, "user", "", "user `NAME` (required)")
 	fs.StringVar(&groups, "groups", "", "comma separated `GROUPS` the user is in; when empty the partition's resolver finds them")
 	fs.Var(tags, "tag", "application tag `NAME=VALUE`, repeatable (the Kubernetes shim passes namespace=NS)")
+	var out outputFlag
+	out.register(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -83,6 +88,12 @@ func runPlace(ctx context.Context, env *Env, args []string) int {
 	}
 	w := env.Stdout
 	code := ExitOK
+	if out.machine() {
+		o := placedOutput("place", &res, true)
+		o.Reason = res.Reason()
+		out.write(env, o)
+		w = io.Discard
+	}
 	if res.Placed {
 		fmt.Fprintf(w, "%s\n%s\n%s\n", res.Queue, res.RuleName(), res.Reason())
 	} else {

@@ -1,0 +1,240 @@
+// Package decision holds the machine-readable shape of a decision and its
+// trail: what usher's decision commands print with -o json (or -o yaml)
+// and what POST /v1/access returns under "trail". The JSON Schema in
+// docs/decision.schema.json describes the same objects; the types here
+// are its source of truth.
+package decision
+
+import (
+	"fmt"
+
+	"github.com/usherhq/usher/application"
+	"github.com/usherhq/usher/identity"
+	"github.com/usherhq/usher/placement"
+	"github.com/usherhq/usher/policy"
+)
+
+// Output is one decision command's answer.
+type Output struct {
+	// Command is the command that answered: check, explain, place,
+	// access or app.
+	Command string `json:"command"`
+	// Allowed is the answer: for place, whether the application was
+	// placed; for access, always true (the rights are in Queues).
+	Allowed bool `json:"allowed"`
+	// Reason is the answer for people, the second line of the text
+	// output.
+	Reason string `json:"reason"`
+	// Partition is the partition's canonical name.
+	Partition string `json:"partition"`
+	// Queue is the queue decided on ("" when none was: a rejected
+	// placement, an access listing).
+	Queue string `json:"queue,omitempty"`
+	// Action is submit or admin for queue decisions, the application
+	// action for app.
+	Action string `json:"action,omitempty"`
+	// Identity is the user and the groups the decision was made for.
+	Identity Identity `json:"identity"`
+	// Placement is where the placement rules put the application, when
+	// they ran.
+	Placement *Placement `json:"placement,omitempty"`
+	// Trail is how the decision was reached (explain, place, app).
+	Trail *Trail `json:"trail,omitempty"`
+	// Queues are every queue with the user's rights (access).
+	Queues []QueueRights `json:"queues,omitempty"`
+	// Application, Owner and TargetQueue describe an application
+	// decision (app); Requirements are what it needed, each with its
+	// checks when the trail was asked for.
+	Application  string        `json:"application,omitempty"`
+	Owner        string        `json:"owner,omitempty"`
+	TargetQueue  string        `json:"targetQueue,omitempty"`
+	Requirements []Requirement `json:"requirements,omitempty"`
+}
+
+// Identity is a user and its groups.
+type Identity struct {
+	User   string  `json:"user"`
+	Groups []Group `json:"groups"`
+}
+
+// Group is a group and where it came from: given (with the request),
+// file, ldap, the static resolver's source, and so on.
+type Group struct {
+	Name   string `json:"name"`
+	Source string `json:"source"`
+}
+
+// Placement is the outcome of the placement rules.
+type Placement struct {
+	Placed bool `json:"placed"`
+	// Queue is the queue placed in ("" when rejected); Create is true when
+	// it does not exist yet and YuniKorn creates it on submission.
+	Queue  string `json:"queue,omitempty"`
+	Create bool   `json:"create,omitempty"`
+	// Rule names the rule that placed, or the step that ended placement.
+	Rule string `json:"rule"`
+}
+
+// Trail is every check made, in order: the placement rules tried (when
+// placement ran), then the ACLs of the queue that decided.
+type Trail struct {
+	Placement []PlacementStep `json:"placement,omitempty"`
+	ACLs      []ACLStep       `json:"acls"`
+}
+
+// PlacementStep is one placement rule tried.
+type PlacementStep struct {
+	// Rule is the rule's number from 1, 0 for the root.default fallback.
+	Rule     int    `json:"rule"`
+	Describe string `json:"describe"`
+	// Outcome is "placed", "denied", "no queue", "not leaf" or "failed".
+	Outcome string `json:"outcome"`
+	Queue   string `json:"queue,omitempty"`
+	Reason  string `json:"reason"`
+}
+
+// ACLStep is one ACL consulted, in check order: the queue's submitacl
+// (for submit), its adminacl, then each parent's, then the partition's
+// adminacl.
+type ACLStep struct {
+	// Queue is the queue whose ACL this is, "" for the partition adminacl.
+	Queue string `json:"queue,omitempty"`
+	// ACL is submitacl, adminacl or "partition adminacl".
+	ACL string `json:"acl"`
+	// Set is false when the ACL is not configured (it grants nothing).
+	Set bool `json:"set"`
+	// Entry is the ACL as configured ("" when not set).
+	Entry string `json:"entry,omitempty"`
+	// Reached is false for ACLs after the one that decided.
+	Reached bool `json:"reached"`
+	// Matched is true for the ACL that allowed; Match is then its entry.
+	Matched bool   `json:"matched"`
+	Match   *Match `json:"match,omitempty"`
+}
+
+// Match is the ACL entry that allowed.
+type Match struct {
+	// Kind is user, group or wildcard.
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+}
+
+// QueueRights is one queue with a user's rights.
+type QueueRights struct {
+	Queue string `json:"queue"`
+	// Leaf is true for a queue applications run in.
+	Leaf   bool `json:"leaf"`
+	Submit bool `json:"submit"`
+	Admin  bool `json:"admin"`
+	// SubmitReason and AdminReason say which entry granted the right, or
+	// why none did.
+	SubmitReason string `json:"submitReason"`
+	AdminReason  string `json:"adminReason"`
+}
+
+// Requirement is something an application decision needs, whether it
+// was met, and (with the trail) every check made for it.
+type Requirement struct {
+	// Need is action, "submit to the queue it runs in", "submit to the
+	// target queue" or "modify the application".
+	Need  string `json:"need"`
+	Queue string `json:"queue,omitempty"`
+	Met   bool   `json:"met"`
+	// By names the check that met it, with the entry.
+	By string `json:"by,omitempty"`
+	// Checks are the checks, in order; the first that allows decides.
+	Checks []AppCheck `json:"checks,omitempty"`
+}
+
+// AppCheck is one check of an application decision.
+type AppCheck struct {
+	// Check is owner, "queue admin", "cluster admin", "application
+	// admin", "modify ACL", "view ACL" or "queue submit".
+	Check string `json:"check"`
+	// Queue is the queue checked (queue admin, queue submit).
+	Queue string `json:"queue,omitempty"`
+	// Set and Entry are the ACL checked (cluster admin, application
+	// admin, modify ACL, view ACL); Set is false for the other checks and
+	// for an ACL not configured. Default is true when it is the
+	// partition's applicationacls default.
+	Set     bool   `json:"set"`
+	Entry   string `json:"entry,omitempty"`
+	Default bool   `json:"default,omitempty"`
+	Reached bool   `json:"reached"`
+	Matched bool   `json:"matched"`
+	Match   *Match `json:"match,omitempty"`
+	// GrantQueue and GrantACL are the queue ACL that allowed (queue
+	// admin, cluster admin, queue submit); GrantQueue is "" for the
+	// partition adminacl.
+	GrantQueue string `json:"grantQueue,omitempty"`
+	GrantACL   string `json:"grantACL,omitempty"`
+}
+
+// IdentityOf is the Identity of in.
+func IdentityOf(in identity.Info) Identity {
+	out := Identity{User: in.User, Groups: make([]Group, 0, len(in.Groups))}
+	for i, g := range in.Groups {
+		out.Groups = append(out.Groups, Group{Name: g, Source: string(in.SourceOf(i))})
+	}
+	return out
+}
+
+// ACLSteps converts a policy ACL trail.
+func ACLSteps(steps []policy.Step) []ACLStep {
+	out := make([]ACLStep, 0, len(steps))
+	for _, s := range steps {
+		st := ACLStep{Queue: s.Queue, ACL: string(s.ACL), Set: s.Rule != nil, Reached: s.Reached}
+		if s.Rule != nil {
+			st.Entry = s.Rule.String()
+		}
+		if s.Reached && s.Match.Allowed() {
+			st.Matched = true
+			st.Match = &Match{Kind: s.Match.Kind.String(), Name: s.Match.Name}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// PlacementSteps converts a placement trail; rules describes each rule.
+func PlacementSteps(rules *placement.Rules, res placement.Result) []PlacementStep {
+	out := make([]PlacementStep, 0, len(res.Trail))
+	for _, s := range res.Trail {
+		out = append(out, PlacementStep{Rule: s.Rule + 1, Describe: rules.Describe(s.Rule),
+			Outcome: s.Outcome.String(), Queue: s.Queue, Reason: s.Reason()})
+	}
+	return out
+}
+
+// Requirements converts an application decision's requirements; checks
+// keeps every check made.
+func Requirements(d application.Decision, checks bool) []Requirement {
+	out := make([]Requirement, 0, len(d.Requirements))
+	for _, rq := range d.Requirements {
+		r := Requirement{Need: rq.Need.String(), Queue: rq.Queue, Met: rq.Met}
+		if st, ok := rq.By(); ok {
+			r.By = st.Rule.String()
+			if st.Match.Allowed() {
+				r.By += fmt.Sprintf(" (%s %q)", st.Match.Kind, st.Match.Name)
+			}
+		}
+		for _, st := range rq.Steps {
+			if !checks {
+				break
+			}
+			c := AppCheck{Check: st.Rule.String(), Queue: st.Queue, Set: st.ACL != nil, Default: st.Default, Reached: st.Reached, Matched: st.Allowed}
+			if st.ACL != nil {
+				c.Entry = st.ACL.String()
+			}
+			if st.Allowed && st.Match.Allowed() {
+				c.Match = &Match{Kind: st.Match.Kind.String(), Name: st.Match.Name}
+			}
+			if st.Allowed && st.Grant.ACL != "" {
+				c.GrantQueue, c.GrantACL = st.Grant.Queue, string(st.Grant.ACL)
+			}
+			r.Checks = append(r.Checks, c)
+		}
+		out = append(out, r)
+	}
+	return out
+}

@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/usherhq/usher/decision"
+	"github.com/usherhq/usher/engine"
+	"github.com/usherhq/usher/policy"
+)
+
+// outputHelp is the help of the decision commands' -o flag.
+const outputHelp = "output `FORMAT`: text, json or yaml (json and yaml: one decision object, docs/decision.schema.json; the exit status is the same in every format)"
+
+// outputFlag is -o / --output of the decision commands.
+type outputFlag string
+
+func (o *outputFlag) String() string { return string(*o) }
+
+func (o *outputFlag) Set(s string) error {
+	switch s {
+	case "text", "json", "yaml":
+		*o = outputFlag(s)
+		return nil
+	}
+	return fmt.Errorf("want text, json or yaml, not %q", s)
+}
+
+func (o *outputFlag) register(fs *flag.FlagSet) {
+	if *o == "" {
+		*o = "text"
+	}
+	fs.Var(o, "o", outputHelp)
+	fs.Var(o, "output", "`FORMAT`: same as -o")
+}
+
+// machine reports whether the output is JSON or YAML.
+func (o outputFlag) machine() bool { return o == "json" || o == "yaml" }
+
+// write prints out as JSON or YAML on stdout; the exit code comes from the
+// caller.
+func (o outputFlag) write(env *Env, out *decision.Output) {
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err == nil && o == "yaml" {
+		b, err = yaml.JSONToYAML(b)
+	} else if err == nil {
+		b = append(b, '\n')
+	}
+	if err != nil {
+		// Unreachable: the types are plain data.
+		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		return
+	}
+	env.Stdout.Write(b)
+}
+
+// decisionOutput is the machine output of a queue decision; steps, when
+// not nil, are its ACL trail.
+func decisionOutput(command string, res engine.Result, steps []policy.Step, trail bool) *decision.Output {
+	out := &decision.Output{Command: command, Allowed: res.Allowed, Reason: res.Reason(), Partition: res.Partition,
+		Queue: res.Queue, Action: res.Action.String(), Identity: decision.IdentityOf(res.Identity)}
+	if trail {
+		out.Trail = &decision.Trail{ACLs: decision.ACLSteps(steps)}
+	}
+	return out
+}
+
+// placedOutput is the machine output of a placement (check and explain
+// with --place, place); trail adds the placement rules tried and the ACL
+// trail of the queue whose ACLs decided.
+func placedOutput(command string, res *engine.PlaceResult, trail bool) *decision.Output {
+	out := &decision.Output{Command: command, Allowed: res.Placed, Reason: placeReason(res), Partition: res.Partition,
+		Queue: res.Queue, Action: policy.Submit.String(), Identity: decision.IdentityOf(res.Identity),
+		Placement: &decision.Placement{Placed: res.Placed, Queue: res.Queue, Create: res.Create, Rule: res.RuleName()}}
+	if trail {
+		out.Trail = &decision.Trail{Placement: decision.PlacementSteps(res.Rules, res.Result), ACLs: decision.ACLSteps(res.Steps)}
+	}
+	return out
+}
