@@ -27,8 +27,9 @@ type Record struct {
 	Operation string
 	// Kind is the object's kind (request.kind.kind).
 	Kind string
-	// Namespace and Name locate the object (Name is empty for objects
-	// created with generateName).
+	// Namespace and Name locate the object. An object created with
+	// generateName has no name at admission time (the API server picks it
+	// afterwards): Name is then generateName followed by "*".
 	Namespace, Name string
 	// User and Groups are the submitter as the API server authenticated it.
 	User   string

@@ -300,7 +300,18 @@ func decide(ctx context.Context, st *handlerState, hook hookKind, req *admission
 	}
 	switch req.Operation {
 	case admissionv1.Create:
-		return create(ctx, st, hook, k, req, obj, pre, buf)
+		dc := create(ctx, st, hook, k, req, obj, pre, buf)
+		if req.Name == "" {
+			// The API server leaves request.name empty for an object
+			// created with generateName: its name is chosen after
+			// admission. The audit record names it generateName + "*",
+			// as the messages do.
+			dc.name = pre.obj.top.name
+			if dc.name == "" && pre.obj.top.genName != "" {
+				dc.name = pre.obj.top.genName + "*"
+			}
+		}
+		return dc
 	case admissionv1.Update:
 		return update(ctx, st, k, req, obj, old, pre)
 	}

@@ -37,7 +37,7 @@ type decision struct {
 	warning  string
 	identity string
 	queue    string
-	name     string // the object's name when the request has none (collection deletes)
+	name     string // the object's name when the request has none (collection deletes; generateName + "*" on CREATE)
 	// warned: a denial by the queue check or the kill rule that warn mode
 	// admitted; warning carries its message.
 	warned bool

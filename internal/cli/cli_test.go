@@ -84,6 +84,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--config", yunikornACL, "--config-map", "a/b"}, "give --config or --config-map, not both"},
 		{[]string{"serve", "--config-map", "a/b", "--config-map", "a/b"}, "given twice"},
 		{[]string{"serve", "--config-map", "a/b", "--kubeconfig", "/nonexistent/kubeconfig"}, "--config-map: kubeconfig /nonexistent/kubeconfig"},
+		{[]string{"serve", "--audit-log", "/nonexistent/dir/audit.log"}, "--audit-log: open /nonexistent/dir/audit.log"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"runtime/debug"
@@ -76,11 +77,12 @@ Examples:
   usher serve --config-map yunikorn/yunikorn-defaults,yunikorn/yunikorn-configs
   usher serve --kubeconfig usher.kubeconfig     # callers authenticate with their Kubernetes tokens
   usher serve --access-auth none                # local use: no authentication (logged loudly)
+  usher serve --audit-log /var/log/usher/audit.log   # audit records apart from the logs
 `
 
 func runServe(ctx context.Context, env *Env, args []string) int {
 	var opts server.Options
-	var logFormat, logLevel, caOut, accessAuth, privileged string
+	var logFormat, logLevel, caOut, accessAuth, privileged, auditLog string
 	var noAudit bool
 	var authCacheTTL time.Duration
 	var memLimit, bodyMemory string
@@ -105,6 +107,8 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	fs.StringVar(&opts.TLSKeyFile, "tls-key", "", "private key `FILE` (PEM)")
 	fs.StringVar(&caOut, "ca-out", "", "write the self-signed certificate's PEM to `FILE`")
 	fs.BoolVar(&noAudit, "no-audit", false, "do not write an audit record per decision")
+	fs.StringVar(&auditLog, "audit-log", "", "write audit records to `FILE` (appended to, created 0600) or to stdout (-), "+
+		"apart from the operational logs and whatever --log-level says (default: in the log stream on stderr)")
 	fs.DurationVar(&opts.ReloadInterval, "reload-interval", 2*time.Second, "how often to check the configuration for changes")
 	fs.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let requests in flight finish on shutdown")
 	fs.StringVar(&accessAuth, "access-auth", server.AccessAuthAuto, "`MODES` callers of /v1/access and /metrics authenticate with: kubernetes, client-cert (or both, comma separated), auto or none")
@@ -128,17 +132,37 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		return ExitUsage
 	}
 	hopts := &slog.HandlerOptions{Level: level}
-	// Logs and audit records are written in batches (at least every 100ms).
-	logs := server.NewBufferedWriter(env.Stderr, 100*time.Millisecond)
-	defer logs.Close()
+	var newHandler func(io.Writer, *slog.HandlerOptions) slog.Handler
 	switch logFormat {
 	case "json":
-		opts.Logger = slog.New(slog.NewJSONHandler(logs, hopts))
+		newHandler = func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewJSONHandler(w, o) }
 	case "text":
-		opts.Logger = slog.New(slog.NewTextHandler(logs, hopts))
+		newHandler = func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewTextHandler(w, o) }
 	default:
 		fmt.Fprintf(env.Stderr, "usher serve: --log-format %q: want json or text\n", logFormat)
 		return ExitUsage
+	}
+	// Logs and audit records are written in batches (at least every 100ms).
+	logs := server.NewBufferedWriter(env.Stderr, 100*time.Millisecond)
+	defer logs.Close()
+	opts.Logger = slog.New(newHandler(logs, hopts))
+	if auditLog != "" && !noAudit {
+		var w io.Writer = env.Stdout
+		if auditLog != "-" {
+			f, err := os.OpenFile(auditLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "usher serve: --audit-log: %v\n", err)
+				return ExitUsage
+			}
+			defer f.Close()
+			w = f
+		}
+		// Audit records have their own batches, flushed before the file
+		// is closed (defers run last in, first out), and are written
+		// at any --log-level.
+		audit := server.NewBufferedWriter(w, 100*time.Millisecond)
+		defer audit.Close()
+		opts.Logger = slog.New(server.SplitAudit(opts.Logger.Handler(), newHandler(audit, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	}
 	opts.NoAudit = noAudit
 	opts.AccessAuth = splitList(accessAuth)
