@@ -206,18 +206,26 @@ func PlacementSteps(rules *placement.Rules, res placement.Result) []PlacementSte
 	return out
 }
 
+// MetBy names the rule that met an application requirement, with the
+// entry that matched ("queue admin (user \"jane\")"), or "" when none did.
+func MetBy(rq application.Requirement) string {
+	st, ok := rq.By()
+	if !ok {
+		return ""
+	}
+	by := st.Rule.String()
+	if st.Match.Allowed() {
+		by += fmt.Sprintf(" (%s %q)", st.Match.Kind, st.Match.Name)
+	}
+	return by
+}
+
 // Requirements converts an application decision's requirements; checks
 // keeps every check made.
 func Requirements(d application.Decision, checks bool) []Requirement {
 	out := make([]Requirement, 0, len(d.Requirements))
 	for _, rq := range d.Requirements {
-		r := Requirement{Need: rq.Need.String(), Queue: rq.Queue, Met: rq.Met}
-		if st, ok := rq.By(); ok {
-			r.By = st.Rule.String()
-			if st.Match.Allowed() {
-				r.By += fmt.Sprintf(" (%s %q)", st.Match.Kind, st.Match.Name)
-			}
-		}
+		r := Requirement{Need: rq.Need.String(), Queue: rq.Queue, Met: rq.Met, By: MetBy(rq)}
 		for _, st := range rq.Steps {
 			if !checks {
 				break

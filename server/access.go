@@ -320,13 +320,7 @@ func (s *Server) serveApplication(w http.ResponseWriter, r *http.Request, req *A
 	out := AccessResponse{Allowed: d.Allowed, Reason: d.Reason(), Partition: d.Partition, Queue: d.Queue,
 		Action: action.String(), User: in.User, Groups: groupsOf(in), Application: d.Application, Owner: d.Owner, TargetQueue: d.Target}
 	for _, rq := range d.Requirements {
-		ar := AccessRequirement{Need: rq.Need.String(), Queue: rq.Queue, Met: rq.Met}
-		if st, ok := rq.By(); ok {
-			ar.By = st.Rule.String()
-			if st.Match.Allowed() {
-				ar.By += fmt.Sprintf(" (%s %q)", st.Match.Kind, st.Match.Name)
-			}
-		}
+		ar := AccessRequirement{Need: rq.Need.String(), Queue: rq.Queue, Met: rq.Met, By: decision.MetBy(rq)}
 		out.Requirements = append(out.Requirements, ar)
 	}
 	writeJSON(w, http.StatusOK, out)
