@@ -545,23 +545,9 @@ value:
 		}
 		i = d.i
 		goto end
-	case 't':
+	case 't', 'f', 'n':
 		d.i = i
-		if d.literal("true"); d.err != nil {
-			return
-		}
-		i = d.i
-		goto end
-	case 'f':
-		d.i = i
-		if d.literal("false"); d.err != nil {
-			return
-		}
-		i = d.i
-		goto end
-	case 'n':
-		d.i = i
-		if d.literal("null"); d.err != nil {
+		if d.literal(literalOf(c)); d.err != nil {
 			return
 		}
 		i = d.i
@@ -714,4 +700,15 @@ func (d *Scanner) RawValue() (start, end int) {
 	start = d.i
 	d.Skip()
 	return start, d.i
+}
+
+// literalOf returns the JSON literal that starts with c ('t', 'f' or 'n').
+func literalOf(c byte) string {
+	switch c {
+	case 't':
+		return "true"
+	case 'f':
+		return "false"
+	}
+	return "null"
 }
