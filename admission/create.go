@@ -87,18 +87,7 @@ func create(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, r
 		// carry: the queue is the one their pods will run in (see targets),
 		// so a workload passes only if its pods will, and pods that carry no
 		// marker are checked against the default queue.
-		q, denied := checkQueues(ctx, st, k, req, ov, nil, id)
-		switch {
-		case denied == nil:
-			dc.queue = q
-		case c.queueWarn && denied.warnable():
-			// Warn mode: admitted, stamped as it would be, with the
-			// denial's message as a warning.
-			dc.warnOf(denied)
-		default:
-			denied.identity = id.user
-			return *denied
-		}
+		return withQueueCheck(ctx, st, k, req, ov, nil, id, dc)
 	}
 	return dc
 }

@@ -177,6 +177,25 @@ func (c *Compiled) unmarkedPodScheduler(onPods uint32) string {
 	return ""
 }
 
+// withQueueCheck returns dc with the queue check of the object (nv, and
+// ov on UPDATE) under identity id: dc with its queue when the check
+// passes; dc with the denial as a warning in warn mode when the denial
+// may be warned (the object is admitted, stamped as it would be); the
+// denial otherwise.
+func withQueueCheck(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id identity, dc decision) decision {
+	q, denied := checkQueues(ctx, st, k, req, nv, ov, id)
+	switch {
+	case denied == nil:
+		dc.queue = q
+	case st.cfg.queueWarn && denied.warnable():
+		dc.warnOf(denied)
+	default:
+		denied.identity = id.user
+		return *denied
+	}
+	return dc
+}
+
 // checkQueues authorizes id for every queue the object asks for; on UPDATE
 // (old != nil) only for queues the old object did not already ask for. It
 // returns the first queue checked, or a denial.

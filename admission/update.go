@@ -61,16 +61,7 @@ func update(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1
 	}
 	dc.identity = id.user
 	if c.enforce {
-		q, denied := checkQueues(ctx, st, k, req, nv, ov, id)
-		switch {
-		case denied == nil:
-			dc.queue = q
-		case c.queueWarn && denied.warnable():
-			dc.warnOf(denied)
-		default:
-			denied.identity = id.user
-			return *denied
-		}
+		return withQueueCheck(ctx, st, k, req, nv, ov, id, dc)
 	}
 	return dc
 }
