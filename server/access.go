@@ -236,12 +236,7 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 		s.decisionError(w, r, caller, &req, action.String(), err)
 		return
 	}
-	outcome := "denied"
-	if res.Allowed {
-		outcome = "allowed"
-	}
-	s.metrics.decisions.WithLabelValues(action.String(), outcome).Inc()
-	s.metrics.decisionLatency.Observe(time.Since(start).Seconds())
+	s.countDecision(action.String(), res.Allowed, start)
 	s.audit("access", "user", res.User, "groups", res.Identity.Groups, "partition", res.Partition, "queue", res.Queue,
 		"action", action.String(), "allowed", res.Allowed, "reason", res.Reason(), "caller", caller.Name, "requestID", requestID(r))
 	out := toResponse(res)
@@ -249,6 +244,17 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 		out.Trail = &decision.Trail{ACLs: decision.ACLSteps(steps)}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// countDecision counts a decision the API made, by action and outcome,
+// and observes how long it took since start.
+func (s *Server) countDecision(action string, allowed bool, start time.Time) {
+	outcome := "denied"
+	if allowed {
+		outcome = "allowed"
+	}
+	s.metrics.decisions.WithLabelValues(action, outcome).Inc()
+	s.metrics.decisionLatency.Observe(time.Since(start).Seconds())
 }
 
 // decisionError answers a decision that could not be made: 400 for the
@@ -309,12 +315,7 @@ func (s *Server) serveApplication(w http.ResponseWriter, r *http.Request, req *A
 		s.decisionError(w, r, caller, req, action.String(), err)
 		return
 	}
-	outcome := "denied"
-	if d.Allowed {
-		outcome = "allowed"
-	}
-	s.metrics.decisions.WithLabelValues(action.String(), outcome).Inc()
-	s.metrics.decisionLatency.Observe(time.Since(start).Seconds())
+	s.countDecision(action.String(), d.Allowed, start)
 	s.audit("access", "user", in.User, "groups", in.Groups, "partition", d.Partition, "application", d.Application,
 		"owner", d.Owner, "queue", d.Queue, "action", action.String(), "allowed", d.Allowed, "reason", d.Reason(), "caller", caller.Name, "requestID", requestID(r))
 	out := AccessResponse{Allowed: d.Allowed, Reason: d.Reason(), Partition: d.Partition, Queue: d.Queue,
@@ -347,12 +348,7 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request, req *AccessR
 		s.decisionError(w, r, caller, req, action.String(), err)
 		return
 	}
-	outcome := "denied"
-	if res.Placed {
-		outcome = "allowed"
-	}
-	s.metrics.decisions.WithLabelValues(action.String(), outcome).Inc()
-	s.metrics.decisionLatency.Observe(time.Since(start).Seconds())
+	s.countDecision(action.String(), res.Placed, start)
 	reason := res.Why()
 	s.audit("access", "user", res.Identity.User, "groups", res.Identity.Groups, "partition", res.Partition, "queue", res.Queue,
 		"provided", req.Queue, "rule", res.RuleName(), "action", action.String(), "allowed", res.Placed, "reason", reason,
