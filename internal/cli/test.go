@@ -30,7 +30,6 @@ import (
 	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/application"
 	"github.com/usherhq/usher/engine"
-	"github.com/usherhq/usher/placement"
 	"github.com/usherhq/usher/policy"
 	"github.com/usherhq/usher/server"
 )
@@ -328,14 +327,7 @@ func (r *caseRunner) decision(ctx context.Context, c testCase) caseReport {
 		args = append(args, "--action", c.action)
 	}
 	cr.args = args
-	if err != nil {
-		cr.Got = "error: " + err.Error()
-		cr.want("decision", c.expect, cr.Got)
-		return cr
-	}
-	cr.Got = verdictOf(res.Allowed)
-	if cr.Got != c.expect {
-		cr.want("decision", c.expect, cr.Got)
+	if !cr.settle(c.expect, res.Allowed, err) {
 		return cr
 	}
 	if d := c.decided; d != nil {
@@ -405,14 +397,7 @@ func (r *caseRunner) application(ctx context.Context, c testCase) caseReport {
 	cr.args = args
 	d, _, err := r.e.DecideApplication(ctx, engine.AppRequest{Partition: c.partition, User: c.user, Groups: c.groups,
 		App: app, Action: action, Target: c.app.targetQueue})
-	if err != nil {
-		cr.Got = "error: " + err.Error()
-		cr.want("decision", c.expect, cr.Got)
-		return cr
-	}
-	cr.Got = verdictOf(d.Allowed)
-	if cr.Got != c.expect {
-		cr.want("decision", c.expect, cr.Got)
+	if !cr.settle(c.expect, d.Allowed, err) {
 		return cr
 	}
 	if c.decided != nil {
@@ -432,26 +417,14 @@ func (r *caseRunner) place(ctx context.Context, c testCase) caseReport {
 		args = append(args, "--tag", k+"="+c.tags[k])
 	}
 	cr.args = args
-	g := r.e.Current()
-	cp, err := g.Snapshot().Partition(c.partition)
+	// The engine places as usher place does: the partition's rules, or the
+	// implicit provided rule, for the user identified as check identifies.
+	res, err := r.e.Place(ctx, engine.PlaceRequest{Partition: c.partition, Queue: c.queue, Tags: c.tags, User: c.user, Groups: c.groups})
 	if err != nil {
 		cr.Got = "error: " + err.Error()
 		cr.want("placement", c.expect, cr.Got)
 		return cr
 	}
-	rules := placement.Implicit()
-	for i := range g.Config().Partitions {
-		if p := &g.Config().Partitions[i]; strings.EqualFold(p.Name, cp.Name()) {
-			rules = p.PlacementRules()
-		}
-	}
-	in, err := g.Identify(ctx, cp.Name(), c.user, c.groups)
-	if err != nil {
-		cr.Got = "error: " + err.Error()
-		cr.want("placement", c.expect, cr.Got)
-		return cr
-	}
-	res := rules.Place(cp, placement.Request{Subject: acl.NewSubject(in.User, in.Groups), Queue: c.queue, Tags: c.tags})
 	cr.Got = "rejected"
 	if res.Placed {
 		cr.Got = res.Queue
@@ -680,4 +653,21 @@ func shellJoin(args []string) string {
 		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	return strings.Join(out, " ")
+}
+
+// settle records the verdict of a decision case: the error, or allowed or
+// denied against the expectation. It reports whether the case may go on
+// to check what decided.
+func (cr *caseReport) settle(expect string, allowed bool, err error) bool {
+	if err != nil {
+		cr.Got = "error: " + err.Error()
+		cr.want("decision", expect, cr.Got)
+		return false
+	}
+	cr.Got = verdictOf(allowed)
+	if cr.Got != expect {
+		cr.want("decision", expect, cr.Got)
+		return false
+	}
+	return true
 }
