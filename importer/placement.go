@@ -239,19 +239,11 @@ func capacityPlacement(props *properties, root *Queue, d *diags) []Rule {
 		rules = append(rules, Rule{Spec: placement.Spec{Name: string(placement.Provided)},
 			From: csOverride + " is false (the default): a queue the application names comes before the mappings"})
 	}
-	off := 0
-	for _, raw := range strings.Split(p.value, ",") {
-		at := p.valueAt.advance(p.value, off+len(raw)-len(strings.TrimLeft(raw, " \t\r\n")))
-		off += len(raw) + 1
-		m := strings.TrimSpace(raw)
-		if m == "" {
-			continue
-		}
-		spec, ok := capacityMapping(m, at, root, props, d)
-		if ok {
+	p.items(func(m string, at pos) {
+		if spec, ok := capacityMapping(m, at, root, props, d); ok {
 			rules = append(rules, Rule{Spec: spec, From: fmt.Sprintf("%s: %s", at, m)})
 		}
-	}
+	})
 	if override {
 		rules = append(rules, Rule{Spec: placement.Spec{Name: string(placement.Provided)},
 			From: csOverride + " is true: the mappings come before a queue the application names"})

@@ -122,6 +122,19 @@ type property struct {
 	valueAt     pos // the start of the value text
 }
 
+// items calls fn with each non-empty item of a comma-separated value,
+// trimmed, and the position where the item starts.
+func (p *property) items(fn func(item string, at pos)) {
+	off := 0
+	for _, raw := range strings.Split(p.value, ",") {
+		at := p.valueAt.advance(p.value, off+len(raw)-len(strings.TrimLeft(raw, " \t\r\n")))
+		off += len(raw) + 1
+		if item := strings.TrimSpace(raw); item != "" {
+			fn(item, at)
+		}
+	}
+}
+
 // properties is a Hadoop configuration file: the value in force for each
 // name (the last one, as Hadoop reads them) and the names in file order.
 type properties struct {

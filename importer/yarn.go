@@ -242,25 +242,18 @@ func capacityScheduler(src Source, d *diags) (*Queue, pos, *properties) {
 			return q
 		}
 		seen := map[string]bool{}
-		off := 0
-		for _, raw := range strings.Split(list.value, ",") {
-			at := list.valueAt.advance(list.value, off+len(raw)-len(strings.TrimLeft(raw, " \t\r\n")))
-			off += len(raw) + 1
-			child := strings.TrimSpace(raw)
-			if child == "" {
-				continue
-			}
+		list.items(func(child string, at pos) {
 			childPath, ok := queueName(child, path, at, d)
 			if !ok {
-				continue
+				return
 			}
 			if seen[childPath] {
 				d.errorf(at, "queue %s is listed twice in %s (usher queue names are not case sensitive)", childPath, list.name)
-				continue
+				return
 			}
 			seen[childPath] = true
 			q.Children = append(q.Children, build(child, yarnPath+"."+child, childPath))
-		}
+		})
 		return q
 	}
 	root := build(policy.RootQueue, "root", policy.RootQueue)
