@@ -46,6 +46,10 @@ type AccessRequest struct {
 	// Explain returns the trail (Trail in the answer): the ACLs consulted
 	// in order and, with Place, the placement rules tried first.
 	Explain bool `json:"explain,omitempty"`
+	// Queues asks for every queue of the partition with what the user may
+	// do there (Queues in the answer), as usher access lists them; it
+	// takes no queue, action, placement or application.
+	Queues bool `json:"queues,omitempty"`
 }
 
 // AccessApplication describes an application: its owner, its queue and
@@ -89,6 +93,9 @@ type AccessResponse struct {
 	// Trail is how a queue decision or a placement was reached
 	// ("explain": true): the same object usher explain -o json prints.
 	Trail *decision.Trail `json:"trail,omitempty"`
+	// Queues is every queue of the partition, depth first, with the
+	// user's rights ("queues": true): the list usher access -o json prints.
+	Queues []decision.QueueRights `json:"queues,omitempty"`
 }
 
 // AccessPlacement is the outcome of the placement rules.
@@ -198,6 +205,10 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 	// Before any group lookup: a caller without permission makes usher
 	// search no directory.
 	if !s.authorizeAccess(w, r, caller, &req) {
+		return
+	}
+	if req.Queues {
+		s.serveQueues(w, r, &req, caller)
 		return
 	}
 	if req.Application != nil {

@@ -1,0 +1,42 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/usherhq/usher/auth"
+	"github.com/usherhq/usher/decision"
+)
+
+// serveQueues answers "queues": true: every queue of the partition with
+// what the user may do there, depth first (the tree usher access prints),
+// and the user's groups with their sources. The caller was authorized as
+// for any question about that user.
+func (s *Server) serveQueues(w http.ResponseWriter, r *http.Request, req *AccessRequest, caller auth.User) {
+	switch {
+	case req.Queue != "", req.Action != "", req.Place, req.Tags != nil, req.Application != nil, req.TargetQueue != "", req.Explain:
+		badRequest(w, http.StatusBadRequest, "queues lists every queue of the partition: give only partition, user and groups")
+		return
+	}
+	start := time.Now()
+	in, queues, err := s.engine.Access(r.Context(), req.Partition, req.User, req.Groups)
+	if err != nil {
+		s.decisionError(w, r, caller, req, "queues", err)
+		return
+	}
+	partition := req.Partition
+	if cp, err := s.engine.Snapshot().Partition(req.Partition); err == nil {
+		partition = cp.Name()
+	}
+	s.metrics.decisionLatency.Observe(time.Since(start).Seconds())
+	s.audit("access", "user", in.User, "groups", in.Groups, "partition", partition, "action", "queues", "allowed", true,
+		"caller", caller.Name, "requestID", requestID(r))
+	out := AccessResponse{Allowed: true, Reason: fmt.Sprintf("the rights of %s on every queue of partition %s", in.User, partition),
+		Partition: partition, Action: "queues", User: in.User, Groups: groupsOf(in), Queues: []decision.QueueRights{}}
+	for _, q := range queues {
+		out.Queues = append(out.Queues, decision.QueueRights{Queue: q.Queue, Leaf: q.Leaf, Submit: q.Submit.Allowed, Admin: q.Admin.Allowed,
+			SubmitReason: q.Submit.Reason(), AdminReason: q.Admin.Reason()})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
