@@ -1,0 +1,20 @@
+// Command kubectl-usher is the kubectl plugin of usher: kubectl usher
+// whoami, can-i, why and queues ask usher's decision API (/v1/access) with
+// the caller's own kubeconfig credentials. See docs/kubectl-usher.md.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/usherhq/usher/internal/kubectlusher"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := kubectlusher.Main(ctx, os.Args[1:], kubectlusher.Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	stop()
+	os.Exit(code)
+}
