@@ -52,7 +52,7 @@ usher.io.`,
 			if err != nil {
 				return err
 			}
-			ans, err := uc.access(ctx, accessRequest{Partition: o.partition, User: who.User, Groups: who.Groups, Queues: true})
+			ans, err := o.ask(ctx, uc, accessRequest{Partition: o.partition, User: who.User, Groups: who.Groups, Queues: true}, self)
 			if err != nil {
 				return err
 			}
@@ -163,7 +163,7 @@ answers only if you may create accessreviews in API group usher.io.`,
 				return fmt.Errorf("action %q: want one of %s", action, strings.Join(append(append([]string{}, queueActions...), appActions...), ", "))
 			}
 			ctx := cmd.Context()
-			who, _, err := o.subject(ctx)
+			who, self, err := o.subject(ctx)
 			if err != nil {
 				return err
 			}
@@ -172,7 +172,7 @@ answers only if you may create accessreviews in API group usher.io.`,
 			if err != nil {
 				return err
 			}
-			ans, err := uc.access(ctx, req)
+			ans, err := o.ask(ctx, uc, req, self)
 			if err != nil {
 				return err
 			}
@@ -296,7 +296,7 @@ usher answers only if you may create accessreviews in API group usher.io.`,
 				return err
 			}
 			ctx := cmd.Context()
-			who, _, err := o.subject(ctx)
+			who, self, err := o.subject(ctx)
 			if err != nil {
 				return err
 			}
@@ -304,7 +304,7 @@ usher answers only if you may create accessreviews in API group usher.io.`,
 			if err != nil {
 				return err
 			}
-			ans, err := uc.access(ctx, accessRequest{Partition: o.partition, User: who.User, Groups: who.Groups, Queues: true})
+			ans, err := o.ask(ctx, uc, accessRequest{Partition: o.partition, User: who.User, Groups: who.Groups, Queues: true}, self)
 			if err != nil {
 				return err
 			}
