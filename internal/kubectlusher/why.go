@@ -301,9 +301,9 @@ func printWhy(w io.Writer, wo WhyObject, who Identity) {
 			if p.Create {
 				create = " (created on submission)"
 			}
-			fmt.Fprintf(w, "  placement: %s%s, by rule %s: %s\n", p.Queue, create, p.Rule, p.Reason)
+			fmt.Fprintf(w, "  placement: %s%s (%s)\n", p.Queue, create, p.Rule)
 		} else {
-			fmt.Fprintf(w, "  placement: rejected, at %s: %s\n", p.Rule, p.Reason)
+			fmt.Fprintf(w, "  placement: rejected (%s): %s\n", p.Rule, p.Reason)
 		}
 	}
 	fmt.Fprintf(w, "  usher's decision for %s: %s\n", a.User, map[bool]string{true: "allowed", false: "denied"}[a.Allowed])
