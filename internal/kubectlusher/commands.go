@@ -77,7 +77,7 @@ usher.io.`,
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "  GROUP\tSOURCE")
 				for _, g := range ans.Groups {
-					fmt.Fprintf(tw, "  %s\t%s\n", g.Name, describeSource(g.Source))
+					fmt.Fprintf(tw, "  %s\t%s\n", g.Name, describeSource(g.Source, self))
 				}
 				tw.Flush()
 			})
@@ -87,9 +87,15 @@ usher.io.`,
 	return cmd
 }
 
-func describeSource(s string) string {
-	if s == "given" {
+// describeSource says where a group usher decides with came from: given
+// with the question (the API server's groups, or --as-group), or found by
+// the partition's resolver.
+func describeSource(s string, self bool) string {
+	switch {
+	case s == "given" && self:
 		return "given (by the API server)"
+	case s == "given":
+		return "given (--as-group)"
 	}
 	return s + " (usher's directory)"
 }

@@ -288,7 +288,7 @@ func TestAs(t *testing.T) {
 	e.run("alice", "", "whoami", "--as", "bob").want(t, 2, "403")
 	e.run("root", "", "can-i", "submit", "root.ops", "--as", "bob", "--as-group", "ops").want(t, 0, "yes")
 	e.run("root", "", "can-i", "submit", "root.ops", "--as", "alice", "--as-group", "dev").want(t, 1, "no")
-	e.run("root", "", "whoami", "--as", "bob", "--as-group", "ops").want(t, 0, "asked about (--as)", "oncall")
+	e.run("root", "", "whoami", "--as", "bob", "--as-group", "ops").want(t, 0, "asked about (--as)", "oncall", "given (--as-group)")
 	e.run("root", "", "can-i", "submit", "root.ops", "--as-group", "ops").want(t, 2, "--as-group needs --as")
 }
 
