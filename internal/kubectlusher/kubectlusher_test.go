@@ -351,6 +351,9 @@ func TestWhyDecision(t *testing.T) {
 		got.Objects[0].Decision.Placement == nil || got.Objects[0].Decision.Placement.Queue != "root.dev" || got.Objects[0].Namespace != "team-a" {
 		t.Fatalf("%+v\n%s", got, r.out)
 	}
+	// An object that makes no pods is not asked about.
+	r = e.run("alice", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", "why", "-f", "-", "--dry-run=false")
+	r.want(t, 0, "ConfigMap team-a/c", "not asked")
 	e.run("alice", "", "why").want(t, 2, "-f FILE")
 	e.run("alice", "kind: Job\n", "why", "-f", "-", "--dry-run=false").want(t, 2, "no kind or apiVersion")
 	e.run("alice", "", "why", "-f", "-", "--dry-run=false", "--decision=false").want(t, 2, "nothing to ask")

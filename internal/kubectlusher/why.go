@@ -44,7 +44,8 @@ type WhyObject struct {
 	// the placement rules decide without one).
 	Marker *Marker `json:"marker,omitempty"`
 	// Decision is usher's decision API's answer for the placement of the
-	// object's pods (absent with --decision=false).
+	// object's pods (absent with --decision=false, and for an object that
+	// makes no pods).
 	Decision *AccessAnswer `json:"decision,omitempty"`
 }
 
@@ -234,7 +235,7 @@ func (o *options) why(ctx context.Context, f whyFlags, objs []*unstructured.Unst
 		} else {
 			wo.Namespace = ns
 		}
-		if f.decision {
+		if path, _ := podMetaPath(obj.GetKind()); f.decision && path != nil {
 			wo.Marker = queueMarker(obj)
 			req := accessRequest{Partition: o.partition, User: who.User, Groups: who.Groups, Action: "submit",
 				Place: true, Explain: true, Tags: map[string]string{"namespace": ns}}
@@ -288,6 +289,9 @@ func printWhy(w io.Writer, wo WhyObject, who Identity) {
 	}
 	a := wo.Decision
 	if a == nil {
+		if path, _ := podMetaPath(wo.Kind); path == nil {
+			fmt.Fprintf(w, "  usher's decision API: not asked (a %s is not a workload whose pods YuniKorn places)\n", wo.Kind)
+		}
 		return
 	}
 	if m := wo.Marker; m != nil {
