@@ -92,7 +92,8 @@ func TestClientCert(t *testing.T) {
 		want   string
 		groups []string
 	}{
-		{"CN is the user, O the groups", []*x509.Certificate{ca.Issue(t, "alice", []string{"dev", "ops"}, authtest.CertOptions{}).Leaf}, "alice", []string{"dev", "ops"}},
+		{"CN is the user, O the groups", []*x509.Certificate{ca.Issue(t, "alice", []string{"dev", "ops"}, authtest.CertOptions{}).Leaf}, "alice", []string{"dev", "ops", "system:authenticated"}},
+		{"system:authenticated once", []*x509.Certificate{ca.Issue(t, "alice", []string{"system:authenticated"}, authtest.CertOptions{}).Leaf}, "alice", []string{"system:authenticated"}},
 		{"another CA", []*x509.Certificate{other.Issue(t, "alice", nil, authtest.CertOptions{}).Leaf}, "", nil},
 		{"a server certificate", []*x509.Certificate{ca.Issue(t, "alice", nil, authtest.CertOptions{Usage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}).Leaf}, "", nil},
 		{"expired", []*x509.Certificate{ca.Issue(t, "alice", nil, authtest.CertOptions{NotAfter: time.Now().Add(-time.Minute)}).Leaf}, "", nil},

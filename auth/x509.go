@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 )
 
 // ClientCertAuthenticator authenticates a TLS client certificate that
 // chains to a configured CA and is meant for client authentication. The
-// user is the certificate's common name and the groups its organizations,
-// as kube-apiserver reads them.
+// user is the certificate's common name and the groups its organizations
+// plus system:authenticated, as kube-apiserver reads them (its
+// authenticator chain adds that group to every authenticated user, so a
+// caller asking about itself with the groups the API server reports is
+// asking with the groups usher authenticated).
 //
 // The TLS server must ask for client certificates without verifying them
 // itself (tls.RequestClientCert): a certificate from another CA (the API
@@ -70,7 +74,16 @@ func (a *ClientCertAuthenticator) Verify(chain []*x509.Certificate) (User, error
 	if leaf.Subject.CommonName == "" {
 		return User{}, errors.New("client certificate has no common name")
 	}
-	return User{Name: leaf.Subject.CommonName, Groups: leaf.Subject.Organization}, nil
+	groups := make([]string, 0, len(leaf.Subject.Organization)+1)
+	groups = append(groups, leaf.Subject.Organization...)
+	if !slices.Contains(groups, systemAuthenticated) {
+		groups = append(groups, systemAuthenticated)
+	}
+	return User{Name: leaf.Subject.CommonName, Groups: groups}, nil
 }
 
 var _ Authenticator = (*ClientCertAuthenticator)(nil)
+
+// systemAuthenticated is the group kube-apiserver gives every
+// authenticated user.
+const systemAuthenticated = "system:authenticated"

@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 
@@ -236,29 +235,6 @@ func (o *options) subject(ctx context.Context) (who Identity, self bool, err err
 // systemAuthenticated is the group the API server gives every
 // authenticated user.
 const systemAuthenticated = "system:authenticated"
-
-// ask asks usher req. A question about the caller itself carries the
-// groups the API server authenticated it with; usher lets a caller ask
-// about itself only in groups its own authentication gave it, and its
-// client-certificate authentication gives the certificate's organizations
-// without system:authenticated. When usher refuses such a question (403),
-// it is asked once more without that group, which usher then decides
-// without; usher still checks the caller either way.
-func (o *options) ask(ctx context.Context, uc *usherClient, req accessRequest, self bool) (*AccessAnswer, error) {
-	ans, err := uc.access(ctx, req)
-	var ae *APIError
-	if self && errors.As(err, &ae) && ae.Status == http.StatusForbidden && contains(req.Groups, systemAuthenticated) {
-		groups := make([]string, 0, len(req.Groups))
-		for _, g := range req.Groups {
-			if g != systemAuthenticated {
-				groups = append(groups, g)
-			}
-		}
-		req.Groups = groups
-		return uc.access(ctx, req)
-	}
-	return ans, err
-}
 
 func contains(list []string, s string) bool {
 	for _, v := range list {

@@ -52,7 +52,7 @@ usher.io.`,
 			if err != nil {
 				return err
 			}
-			ans, err := o.ask(ctx, uc, accessRequest{Partition: o.partition, User: who.User, Groups: who.Groups, Queues: true}, self)
+			ans, err := uc.access(ctx, accessRequest{Partition: o.partition, User: who.User, Groups: who.Groups, Queues: true})
 			if err != nil {
 				return err
 			}
@@ -169,7 +169,7 @@ answers only if you may create accessreviews in API group usher.io.`,
 				return fmt.Errorf("action %q: want one of %s", action, strings.Join(append(append([]string{}, queueActions...), appActions...), ", "))
 			}
 			ctx := cmd.Context()
-			who, self, err := o.subject(ctx)
+			who, _, err := o.subject(ctx)
 			if err != nil {
 				return err
 			}
@@ -178,7 +178,7 @@ answers only if you may create accessreviews in API group usher.io.`,
 			if err != nil {
 				return err
 			}
-			ans, err := o.ask(ctx, uc, req, self)
+			ans, err := uc.access(ctx, req)
 			if err != nil {
 				return err
 			}
@@ -302,7 +302,7 @@ usher answers only if you may create accessreviews in API group usher.io.`,
 				return err
 			}
 			ctx := cmd.Context()
-			who, self, err := o.subject(ctx)
+			who, _, err := o.subject(ctx)
 			if err != nil {
 				return err
 			}
@@ -310,7 +310,7 @@ usher answers only if you may create accessreviews in API group usher.io.`,
 			if err != nil {
 				return err
 			}
-			ans, err := o.ask(ctx, uc, accessRequest{Partition: o.partition, User: who.User, Groups: who.Groups, Queues: true}, self)
+			ans, err := uc.access(ctx, accessRequest{Partition: o.partition, User: who.User, Groups: who.Groups, Queues: true})
 			if err != nil {
 				return err
 			}

@@ -196,12 +196,11 @@ func (o *options) why(ctx context.Context, f whyFlags, objs []*unstructured.Unst
 		mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 	}
 	var (
-		uc   *usherClient
-		who  Identity
-		self bool
+		uc  *usherClient
+		who Identity
 	)
 	if f.decision {
-		if who, self, err = o.subject(ctx); err != nil {
+		if who, _, err = o.subject(ctx); err != nil {
 			return err
 		}
 		if uc, err = o.usherClient(); err != nil {
@@ -242,7 +241,7 @@ func (o *options) why(ctx context.Context, f whyFlags, objs []*unstructured.Unst
 			if wo.Marker != nil {
 				req.Queue = wo.Marker.Value
 			}
-			ans, err := o.ask(ctx, uc, req, self)
+			ans, err := uc.access(ctx, req)
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", obj.GetKind(), name, err)
 			}
