@@ -89,7 +89,13 @@ func isExecutable(p string) bool {
 // extra helm flags args (--set ...); err carries helm's stderr.
 func helmTemplate(t *testing.T, helm string, args ...string) ([]manifest, error) {
 	t.Helper()
-	cmd := exec.Command(helm, append([]string{"template", "usher", chartDir, "--namespace", "usher-system"}, args...)...)
+	return helmTemplateAs(t, helm, "usher", "usher-system", args...)
+}
+
+// helmTemplateAs renders the chart as release in namespace.
+func helmTemplateAs(t *testing.T, helm, release, namespace string, args ...string) ([]manifest, error) {
+	t.Helper()
+	cmd := exec.Command(helm, append([]string{"template", release, chartDir, "--namespace", namespace}, args...)...)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
@@ -185,13 +191,16 @@ func TestChartDefaultsRenderDeploy(t *testing.T) {
 // a "labels" or "matchLabels" key may hold more labels than want's, as long
 // as it holds all of want's.
 func diffObjects(path string, want, got any) []string {
+	if want == nil && strings.HasSuffix(path, ".metadata.labels") {
+		return nil // helm's labels on an object deploy/ labels not at all
+	}
 	switch w := want.(type) {
 	case map[string]any:
 		g, ok := got.(map[string]any)
 		if !ok {
 			return []string{fmt.Sprintf("%s: deploy/ has %s, the chart %s", path, compact(want), compact(got))}
 		}
-		superset := strings.HasSuffix(path, ".labels") || strings.HasSuffix(path, ".matchLabels")
+		superset := strings.HasSuffix(path, ".labels") || strings.HasSuffix(path, ".matchLabels") || path == ".spec.selector" && isStringMap(g)
 		var out []string
 		keys := make([]string, 0, len(w)+len(g))
 		for k := range w {
@@ -223,6 +232,15 @@ func diffObjects(path string, want, got any) []string {
 		}
 		return nil
 	}
+}
+
+func isStringMap(m map[string]any) bool {
+	for _, v := range m {
+		if _, ok := v.(string); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func compact(v any) string {
@@ -261,14 +279,26 @@ func TestChartAppVersion(t *testing.T) {
 
 // rendered is what one value set renders, by kind.
 type rendered struct {
-	t       *testing.T
-	objects map[string][]manifest
+	t        *testing.T
+	name, ns string // usher's objects' base name and namespace
+	objects  map[string][]manifest
 }
 
 func render(t *testing.T, helm string, args ...string) rendered {
 	t.Helper()
-	r := rendered{t, map[string][]manifest{}}
-	for _, m := range mustRender(t, helm, args...) {
+	return renderAs(t, helm, "usher", "usher", "usher-system", args...)
+}
+
+// renderAs renders the chart as release in ns; name is the base name of
+// the objects the release gets.
+func renderAs(t *testing.T, helm, release, name, ns string, args ...string) rendered {
+	t.Helper()
+	r := rendered{t, name, ns, map[string][]manifest{}}
+	ms, err := helmTemplateAs(t, helm, release, ns, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
 		r.objects[m.kind] = append(r.objects[m.kind], m)
 	}
 	return r
@@ -337,7 +367,13 @@ func checkRendered(t *testing.T, r rendered) {
 	}
 	var d appsv1.Deployment
 	r.one("Deployment", &d)
-	checkDeployment(t, &d)
+	configArg := "--config-map=" + r.ns + "/" + r.name + "-config"
+	if r.count("ConfigMap") == 0 {
+		configArg = "--config-map="
+	} else if r.count("Role") == 0 {
+		configArg = "--config=/etc/usher/config"
+	}
+	checkDeployment(t, &d, r.name, configArg)
 	hooks := r.webhooks()
 	for _, name := range append(slices.Clone(workloadWebhooks), "validate-config.usher.io") {
 		h, ok := hooks[name]
@@ -348,8 +384,8 @@ func checkRendered(t *testing.T, r rendered) {
 			t.Errorf("no webhook %s", name)
 			continue
 		}
-		if s := h.ClientConfig.Service; s == nil || s.Name != "usher" || s.Namespace != "usher-system" {
-			t.Errorf("%s calls %+v, want the Service usher in usher-system", name, h.ClientConfig.Service)
+		if s := h.ClientConfig.Service; s == nil || s.Name != r.name || s.Namespace != r.ns {
+			t.Errorf("%s calls %+v, want the Service %s in %s", name, h.ClientConfig.Service, r.name, r.ns)
 		}
 	}
 	if r.count("ConfigMap") == 1 {
@@ -475,7 +511,7 @@ func TestChartValueSets(t *testing.T) {
 
 	t.Run("inline configuration, warn mode, more bypassed namespaces", func(t *testing.T) {
 		r := render(t, helm, "--set", "config.mode=warn", "--set", "config.enforceQueueACLs=true",
-			"--set", "config.bypassNamespaces={^kube-system$,^monitoring$,^team-\\d+-sandbox$}",
+			"--set", "config.bypassNamespaces={^kube-system$,^monitoring$,^team-\\\\d+-sandbox$}",
 			"--set", "config.processNamespaces={^team-}",
 			"--set-string", "config.queues=partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: \"*\"\n        queues:\n          - name: ml\n            submitacl: \" ml\"\n")
 		checkRendered(t, r)
@@ -577,14 +613,29 @@ func TestChartValueSets(t *testing.T) {
 	})
 
 	t.Run("another release name", func(t *testing.T) {
-		ms, err := exec.Command(helm, "template", "batch", chartDir, "--namespace", "batch-system").Output()
-		if err != nil {
-			t.Fatal(err)
+		r := renderAs(t, helm, "batch", "batch-usher", "batch-system")
+		checkRendered(t, r)
+		for kind, ms := range r.objects {
+			for _, m := range ms {
+				var o metav1.ObjectMeta
+				var head struct {
+					Metadata *metav1.ObjectMeta
+				}
+				head.Metadata = &o
+				json.Unmarshal(m.raw, &head)
+				if !strings.HasPrefix(o.Name, "batch-usher") || (o.Namespace != "" && o.Namespace != "batch-system") {
+					t.Errorf("release batch in batch-system renders %s %s/%s", kind, o.Namespace, o.Name)
+				}
+			}
 		}
-		for _, want := range []string{"name: batch-usher-config", "--config-map=batch-system/batch-usher-config", "name: batch-usher\n    namespace: batch-system\n    path: /mutate",
-			`"^batch-system$"`, `values: ["batch-system","kube-system"]`, "cert-manager.io/inject-ca-from: batch-system/batch-usher-serving"} {
-			if !bytes.Contains(ms, []byte(want)) {
-				t.Errorf("release batch in batch-system: output lacks %q", want)
+		var vw admissionregistrationv1.ValidatingWebhookConfiguration
+		r.one("ValidatingWebhookConfiguration", &vw)
+		if got := vw.Annotations["cert-manager.io/inject-ca-from"]; got != "batch-system/batch-usher-serving" {
+			t.Errorf("inject-ca-from %q", got)
+		}
+		for name, h := range r.webhooks() {
+			if sel := h.NamespaceSelector.String(); !strings.Contains(sel, "batch-system") {
+				t.Errorf("%s: namespaceSelector %s does not name batch-system", name, sel)
 			}
 		}
 	})

@@ -131,7 +131,7 @@ func TestManifests(t *testing.T) {
 		case "Deployment":
 			var d appsv1.Deployment
 			strict(t, m, &d)
-			checkDeployment(t, &d)
+			checkDeployment(t, &d, "usher", "--config-map=usher-system/usher-config")
 			deployment = &d
 		case "PodDisruptionBudget":
 			var p policyv1.PodDisruptionBudget
@@ -207,7 +207,9 @@ func TestManifests(t *testing.T) {
 	}
 }
 
-func checkDeployment(t *testing.T, d *appsv1.Deployment) {
+// checkDeployment checks usher's Deployment: run as service account name,
+// reading its configuration as configArg says.
+func checkDeployment(t *testing.T, d *appsv1.Deployment, name, configArg string) {
 	if d.Spec.Replicas == nil || *d.Spec.Replicas < 2 {
 		t.Error("the webhook fails closed: run at least two replicas")
 	}
@@ -224,7 +226,7 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 		t.Error("probes on /readyz and /healthz")
 	}
 	args := strings.Join(c.Args, " ")
-	for _, want := range []string{"serve", "--config-map=usher-system/usher-config", "--tls-cert=", "--tls-key=", "--addr=:8443", "--access-auth=kubernetes"} {
+	for _, want := range []string{"serve", configArg, "--tls-cert=", "--tls-key=", "--addr=:8443", "--access-auth=kubernetes"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
@@ -235,8 +237,8 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 	if img := c.Image; !imageTag.MatchString(img) {
 		t.Errorf("image %q: want a version tag (vX.Y.Z), not latest or none", img)
 	}
-	if pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken || pod.ServiceAccountName != "usher" {
-		t.Error("the pod must run as service account usher with its token mounted")
+	if pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken || pod.ServiceAccountName != name {
+		t.Errorf("the pod must run as service account %s with its token mounted", name)
 	}
 }
 

@@ -20,6 +20,8 @@
 set -euo pipefail
 
 VERSION=${USHER_HELM_VERSION:-v3.19.0}
+# Bump when the way helm is built changes, to force a rebuild.
+BUILD_REV=2
 CACHE=${USHER_E2E_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/usher-e2e}
 DIR="$CACHE/helm-$VERSION"
 HELM="$DIR/helm"
@@ -27,7 +29,8 @@ HELM="$DIR/helm"
 log() { printf '[helm.sh] %s\n' "$*" >&2; }
 
 installed() {
-	[ -x "$HELM" ] && "$HELM" version --template '{{.Version}}' 2>/dev/null | grep -qx "$VERSION"
+	[ -x "$HELM" ] && [ "$(cat "$DIR/stamp" 2>/dev/null)" = "$VERSION rev $BUILD_REV" ] &&
+		"$HELM" version --template '{{.Version}}' 2>/dev/null | grep -qx "$VERSION"
 }
 
 if installed; then
@@ -49,15 +52,25 @@ fi
 tmp=$(mktemp -d "$DIR.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 log "building helm $VERSION with go install (once; cached in $DIR)"
-# Outside any module, so the repository's go.mod neither constrains nor
-# records helm's dependencies. The version is stamped the way helm's own
-# Makefile does, so `helm version` names it.
+# Stamped the way helm's own Makefile does: the version, so that `helm
+# version` names it, and the Kubernetes version of helm's client-go (1.34
+# for client-go v0.34), which `helm template` and `helm lint` assume as the
+# cluster's (unstamped, helm assumes 1.20 and refuses the chart's
+# kubeVersion). Built outside any module, so the repository's go.mod neither
+# constrains nor records helm's dependencies.
 (
 	cd "$tmp"
-	GOBIN="$tmp" GOFLAGS=-mod=mod GO111MODULE=on CGO_ENABLED=0 \
-		go install -ldflags "-X helm.sh/helm/v3/internal/version.version=$VERSION" \
-		"helm.sh/helm/v3/cmd/helm@$VERSION" >&2
+	export GOFLAGS=-mod=mod GO111MODULE=on CGO_ENABLED=0
+	gomod=$(go mod download -json "helm.sh/helm/v3@$VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p')
+	kube=$(sed -n 's/^[[:space:]]*k8s\.io\/client-go v0\.\([0-9]*\)\..*/\1/p' "$gomod")
+	[ -n "$kube" ] || { log "error: no k8s.io/client-go in $gomod"; exit 1; }
+	x="-X helm.sh/helm/v3/internal/version.version=$VERSION"
+	for pkg in pkg/chartutil pkg/lint/rules; do
+		x="$x -X helm.sh/helm/v3/$pkg.k8sVersionMajor=1 -X helm.sh/helm/v3/$pkg.k8sVersionMinor=$kube"
+	done
+	GOBIN="$tmp" go install -ldflags "$x" "helm.sh/helm/v3/cmd/helm@$VERSION" >&2
 )
 mv -f "$tmp/helm" "$HELM"
+echo "$VERSION rev $BUILD_REV" > "$DIR/stamp"
 installed || { log "error: $HELM does not report version $VERSION"; exit 1; }
 echo "$HELM"
