@@ -696,3 +696,58 @@ func x509ParseKey(data []byte) (any, error) {
 	}
 	return x509.ParsePKCS8PrivateKey(b.Bytes)
 }
+
+// TestChartValuesDocumented: every value of values.yaml has a row in the
+// values table of docs/install.md (by its full path, or by its last part
+// in a row that names its parent).
+func TestChartValuesDocumented(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values map[string]any
+	if err := utilyaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "install.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), "### Chart values\n")
+	if !ok {
+		t.Fatal("docs/install.md has no section \"Chart values\"")
+	}
+	table, _, _ = strings.Cut(table, "\n### ")
+	var rows []string
+	for _, l := range strings.Split(table, "\n") {
+		if strings.HasPrefix(l, "| `") {
+			first, _, _ := strings.Cut(strings.TrimPrefix(l, "| "), " | ")
+			rows = append(rows, first)
+		}
+	}
+	// Maps documented as one value.
+	whole := map[string]bool{"resources": true, "webhook.optInLabel": true}
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			path := k
+			if prefix != "" {
+				path = prefix + "." + k
+			}
+			if sub, ok := v.(map[string]any); ok && len(sub) > 0 && !whole[path] {
+				walk(path, sub)
+				continue
+			}
+			found := false
+			for _, r := range rows {
+				if strings.Contains(r, "`"+path+"`") || prefix != "" && strings.Contains(r, "`"+k+"`") && strings.Contains(r, "`"+prefix+".") {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("value %s has no row in the values table of docs/install.md", path)
+			}
+		}
+	}
+	walk("", values)
+}
