@@ -22,6 +22,8 @@ import (
 )
 
 // helmPath builds (once, cached) or finds the pinned helm of hack/helm.sh.
+// A cold build takes about ten minutes on two busy cores; the tests that
+// call it run in parallel and share one build (hack/helm.sh holds a lock).
 func helmPath(ctx context.Context, t *testing.T, root string) string {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "helm.sh"))
@@ -45,7 +47,7 @@ func helmPath(ctx context.Context, t *testing.T, root string) string {
 // are never created.
 func TestChart(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	root, err := RepoRoot()
 	if err != nil {
@@ -153,7 +155,7 @@ func TestChart(t *testing.T) {
 // syncs the Secret keep answering.
 func TestChartSelfGeneratedCA(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	root, err := RepoRoot()
 	if err != nil {
