@@ -82,7 +82,7 @@ chart's appVersion). */}}
 {{/* bypassNamespaces with the release namespace added (JSON list). */}}
 {{- define "usher.bypassNamespaces" -}}
 {{- $ns := printf "^%s$" .Release.Namespace -}}
-{{- $out := .Values.config.bypassNamespaces -}}
+{{- $out := .Values.config.bypassNamespaces | default list -}}
 {{- if not (has $ns $out) -}}
 {{- $out = append $out $ns -}}
 {{- end -}}
