@@ -6,7 +6,7 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 IMAGE ?= ghcr.io/usherhq/usher:$(VERSION)
 STAMP = -X github.com/usherhq/usher/internal/cli.Version=$(VERSION) -X github.com/usherhq/usher/internal/cli.Commit=$(COMMIT)
 
-.PHONY: run test unit e2e vet fmt-check bench build image policy-tests chart-lint
+.PHONY: run test unit e2e vet fmt-check bench build image policy-tests
 
 ## run: usher serve on the embedded default configuration (https://127.0.0.1:8443)
 run:
@@ -29,6 +29,7 @@ test: fmt-check vet chart-lint unit policy-tests e2e
 ## defaults, with the pinned helm hack/helm.sh builds (cached). It runs before
 ## unit so that deploy/'s chart tests find that helm; the end-to-end suite
 ## (TestChart) sends the rendered objects to the API server as a dry run.
+.PHONY: chart-lint
 chart-lint:
 	@helm=$$(bash hack/helm.sh) && \
 	$$helm lint --strict deploy/chart/usher && \
