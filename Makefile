@@ -23,7 +23,17 @@ image:
 ## test: everything CI checks: formatting, vet, unit and integration tests
 ## with the race detector (fuzz seed corpora run as plain tests), then the
 ## end-to-end suite against a real control plane.
-test: fmt-check vet unit policy-tests e2e
+test: fmt-check vet chart-lint unit policy-tests e2e
+
+## chart-lint: helm lint --strict of the Helm chart and a render of its
+## defaults, with the pinned helm hack/helm.sh builds (cached). It runs before
+## unit so that deploy/'s chart tests find that helm; the end-to-end suite
+## (TestChart) sends the rendered objects to the API server as a dry run.
+.PHONY: chart-lint
+chart-lint:
+	@helm=$$(bash hack/helm.sh) && \
+	$$helm lint --strict deploy/chart/usher && \
+	$$helm template usher deploy/chart/usher --namespace usher-system > /dev/null
 
 ## policy-tests: the policy tests shipped beside the example configurations
 ## (docs/policy-tests.md)

@@ -131,7 +131,7 @@ func TestManifests(t *testing.T) {
 		case "Deployment":
 			var d appsv1.Deployment
 			strict(t, m, &d)
-			checkDeployment(t, &d)
+			checkDeployment(t, &d, "usher", "--config-map=usher-system/usher-config")
 			deployment = &d
 		case "PodDisruptionBudget":
 			var p policyv1.PodDisruptionBudget
@@ -207,7 +207,9 @@ func TestManifests(t *testing.T) {
 	}
 }
 
-func checkDeployment(t *testing.T, d *appsv1.Deployment) {
+// checkDeployment checks usher's Deployment: run as service account name,
+// reading its configuration as configArg says.
+func checkDeployment(t *testing.T, d *appsv1.Deployment, name, configArg string) {
 	if d.Spec.Replicas == nil || *d.Spec.Replicas < 2 {
 		t.Error("the webhook fails closed: run at least two replicas")
 	}
@@ -224,7 +226,7 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 		t.Error("probes on /readyz and /healthz")
 	}
 	args := strings.Join(c.Args, " ")
-	for _, want := range []string{"serve", "--config-map=usher-system/usher-config", "--tls-cert=", "--tls-key=", "--addr=:8443", "--access-auth=kubernetes"} {
+	for _, want := range []string{"serve", configArg, "--tls-cert=", "--tls-key=", "--addr=:8443", "--access-auth=kubernetes"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
@@ -235,8 +237,8 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 	if img := c.Image; !imageTag.MatchString(img) {
 		t.Errorf("image %q: want a version tag (vX.Y.Z), not latest or none", img)
 	}
-	if pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken || pod.ServiceAccountName != "usher" {
-		t.Error("the pod must run as service account usher with its token mounted")
+	if pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken || pod.ServiceAccountName != name {
+		t.Errorf("the pod must run as service account %s with its token mounted", name)
 	}
 }
 
@@ -309,23 +311,32 @@ func checkSmallCluster(t *testing.T, d *appsv1.Deployment, pdb *policyv1.PodDisr
 // system:auth-delegator) and nothing else; the roles callers are bound to
 // grant exactly the permissions usher checks.
 func checkRBAC(t *testing.T, roles map[string]rbacv1.ClusterRole, bindings []rbacv1.ClusterRoleBinding) {
-	delegated := false
+	delegated, recorder := false, false
 	for _, b := range bindings {
 		for _, s := range b.Subjects {
 			if s.Kind == rbacv1.ServiceAccountKind && s.Name == "usher" && s.Namespace == "usher-system" {
-				if b.RoleRef.Kind != "ClusterRole" || b.RoleRef.Name != "system:auth-delegator" {
-					t.Errorf("%s binds usher to %s %s: usher needs system:auth-delegator only", b.Name, b.RoleRef.Kind, b.RoleRef.Name)
+				switch {
+				case b.RoleRef.Kind == "ClusterRole" && b.RoleRef.Name == "system:auth-delegator":
+					delegated = true
+				case b.RoleRef.Kind == "ClusterRole" && b.RoleRef.Name == "usher-event-recorder":
+					recorder = true
+				default:
+					t.Errorf("%s binds usher to %s %s: usher needs system:auth-delegator and usher-event-recorder only", b.Name, b.RoleRef.Kind, b.RoleRef.Name)
 				}
-				delegated = true
 			}
 		}
 	}
 	if !delegated {
 		t.Error("no ClusterRoleBinding of usher's service account to system:auth-delegator")
 	}
+	if !recorder {
+		t.Error("no ClusterRoleBinding of usher's service account to usher-event-recorder (denial Events)")
+	}
 	want := map[string]rbacv1.PolicyRule{
 		"usher-access-reviewer": {APIGroups: []string{server.AccessReviewGroup}, Resources: []string{server.AccessReviewResource}, Verbs: []string{server.AccessReviewVerb}},
 		"usher-metrics-reader":  {NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}},
+		// Denial Events: create and patch Events, nothing else.
+		"usher-event-recorder": {APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
 	for name, rule := range want {
 		r, ok := roles[name]
@@ -349,8 +360,8 @@ func checkWebhook(t *testing.T, name string, fp *admissionregistrationv1.Failure
 	if fp == nil || *fp != admissionregistrationv1.Fail {
 		t.Errorf("%s: failurePolicy must be Fail", name)
 	}
-	if se == nil || *se != admissionregistrationv1.SideEffectClassNone {
-		t.Errorf("%s: sideEffects must be None", name)
+	if se == nil || *se != admissionregistrationv1.SideEffectClassNoneOnDryRun {
+		t.Errorf("%s: sideEffects must be NoneOnDryRun (denials record Events, never on a dry run)", name)
 	}
 	if timeout == nil || *timeout > 10 {
 		t.Errorf("%s: set a short timeout", name)

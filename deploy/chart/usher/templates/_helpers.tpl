@@ -1,0 +1,146 @@
+{{/* The chart's name ("usher"). */}}
+{{- define "usher.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The base name of every object: the release name when it contains the
+chart's name (release "usher" gives "usher", as in deploy/), else
+RELEASE-usher. */}}
+{{- define "usher.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "usher.name" . -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Labels of every object. app.kubernetes.io/name is the label deploy/
+uses; the others are helm's. */}}
+{{- define "usher.labels" -}}
+{{ include "usher.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* Labels that select usher's pods: the name, and the release, so that two
+releases in one namespace do not select each other's pods. */}}
+{{- define "usher.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "usher.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The ConfigMap the chart renders. */}}
+{{- define "usher.configName" -}}
+{{- printf "%s-config" (include "usher.fullname" .) -}}
+{{- end -}}
+
+{{/* The Secret holding the serving certificate. */}}
+{{- define "usher.tlsSecret" -}}
+{{- if eq .Values.certificates.mode "secret" -}}
+{{- required "certificates.existingSecret: mode secret needs the name of your Secret" .Values.certificates.existingSecret -}}
+{{- else -}}
+{{- printf "%s-tls" (include "usher.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The image reference: digest when given, else the tag (default the
+chart's appVersion). */}}
+{{- define "usher.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The ConfigMaps usher reads, as a list of "NAMESPACE/NAME" (JSON). */}}
+{{- define "usher.configMaps" -}}
+{{- $out := list -}}
+{{- if .Values.config.existingConfigMaps -}}
+{{- if ne .Values.config.source "configMap" -}}
+{{- fail "config.existingConfigMaps needs config.source configMap: the chart mounts only the ConfigMap it renders" -}}
+{{- end -}}
+{{- range .Values.config.existingConfigMaps -}}
+{{- if contains "/" . -}}
+{{- $out = append $out . -}}
+{{- else -}}
+{{- $out = append $out (printf "%s/%s" $.Release.Namespace .) -}}
+{{- end -}}
+{{- end -}}
+{{- else -}}
+{{- $out = append $out (printf "%s/%s" .Release.Namespace (include "usher.configName" .)) -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/* bypassNamespaces with the release namespace added (JSON list). */}}
+{{- define "usher.bypassNamespaces" -}}
+{{- $ns := printf "^%s$" .Release.Namespace -}}
+{{- $out := .Values.config.bypassNamespaces | default list -}}
+{{- if not (has $ns $out) -}}
+{{- $out = append $out $ns -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/* The usher-namespaces CEL condition: false in every namespace
+bypassNamespaces bypasses or processNamespaces leaves out; what
+`usher webhook` prints for the same settings (regular expressions quoted as
+CEL strings, unanchored as the settings are). */}}
+{{- define "usher.namespaceCondition" -}}
+{{- $parts := list -}}
+{{- $bypass := include "usher.bypassNamespaces" . | fromJsonArray -}}
+{{- if $bypass -}}
+{{- $q := list -}}
+{{- range $bypass }}{{ $q = append $q (quote .) }}{{ end -}}
+{{- $parts = append $parts (printf "![%s].exists(p, request.namespace.matches(p))" (join ", " $q)) -}}
+{{- end -}}
+{{- if .Values.config.processNamespaces -}}
+{{- $q := list -}}
+{{- range .Values.config.processNamespaces }}{{ $q = append $q (quote .) }}{{ end -}}
+{{- $parts = append $parts (printf "[%s].exists(p, request.namespace.matches(p))" (join ", " $q)) -}}
+{{- end -}}
+{{- if $parts }}{{ join " && " $parts }}{{ else }}true{{ end -}}
+{{- end -}}
+
+{{/* The namespaceSelector of the workload webhooks. */}}
+{{- define "usher.namespaceSelector" -}}
+matchExpressions:
+{{- if eq .Values.webhook.scope "optIn" }}
+  - key: {{ .Values.webhook.optInLabel.key | quote }}
+    operator: In
+    values: [{{ .Values.webhook.optInLabel.value | quote }}]
+{{- end }}
+  - key: kubernetes.io/metadata.name
+    operator: NotIn
+    values: {{ concat (list .Release.Namespace "kube-system") .Values.webhook.excludedNamespaces | uniq | toJson }}
+{{- end -}}
+
+{{/* The matchConditions every workload webhook starts with. */}}
+{{- define "usher.matchConditions" -}}
+- name: usher-namespaces
+  expression: {{ include "usher.namespaceCondition" . | quote }}
+{{- with .Values.webhook.matchConditions }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* The clientConfig of a webhook; the argument is (list $ PATH CABUNDLE). */}}
+{{- define "usher.clientConfig" -}}
+{{- $ := index . 0 -}}
+clientConfig:
+  service:
+    name: {{ include "usher.fullname" $ }}
+    namespace: {{ $.Release.Namespace }}
+    path: {{ index . 1 }}
+    port: {{ $.Values.service.port }}
+  {{- with index . 2 }}
+  caBundle: {{ . }}
+  {{- end }}
+{{- end -}}
