@@ -12,9 +12,10 @@ STAMP = -X github.com/usherhq/usher/internal/cli.Version=$(VERSION) -X github.co
 run:
 	$(GO) run ./cmd/usher serve
 
-## build: bin/usher, with the version and commit stamped
+## build: bin/usher (version and commit stamped) and the kubectl plugin bin/kubectl-usher
 build:
 	$(GO) build -ldflags "$(STAMP)" -o bin/usher ./cmd/usher
+	$(GO) build -o bin/kubectl-usher ./cmd/kubectl-usher
 
 ## image: the container image, version and commit stamped (see Dockerfile)
 image:
