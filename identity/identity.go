@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Source names where a group came from: SourceGiven for groups that were
@@ -25,6 +26,23 @@ type Source string
 
 // SourceGiven marks groups supplied with the request.
 const SourceGiven Source = "given"
+
+// Via is the Source of a group a resolver found through nested groups:
+// base, then the groups that led to it from the user's own group, in
+// order ("ldap via data-eng-emea", "ldap via emea-team > data-eng-emea").
+func Via(base Source, chain ...string) Source {
+	if len(chain) == 0 {
+		return base
+	}
+	return base + " via " + Source(strings.Join(chain, " > "))
+}
+
+// Base is the resolver that found the group, without the nesting chain:
+// "ldap" for "ldap via data-eng-emea".
+func (s Source) Base() Source {
+	b, _, _ := strings.Cut(string(s), " ")
+	return Source(b)
+}
 
 // Info is a user and the groups it belongs to. The zero value is an
 // anonymous user with no groups. An Info is a value: the resolvers and the
@@ -37,6 +55,11 @@ type Info struct {
 	// Sources, when not empty, has one entry per element of Groups telling
 	// where that group came from.
 	Sources []Source
+	// Lookup says how the resolver was consulted when that was more than
+	// asking it for User (identity/lookup.go): the directory name a
+	// mapping rule gave, a skipped user, a static override, an unknown
+	// user decided on its given groups. The zero value is the plain case.
+	Lookup Lookup
 }
 
 // SourceOf returns where group i came from, or "" when unknown.
