@@ -333,11 +333,15 @@ func (r *Resolver) nested(ctx context.Context, c *conn, user string, direct []gr
 // are not in seen (which it extends), marking each with the chain through
 // the child that led to it.
 func (r *Resolver) parents(ctx context.Context, c *conn, user string, children []group, seen map[string]bool) ([]group, error) {
-	byKey := make(map[string]group, len(children))
+	// Children by normal form and by their DN as written, lower-cased:
+	// the server usually returns member values as they were found, so
+	// most are matched without parsing them.
+	byKey := make(map[string]group, 2*len(children))
 	var or strings.Builder
 	or.WriteString("(|")
 	for _, ch := range children {
 		byKey[dnKey(ch.dn)] = ch
+		byKey[strings.ToLower(ch.dn)] = ch
 		or.WriteString("(" + r.cfg.MemberAttr + "=" + goldap.EscapeFilter(ch.dn) + ")")
 	}
 	or.WriteString(")")
@@ -364,10 +368,20 @@ func (r *Resolver) parents(ctx context.Context, c *conn, user string, children [
 		// ranges (Active Directory) may leave it out: the chain is then
 		// unknown, and says so.
 		chain := []string{"a nested group"}
-		for _, m := range e.GetEqualFoldAttributeValues(r.cfg.MemberAttr) {
-			if ch, ok := byKey[dnKey(m)]; ok {
-				chain = append(slices.Clip(ch.chain), ch.name)
+		members := e.GetEqualFoldAttributeValues(r.cfg.MemberAttr)
+		found := false
+		for _, m := range members {
+			if ch, ok := byKey[strings.ToLower(m)]; ok {
+				chain, found = append(slices.Clip(ch.chain), ch.name), true
 				break
+			}
+		}
+		for _, m := range members {
+			if found {
+				break
+			}
+			if ch, ok := byKey[dnKey(m)]; ok {
+				chain, found = append(slices.Clip(ch.chain), ch.name), true
 			}
 		}
 		out = append(out, group{dn: e.DN, name: name, chain: chain, src: identity.Via(Source, chain...)})
