@@ -165,13 +165,19 @@ func Given(user string, groups []string) Info {
 // when mode is ModeGiven and groups are always supplied; if it is needed and
 // nil, Complete returns an error.
 func Complete(ctx context.Context, mode Mode, r Resolver, user string, groups []string) (Info, error) {
+	return complete(ctx, mode, r, user, user, groups)
+}
+
+// complete is Complete asking r for name, the user's name in the
+// resolver (Policy's name mapping).
+func complete(ctx context.Context, mode Mode, r Resolver, user, name string, groups []string) (Info, error) {
 	if mode == ModeGiven && len(groups) > 0 {
 		return Given(user, groups), nil
 	}
 	if r == nil {
-		return Info{}, fmt.Errorf("groups of %q: no resolver configured", user)
+		return Info{}, fmt.Errorf("groups of %q: no resolver configured", name)
 	}
-	resolved, err := r.Resolve(ctx, user)
+	resolved, err := r.Resolve(ctx, name)
 	if err != nil {
 		return Info{}, err
 	}

@@ -214,7 +214,7 @@ func (p *Policy) Complete(ctx context.Context, mode Mode, r Resolver, user strin
 	if err != nil {
 		return Info{}, err
 	}
-	in, err := Complete(ctx, mode, renamed{r, name}, user, groups)
+	in, err := complete(ctx, mode, r, user, name, groups)
 	if err != nil {
 		if p.Unknown == UnknownGivenGroups && errors.Is(err, ErrUnknownUser) {
 			in = Given(user, groups)
@@ -227,20 +227,6 @@ func (p *Policy) Complete(ctx context.Context, mode Mode, r Resolver, user strin
 		in.Lookup.Name, in.Lookup.Rule = name, rule
 	}
 	return in, nil
-}
-
-// renamed asks r for name instead of the user it is given; a nil r stays
-// nil for Complete's "no resolver" error.
-type renamed struct {
-	r    Resolver
-	name string
-}
-
-func (n renamed) Resolve(ctx context.Context, _ string) (Info, error) {
-	if n.r == nil {
-		return Info{}, fmt.Errorf("groups of %q: no resolver configured", n.name)
-	}
-	return n.r.Resolve(ctx, n.name)
 }
 
 // overrideResolver answers every user with its groups, marked
