@@ -221,3 +221,30 @@ func TestNestedConfig(t *testing.T) {
 		t.Errorf("memberof nested GroupFilter default = %q", d.GroupFilter)
 	}
 }
+
+// TestInChainSearchRuns runs the in-chain search against slapd, which does
+// not implement the matching rule and finds nothing with it: the lookup
+// still succeeds with the user's own groups, in three searches (user,
+// groups, in-chain). What Active Directory returns cannot be tested here.
+func TestInChainSearchRuns(t *testing.T) {
+	s := newNestedDirectory(t)
+	for _, mode := range []GroupSearch{GroupSearchMember, GroupSearchMemberOf} {
+		t.Run(string(mode), func(t *testing.T) {
+			cfg := baseConfig(s, mode)
+			cfg.GroupBaseDN = slapdtest.GroupsDN
+			cfg.InChain = true
+			r := newResolverT(t, cfg)
+			got := resolveSources(t, r, "nina")
+			if want := []string{"Data-Science(ldap)", "emea-team(ldap)"}; !slices.Equal(got, want) {
+				t.Fatalf("groups = %q, want %q", got, want)
+			}
+			want := uint64(3)
+			if mode == GroupSearchMemberOf {
+				want = 2
+			}
+			if n := r.Stats().Searches; n != want {
+				t.Errorf("%d searches, want %d", n, want)
+			}
+		})
+	}
+}
