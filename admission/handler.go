@@ -247,7 +247,9 @@ func (h *Handler) respond(ctx context.Context, hook hookKind, req *admissionv1.A
 // scratch space the patch is built in.
 func (h *Handler) review(ctx context.Context, st *handlerState, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views, buf *[]byte) decision {
 	var notes *lookupNotes
-	if h.audit != nil {
+	if h.audit != nil && (st.cfg.enforce || st.cfg.enforceDelete) {
+		// Only an authorizer notes a lookup; without one nothing is
+		// allocated for the notes.
 		ctx, notes = withLookupNotes(ctx)
 	}
 	dc := h.decideSafe(ctx, st, hook, req, obj, old, pre, buf)

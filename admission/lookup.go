@@ -17,17 +17,27 @@ import (
 
 type lookupKey struct{}
 
-// lookupNotes collects the notes of one review; the authorizer may be
-// called for several queues.
+// lookupNotes collects the notes of one review (the authorizer may be
+// called for several queues). It is the review's context too, so that
+// carrying it costs one allocation.
 type lookupNotes struct {
+	context.Context
 	mu    sync.Mutex
 	notes []string
 }
 
+// Value returns the notes for lookupKey, else what the parent holds.
+func (n *lookupNotes) Value(key any) any {
+	if key == (lookupKey{}) {
+		return n
+	}
+	return n.Context.Value(key)
+}
+
 // withLookupNotes returns ctx carrying a fresh collector.
 func withLookupNotes(ctx context.Context) (context.Context, *lookupNotes) {
-	n := &lookupNotes{}
-	return context.WithValue(ctx, lookupKey{}, n), n
+	n := &lookupNotes{Context: ctx}
+	return n, n
 }
 
 // NoteLookup records how the submitter of the review ctx belongs to was
