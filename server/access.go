@@ -327,7 +327,7 @@ func (s *Server) serveApplication(w http.ResponseWriter, r *http.Request, req *A
 		"lookup", in.Lookup.String())
 	out := AccessResponse{Allowed: d.Allowed, Reason: d.Reason(), Partition: d.Partition, Queue: d.Queue,
 		Action: action.String(), User: in.User, Groups: groupsOf(in), Application: d.Application, Owner: d.Owner, TargetQueue: d.Target}
-	out.Lookup = decision.LookupOf(in.Lookup)
+	out.Lookup = accessLookup(in.Lookup)
 	for _, rq := range d.Requirements {
 		ar := AccessRequirement{Need: rq.Need.String(), Queue: rq.Queue, Met: rq.Met, By: decision.MetBy(rq)}
 		out.Requirements = append(out.Requirements, ar)
@@ -364,7 +364,7 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request, req *AccessR
 	out := AccessResponse{Allowed: res.Placed, Reason: reason, Partition: res.Partition, Queue: res.Queue,
 		Action: action.String(), User: res.Identity.User, Groups: groupsOf(res.Identity),
 		Placement: &AccessPlacement{Placed: res.Placed, Queue: res.Queue, Create: res.Create, Rule: res.RuleName(), Reason: res.Reason()}}
-	out.Lookup = decision.LookupOf(res.Identity.Lookup)
+	out.Lookup = accessLookup(res.Identity.Lookup)
 	if res.Placed {
 		d := res.Decision
 		out.DecidedBy = &DecidedBy{Queue: d.By.Queue, ACL: string(d.By.ACL), Kind: d.By.Match.Kind.String(), Entry: d.By.Match.Name}
@@ -382,6 +382,17 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request, req *AccessR
 	writeJSON(w, http.StatusOK, out)
 }
 
+// accessLookup is the lookup of an answer: without the resolver's "no such
+// user" message, which names base DNs and filters (it goes to usher's log
+// only, as every resolver error does).
+func accessLookup(l identity.Lookup) *decision.Lookup {
+	out := decision.LookupOf(l)
+	if out != nil && l.Outcome == identity.OutcomeUnknownGiven {
+		out.Detail = ""
+	}
+	return out
+}
+
 func groupsOf(in identity.Info) []AccessGroup {
 	out := []AccessGroup{}
 	for i, g := range in.Groups {
@@ -394,7 +405,7 @@ func toResponse(res engine.Result) AccessResponse {
 	out := AccessResponse{
 		Allowed: res.Allowed, Reason: res.Reason(), Partition: res.Partition, Queue: res.Queue,
 		Action: res.Action.String(), User: res.User, Groups: groupsOf(res.Identity),
-		Lookup: decision.LookupOf(res.Identity.Lookup),
+		Lookup: accessLookup(res.Identity.Lookup),
 	}
 	if res.Allowed {
 		out.DecidedBy = &DecidedBy{Queue: res.By.Queue, ACL: string(res.By.ACL), Kind: res.By.Match.Kind.String(), Entry: res.By.Match.Name}

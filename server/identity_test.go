@@ -76,6 +76,13 @@ admissionController:
 	if code != 200 || !res.Allowed || res.Lookup != nil || strings.Contains(raw, `"lookup"`) {
 		t.Fatalf("alice, plain lookup: %d %s", code, raw)
 	}
+	// An unknown user decided on its given groups: said so, without the
+	// directory's message (base DNs, filters).
+	code, res, raw = h.access(`{"queue":"root.k8s","user":"mallory","groups":["system:authenticated"]}`)
+	if code != 200 || !res.Allowed || res.Lookup == nil || res.Lookup.Outcome != "unknown-user-given-groups" ||
+		strings.Contains(raw, slapdtest.PeopleDN) || strings.Contains(raw, "uid=mallory") {
+		t.Fatalf("mallory: %d %s", code, raw)
+	}
 	if !strings.Contains(h.logs.String(), `"lookup":"directory name \"alice\" (mapping rule 1)"`) {
 		t.Errorf("the access audit lacks the lookup:\n%s", h.logs.String())
 	}
