@@ -6,6 +6,11 @@
 //   - Groups supplied with a request are used as the partition's groups
 //     mode says (given, the default: as they are, the resolver is asked only
 //     when none are supplied; resolve; merge).
+//   - The partition's lookup policy (identity.Policy) says whether and
+//     under which name the resolver is asked: skipped users keep their
+//     given groups, overrides win, and "no such user" denies unless
+//     unknownuser is given-groups; ACLs always match the authenticated
+//     name, and the identity says how it was found (Info.Lookup).
 //   - A resolver failure denies: Check returns the error and a Decision
 //     that is not Allowed. Nothing is granted on groups that could not be
 //     established.
