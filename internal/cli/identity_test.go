@@ -127,3 +127,39 @@ member: cn=data-eng-emea,%[2]s
 		t.Fatalf("first group %+v", g)
 	}
 }
+
+// TestLintLookupSettings: usher lint places the lookup settings' mistakes
+// at FILE:LINE:COL.
+func TestLintLookupSettings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "q.yaml")
+	src := `partitions:
+  - name: default
+    usergroupresolver:
+      type: test
+      users: {alice: [dev]}
+      unknownuser: allow
+      namemapping:
+        - pattern: '(.+)'
+          replacement: $1
+        - pattern: 'oidc:(.+)'
+          replacement: $1
+    queues:
+      - name: root
+`
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := run(t, "lint", path)
+	all := out + errs
+	if code == cli.ExitOK {
+		t.Fatalf("lint passed:\n%s", all)
+	}
+	for _, want := range []string{
+		path + `:6:20: unknownuser "allow": want deny or given-groups`,
+		path + `:10:20: warning: namemapping rule 2 can never apply: rule 1 (line 8), tried first, matches every name`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("lint output lacks %q:\n%s", want, all)
+		}
+	}
+}
