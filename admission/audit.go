@@ -61,12 +61,18 @@ type Record struct {
 	// enforceDeleteACLsMode) admitted it with the denial's message as an
 	// admission warning. Reason then carries that message.
 	Warned bool
+	// Lookup says how the queue check identified the submitter when that
+	// was more than asking the resolver for the user: a namemapping
+	// rule's directory name, a user skip leaves to its given groups, a
+	// static override, or an unknown user decided on its given groups
+	// (unknownuser given-groups). Empty in the plain case (NoteLookup).
+	Lookup string
 }
 
 // AppendAttrs appends the record's attributes to dst, in a fixed order and
 // with fixed keys: webhook, uid, operation, object (the object's kind),
 // namespace, name, user, groups, identity, queue, allowed, patched, code,
-// reason, rule, dryRun, warned. Every string the requester chose is cut to a
+// reason, rule, dryRun, warned, lookup. Every string the requester chose is cut to a
 // bounded length (reason texts longer than names) and the groups to a
 // bounded count, with a visible mark ("…[cut N bytes]", "…[cut N more]"),
 // so a request cannot make a record arbitrarily large. This is the one
@@ -91,11 +97,12 @@ func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
 		slog.String("rule", r.Rule.String()),
 		slog.Bool("dryRun", r.DryRun),
 		slog.Bool("warned", r.Warned),
+		slog.String("lookup", clip.String(r.Lookup, clip.Text)),
 	)
 }
 
 // numAuditAttrs is the number of attributes AppendAttrs appends.
-const numAuditAttrs = 17
+const numAuditAttrs = 18
 
 // SlogAudit returns an audit hook (for WithAudit) that logs every review
 // to l as "admission review" with the attributes of Record.AppendAttrs:
@@ -130,6 +137,7 @@ func (h *Handler) record(hook hookKind, req *admissionv1.AdmissionRequest, dc *d
 		Rule:     dc.rule,
 		Trust:    dc.trust,
 		Warned:   dc.warned,
+		Lookup:   dc.lookup,
 	}
 	if dc.warned {
 		r.Reason = "warned: " + dc.warning

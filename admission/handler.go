@@ -246,7 +246,14 @@ func (h *Handler) respond(ctx context.Context, hook hookKind, req *admissionv1.A
 // hook. pre, when not nil, holds objects already parsed with st.cfg. buf is
 // scratch space the patch is built in.
 func (h *Handler) review(ctx context.Context, st *handlerState, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views, buf *[]byte) decision {
+	var notes *lookupNotes
+	if h.audit != nil && (st.cfg.enforce || st.cfg.enforceDelete) {
+		// Only an authorizer notes a lookup; without one nothing is
+		// allocated for the notes.
+		ctx, notes = withLookupNotes(ctx)
+	}
 	dc := h.decideSafe(ctx, st, hook, req, obj, old, pre, buf)
+	dc.lookup = notes.String()
 	h.record(hook, req, &dc)
 	return dc
 }

@@ -41,6 +41,9 @@ type decision struct {
 	// warned: a denial by the queue check or the kill rule that warn mode
 	// admitted; warning carries its message.
 	warned bool
+	// lookup is how the submitter was identified (NoteLookup), for the
+	// audit record.
+	lookup string
 }
 
 // Modes of enforceQueueACLsMode and enforceDeleteACLsMode.

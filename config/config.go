@@ -521,7 +521,8 @@ func (p *parser) leadingSpace(k, n *yaml.Node) bool {
 func (p *parser) resolver(n *yaml.Node) Resolver {
 	var r Resolver
 	var fileNode, usersNode, ldapNode, typeNode *yaml.Node
-	if !p.mapping(n, "usergroupresolver", map[string]func(k, v *yaml.Node){
+	var lookup lookupNodes
+	keys := map[string]func(k, v *yaml.Node){
 		"type":  func(k, v *yaml.Node) { r.Type, _ = p.str(v, "resolver type"); typeNode = v },
 		"file":  func(k, v *yaml.Node) { r.File, _ = p.str(v, "file"); fileNode = v },
 		"users": func(k, v *yaml.Node) { usersNode = v },
@@ -537,9 +538,12 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 				}
 			}
 		},
-	}) {
+	}
+	lookup.keys(keys)
+	if !p.mapping(n, "usergroupresolver", keys) {
 		return r
 	}
+	r.Policy = p.lookupPolicy(lookup)
 	switch r.Type {
 	case "", "none", "os":
 	case "file":

@@ -79,11 +79,11 @@ func (p *parser) ldap(n *yaml.Node) *ldap.Config {
 	if !p.strict(n, "ldap", &c) {
 		return nil
 	}
-	c = c.WithDefaults()
 	if err := c.Validate(); err != nil {
-		p.errorf(n, "%v", err)
+		p.placeLDAPError(n, err)
 		return nil
 	}
+	c = c.WithDefaults()
 	for _, w := range c.Warnings() {
 		p.warnf(n, "%s", w)
 	}

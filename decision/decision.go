@@ -7,6 +7,7 @@ package decision
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/usherhq/usher/application"
 	"github.com/usherhq/usher/identity"
@@ -53,8 +54,30 @@ type Output struct {
 
 // Identity is a user and its groups.
 type Identity struct {
+	// User is the name the request authenticated, which ACLs match.
 	User   string  `json:"user"`
 	Groups []Group `json:"groups"`
+	// Lookup says how the groups were found when that was more than
+	// asking the resolver for User; absent in that plain case.
+	Lookup *Lookup `json:"lookup,omitempty"`
+}
+
+// Lookup is how the resolver was consulted for an identity.
+type Lookup struct {
+	// DirectoryName is the name the resolver was asked for when a
+	// namemapping rule changed it, and Rule that rule's number from 1.
+	DirectoryName string `json:"directoryName,omitempty"`
+	Rule          int    `json:"rule,omitempty"`
+	// Outcome is "skipped" (the user matched skip: only its given groups
+	// count), "override" (a static override gave the groups) or
+	// "unknown-user-given-groups" (the resolver does not know the user and
+	// unknownuser given-groups decided on the given groups alone); absent
+	// when the resolver was asked.
+	Outcome string `json:"outcome,omitempty"`
+	// Detail is the skip prefix, or the resolver's "no such user" answer.
+	Detail string `json:"detail,omitempty"`
+	// Summary is the lookup in one sentence, as explain prints it.
+	Summary string `json:"summary"`
 }
 
 // Group is a group and where it came from: given (with the request),
@@ -172,11 +195,49 @@ type AppCheck struct {
 
 // IdentityOf is the Identity of in.
 func IdentityOf(in identity.Info) Identity {
-	out := Identity{User: in.User, Groups: make([]Group, 0, len(in.Groups))}
+	out := Identity{User: in.User, Groups: make([]Group, 0, len(in.Groups)), Lookup: LookupOf(in.Lookup)}
 	for i, g := range in.Groups {
 		out.Groups = append(out.Groups, Group{Name: g, Source: string(in.SourceOf(i))})
 	}
 	return out
+}
+
+// LookupOf is the Lookup of l, nil for the plain case.
+func LookupOf(l identity.Lookup) *Lookup {
+	if l == (identity.Lookup{}) {
+		return nil
+	}
+	return &Lookup{DirectoryName: l.Name, Rule: l.Rule, Outcome: string(l.Outcome), Detail: l.Detail, Summary: l.String()}
+}
+
+// IdentityText writes the identity as explain prints it: the user, how it
+// was looked up when that was more than asking the resolver for it (the
+// directory name a mapping rule gave, a skipped user, a static override,
+// an unknown user decided on its given groups), and each group with where
+// it came from ("ldap via data-eng-emea" for a nested group).
+func IdentityText(w io.Writer, in identity.Info) {
+	fmt.Fprintf(w, "\nidentity:\n  user    %s\n", in.User)
+	if in.Lookup.Name != "" {
+		fmt.Fprintf(w, "  lookup  as %s (namemapping rule %d); ACLs match %s\n", in.Lookup.Name, in.Lookup.Rule, in.User)
+	}
+	switch in.Lookup.Outcome {
+	case identity.OutcomeSkipped:
+		fmt.Fprintf(w, "  lookup  none: names starting with %q are not looked up (skip); the given groups only\n", in.Lookup.Detail)
+	case identity.OutcomeOverride:
+		fmt.Fprintln(w, "  lookup  none: a static override gives the groups")
+	case identity.OutcomeUnknownGiven:
+		fmt.Fprintf(w, "  lookup  unknown user, decided on the given groups alone (unknownuser given-groups): %s\n", in.Lookup.Detail)
+	}
+	if len(in.Groups) == 0 {
+		fmt.Fprintln(w, "  groups  (none)")
+	}
+	for i, g := range in.Groups {
+		label := "        "
+		if i == 0 {
+			label = "  groups"
+		}
+		fmt.Fprintf(w, "%s  %s (%s)\n", label, g, in.SourceOf(i))
+	}
 }
 
 // ACLSteps converts a policy ACL trail.

@@ -6,6 +6,11 @@
 //   - Groups supplied with a request are used as the partition's groups
 //     mode says (given, the default: as they are, the resolver is asked only
 //     when none are supplied; resolve; merge).
+//   - The partition's lookup policy (identity.Policy) says whether and
+//     under which name the resolver is asked: skipped users keep their
+//     given groups, overrides win, and "no such user" denies unless
+//     unknownuser is given-groups; ACLs always match the authenticated
+//     name, and the identity says how it was found (Info.Lookup).
 //   - A resolver failure denies: Check returns the error and a Decision
 //     that is not Allowed. Nothing is granted on groups that could not be
 //     established.
@@ -92,7 +97,10 @@ type Generation struct {
 }
 
 type partition struct {
-	mode     identity.Mode
+	mode identity.Mode
+	// policy says who is looked up and under which name; it is the
+	// generation's, whether or not the resolver was kept.
+	policy   *identity.Policy
 	resolver *resolvers.Resolver
 	defaults application.Defaults
 	// rules are the partition's placement rules (the implicit provided
@@ -143,7 +151,7 @@ func (e *Engine) Swap(cfg *config.Config) error {
 	var created []*resolvers.Resolver
 	for _, p := range cfg.Partitions {
 		name := strings.ToLower(p.Name)
-		part := &partition{mode: p.Groups, defaults: p.Applications, rules: p.PlacementRules()}
+		part := &partition{mode: p.Groups, policy: &p.Resolver.Policy, defaults: p.Applications, rules: p.PlacementRules()}
 		if prev, ok := old.partition(name); ok && prev.resolver.Key == p.Resolver.Key() {
 			part.resolver = prev.resolver
 			kept[prev.resolver] = true
@@ -271,7 +279,7 @@ func identify(ctx context.Context, p *partition, user string, groups []string) (
 	if err := acl.ValidName(user); err != nil {
 		return identity.Info{}, fmt.Errorf("user: %w", err)
 	}
-	in, err := identity.Complete(ctx, p.mode, p.resolver.Resolver, user, groups)
+	in, err := p.policy.Complete(ctx, p.mode, p.resolver.Resolver, user, groups)
 	if err != nil {
 		return identity.Info{}, &GroupsError{User: user, Err: err}
 	}

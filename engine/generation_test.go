@@ -108,3 +108,43 @@ func TestGenerationCarriesAdmission(t *testing.T) {
 		t.Fatal("generation 2 has no root.a")
 	}
 }
+
+// A reload that changes only the lookup policy (namemapping, skip,
+// unknownuser, overrides) keeps the resolver and its cache, and the new
+// policy decides from the next request on.
+func TestSwapAppliesLookupPolicyAndKeepsCache(t *testing.T) {
+	load := func(policy string) *config.Config {
+		t.Helper()
+		c, err := config.Parse("q.yaml", []byte("partitions:\n  - name: default\n    usergroupresolver:\n      type: test\n      users: {alice: [dev]}\n"+
+			policy+"    queues: [{name: root, submitacl: \" dev\"}]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	e, err := New(load(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := e.Check(ctx, Request{Queue: "root", User: "oidc:alice"}); err == nil {
+		t.Fatal("oidc:alice found without a mapping")
+	}
+	if res, err := e.Check(ctx, Request{Queue: "root", User: "alice"}); err != nil || !res.Allowed {
+		t.Fatalf("%+v %v", res, err)
+	}
+	before := e.Current().parts["default"].resolver
+	if err := e.Swap(load("      namemapping: [{pattern: 'oidc:(.+)', replacement: $1}]\n")); err != nil {
+		t.Fatal(err)
+	}
+	if e.Current().parts["default"].resolver != before {
+		t.Fatal("a lookup policy change replaced the resolver and its cache")
+	}
+	res, err := e.Check(ctx, Request{Queue: "root", User: "oidc:alice"})
+	if err != nil || !res.Allowed || res.Identity.Lookup.Name != "alice" {
+		t.Fatalf("after the reload: %+v %v", res, err)
+	}
+	if st := before.Cache.Stats(); st.Calls != 2 || st.Hits != 1 {
+		t.Errorf("cache %+v: want alice's answer reused for oidc:alice", st)
+	}
+}

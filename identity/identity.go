@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Source names where a group came from: SourceGiven for groups that were
@@ -25,6 +26,23 @@ type Source string
 
 // SourceGiven marks groups supplied with the request.
 const SourceGiven Source = "given"
+
+// Via is the Source of a group a resolver found through nested groups:
+// base, then the groups that led to it from the user's own group, in
+// order ("ldap via data-eng-emea", "ldap via emea-team > data-eng-emea").
+func Via(base Source, chain ...string) Source {
+	if len(chain) == 0 {
+		return base
+	}
+	return base + " via " + Source(strings.Join(chain, " > "))
+}
+
+// Base is the resolver that found the group, without the nesting chain:
+// "ldap" for "ldap via data-eng-emea".
+func (s Source) Base() Source {
+	b, _, _ := strings.Cut(string(s), " ")
+	return Source(b)
+}
 
 // Info is a user and the groups it belongs to. The zero value is an
 // anonymous user with no groups. An Info is a value: the resolvers and the
@@ -37,6 +55,11 @@ type Info struct {
 	// Sources, when not empty, has one entry per element of Groups telling
 	// where that group came from.
 	Sources []Source
+	// Lookup says how the resolver was consulted when that was more than
+	// asking it for User (identity/lookup.go): the directory name a
+	// mapping rule gave, a skipped user, a static override, an unknown
+	// user decided on its given groups. The zero value is the plain case.
+	Lookup Lookup
 }
 
 // SourceOf returns where group i came from, or "" when unknown.
@@ -142,13 +165,19 @@ func Given(user string, groups []string) Info {
 // when mode is ModeGiven and groups are always supplied; if it is needed and
 // nil, Complete returns an error.
 func Complete(ctx context.Context, mode Mode, r Resolver, user string, groups []string) (Info, error) {
+	return complete(ctx, mode, r, user, user, groups)
+}
+
+// complete is Complete asking r for name, the user's name in the
+// resolver (Policy's name mapping).
+func complete(ctx context.Context, mode Mode, r Resolver, user, name string, groups []string) (Info, error) {
 	if mode == ModeGiven && len(groups) > 0 {
 		return Given(user, groups), nil
 	}
 	if r == nil {
-		return Info{}, fmt.Errorf("groups of %q: no resolver configured", user)
+		return Info{}, fmt.Errorf("groups of %q: no resolver configured", name)
 	}
-	resolved, err := r.Resolve(ctx, user)
+	resolved, err := r.Resolve(ctx, name)
 	if err != nil {
 		return Info{}, err
 	}

@@ -80,6 +80,11 @@ type AccessResponse struct {
 	Action    string        `json:"action"`
 	User      string        `json:"user"`
 	Groups    []AccessGroup `json:"groups"`
+	// Lookup says how the groups were found when that was more than
+	// asking the resolver for User (a namemapping rule's directory name,
+	// a skipped user, a static override, an unknown user decided on its
+	// given groups); absent in the plain case.
+	Lookup *decision.Lookup `json:"lookup,omitempty"`
 	// DecidedBy is the ACL entry that allowed, absent when denied.
 	DecidedBy *DecidedBy `json:"decidedBy,omitempty"`
 	// Application, Owner and Requirements describe an application
@@ -249,7 +254,8 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 	}
 	s.countDecision(action.String(), res.Allowed, start)
 	s.audit("access", "user", res.User, "groups", res.Identity.Groups, "partition", res.Partition, "queue", res.Queue,
-		"action", action.String(), "allowed", res.Allowed, "reason", res.Reason(), "caller", caller.Name, "requestID", requestID(r))
+		"action", action.String(), "allowed", res.Allowed, "reason", res.Reason(), "caller", caller.Name, "requestID", requestID(r),
+		"lookup", res.Identity.Lookup.String())
 	out := toResponse(res)
 	if req.Explain {
 		out.Trail = &decision.Trail{ACLs: decision.ACLSteps(steps)}
@@ -328,9 +334,11 @@ func (s *Server) serveApplication(w http.ResponseWriter, r *http.Request, req *A
 	}
 	s.countDecision(action.String(), d.Allowed, start)
 	s.audit("access", "user", in.User, "groups", in.Groups, "partition", d.Partition, "application", d.Application,
-		"owner", d.Owner, "queue", d.Queue, "action", action.String(), "allowed", d.Allowed, "reason", d.Reason(), "caller", caller.Name, "requestID", requestID(r))
+		"owner", d.Owner, "queue", d.Queue, "action", action.String(), "allowed", d.Allowed, "reason", d.Reason(), "caller", caller.Name, "requestID", requestID(r),
+		"lookup", in.Lookup.String())
 	out := AccessResponse{Allowed: d.Allowed, Reason: d.Reason(), Partition: d.Partition, Queue: d.Queue,
 		Action: action.String(), User: in.User, Groups: groupsOf(in), Application: d.Application, Owner: d.Owner, TargetQueue: d.Target}
+	out.Lookup = accessLookup(in.Lookup)
 	for _, rq := range d.Requirements {
 		ar := AccessRequirement{Need: rq.Need.String(), Queue: rq.Queue, Met: rq.Met, By: decision.MetBy(rq)}
 		out.Requirements = append(out.Requirements, ar)
@@ -363,10 +371,11 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request, req *AccessR
 	reason := res.Why()
 	s.audit("access", "user", res.Identity.User, "groups", res.Identity.Groups, "partition", res.Partition, "queue", res.Queue,
 		"provided", req.Queue, "rule", res.RuleName(), "action", action.String(), "allowed", res.Placed, "reason", reason,
-		"caller", caller.Name, "requestID", requestID(r))
+		"caller", caller.Name, "requestID", requestID(r), "lookup", res.Identity.Lookup.String())
 	out := AccessResponse{Allowed: res.Placed, Reason: reason, Partition: res.Partition, Queue: res.Queue,
 		Action: action.String(), User: res.Identity.User, Groups: groupsOf(res.Identity),
 		Placement: &AccessPlacement{Placed: res.Placed, Queue: res.Queue, Create: res.Create, Rule: res.RuleName(), Reason: res.Reason()}}
+	out.Lookup = accessLookup(res.Identity.Lookup)
 	if res.Placed {
 		d := res.Decision
 		out.DecidedBy = &DecidedBy{Queue: d.By.Queue, ACL: string(d.By.ACL), Kind: d.By.Match.Kind.String(), Entry: d.By.Match.Name}
@@ -384,6 +393,17 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request, req *AccessR
 	writeJSON(w, http.StatusOK, out)
 }
 
+// accessLookup is the lookup of an answer: without the resolver's "no such
+// user" message, which names base DNs and filters (it goes to usher's log
+// only, as every resolver error does).
+func accessLookup(l identity.Lookup) *decision.Lookup {
+	out := decision.LookupOf(l)
+	if out != nil && l.Outcome == identity.OutcomeUnknownGiven {
+		out.Detail = ""
+	}
+	return out
+}
+
 func groupsOf(in identity.Info) []AccessGroup {
 	out := []AccessGroup{}
 	for i, g := range in.Groups {
@@ -396,6 +416,7 @@ func toResponse(res engine.Result) AccessResponse {
 	out := AccessResponse{
 		Allowed: res.Allowed, Reason: res.Reason(), Partition: res.Partition, Queue: res.Queue,
 		Action: res.Action.String(), User: res.User, Groups: groupsOf(res.Identity),
+		Lookup: accessLookup(res.Identity.Lookup),
 	}
 	if res.Allowed {
 		out.DecidedBy = &DecidedBy{Queue: res.By.Queue, ACL: string(res.By.ACL), Kind: res.By.Match.Kind.String(), Entry: res.By.Match.Name}
@@ -490,6 +511,7 @@ func (a authorizer) AuthorizeSubmit(ctx context.Context, r admission.SubmitReque
 			if err = a.groupsError(r, err); err != nil {
 				return false, "", err
 			}
+			admission.NoteLookup(ctx, res.Identity.Lookup.String())
 			if !res.Placed {
 				return false, "YuniKorn's placement " + res.Why(), nil
 			}
@@ -500,6 +522,7 @@ func (a authorizer) AuthorizeSubmit(ctx context.Context, r admission.SubmitReque
 	if err = a.groupsError(r, err); err != nil {
 		return false, "", err
 	}
+	admission.NoteLookup(ctx, res.Identity.Lookup.String())
 	return res.Allowed, res.Reason(), nil
 }
 

@@ -39,7 +39,8 @@ func (a deleteAuthorizer) AuthorizeDelete(ctx context.Context, r admission.Delet
 		}
 		app.ModifyACL = &parsed
 	}
-	d, _, err := a.e.DecideApplication(ctx, engine.AppRequest{Partition: r.Partition, User: r.User, Groups: r.Groups, App: app, Action: application.Kill})
+	d, in, err := a.e.DecideApplication(ctx, engine.AppRequest{Partition: r.Partition, User: r.User, Groups: r.Groups, App: app, Action: application.Kill})
+	admission.NoteLookup(ctx, in.Lookup.String())
 	if err != nil {
 		return false, "", err
 	}

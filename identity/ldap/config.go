@@ -138,7 +138,38 @@ type Config struct {
 	// error, never a truncated list. Default 1000. The server's own limit
 	// for BindDN must be at least this.
 	SizeLimit int `yaml:"sizelimit"`
+	// NestedGroups is how many levels of groups in groups are expanded:
+	// 0 (the default) only the user's own groups; 2 also the groups of
+	// those groups and theirs. Each level is one search (an OR over the
+	// level's groups, MaxNestedChunk at a time) of GroupBaseDN for groups
+	// whose MemberAttr holds a group's DN, so it needs groupsearch member
+	// or memberof (groupOfNames); a group reached twice is expanded once,
+	// so a cycle ends. At most MaxNestedGroups.
+	NestedGroups int `yaml:"nestedgroups"`
+	// InChain asks Active Directory to expand nesting itself with the
+	// LDAP_MATCHING_RULE_IN_CHAIN rule (1.2.840.113556.1.4.1941): one
+	// search of GroupBaseDN for (MemberAttr:1.2.840.113556.1.4.1941:=<user
+	// DN>) returns every group the user is in at any depth. Only Active
+	// Directory implements the rule; other servers answer with no groups
+	// or an error. A second search finds the user's own groups, so that
+	// the others can be marked as reached through nesting.
+	// Not with nestedgroups (the directory decides the depth) nor
+	// memberuid. Default false.
+	InChain bool `yaml:"inchain"`
+	// LowerCaseGroups lower-cases the group names the directory gives
+	// (Active Directory's group names keep the case they were created
+	// with, while ACLs compare exactly). Default false.
+	LowerCaseGroups bool `yaml:"lowercasegroups"`
 }
+
+// MaxNestedGroups is the largest NestedGroups.
+const MaxNestedGroups = 10
+
+// MaxNestedChunk is how many group DNs one nested search ORs together.
+const MaxNestedChunk = 50
+
+// InChainRule is Active Directory's LDAP_MATCHING_RULE_IN_CHAIN.
+const InChainRule = "1.2.840.113556.1.4.1941"
 
 // WithDefaults returns c with every unset field that has a default set to
 // it. Defaults are applied here and nowhere else.
@@ -156,6 +187,14 @@ func (c Config) WithDefaults() Config {
 	case GroupSearchMemberOf:
 		if c.MemberOfAttr == "" {
 			c.MemberOfAttr = DefaultMemberOfAttr
+		}
+		if c.NestedGroups > 0 || c.InChain {
+			if c.MemberAttr == "" {
+				c.MemberAttr = defaultMemberAttr
+			}
+			if c.GroupFilter == "" {
+				c.GroupFilter = defaultMemberGroupFilter
+			}
 		}
 	case GroupSearchMember:
 		if c.MemberAttr == "" {
@@ -197,8 +236,14 @@ func (c Config) Validate() error {
 	if mode == "" {
 		mode = DefaultGroupSearch
 	}
+	// Nested groups are found by searching groups for their member
+	// groups (groupOfNames), also with memberof.
+	nestedSearch := c.NestedGroups > 0 || c.InChain
 	switch mode {
 	case GroupSearchMemberOf:
+		if nestedSearch {
+			break
+		}
 		if c.GroupFilter != "" {
 			return fieldError("groupfilter", "is not used with groupsearch memberof (the groups come from the user entry)")
 		}
@@ -278,8 +323,19 @@ func (c Config) Validate() error {
 		if err := checkAttr("memberofattr", c.MemberOfAttr); err != nil {
 			return err
 		}
-		if err := checkDN("groupbasedn", c.GroupBaseDN, false); err != nil {
+		if err := checkDN("groupbasedn", c.GroupBaseDN, nestedSearch); err != nil {
+			if nestedSearch && c.GroupBaseDN == "" {
+				return fieldError("groupbasedn", "is required with nested groups (nestedgroups or inchain): it is where the groups of groups are searched")
+			}
 			return err
+		}
+		if nestedSearch {
+			if _, err := goldap.CompileFilter(c.GroupFilter); err != nil {
+				return fieldError("groupfilter", "%q is not a valid LDAP filter: %v", c.GroupFilter, err)
+			}
+			if err := checkAttr("memberattr", c.MemberAttr); err != nil {
+				return err
+			}
 		}
 	case GroupSearchMember, GroupSearchMemberUID:
 		if err := checkDN("groupbasedn", c.GroupBaseDN, true); err != nil {
@@ -303,6 +359,17 @@ func (c Config) Validate() error {
 	}
 	if c.SizeLimit < 0 {
 		return fieldError("sizelimit", "%d is negative", c.SizeLimit)
+	}
+	switch {
+	case c.NestedGroups < 0 || c.NestedGroups > MaxNestedGroups:
+		return fieldError("nestedgroups", "%d is not a depth from 0 to %d", c.NestedGroups, MaxNestedGroups)
+	case c.NestedGroups > 0 && c.GroupSearch == GroupSearchMemberUID:
+		return fieldError("nestedgroups", "needs groups that list their member groups by DN (groupsearch member or memberof): "+
+			"memberuid groups (posixGroup) list user names only")
+	case c.InChain && c.GroupSearch == GroupSearchMemberUID:
+		return fieldError("inchain", "expands member DNs (Active Directory's groups): it does not apply to groupsearch memberuid")
+	case c.InChain && c.NestedGroups > 0:
+		return fieldError("nestedgroups", "is not used with inchain: the directory expands every level itself; remove one of them")
 	}
 	return nil
 }
@@ -332,14 +399,24 @@ func (c Config) Warnings() []string {
 	if c.UserNameAttr == NoUserNameAttr {
 		w = append(w, "ldap: usernameattr is none: a user name differing only in case or spaces may get another user's groups")
 	}
+
 	return w
 }
 
 // envName is the syntax of an environment variable name.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// FieldError is a mistake in one setting of Config: Field is its YAML key
+// ("urls[1]" for an element of a list), so that lint can place it.
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return "ldap: " + e.Field + " " + e.Msg }
+
 func fieldError(field, format string, args ...any) error {
-	return fmt.Errorf("ldap: "+field+" "+format, args...)
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 func parseURL(raw string) (*url.URL, error) {

@@ -162,7 +162,9 @@ func (r *Resolver) Close() error {
 }
 
 // Resolve returns the groups of user, sorted and without duplicates, each
-// with Source "ldap". An unknown user is an error wrapping
+// with Source "ldap", or for a group reached through nested groups
+// "ldap via <the groups that led to it>" (identity.Via), or with InChain
+// SourceInChain. An unknown user is an error wrapping
 // identity.ErrUnknownUser; any other failure is an error too.
 func (r *Resolver) Resolve(ctx context.Context, user string) (identity.Info, error) {
 	start := r.now()
@@ -171,14 +173,30 @@ func (r *Resolver) Resolve(ctx context.Context, user string) (identity.Info, err
 	if err != nil {
 		return identity.Info{}, err
 	}
-	in := identity.Info{User: user, Groups: groups, Sources: make([]identity.Source, len(groups))}
-	for i := range in.Sources {
-		in.Sources[i] = Source
+	in := identity.Info{User: user, Groups: make([]string, len(groups)), Sources: make([]identity.Source, len(groups))}
+	for i, g := range groups {
+		in.Groups[i], in.Sources[i] = g.name, g.src
 	}
 	return in, nil
 }
 
-func (r *Resolver) resolve(ctx context.Context, user string) ([]string, error) {
+// SourceInChain marks a group the in-chain search (InChain) found that is
+// not one of the user's own groups: reached through nesting, by a chain
+// the directory does not tell.
+const SourceInChain identity.Source = "ldap in-chain"
+
+// group is a group found for a user: its entry's DN, its name and how it
+// was reached.
+type group struct {
+	dn   string
+	name string
+	src  identity.Source
+	// chain is the names of the groups that led to it from one of the
+	// user's own groups.
+	chain []string
+}
+
+func (r *Resolver) resolve(ctx context.Context, user string) ([]group, error) {
 	if err := checkUser(user); err != nil {
 		return nil, err
 	}
@@ -217,24 +235,193 @@ func checkUser(user string) error {
 }
 
 // lookup runs the searches for user on c.
-func (r *Resolver) lookup(ctx context.Context, c *conn, user string) ([]string, error) {
+func (r *Resolver) lookup(ctx context.Context, c *conn, user string) ([]group, error) {
 	end := c.guard(ctx)
 	defer end()
 	entry, err := r.findUser(ctx, c, user)
 	if err != nil {
 		return nil, err
 	}
-	var names []string
+	var groups []group
 	if r.cfg.GroupSearch == GroupSearchMemberOf {
-		names, err = r.groupsFromMemberOf(ctx, c, user, entry)
+		groups, err = r.groupsFromMemberOf(ctx, c, user, entry)
 	} else {
-		names, err = r.searchGroups(ctx, c, user, entry)
+		groups, err = r.searchGroups(ctx, c, user, entry)
 	}
 	if err != nil {
 		return nil, err
 	}
-	slices.Sort(names)
-	return slices.Compact(names), nil
+	for i := range groups {
+		groups[i].src = Source
+	}
+	switch {
+	case r.cfg.InChain:
+		groups, err = r.inChain(ctx, c, user, entry, groups)
+	case r.cfg.NestedGroups > 0:
+		groups, err = r.nested(ctx, c, user, groups)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.finish(groups), nil
+}
+
+// finish lower-cases the names when LowerCaseGroups says so, sorts the
+// groups by name and drops duplicate names, keeping the shortest chain
+// (the user's own group before one reached through nesting).
+func (r *Resolver) finish(groups []group) []group {
+	if r.cfg.LowerCaseGroups {
+		for i := range groups {
+			groups[i].name = strings.ToLower(groups[i].name)
+		}
+	}
+	slices.SortStableFunc(groups, func(a, b group) int {
+		if c := strings.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		return len(a.chain) - len(b.chain)
+	})
+	return slices.CompactFunc(groups, func(a, b group) bool { return a.name == b.name })
+}
+
+// dnKey is the key of a DN for telling groups apart: its normal form,
+// lower-cased (DNs compare without regard to case in practice).
+func dnKey(dn string) string {
+	if d, err := goldap.ParseDN(dn); err == nil {
+		dn = d.String()
+	}
+	return strings.ToLower(dn)
+}
+
+// nested expands the groups of groups, level by level, up to
+// NestedGroups levels: one search per level (per MaxNestedChunk groups)
+// for the groups whose MemberAttr holds a DN of the level's new groups. A
+// group already found is not searched again, so a cycle ends.
+func (r *Resolver) nested(ctx context.Context, c *conn, user string, direct []group) ([]group, error) {
+	all := slices.Clone(direct)
+	seen := make(map[string]bool, len(direct))
+	var level []group
+	for _, g := range direct {
+		if g.dn == "" {
+			continue // a group without a DN cannot be a member
+		}
+		k := dnKey(g.dn)
+		if !seen[k] {
+			seen[k] = true
+			level = append(level, g)
+		}
+	}
+	for depth := 1; depth <= r.cfg.NestedGroups && len(level) > 0; depth++ {
+		var next []group
+		for chunk := range slices.Chunk(level, MaxNestedChunk) {
+			parents, err := r.parents(ctx, c, user, chunk, seen)
+			if err != nil {
+				return nil, err
+			}
+			next = append(next, parents...)
+		}
+		all = append(all, next...)
+		if len(all) > r.cfg.SizeLimit {
+			return nil, fmt.Errorf("ldap: user %q is in more than sizelimit %d groups, counting nested groups to level %d", user, r.cfg.SizeLimit, depth)
+		}
+		level = next
+	}
+	return all, nil
+}
+
+// parents finds the groups that have a group of children as a member and
+// are not in seen (which it extends), marking each with the chain through
+// the child that led to it.
+func (r *Resolver) parents(ctx context.Context, c *conn, user string, children []group, seen map[string]bool) ([]group, error) {
+	// Children by normal form and by their DN as written, lower-cased:
+	// the server usually returns member values as they were found, so
+	// most are matched without parsing them.
+	byKey := make(map[string]group, 2*len(children))
+	var or strings.Builder
+	or.WriteString("(|")
+	for _, ch := range children {
+		byKey[dnKey(ch.dn)] = ch
+		byKey[strings.ToLower(ch.dn)] = ch
+		or.WriteString("(" + r.cfg.MemberAttr + "=" + goldap.EscapeFilter(ch.dn) + ")")
+	}
+	or.WriteString(")")
+	filter := "(&" + r.cfg.GroupFilter + or.String() + ")"
+	res, err := r.search(ctx, c, fmt.Sprintf("search for nested groups of %q", user), goldap.NewSearchRequest(
+		r.cfg.GroupBaseDN, goldap.ScopeWholeSubtree, goldap.NeverDerefAliases, r.cfg.SizeLimit, r.timeLimit, false,
+		filter, []string{r.cfg.GroupNameAttr, r.cfg.MemberAttr}, nil))
+	if err := r.groupSearchError(c, user, res, err); err != nil {
+		return nil, err
+	}
+	var out []group
+	for _, e := range res.Entries {
+		k := dnKey(e.DN)
+		if seen[k] {
+			continue // found already: at a lower level, or a cycle
+		}
+		seen[k] = true
+		name, err := r.groupName(e)
+		if err != nil {
+			return nil, err
+		}
+		// The child that led here: the first member value that is one of
+		// the children. A server that returns a large member attribute in
+		// ranges (Active Directory) may leave it out: the chain is then
+		// unknown, and says so.
+		chain := []string{"a nested group"}
+		members := e.GetEqualFoldAttributeValues(r.cfg.MemberAttr)
+		found := false
+		for _, m := range members {
+			if ch, ok := byKey[strings.ToLower(m)]; ok {
+				chain, found = append(slices.Clip(ch.chain), ch.name), true
+				break
+			}
+		}
+		for _, m := range members {
+			if found {
+				break
+			}
+			if ch, ok := byKey[dnKey(m)]; ok {
+				chain, found = append(slices.Clip(ch.chain), ch.name), true
+			}
+		}
+		out = append(out, group{dn: e.DN, name: name, chain: chain, src: identity.Via(Source, chain...)})
+	}
+	slices.SortFunc(out, func(a, b group) int { return strings.Compare(a.name, b.name) })
+	return out, nil
+}
+
+// InChainFilter is the filter of the in-chain search: groups (groupFilter)
+// whose memberAttr holds userDN at any depth, by Active Directory's
+// LDAP_MATCHING_RULE_IN_CHAIN.
+func InChainFilter(groupFilter, memberAttr, userDN string) string {
+	return "(&" + groupFilter + "(" + memberAttr + ":" + InChainRule + ":=" + goldap.EscapeFilter(userDN) + "))"
+}
+
+// inChain adds to the user's own groups every group the directory says
+// the user is in at any depth (InChainFilter), marked SourceInChain.
+func (r *Resolver) inChain(ctx context.Context, c *conn, user string, entry *goldap.Entry, direct []group) ([]group, error) {
+	res, err := r.search(ctx, c, fmt.Sprintf("in-chain search for groups of %q", user), goldap.NewSearchRequest(
+		r.cfg.GroupBaseDN, goldap.ScopeWholeSubtree, goldap.NeverDerefAliases, r.cfg.SizeLimit, r.timeLimit, false,
+		InChainFilter(r.cfg.GroupFilter, r.cfg.MemberAttr, entry.DN), []string{r.cfg.GroupNameAttr}, nil))
+	if err := r.groupSearchError(c, user, res, err); err != nil {
+		return nil, err
+	}
+	own := make(map[string]bool, len(direct))
+	for _, g := range direct {
+		own[dnKey(g.dn)] = true
+	}
+	all := slices.Clone(direct)
+	for _, e := range res.Entries {
+		if own[dnKey(e.DN)] {
+			continue
+		}
+		name, err := r.groupName(e)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, group{dn: e.DN, name: name, src: SourceInChain, chain: []string{"in-chain"}})
+	}
+	return all, nil
 }
 
 // userFilter returns the user filter for user, the name escaped.
@@ -295,8 +482,8 @@ func entryDNs(res *goldap.SearchResult, more bool) string {
 	return strings.Join(dns, "; ")
 }
 
-// groupsFromMemberOf turns the group DNs on the user entry into names.
-func (r *Resolver) groupsFromMemberOf(ctx context.Context, c *conn, user string, entry *goldap.Entry) ([]string, error) {
+// groupsFromMemberOf turns the group DNs on the user entry into groups.
+func (r *Resolver) groupsFromMemberOf(ctx context.Context, c *conn, user string, entry *goldap.Entry) ([]group, error) {
 	var dns []*goldap.DN
 	for _, v := range entry.GetEqualFoldAttributeValues(r.cfg.MemberOfAttr) {
 		dn, err := goldap.ParseDN(v)
@@ -310,10 +497,10 @@ func (r *Resolver) groupsFromMemberOf(ctx context.Context, c *conn, user string,
 	if len(dns) > r.cfg.SizeLimit {
 		return nil, fmt.Errorf("ldap: user %q is in %d groups, more than sizelimit %d", user, len(dns), r.cfg.SizeLimit)
 	}
-	names := make([]string, 0, len(dns))
+	names := make([]group, 0, len(dns))
 	for _, dn := range dns {
 		if name, ok := rdnValue(dn, r.cfg.GroupNameAttr); ok {
-			names = append(names, name)
+			names = append(names, group{dn: dn.String(), name: name})
 			continue
 		}
 		// The name is not in the DN: read it from the group entry.
@@ -333,13 +520,13 @@ func (r *Resolver) groupsFromMemberOf(ctx context.Context, c *conn, user string,
 		if err != nil {
 			return nil, err
 		}
-		names = append(names, name)
+		names = append(names, group{dn: dn.String(), name: name})
 	}
 	return names, nil
 }
 
 // searchGroups searches the groups listing the user as a member.
-func (r *Resolver) searchGroups(ctx context.Context, c *conn, user string, entry *goldap.Entry) ([]string, error) {
+func (r *Resolver) searchGroups(ctx context.Context, c *conn, user string, entry *goldap.Entry) ([]group, error) {
 	member := entry.DN
 	if r.cfg.GroupSearch == GroupSearchMemberUID {
 		member = user
@@ -348,27 +535,37 @@ func (r *Resolver) searchGroups(ctx context.Context, c *conn, user string, entry
 	res, err := r.search(ctx, c, fmt.Sprintf("search for groups of %q", user), goldap.NewSearchRequest(
 		r.cfg.GroupBaseDN, goldap.ScopeWholeSubtree, goldap.NeverDerefAliases, r.cfg.SizeLimit, r.timeLimit, false,
 		filter, []string{r.cfg.GroupNameAttr}, nil))
-	switch {
-	case goldap.IsErrorWithCode(err, goldap.LDAPResultSizeLimitExceeded):
-		if len(res.Entries) >= r.cfg.SizeLimit {
-			return nil, fmt.Errorf("ldap: user %q is in more than sizelimit %d groups", user, r.cfg.SizeLimit)
-		}
-		return nil, fmt.Errorf("ldap: the server stopped after %d groups of user %q: its size limit for %s is below sizelimit %d",
-			len(res.Entries), user, r.bindName(), r.cfg.SizeLimit)
-	case goldap.IsErrorWithCode(err, goldap.LDAPResultNoSuchObject):
-		return nil, fmt.Errorf("ldap: groupbasedn %s does not exist on %s, or %s may not read it", r.cfg.GroupBaseDN, c.url, r.bindName())
-	case err != nil:
+	if err := r.groupSearchError(c, user, res, err); err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(res.Entries))
+	names := make([]group, 0, len(res.Entries))
 	for _, e := range res.Entries {
 		name, err := r.groupName(e)
 		if err != nil {
 			return nil, err
 		}
-		names = append(names, name)
+		names = append(names, group{dn: e.DN, name: name})
 	}
 	return names, nil
+}
+
+// groupSearchError describes the error of a search of GroupBaseDN.
+func (r *Resolver) groupSearchError(c *conn, user string, res *goldap.SearchResult, err error) error {
+	switch {
+	case goldap.IsErrorWithCode(err, goldap.LDAPResultSizeLimitExceeded):
+		if res != nil && len(res.Entries) >= r.cfg.SizeLimit {
+			return fmt.Errorf("ldap: user %q is in more than sizelimit %d groups", user, r.cfg.SizeLimit)
+		}
+		n := 0
+		if res != nil {
+			n = len(res.Entries)
+		}
+		return fmt.Errorf("ldap: the server stopped after %d groups of user %q: its size limit for %s is below sizelimit %d",
+			n, user, r.bindName(), r.cfg.SizeLimit)
+	case goldap.IsErrorWithCode(err, goldap.LDAPResultNoSuchObject):
+		return fmt.Errorf("ldap: groupbasedn %s does not exist on %s, or %s may not read it", r.cfg.GroupBaseDN, c.url, r.bindName())
+	}
+	return err
 }
 
 // groupName is the value of GroupNameAttr in the entry's RDN, else its
@@ -409,6 +606,7 @@ func (r *Resolver) bindName() string {
 // they are, with the partial result, for the caller to interpret; any
 // other error marks c broken and is described.
 func (r *Resolver) search(ctx context.Context, c *conn, what string, req *goldap.SearchRequest) (*goldap.SearchResult, error) {
+	r.stats.searches.Add(1)
 	res, err := c.l.Search(req)
 	if err == nil || answered(err) {
 		if err != nil && !goldap.IsErrorAnyOf(err, goldap.LDAPResultSizeLimitExceeded, goldap.LDAPResultNoSuchObject) {
@@ -489,6 +687,8 @@ type Stats struct {
 	Dials, DialFailures uint64
 	// OpenConns is the number of connections open now, idle or in use.
 	OpenConns int
+	// Searches counts the searches sent (user, groups, nested levels).
+	Searches uint64
 }
 
 // Stats returns the counters.
@@ -501,11 +701,12 @@ func (r *Resolver) Stats() Stats {
 		Dials:        r.stats.dials.Load(),
 		DialFailures: r.stats.dialFailures.Load(),
 		OpenConns:    r.pool.open(),
+		Searches:     r.stats.searches.Load(),
 	}
 }
 
 type counters struct {
-	lookups, unknown, failures, nanos, dials, dialFailures atomic.Uint64
+	lookups, unknown, failures, nanos, dials, dialFailures, searches atomic.Uint64
 }
 
 func (c *counters) record(d time.Duration, err error) {

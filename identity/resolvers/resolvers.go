@@ -54,6 +54,12 @@ type Settings struct {
 	LDAP *ldap.Config
 	// Cache holds the cache lifetimes and size.
 	Cache CacheSettings
+	// Policy is who is looked up and under which name (skip,
+	// unknownuser, namemapping, overrides). It is applied above the
+	// cache, per generation (identity.Policy.Complete), so it is not
+	// part of Key: changing it keeps the cache, whose entries are keyed
+	// by the name the resolver is asked for.
+	Policy identity.Policy
 }
 
 // CacheSettings configures a partition's group cache. Zero values take the
@@ -95,10 +101,10 @@ func (s Settings) Key() Key {
 		if l := s.LDAP; l != nil {
 			fmt.Fprintf(&b, " urls=%q starttls=%t cafile=%q servername=%q insecure=%t binddn=%q pwfile=%q pwenv=%q"+
 				" userbase=%q userfilter=%q usernameattr=%q groupsearch=%q memberof=%q groupbase=%q groupfilter=%q"+
-				" memberattr=%q groupnameattr=%q timeout=%d pool=%d sizelimit=%d",
+				" memberattr=%q groupnameattr=%q timeout=%d pool=%d sizelimit=%d nested=%d inchain=%t lower=%t",
 				l.URLs, l.StartTLS, l.CAFile, l.ServerName, l.InsecureSkipVerify, l.BindDN, l.BindPasswordFile, l.BindPasswordEnv,
 				l.UserBaseDN, l.UserFilter, l.UserNameAttr, l.GroupSearch, l.MemberOfAttr, l.GroupBaseDN, l.GroupFilter,
-				l.MemberAttr, l.GroupNameAttr, l.Timeout, l.PoolSize, l.SizeLimit)
+				l.MemberAttr, l.GroupNameAttr, l.Timeout, l.PoolSize, l.SizeLimit, l.NestedGroups, l.InChain, l.LowerCaseGroups)
 		}
 	}
 	return Key{b.String()}

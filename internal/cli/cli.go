@@ -17,7 +17,6 @@ import (
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/engine"
-	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/policy"
 )
 
@@ -447,21 +446,6 @@ func runExplain(ctx context.Context, env *Env, args []string) int {
 	printIdentity(env.Stdout, res.Identity)
 	printACLTrail(env.Stdout, res.Action, res.Queue, steps)
 	return code
-}
-
-// printIdentity prints the user and each group with where it came from.
-func printIdentity(w io.Writer, in identity.Info) {
-	fmt.Fprintf(w, "\nidentity:\n  user    %s\n", in.User)
-	if len(in.Groups) == 0 {
-		fmt.Fprintln(w, "  groups  (none)")
-	}
-	for i, g := range in.Groups {
-		label := "        "
-		if i == 0 {
-			label = "  groups"
-		}
-		fmt.Fprintf(w, "%s  %s (%s)\n", label, g, in.SourceOf(i))
-	}
 }
 
 // printACLTrail prints every ACL consulted for action on queue, in order.

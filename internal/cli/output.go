@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/usherhq/usher/decision"
 	"github.com/usherhq/usher/engine"
+	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/policy"
 )
 
@@ -80,3 +82,7 @@ func placedOutput(command string, res *engine.PlaceResult, trail bool) *decision
 	}
 	return out
 }
+
+// printIdentity prints the user, how it was looked up and each group with
+// where it came from (decision.IdentityText).
+func printIdentity(w io.Writer, in identity.Info) { decision.IdentityText(w, in) }

@@ -1,0 +1,238 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/usherhq/usher/acl"
+)
+
+// This file holds who is looked up and under which name: the lookup
+// policy of a partition (Policy), applied around its resolver by
+// Policy.Complete.
+//
+// Rules:
+//   - ACLs always match the name the request authenticated (Info.User); a
+//     mapping rule only changes the name the resolver is asked for
+//     (Info.Lookup.Name).
+//   - A user whose name starts with a Skip prefix is never looked up: its
+//     groups are those supplied with the request, whatever the mode.
+//   - A static override wins over the resolver: the resolver is not asked
+//     and the override's groups (Source "override") take the place of its
+//     answer, also for a skipped user.
+//   - "No such user" from the resolver denies (UnknownDeny) unless the
+//     policy is UnknownGivenGroups; then the decision is made on the
+//     supplied groups alone and Info.Lookup says so. Any other resolver
+//     failure always denies.
+
+// SourceOverride marks groups from a static override.
+const SourceOverride Source = "override"
+
+// DefaultSkip is the Skip of a partition that configures none: service
+// accounts (system:serviceaccount:…), nodes (system:node:…) and the
+// other system: users the API server authenticates are not looked up.
+var DefaultSkip = []string{"system:"}
+
+// Unknown is what a lookup that answers "no such user" does.
+type Unknown int
+
+const (
+	// UnknownDeny fails the lookup: nothing is decided (the default).
+	UnknownDeny Unknown = iota
+	// UnknownGivenGroups decides on the groups supplied with the request
+	// alone, and says so in Info.Lookup.
+	UnknownGivenGroups
+)
+
+var unknownNames = [...]string{UnknownDeny: "deny", UnknownGivenGroups: "given-groups"}
+
+func (u Unknown) String() string {
+	if int(u) >= 0 && int(u) < len(unknownNames) {
+		return unknownNames[u]
+	}
+	return fmt.Sprintf("Unknown(%d)", int(u))
+}
+
+// ParseUnknown parses "deny" or "given-groups"; "" is UnknownDeny.
+func ParseUnknown(s string) (Unknown, error) {
+	if s == "" {
+		return UnknownDeny, nil
+	}
+	for u, name := range unknownNames {
+		if s == name {
+			return Unknown(u), nil
+		}
+	}
+	return 0, fmt.Errorf("unknownuser %q: want deny or given-groups", s)
+}
+
+// Outcome says how the resolver was consulted for an identity.
+type Outcome string
+
+const (
+	// OutcomeAsked: the resolver was asked (or the mode needed no lookup).
+	OutcomeAsked Outcome = ""
+	// OutcomeSkipped: the name starts with a Skip prefix; only the
+	// supplied groups count.
+	OutcomeSkipped Outcome = "skipped"
+	// OutcomeOverride: a static override gave the groups.
+	OutcomeOverride Outcome = "override"
+	// OutcomeUnknownGiven: the resolver does not know the user and the
+	// unknownuser policy given-groups decided on the supplied groups alone.
+	OutcomeUnknownGiven Outcome = "unknown-user-given-groups"
+)
+
+// Lookup says how the groups of an identity were found, when that is more
+// than "the resolver was asked for the user's name". The zero value is
+// that plain case.
+type Lookup struct {
+	// Name is the name the resolver was asked for when a mapping rule
+	// changed it; "" when it was the user's own name.
+	Name string
+	// Rule is the mapping rule that changed it, from 1; 0 when none did.
+	Rule int
+	// Outcome is how the resolver was consulted.
+	Outcome Outcome
+	// Detail says why, for the outcomes other than OutcomeAsked: the skip
+	// prefix, or the resolver's "no such user" answer.
+	Detail string
+}
+
+// String renders the lookup for people and audit records: "" for the
+// plain case, else for example `directory name "alice" (mapping rule 1);
+// unknown user, decided on the given groups (unknownuser given-groups)`.
+func (l Lookup) String() string {
+	var parts []string
+	if l.Name != "" {
+		parts = append(parts, fmt.Sprintf("directory name %q (mapping rule %d)", l.Name, l.Rule))
+	}
+	switch l.Outcome {
+	case OutcomeSkipped:
+		parts = append(parts, fmt.Sprintf("not looked up (skip %q): the given groups only", l.Detail))
+	case OutcomeOverride:
+		parts = append(parts, "static override, the resolver was not asked")
+	case OutcomeUnknownGiven:
+		parts = append(parts, "the resolver does not know the user; decided on the given groups alone (unknownuser given-groups)")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// MapRule is one name-mapping rule: a name the whole of Pattern matches is
+// looked up as Replacement, with $1, ${name} and so on expanded as by
+// regexp.Regexp.Expand.
+type MapRule struct {
+	Pattern     *regexp.Regexp
+	Replacement string
+}
+
+// NewMapRule compiles pattern, anchored at both ends, with replacement.
+func NewMapRule(pattern, replacement string) (MapRule, error) {
+	re, err := regexp.Compile(`^(?:` + pattern + `)$`)
+	if err != nil {
+		return MapRule{}, fmt.Errorf("pattern %q: %v", pattern, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+	}
+	return MapRule{Pattern: re, Replacement: replacement}, nil
+}
+
+// Apply returns the name rule maps name to, and whether it matched.
+func (r MapRule) Apply(name string) (string, bool) {
+	m := r.Pattern.FindStringSubmatchIndex(name)
+	if m == nil {
+		return "", false
+	}
+	return string(r.Pattern.ExpandString(nil, r.Replacement, name, m)), true
+}
+
+// Policy is a partition's lookup policy. The zero value looks everyone up
+// under their own name and denies on "no such user": the behaviour without
+// a policy.
+type Policy struct {
+	// Skip lists name prefixes that are never looked up.
+	Skip []string
+	// Unknown is what "no such user" does.
+	Unknown Unknown
+	// Mapping is tried in order; the first rule that matches gives the
+	// directory name, and a name no rule matches is looked up as it is.
+	Mapping []MapRule
+	// Overrides maps a user (the authenticated name) to the groups that
+	// replace the resolver's answer.
+	Overrides map[string][]string
+}
+
+// DirectoryName returns the name the resolver is asked for user and the
+// rule (from 1) that gave it, 0 when none matched. A mapped name is
+// checked like any name: one that is not valid is an error.
+func (p *Policy) DirectoryName(user string) (string, int, error) {
+	for i, r := range p.Mapping {
+		name, ok := r.Apply(user)
+		if !ok {
+			continue
+		}
+		if err := acl.ValidName(name); err != nil {
+			return "", i + 1, fmt.Errorf("mapping rule %d turned %q into an invalid name: %w", i+1, user, err)
+		}
+		return name, i + 1, nil
+	}
+	return user, 0, nil
+}
+
+// Skipped returns the Skip prefix user starts with, if any.
+func (p *Policy) Skipped(user string) (string, bool) {
+	for _, s := range p.Skip {
+		if strings.HasPrefix(user, s) {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// Complete is identity.Complete under the policy: it decides whether and
+// under which name r is asked, applies a static override, and what "no
+// such user" does. A nil p is the zero Policy.
+func (p *Policy) Complete(ctx context.Context, mode Mode, r Resolver, user string, groups []string) (Info, error) {
+	if p == nil {
+		p = &Policy{}
+	}
+	if mode == ModeGiven && len(groups) > 0 {
+		return Given(user, groups), nil
+	}
+	if gs, ok := p.Overrides[user]; ok {
+		in, err := Complete(ctx, mode, overrideResolver(gs), user, groups)
+		in.Lookup.Outcome = OutcomeOverride
+		return in, err
+	}
+	if prefix, ok := p.Skipped(user); ok {
+		in := Given(user, groups)
+		in.Lookup = Lookup{Outcome: OutcomeSkipped, Detail: prefix}
+		return in, nil
+	}
+	name, rule, err := p.DirectoryName(user)
+	if err != nil {
+		return Info{}, err
+	}
+	in, err := complete(ctx, mode, r, user, name, groups)
+	if err != nil {
+		if p.Unknown == UnknownGivenGroups && errors.Is(err, ErrUnknownUser) {
+			in = Given(user, groups)
+			in.Lookup = Lookup{Outcome: OutcomeUnknownGiven, Detail: err.Error()}
+		} else {
+			return Info{}, err
+		}
+	}
+	if rule > 0 {
+		in.Lookup.Name, in.Lookup.Rule = name, rule
+	}
+	return in, nil
+}
+
+// overrideResolver answers every user with its groups, marked
+// SourceOverride.
+type overrideResolver []string
+
+func (o overrideResolver) Resolve(_ context.Context, user string) (Info, error) {
+	return newInfo(user, slices.Clone([]string(o)), SourceOverride), nil
+}
