@@ -7,12 +7,12 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/config"
@@ -37,99 +37,10 @@ type Env struct {
 	// Default: os.LookupEnv when Getenv is os.Getenv or nil, else Getenv
 	// with "" read as unset.
 	LookupEnv func(string) (string, bool)
-}
 
-type command struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, env *Env, args []string) int
-}
-
-func commands() []command {
-	return []command{
-		{"check", "may this user do this on this queue? prints allowed or denied", runCheck},
-		{"explain", "like check, and shows which queue and which ACL entry decided", runExplain},
-		{"place", "where will this user's application go? the queue placement rules choose", runPlace},
-		{"access", "every queue of a partition with the user's submit and admin rights", runAccess},
-		{"lint", "check configurations (files, ConfigMap manifests, mounted ConfigMaps): FILE:LINE:COL: message", runLint},
-		{"app", "may this user view, modify, kill or move an application? (YARN application ACLs)", runApp},
-		{"import", "turn YARN or Spark ACL settings into usher YAML", runImport},
-		{"test", "run policy tests: expected decisions, placements and admission reviews (*_test.yaml)", runTest},
-		{"diff", "who gains and who loses queue rights between two configurations", runDiff},
-		{"serve", "run the decision API and the Kubernetes admission webhook", runServe},
-		{"webhook", "the matchCondition that keeps the webhook registrations in step with the namespace settings", runWebhook},
-		{"version", "print the version", runVersion},
-	}
-}
-
-// Run runs the usher command with args (without the program name) and
-// returns the exit code.
-func Run(ctx context.Context, env *Env, args []string) int {
-	if env.LookupEnv == nil {
-		if env.Getenv == nil {
-			env.LookupEnv = os.LookupEnv
-		} else {
-			get := env.Getenv
-			env.LookupEnv = func(k string) (string, bool) { v := get(k); return v, v != "" }
-		}
-	}
-	if env.Getenv == nil {
-		env.Getenv = os.Getenv
-	}
-	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
-		return runVersion(ctx, env, args[1:])
-	}
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
-		if len(args) > 1 {
-			return Run(ctx, env, []string{args[1], "--help"})
-		}
-		usage(env.Stderr)
-		if len(args) == 0 {
-			return ExitUsage
-		}
-		return ExitOK
-	}
-	for _, c := range commands() {
-		if c.name != args[0] {
-			continue
-		}
-		return c.run(ctx, env, args[1:])
-	}
-	fmt.Fprintf(env.Stderr, "usher: unknown command %q\n\n", args[0])
-	usage(env.Stderr)
-	return ExitUsage
-}
-
-func usage(w io.Writer) {
-	fmt.Fprint(w, `usher: queue ACLs, trustworthy submitter identities and directory groups
-for multi-tenant batch queues.
-
-Usage:
-  usher <command> [flags]
-
-Commands:
-`)
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
-	}
-	fmt.Fprint(w, `
-Examples:
-  usher check   --config queues.yaml --queue root.test --user sue
-  usher explain --config queues.yaml --queue root.test --user john --groups dev
-  usher access  --config queues.yaml --user john --groups dev
-  usher lint    queues.yaml
-  usher serve   --config queues.yaml
-
-Every command reads a configuration the same way, as usher serve does: a
-usher YAML file, a ConfigMap manifest (yunikorn-defaults and
-yunikorn-configs together are merged, the second winning), a ConfigMap's
-data written as YAML, the Helm chart's values with yunikornDefaults, or the
-directory where a ConfigMap is mounted, with the ADMISSION_CONTROLLER_* environment variables
-(BYPASS_AUTH, TRUST_CONTROLLERS, SYSTEM_USERS, EXTERNAL_USERS,
-EXTERNAL_GROUPS) overriding its admission settings.
-
-Run "usher <command> --help" for the flags of a command.
-`)
+	// cmdPath is the path of the command running ("usher check"), the
+	// prefix of its messages on stderr.
+	cmdPath string
 }
 
 // decisionFlags are the flags shared by check and explain.
@@ -142,17 +53,7 @@ type decisionFlags struct {
 	out outputFlag
 }
 
-func newFlagSet(env *Env, name, synopsis, help string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(env.Stderr, "Usage:\n  %s\n\n%s\nFlags:\n", synopsis, help)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-func (d *decisionFlags) register(fs *flag.FlagSet) {
+func (d *decisionFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&d.config, "config", "", configFlagHelp)
 	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
 	fs.StringVar(&d.queue, "queue", "", "queue `PATH` such as root.a.b (default: the partition's default queue)")
@@ -163,21 +64,6 @@ func (d *decisionFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&d.place, "place", false, "let the partition's placement rules choose the queue (as YuniKorn does); --queue is then the queue the application names, the provided rule's input")
 	fs.Var(d.tags, "tag", "application tag `NAME=VALUE` for placement, repeatable (the Kubernetes shim passes namespace=NS); implies --place")
 	d.out.register(fs)
-}
-
-// parse parses args, reporting problems; ok false means exit with code.
-func parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK, false
-		}
-		return ExitUsage, false
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q (flags start with --)\n", fs.Name(), fs.Arg(0))
-		return ExitUsage, false
-	}
-	return 0, true
 }
 
 func splitGroups(s string) ([]string, error) {
@@ -284,29 +170,40 @@ Examples:
   usher check --config queues.yaml --place --queue ml.training --user john
 `
 
-// prepareDecision parses the flags of check and explain and loads the
-// engine; ok false means exit with code.
-func prepareDecision(env *Env, name, help string, args []string) (e *engine.Engine, req engine.Request, d *decisionFlags, code int, ok bool) {
-	d = &decisionFlags{}
-	fs := newFlagSet(env, name, "usher "+name+" --config FILE [--partition NAME] --queue root.a.b --user U [--groups g1,g2] [--action submit|admin] [-o text|json|yaml]\n  usher "+name+" --config FILE [--partition NAME] --place [--queue Q] [--tag k=v]... --user U [--groups g1,g2] [-o text|json|yaml]", help)
+// newDecisionCommand is check or explain: the decision flags, then run.
+func newDecisionCommand(env *Env, name, short, help string, run func(context.Context, *Env, *decisionFlags) int) *cobra.Command {
+	d := &decisionFlags{}
+	cmd, fs := newCommand(env, groupDecide, name+" --user U [--queue PATH | --place [--queue Q] [--tag NAME=VALUE]...] [flags]", short, help)
 	d.register(fs)
-	if code, ok := parse(fs, args); !ok {
-		return nil, req, d, code, false
-	}
+	completeQueues(cmd)
+	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return run(ctx, env, d) })
+}
+
+func newCheckCommand(env *Env) *cobra.Command {
+	return newDecisionCommand(env, "check", "may this user do this on this queue? prints allowed or denied", checkHelp, runCheck)
+}
+
+func newExplainCommand(env *Env) *cobra.Command {
+	return newDecisionCommand(env, "explain", "like check, and shows which queue and which ACL entry decided", explainHelp, runExplain)
+}
+
+// prepareDecision checks the flags of check and explain and loads the
+// engine; ok false means exit with code.
+func prepareDecision(env *Env, d *decisionFlags) (e *engine.Engine, req engine.Request, code int, ok bool) {
 	if req, ok = d.request(env); !ok {
-		return nil, req, d, ExitUsage, false
+		return nil, req, ExitUsage, false
 	}
 	if len(d.tags) > 0 {
 		d.place = true
 	}
 	if d.place && req.Action != policy.Submit {
 		fmt.Fprintf(env.Stderr, "usher: --place decides a submission; --action %s is asked of a queue (leave out --place)\n", req.Action)
-		return nil, req, d, ExitUsage, false
+		return nil, req, ExitUsage, false
 	}
 	if e, ok = loadEngine(env, d.config); !ok {
-		return nil, req, d, ExitUsage, false
+		return nil, req, ExitUsage, false
 	}
-	return e, req, d, 0, true
+	return e, req, 0, true
 }
 
 // placeRequest is the placement question of the flags.
@@ -322,8 +219,8 @@ func placeReason(res *engine.PlaceResult) string {
 	return res.Why()
 }
 
-func runCheck(ctx context.Context, env *Env, args []string) int {
-	e, req, d, code, ok := prepareDecision(env, "check", checkHelp, args)
+func runCheck(ctx context.Context, env *Env, d *decisionFlags) int {
+	e, req, code, ok := prepareDecision(env, d)
 	if !ok {
 		return code
 	}
@@ -407,8 +304,8 @@ Examples:
   usher explain --config queues.yaml --place --tag namespace=spark --user alice
 `
 
-func runExplain(ctx context.Context, env *Env, args []string) int {
-	e, req, d, code, ok := prepareDecision(env, "explain", explainHelp, args)
+func runExplain(ctx context.Context, env *Env, d *decisionFlags) int {
+	e, req, code, ok := prepareDecision(env, d)
 	if !ok {
 		return code
 	}

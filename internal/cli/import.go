@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/importer"
 	"github.com/usherhq/usher/policy"
@@ -39,33 +41,42 @@ errors (each printed as FILE:LINE:COL: message), 2 on bad usage or an
 unreadable file.
 `
 
-func runImport(_ context.Context, env *Env, args []string) int {
-	if len(args) == 0 || (args[0] != "yarn" && args[0] != "spark") {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
-			fmt.Fprint(env.Stderr, "Usage:\n"+importHelp)
-			return ExitOK
+func newImportCommand(env *Env) *cobra.Command {
+	cmd, _ := newCommand(env, groupConfig, "import yarn|spark [flags]", "turn YARN or Spark ACL settings into usher YAML", importHelp)
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.AddCommand(newImportYARNCommand(env), newImportSparkCommand(env))
+	return setBody(env, cmd, func(_ context.Context, args []string) int {
+		// Here only without a subcommand, or with an unknown one.
+		msg := "want yarn or spark"
+		if len(args) > 0 {
+			msg = unknownCommand(cmd, args[0]).Error() + "\n\n" + msg
 		}
-		fmt.Fprint(env.Stderr, "usher import: want yarn or spark\n\nUsage:\n"+importHelp)
+		env.errorf("%s\nRun \"%s --help\" for usage.", msg, cmd.CommandPath())
 		return ExitUsage
-	}
-	if args[0] == "yarn" {
-		return importYARN(env, args[1:])
-	}
-	return importSpark(env, args[1:])
+	})
 }
 
-func importYARN(env *Env, args []string) int {
-	var fair, capacity, site, spark, partition, out string
-	fs := newFlagSet(env, "import yarn", "usher import yarn (--fair-scheduler F | --capacity-scheduler F) [--yarn-site F] [--spark-defaults F] [--partition NAME] [-o FILE]", importHelp)
-	fs.StringVar(&fair, "fair-scheduler", "", "the Fair Scheduler's allocation `FILE` (fair-scheduler.xml)")
-	fs.StringVar(&capacity, "capacity-scheduler", "", "the Capacity Scheduler's `FILE` (capacity-scheduler.xml)")
-	fs.StringVar(&site, "yarn-site", "", "yarn-site.xml `FILE`, for yarn.acl.enable and yarn.admin.acl")
-	fs.StringVar(&spark, "spark-defaults", "", "spark-defaults.conf `FILE`, for the application ACLs")
-	fs.StringVar(&partition, "partition", policy.DefaultPartition, "`NAME` of the partition written")
-	fs.StringVar(&out, "o", "", "write the YAML to `FILE` instead of stdout")
-	if code, ok := parse(fs, args); !ok {
-		return code
-	}
+// importYARNFlags are the flags of usher import yarn.
+type importYARNFlags struct {
+	fair, capacity, site, spark, partition, out string
+}
+
+func newImportYARNCommand(env *Env) *cobra.Command {
+	f := &importYARNFlags{}
+	fair, capacity, site, spark, partition, out := &f.fair, &f.capacity, &f.site, &f.spark, &f.partition, &f.out
+	cmd, fs := newCommand(env, "", "yarn (--fair-scheduler FILE | --capacity-scheduler FILE) [flags]",
+		"a YARN scheduler's queue ACLs (Fair or Capacity Scheduler) as usher YAML", importHelp)
+	fs.StringVar(fair, "fair-scheduler", "", "the Fair Scheduler's allocation `FILE` (fair-scheduler.xml)")
+	fs.StringVar(capacity, "capacity-scheduler", "", "the Capacity Scheduler's `FILE` (capacity-scheduler.xml)")
+	fs.StringVar(site, "yarn-site", "", "yarn-site.xml `FILE`, for yarn.acl.enable and yarn.admin.acl")
+	fs.StringVar(spark, "spark-defaults", "", "spark-defaults.conf `FILE`, for the application ACLs")
+	fs.StringVar(partition, "partition", policy.DefaultPartition, "`NAME` of the partition written")
+	fs.StringVarP(out, "output", "o", "", "write the YAML to `FILE` instead of stdout")
+	return setBody(env, cmd, func(context.Context, []string) int { return importYARN(env, f) })
+}
+
+func importYARN(env *Env, f *importYARNFlags) int {
+	fair, capacity, site, spark, partition, out := f.fair, f.capacity, f.site, f.spark, f.partition, f.out
 	if (fair == "") == (capacity == "") {
 		fmt.Fprintln(env.Stderr, "usher import yarn: give one of --fair-scheduler and --capacity-scheduler")
 		return ExitUsage
@@ -109,16 +120,24 @@ func importYARN(env *Env, args []string) int {
 	return writeImport(env, out, data)
 }
 
-func importSpark(env *Env, args []string) int {
-	var defaults, into, partition, out string
-	fs := newFlagSet(env, "import spark", "usher import spark --defaults spark-defaults.conf [--into usher.yaml] [--partition NAME] [-o FILE]", importHelp)
-	fs.StringVar(&defaults, "defaults", "", "spark-defaults.conf `FILE` (required)")
-	fs.StringVar(&into, "into", "", "usher configuration `FILE` to add the application ACLs to (default: the embedded default configuration)")
-	fs.StringVar(&partition, "partition", policy.DefaultPartition, "`NAME` of the partition that gets the application ACLs")
-	fs.StringVar(&out, "o", "", "write the YAML to `FILE` instead of stdout")
-	if code, ok := parse(fs, args); !ok {
-		return code
-	}
+// importSparkFlags are the flags of usher import spark.
+type importSparkFlags struct {
+	defaults, into, partition, out string
+}
+
+func newImportSparkCommand(env *Env) *cobra.Command {
+	f := &importSparkFlags{}
+	cmd, fs := newCommand(env, "", "spark --defaults FILE [--into FILE] [flags]",
+		"Spark's application ACLs (spark-defaults.conf) as usher YAML", importHelp)
+	fs.StringVar(&f.defaults, "defaults", "", "spark-defaults.conf `FILE` (required)")
+	fs.StringVar(&f.into, "into", "", "usher configuration `FILE` to add the application ACLs to (default: the embedded default configuration)")
+	fs.StringVar(&f.partition, "partition", policy.DefaultPartition, "`NAME` of the partition that gets the application ACLs")
+	fs.StringVarP(&f.out, "output", "o", "", "write the YAML to `FILE` instead of stdout")
+	return setBody(env, cmd, func(context.Context, []string) int { return importSpark(env, f) })
+}
+
+func importSpark(env *Env, f *importSparkFlags) int {
+	defaults, into, partition, out := f.defaults, f.into, f.partition, f.out
 	if defaults == "" {
 		fmt.Fprintln(env.Stderr, "usher import spark: --defaults is required")
 		return ExitUsage

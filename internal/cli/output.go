@@ -2,9 +2,9 @@ package cli
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
 	"github.com/usherhq/usher/decision"
@@ -29,12 +29,14 @@ func (o *outputFlag) Set(s string) error {
 	return fmt.Errorf("want text, json or yaml, not %q", s)
 }
 
-func (o *outputFlag) register(fs *flag.FlagSet) {
+// Type is the value's name in pflag's errors.
+func (o *outputFlag) Type() string { return "format" }
+
+func (o *outputFlag) register(fs *pflag.FlagSet) {
 	if *o == "" {
 		*o = "text"
 	}
-	fs.Var(o, "o", outputHelp)
-	fs.Var(o, "output", "`FORMAT`: same as -o")
+	fs.VarP(o, "output", "o", outputHelp)
 }
 
 // machine reports whether the output is JSON or YAML.
