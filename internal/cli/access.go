@@ -224,7 +224,7 @@ func lintOne(env *Env, path string) int {
 	case errors.As(err, &invalid):
 		diags = append(slices.Clone(invalid.Diagnostics), invalid.Warnings...)
 	case err != nil:
-		fmt.Fprintf(env.Stderr, "usher lint: %v\n", err)
+		env.errorf("%v", err)
 		return ExitUsage
 	default:
 		diags = slices.Clone(cfg.Warnings)

@@ -88,31 +88,31 @@ func runApp(ctx context.Context, env *Env, f *appFlags) int {
 	d, owner, id, target, viewACL, modifyACL, explain, output, set := f.d, f.owner, f.id, f.target, f.viewACL, f.modifyACL, f.explain, f.output, f.set
 	switch {
 	case d.user == "":
-		fmt.Fprintln(env.Stderr, "usher: --user is required")
+		env.errorf("--user is required")
 		return ExitUsage
 	case owner == "":
-		fmt.Fprintln(env.Stderr, "usher: --owner is required: the user who submitted the application")
+		env.errorf("--owner is required: the user who submitted the application")
 		return ExitUsage
 	case d.action == "":
-		fmt.Fprintln(env.Stderr, "usher: --action is required: view, modify, kill or move")
+		env.errorf("--action is required: view, modify, kill or move")
 		return ExitUsage
 	}
 	action, err := application.ParseAction(d.action)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: --action: %v\n", err)
+		env.errorf("--action: %v", err)
 		return ExitUsage
 	}
 	switch {
 	case action == application.Move && target == "":
-		fmt.Fprintln(env.Stderr, "usher: --action move needs --target-queue")
+		env.errorf("--action move needs --target-queue")
 		return ExitUsage
 	case action != application.Move && target != "":
-		fmt.Fprintf(env.Stderr, "usher: --target-queue is only used with --action move, not %v\n", action)
+		env.errorf("--target-queue is only used with --action move, not %v", action)
 		return ExitUsage
 	}
 	groups, err := splitGroups(d.groups)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		env.errorf("%v", err)
 		return ExitUsage
 	}
 	app := application.Application{ID: id, Owner: owner, Queue: d.queue}
@@ -125,11 +125,11 @@ func runApp(ctx context.Context, env *Env, f *appFlags) int {
 		}
 		a, warns, err := acl.Parse(f.text, acl.YARN)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "usher: --%s: %v\n", f.name, err)
+			env.errorf("--%s: %v", f.name, err)
 			return ExitUsage
 		}
 		for _, w := range warns {
-			fmt.Fprintf(env.Stderr, "usher: warning: --%s %q: %s\n", f.name, f.text, w)
+			env.errorf("warning: --%s %q: %s", f.name, f.text, w)
 		}
 		*f.dst = &a
 	}

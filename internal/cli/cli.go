@@ -93,22 +93,22 @@ const configFlagHelp = "configuration `FILE`: a usher YAML file, a ConfigMap man
 // the cluster's answer.
 func loadConfig(env *Env, path string) (*config.Config, error) {
 	if path == "" {
-		fmt.Fprintln(env.Stderr, defaultNote)
+		env.errorf("%s", defaultNote)
 	}
 	return config.Load(path, config.WithEnv(env.LookupEnv))
 }
 
 // defaultNote is the line every command that takes --config prints when it
 // is left out.
-const defaultNote = "usher: no --config given: using the embedded default configuration (partition default, where root lets everyone submit)"
+const defaultNote = "no --config given: using the embedded default configuration (partition default, where root lets everyone submit)"
 
 // printLookupError prints err (from a decision about partition and queue)
 // and, for an unknown partition or queue, the closest existing names and
 // where YuniKorn's placement would put the queue marker.
 func printLookupError(env *Env, cfg *config.Config, partition, queue string, err error) {
-	fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+	env.errorf("%v", err)
 	if hint := cfg.Suggest(partition, queue, err); hint != "" {
-		fmt.Fprintf(env.Stderr, "usher: %s\n", hint)
+		env.errorf("%s", hint)
 	}
 }
 
@@ -117,12 +117,12 @@ func printLookupError(env *Env, cfg *config.Config, partition, queue string, err
 func loadEngine(env *Env, path string) (*engine.Engine, bool) {
 	cfg, err := loadConfig(env, path)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: invalid configuration:\n%v\n", err)
+		env.errorf("invalid configuration:\n%v", err)
 		return nil, false
 	}
 	e, err := engine.New(cfg)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: %s: %v\n", cfg.File, err)
+		env.errorf("%s: %v", cfg.File, err)
 		return nil, false
 	}
 	return e, true
@@ -131,16 +131,16 @@ func loadEngine(env *Env, path string) (*engine.Engine, bool) {
 func (d *decisionFlags) request(env *Env) (engine.Request, bool) {
 	req := engine.Request{Partition: d.partition, Queue: d.queue, User: d.user}
 	if d.user == "" {
-		fmt.Fprintln(env.Stderr, "usher: --user is required")
+		env.errorf("--user is required")
 		return req, false
 	}
 	var err error
 	if req.Groups, err = splitGroups(d.groups); err != nil {
-		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		env.errorf("%v", err)
 		return req, false
 	}
 	if req.Action, err = policy.ParseAction(d.action); err != nil {
-		fmt.Fprintf(env.Stderr, "usher: --action: %v\n", err)
+		env.errorf("--action: %v", err)
 		return req, false
 	}
 	return req, true
@@ -197,7 +197,7 @@ func prepareDecision(env *Env, d *decisionFlags) (e *engine.Engine, req engine.R
 		d.place = true
 	}
 	if d.place && req.Action != policy.Submit {
-		fmt.Fprintf(env.Stderr, "usher: --place decides a submission; --action %s is asked of a queue (leave out --place)\n", req.Action)
+		env.errorf("--place decides a submission; --action %s is asked of a queue (leave out --place)", req.Action)
 		return nil, req, ExitUsage, false
 	}
 	if e, ok = loadEngine(env, d.config); !ok {
@@ -227,7 +227,7 @@ func runCheck(ctx context.Context, env *Env, d *decisionFlags) int {
 	if d.place {
 		res, err := e.Place(ctx, d.placeRequest(req, false))
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+			env.errorf("%v", err)
 			return ExitUsage
 		}
 		if d.out.machine() {
@@ -312,7 +312,7 @@ func runExplain(ctx context.Context, env *Env, d *decisionFlags) int {
 	if d.place {
 		res, err := e.Place(ctx, d.placeRequest(req, true))
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+			env.errorf("%v", err)
 			return ExitUsage
 		}
 		if d.out.machine() {

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"sync"
 
@@ -88,24 +87,24 @@ func newDiffCommand(env *Env) *cobra.Command {
 func runDiff(_ context.Context, env *Env, f *diffFlags, files []string) int {
 	subjectsFile, output, tags := f.subjectsFile, f.output, f.tags
 	if len(files) != 2 {
-		fmt.Fprintf(env.Stderr, "usher diff: want two configurations, OLD and NEW; got %d arguments\n", len(files))
+		env.errorf("want two configurations, OLD and NEW; got %d arguments", len(files))
 		return ExitUsage
 	}
 	if output != "text" && output != "json" {
-		fmt.Fprintf(env.Stderr, "usher diff: -o %q: want text or json\n", output)
+		env.errorf("-o %q: want text or json", output)
 		return ExitUsage
 	}
 	opts := impact.Options{Tags: tags}
 	if subjectsFile != "" {
 		f, err := os.Open(subjectsFile)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "usher diff: --subjects: %v\n", err)
+			env.errorf("--subjects: %v", err)
 			return ExitUsage
 		}
 		opts.Subjects, err = impact.ParseSubjects(subjectsFile, f)
 		f.Close()
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "usher diff: --subjects: %v\n", err)
+			env.errorf("--subjects: %v", err)
 			return ExitUsage
 		}
 	}
@@ -119,7 +118,7 @@ func runDiff(_ context.Context, env *Env, f *diffFlags, files []string) int {
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "usher diff: %s: invalid configuration:\n%v\n", files[i], err)
+			env.errorf("%s: invalid configuration:\n%v", files[i], err)
 			return ExitUsage
 		}
 	}
@@ -135,7 +134,7 @@ func runDiff(_ context.Context, env *Env, f *diffFlags, files []string) int {
 		err = impact.WriteText(env.Stdout, res)
 	}
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher diff: %v\n", err)
+		env.errorf("%v", err)
 		return ExitUsage
 	}
 	if res.Changed() {

@@ -78,7 +78,7 @@ func newImportYARNCommand(env *Env) *cobra.Command {
 func importYARN(env *Env, f *importYARNFlags) int {
 	fair, capacity, site, spark, partition, out := f.fair, f.capacity, f.site, f.spark, f.partition, f.out
 	if (fair == "") == (capacity == "") {
-		fmt.Fprintln(env.Stderr, "usher import yarn: give one of --fair-scheduler and --capacity-scheduler")
+		env.errorf("give one of --fair-scheduler and --capacity-scheduler")
 		return ExitUsage
 	}
 	files := importer.YARNFiles{Partition: partition}
@@ -91,7 +91,7 @@ func importYARN(env *Env, f *importYARNFlags) int {
 		}
 		s, err := importer.ReadSource(f.path)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "usher import yarn: %v\n", err)
+			env.errorf("%v", err)
 			return ExitUsage
 		}
 		*f.dst = &s
@@ -103,7 +103,7 @@ func importYARN(env *Env, f *importYARNFlags) int {
 	if spark != "" {
 		s, err := importer.ReadSource(spark)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "usher import yarn: %v\n", err)
+			env.errorf("%v", err)
 			return ExitUsage
 		}
 		if err := c.AddSpark(s); err != nil {
@@ -114,7 +114,7 @@ func importYARN(env *Env, f *importYARNFlags) int {
 	printDiagnostics(env, c.Warnings)
 	data, err := c.YAML()
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher import yarn: %v\n", err)
+		env.errorf("%v", err)
 		return ExitUsage
 	}
 	return writeImport(env, out, data)
@@ -139,22 +139,22 @@ func newImportSparkCommand(env *Env) *cobra.Command {
 func importSpark(env *Env, f *importSparkFlags) int {
 	defaults, into, partition, out := f.defaults, f.into, f.partition, f.out
 	if defaults == "" {
-		fmt.Fprintln(env.Stderr, "usher import spark: --defaults is required")
+		env.errorf("--defaults is required")
 		return ExitUsage
 	}
 	src, err := importer.ReadSource(defaults)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher import spark: %v\n", err)
+		env.errorf("%v", err)
 		return ExitUsage
 	}
 	base := importer.Source{Name: "<embedded default>", Data: config.DefaultYAML()}
 	if into != "" {
 		if _, err := config.Load(into); err != nil {
-			fmt.Fprintf(env.Stderr, "usher import spark: --into: invalid configuration:\n%v\n", err)
+			env.errorf("--into: invalid configuration:\n%v", err)
 			return ExitUsage
 		}
 		if base, err = importer.ReadSource(into); err != nil {
-			fmt.Fprintf(env.Stderr, "usher import spark: %v\n", err)
+			env.errorf("%v", err)
 			return ExitUsage
 		}
 	}
@@ -165,7 +165,7 @@ func importSpark(env *Env, f *importSparkFlags) int {
 	}
 	data, err := importer.MergeApplicationACLs(base, partition, apps)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher import spark: %v\n", err)
+		env.errorf("%v", err)
 		return ExitUsage
 	}
 	return writeImport(env, out, data)
@@ -187,10 +187,10 @@ func importFailed(env *Env, err error, withWarnings bool) int {
 			printDiagnostics(env, invalid.Warnings)
 		}
 		printDiagnostics(env, invalid.Diagnostics)
-		fmt.Fprintf(env.Stderr, "usher import: nothing written: %s\n", plural(len(invalid.Diagnostics), "error"))
+		env.errorf("nothing written: %s", plural(len(invalid.Diagnostics), "error"))
 		return ExitDenied
 	}
-	fmt.Fprintf(env.Stderr, "usher import: %v\n", err)
+	env.errorf("%v", err)
 	return ExitUsage
 }
 
@@ -200,9 +200,9 @@ func writeImport(env *Env, out string, data []byte) int {
 		return ExitOK
 	}
 	if err := os.WriteFile(out, data, 0o644); err != nil {
-		fmt.Fprintf(env.Stderr, "usher import: %v\n", err)
+		env.errorf("%v", err)
 		return ExitUsage
 	}
-	fmt.Fprintf(env.Stderr, "usher import: wrote %s\n", out)
+	env.errorf("wrote %s", out)
 	return ExitOK
 }

@@ -141,7 +141,7 @@ func TestImportSpark(t *testing.T) {
 	if _, err := config.Parse("out", []byte(out)); err != nil {
 		t.Fatal(err)
 	}
-	if _, errs, code := run(t, "import", "--help"); code != 0 || !strings.Contains(errs, "usher import spark --defaults") {
+	if errs, _, code := run(t, "import", "--help"); code != 0 || !strings.Contains(errs, "usher import spark --defaults") {
 		t.Errorf("help: %d %q", code, errs)
 	}
 }

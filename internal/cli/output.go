@@ -53,7 +53,7 @@ func (o outputFlag) write(env *Env, out *decision.Output) {
 	}
 	if err != nil {
 		// Unreachable: the types are plain data.
-		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		env.errorf("%v", err)
 		return
 	}
 	env.Stdout.Write(b)

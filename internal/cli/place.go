@@ -83,12 +83,12 @@ func newPlaceCommand(env *Env) *cobra.Command {
 func runPlace(ctx context.Context, env *Env, f *placeFlags) int {
 	cfgPath, part, queue, user, groups, tags, out := f.cfgPath, f.part, f.queue, f.user, f.groups, f.tags, f.out
 	if user == "" {
-		fmt.Fprintln(env.Stderr, "usher: --user is required")
+		env.errorf("--user is required")
 		return ExitUsage
 	}
 	gs, err := splitGroups(groups)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		env.errorf("%v", err)
 		return ExitUsage
 	}
 	e, ok := loadEngine(env, cfgPath)

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -144,7 +143,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 	noAudit, authCacheTTL, memLimit, bodyMemory := f.noAudit, f.authCacheTTL, f.memLimit, f.bodyMemory
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-		fmt.Fprintf(env.Stderr, "usher serve: --log-level: %v\n", err)
+		env.errorf("--log-level: %v", err)
 		return ExitUsage
 	}
 	hopts := &slog.HandlerOptions{Level: level}
@@ -155,7 +154,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 	case "text":
 		newHandler = func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewTextHandler(w, o) }
 	default:
-		fmt.Fprintf(env.Stderr, "usher serve: --log-format %q: want json or text\n", logFormat)
+		env.errorf("--log-format %q: want json or text", logFormat)
 		return ExitUsage
 	}
 	// Logs and audit records are written in batches (at least every 100ms).
@@ -167,7 +166,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 		if auditLog != "-" {
 			f, err := os.OpenFile(auditLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 			if err != nil {
-				fmt.Fprintf(env.Stderr, "usher serve: --audit-log: %v\n", err)
+				env.errorf("--audit-log: %v", err)
 				return ExitUsage
 			}
 			defer f.Close()
@@ -187,7 +186,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 		opts.PrivilegedGroups = []string{}
 	}
 	if authCacheTTL <= 0 {
-		fmt.Fprintf(env.Stderr, "usher serve: --access-auth-cache-ttl %v: want a positive duration\n", authCacheTTL)
+		env.errorf("--access-auth-cache-ttl %v: want a positive duration", authCacheTTL)
 		return ExitUsage
 	}
 	opts.TokenReviewCache.SuccessTTL, opts.TokenReviewCache.FailureTTL = authCacheTTL, authCacheTTL
@@ -202,7 +201,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 	}
 	bm, err := resource.ParseQuantity(bodyMemory)
 	if err != nil || bm.Sign() <= 0 {
-		fmt.Fprintf(env.Stderr, "usher serve: --body-memory %q: want a quantity such as 48Mi\n", bodyMemory)
+		env.errorf("--body-memory %q: want a quantity such as 48Mi", bodyMemory)
 		return ExitUsage
 	}
 	opts.BodyMemory = bm.Value()
@@ -213,7 +212,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 		// budget bounds is not multiplied by garbage.
 		q, err := resource.ParseQuantity(memLimit)
 		if err != nil || q.Sign() < 0 {
-			fmt.Fprintf(env.Stderr, "usher serve: --memory-limit %q: want a quantity such as 128Mi\n", memLimit)
+			env.errorf("--memory-limit %q: want a quantity such as 128Mi", memLimit)
 			return ExitUsage
 		}
 		if q.Sign() > 0 {
@@ -221,21 +220,21 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 		}
 	}
 	if opts.ConfigPath != "" && len(opts.ConfigMaps) > 0 {
-		fmt.Fprintln(env.Stderr, "usher serve: give --config or --config-map, not both")
+		env.errorf("give --config or --config-map, not both")
 		return ExitUsage
 	}
 	if opts.ConfigPath == "" && len(opts.ConfigMaps) == 0 {
 		// One line on stderr, in the log's format.
-		opts.Logger.Warn(strings.TrimPrefix(defaultNote, "usher: "))
+		opts.Logger.Warn(defaultNote)
 	}
 	srv, err := server.New(opts)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher serve: %v\n", err)
+		env.errorf("%v", err)
 		return ExitUsage
 	}
 	if caOut != "" && srv.CAPEM != nil {
 		if err := os.WriteFile(caOut, srv.CAPEM, 0o644); err != nil {
-			fmt.Fprintf(env.Stderr, "usher serve: --ca-out: %v\n", err)
+			env.errorf("--ca-out: %v", err)
 			return ExitUsage
 		}
 	}

@@ -86,7 +86,7 @@ func newTestCommand(env *Env) *cobra.Command {
 
 func runTest(ctx context.Context, env *Env, format string, roots []string) int {
 	if !slices.Contains([]string{"text", "json", "junit"}, format) {
-		fmt.Fprintf(env.Stderr, "usher: -o: want text, json or junit, not %q\n", format)
+		env.errorf("-o: want text, json or junit, not %q", format)
 		return ExitUsage
 	}
 	if len(roots) == 0 {
@@ -94,7 +94,7 @@ func runTest(ctx context.Context, env *Env, format string, roots []string) int {
 	}
 	paths, err := findTestFiles(roots)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		env.errorf("%v", err)
 		return ExitUsage
 	}
 	var files []*testFile

@@ -29,7 +29,7 @@ func newWebhookCommand(env *Env) *cobra.Command {
 func runWebhook(_ context.Context, env *Env, path string) int {
 	cfg, err := loadConfig(env, path)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: invalid configuration:\n%v\n", err)
+		env.errorf("invalid configuration:\n%v", err)
 		return ExitUsage
 	}
 	var settings admission.Config
