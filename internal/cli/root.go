@@ -135,6 +135,9 @@ func newRootCommand(env *Env) *cobra.Command {
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	root.SetVersionTemplate(versionText(CurrentBuild()))
+	// Declared here, cobra's --version has no -v (kubectl's -v is its
+	// verbosity, and usher may want one).
+	root.Flags().Bool("version", false, "print the version, the commit and the Go version")
 	root.SetFlagErrorFunc(flagError)
 	root.AddGroup(
 		&cobra.Group{ID: groupDecide, Title: "Decisions (exit 0 allowed, 1 denied, 2 failure to decide):"},
@@ -151,8 +154,10 @@ func newRootCommand(env *Env) *cobra.Command {
 	} {
 		root.AddCommand(c)
 	}
-	// The completion command cobra adds: bash, zsh, fish, powershell.
-	root.CompletionOptions.HiddenDefaultCmd = false
+	// Cobra adds these when it runs; added now, they are in the tree
+	// that tests walk. completion: bash, zsh, fish and powershell.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
 	return root
 }
 
@@ -199,6 +204,9 @@ func noArgs(cmd *cobra.Command, args []string) error {
 // nearest ones.
 func unknownCommand(cmd *cobra.Command, name string) error {
 	msg := fmt.Sprintf("unknown command %q", name)
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // what cobra sets on the root
+	}
 	if s := cmd.SuggestionsFor(name); len(s) > 0 {
 		msg += didYouMean(s)
 	}
