@@ -139,6 +139,7 @@ func newRootCommand(env *Env) *cobra.Command {
 	// verbosity, and usher may want one).
 	root.Flags().Bool("version", false, "print the version, the commit and the Go version")
 	root.SetFlagErrorFunc(flagError)
+	root.SetUsageFunc(usage)
 	root.AddGroup(
 		&cobra.Group{ID: groupDecide, Title: "Decisions (exit 0 allowed, 1 denied, 2 failure to decide):"},
 		&cobra.Group{ID: groupConfig, Title: "Configurations and policy tests:"},
@@ -159,6 +160,58 @@ func newRootCommand(env *Env) *cobra.Command {
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	return root
+}
+
+// usageWidth is the width flag descriptions are wrapped to in the help.
+const usageWidth = 100
+
+// usage prints the usage of c, as cobra does, with the flag descriptions
+// wrapped to usageWidth columns.
+func usage(c *cobra.Command) error {
+	var b strings.Builder
+	b.WriteString("Usage:")
+	if c.Runnable() {
+		fmt.Fprintf(&b, "\n  %s", c.UseLine())
+	}
+	if c.HasAvailableSubCommands() {
+		fmt.Fprintf(&b, "\n  %s [command]", c.CommandPath())
+	}
+	if c.HasExample() {
+		fmt.Fprintf(&b, "\n\nExamples:\n%s", c.Example)
+	}
+	if c.HasAvailableSubCommands() {
+		list := func(title, group string) {
+			var lines []string
+			for _, sub := range c.Commands() {
+				if sub.GroupID == group && (sub.IsAvailableCommand() || sub.Name() == "help") {
+					lines = append(lines, fmt.Sprintf("\n  %-*s %s", sub.NamePadding(), sub.Name(), sub.Short))
+				}
+			}
+			if len(lines) > 0 {
+				fmt.Fprintf(&b, "\n\n%s%s", title, strings.Join(lines, ""))
+			}
+		}
+		for _, g := range c.Groups() {
+			list(g.Title, g.ID)
+		}
+		title := "Available Commands:"
+		if len(c.Groups()) > 0 {
+			title = "Other Commands:"
+		}
+		list(title, "")
+	}
+	if c.HasAvailableLocalFlags() {
+		fmt.Fprintf(&b, "\n\nFlags:\n%s", strings.TrimRight(c.LocalFlags().FlagUsagesWrapped(usageWidth), " \n"))
+	}
+	if c.HasAvailableInheritedFlags() {
+		fmt.Fprintf(&b, "\n\nGlobal Flags:\n%s", strings.TrimRight(c.InheritedFlags().FlagUsagesWrapped(usageWidth), " \n"))
+	}
+	if c.HasAvailableSubCommands() {
+		fmt.Fprintf(&b, "\n\nUse \"%s [command] --help\" for more information about a command.", c.CommandPath())
+	}
+	b.WriteString("\n")
+	_, err := fmt.Fprint(c.OutOrStdout(), b.String())
+	return err
 }
 
 // newCommand returns a command named by the first word of use, in group,
