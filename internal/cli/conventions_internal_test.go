@@ -75,6 +75,10 @@ func TestHelpOnStdoutForEveryCommand(t *testing.T) {
 // prompt, a "$ " or the start of a code line, not in a sentence.
 var usherLine = regexp.MustCompile(`(?:^|[\s$(]|^\s*-\s*)usher ((?:check|explain|place|access|app|lint|test|diff|import|serve|webhook|version|completion)(?:\s.*)?)$`)
 
+// documentedMistake is the first line of usher's answer to a mistyped
+// command or flag.
+var documentedMistake = regexp.MustCompile(`^usher [a-z ]*: unknown (command|flag|shorthand flag)`)
+
 // invocations returns the usher command lines of file, joined across
 // backslash continuations, cut at a pipe, a redirection, a comment or the
 // end of the inline code span.
@@ -93,6 +97,12 @@ func invocations(t *testing.T, file string) [][]string {
 		pending = ""
 		if strings.HasSuffix(line, "\\") {
 			pending = strings.TrimSuffix(line, "\\") + " "
+			continue
+		}
+		// A line the documentation shows as the answer to a mistake:
+		// the invocation before it is the mistake.
+		if documentedMistake.MatchString(line) && len(out) > 0 {
+			out = out[:len(out)-1]
 			continue
 		}
 		m := usherLine.FindStringSubmatch(line)

@@ -124,7 +124,6 @@ func newRootCommand(env *Env) *cobra.Command {
 		Short:   "queue ACLs, trustworthy submitter identities and directory groups for batch queues",
 		Long:    rootHelp,
 		Example: rootExamples,
-		Version: CurrentBuild().Version,
 		// Run prints errors (with the command's prefix) and the usage
 		// hint; a command's body prints its own.
 		SilenceErrors: true,
@@ -134,10 +133,19 @@ func newRootCommand(env *Env) *cobra.Command {
 	}
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
-	root.SetVersionTemplate(versionText(CurrentBuild()))
-	// Declared here, cobra's --version has no -v (kubectl's -v is its
-	// verbosity, and usher may want one).
-	root.Flags().Bool("version", false, "print the version, the commit and the Go version")
+	// usher --version is usher's own flag, not cobra's (root.Version):
+	// cobra's would add -v (kubectl's -v is its verbosity), and printing
+	// more than one line would take a version template, whose
+	// text/template keeps every exported method in the binary (the
+	// linker's dead code elimination gives up): 14 MB more.
+	version := root.Flags().Bool("version", false, "print the version, the commit and the Go version")
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if *version {
+			fmt.Fprint(env.Stdout, versionText(CurrentBuild()))
+			return nil
+		}
+		return cmd.Help()
+	}
 	root.SetFlagErrorFunc(flagError)
 	root.SetUsageFunc(usage)
 	root.AddGroup(
