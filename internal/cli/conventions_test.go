@@ -34,7 +34,10 @@ func TestSuggestions(t *testing.T) {
 		{[]string{"serve", "--access"}, []string{"unknown flag: --access", "\t--access-auth\n\t--access-auth-cache-ttl\n\t--access-privileged-groups\n"}},
 		{[]string{"test", "--junit"}, []string{"usher test: unknown flag: --junit"}},
 		{[]string{"import", "yarn", "--fair-sheduler", "f.xml"}, []string{"usher import yarn: unknown flag: --fair-sheduler", "\t--fair-scheduler\n"}},
-		{[]string{"import", "sprak"}, []string{"usher import: unknown command \"sprak\"", "\tspark\n", "want yarn or spark"}},
+		{[]string{"import", "sprak"}, []string{`usher import: unknown command "sprak" for "usher import": want spark or yarn`, "\tspark\n"}},
+		{[]string{"completion", "tcsh"}, []string{`usher completion: unknown command "tcsh" for "usher completion": want bash, fish, powershell or zsh`}},
+		{[]string{"help", "chek"}, []string{`usher help: unknown command "chek" for "usher"`, "\tcheck\n"}},
+		{[]string{"help", "import", "yran"}, []string{`usher help: unknown command "yran" for "usher import": want spark or yarn`, "\tyarn\n"}},
 		// A long flag with one dash, as the standard flag package took
 		// it: pflag reads -config as -c -o -n...; the answer names --config.
 		{[]string{"check", "-config", "q.yaml"}, []string{"usher check: unknown shorthand flag: 'c' in -config", "\t--config\n"}},
@@ -115,7 +118,10 @@ func TestExitCodes(t *testing.T) {
 		{1, []string{"diff", teams, teamsNext}},
 		{2, []string{"diff", teams}},
 		{0, []string{"webhook", "--config", yunikornACL}},
-		{2, []string{"import"}},
+		{0, []string{"import"}},
+		{0, []string{"completion"}},
+		{2, []string{"completion", "tcsh"}},
+		{2, []string{"help", "bogus"}},
 		{2, []string{"import", "mesos"}},
 		{2, []string{"serve", "--log-format", "xml"}},
 	}
@@ -229,6 +235,8 @@ func TestCompletionAnswers(t *testing.T) {
 		not  []string
 	}{
 		{[]string{"__complete", "ch"}, []string{"check\t"}, []string{"explain"}},
+		{[]string{"__complete", "help", "ex"}, []string{"explain\t"}, []string{"check\t"}},
+		{[]string{"__complete", "help", "import", ""}, []string{"spark\t", "yarn\t"}, nil},
 		{[]string{"__complete", "check", "--con"}, []string{"--config\t"}, nil},
 		{[]string{"__complete", "serve", "--access-"}, []string{"--access-auth\t", "--access-privileged-groups\t"}, nil},
 		{[]string{"__complete", "check", "--config", yunikornACL, "--queue", "root."}, []string{"root.test\n", "root.product\n", ":4\n"}, []string{"--"}},

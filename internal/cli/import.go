@@ -45,15 +45,8 @@ func newImportCommand(env *Env) *cobra.Command {
 	cmd, _ := newCommand(env, groupConfig, "import yarn|spark [flags]", "turn YARN or Spark ACL settings into usher YAML", importHelp)
 	cmd.Args = cobra.ArbitraryArgs
 	cmd.AddCommand(newImportYARNCommand(env), newImportSparkCommand(env))
-	return setBody(env, cmd, func(_ context.Context, args []string) int {
-		// Here only without a subcommand, or with an unknown one.
-		msg := "want yarn or spark"
-		if len(args) > 0 {
-			msg = unknownCommand(cmd, args[0]).Error() + "\n\n" + msg
-		}
-		env.errorf("%s\nRun \"%s --help\" for usage.", msg, cmd.CommandPath())
-		return ExitUsage
-	})
+	cmd.RunE = groupRun
+	return cmd
 }
 
 // importYARNFlags are the flags of usher import yarn.

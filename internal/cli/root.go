@@ -165,8 +165,27 @@ func newRootCommand(env *Env) *cobra.Command {
 	}
 	// Cobra adds these when it runs; added now, they are in the tree
 	// that tests walk. completion: bash, zsh, fish and powershell.
+	root.SetHelpCommand(newHelpCommand())
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
+	// A command that only groups others (completion) prints its help when
+	// given none, and refuses an unknown one, as usher itself does.
+	for _, c := range root.Commands() {
+		if c.HasSubCommands() && !c.Runnable() {
+			c.Args = cobra.ArbitraryArgs
+			c.RunE = groupRun
+		}
+	}
+	// -h, --help, which cobra adds to the command it runs: added to all,
+	// usher help CMD lists it too.
+	var helpFlags func(*cobra.Command)
+	helpFlags = func(c *cobra.Command) {
+		c.InitDefaultHelpFlag()
+		for _, sub := range c.Commands() {
+			helpFlags(sub)
+		}
+	}
+	helpFlags(root)
 	return root
 }
 
@@ -222,6 +241,51 @@ func usage(c *cobra.Command) error {
 	return err
 }
 
+// groupRun is the work of a command that only groups others (usher
+// import, usher completion): without a subcommand its help, with an
+// unknown one a usage error.
+func groupRun(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return unknownCommand(cmd, args[0])
+	}
+	return cmd.Help()
+}
+
+// newHelpCommand is usher help [COMMAND...]: cobra's, except that an
+// unknown command is a usage error (exit 2, on stderr), not a help
+// topic printed on stdout with exit 0.
+func newHelpCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "help about any command",
+		Long:  "Help prints the help of any command: usher help check is usher check --help.",
+		Args:  cobra.ArbitraryArgs,
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			cmd, _, err := c.Root().Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []cobra.Completion
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+					out = append(out, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 {
+				return unknownCommand(cmd, rest[0])
+			}
+			return cmd.Help()
+		},
+	}
+}
+
 // newCommand returns a command named by the first word of use, in group,
 // whose help is long and whose flags the caller adds to fs. The caller
 // sets its body with setBody.
@@ -268,10 +332,27 @@ func unknownCommand(cmd *cobra.Command, name string) error {
 	if cmd.SuggestionsMinimumDistance <= 0 {
 		cmd.SuggestionsMinimumDistance = 2 // what cobra sets on the root
 	}
+	var names []string
+	for _, sub := range cmd.Commands() {
+		if sub.IsAvailableCommand() {
+			names = append(names, sub.Name())
+		}
+	}
+	if len(names) > 0 {
+		msg += fmt.Sprintf(" for %q: want %s", cmd.CommandPath(), orList(names))
+	}
 	if s := cmd.SuggestionsFor(name); len(s) > 0 {
 		msg += didYouMean(s)
 	}
 	return errors.New(msg)
+}
+
+// orList is "a", "a or b", "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // didYouMean is cobra's way of offering the nearest names.
