@@ -271,3 +271,60 @@ func runCtx(ctx context.Context, args ...string) (stdout, stderr string, code in
 	code = cli.Run(ctx, &cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}, args)
 	return out.String(), errb.String(), code
 }
+
+// The bash completion works end to end: bash sources the script of a
+// built usher, and pressing Tab after --queue offers the queue paths of
+// the --config given, after "usher ch" the command check.
+func TestBashCompletionEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds usher")
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "usher")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/usher")
+	build.Dir = "../.."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cfg := mustAbs(t, yunikornACL)
+	complete := func(line string) []string {
+		t.Helper()
+		// What bash does on Tab. The script needs bash-completion's
+		// _get_comp_words_by_ref; where the package is not installed, a
+		// stand-in for these simple lines (no = or : to split on).
+		script := `[ -r /usr/share/bash-completion/bash_completion ] && source /usr/share/bash-completion/bash_completion
+if ! declare -F _get_comp_words_by_ref >/dev/null; then
+  _get_comp_words_by_ref() { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; }
+fi
+# compopt only works inside a completion bash itself started.
+compopt() { :; }
+source <("$USHER" completion bash) || exit 1
+read -r -a COMP_WORDS <<< "$LINE"
+[[ "$LINE" == *" " ]] && COMP_WORDS+=("")
+COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+COMP_LINE="$LINE"
+COMP_POINT=${#LINE}
+__start_usher usher
+printf '%s\n' "${COMPREPLY[@]}"`
+		cmd := exec.Command(bash, "--norc", "--noprofile", "-c", script)
+		cmd.Env = append(os.Environ(), "USHER="+bin, "LINE="+line, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%q: %v\n%s", line, err, out)
+		}
+		return strings.Fields(string(out))
+	}
+	if got := complete("usher ch"); strings.Join(got, " ") != "check" {
+		t.Errorf("usher ch<Tab>: %q", got)
+	}
+	if got := complete("usher check --config " + cfg + " --queue root.p"); strings.Join(got, " ") != "root.product" {
+		t.Errorf("--queue root.p<Tab>: %q", got)
+	}
+	if got := complete("usher check --config " + cfg + " --qu"); strings.Join(got, " ") != "--queue" {
+		t.Errorf("--qu<Tab>: %q", got)
+	}
+}
