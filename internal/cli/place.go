@@ -71,7 +71,7 @@ func newPlaceCommand(env *Env) *cobra.Command {
 		"where will this user's application go? the queue placement rules choose", placeHelp)
 	fs.StringVar(&f.cfgPath, "config", "", configFlagHelp)
 	fs.StringVar(&f.part, "partition", policy.DefaultPartition, "partition `NAME`")
-	fs.StringVar(&f.queue, "queue", "", "the queue the application names (the provided rule's input), e.g. root.a.b or a.b")
+	fs.StringVar(&f.queue, "queue", "", "the `QUEUE` the application names (the provided rule's input), e.g. root.a.b or a.b")
 	fs.StringVar(&f.user, "user", "", "user `NAME` (required)")
 	fs.StringVar(&f.groups, "groups", "", "comma separated `GROUPS` the user is in; when empty the partition's resolver finds them")
 	fs.Var(f.tags, "tag", "application tag `NAME=VALUE`, repeatable (the Kubernetes shim passes namespace=NS)")
