@@ -1,8 +1,13 @@
 // Package cli implements the usher command. Run is the whole program, so
 // tests drive it with arguments and buffers.
 //
-// Exit codes follow kubectl auth can-i: 0 allowed (or success), 1 denied
-// (or lint errors), 2 bad usage, bad configuration or a failure to decide.
+// Exit codes follow kubectl auth can-i: 0 allowed (or success, or help),
+// 1 denied (or lint errors, failed policy tests, a diff with changes), 2
+// bad usage, bad configuration, a failure to decide, or usher serve not
+// starting (a port in use) or failing.
+//
+// The commands are cobra commands (root.go): each declares its flags on
+// its pflag set, into a struct of its own, and its body takes that struct.
 package cli
 
 import (
