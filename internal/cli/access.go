@@ -3,11 +3,12 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/decision"
@@ -26,10 +27,17 @@ Examples:
   usher access --config queues.yaml --user john -o json | jq '.queues[] | select(.submit) | .queue'
 `
 
-func runAccess(ctx context.Context, env *Env, args []string) int {
-	var d decisionFlags
-	var output outputFlag = "text"
-	fs := newFlagSet(env, "access", "usher access --config FILE [--partition NAME] --user U [--groups g1,g2] [-o text|json|yaml]", accessHelp)
+// accessFlags are the flags of usher access.
+type accessFlags struct {
+	d      decisionFlags
+	output outputFlag
+}
+
+func newAccessCommand(env *Env) *cobra.Command {
+	f := &accessFlags{output: "text"}
+	d, output := &f.d, &f.output
+	cmd, fs := newCommand(env, groupDecide, "access --user U [--groups G1,G2] [flags]",
+		"every queue of a partition with the user's submit and admin rights", accessHelp)
 	fs.StringVar(&d.config, "config", "", configFlagHelp)
 	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
 	fs.StringVar(&d.user, "user", "", "user `NAME` (required)")
@@ -41,11 +49,12 @@ func runAccess(ctx context.Context, env *Env, args []string) int {
 		}
 		return output.Set(s)
 	}
-	fs.Func("o", outputHelp+" (tree: text)", setOutput)
-	fs.Func("output", "`FORMAT`: same as -o", setOutput)
-	if code, ok := parse(fs, args); !ok {
-		return code
-	}
+	fs.FuncP("output", "o", outputHelp+" (tree: text)", setOutput)
+	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runAccess(ctx, env, f) })
+}
+
+func runAccess(ctx context.Context, env *Env, f *accessFlags) int {
+	d, output := f.d, f.output
 	req, ok := d.request(env)
 	if !ok {
 		return ExitUsage
@@ -186,21 +195,20 @@ Examples:
   usher lint a.yaml b.yaml configs/
 `
 
+func newLintCommand(env *Env) *cobra.Command {
+	cmd, _ := newCommand(env, groupConfig, "lint PATH...",
+		"check configurations (files, ConfigMap manifests, mounted ConfigMaps): FILE:LINE:COL: message", lintHelp)
+	cmd.Args = cobra.ArbitraryArgs
+	return setBody(env, cmd, func(ctx context.Context, args []string) int { return runLint(ctx, env, args) })
+}
+
 func runLint(_ context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "lint", "usher lint PATH...", lintHelp)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
-		}
-		return ExitUsage
-	}
-	if fs.NArg() == 0 {
-		fmt.Fprintln(env.Stderr, "usher lint: want at least one PATH (a file, a ConfigMap manifest or a mounted ConfigMap directory)")
-		fs.Usage()
+	if len(args) == 0 {
+		env.errorf("want at least one PATH (a file, a ConfigMap manifest or a mounted ConfigMap directory)\nRun \"%s --help\" for usage.", env.commandPath())
 		return ExitUsage
 	}
 	code := ExitOK
-	for _, path := range fs.Args() {
+	for _, path := range args {
 		code = max(code, lintOne(env, path))
 	}
 	return code
@@ -216,7 +224,7 @@ func lintOne(env *Env, path string) int {
 	case errors.As(err, &invalid):
 		diags = append(slices.Clone(invalid.Diagnostics), invalid.Warnings...)
 	case err != nil:
-		fmt.Fprintf(env.Stderr, "usher lint: %v\n", err)
+		env.errorf("%v", err)
 		return ExitUsage
 	default:
 		diags = slices.Clone(cfg.Warnings)

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/application"
@@ -47,58 +49,70 @@ Examples:
             --action move --target-queue root.marketing --explain
 `
 
-func runApp(ctx context.Context, env *Env, args []string) int {
-	var d decisionFlags
-	var owner, id, target, viewACL, modifyACL string
-	var explain bool
-	fs := newFlagSet(env, "app", "usher app --config FILE [--partition NAME] --queue root.a --owner U --user U [--groups g1,g2] "+
-		"--action view|modify|kill|move [--target-queue root.b] [--view-acl ACL] [--modify-acl ACL] [--id ID] [--explain] [-o text|json|yaml]", appHelp)
+// appFlags are the flags of usher app; set holds the names of those given.
+type appFlags struct {
+	d                                     decisionFlags
+	owner, id, target, viewACL, modifyACL string
+	explain                               bool
+	output                                outputFlag
+	set                                   map[string]bool
+}
+
+func newAppCommand(env *Env) *cobra.Command {
+	f := &appFlags{}
+	d, owner, id, target, viewACL, modifyACL, explain := &f.d, &f.owner, &f.id, &f.target, &f.viewACL, &f.modifyACL, &f.explain
+	cmd, fs := newCommand(env, groupDecide, "app --queue PATH --owner U --user U --action view|modify|kill|move [flags]",
+		"may this user view, modify, kill or move an application? (YARN application ACLs)", appHelp)
 	fs.StringVar(&d.config, "config", "", configFlagHelp)
 	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
 	fs.StringVar(&d.queue, "queue", "", "`PATH` of the queue the application runs in (default: the partition's default queue)")
-	fs.StringVar(&owner, "owner", "", "`USER` who owns (submitted) the application (required)")
-	fs.StringVar(&id, "id", "", "application `ID`, for the reason, e.g. application_1536220066338_0001")
+	fs.StringVar(owner, "owner", "", "`USER` who owns (submitted) the application (required)")
+	fs.StringVar(id, "id", "", "application `ID`, for the reason, e.g. application_1536220066338_0001")
 	fs.StringVar(&d.user, "user", "", "user `NAME` who asks (required)")
 	fs.StringVar(&d.groups, "groups", "", "comma separated `GROUPS` the user is in; when empty the partition's resolver finds them")
 	fs.StringVar(&d.action, "action", "", "`ACTION`: view, modify, kill or move (required)")
-	fs.StringVar(&target, "target-queue", "", "`PATH` of the queue a move goes to (required with --action move)")
-	fs.StringVar(&viewACL, "view-acl", "", "the application's view `ACL` (mapreduce.job.acl-view-job)")
-	fs.StringVar(&modifyACL, "modify-acl", "", "the application's modify `ACL` (mapreduce.job.acl-modify-job)")
-	fs.BoolVar(&explain, "explain", false, "show the identity used and every check made")
-	var output outputFlag
-	output.register(fs)
-	if code, ok := parse(fs, args); !ok {
-		return code
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	fs.StringVar(target, "target-queue", "", "`PATH` of the queue a move goes to (required with --action move)")
+	fs.StringVar(viewACL, "view-acl", "", "the application's view `ACL` (mapreduce.job.acl-view-job)")
+	fs.StringVar(modifyACL, "modify-acl", "", "the application's modify `ACL` (mapreduce.job.acl-modify-job)")
+	fs.BoolVar(explain, "explain", false, "show the identity used and every check made")
+	f.output.register(fs)
+	completeQueues(cmd, "queue", "target-queue")
+	return setBody(env, cmd, func(ctx context.Context, _ []string) int {
+		f.set = map[string]bool{}
+		fs.Visit(func(fl *pflag.Flag) { f.set[fl.Name] = true })
+		return runApp(ctx, env, f)
+	})
+}
+
+func runApp(ctx context.Context, env *Env, f *appFlags) int {
+	d, owner, id, target, viewACL, modifyACL, explain, output, set := f.d, f.owner, f.id, f.target, f.viewACL, f.modifyACL, f.explain, f.output, f.set
 	switch {
 	case d.user == "":
-		fmt.Fprintln(env.Stderr, "usher: --user is required")
+		env.errorf("--user is required")
 		return ExitUsage
 	case owner == "":
-		fmt.Fprintln(env.Stderr, "usher: --owner is required: the user who submitted the application")
+		env.errorf("--owner is required: the user who submitted the application")
 		return ExitUsage
 	case d.action == "":
-		fmt.Fprintln(env.Stderr, "usher: --action is required: view, modify, kill or move")
+		env.errorf("--action is required: view, modify, kill or move")
 		return ExitUsage
 	}
 	action, err := application.ParseAction(d.action)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: --action: %v\n", err)
+		env.errorf("--action: %v", err)
 		return ExitUsage
 	}
 	switch {
 	case action == application.Move && target == "":
-		fmt.Fprintln(env.Stderr, "usher: --action move needs --target-queue")
+		env.errorf("--action move needs --target-queue")
 		return ExitUsage
 	case action != application.Move && target != "":
-		fmt.Fprintf(env.Stderr, "usher: --target-queue is only used with --action move, not %v\n", action)
+		env.errorf("--target-queue is only used with --action move, not %v", action)
 		return ExitUsage
 	}
 	groups, err := splitGroups(d.groups)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		env.errorf("%v", err)
 		return ExitUsage
 	}
 	app := application.Application{ID: id, Owner: owner, Queue: d.queue}
@@ -111,11 +125,11 @@ func runApp(ctx context.Context, env *Env, args []string) int {
 		}
 		a, warns, err := acl.Parse(f.text, acl.YARN)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "usher: --%s: %v\n", f.name, err)
+			env.errorf("--%s: %v", f.name, err)
 			return ExitUsage
 		}
 		for _, w := range warns {
-			fmt.Fprintf(env.Stderr, "usher: warning: --%s %q: %s\n", f.name, f.text, w)
+			env.errorf("warning: --%s %q: %s", f.name, f.text, w)
 		}
 		*f.dst = &a
 	}

@@ -168,7 +168,7 @@ func TestAppUsageErrors(t *testing.T) {
 	if code != cli.ExitUsage || !strings.Contains(errs, "unknown queue") {
 		t.Fatalf("unknown queue: %d %q", code, errs)
 	}
-	_, errs, code = run(t, "app", "--help")
+	errs, _, code = run(t, "app", "--help")
 	if code != 0 || !strings.Contains(errs, "--target-queue") || !strings.Contains(errs, "Exit status: 0 allowed, 1 denied, 2") {
 		t.Fatalf("help: %d %q", code, errs)
 	}
@@ -183,7 +183,7 @@ func TestAppACLWarning(t *testing.T) {
 	if code != 1 || !strings.HasPrefix(out, "denied\n") {
 		t.Fatalf("code %d %q", code, out)
 	}
-	if !strings.Contains(errs, `usher: warning: --view-acl "ann analysts extra": offset 12: everything after the second space is ignored`) {
+	if !strings.Contains(errs, `usher app: warning: --view-acl "ann analysts extra": offset 12: everything after the second space is ignored`) {
 		t.Fatalf("stderr %q", errs)
 	}
 }

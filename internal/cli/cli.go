@@ -1,18 +1,23 @@
 // Package cli implements the usher command. Run is the whole program, so
 // tests drive it with arguments and buffers.
 //
-// Exit codes follow kubectl auth can-i: 0 allowed (or success), 1 denied
-// (or lint errors), 2 bad usage, bad configuration or a failure to decide.
+// Exit codes follow kubectl auth can-i: 0 allowed (or success, or help),
+// 1 denied (or lint errors, failed policy tests, a diff with changes), 2
+// bad usage, bad configuration, a failure to decide, or usher serve not
+// starting (a port in use) or failing.
+//
+// The commands are cobra commands (root.go): each declares its flags on
+// its pflag set, into a struct of its own, and its body takes that struct.
 package cli
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/config"
@@ -36,99 +41,10 @@ type Env struct {
 	// Default: os.LookupEnv when Getenv is os.Getenv or nil, else Getenv
 	// with "" read as unset.
 	LookupEnv func(string) (string, bool)
-}
 
-type command struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, env *Env, args []string) int
-}
-
-func commands() []command {
-	return []command{
-		{"check", "may this user do this on this queue? prints allowed or denied", runCheck},
-		{"explain", "like check, and shows which queue and which ACL entry decided", runExplain},
-		{"place", "where will this user's application go? the queue placement rules choose", runPlace},
-		{"access", "every queue of a partition with the user's submit and admin rights", runAccess},
-		{"lint", "check configurations (files, ConfigMap manifests, mounted ConfigMaps): FILE:LINE:COL: message", runLint},
-		{"app", "may this user view, modify, kill or move an application? (YARN application ACLs)", runApp},
-		{"import", "turn YARN or Spark ACL settings into usher YAML", runImport},
-		{"test", "run policy tests: expected decisions, placements and admission reviews (*_test.yaml)", runTest},
-		{"diff", "who gains and who loses queue rights between two configurations", runDiff},
-		{"serve", "run the decision API and the Kubernetes admission webhook", runServe},
-		{"webhook", "the matchCondition that keeps the webhook registrations in step with the namespace settings", runWebhook},
-		{"version", "print the version", runVersion},
-	}
-}
-
-// Run runs the usher command with args (without the program name) and
-// returns the exit code.
-func Run(ctx context.Context, env *Env, args []string) int {
-	if env.LookupEnv == nil {
-		if env.Getenv == nil {
-			env.LookupEnv = os.LookupEnv
-		} else {
-			get := env.Getenv
-			env.LookupEnv = func(k string) (string, bool) { v := get(k); return v, v != "" }
-		}
-	}
-	if env.Getenv == nil {
-		env.Getenv = os.Getenv
-	}
-	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
-		return runVersion(ctx, env, args[1:])
-	}
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
-		if len(args) > 1 {
-			return Run(ctx, env, []string{args[1], "--help"})
-		}
-		usage(env.Stderr)
-		if len(args) == 0 {
-			return ExitUsage
-		}
-		return ExitOK
-	}
-	for _, c := range commands() {
-		if c.name != args[0] {
-			continue
-		}
-		return c.run(ctx, env, args[1:])
-	}
-	fmt.Fprintf(env.Stderr, "usher: unknown command %q\n\n", args[0])
-	usage(env.Stderr)
-	return ExitUsage
-}
-
-func usage(w io.Writer) {
-	fmt.Fprint(w, `usher: queue ACLs, trustworthy submitter identities and directory groups
-for multi-tenant batch queues.
-
-Usage:
-  usher <command> [flags]
-
-Commands:
-`)
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
-	}
-	fmt.Fprint(w, `
-Examples:
-  usher check   --config queues.yaml --queue root.test --user sue
-  usher explain --config queues.yaml --queue root.test --user john --groups dev
-  usher access  --config queues.yaml --user john --groups dev
-  usher lint    queues.yaml
-  usher serve   --config queues.yaml
-
-Every command reads a configuration the same way, as usher serve does: a
-usher YAML file, a ConfigMap manifest (yunikorn-defaults and
-yunikorn-configs together are merged, the second winning), a ConfigMap's
-data written as YAML, the Helm chart's values with yunikornDefaults, or the
-directory where a ConfigMap is mounted, with the ADMISSION_CONTROLLER_* environment variables
-(BYPASS_AUTH, TRUST_CONTROLLERS, SYSTEM_USERS, EXTERNAL_USERS,
-EXTERNAL_GROUPS) overriding its admission settings.
-
-Run "usher <command> --help" for the flags of a command.
-`)
+	// cmdPath is the path of the command running ("usher check"), the
+	// prefix of its messages on stderr.
+	cmdPath string
 }
 
 // decisionFlags are the flags shared by check and explain.
@@ -141,17 +57,7 @@ type decisionFlags struct {
 	out outputFlag
 }
 
-func newFlagSet(env *Env, name, synopsis, help string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(env.Stderr, "Usage:\n  %s\n\n%s\nFlags:\n", synopsis, help)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-func (d *decisionFlags) register(fs *flag.FlagSet) {
+func (d *decisionFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&d.config, "config", "", configFlagHelp)
 	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
 	fs.StringVar(&d.queue, "queue", "", "queue `PATH` such as root.a.b (default: the partition's default queue)")
@@ -162,21 +68,6 @@ func (d *decisionFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&d.place, "place", false, "let the partition's placement rules choose the queue (as YuniKorn does); --queue is then the queue the application names, the provided rule's input")
 	fs.Var(d.tags, "tag", "application tag `NAME=VALUE` for placement, repeatable (the Kubernetes shim passes namespace=NS); implies --place")
 	d.out.register(fs)
-}
-
-// parse parses args, reporting problems; ok false means exit with code.
-func parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK, false
-		}
-		return ExitUsage, false
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q (flags start with --)\n", fs.Name(), fs.Arg(0))
-		return ExitUsage, false
-	}
-	return 0, true
 }
 
 func splitGroups(s string) ([]string, error) {
@@ -206,22 +97,22 @@ const configFlagHelp = "configuration `FILE`: a usher YAML file, a ConfigMap man
 // the cluster's answer.
 func loadConfig(env *Env, path string) (*config.Config, error) {
 	if path == "" {
-		fmt.Fprintln(env.Stderr, defaultNote)
+		env.errorf("%s", defaultNote)
 	}
 	return config.Load(path, config.WithEnv(env.LookupEnv))
 }
 
 // defaultNote is the line every command that takes --config prints when it
 // is left out.
-const defaultNote = "usher: no --config given: using the embedded default configuration (partition default, where root lets everyone submit)"
+const defaultNote = "no --config given: using the embedded default configuration (partition default, where root lets everyone submit)"
 
 // printLookupError prints err (from a decision about partition and queue)
 // and, for an unknown partition or queue, the closest existing names and
 // where YuniKorn's placement would put the queue marker.
 func printLookupError(env *Env, cfg *config.Config, partition, queue string, err error) {
-	fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+	env.errorf("%v", err)
 	if hint := cfg.Suggest(partition, queue, err); hint != "" {
-		fmt.Fprintf(env.Stderr, "usher: %s\n", hint)
+		env.errorf("%s", hint)
 	}
 }
 
@@ -230,12 +121,12 @@ func printLookupError(env *Env, cfg *config.Config, partition, queue string, err
 func loadEngine(env *Env, path string) (*engine.Engine, bool) {
 	cfg, err := loadConfig(env, path)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: invalid configuration:\n%v\n", err)
+		env.errorf("invalid configuration:\n%v", err)
 		return nil, false
 	}
 	e, err := engine.New(cfg)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: %s: %v\n", cfg.File, err)
+		env.errorf("%s: %v", cfg.File, err)
 		return nil, false
 	}
 	return e, true
@@ -244,16 +135,16 @@ func loadEngine(env *Env, path string) (*engine.Engine, bool) {
 func (d *decisionFlags) request(env *Env) (engine.Request, bool) {
 	req := engine.Request{Partition: d.partition, Queue: d.queue, User: d.user}
 	if d.user == "" {
-		fmt.Fprintln(env.Stderr, "usher: --user is required")
+		env.errorf("--user is required")
 		return req, false
 	}
 	var err error
 	if req.Groups, err = splitGroups(d.groups); err != nil {
-		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		env.errorf("%v", err)
 		return req, false
 	}
 	if req.Action, err = policy.ParseAction(d.action); err != nil {
-		fmt.Fprintf(env.Stderr, "usher: --action: %v\n", err)
+		env.errorf("--action: %v", err)
 		return req, false
 	}
 	return req, true
@@ -283,29 +174,40 @@ Examples:
   usher check --config queues.yaml --place --queue ml.training --user john
 `
 
-// prepareDecision parses the flags of check and explain and loads the
-// engine; ok false means exit with code.
-func prepareDecision(env *Env, name, help string, args []string) (e *engine.Engine, req engine.Request, d *decisionFlags, code int, ok bool) {
-	d = &decisionFlags{}
-	fs := newFlagSet(env, name, "usher "+name+" --config FILE [--partition NAME] --queue root.a.b --user U [--groups g1,g2] [--action submit|admin] [-o text|json|yaml]\n  usher "+name+" --config FILE [--partition NAME] --place [--queue Q] [--tag k=v]... --user U [--groups g1,g2] [-o text|json|yaml]", help)
+// newDecisionCommand is check or explain: the decision flags, then run.
+func newDecisionCommand(env *Env, name, short, help string, run func(context.Context, *Env, *decisionFlags) int) *cobra.Command {
+	d := &decisionFlags{}
+	cmd, fs := newCommand(env, groupDecide, name+" --user U [--queue PATH | --place [--queue Q] [--tag NAME=VALUE]...] [flags]", short, help)
 	d.register(fs)
-	if code, ok := parse(fs, args); !ok {
-		return nil, req, d, code, false
-	}
+	completeQueues(cmd)
+	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return run(ctx, env, d) })
+}
+
+func newCheckCommand(env *Env) *cobra.Command {
+	return newDecisionCommand(env, "check", "may this user do this on this queue? prints allowed or denied", checkHelp, runCheck)
+}
+
+func newExplainCommand(env *Env) *cobra.Command {
+	return newDecisionCommand(env, "explain", "like check, and shows which queue and which ACL entry decided", explainHelp, runExplain)
+}
+
+// prepareDecision checks the flags of check and explain and loads the
+// engine; ok false means exit with code.
+func prepareDecision(env *Env, d *decisionFlags) (e *engine.Engine, req engine.Request, code int, ok bool) {
 	if req, ok = d.request(env); !ok {
-		return nil, req, d, ExitUsage, false
+		return nil, req, ExitUsage, false
 	}
 	if len(d.tags) > 0 {
 		d.place = true
 	}
 	if d.place && req.Action != policy.Submit {
-		fmt.Fprintf(env.Stderr, "usher: --place decides a submission; --action %s is asked of a queue (leave out --place)\n", req.Action)
-		return nil, req, d, ExitUsage, false
+		env.errorf("--place decides a submission; --action %s is asked of a queue (leave out --place)", req.Action)
+		return nil, req, ExitUsage, false
 	}
 	if e, ok = loadEngine(env, d.config); !ok {
-		return nil, req, d, ExitUsage, false
+		return nil, req, ExitUsage, false
 	}
-	return e, req, d, 0, true
+	return e, req, 0, true
 }
 
 // placeRequest is the placement question of the flags.
@@ -321,15 +223,15 @@ func placeReason(res *engine.PlaceResult) string {
 	return res.Why()
 }
 
-func runCheck(ctx context.Context, env *Env, args []string) int {
-	e, req, d, code, ok := prepareDecision(env, "check", checkHelp, args)
+func runCheck(ctx context.Context, env *Env, d *decisionFlags) int {
+	e, req, code, ok := prepareDecision(env, d)
 	if !ok {
 		return code
 	}
 	if d.place {
 		res, err := e.Place(ctx, d.placeRequest(req, false))
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+			env.errorf("%v", err)
 			return ExitUsage
 		}
 		if d.out.machine() {
@@ -406,15 +308,15 @@ Examples:
   usher explain --config queues.yaml --place --tag namespace=spark --user alice
 `
 
-func runExplain(ctx context.Context, env *Env, args []string) int {
-	e, req, d, code, ok := prepareDecision(env, "explain", explainHelp, args)
+func runExplain(ctx context.Context, env *Env, d *decisionFlags) int {
+	e, req, code, ok := prepareDecision(env, d)
 	if !ok {
 		return code
 	}
 	if d.place {
 		res, err := e.Place(ctx, d.placeRequest(req, true))
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+			env.errorf("%v", err)
 			return ExitUsage
 		}
 		if d.out.machine() {

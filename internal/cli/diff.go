@@ -3,11 +3,10 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
-	"fmt"
 	"os"
 	"sync"
+
+	"github.com/spf13/cobra"
 
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/impact"
@@ -69,37 +68,43 @@ Example:
   usher diff examples/placement.yaml examples/diff/placement-next.yaml --tag namespace=ml
 `
 
-func runDiff(_ context.Context, env *Env, args []string) int {
-	var subjectsFile, output string
-	tags := tagFlags{}
-	fs := newFlagSet(env, "diff", "usher diff OLD NEW [--subjects FILE] [--tag K=V]... [-o text|json]", diffHelp)
-	fs.Var(tags, "tag", "application tag `NAME=VALUE` of every request placed (for tag rules), repeatable")
-	fs.StringVar(&subjectsFile, "subjects", "", "`FILE` of users with their groups to compare too, one a line: USER [GROUP,GROUP…]")
-	fs.StringVar(&output, "o", "text", "output `FORMAT`: text or json")
-	fs.StringVar(&output, "output", "text", "output `FORMAT`: text or json (same as -o)")
-	files, code, ok := parseInterspersed(fs, args)
-	if !ok {
-		return code
-	}
+// diffFlags are the flags of usher diff.
+type diffFlags struct {
+	subjectsFile, output string
+	tags                 tagFlags
+}
+
+func newDiffCommand(env *Env) *cobra.Command {
+	f := &diffFlags{tags: tagFlags{}}
+	cmd, fs := newCommand(env, groupConfig, "diff OLD NEW [flags]", "who gains and who loses queue rights between two configurations", diffHelp)
+	cmd.Args = cobra.ArbitraryArgs
+	fs.Var(f.tags, "tag", "application tag `NAME=VALUE` of every request placed (for tag rules), repeatable")
+	fs.StringVar(&f.subjectsFile, "subjects", "", "`FILE` of users with their groups to compare too, one a line: USER [GROUP,GROUP…]")
+	fs.StringVarP(&f.output, "output", "o", "text", "output `FORMAT`: text or json")
+	return setBody(env, cmd, func(ctx context.Context, files []string) int { return runDiff(ctx, env, f, files) })
+}
+
+func runDiff(_ context.Context, env *Env, f *diffFlags, files []string) int {
+	subjectsFile, output, tags := f.subjectsFile, f.output, f.tags
 	if len(files) != 2 {
-		fmt.Fprintf(env.Stderr, "usher diff: want two configurations, OLD and NEW; got %d arguments\n", len(files))
+		env.errorf("want two configurations, OLD and NEW; got %d arguments", len(files))
 		return ExitUsage
 	}
 	if output != "text" && output != "json" {
-		fmt.Fprintf(env.Stderr, "usher diff: -o %q: want text or json\n", output)
+		env.errorf("-o %q: want text or json", output)
 		return ExitUsage
 	}
 	opts := impact.Options{Tags: tags}
 	if subjectsFile != "" {
 		f, err := os.Open(subjectsFile)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "usher diff: --subjects: %v\n", err)
+			env.errorf("--subjects: %v", err)
 			return ExitUsage
 		}
 		opts.Subjects, err = impact.ParseSubjects(subjectsFile, f)
 		f.Close()
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "usher diff: --subjects: %v\n", err)
+			env.errorf("--subjects: %v", err)
 			return ExitUsage
 		}
 	}
@@ -113,7 +118,7 @@ func runDiff(_ context.Context, env *Env, args []string) int {
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "usher diff: %s: invalid configuration:\n%v\n", files[i], err)
+			env.errorf("%s: invalid configuration:\n%v", files[i], err)
 			return ExitUsage
 		}
 	}
@@ -129,32 +134,11 @@ func runDiff(_ context.Context, env *Env, args []string) int {
 		err = impact.WriteText(env.Stdout, res)
 	}
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher diff: %v\n", err)
+		env.errorf("%v", err)
 		return ExitUsage
 	}
 	if res.Changed() {
 		return ExitDenied
 	}
 	return ExitOK
-}
-
-// parseInterspersed parses flags that may come before, between or after
-// the positional arguments, which it returns; "--" ends the flags.
-func parseInterspersed(fs *flag.FlagSet, args []string) (pos []string, code int, ok bool) {
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, ExitOK, false
-			}
-			return nil, ExitUsage, false
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, 0, true
-		}
-		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
-			return append(pos, rest...), 0, true
-		}
-		pos, args = append(pos, rest[0]), rest[1:]
-	}
 }

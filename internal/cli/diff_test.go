@@ -187,7 +187,7 @@ func TestDiffErrors(t *testing.T) {
 		{[]string{"diff", "-o", "yaml", teams, teamsNext}, `-o "yaml"`},
 		{[]string{"diff", "--subjects", bad, teams, teamsNext}, "subjects.txt:2: group \"d*v\""},
 		{[]string{"diff", "--subjects", filepath.Join(dir, "none.txt"), teams, teamsNext}, "--subjects"},
-		{[]string{"diff", "--nope", teams, teamsNext}, "flag provided but not defined"},
+		{[]string{"diff", "--nope", teams, teamsNext}, "unknown flag: --nope"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args[1:], " "), func(t *testing.T) {
@@ -200,7 +200,7 @@ func TestDiffErrors(t *testing.T) {
 }
 
 func TestDiffHelp(t *testing.T) {
-	_, errs, code := run(t, "diff", "--help")
+	errs, _, code := run(t, "diff", "--help")
 	if code != 0 || !strings.Contains(errs, "usher diff examples/teams.yaml examples/diff/teams-next.yaml") {
 		t.Fatalf("code %d, %q", code, errs)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/importer"
 	"github.com/usherhq/usher/policy"
@@ -39,35 +41,37 @@ errors (each printed as FILE:LINE:COL: message), 2 on bad usage or an
 unreadable file.
 `
 
-func runImport(_ context.Context, env *Env, args []string) int {
-	if len(args) == 0 || (args[0] != "yarn" && args[0] != "spark") {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
-			fmt.Fprint(env.Stderr, "Usage:\n"+importHelp)
-			return ExitOK
-		}
-		fmt.Fprint(env.Stderr, "usher import: want yarn or spark\n\nUsage:\n"+importHelp)
-		return ExitUsage
-	}
-	if args[0] == "yarn" {
-		return importYARN(env, args[1:])
-	}
-	return importSpark(env, args[1:])
+func newImportCommand(env *Env) *cobra.Command {
+	cmd, _ := newCommand(env, groupConfig, "import yarn|spark [flags]", "turn YARN or Spark ACL settings into usher YAML", importHelp)
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.AddCommand(newImportYARNCommand(env), newImportSparkCommand(env))
+	cmd.RunE = groupRun
+	return cmd
 }
 
-func importYARN(env *Env, args []string) int {
-	var fair, capacity, site, spark, partition, out string
-	fs := newFlagSet(env, "import yarn", "usher import yarn (--fair-scheduler F | --capacity-scheduler F) [--yarn-site F] [--spark-defaults F] [--partition NAME] [-o FILE]", importHelp)
-	fs.StringVar(&fair, "fair-scheduler", "", "the Fair Scheduler's allocation `FILE` (fair-scheduler.xml)")
-	fs.StringVar(&capacity, "capacity-scheduler", "", "the Capacity Scheduler's `FILE` (capacity-scheduler.xml)")
-	fs.StringVar(&site, "yarn-site", "", "yarn-site.xml `FILE`, for yarn.acl.enable and yarn.admin.acl")
-	fs.StringVar(&spark, "spark-defaults", "", "spark-defaults.conf `FILE`, for the application ACLs")
-	fs.StringVar(&partition, "partition", policy.DefaultPartition, "`NAME` of the partition written")
-	fs.StringVar(&out, "o", "", "write the YAML to `FILE` instead of stdout")
-	if code, ok := parse(fs, args); !ok {
-		return code
-	}
+// importYARNFlags are the flags of usher import yarn.
+type importYARNFlags struct {
+	fair, capacity, site, spark, partition, out string
+}
+
+func newImportYARNCommand(env *Env) *cobra.Command {
+	f := &importYARNFlags{}
+	fair, capacity, site, spark, partition, out := &f.fair, &f.capacity, &f.site, &f.spark, &f.partition, &f.out
+	cmd, fs := newCommand(env, "", "yarn (--fair-scheduler FILE | --capacity-scheduler FILE) [flags]",
+		"a YARN scheduler's queue ACLs (Fair or Capacity Scheduler) as usher YAML", importHelp)
+	fs.StringVar(fair, "fair-scheduler", "", "the Fair Scheduler's allocation `FILE` (fair-scheduler.xml)")
+	fs.StringVar(capacity, "capacity-scheduler", "", "the Capacity Scheduler's `FILE` (capacity-scheduler.xml)")
+	fs.StringVar(site, "yarn-site", "", "yarn-site.xml `FILE`, for yarn.acl.enable and yarn.admin.acl")
+	fs.StringVar(spark, "spark-defaults", "", "spark-defaults.conf `FILE`, for the application ACLs")
+	fs.StringVar(partition, "partition", policy.DefaultPartition, "`NAME` of the partition written")
+	fs.StringVarP(out, "output", "o", "", "write the YAML to `FILE` instead of stdout")
+	return setBody(env, cmd, func(context.Context, []string) int { return importYARN(env, f) })
+}
+
+func importYARN(env *Env, f *importYARNFlags) int {
+	fair, capacity, site, spark, partition, out := f.fair, f.capacity, f.site, f.spark, f.partition, f.out
 	if (fair == "") == (capacity == "") {
-		fmt.Fprintln(env.Stderr, "usher import yarn: give one of --fair-scheduler and --capacity-scheduler")
+		env.errorf("give one of --fair-scheduler and --capacity-scheduler")
 		return ExitUsage
 	}
 	files := importer.YARNFiles{Partition: partition}
@@ -80,7 +84,7 @@ func importYARN(env *Env, args []string) int {
 		}
 		s, err := importer.ReadSource(f.path)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "usher import yarn: %v\n", err)
+			env.errorf("%v", err)
 			return ExitUsage
 		}
 		*f.dst = &s
@@ -92,7 +96,7 @@ func importYARN(env *Env, args []string) int {
 	if spark != "" {
 		s, err := importer.ReadSource(spark)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "usher import yarn: %v\n", err)
+			env.errorf("%v", err)
 			return ExitUsage
 		}
 		if err := c.AddSpark(s); err != nil {
@@ -103,39 +107,47 @@ func importYARN(env *Env, args []string) int {
 	printDiagnostics(env, c.Warnings)
 	data, err := c.YAML()
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher import yarn: %v\n", err)
+		env.errorf("%v", err)
 		return ExitUsage
 	}
 	return writeImport(env, out, data)
 }
 
-func importSpark(env *Env, args []string) int {
-	var defaults, into, partition, out string
-	fs := newFlagSet(env, "import spark", "usher import spark --defaults spark-defaults.conf [--into usher.yaml] [--partition NAME] [-o FILE]", importHelp)
-	fs.StringVar(&defaults, "defaults", "", "spark-defaults.conf `FILE` (required)")
-	fs.StringVar(&into, "into", "", "usher configuration `FILE` to add the application ACLs to (default: the embedded default configuration)")
-	fs.StringVar(&partition, "partition", policy.DefaultPartition, "`NAME` of the partition that gets the application ACLs")
-	fs.StringVar(&out, "o", "", "write the YAML to `FILE` instead of stdout")
-	if code, ok := parse(fs, args); !ok {
-		return code
-	}
+// importSparkFlags are the flags of usher import spark.
+type importSparkFlags struct {
+	defaults, into, partition, out string
+}
+
+func newImportSparkCommand(env *Env) *cobra.Command {
+	f := &importSparkFlags{}
+	cmd, fs := newCommand(env, "", "spark --defaults FILE [--into FILE] [flags]",
+		"Spark's application ACLs (spark-defaults.conf) as usher YAML", importHelp)
+	fs.StringVar(&f.defaults, "defaults", "", "spark-defaults.conf `FILE` (required)")
+	fs.StringVar(&f.into, "into", "", "usher configuration `FILE` to add the application ACLs to (default: the embedded default configuration)")
+	fs.StringVar(&f.partition, "partition", policy.DefaultPartition, "`NAME` of the partition that gets the application ACLs")
+	fs.StringVarP(&f.out, "output", "o", "", "write the YAML to `FILE` instead of stdout")
+	return setBody(env, cmd, func(context.Context, []string) int { return importSpark(env, f) })
+}
+
+func importSpark(env *Env, f *importSparkFlags) int {
+	defaults, into, partition, out := f.defaults, f.into, f.partition, f.out
 	if defaults == "" {
-		fmt.Fprintln(env.Stderr, "usher import spark: --defaults is required")
+		env.errorf("--defaults is required")
 		return ExitUsage
 	}
 	src, err := importer.ReadSource(defaults)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher import spark: %v\n", err)
+		env.errorf("%v", err)
 		return ExitUsage
 	}
 	base := importer.Source{Name: "<embedded default>", Data: config.DefaultYAML()}
 	if into != "" {
 		if _, err := config.Load(into); err != nil {
-			fmt.Fprintf(env.Stderr, "usher import spark: --into: invalid configuration:\n%v\n", err)
+			env.errorf("--into: invalid configuration:\n%v", err)
 			return ExitUsage
 		}
 		if base, err = importer.ReadSource(into); err != nil {
-			fmt.Fprintf(env.Stderr, "usher import spark: %v\n", err)
+			env.errorf("%v", err)
 			return ExitUsage
 		}
 	}
@@ -146,7 +158,7 @@ func importSpark(env *Env, args []string) int {
 	}
 	data, err := importer.MergeApplicationACLs(base, partition, apps)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher import spark: %v\n", err)
+		env.errorf("%v", err)
 		return ExitUsage
 	}
 	return writeImport(env, out, data)
@@ -168,10 +180,10 @@ func importFailed(env *Env, err error, withWarnings bool) int {
 			printDiagnostics(env, invalid.Warnings)
 		}
 		printDiagnostics(env, invalid.Diagnostics)
-		fmt.Fprintf(env.Stderr, "usher import: nothing written: %s\n", plural(len(invalid.Diagnostics), "error"))
+		env.errorf("nothing written: %s", plural(len(invalid.Diagnostics), "error"))
 		return ExitDenied
 	}
-	fmt.Fprintf(env.Stderr, "usher import: %v\n", err)
+	env.errorf("%v", err)
 	return ExitUsage
 }
 
@@ -181,9 +193,9 @@ func writeImport(env *Env, out string, data []byte) int {
 		return ExitOK
 	}
 	if err := os.WriteFile(out, data, 0o644); err != nil {
-		fmt.Fprintf(env.Stderr, "usher import: %v\n", err)
+		env.errorf("%v", err)
 		return ExitUsage
 	}
-	fmt.Fprintf(env.Stderr, "usher import: wrote %s\n", out)
+	env.errorf("wrote %s", out)
 	return ExitOK
 }

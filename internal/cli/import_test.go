@@ -88,8 +88,7 @@ func TestImportErrors(t *testing.T) {
 			badSite + `:2:48: yarn.acl.enable "yes": want true or false`},
 		{"bad spark-defaults", []string{"spark", "--defaults", badConf}, 1, badConf + `:2:23: spark.admin.acls "ann, b*b": name "b*b"`},
 		{"bad spark-defaults with yarn", []string{"yarn", "--fair-scheduler", yarnExamples + "fair-scheduler.xml", "--spark-defaults", badConf}, 1, badConf + ":2:23:"},
-		{"no subcommand", nil, 2, "want yarn or spark"},
-		{"unknown subcommand", []string{"mesos"}, 2, "want yarn or spark"},
+		{"unknown subcommand", []string{"mesos"}, 2, `unknown command "mesos" for "usher import": want spark or yarn`},
 		{"no scheduler", []string{"yarn", "--yarn-site", badSite}, 2, "give one of --fair-scheduler and --capacity-scheduler"},
 		{"two schedulers", []string{"yarn", "--fair-scheduler", badXML, "--capacity-scheduler", badXML}, 2, "give one of"},
 		{"unreadable", []string{"yarn", "--fair-scheduler", filepath.Join(dir, "none.xml")}, 2, "no such file"},
@@ -141,7 +140,7 @@ func TestImportSpark(t *testing.T) {
 	if _, err := config.Parse("out", []byte(out)); err != nil {
 		t.Fatal(err)
 	}
-	if _, errs, code := run(t, "import", "--help"); code != 0 || !strings.Contains(errs, "usher import spark --defaults") {
+	if errs, _, code := run(t, "import", "--help"); code != 0 || !strings.Contains(errs, "usher import spark --defaults") {
 		t.Errorf("help: %d %q", code, errs)
 	}
 }

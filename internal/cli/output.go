@@ -2,10 +2,10 @@ package cli
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
 	"github.com/usherhq/usher/decision"
@@ -31,12 +31,14 @@ func (o *outputFlag) Set(s string) error {
 	return fmt.Errorf("want text, json or yaml, not %q", s)
 }
 
-func (o *outputFlag) register(fs *flag.FlagSet) {
+// Type is the value's name in pflag's errors.
+func (o *outputFlag) Type() string { return "format" }
+
+func (o *outputFlag) register(fs *pflag.FlagSet) {
 	if *o == "" {
 		*o = "text"
 	}
-	fs.Var(o, "o", outputHelp)
-	fs.Var(o, "output", "`FORMAT`: same as -o")
+	fs.VarP(o, "output", "o", outputHelp)
 }
 
 // machine reports whether the output is JSON or YAML.
@@ -53,7 +55,7 @@ func (o outputFlag) write(env *Env, out *decision.Output) {
 	}
 	if err != nil {
 		// Unreachable: the types are plain data.
-		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		env.errorf("%v", err)
 		return
 	}
 	env.Stdout.Write(b)

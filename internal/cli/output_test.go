@@ -277,11 +277,9 @@ func (s *schemaNode) validate(path string, v any) []string {
 func TestDecisionHelpDocumentsOutput(t *testing.T) {
 	for _, cmd := range []string{"check", "explain", "place", "access", "app"} {
 		out, errs, code := run(t, cmd, "--help")
-		// Help may be on stdout or stderr.
-		errs += out
-		if code != 0 || !strings.Contains(errs, "-o text|json|yaml") || !strings.Contains(errs, "-o FORMAT") ||
-			!strings.Contains(errs, "text, json or yaml") || !strings.Contains(errs, "docs/decision.schema.json") {
-			t.Errorf("%s --help (exit %d) does not document -o:\n%s", cmd, code, errs)
+		if code != 0 || errs != "" || !strings.Contains(out, "-o, --output FORMAT") ||
+			!strings.Contains(out, "text, json or yaml") || !strings.Contains(out, "docs/decision.schema.json") {
+			t.Errorf("%s --help (exit %d) does not document -o on stdout:\n%s\nstderr: %s", cmd, code, out, errs)
 		}
 	}
 }

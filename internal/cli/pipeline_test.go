@@ -214,7 +214,7 @@ func TestEnvironmentAppliedInEveryCommand(t *testing.T) {
 		t.Fatalf("lint with an empty override:\n%s", out)
 	}
 	// --help says the variables apply.
-	_, help, _ := run(t, "check", "--help")
+	help, _, _ := run(t, "check", "--help")
 	if !strings.Contains(help, "ADMISSION_CONTROLLER_*") {
 		t.Fatalf("check --help does not mention the environment:\n%s", help)
 	}

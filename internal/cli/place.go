@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/placement"
 	"github.com/usherhq/usher/policy"
@@ -44,6 +46,9 @@ type tagFlags map[string]string
 
 func (t tagFlags) String() string { return "" }
 
+// Type is the value's name in pflag's errors.
+func (t tagFlags) Type() string { return "NAME=VALUE" }
+
 func (t tagFlags) Set(s string) error {
 	k, v, ok := strings.Cut(s, "=")
 	if !ok || strings.TrimSpace(k) == "" {
@@ -53,28 +58,37 @@ func (t tagFlags) Set(s string) error {
 	return nil
 }
 
-func runPlace(ctx context.Context, env *Env, args []string) int {
-	var cfgPath, part, queue, user, groups string
-	tags := tagFlags{}
-	fs := newFlagSet(env, "place", "usher place --config FILE --user U [--groups g1,g2] [--queue Q] [--tag k=v]... [--partition NAME] [-o text|json|yaml]", placeHelp)
-	fs.StringVar(&cfgPath, "config", "", configFlagHelp)
-	fs.StringVar(&part, "partition", policy.DefaultPartition, "partition `NAME`")
-	fs.StringVar(&queue, "queue", "", "the queue the application names (the provided rule's input), e.g. root.a.b or a.b")
-	fs.StringVar(&user, "user", "", "user `NAME` (required)")
-	fs.StringVar(&groups, "groups", "", "comma separated `GROUPS` the user is in; when empty the partition's resolver finds them")
-	fs.Var(tags, "tag", "application tag `NAME=VALUE`, repeatable (the Kubernetes shim passes namespace=NS)")
-	var out outputFlag
-	out.register(fs)
-	if code, ok := parse(fs, args); !ok {
-		return code
-	}
+// placeFlags are the flags of usher place.
+type placeFlags struct {
+	cfgPath, part, queue, user, groups string
+	tags                               tagFlags
+	out                                outputFlag
+}
+
+func newPlaceCommand(env *Env) *cobra.Command {
+	f := &placeFlags{tags: tagFlags{}}
+	cmd, fs := newCommand(env, groupDecide, "place --user U [--queue Q] [--tag NAME=VALUE]... [flags]",
+		"where will this user's application go? the queue placement rules choose", placeHelp)
+	fs.StringVar(&f.cfgPath, "config", "", configFlagHelp)
+	fs.StringVar(&f.part, "partition", policy.DefaultPartition, "partition `NAME`")
+	fs.StringVar(&f.queue, "queue", "", "the `QUEUE` the application names (the provided rule's input), e.g. root.a.b or a.b")
+	fs.StringVar(&f.user, "user", "", "user `NAME` (required)")
+	fs.StringVar(&f.groups, "groups", "", "comma separated `GROUPS` the user is in; when empty the partition's resolver finds them")
+	fs.Var(f.tags, "tag", "application tag `NAME=VALUE`, repeatable (the Kubernetes shim passes namespace=NS)")
+	f.out.register(fs)
+	completeQueues(cmd)
+	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runPlace(ctx, env, f) })
+}
+
+func runPlace(ctx context.Context, env *Env, f *placeFlags) int {
+	cfgPath, part, queue, user, groups, tags, out := f.cfgPath, f.part, f.queue, f.user, f.groups, f.tags, f.out
 	if user == "" {
-		fmt.Fprintln(env.Stderr, "usher: --user is required")
+		env.errorf("--user is required")
 		return ExitUsage
 	}
 	gs, err := splitGroups(groups)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		env.errorf("%v", err)
 		return ExitUsage
 	}
 	e, ok := loadEngine(env, cfgPath)

@@ -2,14 +2,16 @@ package cli
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"runtime/debug"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/usherhq/usher/server"
@@ -80,13 +82,22 @@ Examples:
   usher serve --audit-log /var/log/usher/audit.log   # audit records apart from the logs
 `
 
-func runServe(ctx context.Context, env *Env, args []string) int {
-	var opts server.Options
-	var logFormat, logLevel, caOut, accessAuth, privileged, auditLog string
-	var noAudit bool
-	var authCacheTTL time.Duration
-	var memLimit, bodyMemory string
-	fs := newFlagSet(env, "serve", "usher serve [--config FILE | --config-map NS/NAME] [--addr HOST:PORT] [--tls-cert F --tls-key F] [--access-auth MODES] [--kubeconfig F] [--client-ca F]", serveHelp)
+// serveFlags are the flags of usher serve.
+type serveFlags struct {
+	opts                                                         server.Options
+	logFormat, logLevel, caOut, accessAuth, privileged, auditLog string
+	noAudit                                                      bool
+	authCacheTTL                                                 time.Duration
+	memLimit, bodyMemory                                         string
+}
+
+func newServeCommand(env *Env) *cobra.Command {
+	f := &serveFlags{}
+	opts := &f.opts
+	logFormat, logLevel, caOut, accessAuth, privileged, auditLog := &f.logFormat, &f.logLevel, &f.caOut, &f.accessAuth, &f.privileged, &f.auditLog
+	noAudit, authCacheTTL, memLimit, bodyMemory := &f.noAudit, &f.authCacheTTL, &f.memLimit, &f.bodyMemory
+	cmd, fs := newCommand(env, groupServe, "serve [--config FILE | --config-map NAMESPACE/NAME] [--addr HOST:PORT] [--tls-cert FILE --tls-key FILE] [flags]",
+		"run the decision API and the Kubernetes admission webhook", serveHelp)
 	fs.StringVar(&opts.ConfigPath, "config", "", configFlagHelp)
 	fs.Func("config-map", "read and watch the configuration in the ConfigMap `NAMESPACE/NAME` through the Kubernetes API "+
 		"(repeatable or comma separated: merged as YuniKorn merges yunikorn-defaults and yunikorn-configs); instead of --config", func(v string) error {
@@ -105,30 +116,34 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8443", "listen `HOST:PORT` (use :8443 inside a cluster)")
 	fs.StringVar(&opts.TLSCertFile, "tls-cert", "", "serving certificate `FILE` (PEM), re-read when it changes")
 	fs.StringVar(&opts.TLSKeyFile, "tls-key", "", "private key `FILE` (PEM)")
-	fs.StringVar(&caOut, "ca-out", "", "write the self-signed certificate's PEM to `FILE`")
-	fs.BoolVar(&noAudit, "no-audit", false, "do not write an audit record per decision")
-	fs.StringVar(&auditLog, "audit-log", "", "write audit records to `FILE` (appended to, created 0600) or to stdout (-), "+
+	fs.StringVar(caOut, "ca-out", "", "write the self-signed certificate's PEM to `FILE`")
+	fs.BoolVar(noAudit, "no-audit", false, "do not write an audit record per decision")
+	fs.StringVar(auditLog, "audit-log", "", "write audit records to `FILE` (appended to, created 0600) or to stdout (-), "+
 		"apart from the operational logs and whatever --log-level says (default: in the log stream on stderr)")
 	fs.DurationVar(&opts.ReloadInterval, "reload-interval", 2*time.Second, "how often to check the configuration for changes")
 	fs.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let requests in flight finish on shutdown")
-	fs.StringVar(&accessAuth, "access-auth", server.AccessAuthAuto, "`MODES` callers of /v1/access and /metrics authenticate with: kubernetes, client-cert (or both, comma separated), auto or none")
+	fs.StringVar(accessAuth, "access-auth", server.AccessAuthAuto, "`MODES` callers of /v1/access and /metrics authenticate with: kubernetes, client-cert (or both, comma separated), auto or none")
 	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig `FILE` whose credentials send TokenReviews and SubjectAccessReviews and read --config-map (default: the pod's service account when running in a pod)")
 	fs.StringVar(&opts.ClientCAFile, "client-ca", "", "PEM `FILE` of the CA whose client certificates authenticate callers (default: client certificates are not accepted)")
-	fs.StringVar(&privileged, "access-privileged-groups", "system:masters", "comma separated `GROUPS` whose members may ask about anyone and read /metrics without a SubjectAccessReview (\"\" for none)")
-	fs.DurationVar(&authCacheTTL, "access-auth-cache-ttl", 10*time.Second, "how long answers of TokenReviews and SubjectAccessReviews are cached")
-	fs.StringVar(&logFormat, "log-format", "json", "log `FORMAT`: json or text")
-	fs.StringVar(&logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn or error")
-	fs.StringVar(&memLimit, "memory-limit", defaultMemoryLimit, "soft memory `LIMIT` of the Go runtime (a Kubernetes quantity; "+
+	fs.StringVar(privileged, "access-privileged-groups", "system:masters", "comma separated `GROUPS` whose members may ask about anyone and read /metrics without a SubjectAccessReview (\"\" for none)")
+	fs.DurationVar(authCacheTTL, "access-auth-cache-ttl", 10*time.Second, "how long answers of TokenReviews and SubjectAccessReviews are cached")
+	fs.StringVar(logFormat, "log-format", "json", "log `FORMAT`: json or text")
+	fs.StringVar(logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn or error")
+	fs.StringVar(memLimit, "memory-limit", defaultMemoryLimit, "soft memory `LIMIT` of the Go runtime (a Kubernetes quantity; "+
 		"GOMEMLIMIT in the environment wins; 0: none); keep it under the container's limit")
-	fs.StringVar(&bodyMemory, "body-memory", "48Mi", "memory the request bodies in flight may hold at once (a Kubernetes `QUANTITY`); "+
+	fs.StringVar(bodyMemory, "body-memory", "48Mi", "memory the request bodies in flight may hold at once (a Kubernetes `QUANTITY`); "+
 		"beyond it requests are refused with 429")
 	fs.DurationVar(&opts.BodyReadTimeout, "body-read-timeout", 10*time.Second, "how long a request body may take to arrive")
-	if code, ok := parse(fs, args); !ok {
-		return code
-	}
+	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runServe(ctx, env, f) })
+}
+
+func runServe(ctx context.Context, env *Env, f *serveFlags) int {
+	opts := f.opts
+	logFormat, logLevel, caOut, accessAuth, privileged, auditLog := f.logFormat, f.logLevel, f.caOut, f.accessAuth, f.privileged, f.auditLog
+	noAudit, authCacheTTL, memLimit, bodyMemory := f.noAudit, f.authCacheTTL, f.memLimit, f.bodyMemory
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-		fmt.Fprintf(env.Stderr, "usher serve: --log-level: %v\n", err)
+		env.errorf("--log-level: %v", err)
 		return ExitUsage
 	}
 	hopts := &slog.HandlerOptions{Level: level}
@@ -139,7 +154,7 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	case "text":
 		newHandler = func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewTextHandler(w, o) }
 	default:
-		fmt.Fprintf(env.Stderr, "usher serve: --log-format %q: want json or text\n", logFormat)
+		env.errorf("--log-format %q: want json or text", logFormat)
 		return ExitUsage
 	}
 	// Logs and audit records are written in batches (at least every 100ms).
@@ -151,7 +166,7 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		if auditLog != "-" {
 			f, err := os.OpenFile(auditLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 			if err != nil {
-				fmt.Fprintf(env.Stderr, "usher serve: --audit-log: %v\n", err)
+				env.errorf("--audit-log: %v", err)
 				return ExitUsage
 			}
 			defer f.Close()
@@ -171,7 +186,7 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		opts.PrivilegedGroups = []string{}
 	}
 	if authCacheTTL <= 0 {
-		fmt.Fprintf(env.Stderr, "usher serve: --access-auth-cache-ttl %v: want a positive duration\n", authCacheTTL)
+		env.errorf("--access-auth-cache-ttl %v: want a positive duration", authCacheTTL)
 		return ExitUsage
 	}
 	opts.TokenReviewCache.SuccessTTL, opts.TokenReviewCache.FailureTTL = authCacheTTL, authCacheTTL
@@ -186,7 +201,7 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	}
 	bm, err := resource.ParseQuantity(bodyMemory)
 	if err != nil || bm.Sign() <= 0 {
-		fmt.Fprintf(env.Stderr, "usher serve: --body-memory %q: want a quantity such as 48Mi\n", bodyMemory)
+		env.errorf("--body-memory %q: want a quantity such as 48Mi", bodyMemory)
 		return ExitUsage
 	}
 	opts.BodyMemory = bm.Value()
@@ -197,7 +212,7 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		// budget bounds is not multiplied by garbage.
 		q, err := resource.ParseQuantity(memLimit)
 		if err != nil || q.Sign() < 0 {
-			fmt.Fprintf(env.Stderr, "usher serve: --memory-limit %q: want a quantity such as 128Mi\n", memLimit)
+			env.errorf("--memory-limit %q: want a quantity such as 128Mi", memLimit)
 			return ExitUsage
 		}
 		if q.Sign() > 0 {
@@ -205,27 +220,33 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		}
 	}
 	if opts.ConfigPath != "" && len(opts.ConfigMaps) > 0 {
-		fmt.Fprintln(env.Stderr, "usher serve: give --config or --config-map, not both")
+		env.errorf("give --config or --config-map, not both")
 		return ExitUsage
 	}
 	if opts.ConfigPath == "" && len(opts.ConfigMaps) == 0 {
 		// One line on stderr, in the log's format.
-		opts.Logger.Warn(strings.TrimPrefix(defaultNote, "usher: "))
+		opts.Logger.Warn(defaultNote)
 	}
 	srv, err := server.New(opts)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher serve: %v\n", err)
+		env.errorf("%v", err)
 		return ExitUsage
 	}
 	if caOut != "" && srv.CAPEM != nil {
 		if err := os.WriteFile(caOut, srv.CAPEM, 0o644); err != nil {
-			fmt.Fprintf(env.Stderr, "usher serve: --ca-out: %v\n", err)
+			env.errorf("--ca-out: %v", err)
 			return ExitUsage
 		}
 	}
 	if err := srv.Run(ctx); err != nil {
-		fmt.Fprintf(env.Stderr, "usher serve: %v\n", err)
-		return 1
+		// Not listening is a startup error like a bad flag: a port in
+		// use, an address not on this host, a port below 1024.
+		if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "listen" {
+			env.errorf("cannot listen on %s (--addr): %v", opts.Addr, op.Err)
+			return ExitUsage
+		}
+		env.errorf("%v", err)
+		return ExitUsage
 	}
 	return ExitOK
 }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -25,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/spf13/cobra"
 
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/admission"
@@ -74,26 +74,19 @@ Example: a test file beside examples/teams.yaml (examples/*_test.yaml has more)
   usher test -o junit examples/ > policy-tests.xml
 `
 
-func runTest(ctx context.Context, env *Env, args []string) int {
+func newTestCommand(env *Env) *cobra.Command {
 	var format string
-	fs := newFlagSet(env, "test", "usher test [-o text|json|junit] [DIR|FILE]...", testHelp)
-	fs.StringVar(&format, "o", "text", "output `FORMAT`: text, json or junit (JUnit XML, for CI systems)")
+	cmd, fs := newCommand(env, groupConfig, "test [DIR|FILE]... [flags]",
+		"run policy tests: expected decisions, placements and admission reviews (*_test.yaml)", testHelp)
+	cmd.Args = cobra.ArbitraryArgs
 	// Flags may come before or after the paths: usher test examples/ -o junit.
-	var roots []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return ExitOK
-			}
-			return ExitUsage
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		roots, args = append(roots, fs.Arg(0)), fs.Args()[1:]
-	}
+	fs.StringVarP(&format, "output", "o", "text", "output `FORMAT`: text, json or junit (JUnit XML, for CI systems)")
+	return setBody(env, cmd, func(ctx context.Context, roots []string) int { return runTest(ctx, env, format, roots) })
+}
+
+func runTest(ctx context.Context, env *Env, format string, roots []string) int {
 	if !slices.Contains([]string{"text", "json", "junit"}, format) {
-		fmt.Fprintf(env.Stderr, "usher: -o: want text, json or junit, not %q\n", format)
+		env.errorf("-o: want text, json or junit, not %q", format)
 		return ExitUsage
 	}
 	if len(roots) == 0 {
@@ -101,7 +94,7 @@ func runTest(ctx context.Context, env *Env, args []string) int {
 	}
 	paths, err := findTestFiles(roots)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: %v\n", err)
+		env.errorf("%v", err)
 		return ExitUsage
 	}
 	var files []*testFile

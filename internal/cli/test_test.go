@@ -317,7 +317,7 @@ func TestPolicyTestJUnit(t *testing.T) {
 // The example in usher test --help is a test file that passes against
 // examples/teams.yaml, so the help teaches something true.
 func TestPolicyTestHelpExampleRuns(t *testing.T) {
-	_, help, code := run(t, "test", "--help")
+	help, _, code := run(t, "test", "--help")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/spf13/cobra"
 )
 
 // Version and Commit name the build. Release builds set them with
@@ -76,16 +78,20 @@ func (b BuildInfo) String() string {
 	return fmt.Sprintf("usher %s, commit %s, %s %s", b.Version, commit, b.GoVersion, b.Platform)
 }
 
-func runVersion(_ context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "version", "usher version", "Print usher's version, the commit it was built from (\"(modified)\" when\nthe checkout had uncommitted changes) and the Go version.")
-	if code, ok := parse(fs, args); !ok {
-		return code
-	}
-	b := CurrentBuild()
+func newVersionCommand(env *Env) *cobra.Command {
+	cmd, _ := newCommand(env, "", "version", "print the version, the commit and the Go version (also: usher --version)",
+		"Print usher's version, the commit it was built from (\"(modified)\" when\nthe checkout had uncommitted changes) and the Go version.")
+	return setBody(env, cmd, func(context.Context, []string) int {
+		fmt.Fprint(env.Stdout, versionText(CurrentBuild()))
+		return ExitOK
+	})
+}
+
+// versionText is what usher version and usher --version print.
+func versionText(b BuildInfo) string {
 	commit := b.Commit
 	if b.Modified {
 		commit += " (modified)"
 	}
-	fmt.Fprintf(env.Stdout, "usher %s\ncommit: %s\ngo: %s %s\n", b.Version, commit, b.GoVersion, b.Platform)
-	return ExitOK
+	return fmt.Sprintf("usher %s\ncommit: %s\ngo: %s %s\n", b.Version, commit, b.GoVersion, b.Platform)
 }

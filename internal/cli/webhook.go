@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/usherhq/usher/admission"
 )
 
@@ -16,15 +18,18 @@ usher-namespaces. The API server then never calls usher for a request in a
 namespace usher leaves alone, so usher's outage cannot block it
 (docs/security.md, "Blast radius").`
 
-func runWebhook(_ context.Context, env *Env, args []string) int {
-	fs := newFlagSet(env, "webhook", "usher webhook --config FILE", webhookHelp)
-	path := fs.String("config", "", configFlagHelp)
-	if code, ok := parse(fs, args); !ok {
-		return code
-	}
-	cfg, err := loadConfig(env, *path)
+func newWebhookCommand(env *Env) *cobra.Command {
+	var path string
+	cmd, fs := newCommand(env, groupConfig, "webhook --config FILE",
+		"the matchCondition that keeps the webhook registrations in step with the namespace settings", webhookHelp)
+	fs.StringVar(&path, "config", "", configFlagHelp)
+	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runWebhook(ctx, env, path) })
+}
+
+func runWebhook(_ context.Context, env *Env, path string) int {
+	cfg, err := loadConfig(env, path)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "usher: invalid configuration:\n%v\n", err)
+		env.errorf("invalid configuration:\n%v", err)
 		return ExitUsage
 	}
 	var settings admission.Config

@@ -59,6 +59,8 @@ func TestUnknownQueueAndPartitionSuggestions(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args[:1], " ")+" "+tc.args[len(tc.args)-1], func(t *testing.T) {
 			out, errs, code := run(t, tc.args...)
+			// Each line is prefixed with the command's path.
+			tc.err = strings.ReplaceAll(tc.err, "usher: ", "usher "+tc.args[0]+": ")
 			if code != tc.code || errs != tc.err {
 				t.Errorf("code %d, stderr:\n%s\nwant %d:\n%s\nstdout %s", code, errs, tc.code, tc.err, out)
 			}
@@ -69,7 +71,7 @@ func TestUnknownQueueAndPartitionSuggestions(t *testing.T) {
 // Leaving out --config answers from the embedded default, and says so in
 // one line on stderr; with --config nothing is said.
 func TestMissingConfigSaysSo(t *testing.T) {
-	const note = "usher: no --config given: using the embedded default configuration (partition default, where root lets everyone submit)\n"
+	const note = ": no --config given: using the embedded default configuration (partition default, where root lets everyone submit)\n"
 	for _, args := range [][]string{
 		{"check", "--user", "a", "--queue", "root"},
 		{"explain", "--user", "a", "--queue", "root"},
@@ -79,7 +81,7 @@ func TestMissingConfigSaysSo(t *testing.T) {
 	} {
 		_, errs, code := run(t, args...)
 		// place rejects on the default (root is no leaf): exit 1.
-		if errs != note || (code != 0 && args[0] != "place") {
+		if errs != "usher "+args[0]+note || (code != 0 && args[0] != "place") {
 			t.Errorf("%v: code %d stderr %q", args, code, errs)
 		}
 		_, errs, _ = run(t, append(args, "--config", yunikornACL)...)
