@@ -33,7 +33,7 @@ type decision struct {
 	code    int32
 	// message is a denial's message; for RuleKillRule, RuleEvictionByAdmin
 	// and RuleBindingByAdmin the authorizer's reason ("" for none).
-	message  string
+	message string
 	// cause, check and field are a denial's structured details (see
 	// Denial): why, from a closed set; which check ("submit", "kill");
 	// the object's field that decided ("" when none did).
