@@ -228,7 +228,10 @@ func evict(ctx context.Context, st *handlerState, req *admissionv1.AdmissionRequ
 	}
 	user, groups := req.UserInfo.Username, req.UserInfo.Groups
 	if t := c.trustedDeleter(user, groups); t != TrustNone {
-		return allowTrusted(verbEviction, t)
+		// Trusted everywhere: for every queue, as root stands for.
+		dc := allowTrusted(verbEviction, t)
+		dc.queue = "root"
+		return dc
 	}
 	pod := "Pod " + req.Namespace + "/" + req.Name
 	if st.del == nil {
