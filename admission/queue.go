@@ -244,6 +244,7 @@ func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admiss
 	ts, err := c.targets(k, ns, nv, true, arr[:0])
 	if err != nil {
 		dc := deny(CauseUnknownQueue, httpStatusBadRequest, "usher: %s %s: %v", k.kind, objectName(req, nv), err)
+		dc.check = CheckSubmit
 		return "", &dc
 	}
 	if ov != nil {
