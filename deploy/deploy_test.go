@@ -309,23 +309,32 @@ func checkSmallCluster(t *testing.T, d *appsv1.Deployment, pdb *policyv1.PodDisr
 // system:auth-delegator) and nothing else; the roles callers are bound to
 // grant exactly the permissions usher checks.
 func checkRBAC(t *testing.T, roles map[string]rbacv1.ClusterRole, bindings []rbacv1.ClusterRoleBinding) {
-	delegated := false
+	delegated, recorder := false, false
 	for _, b := range bindings {
 		for _, s := range b.Subjects {
 			if s.Kind == rbacv1.ServiceAccountKind && s.Name == "usher" && s.Namespace == "usher-system" {
-				if b.RoleRef.Kind != "ClusterRole" || b.RoleRef.Name != "system:auth-delegator" {
-					t.Errorf("%s binds usher to %s %s: usher needs system:auth-delegator only", b.Name, b.RoleRef.Kind, b.RoleRef.Name)
+				switch {
+				case b.RoleRef.Kind == "ClusterRole" && b.RoleRef.Name == "system:auth-delegator":
+					delegated = true
+				case b.RoleRef.Kind == "ClusterRole" && b.RoleRef.Name == "usher-event-recorder":
+					recorder = true
+				default:
+					t.Errorf("%s binds usher to %s %s: usher needs system:auth-delegator and usher-event-recorder only", b.Name, b.RoleRef.Kind, b.RoleRef.Name)
 				}
-				delegated = true
 			}
 		}
 	}
 	if !delegated {
 		t.Error("no ClusterRoleBinding of usher's service account to system:auth-delegator")
 	}
+	if !recorder {
+		t.Error("no ClusterRoleBinding of usher's service account to usher-event-recorder (denial Events)")
+	}
 	want := map[string]rbacv1.PolicyRule{
 		"usher-access-reviewer": {APIGroups: []string{server.AccessReviewGroup}, Resources: []string{server.AccessReviewResource}, Verbs: []string{server.AccessReviewVerb}},
 		"usher-metrics-reader":  {NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}},
+		// Denial Events: create and patch Events, nothing else.
+		"usher-event-recorder": {APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
 	for name, rule := range want {
 		r, ok := roles[name]
@@ -349,8 +358,8 @@ func checkWebhook(t *testing.T, name string, fp *admissionregistrationv1.Failure
 	if fp == nil || *fp != admissionregistrationv1.Fail {
 		t.Errorf("%s: failurePolicy must be Fail", name)
 	}
-	if se == nil || *se != admissionregistrationv1.SideEffectClassNone {
-		t.Errorf("%s: sideEffects must be None", name)
+	if se == nil || *se != admissionregistrationv1.SideEffectClassNoneOnDryRun {
+		t.Errorf("%s: sideEffects must be NoneOnDryRun (denials record Events, never on a dry run)", name)
 	}
 	if timeout == nil || *timeout > 10 {
 		t.Errorf("%s: set a short timeout", name)
