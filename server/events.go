@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/lru"
 
 	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/auth"
@@ -32,11 +34,16 @@ import (
 //     NoneOnDryRun), nor for a request usher could not decode;
 //   - off the request path and bounded: the review only hands the Event
 //     to client-go's record.EventBroadcaster, which queues at most 1000
-//     and drops beyond (a full queue never blocks a review); one goroutine
-//     writes them, and its correlator rate-limits each object (a burst of
-//     25, then one every 5 minutes), counts repeats of the same Event on
-//     one Event, and combines more than 10 similar denials (same
-//     namespace, kind and Cause) within 10 minutes into one Event.
+//     and drops beyond (a full queue never blocks a review), after a
+//     rate limit per namespace (a burst of 25 Events, then one every 10
+//     seconds; the rest are dropped), so that a burst of denials of
+//     distinct objects (a script submitting Jobs by the thousand) does not
+//     become as many Events and does not crowd out other namespaces'; one
+//     goroutine writes them, and its correlator counts repeats of the same
+//     denial of the same object on one Event (count, lastTimestamp),
+//     combines more than 10 different denials of one object within 10
+//     minutes into one Event, and limits each object to a burst of 25
+//     writes, then one every 5 minutes.
 
 // DenialEventAnnotation is the annotation of a denial Event that holds the
 // denial in its stable shape (admission.Denial as JSON).
@@ -44,6 +51,13 @@ const DenialEventAnnotation = "usher.io/denial"
 
 // reportingController names usher on its Events.
 const reportingController = "usher.io/usher"
+
+// The rate limit of denial Events, per namespace: a burst of eventBurst,
+// then eventQPS a second.
+const (
+	eventBurst = 25
+	eventQPS   = 0.1
+)
 
 // maxDenialEventMessage bounds an Event's message: the API server refuses
 // messages over 1 KiB, and the correlator may prefix "(combined from
@@ -54,7 +68,13 @@ const maxDenialEventMessage = 900
 type denialEvents struct {
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
+	// limits holds a token bucket (flowcontrol.PassiveRateLimiter) per
+	// namespace, for the eventNamespaces most recently seen.
+	limits *lru.Cache
 }
+
+// eventNamespaces bounds the namespaces whose rate limits are kept.
+const eventNamespaces = 4096
 
 // newDenialEvents starts a broadcaster that writes Events through client,
 // naming this replica instance.
@@ -68,6 +88,7 @@ func newDenialEvents(client corev1client.EventsGetter, instance string, log *slo
 	// generateName, which the record names generateName + "*".
 	b.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: client.Events("")})
 	return &denialEvents{
+		limits:      lru.New(eventNamespaces),
 		broadcaster: b,
 		recorder: b.NewRecorder(runtime.NewScheme(), corev1.EventSource{Component: reportingController, Host: instance}).
 			WithLogger(logr.FromSlogHandler(log.Handler())),
@@ -142,11 +163,26 @@ func (e *denialEvents) record(r admission.Record) {
 		}
 		msg = msg[:cut] + "..."
 	}
+	if !e.allow(d.Namespace) {
+		return
+	}
 	shape, err := json.Marshal(d)
 	if err != nil {
 		return
 	}
 	e.recorder.AnnotatedEventf(ref, map[string]string{DenialEventAnnotation: string(shape)}, corev1.EventTypeWarning, string(d.Reason), "%s", msg)
+}
+
+// allow takes a token of the namespace's bucket. The limit is applied
+// before the broadcaster's queue, so that a burst in one namespace does
+// not fill the queue and crowd out the Events of the others.
+func (e *denialEvents) allow(ns string) bool {
+	v, ok := e.limits.Get(ns)
+	if !ok {
+		v = flowcontrol.NewTokenBucketPassiveRateLimiter(eventQPS, eventBurst)
+		e.limits.Add(ns, v)
+	}
+	return v.(flowcontrol.PassiveRateLimiter).TryAccept()
 }
 
 // shutdown stops the broadcaster; Events still queued are dropped.

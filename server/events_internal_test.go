@@ -18,7 +18,7 @@ import (
 )
 
 func denialRecord(ns, name string) admission.Record {
-	d := &admission.Denial{Reason: admission.CauseQueueSubmitDenied, Message: `usher: user "alice" may not submit to queue "root.ops"`,
+	d := &admission.Denial{Reason: admission.CauseQueueSubmitDenied, Message: `usher: user "alice" may not submit to queue "root.ops" (label queue="root.ops" on the pod template of Job ` + ns + "/" + name + ")",
 		Code: 403, Operation: "CREATE", Group: "batch", Kind: "Job", Namespace: ns, Name: name, User: "alice",
 		Queue: "root.ops", Check: admission.CheckSubmit, Field: "spec.template.metadata.labels[queue]"}
 	return admission.Record{Operation: "CREATE", Kind: "Job", Namespace: ns, Name: name, User: "alice", Queue: "root.ops", Code: 403, Denial: d}
@@ -72,7 +72,7 @@ func TestDenialEvent(t *testing.T) {
 	ev := evs[0]
 	io := ev.InvolvedObject
 	if io.Kind != "Job" || io.APIVersion != "batch/v1" || io.Namespace != "team-a" || io.Name != "spark-1" ||
-		ev.Reason != "QueueSubmitDenied" || ev.Type != corev1.EventTypeWarning || ev.Message != denialRecord("", "").Denial.Message ||
+		ev.Reason != "QueueSubmitDenied" || ev.Type != corev1.EventTypeWarning || ev.Message != denialRecord("team-a", "spark-1").Denial.Message ||
 		ev.ReportingController != reportingController || ev.ReportingInstance != "usher-0" || !strings.HasPrefix(ev.Name, "spark-1.") {
 		t.Fatalf("Event %+v", ev)
 	}
@@ -88,9 +88,9 @@ func TestDenialEvent(t *testing.T) {
 
 // TestDenialEventsBounded: a burst of denials neither blocks the reviews
 // nor starts goroutines, and does not make an Event per denial: 5000
-// denials of one object and 5000 of distinct objects in one namespace end
-// as a few dozen Events at most (the correlator's per-object rate limit
-// and its combining of similar Events).
+// denials of one object (one Event, its count patched) and 5000 of
+// distinct objects in one namespace end as the namespace's burst of 25
+// Events; another namespace still gets its own.
 func TestDenialEventsBounded(t *testing.T) {
 	c := fake.NewClientset()
 	e := newDenialEvents(c.CoreV1(), "usher-0", slog.New(slog.DiscardHandler))
@@ -109,10 +109,30 @@ func TestDenialEventsBounded(t *testing.T) {
 	if took > 5*time.Second {
 		t.Fatalf("10000 denials took %v to hand over: the review path blocks", took)
 	}
-	time.Sleep(time.Second)
-	evs := waitEvents(t, c, "burst", 1)
-	if len(evs) == 0 || len(evs) > 50 {
-		t.Fatalf("%d Events for 10000 denials", len(evs))
+	e.record(denialRecord("quiet", "job-1"))
+	evs := waitStable(t, c, "burst")
+	if len(evs) == 0 || len(evs) > eventBurst {
+		t.Fatalf("%d Events for 10000 denials, want at most %d", len(evs), eventBurst)
+	}
+	if q := waitStable(t, c, "quiet"); len(q) != 1 {
+		t.Fatalf("the burst in one namespace took the Event of another: %d Events", len(q))
 	}
 	t.Logf("10000 denials handed over in %v, %d Events", took, len(evs))
+}
+
+// waitStable waits until the namespace's Events stop changing.
+func waitStable(t *testing.T, c *fake.Clientset, ns string) []corev1.Event {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	last, since := -1, time.Now()
+	for time.Now().Before(deadline) {
+		n := len(listEvents(t, c, ns))
+		if n != last {
+			last, since = n, time.Now()
+		} else if n > 0 && time.Since(since) > 500*time.Millisecond {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return listEvents(t, c, ns)
 }
