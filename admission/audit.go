@@ -271,10 +271,14 @@ func complete(st *handlerState, req *admissionv1.AdmissionRequest, obj, old stri
 		return
 	}
 	k := lookupKind(req.Kind.Group, req.Kind.Kind)
-	if k == nil || (dc.name != "" && dc.queue != "") {
+	if k == nil {
 		return
 	}
 	c := st.cfg
+	needQueue := dc.queue == "" && (c.enforce || c.enforceDelete) && c.processNamespace(req.Namespace)
+	if dc.name != "" && !needQueue {
+		return
+	}
 	var ov *objectView
 	switch req.Operation {
 	case admissionv1.Create, admissionv1.Update:
@@ -296,7 +300,7 @@ func complete(st *handlerState, req *admissionv1.AdmissionRequest, obj, old stri
 			dc.name = ov.top.genName + "*"
 		}
 	}
-	if dc.queue != "" || !(c.enforce || c.enforceDelete) || !c.processNamespace(req.Namespace) {
+	if !needQueue {
 		return
 	}
 	var arr [4]target

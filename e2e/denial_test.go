@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +67,9 @@ func denialEvents(ctx context.Context, t *testing.T, e *usherEnv, ns, kind, name
 //   - an Event in the namespace names the Job, with reason
 //     QueueSubmitDenied, the message, and the denial as JSON in the
 //     annotation usher.io/denial;
-//   - usher's audit record has the structured details (denial.*);
+//   - usher's audit record has the structured details (denial.*), and the
+//     API server's audit event of the request has usher's audit
+//     annotations (decision, reason, queue);
 //   - a Job created with generateName gets an Event naming it
 //     generateName + "*";
 //   - a dry run is denied the same way and records no Event (neither do
@@ -200,6 +204,43 @@ spec:
 		}
 	})
 
+	t.Run("the API server's audit log has usher's audit annotations", func(t *testing.T) {
+		// The API server prefixes each key of response.auditAnnotations
+		// with the webhook's name and writes them on the request's audit
+		// event, denied requests included.
+		prefix := "usher-mutate-" + e.label + ".usher.e2e/"
+		var ann map[string]string
+		err := Eventually(ctx, 30*time.Second, func(context.Context) (bool, error) {
+			data, err := os.ReadFile(filepath.Join(cluster.StateDir, "logs", "audit.log"))
+			if err != nil {
+				return false, err
+			}
+			for _, line := range strings.Split(string(data), "\n") {
+				if !strings.Contains(line, `"alice-to-ops"`) || !strings.Contains(line, prefix) {
+					continue
+				}
+				var ev struct {
+					Stage       string                `json:"stage"`
+					ObjectRef   struct{ Name string } `json:"objectRef"`
+					Annotations map[string]string     `json:"annotations"`
+				}
+				if json.Unmarshal([]byte(line), &ev) == nil && ev.ObjectRef.Name == "alice-to-ops" && ev.Stage == "ResponseComplete" {
+					ann = ev.Annotations
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("no audit event of the create of alice-to-ops with %s* annotations: %v", prefix, err)
+		}
+		for k, v := range map[string]string{"decision": "denied", "reason": "QueueSubmitDenied", "queue": "root.ops"} {
+			if ann[prefix+k] != v {
+				t.Errorf("audit annotation %s%s = %q, want %q (%v)", prefix, k, ann[prefix+k], v, ann)
+			}
+		}
+	})
+
 	t.Run("generateName", func(t *testing.T) {
 		job := Job(ns, "", map[string]string{kueue: "ops"}, nil)
 		job.GenerateName = "spark-"
@@ -237,14 +278,17 @@ spec:
 		if evs := denialEvents(ctx, t, e, ns, "Pod", "usher-probe"); len(evs) != 0 {
 			t.Fatalf("the registration's dry-run probe recorded an Event: %+v", evs[0])
 		}
-		dry := false
-		for _, r := range e.auditRecords() {
-			if r["name"] == "dry-ops" && r["dryRun"] == "true" && r["denial.reason"] == "QueueSubmitDenied" && r["denial.dryRun"] == "true" {
-				dry = true
+		// usher's log is buffered: wait for the record.
+		err = Eventually(ctx, 10*time.Second, func(context.Context) (bool, error) {
+			for _, r := range e.auditRecords() {
+				if r["name"] == "dry-ops" && r["dryRun"] == "true" && r["denial.reason"] == "QueueSubmitDenied" && r["denial.dryRun"] == "true" {
+					return true, nil
+				}
 			}
-		}
-		if !dry {
-			t.Error("no audit record of the dry run's denial")
+			return false, nil
+		})
+		if err != nil {
+			t.Errorf("no audit record of the dry run's denial: %v", err)
 		}
 	})
 }
