@@ -15,10 +15,10 @@ func create(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, r
 	c := st.cfg
 	ov := &pre.obj
 	if err := view(c, k, obj, ov, pre.objDone, "request.object"); err != nil {
-		return deny(httpStatusBadRequest, "usher: %v", err)
+		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: %v", err)
 	}
 	if k.layout != layoutPod && !ov.hasTemplate {
-		return deny(httpStatusBadRequest, "usher: %s %s has no pod template (%s): there is nowhere to record who submitted it",
+		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: %s %s has no pod template (%s): there is nowhere to record who submitted it",
 			k.kind, objectName(req, ov), k.metaPath[:len(k.metaPath)-len("/metadata")])
 	}
 	pm := ov.pod()
@@ -29,8 +29,8 @@ func create(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, r
 	case pm.has(slotUserInfo):
 		ui, err := ParseUserInfo(pm.vals[slotUserInfo])
 		if err != nil {
-			return deny(httpStatusBadRequest, "usher: annotation %s on %s is not valid: %v (value %s)",
-				UserInfoAnnotation, place(k, req, ov), err, errString(pm.vals[slotUserInfo]))
+			return userInfoDenial(k, deny(CauseUserInfoInvalid, httpStatusBadRequest, "usher: annotation %s on %s is not valid: %v (value %s)",
+				UserInfoAnnotation, place(k, req, ov), err, errString(pm.vals[slotUserInfo])))
 		}
 		var rule Rule
 		switch {
@@ -45,8 +45,8 @@ func create(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, r
 		case ui.sameIdentity(user, groups):
 			rule = RuleKeptSame
 		default:
-			return deny(httpStatusForbidden, "usher: user %q may not set annotation %s on %s: %s",
-				user, UserInfoAnnotation, place(k, req, ov), untrustedHint(c, user))
+			return userInfoDenial(k, deny(CauseUserInfoForged, httpStatusForbidden, "usher: user %q may not set annotation %s on %s: %s",
+				user, UserInfoAnnotation, place(k, req, ov), untrustedHint(c, user)))
 		}
 		id = identity{ui.User, ui.Groups}
 		dc = allow(rule)
@@ -65,12 +65,12 @@ func create(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, r
 		id = identity{user, groups}
 		dc = allow(RuleControllerReplicaSet)
 	case user == "":
-		return deny(httpStatusBadRequest, "usher: request.userInfo.username is empty: there is no identity to record on %s %s",
+		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: request.userInfo.username is empty: there is no identity to record on %s %s",
 			k.kind, objectName(req, ov))
 	case hook == hookValidate:
-		return deny(httpStatusForbidden, "usher: %s has no annotation %s: the usher mutating webhook did not stamp it "+
+		return userInfoDenial(k, deny(CauseUserInfoMissing, httpStatusForbidden, "usher: %s has no annotation %s: the usher mutating webhook did not stamp it "+
 			"(register /mutate for %s CREATE with failurePolicy: Fail)",
-			place(k, req, ov), UserInfoAnnotation, k.kind)
+			place(k, req, ov), UserInfoAnnotation, k.kind))
 	default:
 		id = identity{user, groups}
 		b := appendUserInfo((*buf)[:0], user, groups)

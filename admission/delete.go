@@ -31,7 +31,7 @@ func decideRemove(ctx context.Context, st *handlerState, k *kindInfo, req *admis
 	}
 	ov := &pre.old
 	if err := view(c, k, old, ov, pre.oldDone, "request.oldObject"); err != nil {
-		return deny(httpStatusBadRequest, "usher: cannot tell who may delete %s %s: %v", k.kind, objectName(req, ov), err)
+		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: cannot tell who may delete %s %s: %v", k.kind, objectName(req, ov), err)
 	}
 	if ov.top.deleting {
 		// Deleting an object that is already being deleted only completes
@@ -102,8 +102,8 @@ func killRule(ctx context.Context, st *handlerState, k *kindInfo, req *admission
 		note += "; " + err.Error() + ", so only admins of root count as its queue admins"
 	}
 	if st.del == nil {
-		dc := deny(httpStatusInternal, errNoDeleteAuthzFormat, user, verb, k.kind+" "+objectName(req, o))
-		dc.identity = owner
+		dc := deny(CauseDecisionFailed, httpStatusInternal, errNoDeleteAuthzFormat, user, verb, k.kind+" "+objectName(req, o))
+		dc.identity, dc.check = owner, CheckKill
 		return dc
 	}
 	first := ""
@@ -111,14 +111,14 @@ func killRule(ctx context.Context, st *handlerState, k *kindInfo, req *admission
 		q := ts[i].queue
 		ok, reason, err := st.del.AuthorizeDelete(ctx, DeleteRequest{Partition: c.partition, Queue: q, Owner: owner, ModifyACL: modifyACL, User: user, Groups: groups})
 		if err != nil {
-			dc := deny(httpStatusInternal, "usher: cannot decide whether user %q may %s %s %s: %v; denied (usher fails closed)",
+			dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may %s %s %s: %v; denied (usher fails closed)",
 				user, verb, k.kind, objectName(req, o), err)
-			dc.identity, dc.queue = owner, recordQueue(q)
+			dc.identity, dc.queue, dc.check = owner, recordQueue(q), CheckKill
 			return dc
 		}
 		if ok {
 			dc := allowBecause(RuleKillRule, reason)
-			dc.identity, dc.queue = owner, recordQueue(q)
+			dc.identity, dc.queue, dc.check = owner, recordQueue(q), CheckKill
 			return dc
 		}
 		if i == 0 {
@@ -128,8 +128,8 @@ func killRule(ctx context.Context, st *handlerState, k *kindInfo, req *admission
 	if first == "" {
 		first = "not the owner, not in its modify ACL, not an admin of its queue, not a cluster admin"
 	}
-	dc := deny(httpStatusForbidden, "usher: user %q may not %s %s %s: %s%s", user, verb, k.kind, objectName(req, o), first, note)
-	dc.identity, dc.queue = owner, recordQueue(ts[0].queue)
+	dc := deny(CauseKillDenied, httpStatusForbidden, "usher: user %q may not %s %s %s: %s%s", user, verb, k.kind, objectName(req, o), first, note)
+	dc.identity, dc.queue, dc.check = owner, recordQueue(ts[0].queue), CheckKill
 	return deleteMode(c, dc)
 }
 
@@ -228,29 +228,32 @@ func evict(ctx context.Context, st *handlerState, req *admissionv1.AdmissionRequ
 	}
 	user, groups := req.UserInfo.Username, req.UserInfo.Groups
 	if t := c.trustedDeleter(user, groups); t != TrustNone {
-		return allowTrusted(verbEviction, t)
+		// Trusted everywhere: for every queue, as root stands for.
+		dc := allowTrusted(verbEviction, t)
+		dc.queue = "root"
+		return dc
 	}
 	pod := "Pod " + req.Namespace + "/" + req.Name
 	if st.del == nil {
-		return deny(httpStatusInternal, errNoDeleteAuthzFormat, user, "evict", pod)
+		return killCheck(deny(CauseDecisionFailed, httpStatusInternal, errNoDeleteAuthzFormat, user, "evict", pod))
 	}
 	ok, reason, err := killsEverything(ctx, st, user, groups)
 	if err != nil {
-		dc := deny(httpStatusInternal, "usher: cannot decide whether user %q may evict %s: %v; denied (usher fails closed)", user, pod, err)
+		dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may evict %s: %v; denied (usher fails closed)", user, pod, err)
 		dc.queue = "root"
-		return dc
+		return killCheck(dc)
 	}
 	if ok {
 		dc := allowBecause(RuleEvictionByAdmin, reason)
 		dc.queue = "root"
-		return dc
+		return killCheck(dc)
 	}
-	dc := deny(httpStatusForbidden, "usher: user %q may not evict %s: with enforceDeleteACLs on, an eviction deletes a pod "+
+	dc := deny(CauseEvictionDenied, httpStatusForbidden, "usher: user %q may not evict %s: with enforceDeleteACLs on, an eviction deletes a pod "+
 		"without the kill rule seeing it, so only trusted controllers, members of %s, cluster admins, application admins "+
 		"and admins of root may evict; delete the pod instead (its owner, the members of its modify ACL and the admins "+
 		"of its queue may)", user, pod, mastersGroup)
 	dc.queue = "root"
-	return deleteMode(c, dc)
+	return deleteMode(c, killCheck(dc))
 }
 
 // killsEverything asks the DeleteAuthorizer whether the requester may kill
@@ -260,6 +263,12 @@ func evict(ctx context.Context, st *handlerState, req *admissionv1.AdmissionRequ
 // st.del must not be nil.
 func killsEverything(ctx context.Context, st *handlerState, user string, groups []string) (bool, string, error) {
 	return st.del.AuthorizeDelete(ctx, DeleteRequest{Partition: st.cfg.partition, Queue: "root", ModifyACL: &nobody, User: user, Groups: groups})
+}
+
+// killCheck marks dc as decided by the kill rule.
+func killCheck(dc decision) decision {
+	dc.check = CheckKill
+	return dc
 }
 
 // nobody is a modify ACL that allows nobody.
@@ -299,13 +308,15 @@ func bind(ctx context.Context, st *handlerState, req *admissionv1.AdmissionReque
 	}
 	var m metaView
 	if err := parseBinding(obj, c, &m); err != nil {
-		return deny(httpStatusBadRequest, "usher: %v", err)
+		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: %v", err)
 	}
 	user, groups := req.UserInfo.Username, req.UserInfo.Groups
 	pod := "Pod " + req.Namespace + "/" + req.Name
 	if m.has(slotUserInfo) {
-		return deny(httpStatusForbidden, "usher: user %q may not set annotation %s on %s through a Binding: "+
+		dc := deny(CauseUserInfoChanged, httpStatusForbidden, "usher: user %q may not set annotation %s on %s through a Binding: "+
 			"it records who submitted the pod and cannot change after creation", user, UserInfoAnnotation, pod)
+		dc.field = "metadata.annotations[" + UserInfoAnnotation + "]"
+		return dc
 	}
 	if !c.enforceDelete {
 		return allow(RuleBindingPlain)
@@ -330,16 +341,16 @@ func bind(ctx context.Context, st *handlerState, req *admissionv1.AdmissionReque
 	}
 	what := strings.Join(set, " and ")
 	if st.del == nil {
-		return deny(httpStatusInternal, errNoDeleteAuthzFormat, user, "set "+what+" on", pod)
+		return killCheck(deny(CauseDecisionFailed, httpStatusInternal, errNoDeleteAuthzFormat, user, "set "+what+" on", pod))
 	}
 	ok, reason, err := killsEverything(ctx, st, user, groups)
 	switch {
 	case err != nil:
-		return deny(httpStatusInternal, "usher: cannot decide whether user %q may set %s on %s: %v; denied (usher fails closed)", user, what, pod, err)
+		return killCheck(deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may set %s on %s: %v; denied (usher fails closed)", user, what, pod, err))
 	case ok:
-		return allowBecause(RuleBindingByAdmin, reason)
+		return killCheck(allowBecause(RuleBindingByAdmin, reason))
 	}
-	return deleteMode(c, deny(httpStatusForbidden, "usher: user %q may not set %s on %s through a Binding: with enforceDeleteACLs on, "+
+	return deleteMode(c, killCheck(deny(CauseBindingDenied, httpStatusForbidden, "usher: user %q may not set %s on %s through a Binding: with enforceDeleteACLs on, "+
 		"it decides who may delete the pod, and a Binding does not show whose pod it is, so only trusted controllers, "+
-		"members of %s, cluster admins, application admins and admins of root may set it this way", user, what, pod, mastersGroup))
+		"members of %s, cluster admins, application admins and admins of root may set it this way", user, what, pod, mastersGroup)))
 }

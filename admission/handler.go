@@ -233,7 +233,7 @@ func (h *Handler) Validate(ctx context.Context, req *admissionv1.AdmissionReques
 
 func (h *Handler) respond(ctx context.Context, hook hookKind, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	if req == nil {
-		dc := deny(httpStatusBadRequest, "the AdmissionReview has no request")
+		dc := deny(CauseInvalidRequest, httpStatusBadRequest, "the AdmissionReview has no request")
 		h.record(hook, nil, &dc)
 		return dc.toResponse("")
 	}
@@ -246,6 +246,9 @@ func (h *Handler) respond(ctx context.Context, hook hookKind, req *admissionv1.A
 // hook. pre, when not nil, holds objects already parsed with st.cfg. buf is
 // scratch space the patch is built in.
 func (h *Handler) review(ctx context.Context, st *handlerState, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views, buf *[]byte) decision {
+	if pre == nil {
+		pre = &views{}
+	}
 	var notes *lookupNotes
 	if h.audit != nil && (st.cfg.enforce || st.cfg.enforceDelete) {
 		// Only an authorizer notes a lookup; without one nothing is
@@ -254,6 +257,7 @@ func (h *Handler) review(ctx context.Context, st *handlerState, hook hookKind, r
 	}
 	dc := h.decideSafe(ctx, st, hook, req, obj, old, pre, buf)
 	dc.lookup = notes.String()
+	complete(st, req, obj, old, pre, &dc)
 	h.record(hook, req, &dc)
 	return dc
 }
@@ -264,7 +268,7 @@ func (h *Handler) decideSafe(ctx context.Context, st *handlerState, hook hookKin
 			if h.onPanic != nil {
 				h.onPanic(v)
 			}
-			dc = deny(httpStatusInternal, "usher: internal error while reviewing %s %s/%s: %v; denied (usher fails closed)",
+			dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: internal error while reviewing %s %s/%s: %v; denied (usher fails closed)",
 				req.Kind.Kind, req.Namespace, req.Name, v)
 		}
 	}()

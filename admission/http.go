@@ -136,7 +136,7 @@ func (h *Handler) reviewHTTP(r *http.Request, st *handlerState, hook hookKind, r
 			if h.onPanic != nil {
 				h.onPanic(v)
 			}
-			dc = deny(httpStatusInternal, "usher: internal error: %v; denied (usher fails closed)", v)
+			dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: internal error: %v; denied (usher fails closed)", v)
 		}
 	}()
 	return h.review(r.Context(), st, hook, &rv.req, rv.obj, rv.old, &rv.views, buf)
@@ -157,7 +157,7 @@ func (h *Handler) putScratch(sc *scratch) {
 // JSON error body every usher endpoint uses (package httperr) and reports
 // it to the audit hook.
 func (h *Handler) httpError(w http.ResponseWriter, hook hookKind, code int, msg string) {
-	dc := decision{code: int32(code), message: msg}
+	dc := decision{code: int32(code), cause: CauseInvalidRequest, message: msg}
 	h.record(hook, (*admissionv1.AdmissionRequest)(nil), &dc)
 	httperr.Write(w, code, msg, "")
 }

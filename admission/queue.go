@@ -57,6 +57,40 @@ func (t *target) record() string {
 	return recordQueue(t.queue)
 }
 
+// field is the object's field that holds t's marker, as Kubernetes
+// writes field paths ("spec.template.metadata.labels[queue]"), or "" for
+// the default queue (no marker).
+func (t *target) field(k *kindInfo) string {
+	if !t.marker {
+		return ""
+	}
+	meta := "metadata"
+	switch t.level {
+	case k.where:
+		meta = fieldPath(k.metaPath)
+	case "job template":
+		meta = "spec.jobTemplate.metadata"
+	}
+	m := ".labels["
+	if t.src.annotation {
+		m = ".annotations["
+	}
+	return meta + m + t.src.Key + "]"
+}
+
+// fieldPath turns a JSON pointer without escapes ("/spec/template/metadata")
+// into a field path ("spec.template.metadata").
+func fieldPath(pointer string) string {
+	return strings.ReplaceAll(strings.TrimPrefix(pointer, "/"), "/", ".")
+}
+
+// userInfoDenial sets the field of a denial about the user.info
+// annotation of an object of kind k.
+func userInfoDenial(k *kindInfo, dc decision) decision {
+	dc.field = fieldPath(k.annotationsPath) + "[" + UserInfoAnnotation + "]"
+	return dc
+}
+
 // providedQueue is the queue a YuniKorn marker names, as YuniKorn's
 // provided rule qualifies it: a value that is not "root" and does not
 // start with "root." has each '.' replaced by "_dot_" and goes under root
@@ -209,7 +243,8 @@ func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admiss
 	var arr [4]target
 	ts, err := c.targets(k, ns, nv, true, arr[:0])
 	if err != nil {
-		dc := deny(httpStatusBadRequest, "usher: %s %s: %v", k.kind, objectName(req, nv), err)
+		dc := deny(CauseUnknownQueue, httpStatusBadRequest, "usher: %s %s: %v", k.kind, objectName(req, nv), err)
+		dc.check = CheckSubmit
 		return "", &dc
 	}
 	if ov != nil {
@@ -236,7 +271,8 @@ func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admiss
 		}
 	}
 	if st.authz == nil {
-		dc := deny(httpStatusInternal, errNoAuthorizerMessage)
+		dc := deny(CauseDecisionFailed, httpStatusInternal, errNoAuthorizerMessage)
+		dc.check = CheckSubmit
 		return "", &dc
 	}
 	for i := range ts {
@@ -244,17 +280,17 @@ func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admiss
 		ok, reason, err := st.authz.AuthorizeSubmit(ctx, SubmitRequest{Partition: c.partition, Queue: t.queue, User: id.user, Groups: id.groups,
 			Place: t.place, Namespace: ns})
 		if err != nil {
-			dc := deny(httpStatusInternal, "usher: cannot decide whether user %q may submit to %s: %v; denied (usher fails closed)",
+			dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may submit to %s: %v; denied (usher fails closed)",
 				id.user, t.describe(c.partition), err)
-			dc.queue = t.record()
+			dc.queue, dc.check, dc.field = t.record(), CheckSubmit, t.field(k)
 			return "", &dc
 		}
 		if !ok {
 			if reason == "" {
 				reason = "no ACL allows it"
 			}
-			dc := deny(httpStatusForbidden, "usher: user %q may not submit to %s: %s", id.user, t.describe(c.partition), reason)
-			dc.queue = t.record()
+			dc := deny(CauseQueueSubmitDenied, httpStatusForbidden, "usher: user %q may not submit to %s: %s", id.user, t.describe(c.partition), reason)
+			dc.queue, dc.check, dc.field = t.record(), CheckSubmit, t.field(k)
 			return "", &dc
 		}
 	}

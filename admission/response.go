@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -32,12 +33,21 @@ type decision struct {
 	code    int32
 	// message is a denial's message; for RuleKillRule, RuleEvictionByAdmin
 	// and RuleBindingByAdmin the authorizer's reason ("" for none).
-	message  string
+	message string
+	// cause, check and field are a denial's structured details (see
+	// Denial): why, from a closed set; which check ("submit", "kill");
+	// the object's field that decided ("" when none did).
+	cause    Cause
+	check    string
+	field    string
 	patch    []byte
 	warning  string
 	identity string
 	queue    string
 	name     string // the object's name when the request has none (collection deletes; generateName + "*" on CREATE)
+	// group and kind are the object's API group and kind, for the
+	// response's status details (set by Handler.review).
+	group, kind string
 	// warned: a denial by the queue check or the kill rule that warn mode
 	// admitted; warning carries its message.
 	warned bool
@@ -65,6 +75,7 @@ func (dc *decision) warnOf(denied *decision) {
 	if denied.queue != "" {
 		dc.queue = denied.queue
 	}
+	dc.cause, dc.check, dc.field = denied.cause, denied.check, denied.field
 }
 
 // warnable says whether warn mode may admit the denial dc: a refusal
@@ -97,8 +108,10 @@ func allowBecause(rule Rule, reason string) decision {
 	return decision{allowed: true, rule: rule, code: 200, message: reason}
 }
 
-func deny(code int32, format string, args ...any) decision {
-	return decision{code: code, message: fmt.Sprintf(format, args...)}
+// deny refuses a review for cause, with status code and a message for
+// people.
+func deny(cause Cause, code int32, format string, args ...any) decision {
+	return decision{code: code, cause: cause, message: fmt.Sprintf(format, args...)}
 }
 
 // reason is the decision's reason in one phrase: a denial's message, or
@@ -133,7 +146,9 @@ func (dc *decision) statusReason() metav1.StatusReason {
 }
 
 // toResponse builds the AdmissionResponse for the decision (the
-// constructors Allowed, Patched and Denied in one place).
+// constructors Allowed, Patched and Denied in one place). A denial's
+// status carries the structured details (details), and a denial or a
+// warned denial the audit annotations (auditAnnotations).
 func (dc *decision) toResponse(uid string) *admissionv1.AdmissionResponse {
 	resp := &admissionv1.AdmissionResponse{UID: types.UID(uid), Allowed: dc.allowed}
 	if !dc.allowed {
@@ -141,6 +156,7 @@ func (dc *decision) toResponse(uid string) *admissionv1.AdmissionResponse {
 			Status:  metav1.StatusFailure,
 			Message: dc.reason(),
 			Reason:  dc.statusReason(),
+			Details: dc.details(),
 			Code:    dc.code,
 		}
 	}
@@ -149,10 +165,56 @@ func (dc *decision) toResponse(uid string) *admissionv1.AdmissionResponse {
 		pt := admissionv1.PatchTypeJSONPatch
 		resp.PatchType = &pt
 	}
+	if dc.cause != "" {
+		resp.AuditAnnotations = map[string]string{AuditKeyDecision: dc.decisionWord(), AuditKeyReason: string(dc.cause)}
+		if dc.queue != "" {
+			resp.AuditAnnotations[AuditKeyQueue] = dc.queue
+		}
+	}
 	if dc.warning != "" {
 		resp.Warnings = []string{dc.warning}
 	}
 	return resp
+}
+
+// Keys of the audit annotations of a denial (and of a warned denial) in
+// the AdmissionResponse. The API server prefixes each with the webhook's
+// name ("validate.usher.io/reason") and writes them to its audit log
+// (annotations of the audit event), for denied requests too.
+const (
+	AuditKeyDecision = "decision" // "denied" or "warned"
+	AuditKeyReason   = "reason"   // the Cause
+	AuditKeyQueue    = "queue"    // the queue, when usher knows it
+)
+
+func (dc *decision) decisionWord() string {
+	if dc.allowed {
+		return "warned"
+	}
+	return "denied"
+}
+
+// details is a denial's metav1.StatusDetails: the object (name, group,
+// kind; no name for an object created with generateName, which has none
+// yet) and one cause whose type is the Cause, whose field is the field
+// that decided and whose message is the queue. nil when the denial has no
+// cause.
+func (dc *decision) details() *metav1.StatusDetails {
+	if dc.cause == "" {
+		return nil
+	}
+	d := &metav1.StatusDetails{Name: detailName(dc.name), Group: dc.group, Kind: dc.kind,
+		Causes: []metav1.StatusCause{{Type: metav1.CauseType(dc.cause), Message: dc.queue, Field: dc.field}}}
+	return d
+}
+
+// detailName is the name of the status details: "" for the generateName
+// form ("spark-*"), which no object is called.
+func detailName(name string) string {
+	if strings.HasSuffix(name, "*") {
+		return ""
+	}
+	return name
 }
 
 // appendReview appends the JSON of an AdmissionReview whose response
@@ -169,6 +231,35 @@ func appendReview(dst []byte, uid types.UID, dc *decision) []byte {
 		dst = jsonscan.AppendString(dst, dc.reason())
 		dst = append(dst, `,"reason":`...)
 		dst = jsonscan.AppendString(dst, string(dc.statusReason()))
+		if dc.cause != "" {
+			dst = append(dst, `,"details":{`...)
+			sep := byte(0)
+			member := func(key, v string) {
+				if v == "" {
+					return
+				}
+				if sep != 0 {
+					dst = append(dst, sep)
+				}
+				sep = ','
+				dst = append(dst, '"')
+				dst = append(dst, key...)
+				dst = append(dst, `":`...)
+				dst = jsonscan.AppendString(dst, v)
+			}
+			member("name", detailName(dc.name))
+			member("group", dc.group)
+			member("kind", dc.kind)
+			if sep != 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `"causes":[{`...)
+			sep = 0
+			member("reason", string(dc.cause))
+			member("message", dc.queue)
+			member("field", dc.field)
+			dst = append(dst, "}]}"...)
+		}
 		dst = append(dst, `,"code":`...)
 		dst = strconv.AppendInt(dst, int64(dc.code), 10)
 		dst = append(dst, '}')
@@ -177,6 +268,17 @@ func appendReview(dst []byte, uid types.UID, dc *decision) []byte {
 		dst = append(dst, `,"patch":"`...)
 		dst = base64.StdEncoding.AppendEncode(dst, dc.patch)
 		dst = append(dst, `","patchType":"JSONPatch"`...)
+	}
+	if dc.cause != "" {
+		dst = append(dst, `,"auditAnnotations":{"`+AuditKeyDecision+`":`...)
+		dst = jsonscan.AppendString(dst, dc.decisionWord())
+		if dc.queue != "" {
+			dst = append(dst, `,"`+AuditKeyQueue+`":`...)
+			dst = jsonscan.AppendString(dst, dc.queue)
+		}
+		dst = append(dst, `,"`+AuditKeyReason+`":`...)
+		dst = jsonscan.AppendString(dst, string(dc.cause))
+		dst = append(dst, '}')
 	}
 	if dc.warning != "" {
 		dst = append(dst, `,"warnings":[`...)
@@ -199,3 +301,60 @@ func errString(s string) string {
 	}
 	return strconv.Quote(s)
 }
+
+// Cause says why usher denied a review, from a closed set: the reason of
+// the Event usher records, the type of the cause in the denial's status
+// details, the "reason" audit annotation and Denial.Reason. A client may
+// switch on it; the message is for people and may change.
+type Cause string
+
+// The causes of a denial. docs/audit.md describes each.
+const (
+	// CauseQueueSubmitDenied: enforceQueueACLs is on and no ACL lets the
+	// submitter submit to a queue the object's pods would run in (or
+	// YuniKorn's placement rules place it nowhere).
+	CauseQueueSubmitDenied Cause = "QueueSubmitDenied"
+	// CauseUnknownQueue: a queue marker names no valid queue.
+	CauseUnknownQueue Cause = "UnknownQueue"
+	// CauseUserInfoForged: the user.info annotation is set by a submitter
+	// who may not supply one.
+	CauseUserInfoForged Cause = "UserInfoForged"
+	// CauseUserInfoInvalid: the user.info annotation is not valid.
+	CauseUserInfoInvalid Cause = "UserInfoInvalid"
+	// CauseUserInfoMissing: the validating webhook sees an object the
+	// mutating webhook did not stamp.
+	CauseUserInfoMissing Cause = "UserInfoMissing"
+	// CauseUserInfoChanged: an UPDATE or a Binding would add, change or
+	// remove the user.info annotation.
+	CauseUserInfoChanged Cause = "UserInfoChanged"
+	// CauseKillDenied: enforceDeleteACLs is on and the requester may not
+	// kill the workload (a DELETE, or an UPDATE of what decides who may).
+	CauseKillDenied Cause = "KillDenied"
+	// CauseEvictionDenied: an eviction by someone who may not delete
+	// every pod.
+	CauseEvictionDenied Cause = "EvictionDenied"
+	// CauseBindingDenied: a Binding that sets what decides who may
+	// delete the pod, by someone who may not delete every pod.
+	CauseBindingDenied Cause = "BindingDenied"
+	// CauseInvalidObject: the object cannot be read (malformed, no pod
+	// template) or the request names no user.
+	CauseInvalidObject Cause = "InvalidObject"
+	// CauseInvalidRequest: the body is not a usable AdmissionReview.
+	CauseInvalidRequest Cause = "InvalidRequest"
+	// CauseDecisionFailed: usher could not decide (an authorizer failed
+	// or is missing, an internal error) and fails closed.
+	CauseDecisionFailed Cause = "DecisionFailed"
+)
+
+// Causes lists every Cause, in the order above.
+func Causes() []Cause {
+	return []Cause{CauseQueueSubmitDenied, CauseUnknownQueue, CauseUserInfoForged, CauseUserInfoInvalid,
+		CauseUserInfoMissing, CauseUserInfoChanged, CauseKillDenied, CauseEvictionDenied, CauseBindingDenied,
+		CauseInvalidObject, CauseInvalidRequest, CauseDecisionFailed}
+}
+
+// Checks of Denial.Check: which rule the ACLs were asked under.
+const (
+	CheckSubmit = "submit" // the queue check: submit or admin ACLs of the queue and its ancestors
+	CheckKill   = "kill"   // the kill rule: owner, modify ACL, queue admins, cluster and application admins
+)

@@ -38,7 +38,21 @@ func everyOutcome() []decision {
 	}
 	for _, code := range []int32{httpStatusBadRequest, httpStatusForbidden, httpStatusNotAllowed, httpStatusTooLarge,
 		httpStatusUnsupported, httpStatusInternal, 429, 503} {
-		shapes(deny(code, `usher: user "bob" may not <set> & "annotation" é`+"\u2028\n\x00\xff"))
+		shapes(deny("", code, `usher: user "bob" may not <set> & "annotation" é`+"\u2028\n\x00\xff"))
+		for _, cause := range Causes() {
+			dc := deny(cause, code, `usher: user "bob" may not <set> & "annotation" é`+"\u2028\n\x00\xff")
+			shapes(dc)
+			dc.group, dc.kind, dc.name, dc.queue, dc.field = "batch", "Job", "spark-\"1\"", "root.ops<é>", "spec.template.metadata.labels[queue]"
+			shapes(dc)
+			dc.name, dc.group = "spark-*", ""
+			shapes(dc)
+		}
+	}
+	// Warned denials: allowed, with the denial's audit annotations.
+	for _, cause := range []Cause{CauseQueueSubmitDenied, CauseKillDenied} {
+		dc := allow(RuleStamped)
+		dc.warnOf(&decision{cause: cause, message: "denied", queue: "root.a", field: "metadata.labels[queue]"})
+		shapes(dc)
 	}
 	return out
 }
@@ -83,7 +97,7 @@ func FuzzAppendReview(f *testing.F) {
 	f.Add("uid", "message", "", false, int32(403))
 	f.Add("u\xff\u2028", "<&>\x00", "warn\n", true, int32(200))
 	f.Fuzz(func(t *testing.T, uid, msg, warning string, allowed bool, code int32) {
-		dc := decision{allowed: allowed, code: code, message: msg, warning: warning}
+		dc := decision{allowed: allowed, code: code, message: msg, warning: warning, cause: Cause(warning), queue: uid, name: msg, field: warning}
 		if allowed {
 			dc.rule = RuleKillRule
 		}

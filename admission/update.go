@@ -15,10 +15,10 @@ func update(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1
 	c := st.cfg
 	nv, ov := &pre.obj, &pre.old
 	if err := view(c, k, obj, nv, pre.objDone, "request.object"); err != nil {
-		return deny(httpStatusBadRequest, "usher: %v", err)
+		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: %v", err)
 	}
 	if err := view(c, k, old, ov, pre.oldDone, "request.oldObject"); err != nil {
-		return deny(httpStatusBadRequest, "usher: %v", err)
+		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: %v", err)
 	}
 	np, op := nv.pod(), ov.pod()
 	oldHas, newHas := op.has(slotUserInfo), np.has(slotUserInfo)
@@ -36,9 +36,9 @@ func update(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1
 				why = "; the new value is not valid either: " + err.Error()
 			}
 		}
-		return deny(httpStatusForbidden, "usher: user %q may not %s %s: "+
+		return userInfoDenial(k, deny(CauseUserInfoChanged, httpStatusForbidden, "usher: user %q may not %s %s: "+
 			"it records who submitted the workload and cannot change after creation%s",
-			req.UserInfo.Username, verb, place(k, req, nv), why)
+			req.UserInfo.Username, verb, place(k, req, nv), why))
 	}
 	if c.enforceDelete {
 		// Who may delete must not be widened by whoever may merely edit.

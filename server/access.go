@@ -471,7 +471,7 @@ func (s *Server) auditReview(rec admission.Record) {
 	if s.opts.NoAudit {
 		return
 	}
-	var buf [17]slog.Attr
+	var buf [admission.NumAuditAttrs + 1]slog.Attr // + kind
 	attrs := append(buf[:0], slog.String("kind", "admission"))
 	s.log.LogAttrs(context.Background(), slog.LevelInfo, "audit", rec.AppendAttrs(attrs)...)
 }

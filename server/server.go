@@ -87,6 +87,11 @@ type Options struct {
 	// Audit writes one record per decision and per admission review.
 	// Default true; set NoAudit to switch it off.
 	NoAudit bool
+	// NoDenialEvents switches off the Kubernetes Event usher records on
+	// the object's namespace for every admission denial (see events.go).
+	// Default false: Events are recorded whenever cluster credentials are
+	// available (Kubeconfig, or the pod's service account).
+	NoDenialEvents bool
 	// ReloadInterval is how often the configuration is checked for changes.
 	// Default 2s.
 	ReloadInterval time.Duration
@@ -229,7 +234,9 @@ type Server struct {
 	tlsConfig *tls.Config
 	access    accessAuth
 	// cm is the ConfigMap source when Options.ConfigMaps is set.
-	cm         *cmSource
+	cm *cmSource
+	// events records denial Events; nil when off.
+	events     *denialEvents
 	configInfo *prometheus.GaugeVec
 	// CAPEM is the certificate of a self-signed server, nil otherwise.
 	CAPEM []byte
@@ -291,12 +298,15 @@ func New(opts Options) (*Server, error) {
 	s.configInfo = newConfigInfo(s.registry)
 	s.conns.max, s.conns.refused = int64(opts.MaxConns), s.metrics.connsRefused
 	s.registerBodyGauges()
+	if err := s.setupDenialEvents(); err != nil {
+		return nil, err
+	}
 	hopts := []admission.Option{
 		admission.WithPanicHook(func(any) { s.metrics.panics.WithLabelValues("admission").Inc() }),
 		// Settings and authorizers come from the engine's generation in
 		// service: one atomic swap changes policy and admission together.
 		admission.WithState(s.engine.Admission),
-		admission.WithAudit(s.auditReview),
+		admission.WithAudit(s.withDenialEvents(s.auditReview)),
 		admission.WithMaxBodyBytes(opts.MaxReviewBody),
 	}
 	s.admission = admission.NewHandler(cfg.Admission, hopts...)
@@ -440,6 +450,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer cancel()
 	err := s.httpServer.Shutdown(sctx)
 	<-done
+	s.events.shutdown()
 	if cerr := s.engine.Close(); cerr != nil {
 		s.log.Warn("closing resolvers", "err", cerr)
 	}

@@ -1,0 +1,193 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/lru"
+
+	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/auth"
+)
+
+// This file holds the denial Events: every admission denial (and every
+// denial warn mode admitted) is recorded as a Kubernetes Event on the
+// object's namespace, so the people who submit there see why with kubectl
+// get events, without access to usher's audit log:
+//
+//   - involvedObject: the object (kind, apiVersion, namespace, name; for
+//     an eviction or a Binding, the Pod), reason: the denial's Cause,
+//     message: the message the requester saw, type Warning, reporting
+//     controller usher.io/usher, and the annotation usher.io/denial with
+//     the denial in its stable shape (admission.Denial as JSON);
+//   - never for a dry run (the webhooks are registered with sideEffects
+//     NoneOnDryRun), nor for a request usher could not decode;
+//   - off the request path and bounded: the review only hands the Event
+//     to client-go's record.EventBroadcaster, which queues at most 1000
+//     and drops beyond (a full queue never blocks a review), after a
+//     rate limit per namespace (a burst of 25 Events, then one every 10
+//     seconds; the rest are dropped), so that a burst of denials of
+//     distinct objects (a script submitting Jobs by the thousand) does not
+//     become as many Events and does not crowd out other namespaces'; one
+//     goroutine writes them, and its correlator counts repeats of the same
+//     denial of the same object on one Event (count, lastTimestamp),
+//     combines more than 10 different denials of one object within 10
+//     minutes into one Event, and limits each object to a burst of 25
+//     writes, then one every 5 minutes.
+
+// DenialEventAnnotation is the annotation of a denial Event that holds the
+// denial in its stable shape (admission.Denial as JSON).
+const DenialEventAnnotation = "usher.io/denial"
+
+// reportingController names usher on its Events.
+const reportingController = "usher.io/usher"
+
+// The rate limit of denial Events, per namespace: a burst of eventBurst,
+// then eventQPS a second.
+const (
+	eventBurst = 25
+	eventQPS   = 0.1
+)
+
+// maxDenialEventMessage bounds an Event's message: the API server refuses
+// messages over 1 KiB, and the correlator may prefix "(combined from
+// similar events): ".
+const maxDenialEventMessage = 900
+
+// denialEvents records denials as Events.
+type denialEvents struct {
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
+	// limits holds a token bucket (flowcontrol.PassiveRateLimiter) per
+	// namespace, for the eventNamespaces most recently seen.
+	limits *lru.Cache
+}
+
+// eventNamespaces bounds the namespaces whose rate limits are kept.
+const eventNamespaces = 4096
+
+// newDenialEvents starts a broadcaster that writes Events through client,
+// naming this replica instance.
+func newDenialEvents(client corev1client.EventsGetter, instance string, log *slog.Logger) *denialEvents {
+	// client-go reports dropped and failed Events through a logr logger
+	// in the context: to usher's log, not klog's stderr.
+	ctx := logr.NewContextWithSlogLogger(context.Background(), log)
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	// record names an Event after its object ("NAME.<hex time>"), or with
+	// a UUID when that is not a valid name: for an object created with
+	// generateName, which the record names generateName + "*".
+	b.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: client.Events("")})
+	return &denialEvents{
+		limits:      lru.New(eventNamespaces),
+		broadcaster: b,
+		recorder: b.NewRecorder(runtime.NewScheme(), corev1.EventSource{Component: reportingController, Host: instance}).
+			WithLogger(logr.FromSlogHandler(log.Handler())),
+	}
+}
+
+// setupDenialEvents records denial Events through the cluster credentials
+// (--kubeconfig, or the pod's service account) unless Options.NoDenialEvents;
+// without credentials there are none. It only fails for credentials that
+// were named and do not load.
+func (s *Server) setupDenialEvents() error {
+	if s.opts.NoDenialEvents {
+		return nil
+	}
+	rc, err := auth.LoadKubeConfig(s.opts.Kubeconfig)
+	switch {
+	case errors.Is(err, auth.ErrNoCluster):
+		return nil
+	case err != nil && s.opts.Kubeconfig == "":
+		s.log.Warn("denial Events are off: the in-cluster configuration is unusable", "err", err)
+		return nil
+	case err != nil:
+		return fmt.Errorf("denial Events: %w", err)
+	}
+	if rc.UserAgent == "" {
+		rc.UserAgent = "usher"
+	}
+	client, err := corev1client.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("denial Events: %w", err)
+	}
+	instance := os.Getenv("POD_NAME")
+	if instance == "" {
+		instance, _ = os.Hostname()
+	}
+	s.events = newDenialEvents(client, instance, s.log)
+	return nil
+}
+
+// withDenialEvents returns the audit hook next, recording an Event for
+// every denial first (when Events are on).
+func (s *Server) withDenialEvents(next func(admission.Record)) func(admission.Record) {
+	if s.events == nil {
+		return next
+	}
+	return func(r admission.Record) {
+		s.events.record(r)
+		next(r)
+	}
+}
+
+// record hands the Event of r's denial to the broadcaster; it never
+// blocks.
+func (e *denialEvents) record(r admission.Record) {
+	d := r.Denial
+	if d == nil || d.DryRun || d.Reason == admission.CauseInvalidRequest || d.Namespace == "" || d.Kind == "" {
+		return
+	}
+	apiVersion := "v1" // every kind usher reviews is served as v1 in its group
+	if d.Group != "" {
+		apiVersion = d.Group + "/v1"
+	}
+	ref := &corev1.ObjectReference{Kind: d.Kind, APIVersion: apiVersion, Namespace: d.Namespace, Name: d.Name}
+	msg := d.Message
+	if d.Warned {
+		msg = "admitted in warn mode: " + msg
+	}
+	if len(msg) > maxDenialEventMessage {
+		cut := maxDenialEventMessage - len("...")
+		for cut > 0 && msg[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		msg = msg[:cut] + "..."
+	}
+	if !e.allow(d.Namespace) {
+		return
+	}
+	shape, err := json.Marshal(d)
+	if err != nil {
+		return
+	}
+	e.recorder.AnnotatedEventf(ref, map[string]string{DenialEventAnnotation: string(shape)}, corev1.EventTypeWarning, string(d.Reason), "%s", msg)
+}
+
+// allow takes a token of the namespace's bucket. The limit is applied
+// before the broadcaster's queue, so that a burst in one namespace does
+// not fill the queue and crowd out the Events of the others.
+func (e *denialEvents) allow(ns string) bool {
+	v, ok := e.limits.Get(ns)
+	if !ok {
+		v = flowcontrol.NewTokenBucketPassiveRateLimiter(eventQPS, eventBurst)
+		e.limits.Add(ns, v)
+	}
+	return v.(flowcontrol.PassiveRateLimiter).TryAccept()
+}
+
+// shutdown stops the broadcaster; Events still queued are dropped.
+func (e *denialEvents) shutdown() {
+	if e != nil {
+		e.broadcaster.Shutdown()
+	}
+}
