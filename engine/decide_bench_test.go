@@ -8,6 +8,7 @@ import (
 
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/engine"
+	"github.com/usherhq/usher/internal/benchcpu"
 	"github.com/usherhq/usher/policy"
 )
 
@@ -134,10 +135,13 @@ func BenchmarkDecideCached(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
+			m, n := benchcpu.Start(), 0
 			for b.Loop() {
 				res, _ := e.Check(ctx, req)
 				sinkAllowed = res.Allowed
+				n++
 			}
+			m.Stop(b, n)
 		})
 	}
 }

@@ -89,7 +89,23 @@ type Generation struct {
 	cfg       *config.Config
 	parts     map[string]*partition
 	admission *admission.State
+	// bound pairs the first partitions' compiled policy with their
+	// partition, so a decision finds both with one map lookup.
+	bound []binding
+	// serial tells generations apart: the key under which a partition's
+	// group cache keeps each user's compiled identity for this one.
+	serial uint64
 }
+
+type binding struct {
+	cp *policy.CompiledPartition
+	p  *partition
+}
+
+// maxBound is how many partitions Generation.bound holds.
+const maxBound = 4
+
+var serials atomic.Uint64
 
 type partition struct {
 	mode     identity.Mode
@@ -138,7 +154,7 @@ func (e *Engine) Swap(cfg *config.Config) error {
 		return fmt.Errorf("engine: configuration is not compiled")
 	}
 	old := e.cur.Load()
-	next := &Generation{cfg: cfg, parts: make(map[string]*partition, len(cfg.Partitions))}
+	next := &Generation{cfg: cfg, parts: make(map[string]*partition, len(cfg.Partitions)), serial: serials.Add(1)}
 	kept := map[*resolvers.Resolver]bool{}
 	var created []*resolvers.Resolver
 	for _, p := range cfg.Partitions {
@@ -164,8 +180,22 @@ func (e *Engine) Swap(cfg *config.Config) error {
 		qa, da = e.authorizers(next)
 	}
 	next.admission = admission.NewState(cfg.Admission, qa, da)
+	for _, name := range cfg.Snapshot.Partitions() {
+		if cp, err := cfg.Snapshot.Partition(name); err == nil {
+			cp.Prepare() // before serving, not on the first request
+			if p, ok := next.parts[name]; ok && len(next.bound) < maxBound {
+				next.bound = append(next.bound, binding{cp, p})
+			}
+		}
+	}
 	e.cur.Store(next)
 	if old != nil {
+		// The identities compiled against the old generation go with it.
+		for r := range kept {
+			if r.Cache != nil {
+				r.Cache.Detach()
+			}
+		}
 		var retired []*resolvers.Resolver
 		for _, p := range old.parts {
 			if !kept[p.resolver] && p.resolver.HoldsConnections() {
@@ -249,6 +279,11 @@ func (g *Generation) lookup(name string) (*policy.CompiledPartition, *partition,
 	if err != nil {
 		return nil, nil, err
 	}
+	for _, b := range g.bound {
+		if b.cp == cp {
+			return cp, b.p, nil
+		}
+	}
 	return cp, g.parts[cp.Name()], nil
 }
 
@@ -324,19 +359,56 @@ func (g *Generation) decide(ctx context.Context, req Request, trail bool) (Resul
 	if err != nil {
 		return res, nil, err
 	}
-	in, err := identify(ctx, p, req.User, req.Groups)
+	who, in, err := g.identify(ctx, cp, p, req.User, req.Groups)
 	if err != nil {
 		return res, nil, err
 	}
 	res.Identity = in
-	sub := acl.NewSubject(in.User, in.Groups)
 	var steps []policy.Step
-	if trail {
-		res.Decision, steps = q.Explain(sub, req.Action)
-	} else {
-		res.Decision = q.Decide(sub, req.Action)
+	switch {
+	case trail:
+		res.Decision, steps = q.Explain(who.sub, req.Action)
+	case who.pr != nil:
+		res.Decision = q.DecideAs(who.pr, req.Action)
+	default:
+		res.Decision = q.Decide(who.sub, req.Action)
 	}
 	return res, steps, nil
+}
+
+// who is a user prepared for decisions: the Subject, and when the user's
+// groups are cached, the Principal compiled against this generation.
+type who struct {
+	sub *acl.Subject
+	pr  *policy.Principal
+}
+
+// identify is identify for decisions in partition cp: when the groups
+// come from the partition's cache alone (mode resolve, or given without
+// supplied groups), the user's compiled identity is kept with the cached
+// answer under this generation's serial, so a decision for a cached user
+// costs a cache hit and one Principal decision: no validation, Subject or
+// allocation again until the answer or the generation changes.
+func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition, p *partition, user string, groups []string) (who, identity.Info, error) {
+	c := p.resolver.Cache
+	cached := c != nil && (p.mode == identity.ModeResolve || (p.mode == identity.ModeGiven && len(groups) == 0))
+	if cached {
+		if in, v, ok := c.Attached(user, g.serial); ok {
+			pr := v.(*policy.Principal)
+			return who{pr.Subject(), pr}, in, nil
+		}
+	}
+	in, err := identify(ctx, p, user, groups)
+	if err != nil {
+		return who{}, identity.Info{}, err
+	}
+	sub := acl.NewSubject(in.User, in.Groups)
+	if !cached {
+		return who{sub: sub}, in, nil
+	}
+	pr := cp.Principal(sub)
+	c.Attach(user, in, g.serial, pr)
+	return who{sub, pr}, in, nil
 }
 
 // Access lists every queue of the partition with what user may do there.
@@ -350,11 +422,11 @@ func (g *Generation) Access(ctx context.Context, partitionName, user string, gro
 	if err != nil {
 		return identity.Info{}, nil, err
 	}
-	in, err := identify(ctx, p, user, groups)
+	who, in, err := g.identify(ctx, cp, p, user, groups)
 	if err != nil {
 		return identity.Info{}, nil, err
 	}
-	return in, cp.Access(acl.NewSubject(in.User, in.Groups)), nil
+	return in, cp.Access(who.sub), nil
 }
 
 // AppRequest is a question about a running application: may User (with
@@ -381,12 +453,12 @@ func (g *Generation) DecideApplication(ctx context.Context, req AppRequest) (app
 	if err != nil {
 		return application.Decision{}, identity.Info{}, err
 	}
-	in, err := identify(ctx, p, req.User, req.Groups)
+	who, in, err := g.identify(ctx, cp, p, req.User, req.Groups)
 	if err != nil {
 		return application.Decision{}, identity.Info{}, err
 	}
 	pol := application.Policy{Partition: cp, Defaults: p.defaults}
-	d, err := pol.Decide(req.App, acl.NewSubject(in.User, in.Groups), req.Action, req.Target)
+	d, err := pol.Decide(req.App, who.sub, req.Action, req.Target)
 	return d, in, err
 }
 
@@ -467,12 +539,12 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 		return res, err
 	}
 	res.Partition, res.Rules = cp.Name(), p.rules
-	in, err := identify(ctx, p, req.User, req.Groups)
+	who, in, err := g.identify(ctx, cp, p, req.User, req.Groups)
 	if err != nil {
 		return res, err
 	}
 	res.Identity = in
-	preq := placement.Request{Subject: acl.NewSubject(in.User, in.Groups), Queue: req.Queue, Tags: req.Tags}
+	preq := placement.Request{Subject: who.sub, Queue: req.Queue, Tags: req.Tags}
 	if req.Namespace != "" && p.rules.ReadsTags() {
 		preq.Tags = make(map[string]string, len(req.Tags)+1)
 		for k, v := range req.Tags {

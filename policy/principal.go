@@ -12,7 +12,8 @@ import (
 // one name are contiguous in one array (offsets in off), so the index is
 // a few allocations whatever the number of entries.
 type index struct {
-	refs   []aclRef // every ACL set, in depth-first order, submit before admin
+	refs    []aclRef // every ACL set, in depth-first order, submit before admin
+	origins []Origin // refs[i] as a decision names it
 	users  names
 	groups names
 }
@@ -52,6 +53,10 @@ func (p *CompiledPartition) index() *index {
 					ng += len(a.Groups())
 				}
 			}
+		}
+		ix.origins = make([]Origin, len(ix.refs))
+		for i, r := range ix.refs {
+			ix.origins[i] = Origin{r.q.path, r.name(), r.rule()}
 		}
 		ix.users.build(ix.refs, nu, (*acl.ACL).Users)
 		ix.groups.build(ix.refs, ng, (*acl.ACL).Groups)
@@ -269,24 +274,28 @@ func (r QueueRef) DecideAs(pr *Principal, action Action) Decision {
 		segs, wild = &pr.admin, q.wildAdmin
 	}
 	var by aclRef
+	var o *Origin
 	var m acl.Match
 	if v := segs.at(q.pos); v >= 0 {
 		h := &pr.hits[v]
-		by = r.p.ix.refs[h.ref]
+		by, o = r.p.ix.refs[h.ref], &r.p.ix.origins[h.ref]
 		m = acl.Match{Kind: h.kind, Index: int(h.idx)}
 		if h.kind == acl.MatchUser {
-			m.Name = by.rule().Users()[h.idx]
+			m.Name = o.Rule.Users()[h.idx]
 		} else {
-			m.Name = by.rule().Groups()[h.idx]
+			m.Name = o.Rule.Groups()[h.idx]
 		}
 	}
 	if wild.q != nil && (by.q == nil || wild.before(by)) {
-		by, m = wild, acl.Match{Kind: acl.MatchWildcard, Name: acl.Wildcard}
+		m.Kind, m.Name, m.Index = acl.MatchWildcard, acl.Wildcard, 0
+		m.List = wild.list(q, action)
+		d.Allowed, d.By = true, Grant{Origin: Origin{wild.q.path, wild.name(), wild.rule()}, Match: m}
+		return d
 	}
 	switch {
-	case by.q != nil:
+	case o != nil:
 		m.List = by.list(q, action)
-		d.Allowed, d.By = true, Grant{Origin: Origin{by.q.path, by.name(), by.rule()}, Match: m}
+		d.Allowed, d.By = true, Grant{Origin: *o, Match: m}
 	case pr.cluster.Allowed():
 		m = pr.cluster
 		m.List = int(q.nSubmit)

@@ -21,6 +21,7 @@ var QueueNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_:#/@-]{1,64}$`)
 type Snapshot struct {
 	partitions map[string]*CompiledPartition
 	names      []string
+	def        *CompiledPartition // the default partition, nil if none
 }
 
 // CompiledPartition is one partition of a Snapshot.
@@ -129,6 +130,9 @@ func Compile(parts []Partition) (*Snapshot, error) {
 		}
 		s.partitions[name] = cp
 		s.names = append(s.names, name)
+		if name == DefaultPartition {
+			s.def = cp
+		}
 	}
 	return s, nil
 }
@@ -217,7 +221,10 @@ func (s *Snapshot) Partitions() []string { return s.names }
 
 // Partition returns the named partition ("" is the default partition).
 func (s *Snapshot) Partition(name string) (*CompiledPartition, error) {
-	if name == "" {
+	if name == "" || name == DefaultPartition {
+		if s.def != nil {
+			return s.def, nil
+		}
 		name = DefaultPartition
 	}
 	if p, ok := s.partitions[name]; ok {
