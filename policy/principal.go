@@ -14,8 +14,8 @@ import (
 type index struct {
 	refs    []aclRef // every ACL set, in depth-first order, submit before admin
 	origins []Origin // refs[i] as a decision names it
-	users  names
-	groups names
+	users   names
+	groups  names
 }
 
 type names struct {
