@@ -407,6 +407,7 @@ func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition,
 		return who{sub: sub}, in, nil
 	}
 	pr := cp.Principal(sub)
+	pr.Attach()
 	c.Attach(user, in, g.serial, pr)
 	return who{sub, pr}, in, nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/usherhq/usher/acl"
+	"github.com/usherhq/usher/internal/benchcpu"
 	"github.com/usherhq/usher/policy"
 )
 
@@ -43,26 +44,53 @@ func deepTree(depth int, perLevel bool) (*policy.Snapshot, string) {
 	return s, path
 }
 
-var sinkAllowed bool
-
-// BenchmarkSubmitCheck compares a decision at depth 1 and depth 10: the
-// inherited sets are compiled, so the cost must not grow with depth.
+// BenchmarkSubmitCheck compares a decision at depth 1, 10 and 20, the
+// way the engine decides for a user whose groups are cached (a Principal
+// compiled once): nothing is inherited by copy, so the cost must not grow
+// with depth or with the entries on the way.
+//
+//	go test -run '^$' -bench SubmitCheck -benchmem -count 6 ./policy/
 func BenchmarkSubmitCheck(b *testing.B) {
 	sub := acl.NewSubject("carol", groups(64))
-	for _, c := range []struct {
-		depth    int
-		perLevel bool
-	}{{1, true}, {10, true}, {1, false}, {10, false}} {
+	for _, c := range submitCases {
 		s, path := deepTree(c.depth, c.perLevel)
 		p, _ := s.Partition("default")
-		name := fmt.Sprintf("depth=%d", c.depth)
-		if !c.perLevel {
-			name += "/root-acl-only"
-		}
-		b.Run(name, func(b *testing.B) {
-			if d, _ := p.Decide(path, sub, policy.Submit); !d.Allowed || d.By.Queue != "root" {
+		pr := p.Principal(sub)
+		ref, _ := p.Lookup(path)
+		b.Run(c.name(), func(b *testing.B) {
+			if d, _ := p.DecideAs(path, pr, policy.Submit); !d.Allowed || d.By.Queue != "root" {
 				b.Fatalf("wrong decision %+v", d)
 			}
+			b.ReportAllocs()
+			m, n := benchcpu.Start(), 0
+			for b.Loop() {
+				d, _ := p.DecideAs(path, pr, policy.Submit)
+				sinkAllowed = d.Allowed
+				n++
+			}
+			m.Stop(b, n)
+		})
+		b.Run(c.name()+"/looked-up", func(b *testing.B) {
+			b.ReportAllocs()
+			m, n := benchcpu.Start(), 0
+			for b.Loop() {
+				sinkAllowed = ref.DecideAs(pr, policy.Submit).Allowed
+				n++
+			}
+			m.Stop(b, n)
+		})
+	}
+}
+
+// BenchmarkSubmitCheckSubject is the decision for a bare acl.Subject
+// (no Principal: placement and application checks), which walks the
+// queue's chain: it grows with depth.
+func BenchmarkSubmitCheckSubject(b *testing.B) {
+	sub := acl.NewSubject("carol", groups(64))
+	for _, c := range submitCases {
+		s, path := deepTree(c.depth, c.perLevel)
+		p, _ := s.Partition("default")
+		b.Run(c.name(), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				d, _ := p.Decide(path, sub, policy.Submit)
@@ -70,6 +98,21 @@ func BenchmarkSubmitCheck(b *testing.B) {
 			}
 		})
 	}
+}
+
+type submitCase struct {
+	depth    int
+	perLevel bool
+}
+
+var submitCases = []submitCase{{1, true}, {10, true}, {20, true}, {1, false}, {10, false}, {20, false}}
+
+func (c submitCase) name() string {
+	name := fmt.Sprintf("depth=%d", c.depth)
+	if !c.perLevel {
+		name += "/root-acl-only"
+	}
+	return name
 }
 
 // GenerateTree returns partitions with n queues under root in three levels
@@ -114,3 +157,5 @@ func BenchmarkCompile10kQueues(b *testing.B) {
 		}
 	}
 }
+
+var sinkAllowed bool

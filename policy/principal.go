@@ -177,6 +177,13 @@ func (s *segments) emit(at, val int32) {
 // Subject returns the subject the Principal was compiled from.
 func (pr *Principal) Subject() *acl.Subject { return pr.sub }
 
+// Attach keeps the Principal with its subject, so that every decision
+// for that Subject in the partition it was compiled against (placement,
+// application checks, QueueRef.Decide) answers as DecideAs does. Attach
+// a Principal only to a Subject no other partition's Principal is
+// attached to at the same time; the last attached wins.
+func (pr *Principal) Attach() { pr.sub.Attach(pr.serial, pr) }
+
 // Principal compiles sub against the partition. It costs a map lookup per
 // name of sub and a sort of the entries naming them; see Principal.
 func (p *CompiledPartition) Principal(sub *acl.Subject) *Principal {
@@ -265,7 +272,7 @@ func (ix *index) segments(hits []hit, adminOnly bool) segments {
 // decided as Decide decides its subject.
 func (r QueueRef) DecideAs(pr *Principal, action Action) Decision {
 	if pr.serial != r.p.serial || pr.walk {
-		return r.Decide(pr.sub, action)
+		return r.walk(pr.sub, action)
 	}
 	q := r.q
 	d := Decision{Partition: r.p.name, Queue: q.path, Action: action, User: pr.sub.User()}

@@ -114,6 +114,10 @@ func TestPrincipalDecidesAsTheInheritedSets(t *testing.T) {
 			sub := acl.NewSubject(fmt.Sprintf("u%d", r.IntN(users+2)), gs)
 			pr := p.Principal(sub)
 			foreign := op.Principal(sub)
+			attached := acl.NewSubject(sub.User(), sub.Groups())
+			p.Principal(attached).Attach()
+			elsewhere := acl.NewSubject(sub.User(), sub.Groups())
+			op.Principal(elsewhere).Attach()
 			for _, path := range p.Queues() {
 				ref, _ := p.Lookup(path)
 				for _, action := range []policy.Action{policy.Submit, policy.Admin} {
@@ -122,6 +126,8 @@ func TestPrincipalDecidesAsTheInheritedSets(t *testing.T) {
 						"Decide":            ref.Decide(sub, action),
 						"DecideAs":          ref.DecideAs(pr, action),
 						"DecideAs(foreign)": ref.DecideAs(foreign, action),
+						"Decide(attached)":  ref.Decide(attached, action),
+						"Decide(elsewhere)": ref.Decide(elsewhere, action),
 					} {
 						if got != want {
 							t.Fatalf("round %d: %s %v %s for %s %v:\n got %+v\nwant %+v\ntree %s",
