@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -159,3 +160,63 @@ func BenchmarkCompile10kQueues(b *testing.B) {
 }
 
 var sinkAllowed bool
+
+// BenchmarkPrepare10kQueues indexes the entries of the configuration of
+// BenchmarkCompile10kQueues by name (what Principal compiles with; the
+// engine does it when it swaps a generation in), and reports the heap the
+// compiled snapshot and its index keep (live-MB, after a collection).
+func BenchmarkPrepare10kQueues(b *testing.B) {
+	parts := generate(10000, 100000)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s, err := policy.Compile(parts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, _ := s.Partition("default")
+	p.Prepare()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(s)
+	b.ReportAllocs()
+	for b.Loop() {
+		s, _ := policy.Compile(parts)
+		p, _ := s.Partition("default")
+		p.Prepare()
+	}
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "live-MB")
+}
+
+// BenchmarkPrincipal10kQueues compiles a user in 64 groups against the
+// configuration of BenchmarkCompile10kQueues, once per user and
+// generation in usher serve, and reports the Principal's size.
+func BenchmarkPrincipal10kQueues(b *testing.B) {
+	s, err := policy.Compile(generate(10000, 100000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, _ := s.Partition("default")
+	p.Prepare()
+	for _, named := range []int{1, 8, 64} {
+		// named of the 64 groups appear in the configuration (each on
+		// about 20 queues), the others nowhere.
+		gs := groups(64)
+		for i := range named {
+			gs[i] = fmt.Sprintf("group%d-%d", i*7%500, i%5)
+		}
+		sub := acl.NewSubject("user77-1", gs)
+		b.Run(fmt.Sprintf("named=%d", named), func(b *testing.B) {
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			pr := p.Principal(sub)
+			runtime.ReadMemStats(&m1)
+			b.ReportAllocs()
+			for b.Loop() {
+				pr = p.Principal(sub)
+			}
+			b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc), "principal-B")
+			runtime.KeepAlive(pr)
+		})
+	}
+}

@@ -235,7 +235,11 @@ func (p *CompiledPartition) Principal(sub *acl.Subject) *Principal {
 // chain every ACL (a queue's submit ACL before its admin ACL), for the
 // admin chain admin ACLs only.
 func (ix *index) segments(hits []hit, adminOnly bool) segments {
-	var s segments
+	// At most two runs start per hit (where it begins, where it ends), and
+	// one more at the end; the runs go in exact slices, the stack of open
+	// subtrees is as deep as the tree.
+	run := make([]int32, 2*(2*len(hits)+1))
+	s := segments{start: run[:0:2*len(hits)+1], val: run[2*len(hits)+1 : 2*len(hits)+1]}
 	type open struct{ end, val int32 }
 	var stack []open
 	pop := func(upTo int32) {
@@ -261,7 +265,9 @@ func (ix *index) segments(hits []hit, adminOnly bool) segments {
 		s.emit(r.q.pos, int32(i))
 	}
 	pop(1<<31 - 1)
-	s.start, s.val = slices.Clip(s.start), slices.Clip(s.val)
+	if len(s.start) == 0 {
+		return segments{}
+	}
 	return s
 }
 
