@@ -239,7 +239,7 @@ func (ix *index) segments(hits []hit, adminOnly bool) segments {
 	// one more at the end; the runs go in exact slices, the stack of open
 	// subtrees is as deep as the tree.
 	run := make([]int32, 2*(2*len(hits)+1))
-	s := segments{start: run[:0:2*len(hits)+1], val: run[2*len(hits)+1 : 2*len(hits)+1]}
+	s := segments{start: run[: 0 : 2*len(hits)+1], val: run[2*len(hits)+1 : 2*len(hits)+1]}
 	type open struct{ end, val int32 }
 	var stack []open
 	pop := func(upTo int32) {
