@@ -170,3 +170,41 @@ func BenchmarkLoadScale(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecideGiven is engine.Check with the user's groups supplied
+// with the request (mode given, as the API server supplies them to the
+// webhooks), the same groups on every request.
+//
+//	go test -run '^$' -bench DecideGiven -benchmem -count 6 ./engine/
+func BenchmarkDecideGiven(b *testing.B) {
+	ctx := context.Background()
+	for _, g := range []int{1, 64, 1024} {
+		s := scale{groups: g, depth: 10, entries: 1000, queues: 100}
+		b.Run(s.String(), func(b *testing.B) {
+			c, err := config.Parse("scale.yaml", []byte(scaleYAML(s)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			e, err := engine.New(c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			groups := make([]string, g)
+			for i := range groups {
+				groups[i] = fmt.Sprintf("g%04d", i)
+			}
+			req := engine.Request{Queue: scalePath(s.depth), User: "dave", Groups: groups, Action: policy.Submit}
+			if res, err := e.Check(ctx, req); err != nil || !res.Allowed || res.By.Queue != "root" {
+				b.Fatalf("%+v, %v", res, err)
+			}
+			b.ReportAllocs()
+			m, n := benchcpu.Start(), 0
+			for b.Loop() {
+				res, _ := e.Check(ctx, req)
+				sinkAllowed = res.Allowed
+				n++
+			}
+			m.Stop(b, n)
+		})
+	}
+}

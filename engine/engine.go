@@ -27,7 +27,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -114,6 +116,43 @@ type partition struct {
 	// rules are the partition's placement rules (the implicit provided
 	// rule when it configures none).
 	rules *placement.Rules
+	// given keeps, for this generation, the compiled identity of users
+	// whose groups were supplied with the request (mode given).
+	given givenCache
+}
+
+// givenCache maps a user to the identity last compiled from groups
+// supplied with a request: a request supplying the same groups, in the
+// same order, reuses it. It holds at most maxGiven users; when full it is
+// emptied, so it stays bounded without bookkeeping on the hit path.
+type givenCache struct {
+	m sync.Map // user -> *givenEntry
+	n atomic.Int64
+}
+
+type givenEntry struct {
+	groups []string // as supplied, the cache's own copy
+	in     identity.Info
+	pr     *policy.Principal
+}
+
+// maxGiven bounds a partition's givenCache.
+const maxGiven = 10000
+
+func (c *givenCache) get(user string, groups []string) (*givenEntry, bool) {
+	v, ok := c.m.Load(user)
+	if !ok {
+		return nil, false
+	}
+	e := v.(*givenEntry)
+	return e, slices.Equal(e.groups, groups)
+}
+
+func (c *givenCache) put(user string, e *givenEntry) {
+	if _, loaded := c.m.Swap(user, e); !loaded && c.n.Add(1) > maxGiven {
+		c.m.Clear()
+		c.n.Store(0)
+	}
 }
 
 // Option configures an Engine.
@@ -388,14 +427,23 @@ type who struct {
 // supplied groups), the user's compiled identity is kept with the cached
 // answer under this generation's serial, so a decision for a cached user
 // costs a cache hit and one Principal decision: no validation, Subject or
-// allocation again until the answer or the generation changes.
+// allocation again until the answer or the generation changes. When they
+// are supplied with the request (mode given), it is kept in the
+// generation's partition for the user and those exact groups; a request
+// with other groups compiles again. Mode merge compiles every time.
 func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition, p *partition, user string, groups []string) (who, identity.Info, error) {
 	c := p.resolver.Cache
 	cached := c != nil && (p.mode == identity.ModeResolve || (p.mode == identity.ModeGiven && len(groups) == 0))
-	if cached {
+	given := p.mode == identity.ModeGiven && len(groups) > 0
+	switch {
+	case cached:
 		if in, v, ok := c.Attached(user, g.serial); ok {
 			pr := v.(*policy.Principal)
 			return who{pr.Subject(), pr}, in, nil
+		}
+	case given:
+		if e, ok := p.given.get(user, groups); ok {
+			return who{e.pr.Subject(), e.pr}, e.in, nil
 		}
 	}
 	in, err := identify(ctx, p, user, groups)
@@ -403,6 +451,12 @@ func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition,
 		return who{}, identity.Info{}, err
 	}
 	sub := acl.NewSubject(in.User, in.Groups)
+	if given {
+		pr := cp.Principal(sub)
+		pr.Attach()
+		p.given.put(user, &givenEntry{groups: slices.Clone(groups), in: in, pr: pr})
+		return who{sub, pr}, in, nil
+	}
 	if !cached {
 		return who{sub: sub}, in, nil
 	}

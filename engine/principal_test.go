@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/usherhq/usher/config"
@@ -103,5 +104,47 @@ func TestCachedIdentityFollowsTheGeneration(t *testing.T) {
 	check("alice", "root", policy.Admin, false, "")
 	if got := e.CacheStats()["default"].Calls; got != calls {
 		t.Errorf("the groups were asked again across the reload: %d calls, want %d", got, calls)
+	}
+}
+
+// TestGivenGroupsDecisionIsReused checks that a decision for groups
+// supplied with the request reuses the identity compiled for the same
+// user and groups (no allocation), and that other groups, or the same in
+// another order, are decided for what they are.
+func TestGivenGroupsDecisionIsReused(t *testing.T) {
+	e := newEngine(t, cachedYAML)
+	ctx := context.Background()
+	dev := []string{"system:authenticated", "dev"}
+	req := engine.Request{Queue: "root.a.b", User: "carol", Groups: dev}
+	for range 2 {
+		res, err := e.Check(ctx, req)
+		if err != nil || !res.Allowed || res.By.Match.Name != "dev" || res.Identity.SourceOf(1) != "given" {
+			t.Fatalf("%+v, %v", res, err)
+		}
+	}
+	if n := testing.AllocsPerRun(200, func() {
+		if res, err := e.Check(ctx, req); err != nil || !res.Allowed {
+			t.Fatal(res, err)
+		}
+	}); n != 0 {
+		t.Errorf("a repeated decision with given groups allocates %v times", n)
+	}
+	for _, c := range []struct {
+		groups []string
+		want   bool
+	}{
+		{[]string{"system:authenticated"}, false},
+		{[]string{"dev", "system:authenticated"}, true},
+		{[]string{"ops"}, true}, // root's adminacl
+		{[]string{"system:authenticated", "dev"}, true},
+		{[]string{"dev", "dev"}, true},
+	} {
+		res, err := e.Check(ctx, engine.Request{Queue: "root.a.b", User: "carol", Groups: c.groups})
+		if err != nil || res.Allowed != c.want || !slices.Equal(res.Identity.Groups, slices.Compact(slices.Clone(c.groups))) {
+			t.Errorf("groups %v: %+v (identity %v), %v; want allowed=%t", c.groups, res.Decision, res.Identity, err, c.want)
+		}
+	}
+	if res, err := e.Check(ctx, engine.Request{Queue: "root.a.b", User: "bad user", Groups: dev}); err == nil || res.Allowed {
+		t.Errorf("an invalid user name was decided: %+v", res)
 	}
 }
