@@ -308,7 +308,7 @@ func (r QueueRef) DecideAs(pr *Principal, action Action) Decision {
 	switch {
 	case o != nil:
 		m.List = by.list(q, action)
-		d.Allowed, d.By = true, Grant{Origin: *o, Match: m}
+		d.Allowed, d.By.Origin, d.By.Match = true, *o, m
 	case pr.cluster.Allowed():
 		m = pr.cluster
 		m.List = int(q.nSubmit)
