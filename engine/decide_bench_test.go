@@ -208,3 +208,32 @@ func BenchmarkDecideGiven(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCompileScale is the policy's part of loading the
+// configurations of BenchmarkDecideCached: policy.Compile and the index
+// of entries by name (Prepare), from partitions already parsed.
+//
+//	go test -run '^$' -bench CompileScale -benchmem -count 6 ./engine/
+func BenchmarkCompileScale(b *testing.B) {
+	for _, s := range scaleAxes() {
+		c, err := config.Parse("scale.yaml", []byte(scaleYAML(s)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		specs := make([]policy.Partition, len(c.Partitions))
+		for i := range c.Partitions {
+			specs[i] = c.Partitions[i].Partition
+		}
+		b.Run(s.String(), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				snap, err := policy.Compile(specs)
+				if err != nil {
+					b.Fatal(err)
+				}
+				p, _ := snap.Partition("default")
+				p.Prepare()
+			}
+		})
+	}
+}
