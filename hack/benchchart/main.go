@@ -7,7 +7,8 @@
 // optional "before" set of files are drawn dashed.
 //
 //	go run ./hack/benchchart -decide after-decide.txt -load after-load.txt \
-//	    [-decide-before before-decide.txt -load-before before-load.txt] -o docs/benchmarks-scaling.svg
+//	    [-decide-before before-decide.txt -load-before before-load.txt] \
+//	    [-compile compile.txt] -o docs/benchmarks-scaling.svg
 //
 // Only the standard library: no network, nothing to install.
 package main
@@ -41,13 +42,19 @@ type axis struct {
 
 var axes = []axis{
 	{"groups", "groups per user", func(p point) int { return p.groups },
-		func(p point) bool { return p.depth == base.depth && p.entries == base.entries && p.queues == base.queues }},
+		func(p point) bool {
+			return p.depth == base.depth && p.entries == base.entries && p.queues == base.queues
+		}},
 	{"depth", "queue depth", func(p point) int { return p.depth },
-		func(p point) bool { return p.groups == base.groups && p.entries == base.entries && p.queues == base.queues }},
+		func(p point) bool {
+			return p.groups == base.groups && p.entries == base.entries && p.queues == base.queues
+		}},
 	{"entries", "ACL entries", func(p point) int { return p.entries },
 		func(p point) bool { return p.groups == base.groups && p.depth == base.depth && p.queues == base.queues }},
 	{"queues", "queues (entries = max(1,000, 2 × queues))", func(p point) int { return p.queues },
-		func(p point) bool { return p.groups == base.groups && p.depth == base.depth && p.entries == max(base.entries, 2*p.queues) }},
+		func(p point) bool {
+			return p.groups == base.groups && p.depth == base.depth && p.entries == max(base.entries, 2*p.queues)
+		}},
 }
 
 var line = regexp.MustCompile(`^Benchmark\w+/groups=(\d+)/depth=(\d+)/entries=(\d+)/queues=(\d+)(?:-\d+)?\s+\d+\s+(.*)$`)
@@ -125,6 +132,7 @@ func main() {
 	decideBefore := flag.String("decide-before", "", "BenchmarkDecideCached output (before), optional")
 	load := flag.String("load", "", "BenchmarkLoadScale output (after)")
 	loadBefore := flag.String("load-before", "", "BenchmarkLoadScale output (before), optional")
+	compile := flag.String("compile", "", "BenchmarkCompileScale output, optional: a third row")
 	out := flag.String("o", "docs/benchmarks-scaling.svg", "SVG to write")
 	title := flag.String("title", "usher: what a decision and a load cost as a configuration grows", "chart title")
 	flag.Parse()
@@ -147,6 +155,11 @@ func main() {
 			{"after", must(read([]string{*load}, "ns/op")), "#1f77b4", false},
 			{"before", must(read([]string{*loadBefore}, "ns/op")), "#d62728", true},
 		}},
+	}
+	if *compile != "" {
+		rows = append(rows, row{title: "of which the policy: Compile and Prepare", unit: "ms", scale: 1e6, series: []series{
+			{"after", must(read([]string{*compile}, "ns/op")), "#1f77b4", false},
+		}})
 	}
 	svg := draw(*title, rows)
 	if err := os.WriteFile(*out, []byte(svg), 0o644); err != nil {
