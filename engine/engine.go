@@ -122,8 +122,8 @@ type partition struct {
 }
 
 // givenCache maps a user to the identity last compiled from groups
-// supplied with a request: a request supplying the same groups, in the
-// same order, reuses it. It holds at most maxGiven users; when full it is
+// supplied with a request (or answered by a resolver that has no cache):
+// a request with the same groups, in the same order, reuses it. It holds at most maxGiven users; when full it is
 // emptied, so it stays bounded without bookkeeping on the hit path.
 type givenCache struct {
 	m sync.Map // user -> *givenEntry
@@ -131,21 +131,24 @@ type givenCache struct {
 }
 
 type givenEntry struct {
-	groups []string // as supplied, the cache's own copy
-	in     identity.Info
-	pr     *policy.Principal
+	// groups are the groups as supplied (the cache's own copy), or with
+	// resolved set, the groups the resolver answered, in is then unset.
+	groups   []string
+	resolved bool
+	in       identity.Info
+	pr       *policy.Principal
 }
 
 // maxGiven bounds a partition's givenCache.
 const maxGiven = 10000
 
-func (c *givenCache) get(user string, groups []string) (*givenEntry, bool) {
+func (c *givenCache) get(user string, groups []string, resolved bool) (*givenEntry, bool) {
 	v, ok := c.m.Load(user)
 	if !ok {
 		return nil, false
 	}
 	e := v.(*givenEntry)
-	return e, slices.Equal(e.groups, groups)
+	return e, e.resolved == resolved && slices.Equal(e.groups, groups)
 }
 
 func (c *givenCache) put(user string, e *givenEntry) {
@@ -442,7 +445,7 @@ func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition,
 			return who{pr.Subject(), pr}, in, nil
 		}
 	case given:
-		if e, ok := p.given.get(user, groups); ok {
+		if e, ok := p.given.get(user, groups, false); ok {
 			return who{e.pr.Subject(), e.pr}, e.in, nil
 		}
 	}
@@ -450,19 +453,24 @@ func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition,
 	if err != nil {
 		return who{}, identity.Info{}, err
 	}
+	if !cached && !given {
+		// Groups from a resolver without a cache (type none), or merged
+		// with the request's: the identity is kept for the same groups.
+		if e, ok := p.given.get(user, in.Groups, true); ok {
+			return who{e.pr.Subject(), e.pr}, in, nil
+		}
+	}
 	sub := acl.NewSubject(in.User, in.Groups)
-	if given {
-		pr := cp.Principal(sub)
-		pr.Attach()
-		p.given.put(user, &givenEntry{groups: slices.Clone(groups), in: in, pr: pr})
-		return who{sub, pr}, in, nil
-	}
-	if !cached {
-		return who{sub: sub}, in, nil
-	}
 	pr := cp.Principal(sub)
 	pr.Attach()
-	c.Attach(user, in, g.serial, pr)
+	switch {
+	case cached:
+		c.Attach(user, in, g.serial, pr)
+	case given:
+		p.given.put(user, &givenEntry{groups: slices.Clone(groups), in: in, pr: pr})
+	default:
+		p.given.put(user, &givenEntry{groups: slices.Clone(in.Groups), resolved: true, pr: pr})
+	}
 	return who{sub, pr}, in, nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/engine"
+	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/policy"
 )
 
@@ -146,5 +147,29 @@ func TestGivenGroupsDecisionIsReused(t *testing.T) {
 	}
 	if res, err := e.Check(ctx, engine.Request{Queue: "root.a.b", User: "bad user", Groups: dev}); err == nil || res.Allowed {
 		t.Errorf("an invalid user name was decided: %+v", res)
+	}
+}
+
+// TestUncachedResolverAndGivenGroupsKeepApart checks, in a partition whose
+// resolver has no cache (type none), that the identity kept for the
+// resolver's groups is never served for the same groups supplied with a
+// request, nor the other way round: each keeps where its groups came from.
+func TestUncachedResolverAndGivenGroupsKeepApart(t *testing.T) {
+	e := newEngine(t, modesYAML)
+	ctx := context.Background()
+	none, err := e.Check(ctx, engine.Request{Partition: "plain", User: "alice"})
+	if err != nil || !none.Allowed || len(none.Identity.Groups) == 0 || none.Identity.SourceOf(0) != "none" {
+		t.Fatalf("%+v, %v", none, err)
+	}
+	for range 2 {
+		for _, c := range []struct {
+			groups []string
+			source identity.Source
+		}{{nil, "none"}, {none.Identity.Groups, "given"}} {
+			res, err := e.Check(ctx, engine.Request{Partition: "plain", User: "alice", Groups: c.groups})
+			if err != nil || !res.Allowed || res.Identity.SourceOf(0) != c.source || res.Decision != none.Decision {
+				t.Errorf("groups %v: %+v (identity %v), %v; want source %s", c.groups, res.Decision, res.Identity, err, c.source)
+			}
+		}
 	}
 }
