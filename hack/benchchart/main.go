@@ -123,8 +123,8 @@ type row struct {
 
 const (
 	panelW, panelH = 230.0, 170.0
-	left, top      = 70.0, 50.0
-	gapX, gapY     = 40.0, 80.0
+	left, top      = 70.0, 75.0
+	gapX, gapY     = 40.0, 95.0
 )
 
 func main() {
@@ -149,7 +149,8 @@ func main() {
 		{title: "decision for a cached user (engine.Check)", unit: "ns", scale: 1, series: []series{
 			{"after, thread CPU", must(read([]string{*decide}, "cpu-ns/op")), "#1f77b4", false},
 			{"after, wall", must(read([]string{*decide}, "ns/op")), "#9ecae1", false},
-			{"before, wall", must(read([]string{*decideBefore}, "ns/op")), "#d62728", true},
+			{"before, thread CPU", must(read([]string{*decideBefore}, "cpu-ns/op")), "#d62728", true},
+			{"before, wall", must(read([]string{*decideBefore}, "ns/op")), "#fc9272", true},
 		}},
 		{title: "load: parse, validate, lint, compile, engine", unit: "ms", scale: 1e6, series: []series{
 			{"after", must(read([]string{*load}, "ns/op")), "#1f77b4", false},
@@ -201,7 +202,7 @@ func draw(title string, rows []row) string {
 			if len(s.data) == 0 {
 				continue
 			}
-			ly := y0 - 34 + float64(si)*12
+			ly := y0 - 48 + float64(si)*11
 			fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="%s" stroke-width="2"%s/>`, lx, ly, lx+20, ly, s.color, dash(s.dashed))
 			fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">%s</text>`+"\n", lx+25, ly+4, esc(s.name))
 		}
@@ -240,7 +241,11 @@ func panel(b *strings.Builder, x0, y0 float64, a axis, r row, ylo, yhi float64) 
 		fmt.Fprintf(b, `<text x="%.0f" y="%.1f" text-anchor="end">%s</text>`+"\n", x0-4, y+4, num(d))
 	}
 	for _, x := range xs {
-		fmt.Fprintf(b, `<text x="%.1f" y="%.0f" text-anchor="middle">%s</text>`, px(x), y0+panelH+14, num(float64(x)))
+		label := strconv.Itoa(x)
+		if x >= 10000 {
+			label = num(float64(x))
+		}
+		fmt.Fprintf(b, `<text x="%.1f" y="%.0f" text-anchor="middle">%s</text>`, px(x), y0+panelH+14, label)
 	}
 	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" text-anchor="middle">%s</text>`+"\n", x0+panelW/2, y0+panelH+30, esc(a.label))
 	for _, s := range r.series {
