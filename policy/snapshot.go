@@ -440,7 +440,10 @@ type QueueAccess struct {
 // may do there (YARN's mapred queue -showacls).
 func (p *CompiledPartition) Access(sub *acl.Subject) []QueueAccess {
 	out := make([]QueueAccess, 0, len(p.order))
-	pr := p.Principal(sub)
+	pr, ok := sub.Attached(p.serial).(*Principal)
+	if !ok || pr.sub != sub {
+		pr = p.Principal(sub)
+	}
 	for _, q := range p.order {
 		r := QueueRef{p, q}
 		s, a := r.DecideAs(pr, Submit), r.DecideAs(pr, Admin)

@@ -294,25 +294,40 @@ type attachment struct {
 	v   any
 }
 
-// Attached returns user's fresh cached success and the value attached to
-// it under key (Attach), counting a hit; ok is false, and nothing is
-// counted, when the cache holds no fresh success for user or nothing is
-// attached under key: the caller then asks Resolve. It does not allocate.
+// Attached returns user's cached success and the value attached to it
+// under key (Attach), counting a hit, when Resolve would answer it from
+// the cache (fresh, or the last good answer served stale, see
+// Options.StaleTTL); ok is false, and nothing is counted, otherwise or
+// when nothing is attached under key: the caller then asks Resolve. It
+// does not allocate.
 //
 // A caller keeps with an answer what it works out from it (usher's engine
 // keeps the user's compiled identity, keyed by its configuration's
 // generation), so that work is done once per answer and key.
 func (c *Cache) Attached(user string, key uint64) (in identity.Info, v any, ok bool) {
 	e := c.lookup(user)
-	if e == nil || e.err != nil || !c.now().Before(e.expires) {
+	if e == nil || e.err != nil {
 		return identity.Info{}, nil, false
 	}
 	a := e.att.Load()
 	if a == nil || a.key != key {
 		return identity.Info{}, nil, false
 	}
-	e.touch()
-	c.stripe().hits.Add(1)
+	now := c.now()
+	switch {
+	case now.Before(e.expires):
+		e.touch()
+		c.stripe().hits.Add(1)
+	case e.stale && now.Before(e.keep):
+		// Served stale, exactly as Resolve serves it.
+		e.touch()
+		c.stripe().staleHits.Add(1)
+		if !now.Before(e.retryAt) && e.refreshing.CompareAndSwap(false, true) {
+			go c.refresh(user)
+		}
+	default:
+		return identity.Info{}, nil, false
+	}
 	return e.info, a.v, true
 }
 
