@@ -20,6 +20,11 @@
 //     provided rule when it has none) for a user identified as Check
 //     identifies it; the rules, the queues and the groups come from one
 //     generation. A rejected application is a result, not an error.
+//   - A user's identity is compiled against the generation once (a
+//     policy.Principal): kept with the user's cached groups, or in the
+//     generation for the exact groups supplied, and never used with
+//     another answer or another generation. A decision for it costs the
+//     same at any depth and does not allocate.
 //   - There is no global state: each Engine owns its caches.
 package engine
 
@@ -117,14 +122,16 @@ type partition struct {
 	// rule when it configures none).
 	rules *placement.Rules
 	// given keeps, for this generation, the compiled identity of users
-	// whose groups were supplied with the request (mode given).
+	// whose groups are not in the resolver's cache: supplied with the
+	// request, merged, or from a resolver without a cache.
 	given givenCache
 }
 
 // givenCache maps a user to the identity last compiled from groups
 // supplied with a request (or answered by a resolver that has no cache):
-// a request with the same groups, in the same order, reuses it. It holds at most maxGiven users; when full it is
-// emptied, so it stays bounded without bookkeeping on the hit path.
+// a request with the same groups, in the same order, reuses it. It holds
+// at most maxGiven users; when full it is emptied, so it stays bounded
+// without bookkeeping on the hit path.
 type givenCache struct {
 	m sync.Map // user -> *givenEntry
 	n atomic.Int64
