@@ -84,19 +84,20 @@ type Subject struct {
 
 // attachment is a value compiled from a Subject, under a key.
 type attachment struct {
-	key uint64
+	key any
 	v   any
 }
 
 // Attach keeps v with the subject under key, replacing what was kept: a
 // form of the subject compiled for one configuration (the policy
-// package's Principal, keyed by the partition it was compiled against),
+// package's Principal, keyed by the partition it was compiled against;
+// keys are compared with ==, so a pointer makes a good one),
 // so that whoever checks the subject against that configuration finds it.
 // It changes no answer of the Subject's own checks.
-func (s *Subject) Attach(key uint64, v any) { s.att.Store(&attachment{key, v}) }
+func (s *Subject) Attach(key, v any) { s.att.Store(&attachment{key, v}) }
 
 // Attached returns what was kept under key, or nil.
-func (s *Subject) Attached(key uint64) any {
+func (s *Subject) Attached(key any) any {
 	if a := s.att.Load(); a != nil && a.key == key {
 		return a.v
 	}

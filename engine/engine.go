@@ -99,9 +99,9 @@ type Generation struct {
 	// bound pairs the first partitions' compiled policy with their
 	// partition, so a decision finds both with one map lookup.
 	bound []binding
-	// serial tells generations apart: the key under which a partition's
+	// key tells generations apart: the key under which a partition's
 	// group cache keeps each user's compiled identity for this one.
-	serial uint64
+	key *generationKey
 }
 
 type binding struct {
@@ -112,7 +112,9 @@ type binding struct {
 // maxBound is how many partitions Generation.bound holds.
 const maxBound = 4
 
-var serials atomic.Uint64
+// generationKey is the identity of one generation; not empty, so that
+// every one is a distinct allocation.
+type generationKey struct{ _ byte }
 
 type partition struct {
 	mode     identity.Mode
@@ -203,7 +205,7 @@ func (e *Engine) Swap(cfg *config.Config) error {
 		return fmt.Errorf("engine: configuration is not compiled")
 	}
 	old := e.cur.Load()
-	next := &Generation{cfg: cfg, parts: make(map[string]*partition, len(cfg.Partitions)), serial: serials.Add(1)}
+	next := &Generation{cfg: cfg, parts: make(map[string]*partition, len(cfg.Partitions)), key: new(generationKey)}
 	kept := map[*resolvers.Resolver]bool{}
 	var created []*resolvers.Resolver
 	for _, p := range cfg.Partitions {
@@ -435,7 +437,7 @@ type who struct {
 // identify is identify for decisions in partition cp: when the groups
 // come from the partition's cache alone (mode resolve, or given without
 // supplied groups), the user's compiled identity is kept with the cached
-// answer under this generation's serial, so a decision for a cached user
+// answer under this generation's key, so a decision for a cached user
 // costs a cache hit and one Principal decision: no validation, Subject or
 // allocation again until the answer or the generation changes. When they
 // are supplied with the request (mode given), it is kept in the
@@ -447,7 +449,7 @@ func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition,
 	given := p.mode == identity.ModeGiven && len(groups) > 0
 	switch {
 	case cached:
-		if in, v, ok := c.Attached(user, g.serial); ok {
+		if in, v, ok := c.Attached(user, g.key); ok {
 			pr := v.(*policy.Principal)
 			return who{pr.Subject(), pr}, in, nil
 		}
@@ -472,7 +474,7 @@ func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition,
 	pr.Attach()
 	switch {
 	case cached:
-		c.Attach(user, in, g.serial, pr)
+		c.Attach(user, in, g.key, pr)
 	case given:
 		p.given.put(user, &givenEntry{groups: slices.Clone(groups), in: in, pr: pr})
 	default:

@@ -118,7 +118,7 @@ const MaxPrincipalHits = 1024
 // allocating. A Principal is immutable and safe for concurrent use.
 type Principal struct {
 	sub    *acl.Subject
-	serial uint64
+	id     *partitionID
 	walk   bool  // too many hits: decide by walking chains
 	hits   []hit // the entry deciding for the subject in each ACL that names it
 	submit segments
@@ -182,13 +182,13 @@ func (pr *Principal) Subject() *acl.Subject { return pr.sub }
 // application checks, QueueRef.Decide) answers as DecideAs does. Attach
 // a Principal only to a Subject no other partition's Principal is
 // attached to at the same time; the last attached wins.
-func (pr *Principal) Attach() { pr.sub.Attach(pr.serial, pr) }
+func (pr *Principal) Attach() { pr.sub.Attach(pr.id, pr) }
 
 // Principal compiles sub against the partition. It costs a map lookup per
 // name of sub and a sort of the entries naming them; see Principal.
 func (p *CompiledPartition) Principal(sub *acl.Subject) *Principal {
 	ix := p.index()
-	pr := &Principal{sub: sub, serial: p.serial}
+	pr := &Principal{sub: sub, id: p.id}
 	if ca := p.clusterAdmin; ca != nil {
 		pr.cluster = ca.Match(sub)
 	}
@@ -277,7 +277,7 @@ func (ix *index) segments(hits []hit, adminOnly bool) segments {
 // allocate. A Principal compiled against another partition or snapshot is
 // decided as Decide decides its subject.
 func (r QueueRef) DecideAs(pr *Principal, action Action) Decision {
-	if pr.serial != r.p.serial || pr.walk {
+	if pr.id != r.p.id || pr.walk {
 		return r.walk(pr.sub, action)
 	}
 	q := r.q

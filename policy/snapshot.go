@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/usherhq/usher/acl"
 )
@@ -31,9 +30,11 @@ type CompiledPartition struct {
 	order        []*compiledQueue // depth first, children in configured order
 	defaultQueue string
 	clusterAdmin *acl.ACL
-	// serial tells the partitions of every snapshot apart, so that a
-	// Principal compiled against one is never read against another.
-	serial uint64
+	// id tells the partitions of every snapshot apart, so that a
+	// Principal compiled against one is never read against another. It is
+	// an allocation of its own: a Principal holding it keeps nothing of
+	// the snapshot alive.
+	id *partitionID
 	// ix indexes every ACL entry by name, built once on first use (or by
 	// Prepare): what Principal compiles a subject with.
 	ixOnce sync.Once
@@ -109,7 +110,9 @@ func (r aclRef) list(q *compiledQueue, action Action) int {
 	return n
 }
 
-var serials atomic.Uint64
+// partitionID is the identity of one compiled partition; not empty, so
+// that every one is a distinct allocation.
+type partitionID struct{ _ byte }
 
 // Compile checks the structure of the partitions (names, a root named
 // root, unique siblings and partitions) and compiles them into a Snapshot.
@@ -144,7 +147,7 @@ func compilePartition(name string, p *Partition) (*CompiledPartition, error) {
 	if !strings.EqualFold(p.Root.Name, RootQueue) {
 		return nil, fmt.Errorf("partition %s: the top queue is %q: it must be named root", name, p.Root.Name)
 	}
-	cp := &CompiledPartition{name: name, queues: make(map[string]*compiledQueue), clusterAdmin: p.AdminACL, serial: serials.Add(1)}
+	cp := &CompiledPartition{name: name, queues: make(map[string]*compiledQueue), clusterAdmin: p.AdminACL, id: new(partitionID)}
 	if err := cp.add(p.Root, nil); err != nil {
 		return nil, fmt.Errorf("partition %s: %w", name, err)
 	}
@@ -337,7 +340,7 @@ func (p *CompiledPartition) Decide(queue string, sub *acl.Subject, action Action
 // partition (see Principal.Attach): then it answers as DecideAs does, at
 // the same cost at any depth.
 func (r QueueRef) Decide(sub *acl.Subject, action Action) Decision {
-	if pr, ok := sub.Attached(r.p.serial).(*Principal); ok && pr.sub == sub {
+	if pr, ok := sub.Attached(r.p.id).(*Principal); ok && pr.sub == sub {
 		return r.DecideAs(pr, action)
 	}
 	return r.walk(sub, action)
@@ -440,7 +443,7 @@ type QueueAccess struct {
 // may do there (YARN's mapred queue -showacls).
 func (p *CompiledPartition) Access(sub *acl.Subject) []QueueAccess {
 	out := make([]QueueAccess, 0, len(p.order))
-	pr, ok := sub.Attached(p.serial).(*Principal)
+	pr, ok := sub.Attached(p.id).(*Principal)
 	if !ok || pr.sub != sub {
 		pr = p.Principal(sub)
 	}

@@ -290,7 +290,7 @@ func (c *Cache) Resolve(ctx context.Context, user string) (identity.Info, error)
 
 // attachment is a value kept with one cached answer under a key.
 type attachment struct {
-	key uint64
+	key any
 	v   any
 }
 
@@ -303,8 +303,9 @@ type attachment struct {
 //
 // A caller keeps with an answer what it works out from it (usher's engine
 // keeps the user's compiled identity, keyed by its configuration's
-// generation), so that work is done once per answer and key.
-func (c *Cache) Attached(user string, key uint64) (in identity.Info, v any, ok bool) {
+// generation), so that work is done once per answer and key. Keys are
+// compared with ==.
+func (c *Cache) Attached(user string, key any) (in identity.Info, v any, ok bool) {
 	e := c.lookup(user)
 	if e == nil || e.err != nil {
 		return identity.Info{}, nil, false
@@ -336,7 +337,7 @@ func (c *Cache) Attached(user string, key uint64) (in identity.Info, v any, ok b
 // returned: the same groups, not merely equal ones). Otherwise it does
 // nothing: a newer answer is never paired with what was worked out from
 // an older one.
-func (c *Cache) Attach(user string, in identity.Info, key uint64, v any) {
+func (c *Cache) Attach(user string, in identity.Info, key, v any) {
 	e := c.lookup(user)
 	if e == nil || e.err != nil || !sameAnswer(e.info, in) {
 		return
