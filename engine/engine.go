@@ -25,6 +25,11 @@
 //     provided rule when it has none) for a user identified as Check
 //     identifies it; the rules, the queues and the groups come from one
 //     generation. A rejected application is a result, not an error.
+//   - A user's identity is compiled against the generation once (a
+//     policy.Principal): kept with the user's cached groups, or in the
+//     generation for the exact groups supplied, and never used with
+//     another answer or another generation. A decision for it costs the
+//     same at any depth and does not allocate.
 //   - There is no global state: each Engine owns its caches.
 package engine
 
@@ -32,7 +37,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -94,7 +101,25 @@ type Generation struct {
 	cfg       *config.Config
 	parts     map[string]*partition
 	admission *admission.State
+	// bound pairs the first partitions' compiled policy with their
+	// partition, so a decision finds both with one map lookup.
+	bound []binding
+	// key tells generations apart: the key under which a partition's
+	// group cache keeps each user's compiled identity for this one.
+	key *generationKey
 }
+
+type binding struct {
+	cp *policy.CompiledPartition
+	p  *partition
+}
+
+// maxBound is how many partitions Generation.bound holds.
+const maxBound = 4
+
+// generationKey is the identity of one generation; not empty, so that
+// every one is a distinct allocation.
+type generationKey struct{ _ byte }
 
 type partition struct {
 	mode identity.Mode
@@ -106,6 +131,48 @@ type partition struct {
 	// rules are the partition's placement rules (the implicit provided
 	// rule when it configures none).
 	rules *placement.Rules
+	// given keeps, for this generation, the compiled identity of users
+	// whose groups are not in the resolver's cache: supplied with the
+	// request, merged, or from a resolver without a cache.
+	given givenCache
+}
+
+// givenCache maps a user to the identity last compiled from groups
+// supplied with a request (or answered by a resolver that has no cache):
+// a request with the same groups, in the same order, reuses it. It holds
+// at most maxGiven users; when full it is emptied, so it stays bounded
+// without bookkeeping on the hit path.
+type givenCache struct {
+	m sync.Map // user -> *givenEntry
+	n atomic.Int64
+}
+
+type givenEntry struct {
+	// groups are the groups as supplied (the cache's own copy), or with
+	// resolved set, the groups the resolver answered, in is then unset.
+	groups   []string
+	resolved bool
+	in       identity.Info
+	pr       *policy.Principal
+}
+
+// maxGiven bounds a partition's givenCache.
+const maxGiven = 10000
+
+func (c *givenCache) get(user string, groups []string, resolved bool) (*givenEntry, bool) {
+	v, ok := c.m.Load(user)
+	if !ok {
+		return nil, false
+	}
+	e := v.(*givenEntry)
+	return e, e.resolved == resolved && slices.Equal(e.groups, groups)
+}
+
+func (c *givenCache) put(user string, e *givenEntry) {
+	if _, loaded := c.m.Swap(user, e); !loaded && c.n.Add(1) > maxGiven {
+		c.m.Clear()
+		c.n.Store(0)
+	}
 }
 
 // Option configures an Engine.
@@ -146,7 +213,7 @@ func (e *Engine) Swap(cfg *config.Config) error {
 		return fmt.Errorf("engine: configuration is not compiled")
 	}
 	old := e.cur.Load()
-	next := &Generation{cfg: cfg, parts: make(map[string]*partition, len(cfg.Partitions))}
+	next := &Generation{cfg: cfg, parts: make(map[string]*partition, len(cfg.Partitions)), key: new(generationKey)}
 	kept := map[*resolvers.Resolver]bool{}
 	var created []*resolvers.Resolver
 	for _, p := range cfg.Partitions {
@@ -172,8 +239,22 @@ func (e *Engine) Swap(cfg *config.Config) error {
 		qa, da = e.authorizers(next)
 	}
 	next.admission = admission.NewState(cfg.Admission, qa, da)
+	for _, name := range cfg.Snapshot.Partitions() {
+		if cp, err := cfg.Snapshot.Partition(name); err == nil {
+			cp.Prepare() // before serving, not on the first request
+			if p, ok := next.parts[name]; ok && len(next.bound) < maxBound {
+				next.bound = append(next.bound, binding{cp, p})
+			}
+		}
+	}
 	e.cur.Store(next)
 	if old != nil {
+		// The identities compiled against the old generation go with it.
+		for r := range kept {
+			if r.Cache != nil {
+				r.Cache.Detach()
+			}
+		}
 		var retired []*resolvers.Resolver
 		for _, p := range old.parts {
 			if !kept[p.resolver] && p.resolver.HoldsConnections() {
@@ -257,6 +338,11 @@ func (g *Generation) lookup(name string) (*policy.CompiledPartition, *partition,
 	if err != nil {
 		return nil, nil, err
 	}
+	for _, b := range g.bound {
+		if b.cp == cp {
+			return cp, b.p, nil
+		}
+	}
 	return cp, g.parts[cp.Name()], nil
 }
 
@@ -332,19 +418,77 @@ func (g *Generation) decide(ctx context.Context, req Request, trail bool) (Resul
 	if err != nil {
 		return res, nil, err
 	}
-	in, err := identify(ctx, p, req.User, req.Groups)
+	who, in, err := g.identify(ctx, cp, p, req.User, req.Groups)
 	if err != nil {
 		return res, nil, err
 	}
 	res.Identity = in
-	sub := acl.NewSubject(in.User, in.Groups)
 	var steps []policy.Step
-	if trail {
-		res.Decision, steps = q.Explain(sub, req.Action)
-	} else {
-		res.Decision = q.Decide(sub, req.Action)
+	switch {
+	case trail:
+		res.Decision, steps = q.Explain(who.sub, req.Action)
+	case who.pr != nil:
+		res.Decision = q.DecideAs(who.pr, req.Action)
+	default:
+		res.Decision = q.Decide(who.sub, req.Action)
 	}
 	return res, steps, nil
+}
+
+// who is a user prepared for decisions: the Subject, and when the user's
+// groups are cached, the Principal compiled against this generation.
+type who struct {
+	sub *acl.Subject
+	pr  *policy.Principal
+}
+
+// identify is identify for decisions in partition cp: when the groups
+// come from the partition's cache alone (mode resolve, or given without
+// supplied groups), the user's compiled identity is kept with the cached
+// answer under this generation's key, so a decision for a cached user
+// costs a cache hit and one Principal decision: no validation, Subject or
+// allocation again until the answer or the generation changes. When they
+// are supplied with the request (mode given), it is kept in the
+// generation's partition for the user and those exact groups; a request
+// with other groups compiles again. Mode merge compiles every time.
+func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition, p *partition, user string, groups []string) (who, identity.Info, error) {
+	c := p.resolver.Cache
+	cached := c != nil && (p.mode == identity.ModeResolve || (p.mode == identity.ModeGiven && len(groups) == 0))
+	given := p.mode == identity.ModeGiven && len(groups) > 0
+	switch {
+	case cached:
+		if in, v, ok := c.Attached(user, g.key); ok {
+			pr := v.(*policy.Principal)
+			return who{pr.Subject(), pr}, in, nil
+		}
+	case given:
+		if e, ok := p.given.get(user, groups, false); ok {
+			return who{e.pr.Subject(), e.pr}, e.in, nil
+		}
+	}
+	in, err := identify(ctx, p, user, groups)
+	if err != nil {
+		return who{}, identity.Info{}, err
+	}
+	if !cached && !given {
+		// Groups from a resolver without a cache (type none), or merged
+		// with the request's: the identity is kept for the same groups.
+		if e, ok := p.given.get(user, in.Groups, true); ok {
+			return who{e.pr.Subject(), e.pr}, in, nil
+		}
+	}
+	sub := acl.NewSubject(in.User, in.Groups)
+	pr := cp.Principal(sub)
+	pr.Attach()
+	switch {
+	case cached:
+		c.Attach(user, in, g.key, pr)
+	case given:
+		p.given.put(user, &givenEntry{groups: slices.Clone(groups), in: in, pr: pr})
+	default:
+		p.given.put(user, &givenEntry{groups: slices.Clone(in.Groups), resolved: true, pr: pr})
+	}
+	return who{sub, pr}, in, nil
 }
 
 // Access lists every queue of the partition with what user may do there.
@@ -358,11 +502,11 @@ func (g *Generation) Access(ctx context.Context, partitionName, user string, gro
 	if err != nil {
 		return identity.Info{}, nil, err
 	}
-	in, err := identify(ctx, p, user, groups)
+	who, in, err := g.identify(ctx, cp, p, user, groups)
 	if err != nil {
 		return identity.Info{}, nil, err
 	}
-	return in, cp.Access(acl.NewSubject(in.User, in.Groups)), nil
+	return in, cp.Access(who.sub), nil
 }
 
 // AppRequest is a question about a running application: may User (with
@@ -389,12 +533,12 @@ func (g *Generation) DecideApplication(ctx context.Context, req AppRequest) (app
 	if err != nil {
 		return application.Decision{}, identity.Info{}, err
 	}
-	in, err := identify(ctx, p, req.User, req.Groups)
+	who, in, err := g.identify(ctx, cp, p, req.User, req.Groups)
 	if err != nil {
 		return application.Decision{}, identity.Info{}, err
 	}
 	pol := application.Policy{Partition: cp, Defaults: p.defaults}
-	d, err := pol.Decide(req.App, acl.NewSubject(in.User, in.Groups), req.Action, req.Target)
+	d, err := pol.Decide(req.App, who.sub, req.Action, req.Target)
 	return d, in, err
 }
 
@@ -475,12 +619,12 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 		return res, err
 	}
 	res.Partition, res.Rules = cp.Name(), p.rules
-	in, err := identify(ctx, p, req.User, req.Groups)
+	who, in, err := g.identify(ctx, cp, p, req.User, req.Groups)
 	if err != nil {
 		return res, err
 	}
 	res.Identity = in
-	preq := placement.Request{Subject: acl.NewSubject(in.User, in.Groups), Queue: req.Queue, Tags: req.Tags}
+	preq := placement.Request{Subject: who.sub, Queue: req.Queue, Tags: req.Tags}
 	if req.Namespace != "" && p.rules.ReadsTags() {
 		preq.Tags = make(map[string]string, len(req.Tags)+1)
 		for k, v := range req.Tags {

@@ -149,15 +149,46 @@ func ParseMode(s string) (Mode, error) {
 // Given builds an Info from groups supplied with a request, marking each as
 // SourceGiven and dropping duplicates (the first occurrence stays).
 func Given(user string, groups []string) Info {
-	in := Info{User: user}
+	if len(groups) == 0 {
+		return Info{User: user}
+	}
+	in := Info{User: user, Groups: make([]string, 0, len(groups)), Sources: make([]Source, 0, len(groups))}
+	var d dedup
 	for _, g := range groups {
-		if slices.Contains(in.Groups, g) {
+		if d.seen(in.Groups, g) {
 			continue
 		}
 		in.Groups = append(in.Groups, g)
 		in.Sources = append(in.Sources, SourceGiven)
 	}
 	return in
+}
+
+// dedup tells whether a group is already in a list being built: a scan
+// while the list is short, a set once it grows, so that a user with
+// thousands of groups costs linear time, not quadratic.
+type dedup struct{ set map[string]struct{} }
+
+// dedupScan is the list length up to which seen scans.
+const dedupScan = 32
+
+// seen reports whether g is in list, the list built so far (to which the
+// caller appends g when it is not).
+func (d *dedup) seen(list []string, g string) bool {
+	if d.set == nil {
+		if len(list) < dedupScan {
+			return slices.Contains(list, g)
+		}
+		d.set = make(map[string]struct{}, 2*len(list))
+		for _, x := range list {
+			d.set[x] = struct{}{}
+		}
+	}
+	if _, ok := d.set[g]; ok {
+		return true
+	}
+	d.set[g] = struct{}{}
+	return false
 }
 
 // Complete returns the identity of user for a request that supplied groups
@@ -184,8 +215,9 @@ func complete(ctx context.Context, mode Mode, r Resolver, user, name string, gro
 	switch mode {
 	case ModeMerge:
 		in := Given(user, groups)
+		var d dedup
 		for i, g := range resolved.Groups {
-			if slices.Contains(in.Groups, g) {
+			if d.seen(in.Groups, g) {
 				continue
 			}
 			in.Groups = append(in.Groups, g)

@@ -2,10 +2,12 @@ package policy_test
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/usherhq/usher/acl"
+	"github.com/usherhq/usher/internal/benchcpu"
 	"github.com/usherhq/usher/policy"
 )
 
@@ -43,26 +45,53 @@ func deepTree(depth int, perLevel bool) (*policy.Snapshot, string) {
 	return s, path
 }
 
-var sinkAllowed bool
-
-// BenchmarkSubmitCheck compares a decision at depth 1 and depth 10: the
-// inherited sets are compiled, so the cost must not grow with depth.
+// BenchmarkSubmitCheck compares a decision at depth 1, 10 and 20, the
+// way the engine decides for a user whose groups are cached (a Principal
+// compiled once): nothing is inherited by copy, so the cost must not grow
+// with depth or with the entries on the way.
+//
+//	go test -run '^$' -bench SubmitCheck -benchmem -count 6 ./policy/
 func BenchmarkSubmitCheck(b *testing.B) {
 	sub := acl.NewSubject("carol", groups(64))
-	for _, c := range []struct {
-		depth    int
-		perLevel bool
-	}{{1, true}, {10, true}, {1, false}, {10, false}} {
+	for _, c := range submitCases {
 		s, path := deepTree(c.depth, c.perLevel)
 		p, _ := s.Partition("default")
-		name := fmt.Sprintf("depth=%d", c.depth)
-		if !c.perLevel {
-			name += "/root-acl-only"
-		}
-		b.Run(name, func(b *testing.B) {
-			if d, _ := p.Decide(path, sub, policy.Submit); !d.Allowed || d.By.Queue != "root" {
+		pr := p.Principal(sub)
+		ref, _ := p.Lookup(path)
+		b.Run(c.name(), func(b *testing.B) {
+			if d, _ := p.DecideAs(path, pr, policy.Submit); !d.Allowed || d.By.Queue != "root" {
 				b.Fatalf("wrong decision %+v", d)
 			}
+			b.ReportAllocs()
+			m, n := benchcpu.Start(), 0
+			for b.Loop() {
+				d, _ := p.DecideAs(path, pr, policy.Submit)
+				sinkAllowed = d.Allowed
+				n++
+			}
+			m.Stop(b, n)
+		})
+		b.Run(c.name()+"/looked-up", func(b *testing.B) {
+			b.ReportAllocs()
+			m, n := benchcpu.Start(), 0
+			for b.Loop() {
+				sinkAllowed = ref.DecideAs(pr, policy.Submit).Allowed
+				n++
+			}
+			m.Stop(b, n)
+		})
+	}
+}
+
+// BenchmarkSubmitCheckSubject is the decision for a bare acl.Subject
+// (no Principal: placement and application checks), which walks the
+// queue's chain: it grows with depth.
+func BenchmarkSubmitCheckSubject(b *testing.B) {
+	sub := acl.NewSubject("carol", groups(64))
+	for _, c := range submitCases {
+		s, path := deepTree(c.depth, c.perLevel)
+		p, _ := s.Partition("default")
+		b.Run(c.name(), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				d, _ := p.Decide(path, sub, policy.Submit)
@@ -70,6 +99,21 @@ func BenchmarkSubmitCheck(b *testing.B) {
 			}
 		})
 	}
+}
+
+type submitCase struct {
+	depth    int
+	perLevel bool
+}
+
+var submitCases = []submitCase{{1, true}, {10, true}, {20, true}, {1, false}, {10, false}, {20, false}}
+
+func (c submitCase) name() string {
+	name := fmt.Sprintf("depth=%d", c.depth)
+	if !c.perLevel {
+		name += "/root-acl-only"
+	}
+	return name
 }
 
 // GenerateTree returns partitions with n queues under root in three levels
@@ -112,5 +156,67 @@ func BenchmarkCompile10kQueues(b *testing.B) {
 		if _, err := policy.Compile(parts); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+var sinkAllowed bool
+
+// BenchmarkPrepare10kQueues indexes the entries of the configuration of
+// BenchmarkCompile10kQueues by name (what Principal compiles with; the
+// engine does it when it swaps a generation in), and reports the heap the
+// compiled snapshot and its index keep (live-MB, after a collection).
+func BenchmarkPrepare10kQueues(b *testing.B) {
+	parts := generate(10000, 100000)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s, err := policy.Compile(parts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, _ := s.Partition("default")
+	p.Prepare()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(s)
+	b.ReportAllocs()
+	for b.Loop() {
+		s, _ := policy.Compile(parts)
+		p, _ := s.Partition("default")
+		p.Prepare()
+	}
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "live-MB")
+}
+
+// BenchmarkPrincipal10kQueues compiles a user in 64 groups against the
+// configuration of BenchmarkCompile10kQueues, once per user and
+// generation in usher serve, and reports the Principal's size.
+func BenchmarkPrincipal10kQueues(b *testing.B) {
+	s, err := policy.Compile(generate(10000, 100000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, _ := s.Partition("default")
+	p.Prepare()
+	for _, named := range []int{1, 8, 64} {
+		// named of the 64 groups appear in the configuration (each on
+		// about 20 queues), the others nowhere.
+		gs := groups(64)
+		for i := range named {
+			gs[i] = fmt.Sprintf("group%d-%d", i*7%500, i%5)
+		}
+		sub := acl.NewSubject("user77-1", gs)
+		b.Run(fmt.Sprintf("named=%d", named), func(b *testing.B) {
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			pr := p.Principal(sub)
+			runtime.ReadMemStats(&m1)
+			b.ReportAllocs()
+			for b.Loop() {
+				pr = p.Principal(sub)
+			}
+			b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc), "principal-B")
+			runtime.KeepAlive(pr)
+		})
 	}
 }

@@ -12,9 +12,11 @@
 //     yarn.admin.acl) is checked last and grants both everywhere.
 //   - A queue with no ACL set grants nothing by itself. There are no deny
 //     entries; the zero Decision denies.
-//   - Every queue's inherited sets are compiled once per configuration, so
-//     a decision costs one map lookup and one set check at any depth, does
-//     not walk parents and does not allocate.
+//   - Nothing a queue inherits is copied: compiling costs the queues and
+//     their own entries. A subject compiled once per configuration (a
+//     Principal) is decided with one binary search at any depth and
+//     whatever the queue inherits, without allocating; a bare acl.Subject
+//     is decided by walking the queue's chain, with the same answer.
 //
 // A Snapshot is immutable and safe for concurrent use; a new configuration
 // is a new Snapshot.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/usherhq/usher/acl"
 )
@@ -19,6 +20,7 @@ var QueueNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_:#/@-]{1,64}$`)
 type Snapshot struct {
 	partitions map[string]*CompiledPartition
 	names      []string
+	def        *CompiledPartition // the default partition, nil if none
 }
 
 // CompiledPartition is one partition of a Snapshot.
@@ -28,19 +30,89 @@ type CompiledPartition struct {
 	order        []*compiledQueue // depth first, children in configured order
 	defaultQueue string
 	clusterAdmin *acl.ACL
+	// id tells the partitions of every snapshot apart, so that a
+	// Principal compiled against one is never read against another. It is
+	// an allocation of its own: a Principal holding it keeps nothing of
+	// the snapshot alive.
+	id *partitionID
+	// ix indexes every ACL entry by name, built once on first use (or by
+	// Prepare): what Principal compiles a subject with.
+	ixOnce sync.Once
+	ix     *index
 }
 
+// compiledQueue is a queue with what its place in the tree says about its
+// inherited ACLs. Nothing is copied from the ancestors: a decision for a
+// Principal reads the queue's pre-order position, a decision for a bare
+// acl.Subject walks the chain.
 type compiledQueue struct {
-	path     string
-	depth    int
-	leaf     bool
-	spec     *Queue
-	parent   *compiledQueue
-	submit   acl.Set
-	admin    acl.Set
-	submitBy []Origin // check order of the ACLs compiled into submit
-	adminBy  []Origin
+	path   string
+	depth  int
+	leaf   bool
+	spec   *Queue
+	parent *compiledQueue
+	// pos is the queue's index in depth-first order and end one past its
+	// last descendant's: the queue's subtree is [pos, end).
+	pos, end int32
+	// nSubmit counts the ACLs set (submit and admin) on the path from root
+	// to the queue, nAdmin the admin ACLs set: what numbers the ACLs of a
+	// chain in check order (Match.List).
+	nSubmit, nAdmin int32
+	// wildSubmit and wildAdmin are the wildcard ACLs nearest in check
+	// order in the queue's submit and admin chains, if any.
+	wildSubmit, wildAdmin aclRef
+	// grants is set when an ACL of the queue or an ancestor names anyone
+	// (the partition admin ACL aside).
+	grants bool
 }
+
+// aclRef is one ACL of a queue: its submit or its admin ACL. The zero
+// aclRef is no ACL.
+type aclRef struct {
+	q     *compiledQueue
+	admin bool
+}
+
+func (r aclRef) rule() *acl.ACL {
+	if r.admin {
+		return r.q.spec.AdminACL
+	}
+	return r.q.spec.SubmitACL
+}
+
+func (r aclRef) name() ACLName {
+	if r.admin {
+		return AdminACL
+	}
+	return SubmitACL
+}
+
+// before reports whether r comes before o in a check order: the deeper
+// queue first, a queue's submit ACL before its admin ACL.
+func (r aclRef) before(o aclRef) bool {
+	if r.q.depth != o.q.depth {
+		return r.q.depth > o.q.depth
+	}
+	return !r.admin && o.admin
+}
+
+// list returns the index of r in the check order of q's chain for action:
+// the ACLs set on the queues below r's, then r's submit ACL before its
+// admin ACL.
+func (r aclRef) list(q *compiledQueue, action Action) int {
+	if action == Admin {
+		return int(q.nAdmin - r.q.nAdmin)
+	}
+	n := int(q.nSubmit - r.q.nSubmit)
+	if r.admin && r.q.spec.SubmitACL != nil {
+		n++
+	}
+	return n
+}
+
+// partitionID is the identity of one compiled partition; not empty, so
+// that every one is a distinct allocation.
+type partitionID struct{ _ byte }
 
 // Compile checks the structure of the partitions (names, a root named
 // root, unique siblings and partitions) and compiles them into a Snapshot.
@@ -61,6 +133,9 @@ func Compile(parts []Partition) (*Snapshot, error) {
 		}
 		s.partitions[name] = cp
 		s.names = append(s.names, name)
+		if name == DefaultPartition {
+			s.def = cp
+		}
 	}
 	return s, nil
 }
@@ -72,7 +147,7 @@ func compilePartition(name string, p *Partition) (*CompiledPartition, error) {
 	if !strings.EqualFold(p.Root.Name, RootQueue) {
 		return nil, fmt.Errorf("partition %s: the top queue is %q: it must be named root", name, p.Root.Name)
 	}
-	cp := &CompiledPartition{name: name, queues: make(map[string]*compiledQueue), clusterAdmin: p.AdminACL}
+	cp := &CompiledPartition{name: name, queues: make(map[string]*compiledQueue), clusterAdmin: p.AdminACL, id: new(partitionID)}
 	if err := cp.add(p.Root, nil); err != nil {
 		return nil, fmt.Errorf("partition %s: %w", name, err)
 	}
@@ -102,8 +177,9 @@ func (cp *CompiledPartition) add(q *Queue, parent *compiledQueue) error {
 	if _, dup := cp.queues[path]; dup {
 		return fmt.Errorf("queue %s: defined twice (names are not case sensitive)", path)
 	}
-	cq := &compiledQueue{path: path, depth: depth, leaf: len(q.Children) == 0 && !q.Parent, spec: q, parent: parent}
-	cq.compile(cp.clusterAdmin)
+	cq := &compiledQueue{path: path, depth: depth, leaf: len(q.Children) == 0 && !q.Parent, spec: q, parent: parent,
+		pos: int32(len(cp.order))}
+	cq.inherit()
 	cp.queues[path] = cq
 	cp.order = append(cp.order, cq)
 	for _, c := range q.Children {
@@ -111,35 +187,36 @@ func (cp *CompiledPartition) add(q *Queue, parent *compiledQueue) error {
 			return err
 		}
 	}
+	cq.end = int32(len(cp.order))
 	return nil
 }
 
-// compile builds the queue's inherited sets from its own ACLs and its
-// ancestors' in bottom-up order, the partition admin ACL last.
-func (cq *compiledQueue) compile(clusterAdmin *acl.ACL) {
-	var submit, admin []*acl.ACL
-	for q := cq; q != nil; q = q.parent {
-		if q.spec.SubmitACL != nil {
-			cq.submitBy = append(cq.submitBy, Origin{q.path, SubmitACL, q.spec.SubmitACL})
-			submit = append(submit, q.spec.SubmitACL)
-		}
-		if q.spec.AdminACL != nil {
-			o := Origin{q.path, AdminACL, q.spec.AdminACL}
-			cq.submitBy = append(cq.submitBy, o)
-			submit = append(submit, q.spec.AdminACL)
-			cq.adminBy = append(cq.adminBy, o)
-			admin = append(admin, q.spec.AdminACL)
-		}
+// inherit works out what the queue's chain holds from its parent's, in
+// constant time: nothing of the ancestors' ACLs is copied, so compiling
+// costs the queues and their own entries, whatever is inherited.
+func (cq *compiledQueue) inherit() {
+	s, a := cq.spec.SubmitACL, cq.spec.AdminACL
+	if p := cq.parent; p != nil {
+		cq.nSubmit, cq.nAdmin, cq.wildSubmit, cq.wildAdmin, cq.grants = p.nSubmit, p.nAdmin, p.wildSubmit, p.wildAdmin, p.grants
 	}
-	if clusterAdmin != nil {
-		o := Origin{"", ClusterAdminACL, clusterAdmin}
-		cq.submitBy = append(cq.submitBy, o)
-		cq.adminBy = append(cq.adminBy, o)
-		submit = append(submit, clusterAdmin)
-		admin = append(admin, clusterAdmin)
+	if s != nil {
+		cq.nSubmit++
+		cq.grants = cq.grants || !s.Empty()
 	}
-	cq.submit = acl.Union(submit...)
-	cq.admin = acl.Union(admin...)
+	if a != nil {
+		cq.nSubmit++
+		cq.nAdmin++
+		cq.grants = cq.grants || !a.Empty()
+	}
+	switch {
+	case s != nil && s.All():
+		cq.wildSubmit = aclRef{cq, false}
+	case a != nil && a.All():
+		cq.wildSubmit = aclRef{cq, true}
+	}
+	if a != nil && a.All() {
+		cq.wildAdmin = aclRef{cq, true}
+	}
 }
 
 // Partitions returns the partition names in configured order.
@@ -147,7 +224,10 @@ func (s *Snapshot) Partitions() []string { return s.names }
 
 // Partition returns the named partition ("" is the default partition).
 func (s *Snapshot) Partition(name string) (*CompiledPartition, error) {
-	if name == "" {
+	if name == "" || name == DefaultPartition {
+		if s.def != nil {
+			return s.def, nil
+		}
 		name = DefaultPartition
 	}
 	if p, ok := s.partitions[name]; ok {
@@ -255,17 +335,41 @@ func (p *CompiledPartition) Decide(queue string, sub *acl.Subject, action Action
 }
 
 // Decide answers whether sub may perform action on the queue; see
-// CompiledPartition.Decide.
+// CompiledPartition.Decide. It walks the queue's chain, checking each ACL
+// in order, unless sub carries a Principal compiled against this
+// partition (see Principal.Attach): then it answers as DecideAs does, at
+// the same cost at any depth.
 func (r QueueRef) Decide(sub *acl.Subject, action Action) Decision {
+	if pr, ok := sub.Attached(r.p.id).(*Principal); ok && pr.sub == sub {
+		return r.DecideAs(pr, action)
+	}
+	return r.walk(sub, action)
+}
+
+// walk decides by checking each ACL of the queue's chain in order.
+func (r QueueRef) walk(sub *acl.Subject, action Action) Decision {
 	q := r.q
 	d := Decision{Partition: r.p.name, Queue: q.path, Action: action, User: sub.User()}
-	set, by := &q.submit, q.submitBy
-	if action == Admin {
-		set, by = &q.admin, q.adminBy
+	list := 0
+	for c := q; c != nil; c = c.parent {
+		for _, ref := range [2]aclRef{{c, false}, {c, true}} {
+			rule := ref.rule()
+			if rule == nil || (action == Admin && !ref.admin) {
+				continue
+			}
+			if m := rule.Match(sub); m.Allowed() {
+				m.List = list
+				d.Allowed, d.By = true, Grant{Origin: Origin{c.path, ref.name(), rule}, Match: m}
+				return d
+			}
+			list++
+		}
 	}
-	if m := set.Match(sub); m.Allowed() {
-		d.Allowed = true
-		d.By = Grant{Origin: by[m.List], Match: m}
+	if ca := r.p.clusterAdmin; ca != nil {
+		if m := ca.Match(sub); m.Allowed() {
+			m.List = list
+			d.Allowed, d.By = true, Grant{Origin: Origin{"", ClusterAdminACL, ca}, Match: m}
+		}
 	}
 	return d
 }
@@ -273,14 +377,11 @@ func (r QueueRef) Decide(sub *acl.Subject, action Action) Decision {
 // Allows is Decide without the details, for callers that need only the
 // answer. Unknown queues are denied.
 func (p *CompiledPartition) Allows(queue string, sub *acl.Subject, action Action) bool {
-	q, err := p.lookup(queue)
+	r, err := p.Lookup(queue)
 	if err != nil {
 		return false
 	}
-	if action == Admin {
-		return q.admin.Allows(sub)
-	}
-	return q.submit.Allows(sub)
+	return r.Decide(sub, action).Allowed
 }
 
 // Step is one ACL of an explanation trail.
@@ -342,9 +443,13 @@ type QueueAccess struct {
 // may do there (YARN's mapred queue -showacls).
 func (p *CompiledPartition) Access(sub *acl.Subject) []QueueAccess {
 	out := make([]QueueAccess, 0, len(p.order))
+	pr, ok := sub.Attached(p.id).(*Principal)
+	if !ok || pr.sub != sub {
+		pr = p.Principal(sub)
+	}
 	for _, q := range p.order {
-		s, _ := p.Decide(q.path, sub, Submit)
-		a, _ := p.Decide(q.path, sub, Admin)
+		r := QueueRef{p, q}
+		s, a := r.DecideAs(pr, Submit), r.DecideAs(pr, Admin)
 		out = append(out, QueueAccess{Queue: q.path, Depth: q.depth, Leaf: q.leaf, Submit: s, Admin: a})
 	}
 	return out
@@ -355,7 +460,7 @@ func (p *CompiledPartition) Access(sub *acl.Subject) []QueueAccess {
 func (p *CompiledPartition) NobodyMaySubmit() []string {
 	var out []string
 	for _, q := range p.order {
-		if q.leaf && q.submit.Empty() {
+		if q.leaf && !q.grants && (p.clusterAdmin == nil || p.clusterAdmin.Empty()) {
 			out = append(out, q.path)
 		}
 	}

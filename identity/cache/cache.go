@@ -35,6 +35,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sync/singleflight"
 
@@ -211,6 +212,9 @@ type entry struct {
 	stale   bool
 	retryAt time.Time
 
+	// att is what a caller attached to this answer (Attach), for one key.
+	att atomic.Pointer[attachment]
+
 	ref        atomic.Bool // looked up since the clock hand last passed
 	refreshing atomic.Bool // a background refresh has been started
 	slot       int         // index in Cache.ring, guarded by Cache.mu
@@ -282,6 +286,78 @@ func (c *Cache) Resolve(ctx context.Context, user string) (identity.Info, error)
 		}
 	}
 	return c.miss(ctx, user)
+}
+
+// attachment is a value kept with one cached answer under a key.
+type attachment struct {
+	key any
+	v   any
+}
+
+// Attached returns user's cached success and the value attached to it
+// under key (Attach), counting a hit, when Resolve would answer it from
+// the cache (fresh, or the last good answer served stale, see
+// Options.StaleTTL); ok is false, and nothing is counted, otherwise or
+// when nothing is attached under key: the caller then asks Resolve. It
+// does not allocate.
+//
+// A caller keeps with an answer what it works out from it (usher's engine
+// keeps the user's compiled identity, keyed by its configuration's
+// generation), so that work is done once per answer and key. Keys are
+// compared with ==.
+func (c *Cache) Attached(user string, key any) (in identity.Info, v any, ok bool) {
+	e := c.lookup(user)
+	if e == nil || e.err != nil {
+		return identity.Info{}, nil, false
+	}
+	a := e.att.Load()
+	if a == nil || a.key != key {
+		return identity.Info{}, nil, false
+	}
+	now := c.now()
+	switch {
+	case now.Before(e.expires):
+		e.touch()
+		c.stripe().hits.Add(1)
+	case e.stale && now.Before(e.keep):
+		// Served stale, exactly as Resolve serves it.
+		e.touch()
+		c.stripe().staleHits.Add(1)
+		if !now.Before(e.retryAt) && e.refreshing.CompareAndSwap(false, true) {
+			go c.refresh(user)
+		}
+	default:
+		return identity.Info{}, nil, false
+	}
+	return e.info, a.v, true
+}
+
+// Attach keeps v with user's cached answer under key, replacing what was
+// attached, if the cache still holds the answer in (the one Resolve
+// returned: the same groups, not merely equal ones). Otherwise it does
+// nothing: a newer answer is never paired with what was worked out from
+// an older one.
+func (c *Cache) Attach(user string, in identity.Info, key, v any) {
+	e := c.lookup(user)
+	if e == nil || e.err != nil || !sameAnswer(e.info, in) {
+		return
+	}
+	e.att.Store(&attachment{key: key, v: v})
+}
+
+func sameAnswer(a, b identity.Info) bool {
+	return a.User == b.User && len(a.Groups) == len(b.Groups) && unsafe.SliceData(a.Groups) == unsafe.SliceData(b.Groups) &&
+		len(a.Sources) == len(b.Sources) && unsafe.SliceData(a.Sources) == unsafe.SliceData(b.Sources)
+}
+
+// Detach drops every attached value, so that what callers kept for a key
+// they no longer use (a replaced configuration) is released at once.
+func (c *Cache) Detach() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.ring {
+		e.att.Store(nil)
+	}
 }
 
 // stripe picks the hit counters to add to at random, so that cores counting

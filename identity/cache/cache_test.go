@@ -581,3 +581,75 @@ func TestConcurrentMixedUsers(t *testing.T) {
 		t.Errorf("stats %+v do not add up to %d lookups", s, 8*1000)
 	}
 }
+
+// TestAttachedAnswersAsResolve walks an outage with StaleTTL set and
+// checks at each step that Attached answers only what Resolve answers
+// (fresh, or served stale) and counts it as Resolve would.
+func TestAttachedAnswersAsResolve(t *testing.T) {
+	clk := newClock()
+	var down atomic.Bool
+	var version atomic.Int64
+	r := &resolver{fn: func(_ context.Context, user string) (identity.Info, error) {
+		if down.Load() {
+			return identity.Info{}, errDown
+		}
+		in := groupsOf(user)
+		in.Groups = append(in.Groups, fmt.Sprint("v", version.Load()))
+		return in, nil
+	}}
+	c := newCache(r, Options{PositiveTTL: 5 * time.Minute, NegativeTTL: 30 * time.Second, StaleTTL: 10 * time.Minute}, clk.now)
+	refreshed := make(chan string, 1)
+	c.refreshed = func(user string) { refreshed <- user }
+	step := func(wantAttached bool, wantVersion string) {
+		t.Helper()
+		in, err := c.Resolve(context.Background(), "alice")
+		if err != nil {
+			t.Fatalf("Resolve: %v", err)
+		}
+		c.Attach("alice", in, 7, in.Groups[len(in.Groups)-1])
+		before := c.Stats()
+		got, v, ok := c.Attached("alice", 7)
+		after := c.Stats()
+		if ok != wantAttached {
+			t.Fatalf("Attached ok = %v, want %v", ok, wantAttached)
+		}
+		if !ok {
+			return
+		}
+		if v != wantVersion || got.Groups[len(got.Groups)-1] != wantVersion {
+			t.Fatalf("Attached = %v, %v; want version %s", got, v, wantVersion)
+		}
+		if after.Hits+after.StaleHits != before.Hits+before.StaleHits+1 || after.Misses != before.Misses {
+			t.Fatalf("Attached counted %+v -> %+v, want one hit", before, after)
+		}
+	}
+	step(true, "v0")
+	down.Store(true)
+	version.Store(1)
+	clk.advance(6 * time.Minute) // expired, the directory down: served stale
+	step(true, "v0")
+	clk.advance(30 * time.Second) // a retry is due: Attached starts it too
+	if _, _, ok := c.Attached("alice", 7); !ok {
+		t.Fatal("stale answer not attached")
+	}
+	<-refreshed // it failed: a new stale entry, without the value
+	if _, _, ok := c.Attached("alice", 7); ok {
+		t.Fatal("the value survived the entry it was attached to")
+	}
+	step(true, "v0")
+	down.Store(false)
+	clk.advance(30 * time.Second)
+	if _, v, ok := c.Attached("alice", 7); !ok || v != "v0" {
+		t.Fatalf("Attached = %v, %v", v, ok)
+	}
+	<-refreshed // the refresh Attached started stored v1: the v0 value is gone
+	if _, _, ok := c.Attached("alice", 7); ok {
+		t.Fatal("the value of the stale answer outlived the new answer")
+	}
+	step(true, "v1")
+	down.Store(true)
+	clk.advance(16 * time.Minute) // past StaleTTL: nothing is served
+	if _, _, ok := c.Attached("alice", 7); ok {
+		t.Fatal("attached past StaleTTL")
+	}
+}
