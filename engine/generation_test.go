@@ -148,3 +148,49 @@ func TestSwapAppliesLookupPolicyAndKeepsCache(t *testing.T) {
 		t.Errorf("cache %+v: want alice's answer reused for oidc:alice", st)
 	}
 }
+
+// TestCachedIdentityHonoursLookupPolicy: the compiled identity kept with a
+// cached answer is only ever the plain lookup's. A skipped user's given
+// groups, a mapped name's answer and an override are decided afresh every
+// time, so groups given with one request never decide another, and the
+// name ACLs match stays the authenticated one.
+func TestCachedIdentityHonoursLookupPolicy(t *testing.T) {
+	c, err := config.Parse("q.yaml", []byte("partitions:\n  - name: default\n    usergroupresolver:\n      type: test\n      users: {alice: [dev], bob: [ops]}\n"+
+		"      namemapping: [{pattern: 'oidc:(.+)', replacement: $1}]\n"+
+		"      overrides: {svc-etl: [dev]}\n"+
+		"    queues: [{name: root, submitacl: \" dev\", queues: [{name: ops, submitacl: \"oidc:bob\"}]}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 3 {
+		for _, tt := range []struct {
+			user   string
+			groups []string
+			queue  string
+			want   bool
+		}{
+			// Skipped by default (system:): the given groups, each time.
+			{"system:serviceaccount:spark:driver", []string{"dev"}, "root", true},
+			{"system:serviceaccount:spark:driver", []string{"ops"}, "root", false},
+			{"system:serviceaccount:spark:driver", nil, "root", false},
+			// Mapped: the directory's groups of bob; the ACL names the
+			// authenticated name.
+			{"oidc:bob", nil, "root.ops", true},
+			{"bob", nil, "root.ops", false}, // in ops, which root.ops does not name
+			{"oidc:alice", nil, "root", true},
+			{"alice", nil, "root", true},
+			// Override wins over the directory (which does not know it).
+			{"svc-etl", nil, "root", true},
+		} {
+			res, err := e.Check(ctx, Request{Queue: tt.queue, User: tt.user, Groups: tt.groups})
+			if err != nil || res.Allowed != tt.want {
+				t.Fatalf("round %d: %s %v on %s: allowed %v (%v), want %v", i, tt.user, tt.groups, tt.queue, res.Allowed, err, tt.want)
+			}
+		}
+	}
+}
