@@ -424,6 +424,18 @@ func TestChartValueSets(t *testing.T) {
 		}
 	})
 
+	t.Run("mutating configuration after YuniKorn's", func(t *testing.T) {
+		r := render(t, helm, "--set", "webhook.mutatingConfigurationName=zz-usher")
+		checkRendered(t, r)
+		var mw admissionregistrationv1.MutatingWebhookConfiguration
+		r.one("MutatingWebhookConfiguration", &mw)
+		var vw admissionregistrationv1.ValidatingWebhookConfiguration
+		r.one("ValidatingWebhookConfiguration", &vw)
+		if mw.Name != "zz-usher" || vw.Name == "zz-usher" {
+			t.Errorf("mutating %q, validating %q: want only the mutating configuration renamed", mw.Name, vw.Name)
+		}
+	})
+
 	t.Run("self-generated CA", func(t *testing.T) {
 		r := render(t, helm, "--set", "certificates.mode=helm")
 		checkRendered(t, r)
@@ -654,6 +666,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"--set", "replica=3"}, "replica"},
 		{[]string{"--set", "webhook.failurePolicy=Sometimes"}, "failurePolicy"},
 		{[]string{"--set", "webhook.scope=some"}, "scope"},
+		{[]string{"--set", "webhook.mutatingConfigurationName=Zz_Usher"}, "mutatingConfigurationName"},
 		{[]string{"--set", "image.tag=latest"}, "tag"},
 		{[]string{"--set", "config.mode=audit"}, "mode"},
 		{[]string{"--set", "certificates.mode=vault"}, "mode"},
