@@ -199,6 +199,15 @@ func Parse(text string, d Dialect) (ACL, []Warning, error) {
 			groups = groups[:j]
 		}
 	}
+	if a, ok := parseClean(users, groups, groupsAt >= 0); ok {
+		return a, p.warnings, nil
+	}
+	return p.lists(users, groups, groupsAt)
+}
+
+// lists parses the users and, when groupsAt is not negative, the groups
+// that start at that offset, with every warning and error.
+func (p *parser) lists(users, groups string, groupsAt int) (ACL, []Warning, error) {
 	if err := p.list(users, 0, false); err != nil {
 		return ACL{}, nil, err
 	}
@@ -208,6 +217,72 @@ func Parse(text string, d Dialect) (ACL, []Warning, error) {
 		}
 	}
 	return p.b.build(), p.warnings, nil
+}
+
+// parseClean is the parser for the common case: lists without empty
+// entries, "*" among names, duplicates or invalid names. It splits the
+// lists into one array shared by the users and the groups (the names are
+// substrings of the text, not copies) and compiles the set from it;
+// duplicates are found by the set's sort rather than a map. It reports
+// false for anything else, which the general parser then reads, with its
+// warnings and errors at their offsets.
+func parseClean(users, groups string, hasGroups bool) (ACL, bool) {
+	if users == Wildcard || (hasGroups && groups == Wildcard) {
+		return ACL{}, false
+	}
+	nu, ng := entries(users), 0
+	if hasGroups {
+		ng = entries(groups)
+	}
+	names := make([]string, 0, nu+ng)
+	var ok bool
+	if names, ok = splitClean(names, users); !ok {
+		return ACL{}, false
+	}
+	if hasGroups {
+		if names, ok = splitClean(names, groups); !ok {
+			return ACL{}, false
+		}
+	}
+	a := ACL{users: names[:nu:nu], groups: names[nu:]}
+	if len(a.users) == 0 {
+		a.users = nil
+	}
+	if len(a.groups) == 0 {
+		a.groups = nil
+	}
+	a.set = Union(&a)
+	if len(a.set.users) != nu || len(a.set.groups) != ng {
+		return ACL{}, false // duplicates, which the general parser reports
+	}
+	return a, true
+}
+
+// entries is the number of entries of a comma separated list.
+func entries(s string) int {
+	if s == "" {
+		return 0
+	}
+	return strings.Count(s, ",") + 1
+}
+
+// splitClean appends the entries of list to names, or reports false at
+// the first entry that is empty, "*" or not a valid name.
+func splitClean(names []string, list string) ([]string, bool) {
+	if list == "" {
+		return names, true
+	}
+	for {
+		name, rest, more := strings.Cut(list, ",")
+		if name == Wildcard || ValidName(name) != nil {
+			return names, false
+		}
+		names = append(names, name)
+		if !more {
+			return names, true
+		}
+		list = rest
+	}
 }
 
 // MustParse is Parse in the YuniKorn dialect that panics on error, for
@@ -251,7 +326,19 @@ func ValidName(s string) error {
 		return fmt.Errorf("empty name")
 	case len(s) > MaxNameLen:
 		return fmt.Errorf("name longer than %d bytes", MaxNameLen)
-	case !utf8.ValidString(s):
+	}
+	// Most names are printable ASCII: one test per byte.
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == ',' || c == '*' {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return nil
+	}
+	if !utf8.ValidString(s) {
 		return fmt.Errorf("name %q is not valid UTF-8", s)
 	}
 	for _, r := range s {
