@@ -28,7 +28,10 @@ package acl
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -82,7 +85,43 @@ type ACL struct {
 	all    bool
 	users  []string // deduplicated, in order of first occurrence
 	groups []string
-	set    Set
+	set    *lazySet // nil for the zero ACL
+}
+
+// lazySet is an ACL's compiled Set, built on the ACL's first check: the
+// ACLs of queues are checked through the sets policy compiles for each
+// queue, so a large configuration never builds most of them.
+type lazySet struct {
+	p  atomic.Pointer[Set]
+	mu sync.Mutex
+}
+
+var noSet Set
+
+// compiled returns the ACL's Set, building it on the first call. It does
+// not allocate once built.
+func (a *ACL) compiled() *Set {
+	if a.set == nil {
+		return &noSet
+	}
+	if s := a.set.p.Load(); s != nil {
+		return s
+	}
+	a.set.mu.Lock()
+	defer a.set.mu.Unlock()
+	if s := a.set.p.Load(); s != nil {
+		return s
+	}
+	s := Union(a)
+	a.set.p.Store(&s)
+	return &s
+}
+
+// built returns a lazySet holding s.
+func built(s Set) *lazySet {
+	l := new(lazySet)
+	l.p.Store(&s)
+	return l
 }
 
 // All reports whether the ACL is the wildcard.
@@ -139,12 +178,12 @@ func sameSet(x, y []string) bool {
 }
 
 // Allows reports whether the ACL allows s. It does not allocate.
-func (a *ACL) Allows(s *Subject) bool { return a.set.Allows(s) }
+func (a *ACL) Allows(s *Subject) bool { return a.compiled().Allows(s) }
 
 // Match reports which entry allows s, following the check order: wildcard,
 // user, then the first group of the ACL the user belongs to. It does not
 // allocate. Match.Kind is None when nothing matched.
-func (a *ACL) Match(s *Subject) Match { return a.set.Match(s) }
+func (a *ACL) Match(s *Subject) Match { return a.compiled().Match(s) }
 
 // New builds an ACL from lists that are already split. Each name is
 // validated; the first invalid one is returned as a *SyntaxError whose List
@@ -251,11 +290,30 @@ func parseClean(users, groups string, hasGroups bool) (ACL, bool) {
 	if len(a.groups) == 0 {
 		a.groups = nil
 	}
-	a.set = Union(&a)
-	if len(a.set.users) != nu || len(a.set.groups) != ng {
-		return ACL{}, false // duplicates, which the general parser reports
+	if nu+ng <= 16 {
+		if hasDuplicates(a.users) || hasDuplicates(a.groups) {
+			return ACL{}, false // which the general parser reports
+		}
+		a.set = new(lazySet)
+		return a, true
 	}
+	// A long list: the set's sort finds duplicates, so build it now.
+	set := Union(&a)
+	if len(set.users) != nu || len(set.groups) != ng {
+		return ACL{}, false
+	}
+	a.set = built(set)
 	return a, true
+}
+
+// hasDuplicates reports whether a short list names a name twice.
+func hasDuplicates(names []string) bool {
+	for i, n := range names {
+		if slices.Contains(names[:i], n) {
+			return true
+		}
+	}
+	return false
 }
 
 // entries is the number of entries of a comma separated list.
@@ -507,11 +565,7 @@ func (b *builder) add(groups bool, name string) bool {
 func (b *builder) build() ACL {
 	if b.all {
 		// The wildcard makes the lists irrelevant; keep the value canonical.
-		a := ACL{all: true}
-		a.set = Union(&a)
-		return a
+		return ACL{all: true, set: new(lazySet)}
 	}
-	a := ACL{users: b.users, groups: b.groups}
-	a.set = Union(&a)
-	return a
+	return ACL{users: b.users, groups: b.groups, set: new(lazySet)}
 }

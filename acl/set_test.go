@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -75,7 +76,7 @@ func TestCleanParserAgrees(t *testing.T) {
 			t.Fatalf("%q: the clean parser accepted what the general one reports: %v %v", text, err, warns)
 		}
 		if !slices.Equal(got.users, want.users) || !slices.Equal(got.groups, want.groups) || got.all != want.all ||
-			!reflect.DeepEqual(got.set, want.set) {
+			!reflect.DeepEqual(*got.compiled(), *want.compiled()) {
 			t.Fatalf("%q: clean %q, general %q", text, got.String(), want.String())
 		}
 	}
@@ -124,5 +125,32 @@ func TestUnionKeepsFirstOfDuplicates(t *testing.T) {
 	m = s.Match(NewSubject("x", []string{"only3"}))
 	if m.Kind != MatchGroup || m.List != 3 || m.Index != 0 {
 		t.Fatalf("%+v", m)
+	}
+}
+
+// TestFirstChecksRace checks an ACL whose set is built on its first check
+// from many goroutines at once, and copies of it, under the race detector.
+func TestFirstChecksRace(t *testing.T) {
+	a := MustParse("alice,bob dev,ops")
+	b := a
+	sub := NewSubject("carol", []string{"ops"})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			acl := &a
+			if i%2 == 1 {
+				acl = &b
+			}
+			if !acl.Allows(sub) || acl.Match(sub).Name != "ops" {
+				t.Error("ops not allowed")
+			}
+		})
+	}
+	wg.Wait()
+	if a.compiled() != b.compiled() {
+		t.Fatal("copies built two sets")
+	}
+	if n := testing.AllocsPerRun(100, func() { a.Allows(sub) }); n != 0 {
+		t.Fatalf("%v allocations per check", n)
 	}
 }
