@@ -535,6 +535,7 @@ func (s *Server) apply(cfg *config.Config, err error, gen string, sum [32]byte) 
 	s.metrics.accessChanges.WithLabelValues("placement").Add(float64(change.Placements))
 	s.log.Info("configuration reloaded", "config", s.configName(), "generation", gen, "sha256", shortSum(sum), "access", change)
 	s.logWarnings(cfg)
+	releaseMemory() // old and change are dead here
 	return true, nil
 }
 
