@@ -160,6 +160,7 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		opts.Logger = slog.New(server.SplitAudit(opts.Logger.Handler(), newHandler(audit, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	}
 	opts.NoAudit = noAudit
+	opts.AuditQueue = 4096 // audit records off the request path: at most about 3 MiB queued, then dropped and counted
 	opts.AccessAuth = splitList(accessAuth)
 	opts.PrivilegedGroups = splitList(privileged)
 	if opts.PrivilegedGroups == nil {
