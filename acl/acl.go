@@ -28,7 +28,10 @@ package acl
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -82,7 +85,43 @@ type ACL struct {
 	all    bool
 	users  []string // deduplicated, in order of first occurrence
 	groups []string
-	set    Set
+	set    *lazySet // nil for the zero ACL
+}
+
+// lazySet is an ACL's compiled Set, built on the ACL's first check: the
+// ACLs of queues are checked through the sets policy compiles for each
+// queue, so a large configuration never builds most of them.
+type lazySet struct {
+	p  atomic.Pointer[Set]
+	mu sync.Mutex
+}
+
+var noSet Set
+
+// compiled returns the ACL's Set, building it on the first call. It does
+// not allocate once built.
+func (a *ACL) compiled() *Set {
+	if a.set == nil {
+		return &noSet
+	}
+	if s := a.set.p.Load(); s != nil {
+		return s
+	}
+	a.set.mu.Lock()
+	defer a.set.mu.Unlock()
+	if s := a.set.p.Load(); s != nil {
+		return s
+	}
+	s := Union(a)
+	a.set.p.Store(&s)
+	return &s
+}
+
+// built returns a lazySet holding s.
+func built(s Set) *lazySet {
+	l := new(lazySet)
+	l.p.Store(&s)
+	return l
 }
 
 // All reports whether the ACL is the wildcard.
@@ -139,12 +178,12 @@ func sameSet(x, y []string) bool {
 }
 
 // Allows reports whether the ACL allows s. It does not allocate.
-func (a *ACL) Allows(s *Subject) bool { return a.set.Allows(s) }
+func (a *ACL) Allows(s *Subject) bool { return a.compiled().Allows(s) }
 
 // Match reports which entry allows s, following the check order: wildcard,
 // user, then the first group of the ACL the user belongs to. It does not
 // allocate. Match.Kind is None when nothing matched.
-func (a *ACL) Match(s *Subject) Match { return a.set.Match(s) }
+func (a *ACL) Match(s *Subject) Match { return a.compiled().Match(s) }
 
 // New builds an ACL from lists that are already split. Each name is
 // validated; the first invalid one is returned as a *SyntaxError whose List
@@ -199,6 +238,15 @@ func Parse(text string, d Dialect) (ACL, []Warning, error) {
 			groups = groups[:j]
 		}
 	}
+	if a, ok := parseClean(users, groups, groupsAt >= 0); ok {
+		return a, p.warnings, nil
+	}
+	return p.lists(users, groups, groupsAt)
+}
+
+// lists parses the users and, when groupsAt is not negative, the groups
+// that start at that offset, with every warning and error.
+func (p *parser) lists(users, groups string, groupsAt int) (ACL, []Warning, error) {
 	if err := p.list(users, 0, false); err != nil {
 		return ACL{}, nil, err
 	}
@@ -208,6 +256,91 @@ func Parse(text string, d Dialect) (ACL, []Warning, error) {
 		}
 	}
 	return p.b.build(), p.warnings, nil
+}
+
+// parseClean is the parser for the common case: lists without empty
+// entries, "*" among names, duplicates or invalid names. It splits the
+// lists into one array shared by the users and the groups (the names are
+// substrings of the text, not copies) and compiles the set from it;
+// duplicates are found by the set's sort rather than a map. It reports
+// false for anything else, which the general parser then reads, with its
+// warnings and errors at their offsets.
+func parseClean(users, groups string, hasGroups bool) (ACL, bool) {
+	if users == Wildcard || (hasGroups && groups == Wildcard) {
+		return ACL{}, false
+	}
+	nu, ng := entries(users), 0
+	if hasGroups {
+		ng = entries(groups)
+	}
+	names := make([]string, 0, nu+ng)
+	var ok bool
+	if names, ok = splitClean(names, users); !ok {
+		return ACL{}, false
+	}
+	if hasGroups {
+		if names, ok = splitClean(names, groups); !ok {
+			return ACL{}, false
+		}
+	}
+	a := ACL{users: names[:nu:nu], groups: names[nu:]}
+	if len(a.users) == 0 {
+		a.users = nil
+	}
+	if len(a.groups) == 0 {
+		a.groups = nil
+	}
+	if nu+ng <= 16 {
+		if hasDuplicates(a.users) || hasDuplicates(a.groups) {
+			return ACL{}, false // which the general parser reports
+		}
+		a.set = new(lazySet)
+		return a, true
+	}
+	// A long list: the set's sort finds duplicates, so build it now.
+	set := Union(&a)
+	if len(set.users) != nu || len(set.groups) != ng {
+		return ACL{}, false
+	}
+	a.set = built(set)
+	return a, true
+}
+
+// hasDuplicates reports whether a short list names a name twice.
+func hasDuplicates(names []string) bool {
+	for i, n := range names {
+		if slices.Contains(names[:i], n) {
+			return true
+		}
+	}
+	return false
+}
+
+// entries is the number of entries of a comma separated list.
+func entries(s string) int {
+	if s == "" {
+		return 0
+	}
+	return strings.Count(s, ",") + 1
+}
+
+// splitClean appends the entries of list to names, or reports false at
+// the first entry that is empty, "*" or not a valid name.
+func splitClean(names []string, list string) ([]string, bool) {
+	if list == "" {
+		return names, true
+	}
+	for {
+		name, rest, more := strings.Cut(list, ",")
+		if name == Wildcard || ValidName(name) != nil {
+			return names, false
+		}
+		names = append(names, name)
+		if !more {
+			return names, true
+		}
+		list = rest
+	}
 }
 
 // MustParse is Parse in the YuniKorn dialect that panics on error, for
@@ -251,7 +384,19 @@ func ValidName(s string) error {
 		return fmt.Errorf("empty name")
 	case len(s) > MaxNameLen:
 		return fmt.Errorf("name longer than %d bytes", MaxNameLen)
-	case !utf8.ValidString(s):
+	}
+	// Most names are printable ASCII: one test per byte.
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == ',' || c == '*' {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return nil
+	}
+	if !utf8.ValidString(s) {
 		return fmt.Errorf("name %q is not valid UTF-8", s)
 	}
 	for _, r := range s {
@@ -420,11 +565,7 @@ func (b *builder) add(groups bool, name string) bool {
 func (b *builder) build() ACL {
 	if b.all {
 		// The wildcard makes the lists irrelevant; keep the value canonical.
-		a := ACL{all: true}
-		a.set = Union(&a)
-		return a
+		return ACL{all: true, set: new(lazySet)}
 	}
-	a := ACL{users: b.users, groups: b.groups}
-	a.set = Union(&a)
-	return a
+	return ACL{users: b.users, groups: b.groups, set: new(lazySet)}
 }

@@ -66,3 +66,21 @@ func BenchmarkNewSubject64(b *testing.B) {
 		_ = NewSubject("carol", g)
 	}
 }
+
+// acl100k is an ACL of 100,000 entries: 50,000 users and 50,000 groups.
+func acl100k() string {
+	return strings.Join(groupsN(50000, "user"), ",") + " " + strings.Join(groupsN(50000, "group"), ",")
+}
+
+// BenchmarkParse100k parses an ACL of 100,000 entries (docs/benchmarks.md,
+// "Loading and memory").
+func BenchmarkParse100k(b *testing.B) {
+	text := acl100k()
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := Parse(text, YuniKorn); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

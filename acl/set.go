@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"hash/maphash"
 	"math"
+	"math/bits"
 	"slices"
 	"sync/atomic"
 )
@@ -25,22 +26,82 @@ type entry struct {
 	name string
 }
 
-func cmpEntry(a, b entry) int {
-	if c := cmp.Compare(a.h, b.h); c != 0 {
-		return c
+// sortedEntries returns the users (or groups) of acls as entries sorted
+// by hash, ranked in check order, keeping of entries with the same name
+// the one with the lowest rank. n is their number; keys is scratch space
+// of at least n.
+//
+// Moving 32-byte entries that hold a pointer is what sorting them cost:
+// the sort orders plain integers instead, each the top bits of a name's
+// hash with the name's position in check order in the low bits, and the
+// entries are then written once, in order. Names whose hashes agree in
+// the bits kept stay in check order; a final insertion pass orders the
+// rare ones whose full hashes differ below those bits. Names are compared
+// only within a run of equal hashes, which holds one name but for a
+// collision.
+func sortedEntries(acls []*ACL, groups bool, n int, keys []uint64) []entry {
+	if n == 0 {
+		return nil
 	}
-	if c := cmp.Compare(a.name, b.name); c != 0 {
-		return c
+	list, kind := (*ACL).userList, MatchUser
+	if groups {
+		list, kind = (*ACL).groupList, MatchGroup
 	}
-	return cmp.Compare(a.rank, b.rank)
+	low := uint64(1)<<bits.Len(uint(n-1)) - 1
+	keys = keys[:n]
+	var startBuf [32]int
+	starts := startBuf[:0] // position of each ACL's first name
+	pos := 0
+	for _, a := range acls {
+		starts = append(starts, pos)
+		for _, name := range list(a) {
+			keys[pos] = hash(name)&^low | uint64(pos)
+			pos++
+		}
+	}
+	slices.Sort(keys)
+	t := make([]entry, n)
+	for j, k := range keys {
+		p := int(k & low)
+		li := 0
+		if len(starts) > 1 {
+			li, _ = slices.BinarySearch(starts, p+1)
+			li--
+		}
+		i := p - starts[li]
+		name := list(acls[li])[i]
+		t[j] = entry{h: hash(name), rank: rank(li, kind, i), name: name}
+	}
+	for i := 1; i < len(t); i++ {
+		for k := i; k > 0 && t[k].h < t[k-1].h; k-- {
+			t[k], t[k-1] = t[k-1], t[k]
+		}
+	}
+	out := t[:0]
+	for i := 0; i < len(t); {
+		j := i + 1
+		for j < len(t) && t[j].h == t[i].h {
+			j++
+		}
+		// t[i:j] share a hash, in rank order: keep each name's first.
+		run := len(out)
+	next:
+		for _, e := range t[i:j] {
+			for _, kept := range out[run:] {
+				if kept.name == e.name {
+					continue next
+				}
+			}
+			out = append(out, e)
+		}
+		i = j
+	}
+	clear(t[len(out):])
+	return out
 }
 
-// sortUnique sorts by hash and name and keeps, of entries with the same
-// name, the one with the lowest rank.
-func sortUnique(t []entry) []entry {
-	slices.SortFunc(t, cmpEntry)
-	return slices.CompactFunc(t, func(a, b entry) bool { return a.h == b.h && a.name == b.name })
-}
+func (a *ACL) userList() []string  { return a.users }
+func (a *ACL) groupList() []string { return a.groups }
 
 // search returns the first index whose hash is at least h.
 func search(t []entry, h uint64) int {
@@ -241,33 +302,39 @@ func unrank(r uint64) (list int, k Kind, index int) {
 // wildcard are left out: they could never be the first to match.
 func Union(acls ...*ACL) Set {
 	var s Set
+	for li, a := range acls {
+		if a.all {
+			s.all, s.allRank = true, rank(li, MatchWildcard, 0)
+			acls = acls[:li]
+			break
+		}
+	}
 	nu, ng := 0, 0
 	for _, a := range acls {
 		nu += len(a.users)
 		ng += len(a.groups)
 	}
-	s.users = make([]entry, 0, nu)
-	s.groups = make([]entry, 0, ng)
-	for li, a := range acls {
-		if a.all {
-			s.all, s.allRank = true, rank(li, MatchWildcard, 0)
-			break
-		}
-		for i, u := range a.users {
-			s.users = append(s.users, entry{h: hash(u), rank: rank(li, MatchUser, i), name: u})
-		}
-		for i, g := range a.groups {
-			s.groups = append(s.groups, entry{h: hash(g), rank: rank(li, MatchGroup, i), name: g})
-		}
+	keys := make([]uint64, max(nu, ng))
+	s.users = sortedEntries(acls, false, nu, keys)
+	s.groups = sortedEntries(acls, true, ng, keys)
+	// Positions in check order are where an ACL's groups start plus the
+	// group's index: placing each kept group there and closing the gaps
+	// left by duplicates puts them in check order without sorting.
+	var startBuf [32]int
+	start := startBuf[:0]
+	for li, n := 0, 0; li < len(acls); li++ {
+		start = append(start, n)
+		n += len(acls[li].groups)
 	}
-	s.users = sortUnique(s.users)
-	s.groups = sortUnique(s.groups)
-	s.ranked = make([]ranked, len(s.groups))
-	for i, e := range s.groups {
+	s.ranked = make([]ranked, ng)
+	for _, e := range s.groups {
+		list, _, index := unrank(e.rank)
 		w1, b1, w2, b2 := bloomBits(e.h)
-		s.ranked[i] = ranked{entry: e, w1: uint8(w1), w2: uint8(w2), b1: b1, b2: b2}
+		s.ranked[start[list]+index] = ranked{entry: e, w1: uint8(w1), w2: uint8(w2), b1: b1, b2: b2}
 	}
-	slices.SortFunc(s.ranked, func(a, b ranked) int { return cmp.Compare(a.rank, b.rank) })
+	if len(s.groups) < ng {
+		s.ranked = slices.DeleteFunc(s.ranked, func(r ranked) bool { return r.name == "" })
+	}
 	return s
 }
 

@@ -208,31 +208,58 @@ func (p *parser) document(data []byte) (c *Config, adm *yaml.Node) {
 // mapping walks the keys of a mapping node. A nil handler accepts the key
 // without reading it. Unknown and duplicate keys are errors.
 func (p *parser) mapping(n *yaml.Node, what string, keys map[string]func(k, v *yaml.Node)) bool {
+	return walkMapping(p, n, what, keys, func(h func(k, v *yaml.Node), k, v *yaml.Node) {
+		if h != nil {
+			h(k, v)
+		}
+	})
+}
+
+// walkMapping is mapping for handlers of any type, called through call:
+// a table of handlers that is built once (as queueKeys is) rather than
+// per node spares a map and its closures for every node read.
+func walkMapping[H any](p *parser, n *yaml.Node, what string, keys map[string]H, call func(h H, k, v *yaml.Node)) bool {
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, "%s must be a mapping, not %s", what, kindName(n))
 		return false
 	}
-	seen := map[string]int{}
+	// Mappings of the schema have a handful of keys: scanning the keys
+	// before costs less than a map, which only a long mapping gets.
+	var seen map[string]int
+	if len(n.Content) > 32 {
+		seen = make(map[string]int, len(n.Content)/2)
+	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		if line, dup := seen[k.Value]; dup {
-			p.errorf(k, "%s: key %q is repeated (first at line %d)", what, k.Value, line)
+		first := 0
+		if seen != nil {
+			first = seen[k.Value]
+			if first == 0 {
+				seen[k.Value] = k.Line
+			}
+		} else {
+			for j := 0; j < i; j += 2 {
+				if n.Content[j].Value == k.Value {
+					first = n.Content[j].Line
+					break
+				}
+			}
+		}
+		if first != 0 {
+			p.errorf(k, "%s: key %q is repeated (first at line %d)", what, k.Value, first)
 			continue
 		}
-		seen[k.Value] = k.Line
 		h, ok := keys[k.Value]
 		if !ok {
 			p.errorf(k, "%s: unknown key %q%s", what, k.Value, hint(k.Value, keys))
 			continue
 		}
-		if h != nil {
-			h(k, v)
-		}
+		call(h, k, v)
 	}
 	return true
 }
 
-func hint(key string, keys map[string]func(k, v *yaml.Node)) string {
+func hint[H any](key string, keys map[string]H) string {
 	best, bestDist := "", 3
 	for k := range keys {
 		if strings.EqualFold(k, key) {
@@ -408,29 +435,43 @@ func (p *parser) topQueues(partName string, queues *yaml.Node, prefix string) *p
 	return root
 }
 
+// queueRead is what reading a queue's keys collects.
+type queueRead struct {
+	q                              *policy.Queue
+	children, nameNode, parentFlag *yaml.Node
+	isParent                       bool
+}
+
+// queueKeys are the keys of a queue and their handlers; nil accepts the
+// key without reading it.
+var queueKeys = map[string]func(p *parser, r *queueRead, k, v *yaml.Node){
+	"name":   func(p *parser, r *queueRead, k, v *yaml.Node) { r.q.Name, _ = p.str(v, "queue name"); r.nameNode = v },
+	"queues": func(p *parser, r *queueRead, k, v *yaml.Node) { r.children = v },
+	"parent": func(p *parser, r *queueRead, k, v *yaml.Node) {
+		r.parentFlag = v
+		if err := v.Decode(&r.isParent); err != nil {
+			p.errorf(v, "parent must be true or false, not %s", kindName(v))
+		}
+		r.q.Parent = r.isParent
+	},
+	"submitacl": func(p *parser, r *queueRead, k, v *yaml.Node) { r.q.SubmitACL = p.acl(k, v, "submitacl") },
+	"adminacl":  func(p *parser, r *queueRead, k, v *yaml.Node) { r.q.AdminACL = p.acl(k, v, "adminacl") },
+	// Keys of YuniKorn's schema that only the scheduler uses.
+	// resources is read as strictly as YuniKorn's decoder reads it
+	// (its keys are guaranteed and max), since YuniKorn refuses the
+	// whole file for an unknown key there.
+	"resources":       func(p *parser, r *queueRead, k, v *yaml.Node) { p.resources(v) },
+	"maxapplications": nil, "properties": nil, "childtemplate": nil, "limits": nil,
+}
+
 func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
-	q := &policy.Queue{}
-	var children, nameNode, parentFlag *yaml.Node
-	isParent := false
-	ok := p.mapping(n, "queue", map[string]func(k, v *yaml.Node){
-		"name":   func(k, v *yaml.Node) { q.Name, _ = p.str(v, "queue name"); nameNode = v },
-		"queues": func(k, v *yaml.Node) { children = v },
-		"parent": func(k, v *yaml.Node) {
-			parentFlag = v
-			if err := v.Decode(&isParent); err != nil {
-				p.errorf(v, "parent must be true or false, not %s", kindName(v))
-			}
-			q.Parent = isParent
-		},
-		"submitacl": func(k, v *yaml.Node) { q.SubmitACL = p.acl(k, v, "submitacl") },
-		"adminacl":  func(k, v *yaml.Node) { q.AdminACL = p.acl(k, v, "adminacl") },
-		// Keys of YuniKorn's schema that only the scheduler uses.
-		// resources is read as strictly as YuniKorn's decoder reads it
-		// (its keys are guaranteed and max), since YuniKorn refuses the
-		// whole file for an unknown key there.
-		"resources":       func(k, v *yaml.Node) { p.resources(v) },
-		"maxapplications": nil, "properties": nil, "childtemplate": nil, "limits": nil,
+	r := queueRead{q: &policy.Queue{}}
+	ok := walkMapping(p, n, "queue", queueKeys, func(h func(p *parser, r *queueRead, k, v *yaml.Node), k, v *yaml.Node) {
+		if h != nil {
+			h(p, &r, k, v)
+		}
 	})
+	q, children, nameNode, parentFlag, isParent := r.q, r.children, r.nameNode, r.parentFlag, r.isParent
 	if !ok {
 		return nil
 	}

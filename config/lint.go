@@ -94,49 +94,8 @@ func (p *parser) ldap(n *yaml.Node) *ldap.Config {
 // YAML dropped, names differing only in case, and leaf queues nobody can
 // submit to.
 func (p *parser) lint(c *Config) {
-	groups := map[string]bool{}
-	for g := range p.known {
-		groups[g] = true
-	}
-	for _, u := range p.acls {
-		for _, g := range u.rule.Groups() {
-			groups[g] = true
-		}
-	}
-	type first struct {
-		name string
-		line int
-	}
-	seen := map[string]first{}
-	for _, u := range p.acls {
-		r := u.rule
-		if u.node.Style == 0 && !u.trap && !r.All() && len(r.Groups()) == 0 {
-			for _, name := range r.Users() {
-				if groups[name] {
-					p.warnf(u.node, "%s %q lists %s as a user, but %s is a group elsewhere in this configuration: "+
-						"a group-only ACL needs a leading space, which YAML keeps only inside quotes: %s: \" %s\"",
-						u.what, u.node.Value, name, name, u.what, u.node.Value)
-					break
-				}
-			}
-		}
-		for _, l := range []struct {
-			kind  string
-			names []string
-		}{{"user", r.Users()}, {"group", r.Groups()}} {
-			for _, name := range l.names {
-				key := l.kind + "\x00" + strings.ToLower(name)
-				f, ok := seen[key]
-				switch {
-				case !ok:
-					seen[key] = first{name, u.node.Line}
-				case f.name != name:
-					p.warnf(u.node, "%s %q: %s %q differs from %q (line %d) only in case; names are case sensitive, so they are different %ss",
-						u.what, u.node.Value, l.kind, name, f.name, f.line, l.kind)
-				}
-			}
-		}
-	}
+	p.lintUsersAsGroups()
+	p.lintCase()
 	if c.Snapshot == nil {
 		return
 	}
@@ -144,6 +103,92 @@ func (p *parser) lint(c *Config) {
 		part, _ := c.Snapshot.Partition(pname)
 		for _, q := range part.NobodyMaySubmit() {
 			p.warnf(p.queueNode[pname+"/"+q], "leaf queue %s: nobody can submit to it: no submitacl or adminacl on it or its parents allows anyone", q)
+		}
+	}
+}
+
+// lintUsersAsGroups warns about an ACL of users only that names a group
+// of another ACL or of a resolver: a group-only ACL whose leading space
+// YAML dropped. The groups are collected only when such an ACL exists.
+func (p *parser) lintUsersAsGroups() {
+	var groups map[string]bool
+	for _, u := range p.acls {
+		r := u.rule
+		if u.node.Style != 0 || u.trap || r.All() || len(r.Groups()) != 0 {
+			continue
+		}
+		if groups == nil {
+			groups = make(map[string]bool, len(p.known))
+			for g := range p.known {
+				groups[g] = true
+			}
+			for _, u := range p.acls {
+				for _, g := range u.rule.Groups() {
+					groups[g] = true
+				}
+			}
+		}
+		for _, name := range r.Users() {
+			if groups[name] {
+				p.warnf(u.node, "%s %q lists %s as a user, but %s is a group elsewhere in this configuration: "+
+					"a group-only ACL needs a leading space, which YAML keeps only inside quotes: %s: \" %s\"",
+					u.what, u.node.Value, name, name, u.what, u.node.Value)
+				break
+			}
+		}
+	}
+}
+
+// lintCase warns about names that differ only in case from a name of the
+// same kind written before. Two such names differ from their lower case
+// in one of them at least, so only the lower case forms of names that
+// have upper case letters are tracked, and nothing when no name has one.
+func (p *parser) lintCase() {
+	type key struct {
+		group bool
+		lower string
+	}
+	var folded map[key]bool
+	for _, u := range p.acls {
+		for gi, names := range [2][]string{u.rule.Users(), u.rule.Groups()} {
+			for _, name := range names {
+				if lower := strings.ToLower(name); lower != name {
+					if folded == nil {
+						folded = map[key]bool{}
+					}
+					folded[key{gi == 1, lower}] = true
+				}
+			}
+		}
+	}
+	if folded == nil {
+		return
+	}
+	type first struct {
+		name string
+		line int
+	}
+	seen := map[key]first{}
+	for _, u := range p.acls {
+		for gi, names := range [2][]string{u.rule.Users(), u.rule.Groups()} {
+			kind := "user"
+			if gi == 1 {
+				kind = "group"
+			}
+			for _, name := range names {
+				k := key{gi == 1, strings.ToLower(name)}
+				if !folded[k] {
+					continue
+				}
+				f, ok := seen[k]
+				switch {
+				case !ok:
+					seen[k] = first{name, u.node.Line}
+				case f.name != name:
+					p.warnf(u.node, "%s %q: %s %q differs from %q (line %d) only in case; names are case sensitive, so they are different %ss",
+						u.what, u.node.Value, kind, name, f.name, f.line, kind)
+				}
+			}
 		}
 	}
 }

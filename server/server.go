@@ -92,6 +92,13 @@ type Options struct {
 	// Default false: Events are recorded whenever cluster credentials are
 	// available (Kubeconfig, or the pod's service account).
 	NoDenialEvents bool
+	// AuditQueue, when positive, takes audit records off the request
+	// path: up to this many wait to be formatted and written by one
+	// goroutine, and a record that finds the queue full is dropped and
+	// counted (usher_audit_records_dropped_total). Run writes what is
+	// queued before it returns. Default 0: each record is written by the
+	// request that made it.
+	AuditQueue int
 	// ReloadInterval is how often the configuration is checked for changes.
 	// Default 2s.
 	ReloadInterval time.Duration
@@ -227,6 +234,7 @@ func (o Options) withDefaults() Options {
 type Server struct {
 	opts      Options
 	log       *slog.Logger
+	auditQ    *auditQueue // nil: audit records are written on the request path
 	engine    *engine.Engine
 	admission *admission.Handler
 	metrics   *metrics
@@ -264,6 +272,11 @@ type reloadStatus struct {
 func New(opts Options) (*Server, error) {
 	opts = opts.withDefaults()
 	s := &Server{opts: opts, log: opts.Logger, registry: prometheus.NewRegistry()}
+	if opts.AuditQueue > 0 && !opts.NoAudit {
+		s.auditQ = newAuditQueue(opts.AuditQueue)
+		s.log = slog.New(s.auditQ.handler(opts.Logger.Handler()))
+		registerAuditDrops(s.registry, s.auditQ)
+	}
 	s.bodies.shared.limit, s.bodies.small.limit, s.bodies.smallBody = opts.BodyMemory, opts.SmallBodyReserve, opts.SmallBody
 	var cfg *config.Config
 	var err error
@@ -399,6 +412,10 @@ func (s *Server) Run(ctx context.Context) error {
 		if ln, err = net.Listen("tcp", s.opts.Addr); err != nil {
 			return err
 		}
+	}
+	if s.auditQ != nil {
+		// Last, once the requests are done: what is queued is written.
+		defer s.auditQ.close()
 	}
 	s.addr.Store(ln.Addr().String())
 	s.conns.Listener = ln
@@ -546,6 +563,7 @@ func (s *Server) apply(cfg *config.Config, err error, gen string, sum [32]byte) 
 	s.metrics.accessChanges.WithLabelValues("placement").Add(float64(change.Placements))
 	s.log.Info("configuration reloaded", "config", s.configName(), "generation", gen, "sha256", shortSum(sum), "access", change)
 	s.logWarnings(cfg)
+	releaseMemory() // old and change are dead here
 	return true, nil
 }
 

@@ -6,6 +6,18 @@
 //	usher serve --addr 127.0.0.1:8443 --ca-out /tmp/ca.pem --no-audit &
 //	usher-load --addr 127.0.0.1:8443 --ca /tmp/ca.pem --conns 16 --duration 10s
 //
+// With --serve-bare it is the ceiling instead: the same TLS stack answering
+// a fixed body (docs/benchmarks.md, "Close to the wire"):
+//
+//	usher-load --serve-bare --addr 127.0.0.1:8444 --ca-out /tmp/bare.pem &
+//	usher-load --addr 127.0.0.1:8444 --ca /tmp/bare.pem --conns 16 --duration 10s
+//
+// With --reloads it rewrites the configuration usher serve watches and
+// samples usher's memory after each reload (docs/benchmarks.md, "Loading
+// and memory"):
+//
+//	usher-load --reloads 50 --config /tmp/q.yaml --pid $(cat /tmp/usher.pid) --ca /tmp/ca.pem --conns 8
+//
 // With --slow-bodies it attacks usher's memory instead (docs/benchmarks.md,
 // "Memory under a slow-body attack"):
 //
@@ -53,7 +65,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		"(reconnecting when answered), while --conns clients send pod reviews and /healthz is polled; all must succeed")
 	bodyBytes := fs.Int("body-bytes", 7<<20, "declared size of each slow body (usher's cap is 7 MiB)")
 	politely := fs.Bool("retry-after", false, "slow bodies refused with 429 wait for Retry-After (1s) before connecting again")
-	pid := fs.Int("pid", 0, "usher's `PID`, to sample its VmRSS and VmHWM from /proc during an attack")
+	pid := fs.Int("pid", 0, "usher's `PID`, to sample its VmRSS and VmHWM from /proc during an attack or reloads")
+	bare := fs.Bool("serve-bare", false, "serve instead, at --addr, the ceiling /mutate is measured against: the same Go TLS stack "+
+		"answering a fixed AdmissionReview response without deciding anything (certificate PEM to --ca-out)")
+	caOut := fs.String("ca-out", "", "with --serve-bare: write the self-signed certificate's PEM to `FILE`")
+	reloadCount := fs.Int("reloads", 0, "measure reloads instead: rewrite --config `N` times with a generated configuration "+
+		"(--queues, --entries), waiting for usher's /readyz to show each, while --conns clients send reviews; samples --pid's memory")
+	configPath := fs.String("config", "", "with --reloads: the configuration `FILE` usher serve watches (overwritten)")
+	queues := fs.Int("queues", 10000, "with --reloads: queues of the generated configuration")
+	entries := fs.Int("entries", 100000, "with --reloads: ACL entries of the generated configuration")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -65,6 +85,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usher-load: refusing a non-loopback address")
 		return 2
 	}
+	if *bare {
+		return serveBare(*addr, *caOut, stderr)
+	}
 	roots := x509.NewCertPool()
 	if *caFile != "" {
 		pem, err := os.ReadFile(*caFile)
@@ -72,6 +95,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "usher-load: --ca %s: no certificate (%v)\n", *caFile, err)
 			return 2
 		}
+	}
+	if *reloadCount > 0 {
+		if *configPath == "" || *pid == 0 {
+			fmt.Fprintln(stderr, "usher-load: --reloads needs --config and --pid")
+			return 2
+		}
+		res, err := reloads(reloadConfig{addr: *addr, roots: roots, path: *configPath, reloads: *reloadCount,
+			queues: *queues, entries: *entries, conns: *conns, pid: *pid, settle: 5 * time.Second})
+		fmt.Fprintln(stdout, res)
+		if err != nil {
+			fmt.Fprintln(stderr, "usher-load:", err)
+			return 1
+		}
+		return 0
 	}
 	if *slow > 0 {
 		res := attack(attackConfig{addr: *addr, roots: roots, conns: *slow, bodyBytes: *bodyBytes, duration: *duration,

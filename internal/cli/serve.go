@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -16,11 +15,6 @@ import (
 
 	"github.com/usherhq/usher/server"
 )
-
-// defaultMemoryLimit is the default of --memory-limit: with the default
-// body budget, usher stays under 160 MiB (docs/benchmarks.md) and the
-// deployment's 256Mi limit leaves a margin above that.
-const defaultMemoryLimit = "128Mi"
 
 const serveHelp = `Serves, over TLS:
   POST /v1/access   the decision of "usher check", JSON in and out
@@ -69,8 +63,9 @@ The webhooks (/mutate, /validate) are not affected: see docs/security.md.
 
 Request bodies share a memory budget (--body-memory); a request whose body
 does not fit is refused with 429 and Retry-After before it is read, and a
-body must arrive within --body-read-timeout. With --memory-limit (GOMEMLIMIT
-wins) usher stays under 160 MiB on its defaults (docs/limits.md).
+body must arrive within --body-read-timeout. The Go runtime's soft memory
+limit is half the container's memory limit (--memory-limit; GOMEMLIMIT
+wins): usher stays under 160 MiB in a 256Mi container (docs/limits.md).
 
 Examples:
   usher serve                                   # embedded default, https://127.0.0.1:8443
@@ -129,8 +124,8 @@ func newServeCommand(env *Env) *cobra.Command {
 	fs.DurationVar(authCacheTTL, "access-auth-cache-ttl", 10*time.Second, "how long answers of TokenReviews and SubjectAccessReviews are cached")
 	fs.StringVar(logFormat, "log-format", "json", "log `FORMAT`: json or text")
 	fs.StringVar(logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn or error")
-	fs.StringVar(memLimit, "memory-limit", defaultMemoryLimit, "soft memory `LIMIT` of the Go runtime (a Kubernetes quantity; "+
-		"GOMEMLIMIT in the environment wins; 0: none); keep it under the container's limit")
+	fs.StringVar(memLimit, "memory-limit", memoryLimitAuto, "soft memory `LIMIT` of the Go runtime: auto (half the container's memory limit, "+
+		"128Mi outside a container with one), a Kubernetes quantity, or 0 for none; GOMEMLIMIT in the environment wins")
 	fs.StringVar(bodyMemory, "body-memory", "48Mi", "memory the request bodies in flight may hold at once (a Kubernetes `QUANTITY`); "+
 		"beyond it requests are refused with 429")
 	fs.DurationVar(&opts.BodyReadTimeout, "body-read-timeout", 10*time.Second, "how long a request body may take to arrive")
@@ -180,6 +175,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 		opts.Logger = slog.New(server.SplitAudit(opts.Logger.Handler(), newHandler(audit, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	}
 	opts.NoAudit = noAudit
+	opts.AuditQueue = 4096 // audit records off the request path: at most about 3 MiB queued, then dropped and counted
 	opts.AccessAuth = splitList(accessAuth)
 	opts.PrivilegedGroups = splitList(privileged)
 	if opts.PrivilegedGroups == nil {
@@ -192,32 +188,15 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 	opts.TokenReviewCache.SuccessTTL, opts.TokenReviewCache.FailureTTL = authCacheTTL, authCacheTTL
 	opts.SubjectAccessReviewCache.AllowTTL, opts.SubjectAccessReviewCache.DenyTTL = authCacheTTL, authCacheTTL
 	opts.Getenv = env.LookupEnv
-	if env.Getenv("GOGC") == "" {
-		// usher's live heap is small (the compiled policy and the caches)
-		// while each review allocates a few kilobytes: at Go's default the
-		// collector ran every few milliseconds under load and lengthened
-		// the latency tail. GOGC in the environment still wins.
-		debug.SetGCPercent(400)
-	}
 	bm, err := resource.ParseQuantity(bodyMemory)
 	if err != nil || bm.Sign() <= 0 {
 		env.errorf("--body-memory %q: want a quantity such as 48Mi", bodyMemory)
 		return ExitUsage
 	}
 	opts.BodyMemory = bm.Value()
-	if env.Getenv("GOMEMLIMIT") == "" {
-		// GOGC=400 lets the heap grow to five times what is live before a
-		// collection; the soft limit makes the collector work harder
-		// instead once the process nears it, so that the memory the body
-		// budget bounds is not multiplied by garbage.
-		q, err := resource.ParseQuantity(memLimit)
-		if err != nil || q.Sign() < 0 {
-			env.errorf("--memory-limit %q: want a quantity such as 128Mi", memLimit)
-			return ExitUsage
-		}
-		if q.Sign() > 0 {
-			debug.SetMemoryLimit(q.Value())
-		}
+	if err := setMemoryLimit(memLimit, env.Getenv, opts.Logger); err != nil {
+		env.errorf("%v", err)
+		return ExitUsage
 	}
 	if opts.ConfigPath != "" && len(opts.ConfigMaps) > 0 {
 		env.errorf("give --config or --config-map, not both")

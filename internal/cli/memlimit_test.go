@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
+)
+
+func TestMemoryLimit(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	container := memlimit.Limit(256 << 20)
+	noLimit := func() (uint64, error) { return 0, memlimit.ErrNoLimit }
+	unreadable := func() (uint64, error) { return 0, errors.New("no cgroup mount") }
+	tests := []struct {
+		flag   string
+		getenv func(string) string
+		cgroup memlimit.Provider
+		want   int64
+		why    string
+	}{
+		{"auto", env(), container, 128 << 20, "50% of the container's memory limit 268435456"},
+		{"auto", env(), memlimit.Limit(1 << 30), 512 << 20, "50%"},
+		{"auto", env(), noLimit, 128 << 20, "no container memory limit"},
+		{"auto", env(), unreadable, 128 << 20, "unknown: no cgroup mount"},
+		{"200Mi", env(), container, 200 << 20, "--memory-limit 200Mi"},
+		{"0", env(), container, 0, "--memory-limit 0"},
+		{"auto", env("GOMEMLIMIT", "1GiB"), container, 0, "GOMEMLIMIT=1GiB"},
+		{"64Mi", env("GOMEMLIMIT", "1GiB"), container, 0, "GOMEMLIMIT=1GiB"},
+	}
+	for _, tt := range tests {
+		got, why, err := memoryLimit(tt.flag, tt.getenv, tt.cgroup)
+		if err != nil || got != tt.want || !strings.Contains(why, tt.why) {
+			t.Errorf("%s: %d %q %v, want %d %q", tt.flag, got, why, err, tt.want, tt.why)
+		}
+	}
+	for _, bad := range []string{"-1Mi", "lots", ""} {
+		if _, _, err := memoryLimit(bad, env(), container); err == nil || !strings.Contains(err.Error(), "want a quantity") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+// TestMemoryLimitFromThisCgroup reads the limit of the cgroup the test
+// runs in through the library's reader of /proc/self/mountinfo and
+// memory.max: whatever it finds, auto derives a positive limit.
+func TestMemoryLimitFromThisCgroup(t *testing.T) {
+	got, why, err := memoryLimit("auto", func(string) string { return "" }, memlimit.FromCgroup)
+	if err != nil || got <= 0 {
+		t.Fatalf("%d %q %v", got, why, err)
+	}
+	t.Logf("limit %d: %s", got, why)
+}
