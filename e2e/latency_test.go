@@ -98,7 +98,16 @@ type latencyCell struct {
 	apiValidate   Histogram     // … of /validate
 	usherMutate   Histogram     // usher's own view of /mutate
 	usherValidate Histogram
+	// CPU time spent in the measured window, by process.
+	cpu map[string]time.Duration
+	// The API server's connections to usher at the start and at the end of
+	// the measured windows, and how many of those at the start were still
+	// there at the end (summed over rounds).
+	connsStart, connsEnd, connsKept int
 }
+
+// cpuProcs are the processes whose CPU time a phase measures.
+var cpuProcs = []string{"kube-apiserver", "etcd", "kube-controller-manager", "usher"}
 
 func (c *latencyCell) add(o latencyCell) {
 	c.lat = append(c.lat, o.lat...)
@@ -113,6 +122,15 @@ func (c *latencyCell) add(o latencyCell) {
 	c.apiValidate = c.apiValidate.Add(o.apiValidate)
 	c.usherMutate = c.usherMutate.Add(o.usherMutate)
 	c.usherValidate = c.usherValidate.Add(o.usherValidate)
+	if c.cpu == nil {
+		c.cpu = map[string]time.Duration{}
+	}
+	for k, v := range o.cpu {
+		c.cpu[k] += v
+	}
+	c.connsStart += o.connsStart
+	c.connsEnd += o.connsEnd
+	c.connsKept += o.connsKept
 }
 
 type latencyKey struct {
@@ -229,11 +247,21 @@ func (e *usherEnv) latencyPhase(t *testing.T, ctx context.Context, alice kuberne
 	}
 	before := make(chan latencyScrape, 1)
 	p := paced(ctx, rate, s.warmup, s.duration, func() {
-		go func() { before <- e.scrapeLatency(t, ctx) }()
+		at := e.readCPU(t)
+		go func() { before <- e.scrapeLatency(t, ctx, at) }()
 	}, create)
-	after := e.scrapeLatency(t, ctx)
+	after := e.scrapeLatency(t, ctx, e.readCPU(t))
 	b := <-before
-	c := latencyCell{lat: p.lat, errs: p.errs, firstErr: p.firstErr, late: p.late, sent: len(p.lat), span: p.span}
+	c := latencyCell{lat: p.lat, errs: p.errs, firstErr: p.firstErr, late: p.late, sent: len(p.lat), span: p.span, cpu: map[string]time.Duration{}}
+	for k, v := range after.cpu {
+		c.cpu[k] = v - b.cpu[k]
+	}
+	c.connsStart, c.connsEnd = len(b.conns), len(after.conns)
+	for _, r := range b.conns {
+		if slices.Contains(after.conns, r) {
+			c.connsKept++
+		}
+	}
 	c.apiMutate = after.apiMutate.Sub(b.apiMutate)
 	c.apiValidate = after.apiValidate.Sub(b.apiValidate)
 	c.usherMutate = after.usherMutate.Sub(b.usherMutate)
@@ -264,13 +292,17 @@ func (e *usherEnv) deleteNamespaceAndWait(t *testing.T, ns string) {
 	}
 }
 
-// latencyScrape is what one scrape of both /metrics endpoints gave.
+// latencyScrape is what one scrape of both /metrics endpoints gave, with
+// the CPU time of the processes and the connections to usher, read just
+// before the scrape at the end of a window and just before starting the
+// scrape at its start (so that the scrapes' own cost is left out).
 type latencyScrape struct {
 	apiMutate, apiValidate, usherMutate, usherValidate Histogram
+	cpu                                                map[string]time.Duration
+	conns                                              []string // remote addresses of the connections to usher
 }
 
-func (e *usherEnv) scrapeLatency(t *testing.T, ctx context.Context) latencyScrape {
-	var s latencyScrape
+func (e *usherEnv) scrapeLatency(t *testing.T, ctx context.Context, s latencyScrape) latencyScrape {
 	raw, err := e.admin.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		t.Errorf("scraping the API server's /metrics: %v", err)
@@ -293,6 +325,36 @@ func (e *usherEnv) scrapeLatency(t *testing.T, ctx context.Context) latencyScrap
 	}
 	s.usherMutate = hist(body, usherRequestHistogram, map[string]string{"handler": "mutate"})
 	s.usherValidate = hist(body, usherRequestHistogram, map[string]string{"handler": "validate"})
+	return s
+}
+
+// readCPU returns a scrape with only the CPU times and connections filled.
+func (e *usherEnv) readCPU(t *testing.T) latencyScrape {
+	s := latencyScrape{cpu: map[string]time.Duration{}}
+	for _, name := range cpuProcs {
+		var pid int
+		var err error
+		if name == "usher" {
+			e.u.mu.Lock()
+			if e.u.cmd != nil {
+				pid = e.u.cmd.Process.Pid
+			}
+			e.u.mu.Unlock()
+		} else if pid, err = cluster.ClusterPID(name); err != nil {
+			t.Errorf("pid of %s: %v", name, err)
+			continue
+		}
+		if s.cpu[name], err = ProcessCPU(pid); err != nil {
+			t.Errorf("CPU time of %s: %v", name, err)
+		}
+	}
+	_, port, _ := strings.Cut(e.u.Addr, ":")
+	p, _ := strconv.Atoi(port)
+	conns, err := EstablishedTo(p)
+	if err != nil {
+		t.Errorf("connections to usher: %v", err)
+	}
+	s.conns = conns
 	return s
 }
 
@@ -431,6 +493,29 @@ func latencyTable(s latencySettings, cells map[latencyKey]*latencyCell, load0, l
 			fmt.Fprintf(&b, "| %s | %d/s | %.0f, %.0f | %s | %s | %s | %s |\n", kind, rate,
 				on.apiMutate.Count(), on.apiValidate.Count(),
 				histCell(on.apiMutate), histCell(on.apiValidate), histCell(on.usherMutate), histCell(on.usherValidate))
+		}
+	}
+	b.WriteString("\nCPU time per measured create (µs), without usher / with usher, and the API server's connections to usher\n")
+	b.WriteString("(established at the start and at the end of the measured windows; kept: those of the start still open at the end):\n\n")
+	b.WriteString("| kind | rate | kube-apiserver | etcd | kube-controller-manager | usher | connections start, end, kept |\n")
+	b.WriteString("|---|---|---|---|---|---|---|\n")
+	perCreate := func(c *latencyCell, proc string) string {
+		if c.sent == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.0f", float64(c.cpu[proc])/1e3/float64(c.sent))
+	}
+	for _, kind := range s.kinds {
+		for _, rate := range s.rates {
+			off, on := cells[latencyKey{kind, rate, false}], cells[latencyKey{kind, rate, true}]
+			if off == nil || on == nil {
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %d/s | %s / %s | %s / %s | %s / %s | %s | %d, %d, %d |\n", kind, rate,
+				perCreate(off, "kube-apiserver"), perCreate(on, "kube-apiserver"),
+				perCreate(off, "etcd"), perCreate(on, "etcd"),
+				perCreate(off, "kube-controller-manager"), perCreate(on, "kube-controller-manager"),
+				perCreate(on, "usher"), on.connsStart, on.connsEnd, on.connsKept)
 		}
 	}
 	return b.String()
