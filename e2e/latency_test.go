@@ -29,6 +29,11 @@ const LatencyEnv = "USHER_E2E_LATENCY"
 // for mutating, validating).
 const apiserverWebhookHistogram = "apiserver_admission_webhook_admission_duration_seconds"
 
+// How long requests waited for a seat in API Priority and Fairness (the
+// API server's max-in-flight), labelled flow_schema, priority_level and
+// execute.
+const apfWaitHistogram = "apiserver_flowcontrol_request_wait_duration_seconds"
+
 // usher's own histogram of its HTTP requests, labelled handler and code.
 const usherRequestHistogram = "usher_http_request_duration_seconds"
 
@@ -98,6 +103,8 @@ type latencyCell struct {
 	apiValidate   Histogram     // … of /validate
 	usherMutate   Histogram     // usher's own view of /mutate
 	usherValidate Histogram
+	scrapesFailed int       // windows left out of the histograms: a /metrics could not be read
+	apfWait       Histogram // how long alice's requests waited in API Priority and Fairness queues
 	// CPU time spent in the measured window, by process.
 	cpu map[string]time.Duration
 	// The API server's connections to usher at the start and at the end of
@@ -122,6 +129,8 @@ func (c *latencyCell) add(o latencyCell) {
 	c.apiValidate = c.apiValidate.Add(o.apiValidate)
 	c.usherMutate = c.usherMutate.Add(o.usherMutate)
 	c.usherValidate = c.usherValidate.Add(o.usherValidate)
+	c.apfWait = c.apfWait.Add(o.apfWait)
+	c.scrapesFailed += o.scrapesFailed
 	if c.cpu == nil {
 		c.cpu = map[string]time.Duration{}
 	}
@@ -262,14 +271,25 @@ func (e *usherEnv) latencyPhase(t *testing.T, ctx context.Context, alice kuberne
 			c.connsKept++
 		}
 	}
-	c.apiMutate = after.apiMutate.Sub(b.apiMutate)
-	c.apiValidate = after.apiValidate.Sub(b.apiValidate)
-	c.usherMutate = after.usherMutate.Sub(b.usherMutate)
-	c.usherValidate = after.usherValidate.Sub(b.usherValidate)
+	// A window whose scrape failed at either end is left out of the
+	// histograms (and counted), not taken from zero.
+	if b.apiOK && after.apiOK {
+		c.apiMutate = after.apiMutate.Sub(b.apiMutate)
+		c.apiValidate = after.apiValidate.Sub(b.apiValidate)
+		c.apfWait = after.apfWait.Sub(b.apfWait)
+	} else {
+		c.scrapesFailed++
+	}
+	if b.usherOK && after.usherOK {
+		c.usherMutate = after.usherMutate.Sub(b.usherMutate)
+		c.usherValidate = after.usherValidate.Sub(b.usherValidate)
+	} else {
+		c.scrapesFailed++
+	}
 	if !on && c.apiMutate.Count()+c.apiValidate.Count() > 0 {
 		t.Errorf("%s at %d/s without usher: the API server called usher's webhooks %v times", kind, rate, c.apiMutate.Count()+c.apiValidate.Count())
 	}
-	if on && c.apiMutate.Count() < float64(c.sent-c.errs) {
+	if on && b.apiOK && after.apiOK && c.apiMutate.Count() < float64(c.sent-c.errs) {
 		t.Errorf("%s at %d/s with usher: %d creates but the API server called /mutate %v times", kind, rate, c.sent-c.errs, c.apiMutate.Count())
 	}
 	return c
@@ -297,15 +317,16 @@ func (e *usherEnv) deleteNamespaceAndWait(t *testing.T, ns string) {
 // before the scrape at the end of a window and just before starting the
 // scrape at its start (so that the scrapes' own cost is left out).
 type latencyScrape struct {
-	apiMutate, apiValidate, usherMutate, usherValidate Histogram
-	cpu                                                map[string]time.Duration
-	conns                                              []string // remote addresses of the connections to usher
+	apiMutate, apiValidate, usherMutate, usherValidate, apfWait Histogram
+	cpu                                                         map[string]time.Duration
+	conns                                                       []string // remote addresses of the connections to usher
+	apiOK, usherOK                                              bool     // whether each /metrics was read
 }
 
 func (e *usherEnv) scrapeLatency(t *testing.T, ctx context.Context, s latencyScrape) latencyScrape {
 	raw, err := e.admin.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		t.Errorf("scraping the API server's /metrics: %v", err)
+		t.Logf("scraping the API server's /metrics: %v", err)
 		return s
 	}
 	api := string(raw)
@@ -316,15 +337,20 @@ func (e *usherEnv) scrapeLatency(t *testing.T, ctx context.Context, s latencyScr
 		}
 		return h
 	}
+	s.apiOK = true
 	s.apiMutate = hist(api, apiserverWebhookHistogram, map[string]string{"name": "usher-mutate-" + e.label + ".usher.e2e", "operation": "CREATE"})
 	s.apiValidate = hist(api, apiserverWebhookHistogram, map[string]string{"name": "usher-validate-" + e.label + ".usher.e2e", "operation": "CREATE"})
+	// alice is an authenticated user, not a service account: the
+	// flow schema global-default (priority level global-default) takes her.
+	s.apfWait = hist(api, apfWaitHistogram, map[string]string{"flow_schema": "global-default"})
 	body, code, err := e.u.Get(ctx, "/metrics")
 	if err != nil || code != 200 {
-		t.Errorf("scraping usher's /metrics: %d %v", code, err)
+		t.Logf("scraping usher's /metrics: %d %v", code, err)
 		return s
 	}
 	s.usherMutate = hist(body, usherRequestHistogram, map[string]string{"handler": "mutate"})
 	s.usherValidate = hist(body, usherRequestHistogram, map[string]string{"handler": "validate"})
+	s.usherOK = true
 	return s
 }
 
@@ -482,17 +508,18 @@ func latencyTable(s latencySettings, cells map[latencyKey]*latencyCell, load0, l
 	}
 	b.WriteString("\nusher's webhooks, as the API server timed them (" + apiserverWebhookHistogram + ", CREATE)\n")
 	b.WriteString("and as usher timed them (" + usherRequestHistogram + "), ms: p50 / p99 (mean), estimated from the buckets:\n\n")
-	b.WriteString("| kind | rate | calls /mutate, /validate | API server /mutate | API server /validate | usher /mutate | usher /validate |\n")
-	b.WriteString("|---|---|---|---|---|---|---|\n")
+	b.WriteString("| kind | rate | calls /mutate, /validate | API server /mutate | API server /validate | usher /mutate | usher /validate | APF wait without / with usher | scrapes failed |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, kind := range s.kinds {
 		for _, rate := range s.rates {
-			on := cells[latencyKey{kind, rate, true}]
-			if on == nil {
+			off, on := cells[latencyKey{kind, rate, false}], cells[latencyKey{kind, rate, true}]
+			if off == nil || on == nil {
 				continue
 			}
-			fmt.Fprintf(&b, "| %s | %d/s | %.0f, %.0f | %s | %s | %s | %s |\n", kind, rate,
+			fmt.Fprintf(&b, "| %s | %d/s | %.0f, %.0f | %s | %s | %s | %s | %s / %s | %d |\n", kind, rate,
 				on.apiMutate.Count(), on.apiValidate.Count(),
-				histCell(on.apiMutate), histCell(on.apiValidate), histCell(on.usherMutate), histCell(on.usherValidate))
+				histCell(on.apiMutate), histCell(on.apiValidate), histCell(on.usherMutate), histCell(on.usherValidate),
+				histCell(off.apfWait), histCell(on.apfWait), off.scrapesFailed+on.scrapesFailed)
 		}
 	}
 	b.WriteString("\nCPU time per measured create (µs), without usher / with usher, and the API server's connections to usher\n")
