@@ -489,7 +489,7 @@ func latencyTable(s latencySettings, cells map[latencyKey]*latencyCell, load0, l
 		s.rounds, s.warmup, s.duration, load0, load1, took.Round(time.Second))
 	b.WriteString("Client-side CREATE latency (ms), alice, open loop:\n\n")
 	b.WriteString("| kind | rate | achieved/s | creates | without usher p50 / p99 | with usher p50 / p99 | added p50 / p99 | late sends | errors |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, kind := range s.kinds {
 		for _, rate := range s.rates {
 			off, on := cells[latencyKey{kind, rate, false}], cells[latencyKey{kind, rate, true}]
@@ -508,15 +508,15 @@ func latencyTable(s latencySettings, cells map[latencyKey]*latencyCell, load0, l
 	}
 	b.WriteString("\nusher's webhooks, as the API server timed them (" + apiserverWebhookHistogram + ", CREATE)\n")
 	b.WriteString("and as usher timed them (" + usherRequestHistogram + "), ms: p50 / p99 (mean), estimated from the buckets:\n\n")
-	b.WriteString("| kind | rate | calls /mutate, /validate | API server /mutate | API server /validate | usher /mutate | usher /validate | APF wait without / with usher | scrapes failed |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| kind | rate | calls /mutate, /validate | API server /mutate | API server /validate | usher /mutate | usher /validate | APF wait without usher | APF wait with usher | scrapes failed |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, kind := range s.kinds {
 		for _, rate := range s.rates {
 			off, on := cells[latencyKey{kind, rate, false}], cells[latencyKey{kind, rate, true}]
 			if off == nil || on == nil {
 				continue
 			}
-			fmt.Fprintf(&b, "| %s | %d/s | %.0f, %.0f | %s | %s | %s | %s | %s / %s | %d |\n", kind, rate,
+			fmt.Fprintf(&b, "| %s | %d/s | %.0f, %.0f | %s | %s | %s | %s | %s | %s | %d |\n", kind, rate,
 				on.apiMutate.Count(), on.apiValidate.Count(),
 				histCell(on.apiMutate), histCell(on.apiValidate), histCell(on.usherMutate), histCell(on.usherValidate),
 				histCell(off.apfWait), histCell(on.apfWait), off.scrapesFailed+on.scrapesFailed)
