@@ -74,8 +74,8 @@ func latencySettingsFromEnv(t *testing.T) latencySettings {
 	for name, d := range map[string]*time.Duration{"_WARMUP": &s.warmup, "_DURATION": &s.duration} {
 		if v := os.Getenv(LatencyEnv + name); v != "" {
 			x, err := time.ParseDuration(v)
-			if err != nil || x < 0 {
-				t.Fatalf("%s%s=%q: not a duration", LatencyEnv, name, v)
+			if err != nil || x < 0 || (name == "_DURATION" && x < time.Second) {
+				t.Fatalf("%s%s=%q: not a duration (the measured window is at least 1s)", LatencyEnv, name, v)
 			}
 			*d = x
 		}
@@ -428,6 +428,10 @@ func paced(ctx context.Context, rate int, warmup, duration time.Duration, atMeas
 			errs[i] = do(cctx, i)
 			lat[i] = time.Since(t0)
 		}()
+	}
+	if measureStart.IsZero() { // stopped before the warm-up ended
+		measureStart = time.Now()
+		atMeasure()
 	}
 	r.span = time.Since(measureStart) + interval
 	wg.Wait()

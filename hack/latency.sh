@@ -12,7 +12,10 @@
 #   USHER_E2E_LATENCY_DURATION  per phase, measured (20s)
 #   USHER_E2E_LATENCY_ROUNDS    rounds, alternating which side goes first (1)
 #   USHER_E2E_LATENCY_OUT       also keep the table in this file
-# and those of hack/e2e.sh and hack/e2e-cluster.sh.
+# and those of hack/e2e.sh and hack/e2e-cluster.sh; for example
+#   USHER_E2E_APISERVER_ARGS='--max-requests-inflight 1600 --max-mutating-requests-inflight 800'
+# gives the API server more seats to share out (API Priority and Fairness
+# gives alice's flow schema, global-default, 49 seats of the default 600).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
