@@ -289,7 +289,9 @@ func (e *usherEnv) latencyPhase(t *testing.T, ctx context.Context, alice kuberne
 	if !on && c.apiMutate.Count()+c.apiValidate.Count() > 0 {
 		t.Errorf("%s at %d/s without usher: the API server called usher's webhooks %v times", kind, rate, c.apiMutate.Count()+c.apiValidate.Count())
 	}
-	if on && b.apiOK && after.apiOK && c.apiMutate.Count() < float64(c.sent-c.errs) {
+	// The baseline scrape starts as the first measured create leaves, so
+	// the first few calls may fall before it: allow a tenth.
+	if on && b.apiOK && after.apiOK && c.apiMutate.Count() < 0.9*float64(c.sent-c.errs) {
 		t.Errorf("%s at %d/s with usher: %d creates but the API server called /mutate %v times", kind, rate, c.sent-c.errs, c.apiMutate.Count())
 	}
 	return c
