@@ -495,7 +495,7 @@ func latencyTable(s latencySettings, cells map[latencyKey]*latencyCell, load0, l
 		s.rounds, s.warmup, s.duration, load0, load1, took.Round(time.Second))
 	b.WriteString("Client-side CREATE latency (ms), alice, open loop:\n\n")
 	b.WriteString("| kind | rate | achieved/s | creates | without usher p50 / p99 | with usher p50 / p99 | added p50 / p99 | late sends | errors |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, kind := range s.kinds {
 		for _, rate := range s.rates {
 			off, on := cells[latencyKey{kind, rate, false}], cells[latencyKey{kind, rate, true}]
