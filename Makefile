@@ -6,7 +6,7 @@ COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 IMAGE ?= ghcr.io/usherhq/usher:$(VERSION)
 STAMP = -X github.com/usherhq/usher/internal/cli.Version=$(VERSION) -X github.com/usherhq/usher/internal/cli.Commit=$(COMMIT)
 
-.PHONY: run test unit e2e vet fmt-check bench build image policy-tests
+.PHONY: run test unit e2e vet fmt-check bench build image policy-tests latency
 
 ## run: usher serve on the embedded default configuration (https://127.0.0.1:8443)
 run:
@@ -58,6 +58,11 @@ unit:
 
 e2e:
 	bash hack/e2e.sh
+
+## latency: what usher's webhooks add to pod and Deployment CREATE through a
+## real kube-apiserver, at 50 and 200 creates/s (minutes; not part of test)
+latency:
+	bash hack/latency.sh
 
 ## bench: the benchmarks quoted in docs/benchmarks.md
 bench:
