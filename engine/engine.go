@@ -358,7 +358,36 @@ func (g *Generation) Identify(ctx context.Context, partitionName, user string, g
 	if err != nil {
 		return identity.Info{}, err
 	}
+	user, groups = detach(user, groups)
 	return identify(ctx, p, user, groups)
+}
+
+// detach returns copies of user and groups that share no memory with the
+// caller's. A request's names are often substrings of a far larger buffer
+// (the admission webhook reads them out of the AdmissionReview's body
+// without copying); what the engine and the resolver's cache keep for a
+// user must not keep that buffer alive. One string holds them all.
+func detach(user string, groups []string) (string, []string) {
+	n := len(user)
+	for _, g := range groups {
+		n += len(g)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(user)
+	for _, g := range groups {
+		b.WriteString(g)
+	}
+	all := b.String()
+	user, all = all[:len(user)], all[len(user):]
+	if groups == nil {
+		return user, nil
+	}
+	out := make([]string, len(groups))
+	for i, g := range groups {
+		out[i], all = all[:len(g)], all[len(g):]
+	}
+	return user, out
 }
 
 func identify(ctx context.Context, p *partition, user string, groups []string) (identity.Info, error) {
@@ -466,6 +495,9 @@ func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition,
 			return who{e.pr.Subject(), e.pr}, e.in, nil
 		}
 	}
+	// What follows may be kept (the resolver's cache, the compiled
+	// identity): not the caller's memory.
+	user, groups = detach(user, groups)
 	in, err := identify(ctx, p, user, groups)
 	if err != nil {
 		return who{}, identity.Info{}, err
