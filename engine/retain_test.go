@@ -81,3 +81,44 @@ func TestCachesDoNotRetainRequests(t *testing.T) {
 		})
 	}
 }
+
+// TestGivenCacheBoundedInBytes: the identities kept for supplied groups
+// (groups: given, and merged groups) are bounded in bytes, not only in
+// users: whoever reaches usher's Service can send an AdmissionReview
+// naming a fresh user with megabytes of groups, and 10,000 of them must
+// not be kept.
+func TestGivenCacheBoundedInBytes(t *testing.T) {
+	e := newEngine(t, `partitions:
+  - name: given
+    groups: given
+    queues:
+      - name: root
+        submitacl: " dev"
+`)
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	const perUser = 1 << 20 // bytes of group names
+	const users = 30
+	before := heap()
+	for i := range users {
+		groups := make([]string, 0, perUser/32+1)
+		groups = append(groups, "dev")
+		for j := 0; j < perUser/32; j++ {
+			groups = append(groups, fmt.Sprintf("group-%d-%0*d", i, 20, j))
+		}
+		res, err := e.Check(context.Background(), engine.Request{Partition: "given", Queue: "root", User: fmt.Sprintf("user-%d", i), Groups: groups})
+		if err != nil || !res.Allowed {
+			t.Fatalf("user-%d: %+v, %v", i, res, err)
+		}
+	}
+	after := heap()
+	runtime.KeepAlive(e)
+	if grown := int64(after) - int64(before); grown > 32<<20 {
+		t.Fatalf("the heap grew by %d MiB after %d users with %d MiB of groups each", grown>>20, users, perUser>>20)
+	}
+}
