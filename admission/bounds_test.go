@@ -2,6 +2,8 @@ package admission
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -94,5 +96,24 @@ func TestDenialBoundsHostileValues(t *testing.T) {
 				t.Errorf("the message does not say the value was cut: %.300q", d.Message)
 			}
 		})
+	}
+}
+
+// TestHTTPErrorBounded: a body that is not a usable review is answered
+// with an error quoting what was wrong, bounded as a denial is, however
+// long the value (here an apiVersion of 1 MiB).
+func TestHTTPErrorBounded(t *testing.T) {
+	h := NewHandler(compiled(t, Config{}))
+	huge := strings.Repeat("v", 1<<20)
+	body := `{"apiVersion":"` + huge + `","kind":"AdmissionReview","request":{"uid":"u"}}`
+	rec := httptest.NewRecorder()
+	hr := httptest.NewRequest(http.MethodPost, "/mutate", strings.NewReader(body))
+	hr.Header.Set("Content-Type", "application/json")
+	h.MutateHTTP().ServeHTTP(rec, hr)
+	if rec.Code != http.StatusBadRequest {
+		t.Fatalf("HTTP %d, want 400", rec.Code)
+	}
+	if n := rec.Body.Len(); n > 4<<10 {
+		t.Fatalf("the error answer is %d bytes, want at most 4 KiB: %.200s", n, rec.Body)
 	}
 }
