@@ -362,14 +362,14 @@ func (t *template) expand(value, namespace, scheduler string) string {
 // dot-separated names.
 func checkQueuePath(q string) error {
 	if q != "root" && !strings.HasPrefix(q, "root.") {
-		return fmt.Errorf("%q is not a queue path: want root or root.<name>...", q)
+		return fmt.Errorf("%s is not a queue path: want root or root.<name>...", errString(q))
 	}
 	for i, part := range strings.Split(q, ".") {
 		if part == "" {
-			return fmt.Errorf("%q is not a queue path: name %d is empty", q, i)
+			return fmt.Errorf("%s is not a queue path: name %d is empty", errString(q), i)
 		}
 		if strings.TrimSpace(part) != part {
-			return fmt.Errorf("%q is not a queue path: name %q has blanks", q, part)
+			return fmt.Errorf("%s is not a queue path: name %s has blanks", errString(q), errString(part))
 		}
 	}
 	return nil

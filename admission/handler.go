@@ -258,6 +258,7 @@ func (h *Handler) review(ctx context.Context, st *handlerState, hook hookKind, r
 	dc := h.decideSafe(ctx, st, hook, req, obj, old, pre, buf)
 	dc.lookup = notes.String()
 	complete(st, req, obj, old, pre, &dc)
+	dc.bound()
 	h.record(hook, req, &dc)
 	return dc
 }

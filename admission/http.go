@@ -158,8 +158,9 @@ func (h *Handler) putScratch(sc *scratch) {
 // it to the audit hook.
 func (h *Handler) httpError(w http.ResponseWriter, hook hookKind, code int, msg string) {
 	dc := decision{code: int32(code), cause: CauseInvalidRequest, message: msg}
+	dc.bound()
 	h.record(hook, (*admissionv1.AdmissionRequest)(nil), &dc)
-	httperr.Write(w, code, msg, "")
+	httperr.Write(w, code, dc.message, "")
 }
 
 // isJSON reports whether a Content-Type is application/json, with or

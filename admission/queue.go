@@ -33,8 +33,8 @@ func (t *target) same(o *target) bool { return t.queue == o.queue && t.place == 
 
 func (t *target) describe(partition string) string {
 	if t.place && t.marker {
-		return fmt.Sprintf("queue %q of partition %q (%s %s=%q on the %s, read for %s, whose placement rules choose the queue)",
-			providedQueue(t.queue), partition, t.src.Kind, t.src.Key, t.value, t.level, t.src.Scheduler)
+		return fmt.Sprintf("queue %s of partition %q (%s %s=%s on the %s, read for %s, whose placement rules choose the queue)",
+			errString(providedQueue(t.queue)), partition, t.src.Kind, t.src.Key, errString(t.value), t.level, t.src.Scheduler)
 	}
 	if !t.marker {
 		if t.scheduler != "" {
@@ -43,8 +43,8 @@ func (t *target) describe(partition string) string {
 		}
 		return fmt.Sprintf("the default queue of partition %q (no queue marker on the %s)", partition, t.level)
 	}
-	return fmt.Sprintf("queue %q of partition %q (%s %s=%q on the %s, read for %s)",
-		t.queue, partition, t.src.Kind, t.src.Key, t.value, t.level, t.src.Scheduler)
+	return fmt.Sprintf("queue %s of partition %q (%s %s=%s on the %s, read for %s)",
+		errString(t.queue), partition, t.src.Kind, t.src.Key, errString(t.value), t.level, t.src.Scheduler)
 }
 
 // record is the queue of the audit record: the queue checked, or for a
@@ -153,7 +153,7 @@ func (c *Compiled) targets(k *kindInfo, ns string, o *objectView, placing bool, 
 			}
 			q, place, err := c.mapQueue(src, v, ns, placing)
 			if err != nil {
-				return nil, fmt.Errorf("%s %s=%q on the %s maps to no queue: %w", src.Kind, src.Key, v, l.name, err)
+				return nil, fmt.Errorf("%s %s=%s on the %s maps to no queue: %w", src.Kind, src.Key, errString(v), l.name, err)
 			}
 			dst = appendTarget(dst, target{queue: q, src: src, level: l.name, value: v, marker: true, place: place})
 		}

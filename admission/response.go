@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/usherhq/usher/internal/clip"
 	"github.com/usherhq/usher/internal/jsonscan"
 )
 
@@ -286,6 +287,31 @@ func appendReview(dst []byte, uid types.UID, dc *decision) []byte {
 		dst = append(dst, ']')
 	}
 	return append(dst, "}}\n"...)
+}
+
+// Bounds of what a decision carries (decision.bound): a message or
+// warning, and a name, queue or identity. The mutating webhook sees an
+// object before the API server validates it, so any of them may quote a
+// value of megabytes; the response, the audit record, its Denial and the
+// denial Event (whose annotation the API server refuses over 256 KiB)
+// carry at most these.
+const (
+	maxDecisionMessage = 2 << 10
+	maxDecisionField   = 512
+)
+
+// bound cuts what dc carries to the bounds above (clip.String says what it
+// cut). A name of the generateName form keeps its "*".
+func (dc *decision) bound() {
+	dc.message = clip.String(dc.message, maxDecisionMessage)
+	dc.warning = clip.String(dc.warning, maxDecisionMessage)
+	dc.queue = clip.String(dc.queue, maxDecisionField)
+	dc.identity = clip.String(dc.identity, maxDecisionField)
+	if n, ok := strings.CutSuffix(dc.name, "*"); ok {
+		dc.name = clip.String(n, maxDecisionField) + "*"
+	} else {
+		dc.name = clip.String(dc.name, maxDecisionField)
+	}
 }
 
 // errString renders a value for an error message, shortened so that a huge

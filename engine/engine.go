@@ -140,11 +140,15 @@ type partition struct {
 // givenCache maps a user to the identity last compiled from groups
 // supplied with a request (or answered by a resolver that has no cache):
 // a request with the same groups, in the same order, reuses it. It holds
-// at most maxGiven users; when full it is emptied, so it stays bounded
-// without bookkeeping on the hit path.
+// at most maxGiven users and about maxGivenBytes of names (whoever
+// reaches usher's Service can send a review naming a fresh user with
+// megabytes of groups); when full it is emptied, so it stays bounded
+// without bookkeeping on the hit path. An entry larger than
+// maxGivenEntryBytes is not kept.
 type givenCache struct {
-	m sync.Map // user -> *givenEntry
-	n atomic.Int64
+	m     sync.Map // user -> *givenEntry
+	n     atomic.Int64
+	bytes atomic.Int64 // names put since the last emptying, replaced entries too
 }
 
 type givenEntry struct {
@@ -156,8 +160,15 @@ type givenEntry struct {
 	pr       *policy.Principal
 }
 
-// maxGiven bounds a partition's givenCache.
-const maxGiven = 10000
+// maxGiven, maxGivenBytes and maxGivenEntryBytes bound a partition's
+// givenCache. The bytes count the user's name and groups, 16 more for
+// each group: the cache keeps them, the compiled identity about twice
+// that again.
+const (
+	maxGiven           = 10000
+	maxGivenBytes      = 16 << 20
+	maxGivenEntryBytes = 64 << 10
+)
 
 func (c *givenCache) get(user string, groups []string, resolved bool) (*givenEntry, bool) {
 	v, ok := c.m.Load(user)
@@ -169,9 +180,17 @@ func (c *givenCache) get(user string, groups []string, resolved bool) (*givenEnt
 }
 
 func (c *givenCache) put(user string, e *givenEntry) {
-	if _, loaded := c.m.Swap(user, e); !loaded && c.n.Add(1) > maxGiven {
+	size := int64(len(user))
+	for _, g := range e.groups {
+		size += int64(len(g)) + 16
+	}
+	if size > maxGivenEntryBytes {
+		return
+	}
+	if _, loaded := c.m.Swap(user, e); (!loaded && c.n.Add(1) > maxGiven) || c.bytes.Add(size) > maxGivenBytes {
 		c.m.Clear()
 		c.n.Store(0)
+		c.bytes.Store(0)
 	}
 }
 
@@ -358,7 +377,36 @@ func (g *Generation) Identify(ctx context.Context, partitionName, user string, g
 	if err != nil {
 		return identity.Info{}, err
 	}
+	user, groups = detach(user, groups)
 	return identify(ctx, p, user, groups)
+}
+
+// detach returns copies of user and groups that share no memory with the
+// caller's. A request's names are often substrings of a far larger buffer
+// (the admission webhook reads them out of the AdmissionReview's body
+// without copying); what the engine and the resolver's cache keep for a
+// user must not keep that buffer alive. One string holds them all.
+func detach(user string, groups []string) (string, []string) {
+	n := len(user)
+	for _, g := range groups {
+		n += len(g)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(user)
+	for _, g := range groups {
+		b.WriteString(g)
+	}
+	all := b.String()
+	user, all = all[:len(user)], all[len(user):]
+	if groups == nil {
+		return user, nil
+	}
+	out := make([]string, len(groups))
+	for i, g := range groups {
+		out[i], all = all[:len(g)], all[len(g):]
+	}
+	return user, out
 }
 
 func identify(ctx context.Context, p *partition, user string, groups []string) (identity.Info, error) {
@@ -466,6 +514,9 @@ func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition,
 			return who{e.pr.Subject(), e.pr}, e.in, nil
 		}
 	}
+	// What follows may be kept (the resolver's cache, the compiled
+	// identity): not the caller's memory.
+	user, groups = detach(user, groups)
 	in, err := identify(ctx, p, user, groups)
 	if err != nil {
 		return who{}, identity.Info{}, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -151,8 +152,11 @@ func (e *denialEvents) record(r admission.Record) {
 	if d.Group != "" {
 		apiVersion = d.Group + "/v1"
 	}
-	ref := &corev1.ObjectReference{Kind: d.Kind, APIVersion: apiVersion, Namespace: d.Namespace, Name: d.Name}
-	msg := d.Message
+	// The names are substrings of the review's body, which the rate
+	// limits and the broadcaster's queue must not keep alive: copies.
+	ref := &corev1.ObjectReference{Kind: strings.Clone(d.Kind), APIVersion: apiVersion,
+		Namespace: strings.Clone(d.Namespace), Name: strings.Clone(d.Name)}
+	msg := strings.Clone(d.Message)
 	if d.Warned {
 		msg = "admitted in warn mode: " + msg
 	}
@@ -163,7 +167,7 @@ func (e *denialEvents) record(r admission.Record) {
 		}
 		msg = msg[:cut] + "..."
 	}
-	if !e.allow(d.Namespace) {
+	if !e.allow(ref.Namespace) {
 		return
 	}
 	shape, err := json.Marshal(d)

@@ -32,6 +32,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -412,6 +413,9 @@ func (c *Cache) fill(ctx context.Context, user string) answer {
 		return answer{info: e.info, err: e.err}
 	}
 
+	// What is stored outlives the caller, whose name may be a substring
+	// of a far larger buffer (a request's body): a copy.
+	user = strings.Clone(user)
 	info, err := c.call(ctx, user)
 	now := c.now()
 	if err == nil {
