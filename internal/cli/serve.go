@@ -113,6 +113,8 @@ func newServeCommand(env *Env) *cobra.Command {
 	fs.StringVar(&opts.TLSKeyFile, "tls-key", "", "private key `FILE` (PEM)")
 	fs.StringVar(caOut, "ca-out", "", "write the self-signed certificate's PEM to `FILE`")
 	fs.BoolVar(noAudit, "no-audit", false, "do not write an audit record per decision")
+	fs.BoolVar(&opts.NoDenialEvents, "no-denial-events", false, "do not record a Kubernetes Event on the object for each admission denial "+
+		"(docs/audit.md; by default they are recorded whenever usher has cluster credentials)")
 	fs.StringVar(auditLog, "audit-log", "", "write audit records to `FILE` (appended to, created 0600) or to stdout (-), "+
 		"apart from the operational logs and whatever --log-level says (default: in the log stream on stderr)")
 	fs.DurationVar(&opts.ReloadInterval, "reload-interval", 2*time.Second, "how often to check the configuration for changes")
