@@ -466,7 +466,7 @@ func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition,
 	case cached:
 		if in, v, ok := c.Attached(user, g.key); ok {
 			pr := v.(*policy.Principal)
-			*out = in
+			*out = *in
 			return who{pr.Subject(), pr}, nil
 		}
 	case given:
