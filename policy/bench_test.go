@@ -80,6 +80,18 @@ func BenchmarkSubmitCheck(b *testing.B) {
 			}
 			m.Stop(b, n)
 		})
+		b.Run(c.name()+"/looked-up/into", func(b *testing.B) {
+			// As the engine decides: into the Decision of its Result.
+			var d policy.Decision
+			b.ReportAllocs()
+			m, n := benchcpu.Start(), 0
+			for b.Loop() {
+				ref.DecideInto(&d, pr, policy.Submit)
+				sinkAllowed = d.Allowed
+				n++
+			}
+			m.Stop(b, n)
+		})
 	}
 }
 

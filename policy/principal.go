@@ -277,11 +277,21 @@ func (ix *index) segments(hits []hit, adminOnly bool) segments {
 // allocate. A Principal compiled against another partition or snapshot is
 // decided as Decide decides its subject.
 func (r QueueRef) DecideAs(pr *Principal, action Action) Decision {
+	var d Decision
+	r.DecideInto(&d, pr, action)
+	return d
+}
+
+// DecideInto is DecideAs writing the decision to *d, which it overwrites
+// whole: a caller that keeps the Decision in a larger value (the engine's
+// Result) fills it in place instead of copying 18 words back.
+func (r QueueRef) DecideInto(d *Decision, pr *Principal, action Action) {
 	if pr.id != r.p.id || pr.walk {
-		return r.walk(pr.sub, action)
+		*d = r.walk(pr.sub, action)
+		return
 	}
 	q := r.q
-	d := Decision{Partition: r.p.name, Queue: q.path, Action: action, User: pr.sub.User()}
+	*d = Decision{Partition: r.p.name, Queue: q.path, Action: action, User: pr.sub.User()}
 	segs, wild := &pr.submit, q.wildSubmit
 	if action == Admin {
 		segs, wild = &pr.admin, q.wildAdmin
@@ -303,7 +313,7 @@ func (r QueueRef) DecideAs(pr *Principal, action Action) Decision {
 		m.Kind, m.Name, m.Index = acl.MatchWildcard, acl.Wildcard, 0
 		m.List = wild.list(q, action)
 		d.Allowed, d.By = true, Grant{Origin: Origin{wild.q.path, wild.name(), wild.rule()}, Match: m}
-		return d
+		return
 	}
 	switch {
 	case o != nil:
@@ -317,7 +327,6 @@ func (r QueueRef) DecideAs(pr *Principal, action Action) Decision {
 		}
 		d.Allowed, d.By = true, Grant{Origin: Origin{"", ClusterAdminACL, r.p.clusterAdmin}, Match: m}
 	}
-	return d
 }
 
 // DecideAs is Decide for a compiled subject; see QueueRef.DecideAs.

@@ -103,6 +103,12 @@ func randomTree(r *rand.Rand, n, users, groups int) policy.Partition {
 // index in the check order.
 func TestPrincipalDecidesAsTheInheritedSets(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
+	// into and intoForeign are filled in place by DecideInto, never
+	// cleared: each still holds the previous decision (often a grant)
+	// when it is asked the next, which must leave nothing of it behind.
+	into := policy.Decision{Allowed: true, Partition: "x", Queue: "x", User: "x", By: policy.Grant{
+		Origin: policy.Origin{Queue: "x", ACL: policy.SubmitACL}, Match: acl.Match{Kind: acl.MatchUser, Name: "x", List: 3, Index: 4}}}
+	intoForeign := into
 	for round := range 200 {
 		clear(trees)
 		users, groups := 1+r.IntN(8), 1+r.IntN(12)
@@ -130,12 +136,16 @@ func TestPrincipalDecidesAsTheInheritedSets(t *testing.T) {
 				ref, _ := p.Lookup(path)
 				for _, action := range []policy.Action{policy.Submit, policy.Admin} {
 					want := oracle(p, path, sub, action)
+					ref.DecideInto(&into, pr, action)
+					ref.DecideInto(&intoForeign, foreign, action)
 					for name, got := range map[string]policy.Decision{
-						"Decide":            ref.Decide(sub, action),
-						"DecideAs":          ref.DecideAs(pr, action),
-						"DecideAs(foreign)": ref.DecideAs(foreign, action),
-						"Decide(attached)":  ref.Decide(attached, action),
-						"Decide(elsewhere)": ref.Decide(elsewhere, action),
+						"DecideInto":          into,
+						"DecideInto(foreign)": intoForeign,
+						"Decide":              ref.Decide(sub, action),
+						"DecideAs":            ref.DecideAs(pr, action),
+						"DecideAs(foreign)":   ref.DecideAs(foreign, action),
+						"Decide(attached)":    ref.Decide(attached, action),
+						"Decide(elsewhere)":   ref.Decide(elsewhere, action),
 					} {
 						if got != want {
 							t.Fatalf("round %d: %s %v %s for %s %v:\n got %+v\nwant %+v\ntree %s",

@@ -449,8 +449,10 @@ func (p *CompiledPartition) Access(sub *acl.Subject) []QueueAccess {
 	}
 	for _, q := range p.order {
 		r := QueueRef{p, q}
-		s, a := r.DecideAs(pr, Submit), r.DecideAs(pr, Admin)
-		out = append(out, QueueAccess{Queue: q.path, Depth: q.depth, Leaf: q.leaf, Submit: s, Admin: a})
+		out = append(out, QueueAccess{Queue: q.path, Depth: q.depth, Leaf: q.leaf})
+		qa := &out[len(out)-1]
+		r.DecideInto(&qa.Submit, pr, Submit)
+		r.DecideInto(&qa.Admin, pr, Admin)
 	}
 	return out
 }

@@ -298,22 +298,24 @@ type attachment struct {
 // Attached returns user's cached success and the value attached to it
 // under key (Attach), counting a hit, when Resolve would answer it from
 // the cache (fresh, or the last good answer served stale, see
-// Options.StaleTTL); ok is false, and nothing is counted, otherwise or
-// when nothing is attached under key: the caller then asks Resolve. It
-// does not allocate.
+// Options.StaleTTL); ok is false, in nil and nothing is counted,
+// otherwise or when nothing is attached under key: the caller then asks
+// Resolve. It does not allocate. in points at the cache's own copy of the
+// answer, which is never modified and must not be modified (returning it
+// by pointer spares the hit path a copy of the Info).
 //
 // A caller keeps with an answer what it works out from it (usher's engine
 // keeps the user's compiled identity, keyed by its configuration's
 // generation), so that work is done once per answer and key. Keys are
 // compared with ==.
-func (c *Cache) Attached(user string, key any) (in identity.Info, v any, ok bool) {
+func (c *Cache) Attached(user string, key any) (in *identity.Info, v any, ok bool) {
 	e := c.lookup(user)
 	if e == nil || e.err != nil {
-		return identity.Info{}, nil, false
+		return nil, nil, false
 	}
 	a := e.att.Load()
 	if a == nil || a.key != key {
-		return identity.Info{}, nil, false
+		return nil, nil, false
 	}
 	now := c.now()
 	switch {
@@ -328,9 +330,9 @@ func (c *Cache) Attached(user string, key any) (in identity.Info, v any, ok bool
 			go c.refresh(user)
 		}
 	default:
-		return identity.Info{}, nil, false
+		return nil, nil, false
 	}
-	return e.info, a.v, true
+	return &e.info, a.v, true
 }
 
 // Attach keeps v with user's cached answer under key, replacing what was

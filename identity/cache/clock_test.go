@@ -25,6 +25,11 @@ func TestClock(t *testing.T) {
 	if k.now().After(time.Now()) {
 		t.Error("the clock is ahead of time")
 	}
+	// Expiries must not move when the wall clock is stepped: the clock's
+	// times carry a monotonic reading, before and after a tick.
+	if now := k.now(); now.Round(-1) == now || start.Round(-1) == start {
+		t.Errorf("the clock's times carry no monotonic reading: %v, %v", start, now)
+	}
 	close(k.stop)
 	<-k.done
 
