@@ -28,6 +28,7 @@ package acl
 
 import (
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"sync"
@@ -297,13 +298,32 @@ func parseClean(users, groups string, hasGroups bool) (ACL, bool) {
 		a.set = new(lazySet)
 		return a, true
 	}
-	// A long list: the set's sort finds duplicates, so build it now.
-	set := Union(&a)
-	if len(set.users) != nu || len(set.groups) != ng {
+	// A long list: sorted hashes find duplicates without building the set,
+	// which is built on the ACL's first check like a short list's. Equal
+	// hashes (a duplicate, or a collision) go to the general parser, which
+	// reports the duplicate or finds none.
+	keys := make([]uint64, 0, max(nu, ng))
+	if hashDuplicates(a.users, keys) || hashDuplicates(a.groups, keys) {
 		return ACL{}, false
 	}
-	a.set = built(set)
+	a.set = new(lazySet)
 	return a, true
+}
+
+// hashDuplicates reports whether two names of a long list have the same
+// hash, with keys as scratch space.
+func hashDuplicates(names []string, keys []uint64) bool {
+	keys = keys[:0]
+	for _, n := range names {
+		keys = append(keys, maphash.String(seed, n))
+	}
+	slices.Sort(keys)
+	for i := 1; i < len(keys); i++ {
+		if keys[i] == keys[i-1] {
+			return true
+		}
+	}
+	return false
 }
 
 // hasDuplicates reports whether a short list names a name twice.

@@ -154,3 +154,43 @@ func TestFirstChecksRace(t *testing.T) {
 		t.Fatalf("%v allocations per check", n)
 	}
 }
+
+// TestCleanParserAgreesOnLongLists is TestCleanParserAgrees for lists past
+// the short-list limit, whose duplicates the clean parser finds by sorted
+// hashes: a duplicate anywhere sends the list to the general parser, and
+// a list without one parses as the general parser parses it, set included.
+func TestCleanParserAgreesOnLongLists(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{17, 18, 40, 300} {
+		for range 50 {
+			users, groups := groupsN(n, "u"), groupsN(n/2+9, "g")
+			dup := r.IntN(3) // 0 none, 1 in the users, 2 in the groups
+			switch dup {
+			case 1:
+				users[r.IntN(n)] = users[r.IntN(n)]
+			case 2:
+				groups[r.IntN(len(groups))] = groups[r.IntN(len(groups))]
+			}
+			u, g := strings.Join(users, ","), strings.Join(groups, ",")
+			got, ok := parseClean(u, g, true)
+			p := parser{text: u + " " + g}
+			want, warns, err := p.lists(u, g, len(u)+1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(warns) > 0 {
+				if ok {
+					t.Fatalf("n=%d: the clean parser accepted a list the general one warns about: %v", n, warns)
+				}
+				continue
+			}
+			if !ok {
+				t.Fatalf("n=%d: a clean list without duplicates went to the general parser", n)
+			}
+			if !slices.Equal(got.users, want.users) || !slices.Equal(got.groups, want.groups) ||
+				!reflect.DeepEqual(*got.compiled(), *want.compiled()) {
+				t.Fatalf("n=%d: clean %q, general %q", n, got.String(), want.String())
+			}
+		}
+	}
+}
