@@ -20,74 +20,21 @@ import (
 	"github.com/usherhq/usher/decision"
 )
 
-// accessRequest is the body of POST /v1/access (server.AccessRequest; the
-// plugin keeps its own copy so that the binary does not link the server).
-type accessRequest struct {
-	Partition   string             `json:"partition,omitempty"`
-	Queue       string             `json:"queue,omitempty"`
-	User        string             `json:"user"`
-	Groups      []string           `json:"groups,omitempty"`
-	Action      string             `json:"action,omitempty"`
-	Application *accessApplication `json:"application,omitempty"`
-	TargetQueue string             `json:"targetQueue,omitempty"`
-	Place       bool               `json:"place,omitempty"`
-	Tags        map[string]string  `json:"tags,omitempty"`
-	Explain     bool               `json:"explain,omitempty"`
-	Queues      bool               `json:"queues,omitempty"`
-}
-
-type accessApplication struct {
-	ID        string  `json:"id"`
-	Owner     string  `json:"owner"`
-	Queue     string  `json:"queue"`
-	ViewACL   *string `json:"viewACL,omitempty"`
-	ModifyACL *string `json:"modifyACL,omitempty"`
-}
-
-// AccessAnswer is the answer of POST /v1/access, as the plugin prints it
-// with -o json.
-type AccessAnswer struct {
-	Allowed      bool                   `json:"allowed"`
-	Reason       string                 `json:"reason"`
-	Partition    string                 `json:"partition"`
-	Queue        string                 `json:"queue"`
-	Action       string                 `json:"action"`
-	User         string                 `json:"user"`
-	Groups       []decision.Group       `json:"groups"`
-	DecidedBy    *DecidedBy             `json:"decidedBy,omitempty"`
-	Application  string                 `json:"application,omitempty"`
-	Owner        string                 `json:"owner,omitempty"`
-	TargetQueue  string                 `json:"targetQueue,omitempty"`
-	Requirements []Requirement          `json:"requirements,omitempty"`
-	Placement    *Placement             `json:"placement,omitempty"`
-	Trail        *decision.Trail        `json:"trail,omitempty"`
-	Queues       []decision.QueueRights `json:"queues,omitempty"`
-}
-
-// DecidedBy names the ACL entry that allowed a decision.
-type DecidedBy struct {
-	Queue string `json:"queue,omitempty"`
-	ACL   string `json:"acl"`
-	Kind  string `json:"kind"`
-	Entry string `json:"entry"`
-}
-
-// Requirement is one thing an application decision needed.
-type Requirement struct {
-	Need  string `json:"need"`
-	Queue string `json:"queue,omitempty"`
-	Met   bool   `json:"met"`
-	By    string `json:"by,omitempty"`
-}
-
-// Placement is where the placement rules put an application.
-type Placement struct {
-	Placed bool   `json:"placed"`
-	Queue  string `json:"queue,omitempty"`
-	Create bool   `json:"create,omitempty"`
-	Rule   string `json:"rule"`
-	Reason string `json:"reason"`
-}
+// The body and the answer of POST /v1/access are usher's wire types
+// (package decision), shared with the server without linking it.
+type (
+	accessRequest     = decision.AccessRequest
+	accessApplication = decision.AccessApplication
+	// AccessAnswer is the answer of POST /v1/access, as the plugin prints
+	// it with -o json.
+	AccessAnswer = decision.AccessResponse
+	// DecidedBy names the ACL entry that allowed a decision.
+	DecidedBy = decision.DecidedBy
+	// Requirement is one thing an application decision needed.
+	Requirement = decision.AccessRequirement
+	// Placement is where the placement rules put an application.
+	Placement = decision.AccessPlacement
+)
 
 // APIError is an answer of usher other than 200: the status and usher's
 // error text.
