@@ -1,49 +1,16 @@
 package config_test
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/usherhq/usher/config"
+	"github.com/usherhq/usher/internal/queuegen"
 )
 
 // generateYAML writes a configuration of queues queues (root, 10 per
 // department, 9 leaves per team) holding entries ACL entries, half users
 // and half groups.
-func generateYAML(queues, entries int) []byte {
-	per := entries / queues
-	var b strings.Builder
-	b.WriteString("partitions:\n  - name: default\n    queues:\n")
-	n := 0
-	acl := func(indent string) {
-		var users, groups []string
-		for j := range per / 2 {
-			users = append(users, fmt.Sprintf("user%d-%d", n, j))
-			groups = append(groups, fmt.Sprintf("group%d-%d", n%500, j))
-		}
-		fmt.Fprintf(&b, "%ssubmitacl: %s %s\n", indent, strings.Join(users, ","), strings.Join(groups, ","))
-		n++
-	}
-	b.WriteString("      - name: root\n")
-	acl("        ")
-	b.WriteString("        queues:\n")
-	for d := 0; n < queues; d++ {
-		fmt.Fprintf(&b, "          - name: dept%d\n", d)
-		acl("            ")
-		b.WriteString("            queues:\n")
-		for t := 0; t < 10 && n < queues; t++ {
-			fmt.Fprintf(&b, "              - name: team%d\n", t)
-			acl("                ")
-			b.WriteString("                queues:\n")
-			for q := 0; q < 9 && n < queues; q++ {
-				fmt.Fprintf(&b, "                  - name: q%d\n", q)
-				acl("                    ")
-			}
-		}
-	}
-	return []byte(b.String())
-}
+func generateYAML(queues, entries int) []byte { return queuegen.Config(queues, entries, nil) }
 
 // BenchmarkLoad10kQueues parses, validates, lints and compiles 10,000
 // queues with 100,000 ACL entries.

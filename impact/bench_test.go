@@ -7,6 +7,7 @@ import (
 
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/impact"
+	"github.com/usherhq/usher/internal/queuegen"
 )
 
 // generateYAML is config's BenchmarkLoad10kQueues generator (root, 10
@@ -18,7 +19,6 @@ import (
 // one group; a fixed leaf) make the diff place every named user and group
 // twice; in the changed configuration the user rule is for another group.
 func generateYAML(queues, entries int, changed bool) []byte {
-	per := entries / queues
 	var b strings.Builder
 	b.WriteString("partitions:\n  - name: default\n")
 	filterGroup := "group0-0"
@@ -38,36 +38,11 @@ func generateYAML(queues, entries int, changed bool) []byte {
         value: root.dept1.team0.q0
 `, filterGroup)
 	b.WriteString("    queues:\n")
-	n := 0
-	acl := func(indent string) {
-		var users, groups []string
-		for j := range per / 2 {
-			users = append(users, fmt.Sprintf("user%d-%d", n, j))
-			groups = append(groups, fmt.Sprintf("group%d-%d", n%500, j))
-		}
+	b.WriteString(queuegen.Queues(queues, entries, func(n int, users, groups []string) {
 		if changed && n%100 == 0 {
 			users[0], groups[0] = fmt.Sprintf("new-user%d", n), fmt.Sprintf("new-group%d", n)
 		}
-		fmt.Fprintf(&b, "%ssubmitacl: %s %s\n", indent, strings.Join(users, ","), strings.Join(groups, ","))
-		n++
-	}
-	b.WriteString("      - name: root\n")
-	acl("        ")
-	b.WriteString("        queues:\n")
-	for d := 0; n < queues; d++ {
-		fmt.Fprintf(&b, "          - name: dept%d\n", d)
-		acl("            ")
-		b.WriteString("            queues:\n")
-		for t := 0; t < 10 && n < queues; t++ {
-			fmt.Fprintf(&b, "              - name: team%d\n", t)
-			acl("                ")
-			b.WriteString("                queues:\n")
-			for q := 0; q < 9 && n < queues; q++ {
-				fmt.Fprintf(&b, "                  - name: q%d\n", q)
-				acl("                    ")
-			}
-		}
-	}
+	}))
 	return []byte(b.String())
 }
 

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/usherhq/usher/internal/queuegen"
 )
 
 // genConfig returns a usher configuration of queues queues (root, 10
@@ -24,40 +26,11 @@ import (
 // BenchmarkLoad10kQueues. variant is written into root's submit ACL, so
 // that configurations of different variants differ.
 func genConfig(queues, entries, variant int) []byte {
-	per := entries / queues
-	var b bytes.Buffer
-	b.WriteString("partitions:\n  - name: default\n    queues:\n")
-	n := 0
-	acl := func(indent string) {
-		var users, groups []string
-		for j := range per / 2 {
-			users = append(users, fmt.Sprintf("user%d-%d", n, j))
-			groups = append(groups, fmt.Sprintf("group%d-%d", n%500, j))
-		}
+	return queuegen.Config(queues, entries, func(n int, users, _ []string) {
 		if n == 0 {
 			users[0] = fmt.Sprintf("variant%d", variant)
 		}
-		fmt.Fprintf(&b, "%ssubmitacl: %s %s\n", indent, strings.Join(users, ","), strings.Join(groups, ","))
-		n++
-	}
-	b.WriteString("      - name: root\n")
-	acl("        ")
-	b.WriteString("        queues:\n")
-	for d := 0; n < queues; d++ {
-		fmt.Fprintf(&b, "          - name: dept%d\n", d)
-		acl("            ")
-		b.WriteString("            queues:\n")
-		for t := 0; t < 10 && n < queues; t++ {
-			fmt.Fprintf(&b, "              - name: team%d\n", t)
-			acl("                ")
-			b.WriteString("                queues:\n")
-			for q := 0; q < 9 && n < queues; q++ {
-				fmt.Fprintf(&b, "                  - name: q%d\n", q)
-				acl("                    ")
-			}
-		}
-	}
-	return b.Bytes()
+	})
 }
 
 // reloadConfig drives reloads of a running usher serve.
