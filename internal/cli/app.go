@@ -171,17 +171,7 @@ func runApp(ctx context.Context, env *Env, f *appFlags) int {
 }
 
 func printAppTrail(w io.Writer, in identity.Info, app application.Application, d application.Decision) {
-	fmt.Fprintf(w, "\nidentity:\n  user    %s\n", in.User)
-	if len(in.Groups) == 0 {
-		fmt.Fprintln(w, "  groups  (none)")
-	}
-	for i, g := range in.Groups {
-		label := "        "
-		if i == 0 {
-			label = "  groups"
-		}
-		fmt.Fprintf(w, "%s  %s (%s)\n", label, g, in.SourceOf(i))
-	}
+	decision.IdentityText(w, in)
 	name := app.ID
 	if name == "" {
 		name = "(no id)"
