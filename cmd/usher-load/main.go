@@ -102,7 +102,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		res, err := reloads(reloadConfig{addr: *addr, roots: roots, path: *configPath, reloads: *reloadCount,
-			queues: *queues, entries: *entries, conns: *conns, pid: *pid, settle: 5 * time.Second})
+			queues: *queues, entries: *entries, conns: *conns, pid: *pid, settle: 5 * time.Second, releaseWait: 300 * time.Millisecond})
 		fmt.Fprintln(stdout, res)
 		if err != nil {
 			fmt.Fprintln(stderr, "usher-load:", err)

@@ -49,6 +49,9 @@ type reloadConfig struct {
 	// settle is how long to wait after the load stops before the last
 	// sample.
 	settle time.Duration
+	// releaseWait is how long to wait after each reload is in service
+	// before sampling VmRSS.
+	releaseWait time.Duration
 }
 
 type reloadResult struct {
@@ -163,6 +166,9 @@ func reloads(cfg reloadConfig) (*reloadResult, error) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		res.reloadTimes = append(res.reloadTimes, time.Since(t0))
+		// usher returns the replaced generation's memory right after the
+		// new one is in service, on a goroutine of its own: sample after it.
+		time.Sleep(cfg.releaseWait)
 		rss, _, err := readRSS(cfg.pid)
 		if err != nil {
 			stop()

@@ -17,17 +17,17 @@ import (
 // limits the container to 256Mi.
 const (
 	reloadPeakCeiling = 160 << 20 // VmHWM over 50 reloads under load
-	// steadyBar is the VmRSS the issue asks for once the load and the
-	// reloads stop; usher reaches 101-102 MiB, above it by the live heap
-	// of the compiled policy (26 MB per generation at 10,000 queues,
-	// docs/benchmarks.md), so the test holds it to steadyCeiling and
-	// says when the bar is missed.
+	// steadyBar is the VmRSS once the load and the reloads stop (usher
+	// reaches about 57 MiB, docs/benchmarks.md); steadyCeiling is what the
+	// test holds it to.
 	steadyBar     = 100 << 20
-	steadyCeiling = 110 << 20
+	steadyCeiling = steadyBar
 	// reloadGrowth is how much the median VmRSS of the last ten reloads
 	// may exceed that of reloads 6-15: flat, but for the collector's
-	// timing.
-	reloadGrowth = 1.10
+	// timing under a machine busy with other tests. A generation of this
+	// configuration holds about 20 MiB, so keeping even a few of the 35
+	// replaced in between shows far above it.
+	reloadGrowth = 1.20
 )
 
 // usherBinary builds usher, or returns USHER_BIN (say, a binary built
@@ -120,7 +120,7 @@ func TestServeMemoryAcrossReloads(t *testing.T) {
 	}
 	addr, roots, pid := startServe(t, bin, "--config", path, "--reload-interval", "100ms")
 	res, err := reloads(reloadConfig{addr: addr, roots: roots, path: path, reloads: 50, queues: 10000, entries: 100000,
-		conns: 8, pid: pid, settle: 5 * time.Second})
+		conns: 8, pid: pid, settle: 5 * time.Second, releaseWait: 300 * time.Millisecond})
 	t.Logf("usher %s (pid %d)\n%s", bin, pid, res)
 	if err != nil {
 		t.Fatal(err)
