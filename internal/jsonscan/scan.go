@@ -506,12 +506,12 @@ value:
 		return
 	}
 	switch c = s[i]; c {
-	case '{':
+	case '{', '[':
 		i++
 		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
 			i++
 		}
-		if i < len(s) && s[i] == '}' {
+		if i < len(s) && s[i] == c+2 { // '}' or ']'
 			i++
 			goto end
 		}
@@ -520,24 +520,11 @@ value:
 			d.Fail("exceeded max depth")
 			return
 		}
-		stack = append(stack, '{')
+		stack = append(stack, c)
+		if c == '[' {
+			goto value
+		}
 		goto key
-	case '[':
-		i++
-		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-			i++
-		}
-		if i < len(s) && s[i] == ']' {
-			i++
-			goto end
-		}
-		if d.depth+len(stack)+1 > maxDepth {
-			d.i = i
-			d.Fail("exceeded max depth")
-			return
-		}
-		stack = append(stack, '[')
-		goto value
 	case '"':
 		d.i = i
 		if d.skipStr(); d.err != nil {
