@@ -118,13 +118,6 @@ func (a *ACL) compiled() *Set {
 	return &s
 }
 
-// built returns a lazySet holding s.
-func built(s Set) *lazySet {
-	l := new(lazySet)
-	l.p.Store(&s)
-	return l
-}
-
 // All reports whether the ACL is the wildcard.
 func (a *ACL) All() bool { return a.all }
 
