@@ -284,19 +284,19 @@ func parseClean(users, groups string, hasGroups bool) (ACL, bool) {
 	if len(a.groups) == 0 {
 		a.groups = nil
 	}
-	if nu+ng <= 16 {
-		if hasDuplicates(a.users) || hasDuplicates(a.groups) {
-			return ACL{}, false // which the general parser reports
-		}
-		a.set = new(lazySet)
-		return a, true
-	}
-	// A long list: sorted hashes find duplicates without building the set,
-	// which is built on the ACL's first check like a short list's. Equal
-	// hashes (a duplicate, or a collision) go to the general parser, which
+	// A duplicate goes to the general parser, which reports it. A long
+	// list finds duplicates by sorted hashes, without building the set
+	// (built on the ACL's first check, like a short list's); equal hashes
+	// (a duplicate, or a collision) go to the general parser too, which
 	// reports the duplicate or finds none.
-	keys := make([]uint64, 0, max(nu, ng))
-	if hashDuplicates(a.users, keys) || hashDuplicates(a.groups, keys) {
+	var dup bool
+	if nu+ng <= 16 {
+		dup = hasDuplicates(a.users) || hasDuplicates(a.groups)
+	} else {
+		keys := make([]uint64, 0, max(nu, ng))
+		dup = hashDuplicates(a.users, keys) || hashDuplicates(a.groups, keys)
+	}
+	if dup {
 		return ACL{}, false
 	}
 	a.set = new(lazySet)
