@@ -265,28 +265,39 @@ func (c *Cache) lookup(user string) *entry {
 // ctx.Err() and the call goes on for the others. The Info returned is
 // shared and must not be modified.
 func (c *Cache) Resolve(ctx context.Context, user string) (identity.Info, error) {
-	now := c.now()
-	if e := c.lookup(user); e != nil {
-		if now.Before(e.expires) {
-			e.touch()
-			ctr := c.stripe()
-			if e.err != nil {
-				ctr.negHits.Add(1)
-				return identity.Info{}, e.err
-			}
-			ctr.hits.Add(1)
-			return e.info, nil
+	if e := c.lookup(user); e != nil && c.serve(e, user) {
+		if e.err != nil {
+			return identity.Info{}, e.err
 		}
-		if e.stale && now.Before(e.keep) {
-			e.touch()
-			c.stripe().staleHits.Add(1)
-			if !now.Before(e.retryAt) && e.refreshing.CompareAndSwap(false, true) {
-				go c.refresh(user)
-			}
-			return e.info, nil
-		}
+		return e.info, nil
 	}
 	return c.miss(ctx, user)
+}
+
+// serve reports whether e, user's entry, answers from the cache: fresh,
+// or the last good answer served stale (starting a refresh when a retry
+// is due). When it does, it counts the hit.
+func (c *Cache) serve(e *entry, user string) bool {
+	now := c.now()
+	switch {
+	case now.Before(e.expires):
+		e.touch()
+		ctr := c.stripe()
+		if e.err != nil {
+			ctr.negHits.Add(1)
+		} else {
+			ctr.hits.Add(1)
+		}
+	case e.stale && now.Before(e.keep):
+		e.touch()
+		c.stripe().staleHits.Add(1)
+		if !now.Before(e.retryAt) && e.refreshing.CompareAndSwap(false, true) {
+			go c.refresh(user)
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // attachment is a value kept with one cached answer under a key.
@@ -314,22 +325,7 @@ func (c *Cache) Attached(user string, key any) (in *identity.Info, v any, ok boo
 		return nil, nil, false
 	}
 	a := e.att.Load()
-	if a == nil || a.key != key {
-		return nil, nil, false
-	}
-	now := c.now()
-	switch {
-	case now.Before(e.expires):
-		e.touch()
-		c.stripe().hits.Add(1)
-	case e.stale && now.Before(e.keep):
-		// Served stale, exactly as Resolve serves it.
-		e.touch()
-		c.stripe().staleHits.Add(1)
-		if !now.Before(e.retryAt) && e.refreshing.CompareAndSwap(false, true) {
-			go c.refresh(user)
-		}
-	default:
+	if a == nil || a.key != key || !c.serve(e, user) {
 		return nil, nil, false
 	}
 	return &e.info, a.v, true
