@@ -473,27 +473,17 @@ func (g *Generation) decide(ctx context.Context, req *Request, trail bool, res *
 	if err != nil {
 		return nil, err
 	}
-	who, err := g.identify(ctx, cp, p, req.User, req.Groups, &res.Identity)
+	pr, err := g.identify(ctx, cp, p, req.User, req.Groups, &res.Identity)
 	if err != nil {
 		return nil, err
 	}
-	var steps []policy.Step
-	switch {
-	case trail:
-		res.Decision, steps = q.Explain(who.sub, req.Action)
-	case who.pr != nil:
-		q.DecideInto(&res.Decision, who.pr, req.Action)
-	default:
-		res.Decision = q.Decide(who.sub, req.Action)
+	if trail {
+		var steps []policy.Step
+		res.Decision, steps = q.Explain(pr.Subject(), req.Action)
+		return steps, nil
 	}
-	return steps, nil
-}
-
-// who is a user prepared for decisions: the Subject, and when the user's
-// groups are cached, the Principal compiled against this generation.
-type who struct {
-	sub *acl.Subject
-	pr  *policy.Principal
+	q.DecideInto(&res.Decision, pr, req.Action)
+	return nil, nil
 }
 
 // identify is identify for decisions in partition cp: when the groups
@@ -504,23 +494,25 @@ type who struct {
 // allocation again until the answer or the generation changes. When they
 // are supplied with the request (mode given), it is kept in the
 // generation's partition for the user and those exact groups; a request
-// with other groups compiles again. Mode merge compiles every time.
-// The identity is written to out, and only on success.
-func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition, p *partition, user string, groups []string, out *identity.Info) (who, error) {
+// with other groups compiles again. Otherwise (mode merge, a resolver
+// without a cache) the identity is worked out every time and the compiled
+// one is kept in the generation's partition for the groups it came to.
+// The identity is written to out, and only on success; the Principal
+// returned is attached to its Subject.
+func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition, p *partition, user string, groups []string, out *identity.Info) (*policy.Principal, error) {
 	c := p.resolver.Cache
 	cached := c != nil && (p.mode == identity.ModeResolve || (p.mode == identity.ModeGiven && len(groups) == 0))
 	given := p.mode == identity.ModeGiven && len(groups) > 0
 	switch {
 	case cached:
 		if in, v, ok := c.Attached(user, g.key); ok {
-			pr := v.(*policy.Principal)
 			*out = *in
-			return who{pr.Subject(), pr}, nil
+			return v.(*policy.Principal), nil
 		}
 	case given:
 		if e, ok := p.given.get(user, groups, false); ok {
 			*out = e.in
-			return who{e.pr.Subject(), e.pr}, nil
+			return e.pr, nil
 		}
 	}
 	// What follows may be kept (the resolver's cache, the compiled
@@ -528,18 +520,17 @@ func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition,
 	user, groups = detach(user, groups)
 	in, err := identify(ctx, p, user, groups)
 	if err != nil {
-		return who{}, err
+		return nil, err
 	}
 	*out = in
 	if !cached && !given {
 		// Groups from a resolver without a cache (type none), or merged
 		// with the request's: the identity is kept for the same groups.
 		if e, ok := p.given.get(user, in.Groups, true); ok {
-			return who{e.pr.Subject(), e.pr}, nil
+			return e.pr, nil
 		}
 	}
-	sub := acl.NewSubject(in.User, in.Groups)
-	pr := cp.Principal(sub)
+	pr := cp.Principal(acl.NewSubject(in.User, in.Groups))
 	pr.Attach()
 	switch {
 	case cached:
@@ -549,7 +540,7 @@ func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition,
 	default:
 		p.given.put(user, &givenEntry{groups: slices.Clone(in.Groups), resolved: true, pr: pr})
 	}
-	return who{sub, pr}, nil
+	return pr, nil
 }
 
 // Access lists every queue of the partition with what user may do there.
@@ -564,11 +555,11 @@ func (g *Generation) Access(ctx context.Context, partitionName, user string, gro
 		return identity.Info{}, nil, err
 	}
 	var in identity.Info
-	who, err := g.identify(ctx, cp, p, user, groups, &in)
+	pr, err := g.identify(ctx, cp, p, user, groups, &in)
 	if err != nil {
 		return identity.Info{}, nil, err
 	}
-	return in, cp.Access(who.sub), nil
+	return in, cp.Access(pr.Subject()), nil
 }
 
 // AppRequest is a question about a running application: may User (with
@@ -596,12 +587,12 @@ func (g *Generation) DecideApplication(ctx context.Context, req AppRequest) (app
 		return application.Decision{}, identity.Info{}, err
 	}
 	var in identity.Info
-	who, err := g.identify(ctx, cp, p, req.User, req.Groups, &in)
+	pr, err := g.identify(ctx, cp, p, req.User, req.Groups, &in)
 	if err != nil {
 		return application.Decision{}, identity.Info{}, err
 	}
 	pol := application.Policy{Partition: cp, Defaults: p.defaults}
-	d, err := pol.Decide(req.App, who.sub, req.Action, req.Target)
+	d, err := pol.Decide(req.App, pr.Subject(), req.Action, req.Target)
 	return d, in, err
 }
 
@@ -683,12 +674,12 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 	}
 	res.Partition, res.Rules = cp.Name(), p.rules
 	var in identity.Info
-	who, err := g.identify(ctx, cp, p, req.User, req.Groups, &in)
+	pr, err := g.identify(ctx, cp, p, req.User, req.Groups, &in)
 	if err != nil {
 		return res, err
 	}
 	res.Identity = in
-	preq := placement.Request{Subject: who.sub, Queue: req.Queue, Tags: req.Tags}
+	preq := placement.Request{Subject: pr.Subject(), Queue: req.Queue, Tags: req.Tags}
 	if req.Namespace != "" && p.rules.ReadsTags() {
 		preq.Tags = make(map[string]string, len(req.Tags)+1)
 		for k, v := range req.Tags {
