@@ -536,7 +536,7 @@ func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition,
 	case cached:
 		c.Attach(user, in, g.key, pr)
 	case given:
-		p.given.put(user, &givenEntry{groups: slices.Clone(groups), in: in, pr: pr})
+		p.given.put(user, &givenEntry{groups: groups, in: in, pr: pr}) // detach copied them
 	default:
 		p.given.put(user, &givenEntry{groups: slices.Clone(in.Groups), resolved: true, pr: pr})
 	}
