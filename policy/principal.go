@@ -184,6 +184,15 @@ func (pr *Principal) Subject() *acl.Subject { return pr.sub }
 // attached to at the same time; the last attached wins.
 func (pr *Principal) Attach() { pr.sub.Attach(pr.id, pr) }
 
+// attached returns the Principal compiled against p and attached to sub
+// (Principal.Attach), or nil.
+func (p *CompiledPartition) attached(sub *acl.Subject) *Principal {
+	if pr, ok := sub.Attached(p.id).(*Principal); ok && pr.sub == sub {
+		return pr
+	}
+	return nil
+}
+
 // Principal compiles sub against the partition. It costs a map lookup per
 // name of sub and a sort of the entries naming them; see Principal.
 func (p *CompiledPartition) Principal(sub *acl.Subject) *Principal {

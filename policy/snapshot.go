@@ -340,7 +340,7 @@ func (p *CompiledPartition) Decide(queue string, sub *acl.Subject, action Action
 // partition (see Principal.Attach): then it answers as DecideAs does, at
 // the same cost at any depth.
 func (r QueueRef) Decide(sub *acl.Subject, action Action) Decision {
-	if pr, ok := sub.Attached(r.p.id).(*Principal); ok && pr.sub == sub {
+	if pr := r.p.attached(sub); pr != nil {
 		return r.DecideAs(pr, action)
 	}
 	return r.walk(sub, action)
@@ -443,8 +443,8 @@ type QueueAccess struct {
 // may do there (YARN's mapred queue -showacls).
 func (p *CompiledPartition) Access(sub *acl.Subject) []QueueAccess {
 	out := make([]QueueAccess, 0, len(p.order))
-	pr, ok := sub.Attached(p.id).(*Principal)
-	if !ok || pr.sub != sub {
+	pr := p.attached(sub)
+	if pr == nil {
 		pr = p.Principal(sub)
 	}
 	for _, q := range p.order {
