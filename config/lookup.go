@@ -451,7 +451,7 @@ func (p *parser) placeLDAPError(n *yaml.Node, err error) {
 	var fe *ldap.FieldError
 	if errors.As(err, &fe) {
 		key, index, _ := strings.Cut(fe.Field, "[")
-		if v := mappingValue(n, key); v != nil {
+		if v := mapValue(n, key); v != nil {
 			if i, err := strconv.Atoi(strings.TrimSuffix(index, "]")); err == nil && v.Kind == yaml.SequenceNode && i < len(v.Content) {
 				v = v.Content[i]
 			}
@@ -460,17 +460,4 @@ func (p *parser) placeLDAPError(n *yaml.Node, err error) {
 		}
 	}
 	p.errorf(n, "%v", err)
-}
-
-// mappingValue is the value of key in mapping n, or nil.
-func mappingValue(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
 }
