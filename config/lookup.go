@@ -98,8 +98,8 @@ func (p *parser) nameMapping(n *yaml.Node, skip []string) []identity.MapRule {
 	}
 	type rule struct {
 		identity.MapRule
-		node, patNode *yaml.Node
-		pattern       string
+		node    *yaml.Node
+		pattern string
 	}
 	var rules []rule
 	for i, e := range n.Content {
@@ -141,7 +141,7 @@ func (p *parser) nameMapping(n *yaml.Node, skip []string) []identity.MapRule {
 				break
 			}
 		}
-		rules = append(rules, rule{MapRule: r, node: e, patNode: patNode, pattern: pat})
+		rules = append(rules, rule{MapRule: r, node: e, pattern: pat})
 	}
 	out := make([]identity.MapRule, len(rules))
 	for i, r := range rules {
