@@ -368,26 +368,30 @@ func (r *Resolver) parents(ctx context.Context, c *conn, user string, children [
 		// ranges (Active Directory) may leave it out: the chain is then
 		// unknown, and says so.
 		chain := []string{"a nested group"}
-		members := e.GetEqualFoldAttributeValues(r.cfg.MemberAttr)
-		found := false
-		for _, m := range members {
-			if ch, ok := byKey[strings.ToLower(m)]; ok {
-				chain, found = append(slices.Clip(ch.chain), ch.name), true
-				break
-			}
-		}
-		for _, m := range members {
-			if found {
-				break
-			}
-			if ch, ok := byKey[dnKey(m)]; ok {
-				chain, found = append(slices.Clip(ch.chain), ch.name), true
-			}
+		if ch, ok := memberChild(e.GetEqualFoldAttributeValues(r.cfg.MemberAttr), byKey); ok {
+			chain = append(slices.Clip(ch.chain), ch.name)
 		}
 		out = append(out, group{dn: e.DN, name: name, chain: chain, src: identity.Via(Source, chain...)})
 	}
 	slices.SortFunc(out, func(a, b group) int { return strings.Compare(a.name, b.name) })
 	return out, nil
+}
+
+// memberChild is the child of the first member value that is one of the
+// children (byKey): compared as written, lower-cased, then, when none is,
+// in normal form.
+func memberChild(members []string, byKey map[string]group) (group, bool) {
+	for _, m := range members {
+		if ch, ok := byKey[strings.ToLower(m)]; ok {
+			return ch, true
+		}
+	}
+	for _, m := range members {
+		if ch, ok := byKey[dnKey(m)]; ok {
+			return ch, true
+		}
+	}
+	return group{}, false
 }
 
 // InChainFilter is the filter of the in-chain search: groups (groupFilter)
