@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -136,7 +137,7 @@ answers only if you may create accessreviews in API group usher.io.`,
   kubectl usher can-i kill root.ops --owner bob
   kubectl usher can-i submit root.ops --as bob --as-group ops`,
 		Args:      cobra.ExactArgs(2),
-		ValidArgs: append(append([]string{}, queueActions...), appActions...),
+		ValidArgs: slices.Concat(queueActions, appActions),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.checkOutput(); err != nil {
 				return err
@@ -144,12 +145,12 @@ answers only if you may create accessreviews in API group usher.io.`,
 			action, queue := args[0], args[1]
 			req := accessRequest{Partition: o.partition, Action: action, Explain: f.explain || o.output != "text"}
 			switch {
-			case contains(queueActions, action):
+			case slices.Contains(queueActions, action):
 				if f.owner != "" || f.app != "" || f.target != "" || f.viewACL != "" || f.modifyACL != "" {
 					return fmt.Errorf("--owner, --application, --target, --view-acl and --modify-acl are for the application actions (%s)", strings.Join(appActions, ", "))
 				}
 				req.Queue = queue
-			case contains(appActions, action):
+			case slices.Contains(appActions, action):
 				if f.owner == "" {
 					return fmt.Errorf("%s is an application action: give the application's owner with --owner USER", action)
 				}
@@ -166,7 +167,7 @@ answers only if you may create accessreviews in API group usher.io.`,
 				}
 				req.TargetQueue = f.target
 			default:
-				return fmt.Errorf("action %q: want one of %s", action, strings.Join(append(append([]string{}, queueActions...), appActions...), ", "))
+				return fmt.Errorf("action %q: want one of %s", action, strings.Join(slices.Concat(queueActions, appActions), ", "))
 			}
 			ctx := cmd.Context()
 			who, _, err := o.subject(ctx)
