@@ -233,6 +233,21 @@ func (o *options) subject(ctx context.Context) (who Identity, self bool, err err
 	return who, true, err
 }
 
+// ask sends req to usher about the subject (the caller, or --as and
+// --as-group), whose identity and self are subject's.
+func (o *options) ask(ctx context.Context, req accessRequest) (ans *AccessAnswer, who Identity, self bool, err error) {
+	if who, self, err = o.subject(ctx); err != nil {
+		return nil, who, self, err
+	}
+	uc, err := o.usherClient()
+	if err != nil {
+		return nil, who, self, err
+	}
+	req.User, req.Groups = who.User, who.Groups
+	ans, err = uc.access(ctx, req)
+	return ans, who, self, err
+}
+
 // systemAuthenticated is the group the API server gives every
 // authenticated user.
 const systemAuthenticated = "system:authenticated"

@@ -44,16 +44,7 @@ usher.io.`,
 			if err := o.checkOutput(); err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			who, self, err := o.subject(ctx)
-			if err != nil {
-				return err
-			}
-			uc, err := o.usherClient()
-			if err != nil {
-				return err
-			}
-			ans, err := uc.access(ctx, accessRequest{Partition: o.partition, User: who.User, Groups: who.Groups, Queues: true})
+			ans, who, self, err := o.ask(cmd.Context(), accessRequest{Partition: o.partition, Queues: true})
 			if err != nil {
 				return err
 			}
@@ -169,17 +160,7 @@ answers only if you may create accessreviews in API group usher.io.`,
 			default:
 				return fmt.Errorf("action %q: want one of %s", action, strings.Join(slices.Concat(queueActions, appActions), ", "))
 			}
-			ctx := cmd.Context()
-			who, _, err := o.subject(ctx)
-			if err != nil {
-				return err
-			}
-			req.User, req.Groups = who.User, who.Groups
-			uc, err := o.usherClient()
-			if err != nil {
-				return err
-			}
-			ans, err := uc.access(ctx, req)
+			ans, _, _, err := o.ask(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
@@ -302,16 +283,7 @@ usher answers only if you may create accessreviews in API group usher.io.`,
 			if err := o.checkOutput(); err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			who, _, err := o.subject(ctx)
-			if err != nil {
-				return err
-			}
-			uc, err := o.usherClient()
-			if err != nil {
-				return err
-			}
-			ans, err := uc.access(ctx, accessRequest{Partition: o.partition, User: who.User, Groups: who.Groups, Queues: true})
+			ans, _, _, err := o.ask(cmd.Context(), accessRequest{Partition: o.partition, Queues: true})
 			if err != nil {
 				return err
 			}
