@@ -203,11 +203,7 @@ func yesNo(b bool) string {
 // printDecision prints the reason, the groups and the trail of a decision.
 func printDecision(w io.Writer, a *AccessAnswer) {
 	fmt.Fprintf(w, "reason: %s\n", a.Reason)
-	groups := make([]string, len(a.Groups))
-	for i, g := range a.Groups {
-		groups[i] = g.Name + " (" + g.Source + ")"
-	}
-	fmt.Fprintf(w, "user %s, groups %s, partition %s\n", a.User, joinOr(groups, "(none)"), a.Partition)
+	fmt.Fprintf(w, "user %s, groups %s, partition %s\n", a.User, groupsText(a.Groups), a.Partition)
 	if a.DecidedBy != nil {
 		fmt.Fprintf(w, "decided by: %s entry %q in %s of %s\n", a.DecidedBy.Kind, a.DecidedBy.Entry, a.DecidedBy.ACL, a.DecidedBy.Queue)
 	}
@@ -227,6 +223,15 @@ func printDecision(w io.Writer, a *AccessAnswer) {
 		fmt.Fprintln(w, line)
 	}
 	printTrail(w, a.Trail)
+}
+
+// groupsText is "g1 (source), g2 (source)", or "(none)".
+func groupsText(gs []decision.Group) string {
+	groups := make([]string, len(gs))
+	for i, g := range gs {
+		groups[i] = g.Name + " (" + g.Source + ")"
+	}
+	return joinOr(groups, "(none)")
 }
 
 // printTrail prints the placement rules tried, then the ACLs consulted.
@@ -295,11 +300,7 @@ usher answers only if you may create accessreviews in API group usher.io.`,
 				out.Identity.Groups = []decision.Group{}
 			}
 			return o.print(out, func(w io.Writer) {
-				groups := make([]string, len(ans.Groups))
-				for i, g := range ans.Groups {
-					groups[i] = fmt.Sprintf("%s (%s)", g.Name, g.Source)
-				}
-				fmt.Fprintf(w, "partition %s, user %s, groups %s\n\n", ans.Partition, ans.User, joinOr(groups, "(none)"))
+				fmt.Fprintf(w, "partition %s, user %s, groups %s\n\n", ans.Partition, ans.User, groupsText(ans.Groups))
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "QUEUE\tSUBMIT\tADMIN\tWHY")
 				for i, q := range out.Queues {
