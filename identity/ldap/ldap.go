@@ -557,12 +557,12 @@ func (r *Resolver) searchGroups(ctx context.Context, c *conn, user string, entry
 func (r *Resolver) groupSearchError(c *conn, user string, res *goldap.SearchResult, err error) error {
 	switch {
 	case goldap.IsErrorWithCode(err, goldap.LDAPResultSizeLimitExceeded):
-		if res != nil && len(res.Entries) >= r.cfg.SizeLimit {
-			return fmt.Errorf("ldap: user %q is in more than sizelimit %d groups", user, r.cfg.SizeLimit)
-		}
 		n := 0
 		if res != nil {
 			n = len(res.Entries)
+		}
+		if n >= r.cfg.SizeLimit {
+			return fmt.Errorf("ldap: user %q is in more than sizelimit %d groups", user, r.cfg.SizeLimit)
 		}
 		return fmt.Errorf("ldap: the server stopped after %d groups of user %q: its size limit for %s is below sizelimit %d",
 			n, user, r.bindName(), r.cfg.SizeLimit)
