@@ -98,8 +98,8 @@ func (p *parser) nameMapping(n *yaml.Node, skip []string) []identity.MapRule {
 	}
 	type rule struct {
 		identity.MapRule
-		node, patNode *yaml.Node
-		pattern       string
+		node    *yaml.Node
+		pattern string
 	}
 	var rules []rule
 	for i, e := range n.Content {
@@ -141,7 +141,7 @@ func (p *parser) nameMapping(n *yaml.Node, skip []string) []identity.MapRule {
 				break
 			}
 		}
-		rules = append(rules, rule{MapRule: r, node: e, patNode: patNode, pattern: pat})
+		rules = append(rules, rule{MapRule: r, node: e, pattern: pat})
 	}
 	out := make([]identity.MapRule, len(rules))
 	for i, r := range rules {
@@ -451,7 +451,7 @@ func (p *parser) placeLDAPError(n *yaml.Node, err error) {
 	var fe *ldap.FieldError
 	if errors.As(err, &fe) {
 		key, index, _ := strings.Cut(fe.Field, "[")
-		if v := mappingValue(n, key); v != nil {
+		if v := mapValue(n, key); v != nil {
 			if i, err := strconv.Atoi(strings.TrimSuffix(index, "]")); err == nil && v.Kind == yaml.SequenceNode && i < len(v.Content) {
 				v = v.Content[i]
 			}
@@ -460,17 +460,4 @@ func (p *parser) placeLDAPError(n *yaml.Node, err error) {
 		}
 	}
 	p.errorf(n, "%v", err)
-}
-
-// mappingValue is the value of key in mapping n, or nil.
-func mappingValue(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
 }

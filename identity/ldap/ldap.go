@@ -368,26 +368,30 @@ func (r *Resolver) parents(ctx context.Context, c *conn, user string, children [
 		// ranges (Active Directory) may leave it out: the chain is then
 		// unknown, and says so.
 		chain := []string{"a nested group"}
-		members := e.GetEqualFoldAttributeValues(r.cfg.MemberAttr)
-		found := false
-		for _, m := range members {
-			if ch, ok := byKey[strings.ToLower(m)]; ok {
-				chain, found = append(slices.Clip(ch.chain), ch.name), true
-				break
-			}
-		}
-		for _, m := range members {
-			if found {
-				break
-			}
-			if ch, ok := byKey[dnKey(m)]; ok {
-				chain, found = append(slices.Clip(ch.chain), ch.name), true
-			}
+		if ch, ok := memberChild(e.GetEqualFoldAttributeValues(r.cfg.MemberAttr), byKey); ok {
+			chain = append(slices.Clip(ch.chain), ch.name)
 		}
 		out = append(out, group{dn: e.DN, name: name, chain: chain, src: identity.Via(Source, chain...)})
 	}
 	slices.SortFunc(out, func(a, b group) int { return strings.Compare(a.name, b.name) })
 	return out, nil
+}
+
+// memberChild is the child of the first member value that is one of the
+// children (byKey): compared as written, lower-cased, then, when none is,
+// in normal form.
+func memberChild(members []string, byKey map[string]group) (group, bool) {
+	for _, m := range members {
+		if ch, ok := byKey[strings.ToLower(m)]; ok {
+			return ch, true
+		}
+	}
+	for _, m := range members {
+		if ch, ok := byKey[dnKey(m)]; ok {
+			return ch, true
+		}
+	}
+	return group{}, false
 }
 
 // InChainFilter is the filter of the in-chain search: groups (groupFilter)
@@ -553,12 +557,12 @@ func (r *Resolver) searchGroups(ctx context.Context, c *conn, user string, entry
 func (r *Resolver) groupSearchError(c *conn, user string, res *goldap.SearchResult, err error) error {
 	switch {
 	case goldap.IsErrorWithCode(err, goldap.LDAPResultSizeLimitExceeded):
-		if res != nil && len(res.Entries) >= r.cfg.SizeLimit {
-			return fmt.Errorf("ldap: user %q is in more than sizelimit %d groups", user, r.cfg.SizeLimit)
-		}
 		n := 0
 		if res != nil {
 			n = len(res.Entries)
+		}
+		if n >= r.cfg.SizeLimit {
+			return fmt.Errorf("ldap: user %q is in more than sizelimit %d groups", user, r.cfg.SizeLimit)
 		}
 		return fmt.Errorf("ldap: the server stopped after %d groups of user %q: its size limit for %s is below sizelimit %d",
 			n, user, r.bindName(), r.cfg.SizeLimit)

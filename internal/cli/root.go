@@ -155,14 +155,12 @@ func newRootCommand(env *Env) *cobra.Command {
 	)
 	root.SetHelpCommandGroupID("")
 	root.SetCompletionCommandGroupID("")
-	for _, c := range []*cobra.Command{
+	root.AddCommand(
 		newCheckCommand(env), newExplainCommand(env), newPlaceCommand(env), newAccessCommand(env), newAppCommand(env),
 		newLintCommand(env), newTestCommand(env), newDiffCommand(env), newImportCommand(env), newWebhookCommand(env),
 		newServeCommand(env),
 		newVersionCommand(env),
-	} {
-		root.AddCommand(c)
-	}
+	)
 	// Cobra adds these when it runs; added now, they are in the tree
 	// that tests walk. completion: bash, zsh, fish and powershell.
 	root.SetHelpCommand(newHelpCommand())

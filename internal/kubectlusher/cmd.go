@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -219,7 +220,7 @@ func (o *options) subject(ctx context.Context) (who Identity, self bool, err err
 			return Identity{}, false, errors.New("--as-group needs --as USER")
 		}
 		groups := append([]string{}, o.asGroups()...)
-		if o.asUser() != "system:anonymous" && !contains(groups, systemAuthenticated) {
+		if o.asUser() != "system:anonymous" && !slices.Contains(groups, systemAuthenticated) {
 			groups = append(groups, systemAuthenticated)
 		}
 		return Identity{User: o.asUser(), Groups: groups}, false, nil
@@ -232,18 +233,24 @@ func (o *options) subject(ctx context.Context) (who Identity, self bool, err err
 	return who, true, err
 }
 
+// ask sends req to usher about the subject (the caller, or --as and
+// --as-group), whose identity and self are subject's.
+func (o *options) ask(ctx context.Context, req accessRequest) (ans *AccessAnswer, who Identity, self bool, err error) {
+	if who, self, err = o.subject(ctx); err != nil {
+		return nil, who, self, err
+	}
+	uc, err := o.usherClient()
+	if err != nil {
+		return nil, who, self, err
+	}
+	req.User, req.Groups = who.User, who.Groups
+	ans, err = uc.access(ctx, req)
+	return ans, who, self, err
+}
+
 // systemAuthenticated is the group the API server gives every
 // authenticated user.
 const systemAuthenticated = "system:authenticated"
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
 
 func joinOr(list []string, none string) string {
 	if len(list) == 0 {

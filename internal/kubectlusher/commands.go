@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -43,16 +44,7 @@ usher.io.`,
 			if err := o.checkOutput(); err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			who, self, err := o.subject(ctx)
-			if err != nil {
-				return err
-			}
-			uc, err := o.usherClient()
-			if err != nil {
-				return err
-			}
-			ans, err := uc.access(ctx, accessRequest{Partition: o.partition, User: who.User, Groups: who.Groups, Queues: true})
+			ans, who, self, err := o.ask(cmd.Context(), accessRequest{Partition: o.partition, Queues: true})
 			if err != nil {
 				return err
 			}
@@ -136,7 +128,7 @@ answers only if you may create accessreviews in API group usher.io.`,
   kubectl usher can-i kill root.ops --owner bob
   kubectl usher can-i submit root.ops --as bob --as-group ops`,
 		Args:      cobra.ExactArgs(2),
-		ValidArgs: append(append([]string{}, queueActions...), appActions...),
+		ValidArgs: slices.Concat(queueActions, appActions),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.checkOutput(); err != nil {
 				return err
@@ -144,12 +136,12 @@ answers only if you may create accessreviews in API group usher.io.`,
 			action, queue := args[0], args[1]
 			req := accessRequest{Partition: o.partition, Action: action, Explain: f.explain || o.output != "text"}
 			switch {
-			case contains(queueActions, action):
+			case slices.Contains(queueActions, action):
 				if f.owner != "" || f.app != "" || f.target != "" || f.viewACL != "" || f.modifyACL != "" {
 					return fmt.Errorf("--owner, --application, --target, --view-acl and --modify-acl are for the application actions (%s)", strings.Join(appActions, ", "))
 				}
 				req.Queue = queue
-			case contains(appActions, action):
+			case slices.Contains(appActions, action):
 				if f.owner == "" {
 					return fmt.Errorf("%s is an application action: give the application's owner with --owner USER", action)
 				}
@@ -166,19 +158,9 @@ answers only if you may create accessreviews in API group usher.io.`,
 				}
 				req.TargetQueue = f.target
 			default:
-				return fmt.Errorf("action %q: want one of %s", action, strings.Join(append(append([]string{}, queueActions...), appActions...), ", "))
+				return fmt.Errorf("action %q: want one of %s", action, strings.Join(slices.Concat(queueActions, appActions), ", "))
 			}
-			ctx := cmd.Context()
-			who, _, err := o.subject(ctx)
-			if err != nil {
-				return err
-			}
-			req.User, req.Groups = who.User, who.Groups
-			uc, err := o.usherClient()
-			if err != nil {
-				return err
-			}
-			ans, err := uc.access(ctx, req)
+			ans, _, _, err := o.ask(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
@@ -221,11 +203,7 @@ func yesNo(b bool) string {
 // printDecision prints the reason, the groups and the trail of a decision.
 func printDecision(w io.Writer, a *AccessAnswer) {
 	fmt.Fprintf(w, "reason: %s\n", a.Reason)
-	groups := make([]string, len(a.Groups))
-	for i, g := range a.Groups {
-		groups[i] = g.Name + " (" + g.Source + ")"
-	}
-	fmt.Fprintf(w, "user %s, groups %s, partition %s\n", a.User, joinOr(groups, "(none)"), a.Partition)
+	fmt.Fprintf(w, "user %s, groups %s, partition %s\n", a.User, groupsText(a.Groups), a.Partition)
 	if a.DecidedBy != nil {
 		fmt.Fprintf(w, "decided by: %s entry %q in %s of %s\n", a.DecidedBy.Kind, a.DecidedBy.Entry, a.DecidedBy.ACL, a.DecidedBy.Queue)
 	}
@@ -245,6 +223,15 @@ func printDecision(w io.Writer, a *AccessAnswer) {
 		fmt.Fprintln(w, line)
 	}
 	printTrail(w, a.Trail)
+}
+
+// groupsText is "g1 (source), g2 (source)", or "(none)".
+func groupsText(gs []decision.Group) string {
+	groups := make([]string, len(gs))
+	for i, g := range gs {
+		groups[i] = g.Name + " (" + g.Source + ")"
+	}
+	return joinOr(groups, "(none)")
 }
 
 // printTrail prints the placement rules tried, then the ACLs consulted.
@@ -301,16 +288,7 @@ usher answers only if you may create accessreviews in API group usher.io.`,
 			if err := o.checkOutput(); err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			who, _, err := o.subject(ctx)
-			if err != nil {
-				return err
-			}
-			uc, err := o.usherClient()
-			if err != nil {
-				return err
-			}
-			ans, err := uc.access(ctx, accessRequest{Partition: o.partition, User: who.User, Groups: who.Groups, Queues: true})
+			ans, _, _, err := o.ask(cmd.Context(), accessRequest{Partition: o.partition, Queues: true})
 			if err != nil {
 				return err
 			}
@@ -322,11 +300,7 @@ usher answers only if you may create accessreviews in API group usher.io.`,
 				out.Identity.Groups = []decision.Group{}
 			}
 			return o.print(out, func(w io.Writer) {
-				groups := make([]string, len(ans.Groups))
-				for i, g := range ans.Groups {
-					groups[i] = fmt.Sprintf("%s (%s)", g.Name, g.Source)
-				}
-				fmt.Fprintf(w, "partition %s, user %s, groups %s\n\n", ans.Partition, ans.User, joinOr(groups, "(none)"))
+				fmt.Fprintf(w, "partition %s, user %s, groups %s\n\n", ans.Partition, ans.User, groupsText(ans.Groups))
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "QUEUE\tSUBMIT\tADMIN\tWHY")
 				for i, q := range out.Queues {

@@ -257,7 +257,7 @@ func (o *options) why(ctx context.Context, f whyFlags, objs []*unstructured.Unst
 			if i > 0 {
 				fmt.Fprintln(w)
 			}
-			printWhy(w, wo, who)
+			printWhy(w, wo)
 		}
 	})
 	if err != nil {
@@ -269,7 +269,7 @@ func (o *options) why(ctx context.Context, f whyFlags, objs []*unstructured.Unst
 	return nil
 }
 
-func printWhy(w io.Writer, wo WhyObject, who Identity) {
+func printWhy(w io.Writer, wo WhyObject) {
 	where := wo.Name
 	if wo.Namespace != "" {
 		where = wo.Namespace + "/" + wo.Name
