@@ -37,6 +37,8 @@ type (
 	DecidedBy           = decision.DecidedBy
 )
 
+// writeJSON answers with an encoded success body; errors go through
+// badRequest and refuse (package httperr's one error body).
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
