@@ -195,9 +195,15 @@ type AppCheck struct {
 
 // IdentityOf is the Identity of in.
 func IdentityOf(in identity.Info) Identity {
-	out := Identity{User: in.User, Groups: make([]Group, 0, len(in.Groups)), Lookup: LookupOf(in.Lookup)}
+	return Identity{User: in.User, Groups: GroupsOf(in), Lookup: LookupOf(in.Lookup)}
+}
+
+// GroupsOf is the groups of in with where each came from; never nil, so
+// that no groups encode as [].
+func GroupsOf(in identity.Info) []Group {
+	out := make([]Group, 0, len(in.Groups))
 	for i, g := range in.Groups {
-		out.Groups = append(out.Groups, Group{Name: g, Source: string(in.SourceOf(i))})
+		out = append(out, Group{Name: g, Source: string(in.SourceOf(i))})
 	}
 	return out
 }
