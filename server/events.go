@@ -148,12 +148,15 @@ func (e *denialEvents) record(r admission.Record) {
 	if d == nil || d.DryRun || d.Reason == admission.CauseInvalidRequest || d.Namespace == "" || d.Kind == "" {
 		return
 	}
+	if !e.allow(d.Namespace) {
+		return
+	}
 	apiVersion := "v1" // every kind usher reviews is served as v1 in its group
 	if d.Group != "" {
 		apiVersion = d.Group + "/v1"
 	}
-	// The names are substrings of the review's body, which the rate
-	// limits and the broadcaster's queue must not keep alive: copies.
+	// The names are substrings of the review's body, which the
+	// broadcaster's queue must not keep alive: copies.
 	ref := &corev1.ObjectReference{Kind: strings.Clone(d.Kind), APIVersion: apiVersion,
 		Namespace: strings.Clone(d.Namespace), Name: strings.Clone(d.Name)}
 	msg := strings.Clone(d.Message)
@@ -167,9 +170,6 @@ func (e *denialEvents) record(r admission.Record) {
 		}
 		msg = msg[:cut] + "..."
 	}
-	if !e.allow(ref.Namespace) {
-		return
-	}
 	shape, err := json.Marshal(d)
 	if err != nil {
 		return
@@ -178,13 +178,15 @@ func (e *denialEvents) record(r admission.Record) {
 }
 
 // allow takes a token of the namespace's bucket. The limit is applied
-// before the broadcaster's queue, so that a burst in one namespace does
-// not fill the queue and crowd out the Events of the others.
+// before the Event is built and queued, so that a burst in one namespace
+// neither costs a copy per dropped denial nor fills the broadcaster's
+// queue and crowds out the Events of the others. ns may be a substring of
+// the review's body: the cache keeps a copy.
 func (e *denialEvents) allow(ns string) bool {
 	v, ok := e.limits.Get(ns)
 	if !ok {
 		v = flowcontrol.NewTokenBucketPassiveRateLimiter(eventQPS, eventBurst)
-		e.limits.Add(ns, v)
+		e.limits.Add(strings.Clone(ns), v)
 	}
 	return v.(flowcontrol.PassiveRateLimiter).TryAccept()
 }
