@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/lru"
@@ -114,19 +115,32 @@ func (s *Server) setupDenialEvents() error {
 	case err != nil:
 		return fmt.Errorf("denial Events: %w", err)
 	}
-	if rc.UserAgent == "" {
-		rc.UserAgent = "usher"
-	}
-	client, err := corev1client.NewForConfig(rc)
+	client, err := coreClient(rc)
 	if err != nil {
 		return fmt.Errorf("denial Events: %w", err)
 	}
-	instance := os.Getenv("POD_NAME")
-	if instance == "" {
-		instance, _ = os.Hostname()
-	}
-	s.events = newDenialEvents(client, instance, s.log)
+	s.events = newDenialEvents(client, replicaName(), s.log)
 	return nil
+}
+
+// coreClient is the client of the core API that usher's ConfigMap source
+// and denial Events use: usher's user agent unless rc names one.
+func coreClient(rc *rest.Config) (*corev1client.CoreV1Client, error) {
+	if rc.UserAgent == "" {
+		rc.UserAgent = "usher"
+	}
+	return corev1client.NewForConfig(rc)
+}
+
+// replicaName names this replica (the pod's POD_NAME, else the host name)
+// where usher writes to the cluster: the Host of its Events and the
+// instance of its ConfigMap source.
+func replicaName() string {
+	if name := os.Getenv("POD_NAME"); name != "" {
+		return name
+	}
+	name, _ := os.Hostname()
+	return name
 }
 
 // withDenialEvents returns the audit hook next, recording an Event for
