@@ -282,7 +282,7 @@ type identity struct {
 	groups []string
 }
 
-// decide is the admission logic.
+// decide is the admission logic. pre is never nil (review sees to it).
 func decide(ctx context.Context, st *handlerState, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views, buf *[]byte) decision {
 	c := st.cfg
 	if isEviction(req) {
@@ -306,9 +306,6 @@ func decide(ctx context.Context, st *handlerState, hook hookKind, req *admission
 	}
 	if !c.processNamespace(req.Namespace) {
 		return allow(RuleNamespaceBypassed)
-	}
-	if pre == nil {
-		pre = &views{}
 	}
 	switch req.Operation {
 	case admissionv1.Create:

@@ -115,6 +115,3 @@ type DecidedBy struct {
 	Kind  string `json:"kind"`
 	Entry string `json:"entry"`
 }
-
-// writeJSON answers with an encoded success body; errors go through
-// badRequest and refuse (package httperr's one error body).

@@ -155,6 +155,23 @@ type QueueRights struct {
 	AdminReason  string `json:"adminReason"`
 }
 
+// QueueRightsOf is every queue of queues with the user's rights, in
+// order; never nil, so that no queues encode as []. usher access -o json
+// and POST /v1/access with "queues": true answer with it.
+func QueueRightsOf(queues []policy.QueueAccess) []QueueRights {
+	out := make([]QueueRights, 0, len(queues))
+	for _, q := range queues {
+		out = append(out, QueueRights{Queue: q.Queue, Leaf: q.Leaf, Submit: q.Submit.Allowed, Admin: q.Admin.Allowed,
+			SubmitReason: q.Submit.Reason(), AdminReason: q.Admin.Reason()})
+	}
+	return out
+}
+
+// QueuesReason is the reason of the answer that lists every queue.
+func QueuesReason(user, partition string) string {
+	return fmt.Sprintf("the rights of %s on every queue of partition %s", user, partition)
+}
+
 // Requirement is something an application decision needs, whether it
 // was met, and (with the trail) every check made for it.
 type Requirement struct {
@@ -195,9 +212,15 @@ type AppCheck struct {
 
 // IdentityOf is the Identity of in.
 func IdentityOf(in identity.Info) Identity {
-	out := Identity{User: in.User, Groups: make([]Group, 0, len(in.Groups)), Lookup: LookupOf(in.Lookup)}
+	return Identity{User: in.User, Groups: GroupsOf(in), Lookup: LookupOf(in.Lookup)}
+}
+
+// GroupsOf is the groups of in with where each came from; never nil, so
+// that no groups encode as [].
+func GroupsOf(in identity.Info) []Group {
+	out := make([]Group, 0, len(in.Groups))
 	for i, g := range in.Groups {
-		out.Groups = append(out.Groups, Group{Name: g, Source: string(in.SourceOf(i))})
+		out = append(out, Group{Name: g, Source: string(in.SourceOf(i))})
 	}
 	return out
 }

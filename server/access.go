@@ -37,6 +37,8 @@ type (
 	DecidedBy           = decision.DecidedBy
 )
 
+// writeJSON answers with an encoded success body; errors go through
+// badRequest and refuse (package httperr's one error body).
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
@@ -231,7 +233,7 @@ func (s *Server) serveApplication(w http.ResponseWriter, r *http.Request, req *A
 		"owner", d.Owner, "queue", d.Queue, "action", action.String(), "allowed", d.Allowed, "reason", d.Reason(), "caller", caller.Name, "requestID", requestID(r),
 		"lookup", in.Lookup.String())
 	out := AccessResponse{Allowed: d.Allowed, Reason: d.Reason(), Partition: d.Partition, Queue: d.Queue,
-		Action: action.String(), User: in.User, Groups: groupsOf(in), Application: d.Application, Owner: d.Owner, TargetQueue: d.Target}
+		Action: action.String(), User: in.User, Groups: decision.GroupsOf(in), Application: d.Application, Owner: d.Owner, TargetQueue: d.Target}
 	out.Lookup = accessLookup(in.Lookup)
 	for _, rq := range d.Requirements {
 		ar := AccessRequirement{Need: rq.Need.String(), Queue: rq.Queue, Met: rq.Met, By: decision.MetBy(rq)}
@@ -267,7 +269,7 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request, req *AccessR
 		"provided", req.Queue, "rule", res.RuleName(), "action", action.String(), "allowed", res.Placed, "reason", reason,
 		"caller", caller.Name, "requestID", requestID(r), "lookup", res.Identity.Lookup.String())
 	out := AccessResponse{Allowed: res.Placed, Reason: reason, Partition: res.Partition, Queue: res.Queue,
-		Action: action.String(), User: res.Identity.User, Groups: groupsOf(res.Identity),
+		Action: action.String(), User: res.Identity.User, Groups: decision.GroupsOf(res.Identity),
 		Placement: &AccessPlacement{Placed: res.Placed, Queue: res.Queue, Create: res.Create, Rule: res.RuleName(), Reason: res.Reason()}}
 	out.Lookup = accessLookup(res.Identity.Lookup)
 	if res.Placed {
@@ -298,18 +300,10 @@ func accessLookup(l identity.Lookup) *decision.Lookup {
 	return out
 }
 
-func groupsOf(in identity.Info) []AccessGroup {
-	out := []AccessGroup{}
-	for i, g := range in.Groups {
-		out = append(out, AccessGroup{Name: g, Source: string(in.SourceOf(i))})
-	}
-	return out
-}
-
 func toResponse(res engine.Result) AccessResponse {
 	out := AccessResponse{
 		Allowed: res.Allowed, Reason: res.Reason(), Partition: res.Partition, Queue: res.Queue,
-		Action: res.Action.String(), User: res.User, Groups: groupsOf(res.Identity),
+		Action: res.Action.String(), User: res.User, Groups: decision.GroupsOf(res.Identity),
 		Lookup: accessLookup(res.Identity.Lookup),
 	}
 	if res.Allowed {

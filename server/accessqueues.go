@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"net/http"
 	"time"
 
@@ -32,11 +31,7 @@ func (s *Server) serveQueues(w http.ResponseWriter, r *http.Request, req *Access
 	s.metrics.decisionLatency.Observe(time.Since(start).Seconds())
 	s.audit("access", "user", in.User, "groups", in.Groups, "partition", partition, "action", "queues", "allowed", true,
 		"caller", caller.Name, "requestID", requestID(r))
-	out := AccessResponse{Allowed: true, Reason: fmt.Sprintf("the rights of %s on every queue of partition %s", in.User, partition),
-		Partition: partition, Action: "queues", User: in.User, Groups: groupsOf(in), Queues: []decision.QueueRights{}}
-	for _, q := range queues {
-		out.Queues = append(out.Queues, decision.QueueRights{Queue: q.Queue, Leaf: q.Leaf, Submit: q.Submit.Allowed, Admin: q.Admin.Allowed,
-			SubmitReason: q.Submit.Reason(), AdminReason: q.Admin.Reason()})
-	}
+	out := AccessResponse{Allowed: true, Reason: decision.QueuesReason(in.User, partition),
+		Partition: partition, Action: "queues", User: in.User, Groups: decision.GroupsOf(in), Queues: decision.QueueRightsOf(queues)}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -84,19 +83,12 @@ func newCMSource(refs []ConfigMapRef, kubeconfig string) (*cmSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--config-map: %w", err)
 	}
-	if rc.UserAgent == "" {
-		rc.UserAgent = "usher"
-	}
-	client, err := corev1client.NewForConfig(rc)
+	client, err := coreClient(rc)
 	if err != nil {
 		return nil, fmt.Errorf("--config-map: %w", err)
 	}
-	instance := os.Getenv("POD_NAME")
-	if instance == "" {
-		instance, _ = os.Hostname()
-	}
 	return &cmSource{
-		refs: orderRefs(refs), client: client, instance: instance,
+		refs: orderRefs(refs), client: client, instance: replicaName(),
 		current: map[ConfigMapRef]*corev1.ConfigMap{},
 		kick:    make(chan struct{}, 1),
 	}, nil

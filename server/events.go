@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/lru"
@@ -114,19 +115,32 @@ func (s *Server) setupDenialEvents() error {
 	case err != nil:
 		return fmt.Errorf("denial Events: %w", err)
 	}
-	if rc.UserAgent == "" {
-		rc.UserAgent = "usher"
-	}
-	client, err := corev1client.NewForConfig(rc)
+	client, err := coreClient(rc)
 	if err != nil {
 		return fmt.Errorf("denial Events: %w", err)
 	}
-	instance := os.Getenv("POD_NAME")
-	if instance == "" {
-		instance, _ = os.Hostname()
-	}
-	s.events = newDenialEvents(client, instance, s.log)
+	s.events = newDenialEvents(client, replicaName(), s.log)
 	return nil
+}
+
+// coreClient is the client of the core API that usher's ConfigMap source
+// and denial Events use: usher's user agent unless rc names one.
+func coreClient(rc *rest.Config) (*corev1client.CoreV1Client, error) {
+	if rc.UserAgent == "" {
+		rc.UserAgent = "usher"
+	}
+	return corev1client.NewForConfig(rc)
+}
+
+// replicaName names this replica (the pod's POD_NAME, else the host name)
+// where usher writes to the cluster: the Host of its Events and the
+// instance of its ConfigMap source.
+func replicaName() string {
+	if name := os.Getenv("POD_NAME"); name != "" {
+		return name
+	}
+	name, _ := os.Hostname()
+	return name
 }
 
 // withDenialEvents returns the audit hook next, recording an Event for
@@ -148,12 +162,15 @@ func (e *denialEvents) record(r admission.Record) {
 	if d == nil || d.DryRun || d.Reason == admission.CauseInvalidRequest || d.Namespace == "" || d.Kind == "" {
 		return
 	}
+	if !e.allow(d.Namespace) {
+		return
+	}
 	apiVersion := "v1" // every kind usher reviews is served as v1 in its group
 	if d.Group != "" {
 		apiVersion = d.Group + "/v1"
 	}
-	// The names are substrings of the review's body, which the rate
-	// limits and the broadcaster's queue must not keep alive: copies.
+	// The names are substrings of the review's body, which the
+	// broadcaster's queue must not keep alive: copies.
 	ref := &corev1.ObjectReference{Kind: strings.Clone(d.Kind), APIVersion: apiVersion,
 		Namespace: strings.Clone(d.Namespace), Name: strings.Clone(d.Name)}
 	msg := strings.Clone(d.Message)
@@ -167,9 +184,6 @@ func (e *denialEvents) record(r admission.Record) {
 		}
 		msg = msg[:cut] + "..."
 	}
-	if !e.allow(ref.Namespace) {
-		return
-	}
 	shape, err := json.Marshal(d)
 	if err != nil {
 		return
@@ -178,13 +192,15 @@ func (e *denialEvents) record(r admission.Record) {
 }
 
 // allow takes a token of the namespace's bucket. The limit is applied
-// before the broadcaster's queue, so that a burst in one namespace does
-// not fill the queue and crowd out the Events of the others.
+// before the Event is built and queued, so that a burst in one namespace
+// neither costs a copy per dropped denial nor fills the broadcaster's
+// queue and crowds out the Events of the others. ns may be a substring of
+// the review's body: the cache keeps a copy.
 func (e *denialEvents) allow(ns string) bool {
 	v, ok := e.limits.Get(ns)
 	if !ok {
 		v = flowcontrol.NewTokenBucketPassiveRateLimiter(eventQPS, eventBurst)
-		e.limits.Add(ns, v)
+		e.limits.Add(strings.Clone(ns), v)
 	}
 	return v.(flowcontrol.PassiveRateLimiter).TryAccept()
 }

@@ -74,11 +74,7 @@ func runAccess(ctx context.Context, env *Env, f *accessFlags) int {
 			partition = cp.Name()
 		}
 		out := &decision.Output{Command: "access", Allowed: true, Partition: partition, Identity: decision.IdentityOf(in),
-			Reason: fmt.Sprintf("the rights of %s on every queue of partition %s", in.User, partition), Queues: []decision.QueueRights{}}
-		for _, q := range queues {
-			out.Queues = append(out.Queues, decision.QueueRights{Queue: q.Queue, Leaf: q.Leaf, Submit: q.Submit.Allowed, Admin: q.Admin.Allowed,
-				SubmitReason: q.Submit.Reason(), AdminReason: q.Admin.Reason()})
-		}
+			Reason: decision.QueuesReason(in.User, partition), Queues: decision.QueueRightsOf(queues)}
 		output.write(env, out)
 		return ExitOK
 	}
