@@ -299,42 +299,46 @@ func (r QueueRef) DecideInto(d *Decision, pr *Principal, action Action) {
 		*d = r.walk(pr.sub, action)
 		return
 	}
+	// Every field of *d is written once: the Decision is 18 words, and
+	// zeroing it before filling it in was a sixth of the cost.
 	q := r.q
-	*d = Decision{Partition: r.p.name, Queue: q.path, Action: action, User: pr.sub.User()}
-	segs, wild := &pr.submit, q.wildSubmit
+	d.Partition, d.Queue, d.Action, d.User = r.p.name, q.path, action, pr.sub.User()
+	segs, wild := &pr.submit, &q.wildSubmit
 	if action == Admin {
-		segs, wild = &pr.admin, q.wildAdmin
+		segs, wild = &pr.admin, &q.wildAdmin
 	}
-	var by aclRef
-	var o *Origin
-	var m acl.Match
+	var h *hit
+	var by *aclRef
 	if v := segs.at(q.pos); v >= 0 {
-		h := &pr.hits[v]
-		by, o = r.p.ix.refs[h.ref], &r.p.ix.origins[h.ref]
-		m = acl.Match{Kind: h.kind, Index: int(h.idx)}
-		if h.kind == acl.MatchUser {
-			m.Name = o.Rule.Users()[h.idx]
-		} else {
-			m.Name = o.Rule.Groups()[h.idx]
-		}
-	}
-	if wild.q != nil && (by.q == nil || wild.before(by)) {
-		m.Kind, m.Name, m.Index = acl.MatchWildcard, acl.Wildcard, 0
-		m.List = wild.list(q, action)
-		d.Allowed, d.By = true, Grant{Origin: Origin{wild.q.path, wild.name(), wild.rule()}, Match: m}
-		return
+		h = &pr.hits[v]
+		by = &r.p.ix.refs[h.ref]
 	}
 	switch {
-	case o != nil:
-		m.List = by.list(q, action)
-		d.Allowed, d.By.Origin, d.By.Match = true, *o, m
+	case wild.q != nil && (h == nil || wild.before(*by)):
+		d.Allowed = true
+		d.By = Grant{
+			Origin: Origin{wild.q.path, wild.name(), wild.rule()},
+			Match:  acl.Match{Kind: acl.MatchWildcard, Name: acl.Wildcard, List: wild.list(q, action)},
+		}
+	case h != nil:
+		o := &r.p.ix.origins[h.ref]
+		name := o.Rule.Groups()
+		if h.kind == acl.MatchUser {
+			name = o.Rule.Users()
+		}
+		d.Allowed = true
+		d.By = Grant{Origin: *o, Match: acl.Match{Kind: h.kind, Name: name[h.idx], List: by.list(q, action), Index: int(h.idx)}}
 	case pr.cluster.Allowed():
-		m = pr.cluster
+		m := pr.cluster
 		m.List = int(q.nSubmit)
 		if action == Admin {
 			m.List = int(q.nAdmin)
 		}
-		d.Allowed, d.By = true, Grant{Origin: Origin{"", ClusterAdminACL, r.p.clusterAdmin}, Match: m}
+		d.Allowed = true
+		d.By = Grant{Origin: Origin{"", ClusterAdminACL, r.p.clusterAdmin}, Match: m}
+	default:
+		d.Allowed = false
+		d.By = Grant{}
 	}
 }
 
