@@ -105,8 +105,9 @@ type Generation struct {
 	// partition, so a decision finds both with one map lookup.
 	bound []binding
 	// key tells generations apart: the key under which a partition's
-	// group cache keeps each user's compiled identity for this one.
-	key *generationKey
+	// group cache keeps each user's compiled identity for this one. No
+	// two generations of a process share one (generations).
+	key uint64
 }
 
 type binding struct {
@@ -117,9 +118,10 @@ type binding struct {
 // maxBound is how many partitions Generation.bound holds.
 const maxBound = 4
 
-// generationKey is the identity of one generation; not empty, so that
-// every one is a distinct allocation.
-type generationKey struct{ _ byte }
+// generations numbers the generations of the process, so that each has
+// a key of its own (a number compares in one instruction where the
+// cache's hit path compares it).
+var generations atomic.Uint64
 
 type partition struct {
 	mode identity.Mode
@@ -232,7 +234,7 @@ func (e *Engine) Swap(cfg *config.Config) error {
 		return fmt.Errorf("engine: configuration is not compiled")
 	}
 	old := e.cur.Load()
-	next := &Generation{cfg: cfg, parts: make(map[string]*partition, len(cfg.Partitions)), key: new(generationKey)}
+	next := &Generation{cfg: cfg, parts: make(map[string]*partition, len(cfg.Partitions)), key: generations.Add(1)}
 	kept := map[*resolvers.Resolver]bool{}
 	var created []*resolvers.Resolver
 	for _, p := range cfg.Partitions {
