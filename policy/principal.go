@@ -12,10 +12,30 @@ import (
 // one name are contiguous in one array (offsets in off), so the index is
 // a few allocations whatever the number of entries.
 type index struct {
-	refs    []aclRef // every ACL set, in depth-first order, submit before admin
-	origins []Origin // refs[i] as a decision names it
-	users   names
-	groups  names
+	refs   []aclRef   // every ACL set, in depth-first order, submit before admin
+	grants []refGrant // refs[i] as a decision names it
+	users  names
+	groups names
+}
+
+// refGrant is one ACL of refs as a decision reads it, all in one record
+// so that the decision follows no pointer to the ACL's queue: where it
+// comes from, its place in a check order (aclRef.before) and the base
+// from which its index in a queue's chain is counted (aclRef.list: the
+// queue's count for the action less base[action]).
+type refGrant struct {
+	Origin
+	depth int
+	admin bool
+	base  [2]int32
+}
+
+// beforeGrant is aclRef.before with o for the other ACL.
+func (r aclRef) beforeGrant(o *refGrant) bool {
+	if r.q.depth != o.depth {
+		return r.q.depth > o.depth
+	}
+	return !r.admin && o.admin
 }
 
 type names struct {
@@ -54,9 +74,13 @@ func (p *CompiledPartition) index() *index {
 				}
 			}
 		}
-		ix.origins = make([]Origin, len(ix.refs))
+		ix.grants = make([]refGrant, len(ix.refs))
 		for i, r := range ix.refs {
-			ix.origins[i] = Origin{r.q.path, r.name(), r.rule()}
+			ix.grants[i] = refGrant{
+				Origin: Origin{r.q.path, r.name(), r.rule()},
+				depth:  r.q.depth, admin: r.admin,
+				base: [2]int32{Submit: r.q.nSubmit - int32(r.list(r.q, Submit)), Admin: r.q.nAdmin},
+			}
 		}
 		ix.users.build(ix.refs, nu, (*acl.ACL).Users)
 		ix.groups.build(ix.refs, ng, (*acl.ACL).Groups)
@@ -308,26 +332,29 @@ func (r QueueRef) DecideInto(d *Decision, pr *Principal, action Action) {
 		segs, wild = &pr.admin, &q.wildAdmin
 	}
 	var h *hit
-	var by *aclRef
+	var g *refGrant
 	if v := segs.at(q.pos); v >= 0 {
 		h = &pr.hits[v]
-		by = &r.p.ix.refs[h.ref]
+		g = &r.p.ix.grants[h.ref]
 	}
 	switch {
-	case wild.q != nil && (h == nil || wild.before(*by)):
+	case wild.q != nil && (g == nil || wild.beforeGrant(g)):
 		d.Allowed = true
 		d.By = Grant{
 			Origin: Origin{wild.q.path, wild.name(), wild.rule()},
 			Match:  acl.Match{Kind: acl.MatchWildcard, Name: acl.Wildcard, List: wild.list(q, action)},
 		}
-	case h != nil:
-		o := &r.p.ix.origins[h.ref]
-		name := o.Rule.Groups()
+	case g != nil:
+		name := g.Rule.Groups()
 		if h.kind == acl.MatchUser {
-			name = o.Rule.Users()
+			name = g.Rule.Users()
+		}
+		list := q.nSubmit
+		if action == Admin {
+			list = q.nAdmin
 		}
 		d.Allowed = true
-		d.By = Grant{Origin: *o, Match: acl.Match{Kind: h.kind, Name: name[h.idx], List: by.list(q, action), Index: int(h.idx)}}
+		d.By = Grant{Origin: g.Origin, Match: acl.Match{Kind: h.kind, Name: name[h.idx], List: int(list - g.base[action]), Index: int(h.idx)}}
 	case pr.cluster.Allowed():
 		m := pr.cluster
 		m.List = int(q.nSubmit)
