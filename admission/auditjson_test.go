@@ -127,16 +127,16 @@ func TestAppendJSONMatchesSlog(t *testing.T) {
 		many[i] = h[i:]
 	}
 	cases := map[string]Record{
-		"zero":         {},
-		"empty groups": {Groups: []string{}},
-		"allowed":      {Webhook: "validate", UID: "u-1", Operation: "CREATE", Kind: "Pod", Namespace: "team-a", Name: "p-*", User: "alice", Groups: []string{"dev", "system:authenticated"}, Identity: "alice", Queue: "root.dev", Allowed: true, Code: 200, Reason: "ok", Rule: RuleStamped},
-		"hostile":      fullRecord(h),
-		"long":         fullRecord(long),
-		"huge":         fullRecord(strings.Repeat("<\u2028\x01\"", 1<<16)),
-		"many groups":  {User: "x", Groups: many},
+		"zero":          {},
+		"empty groups":  {Groups: []string{}},
+		"allowed":       {Webhook: "validate", UID: "u-1", Operation: "CREATE", Kind: "Pod", Namespace: "team-a", Name: "p-*", User: "alice", Groups: []string{"dev", "system:authenticated"}, Identity: "alice", Queue: "root.dev", Allowed: true, Code: 200, Reason: "ok", Rule: RuleStamped},
+		"hostile":       fullRecord(h),
+		"long":          fullRecord(long),
+		"huge":          fullRecord(strings.Repeat("<\u2028\x01\"", 1<<16)),
+		"many groups":   {User: "x", Groups: many},
 		"sparse denial": {Code: 400, Denial: &Denial{Reason: CauseInvalidRequest}},
-		"unknown rule": {Rule: Rule(250)},
-		"invalid cut":  fullRecord(strings.Repeat("a", 255) + "\xff\xff" + strings.Repeat("\xe2\x80", 600)),
+		"unknown rule":  {Rule: Rule(250)},
+		"invalid cut":   fullRecord(strings.Repeat("a", 255) + "\xff\xff" + strings.Repeat("\xe2\x80", 600)),
 	}
 	for c := 0; c < 256; c++ {
 		cases["byte "+string(rune('A'+c%26))+strings.Repeat("x", c/26)] = fullRecord(string([]byte{'a', byte(c), 'b'}))
