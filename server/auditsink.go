@@ -2,11 +2,15 @@ package server
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/usherhq/usher/admission"
 )
 
 // AuditMessage is the message of every audit record the server writes.
@@ -56,25 +60,48 @@ func (h *splitHandler) WithGroup(name string) slog.Handler {
 // counted (usher_audit_records_dropped_total), so that a slow sink can
 // neither hold requests up nor make memory grow. close writes what is
 // queued; a record that comes after is written on its caller's goroutine.
+//
+// An admission review's record travels as the admission.Record itself,
+// cut and copied (Record.Clip: bounded, and sharing no memory with the
+// review's body), and is rendered on the writer's goroutine: straight to
+// JSON into a reused buffer when the server has an audit writer
+// (auditWriter), else as slog attributes for the logger's handler.
 type auditQueue struct {
 	mu      sync.RWMutex // held for writing only by close
 	closed  bool
 	ch      chan queuedRecord
 	done    chan struct{}
 	dropped atomic.Uint64
+	w       *auditWriter // nil: admission records go to their queuedRecord's handler
 }
 
+// queuedRecord is a slog record for h, or an admission review's record
+// (adm non-nil) for the audit writer or, without one, for h.
 type queuedRecord struct {
-	h slog.Handler
-	r slog.Record
+	h   slog.Handler
+	r   slog.Record
+	adm *queuedReview
 }
 
-func newAuditQueue(size int) *auditQueue {
-	q := &auditQueue{ch: make(chan queuedRecord, size), done: make(chan struct{})}
+type queuedReview struct {
+	t   time.Time
+	rec admission.Record // clipped: Record.Clip
+}
+
+func newAuditQueue(size int, w *auditWriter) *auditQueue {
+	q := &auditQueue{ch: make(chan queuedRecord, size), done: make(chan struct{}), w: w}
 	go func() {
 		defer close(q.done)
+		var buf []byte
 		for x := range q.ch {
-			_ = x.h.Handle(context.Background(), x.r)
+			if x.adm == nil {
+				_ = x.h.Handle(context.Background(), x.r)
+				continue
+			}
+			buf = q.writeReview(buf[:0], x.h, x.adm)
+			if cap(buf) > 64<<10 {
+				buf = nil // a huge record's buffer is not kept
+			}
 		}
 	}()
 	return q
@@ -87,11 +114,51 @@ func (q *auditQueue) send(ctx context.Context, h slog.Handler, r slog.Record) er
 		return h.Handle(ctx, r)
 	}
 	select {
-	case q.ch <- queuedRecord{h, r.Clone()}:
+	case q.ch <- queuedRecord{h: h, r: r.Clone()}:
 	default:
 		q.dropped.Add(1)
 	}
 	return nil
+}
+
+// sendReview queues an admission review's record, made at t, for h (when
+// q has no audit writer).
+func (q *auditQueue) sendReview(h slog.Handler, t time.Time, rec *admission.Record) {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	if q.closed {
+		q.writeReview(nil, h, &queuedReview{t: t, rec: *rec})
+		return
+	}
+	if len(q.ch) == cap(q.ch) { // full: no copy to make
+		q.dropped.Add(1)
+		return
+	}
+	select {
+	case q.ch <- queuedRecord{h: h, adm: &queuedReview{t: t, rec: rec.Clip()}}:
+	default:
+		q.dropped.Add(1)
+	}
+}
+
+// writeReview writes an admission review's record, with buf as scratch
+// space, and returns buf.
+func (q *auditQueue) writeReview(buf []byte, h slog.Handler, x *queuedReview) []byte {
+	if q.w != nil {
+		return q.w.writeReview(buf, x.t, &x.rec)
+	}
+	logReview(h, x.t, &x.rec)
+	return buf
+}
+
+// logReview hands an admission review's record to h as the server's
+// logger would (message AuditMessage, kind admission, the attributes of
+// Record.AppendAttrs).
+func logReview(h slog.Handler, t time.Time, rec *admission.Record) {
+	var as [admission.NumAuditAttrs + 1]slog.Attr // + kind
+	r := slog.NewRecord(t, slog.LevelInfo, AuditMessage, 0)
+	r.AddAttrs(rec.AppendAttrs(append(as[:0], slog.String("kind", "admission")))...)
+	_ = h.Handle(context.Background(), r)
 }
 
 // close writes the records queued and returns when they are written.
@@ -137,4 +204,69 @@ func registerAuditDrops(reg *prometheus.Registry, q *auditQueue) {
 		Name: "usher_audit_records_dropped_total",
 		Help: "Audit records dropped because the queue to the audit sink was full (Options.AuditQueue).",
 	}, func() float64 { return float64(q.dropped.Load()) }))
+}
+
+// auditWriter is the audit sink of Options.AuditLog: one JSON line per
+// record, as slog.NewJSONHandler writes them at level Info. Admission
+// records are written by Record.AppendJSON, every other audit record by
+// its slog handler (handler); both take mu, so lines never interleave.
+type auditWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+	h  slog.Handler // JSON to w at level Info, through mu
+}
+
+func newAuditWriter(w io.Writer) *auditWriter {
+	a := &auditWriter{w: w}
+	a.h = slog.NewJSONHandler(lockedWriter{a}, &slog.HandlerOptions{Level: slog.LevelInfo})
+	return a
+}
+
+type lockedWriter struct{ a *auditWriter }
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.a.mu.Lock()
+	defer l.a.mu.Unlock()
+	return l.a.w.Write(p)
+}
+
+// writeReview writes an admission review's record made at t, as
+// slog.NewJSONHandler would write the server's record of it (message
+// AuditMessage, kind admission, the attributes of Record.AppendAttrs),
+// with buf as scratch space, and returns buf.
+func (a *auditWriter) writeReview(buf []byte, t time.Time, rec *admission.Record) []byte {
+	if y := t.Year(); y < 0 || y >= 10000 || t.IsZero() {
+		// slog writes an error in place of such a time, and no time for
+		// the zero time: leave those to slog.
+		logReview(a.h, t, rec)
+		return buf
+	}
+	buf = appendReviewLine(buf, t, rec)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, _ = a.w.Write(buf)
+	return buf
+}
+
+// appendReviewLine appends the JSON line of an admission review's record.
+func appendReviewLine(buf []byte, t time.Time, rec *admission.Record) []byte {
+	buf = append(buf, `{"time":"`...)
+	buf = t.AppendFormat(buf, time.RFC3339Nano)
+	buf = append(buf, `","level":"INFO","msg":"`+AuditMessage+`","kind":"admission",`...)
+	buf = rec.AppendJSON(buf)
+	return append(buf, "}\n"...)
+}
+
+// reviewBufs are the buffers of admission records written on the request
+// path (Options.AuditQueue 0, or after shutdown).
+var reviewBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// writeReviewNow writes an admission review's record on the caller's
+// goroutine.
+func (a *auditWriter) writeReviewNow(t time.Time, rec *admission.Record) {
+	p := reviewBufs.Get().(*[]byte)
+	*p = a.writeReview((*p)[:0], t, rec)
+	if cap(*p) <= 64<<10 {
+		reviewBufs.Put(p)
+	}
 }

@@ -1,0 +1,138 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/usherhq/usher/admission"
+)
+
+// slogReviewLine is the line slog.NewJSONHandler writes for the server's
+// record of rec, made at t (how the audit log was written before
+// auditWriter).
+func slogReviewLine(t *testing.T, at time.Time, rec *admission.Record) string {
+	t.Helper()
+	var b bytes.Buffer
+	logReview(slog.NewJSONHandler(&b, &slog.HandlerOptions{Level: slog.LevelInfo}), at, rec)
+	return b.String()
+}
+
+func hostileRecords() []admission.Record {
+	var ctl strings.Builder
+	for c := range 0x80 {
+		ctl.WriteByte(byte(c))
+	}
+	h := ctl.String() + "<b>&</b>\u2028\u2029\xff\xc3\xed\xa0\x80😀"
+	long := strings.Repeat("é<\"", 2000)
+	return []admission.Record{
+		{},
+		{Webhook: "mutate", UID: "u-1", Operation: "CREATE", Kind: "Pod", Namespace: "team-a", Name: "spark-exec-*",
+			User: "alice", Groups: []string{"dev", "system:authenticated"}, Identity: "alice", Queue: "root.dev",
+			Allowed: true, Patched: true, Code: 200, Reason: "stamped the submitter's identity", Rule: admission.RuleStamped},
+		{Webhook: "validate", UID: h, Operation: h, Kind: h, Namespace: h, Name: long, User: h, Groups: []string{h, long, ""},
+			Identity: long, Queue: h, Code: 403, Reason: long + h, Rule: admission.RuleDenied, DryRun: true, Warned: true, Lookup: h,
+			Denial: &admission.Denial{Reason: admission.CauseQueueSubmitDenied, Message: long, Code: 403, Warned: true, Operation: h,
+				Group: h, Kind: "Job", Namespace: h, Name: long, User: h, Identity: h, Queue: long, Check: "submit", Field: h, DryRun: true}},
+	}
+}
+
+// The audit writer's line for an admission review is byte for byte the
+// line slog's JSON handler writes for the same record at the same time.
+func TestReviewLineMatchesSlog(t *testing.T) {
+	zones := []*time.Location{time.UTC, time.FixedZone("x", -(3*3600 + 30*60)), time.Local}
+	times := []time.Time{time.Now(), time.Date(2026, 11, 23, 18, 28, 38, 0, time.UTC),
+		time.Date(2026, 1, 2, 3, 4, 5, 120000000, time.UTC), time.Date(0, 1, 1, 0, 0, 0, 1, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Time{}}
+	for _, rec := range hostileRecords() {
+		for _, z := range zones {
+			for _, at := range times {
+				at = at.In(z)
+				want := slogReviewLine(t, at, &rec)
+				var b bytes.Buffer
+				newAuditWriter(&b).writeReview(nil, at, &rec)
+				if got := b.String(); got != want {
+					t.Fatalf("line differs from slog's at %v: %s", at, lineDiff(got, want))
+				}
+			}
+		}
+	}
+}
+
+// Through the queue, admission records and other audit records reach the
+// audit writer in order, each line as slog's JSON handler writes it, and
+// what is queued is written on close.
+func TestAuditQueueWritesReviewsAsSlog(t *testing.T) {
+	var b bytes.Buffer
+	w := newAuditWriter(&b)
+	q := newAuditQueue(64, w)
+	log := slog.New(q.handler(SplitAudit(slog.NewJSONHandler(&bytes.Buffer{}, nil), w.h)))
+	var want strings.Builder
+	for i, rec := range hostileRecords() {
+		at := time.Now()
+		q.sendReview(nil, at, &rec)
+		want.WriteString(slogReviewLine(t, at, &rec))
+		log.Info(AuditMessage, "kind", "access", "n", i)
+	}
+	q.close()
+	lines := strings.SplitAfter(b.String(), "\n")
+	wants := strings.SplitAfter(want.String(), "\n")
+	if len(lines) != 2*len(wants)-1 {
+		t.Fatalf("%d lines written, want %d:\n%s", len(lines)-1, 2*(len(wants)-1), b.String())
+	}
+	for i := range len(wants) - 1 {
+		if got := lines[2*i]; got != wants[i] {
+			t.Fatalf("admission record %d: %s", i, lineDiff(got, wants[i]))
+		}
+		if got := lines[2*i+1]; !strings.Contains(got, fmt.Sprintf(`"msg":"audit","kind":"access","n":%d}`, i)) {
+			t.Fatalf("access record %d: %s", i, got)
+		}
+	}
+	// After close, a record is written at once.
+	rec := hostileRecords()[1]
+	q.sendReview(nil, time.Now(), &rec)
+	if n := strings.Count(b.String(), "\n"); n != 2*len(hostileRecords())+1 {
+		t.Fatalf("%d lines after a record sent after close", n)
+	}
+}
+
+// A queued admission record shares no memory with the review it came
+// from (whose strings are substrings of the whole body) and holds its
+// strings cut to their bounds.
+func TestAuditQueueDetachesReviews(t *testing.T) {
+	body := strings.Repeat("x", 1<<20)
+	rec := admission.Record{UID: body[:36], User: body[100:110], Groups: []string{body[200:210], body[300:310]},
+		Name: body[:5000], Reason: body, Denial: &admission.Denial{Message: body, User: body[400:410]}}
+	q := &auditQueue{ch: make(chan queuedRecord, 1)} // no writer: the record stays queued
+	q.sendReview(nil, time.Now(), &rec)
+	x := <-q.ch
+	c := x.adm.rec
+	lo, hi := uintptr(unsafe.Pointer(unsafe.StringData(body))), uintptr(unsafe.Pointer(unsafe.StringData(body)))+uintptr(len(body))
+	n := 0
+	for _, s := range append([]string{c.UID, c.User, c.Name, c.Reason, c.Denial.Message, c.Denial.User}, c.Groups...) {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		if s != "" && p >= lo && p < hi {
+			t.Fatalf("the queued record's %.40q points into the review's body", s)
+		}
+		n += len(s)
+	}
+	if n > 4<<10 {
+		t.Fatalf("the queued record holds %d bytes of strings", n)
+	}
+	if c.Denial == rec.Denial {
+		t.Fatal("the queued record shares the review's Denial")
+	}
+}
+
+func lineDiff(got, want string) string {
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	from := max(0, i-60)
+	return fmt.Sprintf("at byte %d of %d (want %d):\n got …%q\nwant …%q", i, len(got), len(want),
+		got[from:min(len(got), i+60)], want[from:min(len(want), i+60)])
+}
