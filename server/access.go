@@ -357,7 +357,7 @@ func (s *Server) audit(kind string, attrs ...any) {
 // to a bounded length. With Options.AuditQueue the record is queued as it
 // is (cut and copied by Record.Clip) and rendered off the request path.
 func (s *Server) auditReview(rec admission.Record) {
-	s.metrics.reviews.WithLabelValues(admission.MetricKind(rec.Kind), admission.MetricOperation(rec.Operation), outcomeOf(rec)).Inc()
+	s.metrics.reviewCounter(reviewLabels{admission.MetricKind(rec.Kind), admission.MetricOperation(rec.Operation), outcomeOf(rec)}).Inc()
 	if s.opts.NoAudit {
 		return
 	}
