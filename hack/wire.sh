@@ -23,7 +23,11 @@ go build "${tags[@]}" -o "$dir/usher" ./cmd/usher
 go build -o "$dir/usher-load" ./cmd/usher-load
 [ -n "$prof" ] && cp "$dir/usher" "$prof/usher"
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do while kill -0 "$p" 2>/dev/null; do sleep 0.1; done; done
+  rm -rf "$dir" # the audit logs grow by about 100 MB a minute
+}
 trap cleanup EXIT
 declare -A pidof
 start() { # name args...
