@@ -58,7 +58,8 @@ func (h *splitHandler) WithGroup(name string) slog.Handler {
 // record in a queue of fixed length and one goroutine formats and writes
 // the records in order. When the queue is full the record is dropped and
 // counted (usher_audit_records_dropped_total), so that a slow sink can
-// neither hold requests up nor make memory grow. close writes what is
+// neither hold requests up nor make memory grow; so is an admission
+// record that would take the bytes queued past maxQueuedReviewBytes. close writes what is
 // queued; a record that comes after is written on its caller's goroutine.
 //
 // An admission review's record travels as the admission.Record itself,
@@ -73,7 +74,16 @@ type auditQueue struct {
 	done    chan struct{}
 	dropped atomic.Uint64
 	w       *auditWriter // nil: admission records go to their queuedRecord's handler
+	// bytes is what the admission records queued hold in strings; a
+	// record that would take it past maxQueuedReviewBytes is dropped.
+	bytes atomic.Int64
 }
+
+// maxQueuedReviewBytes bounds the strings of the admission records waiting
+// in the queue. A record holds at most about 8 KiB the requester chose
+// (Record.Clip) and typically under 1 KiB, so the bound only bites when a
+// stalled sink meets large records.
+const maxQueuedReviewBytes = 8 << 20
 
 // queuedRecord is a slog record for h, or an admission review's record
 // (adm non-nil) for the audit writer or, without one, for h.
@@ -84,8 +94,23 @@ type queuedRecord struct {
 }
 
 type queuedReview struct {
-	t   time.Time
-	rec admission.Record // clipped: Record.Clip
+	t    time.Time
+	rec  admission.Record // clipped: Record.Clip
+	size int64            // bytes of rec's strings
+}
+
+// recordSize is the number of bytes of r's strings.
+func recordSize(r *admission.Record) int64 {
+	n := len(r.Webhook) + len(r.UID) + len(r.Operation) + len(r.Kind) + len(r.Namespace) + len(r.Name) +
+		len(r.User) + len(r.Identity) + len(r.Queue) + len(r.Reason) + len(r.Lookup)
+	for _, g := range r.Groups {
+		n += len(g)
+	}
+	if d := r.Denial; d != nil {
+		n += len(d.Reason) + len(d.Message) + len(d.Operation) + len(d.Group) + len(d.Kind) + len(d.Namespace) +
+			len(d.Name) + len(d.User) + len(d.Identity) + len(d.Queue) + len(d.Check) + len(d.Field)
+	}
+	return int64(n)
 }
 
 func newAuditQueue(size int, w *auditWriter) *auditQueue {
@@ -99,6 +124,7 @@ func newAuditQueue(size int, w *auditWriter) *auditQueue {
 				continue
 			}
 			buf = q.writeReview(buf[:0], x.h, x.adm)
+			q.bytes.Add(-x.adm.size)
 			if cap(buf) > 64<<10 {
 				buf = nil // a huge record's buffer is not kept
 			}
@@ -134,9 +160,17 @@ func (q *auditQueue) sendReview(h slog.Handler, t time.Time, rec *admission.Reco
 		q.dropped.Add(1)
 		return
 	}
+	x := &queuedReview{t: t, rec: rec.Clip()}
+	x.size = recordSize(&x.rec)
+	if q.bytes.Add(x.size) > maxQueuedReviewBytes {
+		q.bytes.Add(-x.size)
+		q.dropped.Add(1)
+		return
+	}
 	select {
-	case q.ch <- queuedRecord{h: h, adm: &queuedReview{t: t, rec: rec.Clip()}}:
+	case q.ch <- queuedRecord{h: h, adm: x}:
 	default:
+		q.bytes.Add(-x.size)
 		q.dropped.Add(1)
 	}
 }

@@ -78,6 +78,9 @@ func TestAuditQueueWritesReviewsAsSlog(t *testing.T) {
 		log.Info(AuditMessage, "kind", "access", "n", i)
 	}
 	q.close()
+	if n := q.bytes.Load(); n != 0 {
+		t.Fatalf("%d bytes still counted as queued after close", n)
+	}
 	lines := strings.SplitAfter(b.String(), "\n")
 	wants := strings.SplitAfter(want.String(), "\n")
 	if len(lines) != 2*len(wants)-1 {
@@ -135,4 +138,35 @@ func lineDiff(got, want string) string {
 	from := max(0, i-60)
 	return fmt.Sprintf("at byte %d of %d (want %d):\n got …%q\nwant …%q", i, len(got), len(want),
 		got[from:min(len(got), i+60)], want[from:min(len(want), i+60)])
+}
+
+// Large admission records stop being queued once the strings queued reach
+// maxQueuedReviewBytes, however long the queue: they are dropped and
+// counted, and the bytes are given back as records are written.
+func TestAuditQueueBoundsBytes(t *testing.T) {
+	big := strings.Repeat("n", 300)
+	text := strings.Repeat("r", 2000)
+	rec := admission.Record{UID: big, Operation: big, Kind: big, Namespace: big, Name: big, User: big, Identity: big,
+		Queue: big, Reason: text, Lookup: text, Denial: &admission.Denial{Message: text, Operation: big, Group: big,
+			Kind: big, Namespace: big, Name: big, User: big, Identity: big, Queue: big, Check: big, Field: big}}
+	q := &auditQueue{ch: make(chan queuedRecord, 100000)} // a stalled writer
+	const sent = 4000
+	for range sent {
+		q.sendReview(nil, time.Now(), &rec)
+	}
+	queued := len(q.ch)
+	if q.bytes.Load() > maxQueuedReviewBytes || queued == sent || int(q.dropped.Load()) != sent-queued {
+		t.Fatalf("%d records queued holding %d bytes, %d dropped", queued, q.bytes.Load(), q.dropped.Load())
+	}
+	var b bytes.Buffer
+	q.w = newAuditWriter(&b)
+	close(q.ch)
+	var buf []byte
+	for x := range q.ch {
+		buf = q.writeReview(buf[:0], nil, x.adm)
+		q.bytes.Add(-x.adm.size)
+	}
+	if q.bytes.Load() != 0 || strings.Count(b.String(), "\n") != queued {
+		t.Fatalf("%d bytes still counted, %d lines written of %d", q.bytes.Load(), strings.Count(b.String(), "\n"), queued)
+	}
 }
