@@ -122,8 +122,8 @@ func TestServeAuditToStderr(t *testing.T) {
 					[]string{"serve", "--config", yunikornACL, "--addr", addr, "--access-auth", "none",
 						"--ca-out", caPath, "--log-level", level})
 			}()
-			// The address is not logged at warn: wait for the certificate,
-			// then for the port to answer.
+			// The address is not logged at warn: wait for the port to
+			// answer.
 			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 				if c, err := net.Dial("tcp", addr); err == nil {
 					c.Close()
