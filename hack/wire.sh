@@ -7,9 +7,10 @@
 # WIRE_BEFORE=PATH adds two servers run from another usher binary (an
 # older build), with and without audit records, to every round, so that a
 # change is measured interleaved with what it changes.
-# WIRE_PROFILE=DIR builds usher with -tags pprof and saves a CPU profile
-# of each usher server (DIR/audit.pprof, DIR/noaudit.pprof) taken during
-# its first round; read it with go tool pprof DIR/usher DIR/audit.pprof.
+# WIRE_PROFILE=DIR builds usher and usher-load with -tags pprof and saves
+# a CPU profile of each server (DIR/bare.pprof, DIR/audit.pprof,
+# DIR/noaudit.pprof) taken during its first round; read one with
+# go tool pprof DIR/usher DIR/audit.pprof (DIR/usher-load for bare).
 # Each line ends with the CPU time the server process spent per review
 # in that round (user + system, from /proc/PID/stat): unlike the
 # throughput, that figure hardly depends on what else the cores run.
@@ -20,8 +21,8 @@ prof=${WIRE_PROFILE:-}
 tags=()
 if [ -n "$prof" ]; then mkdir -p "$prof"; tags=(-tags pprof); fi
 go build "${tags[@]}" -o "$dir/usher" ./cmd/usher
-go build -o "$dir/usher-load" ./cmd/usher-load
-[ -n "$prof" ] && cp "$dir/usher" "$prof/usher"
+go build "${tags[@]}" -o "$dir/usher-load" ./cmd/usher-load
+[ -n "$prof" ] && cp "$dir/usher" "$dir/usher-load" "$prof/"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -42,7 +43,7 @@ serve() { # name port pprof-port usher-binary flags...
   start "$name" env GOMEMLIMIT= GOGC= USHER_PPROF_ADDR="${prof:+127.0.0.1:$pport}" \
     "$bin" serve --addr "127.0.0.1:$port" --ca-out "$dir/$name.pem" "$@"
 }
-start bare "$dir/usher-load" --serve-bare --addr 127.0.0.1:18444 --ca-out "$dir/bare.pem"
+start bare env USHER_PPROF_ADDR="${prof:+127.0.0.1:18454}" "$dir/usher-load" --serve-bare --addr 127.0.0.1:18444 --ca-out "$dir/bare.pem"
 serve audit 18445 18455 "$dir/usher" --audit-log "$dir/audit.jsonl"
 serve noaudit 18446 18456 "$dir/usher" --no-audit
 servers=(bare:18444 audit:18445 noaudit:18446)
@@ -57,7 +58,7 @@ for r in $(seq "$rounds"); do
   for t in "${servers[@]}"; do
     name=${t%%:*} port=${t##*:}
     ppid=
-    if [ -n "$prof" ] && [ "$r" = 1 ] && { [ "$name" = audit ] || [ "$name" = noaudit ]; }; then
+    if [ -n "$prof" ] && [ "$r" = 1 ] && { [ "$name" = bare ] || [ "$name" = audit ] || [ "$name" = noaudit ]; }; then
       pport=$((port + 10))
       curl -sf -o "$prof/$name.pprof" "http://127.0.0.1:$pport/debug/pprof/profile?seconds=$((secs > 2 ? secs - 1 : 1))" &
       ppid=$!
