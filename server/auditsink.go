@@ -59,14 +59,17 @@ func (h *splitHandler) WithGroup(name string) slog.Handler {
 // the records in order. When the queue is full the record is dropped and
 // counted (usher_audit_records_dropped_total), so that a slow sink can
 // neither hold requests up nor make memory grow; so is an admission
-// record that would take the bytes queued past maxQueuedReviewBytes. close writes what is
-// queued; a record that comes after is written on its caller's goroutine.
+// record that would take the bytes queued past maxQueuedReviewBytes.
+// close writes what is queued; a record that comes after is written on
+// its caller's goroutine.
 //
-// An admission review's record travels as the admission.Record itself,
-// cut and copied (Record.Clip: bounded, and sharing no memory with the
-// review's body), and is rendered on the writer's goroutine: straight to
-// JSON into a reused buffer when the server has an audit writer
-// (auditWriter), else as slog attributes for the logger's handler.
+// An admission review's record travels as its JSON line when the server
+// has an audit writer (auditWriter): Record.AppendJSON renders it on the
+// request path into a pooled buffer for less than copying the record
+// would cost, and the writer's goroutine only writes it. Without one, it
+// travels as the admission.Record, cut and copied (Record.Clip: bounded,
+// sharing no memory with the review's body), and the writer's goroutine
+// hands it to the logger's handler as slog attributes.
 type auditQueue struct {
 	mu      sync.RWMutex // held for writing only by close
 	closed  bool
@@ -74,23 +77,26 @@ type auditQueue struct {
 	done    chan struct{}
 	dropped atomic.Uint64
 	w       *auditWriter // nil: admission records go to their queuedRecord's handler
-	// bytes is what the admission records queued hold in strings; a
-	// record that would take it past maxQueuedReviewBytes is dropped.
+	// bytes is what the admission records queued hold; a record that
+	// would take it past maxQueuedReviewBytes is dropped.
 	bytes atomic.Int64
 }
 
-// maxQueuedReviewBytes bounds the strings of the admission records waiting
-// in the queue. A record holds at most about 8 KiB the requester chose
-// (Record.Clip) and typically under 1 KiB, so the bound only bites when a
-// stalled sink meets large records.
+// maxQueuedReviewBytes bounds the bytes of the admission records waiting
+// in the queue (their lines' buffers, or their strings). A record holds at
+// most about 8 KiB the requester chose, cut (its line up to six times
+// that, escaped), and typically under 1 KiB, so the bound only bites when
+// a stalled sink meets large records.
 const maxQueuedReviewBytes = 8 << 20
 
-// queuedRecord is a slog record for h, or an admission review's record
-// (adm non-nil) for the audit writer or, without one, for h.
+// queuedRecord is a slog record for h; or an admission review's record:
+// its JSON line for the audit writer (line), or, without one, the record
+// itself for h (adm).
 type queuedRecord struct {
-	h   slog.Handler
-	r   slog.Record
-	adm *queuedReview
+	h    slog.Handler
+	r    slog.Record
+	adm  *queuedReview
+	line *[]byte // from reviewBufs
 }
 
 type queuedReview struct {
@@ -117,16 +123,17 @@ func newAuditQueue(size int, w *auditWriter) *auditQueue {
 	q := &auditQueue{ch: make(chan queuedRecord, size), done: make(chan struct{}), w: w}
 	go func() {
 		defer close(q.done)
-		var buf []byte
 		for x := range q.ch {
-			if x.adm == nil {
+			switch {
+			case x.line != nil:
+				q.w.write(*x.line)
+				q.bytes.Add(-int64(cap(*x.line)))
+				putReviewBuf(x.line)
+			case x.adm != nil:
+				q.writeReview(nil, x.h, x.adm)
+				q.bytes.Add(-x.adm.size)
+			default:
 				_ = x.h.Handle(context.Background(), x.r)
-				continue
-			}
-			buf = q.writeReview(buf[:0], x.h, x.adm)
-			q.bytes.Add(-x.adm.size)
-			if cap(buf) > 64<<10 {
-				buf = nil // a huge record's buffer is not kept
 			}
 		}
 	}()
@@ -147,8 +154,12 @@ func (q *auditQueue) send(ctx context.Context, h slog.Handler, r slog.Record) er
 	return nil
 }
 
-// sendReview queues an admission review's record, made at t, for h (when
-// q has no audit writer).
+// sendReview queues an admission review's record, made at t: with an
+// audit writer, its JSON line, rendered here into a pooled buffer (which
+// costs less than copying the record: Record.AppendJSON allocates
+// nothing); without one, the record for h, cut and copied (Record.Clip).
+// Either way what is queued shares no memory with the review, and the
+// bytes queued are bounded by maxQueuedReviewBytes.
 func (q *auditQueue) sendReview(h slog.Handler, t time.Time, rec *admission.Record) {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
@@ -156,22 +167,32 @@ func (q *auditQueue) sendReview(h slog.Handler, t time.Time, rec *admission.Reco
 		q.writeReview(nil, h, &queuedReview{t: t, rec: *rec})
 		return
 	}
-	if len(q.ch) == cap(q.ch) { // full: no copy to make
+	if len(q.ch) == cap(q.ch) { // full: nothing to render
 		q.dropped.Add(1)
 		return
 	}
-	x := &queuedReview{t: t, rec: rec.Clip()}
-	x.size = recordSize(&x.rec)
-	if q.bytes.Add(x.size) > maxQueuedReviewBytes {
-		q.bytes.Add(-x.size)
-		q.dropped.Add(1)
-		return
+	var x queuedRecord
+	var size int64
+	if q.w != nil && renderable(t) {
+		x.line = reviewBufs.Get().(*[]byte)
+		*x.line = appendReviewLine((*x.line)[:0], t, rec)
+		size = int64(cap(*x.line))
+	} else {
+		x.h, x.adm = h, &queuedReview{t: t, rec: rec.Clip()}
+		x.adm.size = recordSize(&x.adm.rec)
+		size = x.adm.size
 	}
-	select {
-	case q.ch <- queuedRecord{h: h, adm: x}:
-	default:
-		q.bytes.Add(-x.size)
-		q.dropped.Add(1)
+	if q.bytes.Add(size) <= maxQueuedReviewBytes {
+		select {
+		case q.ch <- x:
+			return
+		default:
+		}
+	}
+	q.bytes.Add(-size)
+	q.dropped.Add(1)
+	if x.line != nil {
+		putReviewBuf(x.line)
 	}
 }
 
@@ -269,17 +290,28 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 // AuditMessage, kind admission, the attributes of Record.AppendAttrs),
 // with buf as scratch space, and returns buf.
 func (a *auditWriter) writeReview(buf []byte, t time.Time, rec *admission.Record) []byte {
-	if y := t.Year(); y < 0 || y >= 10000 || t.IsZero() {
-		// slog writes an error in place of such a time, and no time for
-		// the zero time: leave those to slog.
+	if !renderable(t) {
 		logReview(a.h, t, rec)
 		return buf
 	}
 	buf = appendReviewLine(buf, t, rec)
+	a.write(buf)
+	return buf
+}
+
+// write writes one line.
+func (a *auditWriter) write(line []byte) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	_, _ = a.w.Write(buf)
-	return buf
+	_, _ = a.w.Write(line)
+}
+
+// renderable reports whether appendReviewLine writes t as slog does: slog
+// writes an error in place of a year outside [0, 9999], and no time for
+// the zero time; those are left to slog.
+func renderable(t time.Time) bool {
+	y := t.Year()
+	return y >= 0 && y < 10000 && !t.IsZero()
 }
 
 // appendReviewLine appends the JSON line of an admission review's record.
@@ -291,16 +323,23 @@ func appendReviewLine(buf []byte, t time.Time, rec *admission.Record) []byte {
 	return append(buf, "}\n"...)
 }
 
-// reviewBufs are the buffers of admission records written on the request
-// path (Options.AuditQueue 0, or after shutdown).
+// reviewBufs are the buffers admission records are rendered into, on the
+// request path.
 var reviewBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// putReviewBuf returns a buffer to reviewBufs, unless a huge record made
+// it too large to keep.
+func putReviewBuf(p *[]byte) {
+	if cap(*p) <= 64<<10 {
+		*p = (*p)[:0]
+		reviewBufs.Put(p)
+	}
+}
 
 // writeReviewNow writes an admission review's record on the caller's
 // goroutine.
 func (a *auditWriter) writeReviewNow(t time.Time, rec *admission.Record) {
 	p := reviewBufs.Get().(*[]byte)
 	*p = a.writeReview((*p)[:0], t, rec)
-	if cap(*p) <= 64<<10 {
-		reviewBufs.Put(p)
-	}
+	putReviewBuf(p)
 }

@@ -63,42 +63,55 @@ func TestReviewLineMatchesSlog(t *testing.T) {
 }
 
 // Through the queue, admission records and other audit records reach the
-// audit writer in order, each line as slog's JSON handler writes it, and
-// what is queued is written on close.
+// audit sink in order, each line as slog's JSON handler writes it, and
+// what is queued is written on close: with an audit writer (the record
+// queued as its line) and without (the record queued, for the logger's
+// handler).
 func TestAuditQueueWritesReviewsAsSlog(t *testing.T) {
-	var b bytes.Buffer
-	w := newAuditWriter(&b)
-	q := newAuditQueue(64, w)
-	log := slog.New(q.handler(SplitAudit(slog.NewJSONHandler(&bytes.Buffer{}, nil), w.h)))
-	var want strings.Builder
-	for i, rec := range hostileRecords() {
-		at := time.Now()
-		q.sendReview(nil, at, &rec)
-		want.WriteString(slogReviewLine(t, at, &rec))
-		log.Info(AuditMessage, "kind", "access", "n", i)
-	}
-	q.close()
-	if n := q.bytes.Load(); n != 0 {
-		t.Fatalf("%d bytes still counted as queued after close", n)
-	}
-	lines := strings.SplitAfter(b.String(), "\n")
-	wants := strings.SplitAfter(want.String(), "\n")
-	if len(lines) != 2*len(wants)-1 {
-		t.Fatalf("%d lines written, want %d:\n%s", len(lines)-1, 2*(len(wants)-1), b.String())
-	}
-	for i := range len(wants) - 1 {
-		if got := lines[2*i]; got != wants[i] {
-			t.Fatalf("admission record %d: %s", i, lineDiff(got, wants[i]))
+	for _, withWriter := range []bool{true, false} {
+		var b bytes.Buffer
+		var q *auditQueue
+		var log *slog.Logger
+		var h slog.Handler
+		if withWriter {
+			w := newAuditWriter(&b)
+			q = newAuditQueue(64, w)
+			log = slog.New(q.handler(SplitAudit(slog.NewJSONHandler(&bytes.Buffer{}, nil), w.h)))
+		} else {
+			h = slog.NewJSONHandler(&b, nil)
+			q = newAuditQueue(64, nil)
+			log = slog.New(q.handler(h))
 		}
-		if got := lines[2*i+1]; !strings.Contains(got, fmt.Sprintf(`"msg":"audit","kind":"access","n":%d}`, i)) {
-			t.Fatalf("access record %d: %s", i, got)
+		var want strings.Builder
+		for i, rec := range hostileRecords() {
+			at := time.Now()
+			q.sendReview(h, at, &rec)
+			want.WriteString(slogReviewLine(t, at, &rec))
+			log.Info(AuditMessage, "kind", "access", "n", i)
 		}
-	}
-	// After close, a record is written at once.
-	rec := hostileRecords()[1]
-	q.sendReview(nil, time.Now(), &rec)
-	if n := strings.Count(b.String(), "\n"); n != 2*len(hostileRecords())+1 {
-		t.Fatalf("%d lines after a record sent after close", n)
+		q.close()
+		if n := q.bytes.Load(); n != 0 {
+			t.Fatalf("writer %v: %d bytes still counted as queued after close", withWriter, n)
+		}
+		lines := strings.SplitAfter(b.String(), "\n")
+		wants := strings.SplitAfter(want.String(), "\n")
+		if len(lines) != 2*len(wants)-1 {
+			t.Fatalf("writer %v: %d lines written, want %d:\n%s", withWriter, len(lines)-1, 2*(len(wants)-1), b.String())
+		}
+		for i := range len(wants) - 1 {
+			if got := lines[2*i]; got != wants[i] {
+				t.Fatalf("writer %v: admission record %d: %s", withWriter, i, lineDiff(got, wants[i]))
+			}
+			if got := lines[2*i+1]; !strings.Contains(got, fmt.Sprintf(`"msg":"audit","kind":"access","n":%d}`, i)) {
+				t.Fatalf("writer %v: access record %d: %s", withWriter, i, got)
+			}
+		}
+		// After close, a record is written at once.
+		rec := hostileRecords()[1]
+		q.sendReview(h, time.Now(), &rec)
+		if n := strings.Count(b.String(), "\n"); n != 2*len(hostileRecords())+1 {
+			t.Fatalf("writer %v: %d lines after a record sent after close", withWriter, n)
+		}
 	}
 }
 
@@ -140,33 +153,43 @@ func lineDiff(got, want string) string {
 		got[from:min(len(got), i+60)], want[from:min(len(want), i+60)])
 }
 
-// Large admission records stop being queued once the strings queued reach
-// maxQueuedReviewBytes, however long the queue: they are dropped and
-// counted, and the bytes are given back as records are written.
+// Large admission records stop being queued once what the queued ones
+// hold reaches maxQueuedReviewBytes, however long the queue: they are
+// dropped and counted, and the bytes are given back as records are
+// written. With an audit writer (lines queued) and without (records).
 func TestAuditQueueBoundsBytes(t *testing.T) {
-	big := strings.Repeat("n", 300)
+	big := strings.Repeat("n\x01", 150)
 	text := strings.Repeat("r", 2000)
 	rec := admission.Record{UID: big, Operation: big, Kind: big, Namespace: big, Name: big, User: big, Identity: big,
 		Queue: big, Reason: text, Lookup: text, Denial: &admission.Denial{Message: text, Operation: big, Group: big,
 			Kind: big, Namespace: big, Name: big, User: big, Identity: big, Queue: big, Check: big, Field: big}}
-	q := &auditQueue{ch: make(chan queuedRecord, 100000)} // a stalled writer
-	const sent = 4000
-	for range sent {
-		q.sendReview(nil, time.Now(), &rec)
-	}
-	queued := len(q.ch)
-	if q.bytes.Load() > maxQueuedReviewBytes || queued == sent || int(q.dropped.Load()) != sent-queued {
-		t.Fatalf("%d records queued holding %d bytes, %d dropped", queued, q.bytes.Load(), q.dropped.Load())
-	}
-	var b bytes.Buffer
-	q.w = newAuditWriter(&b)
-	close(q.ch)
-	var buf []byte
-	for x := range q.ch {
-		buf = q.writeReview(buf[:0], nil, x.adm)
-		q.bytes.Add(-x.adm.size)
-	}
-	if q.bytes.Load() != 0 || strings.Count(b.String(), "\n") != queued {
-		t.Fatalf("%d bytes still counted, %d lines written of %d", q.bytes.Load(), strings.Count(b.String(), "\n"), queued)
+	for _, withWriter := range []bool{true, false} {
+		var b bytes.Buffer
+		q := &auditQueue{ch: make(chan queuedRecord, 100000)} // a stalled writer
+		h := slog.NewJSONHandler(&b, nil)
+		if withWriter {
+			q.w = newAuditWriter(&b)
+		}
+		const sent = 4000
+		for range sent {
+			q.sendReview(h, time.Now(), &rec)
+		}
+		queued := len(q.ch)
+		if q.bytes.Load() > maxQueuedReviewBytes || queued == sent || int(q.dropped.Load()) != sent-queued {
+			t.Fatalf("writer %v: %d records queued holding %d bytes, %d dropped", withWriter, queued, q.bytes.Load(), q.dropped.Load())
+		}
+		close(q.ch)
+		for x := range q.ch {
+			if withWriter {
+				q.w.write(*x.line)
+				q.bytes.Add(-int64(cap(*x.line)))
+			} else {
+				q.writeReview(nil, x.h, x.adm)
+				q.bytes.Add(-x.adm.size)
+			}
+		}
+		if q.bytes.Load() != 0 || strings.Count(b.String(), "\n") != queued {
+			t.Fatalf("writer %v: %d bytes still counted, %d lines written of %d", withWriter, q.bytes.Load(), strings.Count(b.String(), "\n"), queued)
+		}
 	}
 }
