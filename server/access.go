@@ -352,16 +352,28 @@ func (s *Server) audit(kind string, attrs ...any) {
 // auditReview is the admission handler's audit hook. Metric labels come
 // from closed sets (an unknown kind or operation counts as "other"); the
 // record is rendered by admission.Record.AppendAttrs, the one rendering of
-// an admission audit record, which cuts every string the requester chose
-// to a bounded length.
+// an admission audit record, or as the same JSON by Record.AppendJSON
+// (Options.AuditLog), both of which cut every string the requester chose
+// to a bounded length. With Options.AuditQueue the record is queued as it
+// is (cut and copied by Record.Clip) and rendered off the request path.
 func (s *Server) auditReview(rec admission.Record) {
-	s.metrics.reviews.WithLabelValues(admission.MetricKind(rec.Kind), admission.MetricOperation(rec.Operation), outcomeOf(rec)).Inc()
+	s.metrics.reviewCounter(reviewLabels{admission.MetricKind(rec.Kind), admission.MetricOperation(rec.Operation), outcomeOf(rec)}).Inc()
 	if s.opts.NoAudit {
 		return
 	}
-	var buf [admission.NumAuditAttrs + 1]slog.Attr // + kind
-	attrs := append(buf[:0], slog.String("kind", "admission"))
-	s.log.LogAttrs(context.Background(), slog.LevelInfo, "audit", rec.AppendAttrs(attrs)...)
+	h := s.opts.Logger.Handler()
+	if s.auditW == nil && !h.Enabled(context.Background(), slog.LevelInfo) {
+		return
+	}
+	t := time.Now()
+	switch {
+	case s.auditQ != nil:
+		s.auditQ.sendReview(h, t, &rec)
+	case s.auditW != nil:
+		s.auditW.writeReviewNow(t, &rec)
+	default:
+		logReview(h, t, &rec)
+	}
 }
 
 func outcomeOf(rec admission.Record) string {

@@ -3,6 +3,8 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +19,7 @@ type metrics struct {
 	decisions       *prometheus.CounterVec
 	decisionLatency prometheus.Histogram
 	reviews         *prometheus.CounterVec
+	reviewCounters  children[reviewLabels, prometheus.Counter] // of reviews
 	requests        *prometheus.HistogramVec
 	reloads         *prometheus.CounterVec
 	accessChanges   *prometheus.CounterVec
@@ -122,6 +125,9 @@ func (c cacheCollector) Collect(ch chan<- prometheus.Metric) {
 
 // instrument measures a handler's latency and turns a panic into a 500.
 func (s *Server) instrument(name string, h http.Handler) http.Handler {
+	// The handler's children of usher_http_request_duration_seconds, by
+	// status label (a closed set: statusText).
+	var latency children[string, prometheus.Observer]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
@@ -133,7 +139,12 @@ func (s *Server) instrument(name string, h http.Handler) http.Handler {
 					badRequest(rw, http.StatusInternalServerError, "internal error")
 				}
 			}
-			s.metrics.requests.WithLabelValues(name, statusText(rw.code)).Observe(time.Since(start).Seconds())
+			code := statusText(rw.code)
+			o, ok := latency.lookup(code)
+			if !ok {
+				o = latency.add(code, func() prometheus.Observer { return s.metrics.requests.WithLabelValues(name, code) })
+			}
+			o.Observe(time.Since(start).Seconds())
 		}()
 		h.ServeHTTP(rw, r)
 	})
@@ -168,4 +179,60 @@ func statusText(code int) string {
 		return s
 	}
 	return "other"
+}
+
+// children remembers the children of a metric vector by their labels, so
+// that a request finds its counter in a plain map instead of hashing its
+// label values into the vector's (prometheus' WithLabelValues). The labels
+// must come from closed sets: the map never shrinks. A child is created
+// on first use, as WithLabelValues would create it, so the metrics
+// exposed are the same. The map is copied on write; reads take no lock.
+type children[K comparable, M any] struct {
+	mu sync.Mutex
+	m  atomic.Pointer[map[K]M]
+}
+
+// lookup returns the child of k, if it was added.
+func (c *children[K, M]) lookup(k K) (M, bool) {
+	if m := c.m.Load(); m != nil {
+		v, ok := (*m)[k]
+		return v, ok
+	}
+	var zero M
+	return zero, false
+}
+
+// add returns the child of k, made by create if it is not there yet.
+
+func (c *children[K, M]) add(k K, create func() M) M {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.m.Load()
+	if old != nil {
+		if v, ok := (*old)[k]; ok {
+			return v
+		}
+	}
+	m := make(map[K]M, 1)
+	if old != nil {
+		m = make(map[K]M, len(*old)+1)
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	v := create()
+	m[k] = v
+	c.m.Store(&m)
+	return v
+}
+
+// reviewLabels are the labels of usher_admission_reviews_total.
+type reviewLabels struct{ kind, operation, outcome string }
+
+// reviewCounter returns the counter of admission reviews with labels l.
+func (m *metrics) reviewCounter(l reviewLabels) prometheus.Counter {
+	if c, ok := m.reviewCounters.lookup(l); ok {
+		return c
+	}
+	return m.reviewCounters.add(l, func() prometheus.Counter { return m.reviews.WithLabelValues(l.kind, l.operation, l.outcome) })
 }

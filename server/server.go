@@ -39,6 +39,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -84,6 +85,12 @@ type Options struct {
 	// Logger receives operational logs and audit records. Default: JSON to
 	// stderr at info level.
 	Logger *slog.Logger
+	// AuditLog, when set, receives the audit records instead of Logger:
+	// one JSON line per record, as slog.NewJSONHandler writes them at
+	// level Info (an admission review's record is written by
+	// admission.Record.AppendJSON, the same bytes without slog's cost).
+	// The server serializes its writes. Default: none.
+	AuditLog io.Writer
 	// Audit writes one record per decision and per admission review.
 	// Default true; set NoAudit to switch it off.
 	NoAudit bool
@@ -234,7 +241,8 @@ func (o Options) withDefaults() Options {
 type Server struct {
 	opts      Options
 	log       *slog.Logger
-	auditQ    *auditQueue // nil: audit records are written on the request path
+	auditQ    *auditQueue  // nil: audit records are written on the request path
+	auditW    *auditWriter // nil: audit records go to opts.Logger
 	engine    *engine.Engine
 	admission *admission.Handler
 	metrics   *metrics
@@ -272,9 +280,13 @@ type reloadStatus struct {
 func New(opts Options) (*Server, error) {
 	opts = opts.withDefaults()
 	s := &Server{opts: opts, log: opts.Logger, registry: prometheus.NewRegistry()}
+	if opts.AuditLog != nil && !opts.NoAudit {
+		s.auditW = newAuditWriter(opts.AuditLog)
+		s.log = slog.New(SplitAudit(opts.Logger.Handler(), s.auditW.h))
+	}
 	if opts.AuditQueue > 0 && !opts.NoAudit {
-		s.auditQ = newAuditQueue(opts.AuditQueue)
-		s.log = slog.New(s.auditQ.handler(opts.Logger.Handler()))
+		s.auditQ = newAuditQueue(opts.AuditQueue, s.auditW)
+		s.log = slog.New(s.auditQ.handler(s.log.Handler()))
 		registerAuditDrops(s.registry, s.auditQ)
 	}
 	s.bodies.shared.limit, s.bodies.small.limit, s.bodies.smallBody = opts.BodyMemory, opts.SmallBodyReserve, opts.SmallBody

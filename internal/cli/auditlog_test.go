@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -96,5 +97,82 @@ func TestServeAuditLogFile(t *testing.T) {
 	}
 	if out.String() != "" {
 		t.Errorf("stdout: %q", out.String())
+	}
+}
+
+// Without --audit-log the audit records go to the operational log on
+// stderr, one JSON line each among the other logs, with the keys of
+// docs/audit.md in their order; with --log-level warn there are none.
+func TestServeAuditToStderr(t *testing.T) {
+	for _, level := range []string{"info", "warn"} {
+		t.Run(level, func(t *testing.T) {
+			caPath := filepath.Join(t.TempDir(), "ca.pem")
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			ln.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var out, errb syncBuffer
+			done := make(chan int, 1)
+			go func() {
+				done <- cli.Run(ctx, &cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }},
+					[]string{"serve", "--config", yunikornACL, "--addr", addr, "--access-auth", "none",
+						"--ca-out", caPath, "--log-level", level})
+			}()
+			// The address is not logged at warn: wait for the port to
+			// answer.
+			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+				if c, err := net.Dial("tcp", addr); err == nil {
+					c.Close()
+					break
+				}
+			}
+			pem, err := os.ReadFile(caPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pool := x509.NewCertPool()
+			pool.AppendCertsFromPEM(pem)
+			client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+			review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-2",` +
+				`"kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},` +
+				`"namespace":"team-a","operation":"CREATE","userInfo":{"username":"al\u003cice\"\u2028","groups":["dev\b"]},` +
+				`"object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"team-a"},"spec":{"containers":[{"name":"c","image":"x"}]}}}}`
+			resp, err := client.Post("https://"+addr+"/mutate", "application/json", strings.NewReader(review))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			cancel()
+			if code := <-done; code != 0 {
+				t.Fatalf("usher serve exited %d:\n%s", code, errb.String())
+			}
+			var lines []string
+			for _, line := range strings.Split(errb.String(), "\n") {
+				if strings.Contains(line, `"msg":"audit","kind":"admission"`) {
+					lines = append(lines, line)
+				}
+			}
+			if level == "warn" {
+				if len(lines) != 0 {
+					t.Fatalf("audit records at --log-level warn:\n%s", strings.Join(lines, "\n"))
+				}
+				return
+			}
+			if len(lines) != 1 {
+				t.Fatalf("%d admission records on stderr, want 1:\n%s", len(lines), errb.String())
+			}
+			const str = `"(?:[^"\\]|\\.)*"` // a JSON string
+			want := regexp.MustCompile(`^\{"time":"[^"]+","level":"INFO","msg":"audit","kind":"admission","webhook":"mutate","uid":"u-2",` +
+				`"operation":"CREATE","object":"Pod","namespace":"team-a","name":"p","user":"al<ice\\"\\u2028","groups":\["dev\\b"\],` +
+				`"identity":` + str + `,"queue":` + str + `,"allowed":(true|false),"patched":(true|false),"code":\d+,"reason":` + str +
+				`,"rule":` + str + `,"dryRun":false,"warned":false,"lookup":` + str + `(,"denial":\{.*\})?\}$`)
+			if !want.MatchString(lines[0]) {
+				t.Fatalf("audit record on stderr:\n%q", lines[0])
+			}
+		})
 	}
 }
