@@ -144,10 +144,13 @@ type parser struct {
 // it returns the admissionController block, nil when there is none.
 func (p *parser) document(data []byte) (c *Config, adm *yaml.Node) {
 	c = &Config{File: p.file}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		p.yamlError(err)
-		return c, nil
+	doc := readYAML(data)
+	if doc == nil {
+		doc = new(yaml.Node)
+		if err := yaml.Unmarshal(data, doc); err != nil {
+			p.yamlError(err)
+			return c, nil
+		}
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		p.errorf(nil, "empty configuration: it needs a partitions list")
