@@ -300,3 +300,58 @@ func FuzzFastYAML(f *testing.F) {
 	f.Add(queuegen.Config(30, 120, nil))
 	f.Fuzz(func(t *testing.T, data []byte) { agree(t, data) })
 }
+
+// outcome is what Parse makes of data, as text: the diagnostics, or the
+// partitions and queues compiled, and the warnings.
+func outcome(data []byte) string {
+	c, err := Parse("f.yaml", data)
+	var b strings.Builder
+	if err != nil {
+		fmt.Fprintf(&b, "error: %v\n", err)
+		if ie, ok := err.(*InvalidError); ok {
+			for _, w := range ie.Warnings {
+				fmt.Fprintf(&b, "warning: %s\n", w)
+			}
+		}
+		return b.String()
+	}
+	for _, name := range c.Snapshot.Partitions() {
+		p, _ := c.Snapshot.Partition(name)
+		fmt.Fprintf(&b, "partition %s: %v\n", name, p.Queues())
+	}
+	for _, w := range c.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
+	return b.String()
+}
+
+// TestFastPathSameOutcome parses every document of the repository and
+// the edge cases with the fast path and without it: the configurations,
+// errors and warnings, at their positions, are the same.
+func TestFastPathSameOutcome(t *testing.T) {
+	docs := [][]byte{queuegen.Config(200, 2000, nil)}
+	for _, data := range yamlSeeds(t) {
+		docs = append(docs, data)
+	}
+	for _, s := range trickyYAML {
+		docs = append(docs, []byte(s))
+	}
+	// Mistakes the configuration code reports at a position.
+	docs = append(docs,
+		[]byte("partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: u1  g1\n        Queues:\n        adminacl: 1\n        parent: maybe\n"),
+		[]byte("partitions:\n  - name: default\n    queues:\n      - name: root\n        queues:\n          - name: a\n          - name: a\n          - name: 'b'\n            submitacl: \" g\"\n            submitacl: x\n"),
+		[]byte("partitions:\n- name: x\n  queues:\n  - name: root\n    resources:\n      guaranteed:\n        memory: 1G\n  - name: other\n"),
+		[]byte("partitions: 1\n"),
+		[]byte("partitions:\n  - name: ü\n    queues:\n      - name: rööt\n        submitacl: ä,b c\n"),
+	)
+	off := func([]byte) *yaml.Node { return nil }
+	for _, data := range docs {
+		fast := outcome(data)
+		readYAML = off
+		slow := outcome(data)
+		readYAML = fastDocument
+		if fast != slow {
+			t.Errorf("input:\n%s\nwith the fast path:\n%s\nwith yaml.v3 alone:\n%s", data, fast, slow)
+		}
+	}
+}
