@@ -141,10 +141,13 @@ type parser struct {
 }
 
 // document parses the usher YAML document and compiles its partitions;
-// it returns the admissionController block, nil when there is none.
-func (p *parser) document(data []byte) (c *Config, adm *yaml.Node) {
+// it returns the admissionController block, nil when there is none. doc
+// is data already read by the YAML fast path, or nil.
+func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Node) {
 	c = &Config{File: p.file}
-	doc := readYAML(data)
+	if doc == nil {
+		doc = readYAML(data)
+	}
 	if doc == nil {
 		doc = new(yaml.Node)
 		if err := yaml.Unmarshal(data, doc); err != nil {

@@ -78,7 +78,7 @@ func parse(src *source, opts []Option) (*Config, error) {
 		f(&o)
 	}
 	p := &parser{diags: diags{file: src.name, lineOff: src.lineOff, colOff: src.colOff}, dir: src.dir}
-	c, adm := p.document(src.queues)
+	c, adm := p.document(src.queues, src.doc)
 	// The admission settings are read even when the partitions have
 	// errors, so that every mistake is reported at once.
 	p.admission(c, src, adm, o.lookup)

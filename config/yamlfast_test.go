@@ -24,13 +24,13 @@ func treeDiff(want, got *yaml.Node, path string) string {
 		return fmt.Sprintf("%s: node %v, want %v", path, got, want)
 	}
 	type fields struct {
-		Kind          yaml.Kind
-		Style         yaml.Style
-		Tag, Value    string
-		Anchor        string
-		Line, Column  int
-		Alias         bool
-		Content       int
+		Kind         yaml.Kind
+		Style        yaml.Style
+		Tag, Value   string
+		Anchor       string
+		Line, Column int
+		Alias        bool
+		Content      int
 	}
 	f := func(n *yaml.Node) fields {
 		return fields{n.Kind, n.Style, n.Tag, n.Value, n.Anchor, n.Line, n.Column, n.Alias != nil, len(n.Content)}
@@ -305,6 +305,19 @@ func FuzzFastYAML(f *testing.F) {
 // partitions and queues compiled, and the warnings.
 func outcome(data []byte) string {
 	c, err := Parse("f.yaml", data)
+	return describe(c, err)
+}
+
+// loadOutcome is what Load makes of data written to path.
+func loadOutcome(t *testing.T, path string, data []byte) string {
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	return describe(c, err)
+}
+
+func describe(c *Config, err error) string {
 	var b strings.Builder
 	if err != nil {
 		fmt.Fprintf(&b, "error: %v\n", err)
@@ -326,8 +339,9 @@ func outcome(data []byte) string {
 }
 
 // TestFastPathSameOutcome parses every document of the repository and
-// the edge cases with the fast path and without it: the configurations,
-// errors and warnings, at their positions, are the same.
+// the edge cases with the fast path and without it, with Parse and with
+// Load from a file (which tells ConfigMap manifests apart first): the
+// configurations, errors and warnings, at their positions, are the same.
 func TestFastPathSameOutcome(t *testing.T) {
 	docs := [][]byte{queuegen.Config(200, 2000, nil)}
 	for _, data := range yamlSeeds(t) {
@@ -345,13 +359,17 @@ func TestFastPathSameOutcome(t *testing.T) {
 		[]byte("partitions:\n  - name: ü\n    queues:\n      - name: rööt\n        submitacl: ä,b c\n"),
 	)
 	off := func([]byte) *yaml.Node { return nil }
+	path := filepath.Join(t.TempDir(), "f.yaml")
 	for _, data := range docs {
-		fast := outcome(data)
+		fast, fastLoad := outcome(data), loadOutcome(t, path, data)
 		readYAML = off
-		slow := outcome(data)
+		slow, slowLoad := outcome(data), loadOutcome(t, path, data)
 		readYAML = fastDocument
 		if fast != slow {
-			t.Errorf("input:\n%s\nwith the fast path:\n%s\nwith yaml.v3 alone:\n%s", data, fast, slow)
+			t.Errorf("input:\n%s\nParse with the fast path:\n%s\nwith yaml.v3 alone:\n%s", data, fast, slow)
+		}
+		if fastLoad != slowLoad {
+			t.Errorf("input:\n%s\nLoad with the fast path:\n%s\nwith yaml.v3 alone:\n%s", data, fastLoad, slowLoad)
 		}
 	}
 }
