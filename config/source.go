@@ -78,7 +78,7 @@ type keyValue struct {
 // ConfigMap manifest (one, or several documents: see readManifests), the
 // Helm chart's values with yunikornDefaults, a ConfigMap's data written as
 // YAML, or a usher YAML file.
-func readSource(path string) (*source, error) {
+func readSource(path string, o options) (*source, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -90,7 +90,7 @@ func readSource(path string) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc := readYAML(b)
+	doc := o.readYAML(b)
 	if src, ok, err := readManifests(path, b, doc); ok || err != nil {
 		return src, err
 	}

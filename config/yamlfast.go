@@ -34,6 +34,7 @@ package config
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -67,11 +68,6 @@ type fastParser struct {
 	tags    map[string]string
 	depth   int // collections being read
 }
-
-// readYAML is the fast path of yaml.Unmarshal into a yaml.Node: the
-// document node, or nil when data is not the fast path's (the caller then
-// uses yaml.v3). A variable, so that tests can turn the fast path off.
-var readYAML = fastDocument
 
 // fastDocument returns the document node yaml.Unmarshal would give for
 // data, or nil when data is not in the subset this file reads.
@@ -107,6 +103,7 @@ func fastDocument(data []byte) *yaml.Node {
 func (p *fastParser) split() bool {
 	s := p.src
 	num := 0
+	p.lines = make([]fastLine, 0, strings.Count(s, "\n")+1)
 	for start := 0; start < len(s); {
 		num++
 		end, ascii := start, true
