@@ -84,9 +84,13 @@ func fastDocument(data []byte) *yaml.Node {
 			return nil
 		}
 	}
-	// Every line holds at most two nodes (a key and its value, or an
-	// entry's value and the mapping it starts), and an entry one more.
-	p.nodes = make([]yaml.Node, 0, 2*len(p.lines)+p.entries)
+	// A line holds two nodes (a key and its value) and an entry one more
+	// (the mapping it starts), but for the few mappings and sequences not
+	// started by an entry: the slack holds those, and when more are
+	// written, more space is taken as needed.
+	est := 2*len(p.lines) + p.entries + 16
+	p.nodes = make([]yaml.Node, 0, est)
+	p.slab = make([]*yaml.Node, est)
 	l := p.lines[p.i]
 	root := p.block(l.start + l.indent)
 	if root == nil || p.i != len(p.lines)-1 {
@@ -180,7 +184,7 @@ func (p *fastParser) col(l fastLine, off int) int {
 
 func (p *fastParser) node(kind yaml.Kind, tag, value string, style yaml.Style, line, col int) *yaml.Node {
 	if len(p.nodes) == cap(p.nodes) {
-		p.nodes = make([]yaml.Node, 0, 1024)
+		p.nodes = make([]yaml.Node, 0, 256)
 	}
 	p.nodes = append(p.nodes, yaml.Node{Kind: kind, Tag: tag, Value: value, Style: style, Line: line, Column: col})
 	return &p.nodes[len(p.nodes)-1]
@@ -190,7 +194,7 @@ func (p *fastParser) node(kind yaml.Kind, tag, value string, style yaml.Style, l
 func (p *fastParser) content(n *yaml.Node, mark int) {
 	k := len(p.kids) - mark
 	if len(p.slab) < k {
-		p.slab = make([]*yaml.Node, max(k, 4096))
+		p.slab = make([]*yaml.Node, max(k, 256))
 	}
 	n.Content = p.slab[:k:k]
 	copy(n.Content, p.kids[mark:])
