@@ -133,6 +133,7 @@ type aclUse struct {
 
 type parser struct {
 	diags
+	opts      options
 	dir       string
 	acls      []aclUse
 	queueNode map[string]*yaml.Node // partition/queue path -> name node
@@ -141,13 +142,19 @@ type parser struct {
 }
 
 // document parses the usher YAML document and compiles its partitions;
-// it returns the admissionController block, nil when there is none.
-func (p *parser) document(data []byte) (c *Config, adm *yaml.Node) {
+// it returns the admissionController block, nil when there is none. doc
+// is data already read by the YAML fast path, or nil.
+func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Node) {
 	c = &Config{File: p.file}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		p.yamlError(err)
-		return c, nil
+	if doc == nil {
+		doc = p.opts.readYAML(data)
+	}
+	if doc == nil {
+		doc = new(yaml.Node)
+		if err := yaml.Unmarshal(data, doc); err != nil {
+			p.yamlError(err)
+			return c, nil
+		}
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		p.errorf(nil, "empty configuration: it needs a partitions list")
@@ -479,7 +486,7 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 		p.errorf(n, "queue without a name")
 		return nil
 	}
-	if !policy.QueueNamePattern.MatchString(q.Name) {
+	if !placement.ValidQueueName(q.Name) { // policy.QueueNamePattern, without a regular expression
 		p.errorf(nameNode, "queue name %q is invalid: use 1 to 64 letters, digits, '_', ':', '#', '/', '@' or '-' (a '.' separates queues in a path)", q.Name)
 		return nil
 	}
@@ -487,11 +494,12 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 	if parentPath != "" {
 		path = parentPath + "." + path
 	}
-	if prev, dup := p.queueNode[prefix+path]; dup {
+	key := prefix + path
+	if prev, dup := p.queueNode[key]; dup {
 		p.errorf(nameNode, "queue %s is defined twice (first at line %d; queue names are not case sensitive)", path, prev.Line)
 		return nil
 	}
-	p.queueNode[prefix+path] = nameNode
+	p.queueNode[key] = nameNode
 	if children != nil {
 		if children.Kind != yaml.SequenceNode {
 			p.errorf(children, "queues of %s must be a list, not %s", path, kindName(children))

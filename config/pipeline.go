@@ -15,6 +15,27 @@ type Option func(*options)
 
 type options struct {
 	lookup func(string) (string, bool)
+	// yamlOnly turns the YAML fast path off (yamlfast.go), for the tests
+	// that compare the two.
+	yamlOnly bool
+}
+
+func newOptions(opts []Option) options {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// readYAML is the fast path of yaml.Unmarshal into a yaml.Node
+// (yamlfast.go): the document node, or nil when data is not the fast
+// path's or o turns it off, and the caller then uses yaml.v3.
+func (o options) readYAML(data []byte) *yaml.Node {
+	if o.yamlOnly {
+		return nil
+	}
+	return fastDocument(data)
 }
 
 // WithEnv applies the ADMISSION_CONTROLLER_* variables read with lookup
@@ -43,7 +64,8 @@ func Load(path string, opts ...Option) (*Config, error) {
 	if path == "" {
 		return parse(&source{name: "<embedded default>", dir: ".", queues: defaultYAML}, opts)
 	}
-	src, err := readSource(path)
+	o := newOptions(opts)
+	src, err := readSource(path, o)
 	if err != nil {
 		return nil, err
 	}
@@ -73,12 +95,9 @@ func FromConfigMap(name string, data map[string]string, opts ...Option) (*Config
 
 // parse runs the pipeline on src.
 func parse(src *source, opts []Option) (*Config, error) {
-	var o options
-	for _, f := range opts {
-		f(&o)
-	}
-	p := &parser{diags: diags{file: src.name, lineOff: src.lineOff, colOff: src.colOff}, dir: src.dir}
-	c, adm := p.document(src.queues)
+	o := newOptions(opts)
+	p := &parser{diags: diags{file: src.name, lineOff: src.lineOff, colOff: src.colOff}, dir: src.dir, opts: o}
+	c, adm := p.document(src.queues, src.doc)
 	// The admission settings are read even when the partitions have
 	// errors, so that every mistake is reported at once.
 	p.admission(c, src, adm, o.lookup)

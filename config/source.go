@@ -50,6 +50,9 @@ type source struct {
 	dir string
 	// queues is the usher YAML document (a ConfigMap's queues.yaml key).
 	queues []byte
+	// doc is queues read by the YAML fast path while the forms were told
+	// apart (a usher YAML file), nil when it is still to be read.
+	doc *yaml.Node
 	// lineOff and colOff place the queues document inside the file named
 	// name: a literal block scalar of a ConfigMap manifest starts on the
 	// line after lineOff, indented by colOff.
@@ -75,7 +78,7 @@ type keyValue struct {
 // ConfigMap manifest (one, or several documents: see readManifests), the
 // Helm chart's values with yunikornDefaults, a ConfigMap's data written as
 // YAML, or a usher YAML file.
-func readSource(path string) (*source, error) {
+func readSource(path string, o options) (*source, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -87,10 +90,11 @@ func readSource(path string) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	if src, ok, err := readManifests(path, b); ok || err != nil {
+	doc := o.readYAML(b)
+	if src, ok, err := readManifests(path, b, doc); ok || err != nil {
 		return src, err
 	}
-	return &source{name: path, dir: filepath.Dir(path), queues: b}, nil
+	return &source{name: path, dir: filepath.Dir(path), queues: b, doc: doc}, nil
 }
 
 // readDir reads a ConfigMap mounted as a directory: one file per key.
@@ -170,30 +174,39 @@ type layer struct {
 // YuniKorn merges its two: yunikorn-defaults first, then the others in the
 // order written, a later key winning over an earlier one (so
 // yunikorn-configs wins over yunikorn-defaults). A file with one mapping
-// holding partitions is a usher YAML file (ok false).
-func readManifests(path string, b []byte) (*source, bool, error) {
+// holding partitions is a usher YAML file (ok false). fast is b as the
+// YAML fast path read it, nil when it did not: b is then read with
+// yaml.v3, document after document.
+func readManifests(path string, b []byte, fast *yaml.Node) (*source, bool, error) {
 	var docs []*yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	for {
-		var doc yaml.Node
-		if err := dec.Decode(&doc); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return nil, false, nil // parse reports the YAML error with its position
-		}
+	add := func(doc *yaml.Node) {
 		if len(doc.Content) == 0 || doc.Content[0].Tag == "!!null" {
-			continue
+			return
 		}
 		root := doc.Content[0]
 		// kubectl get configmap A B -o yaml writes a List of both.
 		if kind := mapValue(root, "kind"); root.Kind == yaml.MappingNode && kind != nil && kind.Value == "List" {
 			if items := mapValue(root, "items"); items != nil && items.Kind == yaml.SequenceNode {
 				docs = append(docs, items.Content...)
-				continue
+				return
 			}
 		}
 		docs = append(docs, root)
+	}
+	if fast != nil {
+		add(fast) // the fast path reads one document only
+	} else {
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		for {
+			var doc yaml.Node
+			if err := dec.Decode(&doc); err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				return nil, false, nil // parse reports the YAML error with its position
+			}
+			add(&doc)
+		}
 	}
 	var layers []layer
 	for i, root := range docs {
