@@ -336,3 +336,28 @@ func TestLoadLimits(t *testing.T) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
+
+// TestLoadBoundsFilesThatDoNotSayTheirSize has Load read files whose
+// size the file system does not report (a device, a pipe): reading stops
+// past MaxFileSize with the size error, where trusting the reported size
+// (0) read /dev/zero until memory ran out.
+func TestLoadBoundsFilesThatDoNotSayTheirSize(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	_, err := config.Load("/dev/zero")
+	if err == nil || !strings.Contains(err.Error(), "larger than the") {
+		t.Fatalf("Load(/dev/zero) = %v, want the size limit", err)
+	}
+	// A resolver's file is read the same way.
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "q.yaml")
+	src := "partitions:\n  - name: default\n    usergroupresolver:\n      type: file\n      file: /dev/zero\n    queues:\n      - name: root\n"
+	if err := os.WriteFile(conf, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = config.Load(conf)
+	if err == nil || !strings.Contains(err.Error(), "larger than the") {
+		t.Fatalf("a resolver file of /dev/zero: %v, want the size limit", err)
+	}
+}

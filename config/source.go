@@ -360,12 +360,26 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 func readLimited(path string) ([]byte, error) {
-	st, err := os.Stat(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
 	if st.Size() > MaxFileSize {
 		return nil, fmt.Errorf("%s: %d bytes: larger than the %d byte limit", path, st.Size(), MaxFileSize)
 	}
-	return os.ReadFile(path)
+	// The size read above is not a bound: a device or a pipe says 0, and
+	// a file may grow. Read one byte past the limit to know.
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxFileSize {
+		return nil, fmt.Errorf("%s: larger than the %d byte limit", path, MaxFileSize)
+	}
+	return b, nil
 }

@@ -594,8 +594,22 @@ func (s *Server) logWarnings(cfg *config.Config) {
 	}
 }
 
+// hashFile writes the content of path to h, up to one byte past
+// config.MaxFileSize, and returns how many bytes it wrote.
+func hashFile(h io.Writer, path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return io.Copy(h, io.LimitReader(f, config.MaxFileSize+1))
+}
+
 // contentSum hashes the configuration file, or every file of a ConfigMap
-// directory.
+// directory. Each file is streamed into the hash, at most one byte past
+// config.MaxFileSize (a larger file fails to load anyway), so polling
+// neither holds a copy of the configuration nor follows a file that never
+// ends.
 func contentSum(path string) ([32]byte, error) {
 	h := sha256.New()
 	st, err := os.Stat(path)
@@ -603,23 +617,21 @@ func contentSum(path string) ([32]byte, error) {
 		return [32]byte{}, err
 	}
 	if !st.IsDir() {
-		b, err := os.ReadFile(path)
-		if err != nil {
+		if _, err := hashFile(h, path); err != nil {
 			return [32]byte{}, err
 		}
-		h.Write(b)
 	} else {
 		entries, err := os.ReadDir(path)
 		if err != nil {
 			return [32]byte{}, err
 		}
 		for _, e := range entries {
-			b, err := os.ReadFile(path + "/" + e.Name())
+			fmt.Fprintf(h, "%s\x00", e.Name())
+			n, err := hashFile(h, path+"/"+e.Name())
 			if err != nil {
-				continue
+				n = -1
 			}
-			fmt.Fprintf(h, "%s\x00%d\x00", e.Name(), len(b))
-			h.Write(b)
+			fmt.Fprintf(h, "\x00%d\x00", n)
 		}
 	}
 	var out [32]byte
