@@ -69,6 +69,6 @@ for r in $(seq "$rounds"); do
     n=$(sed -n 's/.*requests \([0-9]*\) ok.*/\1/p' <<<"$out")
     per=$(awk -v t=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" -v n="${n:-0}" 'BEGIN { if (n > 0) printf "%.1f", t / hz * 1e6 / n; else print "?" }')
     echo "round $r $name load $(cut -d' ' -f1-3 /proc/loadavg): $out server CPU ${per} µs/review"
-    [ -n "$ppid" ] && wait "$ppid"
+    if [ -n "$ppid" ]; then wait "$ppid"; fi
   done
 done
