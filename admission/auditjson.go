@@ -3,9 +3,9 @@ package admission
 import (
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/usherhq/usher/internal/clip"
+	"github.com/usherhq/usher/internal/jsonscan"
 )
 
 // This file holds the audit record's JSON rendering (Record.AppendJSON),
@@ -21,7 +21,7 @@ import (
 // a string has to be cut.
 func (r *Record) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `"webhook":`...)
-	dst = appendJSONString(dst, r.Webhook)
+	dst = jsonscan.AppendStringSlog(dst, r.Webhook)
 	dst = r.appendStr(dst, `,"uid":`, r.UID, clip.Name)
 	dst = r.appendStr(dst, `,"operation":`, r.Operation, clip.Name)
 	dst = r.appendStr(dst, `,"object":`, r.Kind, clip.Name)
@@ -41,7 +41,7 @@ func (r *Record) AppendJSON(dst []byte) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendMarshaledString(dst, g)
+			dst = jsonscan.AppendStringNoHTML(dst, g)
 		}
 		dst = append(dst, ']')
 	}
@@ -53,13 +53,13 @@ func (r *Record) AppendJSON(dst []byte) []byte {
 	dst = strconv.AppendInt(dst, int64(r.Code), 10)
 	dst = r.appendStr(dst, `,"reason":`, r.Reason, clip.Text)
 	dst = append(dst, `,"rule":`...)
-	dst = appendJSONString(dst, r.Rule.String())
+	dst = jsonscan.AppendStringSlog(dst, r.Rule.String())
 	dst = appendBool(dst, `,"dryRun":`, r.DryRun)
 	dst = appendBool(dst, `,"warned":`, r.Warned)
 	dst = r.appendStr(dst, `,"lookup":`, r.Lookup, clip.Text)
 	if d := r.Denial; d != nil {
 		dst = append(dst, `,"denial":{"reason":`...)
-		dst = appendJSONString(dst, string(d.Reason))
+		dst = jsonscan.AppendStringSlog(dst, string(d.Reason))
 		dst = r.appendOpt(dst, `,"message":`, d.Message, clip.Text)
 		dst = append(dst, `,"code":`...)
 		dst = strconv.AppendInt(dst, int64(d.Code), 10)
@@ -94,7 +94,7 @@ func (r *Record) cut(s string, max int) string {
 
 func (r *Record) appendStr(dst []byte, key, s string, max int) []byte {
 	dst = append(dst, key...)
-	return appendJSONString(dst, r.cut(s, max))
+	return jsonscan.AppendStringSlog(dst, r.cut(s, max))
 }
 
 // appendOpt is appendStr for a member left out when empty.
@@ -173,72 +173,4 @@ func (r *Record) Clip() Record {
 		}
 	}
 	return c
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s quoted as log/slog's JSON handler quotes a
-// string value: ", \ and the control characters escaped (\n, \r, \t, the
-// others as \u00XX), invalid UTF-8 as \ufffd, U+2028 and U+2029 escaped,
-// and <, > and & left as they are.
-func appendJSONString(dst []byte, s string) []byte {
-	return appendQuoted(dst, s, false)
-}
-
-// appendMarshaledString appends s as encoding/json marshals a string
-// without HTML escaping (how slog's JSON handler writes a []string):
-// appendJSONString's escapes, but \b and \f for those two.
-func appendMarshaledString(dst []byte, s string) []byte {
-	return appendQuoted(dst, s, true)
-}
-
-func appendQuoted(dst []byte, s string, shortBF bool) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch {
-			case b == '\\' || b == '"':
-				dst = append(dst, '\\', b)
-			case b == '\n':
-				dst = append(dst, '\\', 'n')
-			case b == '\r':
-				dst = append(dst, '\\', 'r')
-			case b == '\t':
-				dst = append(dst, '\\', 't')
-			case shortBF && b == '\b':
-				dst = append(dst, '\\', 'b')
-			case shortBF && b == '\f':
-				dst = append(dst, '\\', 'f')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
