@@ -22,7 +22,7 @@ type index struct {
 // so that the decision follows no pointer to the ACL's queue: where it
 // comes from, its place in a check order (aclRef.before) and the base
 // from which its index in a queue's chain is counted (aclRef.list: the
-// queue's count for the action less base[action]).
+// queue's count for the action less base[Submit] or base[Admin]).
 type refGrant struct {
 	Origin
 	depth int
