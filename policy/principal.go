@@ -22,7 +22,7 @@ type index struct {
 // so that the decision follows no pointer to the ACL's queue: where it
 // comes from, its place in a check order (aclRef.before) and the base
 // from which its index in a queue's chain is counted (aclRef.list: the
-// queue's count for the action less base[action]).
+// queue's count for the action less base[Submit] or base[Admin]).
 type refGrant struct {
 	Origin
 	depth int
@@ -349,12 +349,14 @@ func (r QueueRef) DecideInto(d *Decision, pr *Principal, action Action) {
 		if h.kind == acl.MatchUser {
 			name = g.Rule.Users()
 		}
-		list := q.nSubmit
+		// Any action but Admin is Submit (Action.String, aclRef.list):
+		// base is not indexed by the action's value.
+		list := q.nSubmit - g.base[Submit]
 		if action == Admin {
-			list = q.nAdmin
+			list = q.nAdmin - g.base[Admin]
 		}
 		d.Allowed = true
-		d.By = Grant{Origin: g.Origin, Match: acl.Match{Kind: h.kind, Name: name[h.idx], List: int(list - g.base[action]), Index: int(h.idx)}}
+		d.By = Grant{Origin: g.Origin, Match: acl.Match{Kind: h.kind, Name: name[h.idx], List: int(list), Index: int(h.idx)}}
 	case pr.cluster.Allowed():
 		m := pr.cluster
 		m.List = int(q.nSubmit)

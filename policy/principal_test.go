@@ -256,3 +256,29 @@ func TestCompileSharesInheritedEntries(t *testing.T) {
 		t.Errorf("got %+v", d)
 	}
 }
+
+// TestDecideAsOtherAction: an Action other than Admin is decided as
+// Submit everywhere (Action.String, Decide); a compiled subject's decision
+// on a user or group entry must not index by the action's value.
+func TestDecideAsOtherAction(t *testing.T) {
+	dev := acl.MustParse("alice dev")
+	root := &policy.Queue{Name: "root", Children: []*policy.Queue{{Name: "ml", SubmitACL: &dev}}}
+	s, err := policy.Compile([]policy.Partition{{Name: "default", Root: root}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := s.Partition("default")
+	for _, sub := range []*acl.Subject{acl.NewSubject("alice", nil), acl.NewSubject("bob", []string{"dev"})} {
+		pr := p.Principal(sub)
+		ref, _ := p.Lookup("root.ml")
+		for _, action := range []policy.Action{2, -1} {
+			want := ref.Decide(sub, action)
+			if !want.Allowed {
+				t.Fatalf("Decide %s %v: not allowed", sub.User(), action)
+			}
+			if got := ref.DecideAs(pr, action); got != want {
+				t.Errorf("DecideAs %s %v: got %+v, want %+v", sub.User(), action, got, want)
+			}
+		}
+	}
+}

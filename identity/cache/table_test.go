@@ -144,3 +144,39 @@ func BenchmarkCachedLookup(b *testing.B) {
 		b.Fatal("not found")
 	}
 }
+
+// TestTableKeepsPresentUsers: a user whose entry stays in the table is
+// found by every lookup, while the writer adds and removes others around
+// it (tombstones reused, the table grown and rebuilt under the readers).
+func TestTableKeepsPresentUsers(t *testing.T) {
+	tab := newTable()
+	const kept, churn = 50, 3000
+	for i := range kept {
+		tab.store(&entry{user: fmt.Sprint("kept-", i)})
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for r := range 2 {
+		wg.Go(func() {
+			for i := r; !stop.Load(); i = (i + 1) % kept {
+				u := fmt.Sprint("kept-", i)
+				if e := tab.load(u); e == nil || e.user != u {
+					t.Errorf("load(%q) = %v while it is in the table", u, e)
+					return
+				}
+			}
+		})
+	}
+	for round := range 20 {
+		for i := range churn {
+			u := fmt.Sprint("churn-", i)
+			if (i+round)%2 == 0 {
+				tab.remove(u)
+			} else {
+				tab.store(&entry{user: u})
+			}
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+}
