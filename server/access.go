@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/admission"
@@ -329,7 +331,8 @@ func jsonError(err error) string {
 // audit writes one audit record, unless audit is off. attrs are key,
 // value pairs; string values are cut to a bounded length (reason and error
 // texts longer than names) and string lists to a bounded count, each with
-// a visible mark, because most of them echo what the caller sent.
+// a visible mark, because most of them echo what the caller sent, and
+// copied out of the request.
 func (s *Server) audit(kind string, attrs ...any) {
 	if s.opts.NoAudit {
 		return
@@ -341,9 +344,18 @@ func (s *Server) audit(kind string, attrs ...any) {
 			if k, _ := attrs[i-1].(string); k == "reason" || k == "error" {
 				max = clip.Text
 			}
-			attrs[i] = clip.String(v, max)
+			attrs[i] = strings.Clone(clip.String(v, max))
 		case []string:
-			attrs[i] = clip.Strings(v, clip.Name, clip.Count)
+			// A copy: the record may wait in the audit queue, and what
+			// the caller sent must not keep the request's body alive.
+			out := clip.Strings(v, clip.Name, clip.Count)
+			if len(out) > 0 && unsafe.SliceData(out) == unsafe.SliceData(v) {
+				out = slices.Clone(out)
+			}
+			for j := range out {
+				out[j] = strings.Clone(out[j])
+			}
+			attrs[i] = out
 		}
 	}
 	s.log.Info("audit", append([]any{"kind", kind}, attrs...)...)

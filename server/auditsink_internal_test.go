@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -193,3 +194,45 @@ func TestAuditQueueBoundsBytes(t *testing.T) {
 		}
 	}
 }
+
+// The records of /v1/access are queued too (Options.AuditQueue) and hold
+// what the caller sent: their strings must not point into the request's
+// body, or a queue of them keeps every body alive until written.
+func TestAccessAuditDetaches(t *testing.T) {
+	body := strings.Repeat("y", 1<<20)
+	var rec slog.Record
+	s := &Server{log: slog.New(recordHandler{&rec})}
+	s.audit("access", "user", body[:10], "reason", body[10:5000], "groups", []string{body[100:110], body[200:210]})
+	lo, hi := uintptr(unsafe.Pointer(unsafe.StringData(body))), uintptr(unsafe.Pointer(unsafe.StringData(body)))+uintptr(len(body))
+	n := 0
+	rec.Attrs(func(a slog.Attr) bool {
+		var ss []string
+		switch v := a.Value.Any().(type) {
+		case string:
+			ss = []string{v}
+		case []string:
+			ss = v
+		}
+		for _, s := range ss {
+			if p := uintptr(unsafe.Pointer(unsafe.StringData(s))); s != "" && p >= lo && p < hi {
+				t.Errorf("attribute %s %.30q points into the request's body", a.Key, s)
+			}
+		}
+		n++
+		return true
+	})
+	if n == 0 {
+		t.Fatal("no record")
+	}
+}
+
+// recordHandler keeps the last record it is given.
+type recordHandler struct{ last *slog.Record }
+
+func (h recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
+	*h.last = r.Clone()
+	return nil
+}
+func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h recordHandler) WithGroup(string) slog.Handler      { return h }
