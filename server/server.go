@@ -626,6 +626,11 @@ func contentSum(path string) ([32]byte, error) {
 			return [32]byte{}, err
 		}
 		for _, e := range entries {
+			// What is not a readable file (the kubelet's timestamped
+			// directory of a mounted ConfigMap) is left out, as before.
+			if st, err := os.Stat(path + "/" + e.Name()); err != nil || !st.Mode().IsRegular() {
+				continue
+			}
 			fmt.Fprintf(h, "%s\x00", e.Name())
 			n, err := hashFile(h, path+"/"+e.Name())
 			if err != nil {
