@@ -2,7 +2,6 @@ package admission
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/usherhq/usher/internal/clip"
 	"github.com/usherhq/usher/internal/jsonscan"
@@ -140,37 +139,19 @@ func (r *Record) Clip() Record {
 			field{&d.Name, clip.Name}, field{&d.User, clip.Name}, field{&d.Identity, clip.Name},
 			field{&d.Queue, clip.Name}, field{&d.Check, clip.Name}, field{&d.Field, clip.Name})
 	}
-	n := 0
+	ps := make([]*string, 0, len(arr))
 	for _, f := range fs {
 		if !r.clipped && f.max > 0 {
 			*f.p = clip.String(*f.p, f.max)
 		}
-		n += len(*f.p)
+		ps = append(ps, f.p)
 	}
 	gs := r.Groups
 	if !r.clipped {
 		gs = clip.Strings(gs, clip.Name, clip.Count)
 	}
-	for _, g := range gs {
-		n += len(g)
-	}
-	var b strings.Builder
-	b.Grow(n)
-	for _, f := range fs {
-		b.WriteString(*f.p)
-	}
-	for _, g := range gs {
-		b.WriteString(g)
-	}
-	all := b.String()
-	for _, f := range fs {
-		*f.p, all = all[:len(*f.p)], all[len(*f.p):]
-	}
-	if gs != nil {
-		c.Groups = make([]string, len(gs))
-		for i, g := range gs {
-			c.Groups[i], all = all[:len(g)], all[len(g):]
-		}
+	if gs = clip.Detach(gs, ps...); gs != nil {
+		c.Groups = gs
 	}
 	return c
 }

@@ -50,6 +50,7 @@ import (
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/identity/cache"
 	"github.com/usherhq/usher/identity/resolvers"
+	"github.com/usherhq/usher/internal/clip"
 	"github.com/usherhq/usher/placement"
 	"github.com/usherhq/usher/policy"
 )
@@ -384,31 +385,11 @@ func (g *Generation) Identify(ctx context.Context, partitionName, user string, g
 }
 
 // detach returns copies of user and groups that share no memory with the
-// caller's. A request's names are often substrings of a far larger buffer
-// (the admission webhook reads them out of the AdmissionReview's body
-// without copying); what the engine and the resolver's cache keep for a
-// user must not keep that buffer alive. One string holds them all.
+// caller's (clip.Detach): what the engine and the resolver's cache keep
+// for a user must not keep the request's body alive.
 func detach(user string, groups []string) (string, []string) {
-	n := len(user)
-	for _, g := range groups {
-		n += len(g)
-	}
-	var b strings.Builder
-	b.Grow(n)
-	b.WriteString(user)
-	for _, g := range groups {
-		b.WriteString(g)
-	}
-	all := b.String()
-	user, all = all[:len(user)], all[len(user):]
-	if groups == nil {
-		return user, nil
-	}
-	out := make([]string, len(groups))
-	for i, g := range groups {
-		out[i], all = all[:len(g)], all[len(g):]
-	}
-	return user, out
+	groups = clip.Detach(groups, &user)
+	return user, groups
 }
 
 func identify(ctx context.Context, p *partition, user string, groups []string) (identity.Info, error) {

@@ -9,10 +9,8 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/admission"
@@ -344,18 +342,11 @@ func (s *Server) audit(kind string, attrs ...any) {
 			if k, _ := attrs[i-1].(string); k == "reason" || k == "error" {
 				max = clip.Text
 			}
-			attrs[i] = strings.Clone(clip.String(v, max))
+			v = clip.String(v, max)
+			clip.Detach(nil, &v)
+			attrs[i] = v
 		case []string:
-			// A copy: the record may wait in the audit queue, and what
-			// the caller sent must not keep the request's body alive.
-			out := clip.Strings(v, clip.Name, clip.Count)
-			if len(out) > 0 && unsafe.SliceData(out) == unsafe.SliceData(v) {
-				out = slices.Clone(out)
-			}
-			for j := range out {
-				out[j] = strings.Clone(out[j])
-			}
-			attrs[i] = out
+			attrs[i] = clip.Detach(clip.Strings(v, clip.Name, clip.Count))
 		}
 	}
 	s.log.Info("audit", append([]any{"kind", kind}, attrs...)...)

@@ -9,6 +9,7 @@ package clip
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -59,6 +60,43 @@ func Strings(ss []string, max, count int) []string {
 	}
 	if len(ss) > n {
 		out = append(out, "…[cut "+strconv.Itoa(len(ss)-n)+" more]")
+	}
+	return out
+}
+
+// Detach copies each string *p and each element of list into one new
+// allocation, so that none of them shares memory with what the caller
+// read them from: a request's names are often substrings of its whole
+// body (the admission webhook reads them out of the AdmissionReview
+// without copying), and whatever is kept past the request (a cache, a
+// queued audit record) must not keep that body alive. The strings are
+// set in place; the list's copy is returned (nil for a nil list).
+func Detach(list []string, ps ...*string) []string {
+	n := 0
+	for _, p := range ps {
+		n += len(*p)
+	}
+	for _, s := range list {
+		n += len(s)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, p := range ps {
+		b.WriteString(*p)
+	}
+	for _, s := range list {
+		b.WriteString(s)
+	}
+	all := b.String()
+	for _, p := range ps {
+		*p, all = all[:len(*p)], all[len(*p):]
+	}
+	if list == nil {
+		return nil
+	}
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i], all = all[:len(s)], all[len(s):]
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 )
 
 func TestString(t *testing.T) {
@@ -45,5 +46,36 @@ func TestStrings(t *testing.T) {
 	got = Strings(long, Name, Count)
 	if len(got) != Count+1 || len(got[0]) > Name+30 {
 		t.Errorf("10,000 long groups: %d kept, first %d bytes", len(got), len(got[0]))
+	}
+}
+
+// TestDetach checks that Detach's copies equal the originals and share no
+// memory with them, and keeps a nil list nil.
+func TestDetach(t *testing.T) {
+	body := strings.Repeat("abcdefghij", 100)
+	lo, hi := unsafe.StringData(body), unsafe.StringData(body[len(body)-1:])
+	inside := func(s string) bool {
+		p := unsafe.StringData(s)
+		return s != "" && uintptr(unsafe.Pointer(p)) >= uintptr(unsafe.Pointer(lo)) && uintptr(unsafe.Pointer(p)) <= uintptr(unsafe.Pointer(hi))
+	}
+	user, name, empty := body[3:9], body[500:620], ""
+	list := []string{body[10:20], "", body[900:1000]}
+	out := Detach(list, &user, &name, &empty)
+	if user != body[3:9] || name != body[500:620] || empty != "" || !slices.Equal(out, list) {
+		t.Fatalf("Detach changed the values: %q %q %q %q", user, name, empty, out)
+	}
+	for _, s := range append([]string{user, name}, out...) {
+		if inside(s) {
+			t.Errorf("%.20q still points into the original", s)
+		}
+	}
+	if &out[0] == &list[0] {
+		t.Error("the list was not copied")
+	}
+	if got := Detach(nil, &user); got != nil {
+		t.Errorf("Detach(nil) = %#v, want nil", got)
+	}
+	if got := Detach([]string{}); got == nil || len(got) != 0 {
+		t.Errorf("Detach([]string{}) = %#v, want an empty list", got)
 	}
 }
