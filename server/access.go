@@ -373,7 +373,7 @@ func (s *Server) auditReview(rec admission.Record) {
 	case s.auditQ != nil:
 		s.auditQ.sendReview(h, t, &rec)
 	case s.auditW != nil:
-		s.auditW.writeReviewNow(t, &rec)
+		s.auditW.writeReview(t, &rec)
 	default:
 		logReview(h, t, &rec)
 	}

@@ -124,20 +124,25 @@ func newAuditQueue(size int, w *auditWriter) *auditQueue {
 	go func() {
 		defer close(q.done)
 		for x := range q.ch {
-			switch {
-			case x.line != nil:
-				q.w.write(*x.line)
-				q.bytes.Add(-int64(cap(*x.line)))
-				putReviewBuf(x.line)
-			case x.adm != nil:
-				q.writeReview(nil, x.h, x.adm)
-				q.bytes.Add(-x.adm.size)
-			default:
-				_ = x.h.Handle(context.Background(), x.r)
-			}
+			q.write(x)
 		}
 	}()
 	return q
+}
+
+// write writes one queued record and gives back the bytes it held.
+func (q *auditQueue) write(x queuedRecord) {
+	switch {
+	case x.line != nil:
+		q.w.write(*x.line)
+		q.bytes.Add(-int64(cap(*x.line)))
+		putReviewBuf(x.line)
+	case x.adm != nil:
+		q.writeReview(x.h, x.adm)
+		q.bytes.Add(-x.adm.size)
+	default:
+		_ = x.h.Handle(context.Background(), x.r)
+	}
 }
 
 func (q *auditQueue) send(ctx context.Context, h slog.Handler, r slog.Record) error {
@@ -164,7 +169,7 @@ func (q *auditQueue) sendReview(h slog.Handler, t time.Time, rec *admission.Reco
 	q.mu.RLock()
 	defer q.mu.RUnlock()
 	if q.closed {
-		q.writeReview(nil, h, &queuedReview{t: t, rec: *rec})
+		q.writeReview(h, &queuedReview{t: t, rec: *rec})
 		return
 	}
 	if len(q.ch) == cap(q.ch) { // full: nothing to render
@@ -196,14 +201,13 @@ func (q *auditQueue) sendReview(h slog.Handler, t time.Time, rec *admission.Reco
 	}
 }
 
-// writeReview writes an admission review's record, with buf as scratch
-// space, and returns buf.
-func (q *auditQueue) writeReview(buf []byte, h slog.Handler, x *queuedReview) []byte {
+// writeReview writes an admission review's record.
+func (q *auditQueue) writeReview(h slog.Handler, x *queuedReview) {
 	if q.w != nil {
-		return q.w.writeReview(buf, x.t, &x.rec)
+		q.w.writeReview(x.t, &x.rec)
+		return
 	}
 	logReview(h, x.t, &x.rec)
-	return buf
 }
 
 // logReview hands an admission review's record to h as the server's
@@ -285,18 +289,19 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	return l.a.w.Write(p)
 }
 
-// writeReview writes an admission review's record made at t, as
-// slog.NewJSONHandler would write the server's record of it (message
-// AuditMessage, kind admission, the attributes of Record.AppendAttrs),
-// with buf as scratch space, and returns buf.
-func (a *auditWriter) writeReview(buf []byte, t time.Time, rec *admission.Record) []byte {
+// writeReview writes an admission review's record made at t, on the
+// caller's goroutine, as slog.NewJSONHandler would write the server's
+// record of it (message AuditMessage, kind admission, the attributes of
+// Record.AppendAttrs).
+func (a *auditWriter) writeReview(t time.Time, rec *admission.Record) {
 	if !renderable(t) {
 		logReview(a.h, t, rec)
-		return buf
+		return
 	}
-	buf = appendReviewLine(buf, t, rec)
-	a.write(buf)
-	return buf
+	p := reviewBufs.Get().(*[]byte)
+	*p = appendReviewLine((*p)[:0], t, rec)
+	a.write(*p)
+	putReviewBuf(p)
 }
 
 // write writes one line.
@@ -334,12 +339,4 @@ func putReviewBuf(p *[]byte) {
 		*p = (*p)[:0]
 		reviewBufs.Put(p)
 	}
-}
-
-// writeReviewNow writes an admission review's record on the caller's
-// goroutine.
-func (a *auditWriter) writeReviewNow(t time.Time, rec *admission.Record) {
-	p := reviewBufs.Get().(*[]byte)
-	*p = a.writeReview((*p)[:0], t, rec)
-	putReviewBuf(p)
 }
