@@ -109,6 +109,48 @@ func appendBool(dst []byte, key string, b bool) []byte {
 	return strconv.AppendBool(dst, b)
 }
 
+// stringField is one string of a Record and the length renderings cut
+// it to (0: never cut, set by usher, not by the requester).
+type stringField struct {
+	p   *string
+	max int
+}
+
+// maxStringFields is how many strings a Record holds, its Denial's too.
+const maxStringFields = 23
+
+// stringFields appends to dst every string field of r and of its Denial,
+// the groups aside.
+func (r *Record) stringFields(dst []stringField) []stringField {
+	dst = append(dst,
+		stringField{&r.Webhook, 0}, stringField{&r.UID, clip.Name}, stringField{&r.Operation, clip.Name},
+		stringField{&r.Kind, clip.Name}, stringField{&r.Namespace, clip.Name}, stringField{&r.Name, clip.Name},
+		stringField{&r.User, clip.Name}, stringField{&r.Identity, clip.Name}, stringField{&r.Queue, clip.Name},
+		stringField{&r.Reason, clip.Text}, stringField{&r.Lookup, clip.Text})
+	if d := r.Denial; d != nil {
+		dst = append(dst, stringField{(*string)(&d.Reason), 0}, stringField{&d.Message, clip.Text},
+			stringField{&d.Operation, clip.Name}, stringField{&d.Group, clip.Name}, stringField{&d.Kind, clip.Name},
+			stringField{&d.Namespace, clip.Name}, stringField{&d.Name, clip.Name}, stringField{&d.User, clip.Name},
+			stringField{&d.Identity, clip.Name}, stringField{&d.Queue, clip.Name}, stringField{&d.Check, clip.Name},
+			stringField{&d.Field, clip.Name})
+	}
+	return dst
+}
+
+// Size returns the number of bytes of r's strings, its groups and its
+// Denial's included: what a queue keeping r (after Clip) holds.
+func (r *Record) Size() int {
+	var arr [maxStringFields]stringField
+	n := 0
+	for _, f := range r.stringFields(arr[:0]) {
+		n += len(*f.p)
+	}
+	for _, g := range r.Groups {
+		n += len(g)
+	}
+	return n
+}
+
 // Clip returns a copy of r to keep after the review is answered: every
 // string cut as the rendering cuts it (AppendAttrs, AppendJSON), and all
 // of them copied into one allocation of their own, so that the copy shares
@@ -118,29 +160,13 @@ func appendBool(dst []byte, key string, b bool) []byte {
 func (r *Record) Clip() Record {
 	c := *r
 	c.clipped = true
-	var d *Denial
 	if r.Denial != nil {
-		dd := *r.Denial
-		d = &dd
-		c.Denial = d
+		d := *r.Denial
+		c.Denial = &d
 	}
-	type field struct {
-		p   *string
-		max int // 0: not cut (set by usher, never by the requester)
-	}
-	var arr [22]field
-	fs := append(arr[:0],
-		field{&c.Webhook, 0}, field{&c.UID, clip.Name}, field{&c.Operation, clip.Name}, field{&c.Kind, clip.Name},
-		field{&c.Namespace, clip.Name}, field{&c.Name, clip.Name}, field{&c.User, clip.Name},
-		field{&c.Identity, clip.Name}, field{&c.Queue, clip.Name}, field{&c.Reason, clip.Text}, field{&c.Lookup, clip.Text})
-	if d != nil {
-		fs = append(fs, field{(*string)(&d.Reason), 0}, field{&d.Message, clip.Text}, field{&d.Operation, clip.Name},
-			field{&d.Group, clip.Name}, field{&d.Kind, clip.Name}, field{&d.Namespace, clip.Name},
-			field{&d.Name, clip.Name}, field{&d.User, clip.Name}, field{&d.Identity, clip.Name},
-			field{&d.Queue, clip.Name}, field{&d.Check, clip.Name}, field{&d.Field, clip.Name})
-	}
-	ps := make([]*string, 0, len(arr))
-	for _, f := range fs {
+	var arr [maxStringFields]stringField
+	ps := make([]*string, 0, maxStringFields)
+	for _, f := range c.stringFields(arr[:0]) {
 		if !r.clipped && f.max > 0 {
 			*f.p = clip.String(*f.p, f.max)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 	"unsafe"
@@ -229,4 +230,37 @@ func BenchmarkClip(b *testing.B) {
 		sink = r.Clip()
 	}
 	_ = sink
+}
+
+// TestRecordSizeCountsEveryString sets every string field of a Record and
+// of its Denial (found by reflection, so a field added later is found
+// too) to one byte: Size must count each, and Clip must copy each, or a
+// queue would hold strings it does not count and keep a review's body
+// alive through a field it does not copy.
+func TestRecordSizeCountsEveryString(t *testing.T) {
+	r := Record{Groups: []string{"g", "h"}, Denial: &Denial{}}
+	want := len(r.Groups)
+	body := strings.Repeat("x", 64)
+	for _, v := range []reflect.Value{reflect.ValueOf(&r).Elem(), reflect.ValueOf(r.Denial).Elem()} {
+		for i := range v.NumField() {
+			if f := v.Field(i); f.Kind() == reflect.String && f.CanSet() {
+				f.SetString(body[i : i+1])
+				want++
+			}
+		}
+	}
+	if got := r.Size(); got != want {
+		t.Fatalf("Size = %d, want %d (one byte in each string field)", got, want)
+	}
+	c := r.Clip()
+	lo := uintptr(unsafe.Pointer(unsafe.StringData(body)))
+	for _, v := range []reflect.Value{reflect.ValueOf(&c).Elem(), reflect.ValueOf(c.Denial).Elem()} {
+		for i := range v.NumField() {
+			if f := v.Field(i); f.Kind() == reflect.String && f.CanSet() {
+				if p := uintptr(unsafe.Pointer(unsafe.StringData(f.String()))); p >= lo && p < lo+64 {
+					t.Errorf("Clip kept field %s in the original memory", v.Type().Field(i).Name)
+				}
+			}
+		}
+	}
 }

@@ -105,20 +105,6 @@ type queuedReview struct {
 	size int64            // bytes of rec's strings
 }
 
-// recordSize is the number of bytes of r's strings.
-func recordSize(r *admission.Record) int64 {
-	n := len(r.Webhook) + len(r.UID) + len(r.Operation) + len(r.Kind) + len(r.Namespace) + len(r.Name) +
-		len(r.User) + len(r.Identity) + len(r.Queue) + len(r.Reason) + len(r.Lookup)
-	for _, g := range r.Groups {
-		n += len(g)
-	}
-	if d := r.Denial; d != nil {
-		n += len(d.Reason) + len(d.Message) + len(d.Operation) + len(d.Group) + len(d.Kind) + len(d.Namespace) +
-			len(d.Name) + len(d.User) + len(d.Identity) + len(d.Queue) + len(d.Check) + len(d.Field)
-	}
-	return int64(n)
-}
-
 func newAuditQueue(size int, w *auditWriter) *auditQueue {
 	q := &auditQueue{ch: make(chan queuedRecord, size), done: make(chan struct{}), w: w}
 	go func() {
@@ -184,7 +170,7 @@ func (q *auditQueue) sendReview(h slog.Handler, t time.Time, rec *admission.Reco
 		size = int64(cap(*x.line))
 	} else {
 		x.h, x.adm = h, &queuedReview{t: t, rec: rec.Clip()}
-		x.adm.size = recordSize(&x.adm.rec)
+		x.adm.size = int64(x.adm.rec.Size())
 		size = x.adm.size
 	}
 	if q.bytes.Add(size) <= maxQueuedReviewBytes {
