@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -128,6 +129,7 @@ func (s *Server) instrument(name string, h http.Handler) http.Handler {
 	// The handler's children of usher_http_request_duration_seconds, by
 	// status label (a closed set: statusText).
 	var latency children[string, prometheus.Observer]
+	newLatency := func(code string) prometheus.Observer { return s.metrics.requests.WithLabelValues(name, code) }
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
@@ -139,12 +141,7 @@ func (s *Server) instrument(name string, h http.Handler) http.Handler {
 					badRequest(rw, http.StatusInternalServerError, "internal error")
 				}
 			}
-			code := statusText(rw.code)
-			o, ok := latency.lookup(code)
-			if !ok {
-				o = latency.add(code, func() prometheus.Observer { return s.metrics.requests.WithLabelValues(name, code) })
-			}
-			o.Observe(time.Since(start).Seconds())
+			latency.get(statusText(rw.code), newLatency).Observe(time.Since(start).Seconds())
 		}()
 		h.ServeHTTP(rw, r)
 	})
@@ -192,19 +189,13 @@ type children[K comparable, M any] struct {
 	m  atomic.Pointer[map[K]M]
 }
 
-// lookup returns the child of k, if it was added.
-func (c *children[K, M]) lookup(k K) (M, bool) {
+// get returns the child of k, made by create on its first use.
+func (c *children[K, M]) get(k K, create func(K) M) M {
 	if m := c.m.Load(); m != nil {
-		v, ok := (*m)[k]
-		return v, ok
+		if v, ok := (*m)[k]; ok {
+			return v
+		}
 	}
-	var zero M
-	return zero, false
-}
-
-// add returns the child of k, made by create if it is not there yet.
-
-func (c *children[K, M]) add(k K, create func() M) M {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.m.Load()
@@ -213,14 +204,11 @@ func (c *children[K, M]) add(k K, create func() M) M {
 			return v
 		}
 	}
-	m := make(map[K]M, 1)
+	m := map[K]M{}
 	if old != nil {
-		m = make(map[K]M, len(*old)+1)
-		for k, v := range *old {
-			m[k] = v
-		}
+		maps.Copy(m, *old)
 	}
-	v := create()
+	v := create(k)
 	m[k] = v
 	c.m.Store(&m)
 	return v
@@ -231,8 +219,9 @@ type reviewLabels struct{ kind, operation, outcome string }
 
 // reviewCounter returns the counter of admission reviews with labels l.
 func (m *metrics) reviewCounter(l reviewLabels) prometheus.Counter {
-	if c, ok := m.reviewCounters.lookup(l); ok {
-		return c
-	}
-	return m.reviewCounters.add(l, func() prometheus.Counter { return m.reviews.WithLabelValues(l.kind, l.operation, l.outcome) })
+	return m.reviewCounters.get(l, m.newReviewCounter)
+}
+
+func (m *metrics) newReviewCounter(l reviewLabels) prometheus.Counter {
+	return m.reviews.WithLabelValues(l.kind, l.operation, l.outcome)
 }

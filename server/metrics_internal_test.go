@@ -37,7 +37,8 @@ func TestChildrenCountIntoTheVector(t *testing.T) {
 	if n := len(mfs[0].GetMetric()); total != 8000 || n != len(labels) {
 		t.Fatalf("%v increments in %d series, want 8000 in %d", total, n, len(labels))
 	}
-	if c, ok := m.reviewCounters.lookup(labels[0]); !ok || c != vec.WithLabelValues("Pod", "CREATE", "patched") {
+	notCached := func(reviewLabels) prometheus.Counter { t.Fatal("the child was not kept"); return nil }
+	if c := m.reviewCounters.get(labels[0], notCached); c != vec.WithLabelValues("Pod", "CREATE", "patched") {
 		t.Fatal("the cached child is not the vector's")
 	}
 }
