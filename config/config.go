@@ -133,7 +133,6 @@ type aclUse struct {
 
 type parser struct {
 	diags
-	opts      options
 	dir       string
 	acls      []aclUse
 	queueNode map[string]*yaml.Node // partition/queue path -> name node
@@ -143,12 +142,10 @@ type parser struct {
 
 // document parses the usher YAML document and compiles its partitions;
 // it returns the admissionController block, nil when there is none. doc
-// is data already read by the YAML fast path, or nil.
+// is data as the YAML fast path read it, or nil when it did not: data is
+// then read with yaml.v3.
 func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Node) {
 	c = &Config{File: p.file}
-	if doc == nil {
-		doc = p.opts.readYAML(data)
-	}
 	if doc == nil {
 		doc = new(yaml.Node)
 		if err := yaml.Unmarshal(data, doc); err != nil {

@@ -96,8 +96,12 @@ func FromConfigMap(name string, data map[string]string, opts ...Option) (*Config
 // parse runs the pipeline on src.
 func parse(src *source, opts []Option) (*Config, error) {
 	o := newOptions(opts)
-	p := &parser{diags: diags{file: src.name, lineOff: src.lineOff, colOff: src.colOff}, dir: src.dir, opts: o}
-	c, adm := p.document(src.queues, src.doc)
+	p := &parser{diags: diags{file: src.name, lineOff: src.lineOff, colOff: src.colOff}, dir: src.dir}
+	doc := src.doc
+	if !src.fastTried {
+		doc = o.readYAML(src.queues)
+	}
+	c, adm := p.document(src.queues, doc)
 	// The admission settings are read even when the partitions have
 	// errors, so that every mistake is reported at once.
 	p.admission(c, src, adm, o.lookup)

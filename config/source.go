@@ -50,9 +50,11 @@ type source struct {
 	dir string
 	// queues is the usher YAML document (a ConfigMap's queues.yaml key).
 	queues []byte
-	// doc is queues read by the YAML fast path while the forms were told
-	// apart (a usher YAML file), nil when it is still to be read.
-	doc *yaml.Node
+	// doc is queues as the YAML fast path read it while the forms were
+	// told apart (a usher YAML file), when fastTried; nil when the fast
+	// path could not read it.
+	doc       *yaml.Node
+	fastTried bool
 	// lineOff and colOff place the queues document inside the file named
 	// name: a literal block scalar of a ConfigMap manifest starts on the
 	// line after lineOff, indented by colOff.
@@ -94,7 +96,7 @@ func readSource(path string, o options) (*source, error) {
 	if src, ok, err := readManifests(path, b, doc); ok || err != nil {
 		return src, err
 	}
-	return &source{name: path, dir: filepath.Dir(path), queues: b, doc: doc}, nil
+	return &source{name: path, dir: filepath.Dir(path), queues: b, doc: doc, fastTried: true}, nil
 }
 
 // readDir reads a ConfigMap mounted as a directory: one file per key.
