@@ -380,16 +380,10 @@ func (g *Generation) Identify(ctx context.Context, partitionName, user string, g
 	if err != nil {
 		return identity.Info{}, err
 	}
-	user, groups = detach(user, groups)
-	return identify(ctx, p, user, groups)
-}
-
-// detach returns copies of user and groups that share no memory with the
-// caller's (clip.Detach): what the engine and the resolver's cache keep
-// for a user must not keep the request's body alive.
-func detach(user string, groups []string) (string, []string) {
+	// What the resolver's cache keeps must not keep the caller's memory
+	// (a request's body) alive.
 	groups = clip.Detach(groups, &user)
-	return user, groups
+	return identify(ctx, p, user, groups)
 }
 
 func identify(ctx context.Context, p *partition, user string, groups []string) (identity.Info, error) {
@@ -500,7 +494,7 @@ func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition,
 	}
 	// What follows may be kept (the resolver's cache, the compiled
 	// identity): not the caller's memory.
-	user, groups = detach(user, groups)
+	groups = clip.Detach(groups, &user)
 	in, err := identify(ctx, p, user, groups)
 	if err != nil {
 		return nil, err
@@ -519,7 +513,7 @@ func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition,
 	case cached:
 		c.Attach(user, in, g.key, pr)
 	case given:
-		p.given.put(user, &givenEntry{groups: groups, in: in, pr: pr}) // detach copied them
+		p.given.put(user, &givenEntry{groups: groups, in: in, pr: pr}) // clip.Detach copied them
 	default:
 		p.given.put(user, &givenEntry{groups: slices.Clone(in.Groups), resolved: true, pr: pr})
 	}

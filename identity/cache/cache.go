@@ -167,7 +167,7 @@ type Cache struct {
 	tab *table // user name -> *entry; written only with mu held
 
 	mu   sync.Mutex
-	ring []*entry // the clock: every entry of m, each at index entry.slot
+	ring []*entry // the clock: every entry of tab, each at index entry.slot
 	hand int
 
 	// gen changes on Invalidate, so that a resolver call started before
