@@ -20,7 +20,7 @@ type index struct {
 
 // refGrant is one ACL of refs as a decision reads it, all in one record
 // so that the decision follows no pointer to the ACL's queue: where it
-// comes from, its place in a check order (aclRef.before) and the base
+// comes from, its place in a check order (depth, admin: aclRef.before) and the base
 // from which its index in a queue's chain is counted (aclRef.list: the
 // queue's count for the action less base[Submit] or base[Admin]).
 type refGrant struct {
@@ -30,8 +30,9 @@ type refGrant struct {
 	base  [2]int32
 }
 
-// beforeGrant is aclRef.before with o for the other ACL.
-func (r aclRef) beforeGrant(o *refGrant) bool {
+// before reports whether r comes before the ACL of o in a check order:
+// the deeper queue first, a queue's submit ACL before its admin ACL.
+func (r aclRef) before(o *refGrant) bool {
 	if r.q.depth != o.depth {
 		return r.q.depth > o.depth
 	}
@@ -338,7 +339,7 @@ func (r QueueRef) DecideInto(d *Decision, pr *Principal, action Action) {
 		g = &r.p.ix.grants[h.ref]
 	}
 	switch {
-	case wild.q != nil && (g == nil || wild.beforeGrant(g)):
+	case wild.q != nil && (g == nil || wild.before(g)):
 		d.Allowed = true
 		d.By = Grant{
 			Origin: Origin{wild.q.path, wild.name(), wild.rule()},

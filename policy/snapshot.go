@@ -87,15 +87,6 @@ func (r aclRef) name() ACLName {
 	return SubmitACL
 }
 
-// before reports whether r comes before o in a check order: the deeper
-// queue first, a queue's submit ACL before its admin ACL.
-func (r aclRef) before(o aclRef) bool {
-	if r.q.depth != o.q.depth {
-		return r.q.depth > o.q.depth
-	}
-	return !r.admin && o.admin
-}
-
 // list returns the index of r in the check order of q's chain for action:
 // the ACLs set on the queues below r's, then r's submit ACL before its
 // admin ACL.
