@@ -41,7 +41,7 @@ start() { # name args...
 serve() { # name port pprof-port usher-binary flags...
   local name=$1 port=$2 pport=$3 bin=$4; shift 4
   start "$name" env GOMEMLIMIT= GOGC= USHER_PPROF_ADDR="${prof:+127.0.0.1:$pport}" \
-    "$bin" serve --addr "127.0.0.1:$port" --ca-out "$dir/$name.pem" "$@"
+    "$bin" serve --addr "127.0.0.1:$port" --ca-out "$dir/$name.pem" --webhook-auth none "$@"
 }
 start bare env USHER_PPROF_ADDR="${prof:+127.0.0.1:18454}" "$dir/usher-load" --serve-bare --addr 127.0.0.1:18444 --ca-out "$dir/bare.pem"
 serve audit 18445 18455 "$dir/usher" --audit-log "$dir/audit.jsonl"
