@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -81,8 +82,11 @@ func TestUsherAnswersOnlyTheAPIServer(t *testing.T) {
 	if !strings.Contains(metrics, `usher_webhook_callers_total{handler="mutate",result="verified"}`) {
 		t.Errorf("/metrics counts no verified caller of /mutate")
 	}
-	if log := e.u.LogTail(400); !strings.Contains(log, "uid=signed caller=verified") && !strings.Contains(log, "caller=verified uid=signed") ||
-		strings.Contains(log, "uid=forged ") {
-		t.Errorf("the audit records do not say the signed review was verified, or record a refused one:\n%s", log)
+	// Audit records are written in batches: wait for the signed review's.
+	err = Eventually(ctx, 30*time.Second, func(context.Context) (bool, error) {
+		return strings.Contains(e.u.LogTail(400), "caller=verified uid=signed"), nil
+	})
+	if log := e.u.LogTail(400); err != nil || strings.Contains(log, "uid=forged ") {
+		t.Errorf("the audit records do not say the signed review was verified (%v), or record a refused one:\n%s", err, log)
 	}
 }

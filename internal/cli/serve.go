@@ -85,7 +85,7 @@ limit is half the container's memory limit (--memory-limit; GOMEMLIMIT
 wins): usher stays under 160 MiB in a 256Mi container (docs/limits.md).
 
 Examples:
-  usher serve                                   # embedded default, https://127.0.0.1:8443
+  usher serve --webhook-auth none               # embedded default, https://127.0.0.1:8443, local use
   usher serve --config queues.yaml --addr :8443 --tls-cert tls.crt --tls-key tls.key
   usher serve --config-map usher-system/usher-config   # watched through the API
   usher serve --config-map yunikorn/yunikorn-defaults,yunikorn/yunikorn-configs
