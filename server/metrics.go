@@ -76,7 +76,7 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 		Help: "Requests to the webhook paths by handler (mutate, validate, validate-config) and caller: verified (the API server's client certificate), unverified (served: --webhook-auth report), refused (401: client-cert), unchecked (none).",
 	}, []string{"handler", "result"})
 	m.webhookMode = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "usher_webhook_auth_mode", Help: "1 for the --webhook-auth mode in use (client-cert, report, none), 0 for the others.",
+		Name: "usher_webhook_auth_mode", Help: "1, labelled with the --webhook-auth mode in use (client-cert, report, none).",
 	}, []string{"mode"})
 	m.connsRefused = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "usher_shed_connections_total",

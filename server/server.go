@@ -284,13 +284,12 @@ type Server struct {
 	// CAPEM is the certificate of a self-signed server, nil otherwise.
 	CAPEM []byte
 
-	reloadMu    sync.Mutex
-	lastSum     [32]byte
-	status      atomic.Pointer[reloadStatus]
-	httpServer  *http.Server
-	addr        atomic.Value // string, once listening
-	webhookAddr atomic.Value // string, once listening
-	bodies      bodyBudgets
+	reloadMu   sync.Mutex
+	lastSum    [32]byte
+	status     atomic.Pointer[reloadStatus]
+	httpServer *http.Server
+	addr       atomic.Value // string, once listening
+	bodies     bodyBudgets
 	// conns and webhookConns limit the connections of the listeners of
 	// Addr and WebhookAddr.
 	conns, webhookConns connLimiter
@@ -435,13 +434,6 @@ func (s *Server) Addr() string {
 	return a
 }
 
-// WebhookAddr returns the address of the webhook listener, once Run has
-// started; "" without one.
-func (s *Server) WebhookAddr() string {
-	a, _ := s.webhookAddr.Load().(string)
-	return a
-}
-
 // Handler returns the HTTP routes of Addr, without TLS (for tests and
 // embedding): with a webhook listener, all but the webhook paths.
 func (s *Server) Handler() http.Handler { return s.routes(!s.webhookListener(), true) }
@@ -484,14 +476,14 @@ func (s *Server) Run(ctx context.Context) error {
 	handler := main
 	lns := []net.Listener{&s.conns}
 	s.conns.Listener = ln
+	webhookAddr := ""
 	if s.webhookListener() {
 		wl, err := listen(s.opts.WebhookListener, s.opts.WebhookAddr, "--webhook-addr")
 		if err != nil {
 			ln.Close()
 			return err
 		}
-		s.webhookAddr.Store(wl.Addr().String())
-		s.webhookConns.Listener = wl
+		s.webhookConns.Listener, webhookAddr = wl, wl.Addr().String()
 		lns = append(lns, &s.webhookConns)
 		hooks := s.routes(true, false)
 		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -525,7 +517,7 @@ func (s *Server) Run(ctx context.Context) error {
 		},
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
-	s.log.Info("usher serving", "addr", s.Addr(), "webhookAddr", s.WebhookAddr(), "webhookAuth", s.webhook.mode, "config", s.configName())
+	s.log.Info("usher serving", "addr", s.Addr(), "webhookAddr", webhookAddr, "webhookAuth", s.webhook.mode, "config", s.configName())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -745,7 +737,7 @@ func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	st := s.status.Load()
 	fmt.Fprintf(w, "ready: serving the configuration loaded at %s\n", st.loadedAt.UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "generation: %s\n", st.generation)
-	fmt.Fprintf(w, "webhook callers: %s\n", webhookModes[s.webhook.mode])
+	fmt.Fprintf(w, "webhook callers: %s (--webhook-auth)\n", s.webhook.mode)
 	if st.failed {
 		// Anyone who reaches the port may read /readyz: the reason of the
 		// refusal (which can name files, directory servers and DNs) is

@@ -77,13 +77,7 @@ func (s *Server) setupWebhookAuth() error {
 		s.log.Warn("--webhook-auth report: webhook callers are verified and counted (usher_webhook_callers_total), none is refused",
 			"clientCA", a.ca != nil, "clientCN", a.cns)
 	}
-	for _, m := range []string{WebhookAuthClientCert, WebhookAuthReport, WebhookAuthNone} {
-		v := 0.0
-		if m == a.mode {
-			v = 1
-		}
-		s.metrics.webhookMode.WithLabelValues(m).Set(v)
-	}
+	s.metrics.webhookMode.WithLabelValues(a.mode).Set(1)
 	return nil
 }
 
@@ -180,11 +174,4 @@ func callerOf(ctx context.Context) string {
 		return cs.caller
 	}
 	return ""
-}
-
-// webhookModes says on /readyz which callers each mode answers.
-var webhookModes = map[string]string{
-	WebhookAuthClientCert: "client-cert (only the API server's client certificate is answered)",
-	WebhookAuthReport:     "report (every caller is answered; unverified ones are counted)",
-	WebhookAuthNone:       "none (callers are not checked)",
 }
