@@ -164,10 +164,12 @@ type Options struct {
 	// MaxConcurrentStreams caps the HTTP/2 streams (requests) of one
 	// connection. Default 100.
 	MaxConcurrentStreams int
-	// MaxConns caps the connections open at once, on each listener; one
-	// beyond it is closed as soon as it is accepted
-	// (usher_shed_connections_total). Default 1024 (the API server needs a
-	// few, probes and scrapes one each).
+	// MaxConns caps the connections open at once; one beyond it is
+	// closed as soon as it is accepted (usher_shed_connections_total).
+	// With a webhook listener, a quarter of them are its own and the rest
+	// Addr's, so that a flood on one port does not close the other.
+	// Default 1024 (the API server needs a few, probes and scrapes one
+	// each).
 	MaxConns int
 	// MaxStreamBuffer and MaxConnBuffer are the HTTP/2 flow-control
 	// windows: the bytes a client may send on a stream, and on a
@@ -351,7 +353,10 @@ func New(opts Options) (*Server, error) {
 	s.metrics = newMetrics(s.registry, s.engine)
 	s.configInfo = newConfigInfo(s.registry)
 	s.conns.max, s.conns.refused = int64(opts.MaxConns), s.metrics.connsRefused
-	s.webhookConns.max, s.webhookConns.refused = s.conns.max, s.conns.refused
+	if s.webhookListener() {
+		s.webhookConns.max, s.webhookConns.refused = s.conns.max/4, s.conns.refused
+		s.conns.max -= s.webhookConns.max
+	}
 	s.registerBodyGauges()
 	if err := s.setupDenialEvents(); err != nil {
 		return nil, err

@@ -73,6 +73,9 @@ func (s *Server) setupWebhookAuth() error {
 			"kube-apiserver presents to webhooks (its AdmissionConfiguration, see docs/security.md); where the API server cannot present one, " +
 			"--webhook-auth report serves every caller and counts the unverified ones, and none checks nobody (local use)")
 	}
+	if len(a.cns) == 0 && a.mode != WebhookAuthNone {
+		return errors.New("--webhook-client-cn: give the common names of the API server's client certificate (default kube-apiserver)")
+	}
 	if a.mode == WebhookAuthReport {
 		s.log.Warn("--webhook-auth report: webhook callers are verified and counted (usher_webhook_callers_total), none is refused",
 			"clientCA", a.ca != nil, "clientCN", a.cns)

@@ -144,6 +144,7 @@ func TestWebhookAuthOptions(t *testing.T) {
 		{"an unknown mode", server.Options{WebhookAuth: "mtls"}, []string{`--webhook-auth "mtls": want client-cert, report or none`}},
 		{"a CA none would ignore", server.Options{WebhookAuth: "none", WebhookClientCAFile: caFile}, []string{"--webhook-client-ca is given but --webhook-auth none"}},
 		{"a CA file without certificates", server.Options{WebhookClientCAFile: "/dev/null"}, []string{"--webhook-client-ca:", "no PEM"}},
+		{"no common name", server.Options{WebhookAuth: "report", WebhookClientCNs: []string{}}, []string{"--webhook-client-cn: give the common names"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.opts.Getenv = func(string) (string, bool) { return "", false }

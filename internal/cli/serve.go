@@ -128,7 +128,7 @@ func newServeCommand(env *Env) *cobra.Command {
 	})
 	fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8443", "listen `HOST:PORT` (use :8443 inside a cluster)")
 	fs.StringVar(&opts.WebhookAddr, "webhook-addr", "", "serve the webhooks (and /healthz, /readyz) on `HOST:PORT` instead of --addr (default: on --addr)")
-	fs.StringVar(&opts.WebhookAuth, "webhook-auth", server.WebhookAuthClientCert, "`MODE` who may call the webhooks: client-cert, report or none")
+	fs.StringVar(&opts.WebhookAuth, "webhook-auth", server.WebhookAuthClientCert, "`MODE` of the webhooks' callers: client-cert (only the API server's certificate), report (all, counted) or none")
 	fs.StringVar(&opts.WebhookClientCAFile, "webhook-client-ca", "", "PEM `FILE` of the CA of the client certificate the API server presents to the webhooks (required by --webhook-auth client-cert)")
 	fs.StringSliceVar(&opts.WebhookClientCNs, "webhook-client-cn", []string{"kube-apiserver"}, "common `NAMES` (comma separated) the webhooks' client certificate may have")
 	fs.StringVar(&opts.TLSCertFile, "tls-cert", "", "serving certificate `FILE` (PEM), re-read when it changes")
