@@ -354,7 +354,7 @@ func New(opts Options) (*Server, error) {
 	s.configInfo = newConfigInfo(s.registry)
 	s.conns.max, s.conns.refused = int64(opts.MaxConns), s.metrics.connsRefused
 	if s.webhookListener() {
-		s.webhookConns.max, s.webhookConns.refused = s.conns.max/4, s.conns.refused
+		s.webhookConns.max, s.webhookConns.refused = max(s.conns.max/4, 1), s.conns.refused
 		s.conns.max -= s.webhookConns.max
 	}
 	s.registerBodyGauges()
