@@ -8,9 +8,9 @@ STAMP = -X github.com/usherhq/usher/internal/cli.Version=$(VERSION) -X github.co
 
 .PHONY: run test unit e2e vet fmt-check bench build image policy-tests latency
 
-## run: usher serve on the embedded default configuration (https://127.0.0.1:8443)
+## run: usher serve on the embedded default configuration (https://127.0.0.1:8443; webhook callers unchecked, for local use)
 run:
-	$(GO) run ./cmd/usher serve
+	$(GO) run ./cmd/usher serve --webhook-auth none
 
 ## build: bin/usher (version and commit stamped) and the kubectl plugin bin/kubectl-usher
 build:

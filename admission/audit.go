@@ -20,6 +20,10 @@ import (
 type Record struct {
 	// Webhook is "mutate" or "validate".
 	Webhook string
+	// Caller is what the server established of the review's sender
+	// (WithCaller): CallerVerified, CallerUnverified or CallerUnchecked;
+	// "" when not told.
+	Caller string
 	// UID is the AdmissionReview request UID ("" for a request that could
 	// not be decoded).
 	UID string
@@ -129,8 +133,20 @@ type Denial struct {
 	DryRun bool `json:"dryRun,omitempty"`
 }
 
+// What Record.Caller says of a review's sender.
+const (
+	// CallerVerified: the sender presented a client certificate the
+	// server verified as the API server's.
+	CallerVerified = "verified"
+	// CallerUnverified: it did not, and the server let it through anyway
+	// (usher serve --webhook-auth report).
+	CallerUnverified = "unverified"
+	// CallerUnchecked: the server checks no sender (--webhook-auth none).
+	CallerUnchecked = "unchecked"
+)
+
 // AppendAttrs appends the record's attributes to dst, in a fixed order and
-// with fixed keys: webhook, uid, operation, object (the object's kind),
+// with fixed keys: webhook, caller (when set), uid, operation, object (the object's kind),
 // namespace, name, user, groups, identity, queue, allowed, patched, code,
 // reason, rule, dryRun, warned, lookup, and for a denied or warned review a group
 // denial with the attributes of Denial (reason, message, code, warned,
@@ -147,8 +163,11 @@ func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
 	if !r.clipped {
 		groups = clip.Strings(groups, clip.Name, clip.Count)
 	}
+	dst = append(dst, slog.String("webhook", r.Webhook))
+	if r.Caller != "" {
+		dst = append(dst, slog.String("caller", r.Caller))
+	}
 	dst = append(dst,
-		slog.String("webhook", r.Webhook),
 		slog.String("uid", r.cut(r.UID, clip.Name)),
 		slog.String("operation", r.cut(r.Operation, clip.Name)),
 		slog.String("object", r.cut(r.Kind, clip.Name)),
@@ -207,7 +226,7 @@ func (r *Record) denialAttr() slog.Attr {
 
 // NumAuditAttrs is the number of attributes AppendAttrs appends (the
 // most: with a denial).
-const NumAuditAttrs = 19
+const NumAuditAttrs = 20
 
 // SlogAudit returns an audit hook (for WithAudit) that logs every review
 // to l as "admission review" with the attributes of Record.AppendAttrs:
@@ -227,7 +246,7 @@ func SlogAudit(l *slog.Logger) func(Record) {
 	}
 }
 
-func (h *Handler) record(hook hookKind, req *admissionv1.AdmissionRequest, dc *decision) {
+func (h *Handler) record(ctx context.Context, hook hookKind, req *admissionv1.AdmissionRequest, dc *decision) {
 	if h.audit == nil {
 		return
 	}
@@ -247,6 +266,9 @@ func (h *Handler) record(hook hookKind, req *admissionv1.AdmissionRequest, dc *d
 	}
 	if dc.warned {
 		r.Reason = "warned: " + dc.warning
+	}
+	if h.caller != nil {
+		r.Caller = h.caller(ctx)
 	}
 	if req != nil {
 		r.UID = string(req.UID)

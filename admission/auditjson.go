@@ -21,6 +21,7 @@ import (
 func (r *Record) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `"webhook":`...)
 	dst = jsonscan.AppendStringSlog(dst, r.Webhook)
+	dst = r.appendOpt(dst, `,"caller":`, r.Caller, clip.Name)
 	dst = r.appendStr(dst, `,"uid":`, r.UID, clip.Name)
 	dst = r.appendStr(dst, `,"operation":`, r.Operation, clip.Name)
 	dst = r.appendStr(dst, `,"object":`, r.Kind, clip.Name)
@@ -117,13 +118,13 @@ type stringField struct {
 }
 
 // maxStringFields is how many strings a Record holds, its Denial's too.
-const maxStringFields = 23
+const maxStringFields = 24
 
 // stringFields appends to dst every string field of r and of its Denial,
 // the groups aside.
 func (r *Record) stringFields(dst []stringField) []stringField {
 	dst = append(dst,
-		stringField{&r.Webhook, 0}, stringField{&r.UID, clip.Name}, stringField{&r.Operation, clip.Name},
+		stringField{&r.Webhook, 0}, stringField{&r.Caller, 0}, stringField{&r.UID, clip.Name}, stringField{&r.Operation, clip.Name},
 		stringField{&r.Kind, clip.Name}, stringField{&r.Namespace, clip.Name}, stringField{&r.Name, clip.Name},
 		stringField{&r.User, clip.Name}, stringField{&r.Identity, clip.Name}, stringField{&r.Queue, clip.Name},
 		stringField{&r.Reason, clip.Text}, stringField{&r.Lookup, clip.Text})

@@ -113,7 +113,7 @@ func hostile() string {
 }
 
 func fullRecord(s string) Record {
-	return Record{Webhook: "mutate", UID: s, Operation: s, Kind: s, Namespace: s, Name: s, User: s,
+	return Record{Webhook: "mutate", Caller: CallerUnverified, UID: s, Operation: s, Kind: s, Namespace: s, Name: s, User: s,
 		Groups: []string{s, "", s + s}, Identity: s, Queue: s, Allowed: false, Patched: true, Code: -403,
 		Reason: s, Rule: RuleDenied, Trust: TrustController, DryRun: true, Warned: true, Lookup: s,
 		Denial: &Denial{Reason: Cause(s), Message: s, Code: 200, Warned: true, Operation: s, Group: s, Kind: s,
@@ -130,7 +130,7 @@ func TestAppendJSONMatchesSlog(t *testing.T) {
 	cases := map[string]Record{
 		"zero":          {},
 		"empty groups":  {Groups: []string{}},
-		"allowed":       {Webhook: "validate", UID: "u-1", Operation: "CREATE", Kind: "Pod", Namespace: "team-a", Name: "p-*", User: "alice", Groups: []string{"dev", "system:authenticated"}, Identity: "alice", Queue: "root.dev", Allowed: true, Code: 200, Reason: "ok", Rule: RuleStamped},
+		"allowed":       {Webhook: "validate", Caller: CallerVerified, UID: "u-1", Operation: "CREATE", Kind: "Pod", Namespace: "team-a", Name: "p-*", User: "alice", Groups: []string{"dev", "system:authenticated"}, Identity: "alice", Queue: "root.dev", Allowed: true, Code: 200, Reason: "ok", Rule: RuleStamped},
 		"hostile":       fullRecord(h),
 		"long":          fullRecord(long),
 		"huge":          fullRecord(strings.Repeat("<\u2028\x01\"", 1<<16)),

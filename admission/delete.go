@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -233,7 +234,7 @@ func evict(ctx context.Context, st *handlerState, req *admissionv1.AdmissionRequ
 		dc.queue = "root"
 		return dc
 	}
-	pod := "Pod " + req.Namespace + "/" + req.Name
+	pod := "Pod " + strconv.Quote(req.Namespace+"/"+req.Name)
 	if st.del == nil {
 		return killCheck(deny(CauseDecisionFailed, httpStatusInternal, errNoDeleteAuthzFormat, user, "evict", pod))
 	}
@@ -311,7 +312,7 @@ func bind(ctx context.Context, st *handlerState, req *admissionv1.AdmissionReque
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: %v", err)
 	}
 	user, groups := req.UserInfo.Username, req.UserInfo.Groups
-	pod := "Pod " + req.Namespace + "/" + req.Name
+	pod := "Pod " + strconv.Quote(req.Namespace+"/"+req.Name)
 	if m.has(slotUserInfo) {
 		dc := deny(CauseUserInfoChanged, httpStatusForbidden, "usher: user %q may not set annotation %s on %s through a Binding: "+
 			"it records who submitted the pod and cannot change after creation", user, UserInfoAnnotation, pod)

@@ -179,7 +179,7 @@ func TestDeleteKillRule(t *testing.T) {
 				if tc.allowed {
 					wantAllowed(t, resp)
 				} else {
-					wantDenied(t, resp, 403, fmt.Sprintf("usher: user %q may not delete %s team-a/obj: ", tc.user.Username, kc.kind), tc.by)
+					wantDenied(t, resp, 403, fmt.Sprintf("usher: user %q may not delete %s \"team-a/obj\": ", tc.user.Username, kc.kind), tc.by)
 				}
 				calls := authz.reset()
 				want := deleteCall{DefaultPartition, "root.team-a", alice.Username, "carol,zoe ops", tc.user.Username, tc.user.Groups}
@@ -378,14 +378,14 @@ func TestDeleteFailsClosed(t *testing.T) {
 	old := kc.build(nil, m(UserInfoAnnotation, aliceInfo), nil)
 	h := NewHandler(compiled(t, Config{EnforceDeleteACLs: true}))
 	wantDenied(t, run(t, h, hookValidate, deleteRequest(t, kc, "team-a", alice, old)), 500,
-		`enforceDeleteACLs is on but no delete authorizer is configured: user "alice@EXAMPLE.COM" may not delete Job team-a/obj`)
+		`enforceDeleteACLs is on but no delete authorizer is configured: user "alice@EXAMPLE.COM" may not delete Job "team-a/obj"`)
 	// Trusted controllers do not need the authorizer.
 	wantAllowed(t, run(t, h, hookValidate, deleteRequest(t, kc, "team-a", jobCtrl, old)))
 
 	authz := &fakeDeleteAuthz{err: errors.New("directory unreachable")}
 	h = deleteHandler(t, Config{}, authz)
 	wantDenied(t, run(t, h, hookValidate, deleteRequest(t, kc, "team-a", alice, old)), 500,
-		`cannot decide whether user "alice@EXAMPLE.COM" may delete Job team-a/obj: directory unreachable; denied (usher fails closed)`)
+		`cannot decide whether user "alice@EXAMPLE.COM" may delete Job "team-a/obj": directory unreachable; denied (usher fails closed)`)
 }
 
 // TestDeleteMalformed: an oldObject that is missing or is not the kind
@@ -397,7 +397,7 @@ func TestDeleteMalformed(t *testing.T) {
 	cases := []struct {
 		name, old, want string
 	}{
-		{"missing", "", "usher: cannot tell who may delete Pod team-a/obj: request.oldObject is empty: want a Pod"},
+		{"missing", "", "usher: cannot tell who may delete Pod \"team-a/obj\": request.oldObject is empty: want a Pod"},
 		{"wrong kind", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"obj"}}`, `request.oldObject is a "v1" "Secret", want v1 Pod`},
 		{"not an object", `[1,2]`, "request.oldObject is not a JSON object"},
 		{"bad labels", `{"apiVersion":"v1","kind":"Pod","metadata":{"labels":{"queue":7}}}`, `metadata.labels["queue"]: found a number, want a string`},
@@ -461,7 +461,7 @@ func TestUpdateModifyACL(t *testing.T) {
 					wantAllowed(t, resp)
 					continue
 				}
-				wantDenied(t, resp, 403, fmt.Sprintf("usher: user %q may not change annotation usher.io/modify-acl on %s team-a/obj: ", tc.user.Username, kc.kind))
+				wantDenied(t, resp, 403, fmt.Sprintf("usher: user %q may not change annotation usher.io/modify-acl on %s \"team-a/obj\": ", tc.user.Username, kc.kind))
 			}
 		})
 	}
@@ -525,7 +525,7 @@ func TestDeleteTestdataReviews(t *testing.T) {
 		// bob (group ops) deletes alice's pod; its modify ACL is "carol ops".
 		{"pod-delete-modify-acl-member.json", true, "", &deleteCall{"default", "root.team-a", "alice", "carol ops", "bob", []string{"ops", "system:authenticated"}}},
 		// carol deletes alice's pod (label queue=team-a).
-		{"pod-delete-stranger.json", false, `usher: user "carol" may not delete Pod e2e/p3: carol may not kill the application of alice in "root.team-a"`,
+		{"pod-delete-stranger.json", false, `usher: user "carol" may not delete Pod "e2e/p3": carol may not kill the application of alice in "root.team-a"`,
 			&deleteCall{"default", "root.team-a", "alice", "", "carol", []string{"spark-submitters", "system:authenticated"}}},
 		// The third call of bob's DELETE: the pod is already terminating.
 		{"pod-delete-terminating.json", true, "", nil},
@@ -533,7 +533,7 @@ func TestDeleteTestdataReviews(t *testing.T) {
 		{"pod-delete-no-userinfo.json", false, "so it has no recorded owner", &deleteCall{"default", "", "", "", "alice", []string{"dev", "system:authenticated"}}},
 		{"deployment-delete-owner.json", true, "", &deleteCall{"default", "root.gpu", "alice", "", "alice", []string{"dev", "system:authenticated"}}},
 		// carol deletes alice's Deployment, whose template's modify ACL is "bob".
-		{"deployment-delete-stranger.json", false, `may not delete Deployment e2e/api: carol may not kill`, &deleteCall{"default", "", "alice", "bob", "carol", []string{"spark-submitters", "system:authenticated"}}},
+		{"deployment-delete-stranger.json", false, `may not delete Deployment "e2e/api": carol may not kill`, &deleteCall{"default", "", "alice", "bob", "carol", []string{"spark-submitters", "system:authenticated"}}},
 		{"job-delete-owner.json", true, "", &deleteCall{"default", "", "alice", "", "alice", []string{"dev", "system:authenticated"}}},
 		{"cronjob-delete-owner.json", true, "", &deleteCall{"default", "", "alice", "", "alice", []string{"dev", "system:authenticated"}}},
 		{"pod-delete-garbage-collector.json", true, "", nil},

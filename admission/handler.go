@@ -59,6 +59,7 @@ func (k hookKind) String() string {
 type Handler struct {
 	state   stateSource
 	audit   func(Record)
+	caller  func(context.Context) string
 	onPanic func(any)
 	maxBody int64
 	pool    sync.Pool
@@ -151,6 +152,10 @@ func WithDeleteAuthorizer(a DeleteAuthorizer) Option {
 // goroutine and should be quick. Default: none. SlogAudit builds one.
 func WithAudit(f func(Record)) Option { return func(h *Handler) { h.audit = f } }
 
+// WithCaller sets the function that tells each review's audit record who
+// sent it (Record.Caller), from the request's context. Default: none.
+func WithCaller(f func(context.Context) string) Option { return func(h *Handler) { h.caller = f } }
+
 // WithMaxBodyBytes caps the size of a review body; larger requests get HTTP
 // 413. Default: DefaultMaxBodyBytes (7 MiB): an UPDATE review carries the
 // old and the new object, each up to the API server's 3 MiB request limit.
@@ -234,7 +239,7 @@ func (h *Handler) Validate(ctx context.Context, req *admissionv1.AdmissionReques
 func (h *Handler) respond(ctx context.Context, hook hookKind, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	if req == nil {
 		dc := deny(CauseInvalidRequest, httpStatusBadRequest, "the AdmissionReview has no request")
-		h.record(hook, nil, &dc)
+		h.record(ctx, hook, nil, &dc)
 		return dc.toResponse("")
 	}
 	var buf []byte
@@ -259,7 +264,7 @@ func (h *Handler) review(ctx context.Context, st *handlerState, hook hookKind, r
 	dc.lookup = notes.String()
 	complete(st, req, obj, old, pre, &dc)
 	dc.bound()
-	h.record(hook, req, &dc)
+	h.record(ctx, hook, req, &dc)
 	return dc
 }
 
@@ -269,8 +274,8 @@ func (h *Handler) decideSafe(ctx context.Context, st *handlerState, hook hookKin
 			if h.onPanic != nil {
 				h.onPanic(v)
 			}
-			dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: internal error while reviewing %s %s/%s: %v; denied (usher fails closed)",
-				req.Kind.Kind, req.Namespace, req.Name, v)
+			dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: internal error while reviewing %q %q: %v; denied (usher fails closed)",
+				req.Kind.Kind, req.Namespace+"/"+req.Name, v)
 		}
 	}()
 	return decide(ctx, st, hook, req, obj, old, pre, buf)

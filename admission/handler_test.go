@@ -506,7 +506,7 @@ func TestUpdate(t *testing.T) {
 					for _, h := range []*Handler{NewHandler(nil), NewHandler(external)} {
 						req := request(t, kc, admissionv1.Update, "team-a", who, tc.obj, tc.old)
 						for _, hook := range []hookKind{hookValidate, hookMutate} {
-							wantDenied(t, run(t, h, hook, req), 403, "may not "+tc.verb+" annotation "+UserInfoAnnotation, kc.kind+" team-a/obj", who.Username)
+							wantDenied(t, run(t, h, hook, req), 403, "may not "+tc.verb+" annotation "+UserInfoAnnotation, kc.kind+` "team-a/obj"`, who.Username)
 						}
 					}
 				})
@@ -548,7 +548,7 @@ func TestDeploymentTemplateForgery(t *testing.T) {
 	req := request(t, kc, admissionv1.Update, "team-a", bob, forged, old)
 	for _, hook := range []hookKind{hookValidate, hookMutate} {
 		wantDenied(t, run(t, h, hook, req), 403,
-			`user "bob" may not change annotation yunikorn.apache.org/user.info on the pod template of Deployment team-a/obj`)
+			`user "bob" may not change annotation yunikorn.apache.org/user.info on the pod template of Deployment "team-a/obj"`)
 	}
 }
 

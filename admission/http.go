@@ -59,21 +59,21 @@ func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				h.onPanic(v)
 			}
 			if !written {
-				h.httpError(w, x.hook, httpStatusInternal, fmt.Sprintf("usher: internal error: %v", v))
+				h.httpError(w, r, x.hook, httpStatusInternal, fmt.Sprintf("usher: internal error: %v", v))
 			}
 		}
 	}()
 	if r.Method != http.MethodPost {
 		w.Header()["Allow"] = allowPost
-		h.httpError(w, x.hook, httpStatusNotAllowed, "method "+r.Method+" is not allowed: POST an admission.k8s.io/v1 AdmissionReview")
+		h.httpError(w, r, x.hook, httpStatusNotAllowed, "method "+r.Method+" is not allowed: POST an admission.k8s.io/v1 AdmissionReview")
 		return
 	}
 	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
-		h.httpError(w, x.hook, httpStatusUnsupported, fmt.Sprintf("Content-Type %q is not supported: want application/json", ct))
+		h.httpError(w, r, x.hook, httpStatusUnsupported, fmt.Sprintf("Content-Type %q is not supported: want application/json", ct))
 		return
 	}
 	if r.ContentLength > h.maxBody {
-		h.httpError(w, x.hook, httpStatusTooLarge, fmt.Sprintf("the body (%d bytes) is larger than the limit of %d bytes", r.ContentLength, h.maxBody))
+		h.httpError(w, r, x.hook, httpStatusTooLarge, fmt.Sprintf("the body (%d bytes) is larger than the limit of %d bytes", r.ContentLength, h.maxBody))
 		return
 	}
 	sc, _ := h.pool.Get().(*scratch)
@@ -87,37 +87,37 @@ func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var st statusError
 		switch {
 		case errors.Is(err, errTooLarge):
-			h.httpError(w, x.hook, httpStatusTooLarge, fmt.Sprintf("the body is larger than the limit of %d bytes", h.maxBody))
+			h.httpError(w, r, x.hook, httpStatusTooLarge, fmt.Sprintf("the body is larger than the limit of %d bytes", h.maxBody))
 		case errors.As(err, &st):
-			h.httpError(w, x.hook, st.HTTPStatus(), err.Error())
+			h.httpError(w, r, x.hook, st.HTTPStatus(), err.Error())
 		default:
-			h.httpError(w, x.hook, httpStatusBadRequest, "cannot read the body: "+err.Error())
+			h.httpError(w, r, x.hook, httpStatusBadRequest, "cannot read the body: "+err.Error())
 		}
 		return
 	}
 	if len(body) == 0 {
-		h.httpError(w, x.hook, httpStatusBadRequest, "the body is empty: want an admission.k8s.io/v1 AdmissionReview")
+		h.httpError(w, r, x.hook, httpStatusBadRequest, "the body is empty: want an admission.k8s.io/v1 AdmissionReview")
 		return
 	}
 	s := string(body)
 	st := h.current()
 	rv := &sc.rv // zeroed by putScratch
 	if err := decodeReview(s, body, rv, st.cfg); err != nil {
-		h.httpError(w, x.hook, httpStatusBadRequest, "the body is not an AdmissionReview: "+err.Error())
+		h.httpError(w, r, x.hook, httpStatusBadRequest, "the body is not an AdmissionReview: "+err.Error())
 		return
 	}
 	if rv.apiVersion != reviewAPIVersion || rv.kind != reviewKind {
-		h.httpError(w, x.hook, httpStatusBadRequest, fmt.Sprintf(
+		h.httpError(w, r, x.hook, httpStatusBadRequest, fmt.Sprintf(
 			"got apiVersion %q kind %q, want %s %s (list v1 in the webhook's admissionReviewVersions)",
 			rv.apiVersion, rv.kind, reviewAPIVersion, reviewKind))
 		return
 	}
 	if !rv.hasRequest {
-		h.httpError(w, x.hook, httpStatusBadRequest, "the AdmissionReview has no request")
+		h.httpError(w, r, x.hook, httpStatusBadRequest, "the AdmissionReview has no request")
 		return
 	}
 	if rv.req.UID == "" {
-		h.httpError(w, x.hook, httpStatusBadRequest, "the AdmissionReview's request has no uid")
+		h.httpError(w, r, x.hook, httpStatusBadRequest, "the AdmissionReview's request has no uid")
 		return
 	}
 	dc := h.reviewHTTP(r, st, x.hook, rv, &sc.patch)
@@ -156,10 +156,10 @@ func (h *Handler) putScratch(sc *scratch) {
 // httpError answers a request that is not a decodable review with the
 // JSON error body every usher endpoint uses (package httperr) and reports
 // it to the audit hook.
-func (h *Handler) httpError(w http.ResponseWriter, hook hookKind, code int, msg string) {
+func (h *Handler) httpError(w http.ResponseWriter, r *http.Request, hook hookKind, code int, msg string) {
 	dc := decision{code: int32(code), cause: CauseInvalidRequest, message: msg}
 	dc.bound()
-	h.record(hook, (*admissionv1.AdmissionRequest)(nil), &dc)
+	h.record(r.Context(), hook, (*admissionv1.AdmissionRequest)(nil), &dc)
 	httperr.Write(w, code, dc.message, "")
 }
 

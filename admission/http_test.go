@@ -144,7 +144,7 @@ func TestTestdataReviews(t *testing.T) {
 		// so YuniKorn would run them in the default queue: both are asked.
 		{"deployment-create-kueue.json", hookMutate, true, 0, aliceInfo3, "", []string{"root.team-a.gpu", ""}},
 		{"cronjob-create-forbidden-queue.json", hookMutate, false, 403, "", `may not submit to queue "root.team-b.batch"`, []string{"root.team-b.batch"}},
-		{"deployment-update-forged.json", hookValidate, false, 403, "", `may not change annotation yunikorn.apache.org/user.info on the pod template of Deployment team-a/web`, nil},
+		{"deployment-update-forged.json", hookValidate, false, 403, "", `may not change annotation yunikorn.apache.org/user.info on the pod template of Deployment "team-a/web"`, nil},
 		{"deployment-update-scale.json", hookValidate, true, 0, "", "", nil},
 		{"pod-create-bad-object.json", hookMutate, false, 400, "", `metadata.labels["app"]: found a number, want a string`, nil},
 	}

@@ -81,7 +81,7 @@ func TestUpdateOwnerReferences(t *testing.T) {
 						t.Errorf("%s: allowed, want denied", tc.name)
 						continue
 					}
-					want := fmt.Sprintf("usher: user %q may not change metadata.ownerReferences on %s team-a/obj: ", tc.user.Username, kc.kind)
+					want := fmt.Sprintf("usher: user %q may not change metadata.ownerReferences on %s \"team-a/obj\": ", tc.user.Username, kc.kind)
 					wantDenied(t, resp, 403, want, `bob may not kill the application of alice@EXAMPLE.COM in "root.team-a"`)
 				}
 			})
@@ -157,7 +157,7 @@ func TestUpdateQueueMarkers(t *testing.T) {
 					t.Errorf("%s: allowed, want denied", tc.name)
 					continue
 				}
-				wantDenied(t, resp, 403, fmt.Sprintf("usher: user %q may not change %s on %s team-a/obj: ", tc.user.Username, tc.what, kc.kind),
+				wantDenied(t, resp, 403, fmt.Sprintf("usher: user %q may not change %s on %s \"team-a/obj\": ", tc.user.Username, tc.what, kc.kind),
 					`in "root.team-a"`)
 			}
 		})
@@ -168,7 +168,7 @@ func TestUpdateQueueMarkers(t *testing.T) {
 	after := ck.build(nil, ann, nil).(*batchv1.CronJob)
 	after.Spec.JobTemplate.Labels = m("queue", "root.bobs")
 	wantDenied(t, run(t, h, hookValidate, request(t, ck, admissionv1.Update, "team-a", bob, after, before)), 403,
-		`usher: user "bob" may not change label queue on CronJob team-a/obj: `)
+		`usher: user "bob" may not change label queue on CronJob "team-a/obj": `)
 }
 
 // TestUpdateLegacyOwnerLabel: with bypassAuth, the legacy username label
@@ -180,7 +180,7 @@ func TestUpdateLegacyOwnerLabel(t *testing.T) {
 	kc := kindCaseOf(t, "Pod")
 	before := kc.build(m(LegacyUserLabel, "alice"), nil, nil)
 	req := request(t, kc, admissionv1.Update, "team-a", bob, kc.build(m(LegacyUserLabel, "bob"), nil, nil), before)
-	wantDenied(t, run(t, h, hookValidate, req), 403, `usher: user "bob" may not change label yunikorn.apache.org/username on Pod team-a/obj: `)
+	wantDenied(t, run(t, h, hookValidate, req), 403, `usher: user "bob" may not change label yunikorn.apache.org/username on Pod "team-a/obj": `)
 	req = request(t, kc, admissionv1.Update, "team-a", authenticationv1.UserInfo{Username: "alice"}, kc.build(m(LegacyUserLabel, "carol"), nil, nil), before)
 	wantAllowed(t, run(t, h, hookValidate, req))
 }
@@ -261,7 +261,7 @@ func TestEviction(t *testing.T) {
 	for _, u := range []authenticationv1.UserInfo{bob, alice, dave, {Username: "frank"}} {
 		t.Run("denied/"+u.Username, func(t *testing.T) {
 			wantDenied(t, run(t, h, hookValidate, evictionRequest("team-a", "p", u)), 403,
-				fmt.Sprintf(`usher: user %q may not evict Pod team-a/p: `, u.Username),
+				fmt.Sprintf(`usher: user %q may not evict Pod "team-a/p": `, u.Username),
 				"enforceDeleteACLs", "delete the pod instead")
 		})
 	}
@@ -371,11 +371,11 @@ func TestBinding(t *testing.T) {
 				{"scheduler with topology labels", sched, topo, nil, 0, ""},
 				{"yunikorn with its own annotation", yk, nil, m("yunikorn.apache.org/app-id", "a1"), 0, ""},
 				{"user.info from the scheduler", sched, nil, m(UserInfoAnnotation, forgedCarol), 403,
-					`usher: user "system:kube-scheduler" may not set annotation yunikorn.apache.org/user.info on Pod team-a/p through a Binding`},
+					`usher: user "system:kube-scheduler" may not set annotation yunikorn.apache.org/user.info on Pod "team-a/p" through a Binding`},
 				{"user.info from system:masters", superuser, nil, m(UserInfoAnnotation, aliceInfo), 403, "cannot change after creation"},
 				{"modify ACL", yk, nil, m(DefaultModifyACLAnnotation, "*"), 403,
-					`may not set annotation usher.io/modify-acl on Pod team-a/p through a Binding`},
-				{"queue label", sched, m("queue", "root.bobs"), nil, 403, "may not set label queue on Pod team-a/p through a Binding"},
+					`may not set annotation usher.io/modify-acl on Pod "team-a/p" through a Binding`},
+				{"queue label", sched, m("queue", "root.bobs"), nil, 403, "may not set label queue on Pod \"team-a/p\" through a Binding"},
 				{"queue label by a root admin", authenticationv1.UserInfo{Username: "rooty"}, m("queue", "root.bobs"), nil, 0, ""},
 				{"modify ACL by a trusted controller", kcm, nil, m(DefaultModifyACLAnnotation, "*"), 0, ""},
 			} {

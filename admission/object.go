@@ -349,8 +349,8 @@ func parseStringMap(d *jsonscan.Scanner, field string, want []wantKey, m *metaVi
 	}
 }
 
-// place names where the user.info annotation lives, for messages: "Pod
-// team-a/p" or "the pod template of Deployment team-a/web".
+// place names where the user.info annotation lives, for messages:
+// `Pod "team-a/p"` or `the pod template of Deployment "team-a/web"`.
 func place(k *kindInfo, req *admissionv1.AdmissionRequest, o *objectView) string {
 	if k.layout == layoutPod {
 		return k.kind + " " + objectName(req, o)
@@ -358,8 +358,8 @@ func place(k *kindInfo, req *admissionv1.AdmissionRequest, o *objectView) string
 	return "the " + k.where + " of " + k.kind + " " + objectName(req, o)
 }
 
-// objectName renders namespace/name for messages, using generateName when
-// the object has no name yet.
+// objectName renders "namespace/name" for messages, quoted (both are the
+// requester's), using generateName when the object has no name yet.
 func objectName(req *admissionv1.AdmissionRequest, o *objectView) string {
 	name := req.Name
 	if name == "" {
@@ -368,10 +368,10 @@ func objectName(req *admissionv1.AdmissionRequest, o *objectView) string {
 	if name == "" && o.top.genName != "" {
 		name = o.top.genName + "*"
 	}
-	if req.Namespace == "" {
-		return strconv.Quote(name)
+	if req.Namespace != "" {
+		name = req.Namespace + "/" + name
 	}
-	return req.Namespace + "/" + name
+	return strconv.Quote(name)
 }
 
 // view returns the parsed object: pre-parsed when done, else parsed now

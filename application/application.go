@@ -459,16 +459,16 @@ func (d Decision) Reason() string {
 func (d Decision) reason() string {
 	if len(d.Requirements) == 0 {
 		if d.Allowed {
-			return fmt.Sprintf("%s may %v %s", d.User, d.Action, d.app())
+			return fmt.Sprintf("%s may %v %s", policy.Name(d.User), d.Action, d.app())
 		}
 		return "denied: no decision was made"
 	}
 	if d.Action != Move {
 		r := d.Requirements[0]
 		if by, ok := r.By(); ok {
-			return fmt.Sprintf("%s may %v %s: %s", d.User, d.Action, d.app(), d.why(by))
+			return fmt.Sprintf("%s may %v %s: %s", policy.Name(d.User), d.Action, d.app(), d.why(by))
 		}
-		return fmt.Sprintf("%s may not %v %s: %s", d.User, d.Action, d.app(), d.whyNot(r))
+		return fmt.Sprintf("%s may not %v %s: %s", policy.Name(d.User), d.Action, d.app(), d.whyNot(r))
 	}
 	var parts []string
 	for _, r := range d.Requirements {
@@ -481,9 +481,9 @@ func (d Decision) reason() string {
 		}
 	}
 	if d.Allowed {
-		return fmt.Sprintf("%s may move %s to %s: %s", d.User, d.app(), d.Target, strings.Join(parts, "; "))
+		return fmt.Sprintf("%s may move %s to %s: %s", policy.Name(d.User), d.app(), d.Target, strings.Join(parts, "; "))
 	}
-	return fmt.Sprintf("%s may not move %s to %s: %s", d.User, d.app(), d.Target, strings.Join(parts, "; "))
+	return fmt.Sprintf("%s may not move %s to %s: %s", policy.Name(d.User), d.app(), d.Target, strings.Join(parts, "; "))
 }
 
 func (d Decision) app() string {
@@ -491,11 +491,11 @@ func (d Decision) app() string {
 	case d.Application != "" && d.Owner == "":
 		return fmt.Sprintf("%s (no recorded owner, queue %s)", d.Application, d.Queue)
 	case d.Application != "":
-		return fmt.Sprintf("%s (owner %s, queue %s)", d.Application, d.Owner, d.Queue)
+		return fmt.Sprintf("%s (owner %s, queue %s)", d.Application, policy.Name(d.Owner), d.Queue)
 	case d.Owner == "":
 		return fmt.Sprintf("the application with no recorded owner in %s", d.Queue)
 	}
-	return fmt.Sprintf("the application of %s in %s", d.Owner, d.Queue)
+	return fmt.Sprintf("the application of %s in %s", policy.Name(d.Owner), d.Queue)
 }
 
 func (d Decision) need(r Requirement, met bool) string {
@@ -531,7 +531,7 @@ func entry(m acl.Match) string {
 func (d Decision) why(s Step) string {
 	switch s.Rule {
 	case Owner:
-		return fmt.Sprintf("%s owns it", s.Match.Name)
+		return fmt.Sprintf("%s owns it", policy.Name(s.Match.Name))
 	case QueueAdmin:
 		return fmt.Sprintf("queue admin: %s in adminacl of %s", entry(s.Match), s.Grant.Queue)
 	case ClusterAdmin:

@@ -605,8 +605,8 @@ func TestChartValueSets(t *testing.T) {
 		}
 		var np networkingv1.NetworkPolicy
 		r.one("NetworkPolicy", &np)
-		if len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].Ports) != 1 || np.Spec.Ingress[0].Ports[0].Port.IntValue() != 8443 {
-			t.Errorf("NetworkPolicy ingress %+v: want port 8443 only", np.Spec.Ingress)
+		if len(np.Spec.Ingress) != 2 || np.Spec.Ingress[0].Ports[0].Port.IntValue() != 9443 || np.Spec.Ingress[1].Ports[0].Port.IntValue() != 8443 {
+			t.Errorf("NetworkPolicy ingress %+v: want ports 9443 (webhooks) and 8443 only", np.Spec.Ingress)
 		}
 		if len(np.Spec.PolicyTypes) != 2 || len(np.Spec.Egress) < 2 {
 			t.Errorf("NetworkPolicy egress %+v: want DNS and the API server", np.Spec.Egress)
@@ -621,6 +621,59 @@ func TestChartValueSets(t *testing.T) {
 		}
 		if !found {
 			t.Error("no binding of usher-metrics-reader to monitoring/prometheus")
+		}
+	})
+
+	// The webhook port admits the API server only, the other port its
+	// callers; a generated client CA verifies the client certificate it
+	// issues for kube-apiserver, which usher does not mount.
+	t.Run("webhook callers", func(t *testing.T) {
+		r := render(t, helm, "--set", "webhookAuth.mode=client-cert", "--set", "webhookAuth.generate=true",
+			"--set", "networkPolicy.enabled=true", "--set", "networkPolicy.egress.apiServerCIDRs={10.0.0.0/28}",
+			"--set-json", `networkPolicy.ingressFrom=[{"namespaceSelector":{}}]`)
+		var np networkingv1.NetworkPolicy
+		r.one("NetworkPolicy", &np)
+		in := np.Spec.Ingress
+		if len(in) != 2 || in[0].Ports[0].Port.IntValue() != 9443 || len(in[0].From) != 1 || in[0].From[0].IPBlock == nil ||
+			in[0].From[0].IPBlock.CIDR != "10.0.0.0/28" || in[1].Ports[0].Port.IntValue() != 8443 || in[1].From[0].NamespaceSelector == nil {
+			t.Errorf("NetworkPolicy ingress %+v: want 9443 from 10.0.0.0/28 only, 8443 from ingressFrom", in)
+		}
+		var s corev1.Secret
+		r.one("Secret", &s)
+		var cms []corev1.ConfigMap
+		for _, m := range r.objects["ConfigMap"] {
+			var cm corev1.ConfigMap
+			strict(t, m, &cm)
+			cms = append(cms, cm)
+		}
+		i := slices.IndexFunc(cms, func(cm corev1.ConfigMap) bool { return cm.Name == "usher-webhook-client-ca" })
+		if s.Name != "usher-webhook-client" || i < 0 {
+			t.Fatalf("Secret %s, ConfigMaps %v: want usher-webhook-client and usher-webhook-client-ca", s.Name, cms)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM([]byte(cms[i].Data["ca.crt"])) || !slices.Equal(s.Data["ca.crt"], []byte(cms[i].Data["ca.crt"])) {
+			t.Fatalf("ConfigMap ca.crt %q, Secret ca.crt %q: want the same CA", cms[i].Data["ca.crt"], s.Data["ca.crt"])
+		}
+		leaf := parseCert(t, s.Data["tls.crt"])
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil || leaf.Subject.CommonName != "kube-apiserver" {
+			t.Errorf("the generated client certificate (CN %q) does not verify for client authentication: %v", leaf.Subject.CommonName, err)
+		}
+		var d appsv1.Deployment
+		r.one("Deployment", &d)
+		c := d.Spec.Template.Spec.Containers[0]
+		args := strings.Join(c.Args, " ")
+		if !strings.Contains(args, "--webhook-auth=client-cert") || !strings.Contains(args, "--webhook-client-ca=/etc/usher/webhook-client-ca/ca.crt") {
+			t.Errorf("args %s", args)
+		}
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.Secret != nil && v.Secret.SecretName == s.Name {
+				t.Errorf("usher mounts the Secret of kube-apiserver's client key")
+			}
+		}
+		if !slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+			return v.ConfigMap != nil && v.ConfigMap.Name == "usher-webhook-client-ca"
+		}) {
+			t.Errorf("usher does not mount ConfigMap usher-webhook-client-ca: %+v", d.Spec.Template.Spec.Volumes)
 		}
 	})
 
@@ -671,6 +724,10 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"--set", "config.mode=audit"}, "mode"},
 		{[]string{"--set", "certificates.mode=vault"}, "mode"},
 		{[]string{"--set", "accessAuth=token"}, "accessAuth"},
+		{[]string{"--set", "webhookAuth.mode=mtls"}, "mode"},
+		{[]string{"--set", "webhookAuth.mode=client-cert"}, "webhookAuth.mode client-cert needs webhookAuth.clientCA"},
+		{[]string{"--set", "webhookAuth.mode=none", "--set", "webhookAuth.generate=true"}, "webhookAuth.mode none"},
+		{[]string{"--set-string", "webhookAuth.clientCA=not a PEM"}, "clientCA"},
 		{[]string{"--set-string", "config.accessControl.bypassAuth=no"}, "bypassAuth"},
 		{[]string{"--set", "config.bypassNamespaces={a,b,c}", "--set", "config.bypassNamespaces[0]=x\\,y"}, "bypassNamespaces"},
 		{[]string{"--set", "podDisruptionBudget.minAvailable=2"}, "minAvailable"},

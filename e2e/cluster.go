@@ -73,6 +73,11 @@ type Cluster struct {
 	// serving certificate; CAKeyFile is its key, for signing webhook
 	// serving certificates (see ServingCert).
 	CAFile, CAKeyFile string
+	// WebhookClientCAFile is the CA of the client certificate the API
+	// server presents to every webhook (WebhookClientCertFile and
+	// WebhookClientKeyFile, common name kube-apiserver), through the
+	// AdmissionConfiguration hack/e2e-cluster.sh gives it.
+	WebhookClientCAFile, WebhookClientCertFile, WebhookClientKeyFile string
 	// Kubectl is the path of the kubectl binary built with the cluster.
 	Kubectl string
 	// ControllerServiceAccounts is true when each controller acts as its own
@@ -99,6 +104,9 @@ func Load(envFile string) (*Cluster, error) {
 		Server:                    vars["USHER_E2E_SERVER"],
 		CAFile:                    vars["USHER_E2E_CA_FILE"],
 		CAKeyFile:                 vars["USHER_E2E_CA_KEY_FILE"],
+		WebhookClientCAFile:       vars["USHER_E2E_WEBHOOK_CLIENT_CA_FILE"],
+		WebhookClientCertFile:     vars["USHER_E2E_WEBHOOK_CLIENT_CERT_FILE"],
+		WebhookClientKeyFile:      vars["USHER_E2E_WEBHOOK_CLIENT_KEY_FILE"],
 		Kubectl:                   vars["USHER_E2E_KUBECTL"],
 		ControllerServiceAccounts: vars["USHER_E2E_KCM_SA_CREDENTIALS"] != "false",
 		kubeconfigs:               map[string]string{},
@@ -110,7 +118,8 @@ func Load(envFile string) (*Cluster, error) {
 		}
 		c.kubeconfigs[u] = vars[name]
 	}
-	for name, v := range map[string]string{"USHER_E2E_STATE": c.StateDir, "USHER_E2E_SERVER": c.Server, "USHER_E2E_CA_FILE": c.CAFile} {
+	for name, v := range map[string]string{"USHER_E2E_STATE": c.StateDir, "USHER_E2E_SERVER": c.Server, "USHER_E2E_CA_FILE": c.CAFile,
+		"USHER_E2E_WEBHOOK_CLIENT_CA_FILE": c.WebhookClientCAFile} {
 		if v == "" {
 			return nil, fmt.Errorf("e2e: %s: no %s", envFile, name)
 		}

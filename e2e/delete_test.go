@@ -281,7 +281,7 @@ func TestUsherDeleteACLs(t *testing.T) {
 		}{{Bob, bob}, {Ext, ext}} {
 			err := tc.c.CoreV1().Pods(ns).Delete(ctx, "alice-pod", metav1.DeleteOptions{})
 			wantDenied(t, tc.user+" deleting alice's pod", err,
-				fmt.Sprintf(`usher: user %q may not delete Pod %s/alice-pod: `, tc.user, ns), notKiller(tc.user, "root.default"))
+				fmt.Sprintf(`usher: user %q may not delete Pod "%s/alice-pod": `, tc.user, ns), notKiller(tc.user, "root.default"))
 			wantStillThere(ctx, t, admin, ns, "alice-pod")
 		}
 		_, stderr, err := cluster.RunKubectl(ctx, Bob, nil, "-n", ns, "delete", "pod", "alice-pod", "--wait=false")
@@ -297,7 +297,7 @@ func TestUsherDeleteACLs(t *testing.T) {
 		// A DeleteCollection is decided object by object.
 		err = bob.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 		wantDenied(t, "bob deleting every pod of the namespace", err,
-			fmt.Sprintf(`usher: user "bob" may not delete Pod %s/alice-pod: `, ns), notKiller(Bob, "root.default"))
+			fmt.Sprintf(`usher: user "bob" may not delete Pod "%s/alice-pod": `, ns), notKiller(Bob, "root.default"))
 		wantStillThere(ctx, t, admin, ns, "alice-pod")
 	})
 
@@ -332,7 +332,7 @@ func TestUsherDeleteACLs(t *testing.T) {
 
 		err = bob.AppsV1().Deployments(ns).Delete(ctx, "shared", background())
 		wantDenied(t, "bob deleting Deployment shared", err,
-			fmt.Sprintf(`usher: user "bob" may not delete Deployment %s/shared: `, ns), notKiller(Bob, "root.default"))
+			fmt.Sprintf(`usher: user "bob" may not delete Deployment "%s/shared": `, ns), notKiller(Bob, "root.default"))
 
 		// The modify ACL travels to the pods: ext may delete one of them,
 		// and the ReplicaSet controller replaces it.
@@ -383,7 +383,7 @@ func TestUsherDeleteACLs(t *testing.T) {
 
 		err := bob.BatchV1().Jobs(ns).Delete(ctx, "dev-job", background())
 		wantDenied(t, "bob deleting Job dev-job (default queue)", err,
-			fmt.Sprintf(`usher: user "bob" may not delete Job %s/dev-job: `, ns), notKiller(Bob, "root.default"))
+			fmt.Sprintf(`usher: user "bob" may not delete Job "%s/dev-job": `, ns), notKiller(Bob, "root.default"))
 		if _, err := admin.BatchV1().Jobs(ns).Get(ctx, "dev-job", metav1.GetOptions{}); err != nil {
 			t.Errorf("Job dev-job after bob's refused delete: %v", err)
 		}

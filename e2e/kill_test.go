@@ -242,7 +242,7 @@ func TestUsherKillRuleEdits(t *testing.T) {
 		for _, ref := range []metav1.OwnerReference{ghost, bobs} {
 			_, err := bob.CoreV1().Pods(ns).Patch(ctx, "victim", types.MergePatchType, ownerPatch(t, ref), metav1.PatchOptions{})
 			wantDenied(t, "bob setting ownerReferences "+ref.Name+" on alice's pod", err,
-				fmt.Sprintf(`usher: user "bob" may not change metadata.ownerReferences on Pod %s/victim: `, ns), notKiller(Bob))
+				fmt.Sprintf(`usher: user "bob" may not change metadata.ownerReferences on Pod "%s/victim": `, ns), notKiller(Bob))
 		}
 		// kubectl, as a user would try it.
 		_, stderr, err := cluster.RunKubectl(ctx, Bob, nil, "-n", ns, "patch", "pod", "victim", "--type=merge", "-p", string(ownerPatch(t, ghost)))
@@ -256,7 +256,7 @@ func TestUsherKillRuleEdits(t *testing.T) {
 		_, err := bob.CoreV1().Pods(ns).Patch(ctx, "victim", types.MergePatchType,
 			[]byte(`{"metadata":{"labels":{"queue":"root.ops"}}}`), metav1.PatchOptions{})
 		wantDenied(t, "bob labelling alice's pod queue=root.ops", err,
-			fmt.Sprintf(`usher: user "bob" may not change label queue on Pod %s/victim: `, ns), notKiller(Bob))
+			fmt.Sprintf(`usher: user "bob" may not change label queue on Pod "%s/victim": `, ns), notKiller(Bob))
 		err = bob.CoreV1().Pods(ns).Delete(ctx, "victim", metav1.DeleteOptions{})
 		wantDenied(t, "bob deleting alice's pod", err, notKiller(Bob))
 		wantUntouched(ctx, t, admin, ns, "victim", nil)
@@ -276,10 +276,10 @@ func TestUsherKillRuleEdits(t *testing.T) {
 		}
 		err := update(func(p *corev1.Pod) { p.Annotations[UserInfoAnnotation] = UserInfoJSON(Bob, "ops") })
 		wantDenied(t, "bob rewriting user.info through pods/status", err,
-			fmt.Sprintf(`usher: user "bob" may not change annotation %s on Pod %s/victim`, UserInfoAnnotation, ns))
+			fmt.Sprintf(`usher: user "bob" may not change annotation %s on Pod "%s/victim"`, UserInfoAnnotation, ns))
 		err = update(func(p *corev1.Pod) { p.Annotations[modifyACLAnnotation] = Bob })
 		wantDenied(t, "bob adding himself to the modify ACL through pods/status", err,
-			fmt.Sprintf(`usher: user "bob" may not change annotation %s on Pod %s/victim: `, modifyACLAnnotation, ns), notKiller(Bob))
+			fmt.Sprintf(`usher: user "bob" may not change annotation %s on Pod "%s/victim": `, modifyACLAnnotation, ns), notKiller(Bob))
 		err = update(func(p *corev1.Pod) { p.Labels = map[string]string{"queue": "root.ops"} })
 		wantDenied(t, "bob moving alice's pod through pods/status", err, "may not change label queue on Pod")
 		// pods/status cannot change ownerReferences: the API server keeps
@@ -314,9 +314,9 @@ func TestUsherKillRuleEdits(t *testing.T) {
 			}, dry)
 		}
 		wantDenied(t, "bob binding alice's pod with his user.info", bind(nil, map[string]string{UserInfoAnnotation: UserInfoJSON(Bob)}),
-			fmt.Sprintf(`usher: user "bob" may not set annotation %s on Pod %s/victim through a Binding`, UserInfoAnnotation, ns))
+			fmt.Sprintf(`usher: user "bob" may not set annotation %s on Pod "%s/victim" through a Binding`, UserInfoAnnotation, ns))
 		wantDenied(t, "bob binding alice's pod with a modify ACL", bind(nil, map[string]string{modifyACLAnnotation: Bob}),
-			fmt.Sprintf(`usher: user "bob" may not set annotation %s on Pod %s/victim through a Binding`, modifyACLAnnotation, ns))
+			fmt.Sprintf(`usher: user "bob" may not set annotation %s on Pod "%s/victim" through a Binding`, modifyACLAnnotation, ns))
 		wantDenied(t, "bob binding alice's pod into root.ops", bind(map[string]string{"queue": "root.ops"}, nil),
 			"may not set label queue on Pod")
 		if err := bind(map[string]string{"topology.kubernetes.io/zone": "z1"}, nil); err != nil {
@@ -338,7 +338,7 @@ func TestUsherKillRuleEdits(t *testing.T) {
 			return err
 		})
 		wantDenied(t, "bob setting ownerReferences on alice's Deployment through deployments/status", err,
-			fmt.Sprintf(`usher: user "bob" may not change metadata.ownerReferences on Deployment %s/keep: `, ns), notKiller(Bob))
+			fmt.Sprintf(`usher: user "bob" may not change metadata.ownerReferences on Deployment "%s/keep": `, ns), notKiller(Bob))
 		_, err = bob.AppsV1().Deployments(ns).Patch(ctx, "keep", types.MergePatchType, ownerPatch(t, ghost), metav1.PatchOptions{})
 		wantDenied(t, "bob setting ownerReferences on alice's Deployment", err, "may not change metadata.ownerReferences on Deployment")
 		select {
@@ -542,7 +542,7 @@ func TestUsherKillRuleEvictions(t *testing.T) {
 		}{{Bob, bob}, {Alice, alice}} {
 			err := evict(tc.c, "e-carol")
 			wantDenied(t, tc.user+" evicting alice's pod", err,
-				fmt.Sprintf(`usher: user %q may not evict Pod %s/e-carol: with enforceDeleteACLs on`, tc.user, ns), "delete the pod instead")
+				fmt.Sprintf(`usher: user %q may not evict Pod "%s/e-carol": with enforceDeleteACLs on`, tc.user, ns), "delete the pod instead")
 		}
 		wantStillThere(ctx, t, admin, ns, "e-carol")
 	})

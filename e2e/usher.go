@@ -81,8 +81,12 @@ type UsherProcess struct {
 	// ReloadInterval is passed as --reload-interval.
 	ReloadInterval time.Duration
 	// Args are more flags of usher serve, for example --access-auth
-	// kubernetes --kubeconfig FILE.
+	// kubernetes --kubeconfig FILE. Without a --webhook-auth among them,
+	// usher answers only the API server's client certificate
+	// (--webhook-auth client-cert --webhook-client-ca WebhookClientCA).
 	Args []string
+	// WebhookClientCA is the cluster's Cluster.WebhookClientCAFile.
+	WebhookClientCA string
 	// Env are more environment variables (NAME=VALUE), for example
 	// POD_NAME, which names the replica in the Events usher records.
 	Env []string
@@ -105,7 +109,7 @@ func (c *Cluster) NewUsherProcess(bin, dir, configPath string) (*UsherProcess, e
 		return nil, fmt.Errorf("e2e: no certificate in the CA bundle %s", c.CAFile)
 	}
 	u := &UsherProcess{
-		Bin: bin, ConfigPath: configPath, Cert: cert,
+		Bin: bin, ConfigPath: configPath, Cert: cert, WebhookClientCA: c.WebhookClientCAFile,
 		LogPath:        filepath.Join(dir, "usher.log"),
 		ReloadInterval: 200 * time.Millisecond,
 		https: &http.Client{
@@ -164,6 +168,9 @@ func (u *UsherProcess) start(ctx context.Context) error {
 		"--config", u.ConfigPath, "--addr", u.Addr,
 		"--tls-cert", u.Cert.CertFile, "--tls-key", u.Cert.KeyFile,
 		"--log-format", "text", "--reload-interval", u.ReloadInterval.String()}
+	if !slices.ContainsFunc(u.Args, func(a string) bool { return strings.HasPrefix(a, "--webhook-auth") }) {
+		args = append(args, "--webhook-auth", "client-cert", "--webhook-client-ca", u.WebhookClientCA)
+	}
 	cmd := exec.Command(u.Bin, append(args, u.Args...)...)
 	// ADMISSION_CONTROLLER_* variables override the file: keep the test
 	// runner's own out of usher's environment.

@@ -348,7 +348,7 @@ func TestUsherStampsPodCreator(t *testing.T) {
 	}{
 		{"alice gives herself another group", Alice, func(p *corev1.Pod) {
 			p.Annotations[UserInfoAnnotation] = UserInfoJSON(Alice, "dev", "system:authenticated", "admins")
-		}, `user "alice" may not change annotation ` + UserInfoAnnotation + ` on Pod ` + ns + `/alice-pod`},
+		}, `user "alice" may not change annotation ` + UserInfoAnnotation + ` on Pod "` + ns + `/alice-pod"`},
 		{"alice removes it", Alice, func(p *corev1.Pod) {
 			delete(p.Annotations, UserInfoAnnotation)
 		}, `user "alice" may not remove annotation ` + UserInfoAnnotation},
@@ -646,7 +646,7 @@ func TestUsherForgedAnnotations(t *testing.T) {
 	t.Run("bob claims to be alice on a pod: denied", func(t *testing.T) {
 		_, err := client(t, Bob).CoreV1().Pods(ns).Create(ctx, Pod(ns, "bob-forged", asAlice), metav1.CreateOptions{})
 		wantDenied(t, "bob's pod claiming alice", err,
-			`user "bob" may not set annotation `+UserInfoAnnotation+` on Pod `+ns+`/bob-forged`,
+			`user "bob" may not set annotation `+UserInfoAnnotation+` on Pod "`+ns+`/bob-forged"`,
 			"externalUsers", "remove it and usher records your own identity")
 		if _, err := admin.CoreV1().Pods(ns).Get(ctx, "bob-forged", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("get bob-forged: err = %v, want NotFound", err)
@@ -656,7 +656,7 @@ func TestUsherForgedAnnotations(t *testing.T) {
 	t.Run("bob claims to be alice on a Deployment's template: denied", func(t *testing.T) {
 		_, err := client(t, Bob).AppsV1().Deployments(ns).Create(ctx, Deployment(ns, "bob-forged", 1, asAlice), metav1.CreateOptions{})
 		wantDenied(t, "bob's deployment claiming alice", err,
-			`user "bob" may not set annotation `+UserInfoAnnotation+` on the pod template of Deployment `+ns+`/bob-forged`)
+			`user "bob" may not set annotation `+UserInfoAnnotation+` on the pod template of Deployment "`+ns+`/bob-forged"`)
 		if _, err := admin.AppsV1().Deployments(ns).Get(ctx, "bob-forged", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("get deployment bob-forged: err = %v, want NotFound", err)
 		}
@@ -773,7 +773,7 @@ func TestUsherTemplateEditCannotChangeIdentity(t *testing.T) {
 			d.Spec.Template.Annotations[UserInfoAnnotation] = asAdmin
 		})
 		wantDenied(t, "alice's template edit", err,
-			`user "alice" may not change annotation `+UserInfoAnnotation+` on the pod template of Deployment `+ns+`/web`)
+			`user "alice" may not change annotation `+UserInfoAnnotation+` on the pod template of Deployment "`+ns+`/web"`)
 	})
 	t.Run("kubectl patch claiming admin: denied", func(t *testing.T) {
 		patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, UserInfoAnnotation, asAdmin)

@@ -283,7 +283,17 @@ gen_pki() {
 			-sha256 -extfile apiserver.ext -out apiserver.crt 2>/dev/null
 		openssl genrsa -out sa.key 2048 2>/dev/null
 		openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
-		chmod 644 ca.crt apiserver.crt sa.pub
+		# The client certificate kube-apiserver presents to webhooks
+		# (write_admission_config), from a CA of its own: usher serve
+		# --webhook-client-ca webhook-client-ca.crt answers only it.
+		openssl req -x509 -newkey rsa:2048 -nodes -days 30 -sha256 \
+			-keyout webhook-client-ca.key -out webhook-client-ca.crt -subj "/CN=usher-e2e-webhook-client-ca" 2>/dev/null
+		printf 'basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n' >webhook-client.ext
+		openssl req -newkey rsa:2048 -nodes -sha256 -keyout webhook-client.key -out webhook-client.csr \
+			-subj "/CN=kube-apiserver" 2>/dev/null
+		openssl x509 -req -in webhook-client.csr -CA webhook-client-ca.crt -CAkey webhook-client-ca.key -CAcreateserial \
+			-days 30 -sha256 -extfile webhook-client.ext -out webhook-client.crt 2>/dev/null
+		chmod 644 ca.crt apiserver.crt sa.pub webhook-client-ca.crt
 	)
 }
 
@@ -324,6 +334,35 @@ write_audit_policy() {
 		  verbs: [get, list, watch]
 		- level: Metadata
 	EOF
+}
+
+# kube-apiserver presents pki/webhook-client.crt to every webhook: the
+# kubeConfigFile of its AdmissionConfiguration names users by the webhook's
+# host:port (usher's are on 127.0.0.1 at random ports), and "*" is the
+# default for any host (docs/security.md).
+write_admission_config() {
+	cat >"$STATE/auth/webhook-client.kubeconfig" <<-EOF
+		apiVersion: v1
+		kind: Config
+		users:
+		- name: '*'
+		  user:
+		    client-certificate: "$STATE/pki/webhook-client.crt"
+		    client-key: "$STATE/pki/webhook-client.key"
+	EOF
+	local plugin
+	{
+		echo "apiVersion: apiserver.config.k8s.io/v1"
+		echo "kind: AdmissionConfiguration"
+		echo "plugins:"
+		for plugin in ValidatingAdmissionWebhook MutatingAdmissionWebhook; do
+			echo "- name: $plugin"
+			echo "  configuration:"
+			echo "    apiVersion: apiserver.config.k8s.io/v1"
+			echo "    kind: WebhookAdmissionConfiguration"
+			echo "    kubeConfigFile: \"$STATE/auth/webhook-client.kubeconfig\""
+		done
+	} >"$STATE/auth/admission.yaml"
 }
 
 write_kubeconfig() { # NAME USER TOKEN
@@ -383,6 +422,7 @@ apiserver_args() {
 		--token-auth-file "$STATE/auth/tokens.csv"
 		--authorization-mode RBAC
 		--enable-admission-plugins MutatingAdmissionWebhook,ValidatingAdmissionWebhook
+		--admission-control-config-file "$STATE/auth/admission.yaml"
 		--service-account-issuer https://kubernetes.default.svc.cluster.local
 		--service-account-key-file "$STATE/pki/sa.pub" --service-account-signing-key-file "$STATE/pki/sa.key"
 		--service-cluster-ip-range 10.0.0.0/24
@@ -499,6 +539,9 @@ write_env() {
 		echo "export USHER_E2E_SERVER=$(q "$SERVER")"
 		echo "export USHER_E2E_CA_FILE=$(q "$STATE/pki/ca.crt")"
 		echo "export USHER_E2E_CA_KEY_FILE=$(q "$STATE/pki/ca.key")"
+		echo "export USHER_E2E_WEBHOOK_CLIENT_CA_FILE=$(q "$STATE/pki/webhook-client-ca.crt")"
+		echo "export USHER_E2E_WEBHOOK_CLIENT_CERT_FILE=$(q "$STATE/pki/webhook-client.crt")"
+		echo "export USHER_E2E_WEBHOOK_CLIENT_KEY_FILE=$(q "$STATE/pki/webhook-client.key")"
 		echo "export USHER_E2E_ETCD=$(q "http://127.0.0.1:$ETCD_PORT")"
 		echo "export USHER_E2E_KCM_SA_CREDENTIALS=$(q "${USHER_E2E_KCM_SA_CREDENTIALS:-true}")"
 		echo "export USHER_E2E_KUBECTL=$(q "$BIN/kubectl")"
@@ -536,11 +579,12 @@ cmd_up() {
 	*) die "USHER_E2E_KCM_SA_CREDENTIALS must be true or false, not '$USHER_E2E_KCM_SA_CREDENTIALS'" ;;
 	esac
 	if running; then
-		if grep -qF "USHER_E2E_KCM_SA_CREDENTIALS='${USHER_E2E_KCM_SA_CREDENTIALS:-true}'" "$STATE/env"; then
+		if grep -qF "USHER_E2E_KCM_SA_CREDENTIALS='${USHER_E2E_KCM_SA_CREDENTIALS:-true}'" "$STATE/env" &&
+			grep -q USHER_E2E_WEBHOOK_CLIENT_CA_FILE "$STATE/env"; then
 			log "already up ($STATE)"
 			return 0
 		fi
-		log "up, but with other controller credentials: restarting"
+		log "up, but with other controller credentials or without a webhook client CA: restarting"
 	fi
 	install_packages
 	build_binaries
@@ -558,6 +602,7 @@ cmd_up() {
 	gen_pki
 	gen_tokens
 	write_audit_policy
+	write_admission_config
 	start etcd 30 etcd_ok etcd_args
 	# Ports are known only now: write the kubeconfigs before the apiserver so
 	# they exist by the time it is healthy.

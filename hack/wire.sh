@@ -44,8 +44,8 @@ serve() { # name port pprof-port usher-binary flags...
     "$bin" serve --addr "127.0.0.1:$port" --ca-out "$dir/$name.pem" "$@"
 }
 start bare env USHER_PPROF_ADDR="${prof:+127.0.0.1:18454}" "$dir/usher-load" --serve-bare --addr 127.0.0.1:18444 --ca-out "$dir/bare.pem"
-serve audit 18445 18455 "$dir/usher" --audit-log "$dir/audit.jsonl"
-serve noaudit 18446 18456 "$dir/usher" --no-audit
+serve audit 18445 18455 "$dir/usher" --webhook-auth none --audit-log "$dir/audit.jsonl"
+serve noaudit 18446 18456 "$dir/usher" --webhook-auth none --no-audit
 servers=(bare:18444 audit:18445 noaudit:18446)
 if [ -n "${WIRE_BEFORE:-}" ]; then
   serve audit-before 18447 0 "$WIRE_BEFORE" --audit-log "$dir/audit-before.jsonl"

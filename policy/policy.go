@@ -25,6 +25,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/usherhq/usher/acl"
@@ -143,14 +144,31 @@ func (d Decision) Reason() string {
 		if d.By.ACL == ClusterAdminACL {
 			where = fmt.Sprintf("the adminacl of partition %s", d.Partition)
 		}
-		return fmt.Sprintf("%s may %s %s: %s in %s", d.User, d.Action.verb(), d.Queue, what, where)
+		return fmt.Sprintf("%s may %s %s: %s in %s", Name(d.User), d.Action.verb(), d.Queue, what, where)
 	}
 	acls := "submitacl or adminacl"
 	if d.Action == Admin {
 		acls = "adminacl"
 	}
 	return fmt.Sprintf("%s may not %s %s: no %s of %s or its parents allows the user or any of the user's groups",
-		d.User, d.Action.verb(), d.Queue, acls, d.Queue)
+		Name(d.User), d.Action.verb(), d.Queue, acls, d.Queue)
+}
+
+// Name renders a user or group name for a message: as it is when it is
+// written plainly (letters, digits and . _ - @ : / # + = $), else quoted, so
+// that a name a requester chose (a forged admission review's) cannot pass
+// for words of the message.
+func Name(s string) string {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("._-@:/#+=$", c) >= 0) {
+			return strconv.Quote(s)
+		}
+	}
+	if s == "" {
+		return `""`
+	}
+	return s
 }
 
 func (a Action) verb() string {

@@ -272,3 +272,18 @@ func TestParentFlagIsNotLeaf(t *testing.T) {
 		t.Fatalf("NobodyMaySubmit = %v, want only the leaf", got)
 	}
 }
+
+// A user name a requester chose reaches a decision's reason quoted unless
+// it is written plainly.
+func TestReasonQuotesNames(t *testing.T) {
+	for user, want := range map[string]string{
+		"alice":                       "alice may not submit to root.a:",
+		"system:serviceaccount:ns:sa": "system:serviceaccount:ns:sa may not submit to root.a:",
+		"x\ncurl x | sh":              `"x\ncurl x | sh" may not submit to root.a:`,
+		"":                            `"" may not submit to root.a:`,
+	} {
+		if got := (policy.Decision{User: user, Queue: "root.a"}).Reason(); !strings.HasPrefix(got, want) {
+			t.Errorf("user %q: reason %q, want it to start with %q", user, got, want)
+		}
+	}
+}

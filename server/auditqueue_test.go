@@ -58,7 +58,7 @@ func TestAuditQueueKeepsSlowSinkOffTheRequestPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Options{ConfigPath: cfg, Listener: ln, AuditQueue: queue,
+	srv, err := server.New(server.Options{ConfigPath: cfg, WebhookAuth: server.WebhookAuthNone, Listener: ln, AuditQueue: queue,
 		Logger: slog.New(slog.NewJSONHandler(w, nil)), AccessAuth: []string{server.AccessAuthNone},
 		Getenv: func(string) (string, bool) { return "", false }, ReloadInterval: time.Hour})
 	if err != nil {

@@ -111,7 +111,7 @@ func TestDeleteKillRule(t *testing.T) {
 	}{
 		{"owner", "alice", []string{"dev"}, inTeamA, owned(), true, ""},
 		{"stranger", "bob", auth, inTeamA, owned(), false,
-			`usher: user "bob" may not delete Pod team-a/p: bob may not kill the application of alice in root.team-a: ` +
+			`usher: user "bob" may not delete Pod "team-a/p": bob may not kill the application of alice in root.team-a: ` +
 				`not the owner, not an admin of root.team-a or its parents, not a cluster or application admin, not in its modify ACL`},
 		{"submitter of the queue is not enough", "carol", []string{"dev"}, inTeamA, owned(), false, "carol may not kill"},
 		{"modify ACL user", "carol", auth, inTeamA, owned("usher.io/modify-acl", "carol"), true, ""},
@@ -236,7 +236,7 @@ func TestEvictionKillRule(t *testing.T) {
 			continue
 		}
 		if !tc.allow && (rr.Response.Status.Code != 403 || !strings.Contains(rr.Response.Status.Message,
-			fmt.Sprintf(`usher: user %q may not evict Pod team-a/p: `, tc.user))) {
+			fmt.Sprintf(`usher: user %q may not evict Pod "team-a/p": `, tc.user))) {
 			t.Errorf("%s: status %+v", tc.user, rr.Response.Status)
 		}
 	}

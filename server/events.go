@@ -40,8 +40,15 @@ import (
 //     rate limit per namespace (a burst of 25 Events, then one every 10
 //     seconds; the rest are dropped), so that a burst of denials of
 //     distinct objects (a script submitting Jobs by the thousand) does not
-//     become as many Events and does not crowd out other namespaces'; one
-//     goroutine writes them, and its correlator counts repeats of the same
+//     become as many Events and does not crowd out other namespaces'. A
+//     review whose sender was not verified as the API server
+//     (admission.Record.Caller; usher serve --webhook-auth report or none,
+//     where anyone who reaches usher may have forged it) draws on buckets
+//     of its own, half the size: per namespace a burst of 12, then one
+//     every 20 seconds, and across all namespaces a burst of 25, then one
+//     a second (client-go writes Events at 5 a second), so that forged
+//     denials neither use up a namespace's Events nor fill the queue ahead
+//     of a verified review's. One goroutine writes them, and its correlator counts repeats of the same
 //     denial of the same object on one Event (count, lastTimestamp),
 //     combines more than 10 different denials of one object within 10
 //     minutes into one Event, and limits each object to a burst of 25
@@ -55,10 +62,14 @@ const DenialEventAnnotation = "usher.io/denial"
 const reportingController = "usher.io/usher"
 
 // The rate limit of denial Events, per namespace: a burst of eventBurst,
-// then eventQPS a second.
+// then eventQPS a second; unverified reviews have half of each, and a
+// burst of unverifiedBurst, then unverifiedQPS a second, across all
+// namespaces.
 const (
-	eventBurst = 25
-	eventQPS   = 0.1
+	eventBurst      = 25
+	eventQPS        = 0.1
+	unverifiedBurst = 25
+	unverifiedQPS   = 1
 )
 
 // maxDenialEventMessage bounds an Event's message: the API server refuses
@@ -70,10 +81,17 @@ const maxDenialEventMessage = 900
 type denialEvents struct {
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
-	// limits holds a token bucket (flowcontrol.PassiveRateLimiter) per
-	// namespace, for the eventNamespaces most recently seen.
+	// limits holds the eventBuckets of the eventNamespaces most recently
+	// seen.
 	limits *lru.Cache
+	// unverified bounds the Events of unverified reviews in all
+	// namespaces together.
+	unverified flowcontrol.PassiveRateLimiter
 }
+
+// eventBuckets are a namespace's token buckets: for verified reviews, and
+// for the others.
+type eventBuckets [2]flowcontrol.PassiveRateLimiter
 
 // eventNamespaces bounds the namespaces whose rate limits are kept.
 const eventNamespaces = 4096
@@ -91,6 +109,7 @@ func newDenialEvents(client corev1client.EventsGetter, instance string, log *slo
 	b.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: client.Events("")})
 	return &denialEvents{
 		limits:      lru.New(eventNamespaces),
+		unverified:  flowcontrol.NewTokenBucketPassiveRateLimiter(unverifiedQPS, unverifiedBurst),
 		broadcaster: b,
 		recorder: b.NewRecorder(runtime.NewScheme(), corev1.EventSource{Component: reportingController, Host: instance}).
 			WithLogger(logr.FromSlogHandler(log.Handler())),
@@ -162,7 +181,7 @@ func (e *denialEvents) record(r admission.Record) {
 	if d == nil || d.DryRun || d.Reason == admission.CauseInvalidRequest || d.Namespace == "" || d.Kind == "" {
 		return
 	}
-	if !e.allow(d.Namespace) {
+	if !e.allow(d.Namespace, r.Caller == admission.CallerVerified) {
 		return
 	}
 	apiVersion := "v1" // every kind usher reviews is served as v1 in its group
@@ -191,18 +210,24 @@ func (e *denialEvents) record(r admission.Record) {
 	e.recorder.AnnotatedEventf(ref, map[string]string{DenialEventAnnotation: string(shape)}, corev1.EventTypeWarning, string(d.Reason), "%s", msg)
 }
 
-// allow takes a token of the namespace's bucket. The limit is applied
-// before the Event is built and queued, so that a burst in one namespace
-// neither costs a copy per dropped denial nor fills the broadcaster's
-// queue and crowds out the Events of the others. ns may be a substring of
-// the review's body: the cache keeps a copy.
-func (e *denialEvents) allow(ns string) bool {
+// allow takes a token of the namespace's bucket for verified reviews, or
+// of its bucket for the others and of the one they share. The limit is
+// applied before the Event is built and queued, so that a burst in one
+// namespace neither costs a copy per dropped denial nor fills the
+// broadcaster's queue and crowds out the Events of the others. ns may be
+// a substring of the review's body: the cache keeps a copy.
+func (e *denialEvents) allow(ns string, verified bool) bool {
 	v, ok := e.limits.Get(ns)
 	if !ok {
-		v = flowcontrol.NewTokenBucketPassiveRateLimiter(eventQPS, eventBurst)
+		v = &eventBuckets{flowcontrol.NewTokenBucketPassiveRateLimiter(eventQPS, eventBurst),
+			flowcontrol.NewTokenBucketPassiveRateLimiter(eventQPS/2, eventBurst/2)}
 		e.limits.Add(strings.Clone(ns), v)
 	}
-	return v.(flowcontrol.PassiveRateLimiter).TryAccept()
+	b := v.(*eventBuckets)
+	if verified {
+		return b[0].TryAccept()
+	}
+	return b[1].TryAccept() && e.unverified.TryAccept()
 }
 
 // shutdown stops the broadcaster; Events still queued are dropped.

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/usherhq/usher/admission"
 )
@@ -135,4 +138,83 @@ func waitStable(t *testing.T, c *fake.Clientset, ns string) []corev1.Event {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return listEvents(t, c, ns)
+}
+
+// recordingEvents is newDenialEvents whose Events go to a FakeRecorder.
+func recordingEvents(t *testing.T) (*denialEvents, *record.FakeRecorder) {
+	e := newDenialEvents(fake.NewClientset().CoreV1(), "usher-0", slog.New(slog.DiscardHandler))
+	t.Cleanup(e.shutdown)
+	rec := record.NewFakeRecorder(10000)
+	e.recorder = rec
+	return e, rec
+}
+
+// TestForgedDenialsLeaveVerifiedEvents: 3,000 denials from callers not
+// verified as the API server (--webhook-auth report or none), half in the
+// namespace of a genuine denial and half spread over others, get at most
+// their own small share of Events, and the genuine (verified) denial that
+// follows still gets its Event.
+func TestForgedDenialsLeaveVerifiedEvents(t *testing.T) {
+	e, rec := recordingEvents(t)
+	for i := range 3000 {
+		ns := "team-a"
+		if i%2 == 1 {
+			ns = fmt.Sprintf("team-%d", i)
+		}
+		r := denialRecord(ns, fmt.Sprintf("forged-%d", i))
+		r.Caller = admission.CallerUnverified
+		e.record(r)
+	}
+	forged := len(rec.Events)
+	if forged == 0 || forged > unverifiedBurst+2 {
+		t.Fatalf("%d Events for 3000 unverified denials, want at most about %d", forged, unverifiedBurst)
+	}
+	genuine := denialRecord("team-a", "genuine")
+	genuine.Caller = admission.CallerVerified
+	e.record(genuine)
+	if len(rec.Events) != forged+1 {
+		t.Fatalf("the verified denial got no Event after %d unverified ones took %d", 3000, forged)
+	}
+	for range forged {
+		<-rec.Events
+	}
+	if ev := <-rec.Events; !strings.Contains(ev, "Job team-a/genuine") {
+		t.Fatalf("last Event %q, want the verified denial's", ev)
+	}
+}
+
+// TestRequesterStringsQuoted: an object name carrying a newline and a
+// command reaches the denial's message and its Event only quoted, so
+// that kubectl describe shows no line the requester wrote.
+func TestRequesterStringsQuoted(t *testing.T) {
+	e, rec := recordingEvents(t)
+	var msg string
+	h := admission.NewHandler(nil, admission.WithAudit(func(r admission.Record) {
+		if r.Denial != nil {
+			msg = r.Denial.Message
+		}
+		e.record(r)
+	}), admission.WithCaller(func(context.Context) string { return admission.CallerVerified }))
+	name := "p\ncurl x | sh"
+	obj, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": name, "namespace": "team-a", "annotations": map[string]string{admission.UserInfoAnnotation: `{"user":"bob"}`}},
+		"spec":     map[string]any{"containers": []any{map[string]any{"name": "c", "image": "busybox"}}}})
+	review := fmt.Sprintf(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1",
+		"kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},
+		"name":%q,"namespace":"team-a","operation":"CREATE","userInfo":{"username":"alice"},"object":%s}}`, name, obj)
+	req := httptest.NewRequest("POST", "/validate", strings.NewReader(review))
+	req.Header.Set("Content-Type", "application/json")
+	resp := httptest.NewRecorder()
+	h.ValidateHTTP().ServeHTTP(resp, req)
+	quoted := strconv.Quote("team-a/" + name)
+	if !strings.Contains(msg, quoted) || strings.Contains(msg, "\n") {
+		t.Fatalf("denial message %q, want the name only quoted (%s)", msg, quoted)
+	}
+	if !strings.Contains(resp.Body.String(), strings.Trim(strconv.Quote(quoted), `"`)) {
+		t.Fatalf("the response does not carry the quoted name: %s", resp.Body)
+	}
+	ev := <-rec.Events
+	if !strings.Contains(ev, quoted) || strings.Contains(ev, "\n") {
+		t.Fatalf("Event %q, want the name only quoted (%s)", ev, quoted)
+	}
 }

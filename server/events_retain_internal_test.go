@@ -14,6 +14,8 @@ import (
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/usherhq/usher/admission"
 )
 
 // TestDenialEventsDoNotRetainRequests: a denial's namespace, kind and
@@ -45,7 +47,7 @@ func TestDenialEventsDoNotRetainRequests(t *testing.T) {
 		ns, name := fmt.Sprintf("team-%d", i), fmt.Sprintf("job-%d", i)
 		s := string([]byte(strings.Repeat("x", body) + ns + name + "Job"))
 		r := denialRecord(s[body:body+len(ns)], s[body+len(ns):body+len(ns)+len(name)])
-		r.Denial.Kind = s[len(s)-3:]
+		r.Denial.Kind, r.Caller = s[len(s)-3:], admission.CallerVerified
 		e.record(r)
 	}
 	deadline := time.Now().Add(10 * time.Second)

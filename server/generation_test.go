@@ -61,6 +61,7 @@ func TestReloadIsOneGeneration(t *testing.T) {
 		Logger:         slog.New(slog.NewJSONHandler(logs, nil)),
 		Getenv:         func(string) (string, bool) { return "", false },
 		AccessAuth:     []string{server.AccessAuthNone},
+		WebhookAuth:    server.WebhookAuthNone,
 	})
 	if err != nil {
 		t.Fatal(err)

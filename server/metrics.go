@@ -29,6 +29,8 @@ type metrics struct {
 	accessAuth      *prometheus.CounterVec
 	shed            *prometheus.CounterVec
 	connsRefused    prometheus.Counter
+	webhookCallers  *prometheus.CounterVec
+	webhookMode     *prometheus.GaugeVec
 }
 
 func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
@@ -69,6 +71,13 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 			Help: "Requests refused with 429 to keep memory bounded, by handler (access, mutate, validate, validate-config) and reason (memory: no room for the body).",
 		}, []string{"handler", "reason"}),
 	}
+	m.webhookCallers = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "usher_webhook_callers_total",
+		Help: "Requests to the webhook paths by handler (mutate, validate, validate-config) and caller: verified (the API server's client certificate), unverified (served: --webhook-auth report), refused (401: client-cert), unchecked (none).",
+	}, []string{"handler", "result"})
+	m.webhookMode = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "usher_webhook_auth_mode", Help: "1, labelled with the --webhook-auth mode in use (client-cert, report, none).",
+	}, []string{"mode"})
 	m.connsRefused = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "usher_shed_connections_total",
 		Help: "Connections closed as soon as accepted because MaxConns were open.",
@@ -80,7 +89,7 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 	for _, r := range []string{"success", "failure"} {
 		m.reloads.WithLabelValues(r)
 	}
-	reg.MustRegister(m.accessChanges, m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics, m.accessAuth, m.shed, m.connsRefused,
+	reg.MustRegister(m.accessChanges, m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics, m.accessAuth, m.shed, m.connsRefused, m.webhookCallers, m.webhookMode,
 		cacheCollector{e}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

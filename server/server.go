@@ -21,9 +21,10 @@
 //   - /v1/access and /metrics answer only authenticated callers (a bearer
 //     token checked with a TokenReview, or a client certificate), unless
 //     authentication is switched off explicitly; a caller asks about
-//     itself unless RBAC lets it ask about others. The webhooks answer the
-//     API server: an AdmissionReview only decides about the object its
-//     sender sent.
+//     itself unless RBAC lets it ask about others. The webhooks answer
+//     only the API server, identified by its client certificate, unless
+//     told to answer anyone (webhookauth.go); an AdmissionReview only
+//     decides about the object its sender sent.
 //   - No error text carries directory internals to a caller: a failed
 //     group lookup is reported as such with a request id, the detail goes
 //     to the log.
@@ -78,6 +79,25 @@ type Options struct {
 	Addr string
 	// Listener, when set, is used instead of listening on Addr (tests).
 	Listener net.Listener
+	// WebhookAddr, when set, is the listen address of the webhook paths
+	// (/mutate, /validate, /validate-config), which then serves only them,
+	// /healthz and /readyz, with the same TLS configuration; Addr then
+	// serves everything else, and not them. Default "": Addr serves all.
+	WebhookAddr string
+	// WebhookListener, when set, is used instead of listening on
+	// WebhookAddr (tests), with the same effect.
+	WebhookListener net.Listener
+	// WebhookAuth says who may call the webhook paths: WebhookAuthClientCert,
+	// WebhookAuthReport or WebhookAuthNone (webhookauth.go). Default
+	// WebhookAuthClientCert.
+	WebhookAuth string
+	// WebhookClientCAFile is a PEM bundle of the CAs that issue the client
+	// certificate the API server presents to the webhooks: its own, never
+	// ClientCAFile's. Required by WebhookAuthClientCert. Default "".
+	WebhookClientCAFile string
+	// WebhookClientCNs are the common names such a certificate may have.
+	// Default ["kube-apiserver"].
+	WebhookClientCNs []string
 	// TLSCertFile and TLSKeyFile hold the serving certificate; both or
 	// neither. Default: a self-signed certificate for localhost, 127.0.0.1
 	// and ::1, generated at start.
@@ -146,6 +166,8 @@ type Options struct {
 	MaxConcurrentStreams int
 	// MaxConns caps the connections open at once; one beyond it is
 	// closed as soon as it is accepted (usher_shed_connections_total).
+	// With a webhook listener, a quarter of them are its own and the rest
+	// Addr's, so that a flood on one port does not close the other.
 	// Default 1024 (the API server needs a few, probes and scrapes one
 	// each).
 	MaxConns int
@@ -234,6 +256,12 @@ func (o Options) withDefaults() Options {
 	if o.Getenv == nil {
 		o.Getenv = os.LookupEnv
 	}
+	if o.WebhookAuth == "" {
+		o.WebhookAuth = WebhookAuthClientCert
+	}
+	if o.WebhookClientCNs == nil {
+		o.WebhookClientCNs = []string{"kube-apiserver"}
+	}
 	return o
 }
 
@@ -249,6 +277,7 @@ type Server struct {
 	registry  *prometheus.Registry
 	tlsConfig *tls.Config
 	access    accessAuth
+	webhook   webhookAuth
 	// cm is the ConfigMap source when Options.ConfigMaps is set.
 	cm *cmSource
 	// events records denial Events; nil when off.
@@ -263,7 +292,9 @@ type Server struct {
 	httpServer *http.Server
 	addr       atomic.Value // string, once listening
 	bodies     bodyBudgets
-	conns      connLimiter
+	// conns and webhookConns limit the connections of the listeners of
+	// Addr and WebhookAddr.
+	conns, webhookConns connLimiter
 }
 
 type reloadStatus struct {
@@ -322,6 +353,10 @@ func New(opts Options) (*Server, error) {
 	s.metrics = newMetrics(s.registry, s.engine)
 	s.configInfo = newConfigInfo(s.registry)
 	s.conns.max, s.conns.refused = int64(opts.MaxConns), s.metrics.connsRefused
+	if s.webhookListener() {
+		s.webhookConns.max, s.webhookConns.refused = max(s.conns.max/4, 1), s.conns.refused
+		s.conns.max -= s.webhookConns.max
+	}
 	s.registerBodyGauges()
 	if err := s.setupDenialEvents(); err != nil {
 		return nil, err
@@ -333,19 +368,23 @@ func New(opts Options) (*Server, error) {
 		admission.WithState(s.engine.Admission),
 		admission.WithAudit(s.withDenialEvents(s.auditReview)),
 		admission.WithMaxBodyBytes(opts.MaxReviewBody),
+		admission.WithCaller(callerOf),
 	}
 	s.admission = admission.NewHandler(cfg.Admission, hopts...)
 	s.setGeneration(gen, s.lastSum)
 	if err := s.setupAccessAuth(); err != nil {
 		return nil, err
 	}
+	if err := s.setupWebhookAuth(); err != nil {
+		return nil, err
+	}
 	if err := s.setupTLS(); err != nil {
 		return nil, err
 	}
-	if s.access.clientCerts {
+	if s.access.clientCerts || s.webhook.ca != nil {
 		// Ask for a certificate without verifying it in the handshake:
-		// the API server may call the webhooks with a certificate of
-		// another CA, and the authenticator decides about the rest.
+		// the webhooks' and /v1/access's have CAs of their own, and a
+		// caller without one is answered (or refused) by the handler.
 		s.tlsConfig.ClientAuth = tls.RequestClientCert
 	}
 	return s, nil
@@ -400,40 +439,74 @@ func (s *Server) Addr() string {
 	return a
 }
 
-// Handler returns the HTTP routes, without TLS (for tests and embedding).
-func (s *Server) Handler() http.Handler {
+// Handler returns the HTTP routes of Addr, without TLS (for tests and
+// embedding): with a webhook listener, all but the webhook paths.
+func (s *Server) Handler() http.Handler { return s.routes(!s.webhookListener(), true) }
+
+// webhookListener says whether the webhook paths have a listener of their
+// own.
+func (s *Server) webhookListener() bool {
+	return s.opts.WebhookAddr != "" || s.opts.WebhookListener != nil
+}
+
+// routes returns /healthz and /readyz, with the webhook paths and the
+// others (/v1/access, /metrics) as asked.
+func (s *Server) routes(webhooks, others bool) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("/v1/access", s.instrument("access", withRequestID(s.limitBody("access", s.opts.MaxAccessBody, http.HandlerFunc(s.serveAccess)))))
-	mux.Handle("/mutate", s.instrument("mutate", s.limitBody("mutate", s.opts.MaxReviewBody, s.admission.MutateHTTP())))
-	mux.Handle("/validate", s.instrument("validate", s.limitBody("validate", s.opts.MaxReviewBody, s.admission.ValidateHTTP())))
-	mux.Handle("/validate-config", s.instrument("validate-config", s.limitBody("validate-config", s.opts.MaxReviewBody, http.HandlerFunc(s.serveValidateConfig))))
+	if others {
+		mux.Handle("/v1/access", s.instrument("access", withRequestID(s.limitBody("access", s.opts.MaxAccessBody, http.HandlerFunc(s.serveAccess)))))
+		mux.Handle("/metrics", withRequestID(s.guardMetrics(s.metricsHandler())))
+	}
+	if webhooks {
+		for path, h := range map[string]http.Handler{"mutate": s.admission.MutateHTTP(), "validate": s.admission.ValidateHTTP(),
+			"validate-config": http.HandlerFunc(s.serveValidateConfig)} {
+			mux.Handle("/"+path, s.instrument(path, s.guardWebhook(path, s.limitBody(path, s.opts.MaxReviewBody, h))))
+		}
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/readyz", s.serveReady)
-	mux.Handle("/metrics", withRequestID(s.guardMetrics(s.metricsHandler())))
 	return mux
 }
 
 // Run serves until ctx is done, then shuts down gracefully.
 func (s *Server) Run(ctx context.Context) error {
-	ln := s.opts.Listener
-	if ln == nil {
-		var err error
-		if ln, err = net.Listen("tcp", s.opts.Addr); err != nil {
+	ln, err := listen(s.opts.Listener, s.opts.Addr, "--addr")
+	if err != nil {
+		return err
+	}
+	main := s.Handler()
+	handler := main
+	lns := []net.Listener{&s.conns}
+	s.conns.Listener = ln
+	webhookAddr := ""
+	if s.webhookListener() {
+		wl, err := listen(s.opts.WebhookListener, s.opts.WebhookAddr, "--webhook-addr")
+		if err != nil {
+			ln.Close()
 			return err
 		}
+		s.webhookConns.Listener, webhookAddr = wl, wl.Addr().String()
+		lns = append(lns, &s.webhookConns)
+		hooks := s.routes(true, false)
+		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if cs := connOf(r.Context()); cs != nil && cs.webhookPort {
+				hooks.ServeHTTP(w, r)
+				return
+			}
+			main.ServeHTTP(w, r)
+		})
 	}
 	if s.auditQ != nil {
 		// Last, once the requests are done: what is queued is written.
 		defer s.auditQ.close()
 	}
 	s.addr.Store(ln.Addr().String())
-	s.conns.Listener = ln
-	ln = &s.conns
 	s.httpServer = &http.Server{
-		Handler:           s.Handler(),
+		Handler:           handler,
+		ConnContext:       s.connContext,
 		TLSConfig:         s.tlsConfig,
 		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
 		// A backstop: bodies have BodyReadTimeout from the moment they
@@ -449,7 +522,7 @@ func (s *Server) Run(ctx context.Context) error {
 		},
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
-	s.log.Info("usher serving", "addr", ln.Addr().String(), "config", s.configName())
+	s.log.Info("usher serving", "addr", s.Addr(), "webhookAddr", webhookAddr, "webhookAuth", s.webhook.mode, "config", s.configName())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -466,10 +539,13 @@ func (s *Server) Run(ctx context.Context) error {
 			s.watch(ctx)
 		}
 	}()
-	errc := make(chan error, 1)
-	go func() { errc <- s.httpServer.ServeTLS(ln, "", "") }()
+	errc := make(chan error, len(lns))
+	for _, l := range lns {
+		go func() { errc <- s.httpServer.ServeTLS(l, "", "") }()
+	}
 	select {
 	case err := <-errc:
+		s.httpServer.Close()
 		<-done
 		return err
 	case <-ctx.Done():
@@ -477,16 +553,33 @@ func (s *Server) Run(ctx context.Context) error {
 	s.log.Info("shutting down", "timeout", s.opts.ShutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
 	defer cancel()
-	err := s.httpServer.Shutdown(sctx)
+	err = s.httpServer.Shutdown(sctx)
 	<-done
 	s.events.shutdown()
 	if cerr := s.engine.Close(); cerr != nil {
 		s.log.Warn("closing resolvers", "err", cerr)
 	}
-	if e := <-errc; e != nil && !errors.Is(e, http.ErrServerClosed) && err == nil {
-		err = e
+	for range lns {
+		if e := <-errc; e != nil && !errors.Is(e, http.ErrServerClosed) && err == nil {
+			err = e
+		}
 	}
 	return err
+}
+
+// listen returns ln, or a listener on addr; an error names flag.
+func listen(ln net.Listener, addr, flag string) (net.Listener, error) {
+	if ln != nil {
+		return ln, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if op := (*net.OpError)(nil); errors.As(err, &op) {
+		err = op.Err // a port in use, an address not on this host, a port below 1024
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on %s (%s): %w", addr, flag, err)
+	}
+	return ln, nil
 }
 
 func (s *Server) configName() string {
@@ -649,6 +742,7 @@ func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	st := s.status.Load()
 	fmt.Fprintf(w, "ready: serving the configuration loaded at %s\n", st.loadedAt.UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "generation: %s\n", st.generation)
+	fmt.Fprintf(w, "webhook callers: %s (--webhook-auth)\n", s.webhook.mode)
 	if st.failed {
 		// Anyone who reaches the port may read /readyz: the reason of the
 		// refusal (which can name files, directory servers and DNs) is

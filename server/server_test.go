@@ -50,12 +50,16 @@ func (s *syncBuffer) String() string {
 // start runs a server on a free loopback port and returns a client that
 // trusts its certificate. The server stops when the test ends. Tests of
 // decisions, reloads and metrics run with authentication switched off
-// explicitly (--access-auth none) unless they set opts.AccessAuth; the
-// tests of authentication are in authn_test.go.
+// explicitly (--access-auth none, --webhook-auth none) unless they set
+// opts.AccessAuth or opts.WebhookAuth; the tests of authentication are in
+// authn_test.go and webhookauth_test.go.
 func start(t *testing.T, opts server.Options, roots *x509.CertPool) *harness {
 	t.Helper()
 	if opts.AccessAuth == nil {
 		opts.AccessAuth = []string{server.AccessAuthNone}
+	}
+	if opts.WebhookAuth == "" {
+		opts.WebhookAuth = server.WebhookAuthNone // webhookauth_test.go tests the callers
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

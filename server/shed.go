@@ -275,7 +275,7 @@ func (s *Server) registerBodyGauges() {
 				func() float64 { return float64(b.b.limit) }))
 	}
 	s.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "usher_connections_open",
-		Help: "Connections open (at most MaxConns)."}, func() float64 { return float64(s.conns.open.Load()) }))
+		Help: "Connections open (at most MaxConns)."}, func() float64 { return float64(s.conns.open.Load() + s.webhookConns.open.Load()) }))
 }
 
 // connLimiter caps the connections open at once: each costs memory (TLS

@@ -16,7 +16,7 @@ func TestLimitBodyAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not stable under the race detector (sync.Pool drops items); make test runs this test without -race too")
 	}
-	s, err := New(Options{NoAudit: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	s, err := New(Options{NoAudit: true, WebhookAuth: WebhookAuthNone, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Getenv: func(string) (string, bool) { return "", false }})
 	if err != nil {
 		t.Fatal(err)

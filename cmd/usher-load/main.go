@@ -3,7 +3,7 @@
 // and latency percentiles. It only talks to the address it is given, which
 // should be on loopback.
 //
-//	usher serve --addr 127.0.0.1:8443 --ca-out /tmp/ca.pem --no-audit &
+//	usher serve --addr 127.0.0.1:8443 --ca-out /tmp/ca.pem --no-audit --webhook-auth none &
 //	usher-load --addr 127.0.0.1:8443 --ca /tmp/ca.pem --conns 16 --duration 10s
 //
 // With --serve-bare it is the ceiling instead: the same TLS stack answering

@@ -21,7 +21,7 @@ func TestLoadAgainstServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Options{Listener: ln, NoAudit: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	srv, err := server.New(server.Options{Listener: ln, NoAudit: true, WebhookAuth: server.WebhookAuthNone, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Getenv: func(string) (string, bool) { return "", false }})
 	if err != nil {
 		t.Fatal(err)

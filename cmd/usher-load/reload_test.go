@@ -61,7 +61,7 @@ func startServe(t *testing.T, bin string, args ...string) (addr string, roots *x
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { logs.Close() })
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--ca-out", ca}, args...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--ca-out", ca, "--webhook-auth", "none"}, args...)...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.Env = append(os.Environ(), "GOMEMLIMIT=", "GOGC=")
 	if err := cmd.Start(); err != nil {

@@ -30,7 +30,7 @@ func TestServeAuditLogFile(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- cli.Run(ctx, &cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }},
-			[]string{"serve", "--config", yunikornACL, "--addr", "127.0.0.1:0", "--access-auth", "none",
+			[]string{"serve", "--config", yunikornACL, "--addr", "127.0.0.1:0", "--access-auth", "none", "--webhook-auth", "none",
 				"--ca-out", caPath, "--audit-log", auditPath})
 	}()
 	addrRE := regexp.MustCompile(`"msg":"usher serving","addr":"([^"]+)"`)
@@ -119,7 +119,7 @@ func TestServeAuditToStderr(t *testing.T) {
 			done := make(chan int, 1)
 			go func() {
 				done <- cli.Run(ctx, &cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }},
-					[]string{"serve", "--config", yunikornACL, "--addr", addr, "--access-auth", "none",
+					[]string{"serve", "--config", yunikornACL, "--addr", addr, "--access-auth", "none", "--webhook-auth", "none",
 						"--ca-out", caPath, "--log-level", level})
 			}()
 			// The address is not logged at warn: wait for the port to
@@ -166,7 +166,7 @@ func TestServeAuditToStderr(t *testing.T) {
 				t.Fatalf("%d admission records on stderr, want 1:\n%s", len(lines), errb.String())
 			}
 			const str = `"(?:[^"\\]|\\.)*"` // a JSON string
-			want := regexp.MustCompile(`^\{"time":"[^"]+","level":"INFO","msg":"audit","kind":"admission","webhook":"mutate","uid":"u-2",` +
+			want := regexp.MustCompile(`^\{"time":"[^"]+","level":"INFO","msg":"audit","kind":"admission","webhook":"mutate","caller":"unchecked","uid":"u-2",` +
 				`"operation":"CREATE","object":"Pod","namespace":"team-a","name":"p","user":"al<ice\\"\\u2028","groups":\["dev\\b"\],` +
 				`"identity":` + str + `,"queue":` + str + `,"allowed":(true|false),"patched":(true|false),"code":\d+,"reason":` + str +
 				`,"rule":` + str + `,"dryRun":false,"warned":false,"lookup":` + str + `(,"denial":\{.*\})?\}$`)

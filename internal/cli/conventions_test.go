@@ -164,7 +164,7 @@ func TestServePortInUse(t *testing.T) {
 	var code int
 	go func() {
 		defer close(done)
-		out, errs, code = runCtx(ctx, "serve", "--addr", addr, "--access-auth", "none", "--log-format", "text", "--config", yunikornACL)
+		out, errs, code = runCtx(ctx, "serve", "--addr", addr, "--access-auth", "none", "--webhook-auth", "none", "--log-format", "text", "--config", yunikornACL)
 	}()
 	select {
 	case <-done:

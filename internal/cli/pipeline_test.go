@@ -29,10 +29,11 @@ func serveReads(t *testing.T, path string, vars map[string]string) (error, strin
 	t.Helper()
 	var logs bytes.Buffer
 	srv, err := server.New(server.Options{
-		ConfigPath: path,
-		Logger:     slog.New(slog.NewTextHandler(&logs, nil)),
-		Getenv:     func(k string) (string, bool) { v, ok := vars[k]; return v, ok },
-		AccessAuth: []string{server.AccessAuthNone},
+		ConfigPath:  path,
+		Logger:      slog.New(slog.NewTextHandler(&logs, nil)),
+		Getenv:      func(k string) (string, bool) { v, ok := vars[k]; return v, ok },
+		AccessAuth:  []string{server.AccessAuthNone},
+		WebhookAuth: server.WebhookAuthNone,
 	})
 	if err == nil {
 		t.Cleanup(func() { srv.Engine().Close() })

@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"time"
@@ -21,6 +19,9 @@ const serveHelp = `Serves, over TLS:
   POST /mutate      admission webhook: stamps the submitter's identity
   POST /validate    admission webhook: refuses forged or changed identities
   GET  /healthz, /readyz, /metrics (Prometheus)
+With --webhook-addr the webhooks (/mutate, /validate, /validate-config) are
+served there instead, with /healthz and /readyz, so that a NetworkPolicy can
+admit only the API server to them.
 
 The configuration (a usher YAML file, a ConfigMap manifest, or a directory
 where a ConfigMap is mounted) is watched and reloaded when it changes; an
@@ -59,7 +60,23 @@ authenticated with). Asking about another user or other groups needs RBAC
 verb create on resource accessreviews in API group usher.io; /metrics needs
 verb get on the non-resource URL /metrics. Members of
 --access-privileged-groups may do both without a SubjectAccessReview.
-The webhooks (/mutate, /validate) are not affected: see docs/security.md.
+
+Who may call the webhooks (--webhook-auth). kube-apiserver presents a client
+certificate to a webhook when its AdmissionConfiguration's kubeConfigFile
+names one for the webhook's host (docs/security.md):
+  client-cert   (default) only a caller whose certificate chains to
+                --webhook-client-ca (never --client-ca) and whose CN is one of
+                --webhook-client-cn; any other gets 401 before its body is
+                read, costing no Event, file read or directory lookup.
+  report        every caller is served; each is verified as client-cert
+                would and counted (usher_webhook_callers_total). For a
+                rollout, and where the API server cannot present a
+                certificate (EKS, GKE and AKS cannot today).
+  none          no check: anyone who reaches usher may send reviews. For
+                local use and tests; logged loudly.
+/readyz and usher_webhook_auth_mode say which mode is in use; every audit
+record says whether its caller was verified, and unverified denials have a
+smaller share of the denial Events.
 
 Request bodies share a memory budget (--body-memory); a request whose body
 does not fit is refused with 429 and Retry-After before it is read, and a
@@ -68,12 +85,13 @@ limit is half the container's memory limit (--memory-limit; GOMEMLIMIT
 wins): usher stays under 160 MiB in a 256Mi container (docs/limits.md).
 
 Examples:
-  usher serve                                   # embedded default, https://127.0.0.1:8443
+  usher serve --webhook-auth none               # embedded default, https://127.0.0.1:8443, local use
   usher serve --config queues.yaml --addr :8443 --tls-cert tls.crt --tls-key tls.key
   usher serve --config-map usher-system/usher-config   # watched through the API
   usher serve --config-map yunikorn/yunikorn-defaults,yunikorn/yunikorn-configs
   usher serve --kubeconfig usher.kubeconfig     # callers authenticate with their Kubernetes tokens
-  usher serve --access-auth none                # local use: no authentication (logged loudly)
+  usher serve --access-auth none --webhook-auth none   # local use: no authentication (logged loudly)
+  usher serve --webhook-addr :9443 --webhook-client-ca apiserver-client-ca.crt   # webhooks on a port of their own
   usher serve --audit-log /var/log/usher/audit.log   # audit records apart from the logs
 `
 
@@ -109,6 +127,10 @@ func newServeCommand(env *Env) *cobra.Command {
 		return nil
 	})
 	fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8443", "listen `HOST:PORT` (use :8443 inside a cluster)")
+	fs.StringVar(&opts.WebhookAddr, "webhook-addr", "", "serve the webhooks (and /healthz, /readyz) on `HOST:PORT` instead of --addr (default: on --addr)")
+	fs.StringVar(&opts.WebhookAuth, "webhook-auth", server.WebhookAuthClientCert, "`MODE` of the webhooks' callers: client-cert (only the API server's certificate), report (all, counted) or none")
+	fs.StringVar(&opts.WebhookClientCAFile, "webhook-client-ca", "", "PEM `FILE` of the CA of the client certificate the API server presents to the webhooks (required by --webhook-auth client-cert)")
+	fs.StringSliceVar(&opts.WebhookClientCNs, "webhook-client-cn", []string{"kube-apiserver"}, "common `NAMES` (comma separated) the webhooks' client certificate may have")
 	fs.StringVar(&opts.TLSCertFile, "tls-cert", "", "serving certificate `FILE` (PEM), re-read when it changes")
 	fs.StringVar(&opts.TLSKeyFile, "tls-key", "", "private key `FILE` (PEM)")
 	fs.StringVar(caOut, "ca-out", "", "write the self-signed certificate's PEM to `FILE`")
@@ -230,12 +252,8 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 		}
 	}
 	if err := srv.Run(ctx); err != nil {
-		// Not listening is a startup error like a bad flag: a port in
-		// use, an address not on this host, a port below 1024.
-		if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "listen" {
-			env.errorf("cannot listen on %s (--addr): %v", opts.Addr, op.Err)
-			return ExitUsage
-		}
+		// Not listening (--addr, --webhook-addr) is a startup error like a
+		// bad flag.
 		env.errorf("%v", err)
 		return ExitUsage
 	}

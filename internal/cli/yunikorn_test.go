@@ -113,7 +113,7 @@ func TestServeWithoutConfigSaysSo(t *testing.T) {
 	done := make(chan int)
 	go func() {
 		done <- cli.Run(ctx, &cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }},
-			[]string{"serve", "--addr", "127.0.0.1:0", "--access-auth", "none", "--log-format", "text"})
+			[]string{"serve", "--addr", "127.0.0.1:0", "--access-auth", "none", "--webhook-auth", "none", "--log-format", "text"})
 	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(errb.String(), "no --config given") && time.Now().Before(deadline) {

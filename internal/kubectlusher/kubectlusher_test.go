@@ -85,7 +85,7 @@ func newEnv(t *testing.T) *env {
 	}
 	clientCAs := x509.NewCertPool()
 	clientCAs.AppendCertsFromPEM(caPEM)
-	srv, err := server.New(server.Options{ConfigPath: cfg, Listener: ln, AccessAuth: []string{server.AccessAuthClientCert},
+	srv, err := server.New(server.Options{ConfigPath: cfg, Listener: ln, WebhookAuth: server.WebhookAuthNone, AccessAuth: []string{server.AccessAuthClientCert},
 		ClientCAFile: caFile, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Getenv: func(string) (string, bool) { return "", false }})
 	if err != nil {

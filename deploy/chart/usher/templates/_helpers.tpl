@@ -49,6 +49,21 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- end -}}
 
+{{/* Whether usher is given a webhook client CA: "true" or "". It fails
+for client-cert without one. */}}
+{{- define "usher.webhookClientCA" -}}
+{{- $wa := .Values.webhookAuth -}}
+{{- if and (eq $wa.mode "none") (or $wa.clientCA $wa.generate) -}}
+{{- fail "webhookAuth.mode none checks no caller: leave webhookAuth.clientCA empty and generate false" -}}
+{{- else if and $wa.clientCA $wa.generate -}}
+{{- fail "webhookAuth: give clientCA or generate, not both" -}}
+{{- else if or $wa.clientCA $wa.generate -}}
+true
+{{- else if eq $wa.mode "client-cert" -}}
+{{- fail "webhookAuth.mode client-cert needs webhookAuth.clientCA (the PEM of the CA of kube-apiserver's client certificate) or webhookAuth.generate: true; on EKS, GKE and AKS, whose API server cannot present one, use mode report (docs/security.md)" -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The image reference: digest when given, else the tag (default the
 chart's appVersion). */}}
 {{- define "usher.image" -}}
@@ -139,7 +154,7 @@ clientConfig:
     name: {{ include "usher.fullname" $ }}
     namespace: {{ $.Release.Namespace }}
     path: {{ index . 1 }}
-    port: {{ $.Values.service.port }}
+    port: {{ $.Values.service.webhookPort }}
   {{- with index . 2 }}
   caBundle: {{ . }}
   {{- end }}
