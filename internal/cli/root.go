@@ -113,7 +113,7 @@ const rootExamples = `  usher check   --config queues.yaml --queue root.test --u
   usher explain --config queues.yaml --queue root.test --user john --groups dev
   usher access  --config queues.yaml --user john --groups dev
   usher lint    queues.yaml
-  usher serve   --config queues.yaml
+  usher serve   --config queues.yaml --webhook-auth none   # local use; in a cluster: --webhook-client-ca
   source <(usher completion bash)`
 
 // newRootCommand builds the usher command tree; its commands print on
