@@ -1,8 +1,12 @@
 package admission
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -179,5 +183,28 @@ func BenchmarkMutateGroups(b *testing.B) {
 			serveBench(b, h.MutateHTTP(), groupsReview(b, groups, reversed))
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/group")
 		})
+	}
+}
+
+// A review whose caller has gone (its context ended while the body was
+// decoded) asks no authorizer: it is denied at once and still audited.
+func TestReviewStopsWhenCallerGoes(t *testing.T) {
+	authz := &fakeAuthz{}
+	var audited []Record
+	h := NewHandler(compiled(t, Config{EnforceQueueACLs: true}), WithAuthorizer(authz), WithAudit(func(r Record) { audited = append(audited, r) }))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/mutate", bytes.NewReader(groupsReview(t, []string{"dev"}, nil)))
+	r.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.MutateHTTP().ServeHTTP(rec, r)
+	if q := authz.queues(); len(q) != 0 {
+		t.Fatalf("the authorizer was asked about %q after the caller left", q)
+	}
+	if resp := reviewResponse(t, rec.Body.Bytes()); resp.Allowed || !strings.Contains(resp.Result.Message, "context canceled") {
+		t.Fatalf("allowed %v: %s", resp.Allowed, resp.Result.Message)
+	}
+	if len(audited) != 1 || audited[0].Denial == nil || audited[0].Denial.Reason != CauseDecisionFailed {
+		t.Fatalf("audit records: %+v", audited)
 	}
 }

@@ -303,9 +303,13 @@ func (h *Handler) review(ctx context.Context, st *handlerState, hook hookKind, r
 		ctx, notes = withLookupNotes(ctx)
 	}
 	var dc decision
-	if n := max(pre.groups, len(req.UserInfo.Groups)); n > h.groups.max {
+	switch n := max(pre.groups, len(req.UserInfo.Groups)); {
+	case n > h.groups.max:
 		dc = h.groups.refuse("request", CauseInvalidRequest, "request.userInfo", n)
-	} else {
+	case ctx.Err() != nil:
+		// The caller has gone: no authorizer or resolver is asked.
+		dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: the request ended before it was decided (%v); denied", context.Cause(ctx))
+	default:
 		dc = h.decideSafe(ctx, st, hook, req, obj, old, pre, buf)
 	}
 	dc.lookup = notes.String()
