@@ -28,6 +28,7 @@ type metrics struct {
 	panics          *prometheus.CounterVec
 	accessAuth      *prometheus.CounterVec
 	shed            *prometheus.CounterVec
+	groupsOver      *prometheus.CounterVec
 	connsRefused    prometheus.Counter
 }
 
@@ -68,6 +69,10 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 			Name: "usher_shed_requests_total",
 			Help: "Requests refused with 429 to keep memory bounded, by handler (access, mutate, validate, validate-config) and reason (memory: no room for the body).",
 		}, []string{"handler", "reason"}),
+		groupsOver: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "usher_admission_groups_over_limit_total",
+			Help: "Requests refused for naming more groups than MaxGroups, by source (request: a review's request.userInfo, annotation: a user.info a requester supplied, access: a /v1/access request).",
+		}, []string{"source"}),
 	}
 	m.connsRefused = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "usher_shed_connections_total",
@@ -80,7 +85,10 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 	for _, r := range []string{"success", "failure"} {
 		m.reloads.WithLabelValues(r)
 	}
-	reg.MustRegister(m.accessChanges, m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics, m.accessAuth, m.shed, m.connsRefused,
+	for _, src := range []string{"request", "annotation", "access"} {
+		m.groupsOver.WithLabelValues(src)
+	}
+	reg.MustRegister(m.accessChanges, m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics, m.accessAuth, m.shed, m.groupsOver, m.connsRefused,
 		cacheCollector{e}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

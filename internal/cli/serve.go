@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/server"
 )
 
@@ -131,6 +132,8 @@ func newServeCommand(env *Env) *cobra.Command {
 	fs.StringVar(bodyMemory, "body-memory", "48Mi", "memory the request bodies in flight may hold at once (a Kubernetes `QUANTITY`); "+
 		"beyond it requests are refused with 429")
 	fs.DurationVar(&opts.BodyReadTimeout, "body-read-timeout", 10*time.Second, "how long a request body may take to arrive")
+	fs.IntVar(&opts.MaxGroups, "max-groups", admission.DefaultMaxGroups, "the most `GROUPS` a review's requester, a user.info annotation it supplies "+
+		"or a /v1/access request may name; more are refused and counted in usher_admission_groups_over_limit_total")
 	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runServe(ctx, env, f) })
 }
 
@@ -206,6 +209,10 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 		return ExitUsage
 	}
 	opts.BodyMemory = bm.Value()
+	if opts.MaxGroups <= 0 {
+		env.errorf("--max-groups %d: want a positive number", opts.MaxGroups)
+		return ExitUsage
+	}
 	if err := setMemoryLimit(memLimit, env.Getenv, opts.Logger); err != nil {
 		env.errorf("%v", err)
 		return ExitUsage
