@@ -29,6 +29,7 @@ type metrics struct {
 	accessAuth      *prometheus.CounterVec
 	shed            *prometheus.CounterVec
 	groupsOver      *prometheus.CounterVec
+	tokenReviews    *prometheus.CounterVec
 	connsRefused    prometheus.Counter
 }
 
@@ -73,6 +74,10 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 			Name: "usher_admission_groups_over_limit_total",
 			Help: "Requests refused for naming more groups than MaxGroups, by source (request: a review's request.userInfo, annotation: a user.info a requester supplied, access: a /v1/access request).",
 		}, []string{"source"}),
+		tokenReviews: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "usher_tokenreviews_total",
+			Help: "Bearer tokens not in the cache, by result: authenticated, unauthenticated, error (the TokenReview failed), ratelimited (not reviewed: too many new tokens at once).",
+		}, []string{"result"}),
 	}
 	m.connsRefused = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "usher_shed_connections_total",
@@ -88,7 +93,10 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 	for _, src := range []string{"request", "annotation", "access"} {
 		m.groupsOver.WithLabelValues(src)
 	}
-	reg.MustRegister(m.accessChanges, m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics, m.accessAuth, m.shed, m.groupsOver, m.connsRefused,
+	for _, r := range []string{"authenticated", "unauthenticated", "error", "ratelimited"} {
+		m.tokenReviews.WithLabelValues(r)
+	}
+	reg.MustRegister(m.accessChanges, m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics, m.accessAuth, m.shed, m.groupsOver, m.tokenReviews, m.connsRefused,
 		cacheCollector{e}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -183,7 +183,9 @@ type Options struct {
 	PrivilegedGroups []string
 	// TokenReviewCache and SubjectAccessReviewCache tune the caches of the
 	// API server's answers (defaults: 10s for success and failure, 4096
-	// entries, 10s timeout).
+	// entries, 10s timeout), and TokenReviewCache the TokenReviews'
+	// audiences and rate (see auth.TokenOptions; a token refused for the
+	// rate gets 429 and Retry-After).
 	TokenReviewCache         auth.TokenOptions
 	SubjectAccessReviewCache auth.SAROptions
 }

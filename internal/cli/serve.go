@@ -124,6 +124,11 @@ func newServeCommand(env *Env) *cobra.Command {
 	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig `FILE` whose credentials send TokenReviews and SubjectAccessReviews and read --config-map (default: the pod's service account when running in a pod)")
 	fs.StringVar(&opts.ClientCAFile, "client-ca", "", "PEM `FILE` of the CA whose client certificates authenticate callers (default: client certificates are not accepted)")
 	fs.StringVar(privileged, "access-privileged-groups", "system:masters", "comma separated `GROUPS` whose members may ask about anyone and read /metrics without a SubjectAccessReview (\"\" for none)")
+	fs.Func("token-audiences", "comma separated `AUDIENCES` usher's TokenReviews ask for; a bearer token is accepted only when the API server "+
+		"says it was issued for one of them (default: none, the API server's own, which kubeconfig credentials are issued for)", func(v string) error {
+		opts.TokenReviewCache.Audiences = append(opts.TokenReviewCache.Audiences, splitList(v)...)
+		return nil
+	})
 	fs.DurationVar(authCacheTTL, "access-auth-cache-ttl", 10*time.Second, "how long answers of TokenReviews and SubjectAccessReviews are cached")
 	fs.StringVar(logFormat, "log-format", "json", "log `FORMAT`: json or text")
 	fs.StringVar(logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn or error")
