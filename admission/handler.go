@@ -77,8 +77,8 @@ type groupLimit struct {
 	over func(source string)
 }
 
-// keep is how many groups a review's decoder keeps: one more than the cap
-// would already be refused.
+// keep is how many groups of a list the decoder keeps (all when l is
+// nil): past the cap a review is refused, so the rest are only counted.
 func (l *groupLimit) keep() int {
 	if l == nil {
 		return math.MaxInt

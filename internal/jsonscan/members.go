@@ -138,12 +138,12 @@ func (m *Members) Seen(i int) bool { return m.seen&(1<<i) != 0 }
 // encoding/json) or null (nil); an empty array is a non-nil empty slice.
 // It keeps at most max strings and reads the rest without keeping them; n
 // is the array's length. The result is allocated once, at its final size.
-func (d *Scanner) StringList(field string, max int) (list []string, n int) {
+func (d *Scanner) StringList(field string, max int) ([]string, int) {
 	if d.Null() || !d.Array(field) {
 		return nil, 0
 	}
 	var tmp [16]string
-	list = tmp[:0]
+	list, n := tmp[:0], 0
 	first := true
 	for d.Elem(&first) {
 		if s := d.StringField(field); n < max {
