@@ -27,10 +27,13 @@ func create(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, r
 	var dc decision
 	switch {
 	case pm.has(slotUserInfo):
-		ui, err := ParseUserInfo(pm.vals[slotUserInfo])
+		ui, n, err := parseUserInfo(pm.vals[slotUserInfo], pre.lim.keep())
 		if err != nil {
 			return userInfoDenial(k, deny(CauseUserInfoInvalid, httpStatusBadRequest, "usher: annotation %s on %s is not valid: %v (value %s)",
 				UserInfoAnnotation, place(k, req, ov), err, errString(pm.vals[slotUserInfo])))
+		}
+		if n > len(ui.Groups) {
+			return userInfoDenial(k, pre.lim.refuse("annotation", CauseUserInfoInvalid, "annotation "+UserInfoAnnotation+" on "+place(k, req, ov), n))
 		}
 		var rule Rule
 		switch {

@@ -41,10 +41,14 @@ type decodedReview struct {
 	views views
 }
 
-// views are the request objects, parsed ahead by decodeReview.
+// views are the request objects, parsed ahead by decodeReview, and the
+// review's group limit: lim (nil: none) caps the groups decodeReview
+// keeps of request.userInfo, and groups is how many it counted.
 type views struct {
 	obj, old         objectView
 	objDone, oldDone bool
+	lim              *groupLimit
+	groups           int
 }
 
 // Member names of the objects decodeReview reads, by index.
@@ -136,7 +140,7 @@ func decodeRequest(d *jsonscan.Scanner, body []byte, r *decodedReview, c *Compil
 		case reqOperation:
 			req.Operation = admissionv1.Operation(d.StringField("request.operation"))
 		case reqUserInfo:
-			decodeUserInfo(d, &req.UserInfo)
+			decodeUserInfo(d, &req.UserInfo, &r.views)
 		case reqObject:
 			a, b := objectAhead(d, c, m.Seen(reqKind), req, &r.views.obj, &r.views.objDone)
 			if raw := s[a:b]; raw != "null" && d.Err() == nil {
@@ -209,7 +213,10 @@ func decodeGroupVersion(d *jsonscan.Scanner, field string, keys *jsonscan.Keys, 
 	}
 }
 
-func decodeUserInfo(d *jsonscan.Scanner, u *authenticationv1.UserInfo) {
+// decodeUserInfo reads request.userInfo, keeping at most v.lim's groups
+// and counting them all in v.groups. Extra is checked, not kept: no rule
+// reads it, and a map of its keys would cost many times the body.
+func decodeUserInfo(d *jsonscan.Scanner, u *authenticationv1.UserInfo, v *views) {
 	m := d.MembersOrNull("request.userInfo", userInfoKeys)
 	for i := m.Next(); i >= 0; i = m.Next() {
 		switch i {
@@ -218,21 +225,16 @@ func decodeUserInfo(d *jsonscan.Scanner, u *authenticationv1.UserInfo) {
 		case 1:
 			u.UID = d.StringField("request.userInfo.uid")
 		case 2:
-			u.Groups = d.StringList("request.userInfo.groups")
+			u.Groups, v.groups = d.StringList("request.userInfo.groups", v.lim.keep())
 		case 3:
 			if d.Null() || !d.Object("request.userInfo.extra") {
 				continue
 			}
-			if u.Extra == nil {
-				u.Extra = make(map[string]authenticationv1.ExtraValue, 4)
-			}
-			f := true
-			for {
-				k, ok := d.Next(&f)
-				if !ok {
+			for f := true; ; {
+				if _, ok := d.Next(&f); !ok {
 					break
 				}
-				u.Extra[k] = d.StringList("request.userInfo.extra")
+				d.StringList("request.userInfo.extra", 0)
 			}
 		}
 	}

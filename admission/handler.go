@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -38,6 +39,11 @@ const (
 // (see WithMaxBodyBytes).
 const DefaultMaxBodyBytes = 7 << 20
 
+// DefaultMaxGroups is the default cap on the groups of a review (see
+// WithMaxGroups): directory users of large Active Directory forests carry
+// over a thousand.
+const DefaultMaxGroups = 2048
+
 type hookKind uint8
 
 const (
@@ -62,7 +68,32 @@ type Handler struct {
 	caller  func(context.Context) string
 	onPanic func(any)
 	maxBody int64
+	groups  groupLimit
 	pool    sync.Pool
+}
+
+// groupLimit caps the groups a review may name (WithMaxGroups).
+type groupLimit struct {
+	max  int
+	over func(source string)
+}
+
+// keep is how many groups of a list the decoder keeps (all when l is
+// nil): past the cap a review is refused, so the rest are only counted.
+func (l *groupLimit) keep() int {
+	if l == nil {
+		return math.MaxInt
+	}
+	return l.max
+}
+
+// refuse counts and denies a review whose where names n groups, more than
+// the cap; source is "request" or "annotation".
+func (l *groupLimit) refuse(source string, cause Cause, where string, n int) decision {
+	if l.over != nil {
+		l.over(source)
+	}
+	return deny(cause, httpStatusBadRequest, "usher: %s names %d groups, more than the limit of %d (usher serve --max-groups)", where, n, l.max)
 }
 
 // State is what one review reads, loaded once when it starts: the compiled
@@ -167,6 +198,21 @@ func WithMaxBodyBytes(n int64) Option {
 	}
 }
 
+// WithMaxGroups caps at max the groups of request.userInfo, and of a
+// user.info annotation a requester supplies on CREATE: a review naming
+// more is denied with a message that names the limit and the count, after
+// over (if not nil) is called with "request" or "annotation". A review
+// body's groups past the cap are counted, not kept. Default
+// DefaultMaxGroups.
+func WithMaxGroups(max int, over func(source string)) Option {
+	return func(h *Handler) {
+		if max > 0 {
+			h.groups.max = max
+		}
+		h.groups.over = over
+	}
+}
+
 // WithPanicHook sets a function called with the value of every panic the
 // handler recovers (to count it in a metric). Default: none. A recovered
 // panic always denies the review.
@@ -177,7 +223,7 @@ func NewHandler(cfg *Compiled, opts ...Option) *Handler {
 	if cfg == nil {
 		cfg = MustCompile(Config{})
 	}
-	h := &Handler{maxBody: DefaultMaxBodyBytes}
+	h := &Handler{maxBody: DefaultMaxBodyBytes, groups: groupLimit{max: DefaultMaxGroups}}
 	h.state.Store(&handlerState{cfg: cfg})
 	for _, o := range opts {
 		o(h)
@@ -254,13 +300,23 @@ func (h *Handler) review(ctx context.Context, st *handlerState, hook hookKind, r
 	if pre == nil {
 		pre = &views{}
 	}
+	pre.lim = &h.groups
 	var notes *lookupNotes
 	if h.audit != nil && (st.cfg.enforce || st.cfg.enforceDelete) {
 		// Only an authorizer notes a lookup; without one nothing is
 		// allocated for the notes.
 		ctx, notes = withLookupNotes(ctx)
 	}
-	dc := h.decideSafe(ctx, st, hook, req, obj, old, pre, buf)
+	var dc decision
+	switch n := max(pre.groups, len(req.UserInfo.Groups)); {
+	case n > h.groups.max:
+		dc = h.groups.refuse("request", CauseInvalidRequest, "request.userInfo", n)
+	case ctx.Err() != nil:
+		// The caller has gone: no authorizer or resolver is asked.
+		dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: the request ended before it was decided (%v); denied", context.Cause(ctx))
+	default:
+		dc = h.decideSafe(ctx, st, hook, req, obj, old, pre, buf)
+	}
 	dc.lookup = notes.String()
 	complete(st, req, obj, old, pre, &dc)
 	dc.bound()

@@ -102,6 +102,7 @@ func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := string(body)
 	st := h.current()
 	rv := &sc.rv // zeroed by putScratch
+	rv.views.lim = &h.groups
 	if err := decodeReview(s, body, rv, st.cfg); err != nil {
 		h.httpError(w, r, x.hook, httpStatusBadRequest, "the body is not an AdmissionReview: "+err.Error())
 		return

@@ -345,7 +345,8 @@ const (
 	// CauseUserInfoForged: the user.info annotation is set by a submitter
 	// who may not supply one.
 	CauseUserInfoForged Cause = "UserInfoForged"
-	// CauseUserInfoInvalid: the user.info annotation is not valid.
+	// CauseUserInfoInvalid: the user.info annotation is not valid, or a
+	// requester's names more groups than WithMaxGroups allows.
 	CauseUserInfoInvalid Cause = "UserInfoInvalid"
 	// CauseUserInfoMissing: the validating webhook sees an object the
 	// mutating webhook did not stamp.
@@ -365,10 +366,12 @@ const (
 	// CauseInvalidObject: the object cannot be read (malformed, no pod
 	// template) or the request names no user.
 	CauseInvalidObject Cause = "InvalidObject"
-	// CauseInvalidRequest: the body is not a usable AdmissionReview.
+	// CauseInvalidRequest: the body is not a usable AdmissionReview, or its
+	// request.userInfo names more groups than WithMaxGroups allows.
 	CauseInvalidRequest Cause = "InvalidRequest"
 	// CauseDecisionFailed: usher could not decide (an authorizer failed
-	// or is missing, an internal error) and fails closed.
+	// or is missing, an internal error, the caller went away) and fails
+	// closed.
 	CauseDecisionFailed Cause = "DecisionFailed"
 )
 

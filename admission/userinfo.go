@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -43,13 +45,19 @@ type UserInfo struct {
 // other member, a repeated member, or a member name that only folds to
 // "user" or "groups" is refused, and the error names it.
 func ParseUserInfo(s string) (UserInfo, error) {
-	var u UserInfo
+	u, _, err := parseUserInfo(s, math.MaxInt)
+	return u, err
+}
+
+// parseUserInfo is ParseUserInfo keeping at most max groups; n counts
+// them all.
+func parseUserInfo(s string, max int) (u UserInfo, n int, err error) {
 	if !utf8.ValidString(s) {
-		return u, errors.New("it is not valid UTF-8: readers would replace the invalid bytes and could disagree on the identity")
+		return u, 0, errors.New("it is not valid UTF-8: readers would replace the invalid bytes and could disagree on the identity")
 	}
 	d := jsonscan.New(s)
 	if d.Peek() != '{' {
-		return u, errors.New(`it is not a JSON object {"user":"…","groups":["…"]}`)
+		return u, 0, errors.New(`it is not a JSON object {"user":"…","groups":["…"]}`)
 	}
 	d.Object("")
 	hasUser, hasGroups := false, false
@@ -62,39 +70,39 @@ func ParseUserInfo(s string) (UserInfo, error) {
 		switch raw {
 		case "user":
 			if hasUser {
-				return UserInfo{}, errors.New(`duplicate member "user": readers disagree on which one counts`)
+				return UserInfo{}, 0, errors.New(`duplicate member "user": readers disagree on which one counts`)
 			}
 			hasUser = true
 			u.User = d.StringField(`"user"`)
 		case "groups":
 			if hasGroups {
-				return UserInfo{}, errors.New(`duplicate member "groups": readers disagree on which one counts`)
+				return UserInfo{}, 0, errors.New(`duplicate member "groups": readers disagree on which one counts`)
 			}
 			hasGroups = true
-			u.Groups = d.StringList(`"groups"`)
+			u.Groups, n = d.StringList(`"groups"`, max)
 		default:
 			if d.Err() != nil {
 				break
 			}
-			return UserInfo{}, memberError(raw)
+			return UserInfo{}, 0, memberError(raw)
 		}
 	}
 	d.End()
 	if d.Err() != nil {
-		return UserInfo{}, fmt.Errorf("it is not valid JSON of the form {\"user\":\"…\",\"groups\":[\"…\"]}: %w", d.Err())
+		return UserInfo{}, 0, fmt.Errorf("it is not valid JSON of the form {\"user\":\"…\",\"groups\":[\"…\"]}: %w", d.Err())
 	}
 	if u.User == "" {
-		return UserInfo{}, errors.New(`"user" is missing or empty`)
+		return UserInfo{}, 0, errors.New(`"user" is missing or empty`)
 	}
 	for i, g := range u.Groups {
 		if g == "" {
-			return UserInfo{}, fmt.Errorf(`"groups"[%d] is empty`, i)
+			return UserInfo{}, 0, fmt.Errorf(`"groups"[%d] is empty`, i)
 		}
 	}
 	if strings.IndexByte(s, '\\') >= 0 && jsonscan.HasLoneSurrogate(s) {
-		return UserInfo{}, errors.New(`it holds a \u escape of half a UTF-16 surrogate pair: readers disagree on what it means`)
+		return UserInfo{}, 0, errors.New(`it holds a \u escape of half a UTF-16 surrogate pair: readers disagree on what it means`)
 	}
-	return u, nil
+	return u, n, nil
 }
 
 // memberError explains why a member other than "user" and "groups" is
@@ -127,31 +135,42 @@ func (u UserInfo) MarshalJSON() ([]byte, error) { return appendUserInfo(nil, u.U
 var _ json.Marshaler = UserInfo{}
 
 // sameIdentity reports whether u names user with exactly the given groups
-// (in any order, ignoring repeats).
+// (in any order, ignoring repeats). Short lists are scanned; longer ones
+// go through a set, so the cost is linear in the number of groups.
 func (u UserInfo) sameIdentity(user string, groups []string) bool {
 	if u.User != user {
 		return false
 	}
-	for _, g := range u.Groups {
-		if !contains(groups, g) {
-			return false
+	if len(u.Groups)+len(groups) <= 32 {
+		for _, g := range u.Groups {
+			if !slices.Contains(groups, g) {
+				return false
+			}
 		}
+		for _, g := range groups {
+			if !slices.Contains(u.Groups, g) {
+				return false
+			}
+		}
+		return true
+	}
+	// seen[g] says whether g of u.Groups is also in groups.
+	seen := make(map[string]bool, len(u.Groups))
+	for _, g := range u.Groups {
+		seen[g] = false
 	}
 	for _, g := range groups {
-		if !contains(u.Groups, g) {
+		if _, ok := seen[g]; !ok {
+			return false
+		}
+		seen[g] = true
+	}
+	for _, in := range seen {
+		if !in {
 			return false
 		}
 	}
 	return true
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // appendUserInfo appends {"user":…,"groups":[…]}.

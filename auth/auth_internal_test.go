@@ -175,7 +175,7 @@ func TestCacheIsBounded(t *testing.T) {
 		calls.Add(1)
 		return tr.DeepCopy(), nil
 	})
-	a := NewTokenAuthenticator(rev, TokenOptions{MaxEntries: 100})
+	a := NewTokenAuthenticator(rev, TokenOptions{MaxEntries: 100, ReviewBurst: 1000})
 	for i := range 1000 {
 		a.AuthenticateToken(context.Background(), strings.Repeat("x", i+1))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -73,6 +74,12 @@ func NewKubeReviewer(cfg *rest.Config) (*KubeReviewer, error) {
 	hc, err := rest.HTTPClientFor(base)
 	if err != nil {
 		return nil, err
+	}
+	// The transport adds usher's credentials to every request, and a
+	// TokenReview carries the caller's token: a redirect would send them
+	// wherever it points.
+	hc.CheckRedirect = func(req *http.Request, _ []*http.Request) error {
+		return fmt.Errorf("the API server redirected to %q, which usher does not follow", req.URL.Redacted())
 	}
 	mk := func(gv schema.GroupVersion) (*rest.RESTClient, error) {
 		c := rest.CopyConfig(base)

@@ -3,11 +3,14 @@ package auth
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/client-go/util/flowcontrol"
 )
 
 // TokenReviewer sends a TokenReview to the API server and returns its
@@ -28,7 +31,27 @@ type TokenOptions struct {
 	Timeout time.Duration
 	// MaxEntries bounds the cache. Default 4096.
 	MaxEntries int
+	// Audiences are sent with every TokenReview (spec.audiences); a token
+	// is then accepted only when the answer names one of them in
+	// status.audiences, which an API server that ignores audiences does
+	// not. Default none: the API server's own audiences, for which the
+	// credentials of a kubeconfig are issued.
+	Audiences []string
+	// ReviewRate and ReviewBurst bound the TokenReviews of tokens the
+	// cache does not hold: one token bucket for all of them. A token the
+	// bucket has no room for is not reviewed, and AuthenticateToken
+	// returns ErrTooManyReviews. Default 50 a second, bursts of 100.
+	ReviewRate  float32
+	ReviewBurst int
+	// Count, when set, is called for each token the cache does not hold
+	// with the outcome: authenticated, unauthenticated, error or
+	// ratelimited.
+	Count func(result string)
 }
+
+// ErrTooManyReviews is the error of a token that was not reviewed because
+// too many tokens were new at once (TokenOptions.ReviewRate).
+var ErrTooManyReviews = errors.New("too many new credentials at once: try again later")
 
 func (o TokenOptions) withDefaults() TokenOptions {
 	if o.SuccessTTL <= 0 {
@@ -43,6 +66,15 @@ func (o TokenOptions) withDefaults() TokenOptions {
 	if o.MaxEntries <= 0 {
 		o.MaxEntries = 4096
 	}
+	if o.ReviewRate <= 0 {
+		o.ReviewRate = 50
+	}
+	if o.ReviewBurst <= 0 {
+		o.ReviewBurst = 100
+	}
+	if o.Count == nil {
+		o.Count = func(string) {}
+	}
 	return o
 }
 
@@ -52,6 +84,7 @@ type TokenAuthenticator struct {
 	reviewer TokenReviewer
 	opts     TokenOptions
 	cache    *cache[tokenResult]
+	bucket   flowcontrol.PassiveRateLimiter
 }
 
 type tokenResult struct {
@@ -66,7 +99,8 @@ func NewTokenAuthenticator(reviewer TokenReviewer, opts TokenOptions) *TokenAuth
 
 func newTokenAuthenticator(reviewer TokenReviewer, opts TokenOptions, now func() time.Time) *TokenAuthenticator {
 	opts = opts.withDefaults()
-	return &TokenAuthenticator{reviewer: reviewer, opts: opts, cache: newCache[tokenResult](opts.MaxEntries, opts.Timeout, now)}
+	return &TokenAuthenticator{reviewer: reviewer, opts: opts, cache: newCache[tokenResult](opts.MaxEntries, opts.Timeout, now),
+		bucket: flowcontrol.NewTokenBucketPassiveRateLimiter(opts.ReviewRate, opts.ReviewBurst)}
 }
 
 // BearerToken returns the token of an "Authorization: Bearer" header, or
@@ -99,16 +133,24 @@ func (a *TokenAuthenticator) AuthenticateToken(ctx context.Context, tok string) 
 		}
 		return a.opts.FailureTTL
 	}, func(ctx context.Context) (tokenResult, error) {
+		if !a.bucket.TryAccept() {
+			a.opts.Count("ratelimited")
+			return tokenResult{}, ErrTooManyReviews
+		}
 		tr, err := a.reviewer.CreateTokenReview(ctx, &authenticationv1.TokenReview{
-			Spec: authenticationv1.TokenReviewSpec{Token: tok},
+			Spec: authenticationv1.TokenReviewSpec{Token: tok, Audiences: a.opts.Audiences},
 		})
 		if err != nil {
+			a.opts.Count("error")
 			return tokenResult{}, err
 		}
 		st := tr.Status
-		if !st.Authenticated || st.User.Username == "" {
+		if !st.Authenticated || st.User.Username == "" ||
+			len(a.opts.Audiences) > 0 && !slices.ContainsFunc(st.Audiences, func(x string) bool { return slices.Contains(a.opts.Audiences, x) }) {
+			a.opts.Count("unauthenticated")
 			return tokenResult{}, nil
 		}
+		a.opts.Count("authenticated")
 		u := User{Name: st.User.Username, UID: st.User.UID, Groups: st.User.Groups}
 		if len(st.User.Extra) > 0 {
 			u.Extra = make(map[string][]string, len(st.User.Extra))

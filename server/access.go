@@ -103,6 +103,11 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, http.StatusBadRequest, "user is required")
 		return
 	}
+	if len(req.Groups) > s.opts.MaxGroups {
+		s.metrics.groupsOver.WithLabelValues("access").Inc()
+		badRequest(w, http.StatusBadRequest, "groups: %d groups, more than the limit of %d (usher serve --max-groups)", len(req.Groups), s.opts.MaxGroups)
+		return
+	}
 	// Before any group lookup: a caller without permission makes usher
 	// search no directory.
 	if !s.authorizeAccess(w, r, caller, &req) {

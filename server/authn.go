@@ -108,7 +108,9 @@ func (s *Server) setupAccessAuth() error {
 			if err != nil {
 				return fmt.Errorf("--access-auth kubernetes: %w", err)
 			}
-			authns = append(authns, auth.NewTokenAuthenticator(rev, o.TokenReviewCache))
+			to := o.TokenReviewCache
+			to.Count = func(r string) { s.metrics.tokenReviews.WithLabelValues(r).Inc() }
+			authns = append(authns, auth.NewTokenAuthenticator(rev, to))
 			authzs = append(authzs, auth.NewSARAuthorizer(rev, o.SubjectAccessReviewCache))
 			a.kube = true
 		}
@@ -187,6 +189,13 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, endpoint s
 	u, ok, err := a.authn.AuthenticateRequest(r)
 	if ok {
 		return u, true
+	}
+	if errors.Is(err, auth.ErrTooManyReviews) {
+		// Counted in usher_tokenreviews_total, not logged: a flood of
+		// invented tokens must not flood the log too.
+		w.Header()["Retry-After"] = retryAfter
+		s.refuse(w, r, http.StatusTooManyRequests, "authentication: "+err.Error())
+		return auth.User{}, false
 	}
 	if err != nil {
 		s.metrics.accessAuth.WithLabelValues(endpoint, "error").Inc()

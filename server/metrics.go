@@ -28,6 +28,8 @@ type metrics struct {
 	panics          *prometheus.CounterVec
 	accessAuth      *prometheus.CounterVec
 	shed            *prometheus.CounterVec
+	groupsOver      *prometheus.CounterVec
+	tokenReviews    *prometheus.CounterVec
 	connsRefused    prometheus.Counter
 	webhookCallers  *prometheus.CounterVec
 	webhookMode     *prometheus.GaugeVec
@@ -70,6 +72,14 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 			Name: "usher_shed_requests_total",
 			Help: "Requests refused with 429 to keep memory bounded, by handler (access, mutate, validate, validate-config) and reason (memory: no room for the body).",
 		}, []string{"handler", "reason"}),
+		groupsOver: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "usher_admission_groups_over_limit_total",
+			Help: "Requests refused for naming more groups than MaxGroups, by source (request: a review's request.userInfo, annotation: a user.info a requester supplied, access: a /v1/access request).",
+		}, []string{"source"}),
+		tokenReviews: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "usher_tokenreviews_total",
+			Help: "Bearer tokens not in the cache, by result: authenticated, unauthenticated, error (the TokenReview failed), ratelimited (not reviewed: too many new tokens at once).",
+		}, []string{"result"}),
 	}
 	m.webhookCallers = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "usher_webhook_callers_total",
@@ -89,7 +99,13 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 	for _, r := range []string{"success", "failure"} {
 		m.reloads.WithLabelValues(r)
 	}
-	reg.MustRegister(m.accessChanges, m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics, m.accessAuth, m.shed, m.connsRefused, m.webhookCallers, m.webhookMode,
+	for _, src := range []string{"request", "annotation", "access"} {
+		m.groupsOver.WithLabelValues(src)
+	}
+	for _, r := range []string{"authenticated", "unauthenticated", "error", "ratelimited"} {
+		m.tokenReviews.WithLabelValues(r)
+	}
+	reg.MustRegister(m.accessChanges, m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics, m.accessAuth, m.shed, m.groupsOver, m.tokenReviews, m.connsRefused, m.webhookCallers, m.webhookMode,
 		cacheCollector{e}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -136,6 +136,12 @@ type Options struct {
 	// MaxReviewBody caps the size of an AdmissionReview on /mutate and
 	// /validate. Default admission.DefaultMaxBodyBytes (7 MiB).
 	MaxReviewBody int64
+	// MaxGroups caps the groups of a review's request.userInfo, of a
+	// user.info annotation a requester supplies, and of a /v1/access
+	// request: more are refused, naming the limit and the count, and
+	// counted in usher_admission_groups_over_limit_total. Default
+	// admission.DefaultMaxGroups (2048).
+	MaxGroups int
 	// BodyMemory is the memory that the request bodies being read and
 	// decoded may hold at once, all connections and HTTP/2 streams
 	// together; a body is counted twice its size plus 8 KiB (see
@@ -199,7 +205,9 @@ type Options struct {
 	PrivilegedGroups []string
 	// TokenReviewCache and SubjectAccessReviewCache tune the caches of the
 	// API server's answers (defaults: 10s for success and failure, 4096
-	// entries, 10s timeout).
+	// entries, 10s timeout), and TokenReviewCache the TokenReviews'
+	// audiences and rate (see auth.TokenOptions; a token refused for the
+	// rate gets 429 and Retry-After).
 	TokenReviewCache         auth.TokenOptions
 	SubjectAccessReviewCache auth.SAROptions
 }
@@ -222,6 +230,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxReviewBody <= 0 {
 		o.MaxReviewBody = admission.DefaultMaxBodyBytes
+	}
+	if o.MaxGroups <= 0 {
+		o.MaxGroups = admission.DefaultMaxGroups
 	}
 	if o.BodyMemory <= 0 {
 		o.BodyMemory = 48 << 20
@@ -369,6 +380,7 @@ func New(opts Options) (*Server, error) {
 		admission.WithAudit(s.withDenialEvents(s.auditReview)),
 		admission.WithMaxBodyBytes(opts.MaxReviewBody),
 		admission.WithCaller(callerOf),
+		admission.WithMaxGroups(opts.MaxGroups, func(source string) { s.metrics.groupsOver.WithLabelValues(source).Inc() }),
 	}
 	s.admission = admission.NewHandler(cfg.Admission, hopts...)
 	s.setGeneration(gen, s.lastSum)

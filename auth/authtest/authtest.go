@@ -27,10 +27,17 @@ import (
 // kubeconfig of Kubeconfig carries it.
 const ClientToken = "usher-service-account-token"
 
+// APIAudience is the API server's own audience: a TokenReview without
+// spec.audiences asks for it, and a token is issued for it unless
+// User.Audiences says otherwise.
+const APIAudience = "https://kubernetes.default.svc"
+
 // User is a user the API server knows by a token.
 type User struct {
 	Name   string
 	Groups []string
+	// Audiences the token is issued for; nil: APIAudience.
+	Audiences []string
 }
 
 // APIServer is the stand-in API server.
@@ -45,6 +52,9 @@ type APIServer struct {
 	TokenReviews, SARs atomic.Int64
 	// Fail makes every review answer 500.
 	Fail atomic.Bool
+	// IgnoreAudiences answers TokenReviews as an API server that does not
+	// know audiences: spec.audiences unread, status.audiences unset.
+	IgnoreAudiences atomic.Bool
 }
 
 // New starts an API server; it stops when the test ends.
@@ -122,7 +132,28 @@ func (a *APIServer) tokenReview(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	u, ok := a.tokens[tr.Spec.Token]
 	a.mu.Unlock()
-	tr.Status = authenticationv1.TokenReviewStatus{Authenticated: ok}
+	// As kube-apiserver: the audiences asked for (by default its own)
+	// that the token was issued for.
+	want, has := tr.Spec.Audiences, u.Audiences
+	if len(want) == 0 {
+		want = []string{APIAudience}
+	}
+	if has == nil {
+		has = []string{APIAudience}
+	}
+	var auds []string
+	for _, a := range want {
+		if slices.Contains(has, a) {
+			auds = append(auds, a)
+		}
+	}
+	if !a.IgnoreAudiences.Load() {
+		ok = ok && len(auds) > 0
+	}
+	if !ok || a.IgnoreAudiences.Load() {
+		auds = nil
+	}
+	tr.Status = authenticationv1.TokenReviewStatus{Authenticated: ok, Audiences: auds}
 	if ok {
 		tr.Status.User = authenticationv1.UserInfo{Username: u.Name, UID: "uid-" + u.Name,
 			Groups: append(slices.Clone(u.Groups), "system:authenticated")}

@@ -1,12 +1,22 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -99,5 +109,102 @@ func TestServeMemoryUnderSlowBodies(t *testing.T) {
 	}
 	if res.stalled < 64 {
 		t.Errorf("only %d slow bodies were sent", res.stalled)
+	}
+}
+
+// groupsBody is a pod CREATE by bob in the groups g0 ... g(n-1), when
+// inRequest, and carrying a user.info annotation naming bob in the same
+// groups in reverse order, when inAnnotation.
+func groupsBody(n int, inRequest, inAnnotation bool) []byte {
+	groups := make([]string, n)
+	for i := range groups {
+		groups[i] = fmt.Sprintf("g%d", i)
+	}
+	list, _ := json.Marshal(groups)
+	slices.Reverse(groups)
+	reversed, _ := json.Marshal(groups)
+	meta := `{"name":"p","namespace":"team-a"}`
+	if inAnnotation {
+		ann, _ := json.Marshal(`{"user":"bob","groups":` + string(reversed) + `}`)
+		meta = `{"name":"p","namespace":"team-a","annotations":{"yunikorn.apache.org/user.info":` + string(ann) + `}}`
+	}
+	if !inRequest {
+		list = []byte(`["dev"]`)
+	}
+	return fmt.Appendf(nil, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u",`+
+		`"kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},`+
+		`"namespace":"team-a","operation":"CREATE","userInfo":{"username":"bob","groups":%s},`+
+		`"object":{"apiVersion":"v1","kind":"Pod","metadata":%s,"spec":{"containers":[{"name":"c","image":"x"}]}}}}`, list, meta)
+}
+
+// The real `usher serve` binary on its default settings, sent reviews
+// naming 300,000 groups (in request.userInfo, in a user.info annotation,
+// and in both in another order) by 16 clients at once, half of which give
+// up after 50ms and send the next, stays under memoryCeiling, refuses
+// each with the group limit, and keeps answering pod reviews and
+// /healthz.
+func TestServeMemoryUnderGroupAttack(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc/PID/status")
+	}
+	bin := usherBinary(t)
+	addr, roots, pid := startServe(t, bin)
+	bodies := [][]byte{groupsBody(300000, true, false), groupsBody(300000, false, true), groupsBody(300000, true, true)}
+	const duration = 12 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), duration)
+	defer cancel()
+	var refused, abandoned, other atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: i%4 == 1}
+			defer tr.CloseIdleConnections()
+			client := &http.Client{Transport: tr}
+			for n := 0; ctx.Err() == nil; n++ {
+				rctx, stop := ctx, context.CancelFunc(func() {})
+				if i%2 == 0 {
+					rctx, stop = context.WithTimeout(ctx, 50*time.Millisecond)
+				}
+				req, _ := http.NewRequestWithContext(rctx, http.MethodPost, "https://"+addr+"/mutate", bytes.NewReader(bodies[n%3]))
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := client.Do(req)
+				switch {
+				case err != nil && rctx.Err() != nil:
+					abandoned.Add(1)
+				case err != nil:
+					other.Add(1)
+				default:
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode == 200 && bytes.Contains(b, []byte("names 300000 groups, more than the limit of 2048")) {
+						refused.Add(1)
+					} else if resp.StatusCode != 429 { // the body budget is full
+						other.Add(1)
+						t.Logf("%d %.200s", resp.StatusCode, b)
+					}
+				}
+				stop()
+			}
+		})
+	}
+	res := attack(attackConfig{addr: addr, roots: roots, duration: duration, reviewers: 4, pid: pid})
+	cancel()
+	wg.Wait()
+	t.Logf("usher %s (pid %d)\n300,000-group reviews: %d refused at the limit, %d abandoned, %d other\n%s",
+		bin, pid, refused.Load(), abandoned.Load(), other.Load(), res)
+	for _, f := range res.failures {
+		t.Log(f)
+	}
+	if _, _, err := readRSS(pid); err != nil {
+		t.Fatalf("usher serve died under the attack: %v", err)
+	}
+	if res.hwm > memoryCeiling {
+		t.Errorf("usher's VmHWM reached %.1f MiB; the ceiling is %d MiB", float64(res.hwm)/(1<<20), memoryCeiling>>20)
+	}
+	if res.reviewsFailed > 0 || res.healthFailed > 0 || res.reviewsOK < 10 || res.healthOK < 5 {
+		t.Errorf("under attack: %d reviews ok, %d failed; %d health checks ok, %d failed", res.reviewsOK, res.reviewsFailed, res.healthOK, res.healthFailed)
+	}
+	if refused.Load() < 10 {
+		t.Errorf("only %d 300,000-group reviews were refused at the limit", refused.Load())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/server"
 )
 
@@ -145,6 +146,11 @@ func newServeCommand(env *Env) *cobra.Command {
 	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig `FILE` whose credentials send TokenReviews and SubjectAccessReviews and read --config-map (default: the pod's service account when running in a pod)")
 	fs.StringVar(&opts.ClientCAFile, "client-ca", "", "PEM `FILE` of the CA whose client certificates authenticate callers (default: client certificates are not accepted)")
 	fs.StringVar(privileged, "access-privileged-groups", "system:masters", "comma separated `GROUPS` whose members may ask about anyone and read /metrics without a SubjectAccessReview (\"\" for none)")
+	fs.Func("token-audiences", "comma separated `AUDIENCES` usher's TokenReviews ask for; a bearer token is accepted only when the API server "+
+		"says it was issued for one of them (default: none, the API server's own, which kubeconfig credentials are issued for)", func(v string) error {
+		opts.TokenReviewCache.Audiences = append(opts.TokenReviewCache.Audiences, splitList(v)...)
+		return nil
+	})
 	fs.DurationVar(authCacheTTL, "access-auth-cache-ttl", 10*time.Second, "how long answers of TokenReviews and SubjectAccessReviews are cached")
 	fs.StringVar(logFormat, "log-format", "json", "log `FORMAT`: json or text")
 	fs.StringVar(logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn or error")
@@ -153,6 +159,8 @@ func newServeCommand(env *Env) *cobra.Command {
 	fs.StringVar(bodyMemory, "body-memory", "48Mi", "memory the request bodies in flight may hold at once (a Kubernetes `QUANTITY`); "+
 		"beyond it requests are refused with 429")
 	fs.DurationVar(&opts.BodyReadTimeout, "body-read-timeout", 10*time.Second, "how long a request body may take to arrive")
+	fs.IntVar(&opts.MaxGroups, "max-groups", admission.DefaultMaxGroups, "the most `GROUPS` a review's requester, a user.info annotation it supplies "+
+		"or a /v1/access request may name; more are refused and counted in usher_admission_groups_over_limit_total")
 	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runServe(ctx, env, f) })
 }
 
@@ -228,6 +236,10 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 		return ExitUsage
 	}
 	opts.BodyMemory = bm.Value()
+	if opts.MaxGroups <= 0 {
+		env.errorf("--max-groups %d: want a positive number", opts.MaxGroups)
+		return ExitUsage
+	}
 	if err := setMemoryLimit(memLimit, env.Getenv, opts.Logger); err != nil {
 		env.errorf("%v", err)
 		return ExitUsage

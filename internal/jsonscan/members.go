@@ -136,22 +136,26 @@ func (m *Members) Seen(i int) bool { return m.seen&(1<<i) != 0 }
 
 // StringList reads an array of strings (null elements read as "", as with
 // encoding/json) or null (nil); an empty array is a non-nil empty slice.
-// The result is allocated once, at its final size.
-func (d *Scanner) StringList(field string) []string {
+// It keeps at most max strings and reads the rest without keeping them; n
+// is the array's length. The result is allocated once, at its final size.
+func (d *Scanner) StringList(field string, max int) ([]string, int) {
 	if d.Null() || !d.Array(field) {
-		return nil
+		return nil, 0
 	}
 	var tmp [16]string
-	list := tmp[:0]
+	list, n := tmp[:0], 0
 	first := true
 	for d.Elem(&first) {
-		list = append(list, d.StringField(field))
+		if s := d.StringField(field); n < max {
+			list = append(list, s)
+		}
+		n++
 	}
 	if d.err != nil {
-		return nil
+		return nil, 0
 	}
 	if len(list) == 0 {
-		return []string{}
+		return []string{}, n
 	}
-	return append([]string(nil), list...)
+	return append([]string(nil), list...), n
 }

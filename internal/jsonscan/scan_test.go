@@ -2,6 +2,8 @@ package jsonscan
 
 import (
 	"encoding/json"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -107,13 +109,44 @@ func readABC(s string) (abc, error) {
 		case 0:
 			v.A = d.StringField("top.a")
 		case 1:
-			v.B = d.StringList("top.b")
+			v.B, _ = d.StringList("top.b", math.MaxInt)
 		case 2:
 			v.C, _ = d.BoolField("top.c")
 		}
 	}
 	d.End()
 	return v, d.Err()
+}
+
+// StringList keeps at most max strings and counts them all; what it does
+// not keep is still checked.
+func TestStringListMax(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		want []string
+		n    int
+		err  string
+	}{
+		{`["a","b","c"]`, 2, []string{"a", "b"}, 3, ""},
+		{`["a","b"]`, 2, []string{"a", "b"}, 2, ""},
+		{`[]`, 0, []string{}, 0, ""},
+		{`["a","b",1]`, 1, nil, 0, "found a number"},
+		{`null`, 1, nil, 0, ""},
+	} {
+		d := New(tc.in)
+		got, n := d.StringList("g", tc.max)
+		d.End()
+		if tc.err != "" {
+			if d.Err() == nil || !strings.Contains(d.Err().Error(), tc.err) {
+				t.Errorf("%s: error %v, want %q", tc.in, d.Err(), tc.err)
+			}
+			continue
+		}
+		if d.Err() != nil || !slices.Equal(got, tc.want) || (got == nil) != (tc.want == nil) || n != tc.n {
+			t.Errorf("%s max %d: %q %d %v, want %q %d", tc.in, tc.max, got, n, d.Err(), tc.want, tc.n)
+		}
+	}
 }
 
 func TestMembers(t *testing.T) {
