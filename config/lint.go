@@ -17,9 +17,9 @@ import (
 // strict decodes n into target (a pointer to a struct with yaml tags),
 // reporting unknown keys at their position first.
 func (p *parser) strict(n *yaml.Node, what string, target any) bool {
-	before := len(p.errors())
+	before := p.errorCount()
 	p.checkKeys(n, what, reflect.TypeOf(target).Elem())
-	if len(p.errors()) > before {
+	if p.errorCount() > before {
 		return false
 	}
 	if err := n.Decode(target); err != nil {
