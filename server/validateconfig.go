@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -17,6 +18,16 @@ import (
 // server also truncates them.
 const maxAdmissionWarnings = 20
 
+// maxConfigMapData is the most data a ConfigMap under review may hold (its
+// keys and values): what a ConfigMap can hold in etcd. Larger is refused
+// before it is parsed.
+const maxConfigMapData = 1 << 20
+
+// parseFactor is the memory a configuration under review is charged, per
+// byte of its data, to the shared body budget while it is parsed (see
+// reserveParse and docs/limits.md).
+const parseFactor = 32
+
 // serveValidateConfig is the validating webhook of usher's ConfigMap
 // (/validate-config): it runs the configuration pipeline usher serve and
 // usher lint run on the ConfigMap being written and refuses it with the
@@ -25,7 +36,10 @@ const maxAdmissionWarnings = 20
 // kubectl prints. With --config-map, a ConfigMap usher does not read is
 // admitted untouched, and a change of one of YuniKorn's two ConfigMaps is
 // checked merged with the other as usher would serve it. Deletion is
-// admitted: usher keeps serving the last good configuration.
+// admitted: usher keeps serving the last good configuration. No file the
+// ConfigMap names is opened (config.InRequest); data above
+// maxConfigMapData is refused unparsed; a parse that the body budget
+// cannot hold is refused with 429.
 func (s *Server) serveValidateConfig(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST an AdmissionReview", http.StatusMethodNotAllowed)
@@ -47,7 +61,12 @@ func (s *Server) serveValidateConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := review.Request
-	resp := s.reviewConfig(req)
+	resp := s.reviewConfig(r.Context(), req)
+	if resp == nil {
+		s.metrics.shed.WithLabelValues("validate-config", "memory").Inc()
+		s.shed(w)
+		return
+	}
 	resp.UID = req.UID
 	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
 	if out.APIVersion == "" {
@@ -57,7 +76,9 @@ func (s *Server) serveValidateConfig(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(out)
 }
 
-func (s *Server) reviewConfig(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+// reviewConfig decides about the ConfigMap of req; nil when the memory to
+// parse it cannot be had.
+func (s *Server) reviewConfig(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	allow := &admissionv1.AdmissionResponse{Allowed: true}
 	if req.Kind.Kind != "ConfigMap" || req.Kind.Group != "" {
 		return allow
@@ -78,19 +99,35 @@ func (s *Server) reviewConfig(req *admissionv1.AdmissionRequest) *admissionv1.Ad
 	if cm.Name == "" {
 		cm.Name = req.Name
 	}
-	var cfg *config.Config
-	var err error
-	name := ConfigMapRef{Namespace: cm.Namespace, Name: cm.Name}.String()
 	if s.cm != nil {
 		if _, ok := s.cm.ref(cm.Namespace, cm.Name); !ok {
 			return allow // not usher's: the registration should not send it
 		}
+	}
+	size := 0
+	for k, v := range cm.Data {
+		size += len(k) + len(v)
+	}
+	for k, v := range cm.BinaryData {
+		size += len(k) + len(v)
+	}
+	if size > maxConfigMapData {
+		return deny(http.StatusRequestEntityTooLarge, fmt.Sprintf("usher: configuration refused: the ConfigMap's data is %d bytes, larger than the %d bytes a ConfigMap can hold", size, maxConfigMapData))
+	}
+	release, ok := s.reserveParse(ctx, int64(size))
+	if !ok {
+		return nil
+	}
+	defer release()
+	var cfg *config.Config
+	var err error
+	name := ConfigMapRef{Namespace: cm.Namespace, Name: cm.Name}.String()
+	in := config.InRequest(s.engine.Current().Config())
+	if s.cm != nil {
 		cm.ResourceVersion = "" // the change under review
-		var gen string
-		cfg, _, gen, _, err = s.loadConfigMaps(s.cm.snapshot(), &cm)
-		name = gen
+		cfg, _, name, _, err = s.loadConfigMaps(s.cm.snapshot(), &cm, in)
 	} else {
-		cfg, err = config.FromConfigMap(name, cm.Data, config.WithEnv(s.opts.Getenv))
+		cfg, err = config.FromConfigMap(name, cm.Data, config.WithEnv(s.opts.Getenv), in)
 	}
 	if err != nil {
 		s.log.Info("configuration change refused at admission", "configmap", name, "user", req.UserInfo.Username, "err", err)
@@ -102,6 +139,22 @@ func (s *Server) reviewConfig(req *admissionv1.AdmissionRequest) *admissionv1.Ad
 	}
 	allow.Warnings = warnings(cfg.Warnings)
 	return allow
+}
+
+// reserveParse waits until no other configuration is being parsed (one at
+// a time: yaml.v3 alone holds up to about 130 times the text of a dense
+// document), then charges parseFactor times n bytes to the shared body
+// budget. ok is false when the budget cannot hold the charge or ctx ends.
+func (s *Server) reserveParse(ctx context.Context, n int64) (release func(), ok bool) {
+	if s.parsing.Acquire(ctx, 1) != nil {
+		return nil, false
+	}
+	cost := parseFactor * n
+	if !s.bodies.shared.tryTake(cost) {
+		s.parsing.Release(1)
+		return nil, false
+	}
+	return func() { s.bodies.shared.give(cost); s.parsing.Release(1) }, true
 }
 
 func deny(code int32, msg string) *admissionv1.AdmissionResponse {
