@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 func fileResolver(path string) string {
@@ -93,4 +95,21 @@ func TestDiagnosticsCapped(t *testing.T) {
 	if err != nil || len(cfg.Warnings) != 1 || len(cfg.Warnings[0].Msg) > 2<<10 || !strings.Contains(cfg.Warnings[0].Msg, "cut ") {
 		t.Fatalf("%v %.3000v", err, cfg.Warnings)
 	}
+}
+
+// NodeBound is never below the nodes yaml.v3 builds.
+func FuzzNodeBound(f *testing.F) {
+	for _, s := range []string{"? \n? \n", "[:,:,:]", "[?:,?:]", "{?,?,?}", "- ? : \n- ? :\n", "-\n-\n", "a:\nb:\n",
+		"[[[]]]", "&a [*a, *a]", "a: |\n  x, y\n", "\"a\": b", "? - - -\n", ":\n:\n", "a:\u2028b:\u2028", "[a:,b:]", "{a,b,c}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		var doc yaml.Node
+		if yaml.Unmarshal([]byte(text), &doc) != nil {
+			return
+		}
+		if n, b := countNodes(&doc, 1<<30), NodeBound(text); n > b {
+			t.Fatalf("%q: %d nodes, bound %d", text, n, b)
+		}
+	})
 }

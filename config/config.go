@@ -171,6 +171,30 @@ func countNodes(n *yaml.Node, limit int) int {
 	return count
 }
 
+// NodeBound is an upper bound of the YAML nodes yaml.v3 builds for text,
+// counted without parsing it (about 1 ns a byte): every node but the
+// document's is written with a run of text between separators (spaces,
+// tabs, line breaks) or with a flow indicator (,[]{}), and none of those
+// makes more than three ("? " and "[:]" make a mapping, its empty key and
+// its empty value). Configurations of 10,000 queues have about one node in
+// eight of the bound; text made of "? " lines two in three.
+func NodeBound(text string) int {
+	units, run := 0, false
+	for _, r := range text {
+		switch r {
+		case ' ', '\t', '\n', '\r', '\u0085', '\u2028', '\u2029', '\ufeff':
+			run = false
+			continue
+		case ',', '[', ']', '{', '}':
+			units++
+		}
+		if !run {
+			units, run = units+1, true
+		}
+	}
+	return 1 + 3*units
+}
+
 // document parses the usher YAML document and compiles its partitions;
 // it returns the admissionController block, nil when there is none. doc
 // is data as the YAML fast path read it, or nil when it did not: data is

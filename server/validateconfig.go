@@ -23,10 +23,17 @@ const maxAdmissionWarnings = 20
 // before it is parsed.
 const maxConfigMapData = 1 << 20
 
-// parseFactor is the memory a configuration under review is charged, per
-// byte of its data, to the shared body budget while it is parsed (see
-// reserveParse and docs/limits.md).
-const parseFactor = 32
+// maxReviewNodes caps the YAML nodes a ConfigMap under review may hold,
+// as config.NodeBound counts them before parsing: yaml.v3 holds about 190
+// bytes a node. 1 MiB of configuration of the usual shape (6,000 queues,
+// 60,000 ACL entries) counts 254,000.
+const maxReviewNodes = 400_000
+
+// nodeCost is what each node config.NodeBound counts is charged to the
+// shared body budget while the configuration is parsed: half of yaml.v3's
+// 190 bytes, as the bound is above the nodes parsed (eight times, for
+// configurations of the usual shape), and one parse runs at a time.
+const nodeCost = 96
 
 // serveValidateConfig is the validating webhook of usher's ConfigMap
 // (/validate-config): it runs the configuration pipeline usher serve and
@@ -38,8 +45,8 @@ const parseFactor = 32
 // checked merged with the other as usher would serve it. Deletion is
 // admitted: usher keeps serving the last good configuration. No file the
 // ConfigMap names is opened (config.InRequest); data above
-// maxConfigMapData is refused unparsed; a parse that the body budget
-// cannot hold is refused with 429.
+// maxConfigMapData or maxReviewNodes is refused unparsed; a parse that the
+// body budget cannot hold is refused with 429.
 func (s *Server) serveValidateConfig(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST an AdmissionReview", http.StatusMethodNotAllowed)
@@ -114,7 +121,14 @@ func (s *Server) reviewConfig(ctx context.Context, req *admissionv1.AdmissionReq
 	if size > maxConfigMapData {
 		return deny(http.StatusRequestEntityTooLarge, fmt.Sprintf("usher: configuration refused: the ConfigMap's data is %d bytes, larger than the %d bytes a ConfigMap can hold", size, maxConfigMapData))
 	}
-	release, ok := s.reserveParse(ctx, int64(size))
+	nodes := 0
+	for _, v := range cm.Data {
+		nodes += config.NodeBound(v)
+	}
+	if nodes > maxReviewNodes {
+		return deny(http.StatusRequestEntityTooLarge, fmt.Sprintf("usher: configuration refused: its data may hold up to %d YAML nodes (counted before parsing), more than the %d a ConfigMap under review may hold", nodes, maxReviewNodes))
+	}
+	release, ok := s.reserveParse(ctx, int64(nodes)*nodeCost)
 	if !ok {
 		return nil
 	}
@@ -142,14 +156,13 @@ func (s *Server) reviewConfig(ctx context.Context, req *admissionv1.AdmissionReq
 }
 
 // reserveParse waits until no other configuration is being parsed (one at
-// a time: yaml.v3 alone holds up to about 130 times the text of a dense
-// document), then charges parseFactor times n bytes to the shared body
-// budget. ok is false when the budget cannot hold the charge or ctx ends.
-func (s *Server) reserveParse(ctx context.Context, n int64) (release func(), ok bool) {
+// a time: yaml.v3 alone holds up to 190 times the text of a dense
+// document), then charges cost bytes to the shared body budget. ok is
+// false when the budget cannot hold the charge or ctx ends.
+func (s *Server) reserveParse(ctx context.Context, cost int64) (release func(), ok bool) {
 	if s.parsing.Acquire(ctx, 1) != nil {
 		return nil, false
 	}
-	cost := parseFactor * n
 	if !s.bodies.shared.tryTake(cost) {
 		s.parsing.Release(1)
 		return nil, false

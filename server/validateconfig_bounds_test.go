@@ -122,9 +122,9 @@ func TestValidateConfigBounds(t *testing.T) {
 // hold it, the review is refused with 429 rather than parsed.
 func TestValidateConfigParseBudget(t *testing.T) {
 	h := start(t, server.Options{ReloadInterval: time.Hour, BodyMemory: 2 << 20, SmallBodyReserve: 1 << 20}, nil)
-	big := "partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: \"*\"\n#" + strings.Repeat("x", 200<<10) + "\n"
+	big := teamsYAML + "#" + strings.Repeat(" x", 20_000) + "\n" // 60,000 nodes at most
 	if code, out := h.post("/validate-config", "application/json", configReview(t, "UPDATE", big)); code != 429 {
-		t.Fatalf("a 200 KiB configuration with a 2 MiB budget: %d %.300s", code, out)
+		t.Fatalf("a configuration of up to 60,000 nodes with a 2 MiB budget: %d %.300s", code, out)
 	}
 	r := postConfigReview(t, h, configReview(t, "UPDATE", teamsYAML))
 	if !r.Allowed {
