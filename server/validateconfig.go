@@ -25,9 +25,9 @@ const maxConfigMapData = 1 << 20
 
 // maxReviewNodes caps the YAML nodes a ConfigMap under review may hold,
 // as config.NodeBound counts them before parsing: yaml.v3 holds about 190
-// bytes a node. 1 MiB of configuration of the usual shape (6,000 queues,
-// 60,000 ACL entries) counts 254,000.
-const maxReviewNodes = 400_000
+// bytes a node, so a parse holds at most 57 MiB. 1 MiB of configuration
+// of the usual shape (6,000 queues, 60,000 ACL entries) counts 254,000.
+const maxReviewNodes = 300_000
 
 // nodeCost is what each node config.NodeBound counts is charged to the
 // shared body budget while the configuration is parsed: half of yaml.v3's
