@@ -113,3 +113,23 @@ func FuzzNodeBound(f *testing.F) {
 		}
 	})
 }
+
+// The LDAP resolver's CA bundle and password file are read when it is
+// built; one that is not a regular file is said now, at its key.
+func TestLDAPFilesUpgradeRules(t *testing.T) {
+	doc := "partitions:\n  - name: default\n    usergroupresolver:\n      type: ldap\n      ldap:\n        urls: [ldaps://ldap.example.com]\n" +
+		"        cafile: /dev/null\n        userbasedn: ou=people,dc=example,dc=com\n        groupbasedn: ou=groups,dc=example,dc=com\n    queues:\n      - name: root\n        submitacl: \"*\"\n"
+	cfg, err := Parse("q.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := upgradeWarnings(cfg); len(w) != 1 || !strings.HasPrefix(w[0], "q.yaml:7:17: warning: ldap cafile: not a regular file") {
+		t.Errorf("upgrade warnings %q", w)
+	}
+	if _, err := Parse("q.yaml", []byte(doc), Strict()); err == nil || !strings.Contains(err.Error(), "ldap cafile: not a regular file") {
+		t.Errorf("strict: %v", err)
+	}
+	if cfg, err := Parse("q.yaml", []byte(doc), InRequest(nil)); err != nil || len(upgradeWarnings(cfg)) != 0 {
+		t.Errorf("in a request, no file is looked at: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -86,6 +87,19 @@ func (p *parser) ldap(n *yaml.Node) *ldap.Config {
 	c = c.WithDefaults()
 	for _, w := range c.Warnings() {
 		p.warnf(n, "%s", w)
+	}
+	// The resolver reads these files when it is built; what a later
+	// release refuses of them is said here (unread; not at admission).
+	for _, f := range []struct {
+		key, path string
+		limit     int64
+	}{{"cafile", c.CAFile, ldap.MaxCAFile}, {"bindpasswordfile", c.BindPasswordFile, ldap.MaxPasswordFile}} {
+		if p.o.request {
+			break
+		}
+		if st, err := os.Stat(f.path); err == nil && (!st.Mode().IsRegular() || st.Size() > f.limit) {
+			p.upgrade(mapValue(n, f.key), "ldap %s: not a regular file of at most %d bytes", f.key, f.limit)
+		}
 	}
 	return &c
 }

@@ -52,14 +52,18 @@ func Read(path string, limit, legacy int64) (data []byte, broke, err error) {
 	}
 	switch {
 	case !st.Mode().IsRegular():
-		broke = fmt.Errorf("%s: %w", path, ErrNotRegular)
+		broke = &os.PathError{Op: "open", Path: path, Err: ErrNotRegular}
 	case int64(b.Len()) > limit:
-		broke = fmt.Errorf("%s: %w", path, tooLarge(limit))
+		broke = tooLarge(path, limit)
 	}
 	return b.Bytes(), broke, nil
 }
 
-func tooLarge(limit int64) error { return fmt.Errorf("larger than the %d byte limit", limit) }
+// tooLarge is the error of a file above limit. Errors are *os.PathError,
+// so that a caller can leave the path out.
+func tooLarge(path string, limit int64) error {
+	return &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("larger than the %d byte limit", limit)}
+}
 
 // open opens path without blocking (a FIFO without a writer would block
 // the open) and, unless irregular, only when it is a regular file; a
@@ -68,9 +72,9 @@ func open(path string, limit int64, irregular bool) (*os.File, os.FileInfo, erro
 	check := func(st os.FileInfo) error {
 		switch {
 		case !st.Mode().IsRegular() && !irregular:
-			return fmt.Errorf("%s: %w", path, ErrNotRegular)
+			return &os.PathError{Op: "open", Path: path, Err: ErrNotRegular}
 		case st.Mode().IsRegular() && st.Size() > limit:
-			return fmt.Errorf("%s: %d bytes: %w", path, st.Size(), tooLarge(limit))
+			return tooLarge(path, limit)
 		}
 		return nil
 	}
@@ -105,11 +109,11 @@ func copyLimited(w io.Writer, f *os.File, path string, limit int64) (int64, erro
 	n, err := io.Copy(w, io.LimitReader(deadlineReader{f, end}, limit+1))
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return n, fmt.Errorf("%s: not read within %v", path, Timeout)
+		return n, &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("not read within %v", Timeout)}
 	case err != nil:
 		return n, err
 	case n > limit:
-		return n, fmt.Errorf("%s: %w", path, tooLarge(limit))
+		return n, tooLarge(path, limit)
 	}
 	return n, nil
 }
