@@ -102,6 +102,10 @@ func (d *diags) push(x Diagnostic) {
 	d.list = append(d.list, x)
 }
 
+// RefusingRelease is the release that refuses what Diagnostic.Upgrade
+// warns about (docs/upgrade.md).
+const RefusingRelease = "v0.3"
+
 // upgrade reports what a later release refuses: an error with Strict,
 // else a warning that says so.
 func (p *parser) upgrade(n *yaml.Node, format string, args ...any) {
@@ -114,7 +118,7 @@ func (p *parser) upgrade(n *yaml.Node, format string, args ...any) {
 		line, col = n.Line+p.lineOff, max(n.Column, 1)+p.colOff
 	}
 	p.push(Diagnostic{File: p.file, Line: line, Col: col, Severity: Warning, Upgrade: true,
-		Msg: fmt.Sprintf(format, args...) + "; usher v0.4 refuses this: see docs/upgrade.md"})
+		Msg: fmt.Sprintf(format, args...) + "; usher " + RefusingRelease + " refuses this: see docs/upgrade.md"})
 }
 
 func (d *diags) at(n *yaml.Node, sev Severity, format string, args ...any) {

@@ -669,6 +669,6 @@ func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(w, "configuration reload failed at %s; see %s%s; the configuration above keeps serving\n", st.failedAt.UTC().Format(time.RFC3339), where, refused)
 	}
 	if st.upgrade > 0 {
-		fmt.Fprintf(w, "upgrade: the configuration in service has %d warnings about what usher v0.4 refuses; see the log and docs/upgrade.md\n", st.upgrade)
+		fmt.Fprintf(w, "upgrade: the configuration in service has %d warnings about what usher %s refuses; see the log and docs/upgrade.md\n", st.upgrade, config.RefusingRelease)
 	}
 }
