@@ -172,7 +172,7 @@ func countNodes(n *yaml.Node, limit int) int {
 }
 
 // NodeBound is an upper bound of the YAML nodes yaml.v3 builds for text,
-// counted without parsing it (under 10 ms a MiB): every node but the
+// counted without parsing it (about 10 ms a MiB): every node but the
 // document's is written with a run of text between separators (spaces,
 // tabs, line breaks) or with a flow indicator (,[]{}), and none of those
 // makes more than three ("? " and "[:]" make a mapping, its empty key and
