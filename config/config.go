@@ -112,6 +112,19 @@ type Resolver = resolvers.Settings
 // CacheSettings configures a partition's group cache.
 type CacheSettings = resolvers.CacheSettings
 
+// table returns the users-to-groups table c reads from file, and its
+// digest; nil when c is nil or reads no such file.
+func (c *Config) table(file string) (identity.Resolver, [32]byte) {
+	if c != nil {
+		for _, part := range c.Partitions {
+			if r := part.Resolver; r.Type == resolvers.TypeFile && r.File == file && r.Table != nil {
+				return r.Table, r.FileDigest
+			}
+		}
+	}
+	return nil, [32]byte{}
+}
+
 // Default returns the embedded default configuration, without
 // environment overrides (Load("", WithEnv(…)) applies them).
 func Default() *Config {
@@ -133,11 +146,53 @@ type aclUse struct {
 
 type parser struct {
 	diags
+	o         options
 	dir       string
 	acls      []aclUse
 	queueNode map[string]*yaml.Node // partition/queue path -> name node
 	known     map[string]bool       // groups the resolvers know
 	placement []placementUse        // placementrules to check against the queues
+}
+
+// maxNodes is the most YAML nodes a configuration may have: ten times
+// those of 10,000 queues with 100,000 ACL entries (52,189).
+var maxNodes = 500_000
+
+// countNodes counts the nodes of the tree under n, up to just past limit
+// (an alias counts once: its anchor is counted where it is written).
+func countNodes(n *yaml.Node, limit int) int {
+	count := 1
+	for _, c := range n.Content {
+		if count > limit {
+			break
+		}
+		count += countNodes(c, limit-count)
+	}
+	return count
+}
+
+// NodeBound is an upper bound of the YAML nodes yaml.v3 builds for text,
+// counted without parsing it (about 10 ms a MiB): every node but the
+// document's is written with a run of text between separators (spaces,
+// tabs, line breaks) or with a flow indicator (,[]{}), and none of those
+// makes more than three ("? " and "[:]" make a mapping, its empty key and
+// its empty value). Configurations of 10,000 queues have about one node in
+// eight of the bound; text made of "? " lines two in three.
+func NodeBound(text string) int {
+	units, run := 0, false
+	for _, r := range text {
+		switch r {
+		case ' ', '\t', '\n', '\r', '\u0085', '\u2028', '\u2029', '\ufeff':
+			run = false
+			continue
+		case ',', '[', ']', '{', '}':
+			units++
+		}
+		if !run {
+			units, run = units+1, true
+		}
+	}
+	return 1 + 3*units
 }
 
 // document parses the usher YAML document and compiles its partitions;
@@ -156,6 +211,12 @@ func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Nod
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		p.errorf(nil, "empty configuration: it needs a partitions list")
 		return c, nil
+	}
+	if n := countNodes(doc, maxNodes); n > maxNodes {
+		p.upgrade(doc.Content[0], "the configuration has more than %d YAML nodes (a configuration of 10,000 queues has about 52,000)", maxNodes)
+		if p.o.strict {
+			return c, nil
+		}
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
@@ -192,7 +253,7 @@ func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Nod
 		seen[lname] = pn
 		c.Partitions = append(c.Partitions, part)
 	}
-	if len(p.errors()) > 0 {
+	if p.errorCount() > 0 {
 		return c, adm
 	}
 	specs := make([]policy.Partition, len(c.Partitions))
@@ -598,18 +659,28 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 			break
 		}
 		r.File = absPath(p.dir, r.File)
-		data, err := readLimited(r.File)
-		if err != nil {
-			p.errorf(fileNode, "usergroupresolver file: users-to-groups file: %v", err)
-			break
+		if p.o.request {
+			r.Table, r.FileDigest = p.o.served.table(r.File)
+			if r.Table == nil {
+				p.warnf(fileNode, "usergroupresolver file %q: not checked at admission: usher opens no file a request names; it reads the file when it loads the configuration (run usher lint where the file is)", r.File)
+				break
+			}
+		} else {
+			data, broke, err := p.o.readFile(r.File, identity.MaxFileSize)
+			if err != nil {
+				p.errorf(fileNode, "usergroupresolver file: users-to-groups file: %v", err)
+				break
+			}
+			if broke != nil {
+				p.upgrade(fileNode, "usergroupresolver file: users-to-groups file: %v", broke)
+			}
+			if r.Table, err = identity.ParseFile(bytes.NewReader(data), r.File); err != nil {
+				p.errorf(fileNode, "usergroupresolver file: %v", err)
+				break
+			}
+			r.FileDigest = sha256.Sum256(data)
 		}
-		res, err := identity.ParseFile(bytes.NewReader(data), r.File)
-		if err != nil {
-			p.errorf(fileNode, "usergroupresolver file: %v", err)
-			break
-		}
-		r.Table, r.FileDigest = res, sha256.Sum256(data)
-		if k, ok := res.(interface{ KnownGroups() []string }); ok {
+		if k, ok := r.Table.(interface{ KnownGroups() []string }); ok {
 			for _, g := range k.KnownGroups() {
 				p.known[g] = true
 			}

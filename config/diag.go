@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/usherhq/usher/internal/clip"
 )
 
 // Severity says whether a diagnostic makes the configuration unusable.
@@ -27,6 +29,9 @@ type Diagnostic struct {
 	Col      int // 1-based; 0 when unknown
 	Severity Severity
 	Msg      string
+	// Upgrade marks a warning about what this release still loads and a
+	// later one refuses (docs/upgrade.md); with Strict it is an error.
+	Upgrade bool
 }
 
 // String renders FILE:LINE:COL: message, with "warning: " before the
@@ -61,6 +66,10 @@ func (e *InvalidError) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// maxDiagnostics is how many errors, and how many warnings, are listed;
+// the rest are counted in a last line.
+const maxDiagnostics = 100
+
 // diags collects diagnostics for one document.
 type diags struct {
 	file string
@@ -68,6 +77,9 @@ type diags struct {
 	// manifest's literal block); zero for a file of its own.
 	lineOff, colOff int
 	list            []Diagnostic
+	// kept and dropped count the diagnostics listed and left out, by
+	// severity.
+	kept, dropped [2]int
 }
 
 // add records a diagnostic at a position of the document.
@@ -75,7 +87,38 @@ func (d *diags) add(line, col int, sev Severity, msg string) {
 	if line > 0 {
 		line, col = line+d.lineOff, max(col, 1)+d.colOff
 	}
-	d.list = append(d.list, Diagnostic{File: d.file, Line: line, Col: col, Severity: sev, Msg: msg})
+	d.push(Diagnostic{File: d.file, Line: line, Col: col, Severity: sev, Msg: msg})
+}
+
+// push records x unless maxDiagnostics of its severity are listed, its
+// message cut to clip.Text bytes (it may quote a value of any length).
+func (d *diags) push(x Diagnostic) {
+	if d.kept[x.Severity] == maxDiagnostics {
+		d.dropped[x.Severity]++
+		return
+	}
+	d.kept[x.Severity]++
+	x.Msg = clip.String(x.Msg, clip.Text)
+	d.list = append(d.list, x)
+}
+
+// RefusingRelease is the release that refuses what Diagnostic.Upgrade
+// warns about (docs/upgrade.md).
+const RefusingRelease = "v0.3"
+
+// upgrade reports what a later release refuses: an error with Strict,
+// else a warning that says so.
+func (p *parser) upgrade(n *yaml.Node, format string, args ...any) {
+	if p.o.strict {
+		p.errorf(n, format, args...)
+		return
+	}
+	line, col := 0, 0
+	if n != nil {
+		line, col = n.Line+p.lineOff, max(n.Column, 1)+p.colOff
+	}
+	p.push(Diagnostic{File: p.file, Line: line, Col: col, Severity: Warning, Upgrade: true,
+		Msg: fmt.Sprintf(format, args...) + "; usher " + RefusingRelease + " refuses this: see docs/upgrade.md"})
 }
 
 func (d *diags) at(n *yaml.Node, sev Severity, format string, args ...any) {
@@ -133,22 +176,24 @@ func (d *diags) sorted() []Diagnostic {
 	return d.list
 }
 
-func (d *diags) errors() []Diagnostic {
+func (d *diags) errors() []Diagnostic { return d.of(Error, "errors") }
+
+// errorCount is how many errors were found so far.
+func (d *diags) errorCount() int { return d.kept[Error] + d.dropped[Error] }
+
+func (d *diags) warnings() []Diagnostic { return d.of(Warning, "warnings") }
+
+// of lists the diagnostics of severity sev in order, and how many more
+// there are.
+func (d *diags) of(sev Severity, what string) []Diagnostic {
 	var out []Diagnostic
 	for _, x := range d.sorted() {
-		if x.Severity == Error {
+		if x.Severity == sev {
 			out = append(out, x)
 		}
 	}
-	return out
-}
-
-func (d *diags) warnings() []Diagnostic {
-	var out []Diagnostic
-	for _, x := range d.sorted() {
-		if x.Severity == Warning {
-			out = append(out, x)
-		}
+	if n := d.dropped[sev]; n > 0 {
+		out = append(out, Diagnostic{File: d.file, Severity: sev, Msg: fmt.Sprintf("and %d more %s", n, what)})
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -17,9 +18,9 @@ import (
 // strict decodes n into target (a pointer to a struct with yaml tags),
 // reporting unknown keys at their position first.
 func (p *parser) strict(n *yaml.Node, what string, target any) bool {
-	before := len(p.errors())
+	before := p.errorCount()
 	p.checkKeys(n, what, reflect.TypeOf(target).Elem())
-	if len(p.errors()) > before {
+	if p.errorCount() > before {
 		return false
 	}
 	if err := n.Decode(target); err != nil {
@@ -86,6 +87,19 @@ func (p *parser) ldap(n *yaml.Node) *ldap.Config {
 	c = c.WithDefaults()
 	for _, w := range c.Warnings() {
 		p.warnf(n, "%s", w)
+	}
+	// The resolver reads these files when it is built; what a later
+	// release refuses of them is said here (unread; not at admission).
+	for _, f := range []struct {
+		key, path string
+		limit     int64
+	}{{"cafile", c.CAFile, ldap.MaxCAFile}, {"bindpasswordfile", c.BindPasswordFile, ldap.MaxPasswordFile}} {
+		if p.o.request {
+			break
+		}
+		if st, err := os.Stat(f.path); err == nil && (!st.Mode().IsRegular() || st.Size() > f.limit) {
+			p.upgrade(mapValue(n, f.key), "ldap %s: not a regular file of at most %d bytes", f.key, f.limit)
+		}
 	}
 	return &c
 }

@@ -105,11 +105,11 @@ func (p *parser) nameMapping(n *yaml.Node, skip []string) []identity.MapRule {
 	for i, e := range n.Content {
 		var pat, repl string
 		var patNode, replNode *yaml.Node
-		before := len(p.errors())
+		before := p.errorCount()
 		if !p.mapping(e, fmt.Sprintf("namemapping rule %d", i+1), map[string]func(k, v *yaml.Node){
 			"pattern":     func(k, v *yaml.Node) { pat, _ = p.str(v, "pattern"); patNode = v },
 			"replacement": func(k, v *yaml.Node) { repl, _ = p.str(v, "replacement"); replNode = v },
-		}) || len(p.errors()) > before {
+		}) || p.errorCount() > before {
 			continue
 		}
 		if patNode == nil || replNode == nil {

@@ -18,6 +18,12 @@ type options struct {
 	// yamlOnly turns the YAML fast path off (yamlfast.go), for the tests
 	// that compare the two.
 	yamlOnly bool
+	// strict makes what a later release refuses an error (Strict).
+	strict bool
+	// request: the configuration arrived in a request (InRequest), and
+	// served is the configuration in service, or nil.
+	request bool
+	served  *Config
 }
 
 func newOptions(opts []Option) options {
@@ -47,6 +53,20 @@ func (o options) readYAML(data []byte) *yaml.Node {
 // read.
 func WithEnv(lookup func(string) (string, bool)) Option {
 	return func(o *options) { o.lookup = lookup }
+}
+
+// Strict makes an error of what this release still loads with a warning
+// (Diagnostic.Upgrade) and a later one refuses (docs/upgrade.md), for
+// usher lint and policy tests. Default: a warning.
+func Strict() Option { return func(o *options) { o.strict = true } }
+
+// InRequest reads a configuration that arrived in a request (usher's
+// /validate-config) without opening any file on usher's filesystem: a
+// users-to-groups file that served (the configuration in service; may be
+// nil) reads is taken from it, any other is reported as not checked (a
+// warning), unread. It implies Strict.
+func InRequest(served *Config) Option {
+	return func(o *options) { o.strict, o.request, o.served = true, true, served }
 }
 
 // EnvFile is the file name diagnostics about ADMISSION_CONTROLLER_*
@@ -96,7 +116,10 @@ func FromConfigMap(name string, data map[string]string, opts ...Option) (*Config
 // parse runs the pipeline on src.
 func parse(src *source, opts []Option) (*Config, error) {
 	o := newOptions(opts)
-	p := &parser{diags: diags{file: src.name, lineOff: src.lineOff, colOff: src.colOff}, dir: src.dir}
+	p := &parser{diags: diags{file: src.name, lineOff: src.lineOff, colOff: src.colOff}, dir: src.dir, o: o}
+	for _, broke := range src.broke {
+		p.upgrade(nil, "%v", broke)
+	}
 	doc := src.doc
 	if !src.fastTried {
 		doc = o.readYAML(src.queues)
@@ -166,7 +189,7 @@ func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(s
 	}
 	if lookup != nil {
 		for _, w := range admission.EnvWarnings(lookup) {
-			p.list = append(p.list, Diagnostic{File: EnvFile, Severity: Warning, Msg: w.String()})
+			p.push(Diagnostic{File: EnvFile, Severity: Warning, Msg: w.String()})
 		}
 	}
 	if c.Snapshot == nil {
@@ -192,7 +215,7 @@ func overridden(overrides []admission.EnvOverride, setting string) bool {
 
 func (p *parser) envError(err error) {
 	for _, ke := range admission.KeyErrors(err) {
-		p.list = append(p.list, Diagnostic{File: EnvFile, Severity: Error, Msg: ke.Error()})
+		p.push(Diagnostic{File: EnvFile, Severity: Error, Msg: ke.Error()})
 	}
 }
 
@@ -241,9 +264,9 @@ func (l configMapLocator) at(key string, sev Severity, msg string, index int, pa
 	switch {
 	case !ok:
 		// A default or an unset key: the ConfigMap as a whole.
-		l.p.list = append(l.p.list, Diagnostic{File: l.src.origin, Severity: sev, Msg: msg})
+		l.p.push(Diagnostic{File: l.src.origin, Severity: sev, Msg: msg})
 	case kv.node == nil:
-		l.p.list = append(l.p.list, Diagnostic{File: kv.file, Severity: sev, Msg: msg})
+		l.p.push(Diagnostic{File: kv.file, Severity: sev, Msg: msg})
 	default:
 		line, col := kv.node.Line, kv.node.Column
 		if pattern != "" && kv.node.Kind == yaml.ScalarNode {
@@ -251,7 +274,7 @@ func (l configMapLocator) at(key string, sev Severity, msg string, index int, pa
 				line, col = offsetPos(kv.node, off)
 			}
 		}
-		l.p.list = append(l.p.list, Diagnostic{File: kv.file, Line: line, Col: col, Severity: sev, Msg: msg})
+		l.p.push(Diagnostic{File: kv.file, Line: line, Col: col, Severity: sev, Msg: msg})
 	}
 }
 
@@ -302,7 +325,7 @@ func (l envLocator) err(setting string, index int, field, msg string) {
 		v = fmt.Sprintf("%s[%d]", v, index)
 	}
 	_, rest, _ := strings.Cut(msg, ": ")
-	l.p.list = append(l.p.list, Diagnostic{File: EnvFile, Severity: Error, Msg: v + ": " + rest})
+	l.p.push(Diagnostic{File: EnvFile, Severity: Error, Msg: v + ": " + rest})
 }
 
 func (l envLocator) warn(w admission.Warning) { l.inner.warn(w) }

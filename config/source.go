@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/usherhq/usher/internal/safefile"
 )
 
 // QueuesKey is the ConfigMap key holding the partitions, as in YuniKorn's
@@ -65,6 +67,9 @@ type source struct {
 	// origin names the ConfigMap as a whole: its directory, manifest or
 	// name.
 	origin string
+	// broke lists the files read that break a rule a later release
+	// enforces (options.readFile).
+	broke []error
 }
 
 // keyValue is one ConfigMap key with where it was written: its own file
@@ -86,17 +91,21 @@ func readSource(path string, o options) (*source, error) {
 		return nil, err
 	}
 	if st.IsDir() {
-		return readDir(path)
+		return readDir(path, o)
 	}
-	b, err := readLimited(path)
+	b, broke, err := o.readFile(path, MaxFileSize)
 	if err != nil {
 		return nil, err
 	}
 	doc := o.readYAML(b)
-	if src, ok, err := readManifests(path, b, doc); ok || err != nil {
-		return src, err
+	src, ok, err := readManifests(path, b, doc)
+	if !ok && err == nil {
+		src = &source{name: path, dir: filepath.Dir(path), queues: b, doc: doc, fastTried: true}
 	}
-	return &source{name: path, dir: filepath.Dir(path), queues: b, doc: doc, fastTried: true}, nil
+	if src != nil && broke != nil {
+		src.broke = []error{broke}
+	}
+	return src, err
 }
 
 // readDir reads a ConfigMap mounted as a directory: one file per key.
@@ -104,11 +113,12 @@ func readSource(path string, o options) (*source, error) {
 // points at a timestamped ..YYYY_MM_DD… directory; the entries starting
 // with ".." are that bookkeeping and are skipped, the keys are read
 // through their links.
-func readDir(dir string) (*source, error) {
+func readDir(dir string, o options) (*source, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
+	var broken []error
 	data := map[string]keyValue{}
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), "..") {
@@ -118,13 +128,20 @@ func readDir(dir string) (*source, error) {
 		if st, err := os.Stat(file); err != nil || st.IsDir() {
 			continue // a dangling link or a directory is no key
 		}
-		b, err := readLimited(file)
+		b, broke, err := o.readFile(file, MaxFileSize)
 		if err != nil {
 			return nil, err
 		}
+		if broke != nil {
+			broken = append(broken, broke)
+		}
 		data[e.Name()] = keyValue{value: string(b), file: file}
 	}
-	return dataSource(dir, dir, data)
+	src, err := dataSource(dir, dir, data)
+	if src != nil {
+		src.broke = broken
+	}
+	return src, err
 }
 
 // dataSource picks the partitions out of a ConfigMap's data: the key
@@ -361,27 +378,14 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-func readLimited(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+// readFile reads a file the configuration is or names: a regular file of
+// at most limit bytes (package safefile). Unless strict, a file that breaks
+// these rules but that earlier releases read (one of any type, of up to
+// MaxFileSize bytes) is read, and broke says why it will be refused.
+func (o options) readFile(path string, limit int64) (data []byte, broke, err error) {
+	var legacy int64
+	if !o.strict {
+		legacy = MaxFileSize
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() > MaxFileSize {
-		return nil, fmt.Errorf("%s: %d bytes: larger than the %d byte limit", path, st.Size(), MaxFileSize)
-	}
-	// The size read above is not a bound: a device or a pipe says 0, and
-	// a file may grow. Read one byte past the limit to know.
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxFileSize {
-		return nil, fmt.Errorf("%s: larger than the %d byte limit", path, MaxFileSize)
-	}
-	return b, nil
+	return safefile.Read(path, limit, legacy)
 }

@@ -42,7 +42,7 @@ system:serviceaccount:spark:driver: spark
 	fmt.Println(err)
 	// Output:
 	// system:serviceaccount:spark:driver [spark(file)]
-	// groups.txt:2:1: duplicate user "alice" (first listed at line 1)
+	// groups.txt:2:1: duplicate user (first listed at line 1)
 }
 
 func ExampleOS() {

@@ -1,26 +1,32 @@
 package identity
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/usherhq/usher/internal/safefile"
 )
+
+// MaxFileSize is the largest users-to-groups file File reads: about
+// 300,000 users with a dozen groups each.
+const MaxFileSize = 16 << 20
 
 // File reads the users-to-groups file at path and returns a resolver that
 // answers from it (Source "file"); see ParseFile for the format. The file
-// is read once: to pick up changes, call File again and swap resolvers.
+// must be a regular file of at most MaxFileSize bytes, and is read once:
+// to pick up changes, call File again and swap resolvers.
 func File(path string) (Resolver, error) {
-	f, err := os.Open(path)
+	data, _, err := safefile.Read(path, MaxFileSize, 0)
 	if err != nil {
 		return nil, fmt.Errorf("users-to-groups file: %w", err)
 	}
-	defer f.Close()
-	return ParseFile(f, path)
+	return ParseFile(bytes.NewReader(data), path)
 }
 
 // maxFileErrors is how many problems ParseFile reports before giving up.
@@ -47,7 +53,8 @@ const maxFileErrors = 10
 // Errors: a missing colon, an empty user or group name, a name containing
 // whitespace or a control character, invalid UTF-8, a user listed twice,
 // or a group listed twice for one user. Each is a *FileError rendered
-// "FILE:LINE:COL: message" (1-based line, 1-based byte column); all of them
+// "FILE:LINE:COL: message" (1-based line, 1-based byte column), which
+// names the problem and never quotes the file's content; all of them
 // (up to ten) are returned together, joined by newlines (errors.Join).
 // Nothing is dropped silently: a file with any error yields no resolver.
 func ParseFile(r io.Reader, name string) (Resolver, error) {
@@ -84,7 +91,7 @@ type FileError struct {
 	File string // the file name given to ParseFile
 	Line int    // 1-based line number
 	Col  int    // 1-based byte column
-	Msg  string // what is wrong, naming the bad input
+	Msg  string // what is wrong, without quoting the file
 }
 
 // Error renders the problem as FILE:LINE:COL: message.
@@ -136,7 +143,7 @@ func (p *fileParser) line(n int, line string) {
 		return
 	}
 	if first, dup := p.lineOf[user]; dup {
-		p.errorf(n, col+1, "duplicate user %q (first listed at line %d)", user, first)
+		p.errorf(n, col+1, "duplicate user (first listed at line %d)", first)
 		return
 	}
 	p.lineOf[user] = n
@@ -149,10 +156,10 @@ func (p *fileParser) line(n int, line string) {
 			off += len(field) + 1
 			switch {
 			case g == "":
-				p.errorf(n, gcol+1, "empty group name for user %q", user)
+				p.errorf(n, gcol+1, "empty group name")
 			case !p.checkName(n, gcol, "group", g):
 			case slices.Contains(groups, g):
-				p.errorf(n, gcol+1, "duplicate group %q for user %q", g, user)
+				p.errorf(n, gcol+1, "duplicate group (listed before on this line)")
 			default:
 				groups = append(groups, g)
 			}
@@ -190,10 +197,10 @@ func (p *fileParser) checkName(n, off int, kind, name string) bool {
 	for i, r := range name {
 		switch {
 		case unicode.IsSpace(r):
-			p.errorf(n, off+i+1, "%s name %q contains whitespace %q", kind, name, r)
+			p.errorf(n, off+i+1, "%s name contains whitespace %U", kind, r)
 			return false
 		case unicode.IsControl(r) || r == '\ufeff':
-			p.errorf(n, off+i+1, "%s name %q contains control character %U", kind, name, r)
+			p.errorf(n, off+i+1, "%s name contains control character %U", kind, r)
 			return false
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/usherhq/usher/identity"
@@ -70,23 +71,23 @@ func TestParseFileErrors(t *testing.T) {
 		{"colon without space", "  alice:dev,ops\n", []string{
 			`f:1:3: missing colon after the user name: want "user: group1, group2" (the user ends at the first colon followed by a space or the end of the line)`}},
 		{"empty user", "alice: dev\n   : ops\n", []string{`f:2:4: empty user name before the colon`}},
-		{"user with space", "john doe: dev\n", []string{`f:1:5: user name "john doe" contains whitespace ' '`}},
-		{"user with control character", "al\x01ice: dev\n", []string{`f:1:3: user name "al\x01ice" contains control character U+0001`}},
-		{"group with space", "alice: dev, the ops\n", []string{`f:1:16: group name "the ops" contains whitespace ' '`}},
-		{"group with no-break space", "alice: dev\u00a0ops\n", []string{`f:1:11: group name "dev\u00a0ops" contains whitespace '\u00a0'`}},
-		{"group with control character", "alice: dev\x7f\n", []string{`f:1:11: group name "dev\x7f" contains control character U+007F`}},
-		{"group with vertical tab", "alice: a,\vb\n", []string{`f:1:10: group name "\vb" contains whitespace '\v'`}},
-		{"groups joined by a colon and space", "alice: dev: ops\n", []string{`f:1:12: group name "dev: ops" contains whitespace ' '`}},
-		{"empty group", "alice: dev,,ops\n", []string{`f:1:12: empty group name for user "alice"`}},
-		{"trailing comma", "alice: dev,\n", []string{`f:1:12: empty group name for user "alice"`}},
-		{"duplicate group", "alice: dev, ops, dev\n", []string{`f:1:18: duplicate group "dev" for user "alice"`}},
-		{"duplicate user", "alice: dev\n\nbob: x\n alice: ops\n", []string{`f:4:2: duplicate user "alice" (first listed at line 1)`}},
+		{"user with space", "john doe: dev\n", []string{`f:1:5: user name contains whitespace U+0020`}},
+		{"user with control character", "al\x01ice: dev\n", []string{`f:1:3: user name contains control character U+0001`}},
+		{"group with space", "alice: dev, the ops\n", []string{`f:1:16: group name contains whitespace U+0020`}},
+		{"group with no-break space", "alice: dev\u00a0ops\n", []string{`f:1:11: group name contains whitespace U+00A0`}},
+		{"group with control character", "alice: dev\x7f\n", []string{`f:1:11: group name contains control character U+007F`}},
+		{"group with vertical tab", "alice: a,\vb\n", []string{`f:1:10: group name contains whitespace U+000B`}},
+		{"groups joined by a colon and space", "alice: dev: ops\n", []string{`f:1:12: group name contains whitespace U+0020`}},
+		{"empty group", "alice: dev,,ops\n", []string{`f:1:12: empty group name`}},
+		{"trailing comma", "alice: dev,\n", []string{`f:1:12: empty group name`}},
+		{"duplicate group", "alice: dev, ops, dev\n", []string{`f:1:18: duplicate group (listed before on this line)`}},
+		{"duplicate user", "alice: dev\n\nbob: x\n alice: ops\n", []string{`f:4:2: duplicate user (first listed at line 1)`}},
 		{"invalid UTF-8", "alice: d\xffv\n", []string{`f:1:9: invalid UTF-8`}},
 		{"every error reported", "a b: x\nc: d,,\nc: e\n", []string{
-			`f:1:2: user name "a b" contains whitespace ' '`,
-			`f:2:6: empty group name for user "c"`,
-			`f:2:7: empty group name for user "c"`,
-			`f:3:1: duplicate user "c" (first listed at line 2)`}},
+			`f:1:2: user name contains whitespace U+0020`,
+			`f:2:6: empty group name`,
+			`f:2:7: empty group name`,
+			`f:3:1: duplicate user (first listed at line 2)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,8 +145,43 @@ func TestFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := identity.File(bad)
-		if want := bad + `:2:1: duplicate user "alice" (first listed at line 1)`; err == nil || err.Error() != want {
+		if want := bad + `:2:1: duplicate user (first listed at line 1)`; err == nil || err.Error() != want {
 			t.Fatalf("err = %v, want %s", err, want)
+		}
+	})
+	t.Run("no error quotes the file", func(t *testing.T) {
+		secret := filepath.Join(dir, "secret")
+		if err := os.WriteFile(secret, []byte("key: secret value with spaces\nkey: other secret\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := identity.File(secret)
+		if err == nil || strings.Contains(err.Error(), "secret value") || strings.Contains(err.Error(), "key") || !strings.Contains(err.Error(), secret+":1:") {
+			t.Fatalf("err = %v: want the file's positions, none of its content", err)
+		}
+	})
+	t.Run("only a regular file is read", func(t *testing.T) {
+		fifo := filepath.Join(dir, "fifo")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{fifo, "/dev/zero", dir} {
+			if _, err := identity.File(p); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+				t.Errorf("%s: err = %v", p, err)
+			}
+		}
+	})
+	t.Run("a table larger than the cap is not read", func(t *testing.T) {
+		big := filepath.Join(dir, "big")
+		f, err := os.Create(big)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Truncate(identity.MaxFileSize + 1); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if _, err := identity.File(big); err == nil || !strings.Contains(err.Error(), "larger than") {
+			t.Fatalf("err = %v", err)
 		}
 	})
 }

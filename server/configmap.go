@@ -280,10 +280,11 @@ func (s *Server) event(ref ConfigMapRef, obj *corev1.ConfigMap, typ, reason, msg
 	}
 }
 
-// loadConfigMaps runs the configuration pipeline on the merged data.
-func (s *Server) loadConfigMaps(objs []*corev1.ConfigMap, override *corev1.ConfigMap) (*config.Config, [32]byte, string, ConfigMapRef, error) {
+// loadConfigMaps runs the configuration pipeline on the merged data, with
+// opts.
+func (s *Server) loadConfigMaps(objs []*corev1.ConfigMap, override *corev1.ConfigMap, opts ...config.Option) (*config.Config, [32]byte, string, ConfigMapRef, error) {
 	data, name, owner, gen := s.cm.merged(objs, override)
-	cfg, err := config.FromConfigMap(name, data, config.WithEnv(s.opts.Getenv))
+	cfg, err := config.FromConfigMap(name, data, append(opts, config.WithEnv(s.opts.Getenv))...)
 	return cfg, dataSum(data), gen, owner, err
 }
 

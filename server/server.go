@@ -45,11 +45,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/application"
@@ -58,6 +60,7 @@ import (
 	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/impact"
+	"github.com/usherhq/usher/internal/safefile"
 	"github.com/usherhq/usher/placement"
 )
 
@@ -306,6 +309,8 @@ type Server struct {
 	// conns and webhookConns limit the connections of the listeners of
 	// Addr and WebhookAddr.
 	conns, webhookConns connLimiter
+	// parsing lets /validate-config parse one configuration at a time.
+	parsing *semaphore.Weighted
 }
 
 type reloadStatus struct {
@@ -316,12 +321,15 @@ type reloadStatus struct {
 	failed     bool // the last reload was refused, at failedAt
 	failedAt   time.Time
 	failedGen  string // what was refused (no reason: see serveReady)
+	// upgrade counts what a later release refuses in the configuration
+	// in service (config.Diagnostic.Upgrade).
+	upgrade int
 }
 
 // New loads the configuration and prepares the service.
 func New(opts Options) (*Server, error) {
 	opts = opts.withDefaults()
-	s := &Server{opts: opts, log: opts.Logger, registry: prometheus.NewRegistry()}
+	s := &Server{opts: opts, log: opts.Logger, registry: prometheus.NewRegistry(), parsing: semaphore.NewWeighted(1)}
 	if opts.AuditLog != nil && !opts.NoAudit {
 		s.auditW = newAuditWriter(opts.AuditLog)
 		s.log = slog.New(SplitAudit(opts.Logger.Handler(), s.auditW.h))
@@ -363,6 +371,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s.metrics = newMetrics(s.registry, s.engine)
 	s.configInfo = newConfigInfo(s.registry)
+	s.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "usher_config_upgrade_warnings",
+		Help: "Warnings about what a later release refuses (docs/upgrade.md) in the configuration in service."},
+		func() float64 { return float64(s.status.Load().upgrade) }))
 	s.conns.max, s.conns.refused = int64(opts.MaxConns), s.metrics.connsRefused
 	if s.webhookListener() {
 		s.webhookConns.max, s.webhookConns.refused = max(s.conns.max/4, 1), s.conns.refused
@@ -383,7 +394,7 @@ func New(opts Options) (*Server, error) {
 		admission.WithMaxGroups(opts.MaxGroups, func(source string) { s.metrics.groupsOver.WithLabelValues(source).Inc() }),
 	}
 	s.admission = admission.NewHandler(cfg.Admission, hopts...)
-	s.setGeneration(gen, s.lastSum)
+	s.setGeneration(gen, s.lastSum, cfg)
 	if err := s.setupAccessAuth(); err != nil {
 		return nil, err
 	}
@@ -671,7 +682,7 @@ func (s *Server) apply(cfg *config.Config, err error, gen string, sum [32]byte) 
 	}
 	s.metrics.reloads.WithLabelValues("success").Inc()
 	s.metrics.lastReload.SetToCurrentTime()
-	s.setGeneration(gen, sum)
+	s.setGeneration(gen, sum, cfg)
 	// Who gained and who lost rights, on this goroutine: the new
 	// generation already serves (about 50 ms at 10,000 queues).
 	change := impact.Summarize(old, cfg, 5)
@@ -685,9 +696,15 @@ func (s *Server) apply(cfg *config.Config, err error, gen string, sum [32]byte) 
 }
 
 // setGeneration records the generation in service on /readyz and in
-// usher_config_info.
-func (s *Server) setGeneration(gen string, sum [32]byte) {
-	s.status.Store(&reloadStatus{loadedAt: time.Now(), generation: gen + " (sha256 " + shortSum(sum) + ")"})
+// usher_config_info, and what of cfg a later release refuses.
+func (s *Server) setGeneration(gen string, sum [32]byte, cfg *config.Config) {
+	st := &reloadStatus{loadedAt: time.Now(), generation: gen + " (sha256 " + shortSum(sum) + ")"}
+	for _, w := range cfg.Warnings {
+		if w.Upgrade {
+			st.upgrade++
+		}
+	}
+	s.status.Store(st)
 	s.configInfo.Reset()
 	s.configInfo.WithLabelValues(gen, shortSum(sum)).Set(1)
 }
@@ -699,22 +716,10 @@ func (s *Server) logWarnings(cfg *config.Config) {
 	}
 }
 
-// hashFile writes the content of path to h, up to one byte past
-// config.MaxFileSize, and returns how many bytes it wrote.
-func hashFile(h io.Writer, path string) (int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	return io.Copy(h, io.LimitReader(f, config.MaxFileSize+1))
-}
-
 // contentSum hashes the configuration file, or every file of a ConfigMap
-// directory. Each file is streamed into the hash, at most one byte past
-// config.MaxFileSize (a larger file fails to load anyway), so polling
-// neither holds a copy of the configuration nor follows a file that never
-// ends.
+// directory. Each file is streamed into the hash (safefile: regular files
+// only, at most config.MaxFileSize bytes), so polling neither holds a copy
+// of the configuration nor opens a device or a pipe.
 func contentSum(path string) ([32]byte, error) {
 	h := sha256.New()
 	st, err := os.Stat(path)
@@ -722,7 +727,7 @@ func contentSum(path string) ([32]byte, error) {
 		return [32]byte{}, err
 	}
 	if !st.IsDir() {
-		if _, err := hashFile(h, path); err != nil {
+		if _, err := safefile.Copy(h, path, config.MaxFileSize); err != nil {
 			return [32]byte{}, err
 		}
 	} else {
@@ -731,13 +736,13 @@ func contentSum(path string) ([32]byte, error) {
 			return [32]byte{}, err
 		}
 		for _, e := range entries {
-			// What is not a readable file (the kubelet's timestamped
-			// directory of a mounted ConfigMap) is left out, as before.
-			if st, err := os.Stat(path + "/" + e.Name()); err != nil || !st.Mode().IsRegular() {
+			// The kubelet's bookkeeping (..data, its timestamped
+			// directory) is left out, as config.Load leaves it.
+			if strings.HasPrefix(e.Name(), "..") {
 				continue
 			}
 			fmt.Fprintf(h, "%s\x00", e.Name())
-			n, err := hashFile(h, path+"/"+e.Name())
+			n, err := safefile.Copy(h, path+"/"+e.Name(), config.MaxFileSize)
 			if err != nil {
 				n = -1
 			}
@@ -768,5 +773,8 @@ func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 			refused = " (" + st.failedGen + " refused)"
 		}
 		fmt.Fprintf(w, "configuration reload failed at %s; see %s%s; the configuration above keeps serving\n", st.failedAt.UTC().Format(time.RFC3339), where, refused)
+	}
+	if st.upgrade > 0 {
+		fmt.Fprintf(w, "upgrade: the configuration in service has %d warnings about what usher %s refuses; see the log and docs/upgrade.md\n", st.upgrade, config.RefusingRelease)
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -17,6 +18,23 @@ import (
 // server also truncates them.
 const maxAdmissionWarnings = 20
 
+// maxConfigMapData is the most data a ConfigMap under review may hold (its
+// keys and values): what a ConfigMap can hold in etcd. Larger is refused
+// before it is parsed.
+const maxConfigMapData = 1 << 20
+
+// maxReviewNodes caps the YAML nodes a ConfigMap under review may hold,
+// as config.NodeBound counts them before parsing: yaml.v3 holds about 190
+// bytes a node, so a parse holds at most 57 MiB. 1 MiB of configuration
+// of the usual shape (6,000 queues, 60,000 ACL entries) counts 254,000.
+const maxReviewNodes = 300_000
+
+// nodeCost is what each node config.NodeBound counts is charged to the
+// shared body budget while the configuration is parsed: half of yaml.v3's
+// 190 bytes, as the bound is above the nodes parsed (eight times, for
+// configurations of the usual shape), and one parse runs at a time.
+const nodeCost = 96
+
 // serveValidateConfig is the validating webhook of usher's ConfigMap
 // (/validate-config): it runs the configuration pipeline usher serve and
 // usher lint run on the ConfigMap being written and refuses it with the
@@ -25,7 +43,10 @@ const maxAdmissionWarnings = 20
 // kubectl prints. With --config-map, a ConfigMap usher does not read is
 // admitted untouched, and a change of one of YuniKorn's two ConfigMaps is
 // checked merged with the other as usher would serve it. Deletion is
-// admitted: usher keeps serving the last good configuration.
+// admitted: usher keeps serving the last good configuration. No file the
+// ConfigMap names is opened (config.InRequest); data above
+// maxConfigMapData or maxReviewNodes is refused unparsed; a parse that the
+// body budget cannot hold is refused with 429.
 func (s *Server) serveValidateConfig(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST an AdmissionReview", http.StatusMethodNotAllowed)
@@ -47,7 +68,12 @@ func (s *Server) serveValidateConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := review.Request
-	resp := s.reviewConfig(req)
+	resp := s.reviewConfig(r.Context(), req)
+	if resp == nil {
+		s.metrics.shed.WithLabelValues("validate-config", "memory").Inc()
+		s.shed(w)
+		return
+	}
 	resp.UID = req.UID
 	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
 	if out.APIVersion == "" {
@@ -57,7 +83,9 @@ func (s *Server) serveValidateConfig(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(out)
 }
 
-func (s *Server) reviewConfig(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+// reviewConfig decides about the ConfigMap of req; nil when the memory to
+// parse it cannot be had.
+func (s *Server) reviewConfig(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	allow := &admissionv1.AdmissionResponse{Allowed: true}
 	if req.Kind.Kind != "ConfigMap" || req.Kind.Group != "" {
 		return allow
@@ -78,19 +106,42 @@ func (s *Server) reviewConfig(req *admissionv1.AdmissionRequest) *admissionv1.Ad
 	if cm.Name == "" {
 		cm.Name = req.Name
 	}
-	var cfg *config.Config
-	var err error
-	name := ConfigMapRef{Namespace: cm.Namespace, Name: cm.Name}.String()
 	if s.cm != nil {
 		if _, ok := s.cm.ref(cm.Namespace, cm.Name); !ok {
 			return allow // not usher's: the registration should not send it
 		}
+	}
+	size := 0
+	for k, v := range cm.Data {
+		size += len(k) + len(v)
+	}
+	for k, v := range cm.BinaryData {
+		size += len(k) + len(v)
+	}
+	if size > maxConfigMapData {
+		return deny(http.StatusRequestEntityTooLarge, fmt.Sprintf("usher: configuration refused: the ConfigMap's data is %d bytes, larger than the %d bytes a ConfigMap can hold", size, maxConfigMapData))
+	}
+	nodes := 0
+	for _, v := range cm.Data {
+		nodes += config.NodeBound(v)
+	}
+	if nodes > maxReviewNodes {
+		return deny(http.StatusRequestEntityTooLarge, fmt.Sprintf("usher: configuration refused: its data may hold up to %d YAML nodes (counted before parsing), more than the %d a ConfigMap under review may hold", nodes, maxReviewNodes))
+	}
+	release, ok := s.reserveParse(ctx, int64(nodes)*nodeCost)
+	if !ok {
+		return nil
+	}
+	defer release()
+	var cfg *config.Config
+	var err error
+	name := ConfigMapRef{Namespace: cm.Namespace, Name: cm.Name}.String()
+	in := config.InRequest(s.engine.Current().Config())
+	if s.cm != nil {
 		cm.ResourceVersion = "" // the change under review
-		var gen string
-		cfg, _, gen, _, err = s.loadConfigMaps(s.cm.snapshot(), &cm)
-		name = gen
+		cfg, _, name, _, err = s.loadConfigMaps(s.cm.snapshot(), &cm, in)
 	} else {
-		cfg, err = config.FromConfigMap(name, cm.Data, config.WithEnv(s.opts.Getenv))
+		cfg, err = config.FromConfigMap(name, cm.Data, config.WithEnv(s.opts.Getenv), in)
 	}
 	if err != nil {
 		s.log.Info("configuration change refused at admission", "configmap", name, "user", req.UserInfo.Username, "err", err)
@@ -102,6 +153,21 @@ func (s *Server) reviewConfig(req *admissionv1.AdmissionRequest) *admissionv1.Ad
 	}
 	allow.Warnings = warnings(cfg.Warnings)
 	return allow
+}
+
+// reserveParse waits until no other configuration is being parsed (one at
+// a time: yaml.v3 alone holds up to 190 times the text of a dense
+// document), then charges cost bytes to the shared body budget. ok is
+// false when the budget cannot hold the charge or ctx ends.
+func (s *Server) reserveParse(ctx context.Context, cost int64) (release func(), ok bool) {
+	if s.parsing.Acquire(ctx, 1) != nil {
+		return nil, false
+	}
+	if !s.bodies.shared.tryTake(cost) {
+		s.parsing.Release(1)
+		return nil, false
+	}
+	return func() { s.bodies.shared.give(cost); s.parsing.Release(1) }, true
 }
 
 func deny(code int32, msg string) *admissionv1.AdmissionResponse {

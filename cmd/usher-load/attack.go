@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -38,6 +39,20 @@ type attackConfig struct {
 	// politely makes a refused slow body wait for Retry-After before it
 	// connects again (a client rather than an attacker).
 	politely bool
+	// configReviewers send /validate-config reviews one after another,
+	// each a ConfigMap of configAttacks in turn.
+	configReviewers int
+}
+
+// configAttacks are the queues.yaml of the ConfigMaps the config reviewers
+// send: a users-to-groups file usher must not read, a flow sequence of
+// 1 MiB (refused unparsed), and the two documents of the most YAML nodes
+// /validate-config parses (just under its bound of 300,000).
+var configAttacks = []string{
+	"partitions:\n  - name: default\n    usergroupresolver: {type: file, file: /dev/zero}\n    queues: [{name: root}]\n",
+	"partitions: [" + strings.Repeat("a,", 520_000) + "a]\n",
+	"partitions: [" + strings.Repeat(":,", 99_000) + ":]\n",
+	strings.Repeat("? \n", 99_000),
 }
 
 type attackResult struct {
@@ -55,6 +70,9 @@ type attackResult struct {
 	reviewsByProto     map[int]int64
 	reviewLatencies    []time.Duration
 	reviewsMu, failsMu sync.Mutex
+	// configByStatus counts the /validate-config answers by HTTP status
+	// (0: no answer).
+	configByStatus map[int]int64
 }
 
 func (r *attackResult) fail(format string, args ...any) {
@@ -69,14 +87,15 @@ func (r *attackResult) String() string {
 	return fmt.Sprintf("slow bodies: %d sent, %d answered (%d refused with 429)\n"+
 		"small reviews: %d ok, %d failed, p99 %v, max %v (by HTTP major version %v)\n"+
 		"/healthz: %d ok, %d failed, max %v\n"+
+		"/validate-config attacks by HTTP status: %v\n"+
 		"usher RSS: max VmRSS %.1f MiB, VmHWM %.1f MiB (%d samples)",
 		r.stalled, r.answered, r.refused, r.reviewsOK, r.reviewsFailed, r.p99, r.revMax, r.reviewsByProto,
-		r.healthOK, r.healthFailed, r.healthMax, float64(r.maxRSS)/(1<<20), float64(r.hwm)/(1<<20), r.samples)
+		r.healthOK, r.healthFailed, r.healthMax, r.configByStatus, float64(r.maxRSS)/(1<<20), float64(r.hwm)/(1<<20), r.samples)
 }
 
 // attack runs the attack and returns what happened.
 func attack(cfg attackConfig) *attackResult {
-	res := &attackResult{reviewsByProto: map[int]int64{}}
+	res := &attackResult{reviewsByProto: map[int]int64{}, configByStatus: map[int]int64{}}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.duration)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -106,6 +125,34 @@ func attack(cfg attackConfig) *attackResult {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				slowBody(ctx, cfg, head, chunk, res)
+			}
+		})
+	}
+	var bodies [][]byte
+	for _, queues := range configAttacks {
+		obj, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]string{"name": "usher", "namespace": "usher"}, "data": map[string]string{"queues.yaml": queues}})
+		b, _ := json.Marshal(map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": map[string]any{
+			"uid": "1", "operation": "UPDATE", "name": "usher", "namespace": "usher", "object": json.RawMessage(obj),
+			"kind": map[string]string{"version": "v1", "kind": "ConfigMap"}, "userInfo": map[string]any{"username": "mallory"}}})
+		bodies = append(bodies, b)
+	}
+	for i := range cfg.configReviewers {
+		wg.Go(func() {
+			client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: cfg.roots}}}
+			for n := i; ctx.Err() == nil; n++ {
+				code := 0
+				resp, err := client.Post("https://"+cfg.addr+"/validate-config", "application/json", bytes.NewReader(bodies[n%len(bodies)]))
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					code = resp.StatusCode
+				}
+				if ctx.Err() == nil {
+					res.reviewsMu.Lock()
+					res.configByStatus[code]++
+					res.reviewsMu.Unlock()
+				}
 			}
 		})
 	}

@@ -64,6 +64,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	slow := fs.Int("slow-bodies", 0, "attack instead: `N` connections each send a --body-bytes body but its last byte and stall "+
 		"(reconnecting when answered), while --conns clients send pod reviews and /healthz is polled; all must succeed")
 	bodyBytes := fs.Int("body-bytes", 7<<20, "declared size of each slow body (usher's cap is 7 MiB)")
+	configReviews := fs.Int("config-attacks", 0, "attack (with or without --slow-bodies): `N` clients send /validate-config reviews of ConfigMaps "+
+		"naming /dev/zero as users-to-groups file and of the densest YAML, one after another")
 	politely := fs.Bool("retry-after", false, "slow bodies refused with 429 wait for Retry-After (1s) before connecting again")
 	pid := fs.Int("pid", 0, "usher's `PID`, to sample its VmRSS and VmHWM from /proc during an attack or reloads")
 	bare := fs.Bool("serve-bare", false, "serve instead, at --addr, the ceiling /mutate is measured against: the same Go TLS stack "+
@@ -110,9 +112,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	if *slow > 0 {
+	if *slow > 0 || *configReviews > 0 {
 		res := attack(attackConfig{addr: *addr, roots: roots, conns: *slow, bodyBytes: *bodyBytes, duration: *duration,
-			reviewers: *conns, pid: *pid, politely: *politely})
+			reviewers: *conns, pid: *pid, politely: *politely, configReviewers: *configReviews})
 		fmt.Fprintln(stdout, res)
 		for _, f := range res.failures {
 			fmt.Fprintln(stderr, "usher-load:", f)

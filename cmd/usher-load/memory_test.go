@@ -23,7 +23,7 @@ import (
 )
 
 // memoryCeiling is the most memory (VmHWM) `usher serve` on its default
-// settings may reach under the slow-body attack below; docs/benchmarks.md
+// settings may reach under the attacks below; docs/benchmarks.md
 // states it and deploy/deployment.yaml's limit (256Mi) is above it with
 // margin.
 const memoryCeiling = 160 << 20
@@ -34,6 +34,36 @@ const memoryCeiling = 160 << 20
 // keep succeeding, stays under memoryCeiling. USHER_BIN names another
 // binary to attack (say, one built from an older commit).
 func TestServeMemoryUnderSlowBodies(t *testing.T) {
+	res := serveUnderAttack(t, attackConfig{conns: 64, bodyBytes: 7 << 20, duration: 12 * time.Second, reviewers: 4})
+	if res.stalled < 64 {
+		t.Errorf("only %d slow bodies were sent", res.stalled)
+	}
+}
+
+// The same under eight clients that send /validate-config reviews one
+// after another (configAttacks: a ConfigMap naming /dev/zero as its
+// users-to-groups file, a 1 MiB flow sequence, and the densest YAML usher
+// parses), each answered (200, or 429 when the body budget cannot hold
+// the parse).
+func TestServeMemoryUnderConfigAttacks(t *testing.T) {
+	res := serveUnderAttack(t, attackConfig{duration: 12 * time.Second, reviewers: 4, configReviewers: 8})
+	var answered int64
+	for code, n := range res.configByStatus {
+		if code != 200 && code != 429 {
+			t.Errorf("%d /validate-config reviews answered %d", n, code)
+		}
+		answered += n
+	}
+	if res.configByStatus[200] < 10 {
+		t.Errorf("only %d of %d /validate-config reviews were decided", res.configByStatus[200], answered)
+	}
+}
+
+// serveUnderAttack starts `usher serve` on its default settings (USHER_BIN,
+// or one built from this tree), attacks it as cfg says and checks that it
+// stays up under memoryCeiling and that every review and health check
+// succeeds.
+func serveUnderAttack(t *testing.T, cfg attackConfig) *attackResult {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc/PID/status")
 	}
@@ -91,7 +121,8 @@ func TestServeMemoryUnderSlowBodies(t *testing.T) {
 		t.Fatalf("usher serve does not answer: %v", err)
 	}
 	_, idle, _ := readRSS(pid)
-	res := attack(attackConfig{addr: addr, roots: roots, conns: 64, bodyBytes: 7 << 20, duration: 12 * time.Second, reviewers: 4, pid: pid})
+	cfg.addr, cfg.roots, cfg.pid = addr, roots, pid
+	res := attack(cfg)
 	t.Logf("usher %s (pid %d), idle VmHWM %.1f MiB\n%s", bin, pid, float64(idle)/(1<<20), res)
 	select {
 	case err := <-exited:
@@ -107,9 +138,7 @@ func TestServeMemoryUnderSlowBodies(t *testing.T) {
 	if res.reviewsFailed > 0 || res.healthFailed > 0 || res.reviewsOK < 10 || res.healthOK < 5 {
 		t.Errorf("under attack: %d reviews ok, %d failed; %d health checks ok, %d failed", res.reviewsOK, res.reviewsFailed, res.healthOK, res.healthFailed)
 	}
-	if res.stalled < 64 {
-		t.Errorf("only %d slow bodies were sent", res.stalled)
-	}
+	return res
 }
 
 // groupsBody is a pod CREATE by bob in the groups g0 ... g(n-1), when

@@ -71,8 +71,8 @@ type Config struct {
 	// password crosses the network in clear text.
 	StartTLS bool `yaml:"starttls"`
 	// CAFile is a PEM bundle of the CAs that may sign the servers'
-	// certificates. Default: the system's trusted CAs. An error when no
-	// URL uses TLS.
+	// certificates: a regular file of at most MaxCAFile bytes. Default:
+	// the system's trusted CAs. An error when no URL uses TLS.
 	CAFile string `yaml:"cafile"`
 	// ServerName is the name the server certificate must carry. Default:
 	// the host of the URL.
@@ -87,7 +87,8 @@ type Config struct {
 	BindDN string `yaml:"binddn"`
 	// BindPasswordFile is a file holding the bind password; a trailing
 	// newline is ignored. It is read by New and again for every new
-	// connection, so a rotated secret is picked up without a restart.
+	// connection, so a rotated secret is picked up without a restart. A
+	// regular file of at most MaxPasswordFile bytes.
 	BindPasswordFile string `yaml:"bindpasswordfile"`
 	// BindPasswordEnv names an environment variable holding the bind
 	// password, read once by New.

@@ -180,7 +180,7 @@ func TestNewReadsSecrets(t *testing.T) {
 		{name: "missing password file", edit: func(c *Config) { c.BindPasswordFile = dir + "/nope" }, wantErr: "ldap: bindpasswordfile: cannot read the file it names: no such file or directory"},
 		{name: "empty password file", edit: func(c *Config) { c.BindPasswordFile = writeFile(t, "pw", "\n") }, wantErr: "is empty"},
 		{name: "unset env", edit: func(c *Config) { c.BindPasswordFile, c.BindPasswordEnv = "", "USHER_TEST_UNSET_VARIABLE" }, wantErr: "ldap: bindpasswordenv: the environment variable it names is not set or empty"},
-		{name: "missing cafile", edit: func(c *Config) { c.CAFile = dir + "/ca.pem" }, wantErr: "ldap: cafile: open"},
+		{name: "missing cafile", edit: func(c *Config) { c.CAFile = dir + "/ca.pem" }, wantErr: "ldap: cafile: stat"},
 		{name: "cafile not PEM", edit: func(c *Config) { c.CAFile = writeFile(t, "ca", "hello") }, wantErr: "holds no PEM certificate"},
 		{name: "invalid config", edit: func(c *Config) { c.UserBaseDN = "" }, wantErr: "userbasedn is required"},
 		{name: "ok", edit: func(c *Config) { c.BindPasswordFile = writeFile(t, "pw2", "s3cret\r\n") }},

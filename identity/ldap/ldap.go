@@ -44,6 +44,7 @@ import (
 	goldap "github.com/go-ldap/ldap/v3"
 
 	"github.com/usherhq/usher/identity"
+	"github.com/usherhq/usher/internal/safefile"
 )
 
 // Source is the identity.Source of every group this package returns.
@@ -99,7 +100,7 @@ func newResolver(cfg Config, now func() time.Time) (*Resolver, error) {
 		InsecureSkipVerify: cfg.InsecureSkipVerify, // opt-in, reported by Warnings
 	}
 	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
+		pem, _, err := safefile.Read(cfg.CAFile, MaxCAFile, legacyLimit)
 		if err != nil {
 			return nil, fmt.Errorf("ldap: cafile: %w", err)
 		}
@@ -131,12 +132,22 @@ func newResolver(cfg Config, now func() time.Time) (*Resolver, error) {
 	return r, nil
 }
 
+// The files the resolver reads: a regular file of at most MaxCAFile or
+// MaxPasswordFile bytes. Until a later release refuses them (config warns,
+// docs/upgrade.md), a file of another type or larger, up to legacyLimit
+// bytes, is still read, within the same deadline.
+const (
+	MaxCAFile       = 1 << 20
+	MaxPasswordFile = 64 << 10
+	legacyLimit     = 64 << 20
+)
+
 // readPasswordFile returns the content of path without one trailing
 // newline. Errors repeat neither the content nor the path (which may be
 // the password itself, written where the file name belongs): they name
 // the setting, and the configuration holds the path.
 func readPasswordFile(path string) (string, error) {
-	data, err := os.ReadFile(path)
+	data, _, err := safefile.Read(path, MaxPasswordFile, legacyLimit)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {

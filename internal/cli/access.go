@@ -179,7 +179,10 @@ or scheduler the file does not have, and warns about traps: a group-only
 ACL whose leading space YAML dropped because it was not quoted, "*" mixed
 with names, duplicate entries, names differing only in case, leaf queues
 nobody can submit to, and trust patterns not anchored at both ends (with
-the pattern to write instead).
+the pattern to write instead). What usher serve still loads but a later
+release refuses (docs/upgrade.md: a users-to-groups file that is not a
+regular file, say) is an error here. At most 100 errors and 100 warnings
+are listed, then how many more there are.
 
 Exit status: 1 when any PATH has errors, 0 when there are only warnings or
 none, 2 on bad usage or a PATH that cannot be read.
@@ -213,7 +216,7 @@ func runLint(_ context.Context, env *Env, args []string) int {
 // lintOne lints the configuration at path and prints its diagnostics and
 // a summary line.
 func lintOne(env *Env, path string) int {
-	cfg, err := loadConfig(env, path)
+	cfg, err := loadConfig(env, path, config.Strict())
 	var invalid *config.InvalidError
 	var diags []config.Diagnostic
 	switch {

@@ -91,15 +91,15 @@ const configFlagHelp = "configuration `FILE`: a usher YAML file, a ConfigMap man
 	"(default: the embedded default, where root allows everyone; a line on stderr says so)"
 
 // loadConfig reads a configuration (or the embedded default) through the
-// pipeline usher serve uses, with the ADMISSION_CONTROLLER_* overrides.
-// Without a path it says on stderr, in one line, that the answer comes
-// from the embedded default, so that a forgotten --config is not taken for
-// the cluster's answer.
-func loadConfig(env *Env, path string) (*config.Config, error) {
+// pipeline usher serve uses, with the ADMISSION_CONTROLLER_* overrides and
+// opts. Without a path it says on stderr, in one line, that the answer
+// comes from the embedded default, so that a forgotten --config is not
+// taken for the cluster's answer.
+func loadConfig(env *Env, path string, opts ...config.Option) (*config.Config, error) {
 	if path == "" {
 		env.errorf("%s", defaultNote)
 	}
-	return config.Load(path, config.WithEnv(env.LookupEnv))
+	return config.Load(path, append(opts, config.WithEnv(env.LookupEnv))...)
 }
 
 // defaultNote is the line every command that takes --config prints when it

@@ -211,6 +211,23 @@ func TestLint(t *testing.T) {
 	}
 }
 
+// What a later release refuses is an error in usher lint and a warning in
+// the commands that load a configuration as usher serve does.
+func TestLintIsStrict(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "q.yaml")
+	os.WriteFile(cfg, []byte("partitions:\n  - name: default\n    usergroupresolver:\n      type: file\n      file: /dev/null\n"+
+		"    queues:\n      - name: root\n        submitacl: \"*\"\n"), 0o600)
+	out, errs, code := run(t, "lint", cfg)
+	if code != 1 || !strings.Contains(out, "q.yaml:5:13: usergroupresolver file: users-to-groups file: open /dev/null: not a regular file") {
+		t.Errorf("lint: %d %q %q", code, out, errs)
+	}
+	// It loads: the (empty) table answers.
+	_, errs, _ = run(t, "check", "--config", cfg, "--queue", "root", "--user", "alice")
+	if !strings.Contains(errs, `unknown user "alice" (not in /dev/null)`) {
+		t.Errorf("check: %q", errs)
+	}
+}
+
 // The real binary exits with the codes scripts rely on.
 func TestBinaryExitCodes(t *testing.T) {
 	if testing.Short() {

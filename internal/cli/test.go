@@ -29,6 +29,7 @@ import (
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/application"
+	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/policy"
 	"github.com/usherhq/usher/server"
@@ -218,11 +219,12 @@ type caseReport struct {
 	args []string
 }
 
-// runTestFile loads the file's configuration once, as usher serve does,
-// and decides every case. An error means the configuration did not load.
+// runTestFile loads the file's configuration once, as usher serve does
+// but Strict, and decides every case. An error means the configuration
+// did not load.
 func runTestFile(ctx context.Context, env *Env, f *testFile) (fileReport, error) {
 	fr := fileReport{File: f.path, Config: f.configPath}
-	cfg, err := loadConfig(env, f.configPath)
+	cfg, err := loadConfig(env, f.configPath, config.Strict())
 	if err != nil {
 		return fr, fmt.Errorf("%s: config %s does not load:\n%v", f.path, f.config, err)
 	}
