@@ -149,7 +149,7 @@ func setupKill(t *testing.T, ctx context.Context, config, prefix string) (*usher
 		t.Fatalf("alice creating the probe pod: %v", err)
 	}
 	var last error
-	err := Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+	err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		last = bob.CoreV1().Pods(ns).EvictV1(ctx, &policyv1.Eviction{
 			ObjectMeta:    metav1.ObjectMeta{Name: probe, Namespace: ns},
 			DeleteOptions: &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}},
@@ -159,7 +159,7 @@ func setupKill(t *testing.T, ctx context.Context, config, prefix string) (*usher
 	if err != nil {
 		t.Fatalf("usher never decided evictions in %s (last dry-run eviction: %v): %v", ns, last, err)
 	}
-	err = Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+	err = Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		p, err := bob.CoreV1().Pods(ns).Get(ctx, probe, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -423,7 +423,7 @@ func TestUsherKillRuleEdits(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Deployment roll did not roll out: %s: %v", last, err)
 		}
-		for _, p := range waitPods(ctx, t, admin, ns, "app=roll", 2, 10*time.Second) {
+		for _, p := range waitPods(ctx, t, admin, ns, "app=roll", 2, 60*time.Second) {
 			wantIdentity(t, "pod "+p.Name, p.Annotations, Alice, aliceGroups...)
 		}
 	})
@@ -565,7 +565,7 @@ func TestUsherKillRuleEvictions(t *testing.T) {
 				return err
 			})
 			var rec auditRecord
-			err := Eventually(ctx, 15*time.Second, func(context.Context) (bool, error) {
+			err := Eventually(ctx, 60*time.Second, func(context.Context) (bool, error) {
 				for _, r := range e.auditRecords() {
 					if r["object"] == "Eviction" && r["name"] == tc.pod && r["user"] == tc.user && r["dryRun"] != "true" {
 						rec = r

@@ -44,6 +44,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,7 +76,9 @@ type Options struct {
 	// invalid one is refused and the last good generation keeps serving.
 	// See docs/configuration-sources.md.
 	ConfigMaps []ConfigMapRef
-	// Addr is the listen address. Default "127.0.0.1:8443".
+	// Addr is the listen address, HOST:PORT, or fd:N for a listening
+	// socket inherited as file descriptor N (see Listen). Default
+	// "127.0.0.1:8443".
 	Addr string
 	// Listener, when set, is used instead of listening on Addr (tests).
 	Listener net.Listener
@@ -416,12 +420,38 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
+// Listen listens on addr, HOST:PORT, or takes over the listening socket
+// its parent passed as file descriptor N when addr is fd:N (a test
+// harness or a supervisor that binds the port and keeps it across
+// restarts; systemd passes its first socket as fd:3). An error is a
+// *net.OpError whose Op is "listen".
+func Listen(addr string) (net.Listener, error) {
+	n, ok := strings.CutPrefix(addr, "fd:")
+	if !ok {
+		return net.Listen("tcp", addr)
+	}
+	fd, err := strconv.Atoi(n)
+	if err == nil && fd < 3 {
+		err = errors.New("want a descriptor from 3 up (0-2 are stdin, stdout and stderr)")
+	}
+	var ln net.Listener
+	if err == nil {
+		f := os.NewFile(uintptr(fd), addr)
+		ln, err = net.FileListener(f)
+		f.Close()
+	}
+	if err != nil {
+		return nil, &net.OpError{Op: "listen", Net: "fd", Err: err}
+	}
+	return ln, nil
+}
+
 // Run serves until ctx is done, then shuts down gracefully.
 func (s *Server) Run(ctx context.Context) error {
 	ln := s.opts.Listener
 	if ln == nil {
 		var err error
-		if ln, err = net.Listen("tcp", s.opts.Addr); err != nil {
+		if ln, err = Listen(s.opts.Addr); err != nil {
 			return err
 		}
 	}

@@ -37,6 +37,10 @@ ADMISSION_CONTROLLER_* environment variables override the file, exactly as
 in every other command (one set to "" overrides too: an empty pattern list
 trusts nobody); "usher lint" reports what serve would read.
 
+--addr fd:N takes over a listening socket usher inherits instead of binding
+one: a supervisor or a test harness that holds the port keeps it across
+restarts of usher, and no other process can take it in between.
+
 Without --tls-cert/--tls-key a self-signed certificate is generated (for
 local use; its PEM is written to --ca-out when given).
 
@@ -108,7 +112,8 @@ func newServeCommand(env *Env) *cobra.Command {
 		}
 		return nil
 	})
-	fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8443", "listen `HOST:PORT` (use :8443 inside a cluster)")
+	fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8443", "listen `HOST:PORT` (use :8443 inside a cluster), or fd:N to serve on the listening socket "+
+		"the parent process passed as file descriptor N (systemd's first socket is fd:3)")
 	fs.StringVar(&opts.TLSCertFile, "tls-cert", "", "serving certificate `FILE` (PEM), re-read when it changes")
 	fs.StringVar(&opts.TLSKeyFile, "tls-key", "", "private key `FILE` (PEM)")
 	fs.StringVar(caOut, "ca-out", "", "write the self-signed certificate's PEM to `FILE`")
