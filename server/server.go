@@ -338,6 +338,17 @@ func New(opts Options) (*Server, error) {
 		admission.WithAudit(s.withDenialEvents(s.auditReview)),
 		admission.WithMaxBodyBytes(opts.MaxReviewBody),
 	}
+	if rc, err := auth.LoadKubeConfig(opts.Kubeconfig); err == nil {
+		// The adoption rule reads the new owner (docs/delete.md); without
+		// cluster credentials it fails closed.
+		c, err := coreClient(rc)
+		if err != nil {
+			return nil, err
+		}
+		hopts = append(hopts, admission.WithOwnerLookup(admission.OwnerLookupFunc(func(ctx context.Context, path string) ([]byte, error) {
+			return c.RESTClient().Get().AbsPath(path).DoRaw(ctx)
+		})))
+	}
 	s.admission = admission.NewHandler(cfg.Admission, hopts...)
 	s.setGeneration(gen, s.lastSum)
 	if err := s.setupAccessAuth(); err != nil {
