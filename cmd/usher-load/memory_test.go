@@ -21,8 +21,7 @@ const memoryCeiling = 160 << 20
 // each send a 7 MiB body but its last byte and stall (reconnecting when
 // answered), while pod reviews (HTTP/1.1 and HTTP/2) and /healthz must all
 // keep succeeding, stays under memoryCeiling. USHER_BIN names another
-// binary to attack (say, one built from an older commit, which may
-// predate --addr fd:N: it is given the port's address instead).
+// binary to attack (say, one built from an older commit).
 func TestServeMemoryUnderSlowBodies(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc/PID/status")
@@ -44,12 +43,6 @@ func TestServeMemoryUnderSlowBodies(t *testing.T) {
 	defer logs.Close()
 	cmd := exec.Command(bin, "serve", "--addr", "fd:3", "--ca-out", ca)
 	addr := serveSocket(t, cmd)
-	if os.Getenv("USHER_BIN") != "" {
-		// A binary older than --addr fd:N gets a port that was free a
-		// moment ago (another process may take it first: rerun then).
-		cmd.ExtraFiles[0].Close()
-		cmd.ExtraFiles, cmd.Args[3] = nil, addr
-	}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.Env = append(os.Environ(), "GOMEMLIMIT=", "GOGC=")
 	if err := cmd.Start(); err != nil {

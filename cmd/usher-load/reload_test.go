@@ -44,15 +44,22 @@ func usherBinary(t *testing.T) string {
 	return bin
 }
 
-// serveSocket listens on 127.0.0.1:0 and hands the socket to cmd as its
-// descriptor 3 (usher serve --addr fd:3): the port is usher's from the
-// start, and no other process can take it. It returns the address.
+// serveSocket listens on 127.0.0.1:0 and hands the socket to cmd, whose
+// arguments start with serve --addr fd:3, as its descriptor 3: the port is
+// usher's from the start, and no other process can take it. It returns
+// the address. A USHER_BIN, which may predate --addr fd:N, is given the
+// address instead, of a port free a moment ago (another process may take
+// it first: rerun then).
 func serveSocket(t *testing.T, cmd *exec.Cmd) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	if os.Getenv("USHER_BIN") != "" {
+		cmd.Args[3] = ln.Addr().String()
+		return cmd.Args[3]
+	}
 	f, err := ln.(*net.TCPListener).File()
 	if err != nil {
 		t.Fatal(err)
