@@ -190,6 +190,13 @@ launch() {
 	# dir locked for as long as it runs.
 	setsid "$@" >>"$STATE/logs/$name.log" 2>&1 </dev/null 8>&- 9>&- &
 	echo $! >"$(pid_file "$name")"
+	# alive knows the process by its command line, which is this script's
+	# until the forked shell has run the command: wait for that (or, if it
+	# cannot be run, give up after 10s; start then sees it gone).
+	for _ in $(seq 1 200); do
+		alive "$name" && return 0
+		sleep 0.05
+	done
 }
 
 # used_ports: every local TCP port in use on this machine.
