@@ -64,6 +64,7 @@ func (k hookKind) String() string {
 // loaded when it started).
 type Handler struct {
 	state   stateSource
+	owners  OwnerLookup
 	audit   func(Record)
 	caller  func(context.Context) string
 	onPanic func(any)
@@ -334,7 +335,7 @@ func (h *Handler) decideSafe(ctx context.Context, st *handlerState, hook hookKin
 				req.Kind.Kind, req.Namespace+"/"+req.Name, v)
 		}
 	}()
-	return decide(ctx, st, hook, req, obj, old, pre, buf)
+	return decide(ctx, st, h.owners, hook, req, obj, old, pre, buf)
 }
 
 // identity is the user and groups a workload runs as.
@@ -344,7 +345,7 @@ type identity struct {
 }
 
 // decide is the admission logic. pre is never nil (review sees to it).
-func decide(ctx context.Context, st *handlerState, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views, buf *[]byte) decision {
+func decide(ctx context.Context, st *handlerState, owners OwnerLookup, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views, buf *[]byte) decision {
 	c := st.cfg
 	if isEviction(req) {
 		return evict(ctx, st, req)
@@ -383,7 +384,7 @@ func decide(ctx context.Context, st *handlerState, hook hookKind, req *admission
 		}
 		return dc
 	case admissionv1.Update:
-		return update(ctx, st, k, req, obj, old, pre)
+		return update(ctx, st, owners, k, req, obj, old, pre)
 	}
 	return remove(ctx, st, k, req, old, pre)
 }

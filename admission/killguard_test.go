@@ -34,7 +34,9 @@ func ownerRef(kind, name, uid string, controller bool) metav1.OwnerReference {
 // subresource is decided the same way.
 func TestUpdateOwnerReferences(t *testing.T) {
 	authz := newFakeDeleteAuthz()
-	h := deleteHandler(t, Config{}, authz)
+	// The ReplicaSet that adopts is alice's (see TestAdoption).
+	h := deleteHandler(t, Config{}, authz, WithOwnerLookup(&fakeOwners{objs: map[string]runtime.Object{
+		"/apis/apps/v1/namespaces/team-a/replicasets/web-5d8f": replicaSet("web-5d8f", "1111-aaaa", m(UserInfoAnnotation, aliceInfo))}}))
 	rs := ownerRef("ReplicaSet", "web-5d8f", "1111-aaaa", true)
 	ghost := ownerRef("ReplicaSet", "ghost", "dead-beef", true)
 	bobs := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "bobs", UID: "2222-bbbb"}

@@ -11,7 +11,7 @@ import (
 // what decides deletion changes only for whoever may delete; with
 // enforceQueueACLs, queues the object newly asks for are checked.
 
-func update(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, obj, old string, pre *views) decision {
+func update(ctx context.Context, st *handlerState, owners OwnerLookup, k *kindInfo, req *admissionv1.AdmissionRequest, obj, old string, pre *views) decision {
 	c := st.cfg
 	nv, ov := &pre.obj, &pre.old
 	if err := view(c, k, obj, nv, pre.objDone, "request.object"); err != nil {
@@ -43,9 +43,17 @@ func update(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1
 	if c.enforceDelete {
 		// Who may delete must not be widened by whoever may merely edit.
 		if what := c.killInputsChanged(k, ov, nv); what != "" {
-			if c.trustedDeleter(req.UserInfo.Username, req.UserInfo.Groups) == TrustNone {
+			switch c.trustedDeleter(req.UserInfo.Username, req.UserInfo.Groups) {
+			case TrustNone:
 				if dc := killRule(ctx, st, k, req, ov, "change "+what+" on"); !dc.allowed {
 					return dc
+				}
+			case TrustController:
+				// A controller adopting: see adopt.
+				if ov.top.owners != nv.top.owners {
+					if dc := adopt(ctx, st, owners, k, req, ov, nv); !dc.allowed {
+						return dc
+					}
 				}
 			}
 		}

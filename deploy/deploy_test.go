@@ -311,7 +311,7 @@ func checkSmallCluster(t *testing.T, d *appsv1.Deployment, pdb *policyv1.PodDisr
 // system:auth-delegator) and nothing else; the roles callers are bound to
 // grant exactly the permissions usher checks.
 func checkRBAC(t *testing.T, roles map[string]rbacv1.ClusterRole, bindings []rbacv1.ClusterRoleBinding) {
-	delegated, recorder := false, false
+	delegated, recorder, reader := false, false, false
 	for _, b := range bindings {
 		for _, s := range b.Subjects {
 			if s.Kind == rbacv1.ServiceAccountKind && s.Name == "usher" && s.Namespace == "usher-system" {
@@ -320,8 +320,10 @@ func checkRBAC(t *testing.T, roles map[string]rbacv1.ClusterRole, bindings []rba
 					delegated = true
 				case b.RoleRef.Kind == "ClusterRole" && b.RoleRef.Name == "usher-event-recorder":
 					recorder = true
+				case b.RoleRef.Kind == "ClusterRole" && b.RoleRef.Name == "usher-owner-reader":
+					reader = true
 				default:
-					t.Errorf("%s binds usher to %s %s: usher needs system:auth-delegator and usher-event-recorder only", b.Name, b.RoleRef.Kind, b.RoleRef.Name)
+					t.Errorf("%s binds usher to %s %s: usher needs system:auth-delegator, usher-event-recorder and usher-owner-reader only", b.Name, b.RoleRef.Kind, b.RoleRef.Name)
 				}
 			}
 		}
@@ -332,20 +334,28 @@ func checkRBAC(t *testing.T, roles map[string]rbacv1.ClusterRole, bindings []rba
 	if !recorder {
 		t.Error("no ClusterRoleBinding of usher's service account to usher-event-recorder (denial Events)")
 	}
-	want := map[string]rbacv1.PolicyRule{
-		"usher-access-reviewer": {APIGroups: []string{server.AccessReviewGroup}, Resources: []string{server.AccessReviewResource}, Verbs: []string{server.AccessReviewVerb}},
-		"usher-metrics-reader":  {NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}},
-		// Denial Events: create and patch Events, nothing else.
-		"usher-event-recorder": {APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	if !reader {
+		t.Error("no ClusterRoleBinding of usher's service account to usher-owner-reader (adoption)")
 	}
-	for name, rule := range want {
+	get := []string{"get"}
+	want := map[string][]rbacv1.PolicyRule{
+		"usher-access-reviewer": {{APIGroups: []string{server.AccessReviewGroup}, Resources: []string{server.AccessReviewResource}, Verbs: []string{server.AccessReviewVerb}}},
+		"usher-metrics-reader":  {{NonResourceURLs: []string{"/metrics"}, Verbs: get}},
+		// Denial Events: create and patch Events, nothing else.
+		"usher-event-recorder": {{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}}},
+		// Adoption: get of the workload kinds, nothing else.
+		"usher-owner-reader": {{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: get},
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets", "daemonsets", "statefulsets"}, Verbs: get},
+			{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: get}},
+	}
+	for name, rules := range want {
 		r, ok := roles[name]
 		if !ok {
 			t.Errorf("no ClusterRole %s", name)
 			continue
 		}
-		if len(r.Rules) != 1 || !reflect.DeepEqual(r.Rules[0], rule) {
-			t.Errorf("ClusterRole %s: rules %+v, want exactly %+v", name, r.Rules, rule)
+		if !reflect.DeepEqual(r.Rules, rules) {
+			t.Errorf("ClusterRole %s: rules %+v, want exactly %+v", name, r.Rules, rules)
 		}
 	}
 }

@@ -193,7 +193,7 @@ func TestUsherAccessAuth(t *testing.T) {
 	t.Run("carol, bound to usher-access-reviewer, may ask about bob", func(t *testing.T) {
 		var code int
 		var body string
-		err := Eventually(ctx, 30*time.Second, func(context.Context) (bool, error) {
+		err := Eventually(ctx, 60*time.Second, func(context.Context) (bool, error) {
 			code, body = ask(carol, `{"queue":"root","user":"bob","groups":["ops"]}`)
 			return code == 200, nil
 		})
@@ -210,7 +210,7 @@ func TestUsherAccessAuth(t *testing.T) {
 		}
 		var b string
 		var code int
-		err := Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 			var err error
 			b, code, err = u.Do(ctx, "GET", "/metrics", bob, "")
 			return code == 200, err

@@ -92,7 +92,7 @@ func TestBypassedNamespaceNeverReachesUsher(t *testing.T) {
 	// Wait until the mutating webhook stamps alice's pods in the
 	// processed namespace.
 	var last error
-	if err := Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+	if err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		p, err := alice.CoreV1().Pods(on).Create(ctx, Pod(on, "probe", nil), dry)
 		last = err
 		if err != nil {

@@ -294,7 +294,7 @@ func (c *Cluster) NewNamespace(ctx context.Context, prefix string, labels map[st
 	if _, err := admin.RbacV1().RoleBindings(ns.Name).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("e2e: binding %s in %s: %w", TenantRole, ns.Name, err)
 	}
-	err = Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+	err = Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		_, err := admin.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil

@@ -122,7 +122,7 @@ func TestUsherConfigMapWatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			u.Stop()
+			u.Close()
 			if t.Failed() {
 				t.Logf("usher replica %d log (last 40 lines of %s):\n%s", i, u.LogPath, u.LogTail(40))
 			}
@@ -182,7 +182,7 @@ admissionController:
 
 	t.Run("kubectl apply of a broken configuration is refused with positions", func(t *testing.T) {
 		var stderr string
-		err := Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 			var err error
 			_, stderr, err = kubectl(configMapManifest(ns, broken), "apply", "-f", "-")
 			return err != nil && wantPos.MatchString(stderr), nil
@@ -212,7 +212,7 @@ admissionController:
 		rv := current().ResourceVersion
 		gen := "configmap/" + ns + "/usher-config@" + rv
 		for i, e := range envs {
-			err := Eventually(ctx, 10*time.Second, func(ctx context.Context) (bool, error) {
+			err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 				body, _, err := e.u.Get(ctx, "/readyz")
 				return err == nil && strings.Contains(body, "generation: "+gen), nil
 			})
@@ -222,7 +222,7 @@ admissionController:
 			}
 		}
 		var last error
-		if err := Eventually(ctx, 10*time.Second, func(ctx context.Context) (bool, error) {
+		if err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 			last = forgeBob()
 			return last == nil, nil
 		}); err != nil {
@@ -269,7 +269,7 @@ func wantConfigEvent(ctx context.Context, t *testing.T, ns, reason, instance, wa
 	sel := fields.Set{"involvedObject.name": "usher-config", "reason": reason}.String()
 	var seen []string
 	var found corev1.Event
-	err := Eventually(ctx, 15*time.Second, func(ctx context.Context) (bool, error) {
+	err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		l, err := admin.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: sel})
 		if err != nil {
 			return false, err
@@ -344,7 +344,7 @@ func TestUsherYuniKornConfigMaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		u.Stop()
+		u.Close()
 		if t.Failed() {
 			t.Logf("usher log (last 40 lines of %s):\n%s", u.LogPath, u.LogTail(40))
 		}
@@ -366,7 +366,7 @@ func TestUsherYuniKornConfigMaps(t *testing.T) {
 	// yunikorn-configs' batch.yaml wins.
 	put("yunikorn-configs", map[string]string{"batch.yaml": queues("^bob$")})
 	var last error
-	if err := Eventually(ctx, 10*time.Second, func(ctx context.Context) (bool, error) {
+	if err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		last = forge(Bob)
 		return last == nil, nil
 	}); err != nil {

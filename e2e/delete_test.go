@@ -70,7 +70,7 @@ func (e *usherEnv) registerDelete(ctx context.Context, ns string) {
 	alice, bob := client(t, Alice), client(t, Bob)
 	const probe = "usher-delete-probe"
 	var last error
-	err = Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+	err = Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		_, last = alice.CoreV1().Pods(ns).Create(ctx, Pod(ns, probe, nil), metav1.CreateOptions{})
 		return last == nil || apierrors.IsAlreadyExists(last), nil
 	})
@@ -78,7 +78,7 @@ func (e *usherEnv) registerDelete(ctx context.Context, ns string) {
 		t.Fatalf("creating the probe pod %s/%s as alice: %v (last: %v)", ns, probe, err, last)
 	}
 	dry := metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}
-	err = Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+	err = Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		last = bob.CoreV1().Pods(ns).Delete(ctx, probe, dry)
 		return last != nil && strings.Contains(last.Error(), `user "bob" may not delete Pod`), nil
 	})
@@ -172,7 +172,7 @@ func parseLogfmt(line string) auditRecord {
 func (e *usherEnv) wantDeleteRecord(ctx context.Context, t *testing.T, kind, ns, name, user string) auditRecord {
 	t.Helper()
 	var found auditRecord
-	err := Eventually(ctx, 15*time.Second, func(context.Context) (bool, error) {
+	err := Eventually(ctx, 60*time.Second, func(context.Context) (bool, error) {
 		for _, r := range e.auditRecords() {
 			if r["webhook"] == "validate" && r["operation"] == "DELETE" && r["object"] == kind && r["namespace"] == ns &&
 				(name == "" || r["name"] == name) && r["user"] == user && r["dryRun"] != "true" {

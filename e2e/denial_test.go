@@ -150,7 +150,7 @@ spec:
 
 	t.Run("an Event on the namespace names the Job", func(t *testing.T) {
 		var evs []corev1.Event
-		err := Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 			evs = denialEvents(ctx, t, e, ns, "Job", "alice-to-ops")
 			return len(evs) > 0, nil
 		})
@@ -180,7 +180,7 @@ spec:
 
 	t.Run("the audit record has the structured details", func(t *testing.T) {
 		var rec auditRecord
-		err := Eventually(ctx, 10*time.Second, func(context.Context) (bool, error) {
+		err := Eventually(ctx, 60*time.Second, func(context.Context) (bool, error) {
 			for _, r := range e.auditRecords() {
 				if r["name"] == "alice-to-ops" && r["denial.reason"] != "" {
 					rec = r
@@ -210,7 +210,7 @@ spec:
 		// event, denied requests included.
 		prefix := "usher-mutate-" + e.label + ".usher.e2e/"
 		var ann map[string]string
-		err := Eventually(ctx, 30*time.Second, func(context.Context) (bool, error) {
+		err := Eventually(ctx, 60*time.Second, func(context.Context) (bool, error) {
 			data, err := os.ReadFile(filepath.Join(cluster.StateDir, "logs", "audit.log"))
 			if err != nil {
 				return false, err
@@ -247,7 +247,7 @@ spec:
 		if _, err := alice.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err == nil {
 			t.Fatal("alice's generated Job to ops was admitted")
 		}
-		err := Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 			return len(denialEvents(ctx, t, e, ns, "Job", "spark-*")) > 0, nil
 		})
 		if err != nil {
@@ -266,7 +266,7 @@ spec:
 		if _, err := alice.BatchV1().Jobs(ns).Create(ctx, Job(ns, "after-dry", map[string]string{kueue: "ops"}, nil), metav1.CreateOptions{}); err == nil {
 			t.Fatal("alice's Job after-dry to ops was admitted")
 		}
-		err = Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		err = Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 			return len(denialEvents(ctx, t, e, ns, "Job", "after-dry")) > 0, nil
 		})
 		if err != nil {
@@ -279,7 +279,7 @@ spec:
 			t.Fatalf("the registration's dry-run probe recorded an Event: %+v", evs[0])
 		}
 		// usher's log is buffered: wait for the record.
-		err = Eventually(ctx, 10*time.Second, func(context.Context) (bool, error) {
+		err = Eventually(ctx, 60*time.Second, func(context.Context) (bool, error) {
 			for _, r := range e.auditRecords() {
 				if r["name"] == "dry-ops" && r["dryRun"] == "true" && r["denial.reason"] == "QueueSubmitDenied" && r["denial.dryRun"] == "true" {
 					return true, nil

@@ -132,10 +132,23 @@ func grantSubresources(ctx context.Context, t *testing.T, admin kubernetes.Inter
 
 // setupKill is setupDelete plus the shipped status webhook and the
 // eviction rule of docs/delete.md, with the tenants allowed to use both
-// subresources. It waits until both demonstrably act.
+// subresources, and usher running as a service account bound to the
+// ClusterRoles deploy/rbac.yaml ships (it reads the owners that adopt).
+// It waits until both subresources demonstrably reach usher.
 func setupKill(t *testing.T, ctx context.Context, config, prefix string) (*usherEnv, string) {
 	t.Helper()
-	e, ns := setupDelete(t, ctx, config, prefix)
+	roles := shippedClusterRoles(t)
+	e := &usherEnv{t: t, label: fmt.Sprintf("k%d-%d", time.Now().UnixNano()%1e9, usherSeq.Add(1)), admin: client(t, Admin)}
+	ns := e.namespace(ctx, prefix)
+	kubeconfig := usherServiceAccount(t, ctx, e, ns, t.TempDir())
+	for _, role := range []string{"usher-event-recorder", "usher-owner-reader"} {
+		bindShipped(t, ctx, e, roles, role, "system:serviceaccount:"+ns+":usher")
+	}
+	label := e.label
+	e = startUsherWith(t, ctx, config, "--kubeconfig", kubeconfig)
+	e.label = label
+	e.register(ctx, ns)
+	e.registerDelete(ctx, ns)
 	grantSubresources(ctx, t, e.admin, ns)
 	status := shippedWebhook(t, "validate-status.usher.io")
 	e.registerValidating(ctx, "usher-status", status.Rules, status.MatchConditions)
@@ -149,7 +162,7 @@ func setupKill(t *testing.T, ctx context.Context, config, prefix string) (*usher
 		t.Fatalf("alice creating the probe pod: %v", err)
 	}
 	var last error
-	err := Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+	err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		last = bob.CoreV1().Pods(ns).EvictV1(ctx, &policyv1.Eviction{
 			ObjectMeta:    metav1.ObjectMeta{Name: probe, Namespace: ns},
 			DeleteOptions: &metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}},
@@ -159,7 +172,7 @@ func setupKill(t *testing.T, ctx context.Context, config, prefix string) (*usher
 	if err != nil {
 		t.Fatalf("usher never decided evictions in %s (last dry-run eviction: %v): %v", ns, last, err)
 	}
-	err = Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+	err = Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		p, err := bob.CoreV1().Pods(ns).Get(ctx, probe, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -423,7 +436,7 @@ func TestUsherKillRuleEdits(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Deployment roll did not roll out: %s: %v", last, err)
 		}
-		for _, p := range waitPods(ctx, t, admin, ns, "app=roll", 2, 10*time.Second) {
+		for _, p := range waitPods(ctx, t, admin, ns, "app=roll", 2, 60*time.Second) {
 			wantIdentity(t, "pod "+p.Name, p.Annotations, Alice, aliceGroups...)
 		}
 	})
@@ -447,6 +460,12 @@ func TestUsherKillRuleEdits(t *testing.T) {
 		if err != nil {
 			t.Fatalf("alice creating ReplicaSet adopt: %v", err)
 		}
+		// The ReplicaSet adopts the orphans its controller's cache holds
+		// when it syncs; one created a moment before may not be there yet,
+		// and then it creates a pod and scales one away later. What counts
+		// is that usher lets every adoption through and that the
+		// ReplicaSet settles on two pods of its own.
+		rsCtrl := cluster.ControllerUser("replicaset-controller")
 		var last []string
 		err = Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 			pods, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=adopt"})
@@ -454,31 +473,27 @@ func TestUsherKillRuleEdits(t *testing.T) {
 				return false, err
 			}
 			last = last[:0]
-			adopted := 0
+			owned := 0
 			for _, p := range pods.Items {
 				ref := metav1.GetControllerOf(&p)
 				last = append(last, fmt.Sprintf("%s owned by %v", p.Name, ref))
-				if ref != nil && ref.UID == rs.UID && strings.HasPrefix(p.Name, "orphan-") {
-					adopted++
+				if ref != nil && ref.UID == rs.UID {
+					owned++
 				}
 			}
-			return adopted == 2 && len(pods.Items) == 2, nil
+			adoptions := 0
+			for _, r := range e.auditRecords() {
+				if r["operation"] == "UPDATE" && r["object"] == "Pod" && r["namespace"] == ns && strings.HasPrefix(r["name"], "orphan-") && r["user"] == rsCtrl {
+					if r["allowed"] != "true" {
+						return false, fmt.Errorf("usher refused the adoption: %v", r)
+					}
+					adoptions++
+				}
+			}
+			return owned == 2 && len(pods.Items) == 2 && adoptions > 0, nil
 		})
 		if err != nil {
-			t.Fatalf("ReplicaSet adopt did not adopt alice's two orphans: %v: %v", last, err)
-		}
-		rsCtrl := cluster.ControllerUser("replicaset-controller")
-		found := false
-		for _, r := range e.auditRecords() {
-			if r["operation"] == "UPDATE" && r["object"] == "Pod" && r["namespace"] == ns && strings.HasPrefix(r["name"], "orphan-") && r["user"] == rsCtrl {
-				found = true
-				if r["allowed"] != "true" {
-					t.Errorf("usher refused the adoption: %v", r)
-				}
-			}
-		}
-		if !found {
-			t.Errorf("usher saw no adoption by %s", rsCtrl)
+			t.Fatalf("ReplicaSet adopt did not adopt alice's orphans and settle on two pods: %v: %v", last, err)
 		}
 
 		orphan := metav1.DeletePropagationOrphan
@@ -511,6 +526,73 @@ func TestUsherKillRuleEdits(t *testing.T) {
 			t.Errorf("usher refused a request it should have let through: %v", r)
 		}
 	}
+}
+
+// Scenario 14: with enforceDeleteACLs, bob's ReplicaSet whose selector
+// matches alice's bare pod may not adopt it: usher refuses the ReplicaSet
+// controller's adoption (it reads bob's ReplicaSet, and bob may not kill
+// alice's pod), so the pod keeps no owner and is not scaled away. alice's
+// own ReplicaSet adopts it.
+func TestUsherKillRuleAdoption(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t, 4*time.Minute)
+	e, ns := setupKill(t, ctx, deleteConfig, "kill-adopt")
+	alice, bob, admin := client(t, Alice), client(t, Bob), client(t, Admin)
+	labels := map[string]string{"app": "bare"}
+	p := Pod(ns, "bare", nil)
+	p.Labels = labels
+	if _, err := alice.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("alice creating her bare pod: %v", err)
+	}
+	replicaSet := func(name string, replicas int32) *appsv1.ReplicaSet {
+		return &appsv1.ReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: appsv1.ReplicaSetSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: PodSpec()}},
+		}
+	}
+	if _, err := bob.AppsV1().ReplicaSets(ns).Create(ctx, replicaSet("grab", 0), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("bob creating ReplicaSet grab: %v", err)
+	}
+	rsCtrl := cluster.ControllerUser("replicaset-controller")
+	want := fmt.Sprintf(`usher: user "bob" may not let ReplicaSet "grab" adopt Pod %s/bare: bob may not kill the application of alice`, ns)
+	var refused auditRecord
+	err := Eventually(ctx, 60*time.Second, func(context.Context) (bool, error) {
+		for _, r := range e.auditRecords() {
+			if r["operation"] == "UPDATE" && r["object"] == "Pod" && r["name"] == "bare" && r["user"] == rsCtrl {
+				if r["allowed"] != "false" {
+					return false, fmt.Errorf("usher let the ReplicaSet controller adopt alice's pod for bob: %v", r)
+				}
+				refused = r
+			}
+		}
+		return refused != nil, nil
+	})
+	if err != nil || !strings.Contains(refused["reason"], want) {
+		t.Fatalf("the ReplicaSet controller's adoption for bob: %v (%v), want it refused with %q", refused, err, want)
+	}
+	wantUntouched(ctx, t, admin, ns, "bare", nil)
+	if err := bob.AppsV1().ReplicaSets(ns).Delete(ctx, "grab", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("bob deleting ReplicaSet grab: %v", err)
+	}
+
+	mine, err := alice.AppsV1().ReplicaSets(ns).Create(ctx, replicaSet("mine", 1), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("alice creating ReplicaSet mine: %v", err)
+	}
+	var owner *metav1.OwnerReference
+	err = Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
+		p, err := admin.CoreV1().Pods(ns).Get(ctx, "bare", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		owner = metav1.GetControllerOf(p)
+		return owner != nil && owner.UID == mine.UID, nil
+	})
+	if err != nil {
+		t.Fatalf("alice's ReplicaSet did not adopt her pod (controller %v): %v", owner, err)
+	}
+	wantStillThere(ctx, t, admin, ns, "bare")
 }
 
 // Scenario 13: with enforceDeleteACLs and pods/eviction registered, an
@@ -565,7 +647,7 @@ func TestUsherKillRuleEvictions(t *testing.T) {
 				return err
 			})
 			var rec auditRecord
-			err := Eventually(ctx, 15*time.Second, func(context.Context) (bool, error) {
+			err := Eventually(ctx, 60*time.Second, func(context.Context) (bool, error) {
 				for _, r := range e.auditRecords() {
 					if r["object"] == "Eviction" && r["name"] == tc.pod && r["user"] == tc.user && r["dryRun"] != "true" {
 						rec = r

@@ -166,7 +166,7 @@ func TestPlugin(t *testing.T) {
 		want(t, run(t, Admin, nil, "can-i", "submit", "root.ops", "--as", Bob, "--as-group", "ops"), 0, "yes")
 		want(t, run(t, Admin, nil, "can-i", "submit", "root.ops", "--as", Alice, "--as-group", "dev"), 1, "no")
 		var r result
-		if err := Eventually(ctx, 30*time.Second, func(context.Context) (bool, error) {
+		if err := Eventually(ctx, 60*time.Second, func(context.Context) (bool, error) {
 			r = run(t, Carol, nil, "can-i", "submit", "root.ops", "--as", Bob, "--as-group", "ops")
 			return r.code == 0, nil
 		}); err != nil {

@@ -104,7 +104,7 @@ func newSmokeEnv(t *testing.T, ctx context.Context) *smokeEnv {
 
 	// The API server starts calling new webhooks a moment after they are
 	// registered: wait until both answer a dry run.
-	err = Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+	err = Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 		p, err := admin.CoreV1().Pods(ns).Create(ctx, Pod(ns, "probe", nil), dry)
 		if err != nil || p.Annotations[smokeMutated] != "true" {

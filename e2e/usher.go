@@ -68,8 +68,11 @@ func RemoveUsherBuild() {
 }
 
 // UsherProcess is one `usher serve` on 127.0.0.1, with a serving
-// certificate from the cluster's CA. Start and Stop may be called again
-// (the address stays the same, so a registered webhook finds it again).
+// certificate from the cluster's CA. Start and Stop may be called again:
+// the test process holds the listening socket from the first Start until
+// Close and hands it to each run (--addr fd:3), so the address stays the
+// same and no other process can take the port in between (while usher is
+// stopped, connections wait in the socket's backlog and time out).
 type UsherProcess struct {
 	// Bin is the usher binary, ConfigPath its --config file, Addr its
 	// 127.0.0.1:PORT, Cert its serving certificate.
@@ -92,6 +95,7 @@ type UsherProcess struct {
 	Env []string
 
 	mu     sync.Mutex
+	ln     *net.TCPListener
 	cmd    *exec.Cmd
 	exited chan struct{}
 	https  *http.Client
@@ -113,7 +117,7 @@ func (c *Cluster) NewUsherProcess(bin, dir, configPath string) (*UsherProcess, e
 		LogPath:        filepath.Join(dir, "usher.log"),
 		ReloadInterval: 200 * time.Millisecond,
 		https: &http.Client{
-			Timeout:   5 * time.Second,
+			Timeout:   30 * time.Second,
 			Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}},
 		},
 	}
@@ -123,39 +127,32 @@ func (c *Cluster) NewUsherProcess(bin, dir, configPath string) (*UsherProcess, e
 // URL is https://127.0.0.1:PORT; append /mutate or /validate.
 func (u *UsherProcess) URL() string { return "https://" + u.Addr }
 
-// freeLoopbackAddr returns 127.0.0.1:PORT for a port that was free a
-// moment ago.
-func freeLoopbackAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	addr := ln.Addr().String()
-	return addr, ln.Close()
-}
-
 // Start runs usher serve and waits until its /healthz answers over TLS.
-// The first Start picks the port; a later one reuses it. If the port was
-// taken meanwhile, the first Start tries another (up to three times).
+// The first Start listens on a port of 127.0.0.1 the kernel chooses.
 func (u *UsherProcess) Start(ctx context.Context) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.cmd != nil {
 		return errors.New("e2e: usher is already running")
 	}
-	pick := u.Addr == ""
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if pick {
-			if u.Addr, err = freeLoopbackAddr(); err != nil {
-				return err
-			}
-		}
-		if err = u.start(ctx); err == nil || !pick {
+	if u.ln == nil {
+		ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
 			return err
 		}
+		u.ln, u.Addr = ln, ln.Addr().String()
 	}
-	return err
+	return u.start(ctx)
+}
+
+// Close stops usher and closes its listening socket.
+func (u *UsherProcess) Close() {
+	u.Stop()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.ln != nil {
+		u.ln.Close()
+	}
 }
 
 func (u *UsherProcess) start(ctx context.Context) error {
@@ -164,8 +161,14 @@ func (u *UsherProcess) start(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(logf, "=== usher serve on %s at %s\n", u.Addr, time.Now().Format(time.RFC3339Nano))
+	sock, err := u.ln.File()
+	if err != nil {
+		logf.Close()
+		return err
+	}
+	defer sock.Close() // the child has its own copy once started
 	args := []string{"serve",
-		"--config", u.ConfigPath, "--addr", u.Addr,
+		"--config", u.ConfigPath, "--addr", "fd:3",
 		"--tls-cert", u.Cert.CertFile, "--tls-key", u.Cert.KeyFile,
 		"--log-format", "text", "--reload-interval", u.ReloadInterval.String()}
 	if !slices.ContainsFunc(u.Args, func(a string) bool { return strings.HasPrefix(a, "--webhook-auth") }) {
@@ -181,6 +184,7 @@ func (u *UsherProcess) start(ctx context.Context) error {
 	}
 	cmd.Env = append(cmd.Env, u.Env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{sock}
 	setParentDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -194,12 +198,23 @@ func (u *UsherProcess) start(ctx context.Context) error {
 	}()
 	u.cmd, u.exited = cmd, exited
 
-	deadline := time.NewTimer(30 * time.Second)
+	deadline := time.NewTimer(2 * time.Minute)
 	defer deadline.Stop()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
+	// A request waits in the socket's backlog until usher accepts it: end
+	// it when usher exits instead.
+	poll, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-exited:
+			cancel()
+		case <-poll.Done():
+		}
+	}()
 	for {
-		if body, code, err := u.Get(ctx, "/healthz"); err == nil && code == http.StatusOK && strings.TrimSpace(body) == "ok" {
+		if body, code, err := u.Get(poll, "/healthz"); err == nil && code == http.StatusOK && strings.TrimSpace(body) == "ok" {
 			return nil
 		}
 		select {
@@ -208,7 +223,7 @@ func (u *UsherProcess) start(ctx context.Context) error {
 			return fmt.Errorf("e2e: usher serve on %s exited before it was healthy: %s; log:\n%s", u.Addr, cmd.ProcessState, u.LogTail(20))
 		case <-deadline.C:
 			u.stopLocked()
-			return fmt.Errorf("e2e: usher serve on %s not healthy after 30s; log:\n%s", u.Addr, u.LogTail(20))
+			return fmt.Errorf("e2e: usher serve on %s not healthy after 2m; log:\n%s", u.Addr, u.LogTail(20))
 		case <-ctx.Done():
 			u.stopLocked()
 			return ctx.Err()

@@ -86,7 +86,7 @@ func startUsherWith(t *testing.T, ctx context.Context, config string, args ...st
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		u.Stop()
+		u.Close()
 		if t.Failed() {
 			t.Logf("usher log (last 60 lines of %s):\n%s", u.LogPath, u.LogTail(60))
 		}
@@ -156,7 +156,7 @@ func (e *usherEnv) register(ctx context.Context, probeNS string) {
 	alice := client(t, Alice)
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	var last error
-	err = Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+	err = Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		_, last = alice.CoreV1().Pods(probeNS).Create(ctx, Pod(probeNS, "usher-probe", nil), dry)
 		return last != nil && strings.Contains(last.Error(), "did not stamp it"), nil
 	})
@@ -181,7 +181,7 @@ func (e *usherEnv) register(ctx context.Context, probeNS string) {
 	// Stamped, or refused by the mutating webhook itself (with
 	// enforceQueueACLs, when alice may not use the default queue).
 	mutateDenied := fmt.Sprintf("admission webhook %q denied the request", "usher-mutate-"+e.label+".usher.e2e")
-	err = Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+	err = Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		var p *corev1.Pod
 		p, last = alice.CoreV1().Pods(probeNS).Create(ctx, Pod(probeNS, "usher-probe", nil), dry)
 		if last != nil {
@@ -896,13 +896,10 @@ spec:
 		// that says nothing about usher; try again then.
 		var stderr string
 		var err error
-		for range 5 {
+		_ = Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 			_, stderr, err = cluster.RunKubectl(ctx, Alice, manifest("replaced", 2), "replace", "-f", "-")
-			if err == nil || !strings.Contains(stderr, "(Conflict)") {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			return err == nil || !strings.Contains(stderr, "(Conflict)"), nil
+		})
 		if err == nil {
 			t.Fatal("kubectl replace that drops the template's user.info succeeded")
 		}
@@ -1023,7 +1020,7 @@ admissionController:
 func wantEvent(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, kind, name, reason, want string) {
 	t.Helper()
 	var seen []string
-	err := Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+	err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		l, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -1336,7 +1333,7 @@ func TestUsherFailsClosed(t *testing.T) {
 		t.Fatalf("restarting usher on %s: %v", e.u.Addr, err)
 	}
 	var last error
-	err := Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+	err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		_, last = alice.CoreV1().Pods(ns).Create(ctx, Pod(ns, "after", nil), metav1.CreateOptions{})
 		return last == nil || apierrors.IsAlreadyExists(last), nil
 	})
@@ -1422,7 +1419,7 @@ admissionController:
 			inLog := strings.Trim(strconv.Quote(tc.want), `"`)
 			var body string
 			var code int
-			err := Eventually(ctx, 15*time.Second, func(ctx context.Context) (bool, error) {
+			err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 				body, code = readyz()
 				log, _ := os.ReadFile(e.u.LogPath)
 				return strings.Contains(body, "configuration reload failed") && strings.Contains(string(log), inLog), nil
@@ -1446,7 +1443,7 @@ admissionController:
 			t.Fatal(err)
 		}
 		var last error
-		err := Eventually(ctx, 15*time.Second, func(ctx context.Context) (bool, error) {
+		err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 			last = forge(Bob)
 			return last == nil, nil
 		})

@@ -30,7 +30,8 @@
 #                          process is gone (used by the Go TestMain so a test
 #                          binary that panics or is killed leaves nothing behind)
 #
-# Everything listens on 127.0.0.1 only, on free ports chosen at start.
+# Everything listens on 127.0.0.1 only, on free ports chosen at start;
+# kube-controller-manager listens on none.
 set -euo pipefail
 
 KUBE_VERSION=v1.35.4
@@ -189,6 +190,13 @@ launch() {
 	# dir locked for as long as it runs.
 	setsid "$@" >>"$STATE/logs/$name.log" 2>&1 </dev/null 8>&- 9>&- &
 	echo $! >"$(pid_file "$name")"
+	# alive knows the process by its command line, which is this script's
+	# until the forked shell has run the command: wait for that (or, if it
+	# cannot be run, give up after 10s; start then sees it gone).
+	for _ in $(seq 1 200); do
+		alive "$name" && return 0
+		sleep 0.05
+	done
 }
 
 # used_ports: every local TCP port in use on this machine.
@@ -197,16 +205,20 @@ used_ports() {
 		while read -r hex; do [ -z "$hex" ] || echo $((16#$hex)); done | sort -u
 }
 
-# free_port: set PORT to a port below the kernel's ephemeral range that
-# nothing uses and that this run has not handed out yet. (Not to be called
-# in $(...): TAKEN must outlive the call.)
+# free_port: set PORT to a port below the kernel's ephemeral range (which
+# port-0 listeners and outgoing connections draw from, so they never take
+# it) that nothing uses and that this run has not handed out yet. Another
+# process may still bind it before ours does: start notices and retries.
+# (Not to be called in $(...): TAKEN must outlive the call.)
 TAKEN=" "
 PORT=
 free_port() {
-	local used p
+	local used p lo
+	lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+	[ "$lo" -gt 13024 ] || lo=32768
 	used=" $(used_ports | tr '\n' ' ') "
 	for _ in $(seq 1 200); do
-		p=$((20000 + RANDOM % 12000))
+		p=$((lo - 12000 + RANDOM % 12000))
 		case "$used$TAKEN" in *" $p "*) continue ;; esac
 		TAKEN+="$p "
 		PORT=$p
@@ -215,13 +227,28 @@ free_port() {
 	die "found no free port"
 }
 
-# wait_for NAME SECONDS CHECK...: wait until CHECK succeeds while NAME runs.
+# listens PID PORT: process PID has a listening TCP socket on PORT (so a
+# health check on PORT reached it, not another cluster's process that
+# bound the port first).
+listens() {
+	local inode
+	for inode in $(awk -v p="$(printf ':%04X' "$2")" '$4 == "0A" && substr($2, length($2) - 4) == p { print $10 }' \
+		/proc/net/tcp /proc/net/tcp6 2>/dev/null); do
+		[[ $(ls -l "/proc/$1/fd" 2>/dev/null) == *"socket:[$inode]"* ]] && return 0
+	done
+	return 1
+}
+
+# wait_for NAME DEADLINE CHECK...: poll until CHECK succeeds and NAME
+# listens on OWN_PORT (when set), while NAME runs and $SECONDS is before
+# DEADLINE.
 wait_for() {
-	local name=$1 secs=$2
+	local name=$1 deadline=$2
 	shift 2
-	local deadline=$((SECONDS + secs))
-	while [ $SECONDS -lt $deadline ]; do
-		"$@" >/dev/null 2>&1 && return 0
+	while [ $SECONDS -lt "$deadline" ]; do
+		if "$@" >/dev/null 2>&1 && { [ -z "$OWN_PORT" ] || listens "$(cat "$(pid_file "$name")")" "$OWN_PORT"; }; then
+			return 0
+		fi
 		alive "$name" || return 1
 		sleep 0.5
 	done
@@ -229,36 +256,52 @@ wait_for() {
 }
 
 # start NAME SECONDS CHECK_FUNC ARGS_FUNC: start NAME with the command line
-# ARGS_FUNC puts in argv (after picking fresh ports), wait for CHECK_FUNC;
-# retry with new ports when a port was taken in the meantime.
+# ARGS_FUNC puts in argv (picking fresh ports, and setting OWN_PORT to the
+# one CHECK_FUNC talks to) and wait until it is healthy. A process that
+# exits before it is healthy is started again, with new ports, until
+# SECONDS have passed: its port was taken between pick and bind, or
+# (kube-controller-manager, which waits only 10s for the API server's
+# /healthz) a loaded machine made something it waits on slow.
 start() {
-	local name=$1 secs=$2 check=$3 argsf=$4 from
-	local logf="$STATE/logs/$name.log"
-	for _ in 1 2 3; do
+	local name=$1 secs=$2 check=$3 argsf=$4 from attempt=0
+	local logf="$STATE/logs/$name.log" deadline=$((SECONDS + $2))
+	while :; do
 		local -a argv=()
+		OWN_PORT=
 		$argsf
-		log "starting $name"
+		attempt=$((attempt + 1))
+		log "starting $name (attempt $attempt)"
 		from=$(($(stat -c %s "$logf" 2>/dev/null || echo 0) + 1))
 		launch "$name" "${argv[@]}"
-		if wait_for "$name" "$secs" "$check"; then
+		if wait_for "$name" "$deadline" "$check"; then
 			return 0
 		fi
 		if alive "$name"; then
-			log "$name is not healthy after ${secs}s; last lines of $STATE/logs/$name.log:"
-			tail -n 30 "$STATE/logs/$name.log" >&2 || true
+			log "$name is not healthy after ${secs}s; last lines of $logf:"
+			tail -n 30 "$logf" >&2 || true
 			return 1
 		fi
 		rm -f "$(pid_file "$name")"
-		if [[ $(tail -c "+$from" "$logf") == *"address already in use"* ]]; then
-			log "$name: port taken, retrying with other ports"
-			continue
+		if [ $SECONDS -ge $deadline ]; then
+			log "$name exited and ${secs}s have passed; giving up. Last lines of $logf:"
+			tail -n 30 "$logf" >&2 || true
+			return 1
 		fi
-		log "$name exited; last lines of $STATE/logs/$name.log:"
-		tail -n 30 "$STATE/logs/$name.log" >&2 || true
-		return 1
+		log "$name exited before it was healthy; starting it again. It said:"
+		tail -c "+$from" "$logf" | tail -n 5 >&2 || true
+		sleep 1 # not to spin on a process that exits at once
 	done
-	log "$name: its port was taken three times; giving up (see $logf)"
-	return 1
+}
+
+# retry SECONDS CMD...: run CMD until it succeeds, for up to SECONDS.
+retry() {
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ $SECONDS -lt $deadline ] || return 1
+		log "$1 failed; trying again"
+		sleep 1
+	done
 }
 
 # --------------------------------------------------------------- the pieces
@@ -391,7 +434,7 @@ write_kubeconfig() { # NAME USER TOKEN
 
 etcd_args() {
 	free_port
-	ETCD_PORT=$PORT
+	ETCD_PORT=$PORT OWN_PORT=$PORT
 	free_port
 	local peer=$PORT
 	rm -rf "$STATE/etcd"
@@ -404,12 +447,14 @@ etcd_args() {
 		--logger zap --log-level warn)
 }
 # The health checks read the whole answer before matching it: with pipefail,
-# `curl | grep -q` fails whenever grep exits before curl has written.
-etcd_ok() { [[ $(curl -fsS "http://127.0.0.1:$ETCD_PORT/health") == *'"health":"true"'* ]]; }
+# `curl | grep -q` fails whenever grep exits before curl has written. Each
+# has a time limit (-m): a port another process took may accept a
+# connection and never answer.
+etcd_ok() { [[ $(curl -fsS -m 10 "http://127.0.0.1:$ETCD_PORT/health") == *'"health":"true"'* ]]; }
 
 apiserver_args() {
 	free_port
-	API_PORT=$PORT
+	API_PORT=$PORT OWN_PORT=$PORT
 	SERVER="https://127.0.0.1:$API_PORT"
 	# shellcheck disable=SC2206
 	local extra=(${USHER_E2E_APISERVER_ARGS:-})
@@ -432,18 +477,23 @@ apiserver_args() {
 		--v 1
 		"${extra[@]}")
 }
+# Ready, and healthy: /healthz is what kube-controller-manager waits for.
 apiserver_ok() {
-	[ "$(curl -fsS --cacert "$STATE/pki/ca.crt" -H "Authorization: Bearer ${TOKEN[admin]}" "$SERVER/readyz")" = ok ]
+	local p
+	for p in readyz healthz; do
+		[ "$(curl -fsS -m 10 --cacert "$STATE/pki/ca.crt" -H "Authorization: Bearer ${TOKEN[admin]}" "$SERVER/$p")" = ok ] || return 1
+	done
 }
 
+# kube-controller-manager serves nothing (--secure-port 0: no port to
+# collide on); it is up when its service account controller has made the
+# default namespace's service account, as the tests wait for in theirs.
 kcm_args() {
-	free_port
-	KCM_PORT=$PORT
 	local sa=${USHER_E2E_KCM_SA_CREDENTIALS:-true}
 	# shellcheck disable=SC2054 # the commas are inside flag values
 	argv=("$BIN/kube-controller-manager"
 		--kubeconfig "$STATE/kubeconfig/kube-controller-manager"
-		--bind-address 127.0.0.1 --secure-port "$KCM_PORT" --cert-dir "$STATE/pki/kcm"
+		--secure-port 0
 		--leader-elect=false
 		--use-service-account-credentials="$sa"
 		--service-account-private-key-file "$STATE/pki/sa.key"
@@ -452,14 +502,18 @@ kcm_args() {
 		--profiling=false
 		--v 1)
 }
-kcm_ok() { [ "$(curl -fsSk "https://127.0.0.1:$KCM_PORT/healthz")" = ok ]; }
+kcm_ok() {
+	curl -fsS -m 10 -o /dev/null --cacert "$STATE/pki/ca.crt" -H "Authorization: Bearer ${TOKEN[admin]}" \
+		"$SERVER/api/v1/namespaces/default/serviceaccounts/default"
+}
 
 # RBAC for the test users: the ClusterRole usher-e2e-tenant (the workload kinds
 # usher admits, every verb, nothing else: no impersonation, no secrets, no
 # webhooks) bound in the namespace "e2e"; the Go tests bind it in the
 # namespaces they make. Tenants may also read namespaces.
 bootstrap() {
-	"$BIN/kubectl" --kubeconfig "$STATE/kubeconfig/admin" apply -f - >/dev/null <<-'EOF'
+	# (|| return: run by retry, where set -e does not stop at a failure.)
+	"$BIN/kubectl" --kubeconfig "$STATE/kubeconfig/admin" apply -f - >/dev/null <<-'EOF' || return
 		apiVersion: rbac.authorization.k8s.io/v1
 		kind: ClusterRole
 		metadata:
@@ -561,7 +615,7 @@ running() {
 	local server tok
 	server=$(sed -n "s/^export USHER_E2E_SERVER='\(.*\)'$/\1/p" "$STATE/env")
 	tok=$(grep ',admin,' "$STATE/auth/tokens.csv" | cut -d, -f1)
-	[ "$(curl -fsS --cacert "$STATE/pki/ca.crt" -H "Authorization: Bearer $tok" "$server/readyz" 2>/dev/null)" = ok ]
+	[ "$(curl -fsS -m 10 --cacert "$STATE/pki/ca.crt" -H "Authorization: Bearer $tok" "$server/readyz" 2>/dev/null)" = ok ]
 }
 
 cmd_down() {
@@ -603,7 +657,9 @@ cmd_up() {
 	gen_tokens
 	write_audit_policy
 	write_admission_config
-	start etcd 30 etcd_ok etcd_args
+	# Generous deadlines: on a loaded machine each start may take long,
+	# and a poll returns as soon as the process is healthy.
+	start etcd 120 etcd_ok etcd_args
 	# Ports are known only now: write the kubeconfigs before the apiserver so
 	# they exist by the time it is healthy.
 	API_PORT=
@@ -616,8 +672,8 @@ cmd_up() {
 		write_kubeconfig kube-controller-manager system:kube-controller-manager "${TOKEN[system:kube-controller-manager]}"
 	}
 	start kube-apiserver 180 apiserver_ok apiserver_args_then_kubeconfigs
-	bootstrap
-	start kube-controller-manager 120 kcm_ok kcm_args
+	retry 120 bootstrap
+	start kube-controller-manager 180 kcm_ok kcm_args
 	write_env
 	UP_DONE=1
 	log "up in $((SECONDS - t0))s: $SERVER (state and logs in $STATE)"

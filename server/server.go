@@ -45,6 +45,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -78,7 +79,9 @@ type Options struct {
 	// invalid one is refused and the last good generation keeps serving.
 	// See docs/configuration-sources.md.
 	ConfigMaps []ConfigMapRef
-	// Addr is the listen address. Default "127.0.0.1:8443".
+	// Addr is the listen address, HOST:PORT, or fd:N for a listening
+	// socket inherited as file descriptor N (see Listen). Default
+	// "127.0.0.1:8443".
 	Addr string
 	// Listener, when set, is used instead of listening on Addr (tests).
 	Listener net.Listener
@@ -393,6 +396,17 @@ func New(opts Options) (*Server, error) {
 		admission.WithCaller(callerOf),
 		admission.WithMaxGroups(opts.MaxGroups, func(source string) { s.metrics.groupsOver.WithLabelValues(source).Inc() }),
 	}
+	if rc, err := auth.LoadKubeConfig(opts.Kubeconfig); err == nil {
+		// The adoption rule reads the new owner (docs/delete.md); without
+		// cluster credentials it fails closed.
+		c, err := coreClient(rc)
+		if err != nil {
+			return nil, err
+		}
+		hopts = append(hopts, admission.WithOwnerLookup(admission.OwnerLookupFunc(func(ctx context.Context, path string) ([]byte, error) {
+			return c.RESTClient().Get().AbsPath(path).DoRaw(ctx)
+		})))
+	}
 	s.admission = admission.NewHandler(cfg.Admission, hopts...)
 	s.setGeneration(gen, s.lastSum, cfg)
 	if err := s.setupAccessAuth(); err != nil {
@@ -595,7 +609,7 @@ func listen(ln net.Listener, addr, flag string) (net.Listener, error) {
 	if ln != nil {
 		return ln, nil
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listenAddr(addr)
 	if op := (*net.OpError)(nil); errors.As(err, &op) {
 		err = op.Err // a port in use, an address not on this host, a port below 1024
 	}
@@ -603,6 +617,27 @@ func listen(ln net.Listener, addr, flag string) (net.Listener, error) {
 		return nil, fmt.Errorf("cannot listen on %s (%s): %w", addr, flag, err)
 	}
 	return ln, nil
+}
+
+// listenAddr listens on HOST:PORT, or takes over the listening socket its
+// parent passed as file descriptor N when addr is fd:N (a test harness or
+// a supervisor that binds the port and keeps it across restarts; systemd
+// passes its first socket as fd:3).
+func listenAddr(addr string) (net.Listener, error) {
+	n, ok := strings.CutPrefix(addr, "fd:")
+	if !ok {
+		return net.Listen("tcp", addr)
+	}
+	fd, err := strconv.Atoi(n)
+	if err == nil && fd < 3 {
+		err = errors.New("want a descriptor from 3 up (0-2 are stdin, stdout and stderr)")
+	}
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), addr)
+	defer f.Close()
+	return net.FileListener(f)
 }
 
 func (s *Server) configName() string {

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -76,19 +75,14 @@ func serveUnderAttack(t *testing.T, cfg attackConfig) *attackResult {
 			t.Fatalf("go build: %v\n%s", err, out)
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
 	ca := filepath.Join(dir, "ca.pem")
 	logs, err := os.Create(filepath.Join(dir, "usher.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer logs.Close()
-	cmd := exec.Command(bin, "serve", "--addr", addr, "--ca-out", ca, "--webhook-auth", "none")
+	cmd := exec.Command(bin, "serve", "--addr", "fd:3", "--ca-out", ca, "--webhook-auth", "none")
+	addr := serveSocket(t, cmd)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.Env = append(os.Environ(), "GOMEMLIMIT=", "GOGC=")
 	if err := cmd.Start(); err != nil {
@@ -107,7 +101,7 @@ func serveUnderAttack(t *testing.T, cfg attackConfig) *attackResult {
 		}
 	}()
 	roots := x509.NewCertPool()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if pem, err := os.ReadFile(ca); err == nil && roots.AppendCertsFromPEM(pem) {
 			break
@@ -117,7 +111,7 @@ func serveUnderAttack(t *testing.T, cfg attackConfig) *attackResult {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if err := dialCheck(addr, roots, 10*time.Second); err != nil {
+	if err := dialCheck(addr, roots, 30*time.Second); err != nil {
 		t.Fatalf("usher serve does not answer: %v", err)
 	}
 	_, idle, _ := readRSS(pid)

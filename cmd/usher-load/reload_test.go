@@ -44,24 +44,44 @@ func usherBinary(t *testing.T) string {
 	return bin
 }
 
-// startServe starts `usher serve` on a free loopback port with args, and
-// returns its address, its CA and its pid once it answers; it is stopped
-// (SIGTERM to its pid) when the test ends.
-func startServe(t *testing.T, bin string, args ...string) (addr string, roots *x509.CertPool, pid int) {
-	dir := t.TempDir()
+// serveSocket listens on 127.0.0.1:0 and hands the socket to cmd, whose
+// arguments start with serve --addr fd:3, as its descriptor 3: the port is
+// usher's from the start, and no other process can take it. It returns
+// the address. A USHER_BIN, which may predate --addr fd:N, is given the
+// address instead, of a port free a moment ago (another process may take
+// it first: rerun then).
+func serveSocket(t *testing.T, cmd *exec.Cmd) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr = ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	if os.Getenv("USHER_BIN") != "" {
+		cmd.Args[3] = ln.Addr().String()
+		return cmd.Args[3]
+	}
+	f, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	cmd.ExtraFiles = []*os.File{f}
+	return ln.Addr().String()
+}
+
+// startServe starts `usher serve` on a loopback port of its own with args, and
+// returns its address, its CA and its pid once it answers; it is stopped
+// (SIGTERM to its pid) when the test ends.
+func startServe(t *testing.T, bin string, args ...string) (addr string, roots *x509.CertPool, pid int) {
+	dir := t.TempDir()
 	ca := filepath.Join(dir, "ca.pem")
 	logs, err := os.Create(filepath.Join(dir, "usher.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { logs.Close() })
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--ca-out", ca, "--webhook-auth", "none"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "fd:3", "--ca-out", ca, "--webhook-auth", "none"}, args...)...)
+	addr = serveSocket(t, cmd)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.Env = append(os.Environ(), "GOMEMLIMIT=", "GOGC=")
 	if err := cmd.Start(); err != nil {

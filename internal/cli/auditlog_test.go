@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -107,35 +106,27 @@ func TestServeAuditToStderr(t *testing.T) {
 	for _, level := range []string{"info", "warn"} {
 		t.Run(level, func(t *testing.T) {
 			caPath := filepath.Join(t.TempDir(), "ca.pem")
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := ln.Addr().String()
-			ln.Close()
+			addr, flag := inheritedSocket(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var out, errb syncBuffer
 			done := make(chan int, 1)
 			go func() {
 				done <- cli.Run(ctx, &cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }},
-					[]string{"serve", "--config", yunikornACL, "--addr", addr, "--access-auth", "none", "--webhook-auth", "none",
+					[]string{"serve", "--config", yunikornACL, "--addr", flag, "--access-auth", "none", "--webhook-auth", "none",
 						"--ca-out", caPath, "--log-level", level})
 			}()
-			// The address is not logged at warn: wait for the port to
-			// answer.
-			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-				if c, err := net.Dial("tcp", addr); err == nil {
-					c.Close()
+			// The socket is usher's from the start (a connection waits in
+			// its backlog until usher accepts it); the CA is written
+			// before usher serves.
+			pool := x509.NewCertPool()
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if pem, err := os.ReadFile(caPath); err == nil && pool.AppendCertsFromPEM(pem) {
 					break
+				} else if time.Now().After(deadline) {
+					t.Fatalf("usher serve wrote no certificate to %s:\n%s", caPath, errb.String())
 				}
 			}
-			pem, err := os.ReadFile(caPath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pool := x509.NewCertPool()
-			pool.AppendCertsFromPEM(pem)
 			client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 			review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-2",` +
 				`"kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},` +

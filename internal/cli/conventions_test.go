@@ -2,11 +2,17 @@ package cli_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -176,6 +182,91 @@ func TestServePortInUse(t *testing.T) {
 	want := "usher serve: cannot listen on " + addr + " (--addr): "
 	if code != cli.ExitUsage || !strings.Contains(errs, want) || !strings.Contains(errs, "address already in use") || out != "" {
 		t.Fatalf("exit %d, stdout %q, stderr:\n%s\nwant exit 2 and %q", code, out, errs, want+"… address already in use")
+	}
+}
+
+// inheritedSocket listens on 127.0.0.1:0, as a parent process that keeps
+// the port would, and returns the address and a descriptor of the socket
+// for usher serve --addr fd:N, which takes the descriptor over.
+func inheritedSocket(t *testing.T) (addr, flag string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	f, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fd, err := syscall.Dup(int(f.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln.Addr().String(), fmt.Sprintf("fd:%d", fd)
+}
+
+// usher serve --addr fd:N serves on the listening socket it inherits as
+// descriptor N, at the address its parent bound; a descriptor that is not
+// a socket, or not a number from 3 up, is a startup error naming --addr.
+func TestServeInheritedSocket(t *testing.T) {
+	addr, flag := inheritedSocket(t)
+	caPath := filepath.Join(t.TempDir(), "ca.pem")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Run(ctx, &cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }},
+			[]string{"serve", "--config", yunikornACL, "--addr", flag, "--access-auth", "none", "--webhook-auth", "none", "--ca-out", caPath})
+	}()
+	serving := `"msg":"usher serving","addr":"` + addr + `"`
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(errb.String(), serving); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("usher serve --addr %s did not log %s:\n%s", flag, serving, errb.String())
+		}
+	}
+	pem, err := os.ReadFile(caPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := client.Get("https://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != "ok\n" {
+		t.Fatalf("GET /healthz on the inherited socket: %d %q", resp.StatusCode, body)
+	}
+	cancel()
+	if code := <-done; code != cli.ExitOK {
+		t.Fatalf("usher serve exited %d:\n%s", code, errb.String())
+	}
+
+	file, err := os.Create(filepath.Join(t.TempDir(), "not-a-socket"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	fd, err := syscall.Dup(int(file.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ addr, want string }{
+		{"fd:2", "want a descriptor from 3 up"},
+		{"fd:x", `parsing "x": invalid syntax`},
+		{fmt.Sprintf("fd:%d", fd), "socket operation on non-socket"},
+	} {
+		out, errs, code := runCtx(context.Background(), "serve", "--addr", c.addr, "--access-auth", "none", "--webhook-auth", "none", "--log-format", "text", "--config", yunikornACL)
+		want := "usher serve: cannot listen on " + c.addr + " (--addr): "
+		if code != cli.ExitUsage || out != "" || !strings.Contains(errs, want) || !strings.Contains(errs, c.want) {
+			t.Errorf("--addr %s: exit %d, stdout %q, stderr:\n%s\nwant exit 2 and %q", c.addr, code, out, errs, want+"… "+c.want)
+		}
 	}
 }
 

@@ -39,6 +39,10 @@ ADMISSION_CONTROLLER_* environment variables override the file, exactly as
 in every other command (one set to "" overrides too: an empty pattern list
 trusts nobody); "usher lint" reports what serve would read.
 
+--addr fd:N takes over a listening socket usher inherits instead of binding
+one: a supervisor or a test harness that holds the port keeps it across
+restarts of usher, and no other process can take it in between.
+
 Without --tls-cert/--tls-key a self-signed certificate is generated (for
 local use; its PEM is written to --ca-out when given).
 
@@ -127,8 +131,9 @@ func newServeCommand(env *Env) *cobra.Command {
 		}
 		return nil
 	})
-	fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8443", "listen `HOST:PORT` (use :8443 inside a cluster)")
-	fs.StringVar(&opts.WebhookAddr, "webhook-addr", "", "serve the webhooks (and /healthz, /readyz) on `HOST:PORT` instead of --addr (default: on --addr)")
+	fs.StringVar(&opts.Addr, "addr", "127.0.0.1:8443", "listen `HOST:PORT` (use :8443 inside a cluster), or fd:N to serve on the listening socket "+
+		"the parent process passed as file descriptor N (systemd's first socket is fd:3)")
+	fs.StringVar(&opts.WebhookAddr, "webhook-addr", "", "serve the webhooks (and /healthz, /readyz) on `HOST:PORT` instead of --addr, or fd:N as --addr takes it (default: on --addr)")
 	fs.StringVar(&opts.WebhookAuth, "webhook-auth", server.WebhookAuthClientCert, "`MODE` of the webhooks' callers: client-cert (only the API server's certificate), report (all, counted) or none")
 	fs.StringVar(&opts.WebhookClientCAFile, "webhook-client-ca", "", "PEM `FILE` of the CA of the client certificate the API server presents to the webhooks (required by --webhook-auth client-cert)")
 	fs.StringSliceVar(&opts.WebhookClientCNs, "webhook-client-cn", []string{"kube-apiserver"}, "common `NAMES` (comma separated) the webhooks' client certificate may have")

@@ -25,15 +25,16 @@ package slapdtest
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mathrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -137,11 +138,12 @@ func New(t testing.TB) *Server {
 	}
 	t.Cleanup(func() { s.stop() })
 
-	// Free ports are found by binding port 0 and closing; another process
-	// may grab one before slapd binds it, so a failed first start is retried
-	// on new ports.
+	// slapd cannot be handed a listening socket: its ports are reserved
+	// (reservePort) so that no test takes them, even while it is stopped.
+	// A process that is not a test may still bind one before slapd does,
+	// so a failed first start is retried on new ports.
 	for attempt := 1; ; attempt++ {
-		plain, tls := freePort(t), freePort(t)
+		plain, tls := reservePort(t), reservePort(t)
 		s.URL = "ldap://" + plain
 		s.LDAPSURL = "ldaps://" + tls
 		s.urls = s.URL + "/ " + s.LDAPSURL + "/"
@@ -429,14 +431,49 @@ func moduleExists(dir, name string) bool {
 	return len(m) > 0
 }
 
-func freePort(t testing.TB) string {
+// reservePort returns 127.0.0.1:PORT for a port nothing listens on,
+// reserved for the rest of the test. It is below the kernel's ephemeral
+// range, which port-0 listeners and outgoing connections draw from, so
+// these never take it, and it is locked (flock on a file named after it,
+// in a directory every slapdtest process shares) so that no other test
+// picks it, also while slapd is stopped.
+func reservePort(t testing.TB) string {
 	t.Helper()
-	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("slapdtest: find a free port: %v", err)
+	lo := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 26000 {
+				lo = n
+			}
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
+	dir := filepath.Join(os.TempDir(), "usher-slapdtest-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		t.Fatalf("slapdtest: %v", err)
+	}
+	for range 1000 {
+		// Clear of hack/e2e-cluster.sh's ports, the 12,000 below lo.
+		port := strconv.Itoa(lo - 24000 + mathrand.IntN(12000))
+		f, err := os.OpenFile(filepath.Join(dir, port), os.O_CREATE|os.O_RDWR, 0o666)
+		if err != nil {
+			t.Fatalf("slapdtest: %v", err)
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			f.Close()
+			continue
+		}
+		addr := "127.0.0.1:" + port
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			f.Close()
+			continue
+		}
+		l.Close()
+		t.Cleanup(func() { f.Close() })
+		return addr
+	}
+	t.Fatal("slapdtest: found no free port to reserve")
+	return ""
 }
 
 func randomSecret() string {

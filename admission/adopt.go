@@ -1,0 +1,111 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// OwnerLookup reads the object an owner reference names, for the adoption
+// rule of enforceDeleteACLs (docs/delete.md): path is the object's API
+// path (/apis/apps/v1/namespaces/NS/replicasets/NAME), and the answer the
+// object's JSON as the API server serves it.
+type OwnerLookup interface {
+	LookupOwner(ctx context.Context, path string) ([]byte, error)
+}
+
+// OwnerLookupFunc adapts a function to OwnerLookup.
+type OwnerLookupFunc func(ctx context.Context, path string) ([]byte, error)
+
+// LookupOwner calls f.
+func (f OwnerLookupFunc) LookupOwner(ctx context.Context, path string) ([]byte, error) {
+	return f(ctx, path)
+}
+
+// WithOwnerLookup sets how the adoption rule reads a new owner. Default:
+// none, and then every adoption the rule has to decide is denied while
+// enforceDeleteACLs is on (fail closed).
+func WithOwnerLookup(l OwnerLookup) Option { return func(h *Handler) { h.owners = l } }
+
+// adopt decides a trusted controller's UPDATE of metadata.ownerReferences
+// when enforceDeleteACLs is on. The ReplicaSet, Deployment, Job,
+// StatefulSet and DaemonSet controllers adopt every orphan their selector
+// matches and may then delete it, so each owner the update adds, of a
+// workload kind usher stamps, must carry the object's own user.info, or
+// the user its user.info names must have the right to kill the object:
+// otherwise bob's ReplicaSet selecting alice's bare pod adopts it and
+// scales it away. Owners of other kinds carry no stamp and are not read.
+func adopt(ctx context.Context, st *handlerState, owners OwnerLookup, k *kindInfo, req *admissionv1.AdmissionRequest, ov, nv *objectView) decision {
+	var was, now []metav1.OwnerReference
+	if ov.top.owners != "" {
+		_ = json.Unmarshal([]byte(ov.top.owners), &was)
+	}
+	if nv.top.owners != "" {
+		if err := json.Unmarshal([]byte(nv.top.owners), &now); err != nil {
+			return deny(CauseInvalidObject, httpStatusBadRequest, "usher: request.object.metadata.ownerReferences: %v", err)
+		}
+	}
+	np := nv.pod()
+	for _, ref := range now {
+		gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+		ok := lookupKind(gv.Group, ref.Kind)
+		if ok == nil || ok.layout == layoutPod || slices.ContainsFunc(was, func(w metav1.OwnerReference) bool { return w.UID == ref.UID }) {
+			continue
+		}
+		owner := ok.kind + " " + strconv.Quote(ref.Name)
+		what := k.kind + " " + objectName(req, nv)
+		if owners == nil {
+			return deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot tell whose %s is to adopt %s: usher has no cluster "+
+				"credentials to read it (--kubeconfig, or the pod's service account); denied (usher fails closed)", owner, what)
+		}
+		path := "/apis/" + ok.apiVersion
+		if ok.group == "" {
+			path = "/api/" + ok.apiVersion
+		}
+		path += "/namespaces/" + url.PathEscape(req.Namespace) + "/" + strings.ToLower(ok.kind) + "s/" + url.PathEscape(ref.Name)
+		raw, err := owners.LookupOwner(ctx, path)
+		var meta struct {
+			Metadata struct{ UID string } `json:"metadata"`
+		}
+		if err == nil {
+			err = json.Unmarshal(raw, &meta)
+		}
+		if err == nil && meta.Metadata.UID != string(ref.UID) {
+			err = errors.New("it is another object than the owner reference names (uid " + strconv.Quote(meta.Metadata.UID) + ")")
+		}
+		var ownerView objectView
+		if err == nil {
+			err = view(st.cfg, ok, string(raw), &ownerView, false, "the owner")
+		}
+		if err != nil {
+			return deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot tell whose %s is to adopt %s: %v; denied (usher fails closed)", owner, what, err)
+		}
+		op := ownerView.pod()
+		if op.has(slotUserInfo) == np.has(slotUserInfo) && op.vals[slotUserInfo] == np.vals[slotUserInfo] {
+			continue // the same submitter's
+		}
+		ui, err := ParseUserInfo(op.vals[slotUserInfo])
+		if !op.has(slotUserInfo) || err != nil {
+			dc := deny(CauseKillDenied, httpStatusForbidden, "usher: %s may not adopt %s: it has no valid annotation %s on its %s, "+
+				"so it has no recorded owner whose right to delete %s could be checked", owner, what, UserInfoAnnotation, ok.where, what)
+			dc.check = CheckKill
+			return deleteMode(st.cfg, dc)
+		}
+		// Decided as if the owner's submitter deleted the object.
+		as := *req
+		as.UserInfo = authenticationv1.UserInfo{Username: ui.User, Groups: ui.Groups}
+		if dc := killRule(ctx, st, k, &as, ov, "let "+owner+" adopt"); !dc.allowed {
+			return dc
+		}
+	}
+	return allow(RuleUnchanged)
+}
