@@ -76,17 +76,17 @@ func TestAdoption(t *testing.T) {
 	}{
 		{"alice's ReplicaSet adopts alice's pod", pod(), pod(rs("alices", "1111")), "", []string{path("alices")}},
 		{"bob's ReplicaSet may not", pod(), pod(rs("bobs", "2222")),
-			`403 usher: user "bob" may not let ReplicaSet "bobs" adopt Pod team-a/obj: bob may not kill the application of alice@EXAMPLE.COM in "root.team-a"`,
+			`403 usher: user "bob" may not let ReplicaSet "bobs" adopt Pod "team-a/obj": bob may not kill the application of alice@EXAMPLE.COM in "root.team-a"`,
 			[]string{path("bobs")}},
 		{"an admin of the pod's queue's ReplicaSet may", pod(), pod(rs("daves", "3333")), "", []string{path("daves")}},
 		{"a ReplicaSet without user.info may not", pod(), pod(rs("old", "4444")),
-			`403 usher: ReplicaSet "old" may not adopt Pod team-a/obj: it has no valid annotation ` + UserInfoAnnotation + ` on its pod template`,
+			`403 usher: ReplicaSet "old" may not adopt Pod "team-a/obj": it has no valid annotation ` + UserInfoAnnotation + ` on its pod template`,
 			[]string{path("old")}},
 		{"a ReplicaSet of another uid", pod(), pod(rs("replaced", "5555")),
-			`500 usher: cannot tell whose ReplicaSet "replaced" is to adopt Pod team-a/obj: it is another object than the owner reference names (uid "5555-new")`,
+			`500 usher: cannot tell whose ReplicaSet "replaced" is to adopt Pod "team-a/obj": it is another object than the owner reference names (uid "5555-new")`,
 			[]string{path("replaced")}},
 		{"a missing ReplicaSet", pod(), pod(rs("gone", "7777")),
-			`500 usher: cannot tell whose ReplicaSet "gone" is to adopt Pod team-a/obj: ` + path("gone") + ` not found; denied (usher fails closed)`,
+			`500 usher: cannot tell whose ReplicaSet "gone" is to adopt Pod "team-a/obj": ` + path("gone") + ` not found; denied (usher fails closed)`,
 			[]string{path("gone")}},
 		{"an owner of a kind usher does not stamp is not read", pod(), pod(cm), "", nil},
 		{"an owner kept is not read again", pod(rs("bobs", "2222")), pod(rs("bobs", "2222"), cm), "", nil},
@@ -125,13 +125,13 @@ func TestAdoption(t *testing.T) {
 	req := request(t, rsKind, admissionv1.Update, "team-a", kubeSystemSA("deployment-controller"),
 		owned(rsKind.build(m("queue", "root.team-a"), m(UserInfoAnnotation, aliceInfo), nil), ownerRef("Deployment", "bobs-deploy", "8888", true)),
 		rsKind.build(m("queue", "root.team-a"), m(UserInfoAnnotation, aliceInfo), nil))
-	wantDenied(t, run(t, h, hookValidate, req), 403, `usher: user "bob" may not let Deployment "bobs-deploy" adopt ReplicaSet team-a/obj: bob may not kill`)
+	wantDenied(t, run(t, h, hookValidate, req), 403, `usher: user "bob" may not let Deployment "bobs-deploy" adopt ReplicaSet "team-a/obj": bob may not kill`)
 
 	// Without a lookup (no cluster credentials) adoption fails closed;
 	// with the kill rule off nothing is read or decided.
 	req = request(t, pods, admissionv1.Update, "team-a", rsCtrl, pod(rs("alices", "1111")), pod())
 	wantDenied(t, run(t, deleteHandler(t, Config{}, authz), hookValidate, req), 500,
-		`usher: cannot tell whose ReplicaSet "alices" is to adopt Pod team-a/obj: usher has no cluster credentials to read it`)
+		`usher: cannot tell whose ReplicaSet "alices" is to adopt Pod "team-a/obj": usher has no cluster credentials to read it`)
 	owners.asked = nil
 	wantAllowed(t, run(t, NewHandler(nil, WithDeleteAuthorizer(authz), WithOwnerLookup(owners)), hookValidate, req))
 	if len(owners.asked) != 0 {
@@ -140,5 +140,5 @@ func TestAdoption(t *testing.T) {
 	// A lookup that fails says why, and denies.
 	failing := OwnerLookupFunc(func(context.Context, string) ([]byte, error) { return nil, errors.New("forbidden") })
 	wantDenied(t, run(t, deleteHandler(t, Config{}, authz, WithOwnerLookup(failing)), hookValidate, req), 500,
-		`usher: cannot tell whose ReplicaSet "alices" is to adopt Pod team-a/obj: forbidden; denied (usher fails closed)`)
+		`usher: cannot tell whose ReplicaSet "alices" is to adopt Pod "team-a/obj": forbidden; denied (usher fails closed)`)
 }

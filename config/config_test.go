@@ -342,12 +342,17 @@ func TestLoadLimits(t *testing.T) {
 // past MaxFileSize with the size error, where trusting the reported size
 // (0) read /dev/zero until memory ran out.
 func TestLoadBoundsFilesThatDoNotSayTheirSize(t *testing.T) {
+	// Reading stops at the size cap or, on a machine too busy to read the
+	// cap within the deadline, at the deadline: bounded either way.
+	bounded := func(err error) bool {
+		return err != nil && (strings.Contains(err.Error(), "larger than the") || strings.Contains(err.Error(), "not read within"))
+	}
 	if _, err := os.Stat("/dev/zero"); err != nil {
 		t.Skip("no /dev/zero")
 	}
 	_, err := config.Load("/dev/zero")
-	if err == nil || !strings.Contains(err.Error(), "larger than the") {
-		t.Fatalf("Load(/dev/zero) = %v, want the size limit", err)
+	if !bounded(err) {
+		t.Fatalf("Load(/dev/zero) = %v, want the size limit or the deadline", err)
 	}
 	// A resolver's file is read the same way.
 	dir := t.TempDir()
@@ -357,7 +362,7 @@ func TestLoadBoundsFilesThatDoNotSayTheirSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = config.Load(conf)
-	if err == nil || !strings.Contains(err.Error(), "larger than the") {
-		t.Fatalf("a resolver file of /dev/zero: %v, want the size limit", err)
+	if !bounded(err) {
+		t.Fatalf("a resolver file of /dev/zero: %v, want the size limit or the deadline", err)
 	}
 }

@@ -555,7 +555,7 @@ func TestUsherKillRuleAdoption(t *testing.T) {
 		t.Fatalf("bob creating ReplicaSet grab: %v", err)
 	}
 	rsCtrl := cluster.ControllerUser("replicaset-controller")
-	want := fmt.Sprintf(`usher: user "bob" may not let ReplicaSet "grab" adopt Pod %s/bare: bob may not kill the application of alice`, ns)
+	want := fmt.Sprintf(`usher: user "bob" may not let ReplicaSet "grab" adopt Pod "%s/bare": bob may not kill the application of alice`, ns)
 	var refused auditRecord
 	err := Eventually(ctx, 60*time.Second, func(context.Context) (bool, error) {
 		for _, r := range e.auditRecords() {
