@@ -251,7 +251,11 @@ func TestCanI(t *testing.T) {
 		{"bob", []string{"kill", "root.ops", "--owner", "alice"}, 0, "yes\n"},
 		{"alice", []string{"kill", "root.ops", "--owner", "bob"}, 1, "no\n"},
 		{"alice", []string{"view", "root.ops", "--owner", "bob", "--view-acl", "alice"}, 0, "yes\n"},
-		{"alice", []string{"submit", "root.dve"}, 2, "root.dev"},
+		// A queue that does not exist: the provided rule does not create
+		// it, and nothing else places the pod.
+		{"alice", []string{"submit", "root.dve"}, 1, "no\n"},
+		{"alice", []string{"submit", "root.dve", "--explain"}, 1, "root.dve does not exist and create is false"},
+		{"alice", []string{"admin", "root.dve"}, 2, "root.dev"},
 		{"alice", []string{"fly", "root.dev"}, 2, `action "fly"`},
 		{"alice", []string{"kill", "root.dev"}, 2, "--owner"},
 		{"alice", []string{"submit", "root.dev", "--owner", "bob"}, 2, "application actions"},
@@ -273,7 +277,7 @@ func TestCanI(t *testing.T) {
 	r = e.run("alice", "", "can-i", "submit", "root.ops", "-o", "json")
 	r.want(t, 1)
 	var a AccessAnswer
-	if err := json.Unmarshal([]byte(r.out), &a); err != nil || a.Allowed || a.Trail == nil || len(a.Trail.ACLs) == 0 {
+	if err := json.Unmarshal([]byte(r.out), &a); err != nil || a.Allowed || a.Trail == nil || len(a.Trail.Placement) == 0 {
 		t.Fatalf("-o json: %v %+v\n%s", err, a, r.out)
 	}
 }
