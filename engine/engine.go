@@ -763,7 +763,7 @@ func (r *PlaceResult) setAsked(named string) {
 // not starting with "root." has each '.' replaced by "_dot_". "" when
 // they do not.
 func (r *PlaceResult) Reading() string {
-	if r.Asked == "" || !strings.Contains(r.named, ".") || strings.HasPrefix(strings.ToLower(r.named), "root.") {
+	if r.Asked == "" || !strings.Contains(r.named, ".") || strings.HasPrefix(r.named, "root.") {
 		return ""
 	}
 	return fmt.Sprintf("queue %q does not start with \"root.\", so the rules read it as a name with each '.' replaced by \"_dot_\"", r.named)

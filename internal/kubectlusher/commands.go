@@ -173,7 +173,7 @@ answers only if you may create accessreviews in API group usher.io.`,
 				return err
 			}
 			if p := ans.Placement; p != nil && p.Asked != "" && !f.quiet {
-				fmt.Fprintf(o.streams.ErrOut, "Warning: a pod whose queue marker names %q runs in %s, not %q: %s\n", queue, p.Queue, p.Asked, ans.Reason)
+				fmt.Fprintf(o.streams.ErrOut, "Warning: a pod whose queue marker names %q runs in %q, not %q: %s\n", queue, p.Queue, p.Asked, ans.Reason)
 			}
 			if !f.quiet {
 				err = o.print(ans, func(w io.Writer) {

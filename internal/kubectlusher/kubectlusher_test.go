@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -57,6 +56,8 @@ const testConfig = `partitions:
 type env struct {
 	t          *testing.T
 	dir        string
+	config     string // usher's configuration file
+	logs       *syncBuffer
 	usherURL   string
 	usherCA    string
 	apiURL     string
@@ -65,13 +66,18 @@ type env struct {
 	kubeconfig map[string]string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvWith(t, testConfig) }
+
+// newEnvWith is newEnv with usher serving config; e.logs has usher's log
+// (its audit records), as JSON lines.
+func newEnvWith(t *testing.T, config string) *env {
 	t.Helper()
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	dir := t.TempDir()
-	e := &env{t: t, dir: dir, ca: authtest.NewCA(t, "clients"), kubeconfig: map[string]string{}}
+	e := &env{t: t, dir: dir, ca: authtest.NewCA(t, "clients"), kubeconfig: map[string]string{}, logs: &syncBuffer{}}
 	cfg := filepath.Join(dir, "usher.yaml")
-	if err := os.WriteFile(cfg, []byte(testConfig), 0o644); err != nil {
+	e.config = cfg
+	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -86,7 +92,7 @@ func newEnv(t *testing.T) *env {
 	clientCAs := x509.NewCertPool()
 	clientCAs.AppendCertsFromPEM(caPEM)
 	srv, err := server.New(server.Options{ConfigPath: cfg, Listener: ln, WebhookAuth: server.WebhookAuthNone, AccessAuth: []string{server.AccessAuthClientCert},
-		ClientCAFile: caFile, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		ClientCAFile: caFile, Logger: slog.New(slog.NewJSONHandler(e.logs, nil)),
 		Getenv: func(string) (string, bool) { return "", false }})
 	if err != nil {
 		ln.Close()
