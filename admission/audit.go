@@ -53,8 +53,14 @@ type Record struct {
 	// markers name (its first). "(default)" stands for the partition's
 	// default queue. Empty when usher does not read queue markers (both
 	// settings off), when the object could not be read, and when a marker
-	// names no valid queue (Denial.Reason UnknownQueue says which).
+	// names no valid queue (Denial.Reason UnknownQueue says which). For
+	// a YuniKorn marker it is the queue the placement rules chose.
 	Queue string
+	// QueueAsked is the queue the first marker asked for (read as a path
+	// under root) when the placement rules chose another (Queue): the
+	// admission response then carries a warning naming both. Empty
+	// otherwise.
+	QueueAsked string
 	// Allowed is the outcome; Patched says a JSON patch was returned.
 	Allowed, Patched bool
 	// Code is 200 when allowed, else the status code: 400 bad request, 403
@@ -147,7 +153,7 @@ const (
 
 // AppendAttrs appends the record's attributes to dst, in a fixed order and
 // with fixed keys: webhook, caller (when set), uid, operation, object (the object's kind),
-// namespace, name, user, groups, identity, queue, allowed, patched, code,
+// namespace, name, user, groups, identity, queue, queueAsked (when set), allowed, patched, code,
 // reason, rule, dryRun, warned, lookup, and for a denied or warned review a group
 // denial with the attributes of Denial (reason, message, code, warned,
 // operation, group, kind, namespace, name, user, identity, queue, check,
@@ -176,7 +182,11 @@ func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
 		slog.String("user", r.cut(r.User, clip.Name)),
 		slog.Any("groups", groups),
 		slog.String("identity", r.cut(r.Identity, clip.Name)),
-		slog.String("queue", r.cut(r.Queue, clip.Name)),
+		slog.String("queue", r.cut(r.Queue, clip.Name)))
+	if r.QueueAsked != "" {
+		dst = append(dst, slog.String("queueAsked", r.cut(r.QueueAsked, clip.Name)))
+	}
+	dst = append(dst,
 		slog.Bool("allowed", r.Allowed),
 		slog.Bool("patched", r.Patched),
 		slog.Int("code", int(r.Code)),
@@ -226,7 +236,7 @@ func (r *Record) denialAttr() slog.Attr {
 
 // NumAuditAttrs is the number of attributes AppendAttrs appends (the
 // most: with a denial).
-const NumAuditAttrs = 20
+const NumAuditAttrs = 21
 
 // SlogAudit returns an audit hook (for WithAudit) that logs every review
 // to l as "admission review" with the attributes of Record.AppendAttrs:
@@ -251,18 +261,19 @@ func (h *Handler) record(ctx context.Context, hook hookKind, req *admissionv1.Ad
 		return
 	}
 	r := Record{
-		Webhook:  hook.String(),
-		Identity: dc.identity,
-		Queue:    dc.queue,
-		Name:     dc.name,
-		Allowed:  dc.allowed,
-		Patched:  len(dc.patch) > 0,
-		Code:     dc.code,
-		Reason:   dc.reason(),
-		Rule:     dc.rule,
-		Trust:    dc.trust,
-		Warned:   dc.warned,
-		Lookup:   dc.lookup,
+		Webhook:    hook.String(),
+		Identity:   dc.identity,
+		Queue:      dc.queue,
+		QueueAsked: dc.queueAsked,
+		Name:       dc.name,
+		Allowed:    dc.allowed,
+		Patched:    len(dc.patch) > 0,
+		Code:       dc.code,
+		Reason:     dc.reason(),
+		Rule:       dc.rule,
+		Trust:      dc.trust,
+		Warned:     dc.warned,
+		Lookup:     dc.lookup,
 	}
 	if dc.warned {
 		r.Reason = "warned: " + dc.warning

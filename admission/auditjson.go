@@ -47,6 +47,7 @@ func (r *Record) AppendJSON(dst []byte) []byte {
 	}
 	dst = r.appendStr(dst, `,"identity":`, r.Identity, clip.Name)
 	dst = r.appendStr(dst, `,"queue":`, r.Queue, clip.Name)
+	dst = r.appendOpt(dst, `,"queueAsked":`, r.QueueAsked, clip.Name)
 	dst = appendBool(dst, `,"allowed":`, r.Allowed)
 	dst = appendBool(dst, `,"patched":`, r.Patched)
 	dst = append(dst, `,"code":`...)
@@ -118,7 +119,7 @@ type stringField struct {
 }
 
 // maxStringFields is how many strings a Record holds, its Denial's too.
-const maxStringFields = 24
+const maxStringFields = 25
 
 // stringFields appends to dst every string field of r and of its Denial,
 // the groups aside.
@@ -127,7 +128,7 @@ func (r *Record) stringFields(dst []stringField) []stringField {
 		stringField{&r.Webhook, 0}, stringField{&r.Caller, 0}, stringField{&r.UID, clip.Name}, stringField{&r.Operation, clip.Name},
 		stringField{&r.Kind, clip.Name}, stringField{&r.Namespace, clip.Name}, stringField{&r.Name, clip.Name},
 		stringField{&r.User, clip.Name}, stringField{&r.Identity, clip.Name}, stringField{&r.Queue, clip.Name},
-		stringField{&r.Reason, clip.Text}, stringField{&r.Lookup, clip.Text})
+		stringField{&r.QueueAsked, clip.Name}, stringField{&r.Reason, clip.Text}, stringField{&r.Lookup, clip.Text})
 	if d := r.Denial; d != nil {
 		dst = append(dst, stringField{(*string)(&d.Reason), 0}, stringField{&d.Message, clip.Text},
 			stringField{&d.Operation, clip.Name}, stringField{&d.Group, clip.Name}, stringField{&d.Kind, clip.Name},

@@ -26,12 +26,13 @@ type SubmitRequest struct {
 	// and unmapped (the provided rule's input; "" when the pods carry no
 	// YuniKorn marker), and the authorizer must decide on the queue the
 	// partition's placement rules give (the implicit provided rule when
-	// it has none); a rejected placement is a denial whose reason is the
-	// placement's. A pod without a marker (Queue "") in a partition
-	// without placementrules is checked against the partition's default
-	// queue, as without Place: YuniKorn's own admission controller labels
-	// such pods with its default queue (filtering.defaultQueue), and
-	// usher's default queue stands for it.
+	// it has none), and answer that queue (SubmitDecision.Queue); a
+	// rejected placement is a denial whose reason is the placement's. A
+	// pod without a marker (Queue "") in a partition without
+	// placementrules is checked against the partition's default queue:
+	// YuniKorn's own admission controller labels such pods with its
+	// default queue (filtering.defaultQueue), and usher's default queue
+	// stands for it.
 	Place bool
 	// Namespace is the request's namespace, the namespace tag YuniKorn's
 	// shim gives the placement rules (with Place). The shim also passes
@@ -41,20 +42,37 @@ type SubmitRequest struct {
 	Namespace string
 }
 
+// SubmitDecision is a QueueAuthorizer's answer: whether the submitter may
+// submit, why, and where the work will run. The zero value denies.
+type SubmitDecision struct {
+	Allowed bool
+	// Reason explains the decision: a denial's is shown to the submitter;
+	// with Asked, it says why placement chose Queue.
+	Reason string
+	// Queue is the queue the work will run in when placement chose it
+	// (SubmitRequest.Place); "" when the decision is about the request's
+	// queue, or placement rejected the work.
+	Queue string
+	// Asked is the queue the request's marker names, read as a path under
+	// root, when placement chose another (Queue): the admission response
+	// then warns, naming both, and the audit record carries both. "" when
+	// the work runs where its marker asks, or it has none.
+	Asked string
+}
+
 // QueueAuthorizer decides whether a submitter may submit to a queue.
 //
 // An error means no decision could be made: the webhook then denies
-// (fails closed) and reports the error. reason explains a denial and is
-// shown to the submitter.
+// (fails closed) and reports the error; the decision beside it is ignored.
 type QueueAuthorizer interface {
-	AuthorizeSubmit(ctx context.Context, req SubmitRequest) (allowed bool, reason string, err error)
+	AuthorizeSubmit(ctx context.Context, req SubmitRequest) (SubmitDecision, error)
 }
 
 // QueueAuthorizerFunc adapts a function to QueueAuthorizer.
-type QueueAuthorizerFunc func(ctx context.Context, req SubmitRequest) (bool, string, error)
+type QueueAuthorizerFunc func(ctx context.Context, req SubmitRequest) (SubmitDecision, error)
 
 // AuthorizeSubmit calls f.
-func (f QueueAuthorizerFunc) AuthorizeSubmit(ctx context.Context, req SubmitRequest) (bool, string, error) {
+func (f QueueAuthorizerFunc) AuthorizeSubmit(ctx context.Context, req SubmitRequest) (SubmitDecision, error) {
 	return f(ctx, req)
 }
 

@@ -115,8 +115,8 @@ func BenchmarkMutatePodHTTP(b *testing.B) {
 		})
 	}
 	b.Run("audit=slog/enforceQueueACLs", func(b *testing.B) {
-		authz := QueueAuthorizerFunc(func(context.Context, SubmitRequest) (bool, string, error) {
-			return true, "", nil
+		authz := QueueAuthorizerFunc(func(context.Context, SubmitRequest) (SubmitDecision, error) {
+			return SubmitDecision{Allowed: true}, nil
 		})
 		h := NewHandler(MustCompile(Config{EnforceQueueACLs: true}), WithAuthorizer(authz), WithAudit(auditHooks()["audit=slog"]))
 		serveBench(b, h.MutateHTTP(), body)

@@ -21,8 +21,8 @@ import (
 // and the record's Denial, and no status.
 func TestDenialShape(t *testing.T) {
 	qauthz := &fakeAuthz{allowed: map[string][]string{alice.Username: {"root.team-a", ""}}}
-	failing := QueueAuthorizerFunc(func(context.Context, SubmitRequest) (bool, string, error) {
-		return false, "", errors.New("directory down")
+	failing := QueueAuthorizerFunc(func(context.Context, SubmitRequest) (SubmitDecision, error) {
+		return SubmitDecision{}, errors.New("directory down")
 	})
 	dauthz := newFakeDeleteAuthz()
 	job := kindCaseOf(t, "Job")

@@ -285,7 +285,7 @@ type authzCall struct {
 	groups                 []string
 }
 
-func (f *fakeAuthz) AuthorizeSubmit(_ context.Context, req SubmitRequest) (bool, string, error) {
+func (f *fakeAuthz) AuthorizeSubmit(_ context.Context, req SubmitRequest) (SubmitDecision, error) {
 	partition, queue, user, groups := req.Partition, req.Queue, req.User, req.Groups
 	if req.Place {
 		queue = providedQueue(queue) // the implicit provided rule; package placement runs the real rules
@@ -298,14 +298,14 @@ func (f *fakeAuthz) AuthorizeSubmit(_ context.Context, req SubmitRequest) (bool,
 		panic(f.panicV)
 	}
 	if f.err != nil {
-		return false, "", f.err
+		return SubmitDecision{}, f.err
 	}
 	for _, q := range f.allowed[user] {
 		if q == queue {
-			return true, "", nil
+			return SubmitDecision{Allowed: true}, nil
 		}
 	}
-	return false, fmt.Sprintf("submitacl of %s does not list %s", queue, user), nil
+	return SubmitDecision{Reason: fmt.Sprintf("submitacl of %s does not list %s", queue, user)}, nil
 }
 
 func (f *fakeAuthz) queues() []string {

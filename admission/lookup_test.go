@@ -12,11 +12,11 @@ import (
 // note however many queues were checked, and only that review's.
 func TestAuditRecordLookup(t *testing.T) {
 	const note = "the resolver does not know the user; decided on the given groups alone (unknownuser given-groups)"
-	authz := QueueAuthorizerFunc(func(ctx context.Context, r SubmitRequest) (bool, string, error) {
+	authz := QueueAuthorizerFunc(func(ctx context.Context, r SubmitRequest) (SubmitDecision, error) {
 		if r.User == alice.Username {
 			NoteLookup(ctx, note)
 		}
-		return true, "", nil
+		return SubmitDecision{Allowed: true}, nil
 	})
 	labels := m("queue", "root.team-a")
 	for _, kc := range kindCases {

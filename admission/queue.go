@@ -213,14 +213,12 @@ func (c *Compiled) unmarkedPodScheduler(onPods uint32) string {
 
 // withQueueCheck returns dc with the queue check of the object (nv, and
 // ov on UPDATE) under identity id: dc with its queue when the check
-// passes; dc with the denial as a warning in warn mode when the denial
-// may be warned (the object is admitted, stamped as it would be); the
-// denial otherwise.
+// passes (and a warning for each marker placement puts elsewhere); dc
+// with the denial as a warning in warn mode when the denial may be warned
+// (the object is admitted, stamped as it would be); the denial otherwise.
 func withQueueCheck(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id identity, dc decision) decision {
-	q, denied := checkQueues(ctx, st, k, req, nv, ov, id)
-	switch {
+	switch denied := checkQueues(ctx, st, k, req, nv, ov, id, &dc); {
 	case denied == nil:
-		dc.queue = q
 	case st.cfg.queueWarn && denied.warnable():
 		dc.warnOf(denied)
 	default:
@@ -232,12 +230,14 @@ func withQueueCheck(ctx context.Context, st *handlerState, k *kindInfo, req *adm
 
 // checkQueues authorizes id for every queue the object asks for; on UPDATE
 // (old != nil) only for queues the old object did not already ask for. It
-// returns the first queue checked, or a denial.
+// sets dc's queue to the first queue checked (the queue placement chose,
+// and the queue its marker asked for when they differ) and adds a warning
+// for each marker placement puts elsewhere; or it returns a denial.
 //
 // Objects a controller makes are checked like any other, under the
 // identity stamped on them: a Deployment's pods that carry no marker run
 // in the default queue, whatever the Deployment's own labels say.
-func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id identity) (string, *decision) {
+func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id identity, dc *decision) *decision {
 	c := st.cfg
 	ns := req.Namespace
 	var arr [4]target
@@ -245,7 +245,7 @@ func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admiss
 	if err != nil {
 		dc := deny(CauseUnknownQueue, httpStatusBadRequest, "usher: %s %s: %v", k.kind, objectName(req, nv), err)
 		dc.check = CheckSubmit
-		return "", &dc
+		return &dc
 	}
 	if ov != nil {
 		var oldArr [4]target
@@ -267,34 +267,44 @@ func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admiss
 			ts = kept
 		}
 		if len(ts) == 0 {
-			return "", nil
+			return nil
 		}
 	}
 	if st.authz == nil {
 		dc := deny(CauseDecisionFailed, httpStatusInternal, errNoAuthorizerMessage)
 		dc.check = CheckSubmit
-		return "", &dc
+		return &dc
 	}
 	for i := range ts {
 		t := &ts[i]
-		ok, reason, err := st.authz.AuthorizeSubmit(ctx, SubmitRequest{Partition: c.partition, Queue: t.queue, User: id.user, Groups: id.groups,
+		d, err := st.authz.AuthorizeSubmit(ctx, SubmitRequest{Partition: c.partition, Queue: t.queue, User: id.user, Groups: id.groups,
 			Place: t.place, Namespace: ns})
 		if err != nil {
 			dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may submit to %s: %v; denied (usher fails closed)",
 				id.user, t.describe(c.partition), err)
 			dc.queue, dc.check, dc.field = t.record(), CheckSubmit, t.field(k)
-			return "", &dc
+			return &dc
 		}
-		if !ok {
-			if reason == "" {
-				reason = "no ACL allows it"
+		if !d.Allowed {
+			if d.Reason == "" {
+				d.Reason = "no ACL allows it"
 			}
-			dc := deny(CauseQueueSubmitDenied, httpStatusForbidden, "usher: user %q may not submit to %s: %s", id.user, t.describe(c.partition), reason)
+			dc := deny(CauseQueueSubmitDenied, httpStatusForbidden, "usher: user %q may not submit to %s: %s", id.user, t.describe(c.partition), d.Reason)
 			dc.queue, dc.check, dc.field = t.record(), CheckSubmit, t.field(k)
-			return "", &dc
+			return &dc
+		}
+		if i == 0 {
+			dc.queue, dc.queueAsked = t.record(), d.Asked
+			if d.Queue != "" {
+				dc.queue = d.Queue
+			}
+		}
+		if d.Asked != "" {
+			dc.addWarning(fmt.Sprintf("usher: %s %s=%s on the %s asks for queue %s of partition %q, but YuniKorn's placement rules put the pods in queue %q: %s",
+				t.src.Kind, t.src.Key, errString(t.value), t.level, errString(d.Asked), c.partition, d.Queue, d.Reason))
 		}
 	}
-	return ts[0].record(), nil
+	return nil
 }
 
 func recordQueue(q string) string {

@@ -341,14 +341,14 @@ func TestQueueAuditRecord(t *testing.T) {
 func TestQueuePlacement(t *testing.T) {
 	for _, kc := range kindCases {
 		t.Run(kc.kind, func(t *testing.T) {
-			authz := QueueAuthorizerFunc(func(_ context.Context, r SubmitRequest) (bool, string, error) {
+			authz := QueueAuthorizerFunc(func(_ context.Context, r SubmitRequest) (SubmitDecision, error) {
 				if !r.Place || r.Namespace != "team-a" {
-					return false, "", fmt.Errorf("not a placement: %+v", r)
+					return SubmitDecision{}, fmt.Errorf("not a placement: %+v", r)
 				}
 				if r.Queue == "ml.training" {
-					return false, "YuniKorn's placement rejected: root.ml_dot_training does not exist", nil
+					return SubmitDecision{Reason: "YuniKorn's placement rejected: root.ml_dot_training does not exist"}, nil
 				}
-				return r.Queue == "root.ml.training" || r.Queue == "", "", nil
+				return SubmitDecision{Allowed: r.Queue == "root.ml.training" || r.Queue == ""}, nil
 			})
 			h := NewHandler(compiled(t, Config{EnforceQueueACLs: true}), WithAuthorizer(authz))
 			for _, key := range []string{"queue", "yunikorn.apache.org/queue"} {

@@ -45,7 +45,10 @@ type decision struct {
 	warning  string
 	identity string
 	queue    string
-	name     string // the object's name when the request has none (collection deletes; generateName + "*" on CREATE)
+	// queueAsked is the queue the marker asked for when placement chose
+	// another (queue).
+	queueAsked string
+	name       string // the object's name when the request has none (collection deletes; generateName + "*" on CREATE)
 	// group and kind are the object's API group and kind, for the
 	// response's status details (set by Handler.review).
 	group, kind string
@@ -68,15 +71,20 @@ const (
 // the audit record says warned.
 func (dc *decision) warnOf(denied *decision) {
 	dc.warned = true
-	if dc.warning != "" {
-		dc.warning += "; " + denied.message
-	} else {
-		dc.warning = denied.message
-	}
+	dc.addWarning(denied.message)
 	if denied.queue != "" {
-		dc.queue = denied.queue
+		dc.queue, dc.queueAsked = denied.queue, ""
 	}
 	dc.cause, dc.check, dc.field = denied.cause, denied.check, denied.field
+}
+
+// addWarning adds msg to dc's admission warning, after any it has.
+func (dc *decision) addWarning(msg string) {
+	if dc.warning != "" {
+		dc.warning += "; " + msg
+	} else {
+		dc.warning = msg
+	}
 }
 
 // warnable says whether warn mode may admit the denial dc: a refusal
@@ -306,6 +314,7 @@ func (dc *decision) bound() {
 	dc.message = clip.String(dc.message, maxDecisionMessage)
 	dc.warning = clip.String(dc.warning, maxDecisionMessage)
 	dc.queue = clip.String(dc.queue, maxDecisionField)
+	dc.queueAsked = clip.String(dc.queueAsked, maxDecisionField)
 	dc.identity = clip.String(dc.identity, maxDecisionField)
 	if n, ok := strings.CutSuffix(dc.name, "*"); ok {
 		dc.name = clip.String(n, maxDecisionField) + "*"

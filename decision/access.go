@@ -91,6 +91,10 @@ type AccessPlacement struct {
 	// it does not exist yet and YuniKorn creates it on submission.
 	Queue  string `json:"queue,omitempty"`
 	Create bool   `json:"create,omitempty"`
+	// Asked is the queue the application names, read as a path under
+	// root, when placement put it in another (Queue); reason then says
+	// why, rule by rule.
+	Asked string `json:"asked,omitempty"`
 	// Rule names the rule that placed, or the step that ended placement.
 	Rule   string `json:"rule"`
 	Reason string `json:"reason"`

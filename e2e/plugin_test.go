@@ -149,9 +149,11 @@ func TestPlugin(t *testing.T) {
 		// kill alice's application there; alice may not kill bob's.
 		want(t, run(t, Bob, nil, "can-i", "kill", "root.ops", "--owner", Alice), 0, "yes")
 		want(t, run(t, Alice, nil, "can-i", "kill", "root.ops", "--owner", Bob), 1, "no")
-		// Errors are 2: an unknown queue (usher says 400, with the closest
-		// name), a bad action, bad usage.
-		want(t, run(t, Alice, nil, "can-i", "submit", "root.dve"), 2, "root.dev")
+		// A pod labelled for a queue that does not exist is placed
+		// nowhere: no. Errors are 2: an unknown queue asked about (usher
+		// says 400, with the closest name), a bad action, bad usage.
+		want(t, run(t, Alice, nil, "can-i", "submit", "root.dve", "--explain"), 1, "no", "root.dve does not exist and create is false")
+		want(t, run(t, Alice, nil, "can-i", "admin", "root.dve"), 2, "root.dev")
 		want(t, run(t, Alice, nil, "can-i", "fly", "root.dev"), 2, `action "fly"`)
 		want(t, run(t, Alice, nil, "can-i", "submit"), 2, "accepts 2 arg(s)")
 	})

@@ -614,13 +614,35 @@ type PlaceResult struct {
 	Rules *placement.Rules
 	// Steps is the submit ACL trail of the queue whose ACLs decided the
 	// placement (the placed queue, or the nearest existing ancestor of a
-	// queue to create); with Explain only, and only when placed.
+	// queue to create); with Explain only, and only when placed (with
+	// Default, also when denied).
 	Steps []policy.Step
+	// Asked is the queue the application names (PlaceRequest.Queue) read
+	// as a path under root, lower case ("ml.training" asks for
+	// root.ml.training), when it is placed in another queue: a rule fell
+	// through (an ACL, a queue that does not exist and is not created),
+	// YuniKorn's provided rule read the name otherwise (its '.' to
+	// "_dot_": root.ml_dot_training), or the root.default fallback
+	// placed it. Why then says why, rule by rule. "" when it is placed
+	// where it asks, rejected, or names no queue.
+	Asked string
+	// Default is set when the application names no queue in a partition
+	// without placementrules: no rule runs, and it goes to the
+	// partition's default queue (defaultqueue, else root.default, else
+	// root) if the user may submit there. That queue stands for the one
+	// YuniKorn's admission controller labels such pods with
+	// (filtering.defaultQueue, root.default by default).
+	Default bool
+	// named is the queue the application names, as given.
+	named string
 }
 
 // RuleName names the rule that placed (or, rejected, the step that ended
 // placement): "rule 2: tag namespace create" or "the root.default fallback".
 func (r *PlaceResult) RuleName() string {
+	if r.Default {
+		return "the partition's default queue (no placementrules, no queue named)"
+	}
 	i := r.Final.Rule
 	if r.Placed {
 		i = r.Rule
@@ -631,11 +653,15 @@ func (r *PlaceResult) RuleName() string {
 	return fmt.Sprintf("rule %d: %s", i+1, r.Rules.Describe(i))
 }
 
-// Place runs the partition's placement rules, as YuniKorn's scheduler does,
-// for the user identified as Check identifies it (groups as the
-// partition's groups mode says). A rejected application is a result with
-// Placed false, not an error; an error (unknown partition, invalid user
-// name, resolver failure) comes with a result that is not placed.
+// Place decides a submission: the queue the application will run in, as
+// YuniKorn's scheduler places it with the partition's placement rules
+// (Default: the partition's default queue), and whether the user,
+// identified as Check identifies it, may submit there. It is the one
+// answer the admission webhook, usher check, explain and place, POST
+// /v1/access and kubectl usher give for a submission. A rejected
+// application is a result with Placed false, not an error; an error
+// (unknown partition, invalid user name, resolver failure) comes with a
+// result that is not placed.
 func (e *Engine) Place(ctx context.Context, req PlaceRequest) (PlaceResult, error) {
 	return e.cur.Load().Place(ctx, req)
 }
@@ -656,6 +682,21 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 		return res, err
 	}
 	res.Identity = in
+	if req.Queue == "" && p.rules.IsImplicit() {
+		q, _ := cp.Lookup("") // the default queue exists
+		var d policy.Decision
+		if req.Explain {
+			d, res.Steps = q.Explain(pr.Subject(), policy.Submit)
+		} else {
+			q.DecideInto(&d, pr, policy.Submit)
+		}
+		res.Default, res.Decision = true, d
+		res.Final = placement.Step{Rule: -1, Outcome: placement.Denied, Queue: q.Path(), Decision: d}
+		if d.Allowed {
+			res.Placed, res.Queue, res.Final.Outcome = true, q.Path(), placement.Placed
+		}
+		return res, nil
+	}
 	preq := placement.Request{Subject: pr.Subject(), Queue: req.Queue, Tags: req.Tags}
 	if req.Namespace != "" && p.rules.ReadsTags() {
 		preq.Tags = make(map[string]string, len(req.Tags)+1)
@@ -667,14 +708,19 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 		preq.Tags[tagNamespace] = req.Namespace
 	}
 	if !req.Explain {
-		// A rejection keeps its trail: the reason (Why) names every rule
-		// that fell through. The placed path allocates nothing more.
-		if res.Result = p.rules.Place(cp, preq); !res.Placed {
-			res.Result = p.rules.Explain(cp, preq)
+		// A rejection, and a placement elsewhere than the queue named,
+		// keep their trail: the reason (Why) names every rule that fell
+		// through. The placed path allocates nothing more.
+		res.Result = p.rules.Place(cp, preq)
+		if res.Placed && !elsewhere(res.Queue, req.Queue) {
+			return res, nil
 		}
+		res.Result = p.rules.Explain(cp, preq)
+		res.setAsked(req.Queue)
 		return res, nil
 	}
 	res.Result = p.rules.Explain(cp, preq)
+	res.setAsked(req.Queue)
 	if res.Placed {
 		decisive := res.Queue
 		if res.Create {
@@ -687,15 +733,59 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 	return res, nil
 }
 
-// Why is the reason of the result; for a rejection with the trail
-// (Explain), every rule tried and why it fell through, so that a denied
-// submitter learns why the queue it named was not used.
+// elsewhere reports whether placed (a canonical queue path) is another
+// queue than named, a queue the application names, read as a path under
+// root; never when it names none.
+func elsewhere(placed, named string) bool {
+	if named == "" {
+		return false
+	}
+	if named != "root" && !strings.HasPrefix(strings.ToLower(named), "root.") {
+		return !strings.HasPrefix(placed, "root.") || !strings.EqualFold(placed[len("root."):], named)
+	}
+	return !strings.EqualFold(placed, named)
+}
+
+// setAsked sets Asked when the application is placed elsewhere than the
+// queue it names.
+func (r *PlaceResult) setAsked(named string) {
+	if !r.Placed || !elsewhere(r.Queue, named) {
+		return
+	}
+	r.named, r.Asked = named, strings.ToLower(named)
+	if r.Asked != "root" && !strings.HasPrefix(r.Asked, "root.") {
+		r.Asked = "root." + r.Asked
+	}
+}
+
+// Reading says, for an application placed elsewhere than the queue it
+// names, when the rules read that name otherwise than as a path: a name
+// not starting with "root." has each '.' replaced by "_dot_". "" when
+// they do not.
+func (r *PlaceResult) Reading() string {
+	if r.Asked == "" || !strings.Contains(r.named, ".") || strings.HasPrefix(r.named, "root.") {
+		return ""
+	}
+	return fmt.Sprintf("queue %q does not start with \"root.\", so the rules read it as a name with each '.' replaced by \"_dot_\"", r.named)
+}
+
+// Why is the reason of the result; with the trail (Explain, and always
+// for a rejection or a placement elsewhere than the queue named), every
+// rule tried and why it placed or fell through, so that a submitter learns
+// why the queue it named was not used.
 func (r *PlaceResult) Why() string {
-	if r.Placed || len(r.Trail) < 2 {
+	if r.Default && !r.Placed {
+		return r.Decision.Reason()
+	}
+	if r.Placed && r.Asked == "" || !r.Placed && len(r.Trail) < 2 {
 		return r.Reason()
 	}
 	var b strings.Builder
-	b.WriteString("rejected: ")
+	if !r.Placed {
+		b.WriteString("rejected: ")
+	} else if s := r.Reading(); s != "" {
+		b.WriteString(s + "; ")
+	}
 	for i, s := range r.Trail {
 		if i > 0 {
 			b.WriteString("; ")
@@ -711,18 +801,3 @@ func (r *PlaceResult) Why() string {
 // tagNamespace is the tag YuniKorn's Kubernetes shim sets to the
 // application's namespace.
 const tagNamespace = "namespace"
-
-// PlacementRules returns the placement rules of a partition: those it
-// configures, or the implicit provided rule (Rules.IsImplicit).
-func (e *Engine) PlacementRules(partitionName string) (*placement.Rules, error) {
-	return e.cur.Load().PlacementRules(partitionName)
-}
-
-// PlacementRules is Engine.PlacementRules in this generation.
-func (g *Generation) PlacementRules(partitionName string) (*placement.Rules, error) {
-	_, p, err := g.lookup(partitionName)
-	if err != nil {
-		return nil, err
-	}
-	return p.rules, nil
-}

@@ -12,7 +12,9 @@ import (
 // the engine for a pod labelled for root.teams.ml, with groups supplied
 // (the user.info annotation): the queue check it asked before (check),
 // and the placement it asks now for YuniKorn's markers, with the implicit
-// provided rule and with rules that read the namespace tag.
+// provided rule and with rules that read the namespace tag; and a pod
+// placed elsewhere than its marker asks, whose trail is kept for the
+// admission warning.
 //
 //	go test -run '^$' -bench AuthorizePod -benchmem ./engine/
 func BenchmarkAuthorizePod(b *testing.B) {
@@ -44,6 +46,16 @@ func BenchmarkAuthorizePod(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if res, err := e.Place(ctx, req); err != nil || !res.Placed {
+				b.Fatal(res.Reason(), err)
+			}
+		}
+	})
+	b.Run("place/elsewhere", func(b *testing.B) {
+		e := newEngine(b, placeYAML)
+		req := engine.PlaceRequest{Queue: "root.users.x", Namespace: "spark", User: "alice", Groups: groups}
+		b.ReportAllocs()
+		for b.Loop() {
+			if res, err := e.Place(ctx, req); err != nil || res.Asked == "" {
 				b.Fatal(res.Reason(), err)
 			}
 		}

@@ -271,11 +271,11 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request, req *AccessR
 	s.countDecision(action.String(), res.Placed, start)
 	reason := res.Why()
 	s.audit("access", "user", res.Identity.User, "groups", res.Identity.Groups, "partition", res.Partition, "queue", res.Queue,
-		"provided", req.Queue, "rule", res.RuleName(), "action", action.String(), "allowed", res.Placed, "reason", reason,
+		"provided", req.Queue, "queueAsked", res.Asked, "rule", res.RuleName(), "action", action.String(), "allowed", res.Placed, "reason", reason,
 		"caller", caller.Name, "requestID", requestID(r), "lookup", res.Identity.Lookup.String())
 	out := AccessResponse{Allowed: res.Placed, Reason: reason, Partition: res.Partition, Queue: res.Queue,
 		Action: action.String(), User: res.Identity.User, Groups: decision.GroupsOf(res.Identity),
-		Placement: &AccessPlacement{Placed: res.Placed, Queue: res.Queue, Create: res.Create, Rule: res.RuleName(), Reason: res.Reason()}}
+		Placement: &AccessPlacement{Placed: res.Placed, Queue: res.Queue, Create: res.Create, Asked: res.Asked, Rule: res.RuleName(), Reason: res.Reason()}}
 	out.Lookup = accessLookup(res.Identity.Lookup)
 	if res.Placed {
 		d := res.Decision
@@ -405,33 +405,29 @@ type authorizer struct {
 // without the resolver's detail, which the admission denial would show to
 // whoever created the object; the detail goes to the log.
 //
-// A placement request (YuniKorn's markers) is decided on the queue the
-// partition's placement rules give, as YuniKorn's scheduler places it: a
+// A placement request (YuniKorn's markers) is decided as engine.Place
+// decides it, the answer every other surface gives: on the queue the
+// partition's placement rules choose, which the decision carries; a
 // rejected placement denies with the placement's reason.
-func (a authorizer) AuthorizeSubmit(ctx context.Context, r admission.SubmitRequest) (bool, string, error) {
+func (a authorizer) AuthorizeSubmit(ctx context.Context, r admission.SubmitRequest) (admission.SubmitDecision, error) {
 	if r.Place {
-		rules, err := a.e.PlacementRules(r.Partition)
-		if err != nil {
-			return false, "", err
+		res, err := a.e.Place(ctx, engine.PlaceRequest{Partition: r.Partition, Queue: r.Queue, Namespace: r.Namespace, User: r.User, Groups: r.Groups})
+		if err = a.groupsError(r, err); err != nil {
+			return admission.SubmitDecision{}, err
 		}
-		if r.Queue != "" || !rules.IsImplicit() {
-			res, err := a.e.Place(ctx, engine.PlaceRequest{Partition: r.Partition, Queue: r.Queue, Namespace: r.Namespace, User: r.User, Groups: r.Groups})
-			if err = a.groupsError(r, err); err != nil {
-				return false, "", err
-			}
-			admission.NoteLookup(ctx, res.Identity.Lookup.String())
-			if !res.Placed {
-				return false, "YuniKorn's placement " + res.Why(), nil
-			}
-			return true, fmt.Sprintf("YuniKorn places it in %s (%s): %s", res.Queue, res.RuleName(), res.Reason()), nil
+		admission.NoteLookup(ctx, res.Identity.Lookup.String())
+		d := admission.SubmitDecision{Allowed: res.Placed, Reason: res.Why(), Queue: res.Queue, Asked: res.Asked}
+		if !res.Placed && !res.Default {
+			d.Reason = "YuniKorn's placement " + d.Reason
 		}
+		return d, nil
 	}
 	res, err := a.e.Check(ctx, engine.Request{Partition: r.Partition, Queue: r.Queue, User: r.User, Groups: r.Groups, Action: policy.Submit})
 	if err = a.groupsError(r, err); err != nil {
-		return false, "", err
+		return admission.SubmitDecision{}, err
 	}
 	admission.NoteLookup(ctx, res.Identity.Lookup.String())
-	return res.Allowed, res.Reason(), nil
+	return admission.SubmitDecision{Allowed: res.Allowed, Reason: res.Reason()}, nil
 }
 
 // groupsError returns err, a failed group lookup without the resolver's

@@ -140,3 +140,57 @@ admissionController:
 		}
 	}
 }
+
+// A placement that rejects the pod is refused with the placement's trail;
+// in warn mode the pod is admitted with that refusal as its warning. A
+// trail of many rules is cut to a bounded length, with a mark.
+func TestAdmissionPlacementRejectedTrail(t *testing.T) {
+	var rules strings.Builder
+	for i := range 60 {
+		fmt.Fprintf(&rules, "      - name: tag\n        value: tag%d\n", i)
+	}
+	for _, mode := range []string{"deny", "warn"} {
+		t.Run(mode, func(t *testing.T) {
+			cfg := filepath.Join(t.TempDir(), "q.yaml")
+			writeFile(t, cfg, "partitions:\n  - name: default\n    placementrules:\n      - name: provided\n"+rules.String()+`    queues:
+      - name: root
+        submitacl: " "
+        queues:
+          - name: ops
+            submitacl: bob
+admissionController:
+  enforceQueueACLs: true
+  enforceQueueACLsMode: `+mode+"\n")
+			h := start(t, server.Options{ConfigPath: cfg}, nil)
+			code, body := h.post("/mutate", "application/json", alicePodReview("spark", map[string]string{"queue": "root.ops"}))
+			var rv struct {
+				Response struct {
+					Allowed  bool
+					Warnings []string
+					Status   struct{ Message string }
+				}
+			}
+			if err := json.Unmarshal([]byte(body), &rv); err != nil || code != 200 {
+				t.Fatalf("%d %s %v", code, body, err)
+			}
+			msg := rv.Response.Status.Message
+			if mode == "warn" {
+				if !rv.Response.Allowed || len(rv.Response.Warnings) != 1 {
+					t.Fatalf("warn mode: allowed %v warnings %q", rv.Response.Allowed, rv.Response.Warnings)
+				}
+				msg = rv.Response.Warnings[0]
+			} else if rv.Response.Allowed {
+				t.Fatal("deny mode: a rejected placement was admitted")
+			}
+			for _, want := range []string{`label queue="root.ops"`, "YuniKorn's placement rejected: rule 1 (provided): alice may not submit to root.ops",
+				`rule 2 (tag "tag0"): the application has no tag "tag0"`, "[cut "} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("message %q lacks %q", msg, want)
+				}
+			}
+			if len(msg) > 2200 {
+				t.Errorf("message of %d bytes, want it cut near 2 KiB", len(msg))
+			}
+		})
+	}
+}

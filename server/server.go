@@ -62,7 +62,6 @@ import (
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/impact"
 	"github.com/usherhq/usher/internal/safefile"
-	"github.com/usherhq/usher/placement"
 )
 
 // Options configure a Server. Zero values take the documented defaults,
@@ -439,7 +438,6 @@ func (s *Server) load() (*config.Config, error) {
 type decider interface {
 	Check(ctx context.Context, req engine.Request) (engine.Result, error)
 	Place(ctx context.Context, req engine.PlaceRequest) (engine.PlaceResult, error)
-	PlacementRules(partition string) (*placement.Rules, error)
 	DecideApplication(ctx context.Context, req engine.AppRequest) (application.Decision, identity.Info, error)
 }
 

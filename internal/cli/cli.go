@@ -217,10 +217,19 @@ func (d *decisionFlags) placeRequest(req engine.Request, explain bool) engine.Pl
 
 // placeReason is the second line of check and explain with --place.
 func placeReason(res *engine.PlaceResult) string {
-	if res.Placed {
+	switch {
+	case res.Asked != "":
+		return fmt.Sprintf("placed in %s, by %s, %s", res.Queue, res.RuleName(), notAsked(res))
+	case res.Placed:
 		return fmt.Sprintf("%s, by %s", res.Reason(), res.RuleName())
 	}
 	return res.Why()
+}
+
+// notAsked says that the application was not placed in the queue it
+// names (PlaceResult.Asked), and why.
+func notAsked(res *engine.PlaceResult) string {
+	return fmt.Sprintf("not in %q, the queue named: %s", res.Asked, res.Why())
 }
 
 func runCheck(ctx context.Context, env *Env, d *decisionFlags) int {

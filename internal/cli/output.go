@@ -78,7 +78,7 @@ func decisionOutput(command string, res engine.Result, steps []policy.Step, trai
 func placedOutput(command string, res *engine.PlaceResult, trail bool) *decision.Output {
 	out := &decision.Output{Command: command, Allowed: res.Placed, Reason: placeReason(res), Partition: res.Partition,
 		Queue: res.Queue, Action: policy.Submit.String(), Identity: decision.IdentityOf(res.Identity),
-		Placement: &decision.Placement{Placed: res.Placed, Queue: res.Queue, Create: res.Create, Rule: res.RuleName()}}
+		Placement: &decision.Placement{Placed: res.Placed, Queue: res.Queue, Create: res.Create, Asked: res.Asked, Rule: res.RuleName()}}
 	if trail {
 		out.Trail = &decision.Trail{Placement: decision.PlacementSteps(res.Rules, res.Result), ACLs: decision.ACLSteps(res.Steps)}
 	}

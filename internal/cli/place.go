@@ -22,7 +22,12 @@ implicit rule: the named queue (provided), never created.
 
 The first line is the queue, or "rejected" when no rule places the
 application (and root.default does not exist or the user may not submit
-to it), or a rule error stops placement. The rules are in docs/placement.md.
+to it), or a rule error stops placement; then the rule and why. When the
+queue is not the one --queue names (read as a path under root), a fourth
+line says so and why, rule by rule: the admission webhook warns with the
+same. The rules are in docs/placement.md. Without placementrules and
+--queue, the answer is the partition's default queue, as the admission
+webhook checks it.
 
 -o json or -o yaml prints the decision object of docs/decision.schema.json:
 "placement" (placed, queue, create, rule) and the "trail" of rules tried.
@@ -110,6 +115,9 @@ func runPlace(ctx context.Context, env *Env, f *placeFlags) int {
 	}
 	if res.Placed {
 		fmt.Fprintf(w, "%s\n%s\n%s\n", res.Queue, res.RuleName(), res.Reason())
+		if res.Asked != "" {
+			fmt.Fprintf(w, "not in %q, the queue named%s\n", res.Asked, strings.TrimSuffix(": "+res.Reading(), ": "))
+		}
 	} else {
 		fmt.Fprintf(w, "rejected\n%s\n", res.Reason())
 		code = ExitDenied

@@ -244,6 +244,14 @@ func (o *options) ask(ctx context.Context, req accessRequest) (ans *AccessAnswer
 		return nil, who, self, err
 	}
 	req.User, req.Groups = who.User, who.Groups
+	if req.Place {
+		// The namespace tag, as YuniKorn's shim passes it.
+		ns, _, err := o.kube.clientConfig().Namespace()
+		if err != nil {
+			return nil, who, self, err
+		}
+		req.Tags = map[string]string{"namespace": ns}
+	}
 	ans, err = uc.access(ctx, req)
 	return ans, who, self, err
 }

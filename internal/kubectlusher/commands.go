@@ -119,6 +119,13 @@ kubectl auth can-i does. ACTION is submit or admin (a queue decision), or
 view, modify, kill or move (an application in QUEUE, owned by --owner; a
 move goes to --target).
 
+For submit, QUEUE is what a pod's queue marker names, and the answer is
+the admission webhook's for that pod in the namespace (-n, else the
+kubeconfig's): the partition's placement rules choose the queue the pod
+runs in, with the namespace as the namespace tag (usher place). When they
+put it elsewhere than QUEUE, a warning on stderr names that queue and
+why.
+
 Exit status: 0 yes, 1 no, 2 when the question could not be answered.
 
 With --as USER (and --as-group) the question is about that user; usher
@@ -141,6 +148,7 @@ answers only if you may create accessreviews in API group usher.io.`,
 					return fmt.Errorf("--owner, --application, --target, --view-acl and --modify-acl are for the application actions (%s)", strings.Join(appActions, ", "))
 				}
 				req.Queue = queue
+				req.Place = action == "submit"
 			case slices.Contains(appActions, action):
 				if f.owner == "" {
 					return fmt.Errorf("%s is an application action: give the application's owner with --owner USER", action)
@@ -163,6 +171,9 @@ answers only if you may create accessreviews in API group usher.io.`,
 			ans, _, _, err := o.ask(cmd.Context(), req)
 			if err != nil {
 				return err
+			}
+			if p := ans.Placement; p != nil && p.Asked != "" && !f.quiet {
+				fmt.Fprintf(o.streams.ErrOut, "Warning: a pod whose queue marker names %q runs in %q, not %q: %s\n", queue, p.Queue, p.Asked, ans.Reason)
 			}
 			if !f.quiet {
 				err = o.print(ans, func(w io.Writer) {

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -57,6 +56,8 @@ const testConfig = `partitions:
 type env struct {
 	t          *testing.T
 	dir        string
+	config     string // usher's configuration file
+	logs       *syncBuffer
 	usherURL   string
 	usherCA    string
 	apiURL     string
@@ -65,13 +66,18 @@ type env struct {
 	kubeconfig map[string]string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvWith(t, testConfig) }
+
+// newEnvWith is newEnv with usher serving config; e.logs has usher's log
+// (its audit records), as JSON lines.
+func newEnvWith(t *testing.T, config string) *env {
 	t.Helper()
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	dir := t.TempDir()
-	e := &env{t: t, dir: dir, ca: authtest.NewCA(t, "clients"), kubeconfig: map[string]string{}}
+	e := &env{t: t, dir: dir, ca: authtest.NewCA(t, "clients"), kubeconfig: map[string]string{}, logs: &syncBuffer{}}
 	cfg := filepath.Join(dir, "usher.yaml")
-	if err := os.WriteFile(cfg, []byte(testConfig), 0o644); err != nil {
+	e.config = cfg
+	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -86,7 +92,7 @@ func newEnv(t *testing.T) *env {
 	clientCAs := x509.NewCertPool()
 	clientCAs.AppendCertsFromPEM(caPEM)
 	srv, err := server.New(server.Options{ConfigPath: cfg, Listener: ln, WebhookAuth: server.WebhookAuthNone, AccessAuth: []string{server.AccessAuthClientCert},
-		ClientCAFile: caFile, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		ClientCAFile: caFile, Logger: slog.New(slog.NewJSONHandler(e.logs, nil)),
 		Getenv: func(string) (string, bool) { return "", false }})
 	if err != nil {
 		ln.Close()
@@ -251,7 +257,11 @@ func TestCanI(t *testing.T) {
 		{"bob", []string{"kill", "root.ops", "--owner", "alice"}, 0, "yes\n"},
 		{"alice", []string{"kill", "root.ops", "--owner", "bob"}, 1, "no\n"},
 		{"alice", []string{"view", "root.ops", "--owner", "bob", "--view-acl", "alice"}, 0, "yes\n"},
-		{"alice", []string{"submit", "root.dve"}, 2, "root.dev"},
+		// A queue that does not exist: the provided rule does not create
+		// it, and nothing else places the pod.
+		{"alice", []string{"submit", "root.dve"}, 1, "no\n"},
+		{"alice", []string{"submit", "root.dve", "--explain"}, 1, "root.dve does not exist and create is false"},
+		{"alice", []string{"admin", "root.dve"}, 2, "root.dev"},
 		{"alice", []string{"fly", "root.dev"}, 2, `action "fly"`},
 		{"alice", []string{"kill", "root.dev"}, 2, "--owner"},
 		{"alice", []string{"submit", "root.dev", "--owner", "bob"}, 2, "application actions"},
@@ -273,7 +283,7 @@ func TestCanI(t *testing.T) {
 	r = e.run("alice", "", "can-i", "submit", "root.ops", "-o", "json")
 	r.want(t, 1)
 	var a AccessAnswer
-	if err := json.Unmarshal([]byte(r.out), &a); err != nil || a.Allowed || a.Trail == nil || len(a.Trail.ACLs) == 0 {
+	if err := json.Unmarshal([]byte(r.out), &a); err != nil || a.Allowed || a.Trail == nil || len(a.Trail.Placement) == 0 {
 		t.Fatalf("-o json: %v %+v\n%s", err, a, r.out)
 	}
 }

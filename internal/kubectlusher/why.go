@@ -305,6 +305,9 @@ func printWhy(w io.Writer, wo WhyObject) {
 				create = " (created on submission)"
 			}
 			fmt.Fprintf(w, "  placement: %s%s (%s)\n", p.Queue, create, p.Rule)
+			if p.Asked != "" {
+				fmt.Fprintf(w, "    not %q, the queue the marker names (why: below)\n", p.Asked)
+			}
 		} else {
 			fmt.Fprintf(w, "  placement: rejected (%s): %s\n", p.Rule, p.Reason)
 		}
