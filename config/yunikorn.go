@@ -249,3 +249,106 @@ func (p *parser) missingGroup(c *Config, src *source) {
 		"%s is %q, but the ConfigMap has no %s.yaml key: YuniKorn's scheduler serves its default configuration, where everyone may submit to every queue, and %s",
 		PolicyGroupKey, src.missing, src.missing, then), -1, "")
 }
+
+// Split reads the configuration at path as Load does and returns the data
+// of a ConfigMap, written as YAML, that holds it in two keys: the key of
+// the partitions (queues.yaml, or service.policyGroup's), which YuniKorn's
+// scheduler reads, and usher.yaml (UsherKey), which holds what YuniKorn's
+// strict decoder does not know: the admissionController block and
+// usher's own partition keys (a usergroupresolver with more than its type),
+// under each partition's name. moved lists what moved; usher.yaml is left
+// out when nothing did. A configuration with errors, or with a usher.yaml
+// key already, is not split.
+func Split(path string) (data []byte, moved []string, err error) {
+	if _, err := Load(path); err != nil {
+		return nil, nil, err
+	}
+	src, err := readSource(path, options{})
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case src.usher != nil:
+		return nil, nil, fmt.Errorf("%s: the ConfigMap has a %s key already", path, UsherKey)
+	case src.missing != "":
+		return nil, nil, fmt.Errorf("%s: the ConfigMap has no %s.yaml key, which %s names", path, src.missing, PolicyGroupKey)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(src.queues, &doc); err != nil {
+		return nil, nil, err
+	}
+	root, usher := doc.Content[0], &yaml.Node{Kind: yaml.MappingNode}
+	var parts []*yaml.Node
+	kept := root.Content[:0]
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		switch k.Value {
+		case "admissionController":
+			usher.Content = append(usher.Content, k, v)
+			moved = append(moved, k.Value)
+			continue
+		case "partitions":
+			for _, pn := range v.Content {
+				if up, keys := splitPartition(pn); up != nil {
+					parts = append(parts, up)
+					moved = append(moved, fmt.Sprintf("partition %s: %s", partitionName(pn), strings.Join(keys, ", ")))
+				}
+			}
+		}
+		kept = append(kept, k, v)
+	}
+	root.Content = kept
+	if parts != nil {
+		usher.Content = append(usher.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "partitions"}, &yaml.Node{Kind: yaml.SequenceNode, Content: parts})
+	}
+	docs := []*yaml.Node{&doc, usher}
+	if moved == nil {
+		docs = docs[:1]
+	}
+	out := &yaml.Node{Kind: yaml.MappingNode}
+	for i, key := range []string{queuesKey(src.keys), UsherKey}[:len(docs)] {
+		text, err := encodeYAML(docs[i])
+		if moved == nil {
+			text = src.queues
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		out.Content = append(out.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, &yaml.Node{Kind: yaml.ScalarNode, Style: yaml.LiteralStyle, Value: string(text)})
+	}
+	data, err = encodeYAML(out)
+	return data, moved, err
+}
+
+// splitPartition takes usher's own keys out of the partition mapping pn,
+// into a mapping of the same name, and lists them; nil when there are
+// none.
+func splitPartition(pn *yaml.Node) (*yaml.Node, []string) {
+	var keys []string
+	up := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: "name"}, {Kind: yaml.ScalarNode, Value: partitionName(pn)}}}
+	kept := pn.Content[:0]
+	for i := 0; i+1 < len(pn.Content); i += 2 {
+		k, v := pn.Content[i], pn.Content[i+1]
+		if usherKeys[k.Value] && (k.Value != "usergroupresolver" || len(v.Content) != 2 || v.Content[0].Value != "type") {
+			up.Content = append(up.Content, k, v)
+			keys = append(keys, k.Value)
+			continue
+		}
+		kept = append(kept, k, v)
+	}
+	pn.Content = kept
+	if keys == nil {
+		return nil, nil
+	}
+	return up, keys
+}
+
+// encodeYAML writes n as YAML indented by two spaces.
+func encodeYAML(n *yaml.Node) ([]byte, error) {
+	var b strings.Builder
+	e := yaml.NewEncoder(&b)
+	e.SetIndent(2)
+	if err := e.Encode(n); err != nil {
+		return nil, err
+	}
+	return []byte(b.String()), e.Close()
+}
