@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -65,6 +66,28 @@ type ykLimit struct {
 	MaxApplications uint64
 }
 
+// ykFields maps each struct type of ykConfig to its fields by the key
+// yaml.v3 decodes into them: the field's name in lower case.
+var ykFields = sync.OnceValue(func() map[reflect.Type]map[string]reflect.Type {
+	out := map[reflect.Type]map[string]reflect.Type{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		if _, done := out[t]; done || t.Kind() != reflect.Struct {
+			return
+		}
+		out[t] = map[string]reflect.Type{}
+		for f := range t.Fields() {
+			out[t][strings.ToLower(f.Name)] = f.Type
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeFor[ykConfig]())
+	return out
+})
+
 // usherKeys are the partition keys of usher's own, which usher.yaml
 // holds.
 var usherKeys = map[string]bool{"adminacl": true, "applicationacls": true, "defaultqueue": true, "groups": true, "usergroupresolver": true}
@@ -80,15 +103,16 @@ func (p *parser) yunikornCheck(n *yaml.Node, t reflect.Type, at string) {
 	case t.Kind() == reflect.Pointer:
 		p.yunikornCheck(n, t.Elem(), at)
 	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
+		fields := ykFields()[t]
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			f, ok := t.FieldByNameFunc(func(name string) bool { return strings.ToLower(name) == k.Value })
+			ft, ok := fields[k.Value]
 			switch {
 			case k.Line >= usherLine:
 			case ok && t == reflect.TypeFor[ykConfig]() && k.Value == "partitions":
-				p.yunikornCheck(v, f.Type, "partition")
+				p.yunikornCheck(v, ft, "partition")
 			case ok:
-				p.yunikornCheck(v, f.Type, k.Value)
+				p.yunikornCheck(v, ft, k.Value)
 			default:
 				p.upgrade(k, "YuniKorn's scheduler does not know the key %q here and refuses the whole file: %s", k.Value, usherHome(at, k.Value))
 			}
@@ -97,6 +121,8 @@ func (p *parser) yunikornCheck(n *yaml.Node, t reflect.Type, at string) {
 		for _, c := range n.Content {
 			p.yunikornCheck(c, t.Elem(), at)
 		}
+	case t.Kind() == reflect.String && n.Kind == yaml.ScalarNode && n.Style&yaml.TaggedStyle == 0:
+		// Any untagged scalar decodes into a string.
 	default:
 		if err := n.Decode(reflect.New(t).Interface()); err != nil {
 			p.upgrade(n, "YuniKorn's scheduler refuses the whole file: %s", decodeMsg(err))
