@@ -66,3 +66,21 @@ func TestMissingPolicyGroupShown(t *testing.T) {
 		t.Errorf("log:\n%s", h.logs.String())
 	}
 }
+
+// YuniKorn's ConfigMap holding usher's keys in queues.yaml loaded before
+// and still serves, with warnings that usher v0.3 refuses it: in the log,
+// on /readyz and in usher_config_upgrade_warnings.
+func TestServedYuniKornConfigMapWithUsherKeys(t *testing.T) {
+	cm := filepath.Join(t.TempDir(), "cm.yaml")
+	writeFile(t, cm, "kind: ConfigMap\nmetadata: {name: yunikorn-configs}\ndata:\n  queues.yaml: |\n    partitions: [{name: default, groups: merge, queues: [{name: root, submitacl: '*'}]}]\n")
+	h := start(t, server.Options{ConfigPath: cm, ReloadInterval: time.Hour}, nil)
+	if _, ready := h.get("/readyz"); !strings.Contains(ready, "upgrade: the configuration in service has 1 warnings") {
+		t.Errorf("/readyz:\n%s", ready)
+	}
+	if _, m := h.get("/metrics"); metricValue(m, "usher_config_upgrade_warnings") != "1" {
+		t.Errorf("usher_config_upgrade_warnings: %q", metricValue(m, "usher_config_upgrade_warnings"))
+	}
+	if !strings.Contains(h.logs.String(), `does not know the key \"groups\"`) {
+		t.Errorf("log:\n%s", h.logs.String())
+	}
+}
