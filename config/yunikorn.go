@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -326,23 +327,17 @@ func Split(path string) (data []byte, moved []string, err error) {
 	if parts != nil {
 		usher.Content = append(usher.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "partitions"}, &yaml.Node{Kind: yaml.SequenceNode, Content: parts})
 	}
-	docs := []*yaml.Node{&doc, usher}
-	if moved == nil {
-		docs = docs[:1]
-	}
 	out := &yaml.Node{Kind: yaml.MappingNode}
-	for i, key := range []string{queuesKey(src.keys), UsherKey}[:len(docs)] {
-		text, err := encodeYAML(docs[i])
-		if moved == nil {
-			text = src.queues
-		}
-		if err != nil {
-			return nil, nil, err
-		}
+	add := func(key string, text []byte) {
 		out.Content = append(out.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, &yaml.Node{Kind: yaml.ScalarNode, Style: yaml.LiteralStyle, Value: string(text)})
 	}
-	data, err = encodeYAML(out)
-	return data, moved, err
+	if moved == nil {
+		add(queuesKey(src.keys), src.queues)
+	} else {
+		add(queuesKey(src.keys), encodeYAML(&doc))
+		add(UsherKey, encodeYAML(usher))
+	}
+	return encodeYAML(out), moved, nil
 }
 
 // splitPartition takes usher's own keys out of the partition mapping pn,
@@ -368,13 +363,15 @@ func splitPartition(pn *yaml.Node) (*yaml.Node, []string) {
 	return up, keys
 }
 
-// encodeYAML writes n as YAML indented by two spaces.
-func encodeYAML(n *yaml.Node) ([]byte, error) {
-	var b strings.Builder
+// encodeYAML writes n, a tree read from YAML, as YAML indented by two
+// spaces.
+func encodeYAML(n *yaml.Node) []byte {
+	var b bytes.Buffer
 	e := yaml.NewEncoder(&b)
 	e.SetIndent(2)
 	if err := e.Encode(n); err != nil {
-		return nil, err
+		panic("config: a YAML tree does not encode: " + err.Error())
 	}
-	return []byte(b.String()), e.Close()
+	e.Close()
+	return b.Bytes()
 }
