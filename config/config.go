@@ -223,6 +223,9 @@ func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Nod
 		p.errorf(nil, "empty configuration: it needs a partitions list")
 		return c, nil
 	}
+	if root := doc.Content[0]; p.src.usher != nil && root.Kind == yaml.MappingNode {
+		p.mergeUsher(root, p.src.usher.value) // counted below
+	}
 	if n := countNodes(doc, maxNodes); n > maxNodes {
 		p.upgrade(doc.Content[0], "the configuration has more than %d YAML nodes (a configuration of 10,000 queues has about 52,000)", maxNodes)
 		if p.o.strict {
@@ -233,9 +236,6 @@ func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Nod
 	if root.Kind != yaml.MappingNode {
 		p.errorf(root, "the configuration must be a mapping with a partitions key, not %s", kindName(root))
 		return c, nil
-	}
-	if p.src.usher != nil {
-		p.mergeUsher(root, p.src.usher.value)
 	}
 	p.queueNode = map[string]*yaml.Node{}
 	p.known = map[string]bool{}
