@@ -68,3 +68,21 @@ func TestGeneratedConfigIsValid(t *testing.T) {
 		t.Fatalf("%d queues", got)
 	}
 }
+
+// BenchmarkLoadYuniKornConfigMap10kQueues is BenchmarkLoad10kQueues as
+// the queues.yaml of YuniKorn's ConfigMap, which is also checked against
+// YuniKorn's strict decoder's schema.
+func BenchmarkLoadYuniKornConfigMap10kQueues(b *testing.B) {
+	for _, name := range []string{"configmap/usher-system/usher-config", "configmap/yunikorn/yunikorn-configs"} {
+		b.Run(filepath.Base(name), func(b *testing.B) {
+			data := map[string]string{"queues.yaml": string(generateYAML(10000, 100000))}
+			b.ReportAllocs()
+			for b.Loop() {
+				c, err := config.FromConfigMap(name, data, config.Strict())
+				if err != nil || len(c.Warnings) != 0 {
+					b.Fatal(err, c.Warnings)
+				}
+			}
+		})
+	}
+}

@@ -44,6 +44,7 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -64,8 +65,10 @@ const MaxFileSize = 64 << 20
 //go:embed default.yaml
 var defaultYAML []byte
 
-// DefaultYAML returns the embedded default configuration: one partition,
-// default, whose root queue allows everyone to submit.
+// DefaultYAML returns the embedded default configuration, YuniKorn's own
+// (yunikorn-core's DefaultSchedulerConfig): one partition, default, whose
+// root queue allows everyone to submit, and the tag rule placing an
+// application in root.NAMESPACE, created when missing.
 func DefaultYAML() []byte { return slices.Clone(defaultYAML) }
 
 // Config is a parsed, validated and compiled configuration. It is
@@ -82,6 +85,10 @@ type Config struct {
 	Admission *admission.Compiled
 	// Warnings are positioned warnings, in file order.
 	Warnings []Diagnostic
+	// MissingGroup is the group service.policyGroup names when the
+	// ConfigMap lacks its key: the partitions are then YuniKorn's default
+	// configuration, as YuniKorn's scheduler serves them; "" otherwise.
+	MissingGroup string
 }
 
 // Partition is one partition's policy and identity settings.
@@ -147,11 +154,15 @@ type aclUse struct {
 type parser struct {
 	diags
 	o         options
+	src       *source
 	dir       string
 	acls      []aclUse
 	queueNode map[string]*yaml.Node // partition/queue path -> name node
 	known     map[string]bool       // groups the resolvers know
 	placement []placementUse        // placementrules to check against the queues
+	// reported holds the tagged values reported (tagged), which
+	// yunikornCheck does not report again.
+	reported map[*yaml.Node]bool
 }
 
 // maxNodes is the most YAML nodes a configuration may have: ten times
@@ -204,13 +215,16 @@ func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Nod
 	if doc == nil {
 		doc = new(yaml.Node)
 		if err := yaml.Unmarshal(data, doc); err != nil {
-			p.yamlError(err)
+			p.yamlError(err, 0)
 			return c, nil
 		}
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		p.errorf(nil, "empty configuration: it needs a partitions list")
 		return c, nil
+	}
+	if root := doc.Content[0]; p.src.usher != nil && root.Kind == yaml.MappingNode {
+		p.mergeUsher(root, p.src.usher.value) // counted below
 	}
 	if n := countNodes(doc, maxNodes); n > maxNodes {
 		p.upgrade(doc.Content[0], "the configuration has more than %d YAML nodes (a configuration of 10,000 queues has about 52,000)", maxNodes)
@@ -252,6 +266,9 @@ func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Nod
 		}
 		seen[lname] = pn
 		c.Partitions = append(c.Partitions, part)
+	}
+	if p.src.yunikorn {
+		p.yunikornCheck(root, reflect.TypeFor[ykConfig](), "")
 	}
 	if p.errorCount() > 0 {
 		return c, adm
@@ -311,7 +328,7 @@ func walkMapping[H any](p *parser, n *yaml.Node, what string, keys map[string]H,
 			}
 		}
 		if first != 0 {
-			p.errorf(k, "%s: key %q is repeated (first at line %d)", what, k.Value, first)
+			p.errorf(k, "%s: key %q is repeated (first at line %d)", what, k.Value, docLine(first))
 			continue
 		}
 		h, ok := keys[k.Value]
@@ -389,10 +406,14 @@ func (p *parser) str(n *yaml.Node, what string) (string, bool) {
 		p.errorf(n, "%s must be a string, not %s", what, kindName(n))
 		return "", false
 	}
+	text := n.Value
 	if n.Tag == "!!null" {
-		return "", true
+		text = ""
 	}
-	return n.Value, true
+	if n.Style&yaml.TaggedStyle != 0 && n.Tag != "!!str" {
+		p.tagged(n, what, text)
+	}
+	return text, true
 }
 
 func (p *parser) partition(n *yaml.Node) (Partition, bool) {

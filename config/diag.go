@@ -70,13 +70,28 @@ func (e *InvalidError) Error() string {
 // the rest are counted in a last line.
 const maxDiagnostics = 100
 
-// diags collects diagnostics for one document.
-type diags struct {
+// place names the file a document was read from.
+type place struct {
 	file string
 	// lineOff and colOff place the document inside file (a ConfigMap
 	// manifest's literal block); zero for a file of its own.
 	lineOff, colOff int
-	list            []Diagnostic
+}
+
+// usherLine is added to the line of every node of a ConfigMap's
+// usher.yaml key merged into the partitions document (mergeUsher), so
+// that a diagnostic about it names that key.
+const usherLine = 1 << 30
+
+// docLine is the line of a node inside its own document.
+func docLine(line int) int { return line % usherLine }
+
+// diags collects diagnostics for the partitions document and the
+// usher.yaml key merged into it.
+type diags struct {
+	place
+	usher place
+	list  []Diagnostic
 	// kept and dropped count the diagnostics listed and left out, by
 	// severity.
 	kept, dropped [2]int
@@ -84,10 +99,20 @@ type diags struct {
 
 // add records a diagnostic at a position of the document.
 func (d *diags) add(line, col int, sev Severity, msg string) {
-	if line > 0 {
-		line, col = line+d.lineOff, max(col, 1)+d.colOff
+	file, line, col := d.pos(line, col)
+	d.push(Diagnostic{File: file, Line: line, Col: col, Severity: sev, Msg: msg})
+}
+
+// pos places a line and column of a document in its file.
+func (d *diags) pos(line, col int) (string, int, int) {
+	at := d.place
+	if line >= usherLine {
+		at, line = d.usher, line-usherLine
 	}
-	d.push(Diagnostic{File: d.file, Line: line, Col: col, Severity: sev, Msg: msg})
+	if line > 0 {
+		line, col = line+at.lineOff, max(col, 1)+at.colOff
+	}
+	return at.file, line, col
 }
 
 // push records x unless maxDiagnostics of its severity are listed, its
@@ -115,9 +140,10 @@ func (p *parser) upgrade(n *yaml.Node, format string, args ...any) {
 	}
 	line, col := 0, 0
 	if n != nil {
-		line, col = n.Line+p.lineOff, max(n.Column, 1)+p.colOff
+		line, col = n.Line, n.Column
 	}
-	p.push(Diagnostic{File: p.file, Line: line, Col: col, Severity: Warning, Upgrade: true,
+	file, line, col := p.pos(line, col)
+	p.push(Diagnostic{File: file, Line: line, Col: col, Severity: Warning, Upgrade: true,
 		Msg: fmt.Sprintf(format, args...) + "; usher " + RefusingRelease + " refuses this: see docs/upgrade.md"})
 }
 
@@ -200,8 +226,9 @@ func (d *diags) of(sev Severity, what string) []Diagnostic {
 
 var yamlLine = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
 
-// yamlError turns a YAML syntax error into a positioned diagnostic.
-func (d *diags) yamlError(err error) {
+// yamlError turns a YAML syntax error into a positioned diagnostic; base
+// is added to its line (usherLine for the usher.yaml key).
+func (d *diags) yamlError(err error, base int) {
 	for _, msg := range strings.Split(err.Error(), "\n") {
 		msg = strings.TrimSpace(msg)
 		if msg == "" || msg == "yaml: unmarshal errors:" {
@@ -217,6 +244,6 @@ func (d *diags) yamlError(err error) {
 				msg = strings.TrimSpace(msg[i+1:])
 			}
 		}
-		d.add(line, 1, Error, "YAML: "+msg)
+		d.add(base+line, 1, Error, "YAML: "+msg)
 	}
 }

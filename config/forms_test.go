@@ -150,8 +150,7 @@ data:
 func TestYuniKornFormErrors(t *testing.T) {
 	dir := t.TempDir()
 	tests := []struct{ name, body, want string }{
-		{"policy group without its key", "service.policyGroup: nope\nqueues.yaml: |\n  partitions: []\n",
-			`no nope.yaml key holding the partitions (service.policyGroup is "nope")`},
+		{"no queues.yaml", "service.policyGroup: queues\nq.yaml: |\n  partitions: []\n", `no queues.yaml key holding the partitions`},
 		{"Helm values of the wrong shape", "yunikornDefaults: [a]\n", ":1:19: yunikornDefaults must be a mapping"},
 		{"a key that is not a string", "queues.yaml:\n  partitions: []\n", ":2:3: ConfigMap key queues.yaml must hold a string, not a mapping"},
 		{"a document that is no ConfigMap", "kind: ConfigMap\ndata: {queues.yaml: x}\n---\npartitions: []\n", ":4:1: document 2 is not a ConfigMap"},

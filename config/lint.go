@@ -197,7 +197,7 @@ func (p *parser) lintCase() {
 				f, ok := seen[k]
 				switch {
 				case !ok:
-					seen[k] = first{name, u.node.Line}
+					seen[k] = first{name, docLine(u.node.Line)}
 				case f.name != name:
 					p.warnf(u.node, "%s %q: %s %q differs from %q (line %d) only in case; names are case sensitive, so they are different %ss",
 						u.what, u.node.Value, kind, name, f.name, f.line, kind)

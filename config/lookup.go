@@ -137,7 +137,7 @@ func (p *parser) nameMapping(n *yaml.Node, skip []string) []identity.MapRule {
 		}
 		for j, prev := range rules {
 			if why := shadows(prev.MapRule, prev.pattern, r, pat); why != "" {
-				p.warnf(patNode, "namemapping rule %d can never apply: rule %d (line %d), tried first, %s", i+1, j+1, prev.node.Line, why)
+				p.warnf(patNode, "namemapping rule %d can never apply: rule %d (line %d), tried first, %s", i+1, j+1, docLine(prev.node.Line), why)
 				break
 			}
 		}

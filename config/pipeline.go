@@ -116,7 +116,10 @@ func FromConfigMap(name string, data map[string]string, opts ...Option) (*Config
 // parse runs the pipeline on src.
 func parse(src *source, opts []Option) (*Config, error) {
 	o := newOptions(opts)
-	p := &parser{diags: diags{file: src.name, lineOff: src.lineOff, colOff: src.colOff}, dir: src.dir, o: o}
+	p := &parser{diags: diags{place: place{src.name, src.lineOff, src.colOff}}, dir: src.dir, o: o, src: src}
+	if src.usher != nil {
+		p.diags.usher = src.usher.placeOf(UsherKey)
+	}
 	for _, broke := range src.broke {
 		p.upgrade(nil, "%v", broke)
 	}
@@ -128,6 +131,9 @@ func parse(src *source, opts []Option) (*Config, error) {
 	// The admission settings are read even when the partitions have
 	// errors, so that every mistake is reported at once.
 	p.admission(c, src, adm, o.lookup)
+	if src.missing != "" {
+		p.missingGroup(c, src)
+	}
 	if errs := p.errors(); len(errs) > 0 {
 		return nil, &InvalidError{Diagnostics: errs, Warnings: p.warnings()}
 	}

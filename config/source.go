@@ -33,6 +33,19 @@ const (
 	ConfigsConfigMap  = "yunikorn-configs"
 )
 
+// UsherKey is the ConfigMap key holding usher's own settings, outside
+// the partitions document YuniKorn's scheduler reads (docs/yunikorn.md):
+// the admissionController block, and the partitions' keys YuniKorn does
+// not know, each merged into the partition of the same name (mergeUsher).
+const UsherKey = "usher.yaml"
+
+// yunikornName reports whether a ConfigMap named name (or NS/name) is
+// one of YuniKorn's two, whose partitions YuniKorn's scheduler reads.
+func yunikornName(name string) bool {
+	name = name[strings.LastIndexByte(name, '/')+1:]
+	return name == DefaultsConfigMap || name == ConfigsConfigMap
+}
+
 // queuesKey is the key holding the partitions in data: "<group>.yaml"
 // for the service.policyGroup setting, queues.yaml without one.
 func queuesKey(data map[string]keyValue) string {
@@ -70,6 +83,14 @@ type source struct {
 	// broke lists the files read that break a rule a later release
 	// enforces (options.readFile).
 	broke []error
+	// yunikorn: the partitions are in one of YuniKorn's ConfigMaps,
+	// which its scheduler reads (yunikornCheck).
+	yunikorn bool
+	// usher is the ConfigMap's usher.yaml key (UsherKey), if any.
+	usher *keyValue
+	// missing is the group service.policyGroup names when the ConfigMap
+	// lacks its key: queues is then YuniKorn's default configuration.
+	missing string
 }
 
 // keyValue is one ConfigMap key with where it was written: its own file
@@ -79,6 +100,7 @@ type keyValue struct {
 	file  string
 	node  *yaml.Node // nil: no position inside file
 	raw   []byte     // the manifest node is in, to place a literal block
+	cm    string     // the name of the ConfigMap holding it, if known
 }
 
 // readSource reads path: a directory where a ConfigMap is mounted, a
@@ -145,32 +167,46 @@ func readDir(dir string, o options) (*source, error) {
 }
 
 // dataSource picks the partitions out of a ConfigMap's data: the key
-// service.policyGroup names ("<group>.yaml"), queues.yaml by default. The
-// other keys are kept for the admission settings; keys only YuniKorn's
-// scheduler reads (service.*, log.*, other groups) are ignored.
+// service.policyGroup names ("<group>.yaml"), queues.yaml by default, and
+// usher's usher.yaml. When the key service.policyGroup names is missing,
+// the partitions are YuniKorn's default configuration, as YuniKorn's
+// scheduler serves it (parser.missingGroup). The other keys are kept for
+// the admission settings; keys only YuniKorn's scheduler reads
+// (service.*, log.*, other groups) are ignored.
 func dataSource(origin, dir string, data map[string]keyValue) (*source, error) {
 	key := queuesKey(data)
+	var usher *keyValue
+	if u, ok := data[UsherKey]; ok && key != UsherKey {
+		usher = &u
+		delete(data, UsherKey)
+	}
 	q, ok := data[key]
 	if !ok {
-		why := ""
-		if key != QueuesKey {
-			why = fmt.Sprintf(" (%s is %q)", PolicyGroupKey, strings.TrimSpace(data[PolicyGroupKey].value))
+		if key == QueuesKey {
+			return nil, fmt.Errorf("%s: no %s key holding the partitions", origin, key)
 		}
-		return nil, fmt.Errorf("%s: no %s key holding the partitions%s", origin, key, why)
+		return &source{name: "<YuniKorn's default configuration>", dir: dir, queues: defaultYAML, keys: data,
+			origin: origin, usher: usher, missing: strings.TrimSuffix(key, ".yaml")}, nil
 	}
 	delete(data, key)
-	src := &source{name: q.file, dir: dir, queues: []byte(q.value), keys: data, origin: origin}
+	at := q.placeOf(key)
+	return &source{name: at.file, lineOff: at.lineOff, colOff: at.colOff, dir: dir, queues: []byte(q.value), keys: data,
+		origin: origin, yunikorn: yunikornName(q.cm), usher: usher}, nil
+}
+
+// placeOf places the document that kv, the value of key, holds.
+func (kv keyValue) placeOf(key string) place {
 	switch {
-	case q.node == nil:
-	case q.node.Style == yaml.LiteralStyle:
+	case kv.node == nil:
+	case kv.node.Style == yaml.LiteralStyle:
 		// The document's lines are the manifest's, from the line after
-		// "queues.yaml: |", less the block's indentation.
-		src.lineOff, src.colOff = q.node.Line, blockIndent(q.raw, q.node.Line)
+		// "key: |", less the block's indentation.
+		return place{kv.file, kv.node.Line, blockIndent(kv.raw, kv.node.Line)}
 	default:
 		// No exact mapping (a quoted or folded value): name the key.
-		src.name = q.file + "[" + key + "]"
+		return place{file: kv.file + "[" + key + "]"}
 	}
-	return src, nil
+	return place{file: kv.file}
 }
 
 // layer is one ConfigMap's data read from a file.
@@ -304,7 +340,7 @@ func readLayer(path string, b []byte, root *yaml.Node) (layer, bool, error) {
 		if v.Kind != yaml.ScalarNode {
 			return l, true, fmt.Errorf("%s:%d:%d: ConfigMap key %s must hold a string, not %s", path, v.Line, v.Column, k.Value, kindName(v))
 		}
-		l.data[k.Value] = keyValue{value: v.Value, file: path, node: v, raw: b}
+		l.data[k.Value] = keyValue{value: v.Value, file: path, node: v, raw: b, cm: l.name}
 	}
 	return l, true, nil
 }
@@ -347,13 +383,18 @@ func mapValue(n *yaml.Node, key string) *yaml.Node {
 func configMapSource(name string, data map[string]string) (*source, error) {
 	keys := make(map[string]keyValue, len(data))
 	for k, v := range data {
-		keys[k] = keyValue{value: v, file: name}
+		keys[k] = keyValue{value: v, file: name, cm: name}
 	}
 	src, err := dataSource(name, ".", keys)
 	if err != nil {
 		return nil, err
 	}
-	src.name = name + "/" + queuesKey(map[string]keyValue{PolicyGroupKey: keys[PolicyGroupKey]})
+	if src.missing == "" {
+		src.name = name + "/" + queuesKey(map[string]keyValue{PolicyGroupKey: keys[PolicyGroupKey]})
+	}
+	if src.usher != nil {
+		src.usher.file = name + "/" + UsherKey
+	}
 	return src, nil
 }
 

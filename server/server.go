@@ -326,6 +326,9 @@ type reloadStatus struct {
 	// upgrade counts what a later release refuses in the configuration
 	// in service (config.Diagnostic.Upgrade).
 	upgrade int
+	// missingGroup is config.Config.MissingGroup of the configuration in
+	// service.
+	missingGroup string
 }
 
 // New loads the configuration and prepares the service.
@@ -731,7 +734,7 @@ func (s *Server) apply(cfg *config.Config, err error, gen string, sum [32]byte) 
 // setGeneration records the generation in service on /readyz and in
 // usher_config_info, and what of cfg a later release refuses.
 func (s *Server) setGeneration(gen string, sum [32]byte, cfg *config.Config) {
-	st := &reloadStatus{loadedAt: time.Now(), generation: gen + " (sha256 " + shortSum(sum) + ")"}
+	st := &reloadStatus{loadedAt: time.Now(), generation: gen + " (sha256 " + shortSum(sum) + ")", missingGroup: cfg.MissingGroup}
 	for _, w := range cfg.Warnings {
 		if w.Upgrade {
 			st.upgrade++
@@ -806,6 +809,9 @@ func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 			refused = " (" + st.failedGen + " refused)"
 		}
 		fmt.Fprintf(w, "configuration reload failed at %s; see %s%s; the configuration above keeps serving\n", st.failedAt.UTC().Format(time.RFC3339), where, refused)
+	}
+	if st.missingGroup != "" {
+		fmt.Fprintf(w, "default: service.policyGroup names %q, whose key the ConfigMap lacks: serving YuniKorn's default configuration, where everyone may submit to every queue\n", st.missingGroup)
 	}
 	if st.upgrade > 0 {
 		fmt.Fprintf(w, "upgrade: the configuration in service has %d warnings about what usher %s refuses; see the log and docs/upgrade.md\n", st.upgrade, config.RefusingRelease)

@@ -88,7 +88,7 @@ func splitGroups(s string) ([]string, error) {
 // configFlagHelp is the help of every command's --config flag.
 const configFlagHelp = "configuration `FILE`: a usher YAML file, a ConfigMap manifest (one or several), a ConfigMap's data, " +
 	"Helm values with yunikornDefaults or a mounted ConfigMap directory, read as usher serve reads it, ADMISSION_CONTROLLER_* variables applied " +
-	"(default: the embedded default, where root allows everyone; a line on stderr says so)"
+	"(default: the embedded default, YuniKorn's, where root allows everyone; a line on stderr says so)"
 
 // loadConfig reads a configuration (or the embedded default) through the
 // pipeline usher serve uses, with the ADMISSION_CONTROLLER_* overrides and
@@ -104,7 +104,7 @@ func loadConfig(env *Env, path string, opts ...config.Option) (*config.Config, e
 
 // defaultNote is the line every command that takes --config prints when it
 // is left out.
-const defaultNote = "no --config given: using the embedded default configuration (partition default, where root lets everyone submit)"
+const defaultNote = "no --config given: using the embedded default configuration (YuniKorn's default: partition default, where root lets everyone submit and the tag rule places an application in root.NAMESPACE)"
 
 // printLookupError prints err (from a decision about partition and queue)
 // and, for an unknown partition or queue, the closest existing names and

@@ -71,7 +71,7 @@ func TestUnknownQueueAndPartitionSuggestions(t *testing.T) {
 // Leaving out --config answers from the embedded default, and says so in
 // one line on stderr; with --config nothing is said.
 func TestMissingConfigSaysSo(t *testing.T) {
-	const note = ": no --config given: using the embedded default configuration (partition default, where root lets everyone submit)\n"
+	const note = ": no --config given: using the embedded default configuration (YuniKorn's default: partition default, where root lets everyone submit and the tag rule places an application in root.NAMESPACE)\n"
 	for _, args := range [][]string{
 		{"check", "--user", "a", "--queue", "root"},
 		{"explain", "--user", "a", "--queue", "root"},
@@ -121,7 +121,7 @@ func TestServeWithoutConfigSaysSo(t *testing.T) {
 	}
 	cancel()
 	<-done
-	if n := strings.Count(errb.String(), `msg="no --config given: using the embedded default configuration (partition default, where root lets everyone submit)"`); n != 1 {
+	if n := strings.Count(errb.String(), `msg="no --config given: using the embedded default configuration (YuniKorn's default: partition default, where root lets everyone submit and the tag rule places an application in root.NAMESPACE)"`); n != 1 {
 		t.Errorf("the note appears %d times in:\n%s", n, errb.String())
 	}
 }
