@@ -427,6 +427,7 @@ type decider interface {
 	Place(ctx context.Context, req engine.PlaceRequest) (engine.PlaceResult, error)
 	PlacementRules(partition string) (*placement.Rules, error)
 	DecideApplication(ctx context.Context, req engine.AppRequest) (application.Decision, identity.Info, error)
+	Identify(ctx context.Context, partition, user string, groups []string) (identity.Info, error)
 }
 
 var _ decider = (*engine.Generation)(nil)
