@@ -5,7 +5,9 @@
 // Rules this package enforces:
 //   - Groups supplied with a request are used as the partition's groups
 //     mode says (given, the default: as they are, the resolver is asked only
-//     when none are supplied; resolve; merge).
+//     when none are supplied; resolve; merge), unless they are marked
+//     decided (Request.Decided: an admission review's identity, Identify's
+//     answer already): then they are the identity as they are.
 //   - The partition's lookup policy (identity.Policy) says whether and
 //     under which name the resolver is asked: skipped users keep their
 //     given groups, overrides win, and "no such user" denies unless
