@@ -76,7 +76,7 @@ func stamp(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, re
 			}
 			return deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot establish the groups of user %q to stamp on %s: %v; denied (%s)",
 				who.user, place(k, req, ov), err, why), check
-		case write && how != stampNever:
+		case write && how != stampNever && hook == hookMutate:
 			dc.degraded = true
 			dc.warning = fmt.Sprintf("usher: the directory did not answer for user %q (%v): %s is stamped with the groups the API server gave only, "+
 				"marked %s: %s (stampGroupsOnError: given)", who.user, err, place(k, req, ov), DirectoryGroupsAnnotation, directoryUnavailable)

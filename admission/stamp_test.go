@@ -283,8 +283,16 @@ func TestStampDirectoryDown(t *testing.T) {
 			}
 			// The validating webhook cannot check the directory's groups
 			// then; the requester's own must still be the API server's.
+			// It stamps nothing, so nothing degraded is recorded.
 			req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(nil, ann, nil), nil)
 			wantAllowed(t, run(t, h, hookValidate, req))
+			if rec := sink.last(t); rec.Degraded {
+				t.Errorf("validate recorded a degraded stamp")
+			}
+			ctrl := request(t, kc, admissionv1.Create, "team-a", rsCtrl, kc.build(nil, ann, nil), nil)
+			if resp := run(t, h, hookValidate, ctrl); !resp.Allowed || len(resp.Warnings) != 0 || sink.last(t).Degraded {
+				t.Errorf("validate of a controller's pod: %+v", resp)
+			}
 			req = request(t, kc, admissionv1.Create, "team-a", alice, kc.build(nil, map[string]string{
 				UserInfoAnnotation: `{"user":"alice@EXAMPLE.COM","groups":["admins"]}`, DirectoryGroupsAnnotation: `[]`}, nil), nil)
 			wantDenied(t, run(t, h, hookValidate, req), 403, "neither the API server gave it")
