@@ -78,7 +78,7 @@ func stamp(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, re
 				who.user, place(k, req, ov), err, why), check
 		case write && how != stampNever && hook == hookMutate:
 			dc.degraded = true
-			dc.warning = fmt.Sprintf("usher: the directory did not answer for user %q (%v): %s is stamped with the groups the API server gave only, "+
+			dc.warning = fmt.Sprintf("usher: the groups of user %q could not be established (%v): %s is stamped with the groups the API server gave only, "+
 				"marked %s: %s (stampGroupsOnError: given)", who.user, err, place(k, req, ov), DirectoryGroupsAnnotation, directoryUnavailable)
 		}
 	}
@@ -106,7 +106,7 @@ func stamp(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, re
 					"did not stamp it, or the directory's answer changed between the two webhooks (retry)", UserInfoAnnotation, place(k, req, ov), who.user, msg)), check
 			}
 			if write && in == nil {
-				dc.warning = fmt.Sprintf("usher: the directory did not answer for user %q: the groups %s lists on %s are not checked (stampGroupsOnError: given)",
+				dc.warning = fmt.Sprintf("usher: the groups of user %q could not be established: the groups %s lists on %s are not checked (stampGroupsOnError: given)",
 					who.user, DirectoryGroupsAnnotation, place(k, req, ov))
 			}
 		}

@@ -275,7 +275,7 @@ func TestStampDirectoryDown(t *testing.T) {
 			if ann[UserInfoAnnotation] != aliceInfo || ann[DirectoryGroupsAnnotation] != directoryUnavailable {
 				t.Fatalf("annotations %v", ann)
 			}
-			if len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "the directory did not answer") {
+			if len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "could not be established") {
 				t.Errorf("warnings %q", resp.Warnings)
 			}
 			if rec := sink.last(t); !rec.Degraded || rec.Decided != nil {

@@ -193,7 +193,7 @@ func TestStampDecidedGroupsLDAP(t *testing.T) {
 		!strings.Contains(patch, `"usher.io/directory-groups":"unavailable"`) {
 		t.Fatalf("carol with the directory down: %v %s", allowed, patch)
 	}
-	if len(warnings) != 1 || !strings.Contains(warnings[0], "the directory did not answer") || !strings.Contains(warnings[0], "request id") ||
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "could not be established") || !strings.Contains(warnings[0], "request id") ||
 		strings.Contains(warnings[0], slapdtest.PeopleDN) || strings.Contains(warnings[0], s.URL) {
 		t.Errorf("warnings %q", warnings)
 	}
