@@ -130,16 +130,6 @@ type IdentityResolver interface {
 	Identify(ctx context.Context, partition, user string, groups []string) (identity.Info, error)
 }
 
-// IdentityResolverFunc adapts a function to IdentityResolver.
-type IdentityResolverFunc func(ctx context.Context, partition, user string, groups []string) (identity.Info, error)
-
-// Identify calls f.
-func (f IdentityResolverFunc) Identify(ctx context.Context, partition, user string, groups []string) (identity.Info, error) {
-	return f(ctx, partition, user, groups)
-}
-
-var _ IdentityResolver = IdentityResolverFunc(nil)
-
 // Authorizers are what a review asks besides its settings, each answering
 // from the same configuration as the others. A nil member is allowed:
 // the check it serves then fails closed, and without Identity the API

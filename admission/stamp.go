@@ -90,7 +90,7 @@ func stamp(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, re
 	if write {
 		dir = []byte(directoryUnavailable)
 		if in != nil {
-			groups, dir = in.Groups, appendDirectoryGroups(nil, in)
+			groups, dir = in.Groups, appendList(nil, directoryOnly(in))
 		}
 	} else if how != stampKept && pm.has(slotDirGroups) {
 		return userInfoDenial(k, deny(CauseUserInfoForged, httpStatusForbidden, "usher: user %q may not set annotation %s on %s: only usher writes it, beside the user.info it stamps",
@@ -162,23 +162,6 @@ func directoryOnly(in *identity.Info) []string {
 		}
 	}
 	return out
-}
-
-// appendDirectoryGroups appends the JSON array of in's directory groups.
-func appendDirectoryGroups(dst []byte, in *identity.Info) []byte {
-	dst = append(dst, '[')
-	first := true
-	for i, g := range in.Groups {
-		if in.SourceOf(i) == identity.SourceGiven {
-			continue
-		}
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
-		dst = jsonscan.AppendString(dst, g)
-	}
-	return append(dst, ']')
 }
 
 // directoryGroups reads pm's DirectoryGroupsAnnotation: the groups it

@@ -177,14 +177,20 @@ func (u UserInfo) sameIdentity(user string, groups []string) bool {
 func appendUserInfo(dst []byte, user string, groups []string) []byte {
 	dst = append(dst, `{"user":`...)
 	dst = jsonscan.AppendString(dst, user)
-	dst = append(dst, `,"groups":[`...)
-	for i, g := range groups {
+	dst = append(dst, `,"groups":`...)
+	return append(appendList(dst, groups), '}')
+}
+
+// appendList appends the JSON array of ss.
+func appendList(dst []byte, ss []string) []byte {
+	dst = append(dst, '[')
+	for i, s := range ss {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = jsonscan.AppendString(dst, g)
+		dst = jsonscan.AppendString(dst, s)
 	}
-	return append(dst, "]}"...)
+	return append(dst, ']')
 }
 
 // patchOp is one RFC 6902 JSON Patch operation. Value holds JSON text.
