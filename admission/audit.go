@@ -86,6 +86,17 @@ type Record struct {
 	// static override, or an unknown user decided on its given groups
 	// (unknownuser given-groups). Empty in the plain case (NoteLookup).
 	Lookup string
+	// Decided are the groups the review decided with, in the stamp's
+	// order, when an IdentityResolver answered (the partition's groups
+	// mode is resolve or merge); nil otherwise. Sources says where each
+	// came from: "given" (by the API server, or with a kept stamp), or
+	// the resolver ("file", "ldap", "ldap via …", "override"). With
+	// stampGroups decided they are the stamp's groups.
+	Decided, Sources []string
+	// Degraded: the directory did not answer while stamping, and the
+	// stamp holds the API server's groups only (stampGroupsOnError
+	// given); the response carries a warning.
+	Degraded bool
 	// Denial is the structured denial of a denied or warned review (nil
 	// for one allowed outright): the stable shape the response's status
 	// details, the audit annotations and the Event carry too.
@@ -154,7 +165,8 @@ const (
 // AppendAttrs appends the record's attributes to dst, in a fixed order and
 // with fixed keys: webhook, caller (when set), uid, operation, object (the object's kind),
 // namespace, name, user, groups, identity, queue, queueAsked (when set), allowed, patched, code,
-// reason, rule, dryRun, warned, lookup, and for a denied or warned review a group
+// reason, rule, dryRun, warned, lookup, decided and sources (when
+// decided), degraded (when true), and for a denied or warned review a group
 // denial with the attributes of Denial (reason, message, code, warned,
 // operation, group, kind, namespace, name, user, identity, queue, check,
 // field, dryRun; empty ones left out). Every string the requester chose is cut to a
@@ -165,10 +177,7 @@ const (
 // audit log use it, and AppendJSON writes the same attributes as JSON
 // without building them.
 func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
-	groups := r.Groups
-	if !r.clipped {
-		groups = clip.Strings(groups, clip.Name, clip.Count)
-	}
+	groups := r.list(r.Groups)
 	dst = append(dst, slog.String("webhook", r.Webhook))
 	if r.Caller != "" {
 		dst = append(dst, slog.String("caller", r.Caller))
@@ -196,6 +205,12 @@ func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
 		slog.Bool("warned", r.Warned),
 		slog.String("lookup", r.cut(r.Lookup, clip.Text)),
 	)
+	if r.Decided != nil {
+		dst = append(dst, slog.Any("decided", r.list(r.Decided)), slog.Any("sources", r.list(r.Sources)))
+	}
+	if r.Degraded {
+		dst = append(dst, slog.Bool("degraded", true))
+	}
 	if r.Denial != nil {
 		dst = append(dst, r.denialAttr())
 	}
@@ -234,9 +249,17 @@ func (r *Record) denialAttr() slog.Attr {
 	return slog.Attr{Key: "denial", Value: slog.GroupValue(as...)}
 }
 
+// list is clip.Strings unless r's lists are cut already (Clip).
+func (r *Record) list(ss []string) []string {
+	if r.clipped {
+		return ss
+	}
+	return clip.Strings(ss, clip.Name, clip.Count)
+}
+
 // NumAuditAttrs is the number of attributes AppendAttrs appends (the
 // most: with a denial).
-const NumAuditAttrs = 21
+const NumAuditAttrs = 24
 
 // SlogAudit returns an audit hook (for WithAudit) that logs every review
 // to l as "admission review" with the attributes of Record.AppendAttrs:
@@ -274,6 +297,13 @@ func (h *Handler) record(ctx context.Context, hook hookKind, req *admissionv1.Ad
 		Trust:      dc.trust,
 		Warned:     dc.warned,
 		Lookup:     dc.lookup,
+		Degraded:   dc.degraded,
+	}
+	if in := dc.decided; in != nil {
+		r.Decided, r.Sources = in.Groups, make([]string, len(in.Groups))
+		for i := range in.Groups {
+			r.Sources[i] = string(in.SourceOf(i))
+		}
 	}
 	if dc.warned {
 		r.Reason = "warned: " + dc.warning

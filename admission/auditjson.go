@@ -28,23 +28,7 @@ func (r *Record) AppendJSON(dst []byte) []byte {
 	dst = r.appendStr(dst, `,"namespace":`, r.Namespace, clip.Name)
 	dst = r.appendStr(dst, `,"name":`, r.Name, clip.Name)
 	dst = r.appendStr(dst, `,"user":`, r.User, clip.Name)
-	dst = append(dst, `,"groups":`...)
-	gs := r.Groups
-	if !r.clipped {
-		gs = clip.Strings(gs, clip.Name, clip.Count)
-	}
-	if gs == nil {
-		dst = append(dst, "null"...)
-	} else {
-		dst = append(dst, '[')
-		for i, g := range gs {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = jsonscan.AppendStringNoHTML(dst, g)
-		}
-		dst = append(dst, ']')
-	}
+	dst = r.appendList(dst, `,"groups":`, r.Groups)
 	dst = r.appendStr(dst, `,"identity":`, r.Identity, clip.Name)
 	dst = r.appendStr(dst, `,"queue":`, r.Queue, clip.Name)
 	dst = r.appendOpt(dst, `,"queueAsked":`, r.QueueAsked, clip.Name)
@@ -58,6 +42,13 @@ func (r *Record) AppendJSON(dst []byte) []byte {
 	dst = appendBool(dst, `,"dryRun":`, r.DryRun)
 	dst = appendBool(dst, `,"warned":`, r.Warned)
 	dst = r.appendStr(dst, `,"lookup":`, r.Lookup, clip.Text)
+	if r.Decided != nil {
+		dst = r.appendList(dst, `,"decided":`, r.Decided)
+		dst = r.appendList(dst, `,"sources":`, r.Sources)
+	}
+	if r.Degraded {
+		dst = append(dst, `,"degraded":true`...)
+	}
 	if d := r.Denial; d != nil {
 		dst = append(dst, `,"denial":{"reason":`...)
 		dst = jsonscan.AppendStringSlog(dst, string(d.Reason))
@@ -83,6 +74,24 @@ func (r *Record) AppendJSON(dst []byte) []byte {
 		dst = append(dst, '}')
 	}
 	return dst
+}
+
+// appendList appends key and ss as encoding/json (without HTML escaping)
+// writes a []string, cut as AppendAttrs cuts it.
+func (r *Record) appendList(dst []byte, key string, ss []string) []byte {
+	dst = append(dst, key...)
+	gs := r.list(ss)
+	if gs == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
+	for i, g := range gs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonscan.AppendStringNoHTML(dst, g)
+	}
+	return append(dst, ']')
 }
 
 // cut is clip.String unless r's strings are cut already (Clip).
@@ -147,8 +156,10 @@ func (r *Record) Size() int {
 	for _, f := range r.stringFields(arr[:0]) {
 		n += len(*f.p)
 	}
-	for _, g := range r.Groups {
-		n += len(g)
+	for _, gs := range [...][]string{r.Groups, r.Decided, r.Sources} {
+		for _, g := range gs {
+			n += len(g)
+		}
 	}
 	return n
 }
@@ -174,12 +185,11 @@ func (r *Record) Clip() Record {
 		}
 		ps = append(ps, f.p)
 	}
-	gs := r.Groups
-	if !r.clipped {
-		gs = clip.Strings(gs, clip.Name, clip.Count)
-	}
-	if gs = clip.Detach(gs, ps...); gs != nil {
+	if gs := clip.Detach(r.list(r.Groups), ps...); gs != nil {
 		c.Groups = gs
+	}
+	if r.Decided != nil {
+		c.Decided, c.Sources = clip.Detach(r.list(r.Decided)), clip.Detach(r.list(r.Sources))
 	}
 	return c
 }

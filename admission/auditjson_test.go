@@ -72,6 +72,8 @@ func checkDetached(t *testing.T, r, c *Record) {
 		*out = append(*out, rec.Webhook, rec.UID, rec.Operation, rec.Kind, rec.Namespace, rec.Name, rec.User,
 			rec.Identity, rec.Queue, rec.Reason, rec.Lookup)
 		*out = append(*out, rec.Groups...)
+		*out = append(*out, rec.Decided...)
+		*out = append(*out, rec.Sources...)
 		if d := rec.Denial; d != nil {
 			*out = append(*out, string(d.Reason), d.Message, d.Operation, d.Group, d.Kind, d.Namespace, d.Name,
 				d.User, d.Identity, d.Queue, d.Check, d.Field)
@@ -116,6 +118,7 @@ func fullRecord(s string) Record {
 	return Record{Webhook: "mutate", Caller: CallerUnverified, UID: s, Operation: s, Kind: s, Namespace: s, Name: s, User: s,
 		Groups: []string{s, "", s + s}, Identity: s, Queue: s, Allowed: false, Patched: true, Code: -403,
 		Reason: s, Rule: RuleDenied, Trust: TrustController, DryRun: true, Warned: true, Lookup: s,
+		Decided: []string{s, "ml"}, Sources: []string{"given", s}, Degraded: true,
 		Denial: &Denial{Reason: Cause(s), Message: s, Code: 200, Warned: true, Operation: s, Group: s, Kind: s,
 			Namespace: s, Name: s, User: s, Identity: s, Queue: s, Check: s, Field: s, DryRun: true}}
 }
@@ -134,7 +137,8 @@ func TestAppendJSONMatchesSlog(t *testing.T) {
 		"hostile":       fullRecord(h),
 		"long":          fullRecord(long),
 		"huge":          fullRecord(strings.Repeat("<\u2028\x01\"", 1<<16)),
-		"many groups":   {User: "x", Groups: many},
+		"many groups":   {User: "x", Groups: many, Decided: many, Sources: many},
+		"decided none":  {Decided: []string{}, Sources: []string{}},
 		"sparse denial": {Code: 400, Denial: &Denial{Reason: CauseInvalidRequest}},
 		"unknown rule":  {Rule: Rule(250)},
 		"invalid cut":   fullRecord(strings.Repeat("a", 255) + "\xff\xff" + strings.Repeat("\xe2\x80", 600)),
@@ -171,6 +175,8 @@ func FuzzAppendJSON(f *testing.F) {
 			Reason: a + c + d, Rule: Rule(len(a)), DryRun: flag, Warned: !flag, Lookup: d + a}
 		if len(b)%3 == 0 {
 			r.Groups = nil
+		} else {
+			r.Decided, r.Sources, r.Degraded = []string{c, d}, []string{a, "file"}, flag
 		}
 		if flag {
 			r.Denial = &Denial{Reason: Cause(d), Message: b + a, Code: code, Warned: !flag, Operation: c,

@@ -1,6 +1,10 @@
 package admission
 
-import "context"
+import (
+	"context"
+
+	"github.com/usherhq/usher/identity"
+)
 
 // SubmitRequest asks whether a submitter may submit to a queue: one value
 // describes the request, as apiserver's authorizer.Attributes does, so an
@@ -19,6 +23,10 @@ type SubmitRequest struct {
 	// the API server) states them; nil means none were supplied and the
 	// authorizer may resolve them. The authorizer must not modify them.
 	Groups []string
+	// Decided says Groups are the identity the review decided with (its
+	// IdentityResolver's answer, also stamped): the authorizer uses them
+	// as they are, even none, and asks no directory.
+	Decided bool
 	// Place is set for YuniKorn's markers (the sources whose scheduler is
 	// yunikorn): YuniKorn does not run a pod in the queue its marker
 	// names but where the partition's placement rules put it. Queue is
@@ -124,3 +132,32 @@ func (f DeleteAuthorizerFunc) AuthorizeDelete(ctx context.Context, req DeleteReq
 }
 
 var _ DeleteAuthorizer = DeleteAuthorizerFunc(nil)
+
+// IdentityResolver decides the identity a review stamps and checks, when
+// the partition's groups mode is resolve or merge: it is asked once per
+// review, and the stamp, the queue check and the audit record all use its
+// answer.
+//
+// Identify returns the identity of user in partition from groups (the
+// API server's, or a stamp's without its directory groups) combined with
+// the directory's as the partition's groups mode says, each group with
+// where it came from (identity.SourceGiven for groups). An error means
+// the groups could not be established; its text is shown to the
+// requester, so it must not carry the directory's internals.
+type IdentityResolver interface {
+	Identify(ctx context.Context, partition, user string, groups []string) (identity.Info, error)
+}
+
+// Authorizers are what a review asks besides its settings, each answering
+// from the same configuration as the others. A nil member is allowed:
+// the check it serves then fails closed, and without Identity the API
+// server's groups are used as given.
+type Authorizers struct {
+	// Queue is asked when enforceQueueACLs is on.
+	Queue QueueAuthorizer
+	// Delete is asked when enforceDeleteACLs is on.
+	Delete DeleteAuthorizer
+	// Identity decides the groups to stamp and check; set it only when
+	// the partition's groups mode is resolve or merge.
+	Identity IdentityResolver
+}

@@ -46,7 +46,7 @@ func TestDenialBoundsHostileValues(t *testing.T) {
 		{"unknown queue, control characters", request(t, job, admissionv1.Create, "team-a", alice,
 			job.build(nil, nil, m("kueue.x-k8s.io/queue-name", "a..b"+ctl)), nil), CauseUnknownQueue, true},
 		{"YuniKorn annotation, placement", request(t, job, admissionv1.Create, "team-a", alice,
-			job.build(nil, m("yunikorn.apache.org/queue", "root.x"+strings.Repeat("y", huge)), nil), nil), CauseQueueSubmitDenied, true},
+			job.build(nil, m("yunikorn.apache.org/queue", "root.x"+strings.Repeat("y", 250_000)), nil), nil), CauseQueueSubmitDenied, true}, // within the API server's 256 KiB of annotations
 		{"queue label", request(t, job, admissionv1.Create, "team-a", alice,
 			job.build(m("queue", "root."+ctl), nil, nil), nil), CauseQueueSubmitDenied, true},
 		{"huge name", named(strings.Repeat("n", huge), "", job.build(m("queue", "root.ops"), nil, nil)), CauseQueueSubmitDenied, false},

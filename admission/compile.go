@@ -18,7 +18,10 @@ type Compiled struct {
 	enforceDelete                         bool
 	// queueWarn, deleteWarn: enforceQueueACLsMode, enforceDeleteACLsMode
 	// are warn.
-	queueWarn, deleteWarn      bool
+	queueWarn, deleteWarn bool
+	// stampGiven: stampGroups is given; stampDeny: stampGroupsOnError is
+	// deny.
+	stampGiven, stampDeny      bool
 	modifyACLKey               string
 	systemUsers, externalUsers matcher
 	externalGroups             matcher
@@ -152,6 +155,14 @@ func (c Config) Compile() (*Compiled, error) {
 	}
 	out.queueWarn = mode("admissionController.enforceQueueACLsMode", c.EnforceQueueACLsMode)
 	out.deleteWarn = mode("admissionController.enforceDeleteACLsMode", c.EnforceDeleteACLsMode)
+	oneOf := func(setting, v, yes, no string) bool {
+		if v != yes && v != no {
+			errs = append(errs, settingErr(setting, -1, "", "%q: want %s or %s", v, no, yes))
+		}
+		return v == yes
+	}
+	out.stampGiven = oneOf("admissionController.stampGroups", c.StampGroups, StampGiven, StampDecided)
+	out.stampDeny = oneOf("admissionController.stampGroupsOnError", c.StampGroupsOnError, StampDeny, StampGiven)
 	compile := func(dst *matcher, setting string, ps Patterns) {
 		res, err := compilePatterns(setting, ps)
 		if err != nil {
@@ -172,13 +183,13 @@ func (c Config) Compile() (*Compiled, error) {
 		errs = append(errs, settingErr("admissionController.queueSources", -1, "", "%d sources, at most %d are supported",
 			len(c.QueueSources), maxSources))
 	}
-	out.annotationKeys = append(out.annotationKeys, wantKey{UserInfoAnnotation, slotUserInfo})
+	out.annotationKeys = append(out.annotationKeys, wantKey{UserInfoAnnotation, slotUserInfo}, wantKey{DirectoryGroupsAnnotation, slotDirGroups})
 	out.labelKeys = append(out.labelKeys, wantKey{LegacyUserLabel, slotLegacy})
 	if c.ModifyACLAnnotation != strings.TrimSpace(c.ModifyACLAnnotation) || strings.ContainsAny(c.ModifyACLAnnotation, " \t\r\n") {
 		errs = append(errs, settingErr("admissionController.modifyACLAnnotation", -1, "", "%q is not an annotation key", c.ModifyACLAnnotation))
 	}
-	if c.ModifyACLAnnotation == UserInfoAnnotation {
-		errs = append(errs, settingErr("admissionController.modifyACLAnnotation", -1, "", "%q is the user.info annotation", c.ModifyACLAnnotation))
+	if c.ModifyACLAnnotation == UserInfoAnnotation || c.ModifyACLAnnotation == DirectoryGroupsAnnotation {
+		errs = append(errs, settingErr("admissionController.modifyACLAnnotation", -1, "", "%q is the user.info annotation or its companion %s", c.ModifyACLAnnotation, DirectoryGroupsAnnotation))
 	}
 	if c.EnforceDeleteACLs {
 		out.annotationKeys = append(out.annotationKeys, wantKey{c.ModifyACLAnnotation, slotModifyACL})
@@ -226,7 +237,7 @@ func (c Config) Compile() (*Compiled, error) {
 				errs = append(errs, settingErr(setting, i, "", "%s %q is already source %d", s.Kind, s.Key, j))
 			}
 		}
-		if cs.annotation && (s.Key == UserInfoAnnotation || s.Key == c.ModifyACLAnnotation) {
+		if cs.annotation && (s.Key == UserInfoAnnotation || s.Key == DirectoryGroupsAnnotation || s.Key == c.ModifyACLAnnotation) {
 			errs = append(errs, settingErr(setting, i, "key", "annotation %q holds user.info or the modify ACL, not a queue", s.Key))
 		}
 		out.sources = append(out.sources, cs)

@@ -30,6 +30,8 @@ import (
 //	  enforceQueueACLsMode: deny   # or warn
 //	  enforceDeleteACLsMode: deny  # or warn
 //	  modifyACLAnnotation: usher.io/modify-acl
+//	  stampGroups: decided         # or given
+//	  stampGroupsOnError: given    # or deny
 //
 // The zero value is the default configuration: every unset field takes its
 // documented default in Defaulted, the one place defaults are applied. Nil
@@ -105,7 +107,37 @@ type Config struct {
 	// members may delete the workload when EnforceDeleteACLs is on. Default
 	// (unset): "usher.io/modify-acl".
 	ModifyACLAnnotation string `yaml:"modifyACLAnnotation"`
+
+	// StampGroups says which groups the user.info stamp carries when the
+	// partition's groups mode is resolve or merge: "decided" (the default,
+	// also when empty) stamps the groups usher decided with, the API
+	// server's first in their order, then the directory's in the
+	// resolver's order (with resolve, the directory's alone), and records
+	// the directory's in the annotation DirectoryGroupsAnnotation, so that
+	// YuniKorn, which takes a stamped group list as given, sees the
+	// identity usher judged; "given" stamps the API server's groups as
+	// YuniKorn's admission controller does, and the audit record carries
+	// the decided ones. With groups mode given the stamp is the API
+	// server's groups either way.
+	StampGroups string `yaml:"stampGroups"`
+
+	// StampGroupsOnError says what a CREATE does when the directory
+	// cannot answer while stamping the decided groups, with
+	// enforceQueueACLs off (with it on, such a review is always denied):
+	// "given" (the default, also when empty) stamps the API server's
+	// groups with an admission warning, marks the stamp degraded
+	// (DirectoryGroupsAnnotation "unavailable") and counts it, so that a
+	// directory outage never blocks pod creation where no queue is
+	// enforced; "deny" refuses the review.
+	StampGroupsOnError string `yaml:"stampGroupsOnError"`
 }
+
+// Values of StampGroups and StampGroupsOnError.
+const (
+	StampDecided = "decided"
+	StampGiven   = "given"
+	StampDeny    = "deny"
+)
 
 // AccessControl holds YuniKorn's admissionController.accessControl settings.
 //
@@ -343,6 +375,12 @@ func (c Config) Defaulted() Config {
 	if c.ModifyACLAnnotation == "" {
 		c.ModifyACLAnnotation = DefaultModifyACLAnnotation
 	}
+	if c.StampGroups == "" {
+		c.StampGroups = StampDecided
+	}
+	if c.StampGroupsOnError == "" {
+		c.StampGroupsOnError = StampGiven
+	}
 	return c
 }
 
@@ -472,6 +510,8 @@ var ignoredConfigMapKeys = map[string]bool{
 //	admissionController.enforceQueueACLsMode           "deny" | "warn"
 //	admissionController.enforceDeleteACLsMode          "deny" | "warn"
 //	admissionController.modifyACLAnnotation            annotation key
+//	admissionController.stampGroups                    "decided" | "given"
+//	admissionController.stampGroupsOnError             "given" | "deny"
 //
 // Keys outside admissionController.* (queues.yaml, log.*, service.*) belong
 // to others and are ignored, as are YuniKorn admission keys for features
@@ -543,6 +583,10 @@ func FromConfigMap(data map[string]string) (Config, error) {
 			c.EnforceDeleteACLs = b
 		case "admissionController.modifyACLAnnotation":
 			c.ModifyACLAnnotation = strings.TrimSpace(v)
+		case "admissionController.stampGroups":
+			c.StampGroups = strings.TrimSpace(v)
+		case "admissionController.stampGroupsOnError":
+			c.StampGroupsOnError = strings.TrimSpace(v)
 		case "admissionController.queueSources":
 			var src []QueueSource
 			if err := yaml.Unmarshal([]byte(v), &src); err != nil {

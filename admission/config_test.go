@@ -196,6 +196,8 @@ func TestFromConfigMap(t *testing.T) {
 		"admissionController.partition":                      "gpu",
 		"admissionController.queueSources":                   "- {kind: label, key: kueue.x-k8s.io/queue-name, scheduler: kueue}\n",
 		"admissionController.queueMapping":                   "template: root.{namespace}.{value}\n",
+		"admissionController.stampGroups":                    "given",
+		"admissionController.stampGroupsOnError":             " deny",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -205,12 +207,14 @@ func TestFromConfigMap(t *testing.T) {
 			SystemUsers:    Patterns{"^system:serviceaccount:kube-system:", "^system:kube-controller-manager$"},
 			ExternalUsers:  Patterns{"^airflow$"},
 			ExternalGroups: Patterns{}},
-		ProcessNamespaces: Patterns{"^team-"},
-		BypassNamespaces:  Patterns{"^kube-system$", "^monitoring$"},
-		EnforceQueueACLs:  true,
-		Partition:         "gpu",
-		QueueSources:      []QueueSource{{Kind: "label", Key: "kueue.x-k8s.io/queue-name", Scheduler: "kueue"}},
-		QueueMapping:      QueueMapping{Template: "root.{namespace}.{value}"},
+		ProcessNamespaces:  Patterns{"^team-"},
+		BypassNamespaces:   Patterns{"^kube-system$", "^monitoring$"},
+		EnforceQueueACLs:   true,
+		Partition:          "gpu",
+		QueueSources:       []QueueSource{{Kind: "label", Key: "kueue.x-k8s.io/queue-name", Scheduler: "kueue"}},
+		QueueMapping:       QueueMapping{Template: "root.{namespace}.{value}"},
+		StampGroups:        StampGiven,
+		StampGroupsOnError: StampDeny,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got  %+v\nwant %+v", c, want)
@@ -311,6 +315,10 @@ func TestCompileErrors(t *testing.T) {
 				`admissionController.queueMapping.table[1].queue: "root..b" is not a queue path: name 1 is empty`,
 			}},
 		{"partition blanks", Config{Partition: " default"}, []string{`admissionController.partition: " default" has leading or trailing blanks`}},
+		{"stamp settings", Config{StampGroups: "merged", StampGroupsOnError: "allow"}, []string{
+			`admissionController.stampGroups: "merged": want decided or given`,
+			`admissionController.stampGroupsOnError: "allow": want given or deny`}},
+		{"directory groups as modify ACL", Config{ModifyACLAnnotation: DirectoryGroupsAnnotation}, []string{"is the user.info annotation or its companion"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -313,11 +313,16 @@ func bind(ctx context.Context, st *handlerState, req *admissionv1.AdmissionReque
 	}
 	user, groups := req.UserInfo.Username, req.UserInfo.Groups
 	pod := "Pod " + strconv.Quote(req.Namespace+"/"+req.Name)
-	if m.has(slotUserInfo) {
-		dc := deny(CauseUserInfoChanged, httpStatusForbidden, "usher: user %q may not set annotation %s on %s through a Binding: "+
-			"it records who submitted the pod and cannot change after creation", user, UserInfoAnnotation, pod)
-		dc.field = "metadata.annotations[" + UserInfoAnnotation + "]"
-		return dc
+	for _, a := range [...]struct {
+		slot int
+		key  string
+	}{{slotUserInfo, UserInfoAnnotation}, {slotDirGroups, DirectoryGroupsAnnotation}} {
+		if m.has(a.slot) {
+			dc := deny(CauseUserInfoChanged, httpStatusForbidden, "usher: user %q may not set annotation %s on %s through a Binding: "+
+				"it records who submitted the pod and cannot change after creation", user, a.key, pod)
+			dc.field = "metadata.annotations[" + a.key + "]"
+			return dc
+		}
 	}
 	if !c.enforceDelete {
 		return allow(RuleBindingPlain)

@@ -24,6 +24,17 @@
 //   - CREATE without the yunikorn.apache.org/user.info annotation: /mutate
 //     adds {"user":…,"groups":[…]} from the request's authenticated userInfo,
 //     creating the annotations map (or the template's metadata) when absent.
+//     With an IdentityResolver (the partition's groups mode is resolve or
+//     merge) and stampGroups decided, the groups are the ones it decides,
+//     asked once per review and used by the stamp, the queue check and the
+//     audit record alike: the API server's first, then the directory's
+//     (with resolve, the directory's alone), and DirectoryGroupsAnnotation
+//     lists the directory's. A stamp holds at most MaxStampGroups groups
+//     and MaxStampBytes, and the object's annotations at most the API
+//     server's 256 KiB, or the review is denied. When the directory cannot
+//     answer, the review is denied with enforceQueueACLs or
+//     stampGroupsOnError deny, else stamped with the API server's groups,
+//     marked degraded and warned about.
 //     Objects created by controllers get the controller's identity, as
 //     YuniKorn does, with one exception: a ReplicaSet created by a user
 //     matching systemUsers is never patched (the Deployment controller would
@@ -38,9 +49,13 @@
 //     escape is refused and named (see ParseUserInfo). It is kept when the
 //     submitter is trusted: a controller matching systemUsers (if
 //     trustControllers), a user matching externalUsers or a member of a
-//     group matching externalGroups; or when it names exactly the submitter
-//     and its groups (re-applying an exported manifest forges nothing).
-//     Anyone else is denied with a message naming the user and annotation.
+//     group matching externalGroups, with its directory groups (those
+//     DirectoryGroupsAnnotation lists) decided again when an
+//     IdentityResolver is set (a ReplicaSet a controller creates is not
+//     changed). One naming the submitter itself is replaced by the stamp
+//     usher decides whenever the two differ (on /validate, which writes
+//     nothing, it must be that stamp). Anyone else is denied with a
+//     message naming the user and annotation.
 //   - bypassAuth: any submitter may supply the annotation (it must still
 //     be valid), and an object carrying the legacy
 //     yunikorn.apache.org/username label but no annotation is left
@@ -50,8 +65,8 @@
 //     create pods with user information set") and its admission
 //     controller, which skips the trust check when bypassAuth is on.
 //   - UPDATE, on /validate and /mutate alike: adding, removing or changing
-//     the annotation on a pod or on the pod template of any workload kind is
-//     denied, for every user, trusted or not (YuniKorn checks pods only, so
+//     the annotation (or DirectoryGroupsAnnotation) on a pod or on the pod
+//     template of any workload kind is denied, for every user, trusted or not (YuniKorn checks pods only, so
 //     whoever may edit a Deployment could make its controller create pods
 //     under another name). Other updates (status, scale, labels, other
 //     annotations) pass.
@@ -137,7 +152,8 @@
 //     Handler.current.
 //   - authorizer.go: QueueAuthorizer and DeleteAuthorizer, each taking one
 //     request value (SubmitRequest, DeleteRequest), with Func adapters.
-//   - create.go, update.go, delete.go: the CREATE rules (stamp or keep),
+//   - create.go, stamp.go, update.go, delete.go: the CREATE rules (stamp
+//     or keep; what a stamp holds and its limits),
 //     the UPDATE rules (user.info never changes; what decides deletion
 //     changes only for whoever may delete) and the DELETE, eviction and
 //     Binding rules (YARN's kill rule).

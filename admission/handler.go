@@ -104,19 +104,19 @@ type State struct {
 	cfg   *Compiled
 	authz QueueAuthorizer
 	del   DeleteAuthorizer
+	ident IdentityResolver
 }
 
 type handlerState = State
 
 // NewState returns the state of a handler: cfg (nil: the default
-// configuration), the QueueAuthorizer asked when enforceQueueACLs is on
-// and the DeleteAuthorizer asked when enforceDeleteACLs is on (either may
-// be nil; the check it serves then fails closed).
-func NewState(cfg *Compiled, authz QueueAuthorizer, del DeleteAuthorizer) *State {
+// configuration) and the authorizers answering for the same
+// configuration.
+func NewState(cfg *Compiled, a Authorizers) *State {
 	if cfg == nil {
 		cfg = MustCompile(Config{})
 	}
-	return &State{cfg: cfg, authz: authz, del: del}
+	return &State{cfg: cfg, authz: a.Queue, del: a.Delete, ident: a.Identity}
 }
 
 // Config returns the compiled admission settings of s.
@@ -245,7 +245,7 @@ func (h *Handler) Store(cfg *Compiled, authz QueueAuthorizer) error {
 	}
 	for {
 		prev := h.state.Load()
-		if h.state.CompareAndSwap(prev, &handlerState{cfg: cfg, authz: authz, del: prev.del}) {
+		if h.state.CompareAndSwap(prev, &handlerState{cfg: cfg, authz: authz, del: prev.del, ident: prev.ident}) {
 			return nil
 		}
 	}
@@ -303,7 +303,7 @@ func (h *Handler) review(ctx context.Context, st *handlerState, hook hookKind, r
 	}
 	pre.lim = &h.groups
 	var notes *lookupNotes
-	if h.audit != nil && (st.cfg.enforce || st.cfg.enforceDelete) {
+	if h.audit != nil && (st.cfg.enforce || st.cfg.enforceDelete || st.ident != nil) {
 		// Only an authorizer notes a lookup; without one nothing is
 		// allocated for the notes.
 		ctx, notes = withLookupNotes(ctx)
@@ -338,10 +338,13 @@ func (h *Handler) decideSafe(ctx context.Context, st *handlerState, hook hookKin
 	return decide(ctx, st, h.owners, hook, req, obj, old, pre, buf)
 }
 
-// identity is the user and groups a workload runs as.
-type identity struct {
-	user   string
-	groups []string
+// submitter is the user and groups a workload runs as; decided says the
+// groups are the IdentityResolver's answer, which the queue check uses as
+// they are (SubmitRequest.Decided).
+type submitter struct {
+	user    string
+	groups  []string
+	decided bool
 }
 
 // decide is the admission logic. pre is never nil (review sees to it).

@@ -30,15 +30,17 @@ type kindInfo struct {
 	// metaPath is the JSON pointer of the pod's (or pod template's)
 	// metadata; where describes it in messages.
 	metaPath, where string
-	// annotationsPath and annotationPath are the JSON pointers of the
-	// annotations map and of the user.info annotation in it.
-	annotationsPath, annotationPath string
+	// annotationsPath, annotationPath and dirPath are the JSON pointers
+	// of the annotations map and of the user.info and
+	// DirectoryGroupsAnnotation annotations in it.
+	annotationsPath, annotationPath, dirPath string
 }
 
 func init() {
 	for i := range kinds {
 		kinds[i].annotationsPath = kinds[i].metaPath + "/annotations"
 		kinds[i].annotationPath = kinds[i].annotationsPath + "/" + escapePointer(UserInfoAnnotation)
+		kinds[i].dirPath = kinds[i].annotationsPath + "/" + escapePointer(DirectoryGroupsAnnotation)
 	}
 }
 
@@ -65,12 +67,13 @@ func lookupKind(group, kind string) *kindInfo {
 	return nil
 }
 
-// Slots in metaView.vals. The first three are fixed; queue markers follow.
+// Slots in metaView.vals. The first four are fixed; queue markers follow.
 const (
 	slotUserInfo  = 0 // annotation yunikorn.apache.org/user.info
 	slotLegacy    = 1 // label yunikorn.apache.org/username
 	slotModifyACL = 2 // annotation modifyACLAnnotation (read when enforceDeleteACLs is on)
-	slotMarkers   = 3 // first queue marker (index = slotMarkers + source index)
+	slotDirGroups = 3 // annotation usher.io/directory-groups
+	slotMarkers   = 4 // first queue marker (index = slotMarkers + source index)
 
 	// maxSources bounds the number of queue sources so that a metaView
 	// fits in a fixed array and decoding allocates nothing.
@@ -89,8 +92,12 @@ type metaView struct {
 	// the old and the new object on UPDATE.
 	owners  string
 	genName string
-	found   uint32 // bit i set: vals[i] was present
-	vals    [maxSlots]string
+	// annotations is the JSON text of metadata.annotations as written
+	// (null, an object): at least as long as the sum of its keys and
+	// values, which the API server limits (annotationBytes).
+	annotationsText string
+	found           uint32 // bit i set: vals[i] was present
+	vals            [maxSlots]string
 }
 
 func (m *metaView) has(slot int) bool { return m.found&(1<<slot) != 0 }
@@ -292,7 +299,9 @@ func parseMeta(d *jsonscan.Scanner, p *metaPaths, labels, annotations []wantKey,
 			if d.Peek() == '{' {
 				m.annotations = true
 			}
+			start := d.Pos()
 			parseStringMap(d, p.annotations, annotations, m)
+			m.annotationsText = d.Input()[start:d.Pos()]
 		case 4:
 			m.deleting = d.StringField(p.deletionTimestamp) != ""
 		case 5:

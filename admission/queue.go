@@ -216,7 +216,7 @@ func (c *Compiled) unmarkedPodScheduler(onPods uint32) string {
 // passes (and a warning for each marker placement puts elsewhere); dc
 // with the denial as a warning in warn mode when the denial may be warned
 // (the object is admitted, stamped as it would be); the denial otherwise.
-func withQueueCheck(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id identity, dc decision) decision {
+func withQueueCheck(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc decision) decision {
 	switch denied := checkQueues(ctx, st, k, req, nv, ov, id, &dc); {
 	case denied == nil:
 	case st.cfg.queueWarn && denied.warnable():
@@ -237,7 +237,7 @@ func withQueueCheck(ctx context.Context, st *handlerState, k *kindInfo, req *adm
 // Objects a controller makes are checked like any other, under the
 // identity stamped on them: a Deployment's pods that carry no marker run
 // in the default queue, whatever the Deployment's own labels say.
-func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id identity, dc *decision) *decision {
+func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc *decision) *decision {
 	c := st.cfg
 	ns := req.Namespace
 	var arr [4]target
@@ -278,7 +278,7 @@ func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admiss
 	for i := range ts {
 		t := &ts[i]
 		d, err := st.authz.AuthorizeSubmit(ctx, SubmitRequest{Partition: c.partition, Queue: t.queue, User: id.user, Groups: id.groups,
-			Place: t.place, Namespace: ns})
+			Decided: id.decided, Place: t.place, Namespace: ns})
 		if err != nil {
 			dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may submit to %s: %v; denied (usher fails closed)",
 				id.user, t.describe(c.partition), err)

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/internal/clip"
 	"github.com/usherhq/usher/internal/jsonscan"
 )
@@ -58,6 +59,11 @@ type decision struct {
 	// lookup is how the submitter was identified (NoteLookup), for the
 	// audit record.
 	lookup string
+	// decided is the identity the IdentityResolver decided (nil without
+	// one); degraded: it did not answer and the stamp holds the API
+	// server's groups only.
+	decided  *identity.Info
+	degraded bool
 }
 
 // Modes of enforceQueueACLsMode and enforceDeleteACLsMode.

@@ -29,7 +29,8 @@ const (
 	// RuleKeptExternalGroup: kept, set by a member of a group matching
 	// externalGroups.
 	RuleKeptExternalGroup
-	// RuleKeptSame: kept, naming exactly the submitter and its groups.
+	// RuleKeptSame: kept, naming the submitter with exactly the groups
+	// usher stamps.
 	RuleKeptSame
 	// RuleLegacyLabel: bypassAuth and the legacy username label without
 	// an annotation; left unstamped.
@@ -59,6 +60,9 @@ const (
 	// and enforceDeleteACLsMode is warn: admitted with the denial's message
 	// as a warning.
 	RuleWarnedDelete
+	// RuleRestamped: CREATE; a user.info naming the submitter differed
+	// from the identity usher decides and was replaced by it.
+	RuleRestamped
 
 	numRules
 )
@@ -84,6 +88,7 @@ var ruleText = [numRules]string{
 	RuleBindingPlain:         "binding sets nothing usher guards",
 	RuleBindingByAdmin:       "binding by an admin of every queue",
 	RuleWarnedDelete:         "warn mode: the kill rule would deny it",
+	RuleRestamped:            "replaced user.info naming the submitter with the identity usher decides",
 }
 
 // String is the rule's reason as the audit record shows it.

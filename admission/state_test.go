@@ -12,14 +12,14 @@ import (
 // state swaps both at once; Store is refused.
 func TestWithStateReadsTheProvider(t *testing.T) {
 	var cur atomic.Pointer[State]
-	cur.Store(NewState(nil, nil, nil))
+	cur.Store(NewState(nil, Authorizers{}))
 	h := NewHandler(nil, WithState(cur.Load))
 	kc := kindCaseOf(t, "Pod")
 	req := request(t, kc, admissionv1.Create, "team-a", bob, kc.build(nil, m(UserInfoAnnotation, forgedCarol), nil), nil)
 	wantDenied(t, run(t, h, hookMutate, req), 403)
 
 	authz := &fakeAuthz{}
-	cur.Store(NewState(compiled(t, Config{AccessControl: AccessControl{ExternalUsers: Patterns{"^bob$"}}}), authz, nil))
+	cur.Store(NewState(compiled(t, Config{AccessControl: AccessControl{ExternalUsers: Patterns{"^bob$"}}}), Authorizers{Queue: authz}))
 	wantAllowed(t, run(t, h, hookMutate, req))
 	if c, a := h.Current(); c.Config().AccessControl.ExternalUsers[0] != "^bob$" || a != authz {
 		t.Fatalf("Current() = %v, %v", c, a)

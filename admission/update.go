@@ -6,8 +6,9 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 )
 
-// This file holds the UPDATE rules: the user.info annotation never changes
-// after creation (on a pod or any pod template); with enforceDeleteACLs,
+// This file holds the UPDATE rules: the user.info annotation and its
+// companion DirectoryGroupsAnnotation never change after creation (on a
+// pod or any pod template); with enforceDeleteACLs,
 // what decides deletion changes only for whoever may delete; with
 // enforceQueueACLs, queues the object newly asks for are checked.
 
@@ -21,24 +22,33 @@ func update(ctx context.Context, st *handlerState, owners OwnerLookup, k *kindIn
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: %v", err)
 	}
 	np, op := nv.pod(), ov.pod()
-	oldHas, newHas := op.has(slotUserInfo), np.has(slotUserInfo)
-	if oldHas != newHas || op.vals[slotUserInfo] != np.vals[slotUserInfo] {
-		verb := "change annotation " + UserInfoAnnotation + " on"
+	for _, slot := range [...]int{slotUserInfo, slotDirGroups} {
+		key := UserInfoAnnotation
+		if slot == slotDirGroups {
+			key = DirectoryGroupsAnnotation
+		}
+		oldHas, newHas := op.has(slot), np.has(slot)
+		if oldHas == newHas && op.vals[slot] == np.vals[slot] {
+			continue
+		}
+		verb := "change annotation " + key + " on"
 		switch {
 		case !newHas:
-			verb = "remove annotation " + UserInfoAnnotation + " from"
+			verb = "remove annotation " + key + " from"
 		case !oldHas:
-			verb = "add annotation " + UserInfoAnnotation + " to"
+			verb = "add annotation " + key + " to"
 		}
 		why := ""
-		if newHas {
-			if _, err := ParseUserInfo(np.vals[slotUserInfo]); err != nil {
+		if newHas && slot == slotUserInfo {
+			if _, err := ParseUserInfo(np.vals[slot]); err != nil {
 				why = "; the new value is not valid either: " + err.Error()
 			}
 		}
-		return userInfoDenial(k, deny(CauseUserInfoChanged, httpStatusForbidden, "usher: user %q may not %s %s: "+
+		dc := deny(CauseUserInfoChanged, httpStatusForbidden, "usher: user %q may not %s %s: "+
 			"it records who submitted the workload and cannot change after creation%s",
-			req.UserInfo.Username, verb, place(k, req, nv), why))
+			req.UserInfo.Username, verb, place(k, req, nv), why)
+		dc.field = fieldPath(k.annotationsPath) + "[" + key + "]"
+		return dc
 	}
 	if c.enforceDelete {
 		// Who may delete must not be widened by whoever may merely edit.
@@ -59,13 +69,13 @@ func update(ctx context.Context, st *handlerState, owners OwnerLookup, k *kindIn
 		}
 	}
 	dc := allow(RuleUnchanged)
-	id := identity{req.UserInfo.Username, req.UserInfo.Groups}
-	if newHas {
+	id := submitter{user: req.UserInfo.Username, groups: req.UserInfo.Groups}
+	if np.has(slotUserInfo) {
 		if ui, err := ParseUserInfo(np.vals[slotUserInfo]); err == nil {
-			id = identity{ui.User, ui.Groups}
+			id = submitter{user: ui.User, groups: ui.Groups}
 		}
 	} else if c.bypassAuth && np.has(slotLegacy) {
-		id = identity{np.vals[slotLegacy], nil}
+		id = submitter{user: np.vals[slotLegacy]}
 	}
 	dc.identity = id.user
 	if c.enforce {

@@ -177,14 +177,20 @@ func (u UserInfo) sameIdentity(user string, groups []string) bool {
 func appendUserInfo(dst []byte, user string, groups []string) []byte {
 	dst = append(dst, `{"user":`...)
 	dst = jsonscan.AppendString(dst, user)
-	dst = append(dst, `,"groups":[`...)
-	for i, g := range groups {
+	dst = append(dst, `,"groups":`...)
+	return append(appendList(dst, groups), '}')
+}
+
+// appendList appends the JSON array of ss.
+func appendList(dst []byte, ss []string) []byte {
+	dst = append(dst, '[')
+	for i, s := range ss {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = jsonscan.AppendString(dst, g)
+		dst = jsonscan.AppendString(dst, s)
 	}
-	return append(dst, "]}"...)
+	return append(dst, ']')
 }
 
 // patchOp is one RFC 6902 JSON Patch operation. Value holds JSON text.
@@ -225,31 +231,44 @@ func escapePointer(token string) string {
 
 // appendStampPatch appends the JSON Patch that sets the user.info
 // annotation of the pod metadata of kind k (/metadata,
-// /spec/template/metadata, ...) to the annotation value info. It adds the
-// annotation to an existing annotations map, creates the map when it is
-// absent or null, and creates the metadata object itself when that is
-// absent or null, so the patch always applies.
-func appendStampPatch(dst []byte, k *kindInfo, m *metaView, info []byte) []byte {
+// /spec/template/metadata, ...) to the annotation value info, and when
+// dir is not nil DirectoryGroupsAnnotation to dir. It adds the
+// annotations to an existing annotations map (replacing values there),
+// creates the map when it is absent or null, and creates the metadata
+// object itself when that is absent or null, so the patch always applies.
+func appendStampPatch(dst []byte, k *kindInfo, m *metaView, info, dir []byte) []byte {
 	dst = append(dst, `[{"op":"add","path":`...)
+	entries := func(dst []byte) []byte {
+		dst = jsonscan.AppendString(dst, UserInfoAnnotation)
+		dst = append(dst, ':')
+		dst = jsonscan.AppendString(dst, info)
+		if dir != nil {
+			dst = append(dst, ',')
+			dst = jsonscan.AppendString(dst, DirectoryGroupsAnnotation)
+			dst = append(dst, ':')
+			dst = jsonscan.AppendString(dst, dir)
+		}
+		return dst
+	}
 	switch {
 	case m.annotations:
 		dst = jsonscan.AppendString(dst, k.annotationPath)
 		dst = append(dst, `,"value":`...)
 		dst = jsonscan.AppendString(dst, info)
+		if dir != nil {
+			dst = append(dst, `},{"op":"add","path":`...)
+			dst = jsonscan.AppendString(dst, k.dirPath)
+			dst = append(dst, `,"value":`...)
+			dst = jsonscan.AppendString(dst, dir)
+		}
 	case m.present:
 		dst = jsonscan.AppendString(dst, k.annotationsPath)
 		dst = append(dst, `,"value":{`...)
-		dst = jsonscan.AppendString(dst, UserInfoAnnotation)
-		dst = append(dst, ':')
-		dst = jsonscan.AppendString(dst, info)
-		dst = append(dst, '}')
+		dst = append(entries(dst), '}')
 	default:
 		dst = jsonscan.AppendString(dst, k.metaPath)
 		dst = append(dst, `,"value":{"annotations":{`...)
-		dst = jsonscan.AppendString(dst, UserInfoAnnotation)
-		dst = append(dst, ':')
-		dst = jsonscan.AppendString(dst, info)
-		dst = append(dst, "}}"...)
+		dst = append(entries(dst), "}}"...)
 	}
 	return append(dst, "}]"...)
 }

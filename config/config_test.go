@@ -366,3 +366,30 @@ func TestLoadBoundsFilesThatDoNotSayTheirSize(t *testing.T) {
 		t.Fatalf("a resolver file of /dev/zero: %v, want the size limit or the deadline", err)
 	}
 }
+
+// An ACL entry YuniKorn's ACL parser drops (a user outside
+// ^[_a-zA-Z][a-zA-Z0-9_.@-]*[$]?$, a group outside ^[_a-zA-Z][a-zA-Z0-9_-]*$)
+// is a warning at its ACL: usher grants by it, YuniKorn does not.
+func TestLintNamesYuniKornDrops(t *testing.T) {
+	c := mustParse(t, `
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "john.doe@EXAMPLE.COM,_svc$ dev,data_eng-2"
+        adminacl: "system:serviceaccount:spark:driver team.a,system:authenticated,9lives"
+`)
+	got := strings.Join(diagStrings(c.Warnings), "\n")
+	for _, want := range []string{
+		`q.yaml:7:19: warning: adminacl "system:serviceaccount:spark:driver team.a,system:authenticated,9lives": YuniKorn's ACL parser drops user "system:serviceaccount:spark:driver"`,
+		`drops group "team.a" (it keeps only ^[_a-zA-Z][a-zA-Z0-9_-]*$), so in YuniKorn this entry grants nothing`,
+		`drops group "system:authenticated"`, `drops group "9lives"`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warnings lack %q:\n%s", want, got)
+		}
+	}
+	if n := strings.Count(got, "YuniKorn's ACL parser drops"); n != 4 {
+		t.Errorf("%d warnings about dropped names, want 4 (none for the submitacl):\n%s", n, got)
+	}
+}

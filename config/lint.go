@@ -105,11 +105,12 @@ func (p *parser) ldap(n *yaml.Node) *ldap.Config {
 }
 
 // lint adds the warnings that need the whole file: ACLs whose leading space
-// YAML dropped, names differing only in case, and leaf queues nobody can
-// submit to.
+// YAML dropped, names differing only in case, names YuniKorn's ACL parser
+// drops, and leaf queues nobody can submit to.
 func (p *parser) lint(c *Config) {
 	p.lintUsersAsGroups()
 	p.lintCase()
+	p.lintYuniKornNames()
 	if c.Snapshot == nil {
 		return
 	}
@@ -201,6 +202,34 @@ func (p *parser) lintCase() {
 				case f.name != name:
 					p.warnf(u.node, "%s %q: %s %q differs from %q (line %d) only in case; names are case sensitive, so they are different %ss",
 						u.what, u.node.Value, kind, name, f.name, f.line, kind)
+				}
+			}
+		}
+	}
+}
+
+// The names yunikorn-core's ACL parser keeps (pkg/common/security/acl.go,
+// setUsers and setGroups); it drops any other without an error.
+var (
+	yunikornACLUser  = regexp.MustCompile(`^[_a-zA-Z][a-zA-Z0-9_.@-]*[$]?$`)
+	yunikornACLGroup = regexp.MustCompile(`^[_a-zA-Z][a-zA-Z0-9_-]*$`)
+)
+
+// lintYuniKornNames warns about each ACL entry YuniKorn's ACL parser
+// drops: usher grants what it says, YuniKorn's ACL check and placement
+// grant nothing by it, so a workload only it admits is admitted by usher
+// and refused by the scheduler.
+func (p *parser) lintYuniKornNames() {
+	for _, u := range p.acls {
+		for gi, names := range [2][]string{u.rule.Users(), u.rule.Groups()} {
+			kind, keep := "user", yunikornACLUser
+			if gi == 1 {
+				kind, keep = "group", yunikornACLGroup
+			}
+			for _, name := range names {
+				if !keep.MatchString(name) {
+					p.warnf(u.node, "%s %q: YuniKorn's ACL parser drops %s %q (it keeps only %s), so in YuniKorn this entry grants nothing: "+
+						"usher admits whom only it lets in and YuniKorn refuses them (docs/yunikorn.md)", u.what, u.node.Value, kind, name, keep)
 				}
 			}
 		}

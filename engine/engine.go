@@ -5,7 +5,9 @@
 // Rules this package enforces:
 //   - Groups supplied with a request are used as the partition's groups
 //     mode says (given, the default: as they are, the resolver is asked only
-//     when none are supplied; resolve; merge).
+//     when none are supplied; resolve; merge), unless they are marked
+//     decided (Request.Decided: an admission review's identity, Identify's
+//     answer already): then they are the identity as they are.
 //   - The partition's lookup policy (identity.Policy) says whether and
 //     under which name the resolver is asked: skipped users keep their
 //     given groups, overrides win, and "no such user" denies unless
@@ -66,6 +68,9 @@ type Request struct {
 	User string
 	// Groups are the groups supplied with the request, if any.
 	Groups []string
+	// Decided says Groups are the whole identity, decided already
+	// (Identify): neither the groups mode nor the resolver applies again.
+	Decided bool
 	// Action defaults to submit.
 	Action policy.Action
 }
@@ -89,7 +94,7 @@ type Engine struct {
 	closeGrace time.Duration
 	// authorizers, when set, gives each generation the admission
 	// authorizers bound to it (WithAdmissionAuthorizers).
-	authorizers func(*Generation) (admission.QueueAuthorizer, admission.DeleteAuthorizer)
+	authorizers func(*Generation) admission.Authorizers
 }
 
 // Generation is one configuration in service, immutable: the compiled
@@ -201,10 +206,10 @@ func (c *givenCache) put(user string, e *givenEntry) {
 type Option func(*Engine)
 
 // WithAdmissionAuthorizers sets the function that makes, for each new
-// generation, the queue and delete authorizers of its admission state;
-// they should answer from the generation they are given. Default: none
-// (the admission checks that need one fail closed).
-func WithAdmissionAuthorizers(f func(*Generation) (admission.QueueAuthorizer, admission.DeleteAuthorizer)) Option {
+// generation, the authorizers of its admission state; they should answer
+// from the generation they are given. Default: none (the admission checks
+// that need one fail closed, and the API server's groups are stamped).
+func WithAdmissionAuthorizers(f func(*Generation) admission.Authorizers) Option {
 	return func(e *Engine) { e.authorizers = f }
 }
 
@@ -255,12 +260,11 @@ func (e *Engine) Swap(cfg *config.Config) error {
 		}
 		next.parts[name] = part
 	}
-	var qa admission.QueueAuthorizer
-	var da admission.DeleteAuthorizer
+	var a admission.Authorizers
 	if e.authorizers != nil {
-		qa, da = e.authorizers(next)
+		a = e.authorizers(next)
 	}
-	next.admission = admission.NewState(cfg.Admission, qa, da)
+	next.admission = admission.NewState(cfg.Admission, a)
 	for _, name := range cfg.Snapshot.Partitions() {
 		if cp, err := cfg.Snapshot.Partition(name); err == nil {
 			cp.Prepare() // before serving, not on the first request
@@ -383,12 +387,26 @@ func (g *Generation) Identify(ctx context.Context, partitionName, user string, g
 	// What the resolver's cache keeps must not keep the caller's memory
 	// (a request's body) alive.
 	groups = clip.Detach(groups, &user)
-	return identify(ctx, p, user, groups)
+	return identify(ctx, p, user, groups, false)
 }
 
-func identify(ctx context.Context, p *partition, user string, groups []string) (identity.Info, error) {
+// GroupsMode returns the groups mode of a partition.
+func (g *Generation) GroupsMode(partitionName string) (identity.Mode, error) {
+	_, p, err := g.lookup(partitionName)
+	if err != nil {
+		return 0, err
+	}
+	return p.mode, nil
+}
+
+// identify is Generation.Identify; decided groups are the identity as
+// they are.
+func identify(ctx context.Context, p *partition, user string, groups []string, decided bool) (identity.Info, error) {
 	if err := acl.ValidName(user); err != nil {
 		return identity.Info{}, fmt.Errorf("user: %w", err)
+	}
+	if decided {
+		return identity.Given(user, groups), nil
 	}
 	in, err := p.policy.Complete(ctx, p.mode, p.resolver.Resolver, user, groups)
 	if err != nil {
@@ -450,7 +468,7 @@ func (g *Generation) decide(ctx context.Context, req *Request, trail bool, res *
 	if err != nil {
 		return nil, err
 	}
-	pr, err := g.identify(ctx, cp, p, req.User, req.Groups, &res.Identity)
+	pr, err := g.identify(ctx, cp, p, req.User, req.Groups, req.Decided, &res.Identity)
 	if err != nil {
 		return nil, err
 	}
@@ -474,12 +492,13 @@ func (g *Generation) decide(ctx context.Context, req *Request, trail bool, res *
 // with other groups compiles again. Otherwise (mode merge, a resolver
 // without a cache) the identity is worked out every time and the compiled
 // one is kept in the generation's partition for the groups it came to.
-// The identity is written to out, and only on success; the Principal
-// returned is attached to its Subject.
-func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition, p *partition, user string, groups []string, out *identity.Info) (*policy.Principal, error) {
+// Decided groups are kept as given groups are. The identity is written
+// to out, and only on success; the Principal returned is attached to its
+// Subject.
+func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition, p *partition, user string, groups []string, decided bool, out *identity.Info) (*policy.Principal, error) {
 	c := p.resolver.Cache
-	cached := c != nil && (p.mode == identity.ModeResolve || (p.mode == identity.ModeGiven && len(groups) == 0))
-	given := p.mode == identity.ModeGiven && len(groups) > 0
+	cached := !decided && c != nil && (p.mode == identity.ModeResolve || (p.mode == identity.ModeGiven && len(groups) == 0))
+	given := decided || (p.mode == identity.ModeGiven && len(groups) > 0)
 	switch {
 	case cached:
 		if in, v, ok := c.Attached(user, g.key); ok {
@@ -495,7 +514,7 @@ func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition,
 	// What follows may be kept (the resolver's cache, the compiled
 	// identity): not the caller's memory.
 	groups = clip.Detach(groups, &user)
-	in, err := identify(ctx, p, user, groups)
+	in, err := identify(ctx, p, user, groups, decided)
 	if err != nil {
 		return nil, err
 	}
@@ -532,7 +551,7 @@ func (g *Generation) Access(ctx context.Context, partitionName, user string, gro
 		return identity.Info{}, nil, err
 	}
 	var in identity.Info
-	pr, err := g.identify(ctx, cp, p, user, groups, &in)
+	pr, err := g.identify(ctx, cp, p, user, groups, false, &in)
 	if err != nil {
 		return identity.Info{}, nil, err
 	}
@@ -564,7 +583,7 @@ func (g *Generation) DecideApplication(ctx context.Context, req AppRequest) (app
 		return application.Decision{}, identity.Info{}, err
 	}
 	var in identity.Info
-	pr, err := g.identify(ctx, cp, p, req.User, req.Groups, &in)
+	pr, err := g.identify(ctx, cp, p, req.User, req.Groups, false, &in)
 	if err != nil {
 		return application.Decision{}, identity.Info{}, err
 	}
@@ -595,6 +614,8 @@ type PlaceRequest struct {
 	// Groups are the groups supplied with the request, if any: used as
 	// the partition's groups mode says, as for Check.
 	Groups []string
+	// Decided is Request.Decided.
+	Decided bool
 	// Explain keeps the whole placement trail (Result.Trail) and the ACL
 	// trail of the decisive queue (PlaceResult.Steps). A rejection always
 	// has its trail.
@@ -677,7 +698,7 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 	}
 	res.Partition, res.Rules = cp.Name(), p.rules
 	var in identity.Info
-	pr, err := g.identify(ctx, cp, p, req.User, req.Groups, &in)
+	pr, err := g.identify(ctx, cp, p, req.User, req.Groups, req.Decided, &in)
 	if err != nil {
 		return res, err
 	}

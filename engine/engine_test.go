@@ -200,3 +200,45 @@ func TestCacheKeptAcrossReload(t *testing.T) {
 		t.Fatalf("unknown user: %v", err)
 	}
 }
+
+// Groups marked decided (an admission review's identity, decided once)
+// are the identity as they are, in every groups mode, even none: the
+// resolver is not asked again, so a user it does not know is decided on
+// them, and Check and Place agree.
+func TestDecidedGroups(t *testing.T) {
+	e := newEngine(t, `partitions:
+  - name: default
+    groups: merge
+    usergroupresolver:
+      type: test
+      users:
+        alice: [ml]
+    queues:
+      - name: root
+        queues:
+          - name: ml
+            submitacl: " ml"
+`)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		user   string
+		groups []string
+		allow  bool
+	}{
+		{"alice", []string{"ml"}, true},
+		{"alice", nil, false}, // not merged with the directory's ml again
+		{"nobody", []string{"ml"}, true},
+	} {
+		res, err := e.Check(ctx, engine.Request{Queue: "root.ml", User: tc.user, Groups: tc.groups, Decided: true})
+		if err != nil || res.Allowed != tc.allow || len(res.Identity.Groups) != len(tc.groups) {
+			t.Errorf("%s %v: %+v %v", tc.user, tc.groups, res, err)
+		}
+		pl, err := e.Place(ctx, engine.PlaceRequest{Queue: "root.ml", User: tc.user, Groups: tc.groups, Decided: true})
+		if err != nil || pl.Placed != tc.allow {
+			t.Errorf("place %s %v: %+v %v", tc.user, tc.groups, pl, err)
+		}
+	}
+	if _, err := e.Check(ctx, engine.Request{Queue: "root.ml", User: "nobody", Groups: []string{"ml"}}); err == nil {
+		t.Error("without Decided, a user the directory does not know is decided")
+	}
+}

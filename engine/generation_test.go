@@ -80,9 +80,9 @@ func TestGenerationCarriesAdmission(t *testing.T) {
 	c1 := parse(t, "partitions:\n  - name: default\n    queues: [{name: root, queues: [{name: a, submitacl: carol}]}]\nadmissionController: {enforceQueueACLs: true}\n")
 	c2 := parse(t, "partitions:\n  - name: default\n    queues: [{name: root, queues: [{name: b, submitacl: carol}]}]\n")
 	var seen []*Generation
-	e, err := New(c1, WithAdmissionAuthorizers(func(g *Generation) (admission.QueueAuthorizer, admission.DeleteAuthorizer) {
+	e, err := New(c1, WithAdmissionAuthorizers(func(g *Generation) admission.Authorizers {
 		seen = append(seen, g)
-		return nil, nil
+		return admission.Authorizers{}
 	}))
 	if err != nil {
 		t.Fatal(err)

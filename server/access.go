@@ -366,6 +366,9 @@ func (s *Server) audit(kind string, attrs ...any) {
 // is (cut and copied by Record.Clip) and rendered off the request path.
 func (s *Server) auditReview(rec admission.Record) {
 	s.metrics.reviewCounter(reviewLabels{admission.MetricKind(rec.Kind), admission.MetricOperation(rec.Operation), outcomeOf(rec)}).Inc()
+	if rec.Degraded {
+		s.metrics.degradedStamps.Inc()
+	}
 	if s.opts.NoAudit {
 		return
 	}
@@ -411,7 +414,8 @@ type authorizer struct {
 // rejected placement denies with the placement's reason.
 func (a authorizer) AuthorizeSubmit(ctx context.Context, r admission.SubmitRequest) (admission.SubmitDecision, error) {
 	if r.Place {
-		res, err := a.e.Place(ctx, engine.PlaceRequest{Partition: r.Partition, Queue: r.Queue, Namespace: r.Namespace, User: r.User, Groups: r.Groups})
+		res, err := a.e.Place(ctx, engine.PlaceRequest{Partition: r.Partition, Queue: r.Queue, Namespace: r.Namespace, User: r.User, Groups: r.Groups,
+			Decided: r.Decided})
 		if err = a.groupsError(r, err); err != nil {
 			return admission.SubmitDecision{}, err
 		}
@@ -422,12 +426,20 @@ func (a authorizer) AuthorizeSubmit(ctx context.Context, r admission.SubmitReque
 		}
 		return d, nil
 	}
-	res, err := a.e.Check(ctx, engine.Request{Partition: r.Partition, Queue: r.Queue, User: r.User, Groups: r.Groups, Action: policy.Submit})
+	res, err := a.e.Check(ctx, engine.Request{Partition: r.Partition, Queue: r.Queue, User: r.User, Groups: r.Groups, Decided: r.Decided, Action: policy.Submit})
 	if err = a.groupsError(r, err); err != nil {
 		return admission.SubmitDecision{}, err
 	}
 	admission.NoteLookup(ctx, res.Identity.Lookup.String())
 	return admission.SubmitDecision{Allowed: res.Allowed, Reason: res.Reason()}, nil
+}
+
+// Identify decides the groups an admission review stamps and checks
+// (admission.IdentityResolver), as Check identifies a user; a failed
+// group lookup is returned without the resolver's detail.
+func (a authorizer) Identify(ctx context.Context, partition, user string, groups []string) (identity.Info, error) {
+	in, err := a.e.Identify(ctx, partition, user, groups)
+	return in, a.groupsError(admission.SubmitRequest{Partition: partition, User: user}, err)
 }
 
 // groupsError returns err, a failed group lookup without the resolver's
@@ -442,4 +454,7 @@ func (a authorizer) groupsError(r admission.SubmitRequest, err error) error {
 	return err
 }
 
-var _ admission.QueueAuthorizer = authorizer{}
+var (
+	_ admission.QueueAuthorizer  = authorizer{}
+	_ admission.IdentityResolver = authorizer{}
+)

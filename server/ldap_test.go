@@ -154,3 +154,50 @@ func TestAccessWithLDAP(t *testing.T) {
 		t.Errorf("no audit record of the failed decision:\n%s", h.logs.String())
 	}
 }
+
+// With groups: merge against a directory, /mutate stamps the groups it
+// decided with, LDAP's included, and the audit record says where each
+// came from. With the directory down and no queue enforced, a pod is
+// still admitted: stamped with the API server's groups, marked degraded,
+// with a warning that reveals nothing of the directory, and counted.
+func TestStampDecidedGroupsLDAP(t *testing.T) {
+	s, h := ldapServer(t)
+	review := func(user string) (allowed bool, patch string, warnings []string) {
+		t.Helper()
+		body := strings.Replace(alicePodReview("team-a", nil), `"username":"alice"`, fmt.Sprintf(`"username":%q`, user), 1)
+		code, raw := h.post("/mutate", "application/json", body)
+		var rv struct {
+			Response struct {
+				Allowed  bool
+				Patch    []byte
+				Warnings []string
+			}
+		}
+		if err := json.Unmarshal([]byte(raw), &rv); err != nil || code != 200 {
+			t.Fatalf("%d %s %v", code, raw, err)
+		}
+		return rv.Response.Allowed, string(rv.Response.Patch), rv.Response.Warnings
+	}
+	allowed, patch, _ := review("alice")
+	if !allowed || !strings.Contains(patch, `{\"user\":\"alice\",\"groups\":[\"system:authenticated\",\"dev\",\"ops\"]}`) ||
+		!strings.Contains(patch, `"usher.io/directory-groups":"[\"dev\",\"ops\"]"`) {
+		t.Fatalf("alice: %v %s", allowed, patch)
+	}
+	waitFor(t, func() bool {
+		return strings.Contains(h.logs.String(), `"decided":["system:authenticated","dev","ops"],"sources":["given","ldap","ldap"]`)
+	})
+
+	s.Stop(t)
+	allowed, patch, warnings := review("carol")
+	if !allowed || !strings.Contains(patch, `{\"user\":\"carol\",\"groups\":[\"system:authenticated\"]}`) ||
+		!strings.Contains(patch, `"usher.io/directory-groups":"unavailable"`) {
+		t.Fatalf("carol with the directory down: %v %s", allowed, patch)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "could not be established") || !strings.Contains(warnings[0], "request id") ||
+		strings.Contains(warnings[0], slapdtest.PeopleDN) || strings.Contains(warnings[0], s.URL) {
+		t.Errorf("warnings %q", warnings)
+	}
+	if got := h.sample("usher_admission_degraded_stamps_total"); got != 1 {
+		t.Errorf("degraded stamps counted %v, want 1", got)
+	}
+}

@@ -33,6 +33,7 @@ type metrics struct {
 	connsRefused    prometheus.Counter
 	webhookCallers  *prometheus.CounterVec
 	webhookMode     *prometheus.GaugeVec
+	degradedStamps  prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
@@ -92,6 +93,10 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 		Name: "usher_shed_connections_total",
 		Help: "Connections closed as soon as accepted because MaxConns were open.",
 	})
+	m.degradedStamps = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "usher_admission_degraded_stamps_total",
+		Help: "Objects stamped with the API server's groups only because the directory did not answer (stampGroupsOnError: given); the stamp is marked usher.io/directory-groups: unavailable.",
+	})
 	m.lastReload.SetToCurrentTime()
 	for _, h := range []string{"access", "mutate", "validate", "validate-config"} {
 		m.shed.WithLabelValues(h, "memory")
@@ -106,7 +111,7 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 		m.tokenReviews.WithLabelValues(r)
 	}
 	reg.MustRegister(m.accessChanges, m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics, m.accessAuth, m.shed, m.groupsOver, m.tokenReviews, m.connsRefused, m.webhookCallers, m.webhookMode,
-		cacheCollector{e}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.degradedStamps, cacheCollector{e}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

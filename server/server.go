@@ -442,6 +442,7 @@ type decider interface {
 	Check(ctx context.Context, req engine.Request) (engine.Result, error)
 	Place(ctx context.Context, req engine.PlaceRequest) (engine.PlaceResult, error)
 	DecideApplication(ctx context.Context, req engine.AppRequest) (application.Decision, identity.Info, error)
+	Identify(ctx context.Context, partition, user string, groups []string) (identity.Info, error)
 }
 
 var _ decider = (*engine.Generation)(nil)

@@ -1,0 +1,246 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+
+	"github.com/usherhq/usher/identity"
+	"github.com/usherhq/usher/internal/jsonscan"
+)
+
+// This file holds the stamp of a CREATE: the identity usher decides (the
+// IdentityResolver's answer when the partition's groups mode is resolve
+// or merge), what it writes in user.info and beside it in
+// DirectoryGroupsAnnotation, and the limits of both.
+
+// DirectoryGroupsAnnotation sits beside a user.info stamp usher wrote with
+// directory groups: a JSON array of the stamp's groups that came from
+// usher's directory (["ml"]), so that whoever creates pods from a stamped
+// template is stamped with the template's API-server groups and the
+// directory's groups of the moment, never a stale snapshot; "unavailable"
+// marks a degraded stamp (the directory did not answer; the stamp holds
+// the API server's groups only). It is guarded as user.info is.
+const DirectoryGroupsAnnotation = "usher.io/directory-groups"
+
+// directoryUnavailable is DirectoryGroupsAnnotation on a degraded stamp.
+const directoryUnavailable = "unavailable"
+
+// Limits of a stamp: past them a review is denied, never stamped with a
+// cut list. The API server refuses an object whose annotations, keys and
+// values together, pass 256 KiB.
+const (
+	MaxStampGroups = 2048
+	MaxStampBytes  = 64 << 10
+)
+
+// stampHow says what the rule that let a CREATE through lets usher do
+// with the object's user.info.
+type stampHow uint8
+
+const (
+	stampNew   stampHow = iota // no user.info: write one
+	stampSame                  // user.info naming the requester: replace it when it differs from the decided one
+	stampKept                  // user.info a trusted submitter set: re-resolve its directory groups
+	stampNever                 // a ReplicaSet a controller creates: never changed
+)
+
+// stamp decides the identity of a CREATE allowed by dc and writes it. who
+// is the user with the groups given to the directory: the API server's,
+// or a kept stamp's without its directory groups (given). With an
+// IdentityResolver it is asked once; its answer is the stamp (unless
+// stampGroups is given), the queue check's identity and the audit
+// record's. The decision carries the patch, or the denial.
+func stamp(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView,
+	who submitter, ui *UserInfo, how stampHow, dc decision, buf *[]byte) (decision, submitter) {
+	c := st.cfg
+	pm := ov.pod()
+	check := who
+	var in *identity.Info
+	// write: usher stamps the decided groups with DirectoryGroupsAnnotation.
+	write := st.ident != nil && !c.stampGiven
+	if st.ident != nil && (how != stampNever || c.enforce) {
+		got, err := st.ident.Identify(ctx, c.partition, who.user, who.groups)
+		switch {
+		case err == nil:
+			in = &got
+			check = submitter{who.user, got.Groups, true}
+			NoteLookup(ctx, got.Lookup.String())
+		case c.enforce || (write && c.stampDeny):
+			why := "enforceQueueACLs is on"
+			if !c.enforce {
+				why = "stampGroupsOnError is deny"
+			}
+			return deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot establish the groups of user %q to stamp on %s: %v; denied (%s)",
+				who.user, place(k, req, ov), err, why), check
+		case write && how != stampNever && hook == hookMutate:
+			dc.degraded = true
+			dc.warning = fmt.Sprintf("usher: the groups of user %q could not be established (%v): %s is stamped with the groups the API server gave only, "+
+				"marked %s: %s (stampGroupsOnError: given)", who.user, err, place(k, req, ov), DirectoryGroupsAnnotation, directoryUnavailable)
+		}
+	}
+	dc.decided = in
+	if how == stampNever || (how == stampKept && !write) {
+		return dc, check // kept as it is
+	}
+	groups, dir := who.groups, []byte(nil)
+	if write {
+		dir = []byte(directoryUnavailable)
+		if in != nil {
+			groups, dir = in.Groups, appendList(nil, directoryOnly(in))
+		}
+	} else if how != stampKept && pm.has(slotDirGroups) {
+		return userInfoDenial(k, deny(CauseUserInfoForged, httpStatusForbidden, "usher: user %q may not set annotation %s on %s: only usher writes it, beside the user.info it stamps",
+			req.UserInfo.Username, DirectoryGroupsAnnotation, place(k, req, ov))), check
+	}
+	info := appendUserInfo((*buf)[:0], who.user, groups)
+	if hook == hookValidate {
+		// The validating webhook writes nothing: a stamp naming the
+		// requester must be the one the mutating webhook writes.
+		if how == stampSame {
+			if msg := sameStamp(ui, pm, who, in, groups, write); msg != "" {
+				return userInfoDenial(k, deny(CauseUserInfoForged, httpStatusForbidden, "usher: annotation %s on %s names user %q %s: the usher mutating webhook "+
+					"did not stamp it, or the directory's answer changed between the two webhooks (retry)", UserInfoAnnotation, place(k, req, ov), who.user, msg)), check
+			}
+			if write && in == nil {
+				dc.warning = fmt.Sprintf("usher: the groups of user %q could not be established: the groups %s lists on %s are not checked (stampGroupsOnError: given)",
+					who.user, DirectoryGroupsAnnotation, place(k, req, ov))
+			}
+		}
+		return dc, check
+	}
+	if how != stampNew && pm.vals[slotUserInfo] == string(info) && (!write || (pm.has(slotDirGroups) && pm.vals[slotDirGroups] == string(dir))) {
+		return dc, check // already the stamp usher writes
+	}
+	if how == stampSame {
+		dc.rule = RuleRestamped
+	}
+	if denied := stampLimits(k, req, ov, info, dir, len(groups)); denied != nil {
+		return *denied, check
+	}
+	n := len(info)
+	b := appendStampPatch(info, k, pm, info[:n], dir)
+	*buf = b
+	dc.patch = b[n:]
+	return dc, check
+}
+
+// sameStamp checks a stamp naming the requester on the validating
+// webhook: "" when ui (with pm's DirectoryGroupsAnnotation) is the stamp
+// the mutating webhook writes (groups in any order), else what differs.
+// Without the directory's answer (in nil with write), the groups the
+// stamp does not list as the directory's must be the requester's own.
+func sameStamp(ui *UserInfo, pm *metaView, who submitter, in *identity.Info, groups []string, write bool) string {
+	listed, err := directoryGroups(pm)
+	switch {
+	case err != nil:
+		return "beside an invalid " + DirectoryGroupsAnnotation
+	case !write && pm.has(slotDirGroups):
+		return "beside annotation " + DirectoryGroupsAnnotation + ", which only usher writes"
+	case write && in == nil:
+		if len(without(without(ui.Groups, listed), who.groups)) > 0 {
+			return "with groups that neither the API server gave it nor " + DirectoryGroupsAnnotation + " lists"
+		}
+	case !ui.sameIdentity(who.user, groups):
+		return fmt.Sprintf("with groups other than those usher decides (%d groups)", len(groups))
+	case write && !(&UserInfo{Groups: listed}).sameIdentity("", directoryOnly(in)):
+		return "with directory groups other than the directory's"
+	}
+	return ""
+}
+
+// directoryOnly returns the groups of in that did not come with the
+// request: the directory's (and a static override's).
+func directoryOnly(in *identity.Info) []string {
+	var out []string
+	for i, g := range in.Groups {
+		if in.SourceOf(i) != identity.SourceGiven {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// directoryGroups reads pm's DirectoryGroupsAnnotation: the groups it
+// lists, none when it is absent or marks a degraded stamp.
+func directoryGroups(pm *metaView) ([]string, error) {
+	v := pm.vals[slotDirGroups]
+	if !pm.has(slotDirGroups) || v == directoryUnavailable {
+		return nil, nil
+	}
+	d := jsonscan.New(v)
+	gs, _ := d.StringList(DirectoryGroupsAnnotation, len(v))
+	d.End()
+	if d.Err() == nil && gs == nil {
+		d.Fail("null")
+	}
+	for _, g := range gs {
+		if g == "" {
+			d.Fail("an empty group")
+		}
+	}
+	if d.Err() != nil {
+		return nil, fmt.Errorf(`want a JSON array of group names or %q: %w`, directoryUnavailable, d.Err())
+	}
+	return gs, nil
+}
+
+// without returns the groups of list not in drop, in order.
+func without(list, drop []string) []string {
+	if len(drop) == 0 {
+		return list
+	}
+	set := make(map[string]bool, len(drop))
+	for _, g := range drop {
+		set[g] = true
+	}
+	out := make([]string, 0, len(list))
+	for _, g := range list {
+		if !set[g] {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// stampLimits denies writing info (groups long) and dir on ov's pod
+// metadata when the stamp passes its limits or the annotations would pass
+// the API server's total.
+func stampLimits(k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView, info, dir []byte, groups int) *decision {
+	if groups > MaxStampGroups || len(info) > MaxStampBytes {
+		dc := userInfoDenial(k, deny(CauseUserInfoInvalid, httpStatusBadRequest, "usher: the identity to stamp on %s holds %d groups in %d bytes: "+
+			"a stamp holds at most %d groups and %d KiB, and usher never cuts the list it decided with",
+			place(k, req, ov), groups, len(info), MaxStampGroups, MaxStampBytes>>10))
+		return &dc
+	}
+	pm := ov.pod()
+	add := len(UserInfoAnnotation) + len(info)
+	if dir != nil {
+		add += len(DirectoryGroupsAnnotation) + len(dir)
+	}
+	// annotationsText is at least the size the API server counts; only
+	// near the limit is it counted exactly.
+	if len(pm.annotationsText)+add <= apivalidation.TotalAnnotationSizeLimitB {
+		return nil
+	}
+	ann := map[string]string{}
+	_ = json.Unmarshal([]byte(pm.annotationsText), &ann) // the scanner has read it: valid
+	ann[UserInfoAnnotation] = string(info)
+	if dir != nil {
+		ann[DirectoryGroupsAnnotation] = string(dir)
+	}
+	total := 0
+	for key, v := range ann {
+		total += len(key) + len(v)
+	}
+	if total <= apivalidation.TotalAnnotationSizeLimitB {
+		return nil
+	}
+	dc := userInfoDenial(k, deny(CauseUserInfoInvalid, httpStatusBadRequest, "usher: the stamp (%d bytes) would bring the annotations of %s to %d bytes, "+
+		"past the API server's limit of %d bytes for all annotations of an object; make the other annotations smaller",
+		len(info)+len(dir), place(k, req, ov), total, apivalidation.TotalAnnotationSizeLimitB))
+	return &dc
+}
