@@ -39,13 +39,15 @@ func TestKeepAndEviction(t *testing.T) {
 func TestDoDetachesTheCall(t *testing.T) {
 	c := New[int](10, nil)
 	caller, cancel := context.WithCancel(context.Background())
-	inner := make(chan error, 1)
+	inner, returned := make(chan error, 1), make(chan struct{})
 	_, err := c.Do(caller, "k", func(ctx context.Context) (int, error) {
 		cancel()
 		<-caller.Done()
 		inner <- ctx.Err()
+		<-returned
 		return 0, nil
 	})
+	close(returned)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("the caller who gave up: %v", err)
 	}
