@@ -209,7 +209,8 @@ func newCache(r identity.Resolver, opts Options, now func() time.Time) *Cache {
 // ctx.Err() and the call goes on for the others. The Info returned is
 // shared and must not be modified.
 func (c *Cache) Resolve(ctx context.Context, user string) (identity.Info, error) {
-	if e, ok := c.tab.Get(user); ok && c.serve(e, user) {
+	now := c.now()
+	if e, ok := c.tab.Get(user, now); ok && c.serve(e, user, now) {
 		if e.err != nil {
 			return identity.Info{}, e.err
 		}
@@ -221,8 +222,7 @@ func (c *Cache) Resolve(ctx context.Context, user string) (identity.Info, error)
 // serve reports whether e, user's entry, answers from the cache: fresh,
 // or the last good answer served stale (starting a refresh when a retry
 // is due). When it does, it counts the hit.
-func (c *Cache) serve(e *entry, user string) bool {
-	now := c.now()
+func (c *Cache) serve(e *entry, user string, now time.Time) bool {
 	switch {
 	case now.Before(e.expires):
 		if e.err != nil {
@@ -260,12 +260,13 @@ type attachment struct {
 // keeps the user's compiled identity, keyed by its configuration's
 // generation, numbered), so that work is done once per answer and key.
 func (c *Cache) Attached(user string, key uint64) (in *identity.Info, v any, ok bool) {
-	e, found := c.tab.Get(user)
+	now := c.now()
+	e, found := c.tab.Get(user, now)
 	if !found || e.err != nil {
 		return nil, nil, false
 	}
 	a := e.att.Load()
-	if a == nil || a.key != key || !c.serve(e, user) {
+	if a == nil || a.key != key || !c.serve(e, user, now) {
 		return nil, nil, false
 	}
 	return &e.info, a.v, true
@@ -277,7 +278,7 @@ func (c *Cache) Attached(user string, key uint64) (in *identity.Info, v any, ok 
 // nothing: a newer answer is never paired with what was worked out from
 // an older one.
 func (c *Cache) Attach(user string, in identity.Info, key uint64, v any) {
-	e, ok := c.tab.Get(user)
+	e, ok := c.tab.Get(user, c.now())
 	if !ok || e.err != nil || !sameAnswer(e.info, in) {
 		return
 	}
@@ -319,7 +320,8 @@ func (c *Cache) refresh(user string) {
 // info or err). It runs once per call of tab.Do.
 func (c *Cache) fill(ctx context.Context, user string) *entry {
 	gen := c.gen.Load()
-	if e, ok := c.tab.Get(user); ok && c.now().Before(e.expires) {
+	now := c.now()
+	if e, ok := c.tab.Get(user, now); ok && now.Before(e.expires) {
 		// A call that ended just before this one began stored it.
 		return e
 	}
@@ -328,7 +330,7 @@ func (c *Cache) fill(ctx context.Context, user string) *entry {
 	// of a far larger buffer (a request's body): a copy.
 	user = strings.Clone(user)
 	info, err := c.call(ctx, user)
-	now := c.now()
+	now = c.now()
 	if err == nil {
 		info = identity.Info{
 			User:    user,
@@ -343,7 +345,7 @@ func (c *Cache) fill(ctx context.Context, user string) *entry {
 	if c.gen.Load() != gen { // invalidated meanwhile: answer, but do not store.
 		return a
 	}
-	cur, _ := c.tab.Get(user)
+	cur, _ := c.tab.Get(user, now)
 	switch {
 	case err == nil:
 		if c.opts.PositiveTTL < 0 {

@@ -53,8 +53,8 @@ func New[V any](size int, now func() time.Time) *Cache[V] {
 }
 
 // Get returns key's value if it is kept and now is before its keep time.
-func (c *Cache[V]) Get(key string) (v V, ok bool) {
-	now := c.now()
+// now is the caller's reading of the cache's clock.
+func (c *Cache[V]) Get(key string, now time.Time) (v V, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.m[key]
@@ -191,7 +191,7 @@ func Call[T any](ctx context.Context, timeout time.Duration, f func(context.Cont
 // by timeout); a value fetched is kept for ttl of it when that is
 // positive. Errors are never kept.
 func (c *Cache[V]) Fetch(ctx context.Context, key string, timeout time.Duration, ttl func(V) time.Duration, fetch func(context.Context) (V, error)) (V, error) {
-	if v, ok := c.Get(key); ok {
+	if v, ok := c.Get(key, c.now()); ok {
 		return v, nil
 	}
 	return c.Do(ctx, key, func(ctx context.Context) (V, error) {

@@ -14,22 +14,22 @@ func TestKeepAndEviction(t *testing.T) {
 	c := New[int](2, func() time.Time { return now })
 	c.Put("a", 1, now.Add(time.Minute))
 	c.Put("b", 2, now.Add(time.Hour))
-	if v, ok := c.Get("a"); !ok || v != 1 {
+	if v, ok := c.Get("a", now); !ok || v != 1 {
 		t.Fatalf("a = %v, %v", v, ok)
 	}
 	if c.Put("c", 3, now.Add(time.Hour)) != true { // a was served: b goes
 		t.Fatal("no eviction in a full cache")
 	}
-	if _, ok := c.Get("b"); ok {
+	if _, ok := c.Get("b", now); ok {
 		t.Fatal("b, never served, survived the hand")
 	}
 	now = now.Add(2 * time.Minute)
-	if _, ok := c.Get("a"); ok {
+	if _, ok := c.Get("a", now); ok {
 		t.Fatal("a served past its keep time")
 	}
-	c.Get("c")
+	c.Get("c", now)
 	c.Put("d", 4, now.Add(time.Hour)) // c was served; a, past its keep time, goes
-	if _, ok := c.Get("c"); !ok || c.Len() != 2 {
+	if _, ok := c.Get("c", now); !ok || c.Len() != 2 {
 		t.Fatalf("c evicted in place of a; %d kept", c.Len())
 	}
 }
