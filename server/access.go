@@ -361,12 +361,19 @@ func (s *Server) audit(kind string, attrs ...any) {
 func (s *Server) auditReview(rec admission.Record) {
 	s.metrics.reviews.WithLabelValues(admission.MetricKind(rec.Kind), admission.MetricOperation(rec.Operation), outcomeOf(rec)).Inc()
 	ctx := context.Background()
-	if h := s.log.Handler(); !s.opts.NoAudit && h.Enabled(ctx, slog.LevelInfo) {
-		var as [admission.NumAuditAttrs + 1]slog.Attr // + kind
-		r := slog.NewRecord(time.Now(), slog.LevelInfo, AuditMessage, 0)
-		r.AddAttrs(rec.AppendAttrs(append(as[:0], slog.String("kind", "admission")))...)
-		_ = h.Handle(ctx, r)
+	h := s.log.Handler()
+	if s.opts.NoAudit || !h.Enabled(ctx, slog.LevelInfo) {
+		return
 	}
+	var arr [admission.NumAuditAttrs + 1]slog.Attr // + kind
+	as := rec.AppendAttrs(append(arr[:0], slog.String("kind", "admission")))
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, AuditMessage, 0)
+	if q, ok := h.(*queuedHandler); ok {
+		q.q.sendAttrs(q.h, r, as) // queued without a record made first
+		return
+	}
+	r.AddAttrs(as...)
+	_ = h.Handle(ctx, r)
 }
 
 func outcomeOf(rec admission.Record) string {

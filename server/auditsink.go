@@ -101,32 +101,42 @@ func (q *auditQueue) write(x queuedRecord) {
 	q.bytes.Add(-x.size)
 }
 
-func (q *auditQueue) send(ctx context.Context, h slog.Handler, r slog.Record) error {
+func (q *auditQueue) send(_ context.Context, h slog.Handler, r slog.Record) error {
+	var arr [32]slog.Attr
+	as := arr[:0]
+	r.Attrs(func(a slog.Attr) bool { as = append(as, a); return true })
+	return q.sendAttrs(h, slog.NewRecord(r.Time, r.Level, r.Message, r.PC), as)
+}
+
+// sendAttrs queues r, a record without attributes yet, for h with the
+// attributes as, their strings detached; or drops it. After close it
+// hands the record to h at once.
+func (q *auditQueue) sendAttrs(h slog.Handler, r slog.Record, as []slog.Attr) error {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
 	if q.closed {
-		return h.Handle(ctx, r)
+		r.AddAttrs(as...)
+		return h.Handle(context.Background(), r)
 	}
 	if len(q.ch) < cap(q.ch) {
-		x := queuedRecord{h: h}
-		x.r, x.size = detach(r)
-		if q.bytes.Add(x.size) <= maxQueuedBytes {
+		size := detach(as)
+		r.AddAttrs(as...)
+		if q.bytes.Add(size) <= maxQueuedBytes {
 			select {
-			case q.ch <- x:
+			case q.ch <- queuedRecord{h: h, r: r, size: size}:
 				return nil
 			default:
 			}
 		}
-		q.bytes.Add(-x.size)
+		q.bytes.Add(-size)
 	}
 	q.dropped.Add(1)
 	return nil
 }
 
-// detach returns a copy of r whose string values, in groups and string
-// lists too, are copied into one allocation of their own, and the number
-// of their bytes.
-func detach(r slog.Record) (slog.Record, int64) {
+// detach copies the string values of as, in groups and string lists too,
+// into one allocation of their own, and returns the number of their bytes.
+func detach(as []slog.Attr) int64 {
 	n := 0
 	var count func(v slog.Value)
 	count = func(v slog.Value) {
@@ -145,7 +155,9 @@ func detach(r slog.Record) (slog.Record, int64) {
 			}
 		}
 	}
-	r.Attrs(func(a slog.Attr) bool { count(a.Value); return true })
+	for _, a := range as {
+		count(a.Value)
+	}
 	var b strings.Builder
 	b.Grow(n) // never grows again: the strings cut from it stay valid
 	cp := func(s string) string {
@@ -159,11 +171,11 @@ func detach(r slog.Record) (slog.Record, int64) {
 		case slog.KindString:
 			return slog.StringValue(cp(v.String()))
 		case slog.KindGroup:
-			as := slices.Clone(v.Group())
-			for i := range as {
-				as[i].Value = copied(as[i].Value)
+			g := slices.Clone(v.Group())
+			for i := range g {
+				g[i].Value = copied(g[i].Value)
 			}
-			return slog.GroupValue(as...)
+			return slog.GroupValue(g...)
 		case slog.KindAny:
 			if ss, ok := v.Any().([]string); ok && ss != nil {
 				out := make([]string, len(ss))
@@ -175,12 +187,10 @@ func detach(r slog.Record) (slog.Record, int64) {
 		}
 		return v
 	}
-	c := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
-	r.Attrs(func(a slog.Attr) bool {
-		c.AddAttrs(slog.Attr{Key: a.Key, Value: copied(a.Value)})
-		return true
-	})
-	return c, int64(n)
+	for i := range as {
+		as[i].Value = copied(as[i].Value)
+	}
+	return int64(n)
 }
 
 // close writes the records queued and returns when they are written.

@@ -44,6 +44,7 @@ func BenchmarkServeMutate(b *testing.B) {
 				opts.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 			}
 			opts.AccessAuth = []string{server.AccessAuthNone}
+			opts.WebhookAuth = server.WebhookAuthNone
 			opts.Getenv = func(string) (string, bool) { return "", false }
 			opts.ReloadInterval = time.Hour
 			srv, err := server.New(opts)
