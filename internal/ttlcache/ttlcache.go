@@ -17,7 +17,7 @@ import (
 )
 
 // ErrTimeout is wrapped, with context.DeadlineExceeded, by the error of a
-// call that did not answer within the cache's timeout.
+// call that did not answer within its timeout (Call).
 var ErrTimeout = errors.New("no answer")
 
 // ErrPanic is wrapped by the error of a call that panicked.
