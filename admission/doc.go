@@ -168,10 +168,7 @@
 //     proven equal for every outcome by TestAppendReviewMatchesToResponse
 //     and FuzzAppendReview.
 //   - audit.go: Record, its one rendering (Record.AppendAttrs, also used
-//     by the server's audit log) and SlogAudit; auditjson.go: the same
-//     attributes as slog's JSON handler writes them (Record.AppendJSON,
-//     proven byte for byte by TestAppendJSONMatchesSlog and
-//     FuzzAppendJSON) and Record.Clip, the copy a queue keeps.
+//     by the server's audit log) and SlogAudit.
 //   - http.go: the thin, defensive HTTP edge (method, content type, body
 //     cap, panics, the UID copied to every response, errors through
 //     internal/httperr's one JSON error body).

@@ -208,8 +208,7 @@ func NodeBound(text string) int {
 
 // document parses the usher YAML document and compiles its partitions;
 // it returns the admissionController block, nil when there is none. doc
-// is data as the YAML fast path read it, or nil when it did not: data is
-// then read with yaml.v3.
+// is data already read (source.doc), or nil: data is then read here.
 func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Node) {
 	c = &Config{File: p.file}
 	if doc == nil {

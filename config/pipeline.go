@@ -15,9 +15,6 @@ type Option func(*options)
 
 type options struct {
 	lookup func(string) (string, bool)
-	// yamlOnly turns the YAML fast path off (yamlfast.go), for the tests
-	// that compare the two.
-	yamlOnly bool
 	// strict makes what a later release refuses an error (Strict).
 	strict bool
 	// request: the configuration arrived in a request (InRequest), and
@@ -32,16 +29,6 @@ func newOptions(opts []Option) options {
 		f(&o)
 	}
 	return o
-}
-
-// readYAML is the fast path of yaml.Unmarshal into a yaml.Node
-// (yamlfast.go): the document node, or nil when data is not the fast
-// path's or o turns it off, and the caller then uses yaml.v3.
-func (o options) readYAML(data []byte) *yaml.Node {
-	if o.yamlOnly {
-		return nil
-	}
-	return fastDocument(data)
 }
 
 // WithEnv applies the ADMISSION_CONTROLLER_* variables read with lookup
@@ -123,11 +110,7 @@ func parse(src *source, opts []Option) (*Config, error) {
 	for _, broke := range src.broke {
 		p.upgrade(nil, "%v", broke)
 	}
-	doc := src.doc
-	if !src.fastTried {
-		doc = o.readYAML(src.queues)
-	}
-	c, adm := p.document(src.queues, doc)
+	c, adm := p.document(src.queues, src.doc)
 	// The admission settings are read even when the partitions have
 	// errors, so that every mistake is reported at once.
 	p.admission(c, src, adm, o.lookup)

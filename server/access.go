@@ -334,8 +334,7 @@ func jsonError(err error) string {
 // audit writes one audit record, unless audit is off. attrs are key,
 // value pairs; string values are cut to a bounded length (reason and error
 // texts longer than names) and string lists to a bounded count, each with
-// a visible mark, because most of them echo what the caller sent, and
-// copied out of the request.
+// a visible mark, because most of them echo what the caller sent.
 func (s *Server) audit(kind string, attrs ...any) {
 	if s.opts.NoAudit {
 		return
@@ -347,11 +346,9 @@ func (s *Server) audit(kind string, attrs ...any) {
 			if k, _ := attrs[i-1].(string); k == "reason" || k == "error" {
 				max = clip.Text
 			}
-			v = clip.String(v, max)
-			clip.Detach(nil, &v)
-			attrs[i] = v
+			attrs[i] = clip.String(v, max)
 		case []string:
-			attrs[i] = clip.Detach(clip.Strings(v, clip.Name, clip.Count))
+			attrs[i] = clip.Strings(v, clip.Name, clip.Count)
 		}
 	}
 	s.log.Info("audit", append([]any{"kind", kind}, attrs...)...)
@@ -359,32 +356,27 @@ func (s *Server) audit(kind string, attrs ...any) {
 
 // auditReview is the admission handler's audit hook. Metric labels come
 // from closed sets (an unknown kind or operation counts as "other"); the
-// record is rendered by admission.Record.AppendAttrs, the one rendering of
-// an admission audit record, or as the same JSON by Record.AppendJSON
-// (Options.AuditLog), both of which cut every string the requester chose
-// to a bounded length. With Options.AuditQueue the record is queued as it
-// is (cut and copied by Record.Clip) and rendered off the request path.
+// record's attributes are admission.Record.AppendAttrs, which cut every
+// string the requester chose to a bounded length.
 func (s *Server) auditReview(rec admission.Record) {
-	s.metrics.reviewCounter(reviewLabels{admission.MetricKind(rec.Kind), admission.MetricOperation(rec.Operation), outcomeOf(rec)}).Inc()
+	s.metrics.reviews.WithLabelValues(admission.MetricKind(rec.Kind), admission.MetricOperation(rec.Operation), outcomeOf(rec)).Inc()
 	if rec.Degraded {
 		s.metrics.degradedStamps.Inc()
 	}
-	if s.opts.NoAudit {
+	ctx := context.Background()
+	h := s.log.Handler()
+	if s.opts.NoAudit || !h.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
-	h := s.opts.Logger.Handler()
-	if s.auditW == nil && !h.Enabled(context.Background(), slog.LevelInfo) {
+	var arr [admission.NumAuditAttrs + 1]slog.Attr // + kind
+	as := rec.AppendAttrs(append(arr[:0], slog.String("kind", "admission")))
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, AuditMessage, 0)
+	if q, ok := h.(*queuedHandler); ok {
+		q.q.sendAttrs(q.h, r, as) // queued without a record made first
 		return
 	}
-	t := time.Now()
-	switch {
-	case s.auditQ != nil:
-		s.auditQ.sendReview(h, t, &rec)
-	case s.auditW != nil:
-		s.auditW.writeReview(t, &rec)
-	default:
-		logReview(h, t, &rec)
-	}
+	r.AddAttrs(as...)
+	_ = h.Handle(ctx, r)
 }
 
 func outcomeOf(rec admission.Record) string {

@@ -2,10 +2,7 @@ package server
 
 import (
 	"fmt"
-	"maps"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,7 +17,6 @@ type metrics struct {
 	decisions       *prometheus.CounterVec
 	decisionLatency prometheus.Histogram
 	reviews         *prometheus.CounterVec
-	reviewCounters  children[reviewLabels, prometheus.Counter] // of reviews
 	requests        *prometheus.HistogramVec
 	reloads         *prometheus.CounterVec
 	accessChanges   *prometheus.CounterVec
@@ -156,10 +152,7 @@ func (c cacheCollector) Collect(ch chan<- prometheus.Metric) {
 
 // instrument measures a handler's latency and turns a panic into a 500.
 func (s *Server) instrument(name string, h http.Handler) http.Handler {
-	// The handler's children of usher_http_request_duration_seconds, by
-	// status label (a closed set: statusText).
-	var latency children[string, prometheus.Observer]
-	newLatency := func(code string) prometheus.Observer { return s.metrics.requests.WithLabelValues(name, code) }
+	latency := s.metrics.requests.MustCurryWith(prometheus.Labels{"handler": name})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
@@ -171,7 +164,7 @@ func (s *Server) instrument(name string, h http.Handler) http.Handler {
 					badRequest(rw, http.StatusInternalServerError, "internal error")
 				}
 			}
-			latency.get(statusText(rw.code), newLatency).Observe(time.Since(start).Seconds())
+			latency.WithLabelValues(statusText(rw.code)).Observe(time.Since(start).Seconds())
 		}()
 		h.ServeHTTP(rw, r)
 	})
@@ -206,52 +199,4 @@ func statusText(code int) string {
 		return s
 	}
 	return "other"
-}
-
-// children remembers the children of a metric vector by their labels, so
-// that a request finds its counter in a plain map instead of hashing its
-// label values into the vector's (prometheus' WithLabelValues). The labels
-// must come from closed sets: the map never shrinks. A child is created
-// on first use, as WithLabelValues would create it, so the metrics
-// exposed are the same. The map is copied on write; reads take no lock.
-type children[K comparable, M any] struct {
-	mu sync.Mutex
-	m  atomic.Pointer[map[K]M]
-}
-
-// get returns the child of k, made by create on its first use.
-func (c *children[K, M]) get(k K, create func(K) M) M {
-	if m := c.m.Load(); m != nil {
-		if v, ok := (*m)[k]; ok {
-			return v
-		}
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	old := c.m.Load()
-	if old != nil {
-		if v, ok := (*old)[k]; ok {
-			return v
-		}
-	}
-	m := map[K]M{}
-	if old != nil {
-		maps.Copy(m, *old)
-	}
-	v := create(k)
-	m[k] = v
-	c.m.Store(&m)
-	return v
-}
-
-// reviewLabels are the labels of usher_admission_reviews_total.
-type reviewLabels struct{ kind, operation, outcome string }
-
-// reviewCounter returns the counter of admission reviews with labels l.
-func (m *metrics) reviewCounter(l reviewLabels) prometheus.Counter {
-	return m.reviewCounters.get(l, m.newReviewCounter)
-}
-
-func (m *metrics) newReviewCounter(l reviewLabels) prometheus.Counter {
-	return m.reviews.WithLabelValues(l.kind, l.operation, l.outcome)
 }

@@ -111,10 +111,8 @@ type Options struct {
 	// stderr at info level.
 	Logger *slog.Logger
 	// AuditLog, when set, receives the audit records instead of Logger:
-	// one JSON line per record, as slog.NewJSONHandler writes them at
-	// level Info (an admission review's record is written by
-	// admission.Record.AppendJSON, the same bytes without slog's cost).
-	// The server serializes its writes. Default: none.
+	// one JSON line per record, written by slog.NewJSONHandler at level
+	// Info, which serializes its writes. Default: none.
 	AuditLog io.Writer
 	// Audit writes one record per decision and per admission review.
 	// Default true; set NoAudit to switch it off.
@@ -285,8 +283,7 @@ func (o Options) withDefaults() Options {
 type Server struct {
 	opts      Options
 	log       *slog.Logger
-	auditQ    *auditQueue  // nil: audit records are written on the request path
-	auditW    *auditWriter // nil: audit records go to opts.Logger
+	auditQ    *auditQueue // nil: audit records are written on the request path
 	engine    *engine.Engine
 	admission *admission.Handler
 	metrics   *metrics
@@ -336,11 +333,11 @@ func New(opts Options) (*Server, error) {
 	opts = opts.withDefaults()
 	s := &Server{opts: opts, log: opts.Logger, registry: prometheus.NewRegistry(), parsing: semaphore.NewWeighted(1)}
 	if opts.AuditLog != nil && !opts.NoAudit {
-		s.auditW = newAuditWriter(opts.AuditLog)
-		s.log = slog.New(SplitAudit(opts.Logger.Handler(), s.auditW.h))
+		audit := slog.NewJSONHandler(opts.AuditLog, &slog.HandlerOptions{Level: slog.LevelInfo})
+		s.log = slog.New(SplitAudit(opts.Logger.Handler(), audit))
 	}
 	if opts.AuditQueue > 0 && !opts.NoAudit {
-		s.auditQ = newAuditQueue(opts.AuditQueue, s.auditW)
+		s.auditQ = newAuditQueue(opts.AuditQueue)
 		s.log = slog.New(s.auditQ.handler(s.log.Handler()))
 		registerAuditDrops(s.registry, s.auditQ)
 	}

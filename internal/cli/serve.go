@@ -209,17 +209,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 		// at any --log-level.
 		audit := server.NewBufferedWriter(w, 100*time.Millisecond)
 		defer audit.Close()
-		if logFormat == "json" {
-			// The server writes the JSON lines itself (admission
-			// records without slog's cost), as the JSON handler would.
-			opts.AuditLog = audit
-		} else {
-			opts.Logger = slog.New(server.SplitAudit(opts.Logger.Handler(), newHandler(audit, &slog.HandlerOptions{Level: slog.LevelInfo})))
-		}
-	} else if logFormat == "json" && level <= slog.LevelInfo && !noAudit {
-		// Audit records go to the log, as the JSON handler would write
-		// them; both write whole lines to the same buffered writer.
-		opts.AuditLog = logs
+		opts.Logger = slog.New(server.SplitAudit(opts.Logger.Handler(), newHandler(audit, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	}
 	opts.NoAudit = noAudit
 	opts.AuditQueue = 4096 // audit records off the request path: at most about 3 MiB queued, then dropped and counted
