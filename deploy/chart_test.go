@@ -796,7 +796,7 @@ func TestChartValuesDocumented(t *testing.T) {
 		}
 	}
 	// Maps documented as one value.
-	whole := map[string]bool{"resources": true, "webhook.optInLabel": true}
+	whole := map[string]bool{"resources": true, "webhook.optInLabel": true, "monitoring.dashboard.labels": true}
 	var walk func(prefix string, m map[string]any)
 	walk = func(prefix string, m map[string]any) {
 		for k, v := range m {

@@ -363,6 +363,9 @@ func (s *Server) auditReview(rec admission.Record) {
 	if rec.Degraded {
 		s.metrics.degradedStamps.Inc()
 	}
+	if d := rec.Denial; d != nil {
+		s.metrics.denials.WithLabelValues(string(d.Reason), fmt.Sprint(d.Warned)).Inc()
+	}
 	ctx := context.Background()
 	h := s.log.Handler()
 	if s.opts.NoAudit || !h.Enabled(ctx, slog.LevelInfo) {

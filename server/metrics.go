@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/internal/clip"
 )
@@ -17,6 +18,7 @@ type metrics struct {
 	decisions       *prometheus.CounterVec
 	decisionLatency prometheus.Histogram
 	reviews         *prometheus.CounterVec
+	denials         *prometheus.CounterVec
 	requests        *prometheus.HistogramVec
 	reloads         *prometheus.CounterVec
 	accessChanges   *prometheus.CounterVec
@@ -44,6 +46,9 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 		reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "usher_admission_reviews_total", Help: "Admission reviews by object kind, operation and outcome (allowed, patched, denied).",
 		}, []string{"kind", "operation", "outcome"}),
+		denials: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "usher_admission_denials_total", Help: "Denied reviews by reason (the denial's cause) and warned (true: warn mode admitted it with a warning).",
+		}, []string{"reason", "warned"}),
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "usher_http_request_duration_seconds", Help: "Latency of HTTP requests by handler and status code.",
 			Buckets: []float64{25e-6, 1e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 5e-2, 0.25, 1},
@@ -96,6 +101,11 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 	m.lastReload.SetToCurrentTime()
 	for _, h := range []string{"access", "mutate", "validate", "validate-config"} {
 		m.shed.WithLabelValues(h, "memory")
+		m.panics.WithLabelValues(h)
+	}
+	for _, c := range admission.Causes() {
+		m.denials.WithLabelValues(string(c), "false")
+		m.denials.WithLabelValues(string(c), "true")
 	}
 	for _, r := range []string{"success", "failure"} {
 		m.reloads.WithLabelValues(r)
@@ -106,7 +116,7 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 	for _, r := range []string{"authenticated", "unauthenticated", "error", "ratelimited"} {
 		m.tokenReviews.WithLabelValues(r)
 	}
-	reg.MustRegister(m.accessChanges, m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics, m.accessAuth, m.shed, m.groupsOver, m.tokenReviews, m.connsRefused, m.webhookCallers, m.webhookMode,
+	reg.MustRegister(m.accessChanges, m.decisions, m.decisionLatency, m.reviews, m.denials, m.requests, m.reloads, m.lastReload, m.panics, m.accessAuth, m.shed, m.groupsOver, m.tokenReviews, m.connsRefused, m.webhookCallers, m.webhookMode,
 		m.degradedStamps, cacheCollector{e}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

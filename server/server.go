@@ -460,9 +460,16 @@ func (s *Server) setupTLS() error {
 			return err
 		}
 		s.CAPEM = caPEM
-		s.tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+		s.tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }}
 		s.log.Warn("tls: no certificate given; serving a self-signed certificate for local use")
 	}
+	s.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "usher_tls_certificate_expiry_timestamp_seconds",
+		Help: "When the serving certificate expires (its notAfter), read when scraped."}, func() float64 {
+		if c, _ := s.tlsConfig.GetCertificate(nil); c.Leaf != nil {
+			return float64(c.Leaf.NotAfter.Unix())
+		}
+		return 0
+	}))
 	return nil
 }
 
