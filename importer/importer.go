@@ -94,6 +94,7 @@ type Queue struct {
 	// Parent marks a queue without children as a parent queue (parent:
 	// true): placement rules make queues inside it.
 	Parent bool
+	limits
 }
 
 // ApplicationACLs are a partition's application ACL defaults (the
@@ -307,6 +308,7 @@ func (q *Queue) node() *yaml.Node {
 	if q.Parent && len(q.Children) == 0 {
 		n.Content = append(n.Content, plain("parent"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
 	}
+	n.Content = append(n.Content, q.limits.nodes()...)
 	if len(q.Children) > 0 {
 		kids := sequence()
 		for _, c := range q.Children {
