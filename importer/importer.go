@@ -23,6 +23,13 @@
 //     spark.modify.acls(.groups) become the partition's applicationacls
 //     admin, view and modify; spark.acls.enable unset or false (Spark's
 //     default) makes everyone an application admin, with a warning.
+//   - Queue limits become the keys of YuniKorn's queues.yaml (limits.go):
+//     minimum and maximum resources resources, running application limits
+//     maxapplications, user limits the root queue's limits, scheduling
+//     policies and preemption opt-outs properties. A setting YuniKorn
+//     cannot express is a warning at its position; the values written are
+//     the ones YARN enforces, in a form YuniKorn's validator accepts, and
+//     each that differs from the file is a warning.
 //   - Input that YARN or Spark would refuse, and names usher cannot hold,
 //     are errors; every error and warning is positioned FILE:LINE:COL, and
 //     all errors are reported at once.

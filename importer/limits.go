@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/usherhq/usher/policy"
 )
 
 // This file carries YARN's queue limits into the keys of YuniKorn's
@@ -125,7 +127,7 @@ func capacityResources(p *property, path, key string, d *diags) (res, bool) {
 	switch {
 	case err != nil:
 		d.errorf(p.valueAt, "%s %q: want a percentage, a weight such as 2w, or an absolute resource such as [memory=10240,vcores=12] (YARN fails to load it)", what, p.value)
-	case !strings.HasSuffix(v, "w") && (path == "root" || key == "capacity" && f == 0 || key == "maximum-capacity" && (f == 100 || f == -1)):
+	case !strings.HasSuffix(v, "w") && (path == policy.RootQueue || key == "capacity" && f == 0 || key == "maximum-capacity" && (f == 100 || f == -1)):
 	default:
 		d.warnf(p.valueAt, "%s %q is not imported: a share of the parent needs the cluster's size, and YuniKorn's resources are absolute; write them by hand", what, p.value)
 	}
@@ -323,14 +325,8 @@ func fitUsers(root *Queue, d *diags) {
 			root.users[i].n = n
 		}
 	}
-	slices.SortStableFunc(root.users, func(a, b userLimit) int { return boolInt(a.user == "*") - boolInt(b.user == "*") })
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
+	// No user name holds a '*' (ykUser).
+	slices.SortStableFunc(root.users, func(a, b userLimit) int { return strings.Count(a.user, "*") - strings.Count(b.user, "*") })
 }
 
 // String writes r as YuniKorn's quantities, in a stable order.

@@ -290,3 +290,52 @@ func TestImportResourceValues(t *testing.T) {
 		})
 	}
 }
+
+// User limits keep YARN's reading (a later <user> wins) within what
+// YuniKorn's validator accepts (the wildcard last, none above the root
+// queue's maxapplications); the scheduling policy defaults as YARN's do.
+func TestImportUserLimitsAndPolicy(t *testing.T) {
+	fair := `<allocations>
+  <userMaxAppsDefault>5</userMaxAppsDefault>
+  <user name="ann"><maxRunningApps>3</maxRunningApps></user>
+  <user name="ann"><maxRunningApps>30</maxRunningApps></user>
+  <queueMaxAppsDefault>20</queueMaxAppsDefault>
+  <defaultQueueSchedulingPolicy>drf</defaultQueueSchedulingPolicy>
+  <queue name="a"><schedulingPolicy>FIFO</schedulingPolicy></queue>
+</allocations>`
+	c, _, out := imported(t, importer.YARNFiles{FairScheduler: src("fair.xml", fair), YARNSite: src("site.xml", siteOn)})
+	w := warnings(c)
+	for _, want := range []string{
+		`fair.xml:4:36: warning: user ann: maxRunningApps is set twice (first at fair.xml:3); the later one is used, as YARN does`,
+		`fair.xml:4:36: warning: user ann: maxRunningApps: 30 running applications are more than the 20 of the root queue: written as 20`,
+		`fair.xml:6:33: warning: defaultQueueSchedulingPolicy "drf" is not imported`,
+	} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warnings lack %q:\n%s", want, w)
+		}
+	}
+	var doc struct {
+		Partitions []struct {
+			Queues []struct {
+				Properties      map[string]string
+				MaxApplications int
+				Limits          []struct {
+					Users           []string
+					MaxApplications int
+				}
+				Queues []struct{ Properties map[string]string }
+			}
+		}
+	}
+	if err := yaml.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	root := doc.Partitions[0].Queues[0]
+	if got := fmt.Sprint(root.MaxApplications, root.Limits, root.Properties, root.Queues[0].Properties); got != "20 [{[ann] 20} {[*] 5}] map[application.sort.policy:fair] map[application.sort.policy:fifo]" {
+		t.Errorf("got %s\n%s", got, out)
+	}
+	if _, err := importer.YARN(importer.YARNFiles{FairScheduler: src("fair.xml", "<allocations>\n<defaultQueueSchedulingPolicy>fifo</defaultQueueSchedulingPolicy>\n</allocations>")}); err == nil ||
+		!strings.Contains(err.Error(), "fair.xml:2:31: defaultQueueSchedulingPolicy cannot be fifo (YARN fails to load it)") {
+		t.Errorf("error %v", err)
+	}
+}

@@ -1,7 +1,6 @@
 package importer
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -428,9 +427,9 @@ var csRead = map[string]bool{"queues": true, "acl_submit_applications": true, "a
 
 // capacityLimits reads a Capacity Scheduler queue's limits: absolute
 // capacity and maximum-capacity become resources, max-parallel-apps
-// maxapplications, a leaf's
-// ordering-policy fifo or fair the property application.sort.policy and
-// disable_preemption the property preemption.policy.
+// maxapplications, a leaf's ordering-policy fifo or fair the property
+// application.sort.policy and disable_preemption the property
+// preemption.policy.
 func capacityLimits(props *properties, yarnPath, path string, q *Queue, d *diags) {
 	get := func(key string) *property { return props.get(csPrefix + yarnPath + "." + key) }
 	for _, t := range []struct {
@@ -461,7 +460,7 @@ func capacityLimits(props *properties, yarnPath, path string, q *Queue, d *diags
 		v := strings.TrimSpace(p.value)
 		if len(q.Children) == 0 && (v == "fifo" || v == "fair") {
 			q.props = append(q.props, prop{"application.sort.policy", v, p.valueAt.String()})
-		} else if len(q.Children) == 0 || v != "utilization" && v != "priority-utilization" {
+		} else if len(q.Children) == 0 || v != "utilization" { // YuniKorn orders child queues by use
 			d.warnf(p.valueAt, "queue %s: ordering-policy %q is not imported: YuniKorn orders a leaf queue's applications fifo or fair (application.sort.policy) and shares fairly between queues", path, p.value)
 		}
 	}
@@ -476,7 +475,6 @@ func capacityLimits(props *properties, yarnPath, path string, q *Queue, d *diags
 // queue's user limits; the defaults of limits usher does not import are
 // warned about, and the scheduler's other settings are not queue limits.
 func capacityGlobal(p *property, key string, root *Queue, d *diags) {
-	user, isUser := strings.CutPrefix(strings.TrimSuffix(key, "max-parallel-apps"), "user.")
 	switch {
 	case key == "max-parallel-apps":
 		c := readCount(p.value, p.valueAt, p.name, d)
@@ -486,9 +484,10 @@ func capacityGlobal(p *property, key string, root *Queue, d *diags) {
 				q.maxApps = c
 			}
 		})
-	case isUser && strings.HasSuffix(key, "max-parallel-apps") && (user == "" || strings.HasSuffix(user, ".")):
-		user = cmp.Or(strings.TrimSuffix(user, "."), "*")
-		addUser(root, user, p.name, p.value, p.valueAt, d)
+	case key == "user.max-parallel-apps":
+		addUser(root, "*", p.name, p.value, p.valueAt, d)
+	case strings.HasPrefix(key, "user.") && strings.HasSuffix(key, ".max-parallel-apps"):
+		addUser(root, key[len("user."):len(key)-len(".max-parallel-apps")], p.name, p.value, p.valueAt, d)
 	case key == "maximum-applications", key == "maximum-am-resource-percent", key == "user-limit-factor", key == "minimum-user-limit-percent":
 		d.warnf(p.at, "%s is not imported: %s", p.name, noEquivalent(key))
 	}
