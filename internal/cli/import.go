@@ -26,7 +26,10 @@ become submitacl, aclAdministerApps / acl_administer_queue adminacl, and
 yarn.admin.acl the partition adminacl. YARN's defaults apply, each with a
 warning: a root queue without ACLs is open to all ("*"), other queues without
 ACLs grant nothing, an unset yarn.admin.acl is "*", and yarn.acl.enable false
-or unset (Hadoop's default) allows everything.
+or unset (Hadoop's default) allows everything. Queue limits become YuniKorn's
+resources, maxapplications, properties and the root queue's user limits;
+what YuniKorn cannot express (weights, AM shares, preemption timeouts,
+shares of the cluster) is a warning (docs/yarn.md has the table).
 
 spark reads spark.acls.enable and spark.admin.acls, spark.ui.view.acls and
 spark.modify.acls (each with its .groups twin) into the partition's
