@@ -192,6 +192,11 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 	// Logs and audit records are written in batches (at least every 100ms).
 	logs := server.NewBufferedWriter(env.Stderr, 100*time.Millisecond)
 	defer logs.Close()
+	// From here on errors go through the same writer as the logs, so the
+	// two never write stderr at once.
+	e := *env
+	e.Stderr = logs
+	env = &e
 	opts.Logger = slog.New(newHandler(logs, hopts))
 	if auditLog != "" && !noAudit {
 		var w io.Writer = env.Stdout
