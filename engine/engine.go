@@ -27,11 +27,11 @@
 //     provided rule when it has none) for a user identified as Check
 //     identifies it; the rules, the queues and the groups come from one
 //     generation. A rejected application is a result, not an error.
-//   - A user's identity is compiled against the generation once (a
-//     policy.Principal): kept with the user's cached groups, or in the
-//     generation for the exact groups supplied, and never used with
-//     another answer or another generation. A decision for it costs the
-//     same at any depth and does not allocate.
+//   - A user's identity is prepared for checks once (an acl.Subject):
+//     kept with the user's cached groups, or in the generation for the
+//     exact groups supplied, and never used with another answer or
+//     another generation. A decision for it walks the queue's chain and
+//     does not allocate.
 //   - There is no global state: each Engine owns its caches.
 package engine
 
@@ -111,8 +111,9 @@ type Generation struct {
 	// partition, so a decision finds both with one map lookup.
 	bound []binding
 	// key tells generations apart: the key under which a partition's
-	// group cache keeps each user's compiled identity for this one. No
-	// two generations of a process share one (generations).
+	// group cache keeps each user's prepared identity for this one (the
+	// lookup policy that made it is the generation's). No two
+	// generations of a process share one (generations).
 	key uint64
 }
 
@@ -139,13 +140,13 @@ type partition struct {
 	// rules are the partition's placement rules (the implicit provided
 	// rule when it configures none).
 	rules *placement.Rules
-	// given keeps, for this generation, the compiled identity of users
+	// given keeps, for this generation, the prepared identity of users
 	// whose groups are not in the resolver's cache: supplied with the
 	// request, merged, or from a resolver without a cache.
 	given givenCache
 }
 
-// givenCache maps a user to the identity last compiled from groups
+// givenCache maps a user to the identity last prepared from groups
 // supplied with a request (or answered by a resolver that has no cache):
 // a request with the same groups, in the same order, reuses it. It holds
 // at most maxGiven users and about maxGivenBytes of names (whoever
@@ -165,13 +166,13 @@ type givenEntry struct {
 	groups   []string
 	resolved bool
 	in       identity.Info
-	pr       *policy.Principal
+	sub      *acl.Subject
 }
 
 // maxGiven, maxGivenBytes and maxGivenEntryBytes bound a partition's
 // givenCache. The bytes count the user's name and groups, 16 more for
-// each group: the cache keeps them, the compiled identity about twice
-// that again.
+// each group: the cache keeps them, the prepared identity about as much
+// again.
 const (
 	maxGiven           = 10000
 	maxGivenBytes      = 16 << 20
@@ -267,7 +268,6 @@ func (e *Engine) Swap(cfg *config.Config) error {
 	next.admission = admission.NewState(cfg.Admission, a)
 	for _, name := range cfg.Snapshot.Partitions() {
 		if cp, err := cfg.Snapshot.Partition(name); err == nil {
-			cp.Prepare() // before serving, not on the first request
 			if p, ok := next.parts[name]; ok && len(next.bound) < maxBound {
 				next.bound = append(next.bound, binding{cp, p})
 			}
@@ -275,12 +275,6 @@ func (e *Engine) Swap(cfg *config.Config) error {
 	}
 	e.cur.Store(next)
 	if old != nil {
-		// The identities compiled against the old generation go with it.
-		for r := range kept {
-			if r.Cache != nil {
-				r.Cache.Detach()
-			}
-		}
 		var retired []*resolvers.Resolver
 		for _, p := range old.parts {
 			if !kept[p.resolver] && p.resolver.HoldsConnections() {
@@ -468,34 +462,32 @@ func (g *Generation) decide(ctx context.Context, req *Request, trail bool, res *
 	if err != nil {
 		return nil, err
 	}
-	pr, err := g.identify(ctx, cp, p, req.User, req.Groups, req.Decided, &res.Identity)
+	sub, err := g.identify(ctx, p, req.User, req.Groups, req.Decided, &res.Identity)
 	if err != nil {
 		return nil, err
 	}
 	if trail {
 		var steps []policy.Step
-		res.Decision, steps = q.Explain(pr.Subject(), req.Action)
+		res.Decision, steps = q.Explain(sub, req.Action)
 		return steps, nil
 	}
-	q.DecideInto(&res.Decision, pr, req.Action)
+	res.Decision = q.Decide(sub, req.Action)
 	return nil, nil
 }
 
-// identify is identify for decisions in partition cp: when the groups
-// come from the partition's cache alone (mode resolve, or given without
-// supplied groups), the user's compiled identity is kept with the cached
-// answer under this generation's key, so a decision for a cached user
-// costs a cache hit and one Principal decision: no validation, Subject or
-// allocation again until the answer or the generation changes. When they
-// are supplied with the request (mode given), it is kept in the
-// generation's partition for the user and those exact groups; a request
-// with other groups compiles again. Otherwise (mode merge, a resolver
-// without a cache) the identity is worked out every time and the compiled
-// one is kept in the generation's partition for the groups it came to.
-// Decided groups are kept as given groups are. The identity is written
-// to out, and only on success; the Principal returned is attached to its
-// Subject.
-func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition, p *partition, user string, groups []string, decided bool, out *identity.Info) (*policy.Principal, error) {
+// identify is identify for decisions: when the groups come from the
+// partition's cache alone (mode resolve, or given without supplied
+// groups), the user's Subject is kept with the cached answer under this
+// generation's key, so a decision for a cached user costs a cache hit and
+// a walk of the queue's chain: no validation, Subject or allocation again
+// until the answer or the generation changes. When they are supplied
+// with the request (mode given), it is kept in the generation's partition
+// for the user and those exact groups; other groups make another.
+// Otherwise (mode merge, a resolver without a cache) the identity is
+// worked out every time and the Subject is kept in the generation's
+// partition for the groups it came to. Decided groups are kept as given
+// groups are. The identity is written to out, and only on success.
+func (g *Generation) identify(ctx context.Context, p *partition, user string, groups []string, decided bool, out *identity.Info) (*acl.Subject, error) {
 	c := p.resolver.Cache
 	cached := !decided && c != nil && (p.mode == identity.ModeResolve || (p.mode == identity.ModeGiven && len(groups) == 0))
 	given := decided || (p.mode == identity.ModeGiven && len(groups) > 0)
@@ -503,12 +495,12 @@ func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition,
 	case cached:
 		if in, v, ok := c.Attached(user, g.key); ok {
 			*out = *in
-			return v.(*policy.Principal), nil
+			return v.(*acl.Subject), nil
 		}
 	case given:
 		if e, ok := p.given.get(user, groups, false); ok {
 			*out = e.in
-			return e.pr, nil
+			return e.sub, nil
 		}
 	}
 	// What follows may be kept (the resolver's cache, the compiled
@@ -523,20 +515,19 @@ func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition,
 		// Groups from a resolver without a cache (type none), or merged
 		// with the request's: the identity is kept for the same groups.
 		if e, ok := p.given.get(user, in.Groups, true); ok {
-			return e.pr, nil
+			return e.sub, nil
 		}
 	}
-	pr := cp.Principal(acl.NewSubject(in.User, in.Groups))
-	pr.Attach()
+	sub := acl.NewSubject(in.User, in.Groups)
 	switch {
 	case cached:
-		c.Attach(user, in, g.key, pr)
+		c.Attach(user, in, g.key, sub)
 	case given:
-		p.given.put(user, &givenEntry{groups: groups, in: in, pr: pr}) // clip.Detach copied them
+		p.given.put(user, &givenEntry{groups: groups, in: in, sub: sub}) // clip.Detach copied them
 	default:
-		p.given.put(user, &givenEntry{groups: slices.Clone(in.Groups), resolved: true, pr: pr})
+		p.given.put(user, &givenEntry{groups: slices.Clone(in.Groups), resolved: true, sub: sub})
 	}
-	return pr, nil
+	return sub, nil
 }
 
 // Access lists every queue of the partition with what user may do there.
@@ -551,11 +542,11 @@ func (g *Generation) Access(ctx context.Context, partitionName, user string, gro
 		return identity.Info{}, nil, err
 	}
 	var in identity.Info
-	pr, err := g.identify(ctx, cp, p, user, groups, false, &in)
+	sub, err := g.identify(ctx, p, user, groups, false, &in)
 	if err != nil {
 		return identity.Info{}, nil, err
 	}
-	return in, cp.Access(pr.Subject()), nil
+	return in, cp.Access(sub), nil
 }
 
 // AppRequest is a question about a running application: may User (with
@@ -583,12 +574,12 @@ func (g *Generation) DecideApplication(ctx context.Context, req AppRequest) (app
 		return application.Decision{}, identity.Info{}, err
 	}
 	var in identity.Info
-	pr, err := g.identify(ctx, cp, p, req.User, req.Groups, false, &in)
+	sub, err := g.identify(ctx, p, req.User, req.Groups, false, &in)
 	if err != nil {
 		return application.Decision{}, identity.Info{}, err
 	}
 	pol := application.Policy{Partition: cp, Defaults: p.defaults}
-	d, err := pol.Decide(req.App, pr.Subject(), req.Action, req.Target)
+	d, err := pol.Decide(req.App, sub, req.Action, req.Target)
 	return d, in, err
 }
 
@@ -698,7 +689,7 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 	}
 	res.Partition, res.Rules = cp.Name(), p.rules
 	var in identity.Info
-	pr, err := g.identify(ctx, cp, p, req.User, req.Groups, req.Decided, &in)
+	sub, err := g.identify(ctx, p, req.User, req.Groups, req.Decided, &in)
 	if err != nil {
 		return res, err
 	}
@@ -707,9 +698,9 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 		q, _ := cp.Lookup("") // the default queue exists
 		var d policy.Decision
 		if req.Explain {
-			d, res.Steps = q.Explain(pr.Subject(), policy.Submit)
+			d, res.Steps = q.Explain(sub, policy.Submit)
 		} else {
-			q.DecideInto(&d, pr, policy.Submit)
+			d = q.Decide(sub, policy.Submit)
 		}
 		res.Default, res.Decision = true, d
 		res.Final = placement.Step{Rule: -1, Outcome: placement.Denied, Queue: q.Path(), Decision: d}
@@ -718,7 +709,7 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 		}
 		return res, nil
 	}
-	preq := placement.Request{Subject: pr.Subject(), Queue: req.Queue, Tags: req.Tags}
+	preq := placement.Request{Subject: sub, Queue: req.Queue, Tags: req.Tags}
 	if req.Namespace != "" && p.rules.ReadsTags() {
 		preq.Tags = make(map[string]string, len(req.Tags)+1)
 		for k, v := range req.Tags {

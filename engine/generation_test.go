@@ -149,7 +149,7 @@ func TestSwapAppliesLookupPolicyAndKeepsCache(t *testing.T) {
 	}
 }
 
-// TestCachedIdentityHonoursLookupPolicy: the compiled identity kept with a
+// TestCachedIdentityHonoursLookupPolicy: the prepared identity kept with a
 // cached answer is only ever the plain lookup's. A skipped user's given
 // groups, a mapped name's answer and an override are decided afresh every
 // time, so groups given with one request never decide another, and the

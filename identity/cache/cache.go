@@ -257,8 +257,8 @@ type attachment struct {
 // by pointer spares the hit path a copy of the Info).
 //
 // A caller keeps with an answer what it works out from it (usher's engine
-// keeps the user's compiled identity, keyed by its configuration's
-// generation, numbered), so that work is done once per answer and key.
+// keeps the user's acl.Subject, keyed by its configuration's generation,
+// numbered), so that work is done once per answer and key.
 func (c *Cache) Attached(user string, key uint64) (in *identity.Info, v any, ok bool) {
 	now := c.now()
 	e, found := c.tab.Get(user, now)
@@ -288,12 +288,6 @@ func (c *Cache) Attach(user string, in identity.Info, key uint64, v any) {
 func sameAnswer(a, b identity.Info) bool {
 	return a.User == b.User && len(a.Groups) == len(b.Groups) && unsafe.SliceData(a.Groups) == unsafe.SliceData(b.Groups) &&
 		len(a.Sources) == len(b.Sources) && unsafe.SliceData(a.Sources) == unsafe.SliceData(b.Sources)
-}
-
-// Detach drops every attached value, so that what callers kept for a key
-// they no longer use (a replaced configuration) is released at once.
-func (c *Cache) Detach() {
-	c.tab.Each(func(e *entry) { e.att.Store(nil) })
 }
 
 // miss waits for the shared resolver call for user, or for ctx to end.

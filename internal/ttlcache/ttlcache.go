@@ -123,15 +123,6 @@ func (c *Cache[V]) Len() int {
 	return len(c.ring)
 }
 
-// Each calls f with every value kept, with the cache locked.
-func (c *Cache[V]) Each(f func(V)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, e := range c.ring {
-		f(e.v)
-	}
-}
-
 // Do returns what fill returns for key, calling it once for all the
 // concurrent callers of key, on a context detached from ctx (its values
 // kept), so that a caller who gives up does not fail the others: that

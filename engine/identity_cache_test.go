@@ -29,8 +29,8 @@ const cachedYAML = `partitions:
 `
 
 // TestCachedDecisionDoesNotAllocate checks that a decision for a user
-// whose groups are cached allocates nothing: the user's compiled identity
-// is kept with the cached groups.
+// whose groups are cached allocates nothing: the user's Subject is kept
+// with the cached groups.
 func TestCachedDecisionDoesNotAllocate(t *testing.T) {
 	e := newEngine(t, cachedYAML)
 	ctx := context.Background()
@@ -49,10 +49,10 @@ func TestCachedDecisionDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// TestCachedIdentityFollowsTheGeneration checks that what a cached user's
-// decisions are compiled against changes with the configuration, while the
-// groups stay cached (same resolver settings), and that the explained and
-// the plain decision agree.
+// TestCachedIdentityFollowsTheGeneration checks that a cached user's
+// decisions change with the configuration, while the groups stay cached
+// (same resolver settings), and that the explained and the plain
+// decision agree.
 func TestCachedIdentityFollowsTheGeneration(t *testing.T) {
 	e := newEngine(t, cachedYAML)
 	ctx := context.Background()
@@ -109,7 +109,7 @@ func TestCachedIdentityFollowsTheGeneration(t *testing.T) {
 }
 
 // TestGivenGroupsDecisionIsReused checks that a decision for groups
-// supplied with the request reuses the identity compiled for the same
+// supplied with the request reuses the identity prepared for the same
 // user and groups (no allocation), and that other groups, or the same in
 // another order, are decided for what they are.
 func TestGivenGroupsDecisionIsReused(t *testing.T) {
