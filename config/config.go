@@ -17,7 +17,7 @@
 //	            admissionController block or the ConfigMap's flat keys
 //	environment ADMISSION_CONTROLLER_* overrides (WithEnv)
 //	validate    every problem at FILE:LINE:COL, admission settings included:
-//	            their typed errors (admission.SettingError, KeyError) are
+//	            their typed errors (settings.SettingError, KeyError) are
 //	            placed with errors.As, never by reading message text
 //	compile     the policy snapshot and the admission settings, once
 //
@@ -51,7 +51,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/usherhq/usher/acl"
-	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/application"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/identity/resolvers"
@@ -82,7 +82,7 @@ type Config struct {
 	// Admission holds the admission settings in force (the file's, then
 	// the environment's overrides when read WithEnv), compiled once;
 	// Admission.Config() gives them with defaults filled in.
-	Admission *admission.Compiled
+	Admission *settings.Compiled
 	// Warnings are positioned warnings, in file order.
 	Warnings []Diagnostic
 	// MissingGroup is the group service.policyGroup names when the

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/admission/settings"
 )
 
 const webhookHelp = `Print the matchCondition that keeps usher's webhook registrations in step
@@ -32,11 +32,11 @@ func runWebhook(_ context.Context, env *Env, path string) int {
 		env.errorf("invalid configuration:\n%v", err)
 		return ExitUsage
 	}
-	var settings admission.Config
+	var c settings.Config
 	if cfg.Admission != nil {
-		settings = cfg.Admission.Config()
+		c = cfg.Admission.Config()
 	}
-	expr := admission.NamespaceCondition(settings)
-	fmt.Fprintf(env.Stdout, "matchConditions:\n  - name: %s\n    expression: '%s'\n", admission.NamespaceConditionName, strings.ReplaceAll(expr, "'", "''"))
+	expr := settings.NamespaceCondition(c)
+	fmt.Fprintf(env.Stdout, "matchConditions:\n  - name: %s\n    expression: '%s'\n", settings.NamespaceConditionName, strings.ReplaceAll(expr, "'", "''"))
 	return ExitOK
 }

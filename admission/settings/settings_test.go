@@ -1,6 +1,7 @@
-package admission
+package settings
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -60,8 +61,8 @@ admissionController:
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got  %+v\nwant %+v", c, want)
 	}
-	cc := compiled(t, c)
-	if cc.bypassNS.match("kube-system") || !cc.processNamespace("team-x") || cc.processNamespace("kube-system") {
+	cc := MustCompile(c)
+	if cc.bypassNS.Match("kube-system") || !cc.ProcessNamespace("team-x") || cc.ProcessNamespace("kube-system") {
 		t.Fatal("namespace settings not applied")
 	}
 
@@ -98,14 +99,14 @@ func TestDefaults(t *testing.T) {
 	}
 	// YuniKorn's user/group lookup design: both ways a controller manager
 	// authenticates are trusted.
-	c := compiled(t, Config{})
+	c := MustCompile(Config{})
 	for _, u := range []string{"system:serviceaccount:kube-system:replicaset-controller", "system:kube-controller-manager"} {
-		if !c.systemUsers.match(u) {
+		if !c.SystemUsers.Match(u) {
 			t.Errorf("%s is not a trusted controller by default", u)
 		}
 	}
 	for _, u := range []string{"system:kube-controller-manager-evil", "system:serviceaccount:kube-systemx:a", "alice"} {
-		if c.systemUsers.match(u) {
+		if c.SystemUsers.Match(u) {
 			t.Errorf("%s is trusted by default", u)
 		}
 	}
@@ -132,7 +133,7 @@ func TestParsePatterns(t *testing.T) {
 	}
 }
 
-func TestApplyEnv(t *testing.T) {
+func TestResolveEnv(t *testing.T) {
 	env := func(kv ...string) func(string) (string, bool) {
 		mp := m(kv...)
 		return func(k string) (string, bool) { v, ok := mp[k]; return v, ok }
@@ -144,14 +145,18 @@ func TestApplyEnv(t *testing.T) {
 		check   func(Config) bool
 		wantErr string
 	}{
-		{"nothing set", env(), func(c Config) bool { return reflect.DeepEqual(c, base) }, ""},
+		{"nothing set", env(), func(c Config) bool { return reflect.DeepEqual(c, base.Defaulted()) }, ""},
+		{"no lookup", nil, func(c Config) bool { return reflect.DeepEqual(c, base.Defaulted()) }, ""},
 		{"bypass auth", env(EnvBypassAuth, "true"), func(c Config) bool { return c.AccessControl.BypassAuth }, ""},
 		{"trust controllers", env(EnvTrustControllers, "false"), func(c Config) bool { return !*c.AccessControl.TrustControllers }, ""},
 		{"the design page's name", env(EnvBypassControllers, "0"), func(c Config) bool { return !*c.AccessControl.TrustControllers }, ""},
 		{"both names agree", env(EnvBypassControllers, "FALSE", EnvTrustControllers, "f"), func(c Config) bool { return !*c.AccessControl.TrustControllers }, ""},
-		{"both names disagree", env(EnvBypassControllers, "true", EnvTrustControllers, "false"), nil, "disagree"},
+		{"both names disagree", env(EnvBypassControllers, "true", EnvTrustControllers, "false"), nil,
+			`ADMISSION_CONTROLLER_TRUST_CONTROLLERS: "false" and ADMISSION_CONTROLLER_BYPASS_CONTROLLERS="true" disagree`},
 		{"bad boolean", env(EnvBypassAuth, "yes"), nil, `ADMISSION_CONTROLLER_BYPASS_AUTH: invalid boolean "yes"`},
 		{"bad boolean under the design page's name", env(EnvBypassControllers, "maybe"), nil, "ADMISSION_CONTROLLER_BYPASS_CONTROLLERS"},
+		{"bad regex, named by its variable", env(EnvExternalGroups, "^ok$,a("), nil,
+			`ADMISSION_CONTROLLER_EXTERNAL_GROUPS[1]: invalid regular expression "a("`},
 		{"patterns", env(EnvSystemUsers, "^a$,^b$", EnvExternalGroups, "^g$"), func(c Config) bool {
 			return reflect.DeepEqual(c.AccessControl.SystemUsers, Patterns{"^a$", "^b$"}) && reflect.DeepEqual(c.AccessControl.ExternalGroups, Patterns{"^g$"})
 		}, ""},
@@ -161,19 +166,15 @@ func TestApplyEnv(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := base
-			err := c.ApplyEnv(tc.env)
+			cc, _, err := Resolve(base, tc.env)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err %v, want %q", err, tc.wantErr)
 				}
-				if !reflect.DeepEqual(c, base) {
-					t.Fatal("config changed on error")
-				}
 				return
 			}
-			if err != nil || !tc.check(c) {
-				t.Fatalf("err %v, config %+v", err, c)
+			if err != nil || !tc.check(cc.Config()) {
+				t.Fatalf("err %v, config %+v", err, cc.Config())
 			}
 		})
 	}
@@ -219,7 +220,7 @@ func TestFromConfigMap(t *testing.T) {
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got  %+v\nwant %+v", c, want)
 	}
-	compiled(t, c)
+	MustCompile(c)
 
 	c, err = FromConfigMap(map[string]string{})
 	if err != nil || !reflect.DeepEqual(c.Defaulted(), DefaultConfig()) {
@@ -280,11 +281,19 @@ func TestWarnings(t *testing.T) {
 	}
 }
 
-func TestCompileErrors(t *testing.T) {
-	many := make([]QueueSource, 17)
-	for i := range many {
-		many[i] = QueueSource{Kind: "label", Key: "k" + strings.Repeat("x", i)}
+// The number of queue sources has no cap: each is compiled, in order.
+func TestManySources(t *testing.T) {
+	src := make([]QueueSource, 20)
+	for i := range src {
+		src[i] = QueueSource{Kind: "label", Key: fmt.Sprintf("q%d", i), Scheduler: "kueue"}
 	}
+	c := MustCompile(Config{QueueSources: src})
+	if len(c.Sources) != 20 || c.Sources[19].Key != "q19" || c.Sources[19].PodLevel {
+		t.Fatalf("sources %+v", c.Sources)
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
 	cases := []struct {
 		name string
 		cfg  Config
@@ -306,7 +315,6 @@ func TestCompileErrors(t *testing.T) {
 			`admissionController.queueSources[5].template: "root.{user}": unknown placeholder {user}: want {value}, {namespace} or {scheduler}`,
 			`admissionController.queueSources[6].template: "root.}": unmatched }`,
 		}},
-		{"too many sources", Config{QueueSources: many}, []string{"17 sources, at most 16"}},
 		{"bad mapping", Config{QueueMapping: QueueMapping{Template: "{x}", Table: []QueueMappingEntry{{Queue: "a.b"}, {Value: "v", Queue: "root..b"}}}},
 			[]string{
 				`admissionController.queueMapping.template: "{x}": unknown placeholder`,
@@ -332,5 +340,79 @@ func TestCompileErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+func m(kv ...string) map[string]string {
+	out := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
+// TestDeleteConfig: the settings in YAML and in a ConfigMap, their
+// defaults, their errors and their warnings.
+func TestDeleteConfig(t *testing.T) {
+	c := decodeYAML(t, "admissionController:\n  enforceDeleteACLs: true\n  modifyACLAnnotation: example.com/modify-acl\n")
+	if !c.EnforceDeleteACLs || c.ModifyACLAnnotation != "example.com/modify-acl" {
+		t.Fatalf("YAML: %+v", c)
+	}
+	d := DefaultConfig()
+	if d.EnforceDeleteACLs || d.ModifyACLAnnotation != "usher.io/modify-acl" {
+		t.Fatalf("defaults: %+v", d)
+	}
+	c, err := FromConfigMap(map[string]string{
+		"admissionController.enforceDeleteACLs":   "true",
+		"admissionController.modifyACLAnnotation": " example.com/modify-acl ",
+	})
+	if err != nil || !c.EnforceDeleteACLs || c.ModifyACLAnnotation != "example.com/modify-acl" {
+		t.Fatalf("ConfigMap: %+v %v", c, err)
+	}
+	if _, err := FromConfigMap(map[string]string{"admissionController.enforceDeleteACLs": "sometimes"}); err == nil ||
+		!strings.Contains(err.Error(), `admissionController.enforceDeleteACLs: invalid boolean "sometimes"`) {
+		t.Fatalf("bad boolean: %v", err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"blank key", Config{ModifyACLAnnotation: "a b"}, `admissionController.modifyACLAnnotation: "a b" is not an annotation key`},
+		{"user.info", Config{ModifyACLAnnotation: UserInfoAnnotation}, "is the user.info annotation"},
+		{"marker clash", Config{QueueSources: []QueueSource{{Kind: "annotation", Key: DefaultModifyACLAnnotation}}},
+			`admissionController.queueSources[0].key: annotation "usher.io/modify-acl" holds user.info or the modify ACL, not a queue`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := tc.cfg.Compile(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+
+	warns := func(c Config) string {
+		var out []string
+		for _, w := range c.Warnings() {
+			out = append(out, w.String())
+		}
+		return strings.Join(out, "\n")
+	}
+	if w := warns(Config{EnforceDeleteACLs: true}); w != "" {
+		t.Fatalf("default delete configuration warns: %s", w)
+	}
+	if w := warns(Config{EnforceDeleteACLs: true, AccessControl: AccessControl{SystemUsers: Patterns{"^system:kube-controller-manager$"}}}); w != "" {
+		t.Fatalf("shared controller-manager user only warns: %s", w)
+	}
+	for _, c := range []Config{
+		{EnforceDeleteACLs: true, AccessControl: AccessControl{TrustControllers: boolPtr(false)}},
+		{EnforceDeleteACLs: true, AccessControl: AccessControl{SystemUsers: Patterns{}}},
+	} {
+		if w := warns(c); !strings.Contains(w, "admissionController.enforceDeleteACLs: is true but neither "+
+			`"system:serviceaccount:kube-system:generic-garbage-collector" nor "system:kube-controller-manager" is a trusted controller`) {
+			t.Errorf("warnings for %+v:\n%s", c.AccessControl, w)
+		}
 	}
 }

@@ -1,6 +1,7 @@
-package admission
+package settings
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"regexp/syntax"
@@ -31,21 +32,12 @@ import (
 // open as much as a missing anchor does, and (?m) makes ^ and $ match at
 // line breaks inside a name, so neither counts as an anchor.
 type patternKey struct {
-	setting string // canonical dotted name
-	noun    string // user, group, namespace
-	verb    string // trusts, matches
+	noun string // user, group, namespace
+	verb string // trusts, matches
 	// prefixEnd lists the runes a deliberately open prefix may end with;
 	// empty: both ends are required.
 	prefixEnd string
 }
-
-var (
-	keySystemUsers    = patternKey{"admissionController.accessControl.systemUsers", "user", "trusts", ":"}
-	keyExternalUsers  = patternKey{"admissionController.accessControl.externalUsers", "user", "trusts", ":"}
-	keyExternalGroups = patternKey{"admissionController.accessControl.externalGroups", "group", "trusts", ":"}
-	keyProcessNS      = patternKey{"admissionController.processNamespaces", "namespace", "matches", "-"}
-	keyBypassNS       = patternKey{"admissionController.bypassNamespaces", "namespace", "matches", ""}
-)
 
 // maxSequences bounds the expansion of a pattern into the sequences it can
 // match; a pattern with more alternatives than this is reported as too
@@ -476,4 +468,103 @@ func matchesEverything(re *regexp.Regexp) bool {
 		}
 	}
 	return true
+}
+
+// Warning is a configuration problem that does not stop usher from
+// running but probably does not do what was meant.
+type Warning struct {
+	// Setting names the setting by its YAML path
+	// (admissionController.accessControl.externalUsers), also its
+	// ConfigMap key; Variable is the ADMISSION_CONTROLLER_* variable that
+	// gave its value, if one did (Resolve).
+	Setting, Variable string
+	// Message says what is wrong and how to fix it.
+	Message string
+	// Pattern is the pattern the warning is about, "" for a warning about
+	// the whole setting; Index is its position in the setting's list.
+	Pattern string
+	Index   int
+	// Fix is the pattern to write instead of Pattern, when one rewrite
+	// keeps what the pattern says and anchors it; "" otherwise (the
+	// message then says what to do).
+	Fix string
+}
+
+// String renders the warning as "setting: message", naming the variable
+// when one gave the setting.
+func (w Warning) String() string { return cmp.Or(w.Variable, w.Setting) + ": " + w.Message }
+
+// Warnings lints c (after defaults): patterns that are not anchored and so
+// match more names than they appear to (see patternKey for the rule of
+// each setting), patterns that match every name, and settings that weaken
+// identity checks. Settings are named by their YAML path. Invalid settings
+// are errors from Compile, not warnings.
+func (c Config) Warnings() []Warning {
+	c = c.Defaulted()
+	var ws []Warning
+	add := func(setting, format string, args ...any) {
+		ws = append(ws, Warning{Setting: setting, Message: fmt.Sprintf(format, args...)})
+	}
+	for _, k := range keys {
+		if k.lint != nil {
+			ws = append(ws, k.lint.lint(k.setting, *k.field(&c).(*Patterns))...)
+		}
+	}
+	if c.AccessControl.BypassAuth {
+		add("admissionController.accessControl.bypassAuth", bypassAuthWarning)
+	}
+	if !*c.AccessControl.TrustControllers {
+		add("admissionController.accessControl.trustControllers", trustControllersWarning)
+	}
+	if c.EnforceDeleteACLs && !deletesByControllersTrusted(c) {
+		add("admissionController.enforceDeleteACLs",
+			"is true but neither %q nor %q is a trusted controller (trustControllers and systemUsers): "+
+				"garbage collection, Job and ReplicaSet cleanup and namespace deletion will be denied",
+			garbageCollectorUser, controllerManagerUser)
+	}
+	return ws
+}
+
+const (
+	bypassAuthWarning       = "is true: any submitter may set yunikorn.apache.org/user.info to any identity; use only in a trusted cluster"
+	trustControllersWarning = "is false: pods and ReplicaSets that controllers create from stamped workloads will be denied"
+)
+
+// lint checks each pattern of a setting named setting.
+func (k patternKey) lint(setting string, ps Patterns) []Warning {
+	var ws []Warning
+	for i, p := range ps {
+		if strings.Count(p, "{") != strings.Count(p, "}") {
+			// The anchors of a piece of a split pattern mean nothing.
+			ws = append(ws, Warning{Setting: setting, Pattern: p, Index: i, Message: fmt.Sprintf(
+				"pattern %q has unbalanced braces: was a repetition such as {1,3} split at its comma? "+
+					"Write patterns containing commas in the YAML list form", p)})
+			continue
+		}
+		if msg, fix, bad := k.lintPattern(p); bad {
+			ws = append(ws, Warning{Setting: setting, Pattern: p, Index: i, Message: msg, Fix: fix})
+		}
+	}
+	return ws
+}
+
+// The identities the cluster's garbage collector deletes with: its own
+// service account, or the shared controller-manager user.
+const (
+	garbageCollectorUser  = "system:serviceaccount:kube-system:generic-garbage-collector"
+	controllerManagerUser = "system:kube-controller-manager"
+)
+
+// deletesByControllersTrusted reports whether c (defaulted) trusts the
+// garbage collector, under either identity, to delete.
+func deletesByControllersTrusted(c Config) bool {
+	if !*c.AccessControl.TrustControllers {
+		return false
+	}
+	res, err := compilePatterns("", c.AccessControl.SystemUsers)
+	if err != nil {
+		return true // Compile reports it
+	}
+	m := Matcher(res)
+	return m.Match(garbageCollectorUser) || m.Match(controllerManagerUser)
 }

@@ -1,4 +1,4 @@
-package admission
+package settings
 
 import (
 	"regexp"
@@ -11,6 +11,24 @@ import (
 // match must be anchored as its setting requires, and the suggested fix
 // must compile, pass the lint and still match what the pattern was meant
 // to match.
+// The lint rules of the pattern settings, from the one table.
+var (
+	keySystemUsers    = lintOf("accessControl.systemUsers")
+	keyExternalUsers  = lintOf("accessControl.externalUsers")
+	keyExternalGroups = lintOf("accessControl.externalGroups")
+	keyProcessNS      = lintOf("processNamespaces")
+	keyBypassNS       = lintOf("bypassNamespaces")
+)
+
+func lintOf(setting string) patternKey {
+	for _, k := range keys {
+		if k.setting == prefix+setting {
+			return *k.lint
+		}
+	}
+	panic(setting)
+}
+
 func TestPatternAnchoring(t *testing.T) {
 	type tc struct {
 		name    string
@@ -153,7 +171,7 @@ func TestProcessNamespacesAsDocumented(t *testing.T) {
 	}
 	cc := MustCompile(c)
 	for ns, want := range map[string]bool{"spark-etl": true, "mpi-sim": true, "default": false, "myspark-etl": false} {
-		if got := cc.processNamespace(ns); got != want {
+		if got := cc.ProcessNamespace(ns); got != want {
 			t.Errorf("namespace %s processed %v, want %v", ns, got, want)
 		}
 	}
@@ -167,7 +185,10 @@ func TestEnvWarnings(t *testing.T) {
 		EnvBypassAuth:        "true",
 		EnvBypassControllers: "false",
 	}
-	ws := EnvWarnings(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	_, ws, err := Resolve(Config{}, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
 	var got []string
 	for _, w := range ws {
 		got = append(got, w.String())
@@ -188,7 +209,7 @@ func TestEnvWarnings(t *testing.T) {
 	if ws[0].Index != 1 || ws[0].Pattern != "spark-operator" || ws[0].Fix != "^spark-operator$" {
 		t.Errorf("warning fields %+v", ws[0])
 	}
-	if ws := EnvWarnings(func(string) (string, bool) { return "", false }); len(ws) != 0 {
+	if _, ws, _ := Resolve(Config{}, nil); len(ws) != 0 {
 		t.Fatalf("no variables, warnings %v", ws)
 	}
 }
@@ -226,27 +247,27 @@ func FuzzLintPattern(f *testing.F) {
 		"(?m)^a$", "(?i)a|b", "^.*x$", "[|]x|y", `\Aa\z|b`, "a{2,}|^b", "((a|b)|c)?d", "^$", "x**"} {
 		f.Add(s)
 	}
-	keys := []patternKey{keySystemUsers, keyExternalGroups, keyProcessNS, keyBypassNS}
+	pks := []patternKey{keySystemUsers, keyExternalGroups, keyProcessNS, keyBypassNS}
 	f.Fuzz(func(t *testing.T, p string) {
 		if len(p) > 200 {
 			return
 		}
-		for _, k := range keys {
+		for _, k := range pks {
 			_, fix, _ := k.lintPattern(p)
 			if fix == "" {
 				continue
 			}
 			re, err := regexp.Compile(fix)
 			if err != nil {
-				t.Fatalf("%s: fix %q of %q does not compile: %v", k.setting, fix, p, err)
+				t.Fatalf("%s: fix %q of %q does not compile: %v", k.noun, fix, p, err)
 			}
 			if m, _, warn := k.lintPattern(fix); warn {
-				t.Fatalf("%s: fix %q of %q warns: %s", k.setting, fix, p, m)
+				t.Fatalf("%s: fix %q of %q warns: %s", k.noun, fix, p, m)
 			}
 			vs, _ := analyse(p)
 			for _, v := range vs {
 				if v.literal && !re.MatchString(v.last) {
-					t.Fatalf("%s: fix %q of %q no longer matches %q", k.setting, fix, p, v.last)
+					t.Fatalf("%s: fix %q of %q no longer matches %q", k.noun, fix, p, v.last)
 				}
 			}
 		}

@@ -1,52 +1,54 @@
-package admission
+package settings
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"strings"
+
+	"github.com/usherhq/usher/internal/clip"
 )
 
 // Compiled is a validated Config with its regular expressions compiled and
-// its queue mapping prepared, ready for the handler. It is immutable and
-// safe for concurrent use; a reload compiles a new one and swaps it in
-// with the rest of the configuration (see WithState).
+// its queue mapping prepared, ready for the webhook. It is immutable and
+// safe for concurrent use (its fields are read, never written); a reload
+// compiles a new one.
 type Compiled struct {
 	cfg Config
 
-	bypassAuth, trustControllers, enforce bool
-	enforceDelete                         bool
-	// queueWarn, deleteWarn: enforceQueueACLsMode, enforceDeleteACLsMode
+	BypassAuth, TrustControllers bool
+	EnforceQueue, EnforceDelete  bool // enforceQueueACLs, enforceDeleteACLs
+	// QueueWarn, DeleteWarn: enforceQueueACLsMode, enforceDeleteACLsMode
 	// are warn.
-	queueWarn, deleteWarn bool
-	// stampGiven: stampGroups is given; stampDeny: stampGroupsOnError is
+	QueueWarn, DeleteWarn bool
+	// StampGiven: stampGroups is given; StampDeny: stampGroupsOnError is
 	// deny.
-	stampGiven, stampDeny      bool
-	modifyACLKey               string
-	systemUsers, externalUsers matcher
-	externalGroups             matcher
-	processNS, bypassNS        matcher
+	StampGiven, StampDeny                      bool
+	ModifyACLKey, Partition                    string
+	SystemUsers, ExternalUsers, ExternalGroups Matcher
+	Sources                                    []Source
 
-	sources   []compiledSource
-	table     []QueueMappingEntry
-	template  *template
-	partition string
-
-	// Keys the object scanner looks for, with their slots.
-	labelKeys, annotationKeys []wantKey
+	processNS, bypassNS Matcher
+	table               []QueueMappingEntry
+	template            *template
 }
 
-type compiledSource struct {
+// Source is a compiled queue source.
+type Source struct {
 	QueueSource
-	annotation bool
-	podLevel   bool      // the scheduler reads the marker on the pods only
-	place      bool      // YuniKorn's placement rules decide the queue (SubmitRequest.Place)
+	Annotation bool      // Kind is annotation
+	PodLevel   bool      // the scheduler reads the marker on the pods only
+	Place      bool      // YuniKorn's placement rules decide the queue (its scheduler is yunikorn)
 	template   *template // nil: use the global template or the default rule
 }
 
-type matcher []*regexp.Regexp
+// Matcher is a compiled pattern list.
+type Matcher []*regexp.Regexp
 
-func (m matcher) match(s string) bool {
+// Match reports whether a pattern matches s.
+func (m Matcher) Match(s string) bool {
 	for _, re := range m {
 		if re.MatchString(s) {
 			return true
@@ -55,12 +57,13 @@ func (m matcher) match(s string) bool {
 	return false
 }
 
-func (m matcher) matchAny(ss []string) bool {
+// MatchAny reports whether a pattern matches one of ss.
+func (m Matcher) MatchAny(ss []string) bool {
 	if len(m) == 0 {
 		return false
 	}
 	for _, s := range ss {
-		if m.match(s) {
+		if m.Match(s) {
 			return true
 		}
 	}
@@ -71,19 +74,21 @@ func (m matcher) matchAny(ss []string) bool {
 // place so that a reader of the configuration can point at it: Setting is
 // the dotted YAML path (admissionController.queueSources), Index the list
 // item (-1 for none) and Field the key inside that item ("" for the item
-// or setting itself). Compile returns them joined (errors.Join); match
-// each with errors.As.
+// or setting itself); Variable is the ADMISSION_CONTROLLER_* variable that
+// gave the value, if one did (Resolve). Compile returns them joined
+// (errors.Join); match each with errors.As.
 type SettingError struct {
-	Setting string
-	Index   int
-	Field   string
-	Msg     string
+	Setting, Variable string
+	Index             int
+	Field             string
+	Msg               string
 }
 
-// Path renders the place: admissionController.queueSources[1].key.
+// Path renders the place: admissionController.queueSources[1].key, or
+// the variable in place of the setting.
 func (e *SettingError) Path() string {
 	var b strings.Builder
-	b.WriteString(e.Setting)
+	b.WriteString(cmp.Or(e.Variable, e.Setting))
 	if e.Index >= 0 {
 		fmt.Fprintf(&b, "[%d]", e.Index)
 	}
@@ -127,7 +132,7 @@ func joined[E error](err error) []E {
 	return out
 }
 
-// Compile validates c (after defaults) and prepares it for the handler. An
+// Compile validates c (after defaults) and prepares it for the webhook. An
 // error names the setting at fault: an invalid regular expression, an
 // unknown queue source kind, an empty key, a bad template or mapping entry.
 // All problems are reported, joined; each is a *SettingError.
@@ -135,12 +140,12 @@ func (c Config) Compile() (*Compiled, error) {
 	c = c.Defaulted()
 	out := &Compiled{
 		cfg:              c,
-		bypassAuth:       c.AccessControl.BypassAuth,
-		trustControllers: *c.AccessControl.TrustControllers,
-		enforce:          c.EnforceQueueACLs,
-		enforceDelete:    c.EnforceDeleteACLs,
-		modifyACLKey:     c.ModifyACLAnnotation,
-		partition:        c.Partition,
+		BypassAuth:       c.AccessControl.BypassAuth,
+		TrustControllers: *c.AccessControl.TrustControllers,
+		EnforceQueue:     c.EnforceQueueACLs,
+		EnforceDelete:    c.EnforceDeleteACLs,
+		ModifyACLKey:     c.ModifyACLAnnotation,
+		Partition:        c.Partition,
 	}
 	var errs []error
 	mode := func(setting, v string) bool {
@@ -153,67 +158,55 @@ func (c Config) Compile() (*Compiled, error) {
 		errs = append(errs, settingErr(setting, -1, "", "%q is not a mode: want %s or %s", v, ModeDeny, ModeWarn))
 		return false
 	}
-	out.queueWarn = mode("admissionController.enforceQueueACLsMode", c.EnforceQueueACLsMode)
-	out.deleteWarn = mode("admissionController.enforceDeleteACLsMode", c.EnforceDeleteACLsMode)
+	out.QueueWarn = mode("admissionController.enforceQueueACLsMode", c.EnforceQueueACLsMode)
+	out.DeleteWarn = mode("admissionController.enforceDeleteACLsMode", c.EnforceDeleteACLsMode)
 	oneOf := func(setting, v, yes, no string) bool {
 		if v != yes && v != no {
 			errs = append(errs, settingErr(setting, -1, "", "%q: want %s or %s", v, no, yes))
 		}
 		return v == yes
 	}
-	out.stampGiven = oneOf("admissionController.stampGroups", c.StampGroups, StampGiven, StampDecided)
-	out.stampDeny = oneOf("admissionController.stampGroupsOnError", c.StampGroupsOnError, StampDeny, StampGiven)
-	compile := func(dst *matcher, setting string, ps Patterns) {
+	out.StampGiven = oneOf("admissionController.stampGroups", c.StampGroups, StampGiven, StampDecided)
+	out.StampDeny = oneOf("admissionController.stampGroupsOnError", c.StampGroupsOnError, StampDeny, StampGiven)
+	compile := func(dst *Matcher, setting string, ps Patterns) {
 		res, err := compilePatterns(setting, ps)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		*dst = res
 	}
-	compile(&out.systemUsers, "admissionController.accessControl.systemUsers", c.AccessControl.SystemUsers)
-	compile(&out.externalUsers, "admissionController.accessControl.externalUsers", c.AccessControl.ExternalUsers)
-	compile(&out.externalGroups, "admissionController.accessControl.externalGroups", c.AccessControl.ExternalGroups)
+	compile(&out.SystemUsers, "admissionController.accessControl.systemUsers", c.AccessControl.SystemUsers)
+	compile(&out.ExternalUsers, "admissionController.accessControl.externalUsers", c.AccessControl.ExternalUsers)
+	compile(&out.ExternalGroups, "admissionController.accessControl.externalGroups", c.AccessControl.ExternalGroups)
 	compile(&out.processNS, "admissionController.processNamespaces", c.ProcessNamespaces)
 	compile(&out.bypassNS, "admissionController.bypassNamespaces", c.BypassNamespaces)
 
 	if strings.TrimSpace(c.Partition) != c.Partition {
 		errs = append(errs, settingErr("admissionController.partition", -1, "", "%q has leading or trailing blanks", c.Partition))
 	}
-	if len(c.QueueSources) > maxSources {
-		errs = append(errs, settingErr("admissionController.queueSources", -1, "", "%d sources, at most %d are supported",
-			len(c.QueueSources), maxSources))
-	}
-	out.annotationKeys = append(out.annotationKeys, wantKey{UserInfoAnnotation, slotUserInfo}, wantKey{DirectoryGroupsAnnotation, slotDirGroups})
-	out.labelKeys = append(out.labelKeys, wantKey{LegacyUserLabel, slotLegacy})
 	if c.ModifyACLAnnotation != strings.TrimSpace(c.ModifyACLAnnotation) || strings.ContainsAny(c.ModifyACLAnnotation, " \t\r\n") {
 		errs = append(errs, settingErr("admissionController.modifyACLAnnotation", -1, "", "%q is not an annotation key", c.ModifyACLAnnotation))
 	}
 	if c.ModifyACLAnnotation == UserInfoAnnotation || c.ModifyACLAnnotation == DirectoryGroupsAnnotation {
 		errs = append(errs, settingErr("admissionController.modifyACLAnnotation", -1, "", "%q is the user.info annotation or its companion %s", c.ModifyACLAnnotation, DirectoryGroupsAnnotation))
 	}
-	if c.EnforceDeleteACLs {
-		out.annotationKeys = append(out.annotationKeys, wantKey{c.ModifyACLAnnotation, slotModifyACL})
-	}
 	for i, s := range c.QueueSources {
-		if i >= maxSources {
-			break
-		}
 		const setting = "admissionController.queueSources"
-		cs := compiledSource{QueueSource: s}
+		cs := Source{QueueSource: s}
 		switch s.Kind {
 		case "label":
 		case "annotation":
-			cs.annotation = true
+			cs.Annotation = true
 		default:
 			errs = append(errs, settingErr(setting, i, "kind", "%q is not a marker kind: want label or annotation", s.Kind))
 		}
 		switch s.Level {
 		case LevelPod:
-			cs.podLevel = true
+			cs.PodLevel = true
 		case LevelWorkload:
 		case "":
-			cs.podLevel = s.Scheduler == schedulerYuniKorn
-			if cs.podLevel {
+			cs.PodLevel = s.Scheduler == SchedulerYuniKorn
+			if cs.PodLevel {
 				cs.Level = LevelPod
 			} else {
 				cs.Level = LevelWorkload
@@ -221,7 +214,7 @@ func (c Config) Compile() (*Compiled, error) {
 		default:
 			errs = append(errs, settingErr(setting, i, "level", "%q is not a level: want pod or workload", s.Level))
 		}
-		cs.place = s.Scheduler == schedulerYuniKorn
+		cs.Place = s.Scheduler == SchedulerYuniKorn
 		if s.Key == "" || strings.TrimSpace(s.Key) != s.Key {
 			errs = append(errs, settingErr(setting, i, "key", "%q is not a label or annotation key", s.Key))
 		}
@@ -237,20 +230,10 @@ func (c Config) Compile() (*Compiled, error) {
 				errs = append(errs, settingErr(setting, i, "", "%s %q is already source %d", s.Kind, s.Key, j))
 			}
 		}
-		if cs.annotation && (s.Key == UserInfoAnnotation || s.Key == DirectoryGroupsAnnotation || s.Key == c.ModifyACLAnnotation) {
+		if cs.Annotation && (s.Key == UserInfoAnnotation || s.Key == DirectoryGroupsAnnotation || s.Key == c.ModifyACLAnnotation) {
 			errs = append(errs, settingErr(setting, i, "key", "annotation %q holds user.info or the modify ACL, not a queue", s.Key))
 		}
-		out.sources = append(out.sources, cs)
-		// The markers are read for the queue check and, when deletes are
-		// checked, to find the queue whose admins may delete.
-		if c.EnforceQueueACLs || c.EnforceDeleteACLs {
-			k := wantKey{s.Key, slotMarkers + i}
-			if cs.annotation {
-				out.annotationKeys = append(out.annotationKeys, k)
-			} else {
-				out.labelKeys = append(out.labelKeys, k)
-			}
-		}
+		out.Sources = append(out.Sources, cs)
 	}
 	if c.QueueMapping.Template != "" {
 		t, err := parseTemplate(c.QueueMapping.Template)
@@ -289,12 +272,12 @@ func MustCompile(c Config) *Compiled {
 // filled in.
 func (c *Compiled) Config() Config { return c.cfg }
 
-// processNamespace reports whether objects in ns are handled.
-func (c *Compiled) processNamespace(ns string) bool {
-	if c.bypassNS.match(ns) {
+// ProcessNamespace reports whether objects in ns are handled.
+func (c *Compiled) ProcessNamespace(ns string) bool {
+	if c.bypassNS.Match(ns) {
 		return false
 	}
-	return len(c.processNS) == 0 || c.processNS.match(ns)
+	return len(c.processNS) == 0 || c.processNS.Match(ns)
 }
 
 // template is a parsed queue-mapping template: literal text with
@@ -373,20 +356,20 @@ func (t *template) expand(value, namespace, scheduler string) string {
 // dot-separated names.
 func checkQueuePath(q string) error {
 	if q != "root" && !strings.HasPrefix(q, "root.") {
-		return fmt.Errorf("%s is not a queue path: want root or root.<name>...", errString(q))
+		return fmt.Errorf("%s is not a queue path: want root or root.<name>...", clip.Quote(q, 200))
 	}
 	for i, part := range strings.Split(q, ".") {
 		if part == "" {
-			return fmt.Errorf("%s is not a queue path: name %d is empty", errString(q), i)
+			return fmt.Errorf("%s is not a queue path: name %d is empty", clip.Quote(q, 200), i)
 		}
 		if strings.TrimSpace(part) != part {
-			return fmt.Errorf("%s is not a queue path: name %s has blanks", errString(q), errString(part))
+			return fmt.Errorf("%s is not a queue path: name %s has blanks", clip.Quote(q, 200), clip.Quote(part, 200))
 		}
 	}
 	return nil
 }
 
-// mapQueue maps a marker value read by source s on an object in namespace
+// MapQueue maps a marker value read by source s on an object in namespace
 // ns to a queue path.
 //
 // A marker of YuniKorn (place true) that no table entry and no template
@@ -396,7 +379,7 @@ func checkQueuePath(q string) error {
 //
 // With placing false (the delete check, which asks about the queue a
 // workload is in) every marker is mapped.
-func (c *Compiled) mapQueue(s *compiledSource, value, ns string, placing bool) (queue string, place bool, err error) {
+func (c *Compiled) MapQueue(s *Source, value, ns string, placing bool) (queue string, place bool, err error) {
 	for i := range c.table {
 		e := &c.table[i]
 		if e.Value == value && (e.Scheduler == "" || e.Scheduler == s.Scheduler) && (e.Namespace == "" || e.Namespace == ns) {
@@ -405,7 +388,7 @@ func (c *Compiled) mapQueue(s *compiledSource, value, ns string, placing bool) (
 	}
 	var q string
 	switch {
-	case placing && s.place && s.template == nil && c.template == nil:
+	case placing && s.Place && s.template == nil && c.template == nil:
 		// YuniKorn's marker without an explicit mapping: the placement
 		// rules decide (SubmitRequest.Place), from the value unchanged.
 		return value, true, nil
@@ -421,6 +404,24 @@ func (c *Compiled) mapQueue(s *compiledSource, value, ns string, placing bool) (
 	return q, false, checkQueuePath(q)
 }
 
-// schedulerYuniKorn is the scheduler whose markers go through its
+// SchedulerYuniKorn is the scheduler whose markers go through its
 // placement rules (QueueSource.Scheduler).
-const schedulerYuniKorn = "yunikorn"
+const SchedulerYuniKorn = "yunikorn"
+
+// compilePatterns compiles ps; errors name the setting and the item.
+func compilePatterns(setting string, ps Patterns) ([]*regexp.Regexp, error) {
+	out := make([]*regexp.Regexp, 0, len(ps))
+	for i, p := range ps {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			var se *syntax.Error
+			msg := err.Error()
+			if errors.As(err, &se) {
+				msg = se.Code.String() + ": " + se.Expr
+			}
+			return nil, settingErr(setting, i, "", "invalid regular expression %q: %s", p, msg)
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
