@@ -22,6 +22,7 @@ import (
 	"github.com/usherhq/usher/internal/clip"
 	"github.com/usherhq/usher/internal/httperr"
 	"github.com/usherhq/usher/policy"
+	"github.com/usherhq/usher/serving"
 )
 
 // The wire types of POST /v1/access live in package decision, which the
@@ -139,18 +140,19 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
+	g := s.serving.Current()
 	ereq := engine.Request{Partition: req.Partition, Queue: req.Queue, User: req.User, Groups: req.Groups, Action: action}
 	var (
 		res   engine.Result
 		steps []policy.Step
 	)
 	if req.Explain {
-		res, steps, err = s.engine.Explain(r.Context(), ereq)
+		res, steps, err = g.Explain(r.Context(), ereq)
 	} else {
-		res, err = s.engine.Check(r.Context(), ereq)
+		res, err = g.Check(r.Context(), ereq)
 	}
 	if err != nil {
-		s.decisionError(w, r, caller, &req, action.String(), err)
+		s.decisionError(w, r, g, caller, &req, action.String(), err)
 		return
 	}
 	s.countDecision(action.String(), res.Allowed, start)
@@ -180,7 +182,7 @@ func (s *Server) countDecision(action string, allowed bool, start time.Time) {
 // resolver's error names directory internals (DNs, base DNs, server
 // addresses, filters): it goes to the log under the request id, and the
 // caller only learns that the group lookup failed.
-func (s *Server) decisionError(w http.ResponseWriter, r *http.Request, caller auth.User, req *AccessRequest, action string, err error) {
+func (s *Server) decisionError(w http.ResponseWriter, r *http.Request, g *serving.State, caller auth.User, req *AccessRequest, action string, err error) {
 	s.metrics.decisions.WithLabelValues(action, "error").Inc()
 	s.audit("access", "user", req.User, "queue", req.Queue, "action", action, "allowed", false, "error", err.Error(), "caller", caller.Name, "requestID", requestID(r))
 	var gerr *engine.GroupsError
@@ -193,7 +195,7 @@ func (s *Server) decisionError(w http.ResponseWriter, r *http.Request, caller au
 	// the queue YuniKorn's placement would give the marker: the caller is
 	// authenticated, and the queue tree is no secret from it.
 	msg := err.Error()
-	if hint := s.engine.Config().Suggest(req.Partition, req.Queue, err); hint != "" {
+	if hint := g.Config().Suggest(req.Partition, req.Queue, err); hint != "" {
 		msg += ". " + hint
 	}
 	s.refuse(w, r, http.StatusBadRequest, msg)
@@ -227,10 +229,11 @@ func (s *Server) serveApplication(w http.ResponseWriter, r *http.Request, req *A
 		*f.dst = &parsed
 	}
 	start := time.Now()
-	d, in, err := s.engine.DecideApplication(r.Context(), engine.AppRequest{
+	g := s.serving.Current()
+	d, in, err := g.DecideApplication(r.Context(), engine.AppRequest{
 		Partition: req.Partition, User: req.User, Groups: req.Groups, App: app, Action: action, Target: req.TargetQueue})
 	if err != nil {
-		s.decisionError(w, r, caller, req, action.String(), err)
+		s.decisionError(w, r, g, caller, req, action.String(), err)
 		return
 	}
 	s.countDecision(action.String(), d.Allowed, start)
@@ -262,10 +265,11 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request, req *AccessR
 		}
 	}
 	start := time.Now()
-	res, err := s.engine.Place(r.Context(), engine.PlaceRequest{Partition: req.Partition, Queue: req.Queue, Tags: req.Tags,
+	g := s.serving.Current()
+	res, err := g.Place(r.Context(), engine.PlaceRequest{Partition: req.Partition, Queue: req.Queue, Tags: req.Tags,
 		User: req.User, Groups: req.Groups, Explain: req.Explain})
 	if err != nil {
-		s.decisionError(w, r, caller, req, action.String(), err)
+		s.decisionError(w, r, g, caller, req, action.String(), err)
 		return
 	}
 	s.countDecision(action.String(), res.Placed, start)
@@ -389,64 +393,3 @@ func outcomeOf(rec admission.Record) string {
 		return "allowed"
 	}
 }
-
-// authorizer implements admission.QueueAuthorizer over the engine.
-type authorizer struct {
-	e   decider
-	log *slog.Logger
-}
-
-// AuthorizeSubmit decides a submission. A failed group lookup is returned
-// without the resolver's detail, which the admission denial would show to
-// whoever created the object; the detail goes to the log.
-//
-// A placement request (YuniKorn's markers) is decided as engine.Place
-// decides it, the answer every other surface gives: on the queue the
-// partition's placement rules choose, which the decision carries; a
-// rejected placement denies with the placement's reason.
-func (a authorizer) AuthorizeSubmit(ctx context.Context, r admission.SubmitRequest) (admission.SubmitDecision, error) {
-	if r.Place {
-		res, err := a.e.Place(ctx, engine.PlaceRequest{Partition: r.Partition, Queue: r.Queue, Namespace: r.Namespace, User: r.User, Groups: r.Groups,
-			Decided: r.Decided})
-		if err = a.groupsError(r, err); err != nil {
-			return admission.SubmitDecision{}, err
-		}
-		admission.NoteLookup(ctx, res.Identity.Lookup.String())
-		d := admission.SubmitDecision{Allowed: res.Placed, Reason: res.Why(), Queue: res.Queue, Asked: res.Asked}
-		if !res.Placed && !res.Default {
-			d.Reason = "YuniKorn's placement " + d.Reason
-		}
-		return d, nil
-	}
-	res, err := a.e.Check(ctx, engine.Request{Partition: r.Partition, Queue: r.Queue, User: r.User, Groups: r.Groups, Decided: r.Decided, Action: policy.Submit})
-	if err = a.groupsError(r, err); err != nil {
-		return admission.SubmitDecision{}, err
-	}
-	admission.NoteLookup(ctx, res.Identity.Lookup.String())
-	return admission.SubmitDecision{Allowed: res.Allowed, Reason: res.Reason()}, nil
-}
-
-// Identify decides the groups an admission review stamps and checks
-// (admission.IdentityResolver), as Check identifies a user; a failed
-// group lookup is returned without the resolver's detail.
-func (a authorizer) Identify(ctx context.Context, partition, user string, groups []string) (identity.Info, error) {
-	in, err := a.e.Identify(ctx, partition, user, groups)
-	return in, a.groupsError(admission.SubmitRequest{Partition: partition, User: user}, err)
-}
-
-// groupsError returns err, a failed group lookup without the resolver's
-// detail (which goes to the log).
-func (a authorizer) groupsError(r admission.SubmitRequest, err error) error {
-	var gerr *engine.GroupsError
-	if errors.As(err, &gerr) {
-		id := newRequestID()
-		a.log.Error("group lookup failed", "requestID", id, "user", r.User, "partition", r.Partition, "err", err)
-		return fmt.Errorf("group lookup failed; usher's log has the details under request id %s", id)
-	}
-	return err
-}
-
-var (
-	_ admission.QueueAuthorizer  = authorizer{}
-	_ admission.IdentityResolver = authorizer{}
-)

@@ -19,13 +19,14 @@ func (s *Server) serveQueues(w http.ResponseWriter, r *http.Request, req *Access
 		return
 	}
 	start := time.Now()
-	in, queues, err := s.engine.Access(r.Context(), req.Partition, req.User, req.Groups)
+	g := s.serving.Current()
+	in, queues, err := g.Access(r.Context(), req.Partition, req.User, req.Groups)
 	if err != nil {
-		s.decisionError(w, r, caller, req, "queues", err)
+		s.decisionError(w, r, g, caller, req, "queues", err)
 		return
 	}
 	partition := req.Partition
-	if cp, err := s.engine.Snapshot().Partition(req.Partition); err == nil {
+	if cp, err := g.Snapshot().Partition(req.Partition); err == nil {
 		partition = cp.Name()
 	}
 	s.metrics.decisionLatency.Observe(time.Since(start).Seconds())

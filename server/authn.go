@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -142,13 +140,6 @@ func (s *Server) setupAccessAuth() error {
 	return nil
 }
 
-// newRequestID returns a random id that ties an answer to its log records.
-func newRequestID() string {
-	var b [8]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 // requestID returns the id set by withRequestID.
 func requestID(r *http.Request) string {
 	id, _ := r.Context().Value(requestIDKey{}).(string)
@@ -160,7 +151,7 @@ type requestIDKey struct{}
 // withRequestID gives each request an id, sent back in X-Request-Id.
 func withRequestID(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := newRequestID()
+		id := httperr.NewRequestID()
 		w.Header().Set("X-Request-Id", id)
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
 	})

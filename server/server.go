@@ -55,13 +55,11 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/usherhq/usher/admission"
-	"github.com/usherhq/usher/application"
 	"github.com/usherhq/usher/auth"
 	"github.com/usherhq/usher/config"
-	"github.com/usherhq/usher/engine"
-	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/impact"
 	"github.com/usherhq/usher/internal/safefile"
+	"github.com/usherhq/usher/serving"
 )
 
 // Options configure a Server. Zero values take the documented defaults,
@@ -284,7 +282,7 @@ type Server struct {
 	opts      Options
 	log       *slog.Logger
 	auditQ    *auditQueue // nil: audit records are written on the request path
-	engine    *engine.Engine
+	serving   *serving.Store
 	admission *admission.Handler
 	metrics   *metrics
 	registry  *prometheus.Registry
@@ -368,10 +366,10 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.logWarnings(cfg)
-	if s.engine, err = engine.New(cfg, engine.WithAdmissionAuthorizers(AdmissionAuthorizers(s.log))); err != nil {
+	if s.serving, err = serving.New(cfg, s.log); err != nil {
 		return nil, err
 	}
-	s.metrics = newMetrics(s.registry, s.engine)
+	s.metrics = newMetrics(s.registry, s.serving)
 	s.configInfo = newConfigInfo(s.registry)
 	s.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "usher_config_upgrade_warnings",
 		Help: "Warnings about what a later release refuses (docs/upgrade.md) in the configuration in service."},
@@ -387,9 +385,9 @@ func New(opts Options) (*Server, error) {
 	}
 	hopts := []admission.Option{
 		admission.WithPanicHook(func(any) { s.metrics.panics.WithLabelValues("admission").Inc() }),
-		// Settings and authorizers come from the engine's generation in
-		// service: one atomic swap changes policy and admission together.
-		admission.WithState(s.engine.Admission),
+		// Settings and authorizers come from the State in service: one
+		// atomic swap changes policy and admission together.
+		admission.WithState(s.serving.Admission),
 		admission.WithAudit(s.withDenialEvents(s.auditReview)),
 		admission.WithMaxBodyBytes(opts.MaxReviewBody),
 		admission.WithCaller(callerOf),
@@ -432,18 +430,6 @@ func (s *Server) load() (*config.Config, error) {
 	return config.Load(s.opts.ConfigPath, config.WithEnv(s.opts.Getenv))
 }
 
-// decider is what the admission authorizers ask: one engine generation,
-// so that a review's queue and delete checks answer from the
-// configuration whose admission settings the review uses.
-type decider interface {
-	Check(ctx context.Context, req engine.Request) (engine.Result, error)
-	Place(ctx context.Context, req engine.PlaceRequest) (engine.PlaceResult, error)
-	DecideApplication(ctx context.Context, req engine.AppRequest) (application.Decision, identity.Info, error)
-	Identify(ctx context.Context, partition, user string, groups []string) (identity.Info, error)
-}
-
-var _ decider = (*engine.Generation)(nil)
-
 func (s *Server) setupTLS() error {
 	switch {
 	case s.opts.TLSCertFile != "" && s.opts.TLSKeyFile != "":
@@ -466,8 +452,8 @@ func (s *Server) setupTLS() error {
 	return nil
 }
 
-// Engine returns the decision engine (for tests and embedding).
-func (s *Server) Engine() *engine.Engine { return s.engine }
+// Serving returns what serves (for tests and embedding).
+func (s *Server) Serving() *serving.Store { return s.serving }
 
 // Addr returns the address the server listens on, once Run has started.
 func (s *Server) Addr() string {
@@ -592,7 +578,7 @@ func (s *Server) Run(ctx context.Context) error {
 	err = s.httpServer.Shutdown(sctx)
 	<-done
 	s.events.shutdown()
-	if cerr := s.engine.Close(); cerr != nil {
+	if cerr := s.serving.Close(); cerr != nil {
 		s.log.Warn("closing resolvers", "err", cerr)
 	}
 	for range lns {
@@ -702,9 +688,9 @@ func (s *Server) Reload() (bool, error) {
 // generation gen. The last good generation keeps serving either way until
 // the swap.
 func (s *Server) apply(cfg *config.Config, err error, gen string, sum [32]byte) (bool, error) {
-	old := s.engine.Current().Config()
+	old := s.serving.Current().Config()
 	if err == nil {
-		err = s.engine.Swap(cfg) // one atomic swap: policy, resolvers and admission
+		err = s.serving.Swap(cfg) // one atomic swap: policy, resolvers and admission
 	}
 	if err != nil {
 		s.metrics.reloads.WithLabelValues("failure").Inc()

@@ -59,7 +59,7 @@ func runAccess(ctx context.Context, env *Env, f *accessFlags) int {
 	if !ok {
 		return ExitUsage
 	}
-	e, ok := loadEngine(env, d.config)
+	e, ok := loadServing(env, d.config)
 	if !ok {
 		return ExitUsage
 	}

@@ -133,7 +133,7 @@ func runApp(ctx context.Context, env *Env, f *appFlags) int {
 		}
 		*f.dst = &a
 	}
-	e, ok := loadEngine(env, d.config)
+	e, ok := loadServing(env, d.config)
 	if !ok {
 		return ExitUsage
 	}

@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,7 @@ import (
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/policy"
+	"github.com/usherhq/usher/serving"
 )
 
 // Exit codes.
@@ -116,15 +118,15 @@ func printLookupError(env *Env, cfg *config.Config, partition, queue string, err
 	}
 }
 
-// loadEngine loads the configuration (or the embedded default) and builds
-// an engine, printing the reason on failure.
-func loadEngine(env *Env, path string) (*engine.Engine, bool) {
+// loadServing loads the configuration (or the embedded default) and builds
+// what serves it, as usher serve does, printing the reason on failure.
+func loadServing(env *Env, path string) (*serving.State, bool) {
 	cfg, err := loadConfig(env, path)
 	if err != nil {
 		env.errorf("invalid configuration:\n%v", err)
 		return nil, false
 	}
-	e, err := engine.New(cfg)
+	e, err := serving.Build(cfg, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		env.errorf("%s: %v", cfg.File, err)
 		return nil, false
@@ -193,7 +195,7 @@ func newExplainCommand(env *Env) *cobra.Command {
 
 // prepareDecision checks the flags of check and explain and loads the
 // engine; ok false means exit with code.
-func prepareDecision(env *Env, d *decisionFlags) (e *engine.Engine, req engine.Request, code int, ok bool) {
+func prepareDecision(env *Env, d *decisionFlags) (e *serving.State, req engine.Request, code int, ok bool) {
 	if req, ok = d.request(env); !ok {
 		return nil, req, ExitUsage, false
 	}
@@ -204,7 +206,7 @@ func prepareDecision(env *Env, d *decisionFlags) (e *engine.Engine, req engine.R
 		env.errorf("--place decides a submission; --action %s is asked of a queue (leave out --place)", req.Action)
 		return nil, req, ExitUsage, false
 	}
-	if e, ok = loadEngine(env, d.config); !ok {
+	if e, ok = loadServing(env, d.config); !ok {
 		return nil, req, ExitUsage, false
 	}
 	return e, req, 0, true

@@ -36,7 +36,7 @@ func serveReads(t *testing.T, path string, vars map[string]string) (error, strin
 		WebhookAuth: server.WebhookAuthNone,
 	})
 	if err == nil {
-		t.Cleanup(func() { srv.Engine().Close() })
+		t.Cleanup(func() { srv.Serving().Close() })
 	}
 	return err, logs.String()
 }

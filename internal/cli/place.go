@@ -96,7 +96,7 @@ func runPlace(ctx context.Context, env *Env, f *placeFlags) int {
 		env.errorf("%v", err)
 		return ExitUsage
 	}
-	e, ok := loadEngine(env, cfgPath)
+	e, ok := loadServing(env, cfgPath)
 	if !ok {
 		return ExitUsage
 	}

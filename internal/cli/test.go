@@ -32,7 +32,7 @@ import (
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/policy"
-	"github.com/usherhq/usher/server"
+	"github.com/usherhq/usher/serving"
 )
 
 const testHelp = `Runs policy tests: files that name a configuration and list the decisions
@@ -229,13 +229,13 @@ func runTestFile(ctx context.Context, env *Env, f *testFile) (fileReport, error)
 		return fr, fmt.Errorf("%s: config %s does not load:\n%v", f.path, f.config, err)
 	}
 	logs := &bytes.Buffer{}
-	e, err := engine.New(cfg, engine.WithAdmissionAuthorizers(server.AdmissionAuthorizers(slog.New(slog.NewTextHandler(logs, nil)))))
+	e, err := serving.Build(cfg, nil, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		return fr, fmt.Errorf("%s: config %s: %v", f.path, f.config, err)
 	}
 	defer e.Close()
 	r := &caseRunner{env: env, e: e, configPath: f.configPath, logs: logs}
-	r.handler = admission.NewHandler(cfg.Admission, admission.WithState(e.Admission),
+	r.handler = admission.NewHandler(nil, admission.WithState(func() *admission.State { return e.Admission }),
 		admission.WithAudit(func(rec admission.Record) { r.audit = append(r.audit, rec) }))
 	for i, c := range f.cases {
 		start := time.Now()
@@ -255,7 +255,7 @@ func runTestFile(ctx context.Context, env *Env, f *testFile) (fileReport, error)
 
 type caseRunner struct {
 	env        *Env
-	e          *engine.Engine
+	e          *serving.State
 	configPath string
 	handler    *admission.Handler
 	audit      []admission.Record
