@@ -91,8 +91,7 @@ func (s *Server) setupAccessAuth() error {
 		authzs = append(authzs, auth.PrivilegedGroups(privileged...))
 	}
 	if want[AccessAuthKubernetes] || auto {
-		cfg, err := auth.LoadKubeConfig(o.Kubeconfig)
-		switch {
+		switch err := s.kubeErr; {
 		case errors.Is(err, auth.ErrNoCluster) && auto:
 		case err != nil && auto && o.Kubeconfig == "":
 			// In a pod without a usable service-account token: callers
@@ -102,7 +101,7 @@ func (s *Server) setupAccessAuth() error {
 		case err != nil:
 			return fmt.Errorf("--access-auth kubernetes: %w", err)
 		default:
-			rev, err := auth.NewKubeReviewer(cfg)
+			rev, err := auth.NewKubeReviewer(s.kube.Config)
 			if err != nil {
 				return fmt.Errorf("--access-auth kubernetes: %w", err)
 			}

@@ -19,7 +19,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/usherhq/usher/auth"
+	"github.com/usherhq/usher/cluster"
 	"github.com/usherhq/usher/config"
 )
 
@@ -71,7 +71,7 @@ func orderRefs(refs []ConfigMapRef) []ConfigMapRef {
 	return out
 }
 
-func newCMSource(refs []ConfigMapRef, kubeconfig string) (*cmSource, error) {
+func newCMSource(refs []ConfigMapRef, kube *cluster.Client, kubeErr error) (*cmSource, error) {
 	seen := map[ConfigMapRef]bool{}
 	for _, r := range refs {
 		if seen[r] {
@@ -79,16 +79,11 @@ func newCMSource(refs []ConfigMapRef, kubeconfig string) (*cmSource, error) {
 		}
 		seen[r] = true
 	}
-	rc, err := auth.LoadKubeConfig(kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("--config-map: %w", err)
-	}
-	client, err := coreClient(rc)
-	if err != nil {
-		return nil, fmt.Errorf("--config-map: %w", err)
+	if kubeErr != nil {
+		return nil, fmt.Errorf("--config-map: %w", kubeErr)
 	}
 	return &cmSource{
-		refs: orderRefs(refs), client: client, instance: replicaName(),
+		refs: orderRefs(refs), client: kube.Core, instance: replicaName(),
 		current: map[ConfigMapRef]*corev1.ConfigMap{},
 		kick:    make(chan struct{}, 1),
 	}, nil

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/lru"
@@ -124,8 +123,7 @@ func (s *Server) setupDenialEvents() error {
 	if s.opts.NoDenialEvents {
 		return nil
 	}
-	rc, err := auth.LoadKubeConfig(s.opts.Kubeconfig)
-	switch {
+	switch err := s.kubeErr; {
 	case errors.Is(err, auth.ErrNoCluster):
 		return nil
 	case err != nil && s.opts.Kubeconfig == "":
@@ -134,21 +132,8 @@ func (s *Server) setupDenialEvents() error {
 	case err != nil:
 		return fmt.Errorf("denial Events: %w", err)
 	}
-	client, err := coreClient(rc)
-	if err != nil {
-		return fmt.Errorf("denial Events: %w", err)
-	}
-	s.events = newDenialEvents(client, replicaName(), s.log)
+	s.events = newDenialEvents(s.kube.Core, replicaName(), s.log)
 	return nil
-}
-
-// coreClient is the client of the core API that usher's ConfigMap source
-// and denial Events use: usher's user agent unless rc names one.
-func coreClient(rc *rest.Config) (*corev1client.CoreV1Client, error) {
-	if rc.UserAgent == "" {
-		rc.UserAgent = "usher"
-	}
-	return corev1client.NewForConfig(rc)
 }
 
 // replicaName names this replica (the pod's POD_NAME, else the host name)

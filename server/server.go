@@ -56,6 +56,7 @@ import (
 
 	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/auth"
+	"github.com/usherhq/usher/cluster"
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/impact"
 	"github.com/usherhq/usher/internal/safefile"
@@ -289,6 +290,10 @@ type Server struct {
 	tlsConfig *tls.Config
 	access    accessAuth
 	webhook   webhookAuth
+	// kube is the cluster credentials; nil with kubeErr when they did not
+	// load.
+	kube    *cluster.Client
+	kubeErr error
 	// cm is the ConfigMap source when Options.ConfigMaps is set.
 	cm *cmSource
 	// events records denial Events; nil when off.
@@ -340,6 +345,9 @@ func New(opts Options) (*Server, error) {
 		registerAuditDrops(s.registry, s.auditQ)
 	}
 	s.bodies.shared.limit, s.bodies.small.limit, s.bodies.smallBody = opts.BodyMemory, opts.SmallBodyReserve, opts.SmallBody
+	// The cluster credentials, loaded once; each user says what it does
+	// without them.
+	s.kube, s.kubeErr = cluster.Load(opts.Kubeconfig)
 	var cfg *config.Config
 	var err error
 	// /readyz and usher_config_info name a file only as "file": anyone
@@ -349,7 +357,7 @@ func New(opts Options) (*Server, error) {
 	case len(opts.ConfigMaps) > 0 && opts.ConfigPath != "":
 		return nil, errors.New("give --config or --config-map, not both")
 	case len(opts.ConfigMaps) > 0:
-		if s.cm, err = newCMSource(opts.ConfigMaps, opts.Kubeconfig); err != nil {
+		if s.cm, err = newCMSource(opts.ConfigMaps, s.kube, s.kubeErr); err != nil {
 			return nil, err
 		}
 		if err = s.cm.fetch(context.Background()); err != nil {
@@ -393,16 +401,10 @@ func New(opts Options) (*Server, error) {
 		admission.WithCaller(callerOf),
 		admission.WithMaxGroups(opts.MaxGroups, func(source string) { s.metrics.groupsOver.WithLabelValues(source).Inc() }),
 	}
-	if rc, err := auth.LoadKubeConfig(opts.Kubeconfig); err == nil {
+	if s.kube != nil {
 		// The adoption rule reads the new owner (docs/delete.md); without
 		// cluster credentials it fails closed.
-		c, err := coreClient(rc)
-		if err != nil {
-			return nil, err
-		}
-		hopts = append(hopts, admission.WithOwnerLookup(admission.OwnerLookupFunc(func(ctx context.Context, path string) ([]byte, error) {
-			return c.RESTClient().Get().AbsPath(path).DoRaw(ctx)
-		})))
+		hopts = append(hopts, admission.WithOwnerLookup(admission.OwnerLookupFunc(s.kube.Get)))
 	}
 	s.admission = admission.NewHandler(cfg.Admission, hopts...)
 	s.setGeneration(gen, s.lastSum, cfg)
