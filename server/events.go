@@ -19,6 +19,7 @@ import (
 
 	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/auth"
+	"github.com/usherhq/usher/internal/clip"
 )
 
 // This file holds the denial Events: every admission denial (and every
@@ -71,9 +72,9 @@ const (
 	unverifiedQPS   = 1
 )
 
-// maxDenialEventMessage bounds an Event's message: the API server refuses
-// messages over 1 KiB, and the correlator may prefix "(combined from
-// similar events): ".
+// maxDenialEventMessage bounds an Event's message before clip's mark: the
+// API server refuses messages over 1 KiB, and the correlator may prefix
+// "(combined from similar events): ".
 const maxDenialEventMessage = 900
 
 // denialEvents records denials as Events.
@@ -181,13 +182,7 @@ func (e *denialEvents) record(r admission.Record) {
 	if d.Warned {
 		msg = "admitted in warn mode: " + msg
 	}
-	if len(msg) > maxDenialEventMessage {
-		cut := maxDenialEventMessage - len("...")
-		for cut > 0 && msg[cut]&0xC0 == 0x80 {
-			cut--
-		}
-		msg = msg[:cut] + "..."
-	}
+	msg = clip.String(msg, maxDenialEventMessage)
 	shape, err := json.Marshal(d)
 	if err != nil {
 		return

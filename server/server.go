@@ -59,6 +59,7 @@ import (
 	"github.com/usherhq/usher/cluster"
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/impact"
+	"github.com/usherhq/usher/internal/pki"
 	"github.com/usherhq/usher/internal/safefile"
 	"github.com/usherhq/usher/serving"
 )
@@ -443,7 +444,7 @@ func (s *Server) setupTLS() error {
 	case s.opts.TLSCertFile != "" || s.opts.TLSKeyFile != "":
 		return errors.New("tls: give both --tls-cert and --tls-key, or neither for a self-signed certificate")
 	default:
-		cert, caPEM, err := SelfSigned([]string{"localhost", "127.0.0.1", "::1"})
+		cert, caPEM, err := pki.SelfSigned("usher (self-signed)", []string{"localhost", "127.0.0.1", "::1"}, 365*24*time.Hour)
 		if err != nil {
 			return err
 		}

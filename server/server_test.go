@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/usherhq/usher/internal/pki"
 	"github.com/usherhq/usher/server"
 )
 
@@ -354,7 +355,7 @@ func TestCertificateRotation(t *testing.T) {
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	roots := x509.NewCertPool()
 	writePair := func() *x509.Certificate {
-		cert, caPEM, err := server.SelfSigned([]string{"127.0.0.1"})
+		cert, caPEM, err := pki.SelfSigned("usher (self-signed)", []string{"127.0.0.1"}, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}

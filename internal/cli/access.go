@@ -88,8 +88,9 @@ func runAccess(ctx context.Context, env *Env, f *accessFlags) int {
 	fmt.Fprintf(env.Stdout, "partition %s, user %s, groups %s\n\n", d.partition, in.User, strings.Join(groups, ", "))
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tSUBMIT\tADMIN\tGRANTED BY")
+	rights := decision.QueueRightsOf(queues)
 	for i, q := range queues {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", treeLabel(queues, i), yesNo(q.Submit.Allowed), yesNo(q.Admin.Allowed), grantedBy(q))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", decision.TreeLabel(rights, i), yesNo(q.Submit.Allowed), yesNo(q.Admin.Allowed), grantedBy(q))
 	}
 	tw.Flush()
 	return ExitOK
@@ -124,44 +125,6 @@ func grantedBy(q policy.QueueAccess) string {
 		return who + " in the partition adminacl"
 	}
 	return fmt.Sprintf("%s in %s of %s", who, d.By.ACL, where)
-}
-
-// treeLabel draws queue i of a depth-first list as a tree branch.
-func treeLabel(qs []policy.QueueAccess, i int) string {
-	q := qs[i]
-	name := q.Queue[strings.LastIndexByte(q.Queue, '.')+1:]
-	if q.Depth == 0 {
-		return name
-	}
-	var b strings.Builder
-	for level := 1; level < q.Depth; level++ {
-		if hasLaterSibling(qs, i, level) {
-			b.WriteString("│   ")
-		} else {
-			b.WriteString("    ")
-		}
-	}
-	if hasLaterSibling(qs, i, q.Depth) {
-		b.WriteString("├── ")
-	} else {
-		b.WriteString("└── ")
-	}
-	b.WriteString(name)
-	return b.String()
-}
-
-// hasLaterSibling reports whether the ancestor of qs[i] at depth level (or
-// qs[i] itself) has a sibling after it.
-func hasLaterSibling(qs []policy.QueueAccess, i, level int) bool {
-	for j := i + 1; j < len(qs); j++ {
-		switch {
-		case qs[j].Depth < level:
-			return false
-		case qs[j].Depth == level:
-			return true
-		}
-	}
-	return false
 }
 
 const lintHelp = `Checks configurations and prints each problem as

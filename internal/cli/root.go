@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/usherhq/usher/config"
+	"github.com/usherhq/usher/internal/suggest"
 )
 
 // Run runs the usher command with args (without the program name) and
@@ -337,20 +338,12 @@ func unknownCommand(cmd *cobra.Command, name string) error {
 		}
 	}
 	if len(names) > 0 {
-		msg += fmt.Sprintf(" for %q: want %s", cmd.CommandPath(), orList(names))
+		msg += fmt.Sprintf(" for %q: want %s", cmd.CommandPath(), suggest.Or(names))
 	}
 	if s := cmd.SuggestionsFor(name); len(s) > 0 {
 		msg += didYouMean(s)
 	}
 	return errors.New(msg)
-}
-
-// orList is "a", "a or b", "a, b or c".
-func orList(names []string) string {
-	if len(names) < 2 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // didYouMean is cobra's way of offering the nearest names.
@@ -392,7 +385,7 @@ func nearestFlags(fs *pflag.FlagSet, typed string) []string {
 		if f.Hidden {
 			return
 		}
-		switch d := editDistance(typed, f.Name); {
+		switch d := suggest.Distance(typed, f.Name); {
 		case d < best:
 			best, near = d, []string{"--" + f.Name}
 		case d == best:
@@ -407,28 +400,6 @@ func nearestFlags(fs *pflag.FlagSet, typed string) []string {
 	}
 	slices.Sort(near)
 	return near
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 // completeQueues completes the queue flags of cmd (--queue when none are

@@ -322,7 +322,7 @@ usher answers only if you may create accessreviews in API group usher.io.`,
 					if !q.Submit && !q.Admin {
 						why = ""
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", treeLabel(out.Queues, i), mark(q.Submit), mark(q.Admin), why)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", decision.TreeLabel(out.Queues, i), mark(q.Submit), mark(q.Admin), why)
 				}
 				tw.Flush()
 			})
@@ -337,47 +337,6 @@ func mark(b bool) string {
 		return "yes"
 	}
 	return "-"
-}
-
-func depth(queue string) int { return strings.Count(queue, ".") }
-
-// treeLabel draws queue i of a depth-first list as a tree branch.
-func treeLabel(qs []decision.QueueRights, i int) string {
-	q := qs[i].Queue
-	name := q[strings.LastIndexByte(q, '.')+1:]
-	d := depth(q)
-	if d == 0 {
-		return name
-	}
-	var b strings.Builder
-	for level := 1; level < d; level++ {
-		if hasLaterSibling(qs, i, level) {
-			b.WriteString("│   ")
-		} else {
-			b.WriteString("    ")
-		}
-	}
-	if hasLaterSibling(qs, i, d) {
-		b.WriteString("├── ")
-	} else {
-		b.WriteString("└── ")
-	}
-	b.WriteString(name)
-	return b.String()
-}
-
-// hasLaterSibling reports whether the ancestor of qs[i] at depth level (or
-// qs[i] itself) has a sibling after it.
-func hasLaterSibling(qs []decision.QueueRights, i, level int) bool {
-	for j := i + 1; j < len(qs); j++ {
-		switch d := depth(qs[j].Queue); {
-		case d < level:
-			return false
-		case d == level:
-			return true
-		}
-	}
-	return false
 }
 
 // print writes v as JSON or YAML, or calls text.
