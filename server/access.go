@@ -26,16 +26,12 @@ import (
 )
 
 // The wire types of POST /v1/access live in package decision, which the
-// kubectl plugin shares without linking the server.
+// kubectl plugin shares without linking the server: the answer is the
+// object the command asking the same question prints with -o json.
 type (
-	AccessRequest       = decision.AccessRequest
-	AccessApplication   = decision.AccessApplication
-	AccessRequirement   = decision.AccessRequirement
-	AccessResponse      = decision.AccessResponse
-	AccessPlacement     = decision.AccessPlacement
-	AccessPlacementStep = decision.AccessPlacementStep
-	AccessGroup         = decision.Group
-	DecidedBy           = decision.DecidedBy
+	AccessRequest     = decision.AccessRequest
+	AccessApplication = decision.AccessApplication
+	AccessResponse    = decision.Output
 )
 
 // writeJSON answers with an encoded success body; errors go through
@@ -159,11 +155,11 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 	s.audit("access", "user", res.User, "groups", res.Identity.Groups, "partition", res.Partition, "queue", res.Queue,
 		"action", action.String(), "allowed", res.Allowed, "reason", res.Reason(), "caller", caller.Name, "requestID", requestID(r),
 		"lookup", res.Identity.Lookup.String())
-	out := toResponse(res)
+	command := "check"
 	if req.Explain {
-		out.Trail = &decision.Trail{ACLs: decision.ACLSteps(steps)}
+		command = "explain"
 	}
-	writeJSON(w, http.StatusOK, out)
+	s.answer(w, serving.Decided(command, res, steps, req.Explain))
 }
 
 // countDecision counts a decision the API made, by action and outcome,
@@ -240,14 +236,7 @@ func (s *Server) serveApplication(w http.ResponseWriter, r *http.Request, req *A
 	s.audit("access", "user", in.User, "groups", in.Groups, "partition", d.Partition, "application", d.Application,
 		"owner", d.Owner, "queue", d.Queue, "action", action.String(), "allowed", d.Allowed, "reason", d.Reason(), "caller", caller.Name, "requestID", requestID(r),
 		"lookup", in.Lookup.String())
-	out := AccessResponse{Allowed: d.Allowed, Reason: d.Reason(), Partition: d.Partition, Queue: d.Queue,
-		Action: action.String(), User: in.User, Groups: decision.GroupsOf(in), Application: d.Application, Owner: d.Owner, TargetQueue: d.Target}
-	out.Lookup = accessLookup(in.Lookup)
-	for _, rq := range d.Requirements {
-		ar := AccessRequirement{Need: rq.Need.String(), Queue: rq.Queue, Met: rq.Met, By: decision.MetBy(rq)}
-		out.Requirements = append(out.Requirements, ar)
-	}
-	writeJSON(w, http.StatusOK, out)
+	s.answer(w, serving.AppDecided(d, in, req.Explain))
 }
 
 // servePlace answers a placement question: where the partition's rules put
@@ -277,48 +266,21 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request, req *AccessR
 	s.audit("access", "user", res.Identity.User, "groups", res.Identity.Groups, "partition", res.Partition, "queue", res.Queue,
 		"provided", req.Queue, "queueAsked", res.Asked, "rule", res.RuleName(), "action", action.String(), "allowed", res.Placed, "reason", reason,
 		"caller", caller.Name, "requestID", requestID(r), "lookup", res.Identity.Lookup.String())
-	out := AccessResponse{Allowed: res.Placed, Reason: reason, Partition: res.Partition, Queue: res.Queue,
-		Action: action.String(), User: res.Identity.User, Groups: decision.GroupsOf(res.Identity),
-		Placement: &AccessPlacement{Placed: res.Placed, Queue: res.Queue, Create: res.Create, Asked: res.Asked, Rule: res.RuleName(), Reason: res.Reason()}}
-	out.Lookup = accessLookup(res.Identity.Lookup)
-	if res.Placed {
-		d := res.Decision
-		out.DecidedBy = &DecidedBy{Queue: d.By.Queue, ACL: string(d.By.ACL), Kind: d.By.Match.Kind.String(), Entry: d.By.Match.Name}
-	}
-	for _, st := range res.Trail {
-		if !req.Explain {
-			break
-		}
-		out.Placement.Trail = append(out.Placement.Trail, AccessPlacementStep{Rule: st.Rule + 1, Describe: res.Rules.Describe(st.Rule),
-			Outcome: st.Outcome.String(), Queue: st.Queue, Reason: st.Reason()})
-	}
+	command := "check"
 	if req.Explain {
-		out.Trail = &decision.Trail{Placement: decision.PlacementSteps(res.Rules, res.Result), ACLs: decision.ACLSteps(res.Steps)}
+		command = "explain"
+	}
+	s.answer(w, serving.Placed(command, &res, req.Explain))
+}
+
+// answer writes out. The lookup of an answer goes without the resolver's
+// "no such user" message, which names base DNs and filters (it goes to
+// usher's log only, as every resolver error does).
+func (s *Server) answer(w http.ResponseWriter, out *AccessResponse) {
+	if l := out.Identity.Lookup; l != nil && l.Outcome == string(identity.OutcomeUnknownGiven) {
+		l.Detail = ""
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// accessLookup is the lookup of an answer: without the resolver's "no such
-// user" message, which names base DNs and filters (it goes to usher's log
-// only, as every resolver error does).
-func accessLookup(l identity.Lookup) *decision.Lookup {
-	out := decision.LookupOf(l)
-	if out != nil && l.Outcome == identity.OutcomeUnknownGiven {
-		out.Detail = ""
-	}
-	return out
-}
-
-func toResponse(res engine.Result) AccessResponse {
-	out := AccessResponse{
-		Allowed: res.Allowed, Reason: res.Reason(), Partition: res.Partition, Queue: res.Queue,
-		Action: res.Action.String(), User: res.User, Groups: decision.GroupsOf(res.Identity),
-		Lookup: accessLookup(res.Identity.Lookup),
-	}
-	if res.Allowed {
-		out.DecidedBy = &DecidedBy{Queue: res.By.Queue, ACL: string(res.By.ACL), Kind: res.By.Match.Kind.String(), Entry: res.By.Match.Name}
-	}
-	return out
 }
 
 func jsonError(err error) string {

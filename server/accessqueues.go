@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/usherhq/usher/auth"
-	"github.com/usherhq/usher/decision"
+	"github.com/usherhq/usher/serving"
 )
 
 // serveQueues answers "queues": true: every queue of the partition with
@@ -32,7 +32,5 @@ func (s *Server) serveQueues(w http.ResponseWriter, r *http.Request, req *Access
 	s.metrics.decisionLatency.Observe(time.Since(start).Seconds())
 	s.audit("access", "user", in.User, "groups", in.Groups, "partition", partition, "action", "queues", "allowed", true,
 		"caller", caller.Name, "requestID", requestID(r))
-	out := AccessResponse{Allowed: true, Reason: decision.QueuesReason(in.User, partition),
-		Partition: partition, Action: "queues", User: in.User, Groups: decision.GroupsOf(in), Queues: decision.QueueRightsOf(queues)}
-	writeJSON(w, http.StatusOK, out)
+	s.answer(w, serving.Queues(partition, in, queues))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/decision"
 	"github.com/usherhq/usher/policy"
+	"github.com/usherhq/usher/serving"
 )
 
 const accessHelp = `Lists every queue of a partition with what the user may do there, like
@@ -73,9 +74,7 @@ func runAccess(ctx context.Context, env *Env, f *accessFlags) int {
 		if cp, err := e.Snapshot().Partition(d.partition); err == nil {
 			partition = cp.Name()
 		}
-		out := &decision.Output{Command: "access", Allowed: true, Partition: partition, Identity: decision.IdentityOf(in),
-			Reason: decision.QueuesReason(in.User, partition), Queues: decision.QueueRightsOf(queues)}
-		output.write(env, out)
+		output.write(env, serving.Queues(partition, in, queues))
 		return ExitOK
 	}
 	groups := make([]string, len(in.Groups))

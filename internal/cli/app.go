@@ -15,6 +15,7 @@ import (
 	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/policy"
+	"github.com/usherhq/usher/serving"
 )
 
 const appHelp = `Answers whether the user may view, modify, kill or move an application, as
@@ -152,10 +153,7 @@ func runApp(ctx context.Context, env *Env, f *appFlags) int {
 		return ExitUsage
 	}
 	if output.machine() {
-		out := &decision.Output{Command: "app", Allowed: dec.Allowed, Reason: dec.Reason(), Partition: dec.Partition, Queue: dec.Queue,
-			Action: dec.Action.String(), Identity: decision.IdentityOf(in), Application: dec.Application, Owner: dec.Owner,
-			TargetQueue: dec.Target, Requirements: decision.Requirements(dec, explain)}
-		output.write(env, out)
+		output.write(env, serving.AppDecided(dec, in, explain))
 		return decisionCode(dec.Allowed)
 	}
 	code := ExitDenied

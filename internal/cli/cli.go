@@ -217,23 +217,6 @@ func (d *decisionFlags) placeRequest(req engine.Request, explain bool) engine.Pl
 	return engine.PlaceRequest{Partition: req.Partition, Queue: req.Queue, Tags: d.tags, User: req.User, Groups: req.Groups, Explain: explain}
 }
 
-// placeReason is the second line of check and explain with --place.
-func placeReason(res *engine.PlaceResult) string {
-	switch {
-	case res.Asked != "":
-		return fmt.Sprintf("placed in %s, by %s, %s", res.Queue, res.RuleName(), notAsked(res))
-	case res.Placed:
-		return fmt.Sprintf("%s, by %s", res.Reason(), res.RuleName())
-	}
-	return res.Why()
-}
-
-// notAsked says that the application was not placed in the queue it
-// names (PlaceResult.Asked), and why.
-func notAsked(res *engine.PlaceResult) string {
-	return fmt.Sprintf("not in %q, the queue named: %s", res.Asked, res.Why())
-}
-
 func runCheck(ctx context.Context, env *Env, d *decisionFlags) int {
 	e, req, code, ok := prepareDecision(env, d)
 	if !ok {
@@ -246,7 +229,7 @@ func runCheck(ctx context.Context, env *Env, d *decisionFlags) int {
 			return ExitUsage
 		}
 		if d.out.machine() {
-			d.out.write(env, placedOutput("check", &res, false))
+			d.out.write(env, serving.Placed("check", &res, false))
 			return placedCode(&res)
 		}
 		return printPlaced(env, &res)
@@ -257,7 +240,7 @@ func runCheck(ctx context.Context, env *Env, d *decisionFlags) int {
 		return ExitUsage
 	}
 	if d.out.machine() {
-		d.out.write(env, decisionOutput("check", res, nil, false))
+		d.out.write(env, serving.Decided("check", res, nil, false))
 		return decisionCode(res.Allowed)
 	}
 	return printDecision(env, res)
@@ -268,10 +251,10 @@ func runCheck(ctx context.Context, env *Env, d *decisionFlags) int {
 // submit).
 func printPlaced(env *Env, res *engine.PlaceResult) int {
 	if res.Placed {
-		fmt.Fprintf(env.Stdout, "allowed\n%s\n", placeReason(res))
+		fmt.Fprintf(env.Stdout, "allowed\n%s\n", serving.PlaceReason(res))
 		return ExitOK
 	}
-	fmt.Fprintf(env.Stdout, "denied\n%s\n", placeReason(res))
+	fmt.Fprintf(env.Stdout, "denied\n%s\n", serving.PlaceReason(res))
 	return ExitDenied
 }
 
@@ -331,7 +314,7 @@ func runExplain(ctx context.Context, env *Env, d *decisionFlags) int {
 			return ExitUsage
 		}
 		if d.out.machine() {
-			d.out.write(env, placedOutput("explain", &res, true))
+			d.out.write(env, serving.Placed("explain", &res, true))
 			return placedCode(&res)
 		}
 		code = printPlaced(env, &res)
@@ -352,7 +335,7 @@ func runExplain(ctx context.Context, env *Env, d *decisionFlags) int {
 		return ExitUsage
 	}
 	if d.out.machine() {
-		d.out.write(env, decisionOutput("explain", res, steps, true))
+		d.out.write(env, serving.Decided("explain", res, steps, true))
 		return decisionCode(res.Allowed)
 	}
 	code = printDecision(env, res)

@@ -9,9 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/usherhq/usher/decision"
-	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/identity"
-	"github.com/usherhq/usher/policy"
 )
 
 // outputHelp is the help of the decision commands' -o flag.
@@ -59,30 +57,6 @@ func (o outputFlag) write(env *Env, out *decision.Output) {
 		return
 	}
 	env.Stdout.Write(b)
-}
-
-// decisionOutput is the machine output of a queue decision; steps, when
-// not nil, are its ACL trail.
-func decisionOutput(command string, res engine.Result, steps []policy.Step, trail bool) *decision.Output {
-	out := &decision.Output{Command: command, Allowed: res.Allowed, Reason: res.Reason(), Partition: res.Partition,
-		Queue: res.Queue, Action: res.Action.String(), Identity: decision.IdentityOf(res.Identity)}
-	if trail {
-		out.Trail = &decision.Trail{ACLs: decision.ACLSteps(steps)}
-	}
-	return out
-}
-
-// placedOutput is the machine output of a placement (check and explain
-// with --place, place); trail adds the placement rules tried and the ACL
-// trail of the queue whose ACLs decided.
-func placedOutput(command string, res *engine.PlaceResult, trail bool) *decision.Output {
-	out := &decision.Output{Command: command, Allowed: res.Placed, Reason: placeReason(res), Partition: res.Partition,
-		Queue: res.Queue, Action: policy.Submit.String(), Identity: decision.IdentityOf(res.Identity),
-		Placement: &decision.Placement{Placed: res.Placed, Queue: res.Queue, Create: res.Create, Asked: res.Asked, Rule: res.RuleName()}}
-	if trail {
-		out.Trail = &decision.Trail{Placement: decision.PlacementSteps(res.Rules, res.Result), ACLs: decision.ACLSteps(res.Steps)}
-	}
-	return out
 }
 
 // printIdentity prints the user, how it was looked up and each group with

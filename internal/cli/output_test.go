@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/usherhq/usher/decision"
+	"github.com/usherhq/usher/server"
 )
 
 const placement = "../../examples/placement.yaml"
@@ -154,6 +159,56 @@ func TestDecisionOutputSchema(t *testing.T) {
 					}
 				}
 				tt.check(t, &o)
+			}
+		})
+	}
+}
+
+// POST /v1/access answers the object the command asking the same question
+// prints with -o json: one shape, checked field by field.
+func TestAccessAnswersAsTheCommand(t *testing.T) {
+	schema := loadSchema(t)
+	serve := func(config string) http.Handler {
+		srv, err := server.New(server.Options{ConfigPath: config, Logger: slog.New(slog.DiscardHandler),
+			AccessAuth: []string{server.AccessAuthNone}, WebhookAuth: server.WebhookAuthNone})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { srv.Serving().Close() })
+		return srv.Handler()
+	}
+	handlers := map[string]http.Handler{teams: serve(teams), placement: serve(placement)}
+	for _, tt := range []struct {
+		config, body string
+		args         []string
+	}{
+		{teams, `{"queue":"root.ml.training","user":"ann","groups":["ml"]}`, []string{"check", "--queue", "root.ml.training", "--user", "ann", "--groups", "ml"}},
+		{teams, `{"queue":"root.ml","user":"ann","groups":["ml"],"action":"admin","explain":true}`,
+			[]string{"explain", "--queue", "root.ml", "--user", "ann", "--groups", "ml", "--action", "admin"}},
+		{placement, `{"place":true,"tags":{"namespace":"spark"},"user":"alice","groups":["dev"],"explain":true}`,
+			[]string{"explain", "--place", "--tag", "namespace=spark", "--user", "alice", "--groups", "dev"}},
+		{placement, `{"place":true,"queue":"root.nowhere","user":"alice","groups":["dev"]}`,
+			[]string{"check", "--place", "--queue", "root.nowhere", "--user", "alice", "--groups", "dev"}},
+		{teams, `{"queues":true,"user":"ann","groups":["ml"]}`, []string{"access", "--user", "ann", "--groups", "ml"}},
+		{teams, `{"application":{"owner":"ann","queue":"root.ml.training"},"action":"kill","user":"bob"}`,
+			[]string{"app", "--queue", "root.ml.training", "--owner", "ann", "--user", "bob", "--action", "kill"}},
+	} {
+		t.Run(tt.args[0]+" "+tt.body, func(t *testing.T) {
+			cli, _, _ := run(t, append(append(tt.args, "--config", tt.config), "-o", "json")...)
+			rec := httptest.NewRecorder()
+			handlers[tt.config].ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/access", strings.NewReader(tt.body)))
+			var got, want any
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || rec.Code != http.StatusOK {
+				t.Fatalf("%d %v\n%s", rec.Code, err, rec.Body)
+			}
+			if err := json.Unmarshal([]byte(cli), &want); err != nil {
+				t.Fatalf("%v\n%s", err, cli)
+			}
+			if errs := schema.validate("$", got); len(errs) > 0 {
+				t.Fatalf("against docs/decision.schema.json:\n%s\n%s", strings.Join(errs, "\n"), rec.Body)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("/v1/access answers\n%s\nusher %s -o json prints\n%s", rec.Body, tt.args[0], cli)
 			}
 		})
 	}

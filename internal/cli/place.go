@@ -11,6 +11,7 @@ import (
 	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/placement"
 	"github.com/usherhq/usher/policy"
+	"github.com/usherhq/usher/serving"
 )
 
 const placeHelp = `Answers "where will my job go?": runs the partition's placement rules
@@ -108,7 +109,7 @@ func runPlace(ctx context.Context, env *Env, f *placeFlags) int {
 	w := env.Stdout
 	code := ExitOK
 	if out.machine() {
-		o := placedOutput("place", &res, true)
+		o := serving.Placed("place", &res, true)
 		o.Reason = res.Reason()
 		out.write(env, o)
 		w = io.Discard

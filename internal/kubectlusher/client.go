@@ -26,14 +26,8 @@ type (
 	accessRequest     = decision.AccessRequest
 	accessApplication = decision.AccessApplication
 	// AccessAnswer is the answer of POST /v1/access, as the plugin prints
-	// it with -o json.
-	AccessAnswer = decision.AccessResponse
-	// DecidedBy names the ACL entry that allowed a decision.
-	DecidedBy = decision.DecidedBy
-	// Requirement is one thing an application decision needed.
-	Requirement = decision.AccessRequirement
-	// Placement is where the placement rules put an application.
-	Placement = decision.AccessPlacement
+	// it with -o json: the object usher check, explain or app prints.
+	AccessAnswer = decision.Output
 )
 
 // APIError is an answer of usher other than 200: the status and usher's

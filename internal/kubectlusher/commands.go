@@ -48,7 +48,7 @@ usher.io.`,
 			if err != nil {
 				return err
 			}
-			out := WhoamiOutput{Usher: decision.Identity{User: ans.User, Groups: ans.Groups}, Partition: ans.Partition}
+			out := WhoamiOutput{Usher: decision.Identity{User: ans.Identity.User, Groups: ans.Identity.Groups}, Partition: ans.Partition}
 			if out.Usher.Groups == nil {
 				out.Usher.Groups = []decision.Group{}
 			}
@@ -61,14 +61,14 @@ usher.io.`,
 				} else {
 					fmt.Fprintf(w, "asked about (--as)\n  user:    %s\n  groups:  %s\n\n", who.User, joinOr(who.Groups, "(none)"))
 				}
-				fmt.Fprintf(w, "usher (partition %s)\n  user:    %s\n", ans.Partition, ans.User)
-				if len(ans.Groups) == 0 {
+				fmt.Fprintf(w, "usher (partition %s)\n  user:    %s\n", ans.Partition, ans.Identity.User)
+				if len(ans.Identity.Groups) == 0 {
 					fmt.Fprintln(w, "  groups:  (none)")
 					return
 				}
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "  GROUP\tSOURCE")
-				for _, g := range ans.Groups {
+				for _, g := range ans.Identity.Groups {
 					fmt.Fprintf(tw, "  %s\t%s\n", g.Name, describeSource(g.Source, self))
 				}
 				tw.Flush()
@@ -214,7 +214,7 @@ func yesNo(b bool) string {
 // printDecision prints the reason, the groups and the trail of a decision.
 func printDecision(w io.Writer, a *AccessAnswer) {
 	fmt.Fprintf(w, "reason: %s\n", a.Reason)
-	fmt.Fprintf(w, "user %s, groups %s, partition %s\n", a.User, groupsText(a.Groups), a.Partition)
+	fmt.Fprintf(w, "user %s, groups %s, partition %s\n", a.Identity.User, groupsText(a.Identity.Groups), a.Partition)
 	if a.DecidedBy != nil {
 		fmt.Fprintf(w, "decided by: %s entry %q in %s of %s\n", a.DecidedBy.Kind, a.DecidedBy.Entry, a.DecidedBy.ACL, a.DecidedBy.Queue)
 	}
@@ -303,7 +303,7 @@ usher answers only if you may create accessreviews in API group usher.io.`,
 			if err != nil {
 				return err
 			}
-			out := QueuesOutput{Partition: ans.Partition, Identity: decision.Identity{User: ans.User, Groups: ans.Groups}, Queues: ans.Queues}
+			out := QueuesOutput{Partition: ans.Partition, Identity: decision.Identity{User: ans.Identity.User, Groups: ans.Identity.Groups}, Queues: ans.Queues}
 			if out.Queues == nil {
 				out.Queues = []decision.QueueRights{}
 			}
@@ -311,7 +311,7 @@ usher answers only if you may create accessreviews in API group usher.io.`,
 				out.Identity.Groups = []decision.Group{}
 			}
 			return o.print(out, func(w io.Writer) {
-				fmt.Fprintf(w, "partition %s, user %s, groups %s\n\n", ans.Partition, ans.User, groupsText(ans.Groups))
+				fmt.Fprintf(w, "partition %s, user %s, groups %s\n\n", ans.Partition, ans.Identity.User, groupsText(ans.Identity.Groups))
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "QUEUE\tSUBMIT\tADMIN\tWHY")
 				for i, q := range out.Queues {

@@ -204,7 +204,7 @@ func (e *env) accessAnswer(t *testing.T, user string, groups []string, marker st
 	t.Helper()
 	req, _ := json.Marshal(decision.AccessRequest{User: user, Groups: groups, Place: true, Queue: marker, Tags: map[string]string{"namespace": "e2e"}})
 	cert := e.ca.Issue(t, user, groups[:len(groups)-1], authtest.CertOptions{})
-	var a decision.AccessResponse
+	var a decision.Output
 	if body := e.post(t, "/v1/access", string(req), &cert); json.Unmarshal(body, &a) != nil || a.Placement == nil {
 		t.Fatalf("/v1/access: %s", body)
 	}

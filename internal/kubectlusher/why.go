@@ -312,7 +312,7 @@ func printWhy(w io.Writer, wo WhyObject) {
 			fmt.Fprintf(w, "  placement: rejected (%s): %s\n", p.Rule, p.Reason)
 		}
 	}
-	fmt.Fprintf(w, "  usher's decision for %s: %s\n", a.User, map[bool]string{true: "allowed", false: "denied"}[a.Allowed])
+	fmt.Fprintf(w, "  usher's decision for %s: %s\n", a.Identity.User, map[bool]string{true: "allowed", false: "denied"}[a.Allowed])
 	fmt.Fprintf(w, "    %s\n", a.Reason)
 	var b strings.Builder
 	printTrail(&b, a.Trail)
