@@ -449,18 +449,28 @@ func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition,
 	return pr, nil
 }
 
+// AccessResult is every queue of a partition with what a user may do
+// there.
+type AccessResult struct {
+	// Partition is the partition's canonical name.
+	Partition string
+	Identity  identity.Info
+	Queues    []policy.QueueAccess
+}
+
 // Access lists every queue of the partition with what user may do there.
-func (g *Generation) Access(ctx context.Context, partitionName, user string, groups []string) (identity.Info, []policy.QueueAccess, error) {
+func (g *Generation) Access(ctx context.Context, partitionName, user string, groups []string) (AccessResult, error) {
 	cp, p, err := g.lookup(partitionName)
 	if err != nil {
-		return identity.Info{}, nil, err
+		return AccessResult{}, err
 	}
-	var in identity.Info
-	pr, err := g.identify(ctx, cp, p, user, groups, false, &in)
+	res := AccessResult{Partition: cp.Name()}
+	pr, err := g.identify(ctx, cp, p, user, groups, false, &res.Identity)
 	if err != nil {
-		return identity.Info{}, nil, err
+		return AccessResult{}, err
 	}
-	return in, cp.Access(pr.Subject()), nil
+	res.Queues = cp.Access(pr.Subject())
+	return res, nil
 }
 
 // AppRequest is a question about a running application: may User (with

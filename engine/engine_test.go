@@ -129,9 +129,10 @@ func TestExplainAndAccess(t *testing.T) {
 	if err != nil || !res.Allowed || len(steps) != 4 || !steps[0].Match.Allowed() {
 		t.Fatalf("%+v %+v %v", res, steps, err)
 	}
-	in, queues, err := e.Access(context.Background(), "", "alice", nil)
-	if err != nil || in.User != "alice" || len(queues) != 3 {
-		t.Fatalf("%+v %+v %v", in, queues, err)
+	acc, err := e.Access(context.Background(), "", "alice", nil)
+	queues := acc.Queues
+	if err != nil || acc.Identity.User != "alice" || len(queues) != 3 || acc.Partition != "default" {
+		t.Fatalf("%+v %v", acc, err)
 	}
 	if !queues[1].Submit.Allowed || queues[2].Submit.Allowed {
 		t.Fatalf("access %+v", queues)

@@ -20,17 +20,13 @@ func (s *Server) serveQueues(w http.ResponseWriter, r *http.Request, req *Access
 	}
 	start := time.Now()
 	g := s.serving.Current()
-	in, queues, err := g.Access(r.Context(), req.Partition, req.User, req.Groups)
+	res, err := g.Access(r.Context(), req.Partition, req.User, req.Groups)
 	if err != nil {
 		s.decisionError(w, r, g, caller, req, "queues", err)
 		return
 	}
-	partition := req.Partition
-	if cp, err := g.Snapshot().Partition(req.Partition); err == nil {
-		partition = cp.Name()
-	}
 	s.metrics.decisionLatency.Observe(time.Since(start).Seconds())
-	s.audit("access", "user", in.User, "groups", in.Groups, "partition", partition, "action", "queues", "allowed", true,
+	s.audit("access", "user", res.Identity.User, "groups", res.Identity.Groups, "partition", res.Partition, "action", "queues", "allowed", true,
 		"caller", caller.Name, "requestID", requestID(r))
-	s.answer(w, serving.Queues(partition, in, queues))
+	s.answer(w, serving.Queues(res))
 }

@@ -63,11 +63,11 @@ func AppDecided(d application.Decision, in identity.Info, checks bool) *decision
 		TargetQueue: d.Target, Requirements: decision.Requirements(d, checks)}
 }
 
-// Queues is the answer listing every queue of partition with the rights
-// of in.
-func Queues(partition string, in identity.Info, queues []policy.QueueAccess) *decision.Output {
-	return &decision.Output{Command: "access", Allowed: true, Partition: partition, Identity: decision.IdentityOf(in),
-		Reason: decision.QueuesReason(in.User, partition), Queues: decision.QueueRightsOf(queues)}
+// Queues is the answer listing every queue of a partition with a user's
+// rights.
+func Queues(res engine.AccessResult) *decision.Output {
+	return &decision.Output{Command: "access", Allowed: true, Partition: res.Partition, Identity: decision.IdentityOf(res.Identity),
+		Reason: decision.QueuesReason(res.Identity.User, res.Partition), Queues: decision.QueueRightsOf(res.Queues)}
 }
 
 func decidedBy(d policy.Decision) *decision.DecidedBy {

@@ -64,19 +64,16 @@ func runAccess(ctx context.Context, env *Env, f *accessFlags) int {
 	if !ok {
 		return ExitUsage
 	}
-	in, queues, err := e.Access(ctx, req.Partition, req.User, req.Groups)
+	res, err := e.Access(ctx, req.Partition, req.User, req.Groups)
 	if err != nil {
 		printLookupError(env, e.Config(), req.Partition, "", err)
 		return ExitUsage
 	}
 	if output.machine() {
-		partition := d.partition
-		if cp, err := e.Snapshot().Partition(d.partition); err == nil {
-			partition = cp.Name()
-		}
-		output.write(env, serving.Queues(partition, in, queues))
+		output.write(env, serving.Queues(res))
 		return ExitOK
 	}
+	in, queues := res.Identity, res.Queues
 	groups := make([]string, len(in.Groups))
 	for i, g := range in.Groups {
 		groups[i] = fmt.Sprintf("%s (%s)", g, in.SourceOf(i))
