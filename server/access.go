@@ -14,6 +14,7 @@ import (
 
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/answer"
 	"github.com/usherhq/usher/application"
 	"github.com/usherhq/usher/auth"
 	"github.com/usherhq/usher/decision"
@@ -159,7 +160,7 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 	if req.Explain {
 		command = "explain"
 	}
-	s.answer(w, serving.Decided(command, res, steps, req.Explain))
+	s.answer(w, answer.Decided(command, res, steps, req.Explain))
 }
 
 // countDecision counts a decision the API made, by action and outcome,
@@ -236,7 +237,7 @@ func (s *Server) serveApplication(w http.ResponseWriter, r *http.Request, req *A
 	s.audit("access", "user", in.User, "groups", in.Groups, "partition", d.Partition, "application", d.Application,
 		"owner", d.Owner, "queue", d.Queue, "action", action.String(), "allowed", d.Allowed, "reason", d.Reason(), "caller", caller.Name, "requestID", requestID(r),
 		"lookup", in.Lookup.String())
-	s.answer(w, serving.AppDecided(d, in, req.Explain))
+	s.answer(w, answer.AppDecided(d, in, req.Explain))
 }
 
 // servePlace answers a placement question: where the partition's rules put
@@ -270,7 +271,7 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request, req *AccessR
 	if req.Explain {
 		command = "explain"
 	}
-	s.answer(w, serving.Placed(command, &res, req.Explain))
+	s.answer(w, answer.Placed(command, &res, req.Explain))
 }
 
 // answer writes out. The lookup of an answer goes without the resolver's

@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/usherhq/usher/answer"
 	"github.com/usherhq/usher/auth"
-	"github.com/usherhq/usher/serving"
 )
 
 // serveQueues answers "queues": true: every queue of the partition with
@@ -28,5 +28,5 @@ func (s *Server) serveQueues(w http.ResponseWriter, r *http.Request, req *Access
 	s.metrics.decisionLatency.Observe(time.Since(start).Seconds())
 	s.audit("access", "user", res.Identity.User, "groups", res.Identity.Groups, "partition", res.Partition, "action", "queues", "allowed", true,
 		"caller", caller.Name, "requestID", requestID(r))
-	s.answer(w, serving.Queues(res))
+	s.answer(w, answer.Queues(res))
 }

@@ -10,10 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/usherhq/usher/answer"
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/decision"
 	"github.com/usherhq/usher/policy"
-	"github.com/usherhq/usher/serving"
 )
 
 const accessHelp = `Lists every queue of a partition with what the user may do there, like
@@ -70,7 +70,7 @@ func runAccess(ctx context.Context, env *Env, f *accessFlags) int {
 		return ExitUsage
 	}
 	if output.machine() {
-		output.write(env, serving.Queues(res))
+		output.write(env, answer.Queues(res))
 		return ExitOK
 	}
 	in, queues := res.Identity, res.Queues

@@ -2,20 +2,15 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/usherhq/usher/acl"
+	"github.com/usherhq/usher/answer"
 	"github.com/usherhq/usher/application"
-	"github.com/usherhq/usher/decision"
 	"github.com/usherhq/usher/engine"
-	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/policy"
-	"github.com/usherhq/usher/serving"
 )
 
 const appHelp = `Answers whether the user may view, modify, kill or move an application, as
@@ -153,109 +148,9 @@ func runApp(ctx context.Context, env *Env, f *appFlags) int {
 		return ExitUsage
 	}
 	if output.machine() {
-		output.write(env, serving.AppDecided(dec, in, explain))
+		output.write(env, answer.AppDecided(dec, in, explain))
 		return decisionCode(dec.Allowed)
 	}
-	code := ExitDenied
-	verdict := "denied"
-	if dec.Allowed {
-		code, verdict = ExitOK, "allowed"
-	}
-	fmt.Fprintf(env.Stdout, "%s\n%s\n", verdict, dec.Reason())
-	if explain {
-		printAppTrail(env.Stdout, in, app, dec)
-	}
-	return code
-}
-
-func printAppTrail(w io.Writer, in identity.Info, app application.Application, d application.Decision) {
-	decision.IdentityText(w, in)
-	name := app.ID
-	if name == "" {
-		name = "(no id)"
-	}
-	fmt.Fprintf(w, "\napplication %s: owner %s, queue %s\n", name, d.Owner, d.Queue)
-	if d.Action != application.Move {
-		fmt.Fprintf(w, "\nchecks for %v (in this order; the first that allows decides):\n", d.Action)
-		printSteps(w, d, d.Requirements[0].Steps, "  ")
-		return
-	}
-	fmt.Fprintf(w, "\nrequirements of move to %s (all three must be met):\n", d.Target)
-	for i, r := range d.Requirements {
-		met := "NOT MET"
-		if r.Met {
-			met = "met"
-		}
-		what := "modify the application"
-		switch r.Need {
-		case application.NeedSourceQueue:
-			what = "submit to " + r.Queue + " (where it runs)"
-		case application.NeedTargetQueue:
-			what = "submit to " + r.Queue + " (the target)"
-		}
-		fmt.Fprintf(w, "  %d. %s: %s\n", i+1, what, met)
-		printSteps(w, d, r.Steps, "       ")
-	}
-}
-
-func printSteps(w io.Writer, d application.Decision, steps []application.Step, indent string) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, s := range steps {
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\n", indent, s.Rule, checked(d, s), verdict(d, s))
-	}
-	tw.Flush()
-}
-
-// checked says what a step looks at.
-func checked(d application.Decision, s application.Step) string {
-	rule := func(a *acl.ACL) string {
-		if a == nil {
-			return "(not set)"
-		}
-		return fmt.Sprintf("%q", a.String())
-	}
-	switch s.Rule {
-	case application.Owner:
-		return fmt.Sprintf("owner %q", d.Owner)
-	case application.QueueAdmin:
-		return fmt.Sprintf("adminacl of %s and its parents", s.Queue)
-	case application.ClusterAdmin:
-		if s.ACL == nil && !s.Reached {
-			return "partition adminacl"
-		}
-		return "partition adminacl " + rule(s.ACL)
-	case application.ApplicationAdmin:
-		return "applicationacls admin " + rule(s.ACL)
-	case application.ModifyACL, application.ViewACL:
-		what := "its " + s.Rule.String() + " " + rule(s.ACL)
-		if s.Default {
-			what += " (the partition's default)"
-		}
-		return what
-	case application.QueueSubmit:
-		return fmt.Sprintf("submitacl and adminacl of %s, its parents and the partition", s.Queue)
-	}
-	return ""
-}
-
-func verdict(d application.Decision, s application.Step) string {
-	switch {
-	case !s.Reached:
-		return "not reached"
-	case s.Allowed:
-		what := fmt.Sprintf("MATCH: %s %q", s.Match.Kind, s.Match.Name)
-		switch s.Rule {
-		case application.QueueAdmin, application.QueueSubmit:
-			if s.Grant.ACL == policy.ClusterAdminACL {
-				what += " in the partition adminacl"
-			} else {
-				what += fmt.Sprintf(" in %s of %s", s.Grant.ACL, s.Grant.Queue)
-			}
-		}
-		return what + "  <- decided"
-	case s.ACL == nil && s.Rule != application.Owner && s.Rule != application.QueueAdmin && s.Rule != application.QueueSubmit:
-		return "grants nothing"
-	default:
-		return "no match"
-	}
+	answer.App(env.Stdout, dec, in, app, explain)
+	return decisionCode(dec.Allowed)
 }

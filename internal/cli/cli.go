@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/usherhq/usher/acl"
+	"github.com/usherhq/usher/answer"
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/policy"
@@ -229,10 +230,11 @@ func runCheck(ctx context.Context, env *Env, d *decisionFlags) int {
 			return ExitUsage
 		}
 		if d.out.machine() {
-			d.out.write(env, serving.Placed("check", &res, false))
-			return placedCode(&res)
+			d.out.write(env, answer.Placed("check", &res, false))
+		} else {
+			answer.Verdict(env.Stdout, res.Placed, answer.PlaceReason(&res))
 		}
-		return printPlaced(env, &res)
+		return decisionCode(res.Placed)
 	}
 	res, err := e.Check(ctx, req)
 	if err != nil {
@@ -240,22 +242,11 @@ func runCheck(ctx context.Context, env *Env, d *decisionFlags) int {
 		return ExitUsage
 	}
 	if d.out.machine() {
-		d.out.write(env, serving.Decided("check", res, nil, false))
-		return decisionCode(res.Allowed)
+		d.out.write(env, answer.Decided("check", res, nil, false))
+	} else {
+		answer.Verdict(env.Stdout, res.Allowed, res.Reason())
 	}
-	return printDecision(env, res)
-}
-
-// printPlaced prints a placement as check prints a decision: allowed when
-// the application is placed (the rules only place where the user may
-// submit).
-func printPlaced(env *Env, res *engine.PlaceResult) int {
-	if res.Placed {
-		fmt.Fprintf(env.Stdout, "allowed\n%s\n", serving.PlaceReason(res))
-		return ExitOK
-	}
-	fmt.Fprintf(env.Stdout, "denied\n%s\n", serving.PlaceReason(res))
-	return ExitDenied
+	return decisionCode(res.Allowed)
 }
 
 // decisionCode is the exit code of an answer.
@@ -263,18 +254,6 @@ func decisionCode(allowed bool) int {
 	if allowed {
 		return ExitOK
 	}
-	return ExitDenied
-}
-
-// placedCode is the exit code of a placement: allowed when placed.
-func placedCode(res *engine.PlaceResult) int { return decisionCode(res.Placed) }
-
-func printDecision(env *Env, res engine.Result) int {
-	if res.Allowed {
-		fmt.Fprintf(env.Stdout, "allowed\n%s\n", res.Reason())
-		return ExitOK
-	}
-	fmt.Fprintf(env.Stdout, "denied\n%s\n", res.Reason())
 	return ExitDenied
 }
 
@@ -314,20 +293,11 @@ func runExplain(ctx context.Context, env *Env, d *decisionFlags) int {
 			return ExitUsage
 		}
 		if d.out.machine() {
-			d.out.write(env, serving.Placed("explain", &res, true))
-			return placedCode(&res)
+			d.out.write(env, answer.Placed("explain", &res, true))
+		} else {
+			answer.ExplainPlaced(env.Stdout, &res)
 		}
-		code = printPlaced(env, &res)
-		printPlacementTrail(env.Stdout, res.Rules, res.Result)
-		printIdentity(env.Stdout, res.Identity)
-		if res.Placed {
-			decisive := res.Queue
-			if res.Create {
-				decisive = res.Final.Ancestor
-			}
-			printACLTrail(env.Stdout, policy.Submit, decisive, res.Steps)
-		}
-		return code
+		return decisionCode(res.Placed)
 	}
 	res, steps, err := e.Explain(ctx, req)
 	if err != nil {
@@ -335,49 +305,9 @@ func runExplain(ctx context.Context, env *Env, d *decisionFlags) int {
 		return ExitUsage
 	}
 	if d.out.machine() {
-		d.out.write(env, serving.Decided("explain", res, steps, true))
-		return decisionCode(res.Allowed)
+		d.out.write(env, answer.Decided("explain", res, steps, true))
+	} else {
+		answer.Explain(env.Stdout, res, steps)
 	}
-	code = printDecision(env, res)
-	printIdentity(env.Stdout, res.Identity)
-	printACLTrail(env.Stdout, res.Action, res.Queue, steps)
-	return code
-}
-
-// printACLTrail prints every ACL consulted for action on queue, in order.
-func printACLTrail(w io.Writer, action policy.Action, queue string, steps []policy.Step) {
-	fmt.Fprintf(w, "\ntrail (%s on %s, checked in this order; the first match decides):\n", action, queue)
-	width := len("partition")
-	for _, s := range steps {
-		width = max(width, len(s.Queue))
-	}
-	for _, s := range steps {
-		where := s.Queue
-		if s.ACL == policy.ClusterAdminACL {
-			where = "partition"
-		}
-		aclName := string(s.ACL)
-		if s.ACL == policy.ClusterAdminACL {
-			aclName = "adminacl"
-		}
-		var rule, verdict string
-		switch {
-		case s.Rule == nil:
-			rule, verdict = "(not set)", "grants nothing"
-		default:
-			rule = fmt.Sprintf("%q", s.Rule.String())
-			switch {
-			case !s.Reached:
-				verdict = "not reached"
-			case s.Match.Allowed():
-				verdict = fmt.Sprintf("MATCH: %s %q  <- decided", s.Match.Kind, s.Match.Name)
-			default:
-				verdict = "no match"
-			}
-		}
-		if s.Rule == nil && !s.Reached {
-			verdict = "not reached"
-		}
-		fmt.Fprintf(w, "  %-*s  %-9s  %-24s  %s\n", width, where, aclName, rule, verdict)
-	}
+	return decisionCode(res.Allowed)
 }

@@ -3,15 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/usherhq/usher/answer"
 	"github.com/usherhq/usher/engine"
-	"github.com/usherhq/usher/placement"
 	"github.com/usherhq/usher/policy"
-	"github.com/usherhq/usher/serving"
 )
 
 const placeHelp = `Answers "where will my job go?": runs the partition's placement rules
@@ -106,44 +104,19 @@ func runPlace(ctx context.Context, env *Env, f *placeFlags) int {
 		printLookupError(env, e.Config(), part, queue, err)
 		return ExitUsage
 	}
-	w := env.Stdout
-	code := ExitOK
 	if out.machine() {
-		o := serving.Placed("place", &res, true)
+		o := answer.Placed("place", &res, true)
 		o.Reason = res.Reason()
 		out.write(env, o)
-		w = io.Discard
-	}
-	if res.Placed {
-		fmt.Fprintf(w, "%s\n%s\n%s\n", res.Queue, res.RuleName(), res.Reason())
-		if res.Asked != "" {
-			fmt.Fprintf(w, "not in %q, the queue named%s\n", res.Asked, strings.TrimSuffix(": "+res.Reading(), ": "))
-		}
 	} else {
-		fmt.Fprintf(w, "rejected\n%s\n", res.Reason())
-		code = ExitDenied
-		if cp, err := e.Snapshot().Partition(part); err == nil && queue != "" {
+		answer.Place(env.Stdout, &res)
+	}
+	if !res.Placed && queue != "" {
+		if cp, err := e.Snapshot().Partition(part); err == nil {
 			if _, err := cp.Lookup(queue); err != nil {
 				printLookupError(env, e.Config(), cp.Name(), queue, err)
 			}
 		}
 	}
-	printPlacementTrail(w, res.Rules, res.Result)
-	return code
-}
-
-// printPlacementTrail prints each rule tried and what it did.
-func printPlacementTrail(w io.Writer, rules *placement.Rules, res placement.Result) {
-	fmt.Fprintf(w, "\nplacement (rules in order; the first that places wins):\n")
-	for _, s := range res.Trail {
-		label := fmt.Sprintf("%d", s.Rule+1)
-		if s.Rule < 0 {
-			label = "-"
-		}
-		mark := "  "
-		if s.Outcome == placement.Placed {
-			mark = "=>"
-		}
-		fmt.Fprintf(w, "  %s  %s\n  %s   %s\n", label, rules.Describe(s.Rule), mark, s.Reason())
-	}
+	return decisionCode(res.Placed)
 }

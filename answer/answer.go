@@ -1,4 +1,9 @@
-package serving
+// Package answer renders an engine answer for the one who asked: as the
+// one wire shape (decision.Output: what the decision commands print with
+// -o json and what POST /v1/access answers) and as the text usher check,
+// explain, place and app print, which a failing policy test shows as its
+// trail (text.go).
+package answer
 
 import (
 	"fmt"
@@ -10,10 +15,9 @@ import (
 	"github.com/usherhq/usher/policy"
 )
 
-// The answers of the decision commands (-o json and yaml) and of POST
-// /v1/access: one shape, decision.Output, built here for both, so that
-// /v1/access answers what the command asking the same question prints.
-// command is that command: check, explain, access or app.
+// The constructors below build decision.Output for the commands and for
+// /v1/access alike, so that /v1/access answers what the command asking
+// the same question prints; command is that command.
 
 // Decided is the answer of a queue decision; steps, with trail, are its
 // ACL trail.
