@@ -1,4 +1,4 @@
-package cli
+package policytest
 
 import (
 	"encoding/xml"
@@ -40,7 +40,8 @@ type junitFailure struct {
 	Text    string `xml:",cdata"`
 }
 
-func writeJUnit(w io.Writer, rep testReport) error {
+// WriteJUnit writes r as JUnit XML.
+func (rep Report) WriteJUnit(w io.Writer) error {
 	out := junitSuites{Name: "usher test", Tests: rep.Passed + rep.Failed, Failures: rep.Failed}
 	var total float64
 	for _, f := range rep.Files {

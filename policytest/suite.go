@@ -1,4 +1,4 @@
-package cli
+package policytest
 
 // The policy test file format of usher test (docs/policy-tests.md). A file
 // is read into yaml.v3 nodes and walked by hand, so that every problem,
@@ -21,8 +21,8 @@ import (
 	"github.com/usherhq/usher/policy"
 )
 
-// testFile is one parsed policy test file.
-type testFile struct {
+// File is one parsed policy test file.
+type File struct {
 	path string
 	// config is the configuration's path as written, configPath resolved
 	// against the test file's directory.
@@ -109,9 +109,9 @@ func (p fileParser) errAt(n *yaml.Node, format string, args ...any) error {
 	return &posError{p.path, n.Line, n.Column, fmt.Sprintf(format, args...)}
 }
 
-// loadTestFile reads and checks a policy test file. Every error is a
+// Read reads and checks a policy test file. Every error is a
 // *posError.
-func loadTestFile(path string) (*testFile, error) {
+func Read(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &posError{path, 1, 1, err.Error()}
@@ -130,7 +130,7 @@ func loadTestFile(path string) (*testFile, error) {
 		return nil, &posError{path, 1, 1, "empty test file: want config and cases"}
 	}
 	root := doc.Content[0]
-	f := &testFile{path: path}
+	f := &File{path: path}
 	var cfgNode, casesNode *yaml.Node
 	if err := p.fields(root, map[string]**yaml.Node{"config": &cfgNode, "cases": &casesNode}); err != nil {
 		return nil, err
