@@ -21,6 +21,7 @@ import (
 
 	"github.com/usherhq/usher/cluster"
 	"github.com/usherhq/usher/config"
+	"github.com/usherhq/usher/internal/clip"
 )
 
 // ConfigMapRef names a ConfigMap usher reads its configuration from.
@@ -239,17 +240,11 @@ func dataSum(data map[string]string) [32]byte {
 	return out
 }
 
-// maxEventMessage is the length an Event's message is cut to (the API
-// server refuses messages over 1 KiB).
-const maxEventMessage = 1000
-
 // event records an Event on the ConfigMap ref, for this replica. It does
 // not fail the reload: a missing RBAC grant is logged.
 func (s *Server) event(ref ConfigMapRef, obj *corev1.ConfigMap, typ, reason, msg string) {
 	c := s.cm
-	if len(msg) > maxEventMessage {
-		msg = msg[:maxEventMessage-3] + "..."
-	}
+	msg = clip.String(msg, maxEventMessage)
 	now := metav1.NewTime(time.Now())
 	involved := corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: ref.Namespace, Name: ref.Name}
 	if obj != nil {

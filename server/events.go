@@ -72,10 +72,10 @@ const (
 	unverifiedQPS   = 1
 )
 
-// maxDenialEventMessage bounds an Event's message before clip's mark: the
-// API server refuses messages over 1 KiB, and the correlator may prefix
+// maxEventMessage bounds an Event's message before clip's mark: the API
+// server refuses messages over 1 KiB, and the correlator may prefix
 // "(combined from similar events): ".
-const maxDenialEventMessage = 900
+const maxEventMessage = 900
 
 // denialEvents records denials as Events.
 type denialEvents struct {
@@ -182,7 +182,7 @@ func (e *denialEvents) record(r admission.Record) {
 	if d.Warned {
 		msg = "admitted in warn mode: " + msg
 	}
-	msg = clip.String(msg, maxDenialEventMessage)
+	msg = clip.String(msg, maxEventMessage)
 	shape, err := json.Marshal(d)
 	if err != nil {
 		return

@@ -407,7 +407,7 @@ func New(opts Options) (*Server, error) {
 		// cluster credentials it fails closed.
 		hopts = append(hopts, admission.WithOwnerLookup(admission.OwnerLookupFunc(s.kube.Get)))
 	}
-	s.admission = admission.NewHandler(cfg.Admission, hopts...)
+	s.admission = admission.NewHandler(nil, hopts...)
 	s.setGeneration(gen, s.lastSum, cfg)
 	if err := s.setupAccessAuth(); err != nil {
 		return nil, err
