@@ -3,13 +3,11 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
 	"github.com/usherhq/usher/decision"
-	"github.com/usherhq/usher/identity"
 )
 
 // outputHelp is the help of the decision commands' -o flag.
@@ -58,7 +56,3 @@ func (o outputFlag) write(env *Env, out *decision.Output) {
 	}
 	env.Stdout.Write(b)
 }
-
-// printIdentity prints the user, how it was looked up and each group with
-// where it came from (decision.IdentityText).
-func printIdentity(w io.Writer, in identity.Info) { decision.IdentityText(w, in) }
