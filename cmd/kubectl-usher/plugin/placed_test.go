@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/usherhq/usher/auth/authtest"
-	"github.com/usherhq/usher/decision"
 	"github.com/usherhq/usher/cmd/usher/cli"
+	"github.com/usherhq/usher/decision"
 )
 
 type syncBuffer struct {

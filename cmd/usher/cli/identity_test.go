@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/usherhq/usher/cmd/usher/cli"
 	"github.com/usherhq/usher/decision"
 	"github.com/usherhq/usher/identity/ldap/slapdtest"
-	"github.com/usherhq/usher/cmd/usher/cli"
 )
 
 // TestExplainEnterpriseIdentity: explain shows both names of a mapped

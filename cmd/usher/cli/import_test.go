@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/cmd/usher/cli"
+	"github.com/usherhq/usher/config"
 )
 
 const yarnExamples = "../../../examples/yarn/"

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usherhq/usher/identity/ldap/slapdtest"
 	"github.com/usherhq/usher/cmd/usher/cli"
+	"github.com/usherhq/usher/identity/ldap/slapdtest"
 )
 
 // ldapConfig starts a slapd (skipped where slapd is not installed, failing

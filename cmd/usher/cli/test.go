@@ -112,4 +112,3 @@ func runTest(ctx context.Context, env *Env, format string, roots []string) int {
 	}
 	return ExitOK
 }
-
