@@ -4,7 +4,7 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 IMAGE ?= ghcr.io/usherhq/usher:$(VERSION)
-STAMP = -X github.com/usherhq/usher/internal/cli.Version=$(VERSION) -X github.com/usherhq/usher/internal/cli.Commit=$(COMMIT)
+STAMP = -X github.com/usherhq/usher/cmd/usher/cli.Version=$(VERSION) -X github.com/usherhq/usher/cmd/usher/cli.Commit=$(COMMIT)
 
 .PHONY: run test unit e2e vet fmt-check bench build image policy-tests latency
 

@@ -342,7 +342,7 @@ func complete(st *handlerState, req *admissionv1.AdmissionRequest, obj, old stri
 		return
 	}
 	c := st.cfg
-	needQueue := dc.queue == "" && (c.enforce || c.enforceDelete) && c.processNamespace(req.Namespace)
+	needQueue := dc.queue == "" && (c.EnforceQueue || c.EnforceDelete) && c.ProcessNamespace(req.Namespace)
 	if dc.name != "" && !needQueue {
 		return
 	}

@@ -122,7 +122,7 @@ func BenchmarkDecideCached(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			e, err := engine.New(c)
+			e, err := engine.New(c, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -163,7 +163,7 @@ func BenchmarkLoadScale(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := engine.New(c); err != nil {
+				if _, err := engine.New(c, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -185,7 +185,7 @@ func BenchmarkDecideGiven(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			e, err := engine.New(c)
+			e, err := engine.New(c, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -224,7 +224,7 @@ func BenchmarkDecideFirst(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			e, err := engine.New(c)
+			e, err := engine.New(c, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

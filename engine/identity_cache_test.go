@@ -96,9 +96,7 @@ func TestCachedIdentityFollowsTheGeneration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Swap(c); err != nil {
-		t.Fatal(err)
-	}
+	e = reload(t, e, c)
 	check("alice", "root.a.b", policy.Submit, true, "root.a")
 	check("bob", "root.a.b", policy.Submit, true, "root.a.b")
 	check("bob", "root.a", policy.Admin, false, "")

@@ -90,7 +90,7 @@ func rootDefaults(root *Queue, at pos, d *diags) {
 }
 
 // yarnQueueName is the importer's own rule for queue names, narrower than
-// YuniKorn's policy.QueueNamePattern that the YAML schema uses: a queue
+// YuniKorn's policy.ValidQueueName that the YAML schema uses: a queue
 // imported from YARN keeps to letters, digits, '_' and '-', so that a name
 // with ':', '#', '/' or '@' (which YARN's queue-mappings and ACL syntax
 // read specially) is looked at by a person rather than carried over.

@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/usherhq/usher/admission"
-	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/internal/clip"
+	"github.com/usherhq/usher/serving"
 )
 
 type metrics struct {
@@ -34,7 +34,7 @@ type metrics struct {
 	degradedStamps  prometheus.Counter
 }
 
-func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
+func newMetrics(reg *prometheus.Registry, st *serving.Store) *metrics {
 	m := &metrics{
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "usher_decisions_total", Help: "Access decisions of /v1/access by action and outcome (allowed, denied, error).",
@@ -117,7 +117,7 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 		m.tokenReviews.WithLabelValues(r)
 	}
 	reg.MustRegister(m.accessChanges, m.decisions, m.decisionLatency, m.reviews, m.denials, m.requests, m.reloads, m.lastReload, m.panics, m.accessAuth, m.shed, m.groupsOver, m.tokenReviews, m.connsRefused, m.webhookCallers, m.webhookMode,
-		m.degradedStamps, cacheCollector{e}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.degradedStamps, cacheCollector{st}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -126,7 +126,7 @@ func (s *Server) metricsHandler() http.Handler {
 }
 
 // cacheCollector exports the group caches' counters, read when scraped.
-type cacheCollector struct{ e *engine.Engine }
+type cacheCollector struct{ st *serving.Store }
 
 func cacheDesc(name, help string) *prometheus.Desc {
 	return prometheus.NewDesc("usher_group_cache_"+name, help, []string{"partition"}, nil)
@@ -149,7 +149,7 @@ func (c cacheCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c cacheCollector) Collect(ch chan<- prometheus.Metric) {
-	for part, st := range c.e.CacheStats() {
+	for part, st := range c.st.Current().CacheStats() {
 		for d, v := range map[*prometheus.Desc]float64{
 			descHits: float64(st.Hits + st.NegativeHits), descMisses: float64(st.Misses), descStale: float64(st.StaleHits),
 			descFailures: float64(st.Failures), descCalls: float64(st.Calls), descCallTime: st.CallTime.Seconds(),

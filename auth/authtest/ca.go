@@ -1,46 +1,29 @@
 package authtest
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/usherhq/usher/internal/pki"
 )
 
 // CA issues client certificates for tests.
 type CA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	// PEM is the CA certificate.
-	PEM []byte
+	*pki.CA
 }
 
 // NewCA makes a CA named name.
 func NewCA(t testing.TB, name string) *CA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := pki.NewCA(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &CA{cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	return &CA{ca}
 }
 
 // WriteFile writes the CA certificate into dir and returns its path.
@@ -61,31 +44,15 @@ type CertOptions struct {
 	NotAfter time.Time
 }
 
-var serial int64 = 100
-
 // Issue returns a certificate for user cn in groups (its organizations).
 func (ca *CA) Issue(t testing.TB, cn string, groups []string, o CertOptions) tls.Certificate {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.Usage == nil {
-		o.Usage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	}
 	if o.NotAfter.IsZero() {
 		o.NotAfter = time.Now().Add(time.Hour)
 	}
-	serial++
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn, Organization: groups},
-		NotBefore: time.Now().Add(-2 * time.Hour), NotAfter: o.NotAfter,
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: o.Usage,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	c, err := ca.CA.Issue(pki.Spec{CommonName: cn, Organization: groups, Usage: o.Usage, NotAfter: o.NotAfter})
 	if err != nil {
 		t.Fatal(err)
 	}
-	leaf, _ := x509.ParseCertificate(der)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}
+	return c
 }
