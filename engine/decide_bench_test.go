@@ -8,7 +8,7 @@ import (
 
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/engine"
-	"github.com/usherhq/usher/internal/benchcpu"
+	"github.com/usherhq/usher/hack/benchcpu"
 	"github.com/usherhq/usher/policy"
 )
 

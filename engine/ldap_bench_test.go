@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/usherhq/usher/engine"
-	"github.com/usherhq/usher/identity/ldap/slapdtest"
+	"github.com/usherhq/usher/hack/slapdtest"
 )
 
 // The benchmarks below run against a real slapd on loopback (slapdtest),

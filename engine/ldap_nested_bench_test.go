@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/usherhq/usher/engine"
-	"github.com/usherhq/usher/identity/ldap/slapdtest"
+	"github.com/usherhq/usher/hack/slapdtest"
 )
 
 // nestedLDIF puts dev in ml and ml in gpu: carol and dave (in dev) reach

@@ -16,8 +16,8 @@ import (
 
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/engine"
+	"github.com/usherhq/usher/hack/slapdtest"
 	"github.com/usherhq/usher/identity"
-	"github.com/usherhq/usher/identity/ldap/slapdtest"
 )
 
 // The tests in this file run a real slapd on loopback (slapdtest): they are

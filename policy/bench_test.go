@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/usherhq/usher/acl"
-	"github.com/usherhq/usher/internal/benchcpu"
+	"github.com/usherhq/usher/hack/benchcpu"
 	"github.com/usherhq/usher/policy"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/usherhq/usher/admission"
-	"github.com/usherhq/usher/auth/authtest"
+	"github.com/usherhq/usher/hack/authtest"
 	"github.com/usherhq/usher/server"
 )
 

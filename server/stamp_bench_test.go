@@ -13,8 +13,8 @@ import (
 
 	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/config"
-	"github.com/usherhq/usher/identity/ldap/slapdtest"
-	"github.com/usherhq/usher/internal/benchcpu"
+	"github.com/usherhq/usher/hack/benchcpu"
+	"github.com/usherhq/usher/hack/slapdtest"
 	"github.com/usherhq/usher/serving"
 )
 

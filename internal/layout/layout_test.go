@@ -19,7 +19,7 @@ const module = "github.com/usherhq/usher"
 // "/..." stands for every package below it.
 var layers = [][]string{
 	{"internal/..."},
-	{"acl", "auth", "auth/authtest", "identity/ldap/slapdtest"},
+	{"acl", "auth", "hack/authtest", "hack/slapdtest", "hack/benchcpu", "hack/queuegen"},
 	{"policy", "identity"},
 	{"placement", "application", "identity/cache", "identity/ldap", "admission/settings"},
 	{"identity/resolvers"},

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usherhq/usher/auth/authtest"
 	"github.com/usherhq/usher/cmd/usher/cli"
 	"github.com/usherhq/usher/decision"
+	"github.com/usherhq/usher/hack/authtest"
 )
 
 type syncBuffer struct {

@@ -21,7 +21,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/usherhq/usher/auth/authtest"
+	"github.com/usherhq/usher/hack/authtest"
 	"github.com/usherhq/usher/server"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/usherhq/usher/cmd/usher/cli"
 	"github.com/usherhq/usher/decision"
-	"github.com/usherhq/usher/identity/ldap/slapdtest"
+	"github.com/usherhq/usher/hack/slapdtest"
 )
 
 // TestExplainEnterpriseIdentity: explain shows both names of a mapped

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/usherhq/usher/cmd/usher/cli"
-	"github.com/usherhq/usher/identity/ldap/slapdtest"
+	"github.com/usherhq/usher/hack/slapdtest"
 )
 
 // ldapConfig starts a slapd (skipped where slapd is not installed, failing

@@ -6,7 +6,7 @@ import (
 
 	goldap "github.com/go-ldap/ldap/v3"
 
-	"github.com/usherhq/usher/identity/ldap/slapdtest"
+	"github.com/usherhq/usher/hack/slapdtest"
 )
 
 func TestServerLifecycle(t *testing.T) {
