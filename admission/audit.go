@@ -247,24 +247,6 @@ func (r *Record) denialAttr() slog.Attr {
 // most: with a denial).
 const NumAuditAttrs = 24
 
-// SlogAudit returns an audit hook (for WithAudit) that logs every review
-// to l as "admission review" with the attributes of Record.AppendAttrs:
-// allowed reviews at Info, denials at Warn.
-func SlogAudit(l *slog.Logger) func(Record) {
-	return func(r Record) {
-		level := slog.LevelInfo
-		if !r.Allowed {
-			level = slog.LevelWarn
-		}
-		ctx := context.Background()
-		if !l.Enabled(ctx, level) {
-			return
-		}
-		var buf [NumAuditAttrs]slog.Attr
-		l.LogAttrs(ctx, level, "admission review", r.AppendAttrs(buf[:0])...)
-	}
-}
-
 func (h *Handler) record(ctx context.Context, hook hookKind, req *admissionv1.AdmissionRequest, dc *decision) {
 	if h.audit == nil {
 		return
@@ -327,8 +309,7 @@ func (h *Handler) record(ctx context.Context, hook hookKind, req *admissionv1.Ad
 // name. obj and old are the request's objects, pre what was parsed of
 // them. It never changes the outcome; a failure to read the object leaves
 // the fields empty.
-func complete(st *handlerState, req *admissionv1.AdmissionRequest, obj, old string, pre *views, dc *decision) {
-	defer func() { _ = recover() }() // the decision stands; the record just stays as it is
+func complete(st *State, req *admissionv1.AdmissionRequest, obj, old string, pre *views, dc *decision) {
 	dc.group, dc.kind = req.Kind.Group, req.Kind.Kind
 	if req.Name != "" {
 		dc.name = req.Name
@@ -362,10 +343,7 @@ func complete(st *handlerState, req *admissionv1.AdmissionRequest, obj, old stri
 		return
 	}
 	if dc.name == "" {
-		dc.name = ov.top.name
-		if dc.name == "" && ov.top.genName != "" {
-			dc.name = ov.top.genName + "*"
-		}
+		dc.name = nameOf(req, ov)
 	}
 	if !needQueue {
 		return

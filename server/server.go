@@ -36,7 +36,6 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -60,7 +59,6 @@ import (
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/impact"
 	"github.com/usherhq/usher/internal/pki"
-	"github.com/usherhq/usher/internal/safefile"
 	"github.com/usherhq/usher/serving"
 )
 
@@ -305,6 +303,7 @@ type Server struct {
 
 	reloadMu   sync.Mutex
 	lastSum    [32]byte
+	src        configSource
 	status     atomic.Pointer[reloadStatus]
 	httpServer *http.Server
 	addr       atomic.Value // string, once listening
@@ -349,31 +348,30 @@ func New(opts Options) (*Server, error) {
 	// The cluster credentials, loaded once; each user says what it does
 	// without them.
 	s.kube, s.kubeErr = cluster.Load(opts.Kubeconfig)
-	var cfg *config.Config
-	var err error
-	// /readyz and usher_config_info name a file only as "file": anyone
-	// who reaches the port reads /readyz.
-	gen := s.genName()
 	switch {
 	case len(opts.ConfigMaps) > 0 && opts.ConfigPath != "":
 		return nil, errors.New("give --config or --config-map, not both")
 	case len(opts.ConfigMaps) > 0:
-		if s.cm, err = newCMSource(opts.ConfigMaps, s.kube, s.kubeErr); err != nil {
+		cm, err := newCMSource(opts.ConfigMaps, s.kube, s.kubeErr)
+		if err != nil {
 			return nil, err
 		}
-		if err = s.cm.fetch(context.Background()); err != nil {
+		if err = cm.fetch(context.Background()); err != nil {
 			return nil, err
 		}
-		cfg, s.lastSum, gen, _, err = s.loadConfigMaps(s.cm.snapshot(), nil)
+		s.cm, s.src = cm, cm
 	default:
-		if opts.ConfigPath != "" {
-			s.lastSum, _ = contentSum(opts.ConfigPath)
-		}
-		cfg, err = s.load()
+		s.src = fileSource(opts.ConfigPath)
+	}
+	snap, err := s.src.read(opts.Getenv)
+	var cfg *config.Config
+	if err == nil {
+		cfg, err = snap.load()
 	}
 	if err != nil {
 		return nil, err
 	}
+	s.lastSum = snap.sum
 	s.logWarnings(cfg)
 	if s.serving, err = serving.New(cfg, s.log); err != nil {
 		return nil, err
@@ -393,10 +391,6 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	hopts := []admission.Option{
-		admission.WithPanicHook(func(any) { s.metrics.panics.WithLabelValues("admission").Inc() }),
-		// Settings and authorizers come from the State in service: one
-		// atomic swap changes policy and admission together.
-		admission.WithState(s.serving.Admission),
 		admission.WithAudit(s.withDenialEvents(s.auditReview)),
 		admission.WithMaxBodyBytes(opts.MaxReviewBody),
 		admission.WithCaller(callerOf),
@@ -407,8 +401,10 @@ func New(opts Options) (*Server, error) {
 		// cluster credentials it fails closed.
 		hopts = append(hopts, admission.WithOwnerLookup(admission.OwnerLookupFunc(s.kube.Get)))
 	}
-	s.admission = admission.NewHandler(nil, hopts...)
-	s.setGeneration(gen, s.lastSum, cfg)
+	// Settings and authorizers come from the State in service: one atomic
+	// swap changes policy and admission together.
+	s.admission = admission.NewHandler(s.serving.Admission, hopts...)
+	s.setGeneration(snap.gen, s.lastSum, cfg)
 	if err := s.setupAccessAuth(); err != nil {
 		return nil, err
 	}
@@ -425,12 +421,6 @@ func New(opts Options) (*Server, error) {
 		s.tlsConfig.ClientAuth = tls.RequestClientCert
 	}
 	return s, nil
-}
-
-// load reads the configuration (or the embedded default) through the
-// pipeline every command uses, with the ADMISSION_CONTROLLER_* overrides.
-func (s *Server) load() (*config.Config, error) {
-	return config.Load(s.opts.ConfigPath, config.WithEnv(s.opts.Getenv))
 }
 
 func (s *Server) setupTLS() error {
@@ -566,7 +556,7 @@ func (s *Server) Run(ctx context.Context) error {
 			_, _, ref, gen := s.cm.merged(objs, nil)
 			s.event(ref, s.cm.object(objs, ref), "Normal", "ConfigLoaded",
 				fmt.Sprintf("usher replica %s serves %s (sha256 %s)", s.cm.instance, gen, shortSum(s.lastSum)))
-			s.cm.run(ctx, func() { _, _ = s.reloadConfigMaps() })
+			s.cm.run(ctx, func() { _, _ = s.Reload() })
 		case s.opts.ConfigPath != "":
 			s.watch(ctx)
 		}
@@ -635,25 +625,7 @@ func listenAddr(addr string) (net.Listener, error) {
 	return net.FileListener(f)
 }
 
-func (s *Server) configName() string {
-	if s.cm != nil {
-		return s.cm.names()
-	}
-	if s.opts.ConfigPath == "" {
-		return "<embedded default>"
-	}
-	return s.opts.ConfigPath
-}
-
-// genName names the generation of a file or of the embedded default on
-// /readyz and in usher_config_info (ConfigMaps are named with their
-// resourceVersions instead).
-func (s *Server) genName() string {
-	if s.opts.ConfigPath == "" {
-		return "embedded default"
-	}
-	return "file"
-}
+func (s *Server) configName() string { return s.src.name() }
 
 // watch polls the configuration for changes and reloads it.
 func (s *Server) watch(ctx context.Context) {
@@ -667,31 +639,6 @@ func (s *Server) watch(ctx context.Context) {
 			s.Reload()
 		}
 	}
-}
-
-// Reload re-reads the configuration when it changed since the last
-// attempt and swaps it in when valid. It reports whether a new
-// configuration was put in service and the error of a refused one. With
-// ConfigMaps it reloads what the watch last saw.
-func (s *Server) Reload() (bool, error) {
-	if s.cm != nil {
-		return s.reloadConfigMaps()
-	}
-	if s.opts.ConfigPath == "" {
-		return false, nil
-	}
-	s.reloadMu.Lock()
-	defer s.reloadMu.Unlock()
-	sum, err := contentSum(s.opts.ConfigPath)
-	if err == nil && sum == s.lastSum {
-		return false, nil
-	}
-	var cfg *config.Config
-	if err == nil {
-		s.lastSum = sum
-		cfg, err = s.load()
-	}
-	return s.apply(cfg, err, s.genName(), sum)
 }
 
 // apply swaps cfg in when err is nil, or records the refusal of the
@@ -744,44 +691,6 @@ func (s *Server) logWarnings(cfg *config.Config) {
 	for _, w := range cfg.Warnings {
 		s.log.Warn("configuration warning", "warning", w.String())
 	}
-}
-
-// contentSum hashes the configuration file, or every file of a ConfigMap
-// directory. Each file is streamed into the hash (safefile: regular files
-// only, at most config.MaxFileSize bytes), so polling neither holds a copy
-// of the configuration nor opens a device or a pipe.
-func contentSum(path string) ([32]byte, error) {
-	h := sha256.New()
-	st, err := os.Stat(path)
-	if err != nil {
-		return [32]byte{}, err
-	}
-	if !st.IsDir() {
-		if _, err := safefile.Copy(h, path, config.MaxFileSize); err != nil {
-			return [32]byte{}, err
-		}
-	} else {
-		entries, err := os.ReadDir(path)
-		if err != nil {
-			return [32]byte{}, err
-		}
-		for _, e := range entries {
-			// The kubelet's bookkeeping (..data, its timestamped
-			// directory) is left out, as config.Load leaves it.
-			if strings.HasPrefix(e.Name(), "..") {
-				continue
-			}
-			fmt.Fprintf(h, "%s\x00", e.Name())
-			n, err := safefile.Copy(h, path+"/"+e.Name(), config.MaxFileSize)
-			if err != nil {
-				n = -1
-			}
-			fmt.Fprintf(h, "\x00%d\x00", n)
-		}
-	}
-	var out [32]byte
-	copy(out[:], h.Sum(nil))
-	return out, nil
 }
 
 func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
