@@ -142,52 +142,11 @@
 //
 // # Layout
 //
-// One role a file, in the manner of controller-runtime's
-// pkg/webhook/admission:
-//
-//   - handler.go: Handler, its options (each documents its default;
-//     NewHandler applies them in one place), Store and Current, and
-//     decide, which routes a review to the rules below. A review reads the
-//     handler's state (compiled settings and authorizers) once, through
-//     Handler.current.
-//   - authorizer.go: QueueAuthorizer and DeleteAuthorizer, each taking one
-//     request value (SubmitRequest, DeleteRequest), with Func adapters.
-//   - create.go, stamp.go, update.go, delete.go: the CREATE rules (stamp
-//     or keep; what a stamp holds and its limits),
-//     the UPDATE rules (user.info never changes; what decides deletion
-//     changes only for whoever may delete) and the DELETE, eviction and
-//     Binding rules (YARN's kill rule).
-//   - queue.go: queue targeting: the queues an object's pods will run in,
-//     and the QueueAuthorizer check of each.
-//   - rule.go: Rule and Trust, the closed sets that say why a review was
-//     let through; decisions, records and tests compare them, never
-//     message text.
-//   - response.go: decision, its constructors (allow, allowTrusted,
-//     allowBecause, deny) and its two renderings, toResponse (k8s.io/api
-//     types, for the Go API) and appendReview (JSON for the HTTP edge),
-//     proven equal for every outcome by TestAppendReviewMatchesToResponse
-//     and FuzzAppendReview.
-//   - audit.go: Record, its one rendering (Record.AppendAttrs, also used
-//     by the server's audit log) and SlogAudit.
-//   - http.go: the thin, defensive HTTP edge (method, content type, body
-//     cap, panics, the UID copied to every response, errors through
-//     internal/httperr's one JSON error body).
-//   - decode.go, object.go, userinfo.go: reading the review, the object's
-//     metadata and the user.info annotation with internal/jsonscan, and
-//     building the stamp patch.
-//   - The settings, their defaults, keys and compiled form are package
-//     settings; the decoder takes the labels and annotations it reads
-//     from them (object.go, compile).
-//
-// The webhook decodes reviews with the strict scanner of internal/jsonscan
-// instead of encoding/json reflection: decoding a 3.7 KB pod review with
-// encoding/json (v1 or v2) into the k8s.io/api types plus a metadata-only
-// view of the pod costs more than the handler's whole latency budget, and
-// 24 allocations instead of 2 (BenchmarkStdlibDecode,
-// BenchmarkStdlibV2Decode, BenchmarkScannerDecode; docs/benchmarks.md has
-// the figures and the decision). The scanner walks the review once,
-// reading the object's metadata on the way, accepts exactly what
-// encoding/json accepts, and is checked against it on every fixture and by
-// fuzzing; the request is still delivered as k8s.io/api admission/v1
-// types.
+// One role a file: handler.go (Handler, State, its options, decide),
+// http.go (the HTTP edge: decode once, answer once), decode.go,
+// object.go and userinfo.go (reading the review with internal/jsonscan,
+// which docs/benchmarks.md weighs against encoding/json), create.go,
+// stamp.go, update.go, delete.go and queue.go (the rules), rule.go (why a
+// review was let through), response.go (decision: its constructors and
+// its one rendering, appendReview) and audit.go (Record, Denial).
 package admission

@@ -21,8 +21,6 @@ const (
 	errNoDeleteAuthzFormat = "usher: enforceDeleteACLs is on but no delete authorizer is configured: user %q may not %s %s (usher fails closed)"
 	defaultQueueInRecord   = "(default)"
 	maxPooledBufferBytes   = 1 << 20
-	hookNameMutate         = "mutate"
-	hookNameValidate       = "validate"
 )
 
 // Status codes of denials and HTTP errors.
@@ -53,9 +51,9 @@ const (
 
 func (k hookKind) String() string {
 	if k == hookValidate {
-		return hookNameValidate
+		return "validate"
 	}
-	return hookNameMutate
+	return "mutate"
 }
 
 // Handler reviews AdmissionReviews for /mutate and /validate. It is safe
@@ -78,7 +76,6 @@ type groupLimit struct {
 }
 
 // keep is how many groups of a list the decoder keeps (all when l is
-// nil): past the cap a review is refused, so the rest are only counted.
 // nil): past the cap a review is refused, so the rest are only counted.
 func (l *groupLimit) keep() int {
 	if l == nil {
@@ -124,7 +121,7 @@ type Option func(*Handler)
 
 // WithAudit sets a hook called once per review, after the decision, with
 // who asked for what and the outcome. It is called on the request's
-// goroutine and should be quick. Default: none. SlogAudit builds one.
+// goroutine and should be quick. Default: none.
 func WithAudit(f func(Record)) Option { return func(h *Handler) { h.audit = f } }
 
 // WithCaller sets the function that tells each review's audit record who

@@ -6,13 +6,15 @@
 //   - TLS always: a certificate from files, re-read when they change, or a
 //     self-signed one generated at start for local use.
 //   - The HTTP edge only translates: bodies are capped, methods and content
-//     types checked, panics recovered and counted, every bad input answered
-//     with a clear error; decisions come from package engine and package
+//     types checked, every bad input answered with a clear error, and
+//     panics recovered in one place (instrument), a review's answered as a
+//     denial of its UID; decisions come from package engine and package
 //     admission.
-//   - The configuration is read by config.Load, as every command reads it
-//     (file, ConfigMap manifest or mounted directory, ADMISSION_CONTROLLER_*
-//     overrides), and served as one engine generation: policy, resolvers
-//     and admission settings change together, in one atomic swap.
+//   - The configuration is read once per reload from its source (a file,
+//     mounted directory or the embedded default, or ConfigMaps: source.go),
+//     parsed by config's one pipeline, and served as one generation:
+//     policy, resolvers and admission settings change together, in one
+//     atomic swap.
 //   - A configuration change on disk is swapped in atomically; an invalid
 //     one is refused, logged (with the reason), counted and shown on
 //     /readyz (without the reason) while the last good configuration keeps
@@ -120,13 +122,10 @@ type Options struct {
 	// Default false: Events are recorded whenever cluster credentials are
 	// available (Kubeconfig, or the pod's service account).
 	NoDenialEvents bool
-	// AuditQueue, when positive, takes audit records off the request
-	// path: up to this many wait to be formatted and written by one
-	// goroutine, and a record that finds the queue full is dropped and
-	// counted (usher_audit_records_dropped_total). Run writes what is
-	// queued before it returns. Default 0: each record is written by the
-	// request that made it.
-	AuditQueue int
+	// AuditDropped, when set, reports the audit lines the audit sink's
+	// writer dropped (usher_audit_records_dropped_total): usher serve
+	// passes its BufferedWriter's Dropped. Default: no such metric.
+	AuditDropped func() uint64
 	// ReloadInterval is how often the configuration is checked for changes.
 	// Default 2s.
 	ReloadInterval time.Duration
@@ -281,7 +280,6 @@ func (o Options) withDefaults() Options {
 type Server struct {
 	opts      Options
 	log       *slog.Logger
-	auditQ    *auditQueue // nil: audit records are written on the request path
 	serving   *serving.Store
 	admission *admission.Handler
 	metrics   *metrics
@@ -339,10 +337,10 @@ func New(opts Options) (*Server, error) {
 		audit := slog.NewJSONHandler(opts.AuditLog, &slog.HandlerOptions{Level: slog.LevelInfo})
 		s.log = slog.New(SplitAudit(opts.Logger.Handler(), audit))
 	}
-	if opts.AuditQueue > 0 && !opts.NoAudit {
-		s.auditQ = newAuditQueue(opts.AuditQueue)
-		s.log = slog.New(s.auditQ.handler(s.log.Handler()))
-		registerAuditDrops(s.registry, s.auditQ)
+	if opts.AuditDropped != nil {
+		s.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "usher_audit_records_dropped_total",
+			Help: "Audit records dropped because the audit sink did not take them (8 MiB were waiting)."},
+			func() float64 { return float64(opts.AuditDropped()) }))
 	}
 	s.bodies.shared.limit, s.bodies.small.limit, s.bodies.smallBody = opts.BodyMemory, opts.SmallBodyReserve, opts.SmallBody
 	// The cluster credentials, loaded once; each user says what it does
@@ -520,10 +518,6 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 			main.ServeHTTP(w, r)
 		})
-	}
-	if s.auditQ != nil {
-		// Last, once the requests are done: what is queued is written.
-		defer s.auditQ.close()
 	}
 	s.addr.Store(ln.Addr().String())
 	s.httpServer = &http.Server{
