@@ -34,7 +34,8 @@ func TestPanicInARuleDeniesTheReviewByUID(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := admission.NewState(settings.MustCompile(settings.Config{EnforceQueueACLs: true}), admission.Authorizers{Queue: panickingAuthz{}})
-	h := s.instrument("mutate", admission.NewHandler(func() *admission.State { return st }).MutateHTTP())
+	s.admission = admission.NewHandler(func() *admission.State { return st })
+	h := s.Handler() // the routes usher serve serves: edge, body budget, webhook auth
 	body, err := os.ReadFile("../admission/testdata/pod-create.json")
 	if err != nil {
 		t.Fatal(err)
