@@ -44,7 +44,7 @@ func WithOwnerLookup(l OwnerLookup) Option { return func(h *Handler) { h.owners 
 // the user its user.info names must have the right to kill the object:
 // otherwise bob's ReplicaSet selecting alice's bare pod adopts it and
 // scales it away. Owners of other kinds carry no stamp and are not read.
-func adopt(ctx context.Context, st *handlerState, owners OwnerLookup, k *kindInfo, req *admissionv1.AdmissionRequest, ov, nv *objectView) decision {
+func adopt(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req *admissionv1.AdmissionRequest, ov, nv *objectView) decision {
 	var was, now []metav1.OwnerReference
 	if ov.top.owners != "" {
 		_ = json.Unmarshal([]byte(ov.top.owners), &was)

@@ -135,7 +135,7 @@ func TestAdoption(t *testing.T) {
 	wantDenied(t, run(t, deleteHandler(t, settings.Config{}, authz), hookValidate, req), 500,
 		`usher: cannot tell whose ReplicaSet "alices" is to adopt Pod "team-a/obj": usher has no cluster credentials to read it`)
 	owners.asked = nil
-	wantAllowed(t, run(t, NewHandler(nil, WithDeleteAuthorizer(authz), WithOwnerLookup(owners)), hookValidate, req))
+	wantAllowed(t, run(t, newTestHandler(nil, WithDeleteAuthorizer(authz), WithOwnerLookup(owners)), hookValidate, req))
 	if len(owners.asked) != 0 {
 		t.Errorf("kill rule off: looked up %q", owners.asked)
 	}

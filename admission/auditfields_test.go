@@ -35,7 +35,7 @@ func TestAuditRecordNamesObjectAndQueue(t *testing.T) {
 		for _, kc := range kindCases {
 			t.Run(mode+"/"+kc.kind, func(t *testing.T) {
 				sink := &auditSink{}
-				h := NewHandler(mustCompile(t, cfg), WithAuthorizer(qauthz), WithDeleteAuthorizer(dauthz), WithAudit(sink.hook))
+				h := newTestHandler(mustCompile(t, cfg), WithAuthorizer(qauthz), WithDeleteAuthorizer(dauthz), WithAudit(sink.hook))
 				mine := kc.build(inA, m(UserInfoAnnotation, aliceInfo), nil)
 				cases := []struct {
 					name      string
@@ -95,7 +95,7 @@ func TestAuditRecordNamesObjectAndQueue(t *testing.T) {
 	t.Run("eviction", func(t *testing.T) {
 		for mode, cfg := range cfgs {
 			sink := &auditSink{}
-			h := NewHandler(mustCompile(t, cfg), WithAuthorizer(qauthz), WithDeleteAuthorizer(dauthz), WithAudit(sink.hook))
+			h := newTestHandler(mustCompile(t, cfg), WithAuthorizer(qauthz), WithDeleteAuthorizer(dauthz), WithAudit(sink.hook))
 			for _, u := range []struct {
 				name string
 				req  *admissionv1.AdmissionRequest

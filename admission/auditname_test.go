@@ -17,7 +17,7 @@ func TestCreateAuditNameGenerateName(t *testing.T) {
 	for _, kc := range kindCases {
 		t.Run(kc.kind, func(t *testing.T) {
 			var got []Record
-			h := NewHandler(mustCompile(t, settings.Config{}), WithAudit(func(r Record) { got = append(got, r) }))
+			h := newTestHandler(mustCompile(t, settings.Config{}), WithAudit(func(r Record) { got = append(got, r) }))
 			for _, ann := range []map[string]string{nil, m(UserInfoAnnotation, "not json")} {
 				obj := kc.build(nil, ann, nil)
 				acc, err := meta.Accessor(obj)

@@ -76,16 +76,6 @@ type QueueAuthorizer interface {
 	AuthorizeSubmit(ctx context.Context, req SubmitRequest) (SubmitDecision, error)
 }
 
-// QueueAuthorizerFunc adapts a function to QueueAuthorizer.
-type QueueAuthorizerFunc func(ctx context.Context, req SubmitRequest) (SubmitDecision, error)
-
-// AuthorizeSubmit calls f.
-func (f QueueAuthorizerFunc) AuthorizeSubmit(ctx context.Context, req SubmitRequest) (SubmitDecision, error) {
-	return f(ctx, req)
-}
-
-var _ QueueAuthorizer = QueueAuthorizerFunc(nil)
-
 // DeleteRequest asks whether a user may delete (kill) a workload, by
 // YARN's kill rule.
 type DeleteRequest struct {
@@ -122,16 +112,6 @@ type DeleteRequest struct {
 type DeleteAuthorizer interface {
 	AuthorizeDelete(ctx context.Context, req DeleteRequest) (allowed bool, reason string, err error)
 }
-
-// DeleteAuthorizerFunc adapts a function to DeleteAuthorizer.
-type DeleteAuthorizerFunc func(ctx context.Context, req DeleteRequest) (bool, string, error)
-
-// AuthorizeDelete calls f.
-func (f DeleteAuthorizerFunc) AuthorizeDelete(ctx context.Context, req DeleteRequest) (bool, string, error) {
-	return f(ctx, req)
-}
-
-var _ DeleteAuthorizer = DeleteAuthorizerFunc(nil)
 
 // IdentityResolver decides the identity a review stamps and checks, when
 // the partition's groups mode is resolve or merge: it is asked once per

@@ -112,7 +112,7 @@ func BenchmarkMutatePodHTTP(b *testing.B) {
 	body := podReviewBody(b)
 	for _, name := range []string{"audit=record", "audit=slog"} {
 		b.Run(name, func(b *testing.B) {
-			h := NewHandler(nil, WithAudit(auditHooks()[name]))
+			h := newTestHandler(nil, WithAudit(auditHooks()[name]))
 			serveBench(b, h.MutateHTTP(), body)
 		})
 	}
@@ -120,7 +120,7 @@ func BenchmarkMutatePodHTTP(b *testing.B) {
 		authz := QueueAuthorizerFunc(func(context.Context, SubmitRequest) (SubmitDecision, error) {
 			return SubmitDecision{Allowed: true}, nil
 		})
-		h := NewHandler(settings.MustCompile(settings.Config{EnforceQueueACLs: true}), WithAuthorizer(authz), WithAudit(auditHooks()["audit=slog"]))
+		h := newTestHandler(settings.MustCompile(settings.Config{EnforceQueueACLs: true}), WithAuthorizer(authz), WithAudit(auditHooks()["audit=slog"]))
 		serveBench(b, h.MutateHTTP(), body)
 	})
 }
@@ -131,14 +131,14 @@ func BenchmarkMutatePodHTTP(b *testing.B) {
 func BenchmarkMutate(b *testing.B) {
 	for _, kc := range kindCases {
 		b.Run(kc.kind, func(b *testing.B) {
-			h := NewHandler(nil, WithAudit(auditHooks()["audit=record"]))
+			h := newTestHandler(nil, WithAudit(auditHooks()["audit=record"]))
 			req := request(b, kc, admissionv1.Create, "team-a", alice, kc.build(m("app", "web", "queue", "root.a"), m("x", "y"), nil), nil)
 			serveBench(b, h.MutateHTTP(), reviewBody(b, req))
 		})
 	}
 	b.Run("Pod/controller", func(b *testing.B) {
 		kc := kindCaseOf(b, "Pod")
-		h := NewHandler(nil, WithAudit(auditHooks()["audit=record"]))
+		h := newTestHandler(nil, WithAudit(auditHooks()["audit=record"]))
 		req := request(b, kc, admissionv1.Create, "team-a", rsCtrl, kc.build(m("app", "web"), m(UserInfoAnnotation, aliceInfo), nil), nil)
 		serveBench(b, h.MutateHTTP(), reviewBody(b, req))
 	})
@@ -148,7 +148,7 @@ func BenchmarkMutate(b *testing.B) {
 // through /validate.
 func BenchmarkValidateUpdate(b *testing.B) {
 	kc := kindCaseOf(b, "Deployment")
-	h := NewHandler(nil, WithAudit(auditHooks()["audit=record"]))
+	h := newTestHandler(nil, WithAudit(auditHooks()["audit=record"]))
 	old := kc.build(m("app", "web"), m(UserInfoAnnotation, aliceInfo), nil)
 	req := request(b, kc, admissionv1.Update, "team-a", depCtrl, old, old)
 	serveBench(b, h.ValidateHTTP(), reviewBody(b, req))
@@ -163,7 +163,7 @@ func BenchmarkValidateDelete(b *testing.B) {
 	authz := DeleteAuthorizerFunc(func(context.Context, DeleteRequest) (bool, string, error) {
 		return false, "denied", nil
 	})
-	h := NewHandler(settings.MustCompile(settings.Config{EnforceDeleteACLs: true}), WithDeleteAuthorizer(authz), WithAudit(auditHooks()["audit=record"]))
+	h := newTestHandler(settings.MustCompile(settings.Config{EnforceDeleteACLs: true}), WithDeleteAuthorizer(authz), WithAudit(auditHooks()["audit=record"]))
 	for _, tc := range []struct{ name, file string }{
 		{"garbage-collector", "pod-delete-garbage-collector.json"},
 		{"kill-rule", "pod-delete-stranger.json"},
@@ -185,7 +185,7 @@ func BenchmarkMutateAPI(b *testing.B) {
 	if err := json.Unmarshal(podReviewBody(b), &rv); err != nil {
 		b.Fatal(err)
 	}
-	h := NewHandler(nil, WithAudit(auditHooks()["audit=record"]))
+	h := newTestHandler(nil, WithAudit(auditHooks()["audit=record"]))
 	ctx := context.Background()
 	b.ReportAllocs()
 	cpu := cpuTime()

@@ -62,7 +62,7 @@ func TestDenialBoundsHostileValues(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &auditSink{}
-			h := NewHandler(mustCompile(t, cfg), WithAuthorizer(qauthz), WithAudit(sink.hook))
+			h := newTestHandler(mustCompile(t, cfg), WithAuthorizer(qauthz), WithAudit(sink.hook))
 			resp := run(t, h, hookMutate, tc.req)
 			rec := sink.last(t)
 			d := rec.Denial
@@ -105,7 +105,7 @@ func TestDenialBoundsHostileValues(t *testing.T) {
 // with an error quoting what was wrong, bounded as a denial is, however
 // long the value (here an apiVersion of 1 MiB).
 func TestHTTPErrorBounded(t *testing.T) {
-	h := NewHandler(mustCompile(t, settings.Config{}))
+	h := newTestHandler(mustCompile(t, settings.Config{}))
 	huge := strings.Repeat("v", 1<<20)
 	body := `{"apiVersion":"` + huge + `","kind":"AdmissionReview","request":{"uid":"u"}}`
 	rec := httptest.NewRecorder()

@@ -11,7 +11,7 @@ import (
 // package comment for who is trusted; stamp.go for what is written), and
 // check the queues the object asks for when enforceQueueACLs is on.
 
-func create(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, obj string, pre *views, buf *[]byte) decision {
+func create(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, obj string, pre *views, buf *[]byte) decision {
 	c := st.cfg
 	ov := &pre.obj
 	if err := view(c, k, obj, ov, pre.objDone, "request.object"); err != nil {
@@ -107,7 +107,7 @@ func create(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, r
 
 // queueChecked returns dc, for the identity id, with the queue check when
 // enforceQueueACLs is on.
-func queueChecked(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView, id submitter, dc decision) decision {
+func queueChecked(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView, id submitter, dc decision) decision {
 	dc.identity = id.user
 	if st.cfg.EnforceQueue {
 		// Objects a trusted controller makes (a Deployment's ReplicaSets and

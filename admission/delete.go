@@ -11,21 +11,7 @@ import (
 // remove reviews a DELETE (enforceDeleteACLs is on, the kind is handled
 // and the namespace processed). old is request.oldObject, the object being
 // deleted; request.object is null on DELETE.
-func remove(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, old string, pre *views) decision {
-	dc := decideRemove(ctx, st, k, req, old, pre)
-	if req.Name == "" {
-		// A collection delete (a namespace being emptied, kubectl delete
-		// --all) names no object in the request: take the name from the
-		// object itself, for the audit record.
-		if pre.old.top.name == "" {
-			_ = view(st.cfg, k, old, &pre.old, pre.oldDone, "request.oldObject")
-		}
-		dc.name = pre.old.top.name
-	}
-	return dc
-}
-
-func decideRemove(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, old string, pre *views) decision {
+func remove(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, old string, pre *views) decision {
 	c := st.cfg
 	if t := c.trustedDeleter(req.UserInfo.Username, req.UserInfo.Groups); t != TrustNone {
 		return allowTrusted(verbDelete, t)
@@ -72,7 +58,7 @@ func (c *compiled) trustedDeleter(user string, groups []string) Trust {
 // is a queue it is in (all markers count, as for submission), so an admin
 // of any of them may; with no marker, the default queue's. verb says what
 // the requester wants to do ("delete"), for messages.
-func killRule(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, o *objectView, verb string) decision {
+func killRule(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, o *objectView, verb string) decision {
 	c := st.cfg
 	user, groups := req.UserInfo.Username, req.UserInfo.Groups
 	pm := o.pod()
@@ -219,7 +205,7 @@ func isEviction(req *admissionv1.AdmissionRequest) bool {
 //
 // Anyone else (the pod's owner too) is told to delete the pod instead,
 // which the kill rule decides on the pod itself.
-func evict(ctx context.Context, st *handlerState, req *admissionv1.AdmissionRequest) decision {
+func evict(ctx context.Context, st *State, req *admissionv1.AdmissionRequest) decision {
 	c := st.cfg
 	switch {
 	case req.Operation != admissionv1.Create || !c.EnforceDelete:
@@ -262,7 +248,7 @@ func evict(ctx context.Context, st *handlerState, req *admissionv1.AdmissionRequ
 // kill an application nobody owns, in root, with a modify ACL that allows
 // nobody. Cluster admins, application admins and admins of root may.
 // st.del must not be nil.
-func killsEverything(ctx context.Context, st *handlerState, user string, groups []string) (bool, string, error) {
+func killsEverything(ctx context.Context, st *State, user string, groups []string) (bool, string, error) {
 	return st.del.AuthorizeDelete(ctx, DeleteRequest{Partition: st.cfg.Partition, Queue: "root", ModifyACL: &nobody, User: user, Groups: groups})
 }
 
@@ -299,7 +285,7 @@ func isBinding(req *admissionv1.AdmissionRequest) bool {
 //
 // Schedulers bind without any of these, and the topology labels the API
 // server adds are none of them.
-func bind(ctx context.Context, st *handlerState, req *admissionv1.AdmissionRequest, obj string) decision {
+func bind(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, obj string) decision {
 	c := st.cfg
 	switch {
 	case req.Operation != admissionv1.Create:

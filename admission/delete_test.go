@@ -115,7 +115,7 @@ func deleteRequest(t testing.TB, kc kindCase, ns string, user authenticationv1.U
 func deleteHandler(t testing.TB, c settings.Config, authz *fakeDeleteAuthz, opts ...Option) *Handler {
 	t.Helper()
 	c.EnforceDeleteACLs = true
-	return NewHandler(mustCompile(t, c), append([]Option{WithDeleteAuthorizer(authz)}, opts...)...)
+	return newTestHandler(mustCompile(t, c), append([]Option{WithDeleteAuthorizer(authz)}, opts...)...)
 }
 
 func newFakeDeleteAuthz() *fakeDeleteAuthz {
@@ -129,7 +129,7 @@ func newFakeDeleteAuthz() *fakeDeleteAuthz {
 // passes untouched, and the authorizer is never asked.
 func TestDeleteDisabled(t *testing.T) {
 	authz := newFakeDeleteAuthz()
-	h := NewHandler(nil, WithDeleteAuthorizer(authz))
+	h := newTestHandler(nil, WithDeleteAuthorizer(authz))
 	for _, kc := range kindCases {
 		t.Run(kc.kind, func(t *testing.T) {
 			old := kc.build(nil, m(UserInfoAnnotation, aliceInfo), nil)
@@ -378,7 +378,7 @@ func TestDeleteQueues(t *testing.T) {
 func TestDeleteFailsClosed(t *testing.T) {
 	kc := kindCaseOf(t, "Job")
 	old := kc.build(nil, m(UserInfoAnnotation, aliceInfo), nil)
-	h := NewHandler(mustCompile(t, settings.Config{EnforceDeleteACLs: true}))
+	h := newTestHandler(mustCompile(t, settings.Config{EnforceDeleteACLs: true}))
 	wantDenied(t, run(t, h, hookValidate, deleteRequest(t, kc, "team-a", alice, old)), 500,
 		`enforceDeleteACLs is on but no delete authorizer is configured: user "alice@EXAMPLE.COM" may not delete Job "team-a/obj"`)
 	// Trusted controllers do not need the authorizer.
@@ -469,7 +469,7 @@ func TestUpdateModifyACL(t *testing.T) {
 	}
 	// Off: changing it is an ordinary update.
 	kc := kindCaseOf(t, "Pod")
-	off := NewHandler(nil)
+	off := newTestHandler(nil)
 	req := request(t, kc, admissionv1.Update, "team-a", bob,
 		kc.build(nil, m(UserInfoAnnotation, aliceInfo, settings.DefaultModifyACLAnnotation, "bob"), nil), kc.build(nil, m(UserInfoAnnotation, aliceInfo), nil))
 	wantAllowed(t, run(t, off, hookValidate, req))
@@ -500,7 +500,7 @@ func TestDeleteAuditRecord(t *testing.T) {
 // authorizer.
 func TestStoreKeepsDeleteAuthorizer(t *testing.T) {
 	authz := newFakeDeleteAuthz()
-	h := NewHandler(nil, WithDeleteAuthorizer(authz))
+	h := newTestHandler(nil, WithDeleteAuthorizer(authz))
 	if err := h.Store(mustCompile(t, settings.Config{EnforceDeleteACLs: true}), nil); err != nil {
 		t.Fatal(err)
 	}

@@ -86,7 +86,7 @@ func TestDenialShape(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &auditSink{}
-			h := NewHandler(mustCompile(t, tc.cfg), WithAuthorizer(tc.authz), WithDeleteAuthorizer(dauthz), WithAudit(sink.hook))
+			h := newTestHandler(mustCompile(t, tc.cfg), WithAuthorizer(tc.authz), WithDeleteAuthorizer(dauthz), WithAudit(sink.hook))
 			if tc.req.Kind.Kind == "Binding" || tc.req.SubResource == "binding" {
 				tc.objName = tc.req.Name
 			}
@@ -141,7 +141,7 @@ func TestDenialInAuditLog(t *testing.T) {
 	var buf strings.Builder
 	qauthz := &fakeAuthz{allowed: map[string][]string{}}
 	job := kindCaseOf(t, "Job")
-	h := NewHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true}), WithAuthorizer(qauthz),
+	h := newTestHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true}), WithAuthorizer(qauthz),
 		WithAudit(SlogAudit(slog.New(slog.NewJSONHandler(&buf, nil)))))
 	run(t, h, hookMutate, request(t, job, admissionv1.Create, "team-a", alice, job.build(m("queue", "root.ops"), nil, nil), nil))
 	var line struct {

@@ -94,40 +94,24 @@
 //     the authorizer's reason; an authorizer error or a missing authorizer
 //     denies (fail closed).
 //   - enforceDeleteACLs (opt-in; default false) applies YARN's kill rule
-//     to DELETE, read from request.oldObject (the object being deleted):
-//     the owner named by its user.info, members of its modify ACL (the
-//     annotation modifyACLAnnotation, default usher.io/modify-acl, in YARN
-//     syntax "users groups", read where user.info is: on the pod or the
-//     pod template), admins of any queue it names (the queue markers of
-//     enforceQueueACLs; the default queue without one; root when a marker
-//     maps to no queue), cluster admins and application admins may delete
-//     it; the DeleteAuthorizer decides and its reason is the denial
-//     message. Without the rule: controllers matching systemUsers (when
-//     trustControllers: the garbage collector, the Job, CronJob,
-//     ReplicaSet, node and namespace controllers, or the shared
-//     system:kube-controller-manager user), users matching externalUsers
-//     and members of externalGroups (front ends clean up what they
-//     submitted), members of system:masters (they bypass authorization
-//     and could remove the webhook anyway), and anyone when the object
-//     already has a deletionTimestamp (the kubelet's final delete of a
-//     terminated pod; the first DELETE was checked). An object without
-//     user.info (created before usher) or with an invalid one has no
-//     owner: only modify-ACL members and admins may delete it. With
-//     bypassAuth, the legacy username label names the owner when there is
-//     no user.info. On UPDATE (status subresources included), changing
-//     what decides deletion needs the same right, decided on the old
-//     object: metadata.ownerReferences (the garbage collector deletes by
-//     them), the modify-ACL annotation, any queue marker, and with
-//     bypassAuth the legacy username label; so whoever may only edit a
-//     workload cannot have it deleted or grant themselves the right to
-//     delete it. Trusted deleters (controllers adopting and orphaning)
-//     are not checked. An eviction (CREATE on pods/eviction), which
-//     deletes a pod without a DELETE review and does not carry the pod,
-//     is allowed only to trusted deleters and to those the
-//     DeleteAuthorizer lets kill an unowned application in root (cluster,
-//     application and root admins). A missing
-//     authorizer or an authorizer error denies (fail closed); an
-//     oldObject that does not decode as its kind is denied saying why.
+//     (docs/delete.md) to DELETE, read from request.oldObject: the owner
+//     its user.info names, members of its modify ACL (modifyACLAnnotation,
+//     read where user.info is), admins of any queue it names (root when a
+//     marker maps to no queue), cluster and application admins may delete
+//     it; the DeleteAuthorizer decides and its reason is the message.
+//     Trusted deleters skip the rule: controllers matching systemUsers
+//     (with trustControllers), externalUsers, externalGroups,
+//     system:masters (they could remove the webhook anyway), and anyone
+//     when the object already has a deletionTimestamp. An object without a
+//     valid user.info has no owner (with bypassAuth, the legacy label
+//     names it). On UPDATE, changing what decides deletion
+//     (ownerReferences, the modify ACL, a queue marker, with bypassAuth
+//     the legacy label) needs the same right, decided on the old object.
+//     An eviction, which deletes a pod without a DELETE review and does
+//     not carry it, and a Binding that sets what decides deletion, are
+//     allowed only to trusted deleters and to those who may kill an
+//     unowned application in root. A missing authorizer or an authorizer
+//     error denies; an oldObject that does not decode is denied saying why.
 //   - Malformed input: a body that is not an admission.k8s.io/v1
 //     AdmissionReview with a request and a UID gets HTTP 400 (the API server
 //     applies the failurePolicy, which should be Fail); a review whose object
@@ -142,52 +126,11 @@
 //
 // # Layout
 //
-// One role a file, in the manner of controller-runtime's
-// pkg/webhook/admission:
-//
-//   - handler.go: Handler, its options (each documents its default;
-//     NewHandler applies them in one place), Store and Current, and
-//     decide, which routes a review to the rules below. A review reads the
-//     handler's state (compiled settings and authorizers) once, through
-//     Handler.current.
-//   - authorizer.go: QueueAuthorizer and DeleteAuthorizer, each taking one
-//     request value (SubmitRequest, DeleteRequest), with Func adapters.
-//   - create.go, stamp.go, update.go, delete.go: the CREATE rules (stamp
-//     or keep; what a stamp holds and its limits),
-//     the UPDATE rules (user.info never changes; what decides deletion
-//     changes only for whoever may delete) and the DELETE, eviction and
-//     Binding rules (YARN's kill rule).
-//   - queue.go: queue targeting: the queues an object's pods will run in,
-//     and the QueueAuthorizer check of each.
-//   - rule.go: Rule and Trust, the closed sets that say why a review was
-//     let through; decisions, records and tests compare them, never
-//     message text.
-//   - response.go: decision, its constructors (allow, allowTrusted,
-//     allowBecause, deny) and its two renderings, toResponse (k8s.io/api
-//     types, for the Go API) and appendReview (JSON for the HTTP edge),
-//     proven equal for every outcome by TestAppendReviewMatchesToResponse
-//     and FuzzAppendReview.
-//   - audit.go: Record, its one rendering (Record.AppendAttrs, also used
-//     by the server's audit log) and SlogAudit.
-//   - http.go: the thin, defensive HTTP edge (method, content type, body
-//     cap, panics, the UID copied to every response, errors through
-//     internal/httperr's one JSON error body).
-//   - decode.go, object.go, userinfo.go: reading the review, the object's
-//     metadata and the user.info annotation with internal/jsonscan, and
-//     building the stamp patch.
-//   - The settings, their defaults, keys and compiled form are package
-//     settings; the decoder takes the labels and annotations it reads
-//     from them (object.go, compile).
-//
-// The webhook decodes reviews with the strict scanner of internal/jsonscan
-// instead of encoding/json reflection: decoding a 3.7 KB pod review with
-// encoding/json (v1 or v2) into the k8s.io/api types plus a metadata-only
-// view of the pod costs more than the handler's whole latency budget, and
-// 24 allocations instead of 2 (BenchmarkStdlibDecode,
-// BenchmarkStdlibV2Decode, BenchmarkScannerDecode; docs/benchmarks.md has
-// the figures and the decision). The scanner walks the review once,
-// reading the object's metadata on the way, accepts exactly what
-// encoding/json accepts, and is checked against it on every fixture and by
-// fuzzing; the request is still delivered as k8s.io/api admission/v1
-// types.
+// One role a file: handler.go (Handler, State, its options, decide),
+// http.go (the HTTP edge: decode once, answer once), decode.go,
+// object.go and userinfo.go (reading the review with internal/jsonscan,
+// which docs/benchmarks.md weighs against encoding/json), create.go,
+// stamp.go, update.go, delete.go and queue.go (the rules), rule.go (why a
+// review was let through), response.go (decision: its constructors and
+// its one rendering, appendReview) and audit.go (Record, Denial).
 package admission

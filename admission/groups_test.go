@@ -66,7 +66,7 @@ func TestGroupsOverLimitRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var over []string
 			var audited []Record
-			h := NewHandler(nil, WithMaxGroups(DefaultMaxGroups, func(source string) { over = append(over, source) }),
+			h := newTestHandler(nil, WithMaxGroups(DefaultMaxGroups, func(source string) { over = append(over, source) }),
 				WithAudit(func(r Record) { audited = append(audited, r) }))
 			rec := post(t, h.MutateHTTP(), "application/json", groupsReview(t, tc.groups, tc.annot))
 			if rec.Code != 200 {
@@ -116,7 +116,7 @@ func TestGroupsAtLimitAllowed(t *testing.T) {
 	}
 	reversed := slices.Clone(groups)
 	slices.Reverse(reversed)
-	h := NewHandler(nil, WithMaxGroups(DefaultMaxGroups, func(s string) { t.Errorf("over the limit: %s", s) }))
+	h := newTestHandler(nil, WithMaxGroups(DefaultMaxGroups, func(s string) { t.Errorf("over the limit: %s", s) }))
 	rec := post(t, h.MutateHTTP(), "application/json", groupsReview(t, groups, reversed))
 	if resp := reviewResponse(t, rec.Body.Bytes()); !resp.Allowed {
 		t.Fatalf("denied: %s", resp.Result.Message)
@@ -187,7 +187,7 @@ func BenchmarkMutateGroups(b *testing.B) {
 			groups := manyGroups(n)
 			reversed := slices.Clone(groups)
 			slices.Reverse(reversed)
-			h := NewHandler(nil, WithMaxGroups(100000, nil))
+			h := newTestHandler(nil, WithMaxGroups(100000, nil))
 			serveBench(b, h.MutateHTTP(), groupsReview(b, groups, reversed))
 		})
 	}
@@ -198,7 +198,7 @@ func BenchmarkMutateGroups(b *testing.B) {
 func TestReviewStopsWhenCallerGoes(t *testing.T) {
 	authz := &fakeAuthz{}
 	var audited []Record
-	h := NewHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true}), WithAuthorizer(authz), WithAudit(func(r Record) { audited = append(audited, r) }))
+	h := newTestHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true}), WithAuthorizer(authz), WithAudit(func(r Record) { audited = append(audited, r) }))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/mutate", bytes.NewReader(groupsReview(t, []string{"dev"}, nil)))

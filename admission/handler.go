@@ -2,10 +2,8 @@ package admission
 
 import (
 	"context"
-	"errors"
 	"math"
 	"sync"
-	"sync/atomic"
 
 	admissionv1 "k8s.io/api/admission/v1"
 
@@ -23,8 +21,6 @@ const (
 	errNoDeleteAuthzFormat = "usher: enforceDeleteACLs is on but no delete authorizer is configured: user %q may not %s %s (usher fails closed)"
 	defaultQueueInRecord   = "(default)"
 	maxPooledBufferBytes   = 1 << 20
-	hookNameMutate         = "mutate"
-	hookNameValidate       = "validate"
 )
 
 // Status codes of denials and HTTP errors.
@@ -55,21 +51,19 @@ const (
 
 func (k hookKind) String() string {
 	if k == hookValidate {
-		return hookNameValidate
+		return "validate"
 	}
-	return hookNameMutate
+	return "mutate"
 }
 
-// Handler reviews AdmissionRequests for /mutate and /validate. It is safe
-// for concurrent use; Store swaps its configuration and authorizer
-// atomically while reviews are in flight (each review uses the pair it
-// loaded when it started).
+// Handler reviews AdmissionReviews for /mutate and /validate. It is safe
+// for concurrent use; each review loads the State it runs with once, when
+// it starts.
 type Handler struct {
-	state   stateSource
+	state   func() *State
 	owners  OwnerLookup
 	audit   func(Record)
 	caller  func(context.Context) string
-	onPanic func(any)
 	maxBody int64
 	groups  groupLimit
 	pool    sync.Pool
@@ -109,8 +103,6 @@ type State struct {
 	ident IdentityResolver
 }
 
-type handlerState = State
-
 // NewState returns the state of a handler: cfg (nil: the default
 // configuration) and the authorizers answering for the same
 // configuration.
@@ -124,66 +116,12 @@ func NewState(cfg *settings.Compiled, a Authorizers) *State {
 // Config returns the compiled admission settings of s.
 func (s *State) Config() *settings.Compiled { return s.cfg.Compiled }
 
-// stateSource is where a review loads its State: a provider given with
-// WithState, or the handler's own pointer (NewHandler's cfg, the
-// authorizer options and Store).
-type stateSource struct {
-	own      atomic.Pointer[State]
-	provider func() *State
-}
-
-func (s *stateSource) Load() *State {
-	if s.provider != nil {
-		return s.provider()
-	}
-	return s.own.Load()
-}
-
-func (s *stateSource) Store(st *State) { s.own.Store(st) }
-
-func (s *stateSource) CompareAndSwap(old, st *State) bool { return s.own.CompareAndSwap(old, st) }
-
-// WithState makes the handler load the State of each review from f, once
-// when the review starts, instead of holding its own: the caller swaps
-// settings and authorizers together (usher serve returns the current
-// configuration generation's, so that one atomic swap changes the policy
-// and the admission settings at once). f must be quick, safe for
-// concurrent use and never return nil. With WithState, NewHandler's cfg,
-// WithAuthorizer and WithDeleteAuthorizer are not used and Store is an
-// error. Default: none (the handler's own state).
-func WithState(f func() *State) Option {
-	return func(h *Handler) { h.state.provider = f }
-}
-
 // Option configures a Handler.
 type Option func(*Handler)
 
-// WithAuthorizer sets the QueueAuthorizer used when enforceQueueACLs is on.
-// Default: none, and then every object is denied while enforceQueueACLs is
-// on (fail closed).
-func WithAuthorizer(a QueueAuthorizer) Option {
-	return func(h *Handler) {
-		st := *h.state.Load()
-		st.authz = a
-		h.state.Store(&st)
-	}
-}
-
-// WithDeleteAuthorizer sets the DeleteAuthorizer used when
-// enforceDeleteACLs is on. Store keeps it. Default: none, and then every
-// DELETE that the kill rule has to decide is denied while
-// enforceDeleteACLs is on (fail closed).
-func WithDeleteAuthorizer(a DeleteAuthorizer) Option {
-	return func(h *Handler) {
-		st := *h.state.Load()
-		st.del = a
-		h.state.Store(&st)
-	}
-}
-
 // WithAudit sets a hook called once per review, after the decision, with
 // who asked for what and the outcome. It is called on the request's
-// goroutine and should be quick. Default: none. SlogAudit builds one.
+// goroutine and should be quick. Default: none.
 func WithAudit(f func(Record)) Option { return func(h *Handler) { h.audit = f } }
 
 // WithCaller sets the function that tells each review's audit record who
@@ -216,94 +154,26 @@ func WithMaxGroups(max int, over func(source string)) Option {
 	}
 }
 
-// WithPanicHook sets a function called with the value of every panic the
-// handler recovers (to count it in a metric). Default: none. A recovered
-// panic always denies the review.
-func WithPanicHook(f func(recovered any)) Option { return func(h *Handler) { h.onPanic = f } }
-
-// NewHandler returns a handler using cfg (nil: the default configuration).
-func NewHandler(cfg *settings.Compiled, opts ...Option) *Handler {
-	h := &Handler{maxBody: DefaultMaxBodyBytes, groups: groupLimit{max: DefaultMaxGroups}}
-	h.state.Store(NewState(cfg, Authorizers{}))
+// NewHandler returns a handler that runs each review with the State
+// state returns when the review starts: the caller swaps settings and
+// authorizers together (usher serve returns the State of the generation
+// in service). state must be quick, safe for concurrent use and never
+// return nil.
+func NewHandler(state func() *State, opts ...Option) *Handler {
+	h := &Handler{state: state, maxBody: DefaultMaxBodyBytes, groups: groupLimit{max: DefaultMaxGroups}}
 	for _, o := range opts {
 		o(h)
 	}
 	return h
 }
 
-// Store replaces the configuration and the queue authorizer in one atomic
-// step; reviews in flight finish with the pair they started with. cfg must
-// not be nil; authz may be nil when enforceQueueACLs is off. The delete
-// authorizer set with WithDeleteAuthorizer is kept.
-func (h *Handler) Store(cfg *settings.Compiled, authz QueueAuthorizer) error {
-	if cfg == nil {
-		return errors.New("admission: Store needs a compiled configuration, got nil")
-	}
-	if h.state.provider != nil {
-		return errors.New("admission: Store on a handler whose state comes from WithState")
-	}
-	for {
-		prev := h.state.Load()
-		if h.state.CompareAndSwap(prev, &handlerState{cfg: compile(cfg), authz: authz, del: prev.del, ident: prev.ident}) {
-			return nil
-		}
-	}
-}
-
-// current returns the state a review runs with: the compiled settings and
-// the authorizers, loaded once per review (from the WithState provider
-// when one is set). It is the only place a review reads the handler's
-// state.
-func (h *Handler) current() *handlerState { return h.state.Load() }
-
-// Current returns the configuration and authorizer in use (the provider's
-// current ones with WithState).
-func (h *Handler) Current() (*settings.Compiled, QueueAuthorizer) {
-	st := h.current()
-	return st.cfg.Compiled, st.authz
-}
-
-// Mutate reviews a request for the mutating webhook: on CREATE it stamps
-// the submitter's identity (or accepts a trusted one) and, when
-// enforceQueueACLs is on, checks the target queues; on UPDATE it rejects any
-// change of the user.info annotation. The response's UID is the request's.
-func (h *Handler) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	return h.respond(ctx, hookMutate, req)
-}
-
-// Validate reviews a request for the validating webhook, which sees the
-// object after every mutation: on CREATE the user.info annotation must be
-// present (unless bypassAuth's legacy-label case or a controller's ReplicaSet)
-// and come from a trusted submitter or name the submitter itself, and the
-// target queues must be allowed; on UPDATE the annotation must not change;
-// on DELETE, when enforceDeleteACLs is on, the requester must be allowed to
-// kill the object (see DeleteAuthorizer). It never patches.
-func (h *Handler) Validate(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	return h.respond(ctx, hookValidate, req)
-}
-
-func (h *Handler) respond(ctx context.Context, hook hookKind, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	if req == nil {
-		dc := deny(CauseInvalidRequest, httpStatusBadRequest, "the AdmissionReview has no request")
-		h.record(ctx, hook, nil, &dc)
-		return dc.toResponse("")
-	}
-	var buf []byte
-	dc := h.review(ctx, h.current(), hook, req, string(req.Object.Raw), string(req.OldObject.Raw), nil, &buf)
-	return dc.toResponse(string(req.UID))
-}
-
-// review decides with st, recovering panics, and reports to the audit
-// hook. pre, when not nil, holds objects already parsed with st.cfg. buf is
+// review decides rv with st and reports to the audit hook. buf is
 // scratch space the patch is built in.
-func (h *Handler) review(ctx context.Context, st *handlerState, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views, buf *[]byte) decision {
-	if pre == nil {
-		pre = &views{}
-	}
-	pre.lim = &h.groups
+func (h *Handler) review(ctx context.Context, st *State, hook hookKind, rv *decodedReview, buf *[]byte) decision {
+	req, pre := &rv.req, &rv.views
 	var notes *lookupNotes
 	if h.audit != nil && (st.cfg.EnforceQueue || st.cfg.EnforceDelete || st.ident != nil) {
-		// Only an authorizer notes a lookup; without one nothing is
+		// Only an authorizer notes a lookup: without one nothing is
 		// allocated for the notes.
 		ctx, notes = withLookupNotes(ctx)
 	}
@@ -315,26 +185,13 @@ func (h *Handler) review(ctx context.Context, st *handlerState, hook hookKind, r
 		// The caller has gone: no authorizer or resolver is asked.
 		dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: the request ended before it was decided (%v); denied", context.Cause(ctx))
 	default:
-		dc = h.decideSafe(ctx, st, hook, req, obj, old, pre, buf)
+		dc = decide(ctx, st, h.owners, hook, req, rv.obj, rv.old, pre, buf)
 	}
 	dc.lookup = notes.String()
-	complete(st, req, obj, old, pre, &dc)
+	complete(st, req, rv.obj, rv.old, pre, &dc)
 	dc.bound()
 	h.record(ctx, hook, req, &dc)
 	return dc
-}
-
-func (h *Handler) decideSafe(ctx context.Context, st *handlerState, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views, buf *[]byte) (dc decision) {
-	defer func() {
-		if v := recover(); v != nil {
-			if h.onPanic != nil {
-				h.onPanic(v)
-			}
-			dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: internal error while reviewing %q %q: %v; denied (usher fails closed)",
-				req.Kind.Kind, req.Namespace+"/"+req.Name, v)
-		}
-	}()
-	return decide(ctx, st, h.owners, hook, req, obj, old, pre, buf)
 }
 
 // submitter is the user and groups a workload runs as; decided says the
@@ -347,7 +204,7 @@ type submitter struct {
 }
 
 // decide is the admission logic. pre is never nil (review sees to it).
-func decide(ctx context.Context, st *handlerState, owners OwnerLookup, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views, buf *[]byte) decision {
+func decide(ctx context.Context, st *State, owners OwnerLookup, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views, buf *[]byte) decision {
 	c := st.cfg
 	if isEviction(req) {
 		return evict(ctx, st, req)
@@ -373,18 +230,7 @@ func decide(ctx context.Context, st *handlerState, owners OwnerLookup, hook hook
 	}
 	switch req.Operation {
 	case admissionv1.Create:
-		dc := create(ctx, st, hook, k, req, obj, pre, buf)
-		if req.Name == "" {
-			// The API server leaves request.name empty for an object
-			// created with generateName: its name is chosen after
-			// admission. The audit record names it generateName + "*",
-			// as the messages do.
-			dc.name = pre.obj.top.name
-			if dc.name == "" && pre.obj.top.genName != "" {
-				dc.name = pre.obj.top.genName + "*"
-			}
-		}
-		return dc
+		return create(ctx, st, hook, k, req, obj, pre, buf)
 	case admissionv1.Update:
 		return update(ctx, st, owners, k, req, obj, old, pre)
 	}

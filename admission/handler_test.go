@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -108,7 +109,7 @@ func wantDenied(t *testing.T, resp *admissionv1.AdmissionResponse, code int32, c
 }
 
 func TestCreateStampsEveryKind(t *testing.T) {
-	h := NewHandler(nil)
+	h := newTestHandler(nil)
 	shapes := []struct {
 		name   string
 		ann    map[string]string
@@ -147,7 +148,7 @@ func TestCreateStampsEveryKind(t *testing.T) {
 // TestCreateStampsWithoutMetadata covers objects whose pod (template)
 // metadata is absent or null in the JSON: the patch must create it.
 func TestCreateStampsWithoutMetadata(t *testing.T) {
-	h := NewHandler(nil)
+	h := newTestHandler(nil)
 	cases := []struct {
 		kind string
 		obj  string
@@ -176,7 +177,7 @@ func TestCreateStampsWithoutMetadata(t *testing.T) {
 }
 
 func TestCreateWorkloadWithoutTemplateDenied(t *testing.T) {
-	h := NewHandler(nil)
+	h := newTestHandler(nil)
 	kc := kindCaseOf(t, "Deployment")
 	req := request(t, kc, admissionv1.Create, "team-a", alice, nil, nil)
 	req.Object.Raw = []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{}}`)
@@ -184,7 +185,7 @@ func TestCreateWorkloadWithoutTemplateDenied(t *testing.T) {
 }
 
 func TestStampEscapesIdentity(t *testing.T) {
-	h := NewHandler(nil)
+	h := newTestHandler(nil)
 	kc := kindCaseOf(t, "Pod")
 	odd := authenticationv1.UserInfo{Username: `o"dd\user<&>` + "\u2028é", Groups: []string{"g/1", "ü", "a\tb"}}
 	req := request(t, kc, admissionv1.Create, "team-a", odd, kc.build(nil, nil, nil), nil)
@@ -199,7 +200,7 @@ func TestStampEscapesIdentity(t *testing.T) {
 }
 
 func TestStampWithNoGroups(t *testing.T) {
-	h := NewHandler(nil)
+	h := newTestHandler(nil)
 	kc := kindCaseOf(t, "Pod")
 	req := request(t, kc, admissionv1.Create, "team-a", authenticationv1.UserInfo{Username: "x"}, kc.build(nil, nil, nil), nil)
 	resp := run(t, h, hookMutate, req)
@@ -209,7 +210,7 @@ func TestStampWithNoGroups(t *testing.T) {
 }
 
 func TestCreateEmptyUsernameDenied(t *testing.T) {
-	h := NewHandler(nil)
+	h := newTestHandler(nil)
 	kc := kindCaseOf(t, "Pod")
 	req := request(t, kc, admissionv1.Create, "team-a", authenticationv1.UserInfo{}, kc.build(nil, nil, nil), nil)
 	wantDenied(t, run(t, h, hookMutate, req), 400, "username is empty")
@@ -253,7 +254,7 @@ func TestCreateWithAnnotation(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(kc.kind+"/"+tc.name, func(t *testing.T) {
 				var audited []Record
-				h := NewHandler(mustCompile(t, tc.cfg), WithAudit(func(r Record) { audited = append(audited, r) }))
+				h := newTestHandler(mustCompile(t, tc.cfg), WithAudit(func(r Record) { audited = append(audited, r) }))
 				req := request(t, kc, admissionv1.Create, "team-a", tc.user, kc.build(nil, m(UserInfoAnnotation, tc.ann), nil), nil)
 				for _, hook := range []hookKind{hookMutate, hookValidate} {
 					audited = audited[:0]
@@ -295,7 +296,7 @@ func TestCreateInvalidAnnotation(t *testing.T) {
 	// Invalid values are denied even from the most trusted submitters.
 	for _, who := range []authenticationv1.UserInfo{bob, rsCtrl} {
 		for _, bypassAuth := range []bool{false, true} {
-			h := NewHandler(mustCompile(t, settings.Config{AccessControl: settings.AccessControl{BypassAuth: bypassAuth}}))
+			h := newTestHandler(mustCompile(t, settings.Config{AccessControl: settings.AccessControl{BypassAuth: bypassAuth}}))
 			for _, b := range bad {
 				t.Run(who.Username+"/"+b.value, func(t *testing.T) {
 					kc := kindCaseOf(t, "Pod")
@@ -316,7 +317,7 @@ func TestLegacyLabel(t *testing.T) {
 			withLabel := kc.build(m(LegacyUserLabel, "john"), nil, nil)
 			noLabel := kc.build(nil, nil, nil)
 
-			on := NewHandler(mustCompile(t, settings.Config{AccessControl: settings.AccessControl{BypassAuth: true}}))
+			on := newTestHandler(mustCompile(t, settings.Config{AccessControl: settings.AccessControl{BypassAuth: true}}))
 			resp := run(t, on, hookMutate, request(t, kc, admissionv1.Create, "team-a", alice, withLabel, nil))
 			wantAllowed(t, resp)
 			if resp.Patch != nil {
@@ -333,7 +334,7 @@ func TestLegacyLabel(t *testing.T) {
 				t.Fatalf("bypassAuth without label: user.info %q", got)
 			}
 
-			off := NewHandler(nil)
+			off := newTestHandler(nil)
 			req = request(t, kc, admissionv1.Create, "team-a", alice, withLabel, nil)
 			if got := patched(t, kc, req, run(t, off, hookMutate, req))[UserInfoAnnotation]; got != aliceInfo {
 				t.Fatalf("legacy label without bypassAuth: user.info %q", got)
@@ -345,7 +346,7 @@ func TestLegacyLabel(t *testing.T) {
 // TestControllerCreatedObjects: controllers' objects without the
 // annotation get the controller's identity, except ReplicaSets.
 func TestControllerCreatedObjects(t *testing.T) {
-	h := NewHandler(nil)
+	h := newTestHandler(nil)
 	for _, kc := range kindCases {
 		for _, ctrl := range []authenticationv1.UserInfo{rsCtrl, kcm} {
 			t.Run(kc.kind+"/"+ctrl.Username, func(t *testing.T) {
@@ -379,7 +380,7 @@ func TestControllerCreatedObjects(t *testing.T) {
 // user's Deployment is stamped, the controller's ReplicaSet and pod copy
 // the annotation and are left as they are.
 func TestDeploymentToPodChain(t *testing.T) {
-	h := NewHandler(nil)
+	h := newTestHandler(nil)
 	dep := kindCaseOf(t, "Deployment")
 	req := request(t, dep, admissionv1.Create, "team-a", alice, dep.build(m("app", "web"), nil, nil), nil)
 	ann := patched(t, dep, req, run(t, h, hookMutate, req))
@@ -404,7 +405,7 @@ func TestDeploymentToPodChain(t *testing.T) {
 }
 
 func TestValidateCreateRequiresStamp(t *testing.T) {
-	h := NewHandler(nil)
+	h := newTestHandler(nil)
 	for _, kc := range kindCases {
 		t.Run(kc.kind, func(t *testing.T) {
 			req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(nil, nil, nil), nil)
@@ -439,7 +440,7 @@ func TestNamespaces(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := NewHandler(mustCompile(t, tc.cfg))
+			h := newTestHandler(mustCompile(t, tc.cfg))
 			// A forged annotation shows whether the namespace is handled.
 			req := request(t, kc, admissionv1.Create, tc.ns, bob, kc.build(nil, m(UserInfoAnnotation, forgedCarol), nil), nil)
 			resp := run(t, h, hookMutate, req)
@@ -460,7 +461,7 @@ func TestNamespaces(t *testing.T) {
 }
 
 func TestOtherKindsAndOperations(t *testing.T) {
-	h := NewHandler(nil)
+	h := newTestHandler(nil)
 	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}}
 	req := request(t, kindCase{kind: "ConfigMap", version: "v1", resource: "configmaps"}, admissionv1.Create, "team-a", bob, cm, nil)
 	if resp := run(t, h, hookMutate, req); !resp.Allowed || resp.Patch != nil {
@@ -502,7 +503,7 @@ func TestUpdate(t *testing.T) {
 		for _, tc := range denied {
 			for _, who := range []authenticationv1.UserInfo{bob, alice, rsCtrl, kcm} {
 				t.Run(kc.kind+"/"+tc.name+"/"+who.Username, func(t *testing.T) {
-					for _, h := range []*Handler{NewHandler(nil), NewHandler(external)} {
+					for _, h := range []*Handler{newTestHandler(nil), newTestHandler(external)} {
 						req := request(t, kc, admissionv1.Update, "team-a", who, tc.obj, tc.old)
 						for _, hook := range []hookKind{hookValidate, hookMutate} {
 							wantDenied(t, run(t, h, hook, req), 403, "may not "+tc.verb+" annotation "+UserInfoAnnotation, kc.kind+` "team-a/obj"`, who.Username)
@@ -522,7 +523,7 @@ func TestUpdate(t *testing.T) {
 		}
 		for _, tc := range allowed {
 			t.Run(kc.kind+"/"+tc.name, func(t *testing.T) {
-				h := NewHandler(nil)
+				h := newTestHandler(nil)
 				req := request(t, kc, admissionv1.Update, "team-a", rsCtrl, tc.obj, tc.old)
 				for _, hook := range []hookKind{hookValidate, hookMutate} {
 					resp := run(t, h, hook, req)
@@ -540,7 +541,7 @@ func TestUpdate(t *testing.T) {
 // who may edit a Deployment rewrites its template's user.info so that the
 // controller creates pods under another name.
 func TestDeploymentTemplateForgery(t *testing.T) {
-	h := NewHandler(nil)
+	h := newTestHandler(nil)
 	kc := kindCaseOf(t, "Deployment")
 	old := kc.build(m("app", "web"), m(UserInfoAnnotation, aliceInfo), nil)
 	forged := kc.build(m("app", "web"), m(UserInfoAnnotation, forgedCarol), nil)
@@ -554,7 +555,7 @@ func TestDeploymentTemplateForgery(t *testing.T) {
 // TestControllerEverydayUpdates: status, scale and label updates by
 // controllers pass.
 func TestControllerEverydayUpdates(t *testing.T) {
-	h := NewHandler(nil)
+	h := newTestHandler(nil)
 	ann := m(UserInfoAnnotation, aliceInfo)
 	dep := func(replicas int32, ready int32, rev string) *appsv1.Deployment {
 		d := kindCaseOf(t, "Deployment").build(m("app", "web"), ann, nil).(*appsv1.Deployment)
@@ -603,7 +604,7 @@ func TestControllerEverydayUpdates(t *testing.T) {
 }
 
 func TestUpdateMalformed(t *testing.T) {
-	h := NewHandler(nil)
+	h := newTestHandler(nil)
 	kc := kindCaseOf(t, "Deployment")
 	good := kc.build(nil, nil, nil)
 	req := request(t, kc, admissionv1.Update, "team-a", bob, good, nil)
@@ -614,7 +615,7 @@ func TestUpdateMalformed(t *testing.T) {
 }
 
 func TestMalformedObjects(t *testing.T) {
-	h := NewHandler(nil)
+	h := newTestHandler(nil)
 	cases := []struct {
 		kind, obj, want string
 	}{
@@ -652,7 +653,7 @@ func TestMalformedObjects(t *testing.T) {
 
 func TestAuditRecord(t *testing.T) {
 	var got []Record
-	h := NewHandler(nil, WithAudit(func(r Record) { got = append(got, r) }))
+	h := newTestHandler(nil, WithAudit(func(r Record) { got = append(got, r) }))
 	kc := kindCaseOf(t, "Pod")
 	req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(nil, nil, nil), nil)
 	dry := true
@@ -670,17 +671,10 @@ func TestAuditRecord(t *testing.T) {
 	if len(got) != 1 || got[0].Allowed || got[0].Code != 403 || got[0].Webhook != "validate" || !strings.Contains(got[0].Reason, "may not set") {
 		t.Fatalf("audit %+v", got)
 	}
-	got = nil
-	if resp := h.Mutate(context.Background(), nil); resp.Allowed || resp.Result.Code != 400 {
-		t.Fatalf("nil request: %+v", resp)
-	}
-	if len(got) != 1 || got[0].Code != 400 {
-		t.Fatalf("audit of nil request %+v", got)
-	}
 }
 
 func TestStoreSwapsConfigAndAuthorizer(t *testing.T) {
-	h := NewHandler(nil)
+	h := newTestHandler(nil)
 	kc := kindCaseOf(t, "Pod")
 	req := request(t, kc, admissionv1.Create, "team-a", bob, kc.build(nil, m(UserInfoAnnotation, forgedCarol), nil), nil)
 	wantDenied(t, run(t, h, hookMutate, req), 403)
@@ -698,36 +692,40 @@ func TestStoreSwapsConfigAndAuthorizer(t *testing.T) {
 	wantAllowed(t, run(t, h, hookMutate, req))
 }
 
-func TestPanicRecovered(t *testing.T) {
-	var panics []any
-	authz := &fakeAuthz{panicV: "boom"}
-	h := NewHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true}), WithAuthorizer(authz), WithPanicHook(func(v any) { panics = append(panics, v) }))
-	kc := kindCaseOf(t, "Pod")
-	req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(nil, nil, nil), nil)
-	resp := run(t, h, hookMutate, req)
-	wantDenied(t, resp, 500, "internal error", "boom", "fails closed")
-	if len(panics) != 2 {
-		t.Fatalf("panic hook called %d times, want 2 (HTTP and Go API)", len(panics))
-	}
-	// The next request is served.
-	authz.panicV = nil
-	authz.allowed = map[string][]string{alice.Username: {""}}
-	wantAllowed(t, run(t, h, hookMutate, req))
+// uidRecorder is an edge's ResponseWriter that learns the review's UID.
+type uidRecorder struct {
+	*httptest.ResponseRecorder
+	uid string
 }
 
-func TestAuditHookPanicStillAnswers(t *testing.T) {
-	h := NewHandler(nil, WithAudit(func(Record) { panic(errors.New("audit broke")) }))
+func (r *uidRecorder) RecordUID(uid string) { r.uid = uid }
+
+// A panic in a rule or in the audit hook leaves the handler for the edge's
+// recover (server.instrument), which has been told the review's UID and
+// answers with WriteFailure: a denial carrying that UID.
+func TestPanicReachesTheEdgeWithTheUID(t *testing.T) {
 	kc := kindCaseOf(t, "Pod")
 	req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(nil, nil, nil), nil)
-	rec := httptest.NewRecorder()
-	hr := httptest.NewRequest(http.MethodPost, "/mutate", bytes.NewReader(reviewBody(t, req)))
-	hr.Header.Set("Content-Type", "application/json")
-	h.MutateHTTP().ServeHTTP(rec, hr)
-	var out admissionv1.AdmissionReview
-	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || rec.Code != 200 {
-		t.Fatalf("HTTP %d %s", rec.Code, rec.Body)
-	}
-	if out.Response.UID != req.UID || out.Response.Allowed || !strings.Contains(out.Response.Result.Message, "audit broke") {
-		t.Fatalf("response %+v", out.Response)
+	for name, h := range map[string]*Handler{
+		"rule":  newTestHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true}), WithAuthorizer(&fakeAuthz{panicV: "boom"})),
+		"audit": newTestHandler(nil, WithAudit(func(Record) { panic(errors.New("audit broke")) })),
+	} {
+		rec := &uidRecorder{ResponseRecorder: httptest.NewRecorder()}
+		hr := httptest.NewRequest(http.MethodPost, "/mutate", bytes.NewReader(reviewBody(t, req)))
+		hr.Header.Set("Content-Type", "application/json")
+		v := func() (v any) {
+			defer func() { v = recover() }()
+			h.MutateHTTP().ServeHTTP(rec, hr)
+			return nil
+		}()
+		if v == nil || rec.uid != string(req.UID) || rec.Body.Len() != 0 {
+			t.Fatalf("%s: recovered %v, uid %q, body %q", name, v, rec.uid, rec.Body)
+		}
+		WriteFailure(rec, rec.uid, v)
+		var out admissionv1.AdmissionReview
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || rec.Code != 200 || out.Response.UID != req.UID {
+			t.Fatalf("%s: HTTP %d %s", name, rec.Code, rec.Body)
+		}
+		wantDenied(t, out.Response, 500, "internal error", fmt.Sprint(v), "fails closed")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/usherhq/usher/internal/httperr"
 )
@@ -30,8 +31,9 @@ func (h *Handler) ValidateHTTP() http.Handler { return httpHandler{h, hookValida
 //   - a decodable review always gets 200 with an AdmissionReview whose
 //     response UID is the request's: a bad object is a denial saying what is
 //     wrong, not an HTTP error;
-//   - panics are recovered into a denial (or a 500 when no UID is known)
-//     and reported to the panic hook.
+//   - once the review's UID is decoded, a ResponseWriter that is a
+//     UIDRecorder is told it, so that the edge's recover answers a panic
+//     with a denial of that review (WriteFailure).
 type httpHandler struct {
 	h    *Handler
 	hook hookKind
@@ -52,17 +54,6 @@ var (
 
 func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := x.h
-	written := false
-	defer func() {
-		if v := recover(); v != nil {
-			if h.onPanic != nil {
-				h.onPanic(v)
-			}
-			if !written {
-				h.httpError(w, r, x.hook, httpStatusInternal, fmt.Sprintf("usher: internal error: %v", v))
-			}
-		}
-	}()
 	if r.Method != http.MethodPost {
 		w.Header()["Allow"] = allowPost
 		h.httpError(w, r, x.hook, httpStatusNotAllowed, "method "+r.Method+" is not allowed: POST an admission.k8s.io/v1 AdmissionReview")
@@ -100,7 +91,7 @@ func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := string(body)
-	st := h.current()
+	st := h.state()
 	rv := &sc.rv // zeroed by putScratch
 	rv.views.lim = &h.groups
 	if err := decodeReview(s, body, rv, st.cfg); err != nil {
@@ -121,26 +112,29 @@ func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.httpError(w, r, x.hook, httpStatusBadRequest, "the AdmissionReview's request has no uid")
 		return
 	}
-	dc := h.reviewHTTP(r, st, x.hook, rv, &sc.patch)
+	if u, ok := w.(UIDRecorder); ok {
+		u.RecordUID(string(rv.req.UID))
+	}
+	dc := h.review(r.Context(), st, x.hook, rv, &sc.patch)
 	sc.out = appendReview(sc.out[:0], rv.req.UID, &dc)
 	w.Header()["Content-Type"] = jsonContentType
-	written = true
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(sc.out)
 }
 
-// reviewHTTP runs the review; a panic in the audit hook (the decision
-// itself recovers its own) still yields a denial carrying the UID.
-func (h *Handler) reviewHTTP(r *http.Request, st *handlerState, hook hookKind, rv *decodedReview, buf *[]byte) (dc decision) {
-	defer func() {
-		if v := recover(); v != nil {
-			if h.onPanic != nil {
-				h.onPanic(v)
-			}
-			dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: internal error: %v; denied (usher fails closed)", v)
-		}
-	}()
-	return h.review(r.Context(), st, hook, &rv.req, rv.obj, rv.old, &rv.views, buf)
+// UIDRecorder is a ResponseWriter of an edge that recovers panics: the
+// handler tells it the UID of the review it answers once decoded.
+type UIDRecorder interface{ RecordUID(uid string) }
+
+// WriteFailure answers the review uid with a denial saying usher failed
+// to decide (code 500, usher fails closed), for an edge that recovered a
+// panic before the response was written.
+func WriteFailure(w http.ResponseWriter, uid string, recovered any) {
+	dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: internal error: %v; denied (usher fails closed)", recovered)
+	dc.bound()
+	w.Header()["Content-Type"] = jsonContentType
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(appendReview(nil, types.UID(uid), &dc))
 }
 
 func (h *Handler) putScratch(sc *scratch) {

@@ -32,7 +32,7 @@ func post(t *testing.T, hh http.Handler, contentType string, body []byte) *httpt
 // next request is still served.
 func TestHTTPMalformed(t *testing.T) {
 	var audited []Record
-	h := NewHandler(nil, WithMaxBodyBytes(64<<10), WithAudit(func(r Record) { audited = append(audited, r) }))
+	h := newTestHandler(nil, WithMaxBodyBytes(64<<10), WithAudit(func(r Record) { audited = append(audited, r) }))
 	kc := kindCaseOf(t, "Pod")
 	good := reviewBody(t, request(t, kc, admissionv1.Create, "team-a", alice, kc.build(nil, nil, nil), nil))
 	withRequest := func(req string) []byte {
@@ -131,7 +131,7 @@ func TestTestdataReviews(t *testing.T) {
 	authz := &fakeAuthz{allowed: map[string][]string{
 		"alice@EXAMPLE.COM": {"root.team-a.batch", "root.team-a.gpu", ""},
 	}}
-	h := NewHandler(cfg, WithAuthorizer(authz))
+	h := newTestHandler(cfg, WithAuthorizer(authz))
 	cases := []struct {
 		file      string
 		hook      hookKind
@@ -207,7 +207,7 @@ const aliceInfo3 = `{"user":"alice@EXAMPLE.COM","groups":["dev.team","spark-user
 func TestConcurrentReviewsAndStore(t *testing.T) {
 	open := mustCompile(t, settings.Config{AccessControl: settings.AccessControl{ExternalUsers: settings.Patterns{"^bob$"}}})
 	closed := mustCompile(t, settings.Config{})
-	h := NewHandler(closed)
+	h := newTestHandler(closed)
 	kc := kindCaseOf(t, "Pod")
 	forged := reviewBody(t, request(t, kc, admissionv1.Create, "team-a", bob, kc.build(nil, m(UserInfoAnnotation, forgedCarol), nil), nil))
 	stamp := reviewBody(t, request(t, kc, admissionv1.Create, "team-a", alice, kc.build(nil, nil, nil), nil))
@@ -252,7 +252,7 @@ func TestConcurrentReviewsAndStore(t *testing.T) {
 // TestFieldOrder: a review whose request lists the object before its kind
 // (not the API server's order) is decided the same way.
 func TestFieldOrder(t *testing.T) {
-	h := NewHandler(nil)
+	h := newTestHandler(nil)
 	body := []byte(`{"request":{"object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","annotations":{"` + UserInfoAnnotation + `":"{\"user\":\"carol\"}"}}},` +
 		`"userInfo":{"username":"bob","groups":["system:authenticated"]},"operation":"CREATE","namespace":"team-a",` +
 		`"kind":{"group":"","version":"v1","kind":"Pod"},"uid":"u-1"},"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1"}`)
@@ -280,7 +280,7 @@ func (f failingReader) Read([]byte) (int, error) { return 0, f.err }
 // is answered with that status; other read errors are a 400.
 func TestHTTPReadErrorWithStatus(t *testing.T) {
 	var audited []Record
-	h := NewHandler(nil, WithAudit(func(r Record) { audited = append(audited, r) }))
+	h := newTestHandler(nil, WithAudit(func(r Record) { audited = append(audited, r) }))
 	for _, tc := range []struct {
 		err  error
 		code int

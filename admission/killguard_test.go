@@ -96,7 +96,7 @@ func TestUpdateOwnerReferences(t *testing.T) {
 	kc := kindCaseOf(t, "Pod")
 	req := request(t, kc, admissionv1.Update, "team-a", bob,
 		owned(kc.build(nil, m(UserInfoAnnotation, aliceInfo), nil), ghost), kc.build(nil, m(UserInfoAnnotation, aliceInfo), nil))
-	wantAllowed(t, run(t, NewHandler(nil, WithDeleteAuthorizer(authz)), hookValidate, req))
+	wantAllowed(t, run(t, newTestHandler(nil, WithDeleteAuthorizer(authz)), hookValidate, req))
 }
 
 // TestUpdateOwnerReferencesMalformed: ownerReferences must be an array
@@ -279,7 +279,7 @@ func TestEviction(t *testing.T) {
 	}
 
 	// Off, in a bypassed namespace, or not an eviction: not decided.
-	off := NewHandler(nil, WithDeleteAuthorizer(authz))
+	off := newTestHandler(nil, WithDeleteAuthorizer(authz))
 	wantAllowed(t, run(t, off, hookValidate, evictionRequest("team-a", "p", bob)))
 	wantAllowed(t, run(t, h, hookValidate, evictionRequest("kube-system", "p", bob)))
 	other := evictionRequest("team-a", "p", bob)
@@ -291,7 +291,7 @@ func TestEviction(t *testing.T) {
 	}
 
 	// Fails closed.
-	noAuthz := NewHandler(mustCompile(t, settings.Config{EnforceDeleteACLs: true}))
+	noAuthz := newTestHandler(mustCompile(t, settings.Config{EnforceDeleteACLs: true}))
 	wantDenied(t, run(t, noAuthz, hookValidate, evictionRequest("team-a", "p", bob)), 500, "no delete authorizer is configured")
 	wantAllowed(t, run(t, noAuthz, hookValidate, evictionRequest("team-a", "p", kubeSystemSA("cluster-autoscaler"))))
 	broken := deleteHandler(t, settings.Config{}, &fakeDeleteAuthz{err: errors.New("directory unreachable")})
@@ -399,7 +399,7 @@ func TestBinding(t *testing.T) {
 		})
 	}
 	// Off: the kill rule's fields pass, user.info still does not.
-	off := NewHandler(nil)
+	off := newTestHandler(nil)
 	wantAllowed(t, run(t, off, hookValidate, bindingRequest(sched, m("queue", "root.bobs"), m(settings.DefaultModifyACLAnnotation, "*"), false)))
 	wantDenied(t, run(t, off, hookValidate, bindingRequest(sched, nil, m(UserInfoAnnotation, forgedCarol), false)), 403, "through a Binding")
 	// Bypassed namespace.

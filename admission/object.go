@@ -414,19 +414,27 @@ func place(k *kindInfo, req *admissionv1.AdmissionRequest, o *objectView) string
 }
 
 // objectName renders "namespace/name" for messages, quoted (both are the
-// requester's), using generateName when the object has no name yet.
+// requester's).
 func objectName(req *admissionv1.AdmissionRequest, o *objectView) string {
-	name := req.Name
-	if name == "" {
-		name = o.top.name
-	}
-	if name == "" && o.top.genName != "" {
-		name = o.top.genName + "*"
-	}
+	name := nameOf(req, o)
 	if req.Namespace != "" {
 		name = req.Namespace + "/" + name
 	}
 	return strconv.Quote(name)
+}
+
+// nameOf is the object's name: the request's; for a collection delete,
+// which names no object in the request, the object's; for an object
+// created with generateName, whose name the API server picks after
+// admission, generateName followed by "*".
+func nameOf(req *admissionv1.AdmissionRequest, o *objectView) string {
+	switch {
+	case req.Name != "":
+		return req.Name
+	case o.top.name == "" && o.top.genName != "":
+		return o.top.genName + "*"
+	}
+	return o.top.name
 }
 
 // view returns the parsed object: pre-parsed when done, else parsed now

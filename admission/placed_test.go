@@ -35,7 +35,7 @@ func TestQueuePlacedElsewhere(t *testing.T) {
 		for _, kc := range kindCases {
 			t.Run(mode+"/"+kc.kind, func(t *testing.T) {
 				sink := &auditSink{}
-				h := NewHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true, EnforceQueueACLsMode: mode}), WithAuthorizer(placedElsewhere), WithAudit(sink.hook))
+				h := newTestHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true, EnforceQueueACLsMode: mode}), WithAuthorizer(placedElsewhere), WithAudit(sink.hook))
 				for _, v := range []string{"root.ops", `ops"x`} {
 					req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(m("queue", v), nil, nil), nil)
 					resp := run(t, h, hookMutate, req)
@@ -76,7 +76,7 @@ func TestQueuePlacedElsewhere(t *testing.T) {
 func TestQueueNoPlacementWhenNotEnforcing(t *testing.T) {
 	authz := &fakeAuthz{}
 	for _, c := range []settings.Config{{}, {EnforceDeleteACLs: true}} {
-		h := NewHandler(mustCompile(t, c), WithAuthorizer(authz), WithDeleteAuthorizer(newFakeDeleteAuthz()))
+		h := newTestHandler(mustCompile(t, c), WithAuthorizer(authz), WithDeleteAuthorizer(newFakeDeleteAuthz()))
 		for _, kc := range kindCases {
 			obj := kc.build(m("queue", "root.ops"), m(UserInfoAnnotation, aliceInfo), nil)
 			for _, req := range []*admissionv1.AdmissionRequest{

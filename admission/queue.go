@@ -213,7 +213,7 @@ func (c *compiled) unmarkedPodScheduler(pm *metaView) string {
 // passes (and a warning for each marker placement puts elsewhere); dc
 // with the denial as a warning in warn mode when the denial may be warned
 // (the object is admitted, stamped as it would be); the denial otherwise.
-func withQueueCheck(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc decision) decision {
+func withQueueCheck(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc decision) decision {
 	switch denied := checkQueues(ctx, st, k, req, nv, ov, id, &dc); {
 	case denied == nil:
 	case st.cfg.QueueWarn && denied.warnable():
@@ -234,7 +234,7 @@ func withQueueCheck(ctx context.Context, st *handlerState, k *kindInfo, req *adm
 // Objects a controller makes are checked like any other, under the
 // identity stamped on them: a Deployment's pods that carry no marker run
 // in the default queue, whatever the Deployment's own labels say.
-func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc *decision) *decision {
+func checkQueues(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc *decision) *decision {
 	c := st.cfg
 	ns := req.Namespace
 	var arr [4]target

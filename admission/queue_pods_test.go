@@ -54,7 +54,7 @@ func TestQueueIsWherePodsRun(t *testing.T) {
 				req := request(t, kc, admissionv1.Create, "team-a", alice, obj, nil)
 				for _, hook := range []hookKind{hookMutate, hookValidate} {
 					if hook == hookValidate {
-						req.Object.Raw, _ = applyPatch(req.Object.Raw, run(t, NewHandler(nil), hookMutate, req).Patch)
+						req.Object.Raw, _ = applyPatch(req.Object.Raw, run(t, newTestHandler(nil), hookMutate, req).Patch)
 					}
 					resp := run(t, h, hook, req)
 					if tc.allow {
@@ -83,7 +83,7 @@ func TestQueueIsWherePodsRun(t *testing.T) {
 // and for a CronJob the Job.
 func madeFrom(t *testing.T, kc kindCase, obj runtime.Object) []*admissionv1.AdmissionRequest {
 	t.Helper()
-	stamped := run(t, NewHandler(nil), hookMutate, request(t, kc, admissionv1.Create, "team-a", alice, obj, nil))
+	stamped := run(t, newTestHandler(nil), hookMutate, request(t, kc, admissionv1.Create, "team-a", alice, obj, nil))
 	raw, err := applyPatch(mustJSON(t, obj), stamped.Patch)
 	if err != nil {
 		t.Fatal(err)

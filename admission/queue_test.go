@@ -28,7 +28,7 @@ func once(t *testing.T, q []string) []string {
 func enforcing(t *testing.T, c settings.Config, authz QueueAuthorizer) *Handler {
 	t.Helper()
 	c.EnforceQueueACLs = true
-	return NewHandler(mustCompile(t, c), WithAuthorizer(authz))
+	return newTestHandler(mustCompile(t, c), WithAuthorizer(authz))
 }
 
 // TestTwentySources: the decoder takes its slots from the settings, so a
@@ -91,7 +91,7 @@ func TestQueueMarkersOfEachScheduler(t *testing.T) {
 				req = request(t, kc, admissionv1.Create, "team-a", bob, kc.build(tc.labels, tc.ann, nil), nil)
 				for _, hook := range []hookKind{hookMutate, hookValidate} {
 					if hook == hookValidate {
-						req.Object.Raw, _ = applyPatch(req.Object.Raw, run(t, NewHandler(nil), hookMutate, req).Patch)
+						req.Object.Raw, _ = applyPatch(req.Object.Raw, run(t, newTestHandler(nil), hookMutate, req).Patch)
 					}
 					wantDenied(t, run(t, h, hook, req), 403, `user "bob" may not submit to queue "`+tc.wantQueue+`" of partition "gpu-cluster"`,
 						tc.wantMarker, "submitacl of "+tc.wantQueue+" does not list bob")
@@ -297,11 +297,11 @@ func TestQueueFailsClosed(t *testing.T) {
 	req := request(t, pk, admissionv1.Create, "team-a", alice, pk.build(m("queue", "root.q"), nil, nil), nil)
 	h := enforcing(t, settings.Config{}, &fakeAuthz{err: errors.New("policy not loaded")})
 	wantDenied(t, run(t, h, hookMutate, req), 500, "cannot decide whether user", "policy not loaded", "fails closed")
-	h = NewHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true}))
+	h = newTestHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true}))
 	wantDenied(t, run(t, h, hookMutate, req), 500, "no queue authorizer is configured")
 	// Not enforcing: the authorizer is never asked.
 	authz := &fakeAuthz{err: errors.New("unused")}
-	h = NewHandler(nil, WithAuthorizer(authz))
+	h = newTestHandler(nil, WithAuthorizer(authz))
 	wantAllowed(t, run(t, h, hookMutate, req))
 	if len(authz.calls) != 0 {
 		t.Fatal("authorizer asked while enforceQueueACLs is off")
@@ -343,7 +343,7 @@ func TestQueueAuditRecord(t *testing.T) {
 	var got []Record
 	authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {"root.q"}}}
 	c := mustCompile(t, settings.Config{EnforceQueueACLs: true})
-	h := NewHandler(c, WithAuthorizer(authz), WithAudit(func(r Record) { got = append(got, r) }))
+	h := newTestHandler(c, WithAuthorizer(authz), WithAudit(func(r Record) { got = append(got, r) }))
 	pk := kindCaseOf(t, "Pod")
 	run(t, h, hookMutate, request(t, pk, admissionv1.Create, "team-a", alice, pk.build(m("queue", "root.q"), nil, nil), nil))
 	run(t, h, hookMutate, request(t, pk, admissionv1.Create, "team-a", bob, pk.build(nil, nil, nil), nil))
@@ -373,7 +373,7 @@ func TestQueuePlacement(t *testing.T) {
 				}
 				return SubmitDecision{Allowed: r.Queue == "root.ml.training" || r.Queue == ""}, nil
 			})
-			h := NewHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true}), WithAuthorizer(authz))
+			h := newTestHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true}), WithAuthorizer(authz))
 			for _, key := range []string{"queue", "yunikorn.apache.org/queue"} {
 				resp := run(t, h, hookMutate, request(t, kc, admissionv1.Create, "team-a", alice, kc.build(m(key, "ml.training"), nil, nil), nil))
 				wantDenied(t, resp, 403, `queue "root.ml_dot_training" of partition "default"`, `label `+key+`="ml.training"`,

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -15,17 +14,9 @@ import (
 	"github.com/usherhq/usher/internal/jsonscan"
 )
 
-// This file holds the responses: a decision, its constructors (allow,
-// deny and the trusted and detailed variants) and its two renderings, the
-// k8s.io/api AdmissionResponse of the Go API (toResponse) and the JSON the
-// HTTP edge writes without reflection (appendReview). Both take every
-// field from the same accessors (reason, statusReason), and
-// TestAppendReviewMatchesToResponse decodes appendReview's output for
-// every rule, trust, status code, patch and warning and compares it with
-// toResponse's.
-
-// decision is the outcome of a review before it becomes an
-// AdmissionResponse.
+// decision is the one outcome of a review: appendReview renders it as
+// the response, and Handler.record as the audit record, the metrics'
+// labels and the denial Event read.
 type decision struct {
 	allowed bool
 	rule    Rule  // what let it through; RuleDenied for a denial
@@ -35,32 +26,19 @@ type decision struct {
 	// message is a denial's message; for RuleKillRule, RuleEvictionByAdmin
 	// and RuleBindingByAdmin the authorizer's reason ("" for none).
 	message string
-	// cause, check and field are a denial's structured details (see
-	// Denial): why, from a closed set; which check ("submit", "kill");
-	// the object's field that decided ("" when none did).
-	cause    Cause
-	check    string
-	field    string
-	patch    []byte
-	warning  string
-	identity string
-	queue    string
-	// queueAsked is the queue the marker asked for when placement chose
-	// another (queue).
-	queueAsked string
-	name       string // the object's name when the request has none (collection deletes; generateName + "*" on CREATE)
-	// group and kind are the object's API group and kind, for the
-	// response's status details (set by Handler.review).
-	group, kind string
-	// warned: a denial by the queue check or the kill rule that warn mode
-	// admitted; warning carries its message.
-	warned bool
-	// lookup is how the submitter was identified (NoteLookup), for the
-	// audit record.
-	lookup string
-	// decided is the identity the IdentityResolver decided (nil without
-	// one); degraded: it did not answer and the stamp holds the API
-	// server's groups only.
+	// cause, check and field are a denial's details, as in Denial.
+	cause        Cause
+	check, field string
+	patch        []byte
+	warning      string
+	// identity, queue, queueAsked, name, lookup, decided and degraded
+	// are as in Record; group and kind are the object's, set by complete.
+	identity, queue, queueAsked, name string
+	group, kind                       string
+	// warned: warn mode admitted a denial of the queue check or the kill
+	// rule; warning carries its message.
+	warned   bool
+	lookup   string
 	decided  *identity.Info
 	degraded bool
 }
@@ -153,38 +131,6 @@ func (dc *decision) statusReason() metav1.StatusReason {
 	}
 }
 
-// toResponse builds the AdmissionResponse for the decision (the
-// constructors Allowed, Patched and Denied in one place). A denial's
-// status carries the structured details (details), and a denial or a
-// warned denial the audit annotations (auditAnnotations).
-func (dc *decision) toResponse(uid string) *admissionv1.AdmissionResponse {
-	resp := &admissionv1.AdmissionResponse{UID: types.UID(uid), Allowed: dc.allowed}
-	if !dc.allowed {
-		resp.Result = &metav1.Status{
-			Status:  metav1.StatusFailure,
-			Message: dc.reason(),
-			Reason:  dc.statusReason(),
-			Details: dc.details(),
-			Code:    dc.code,
-		}
-	}
-	if len(dc.patch) > 0 {
-		resp.Patch = append([]byte(nil), dc.patch...)
-		pt := admissionv1.PatchTypeJSONPatch
-		resp.PatchType = &pt
-	}
-	if dc.cause != "" {
-		resp.AuditAnnotations = map[string]string{AuditKeyDecision: dc.decisionWord(), AuditKeyReason: string(dc.cause)}
-		if dc.queue != "" {
-			resp.AuditAnnotations[AuditKeyQueue] = dc.queue
-		}
-	}
-	if dc.warning != "" {
-		resp.Warnings = []string{dc.warning}
-	}
-	return resp
-}
-
 // Keys of the audit annotations of a denial (and of a warned denial) in
 // the AdmissionResponse. The API server prefixes each with the webhook's
 // name ("validate.usher.io/reason") and writes them to its audit log
@@ -200,20 +146,6 @@ func (dc *decision) decisionWord() string {
 		return "warned"
 	}
 	return "denied"
-}
-
-// details is a denial's metav1.StatusDetails: the object (name, group,
-// kind; no name for an object created with generateName, which has none
-// yet) and one cause whose type is the Cause, whose field is the field
-// that decided and whose message is the queue. nil when the denial has no
-// cause.
-func (dc *decision) details() *metav1.StatusDetails {
-	if dc.cause == "" {
-		return nil
-	}
-	d := &metav1.StatusDetails{Name: detailName(dc.name), Group: dc.group, Kind: dc.kind,
-		Causes: []metav1.StatusCause{{Type: metav1.CauseType(dc.cause), Message: dc.queue, Field: dc.field}}}
-	return d
 }
 
 // detailName is the name of the status details: "" for the generateName
@@ -334,43 +266,18 @@ type Cause string
 
 // The causes of a denial. docs/audit.md describes each.
 const (
-	// CauseQueueSubmitDenied: enforceQueueACLs is on and no ACL lets the
-	// submitter submit to a queue the object's pods would run in (or
-	// YuniKorn's placement rules place it nowhere).
-	CauseQueueSubmitDenied Cause = "QueueSubmitDenied"
-	// CauseUnknownQueue: a queue marker names no valid queue.
-	CauseUnknownQueue Cause = "UnknownQueue"
-	// CauseUserInfoForged: the user.info annotation is set by a submitter
-	// who may not supply one.
-	CauseUserInfoForged Cause = "UserInfoForged"
-	// CauseUserInfoInvalid: the user.info annotation is not valid, or a
-	// requester's names more groups than WithMaxGroups allows.
-	CauseUserInfoInvalid Cause = "UserInfoInvalid"
-	// CauseUserInfoMissing: the validating webhook sees an object the
-	// mutating webhook did not stamp.
-	CauseUserInfoMissing Cause = "UserInfoMissing"
-	// CauseUserInfoChanged: an UPDATE or a Binding would add, change or
-	// remove the user.info annotation.
-	CauseUserInfoChanged Cause = "UserInfoChanged"
-	// CauseKillDenied: enforceDeleteACLs is on and the requester may not
-	// kill the workload (a DELETE, or an UPDATE of what decides who may).
-	CauseKillDenied Cause = "KillDenied"
-	// CauseEvictionDenied: an eviction by someone who may not delete
-	// every pod.
-	CauseEvictionDenied Cause = "EvictionDenied"
-	// CauseBindingDenied: a Binding that sets what decides who may
-	// delete the pod, by someone who may not delete every pod.
-	CauseBindingDenied Cause = "BindingDenied"
-	// CauseInvalidObject: the object cannot be read (malformed, no pod
-	// template) or the request names no user.
-	CauseInvalidObject Cause = "InvalidObject"
-	// CauseInvalidRequest: the body is not a usable AdmissionReview, or its
-	// request.userInfo names more groups than WithMaxGroups allows.
-	CauseInvalidRequest Cause = "InvalidRequest"
-	// CauseDecisionFailed: usher could not decide (an authorizer failed
-	// or is missing, an internal error, the caller went away) and fails
-	// closed.
-	CauseDecisionFailed Cause = "DecisionFailed"
+	CauseQueueSubmitDenied Cause = "QueueSubmitDenied" // no ACL lets the submitter submit to a queue, or placement rejects it
+	CauseUnknownQueue      Cause = "UnknownQueue"      // a queue marker names no valid queue
+	CauseUserInfoForged    Cause = "UserInfoForged"    // user.info set by a submitter who may not supply one
+	CauseUserInfoInvalid   Cause = "UserInfoInvalid"   // user.info invalid, or naming too many groups
+	CauseUserInfoMissing   Cause = "UserInfoMissing"   // /validate sees an object /mutate did not stamp
+	CauseUserInfoChanged   Cause = "UserInfoChanged"   // an UPDATE or a Binding would change user.info
+	CauseKillDenied        Cause = "KillDenied"        // the kill rule refuses a DELETE or an UPDATE of what decides it
+	CauseEvictionDenied    Cause = "EvictionDenied"    // an eviction by someone who may not delete every pod
+	CauseBindingDenied     Cause = "BindingDenied"     // a Binding changing who may delete, by someone who may not
+	CauseInvalidObject     Cause = "InvalidObject"     // the object cannot be read, or the request names no user
+	CauseInvalidRequest    Cause = "InvalidRequest"    // not a usable AdmissionReview, or too many groups
+	CauseDecisionFailed    Cause = "DecisionFailed"    // usher could not decide and fails closed
 )
 
 // Causes lists every Cause, in the order above.

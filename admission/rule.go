@@ -6,62 +6,30 @@ package admission
 // is its message.
 type Rule uint8
 
+// The rules; ruleText says what each means, as the audit record shows it.
 const (
-	// RuleDenied: the review was denied (or not decoded).
-	RuleDenied Rule = iota
-	// RuleKindNotHandled: the object's kind is none the webhook handles.
+	RuleDenied Rule = iota // every denial, and a body not decoded
 	RuleKindNotHandled
-	// RuleOperationNotHandled: the operation is none the webhook decides
-	// (DELETE, evictions and guarded bindings without enforceDeleteACLs).
+	// RuleOperationNotHandled: DELETE, evictions and guarded bindings
+	// without enforceDeleteACLs, and operations no rule decides.
 	RuleOperationNotHandled
-	// RuleNamespaceBypassed: bypassNamespaces or processNamespaces.
-	RuleNamespaceBypassed
-	// RuleStamped: CREATE; the submitter's identity was stamped.
+	RuleNamespaceBypassed // bypassNamespaces or processNamespaces
 	RuleStamped
-	// RuleKeptBypassAuth: CREATE; a user.info annotation kept because
-	// bypassAuth lets any submitter set it.
 	RuleKeptBypassAuth
-	// RuleKeptController: kept, set by a trusted controller (systemUsers,
-	// trustControllers).
-	RuleKeptController
-	// RuleKeptExternalUser: kept, set by a user matching externalUsers.
+	RuleKeptController // systemUsers, with trustControllers
 	RuleKeptExternalUser
-	// RuleKeptExternalGroup: kept, set by a member of a group matching
-	// externalGroups.
 	RuleKeptExternalGroup
-	// RuleKeptSame: kept, naming the submitter with exactly the groups
-	// usher stamps.
-	RuleKeptSame
-	// RuleLegacyLabel: bypassAuth and the legacy username label without
-	// an annotation; left unstamped.
+	RuleKeptSame // naming the submitter with exactly the groups usher stamps
 	RuleLegacyLabel
-	// RuleControllerReplicaSet: a ReplicaSet a controller creates is
-	// never patched; its pods are stamped.
-	RuleControllerReplicaSet
-	// RuleUnchanged: UPDATE that leaves user.info as it was.
+	RuleControllerReplicaSet // its pods are stamped
 	RuleUnchanged
-	// RuleTrustedDeleter: a DELETE, eviction or guarded Binding by a
-	// trusted deleter; the decision's Trust says which.
-	RuleTrustedDeleter
-	// RuleTerminating: DELETE of an object already being deleted.
+	RuleTrustedDeleter // a DELETE, eviction or guarded Binding; Trust says who
 	RuleTerminating
-	// RuleKillRule: the DeleteAuthorizer allowed a DELETE (or a guarded
-	// UPDATE); the reason is its own.
-	RuleKillRule
-	// RuleEvictionByAdmin: an eviction by someone who may kill every
-	// application.
+	RuleKillRule // the DeleteAuthorizer allowed it; the reason is its own
 	RuleEvictionByAdmin
-	// RuleBindingPlain: a Binding that sets nothing usher guards.
 	RuleBindingPlain
-	// RuleBindingByAdmin: a Binding setting what decides deletion, by
-	// someone who may kill every application.
 	RuleBindingByAdmin
-	// RuleWarnedDelete: the kill rule denied a DELETE, eviction or Binding
-	// and enforceDeleteACLsMode is warn: admitted with the denial's message
-	// as a warning.
-	RuleWarnedDelete
-	// RuleRestamped: CREATE; a user.info naming the submitter differed
-	// from the identity usher decides and was replaced by it.
+	RuleWarnedDelete // enforceDeleteACLsMode warn: the denial's message is a warning
 	RuleRestamped
 
 	numRules
@@ -104,17 +72,11 @@ func (r Rule) String() string {
 type Trust uint8
 
 const (
-	// TrustNone: not a trusted deleter.
-	TrustNone Trust = iota
-	// TrustController: a controller matching systemUsers (when
-	// trustControllers).
-	TrustController
-	// TrustExternalUser: a user matching externalUsers.
-	TrustExternalUser
-	// TrustExternalGroup: a member of a group matching externalGroups.
-	TrustExternalGroup
-	// TrustMasters: a member of system:masters.
-	TrustMasters
+	TrustNone          Trust = iota // not a trusted deleter
+	TrustController                 // a controller matching systemUsers (with trustControllers)
+	TrustExternalUser               // a user matching externalUsers
+	TrustExternalGroup              // a member of a group matching externalGroups
+	TrustMasters                    // a member of system:masters
 
 	numTrusts
 )

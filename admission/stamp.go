@@ -55,7 +55,7 @@ const (
 // IdentityResolver it is asked once; its answer is the stamp (unless
 // stampGroups is given), the queue check's identity and the audit
 // record's. The decision carries the patch, or the denial.
-func stamp(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView,
+func stamp(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView,
 	who submitter, ui *UserInfo, how stampHow, dc decision, buf *[]byte) (decision, submitter) {
 	c := st.cfg
 	pm := ov.pod()

@@ -48,7 +48,7 @@ func (f *fakeDirectory) Identify(_ context.Context, _, user string, groups []str
 // IdentityResolver and authz as its queue authorizer, auditing to sink.
 func stampHandler(t *testing.T, cfg settings.Config, dir IdentityResolver, authz QueueAuthorizer, sink *auditSink) *Handler {
 	st := NewState(mustCompile(t, cfg), Authorizers{Queue: authz, Identity: dir})
-	return NewHandler(nil, WithState(func() *State { return st }), WithAudit(sink.hook))
+	return newTestHandler(nil, WithState(func() *State { return st }), WithAudit(sink.hook))
 }
 
 const aliceMerged = `{"user":"alice@EXAMPLE.COM","groups":["dev.team","system:authenticated","ml"]}`
@@ -217,7 +217,7 @@ func TestStampControllerReResolves(t *testing.T) {
 // add, change or remove it, nor a Binding set it; an invalid one from a
 // trusted submitter is refused.
 func TestDirectoryGroupsGuarded(t *testing.T) {
-	h := NewHandler(nil)
+	h := newTestHandler(nil)
 	for _, kc := range kindCases {
 		stamped := map[string]string{UserInfoAnnotation: aliceMerged, DirectoryGroupsAnnotation: `["ml"]`}
 		for name, ann := range map[string]map[string]string{

@@ -15,7 +15,7 @@ import (
 func TestWithStateReadsTheProvider(t *testing.T) {
 	var cur atomic.Pointer[State]
 	cur.Store(NewState(nil, Authorizers{}))
-	h := NewHandler(nil, WithState(cur.Load))
+	h := newTestHandler(nil, WithState(cur.Load))
 	kc := kindCaseOf(t, "Pod")
 	req := request(t, kc, admissionv1.Create, "team-a", bob, kc.build(nil, m(UserInfoAnnotation, forgedCarol), nil), nil)
 	wantDenied(t, run(t, h, hookMutate, req), 403)

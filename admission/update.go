@@ -12,7 +12,7 @@ import (
 // what decides deletion changes only for whoever may delete; with
 // enforceQueueACLs, queues the object newly asks for are checked.
 
-func update(ctx context.Context, st *handlerState, owners OwnerLookup, k *kindInfo, req *admissionv1.AdmissionRequest, obj, old string, pre *views) decision {
+func update(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req *admissionv1.AdmissionRequest, obj, old string, pre *views) decision {
 	c := st.cfg
 	nv, ov := &pre.obj, &pre.old
 	if err := view(c, k, obj, nv, pre.objDone, "request.object"); err != nil {

@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -127,14 +126,6 @@ func memberError(raw string) error {
 	return fmt.Errorf(`member %q is not allowed: only "user" and "groups" are allowed`, name)
 }
 
-// String renders the annotation value, the inverse of ParseUserInfo.
-func (u UserInfo) String() string { return string(appendUserInfo(nil, u.User, u.Groups)) }
-
-// MarshalJSON encodes u as the annotation's JSON (groups always present).
-func (u UserInfo) MarshalJSON() ([]byte, error) { return appendUserInfo(nil, u.User, u.Groups), nil }
-
-var _ json.Marshaler = UserInfo{}
-
 // sameIdentity reports whether u names user with exactly the given groups
 // (in any order, ignoring repeats). Short lists are scanned; longer ones
 // go through a set, so the cost is linear in the number of groups.
@@ -190,33 +181,6 @@ func appendList(dst []byte, ss []string) []byte {
 			dst = append(dst, ',')
 		}
 		dst = jsonscan.AppendString(dst, s)
-	}
-	return append(dst, ']')
-}
-
-// patchOp is one RFC 6902 JSON Patch operation. Value holds JSON text.
-type patchOp struct {
-	Op    string          `json:"op"`
-	Path  string          `json:"path"`
-	Value json.RawMessage `json:"value,omitempty"`
-}
-
-// appendPatch appends ops as a JSON Patch document.
-func appendPatch(dst []byte, ops ...patchOp) []byte {
-	dst = append(dst, '[')
-	for i, op := range ops {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"op":`...)
-		dst = jsonscan.AppendString(dst, op.Op)
-		dst = append(dst, `,"path":`...)
-		dst = jsonscan.AppendString(dst, op.Path)
-		if op.Value != nil {
-			dst = append(dst, `,"value":`...)
-			dst = append(dst, op.Value...)
-		}
-		dst = append(dst, '}')
 	}
 	return append(dst, ']')
 }

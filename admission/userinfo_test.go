@@ -201,7 +201,7 @@ func TestUserInfoAttacksEveryKind(t *testing.T) {
 		for _, tc := range userInfoAttacks {
 			for _, sub := range submitters {
 				t.Run(kc.kind+"/"+tc.name+"/"+sub.name, func(t *testing.T) {
-					h := NewHandler(mustCompile(t, sub.cfg))
+					h := newTestHandler(mustCompile(t, sub.cfg))
 					req := request(t, kc, admissionv1.Create, "team-a", sub.user, kc.build(nil, m(UserInfoAnnotation, tc.value), nil), nil)
 					for _, hook := range []hookKind{hookMutate, hookValidate} {
 						wantDenied(t, run(t, h, hook, req), 400, "annotation "+UserInfoAnnotation, "is not valid", tc.member)
@@ -211,7 +211,7 @@ func TestUserInfoAttacksEveryKind(t *testing.T) {
 			t.Run(kc.kind+"/"+tc.name+"/update", func(t *testing.T) {
 				old := kc.build(nil, m(UserInfoAnnotation, aliceInfo), nil)
 				for _, who := range []authenticationv1.UserInfo{alice, rsCtrl} {
-					h := NewHandler(nil)
+					h := newTestHandler(nil)
 					req := request(t, kc, admissionv1.Update, "team-a", who, kc.build(nil, m(UserInfoAnnotation, tc.value), nil), old)
 					for _, hook := range []hookKind{hookMutate, hookValidate} {
 						wantDenied(t, run(t, h, hook, req), 403, "may not change annotation "+UserInfoAnnotation, "not valid either", tc.member)

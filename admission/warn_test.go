@@ -40,7 +40,7 @@ func TestWarnModeQueue(t *testing.T) {
 		t.Run(kc.kind, func(t *testing.T) {
 			deny := enforcing(t, settings.Config{}, authz)
 			sink := &auditSink{}
-			warn := NewHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true, EnforceQueueACLsMode: settings.ModeWarn}), WithAuthorizer(authz), WithAudit(sink.hook))
+			warn := newTestHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true, EnforceQueueACLsMode: settings.ModeWarn}), WithAuthorizer(authz), WithAudit(sink.hook))
 			req := request(t, kc, admissionv1.Create, "team-a", bob, kc.build(labels, nil, nil), nil)
 
 			denied := run(t, deny, hookMutate, req)
@@ -85,14 +85,14 @@ func TestWarnModeNeverForIdentity(t *testing.T) {
 	authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {"root.team-a", ""}}}
 	for _, kc := range kindCases {
 		t.Run(kc.kind, func(t *testing.T) {
-			h := NewHandler(mustCompile(t, c), WithAuthorizer(authz))
+			h := newTestHandler(mustCompile(t, c), WithAuthorizer(authz))
 			forged := request(t, kc, admissionv1.Create, "team-a", bob, kc.build(nil, m(UserInfoAnnotation, forgedCarol), nil), nil)
 			for _, hook := range []hookKind{hookMutate, hookValidate} {
 				if resp := run(t, h, hook, forged); resp.Allowed {
 					t.Fatalf("%v: forged user.info admitted in warn mode (warnings %q)", hook, resp.Warnings)
 				}
 			}
-			noAuthz := NewHandler(mustCompile(t, c))
+			noAuthz := newTestHandler(mustCompile(t, c))
 			req := request(t, kc, admissionv1.Create, "team-a", bob, kc.build(nil, nil, nil), nil)
 			wantDenied(t, run(t, noAuthz, hookMutate, req), 500, "no queue authorizer")
 		})

@@ -70,8 +70,17 @@ func Load(path string, opts ...Option) (*Config, error) {
 	if path == "" {
 		return parse(&source{name: "<embedded default>", dir: ".", queues: defaultYAML}, opts)
 	}
-	o := newOptions(opts)
-	src, err := readSource(path, o)
+	f, err := Read(path, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return LoadFiles(f, opts...)
+}
+
+// LoadFiles runs Load's pipeline on what Read read, without reading it
+// again.
+func LoadFiles(f *Files, opts ...Option) (*Config, error) {
+	src, err := f.source()
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -101,22 +102,100 @@ type keyValue struct {
 	cm    string     // the name of the ConfigMap holding it, if known
 }
 
-// readSource reads path: a directory where a ConfigMap is mounted, a
-// ConfigMap manifest (one, or several documents: see readManifests), the
-// Helm chart's values with yunikornDefaults, a ConfigMap's data written as
-// YAML, or a usher YAML file.
-func readSource(path string, o options) (*source, error) {
+// Files is a configuration as read from its path, once: the file, or
+// the keys of the directory where a ConfigMap is mounted. Its sum and the
+// configuration LoadFiles parses come from the same bytes.
+type Files struct {
+	path  string
+	dir   bool
+	files []file // the file; for a directory, its keys in name order
+}
+
+type file struct {
+	name  string
+	data  []byte
+	broke error // options.readFile
+}
+
+// Read reads path, a file or a directory where a ConfigMap is mounted,
+// for LoadFiles. Kubernetes mounts each key as a symlink into a ..data
+// directory that points at a timestamped ..YYYY_MM_DD… directory; the
+// entries starting with ".." are that bookkeeping and are skipped, the
+// keys are read through their links.
+func Read(path string, opts ...Option) (*Files, error) {
+	o := newOptions(opts)
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
-	if st.IsDir() {
-		return readDir(path, o)
+	f := &Files{path: path, dir: st.IsDir()}
+	if !f.dir {
+		b, broke, err := o.readFile(path, MaxFileSize)
+		if err != nil {
+			return nil, err
+		}
+		f.files = []file{{path, b, broke}}
+		return f, nil
 	}
-	b, broke, err := o.readFile(path, MaxFileSize)
+	entries, err := os.ReadDir(path)
 	if err != nil {
 		return nil, err
 	}
+	for _, e := range entries {
+		name := filepath.Join(path, e.Name())
+		if strings.HasPrefix(e.Name(), "..") {
+			continue
+		}
+		if st, err := os.Stat(name); err != nil || st.IsDir() {
+			continue // a dangling link or a directory is no key
+		}
+		b, broke, err := o.readFile(name, MaxFileSize)
+		if err != nil {
+			return nil, err
+		}
+		f.files = append(f.files, file{e.Name(), b, broke})
+	}
+	return f, nil
+}
+
+// Sum is the sha256 of what f holds: the file's content, or each key's
+// name, content and length.
+func (f *Files) Sum() [32]byte {
+	if !f.dir {
+		return sha256.Sum256(f.files[0].data)
+	}
+	h := sha256.New()
+	for _, k := range f.files {
+		fmt.Fprintf(h, "%s\x00", k.name)
+		h.Write(k.data)
+		fmt.Fprintf(h, "\x00%d\x00", len(k.data))
+	}
+	return [32]byte(h.Sum(nil))
+}
+
+// source tells apart the forms f may hold: a directory where a ConfigMap
+// is mounted, a ConfigMap manifest (one, or several documents: see
+// readManifests), the Helm chart's values with yunikornDefaults, a
+// ConfigMap's data written as YAML, or a usher YAML file.
+func (f *Files) source() (*source, error) {
+	var broken []error
+	for _, k := range f.files {
+		if k.broke != nil {
+			broken = append(broken, k.broke)
+		}
+	}
+	if f.dir {
+		data := map[string]keyValue{}
+		for _, k := range f.files {
+			data[k.name] = keyValue{value: string(k.data), file: filepath.Join(f.path, k.name)}
+		}
+		src, err := dataSource(f.path, f.path, data)
+		if src != nil {
+			src.broke = broken
+		}
+		return src, err
+	}
+	path, b := f.path, f.files[0].data
 	docs := documents(b)
 	src, ok, err := readManifests(path, b, docs)
 	if !ok && err == nil {
@@ -125,42 +204,6 @@ func readSource(path string, o options) (*source, error) {
 			src.doc = docs[0]
 		}
 	}
-	if src != nil && broke != nil {
-		src.broke = []error{broke}
-	}
-	return src, err
-}
-
-// readDir reads a ConfigMap mounted as a directory: one file per key.
-// Kubernetes mounts each key as a symlink into a ..data directory that
-// points at a timestamped ..YYYY_MM_DD… directory; the entries starting
-// with ".." are that bookkeeping and are skipped, the keys are read
-// through their links.
-func readDir(dir string, o options) (*source, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var broken []error
-	data := map[string]keyValue{}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "..") {
-			continue
-		}
-		file := filepath.Join(dir, e.Name())
-		if st, err := os.Stat(file); err != nil || st.IsDir() {
-			continue // a dangling link or a directory is no key
-		}
-		b, broke, err := o.readFile(file, MaxFileSize)
-		if err != nil {
-			return nil, err
-		}
-		if broke != nil {
-			broken = append(broken, broke)
-		}
-		data[e.Name()] = keyValue{value: string(b), file: file}
-	}
-	src, err := dataSource(dir, dir, data)
 	if src != nil {
 		src.broke = broken
 	}

@@ -287,10 +287,14 @@ func (p *parser) missingGroup(c *Config, src *source) {
 // out when nothing did. A configuration with errors, or with a usher.yaml
 // key already, is not split.
 func Split(path string) (data []byte, moved []string, err error) {
-	if _, err := Load(path); err != nil {
+	f, err := Read(path)
+	if err != nil {
 		return nil, nil, err
 	}
-	src, err := readSource(path, options{})
+	if _, err := LoadFiles(f); err != nil {
+		return nil, nil, err
+	}
+	src, err := f.source()
 	switch {
 	case err != nil:
 		return nil, nil, err

@@ -138,7 +138,7 @@ func Run(ctx context.Context, f *File, lookup func(string) (string, bool)) (File
 	}
 	defer e.Close()
 	r := &caseRunner{e: e, configPath: f.configPath, logs: logs}
-	r.handler = admission.NewHandler(nil, admission.WithState(func() *admission.State { return e.Admission }),
+	r.handler = admission.NewHandler(func() *admission.State { return e.Admission },
 		admission.WithAudit(func(rec admission.Record) { r.audit = append(r.audit, rec) }))
 	for i, c := range f.cases {
 		start := time.Now()

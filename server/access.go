@@ -341,10 +341,6 @@ func (s *Server) auditReview(rec admission.Record) {
 	var arr [admission.NumAuditAttrs + 1]slog.Attr // + kind
 	as := rec.AppendAttrs(append(arr[:0], slog.String("kind", "admission")))
 	r := slog.NewRecord(time.Now(), slog.LevelInfo, AuditMessage, 0)
-	if q, ok := h.(*queuedHandler); ok {
-		q.q.sendAttrs(q.h, r, as) // queued without a record made first
-		return
-	}
 	r.AddAttrs(as...)
 	_ = h.Handle(ctx, r)
 }

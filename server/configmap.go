@@ -278,32 +278,6 @@ func (s *Server) loadConfigMaps(objs []*corev1.ConfigMap, override *corev1.Confi
 	return cfg, dataSum(data), gen, owner, err
 }
 
-// reloadConfigMaps puts the ConfigMaps' current data in service when it
-// changed and is valid; an invalid change is refused (logged, counted,
-// shown on /readyz and as an Event) and the last good generation keeps
-// serving.
-func (s *Server) reloadConfigMaps() (bool, error) {
-	s.reloadMu.Lock()
-	defer s.reloadMu.Unlock()
-	objs := s.cm.snapshot()
-	owner := func(r ConfigMapRef) *corev1.ConfigMap { return s.cm.object(objs, r) }
-	data, _, _, _ := s.cm.merged(objs, nil)
-	if sum := dataSum(data); sum == s.lastSum {
-		return false, nil
-	}
-	cfg, sum, gen, ref, err := s.loadConfigMaps(objs, nil)
-	s.lastSum = sum
-	ok, err := s.apply(cfg, err, gen, sum)
-	if err != nil {
-		s.event(ref, owner(ref), corev1.EventTypeWarning, "ConfigRefused",
-			fmt.Sprintf("usher replica %s refused %s and keeps serving %s: %s", s.cm.instance, gen, s.status.Load().generation, err))
-		return false, err
-	}
-	s.event(ref, owner(ref), corev1.EventTypeNormal, "ConfigLoaded",
-		fmt.Sprintf("usher replica %s serves %s (sha256 %s)", s.cm.instance, gen, shortSum(sum)))
-	return ok, nil
-}
-
 func shortSum(sum [32]byte) string { return hex.EncodeToString(sum[:6]) }
 
 // configInfo is usher_config_info: one series, the generation in service.

@@ -22,37 +22,14 @@ import (
 	"github.com/usherhq/usher/internal/clip"
 )
 
-// This file holds the denial Events: every admission denial (and every
-// denial warn mode admitted) is recorded as a Kubernetes Event on the
-// object's namespace, so the people who submit there see why with kubectl
-// get events, without access to usher's audit log:
-//
-//   - involvedObject: the object (kind, apiVersion, namespace, name; for
-//     an eviction or a Binding, the Pod), reason: the denial's Cause,
-//     message: the message the requester saw, type Warning, reporting
-//     controller usher.io/usher, and the annotation usher.io/denial with
-//     the denial in its stable shape (admission.Denial as JSON);
-//   - never for a dry run (the webhooks are registered with sideEffects
-//     NoneOnDryRun), nor for a request usher could not decode;
-//   - off the request path and bounded: the review only hands the Event
-//     to client-go's record.EventBroadcaster, which queues at most 1000
-//     and drops beyond (a full queue never blocks a review), after a
-//     rate limit per namespace (a burst of 25 Events, then one every 10
-//     seconds; the rest are dropped), so that a burst of denials of
-//     distinct objects (a script submitting Jobs by the thousand) does not
-//     become as many Events and does not crowd out other namespaces'. A
-//     review whose sender was not verified as the API server
-//     (admission.Record.Caller; usher serve --webhook-auth report or none,
-//     where anyone who reaches usher may have forged it) draws on buckets
-//     of its own, half the size: per namespace a burst of 12, then one
-//     every 20 seconds, and across all namespaces a burst of 25, then one
-//     a second (client-go writes Events at 5 a second), so that forged
-//     denials neither use up a namespace's Events nor fill the queue ahead
-//     of a verified review's. One goroutine writes them, and its correlator counts repeats of the same
-//     denial of the same object on one Event (count, lastTimestamp),
-//     combines more than 10 different denials of one object within 10
-//     minutes into one Event, and limits each object to a burst of 25
-//     writes, then one every 5 minutes.
+// This file holds the denial Events (docs/audit.md): every admission
+// denial, and every denial warn mode admitted, is recorded as an Event on
+// the object's namespace (never for a dry run, nor for a request usher
+// could not decode), so the people who submit there see why. It stays off
+// the request path and bounded: rate limits per namespace (and, for
+// senders not verified as the API server, who may forge denials, buckets
+// of their own) are applied before client-go's broadcaster, whose queue
+// drops rather than blocks and whose correlator counts repeats.
 
 // DenialEventAnnotation is the annotation of a denial Event that holds the
 // denial in its stable shape (admission.Denial as JSON).

@@ -189,7 +189,7 @@ func TestForgedDenialsLeaveVerifiedEvents(t *testing.T) {
 func TestRequesterStringsQuoted(t *testing.T) {
 	e, rec := recordingEvents(t)
 	var msg string
-	h := admission.NewHandler(nil, admission.WithAudit(func(r admission.Record) {
+	h := admission.NewHandler(func() *admission.State { return admission.NewState(nil, admission.Authorizers{}) }, admission.WithAudit(func(r admission.Record) {
 		if r.Denial != nil {
 			msg = r.Denial.Message
 		}

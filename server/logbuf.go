@@ -1,31 +1,41 @@
 package server
 
 import (
-	"bufio"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// BufferedWriter batches log and audit records into few writes: with one
-// write system call per record, a busy webhook spent more time writing its
-// audit log than deciding. Records reach the underlying writer when the
-// buffer fills, at least every interval, and on Close. A crash can lose
-// the records of the last interval.
+// BufferedWriter batches log and audit lines into few writes, and never
+// makes its caller wait for w: a review writes its audit line into memory
+// and goes on, so a full disk or a stalled log pipe holds no review up.
+// Lines reach w when 64 KiB are pending, at least every interval, and on
+// Close; a line that finds MaxPending bytes waiting is dropped and
+// counted (Dropped). A crash can lose the lines of the last interval.
 type BufferedWriter struct {
-	mu   sync.Mutex
-	w    *bufio.Writer
-	stop chan struct{}
-	done chan struct{}
+	w       io.Writer
+	mu      sync.Mutex // guards pending and spare
+	pending []byte
+	spare   []byte
+	out     sync.Mutex // one write to w at a time
+	dropped atomic.Uint64
+	kick    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
 }
 
-// NewBufferedWriter buffers writes to w (64 KiB) and flushes them every
-// interval (default 100ms) until Close.
+// MaxPending bounds the bytes a BufferedWriter holds for a sink that does
+// not take them.
+const MaxPending = 8 << 20
+
+// NewBufferedWriter buffers writes to w and flushes them every interval
+// (default 100ms) until Close.
 func NewBufferedWriter(w io.Writer, interval time.Duration) *BufferedWriter {
 	if interval <= 0 {
 		interval = 100 * time.Millisecond
 	}
-	b := &BufferedWriter{w: bufio.NewWriterSize(w, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
+	b := &BufferedWriter{w: w, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(b.done)
 		t := time.NewTicker(interval)
@@ -33,28 +43,60 @@ func NewBufferedWriter(w io.Writer, interval time.Duration) *BufferedWriter {
 		for {
 			select {
 			case <-t.C:
-				b.Flush()
+			case <-b.kick:
 			case <-b.stop:
 				return
 			}
+			_ = b.Flush()
 		}
 	}()
 	return b
 }
 
-// Write buffers p.
+// Write keeps a copy of p for the next flush, or drops it when MaxPending
+// bytes are waiting already.
 func (b *BufferedWriter) Write(p []byte) (int, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.w.Write(p)
+	if len(b.pending)+len(p) > MaxPending {
+		b.mu.Unlock()
+		b.dropped.Add(1)
+		return len(p), nil
+	}
+	b.pending = append(b.pending, p...)
+	full := len(b.pending) >= 64<<10
+	b.mu.Unlock()
+	if full {
+		select {
+		case b.kick <- struct{}{}:
+		default:
+		}
+	}
+	return len(p), nil
 }
 
-// Flush writes what is buffered.
+// Flush writes what is pending to w.
 func (b *BufferedWriter) Flush() error {
+	b.out.Lock()
+	defer b.out.Unlock()
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.w.Flush()
+	p := b.pending
+	b.pending, b.spare = b.spare[:0], nil
+	b.mu.Unlock()
+	if len(p) == 0 {
+		return nil
+	}
+	_, err := b.w.Write(p)
+	if cap(p) <= 1<<20 {
+		b.mu.Lock()
+		b.spare = p[:0]
+		b.mu.Unlock()
+	}
+	return err
 }
+
+// Dropped is the number of writes dropped because MaxPending bytes were
+// waiting.
+func (b *BufferedWriter) Dropped() uint64 { return b.dropped.Load() }
 
 // Close stops the periodic flush and flushes what is left.
 func (b *BufferedWriter) Close() error {

@@ -160,7 +160,10 @@ func (c cacheCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// instrument measures a handler's latency and turns a panic into a 500.
+// instrument measures a handler's latency and is the one place a panic
+// is recovered: counted, logged, and answered with a 500, or for a review
+// whose UID the admission handler recorded, a denial of that review
+// (usher fails closed).
 func (s *Server) instrument(name string, h http.Handler) http.Handler {
 	latency := s.metrics.requests.MustCurryWith(prometheus.Labels{"handler": name})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -169,8 +172,12 @@ func (s *Server) instrument(name string, h http.Handler) http.Handler {
 		defer func() {
 			if v := recover(); v != nil {
 				s.metrics.panics.WithLabelValues(name).Inc()
-				s.log.Error("panic recovered", "handler", name, "panic", clip.String(fmt.Sprint(v), clip.Text))
-				if !rw.wrote {
+				s.log.Error("panic recovered", "handler", name, "uid", clip.String(rw.uid, clip.Name), "panic", clip.String(fmt.Sprint(v), clip.Text))
+				switch {
+				case rw.wrote:
+				case rw.uid != "":
+					admission.WriteFailure(rw, rw.uid, v)
+				default:
 					badRequest(rw, http.StatusInternalServerError, "internal error")
 				}
 			}
@@ -184,7 +191,11 @@ type statusWriter struct {
 	http.ResponseWriter
 	code  int
 	wrote bool
+	uid   string // the review's, once decoded
 }
+
+// RecordUID implements admission.UIDRecorder.
+func (w *statusWriter) RecordUID(uid string) { w.uid = uid }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if !w.wrote {

@@ -136,7 +136,7 @@ func TestMetricsDocumented(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "q.yaml")
 	writeFile(t, cfg, teamsYAML)
-	h := start(t, server.Options{ConfigPath: cfg, ReloadInterval: 20 * time.Millisecond, AuditQueue: 16,
+	h := start(t, server.Options{ConfigPath: cfg, ReloadInterval: 20 * time.Millisecond, AuditDropped: func() uint64 { return 0 },
 		AccessAuth: []string{server.AccessAuthKubernetes}, Kubeconfig: api.Kubeconfig(t, dir)}, nil)
 	prom := caller{token: "prom-token"}
 	h.as(caller{token: "alice-token"}, "POST", "/v1/access", `{"queue":"root.dev","user":"alice","groups":["dev"]}`).want(t, "alice about herself", 200)

@@ -6,13 +6,15 @@
 //   - TLS always: a certificate from files, re-read when they change, or a
 //     self-signed one generated at start for local use.
 //   - The HTTP edge only translates: bodies are capped, methods and content
-//     types checked, panics recovered and counted, every bad input answered
-//     with a clear error; decisions come from package engine and package
+//     types checked, every bad input answered with a clear error, and
+//     panics recovered in one place (instrument), a review's answered as a
+//     denial of its UID; decisions come from package engine and package
 //     admission.
-//   - The configuration is read by config.Load, as every command reads it
-//     (file, ConfigMap manifest or mounted directory, ADMISSION_CONTROLLER_*
-//     overrides), and served as one engine generation: policy, resolvers
-//     and admission settings change together, in one atomic swap.
+//   - The configuration is read once per reload from its source (a file,
+//     mounted directory or the embedded default, or ConfigMaps: source.go),
+//     parsed by config's one pipeline, and served as one generation:
+//     policy, resolvers and admission settings change together, in one
+//     atomic swap.
 //   - A configuration change on disk is swapped in atomically; an invalid
 //     one is refused, logged (with the reason), counted and shown on
 //     /readyz (without the reason) while the last good configuration keeps
@@ -36,7 +38,6 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -60,7 +61,6 @@ import (
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/impact"
 	"github.com/usherhq/usher/internal/pki"
-	"github.com/usherhq/usher/internal/safefile"
 	"github.com/usherhq/usher/serving"
 )
 
@@ -122,13 +122,10 @@ type Options struct {
 	// Default false: Events are recorded whenever cluster credentials are
 	// available (Kubeconfig, or the pod's service account).
 	NoDenialEvents bool
-	// AuditQueue, when positive, takes audit records off the request
-	// path: up to this many wait to be formatted and written by one
-	// goroutine, and a record that finds the queue full is dropped and
-	// counted (usher_audit_records_dropped_total). Run writes what is
-	// queued before it returns. Default 0: each record is written by the
-	// request that made it.
-	AuditQueue int
+	// AuditDropped, when set, reports the audit lines the audit sink's
+	// writer dropped (usher_audit_records_dropped_total): usher serve
+	// passes its BufferedWriter's Dropped. Default: no such metric.
+	AuditDropped func() uint64
 	// ReloadInterval is how often the configuration is checked for changes.
 	// Default 2s.
 	ReloadInterval time.Duration
@@ -283,7 +280,6 @@ func (o Options) withDefaults() Options {
 type Server struct {
 	opts      Options
 	log       *slog.Logger
-	auditQ    *auditQueue // nil: audit records are written on the request path
 	serving   *serving.Store
 	admission *admission.Handler
 	metrics   *metrics
@@ -305,6 +301,7 @@ type Server struct {
 
 	reloadMu   sync.Mutex
 	lastSum    [32]byte
+	src        configSource
 	status     atomic.Pointer[reloadStatus]
 	httpServer *http.Server
 	addr       atomic.Value // string, once listening
@@ -340,40 +337,39 @@ func New(opts Options) (*Server, error) {
 		audit := slog.NewJSONHandler(opts.AuditLog, &slog.HandlerOptions{Level: slog.LevelInfo})
 		s.log = slog.New(SplitAudit(opts.Logger.Handler(), audit))
 	}
-	if opts.AuditQueue > 0 && !opts.NoAudit {
-		s.auditQ = newAuditQueue(opts.AuditQueue)
-		s.log = slog.New(s.auditQ.handler(s.log.Handler()))
-		registerAuditDrops(s.registry, s.auditQ)
+	if opts.AuditDropped != nil {
+		s.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "usher_audit_records_dropped_total",
+			Help: "Audit records dropped because the audit sink did not take them (8 MiB were waiting)."},
+			func() float64 { return float64(opts.AuditDropped()) }))
 	}
 	s.bodies.shared.limit, s.bodies.small.limit, s.bodies.smallBody = opts.BodyMemory, opts.SmallBodyReserve, opts.SmallBody
 	// The cluster credentials, loaded once; each user says what it does
 	// without them.
 	s.kube, s.kubeErr = cluster.Load(opts.Kubeconfig)
-	var cfg *config.Config
-	var err error
-	// /readyz and usher_config_info name a file only as "file": anyone
-	// who reaches the port reads /readyz.
-	gen := s.genName()
 	switch {
 	case len(opts.ConfigMaps) > 0 && opts.ConfigPath != "":
 		return nil, errors.New("give --config or --config-map, not both")
 	case len(opts.ConfigMaps) > 0:
-		if s.cm, err = newCMSource(opts.ConfigMaps, s.kube, s.kubeErr); err != nil {
+		cm, err := newCMSource(opts.ConfigMaps, s.kube, s.kubeErr)
+		if err != nil {
 			return nil, err
 		}
-		if err = s.cm.fetch(context.Background()); err != nil {
+		if err = cm.fetch(context.Background()); err != nil {
 			return nil, err
 		}
-		cfg, s.lastSum, gen, _, err = s.loadConfigMaps(s.cm.snapshot(), nil)
+		s.cm, s.src = cm, cm
 	default:
-		if opts.ConfigPath != "" {
-			s.lastSum, _ = contentSum(opts.ConfigPath)
-		}
-		cfg, err = s.load()
+		s.src = fileSource(opts.ConfigPath)
+	}
+	snap, err := s.src.read(opts.Getenv)
+	var cfg *config.Config
+	if err == nil {
+		cfg, err = snap.load()
 	}
 	if err != nil {
 		return nil, err
 	}
+	s.lastSum = snap.sum
 	s.logWarnings(cfg)
 	if s.serving, err = serving.New(cfg, s.log); err != nil {
 		return nil, err
@@ -393,10 +389,6 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	hopts := []admission.Option{
-		admission.WithPanicHook(func(any) { s.metrics.panics.WithLabelValues("admission").Inc() }),
-		// Settings and authorizers come from the State in service: one
-		// atomic swap changes policy and admission together.
-		admission.WithState(s.serving.Admission),
 		admission.WithAudit(s.withDenialEvents(s.auditReview)),
 		admission.WithMaxBodyBytes(opts.MaxReviewBody),
 		admission.WithCaller(callerOf),
@@ -407,8 +399,10 @@ func New(opts Options) (*Server, error) {
 		// cluster credentials it fails closed.
 		hopts = append(hopts, admission.WithOwnerLookup(admission.OwnerLookupFunc(s.kube.Get)))
 	}
-	s.admission = admission.NewHandler(nil, hopts...)
-	s.setGeneration(gen, s.lastSum, cfg)
+	// Settings and authorizers come from the State in service: one atomic
+	// swap changes policy and admission together.
+	s.admission = admission.NewHandler(s.serving.Admission, hopts...)
+	s.setGeneration(snap.gen, s.lastSum, cfg)
 	if err := s.setupAccessAuth(); err != nil {
 		return nil, err
 	}
@@ -425,12 +419,6 @@ func New(opts Options) (*Server, error) {
 		s.tlsConfig.ClientAuth = tls.RequestClientCert
 	}
 	return s, nil
-}
-
-// load reads the configuration (or the embedded default) through the
-// pipeline every command uses, with the ADMISSION_CONTROLLER_* overrides.
-func (s *Server) load() (*config.Config, error) {
-	return config.Load(s.opts.ConfigPath, config.WithEnv(s.opts.Getenv))
 }
 
 func (s *Server) setupTLS() error {
@@ -531,10 +519,6 @@ func (s *Server) Run(ctx context.Context) error {
 			main.ServeHTTP(w, r)
 		})
 	}
-	if s.auditQ != nil {
-		// Last, once the requests are done: what is queued is written.
-		defer s.auditQ.close()
-	}
 	s.addr.Store(ln.Addr().String())
 	s.httpServer = &http.Server{
 		Handler:           handler,
@@ -566,7 +550,7 @@ func (s *Server) Run(ctx context.Context) error {
 			_, _, ref, gen := s.cm.merged(objs, nil)
 			s.event(ref, s.cm.object(objs, ref), "Normal", "ConfigLoaded",
 				fmt.Sprintf("usher replica %s serves %s (sha256 %s)", s.cm.instance, gen, shortSum(s.lastSum)))
-			s.cm.run(ctx, func() { _, _ = s.reloadConfigMaps() })
+			s.cm.run(ctx, func() { _, _ = s.Reload() })
 		case s.opts.ConfigPath != "":
 			s.watch(ctx)
 		}
@@ -635,25 +619,7 @@ func listenAddr(addr string) (net.Listener, error) {
 	return net.FileListener(f)
 }
 
-func (s *Server) configName() string {
-	if s.cm != nil {
-		return s.cm.names()
-	}
-	if s.opts.ConfigPath == "" {
-		return "<embedded default>"
-	}
-	return s.opts.ConfigPath
-}
-
-// genName names the generation of a file or of the embedded default on
-// /readyz and in usher_config_info (ConfigMaps are named with their
-// resourceVersions instead).
-func (s *Server) genName() string {
-	if s.opts.ConfigPath == "" {
-		return "embedded default"
-	}
-	return "file"
-}
+func (s *Server) configName() string { return s.src.name() }
 
 // watch polls the configuration for changes and reloads it.
 func (s *Server) watch(ctx context.Context) {
@@ -667,31 +633,6 @@ func (s *Server) watch(ctx context.Context) {
 			s.Reload()
 		}
 	}
-}
-
-// Reload re-reads the configuration when it changed since the last
-// attempt and swaps it in when valid. It reports whether a new
-// configuration was put in service and the error of a refused one. With
-// ConfigMaps it reloads what the watch last saw.
-func (s *Server) Reload() (bool, error) {
-	if s.cm != nil {
-		return s.reloadConfigMaps()
-	}
-	if s.opts.ConfigPath == "" {
-		return false, nil
-	}
-	s.reloadMu.Lock()
-	defer s.reloadMu.Unlock()
-	sum, err := contentSum(s.opts.ConfigPath)
-	if err == nil && sum == s.lastSum {
-		return false, nil
-	}
-	var cfg *config.Config
-	if err == nil {
-		s.lastSum = sum
-		cfg, err = s.load()
-	}
-	return s.apply(cfg, err, s.genName(), sum)
 }
 
 // apply swaps cfg in when err is nil, or records the refusal of the
@@ -744,44 +685,6 @@ func (s *Server) logWarnings(cfg *config.Config) {
 	for _, w := range cfg.Warnings {
 		s.log.Warn("configuration warning", "warning", w.String())
 	}
-}
-
-// contentSum hashes the configuration file, or every file of a ConfigMap
-// directory. Each file is streamed into the hash (safefile: regular files
-// only, at most config.MaxFileSize bytes), so polling neither holds a copy
-// of the configuration nor opens a device or a pipe.
-func contentSum(path string) ([32]byte, error) {
-	h := sha256.New()
-	st, err := os.Stat(path)
-	if err != nil {
-		return [32]byte{}, err
-	}
-	if !st.IsDir() {
-		if _, err := safefile.Copy(h, path, config.MaxFileSize); err != nil {
-			return [32]byte{}, err
-		}
-	} else {
-		entries, err := os.ReadDir(path)
-		if err != nil {
-			return [32]byte{}, err
-		}
-		for _, e := range entries {
-			// The kubelet's bookkeeping (..data, its timestamped
-			// directory) is left out, as config.Load leaves it.
-			if strings.HasPrefix(e.Name(), "..") {
-				continue
-			}
-			fmt.Fprintf(h, "%s\x00", e.Name())
-			n, err := safefile.Copy(h, path+"/"+e.Name(), config.MaxFileSize)
-			if err != nil {
-				n = -1
-			}
-			fmt.Fprintf(h, "\x00%d\x00", n)
-		}
-	}
-	var out [32]byte
-	copy(out[:], h.Sum(nil))
-	return out, nil
 }
 
 func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {

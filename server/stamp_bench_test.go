@@ -68,7 +68,7 @@ func BenchmarkStampMergeLDAP(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer st.Close()
-			h := admission.NewHandler(nil, admission.WithState(st.Admission)).MutateHTTP()
+			h := admission.NewHandler(st.Admission).MutateHTTP()
 			bodies := make([][]byte, len(bc.users))
 			for i, u := range bc.users {
 				bodies[i] = fmt.Appendf(nil, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u",

@@ -1,12 +1,15 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -161,7 +164,22 @@ func serve(t testing.TB, text string, audit func(admission.Record)) (*serving.St
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return st, admission.NewHandler(nil, admission.WithState(st.Admission), admission.WithAudit(audit))
+	return st, admission.NewHandler(st.Admission, admission.WithAudit(audit))
+}
+
+// mutate posts req to h's /mutate.
+func mutate(t testing.TB, h *admission.Handler, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	t.Helper()
+	body, _ := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Request: req})
+	rec := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodPost, "/mutate", bytes.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	h.MutateHTTP().ServeHTTP(rec, r)
+	var out admissionv1.AdmissionReview
+	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
+		t.Fatalf("HTTP %d %s", rec.Code, rec.Body)
+	}
+	return out.Response
 }
 
 // stampOf returns the user.info a pod CREATE's patch adds, decoded as
@@ -205,7 +223,7 @@ func checkWorld(t *testing.T, seed uint64, reviews int) {
 		req := &admissionv1.AdmissionRequest{UID: "u", Operation: admissionv1.Create, Namespace: ns, Name: "p",
 			Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, UserInfo: authenticationv1.UserInfo{Username: user, Groups: groups}}
 		req.Object.Raw = fmt.Appendf(nil, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":%s},"spec":{"containers":[{"name":"c","image":"x"}]}}`, labels)
-		resp := h.Mutate(ctx, req)
+		resp := mutate(t, h, req)
 		what := func() string {
 			return fmt.Sprintf("seed %d review %d: %s (groups %v) creates a pod in %q with marker %q\n%s\nusher: %s", seed, i, user, groups, ns, marker, w.yaml(false), rec.Reason)
 		}

@@ -72,7 +72,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Store, error) {
 func (s *Store) Current() *State { return s.cur.Load() }
 
 // Admission returns the admission state in service: the provider of
-// admission.WithState.
+// admission.NewHandler.
 func (s *Store) Admission() *admission.State { return s.cur.Load().Admission }
 
 // Swap builds the State of cfg and puts it in service with one atomic

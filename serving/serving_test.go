@@ -95,10 +95,8 @@ func TestStateCarriesAdmission(t *testing.T) {
 	// A review that took the first state keeps deciding with it, through
 	// its authorizer.
 	ctx := context.Background()
-	h := admission.NewHandler(nil, admission.WithState(func() *admission.State { return st1.Admission }))
-	if _, authz := h.Current(); authz == nil {
-		t.Fatal("no queue authorizer")
-	} else if d, err := authz.AuthorizeSubmit(ctx, admission.SubmitRequest{Partition: "default", Queue: "root.a", User: "carol"}); err != nil || !d.Allowed {
+	authz := serving.Authorizers(st1.Generation, slog.New(slog.DiscardHandler)).Queue
+	if d, err := authz.AuthorizeSubmit(ctx, admission.SubmitRequest{Partition: "default", Queue: "root.a", User: "carol"}); err != nil || !d.Allowed {
 		t.Fatalf("state 1: %+v %v", d, err)
 	}
 	if _, err := st2.Check(ctx, engine.Request{Queue: "root.a", User: "carol"}); err == nil {

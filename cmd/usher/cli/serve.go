@@ -198,6 +198,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 	e.Stderr = logs
 	env = &e
 	opts.Logger = slog.New(newHandler(logs, hopts))
+	opts.AuditDropped = logs.Dropped
 	if auditLog != "" && !noAudit {
 		var w io.Writer = env.Stdout
 		if auditLog != "-" {
@@ -215,9 +216,9 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 		audit := server.NewBufferedWriter(w, 100*time.Millisecond)
 		defer audit.Close()
 		opts.Logger = slog.New(server.SplitAudit(opts.Logger.Handler(), newHandler(audit, &slog.HandlerOptions{Level: slog.LevelInfo})))
+		opts.AuditDropped = audit.Dropped
 	}
 	opts.NoAudit = noAudit
-	opts.AuditQueue = 4096 // audit records off the request path: at most about 3 MiB queued, then dropped and counted
 	opts.AccessAuth = splitList(accessAuth)
 	opts.PrivilegedGroups = splitList(privileged)
 	if opts.PrivilegedGroups == nil {
