@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -224,26 +223,19 @@ func (d *diags) of(sev Severity, what string) []Diagnostic {
 	return out
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
-
-// yamlError turns a YAML syntax error into a positioned diagnostic; base
-// is added to its line (usherLine for the usher.yaml key).
+// yamlError reports a YAML syntax error at its line; base is added to
+// the line (usherLine for the usher.yaml key). yaml.v3 has no typed
+// syntax error: it writes the line only into the text, "yaml: line N:
+// problem", whose problem is the parser's words, never the document's.
 func (d *diags) yamlError(err error, base int) {
-	for _, msg := range strings.Split(err.Error(), "\n") {
-		msg = strings.TrimSpace(msg)
-		if msg == "" || msg == "yaml: unmarshal errors:" {
-			continue
-		}
-		line := 0
-		if m := yamlLine.FindStringSubmatch(msg); m != nil {
-			line, _ = strconv.Atoi(m[1])
-			msg = m[2]
-		} else if strings.HasPrefix(msg, "line ") {
-			if i := strings.IndexByte(msg, ':'); i > 0 {
-				line, _ = strconv.Atoi(msg[5:i])
-				msg = strings.TrimSpace(msg[i+1:])
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if n, problem, ok := strings.Cut(rest, ": "); ok {
+			if l, err := strconv.Atoi(n); err == nil {
+				line, msg = l, problem
 			}
 		}
-		d.add(base+line, 1, Error, "YAML: "+msg)
 	}
+	d.add(base+line, 1, Error, "YAML: "+msg)
 }

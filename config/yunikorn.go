@@ -2,7 +2,6 @@ package config
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -118,31 +117,21 @@ func (p *parser) yunikornCheck(n *yaml.Node, t reflect.Type, at string) {
 				p.upgrade(k, "YuniKorn's scheduler does not know the key %q here and refuses the whole file: %s", k.Value, usherHome(at, k.Value))
 			}
 		}
-	case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.String && n.Kind == yaml.SequenceNode:
+	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
 		for _, c := range n.Content {
 			p.yunikornCheck(c, t.Elem(), at)
+		}
+	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
+		for i := 1; i < len(n.Content); i += 2 {
+			p.yunikornCheck(n.Content[i], t.Elem(), at)
 		}
 	case t.Kind() == reflect.String && n.Kind == yaml.ScalarNode && n.Style&yaml.TaggedStyle == 0:
 		// Any untagged scalar decodes into a string.
 	default:
 		if err := n.Decode(reflect.New(t).Interface()); err != nil {
-			p.upgrade(n, "YuniKorn's scheduler refuses the whole file: %s", decodeMsg(err))
+			p.upgrade(n, "YuniKorn's scheduler refuses the whole file: %s", decodeMsg(n, err))
 		}
 	}
-}
-
-// decodeMsg is the message of a yaml.v3 decoding error, without the line
-// it names (the diagnostic's position says it).
-func decodeMsg(err error) string {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return strings.TrimPrefix(err.Error(), "yaml: ")
-	}
-	msgs := make([]string, len(te.Errors))
-	for i, m := range te.Errors {
-		msgs[i] = lineRef.ReplaceAllString(m, "$2")
-	}
-	return strings.Join(msgs, "; ")
 }
 
 // usherHome says where a key YuniKorn does not know belongs, found in
@@ -172,7 +161,7 @@ func (p *parser) tagged(n *yaml.Node, what, text string) {
 	var yk string
 	reads := ""
 	if err := n.Decode(&yk); err != nil {
-		reads = "refuses the whole file (" + decodeMsg(err) + ")"
+		reads = "refuses the whole file (" + decodeMsg(n, err) + ")"
 	} else {
 		reads = fmt.Sprintf("reads %q", yk)
 	}
