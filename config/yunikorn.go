@@ -251,10 +251,8 @@ func shiftLines(n *yaml.Node) {
 }
 
 // missingGroup reports that service.policyGroup names a key the
-// ConfigMap lacks, whose partitions are then YuniKorn's default
-// configuration, as YuniKorn's scheduler serves it: a warning, or an
-// error while queue or delete ACLs are enforced, since that
-// configuration lets everyone submit to every queue.
+// ConfigMap lacks, so everyone may submit everywhere: an error while
+// queue or delete ACLs are enforced, else a warning.
 func (p *parser) missingGroup(c *Config, src *source) {
 	c.MissingGroup = src.missing
 	sev, then := Warning, "so does usher"
@@ -266,15 +264,11 @@ func (p *parser) missingGroup(c *Config, src *source) {
 		PolicyGroupKey, src.missing, src.missing, then), -1, "")
 }
 
-// Split reads the configuration at path as Load does and returns the data
-// of a ConfigMap, written as YAML, that holds it in two keys: the key of
-// the partitions (queues.yaml, or service.policyGroup's), which YuniKorn's
-// scheduler reads, and usher.yaml (UsherKey), which holds what YuniKorn's
-// strict decoder does not know: the admissionController block and
-// usher's own partition keys (a usergroupresolver with more than its type),
-// under each partition's name. moved lists what moved; usher.yaml is left
-// out when nothing did. A configuration with errors, or with a usher.yaml
-// key already, is not split.
+// Split returns the data of a ConfigMap holding the configuration at path
+// in two keys: the partitions' key, which YuniKorn's scheduler reads, and
+// UsherKey with what its strict decoder does not know (the admission
+// settings and usher's partition keys); moved lists what moved. A
+// configuration with errors or a UsherKey already is not split.
 func Split(path string) (data []byte, moved []string, err error) {
 	if _, err := Load(path); err != nil {
 		return nil, nil, err
