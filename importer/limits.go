@@ -11,16 +11,13 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/usherhq/usher/placement"
 	"github.com/usherhq/usher/policy"
 )
 
 // This file carries YARN's queue limits into the keys of YuniKorn's
-// queues.yaml (docs/yarn.md has the table): minimum and maximum resources
-// become resources guaranteed and max, maxChildResources the childtemplate's
-// max, running application limits maxapplications, user limits the root
-// queue's limits, scheduling policies and preemption opt-outs properties.
-// What YuniKorn cannot express is a warning at its position. fit then
-// writes the values YARN enforces in a form YuniKorn's validator accepts.
+// queues.yaml (docs/yarn.md has the table); fit writes the values YARN
+// enforces in a form YuniKorn's validator accepts.
 
 // res holds resource quantities in YuniKorn's units: bytes of memory,
 // millicores of vcore.
@@ -70,9 +67,6 @@ var (
 	oldMemory = regexp.MustCompile(`(-?\d+)(\.\d*)?\s*mb`)
 	oldVcores = regexp.MustCompile(`(-?\d+)(\.\d*)?\s*vcores`)
 	quantity  = regexp.MustCompile(`^(\d+)([a-zA-Z]*)$`)
-	// ykUser is yunikorn-core's UserRegExp: a limit naming another user
-	// makes its validator refuse the file.
-	ykUser = regexp.MustCompile(`^[_a-zA-Z][a-zA-Z0-9:#/_.@-]*[$]?$`)
 )
 
 // fairResources reads a Fair Scheduler resource value as
@@ -198,8 +192,8 @@ func readCount(text string, at pos, what string, d *diags) count {
 // addUser adds a user limit to the root queue: a later one for the same
 // user replaces the earlier, as YARN reads them.
 func addUser(root *Queue, user, what, text string, at pos, d *diags) {
-	if user != "*" && !ykUser.MatchString(user) {
-		d.warnf(at, "%s is not imported: YuniKorn's limits take user names matching %s", what, ykUser)
+	if user != "*" && !placement.UserPattern.MatchString(user) {
+		d.warnf(at, "%s is not imported: YuniKorn's limits take user names matching %s", what, placement.UserPattern)
 		return
 	}
 	c := readCount(text, at, what, d)
@@ -325,7 +319,7 @@ func fitUsers(root *Queue, d *diags) {
 			root.users[i].n = n
 		}
 	}
-	// No user name holds a '*' (ykUser).
+	// No user name holds a '*' (placement.UserPattern).
 	slices.SortStableFunc(root.users, func(a, b userLimit) int { return strings.Count(a.user, "*") - strings.Count(b.user, "*") })
 }
 
