@@ -663,21 +663,7 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 			p.errorf(n, "usergroupresolver type test needs users: a mapping of user to groups")
 			break
 		}
-		if err := usersNode.Decode(&r.Users); err != nil {
-			p.errorf(usersNode, "users must map each user to a list of groups: %v", cleanYAML(err))
-			break
-		}
-		for u, gs := range r.Users {
-			if err := acl.ValidName(u); err != nil {
-				p.errorf(usersNode, "users: %v", err)
-			}
-			for _, g := range gs {
-				if err := acl.ValidName(g); err != nil {
-					p.errorf(usersNode, "users: groups of %s: %v", u, err)
-				}
-				p.known[g] = true
-			}
-		}
+		r.Users = p.userGroups(usersNode, "users")
 	case "ldap":
 		if ldapNode == nil {
 			p.errorf(n, "usergroupresolver type ldap needs an ldap block")
@@ -698,8 +684,4 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 		}
 	}
 	return r
-}
-
-func cleanYAML(err error) string {
-	return strings.TrimPrefix(strings.ReplaceAll(err.Error(), "\n ", ""), "yaml: unmarshal errors:")
 }
