@@ -1,8 +1,9 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -179,26 +180,19 @@ func offsetPos(n *yaml.Node, offset int) (line, col int) {
 	return line, col
 }
 
-// sorted orders the diagnostics by file (in the order files first
-// appear), then line and column.
-func (d *diags) sorted() []Diagnostic {
+// Sort orders list in place by file (in the order files first appear),
+// then line and column, and returns it.
+func Sort(list []Diagnostic) []Diagnostic {
 	rank := map[string]int{}
-	for _, x := range d.list {
+	for _, x := range list {
 		if _, ok := rank[x.File]; !ok {
 			rank[x.File] = len(rank)
 		}
 	}
-	sort.SliceStable(d.list, func(i, j int) bool {
-		a, b := d.list[i], d.list[j]
-		if a.File != b.File {
-			return rank[a.File] < rank[b.File]
-		}
-		if a.Line != b.Line {
-			return a.Line < b.Line
-		}
-		return a.Col < b.Col
+	slices.SortStableFunc(list, func(a, b Diagnostic) int {
+		return cmp.Or(cmp.Compare(rank[a.File], rank[b.File]), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
 	})
-	return d.list
+	return list
 }
 
 func (d *diags) errors() []Diagnostic { return d.of(Error, "errors") }
@@ -212,7 +206,7 @@ func (d *diags) warnings() []Diagnostic { return d.of(Warning, "warnings") }
 // there are.
 func (d *diags) of(sev Severity, what string) []Diagnostic {
 	var out []Diagnostic
-	for _, x := range d.sorted() {
+	for _, x := range Sort(d.list) {
 		if x.Severity == sev {
 			out = append(out, x)
 		}

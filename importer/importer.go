@@ -24,7 +24,6 @@ package importer
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -133,19 +132,12 @@ func (d *diags) warnf(at pos, format string, args ...any)  { d.add(config.Warnin
 
 // of returns the diagnostics of one severity, in file order.
 func (d *diags) of(sev config.Severity) []config.Diagnostic {
-	files := map[string]int{}
 	var out []config.Diagnostic
-	for _, x := range d.list {
-		if _, ok := files[x.File]; !ok {
-			files[x.File] = len(files)
-		}
+	for _, x := range config.Sort(d.list) {
 		if x.Severity == sev {
 			out = append(out, x)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b config.Diagnostic) int {
-		return cmp.Or(cmp.Compare(files[a.File], files[b.File]), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
-	})
 	return out
 }
 
