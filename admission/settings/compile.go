@@ -28,16 +28,16 @@ type Compiled struct {
 
 	processNS, bypassNS Matcher
 	table               []QueueMappingEntry
-	template            *template
+	template            template
 }
 
 // Source is a compiled queue source.
 type Source struct {
 	QueueSource
-	Annotation bool      // Kind is annotation
-	PodLevel   bool      // the scheduler reads the marker on the pods only
-	Place      bool      // YuniKorn's placement rules decide the queue (its scheduler is yunikorn)
-	template   *template // nil: use the global template or the default rule
+	Annotation bool     // Kind is annotation
+	PodLevel   bool     // the scheduler reads the marker on the pods only
+	Place      bool     // YuniKorn's placement rules decide the queue (its scheduler is yunikorn)
+	template   template // nil: use the global template or the default rule
 }
 
 // Matcher is a compiled pattern list.
@@ -267,53 +267,32 @@ func (c *Compiled) ProcessNamespace(ns string) bool {
 	return len(c.processNS) == 0 || c.processNS.Match(ns)
 }
 
-// template is a parsed queue-mapping template: literal text with
-// {value}, {namespace} and {scheduler} placeholders.
-type template struct {
-	parts []templatePart
-}
+// template is a parsed queue-mapping template: literal texts and the
+// placeholders {value}, {namespace} and {scheduler}; nil is none.
+type template []string
 
-type templatePart struct {
-	lit string
-	ph  placeholder
-}
-
-type placeholder uint8
-
-const (
-	phNone placeholder = iota
-	phValue
-	phNamespace
-	phScheduler
-)
-
-func parseTemplate(s string) (*template, error) {
-	t := &template{}
+func parseTemplate(s string) (template, error) {
+	var t template
 	rest := s
 	for rest != "" {
 		open := strings.IndexAny(rest, "{}")
 		if open < 0 {
-			t.parts = append(t.parts, templatePart{lit: rest})
+			t = append(t, rest)
 			break
 		}
 		if rest[open] == '}' {
 			return nil, fmt.Errorf("%q: unmatched }", s)
 		}
 		if open > 0 {
-			t.parts = append(t.parts, templatePart{lit: rest[:open]})
+			t = append(t, rest[:open])
 		}
 		end := strings.IndexByte(rest[open:], '}')
 		if end < 0 {
 			return nil, fmt.Errorf("%q: unterminated {", s)
 		}
-		name := rest[open+1 : open+end]
-		switch name {
-		case "value":
-			t.parts = append(t.parts, templatePart{ph: phValue})
-		case "namespace":
-			t.parts = append(t.parts, templatePart{ph: phNamespace})
-		case "scheduler":
-			t.parts = append(t.parts, templatePart{ph: phScheduler})
+		switch name := rest[open+1 : open+end]; name {
+		case "value", "namespace", "scheduler":
+			t = append(t, "{"+name+"}")
 		default:
 			return nil, fmt.Errorf("%q: unknown placeholder {%s}: want {value}, {namespace} or {scheduler}", s, name)
 		}
@@ -322,18 +301,18 @@ func parseTemplate(s string) (*template, error) {
 	return t, nil
 }
 
-func (t *template) expand(value, namespace, scheduler string) string {
+func (t template) expand(value, namespace, scheduler string) string {
 	var b strings.Builder
-	for _, p := range t.parts {
-		switch p.ph {
-		case phValue:
+	for _, p := range t {
+		switch p {
+		case "{value}":
 			b.WriteString(value)
-		case phNamespace:
+		case "{namespace}":
 			b.WriteString(namespace)
-		case phScheduler:
+		case "{scheduler}":
 			b.WriteString(scheduler)
 		default:
-			b.WriteString(p.lit)
+			b.WriteString(p)
 		}
 	}
 	return b.String()
