@@ -109,16 +109,6 @@ func (c *Config) table(file string) (identity.Resolver, [32]byte) {
 	return nil, [32]byte{}
 }
 
-// Default returns the embedded default configuration, without
-// environment overrides (Load("", WithEnv(…)) applies them).
-func Default() *Config {
-	c, err := Load("")
-	if err != nil {
-		panic("config: embedded default is invalid: " + err.Error())
-	}
-	return c
-}
-
 type aclUse struct {
 	node *yaml.Node
 	rule *acl.ACL
@@ -160,12 +150,9 @@ func countNodes(n *yaml.Node, limit int) int {
 }
 
 // NodeBound is an upper bound of the YAML nodes yaml.v3 builds for text,
-// counted without parsing it (about 10 ms a MiB): every node but the
-// document's is written with a run of text between separators (spaces,
-// tabs, line breaks) or with a flow indicator (,[]{}), and none of those
-// makes more than three ("? " and "[:]" make a mapping, its empty key and
-// its empty value). Configurations of 10,000 queues have about one node in
-// eight of the bound; text made of "? " lines two in three.
+// counted without parsing it: every node but the document's is written
+// with a run of text between separators or with a flow indicator, and
+// none of those makes more than three ("? " and "[:]").
 func NodeBound(text string) int {
 	units, run := 0, false
 	for _, r := range text {
@@ -183,9 +170,8 @@ func NodeBound(text string) int {
 	return 1 + 3*units
 }
 
-// document parses the usher YAML document and compiles its partitions;
-// it returns the admissionController block, nil when there is none. doc
-// is data already read (source.doc), or nil: data is then read here.
+// document parses the usher YAML document (doc, or data when nil) and
+// compiles its partitions; it returns the admissionController block.
 func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Node) {
 	c = &Config{File: p.file}
 	if doc == nil {
@@ -494,10 +480,8 @@ var queueKeys = map[string]func(p *parser, r *queueRead, k, v *yaml.Node){
 	},
 	"submitacl": func(p *parser, r *queueRead, k, v *yaml.Node) { r.q.SubmitACL = p.acl(k, v, "submitacl") },
 	"adminacl":  func(p *parser, r *queueRead, k, v *yaml.Node) { r.q.AdminACL = p.acl(k, v, "adminacl") },
-	// Keys of YuniKorn's schema that only the scheduler uses.
-	// resources is read as strictly as YuniKorn's decoder reads it
-	// (its keys are guaranteed and max), since YuniKorn refuses the
-	// whole file for an unknown key there.
+	// Keys of YuniKorn's schema that only the scheduler uses; resources
+	// is read as strictly as YuniKorn's decoder reads it.
 	"resources":       func(p *parser, r *queueRead, k, v *yaml.Node) { p.resources(v) },
 	"maxapplications": nil, "properties": nil, "childtemplate": nil, "limits": nil,
 }
@@ -549,8 +533,7 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 }
 
 // resources checks the keys of a queue's resources block, which YuniKorn
-// decodes strictly: guaranteed and max. Their contents are the
-// scheduler's.
+// decodes strictly; their contents are the scheduler's.
 func (p *parser) resources(n *yaml.Node) {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return
