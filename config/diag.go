@@ -50,8 +50,7 @@ func (d Diagnostic) String() string {
 	return b.String()
 }
 
-// InvalidError is returned when a configuration has errors. It lists every
-// error found, not only the first.
+// InvalidError lists every error of an invalid configuration.
 type InvalidError struct {
 	Diagnostics []Diagnostic // errors only, in file order
 	// Warnings found before parsing stopped, for lint.
@@ -158,8 +157,7 @@ func (d *diags) at(n *yaml.Node, sev Severity, format string, args ...any) {
 func (d *diags) errorf(n *yaml.Node, format string, args ...any) { d.at(n, Error, format, args...) }
 func (d *diags) warnf(n *yaml.Node, format string, args ...any)  { d.at(n, Warning, format, args...) }
 
-// atOffset reports at a byte offset inside a scalar: exact for plain and
-// quoted scalars on one line, the start of the scalar otherwise.
+// atOffset reports at a byte offset inside a scalar (offsetPos).
 func (d *diags) atOffset(n *yaml.Node, offset int, sev Severity, msg string) {
 	line, col := offsetPos(n, offset)
 	d.add(line, col, sev, msg)

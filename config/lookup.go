@@ -17,9 +17,6 @@ import (
 	"github.com/usherhq/usher/identity/ldap"
 )
 
-// This file parses and lints the lookup policy of a usergroupresolver
-// block (identity.Policy): skip, unknownuser, namemapping and overrides,
-// and places the ldap block's mistakes at the key they are about.
 
 // lookupNodes are the nodes of the lookup policy's keys, nil when absent.
 type lookupNodes struct {

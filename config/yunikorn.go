@@ -92,11 +92,10 @@ var ykFields = sync.OnceValue(func() map[reflect.Type]map[string]reflect.Type {
 // holds.
 var usherKeys = map[string]bool{"adminacl": true, "applicationacls": true, "defaultqueue": true, "groups": true, "usergroupresolver": true}
 
-// yunikornCheck reports what of n, a node of the partitions document of
-// one of YuniKorn's ConfigMaps, YuniKorn's scheduler refuses, which
-// makes it refuse the whole file: a key its strict decoder does not
-// know (with where usher's setting belongs), or a value it cannot decode
-// into t. at is the mapping n is in: "", "partition", or the key above.
+// yunikornCheck reports what of n, in one of YuniKorn's ConfigMaps, makes
+// YuniKorn's scheduler refuse the whole file: a key its strict decoder
+// does not know, or a value it cannot decode into t. at is the mapping n
+// is in: "", "partition", or the key above.
 func (p *parser) yunikornCheck(n *yaml.Node, t reflect.Type, at string) {
 	switch {
 	case n.Line >= usherLine || p.reported[n]: // usher.yaml's; reported
@@ -169,10 +168,9 @@ func (p *parser) tagged(n *yaml.Node, what, text string) {
 }
 
 // mergeUsher adds a ConfigMap's usher.yaml document (text) to the
-// partitions document root: its admissionController block, and each of
-// its partitions' keys to the partition of the same name. A key set in
-// both, a key that is not usher's own and a partition root lacks are
-// errors.
+// partitions document root, each partition's keys to the partition of
+// the same name; a key set twice, not usher's, or of an unknown partition
+// is an error.
 func (p *parser) mergeUsher(root *yaml.Node, text string) {
 	doc := new(yaml.Node)
 	if err := yaml.Unmarshal([]byte(text), doc); err != nil {
@@ -323,9 +321,8 @@ func Split(path string) (data []byte, moved []string, err error) {
 	return encodeYAML(out), moved, nil
 }
 
-// splitPartition takes usher's own keys out of the partition mapping pn,
-// into a mapping of the same name, and lists them; nil when there are
-// none.
+// splitPartition moves usher's own keys of partition pn into a mapping
+// of the same name, listing them; nil when there are none.
 func splitPartition(pn *yaml.Node) (*yaml.Node, []string) {
 	var keys []string
 	up := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: "name"}, {Kind: yaml.ScalarNode, Value: partitionName(pn)}}}
