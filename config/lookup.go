@@ -17,7 +17,6 @@ import (
 	"github.com/usherhq/usher/identity/ldap"
 )
 
-
 // lookupNodes are the nodes of the lookup policy's keys, nil when absent.
 type lookupNodes struct {
 	skip, unknown, mapping, overrides *yaml.Node
