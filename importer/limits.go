@@ -71,8 +71,7 @@ var (
 
 // fairResources reads a Fair Scheduler resource value as
 // FairSchedulerConfiguration.parseResourceConfigValue does: "X mb, Y
-// vcores" (both needed, fractions dropped) or "memory-mb=X, vcores=Y"
-// (a type left out is not limited). Percentages are not imported.
+// vcores" or "memory-mb=X, vcores=Y"; percentages are not imported.
 func fairResources(text string, at pos, what string, d *diags) (res, bool) {
 	v := strings.TrimSpace(text)
 	switch {
@@ -107,10 +106,8 @@ func fairResources(text string, at pos, what string, d *diags) (res, bool) {
 }
 
 // capacityResources reads a Capacity Scheduler capacity or
-// maximum-capacity. An absolute resource, "[memory=10240,vcores=12]"
-// (memory in MB unless a unit follows), is imported; a percentage of the
-// parent or a weight ("2w") is not, except the ones that limit nothing:
-// a capacity of 0, a maximum-capacity of 100 or -1, any percentage of root.
+// maximum-capacity: an absolute resource, "[memory=10240,vcores=12]", is
+// imported; a percentage or a weight that limits something is warned about.
 func capacityResources(p *property, path, key string, d *diags) (res, bool) {
 	v := strings.TrimSpace(p.value)
 	what := fmt.Sprintf("queue %s: %s", path, key)
@@ -128,10 +125,8 @@ func capacityResources(p *property, path, key string, d *diags) (res, bool) {
 	return nil, false
 }
 
-// resourceList reads "name=value, …": memory-mb (or, in the Capacity
-// Scheduler, memory) in MB and vcores are imported; other types are not,
-// since Kubernetes names them otherwise. units allows the Capacity
-// Scheduler's unit suffixes on memory.
+// resourceList reads "name=value, …": memory (MB, or with a unit when
+// units) and vcores; Kubernetes names other types otherwise.
 func resourceList(v string, at pos, what string, units bool, d *diags) (res, bool) {
 	r := res{}
 	for _, kv := range strings.Split(v, ",") {
@@ -218,14 +213,11 @@ func each(q *Queue, path string, fn func(q *Queue, path string)) {
 }
 
 // fit gives q and the queues below it the limits YARN enforces, in the
-// form yunikorn-core's validator (pkg/common/configs/configvalidator.go)
-// accepts: a max no larger than the parent's (pmax, the componentwise
-// minimum of the maxes above) nor smaller than the guaranteed, the
-// children's guaranteed adding up to no more than the parent's guaranteed
-// and max, a maxapplications below a parent that sets one and no larger.
-// Each value written that differs from the file is a warning. It returns
-// what q adds to its parent's sum of guaranteed resources, as YuniKorn
-// counts it: its own, or its children's when it has none.
+// form yunikorn-core's configvalidator.go accepts (a max within the
+// parent's, pmax, and above the guaranteed; children guaranteed no more
+// than the parent; maxapplications within the parent's), warning about
+// each value changed. It returns what q adds to its parent's guaranteed
+// sum: its own, or its children's when it has none.
 func fit(q *Queue, path string, pmax res, papps count, d *diags) res {
 	g, m := q.guaranteed.q, q.max.q
 	was := m.String()
