@@ -142,7 +142,11 @@ func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(s
 		p.push(Diagnostic{File: EnvFile, Severity: Error, Msg: ke.Error()})
 	}
 	for _, se := range settings.SettingErrors(err) {
-		p.admissionError(loc, se)
+		if se.Variable != "" {
+			p.push(Diagnostic{File: EnvFile, Severity: Error, Msg: se.Error()})
+		} else {
+			loc.err(se, "")
+		}
 	}
 	if err != nil {
 		return
@@ -161,16 +165,6 @@ func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(s
 	for _, r := range references(raw, c.Snapshot) {
 		loc.err(&r.SettingError, r.at)
 	}
-}
-
-// admissionError reports se where its setting was written: at the
-// variable that gave it, or in the file or ConfigMap.
-func (p *parser) admissionError(loc locator, se *settings.SettingError) {
-	if se.Variable != "" {
-		p.push(Diagnostic{File: EnvFile, Severity: Error, Msg: se.Error()})
-		return
-	}
-	loc.err(se, "")
 }
 
 // locator reports a problem of an admission setting where it was
