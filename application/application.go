@@ -1,46 +1,22 @@
-// Package application decides what users may do with running applications:
-// view them (logs, statistics), modify them, kill them and move them to
-// another queue, as YARN's application ACLs and Spark's UI ACLs allow.
+// Package application decides who may view, modify, kill and move running
+// applications, as YARN's application ACLs and Spark's UI ACLs allow.
 //
-// Rules this package enforces (YARN's, as its application ACL
-// documentation and implementation state them; docs/yarn.md):
-//   - The owner, the user who submitted the application, may always view,
-//     modify and kill it. Owners are compared by exact, case sensitive name.
-//   - Admins of the application's queue or of any of its ancestors (the
-//     queue adminacl: YARN's aclAdministerApps, acl_administer_queue) and
-//     cluster admins (the partition adminacl: yarn.admin.acl) may view,
-//     modify and kill it.
-//   - Application admins (the partition's applicationacls admin: Spark's
-//     spark.admin.acls and spark.admin.acls.groups) may view, modify and
-//     kill every application of the partition.
-//   - The application's modify ACL (mapreduce.job.acl-modify-job,
-//     spark.modify.acls) grants modify and kill and implies view; its view
-//     ACL (mapreduce.job.acl-view-job, spark.ui.view.acls) grants view. An
-//     application that sets neither ACL takes the partition's defaults
-//     (applicationacls view and modify); without a default the ACL allows
-//     nobody, YARN's default " ".
-//   - Moving an application needs all three of: submit (or admin) on the
-//     queue it runs in, submit (or admin) on the target queue, and the right
-//     to modify the application. The owner is not exempt from the two queue
-//     checks.
-//   - Checks run in a fixed order (owner, queue admin, cluster admin,
-//     application admin, modify ACL, view ACL) and the first that allows
-//     decides; the Decision records every check and what it said.
-//   - An application with no recorded owner (Application.Unowned: a
-//     Kubernetes workload created before its submitter was recorded) has
-//     no owner at all: no user, whatever its name, passes the owner
-//     check, so only its modify ACL and the admins may act on it.
-//   - An application that names a queue the partition does not have is
-//     an error, unless Application.UnknownQueueAsRoot: then it is decided
-//     in root, whose admins are admins of every queue, and the reason
-//     says so (Decision.UnknownQueue). The admission webhook's kill rule
-//     uses both rules for workloads whose queue markers name no
-//     configured queue.
-//   - The zero Decision denies. An unknown queue, a missing owner or an
-//     unknown action is an error, returned with a Decision that denies.
-//
-// Decisions are made against a compiled partition (policy.CompiledPartition)
-// and allocate only their trail; they are safe for concurrent use.
+// Rules this package enforces (YARN's; docs/yarn.md):
+//   - The owner (exact, case sensitive name), admins of the queue or an
+//     ancestor (adminacl), cluster admins (partition adminacl) and
+//     application admins (applicationacls admin, spark.admin.acls) may
+//     view, modify and kill.
+//   - The modify ACL grants modify and kill and implies view; the view ACL
+//     grants view. An application that sets neither takes the partition's
+//     defaults (applicationacls); without one the ACL allows nobody.
+//   - Move needs submit (or admin) on the queue it runs in and on the
+//     target, and the right to modify; the owner is not exempt.
+//   - Checks run in a fixed order and the first that allows decides; the
+//     Decision records every check.
+//   - An unowned application (Application.Unowned) passes no owner check.
+//   - An unknown queue is an error unless Application.UnknownQueueAsRoot:
+//     it is then decided in root and the reason says so.
+//   - The zero Decision denies; bad input is an error with a denial.
 package application
 
 import (
@@ -85,48 +61,32 @@ func ParseAction(s string) (Action, error) {
 	return 0, fmt.Errorf("unknown application action %q: want view, modify, kill or move", s)
 }
 
-// Application is a running (or finished) application as far as access
-// decisions go.
+// Application is an application as far as access decisions go.
 type Application struct {
-	// ID names the application in reasons, e.g.
-	// application_1536220066338_0001. Optional.
+	// ID names the application in reasons. Optional.
 	ID string
-	// Owner is the user who submitted the application. Required unless
-	// Unowned.
+	// Owner is the submitter. Required unless Unowned.
 	Owner string
-	// Unowned says that no owner was recorded for the application (a
-	// Kubernetes workload created before usher stamped its submitter, or
-	// whose record is invalid). Owner must then be empty, and nobody is
-	// the owner: only its modify ACL and the admins may view, modify or
-	// kill it.
+	// Unowned: no owner was recorded (a workload created before usher
+	// stamped it); Owner is empty and nobody is the owner.
 	Unowned bool
-	// Queue is the queue path the application runs in; "" is the
-	// partition's default queue.
+	// Queue is the queue path; "" is the partition's default queue.
 	Queue string
-	// UnknownQueueAsRoot says that Queue may name a queue the partition
-	// does not have (a queue marker on a Kubernetes workload is not
-	// checked against the configuration, and the configuration may drop
-	// a queue while work still runs in it). Such an application is
-	// decided as if it ran in root, whose admins are admins of every
-	// queue, and Decision.UnknownQueue records the queue it names. Without
-	// it an unknown queue is an error. The target of a Move is never
+	// UnknownQueueAsRoot decides an application whose Queue the partition
+	// does not have (a workload's marker is not checked against the
+	// configuration) as if it ran in root. A Move's target is never
 	// replaced.
 	UnknownQueueAsRoot bool
-	// ViewACL and ModifyACL are the application's own ACLs; nil means not
-	// set, and the partition's default applies. An ACL that is set but
-	// empty allows nobody.
+	// ViewACL and ModifyACL are the application's own ACLs; nil: the
+	// partition's default applies.
 	ViewACL, ModifyACL *acl.ACL
 }
 
-// Defaults are a partition's application ACLs: the applicationacls key of
-// the configuration, imported from Spark's spark-defaults.conf.
+// Defaults are a partition's applicationacls (Spark's spark-defaults.conf):
+// the application admins, and the view and modify ACLs of applications
+// that set none. Nil allows nobody.
 type Defaults struct {
-	// Admin lists application admins, who may view, modify and kill every
-	// application of the partition (spark.admin.acls). Nil allows nobody.
-	Admin *acl.ACL
-	// View and Modify are the view and modify ACLs of applications that
-	// set none. Nil allows nobody.
-	View, Modify *acl.ACL
+	Admin, View, Modify *acl.ACL
 }
 
 // Policy is what application decisions need: the compiled queue policy of
@@ -136,34 +96,17 @@ type Policy struct {
 	Defaults  Defaults
 }
 
-// Decide answers whether sub may perform action on app in partition p,
-// with no application ACL defaults. target is the queue a Move goes to and
-// must be empty for the other actions. See Policy.Decide.
-func Decide(p *policy.CompiledPartition, app Application, sub *acl.Subject, action Action, target string) (Decision, error) {
-	return Policy{Partition: p}.Decide(app, sub, action, target)
-}
-
 // Rule names one check of an application decision.
 type Rule uint8
 
 const (
-	// Owner is "the user owns the application".
-	Owner Rule = iota + 1
-	// QueueAdmin is the adminacl of the application's queue or of an
-	// ancestor.
-	QueueAdmin
-	// ClusterAdmin is the partition adminacl (yarn.admin.acl).
-	ClusterAdmin
-	// ApplicationAdmin is the partition's applicationacls admin
-	// (spark.admin.acls).
-	ApplicationAdmin
-	// ModifyACL is the application's modify ACL.
+	Owner            Rule = iota + 1
+	QueueAdmin            // the adminacl of the queue or an ancestor
+	ClusterAdmin          // the partition adminacl (yarn.admin.acl)
+	ApplicationAdmin      // applicationacls admin (spark.admin.acls)
 	ModifyACL
-	// ViewACL is the application's view ACL.
 	ViewACL
-	// QueueSubmit is the submit right on a queue (its submitacl or adminacl,
-	// or an ancestor's, or the partition adminacl), checked by Move.
-	QueueSubmit
+	QueueSubmit // the submit right on a queue, checked by Move
 )
 
 var ruleNames = [...]string{
@@ -178,21 +121,15 @@ func (r Rule) String() string {
 	return fmt.Sprintf("Rule(%d)", int(r))
 }
 
-// Need is one requirement of a decision. View, Modify and Kill have one,
-// NeedAction; Move has three, all of which must be met.
+// Need is one requirement of a decision: NeedAction for View, Modify and
+// Kill; the other three, all to be met, for Move.
 type Need uint8
 
 const (
-	// NeedAction is the right to perform the action on the application
-	// (for Move: NeedModify).
-	NeedAction Need = iota + 1
-	// NeedSourceQueue is submit or admin on the queue the application runs
-	// in (Move).
-	NeedSourceQueue
-	// NeedTargetQueue is submit or admin on the target queue (Move).
-	NeedTargetQueue
-	// NeedModify is the right to modify the application (Move).
-	NeedModify
+	NeedAction      Need = iota + 1
+	NeedSourceQueue      // submit or admin on the queue it runs in
+	NeedTargetQueue      // submit or admin on the target queue
+	NeedModify           // the right to modify the application
 )
 
 func (n Need) String() string {
@@ -214,36 +151,26 @@ type Step struct {
 	Rule Rule
 	// Queue is the queue checked, for QueueAdmin and QueueSubmit.
 	Queue string
-	// ACL is the ACL checked, for ClusterAdmin, ApplicationAdmin, ModifyACL
-	// and ViewACL; nil when it is not set (it grants nothing). The
-	// partition adminacl of a ClusterAdmin step that was not reached is
-	// not looked up and is nil.
+	// ACL is the ACL checked, nil when not set (or a ClusterAdmin step not
+	// reached).
 	ACL *acl.ACL
-	// Default reports that ACL is the partition's default
-	// (applicationacls) because the application sets none.
+	// Default: ACL is the partition's default (applicationacls).
 	Default bool
-	// Reached is false for checks after the one that decided: they were
-	// not made.
+	// Reached is false for checks after the one that decided.
 	Reached bool
-	// Allowed reports whether this check allowed.
 	Allowed bool
 	// Match is the entry that allowed: the owner's name, the ACL entry.
 	Match acl.Match
-	// Grant is the queue ACL entry that allowed, for QueueAdmin,
-	// ClusterAdmin and QueueSubmit: which queue, which of its ACLs, which
-	// entry.
+	// Grant is the queue ACL entry that allowed, for the queue rules.
 	Grant policy.Grant
 }
 
 // Requirement is something a decision needs, with the checks made for it.
 type Requirement struct {
-	Need Need
-	// Queue is the queue path, for NeedSourceQueue and NeedTargetQueue.
-	Queue string
-	// Met reports whether one of the steps allowed.
-	Met bool
-	// Steps are the checks, in order; the first that allows decides.
-	Steps []Step
+	Need  Need
+	Queue string // for NeedSourceQueue and NeedTargetQueue
+	Met   bool
+	Steps []Step // in order; the first that allows decides
 }
 
 // By returns the step that met the requirement.
@@ -269,13 +196,9 @@ type Decision struct {
 	// Queue is the canonical path of the application's queue; Target that
 	// of the queue a Move goes to.
 	Queue, Target string
-	// UnknownQueue is the queue the application named when the partition
-	// does not have it and it was decided in root instead
-	// (Application.UnknownQueueAsRoot); "" otherwise.
+	// UnknownQueue is the queue the application named when it was decided
+	// in root instead (Application.UnknownQueueAsRoot).
 	UnknownQueue string
-	// Requirements are what the action needs: one for View, Modify and
-	// Kill; for Move, the queue it runs in, the target queue and the right
-	// to modify, all of which must be met.
 	Requirements []Requirement
 }
 
@@ -309,14 +232,10 @@ func (e *DeniedError) Error() string { return "access denied: " + e.Decision.Rea
 // ErrNoOwner is returned for an application without an owner.
 var ErrNoOwner = errors.New("application has no owner")
 
-// Decide answers whether sub may perform action on app. target is the
-// queue a Move goes to ("" is an error for Move) and must be empty for the
-// other actions.
-//
-// The error is non-nil for bad input only: an unknown queue (wrapping
-// policy.ErrUnknownQueue), an application without an owner (ErrNoOwner), an
-// unknown action, a nil subject or partition. The Decision then denies;
-// callers must treat an error as a denial.
+// Decide answers whether sub may perform action on app; target is the
+// queue a Move goes to, empty for the other actions. The error is for bad
+// input only (an unknown queue wraps policy.ErrUnknownQueue), with a
+// Decision that denies.
 func (p Policy) Decide(app Application, sub *acl.Subject, action Action, target string) (Decision, error) {
 	d := Decision{Action: action, Application: app.ID, Owner: app.Owner, Queue: app.Queue, Target: target}
 	switch {
@@ -381,9 +300,8 @@ func (p Policy) submit(need Need, queue string, sub *acl.Subject) Requirement {
 	return Requirement{Need: need, Queue: queue, Met: pd.Allowed, Steps: []Step{st}}
 }
 
-// rights makes the checks that grant action (View, Modify or Kill) on the
-// application, in order; the first that allows decides and the later ones
-// are recorded as not reached.
+// rights makes the checks that grant action (View, Modify or Kill), in
+// order; those after the one that allowed are recorded as not reached.
 func (p Policy) rights(queue string, app Application, sub *acl.Subject, action Action) Requirement {
 	r := Requirement{Need: NeedAction, Steps: make([]Step, 0, 6)}
 	add := func(st Step) {
@@ -399,10 +317,8 @@ func (p Policy) rights(queue string, app Application, sub *acl.Subject, action A
 		owner.Allowed, owner.Match = true, acl.Match{Kind: acl.MatchUser, Name: app.Owner}
 	}
 	add(owner)
-	// One admin decision covers the queue adminacls, bottom-up, then the
-	// partition adminacl; it is made only when the owner check did not
-	// decide. When it denies, the explained decision tells whether the
-	// partition has an adminacl at all, for the trail.
+	// One admin decision covers the queue adminacls, then the partition's;
+	// a denial is explained to record the partition adminacl in the trail.
 	qa, ca := Step{Rule: QueueAdmin, Queue: queue}, Step{Rule: ClusterAdmin}
 	if !r.Met {
 		admin, _ := p.Partition.Decide(queue, sub, policy.Admin)
@@ -515,43 +431,27 @@ func (d Decision) need(r Requirement, met bool) string {
 	}
 }
 
-// entry describes an ACL match: the wildcard "*", user entry "u", group
-// entry "g".
-func entry(m acl.Match) string {
-	switch m.Kind {
-	case acl.MatchWildcard:
-		return `the wildcard "*"`
-	case acl.MatchUser:
-		return fmt.Sprintf("user entry %q", m.Name)
-	default:
-		return fmt.Sprintf("group entry %q", m.Name)
-	}
-}
-
 func (d Decision) why(s Step) string {
 	switch s.Rule {
 	case Owner:
 		return fmt.Sprintf("%s owns it", policy.Name(s.Match.Name))
 	case QueueAdmin:
-		return fmt.Sprintf("queue admin: %s in adminacl of %s", entry(s.Match), s.Grant.Queue)
+		return fmt.Sprintf("queue admin: %s in adminacl of %s", policy.Entry(s.Match), s.Grant.Queue)
 	case ClusterAdmin:
-		return fmt.Sprintf("cluster admin: %s in the adminacl of partition %s", entry(s.Match), d.Partition)
+		return fmt.Sprintf("cluster admin: %s in the adminacl of partition %s", policy.Entry(s.Match), d.Partition)
 	case ApplicationAdmin:
-		return fmt.Sprintf("application admin: %s in applicationacls admin of partition %s", entry(s.Match), d.Partition)
+		return fmt.Sprintf("application admin: %s in applicationacls admin of partition %s", policy.Entry(s.Match), d.Partition)
 	case ModifyACL, ViewACL:
 		which := "modify"
 		if s.Rule == ViewACL {
 			which = "view"
 		}
 		if s.Default {
-			return fmt.Sprintf("%s in the default %s ACL (applicationacls %s of partition %s)", entry(s.Match), which, which, d.Partition)
+			return fmt.Sprintf("%s in the default %s ACL (applicationacls %s of partition %s)", policy.Entry(s.Match), which, which, d.Partition)
 		}
-		return fmt.Sprintf("%s in its %s ACL", entry(s.Match), which)
+		return fmt.Sprintf("%s in its %s ACL", policy.Entry(s.Match), which)
 	case QueueSubmit:
-		if s.Grant.ACL == policy.ClusterAdminACL {
-			return fmt.Sprintf("%s in the adminacl of partition %s", entry(s.Match), d.Partition)
-		}
-		return fmt.Sprintf("%s in %s of %s", entry(s.Match), s.Grant.ACL, s.Grant.Queue)
+		return s.Grant.Describe(d.Partition)
 	}
 	return s.Rule.String()
 }

@@ -428,7 +428,7 @@ func TestParseAction(t *testing.T) {
 func TestDecideWithoutDefaults(t *testing.T) {
 	c := load(t, example1)
 	cp, _ := c.Snapshot.Partition("")
-	d, err := application.Decide(cp, application.Application{Owner: "john", Queue: "root.datascience.test"}, acl.NewSubject("jane", nil), application.Kill, "")
+	d, err := application.Policy{Partition: cp}.Decide(application.Application{Owner: "john", Queue: "root.datascience.test"}, acl.NewSubject("jane", nil), application.Kill, "")
 	if err != nil || !d.Allowed {
 		t.Fatalf("%v %s", err, d.Reason())
 	}

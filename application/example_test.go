@@ -32,11 +32,11 @@ func examplePartition() *policy.CompiledPartition {
 
 // Who may kill John's application in root.datascience.production: the
 // owner, an admin of the queue or a parent, a cluster admin.
-func ExampleDecide() {
+func ExamplePolicy_Decide() {
 	cp := examplePartition()
 	app := application.Application{ID: "application_1536220066338_0001", Owner: "john", Queue: "root.datascience.production"}
 	for _, user := range []string{"john", "jane", "bob", "sue"} {
-		d, err := application.Decide(cp, app, acl.NewSubject(user, nil), application.Kill, "")
+		d, err := application.Policy{Partition: cp}.Decide(app, acl.NewSubject(user, nil), application.Kill, "")
 		if err != nil {
 			panic(err)
 		}
@@ -88,7 +88,7 @@ func ExamplePolicy_Decide_applicationACLs() {
 
 // A denial as an error, matched with errors.As.
 func ExampleDecision_Err() {
-	d, _ := application.Decide(examplePartition(), application.Application{Owner: "john", Queue: "root.marketing"},
+	d, _ := application.Policy{Partition: examplePartition()}.Decide(application.Application{Owner: "john", Queue: "root.marketing"},
 		acl.NewSubject("eve", nil), application.View, "")
 	var denied *application.DeniedError
 	if errors.As(d.Err(), &denied) {

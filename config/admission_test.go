@@ -32,7 +32,7 @@ func TestAdmissionBlock(t *testing.T) {
 	for _, tt := range []struct{ block, want string }{
 		{"admissionController:\n  accessControl:\n    bypassAuht: true\n", `q.yaml:8:5: admissionController.accessControl: unknown key "bypassAuht" (did you mean "bypassAuth"?)`},
 		{"admissionController:\n  accessControl:\n    externalGroups: \"(\"\n", `q.yaml:8:21: admissionController.accessControl.externalGroups[0]: invalid regular expression "("`},
-		{"admissionController:\n  enforceQueueACLs: maybe\n", "q.yaml:7:1: admissionController: cannot unmarshal !!str `maybe` into bool"},
+		{"admissionController:\n  enforceQueueACLs: maybe\n", "q.yaml:7:21: admissionController: cannot unmarshal !!str `maybe` into bool"},
 	} {
 		_, err := config.Parse("q.yaml", []byte(queuesOnly+tt.block))
 		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
@@ -96,4 +96,15 @@ func indent(s, pre string) string {
 		lines[i] = pre + lines[i]
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// A value yaml.v3 cannot decode is placed at its node, even when the
+// value itself reads "line N:": the message is never searched for a
+// line.
+func TestDecodeErrorAtItsNode(t *testing.T) {
+	_, err := config.Parse("q.yaml", []byte(queuesOnly+"admissionController:\n  enforceQueueACLs: \"\\nline 1: x\"\n"))
+	want := "q.yaml:7:21: admissionController: cannot unmarshal !!str `\nline 1: x` into bool"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %q", err, want)
+	}
 }

@@ -1,38 +1,28 @@
 // Package config reads usher's configuration: YuniKorn's queues.yaml
-// schema (partitions, nested queues, submitacl, adminacl,
-// usergroupresolver) plus usher's own keys and the admission settings, and
-// turns it into one immutable, compiled Config.
+// schema plus usher's own keys and the admission settings, into one
+// immutable, compiled Config.
 //
-// Every command and usher serve read a configuration through one pipeline,
-// Load (docs/architecture.md):
+// Every command and usher serve read a configuration through one
+// pipeline, Load (docs/architecture.md):
 //
-//	source      a usher YAML file, a ConfigMap manifest (or several,
-//	            merged as YuniKorn merges yunikorn-defaults and
-//	            yunikorn-configs), a ConfigMap's data written as YAML, the
-//	            Helm chart's yunikornDefaults values, a mounted ConfigMap
-//	            directory (source.go), or the embedded default; the
-//	            partitions are in the key service.policyGroup names
-//	parse       YAML nodes with positions; partitions, resolver settings
-//	            (the users-to-groups file is read here), the
-//	            admissionController block or the ConfigMap's flat keys
+//	source      a usher YAML file, ConfigMap manifests (merged as YuniKorn
+//	            merges them), a ConfigMap's data, Helm values, a mounted
+//	            ConfigMap directory or the embedded default (source.go)
+//	parse       YAML nodes with positions, once
 //	environment ADMISSION_CONTROLLER_* overrides (WithEnv)
-//	validate    every problem at FILE:LINE:COL, admission settings included:
-//	            their typed errors (settings.SettingError, KeyError) are
-//	            placed with errors.As, never by reading message text
+//	validate    every problem at FILE:LINE:COL: typed errors (settings'
+//	            and a value yaml.v3 cannot decode, at its node) placed
+//	            with errors.As; only a YAML syntax error's line is read
+//	            from yaml.v3's text, which has no typed form
 //	compile     the policy snapshot and the admission settings, once
 //
-// Package engine turns a Config into a generation with its resolvers.
-//
 // Rules this package enforces:
-//   - Every mistake is reported as FILE:LINE:COL: message, and all of them
-//     are reported at once; a configuration with an error is never used in
-//     part.
+//   - Every mistake is reported, all at once; a configuration with an
+//     error is never used in part.
 //   - Top-level queues that are not a single root get a root inserted
 //     above them, as YuniKorn's validator does, with a warning.
-//   - Unknown keys are errors (with a hint when only the case differs). Keys
-//     of YuniKorn's schema that only the scheduler uses (resources, limits,
-//     …) are accepted and left to the scheduler; placementrules are parsed
-//     and checked (config/placement.go, package placement).
+//   - Unknown keys are errors, with a hint; keys of YuniKorn's schema that
+//     only the scheduler uses are accepted; placementrules are checked.
 //   - ACLs use the YuniKorn dialect. Warnings point out what is legal but
 //     probably wrong: a group-only ACL whose leading space YAML dropped, "*"
 //     mixed with names, duplicates, names differing only in case, a leaf
@@ -66,29 +56,23 @@ const MaxFileSize = 64 << 20
 //go:embed default.yaml
 var defaultYAML []byte
 
-// DefaultYAML returns the embedded default configuration, YuniKorn's own
-// (yunikorn-core's DefaultSchedulerConfig): one partition, default, whose
-// root queue allows everyone to submit, and the tag rule placing an
-// application in root.NAMESPACE, created when missing.
+// DefaultYAML returns the embedded default configuration, yunikorn-core's
+// DefaultSchedulerConfig: root open to everyone, applications placed in
+// root.NAMESPACE.
 func DefaultYAML() []byte { return slices.Clone(defaultYAML) }
 
 // Config is a parsed, validated and compiled configuration. It is
 // immutable once returned.
 type Config struct {
-	// File is the name used in diagnostics.
-	File       string
+	File       string // the name used in diagnostics
 	Partitions []Partition
-	// Snapshot is the compiled policy of all partitions.
-	Snapshot *policy.Snapshot
-	// Admission holds the admission settings in force (the file's, then
-	// the environment's overrides when read WithEnv), compiled once;
-	// Admission.Config() gives them with defaults filled in.
+	Snapshot   *policy.Snapshot
+	// Admission holds the admission settings in force, environment
+	// included.
 	Admission *settings.Compiled
-	// Warnings are positioned warnings, in file order.
-	Warnings []Diagnostic
+	Warnings  []Diagnostic // in file order
 	// MissingGroup is the group service.policyGroup names when the
-	// ConfigMap lacks its key: the partitions are then YuniKorn's default
-	// configuration, as YuniKorn's scheduler serves them; "" otherwise.
+	// ConfigMap lacks its key (the partitions are then YuniKorn's default).
 	MissingGroup string
 }
 
@@ -97,24 +81,16 @@ type Partition struct {
 	policy.Partition
 	// Groups says how groups supplied with a request combine with the
 	// resolver's (default given).
-	Groups identity.Mode
-	// Resolver configures the partition's group resolver.
-	Resolver Resolver
-	// Applications holds the applicationacls block: application admins
-	// (admin, Spark's spark.admin.acls), who may view, modify and kill every
-	// application of the partition, and the view and modify ACLs of
-	// applications that set none. Nil ACLs allow nobody.
-	Applications application.Defaults
-	// Placement holds the compiled placementrules; nil when the partition
-	// configures none (see PlacementRules).
+	Groups       identity.Mode
+	Resolver     Resolver
+	Applications application.Defaults // the applicationacls block
+	// Placement holds the compiled placementrules; nil when none are
+	// configured (see PlacementRules).
 	Placement *placement.Rules
 }
 
-// Resolver is a partition's usergroupresolver block, validated; package
-// resolvers builds the resolver from it. The users-to-groups file of type
-// file is read with the configuration (its table and digest are part of
-// the settings), a relative path made absolute against the
-// configuration's directory.
+// Resolver is a partition's usergroupresolver block, validated; a
+// users-to-groups file is read with the configuration.
 type Resolver = resolvers.Settings
 
 // CacheSettings configures a partition's group cache.
@@ -131,16 +107,6 @@ func (c *Config) table(file string) (identity.Resolver, [32]byte) {
 		}
 	}
 	return nil, [32]byte{}
-}
-
-// Default returns the embedded default configuration, without
-// environment overrides (Load("", WithEnv(…)) applies them).
-func Default() *Config {
-	c, err := Load("")
-	if err != nil {
-		panic("config: embedded default is invalid: " + err.Error())
-	}
-	return c
 }
 
 type aclUse struct {
@@ -184,12 +150,9 @@ func countNodes(n *yaml.Node, limit int) int {
 }
 
 // NodeBound is an upper bound of the YAML nodes yaml.v3 builds for text,
-// counted without parsing it (about 10 ms a MiB): every node but the
-// document's is written with a run of text between separators (spaces,
-// tabs, line breaks) or with a flow indicator (,[]{}), and none of those
-// makes more than three ("? " and "[:]" make a mapping, its empty key and
-// its empty value). Configurations of 10,000 queues have about one node in
-// eight of the bound; text made of "? " lines two in three.
+// counted without parsing it: every node but the document's is written
+// with a run of text between separators or with a flow indicator, and
+// none of those makes more than three ("? " and "[:]").
 func NodeBound(text string) int {
 	units, run := 0, false
 	for _, r := range text {
@@ -207,9 +170,8 @@ func NodeBound(text string) int {
 	return 1 + 3*units
 }
 
-// document parses the usher YAML document and compiles its partitions;
-// it returns the admissionController block, nil when there is none. doc
-// is data already read (source.doc), or nil: data is then read here.
+// document parses the usher YAML document (doc, or data when nil) and
+// compiles its partitions; it returns the admissionController block.
 func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Node) {
 	c = &Config{File: p.file}
 	if doc == nil {
@@ -297,9 +259,8 @@ func (p *parser) mapping(n *yaml.Node, what string, keys map[string]func(k, v *y
 	})
 }
 
-// walkMapping is mapping for handlers of any type, called through call:
-// a table of handlers that is built once (as queueKeys is) rather than
-// per node spares a map and its closures for every node read.
+// walkMapping is mapping for handlers of any type, called through call,
+// so a table built once (queueKeys) spares a map per node.
 func walkMapping[H any](p *parser, n *yaml.Node, what string, keys map[string]H, call func(h H, k, v *yaml.Node)) bool {
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, "%s must be a mapping, not %s", what, kindName(n))
@@ -460,10 +421,8 @@ func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 }
 
 // topQueues reads a partition's top-level queues as YuniKorn's
-// configuration validator does (checkQueuesStructure): a single queue
-// named root (in any case) is the root, and is always a parent; several
-// top-level queues, or one with another name, get a root queue inserted
-// above them, which a warning says, since their paths change.
+// checkQueuesStructure does: a single queue named root is the root;
+// others get a root inserted above them, with a warning.
 func (p *parser) topQueues(partName string, queues *yaml.Node, prefix string) *policy.Queue {
 	first := queues.Content[0]
 	if len(queues.Content) == 1 {
@@ -521,10 +480,8 @@ var queueKeys = map[string]func(p *parser, r *queueRead, k, v *yaml.Node){
 	},
 	"submitacl": func(p *parser, r *queueRead, k, v *yaml.Node) { r.q.SubmitACL = p.acl(k, v, "submitacl") },
 	"adminacl":  func(p *parser, r *queueRead, k, v *yaml.Node) { r.q.AdminACL = p.acl(k, v, "adminacl") },
-	// Keys of YuniKorn's schema that only the scheduler uses.
-	// resources is read as strictly as YuniKorn's decoder reads it
-	// (its keys are guaranteed and max), since YuniKorn refuses the
-	// whole file for an unknown key there.
+	// Keys of YuniKorn's schema that only the scheduler uses; resources
+	// is read as strictly as YuniKorn's decoder reads it.
 	"resources":       func(p *parser, r *queueRead, k, v *yaml.Node) { p.resources(v) },
 	"maxapplications": nil, "properties": nil, "childtemplate": nil, "limits": nil,
 }
@@ -576,8 +533,7 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 }
 
 // resources checks the keys of a queue's resources block, which YuniKorn
-// decodes strictly: guaranteed and max. Their contents are the
-// scheduler's.
+// decodes strictly; their contents are the scheduler's.
 func (p *parser) resources(n *yaml.Node) {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return
@@ -690,21 +646,7 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 			p.errorf(n, "usergroupresolver type test needs users: a mapping of user to groups")
 			break
 		}
-		if err := usersNode.Decode(&r.Users); err != nil {
-			p.errorf(usersNode, "users must map each user to a list of groups: %v", cleanYAML(err))
-			break
-		}
-		for u, gs := range r.Users {
-			if err := acl.ValidName(u); err != nil {
-				p.errorf(usersNode, "users: %v", err)
-			}
-			for _, g := range gs {
-				if err := acl.ValidName(g); err != nil {
-					p.errorf(usersNode, "users: groups of %s: %v", u, err)
-				}
-				p.known[g] = true
-			}
-		}
+		r.Users = p.userGroups(usersNode, "users")
 	case "ldap":
 		if ldapNode == nil {
 			p.errorf(n, "usergroupresolver type ldap needs an ldap block")
@@ -725,8 +667,4 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 		}
 	}
 	return r
-}
-
-func cleanYAML(err error) string {
-	return strings.TrimPrefix(strings.ReplaceAll(err.Error(), "\n ", ""), "yaml: unmarshal errors:")
 }

@@ -121,6 +121,15 @@ func TestErrorsArePositioned(t *testing.T) {
         queues:
           - name: a.b
 `, []string{`q.yaml:6:19: queue name "a.b" is invalid`}},
+		{"test resolver's bad group at its node", `partitions:
+  - name: default
+    usergroupresolver:
+      type: test
+      users:
+        alice: [dev, "b*d"]
+    queues:
+      - name: root
+`, []string{`q.yaml:6:22: users: groups of alice: name "b*d" contains '*'`}},
 		{"yaml syntax", "partitions:\n  - name: default\n    queues: [a\n", []string{"q.yaml:2:1: YAML: did not find expected ',' or ']'"}},
 		{"empty", "", []string{"q.yaml: empty configuration"}},
 		{"not a mapping", "- a\n- b\n", []string{"q.yaml:1:1: the configuration must be a mapping"}},

@@ -1,9 +1,9 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
-	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -50,8 +50,7 @@ func (d Diagnostic) String() string {
 	return b.String()
 }
 
-// InvalidError is returned when a configuration has errors. It lists every
-// error found, not only the first.
+// InvalidError lists every error of an invalid configuration.
 type InvalidError struct {
 	Diagnostics []Diagnostic // errors only, in file order
 	// Warnings found before parsing stopped, for lint.
@@ -158,8 +157,7 @@ func (d *diags) at(n *yaml.Node, sev Severity, format string, args ...any) {
 func (d *diags) errorf(n *yaml.Node, format string, args ...any) { d.at(n, Error, format, args...) }
 func (d *diags) warnf(n *yaml.Node, format string, args ...any)  { d.at(n, Warning, format, args...) }
 
-// atOffset reports at a byte offset inside a scalar: exact for plain and
-// quoted scalars on one line, the start of the scalar otherwise.
+// atOffset reports at a byte offset inside a scalar (offsetPos).
 func (d *diags) atOffset(n *yaml.Node, offset int, sev Severity, msg string) {
 	line, col := offsetPos(n, offset)
 	d.add(line, col, sev, msg)
@@ -180,26 +178,19 @@ func offsetPos(n *yaml.Node, offset int) (line, col int) {
 	return line, col
 }
 
-// sorted orders the diagnostics by file (in the order files first
-// appear), then line and column.
-func (d *diags) sorted() []Diagnostic {
+// Sort orders list in place by file (in the order files first appear),
+// then line and column, and returns it.
+func Sort(list []Diagnostic) []Diagnostic {
 	rank := map[string]int{}
-	for _, x := range d.list {
+	for _, x := range list {
 		if _, ok := rank[x.File]; !ok {
 			rank[x.File] = len(rank)
 		}
 	}
-	sort.SliceStable(d.list, func(i, j int) bool {
-		a, b := d.list[i], d.list[j]
-		if a.File != b.File {
-			return rank[a.File] < rank[b.File]
-		}
-		if a.Line != b.Line {
-			return a.Line < b.Line
-		}
-		return a.Col < b.Col
+	slices.SortStableFunc(list, func(a, b Diagnostic) int {
+		return cmp.Or(cmp.Compare(rank[a.File], rank[b.File]), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
 	})
-	return d.list
+	return list
 }
 
 func (d *diags) errors() []Diagnostic { return d.of(Error, "errors") }
@@ -213,7 +204,7 @@ func (d *diags) warnings() []Diagnostic { return d.of(Warning, "warnings") }
 // there are.
 func (d *diags) of(sev Severity, what string) []Diagnostic {
 	var out []Diagnostic
-	for _, x := range d.sorted() {
+	for _, x := range Sort(d.list) {
 		if x.Severity == sev {
 			out = append(out, x)
 		}
@@ -224,26 +215,19 @@ func (d *diags) of(sev Severity, what string) []Diagnostic {
 	return out
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
-
-// yamlError turns a YAML syntax error into a positioned diagnostic; base
-// is added to its line (usherLine for the usher.yaml key).
+// yamlError reports a YAML syntax error at its line; base is added to
+// the line (usherLine for the usher.yaml key). yaml.v3 has no typed
+// syntax error: it writes the line only into the text, "yaml: line N:
+// problem", whose problem is the parser's words, never the document's.
 func (d *diags) yamlError(err error, base int) {
-	for _, msg := range strings.Split(err.Error(), "\n") {
-		msg = strings.TrimSpace(msg)
-		if msg == "" || msg == "yaml: unmarshal errors:" {
-			continue
-		}
-		line := 0
-		if m := yamlLine.FindStringSubmatch(msg); m != nil {
-			line, _ = strconv.Atoi(m[1])
-			msg = m[2]
-		} else if strings.HasPrefix(msg, "line ") {
-			if i := strings.IndexByte(msg, ':'); i > 0 {
-				line, _ = strconv.Atoi(msg[5:i])
-				msg = strings.TrimSpace(msg[i+1:])
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if n, problem, ok := strings.Cut(rest, ": "); ok {
+			if l, err := strconv.Atoi(n); err == nil {
+				line, msg = l, problem
 			}
 		}
-		d.add(base+line, 1, Error, "YAML: "+msg)
 	}
+	d.add(base+line, 1, Error, "YAML: "+msg)
 }

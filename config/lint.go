@@ -6,7 +6,6 @@ import (
 	"os"
 	"reflect"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -16,30 +15,30 @@ import (
 )
 
 // strict decodes n into target (a pointer to a struct with yaml tags),
-// reporting unknown keys at their position first.
+// reporting each unknown key and each value of the wrong type at its node.
 func (p *parser) strict(n *yaml.Node, what string, target any) bool {
 	before := p.errorCount()
-	p.checkKeys(n, what, reflect.TypeOf(target).Elem())
+	p.checkKeys(n, what, what, reflect.TypeOf(target).Elem())
 	if p.errorCount() > before {
 		return false
 	}
 	if err := n.Decode(target); err != nil {
-		var ne *settings.NodeError
-		if errors.As(err, &ne) {
-			p.add(ne.Line, ne.Column, Error, what+": "+ne.Msg)
-		} else {
-			p.decodeError(n, what, err)
-		}
+		p.errorf(n, "%s: %s", what, decodeMsg(n, err))
 		return false
 	}
 	return true
 }
 
-func (p *parser) checkKeys(n *yaml.Node, what string, t reflect.Type) {
+// checkKeys walks n as yaml.v3 decodes it into t, down to each value
+// it decodes alone (a scalar, or a type with its own decoder), so an
+// error is placed at its node; what names the key, top the block.
+func (p *parser) checkKeys(n *yaml.Node, top, what string, t reflect.Type) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	switch {
+	case reflect.PointerTo(t).Implements(reflect.TypeFor[yaml.Unmarshaler]()):
+		p.checkValue(n, top, t)
 	case t.Kind() == reflect.Struct && t.String() != "time.Time":
 		if n.Kind != yaml.MappingNode {
 			if !(n.Kind == yaml.ScalarNode && n.Tag == "!!null") {
@@ -64,14 +63,44 @@ func (p *parser) checkKeys(n *yaml.Node, what string, t reflect.Type) {
 		}
 		keys := map[string]func(k, v *yaml.Node){}
 		for name, ft := range fields {
-			keys[name] = func(k, v *yaml.Node) { p.checkKeys(v, what+"."+name, ft) }
+			keys[name] = func(k, v *yaml.Node) { p.checkKeys(v, top, what+"."+name, ft) }
 		}
 		p.mapping(n, what, keys)
 	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
 		for i, c := range n.Content {
-			p.checkKeys(c, fmt.Sprintf("%s[%d]", what, i), t.Elem())
+			p.checkKeys(c, top, fmt.Sprintf("%s[%d]", what, i), t.Elem())
 		}
+	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
+		for i := 1; i < len(n.Content); i += 2 {
+			p.checkKeys(n.Content[i], top, what+"."+n.Content[i-1].Value, t.Elem())
+		}
+	default:
+		p.checkValue(n, top, t)
 	}
+}
+
+// checkValue reports why n does not decode into a t: at the node a
+// settings.NodeError names, else at n.
+func (p *parser) checkValue(n *yaml.Node, top string, t reflect.Type) {
+	err := n.Decode(reflect.New(t).Interface())
+	var ne *settings.NodeError
+	switch {
+	case errors.As(err, &ne):
+		p.add(ne.Line, ne.Column, Error, top+": "+ne.Msg)
+	case err != nil:
+		p.errorf(n, "%s: %s", top, decodeMsg(n, err))
+	}
+}
+
+// decodeMsg is why yaml.v3 cannot decode n, a value it decodes alone
+// (checkKeys), without the "line N: " of n it starts with: the
+// diagnostic is placed at n.
+func decodeMsg(n *yaml.Node, err error) string {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return strings.TrimPrefix(err.Error(), "yaml: ")
+	}
+	return strings.TrimPrefix(strings.Join(te.Errors, "; "), fmt.Sprintf("line %d: ", n.Line))
 }
 
 // ldap decodes and validates an ldap resolver block.
@@ -233,22 +262,5 @@ func (p *parser) lintYuniKornNames() {
 				}
 			}
 		}
-	}
-}
-
-var lineRef = regexp.MustCompile(`^\s*line (\d+): (.*)$`)
-
-// decodeError reports a YAML type error at the line it names.
-func (p *parser) decodeError(n *yaml.Node, what string, err error) {
-	for _, msg := range strings.Split(err.Error(), "\n") {
-		if msg == "yaml: unmarshal errors:" || strings.TrimSpace(msg) == "" {
-			continue
-		}
-		if m := lineRef.FindStringSubmatch(msg); m != nil {
-			line, _ := strconv.Atoi(m[1])
-			p.add(line, 1, Error, what+": "+m[2])
-			continue
-		}
-		p.errorf(n, "%s: %s", what, strings.TrimPrefix(msg, "yaml: "))
 	}
 }

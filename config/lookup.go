@@ -17,10 +17,6 @@ import (
 	"github.com/usherhq/usher/identity/ldap"
 )
 
-// This file parses and lints the lookup policy of a usergroupresolver
-// block (identity.Policy): skip, unknownuser, namemapping and overrides,
-// and places the ldap block's mistakes at the key they are about.
-
 // lookupNodes are the nodes of the lookup policy's keys, nil when absent.
 type lookupNodes struct {
 	skip, unknown, mapping, overrides *yaml.Node
@@ -53,7 +49,7 @@ func (p *parser) lookupPolicy(l lookupNodes) identity.Policy {
 		pol.Mapping = p.nameMapping(l.mapping, pol.Skip)
 	}
 	if l.overrides != nil {
-		pol.Overrides = p.overrides(l.overrides, pol.Skip)
+		pol.Overrides = p.userGroups(l.overrides, "overrides")
 	}
 	return pol
 }
@@ -405,27 +401,27 @@ func sample(sb *strings.Builder, re *syntax.Regexp, fill rune, more bool) bool {
 	return true
 }
 
-// overrides reads overrides: user -> groups that replace the resolver's
-// answer.
-func (p *parser) overrides(n *yaml.Node, skip []string) map[string][]string {
+// userGroups reads what (overrides, a test resolver's users): a mapping
+// of user to groups, each mistake at its node.
+func (p *parser) userGroups(n *yaml.Node, what string) map[string][]string {
 	if n.Kind != yaml.MappingNode {
-		p.errorf(n, "overrides must map each user to a list of groups, not %s", kindName(n))
+		p.errorf(n, "%s must map each user to a list of groups, not %s", what, kindName(n))
 		return nil
 	}
 	out := map[string][]string{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if err := acl.ValidName(k.Value); err != nil {
-			p.errorf(k, "overrides: user: %v", err)
+			p.errorf(k, "%s: user: %v", what, err)
 			continue
 		}
 		if _, dup := out[k.Value]; dup {
-			p.errorf(k, "overrides: user %q is repeated", k.Value)
+			p.errorf(k, "%s: user %q is repeated", what, k.Value)
 			continue
 		}
 		var groups []string
 		if v.Kind != yaml.SequenceNode && !(v.Kind == yaml.ScalarNode && v.Tag == "!!null") {
-			p.errorf(v, "overrides: the groups of %s must be a list (an empty list: no groups), not %s", k.Value, kindName(v))
+			p.errorf(v, "%s: the groups of %s must be a list (an empty list: no groups), not %s", what, k.Value, kindName(v))
 			continue
 		}
 		for _, g := range v.Content {
@@ -434,7 +430,7 @@ func (p *parser) overrides(n *yaml.Node, skip []string) map[string][]string {
 				continue
 			}
 			if err := acl.ValidName(s); err != nil {
-				p.errorf(g, "overrides: groups of %s: %v", k.Value, err)
+				p.errorf(g, "%s: groups of %s: %v", what, k.Value, err)
 				continue
 			}
 			groups = append(groups, s)

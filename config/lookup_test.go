@@ -152,7 +152,7 @@ func TestLDAPSettingsLint(t *testing.T) {
 		{"memberof nesting without groupbasedn", "        groupsearch: memberof\n        nestedgroups: 1\n",
 			`q.yaml:7:9: ldap: groupbasedn is required with nested groups`},
 		{"lowercasegroups not a bool", "        groupbasedn: ou=groups,dc=x\n        lowercasegroups: sometimes\n",
-			`q.yaml:12:1: ldap: cannot unmarshal !!str ` + "`sometimes`" + ` into bool`},
+			`q.yaml:12:26: ldap: cannot unmarshal !!str ` + "`sometimes`" + ` into bool`},
 		{"a url", "        groupbasedn: ou=groups,dc=x\n",
 			`q.yaml:7:26: ldap: urls[1] "http://b": scheme must be ldap or ldaps`},
 	} {

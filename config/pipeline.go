@@ -31,26 +31,20 @@ func newOptions(opts []Option) options {
 }
 
 // WithEnv applies the ADMISSION_CONTROLLER_* variables read with lookup
-// (os.LookupEnv in every command and in usher serve), which override the
-// file's admission settings (see settings.Resolve). A bad value
-// is an error at "environment: VARIABLE: …"; a setting a variable
-// overrides is linted as the variable, and warnings about the file's value
-// are dropped, since that value is not in force. Default: no variables are
-// read.
+// over the file's admission settings (settings.Resolve); a bad value is
+// an error at "environment: VARIABLE: …". Default: none are read.
 func WithEnv(lookup func(string) (string, bool)) Option {
 	return func(o *options) { o.lookup = lookup }
 }
 
-// Strict makes an error of what this release still loads with a warning
-// (Diagnostic.Upgrade) and a later one refuses (docs/upgrade.md), for
-// usher lint and policy tests. Default: a warning.
+// Strict makes an error of what a later release refuses
+// (Diagnostic.Upgrade, docs/upgrade.md). Default: a warning.
 func Strict() Option { return func(o *options) { o.strict = true } }
 
-// InRequest reads a configuration that arrived in a request (usher's
-// /validate-config) without opening any file on usher's filesystem: a
-// users-to-groups file that served (the configuration in service; may be
-// nil) reads is taken from it, any other is reported as not checked (a
-// warning), unread. It implies Strict.
+// InRequest reads a configuration that arrived in a request
+// (/validate-config) without opening any file: a users-to-groups file
+// served (the configuration in service, or nil) reads is taken from it,
+// any other is a warning, unread. It implies Strict.
 func InRequest(served *Config) Option {
 	return func(o *options) { o.strict, o.request, o.served = true, true, served }
 }
@@ -59,13 +53,9 @@ func InRequest(served *Config) Option {
 // variables carry.
 const EnvFile = "environment"
 
-// Load reads a configuration from path through the one pipeline every
-// command and usher serve use: the source (a usher YAML file, a ConfigMap
-// manifest, the directory where a ConfigMap is mounted, or "" for the
-// embedded default) → parse with positions → environment overrides
-// (WithEnv) → validate and lint → compile. The error, when the
-// configuration is invalid, is an *InvalidError listing every mistake at
-// FILE:LINE:COL; a source that cannot be read is another error.
+// Load reads the configuration at path ("" is the embedded default)
+// through the one pipeline (see the package comment). An invalid one is
+// an *InvalidError listing every mistake at FILE:LINE:COL.
 func Load(path string, opts ...Option) (*Config, error) {
 	if path == "" {
 		return parse(&source{name: "<embedded default>", dir: ".", queues: defaultYAML}, opts)
@@ -87,19 +77,15 @@ func LoadFiles(f *Files, opts ...Option) (*Config, error) {
 	return parse(src, opts)
 }
 
-// Parse parses a usher YAML configuration held in memory; name is used in
-// diagnostics. Relative file paths inside it are relative to the current
-// directory. The error, when not nil, is an *InvalidError listing every
-// mistake.
+// Parse parses a usher YAML configuration held in memory, named name in
+// diagnostics; relative paths are against the current directory.
 func Parse(name string, data []byte, opts ...Option) (*Config, error) {
 	return parse(&source{name: name, dir: ".", queues: data}, opts)
 }
 
-// FromConfigMap reads a YuniKorn-style ConfigMap's data: the queues.yaml key
-// holds the partitions (and may hold an admissionController block), and
-// flat admissionController.* keys hold the admission settings. Setting the
-// admission controller both ways is an error, so that no setting is
-// silently ignored. name is used in diagnostics.
+// FromConfigMap reads a YuniKorn-style ConfigMap's data: queues.yaml
+// holds the partitions, flat admissionController.* keys (or a block in
+// queues.yaml, not both) the admission settings.
 func FromConfigMap(name string, data map[string]string, opts ...Option) (*Config, error) {
 	src, err := configMapSource(name, data)
 	if err != nil {
@@ -133,11 +119,9 @@ func parse(src *source, opts []Option) (*Config, error) {
 	return c, nil
 }
 
-// admission reads the admission settings (the YAML block adm, or a
-// ConfigMap's flat keys), applies the environment and compiles them once
-// (settings.Resolve), and checks what they name in the partitions. Every
-// problem is reported at the place it was written: a YAML node, a
-// ConfigMap key, or a variable.
+// admission reads the admission settings (block adm, or a ConfigMap's
+// flat keys), resolves them once and checks what they name in the
+// partitions, each problem where it was written.
 func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(string) (string, bool)) {
 	var raw settings.Config
 	var loc locator = yamlLocator{p: p, block: adm}
@@ -167,7 +151,11 @@ func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(s
 		p.push(Diagnostic{File: EnvFile, Severity: Error, Msg: ke.Error()})
 	}
 	for _, se := range settings.SettingErrors(err) {
-		p.admissionError(loc, se)
+		if se.Variable != "" {
+			p.push(Diagnostic{File: EnvFile, Severity: Error, Msg: se.Error()})
+		} else {
+			loc.err(se, "")
+		}
 	}
 	if err != nil {
 		return
@@ -186,16 +174,6 @@ func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(s
 	for _, r := range references(raw, c.Snapshot) {
 		loc.err(&r.SettingError, r.at)
 	}
-}
-
-// admissionError reports se where its setting was written: at the
-// variable that gave it, or in the file or ConfigMap.
-func (p *parser) admissionError(loc locator, se *settings.SettingError) {
-	if se.Variable != "" {
-		p.push(Diagnostic{File: EnvFile, Severity: Error, Msg: se.Error()})
-		return
-	}
-	loc.err(se, "")
 }
 
 // locator reports a problem of an admission setting where it was
@@ -276,10 +254,8 @@ func (l configMapLocator) warn(w settings.Warning) {
 	l.at(w.Setting, Warning, w.String(), w.Index, w.Pattern)
 }
 
-// settingNode finds the node of an admission setting (a YAML path such as
-// admissionController.queueMapping.table, with a list index and a field
-// inside the item) in the admissionController block, falling back to the
-// deepest node found.
+// settingNode finds the node of an admission setting, its list item and
+// field, in the admissionController block, else the deepest node found.
 func settingNode(block *yaml.Node, setting string, index int, field string) *yaml.Node {
 	n := block
 	for _, name := range strings.Split(strings.TrimPrefix(setting, "admissionController."), ".") {

@@ -18,14 +18,11 @@ type refProblem struct {
 	at string
 }
 
-// references checks the admission settings that refer into partitions:
-// the partition the queue and delete checks use, the queues of the
-// mapping table, the queues the templates can expand to, and the
-// schedulers the mapping table names. raw is the configuration as written,
-// before defaults, so that a partition left at its default is a reference
-// only when a check uses it. Each problem would make the webhook deny
-// every workload it applies to (or silently skip a mapping), so each is an
-// error: a reload that brings one is refused.
+// references checks what the admission settings name in the partitions
+// (the partition, the table's queues and schedulers, the templates'
+// queues); raw is before defaults, so a default partition counts only
+// when a check uses it. Each would deny every workload it applies to, so
+// each is an error.
 func references(raw settings.Config, snap *policy.Snapshot) []refProblem {
 	c := raw.Defaulted()
 	var out []refProblem

@@ -11,18 +11,10 @@ import (
 	"github.com/usherhq/usher/policy"
 )
 
-// Suggest returns what to say after an error that names an unknown
-// partition or queue (err wraps policy.ErrUnknownPartition or
-// policy.ErrUnknownQueue), or "" for any other error: the closest
-// existing names and, for a queue path not starting with "root.", the
-// queue YuniKorn's placement would put that queue marker in. YuniKorn's
-// shim passes a pod's queue marker unchanged and its provided rule (the
-// implicit one of a partition without placementrules) replaces each "."
-// of a name that does not start with "root." by "_dot_" and puts it under
-// root: ml.training is root.ml_dot_training, not root.ml.training.
-//
-// Every command that takes a queue path says it this way, and so should
-// /v1/access.
+// Suggest returns what to say after an error naming an unknown partition
+// or queue, else "": the closest names and, for a path not starting with
+// "root.", the queue YuniKorn's provided rule would put that marker in
+// (ml.training is root.ml_dot_training).
 func (c *Config) Suggest(partition, queue string, err error) string {
 	if c == nil || c.Snapshot == nil {
 		return ""
@@ -100,9 +92,8 @@ func lastPart(path string) string {
 	return path[strings.LastIndexByte(path, '.')+1:]
 }
 
-// closest returns up to three of names nearest to want: the same last
-// part (by key), or an edit distance of at most a third of want's length
-// (at least 1, at most 3), nearest first.
+// closest returns up to three of names nearest to want, nearest first:
+// the same key, or an edit distance of at most a third of want's length.
 func closest(want string, names []string, key func(string) string) []string {
 	type cand struct {
 		name string

@@ -2,7 +2,6 @@ package config
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -93,11 +92,10 @@ var ykFields = sync.OnceValue(func() map[reflect.Type]map[string]reflect.Type {
 // holds.
 var usherKeys = map[string]bool{"adminacl": true, "applicationacls": true, "defaultqueue": true, "groups": true, "usergroupresolver": true}
 
-// yunikornCheck reports what of n, a node of the partitions document of
-// one of YuniKorn's ConfigMaps, YuniKorn's scheduler refuses, which
-// makes it refuse the whole file: a key its strict decoder does not
-// know (with where usher's setting belongs), or a value it cannot decode
-// into t. at is the mapping n is in: "", "partition", or the key above.
+// yunikornCheck reports what of n, in one of YuniKorn's ConfigMaps, makes
+// YuniKorn's scheduler refuse the whole file: a key its strict decoder
+// does not know, or a value it cannot decode into t. at is the mapping n
+// is in: "", "partition", or the key above.
 func (p *parser) yunikornCheck(n *yaml.Node, t reflect.Type, at string) {
 	switch {
 	case n.Line >= usherLine || p.reported[n]: // usher.yaml's; reported
@@ -118,31 +116,21 @@ func (p *parser) yunikornCheck(n *yaml.Node, t reflect.Type, at string) {
 				p.upgrade(k, "YuniKorn's scheduler does not know the key %q here and refuses the whole file: %s", k.Value, usherHome(at, k.Value))
 			}
 		}
-	case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.String && n.Kind == yaml.SequenceNode:
+	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
 		for _, c := range n.Content {
 			p.yunikornCheck(c, t.Elem(), at)
+		}
+	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
+		for i := 1; i < len(n.Content); i += 2 {
+			p.yunikornCheck(n.Content[i], t.Elem(), at)
 		}
 	case t.Kind() == reflect.String && n.Kind == yaml.ScalarNode && n.Style&yaml.TaggedStyle == 0:
 		// Any untagged scalar decodes into a string.
 	default:
 		if err := n.Decode(reflect.New(t).Interface()); err != nil {
-			p.upgrade(n, "YuniKorn's scheduler refuses the whole file: %s", decodeMsg(err))
+			p.upgrade(n, "YuniKorn's scheduler refuses the whole file: %s", decodeMsg(n, err))
 		}
 	}
-}
-
-// decodeMsg is the message of a yaml.v3 decoding error, without the line
-// it names (the diagnostic's position says it).
-func decodeMsg(err error) string {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return strings.TrimPrefix(err.Error(), "yaml: ")
-	}
-	msgs := make([]string, len(te.Errors))
-	for i, m := range te.Errors {
-		msgs[i] = lineRef.ReplaceAllString(m, "$2")
-	}
-	return strings.Join(msgs, "; ")
 }
 
 // usherHome says where a key YuniKorn does not know belongs, found in
@@ -172,7 +160,7 @@ func (p *parser) tagged(n *yaml.Node, what, text string) {
 	var yk string
 	reads := ""
 	if err := n.Decode(&yk); err != nil {
-		reads = "refuses the whole file (" + decodeMsg(err) + ")"
+		reads = "refuses the whole file (" + decodeMsg(n, err) + ")"
 	} else {
 		reads = fmt.Sprintf("reads %q", yk)
 	}
@@ -180,10 +168,9 @@ func (p *parser) tagged(n *yaml.Node, what, text string) {
 }
 
 // mergeUsher adds a ConfigMap's usher.yaml document (text) to the
-// partitions document root: its admissionController block, and each of
-// its partitions' keys to the partition of the same name. A key set in
-// both, a key that is not usher's own and a partition root lacks are
-// errors.
+// partitions document root, each partition's keys to the partition of
+// the same name; a key set twice, not usher's, or of an unknown partition
+// is an error.
 func (p *parser) mergeUsher(root *yaml.Node, text string) {
 	doc := new(yaml.Node)
 	if err := yaml.Unmarshal([]byte(text), doc); err != nil {
@@ -262,10 +249,8 @@ func shiftLines(n *yaml.Node) {
 }
 
 // missingGroup reports that service.policyGroup names a key the
-// ConfigMap lacks, whose partitions are then YuniKorn's default
-// configuration, as YuniKorn's scheduler serves it: a warning, or an
-// error while queue or delete ACLs are enforced, since that
-// configuration lets everyone submit to every queue.
+// ConfigMap lacks, so everyone may submit everywhere: an error while
+// queue or delete ACLs are enforced, else a warning.
 func (p *parser) missingGroup(c *Config, src *source) {
 	c.MissingGroup = src.missing
 	sev, then := Warning, "so does usher"
@@ -277,15 +262,11 @@ func (p *parser) missingGroup(c *Config, src *source) {
 		PolicyGroupKey, src.missing, src.missing, then), -1, "")
 }
 
-// Split reads the configuration at path as Load does and returns the data
-// of a ConfigMap, written as YAML, that holds it in two keys: the key of
-// the partitions (queues.yaml, or service.policyGroup's), which YuniKorn's
-// scheduler reads, and usher.yaml (UsherKey), which holds what YuniKorn's
-// strict decoder does not know: the admissionController block and
-// usher's own partition keys (a usergroupresolver with more than its type),
-// under each partition's name. moved lists what moved; usher.yaml is left
-// out when nothing did. A configuration with errors, or with a usher.yaml
-// key already, is not split.
+// Split returns the data of a ConfigMap holding the configuration at path
+// in two keys: the partitions' key, which YuniKorn's scheduler reads, and
+// UsherKey with what its strict decoder does not know (the admission
+// settings and usher's partition keys); moved lists what moved. A
+// configuration with errors or a UsherKey already is not split.
 func Split(path string) (data []byte, moved []string, err error) {
 	f, err := Read(path)
 	if err != nil {
@@ -344,9 +325,8 @@ func Split(path string) (data []byte, moved []string, err error) {
 	return encodeYAML(out), moved, nil
 }
 
-// splitPartition takes usher's own keys out of the partition mapping pn,
-// into a mapping of the same name, and lists them; nil when there are
-// none.
+// splitPartition moves usher's own keys of partition pn into a mapping
+// of the same name, listing them; nil when there are none.
 func splitPartition(pn *yaml.Node) (*yaml.Node, []string) {
 	var keys []string
 	up := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: "name"}, {Kind: yaml.ScalarNode, Value: partitionName(pn)}}}

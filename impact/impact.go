@@ -4,38 +4,23 @@
 //
 // Rules this package enforces:
 //   - Rights are compared on the compiled policies, so a change counts
-//     wherever it takes effect: on the queue whose ACL changed, on every
-//     queue below it that inherits it, and on every queue of the partition
-//     when the partition's admin ACL changed. A queue (or a partition)
-//     present in only one of the two policies counts as granting nothing
-//     in the other.
-//   - The subjects compared are every user and every group named in an
-//     ACL of either policy, the wildcard "*" as "everyone", and optionally
-//     users with their groups given by the caller (see ParseSubjects). A
-//     named user is judged by its user entries alone and a named group by
-//     its group entries alone; a given subject is judged as a decision
-//     judges it, by user, groups and wildcard together.
-//   - Where what "*" grants changes, the change is reported once, for
-//     everyone; the named users and groups whose rights change with it are
-//     not listed again. Given subjects are always listed.
-//   - A change is reported once, on the highest queue where it starts, with
-//     the number of queues it applies to (that queue and the queues below
-//     it that inherit the same change). A queue below where the change
-//     does not hold, because the subject had the right there already, is
-//     not counted.
-//   - Placement (DiffConfigs, or Diff given both sides' rules): for every
-//     partition in both, a request that names no queue (with the tags
-//     given) is placed by the old and the new rules for everyone, every
-//     named user (without groups), a member of every named group and the
-//     given subjects; those placed in another queue, or placed by one
-//     side and rejected by the other, are reported. It costs subjects
-//     times rules, never queues.
-//   - The result is deterministic: partitions and queues in configured
-//     order (the new policy's queues after the old one's), changes sorted
-//     by right, kind and name.
-//
-// The comparison costs time in proportion to the ACL entries of both
-// policies and the changes found, not to queues times subjects.
+//     wherever it takes effect (inherited below, or everywhere for the
+//     partition adminacl). A queue or partition on one side only grants
+//     nothing on the other.
+//   - The subjects are every user and group named in either policy, "*"
+//     as everyone, and the caller's users with groups (ParseSubjects). A
+//     named user is judged by user entries alone, a group by group
+//     entries alone, a given subject as a decision judges it.
+//   - A change of what "*" grants is reported once, for everyone, not for
+//     each named user and group again; given subjects are always listed.
+//   - A change is reported once, on the highest queue where it starts,
+//     with the number of queues it applies to.
+//   - Placement (DiffConfigs, or both sides' rules): for each partition in
+//     both, a request naming no queue is placed by the old and new rules
+//     for every subject; those placed elsewhere, or refused by one side,
+//     are reported. It costs subjects times rules, never queues.
+//   - The result is deterministic; it costs time in proportion to the ACL
+//     entries and the changes, not to queues times subjects.
 package impact
 
 import (
@@ -53,60 +38,37 @@ import (
 type Kind string
 
 const (
-	// Everyone is the wildcard "*".
-	Everyone Kind = "everyone"
-	// User is a user named in an ACL, judged by user entries alone.
-	User Kind = "user"
-	// Group is a group named in an ACL: any member of it, judged by group
-	// entries alone.
-	Group Kind = "group"
-	// GivenSubject is a user with groups given by the caller, judged as a
-	// decision judges it.
-	GivenSubject Kind = "subject"
+	Everyone     Kind = "everyone" // the wildcard "*"
+	User         Kind = "user"
+	Group        Kind = "group"
+	GivenSubject Kind = "subject" // a user with groups given by the caller
 )
 
-func kindOrder(k Kind) int {
-	switch k {
-	case Everyone:
-		return 0
-	case User:
-		return 1
-	case Group:
-		return 2
-	}
-	return 3
-}
+// kinds are the kinds in report order.
+var kinds = []Kind{Everyone, User, Group, GivenSubject}
 
 // Status says whether a queue or partition exists in both policies.
 type Status string
 
 const (
-	// Both means present in the old and the new policy.
-	Both Status = ""
-	// Added means present in the new policy only.
-	Added Status = "added"
-	// Removed means present in the old policy only.
-	Removed Status = "removed"
+	Both    Status = ""
+	Added   Status = "added"   // in the new policy only
+	Removed Status = "removed" // in the old policy only
 )
 
 // Change is one subject gaining or losing one right, starting at a queue.
 type Change struct {
-	// Gained is true for a gain, false for a loss.
-	Gained bool `json:"gained"`
-	// Right is submit or admin.
-	Right string `json:"right"`
-	Kind  Kind   `json:"kind"`
-	// Name is the user or group name, "*" for everyone.
-	Name string `json:"name"`
-	// Groups are a given subject's groups.
-	Groups []string `json:"groups,omitempty"`
-	// Queues is how many queues the change applies to: the queue it is
-	// reported on and those below it that inherit it.
+	Gained bool     `json:"gained"` // false for a loss
+	Right  string   `json:"right"`  // submit or admin
+	Kind   Kind     `json:"kind"`
+	Name   string   `json:"name"`             // "*" for everyone
+	Groups []string `json:"groups,omitempty"` // a given subject's
+	// Queues is how many queues the change applies to, this one included.
 	Queues int `json:"queues"`
 }
 
 // Subject renders who the change is about: everyone (*), user alice,
-// group dev, or alice (groups dev,ops) for a given subject.
+// group dev, or alice (groups dev,ops).
 func (c Change) Subject() string {
 	switch c.Kind {
 	case Everyone:
@@ -129,10 +91,9 @@ func (c Change) sign() string {
 
 // QueueDiff is the changes that start at one queue.
 type QueueDiff struct {
-	Queue  string `json:"queue"`
-	Status Status `json:"status,omitempty"`
-	// Below is the number of queues under this one (in either policy).
-	Below   int      `json:"below"`
+	Queue   string   `json:"queue"`
+	Status  Status   `json:"status,omitempty"`
+	Below   int      `json:"below"` // queues under this one, in either policy
 	Changes []Change `json:"changes"`
 }
 
@@ -142,27 +103,21 @@ type PartitionDiff struct {
 	Name   string      `json:"name"`
 	Status Status      `json:"status,omitempty"`
 	Queues []QueueDiff `json:"queues"`
-	// Placement lists the subjects whose request that names no queue is
-	// placed differently (compared when Options has the rules of both
-	// sides, for partitions in both). Absent when none is.
+	// Placement lists the subjects placed differently.
 	Placement []PlacementChange `json:"placement,omitempty"`
 }
 
 // Result is the whole comparison.
 type Result struct {
-	// Old and New name the two policies (file names), for the reader; Diff
-	// leaves them empty.
-	Old string `json:"old,omitempty"`
-	New string `json:"new,omitempty"`
-	// Partitions lists only partitions with changes.
-	Partitions []PartitionDiff `json:"partitions"`
-	// Gained and Lost count the changes reported.
-	Gained int `json:"gained"`
-	Lost   int `json:"lost"`
-	// Placements counts the placement changes reported.
-	Placements int `json:"placements"`
-	// Tags are the tags every placed request had (Options.Tags).
-	Tags map[string]string `json:"tags,omitempty"`
+	// Old and New name the two policies (file names); Diff leaves them
+	// empty.
+	Old        string            `json:"old,omitempty"`
+	New        string            `json:"new,omitempty"`
+	Partitions []PartitionDiff   `json:"partitions"` // those with changes
+	Gained     int               `json:"gained"`
+	Lost       int               `json:"lost"`
+	Placements int               `json:"placements"`
+	Tags       map[string]string `json:"tags,omitempty"` // Options.Tags
 }
 
 // Changed reports whether any right or placement changes.
@@ -171,15 +126,11 @@ func (r *Result) Changed() bool { return r.Gained+r.Lost+r.Placements > 0 }
 // Options tune a comparison. The zero value compares the named users and
 // groups and everyone.
 type Options struct {
-	// Subjects are users with their groups to compare as well.
-	Subjects []Subject
-	// OldRules and NewRules give each side's placement rules by
-	// partition (see RulesOf, DiffConfigs). When both are set, every
-	// partition in both policies gets a placement section: where a
-	// request that names no queue goes, for every subject compared.
+	Subjects []Subject // users with their groups to compare as well
+	// OldRules and NewRules give each side's placement rules by partition;
+	// with both, placement is compared too.
 	OldRules, NewRules RulesFunc
-	// Tags are the tags of every placed request (for tag rules).
-	Tags map[string]string
+	Tags               map[string]string // of every placed request
 }
 
 // Diff compares the old and the new policy. Either may be nil, meaning a
@@ -248,25 +199,10 @@ func partition(s *policy.Snapshot, name string) *policy.CompiledPartition {
 
 func sortChanges(cs []Change) {
 	slices.SortFunc(cs, func(a, b Change) int {
-		if c := cmp.Compare(b.Right, a.Right); c != 0 { // submit before admin
-			return c
-		}
-		if c := cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Name, b.Name); c != 0 {
-			return c
-		}
-		if c := slices.Compare(a.Groups, b.Groups); c != 0 {
-			return c
-		}
-		if a.Gained != b.Gained {
-			if a.Gained {
-				return 1
-			}
-			return -1
-		}
-		return 0
+		return cmp.Or(cmp.Compare(b.Right, a.Right), // submit before admin
+			cmp.Compare(slices.Index(kinds, a.Kind), slices.Index(kinds, b.Kind)),
+			cmp.Compare(a.Name, b.Name), slices.Compare(a.Groups, b.Groups),
+			cmp.Compare(b.sign(), a.sign())) // losses before gains
 	})
 }
 
@@ -289,18 +225,13 @@ func (c ChangeAt) String() string {
 // metric.
 type Summary struct {
 	Gained, Lost int
-	// Placements is the number of subjects placed differently.
-	Placements int
-	// Queues is the number of queues where some change starts.
-	Queues int
-	// First holds the first changes in report order, at most the number
-	// asked for.
-	First []ChangeAt
+	Placements   int        // subjects placed differently
+	Queues       int        // queues where some change starts
+	First        []ChangeAt // the first changes in report order
 }
 
-// Summarize compares old and new as DiffConfigs does, without given
-// subjects or tags, and keeps the counts and the first max changes of
-// rights. It is what a server logs on a reload.
+// Summarize compares old and new as DiffConfigs does and keeps the counts
+// and the first max changes, for the log of a reload.
 func Summarize(old, new *config.Config, max int) Summary {
 	r := DiffConfigs(old, new, Options{})
 	s := Summary{Gained: r.Gained, Lost: r.Lost, Placements: r.Placements}
@@ -346,9 +277,7 @@ func (s Summary) String() string {
 	return b.String()
 }
 
-// LogValue makes a Summary a structured log attribute: gained, lost,
-// queues and, when there are changes, first (the first changes as
-// strings).
+// LogValue makes a Summary a structured log attribute.
 func (s Summary) LogValue() slog.Value {
 	attrs := []slog.Attr{slog.Int("gained", s.Gained), slog.Int("lost", s.Lost), slog.Int("queues", s.Queues), slog.Int("placements", s.Placements)}
 	if len(s.First) > 0 {

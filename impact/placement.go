@@ -14,22 +14,16 @@ import (
 // Placement is where a request that names no queue goes under one
 // configuration.
 type Placement struct {
-	// Placed is false when the request is rejected.
-	Placed bool `json:"placed"`
-	// Queue is the queue it is placed in ("" when rejected). For a member
-	// of a group, a user rule's part is shown as <user>.
-	Queue string `json:"queue,omitempty"`
-	// Create is true when the queue does not exist and would be created.
-	Create bool `json:"create,omitempty"`
-	// Rule is the rule that placed or failed, or the root.default
-	// fallback.
-	Rule string `json:"rule"`
-	// Reason says why, in one sentence.
+	Placed bool `json:"placed"` // false: rejected
+	// Queue is where it is placed; for a member of a group, a user rule's
+	// part is shown as <user>.
+	Queue  string `json:"queue,omitempty"`
+	Create bool   `json:"create,omitempty"` // the queue would be created
+	Rule   string `json:"rule"`             // the rule that placed or failed
 	Reason string `json:"reason"`
 }
 
-// String renders the placement: the queue, "(created)" after a queue to
-// create, or "rejected".
+// String renders the queue, "(created)" after it, or "rejected".
 func (p Placement) String() string {
 	switch {
 	case !p.Placed:
@@ -40,14 +34,11 @@ func (p Placement) String() string {
 	return p.Queue
 }
 
-// PlacementChange is a subject whose placement differs: it is placed in
-// another queue, or placed under one configuration and rejected under
-// the other.
+// PlacementChange is a subject placed in another queue, or placed on one
+// side and rejected on the other.
 type PlacementChange struct {
-	Kind Kind `json:"kind"`
-	// Name is the user or group name, "*" for everyone.
-	Name string `json:"name"`
-	// Groups are a given subject's groups.
+	Kind   Kind      `json:"kind"`
+	Name   string    `json:"name"` // "*" for everyone
 	Groups []string  `json:"groups,omitempty"`
 	Old    Placement `json:"old"`
 	New    Placement `json:"new"`
@@ -78,9 +69,8 @@ func RulesOf(c *config.Config) RulesFunc {
 	}
 }
 
-// DiffConfigs is Diff of two configurations: their compiled policies,
-// and where a request that names no queue is placed by each one's
-// placement rules. Either may be nil, meaning no partitions.
+// DiffConfigs is Diff of two configurations, placement rules included;
+// nil has no partitions.
 func DiffConfigs(old, new *config.Config, opts Options) *Result {
 	opts.OldRules, opts.NewRules = RulesOf(old), RulesOf(new)
 	var so, sn *policy.Snapshot
@@ -98,10 +88,8 @@ func DiffConfigs(old, new *config.Config, opts Options) *Result {
 // it is shown as <user>.
 const memberName = "usher-diff-member"
 
-// diffPlacement places a request that names no queue (with the given
-// tags) for every key, under the old and the new rules, and returns the
-// keys whose placement differs. It costs keys × rules: the rules look up
-// queues by name, never walk the tree.
+// diffPlacement places a request naming no queue for every key under the
+// old and the new rules and returns the keys placed differently.
 func diffPlacement(po, pn *policy.CompiledPartition, ro, rn *placement.Rules, keys []keyInfo, tags map[string]string) []PlacementChange {
 	if po == pn && ro == rn {
 		return nil // the same partition and rules place everyone alike
@@ -111,7 +99,6 @@ func diffPlacement(po, pn *policy.CompiledPartition, ro, rn *placement.Rules, ke
 	out := []PlacementChange{}
 	memberPart := "." + memberName
 	// Only a change is rendered: the reasons cost allocations.
-	// who names the stand-in user in reasons.
 	render := func(rs *placement.Rules, r placement.Result, who string) Placement {
 		p := Placement{Placed: r.Placed, Queue: r.Queue, Create: r.Create, Rule: rs.Describe(r.Rule), Reason: r.Reason()}
 		p.Queue = strings.ReplaceAll(p.Queue, memberPart, ".<user>")
@@ -163,7 +150,7 @@ func diffPlacement(po, pn *policy.CompiledPartition, ro, rn *placement.Rules, ke
 		out = append(out, c)
 	}
 	slices.SortStableFunc(out, func(a, b PlacementChange) int {
-		if c := cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)); c != 0 {
+		if c := cmp.Compare(slices.Index(kinds, a.Kind), slices.Index(kinds, b.Kind)); c != 0 {
 			return c
 		}
 		if a.Kind == GivenSubject {

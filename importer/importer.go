@@ -3,46 +3,28 @@
 // Spark (spark-defaults.conf) into usher's YAML configuration.
 //
 // Rules this package enforces:
-//   - The queue hierarchy is kept: every queue becomes an usher queue with
-//     the same name and place; its submit and administer ACLs become
-//     submitacl and adminacl. YARN's ACLs are read in the YARN dialect
-//     (acl.YARN) and written in usher's; an ACL that YARN's second-space
-//     rule truncates is imported truncated, with a warning naming the queue
-//     and the dropped text.
-//   - YARN's defaults are applied as Hadoop applies them, and every default
-//     that grants something is reported as a warning, never applied
-//     silently: the root queue's unset ACLs are "*" (both schedulers;
-//     Hadoop's AllocationFileQueueParser and CapacitySchedulerConfiguration
-//     default root to "*" and every other queue to " "), any other unset
-//     queue ACL grants nothing; an unset yarn.admin.acl is "*" (every user a
-//     cluster admin); an unset or false yarn.acl.enable turns all ACL
-//     checks off, imported as "*" for the root queue's submitacl and
-//     adminacl. Without a yarn-site.xml nothing is assumed about it: ACLs
-//     are taken as enabled and there is no cluster admin ACL (warned).
-//   - Spark's spark.admin.acls(.groups), spark.ui.view.acls(.groups) and
-//     spark.modify.acls(.groups) become the partition's applicationacls
-//     admin, view and modify; spark.acls.enable unset or false (Spark's
-//     default) makes everyone an application admin, with a warning.
-//   - Queue limits become the keys of YuniKorn's queues.yaml (limits.go):
-//     minimum and maximum resources resources, running application limits
-//     maxapplications, user limits the root queue's limits, scheduling
-//     policies and preemption opt-outs properties. A setting YuniKorn
-//     cannot express is a warning at its position; the values written are
-//     the ones YARN enforces, in a form YuniKorn's validator accepts, and
-//     each that differs from the file is a warning.
-//   - Input that YARN or Spark would refuse, and names usher cannot hold,
-//     are errors; every error and warning is positioned FILE:LINE:COL, and
-//     all errors are reported at once.
-//   - The YAML written is deterministic, loads with config.Parse (checked
-//     before it is returned) and says in a comment beside each ACL where
-//     it came from.
+//   - The queue hierarchy is kept; submit and administer ACLs become
+//     submitacl and adminacl, read in the YARN dialect. An ACL YARN's
+//     second-space rule truncates is imported truncated, with a warning.
+//   - YARN's defaults are applied as Hadoop applies them, and each that
+//     grants something is a warning: root's unset ACLs are "*", other
+//     queues' grant nothing; an unset yarn.admin.acl is "*"; yarn.acl.enable
+//     unset or false turns checks off (root's ACLs "*"). Without
+//     yarn-site.xml ACLs are taken as enabled, with no cluster admin ACL.
+//   - Spark's admin, view and modify ACLs become applicationacls;
+//     spark.acls.enable unset or false makes everyone an application
+//     admin, with a warning.
+//   - Queue limits become YuniKorn's queues.yaml keys (limits.go); what
+//     YuniKorn cannot express, or is written otherwise, is a warning.
+//   - Input YARN or Spark would refuse is an error; every diagnostic is at
+//     FILE:LINE:COL, all errors at once.
+//   - The YAML written is deterministic, loads with config.Parse (checked)
+//     and says beside each ACL where it came from.
 package importer
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,6 +33,7 @@ import (
 
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/config"
+	"github.com/usherhq/usher/internal/safefile"
 	"github.com/usherhq/usher/policy"
 )
 
@@ -63,33 +46,16 @@ type Source struct {
 	Data []byte
 }
 
-// ReadSource reads the file at path, refusing files larger than
-// MaxFileSize.
+// ReadSource reads the regular file at path, of at most MaxFileSize bytes.
 func ReadSource(path string) (Source, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Source{}, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return Source{}, err
-	}
-	if st.Size() > MaxFileSize {
-		return Source{}, fmt.Errorf("%s: %d bytes: larger than the %d byte limit", path, st.Size(), MaxFileSize)
-	}
-	data := make([]byte, st.Size())
-	if _, err := f.ReadAt(data, 0); err != nil && st.Size() > 0 {
-		return Source{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return Source{Name: path, Data: data}, nil
+	data, _, err := safefile.Read(path, MaxFileSize, 0)
+	return Source{Name: path, Data: data}, err
 }
 
 // Setting is an imported ACL with where it came from.
 type Setting struct {
 	ACL acl.ACL
-	// From is written as a comment beside the ACL: FILE:LINE of the value,
-	// or the default that supplied it.
+	// From is the comment beside the ACL: FILE:LINE, or the default.
 	From string
 }
 
@@ -98,14 +64,12 @@ type Queue struct {
 	Name          string
 	Submit, Admin *Setting
 	Children      []*Queue
-	// Parent marks a queue without children as a parent queue (parent:
-	// true): placement rules make queues inside it.
+	// Parent marks a queue without children as a parent (parent: true).
 	Parent bool
 	limits
 }
 
-// ApplicationACLs are a partition's application ACL defaults (the
-// applicationacls key). Nil members are not set.
+// ApplicationACLs are a partition's applicationacls; nil is not set.
 type ApplicationACLs struct {
 	Admin, View, Modify *Setting
 }
@@ -115,19 +79,15 @@ func (a ApplicationACLs) Empty() bool { return a.Admin == nil && a.View == nil &
 
 // Config is an imported configuration: one partition.
 type Config struct {
-	// Partition is the partition's name ("default" when empty).
-	Partition string
-	// Sources are the names of the files read, for the header comment.
-	Sources []string
-	Root    *Queue
-	// AdminACL is the partition adminacl (yarn.admin.acl); nil when not set.
-	AdminACL     *Setting
+	Partition    string   // "default" when empty
+	Sources      []string // the files read, for the header comment
+	Root         *Queue
+	AdminACL     *Setting // yarn.admin.acl
 	Applications ApplicationACLs
-	// Placement are the placement rules translated from YARN's placement
-	// policy or queue mappings, in order; nil when it has none.
+	// Placement are the rules translated from YARN's placement policy or
+	// queue mappings.
 	Placement []Rule
-	// Warnings are what the import could not carry over exactly or
-	// defaulted, positioned, in the order found.
+	// Warnings are what was not carried over exactly, or defaulted.
 	Warnings []config.Diagnostic
 }
 
@@ -170,22 +130,14 @@ func (d *diags) add(sev config.Severity, at pos, format string, args ...any) {
 func (d *diags) errorf(at pos, format string, args ...any) { d.add(config.Error, at, format, args...) }
 func (d *diags) warnf(at pos, format string, args ...any)  { d.add(config.Warning, at, format, args...) }
 
-// of returns the diagnostics of one severity, in file order: by file as
-// first reported, then by line and column.
+// of returns the diagnostics of one severity, in file order.
 func (d *diags) of(sev config.Severity) []config.Diagnostic {
-	files := map[string]int{}
 	var out []config.Diagnostic
-	for _, x := range d.list {
-		if _, ok := files[x.File]; !ok {
-			files[x.File] = len(files)
-		}
+	for _, x := range config.Sort(d.list) {
 		if x.Severity == sev {
 			out = append(out, x)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b config.Diagnostic) int {
-		return cmp.Or(cmp.Compare(files[a.File], files[b.File]), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col))
-	})
 	return out
 }
 
@@ -197,9 +149,8 @@ func (d *diags) err() error {
 	return nil
 }
 
-// yarnACL parses a YARN ACL found at `at` (the start of text), reporting
-// errors and warnings at their position. what names the setting in
-// messages: `queue root.a: aclSubmitApps`.
+// yarnACL parses a YARN ACL text found at `at`, reporting at positions
+// inside it; what names the setting.
 func (d *diags) yarnACL(text string, at pos, what string) (acl.ACL, bool) {
 	a, warns, err := acl.Parse(text, acl.YARN)
 	if err != nil {
@@ -230,11 +181,9 @@ func (d *diags) yarnACL(text string, at pos, what string) (acl.ACL, bool) {
 	return a, true
 }
 
-// hadoopReading explains how Hadoop's AccessControlList reads the group
-// list of text, when that differs from the documented second-space rule
-// that produced a: Hadoop splits at the first space only and trims each
-// comma separated entry, so "u g1, g2" grants g2 and "u g1 g2" names one
-// group "g1 g2".
+// hadoopReading says how Hadoop's AccessControlList reads the groups of
+// text when that differs from the documented second-space rule: it splits
+// at the first space and trims each entry, so "u g1, g2" grants g2.
 func hadoopReading(text string, a acl.ACL) string {
 	_, groups, ok := strings.Cut(text, " ")
 	if !ok || a.All() {
@@ -361,11 +310,9 @@ func encode(doc *yaml.Node) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// MergeApplicationACLs returns the usher configuration base with the
-// applicationacls of partition ("" is the default partition) set to apps,
-// replacing any there. The rest of base is kept, comments included,
-// though its layout is normalised. base is not validated here beyond
-// being YAML with that partition: load it with config.Load first.
+// MergeApplicationACLs returns base with the applicationacls of partition
+// ("" is the default) set to apps; the rest is kept, comments included.
+// Load base with config.Load first: it is not validated here.
 func MergeApplicationACLs(base Source, partition string, apps ApplicationACLs) ([]byte, error) {
 	if partition == "" {
 		partition = policy.DefaultPartition
@@ -412,8 +359,7 @@ func MergeApplicationACLs(base Source, partition string, apps ApplicationACLs) (
 	return encode(&doc)
 }
 
-// checkApplicationACLs loads an applicationacls block in a minimal
-// configuration, to be sure what is written loads.
+// checkApplicationACLs checks that an applicationacls block loads.
 func checkApplicationACLs(node *yaml.Node) error {
 	part := mapping("name", plain("check"), "applicationacls", node, "queues", sequence(mapping("name", plain("root"))))
 	out, err := encode(&yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{mapping("partitions", sequence(part))}})

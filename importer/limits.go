@@ -11,16 +11,13 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/usherhq/usher/placement"
 	"github.com/usherhq/usher/policy"
 )
 
 // This file carries YARN's queue limits into the keys of YuniKorn's
-// queues.yaml (docs/yarn.md has the table): minimum and maximum resources
-// become resources guaranteed and max, maxChildResources the childtemplate's
-// max, running application limits maxapplications, user limits the root
-// queue's limits, scheduling policies and preemption opt-outs properties.
-// What YuniKorn cannot express is a warning at its position. fit then
-// writes the values YARN enforces in a form YuniKorn's validator accepts.
+// queues.yaml (docs/yarn.md has the table); fit writes the values YARN
+// enforces in a form YuniKorn's validator accepts.
 
 // res holds resource quantities in YuniKorn's units: bytes of memory,
 // millicores of vcore.
@@ -70,15 +67,11 @@ var (
 	oldMemory = regexp.MustCompile(`(-?\d+)(\.\d*)?\s*mb`)
 	oldVcores = regexp.MustCompile(`(-?\d+)(\.\d*)?\s*vcores`)
 	quantity  = regexp.MustCompile(`^(\d+)([a-zA-Z]*)$`)
-	// ykUser is yunikorn-core's UserRegExp: a limit naming another user
-	// makes its validator refuse the file.
-	ykUser = regexp.MustCompile(`^[_a-zA-Z][a-zA-Z0-9:#/_.@-]*[$]?$`)
 )
 
 // fairResources reads a Fair Scheduler resource value as
 // FairSchedulerConfiguration.parseResourceConfigValue does: "X mb, Y
-// vcores" (both needed, fractions dropped) or "memory-mb=X, vcores=Y"
-// (a type left out is not limited). Percentages are not imported.
+// vcores" or "memory-mb=X, vcores=Y"; percentages are not imported.
 func fairResources(text string, at pos, what string, d *diags) (res, bool) {
 	v := strings.TrimSpace(text)
 	switch {
@@ -113,10 +106,8 @@ func fairResources(text string, at pos, what string, d *diags) (res, bool) {
 }
 
 // capacityResources reads a Capacity Scheduler capacity or
-// maximum-capacity. An absolute resource, "[memory=10240,vcores=12]"
-// (memory in MB unless a unit follows), is imported; a percentage of the
-// parent or a weight ("2w") is not, except the ones that limit nothing:
-// a capacity of 0, a maximum-capacity of 100 or -1, any percentage of root.
+// maximum-capacity: an absolute resource, "[memory=10240,vcores=12]", is
+// imported; a percentage or a weight that limits something is warned about.
 func capacityResources(p *property, path, key string, d *diags) (res, bool) {
 	v := strings.TrimSpace(p.value)
 	what := fmt.Sprintf("queue %s: %s", path, key)
@@ -134,10 +125,8 @@ func capacityResources(p *property, path, key string, d *diags) (res, bool) {
 	return nil, false
 }
 
-// resourceList reads "name=value, …": memory-mb (or, in the Capacity
-// Scheduler, memory) in MB and vcores are imported; other types are not,
-// since Kubernetes names them otherwise. units allows the Capacity
-// Scheduler's unit suffixes on memory.
+// resourceList reads "name=value, …": memory (MB, or with a unit when
+// units) and vcores; Kubernetes names other types otherwise.
 func resourceList(v string, at pos, what string, units bool, d *diags) (res, bool) {
 	r := res{}
 	for _, kv := range strings.Split(v, ",") {
@@ -198,8 +187,8 @@ func readCount(text string, at pos, what string, d *diags) count {
 // addUser adds a user limit to the root queue: a later one for the same
 // user replaces the earlier, as YARN reads them.
 func addUser(root *Queue, user, what, text string, at pos, d *diags) {
-	if user != "*" && !ykUser.MatchString(user) {
-		d.warnf(at, "%s is not imported: YuniKorn's limits take user names matching %s", what, ykUser)
+	if user != "*" && !placement.UserPattern.MatchString(user) {
+		d.warnf(at, "%s is not imported: YuniKorn's limits take user names matching %s", what, placement.UserPattern)
 		return
 	}
 	c := readCount(text, at, what, d)
@@ -224,14 +213,11 @@ func each(q *Queue, path string, fn func(q *Queue, path string)) {
 }
 
 // fit gives q and the queues below it the limits YARN enforces, in the
-// form yunikorn-core's validator (pkg/common/configs/configvalidator.go)
-// accepts: a max no larger than the parent's (pmax, the componentwise
-// minimum of the maxes above) nor smaller than the guaranteed, the
-// children's guaranteed adding up to no more than the parent's guaranteed
-// and max, a maxapplications below a parent that sets one and no larger.
-// Each value written that differs from the file is a warning. It returns
-// what q adds to its parent's sum of guaranteed resources, as YuniKorn
-// counts it: its own, or its children's when it has none.
+// form yunikorn-core's configvalidator.go accepts (a max within the
+// parent's, pmax, and above the guaranteed; children guaranteed no more
+// than the parent; maxapplications within the parent's), warning about
+// each value changed. It returns what q adds to its parent's guaranteed
+// sum: its own, or its children's when it has none.
 func fit(q *Queue, path string, pmax res, papps count, d *diags) res {
 	g, m := q.guaranteed.q, q.max.q
 	was := m.String()
@@ -325,7 +311,7 @@ func fitUsers(root *Queue, d *diags) {
 			root.users[i].n = n
 		}
 	}
-	// No user name holds a '*' (ykUser).
+	// No user name holds a '*' (placement.UserPattern).
 	slices.SortStableFunc(root.users, func(a, b userLimit) int { return strings.Count(a.user, "*") - strings.Count(b.user, "*") })
 }
 

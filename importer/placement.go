@@ -10,11 +10,10 @@ import (
 	"github.com/usherhq/usher/policy"
 )
 
-// This file translates YARN's placement into YuniKorn's placement rules:
-// the Fair Scheduler's <queuePlacementPolicy> and the Capacity Scheduler's
-// yarn.scheduler.capacity.queue-mappings. Each rule written carries a
-// comment naming the YARN rule it came from; whatever has no exact
-// equivalent is a warning at its position.
+// This file translates YARN's placement (<queuePlacementPolicy>, the
+// Capacity Scheduler's queue-mappings) into YuniKorn's placement rules,
+// each with a comment naming its source; what has no equivalent is a
+// warning.
 
 // Rule is an imported placement rule with where it came from.
 type Rule struct {
@@ -183,12 +182,9 @@ func find(q *Queue, at, path string) *Queue {
 	return nil
 }
 
-// markParents makes each existing queue that a rule's fixed parent rule
-// names, and that has no children, a parent queue (parent: true): the rule
-// makes queues inside it, which a leaf cannot hold. declared says whether
-// YARN already treats the queue as a parent (Fair Scheduler
-// type="parent", Capacity Scheduler auto-create-child-queue.enabled);
-// otherwise it is a warning.
+// markParents makes each childless queue a fixed parent rule names a
+// parent queue (a leaf cannot hold queues), with a warning unless
+// declared says YARN treats it as a parent already.
 func markParents(rules []Rule, root *Queue, declared func(path string) bool, d *diags, at pos) {
 	for _, r := range rules {
 		for s := &r.Spec; s != nil && s.Parent != nil; s = s.Parent {
@@ -226,11 +222,10 @@ const (
 	csOverride = csPrefix + "queue-mappings-override.enable"
 )
 
-// capacityPlacement translates yarn.scheduler.capacity.queue-mappings:
-// u:USER:QUEUE and g:GROUP:QUEUE entries, with %user, %primary_group and
-// %secondary_group, tried in order; the first that matches places. With
-// queue-mappings-override.enable false (the default) a queue the
-// application names comes first.
+// capacityPlacement translates yarn.scheduler.capacity.queue-mappings
+// (u:USER:QUEUE, g:GROUP:QUEUE, tried in order); without
+// queue-mappings-override.enable a queue the application names comes
+// first.
 func capacityPlacement(props *properties, root *Queue, d *diags) []Rule {
 	p := props.get(csMappings)
 	if p == nil || strings.TrimSpace(p.value) == "" {

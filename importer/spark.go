@@ -205,12 +205,10 @@ var sparkACLs = []struct {
 	{"spark.modify.acls", "spark.modify.acls.groups", func(a *ApplicationACLs) **Setting { return &a.Modify }},
 }
 
-// Spark imports the application ACLs of a spark-defaults.conf:
-// spark.admin.acls(.groups) as applicationacls admin, spark.ui.view.acls
-// (.groups) as view and spark.modify.acls(.groups) as modify. When
-// spark.acls.enable is not true (Spark's default is false) Spark checks no
-// ACL, which is imported as admin "*", with a warning. The error, when not
-// nil, is a *config.InvalidError; warnings come back beside the ACLs.
+// Spark imports the application ACLs of a spark-defaults.conf as
+// applicationacls; spark.acls.enable not true (Spark's default) checks no
+// ACL, imported as admin "*" with a warning. The error is a
+// *config.InvalidError.
 func Spark(src Source) (ApplicationACLs, []config.Diagnostic, error) {
 	var d diags
 	var apps ApplicationACLs

@@ -89,11 +89,9 @@ func rootDefaults(root *Queue, at pos, d *diags) {
 	}
 }
 
-// yarnQueueName is the importer's own rule for queue names, narrower than
-// YuniKorn's policy.ValidQueueName that the YAML schema uses: a queue
-// imported from YARN keeps to letters, digits, '_' and '-', so that a name
-// with ':', '#', '/' or '@' (which YARN's queue-mappings and ACL syntax
-// read specially) is looked at by a person rather than carried over.
+// yarnQueueName is narrower than policy.ValidQueueName: a name with ':',
+// '#', '/' or '@', which YARN's queue-mappings and ACLs read specially,
+// is looked at by a person rather than carried over.
 var yarnQueueName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // queueName checks a YARN queue name for usher; path is the parent's.
@@ -106,11 +104,9 @@ func queueName(name, parent string, at pos, d *diags) (string, bool) {
 	return parent + "." + strings.ToLower(name), true
 }
 
-// fairScheduler reads a fair-scheduler.xml allocation file: <allocations>
-// holding nested <queue name="..."> (or <pool>) elements with
-// <aclSubmitApps> and <aclAdministerApps>. A top-level queue named root
-// holds all the others; without one, the top-level queues are root's
-// children, as the Fair Scheduler reads them.
+// fairScheduler reads a fair-scheduler.xml: nested <queue> (or <pool>)
+// elements with <aclSubmitApps> and <aclAdministerApps>; without a
+// top-level root, the top-level queues are root's children.
 func fairScheduler(src Source, d *diags) (*Queue, pos, *element) {
 	top := parseXML(src, d)
 	if top == nil {
@@ -268,14 +264,11 @@ func noEquivalent(setting string) string {
 	return "YuniKorn has no such setting"
 }
 
-// fairDefaults reads the top-level settings of a fair-scheduler.xml that
-// apply to every queue or user: queueMaxAppsDefault and
-// queueMaxResourcesDefault fill in each queue that sets none (root's
-// resources excepted: YuniKorn's root takes none), <user> and
-// userMaxAppsDefault become the root queue's user limits, and
-// defaultQueueSchedulingPolicy (fair unless set, where YuniKorn's default
-// is fifo) the root queue's application.sort.policy, which YuniKorn
-// queues inherit.
+// fairDefaults reads the fair-scheduler.xml settings for every queue or
+// user: the queue defaults fill in each queue that sets none (not root's
+// resources), the user limits go on root, and the default scheduling
+// policy (fair unless set; YuniKorn's is fifo) becomes root's
+// application.sort.policy.
 func fairDefaults(top *element, root *Queue, d *diags) {
 	sortPolicy := prop{"application.sort.policy", "fair", "the Fair Scheduler's default schedulingPolicy (YuniKorn's default is fifo)"}
 	for _, e := range top.kids {
@@ -425,11 +418,8 @@ func capacityScheduler(src Source, d *diags) (*Queue, pos, *properties) {
 var csRead = map[string]bool{"queues": true, "acl_submit_applications": true, "acl_administer_queue": true, "capacity": true, "maximum-capacity": true,
 	"max-parallel-apps": true, "ordering-policy": true, "disable_preemption": true, "auto-create-child-queue.enabled": true}
 
-// capacityLimits reads a Capacity Scheduler queue's limits: absolute
-// capacity and maximum-capacity become resources, max-parallel-apps
-// maxapplications, a leaf's ordering-policy fifo or fair the property
-// application.sort.policy and disable_preemption the property
-// preemption.policy.
+// capacityLimits reads a Capacity Scheduler queue's limits: capacities,
+// max-parallel-apps, a leaf's ordering-policy and disable_preemption.
 func capacityLimits(props *properties, yarnPath, path string, q *Queue, d *diags) {
 	get := func(key string) *property { return props.get(csPrefix + yarnPath + "." + key) }
 	for _, t := range []struct {
@@ -470,10 +460,8 @@ func capacityLimits(props *properties, yarnPath, path string, q *Queue, d *diags
 }
 
 // capacityGlobal reads a Capacity Scheduler setting outside the queues:
-// max-parallel-apps fills in each queue's maxapplications,
-// user.max-parallel-apps and user.NAME.max-parallel-apps become the root
-// queue's user limits; the defaults of limits usher does not import are
-// warned about, and the scheduler's other settings are not queue limits.
+// max-parallel-apps fills in each queue's, the user limits go on root,
+// defaults of limits not imported are warned about.
 func capacityGlobal(p *property, key string, root *Queue, d *diags) {
 	switch {
 	case key == "max-parallel-apps":

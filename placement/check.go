@@ -7,12 +7,9 @@ import (
 )
 
 // Check validates the rules against the queues of cp as YuniKorn's
-// configuration validator does: the fixed part of each rule chain (the
-// fixed rules from the outermost parent inwards, up to the first rule of
-// another type) must name a leaf queue when nothing follows it, a parent
-// queue when a user, tag or provided rule follows, and must exist unless
-// the rule creates queues. YuniKorn refuses a configuration that fails;
-// so do the problems returned, which are all errors.
+// validator does: the fixed part of each rule chain must name a leaf
+// queue when nothing follows it, a parent when a rule follows, and exist
+// unless the rule creates queues. Every problem is an error.
 func (rs *Rules) Check(cp *policy.CompiledPartition) []Problem {
 	var out []Problem
 	for i, r := range rs.rules {

@@ -10,9 +10,8 @@ import (
 )
 
 // filter is a compiled rule filter, with YuniKorn's semantics: an empty
-// filter returns its type (an empty deny filter lets nobody through); else
-// the user is looked up first, then each group, and the first match
-// returns the type; no match returns the opposite of the type.
+// filter returns its type; else a match of the user or a group returns
+// the type, no match its opposite.
 type filter struct {
 	allow          bool
 	empty          bool
@@ -28,8 +27,7 @@ func (f *filter) allows(sub *acl.Subject) (bool, string) {
 	if f.empty {
 		return f.allow, ""
 	}
-	// Every match returns the filter's type, so the order of the checks
-	// (YuniKorn: user, then each group by list or expression) does not
+	// Every match returns the type, so the order of the checks does not
 	// change the answer.
 	if f.names != nil && f.names.Allows(sub) {
 		return f.allow, "name"
@@ -47,9 +45,8 @@ func (f *filter) allows(sub *acl.Subject) (bool, string) {
 	return !f.allow, ""
 }
 
-// pattern is a filter's regular expression. YuniKorn matches it
-// unanchored (MatchString); when it starts with "^" every match starts
-// with its literal prefix, which is tested first because it is cheap.
+// pattern is a filter's regular expression, matched unanchored as
+// YuniKorn does; an anchored one's literal prefix is tested first.
 type pattern struct {
 	re     *regexp.Regexp
 	prefix string

@@ -11,14 +11,10 @@ import (
 
 // Request describes an application to place.
 type Request struct {
-	// Subject is the submitting user with its groups.
 	Subject *acl.Subject
-	// Queue is the queue the application names, the provided rule's input
-	// ("" when it names none).
-	Queue string
-	// Tags are the application's tags (the Kubernetes shim passes the
-	// namespace and other values as tags). Names are matched without
-	// regard to case.
+	Queue   string // the queue the application names, "" for none
+	// Tags are the application's tags (the shim passes the namespace as
+	// one), matched without regard to case.
 	Tags map[string]string
 }
 
@@ -26,21 +22,16 @@ type Request struct {
 type Outcome int
 
 const (
-	// NoQueue: the rule produced no queue name (see Step.Miss).
-	NoQueue Outcome = iota
-	// NotLeaf: the queue exists but is a parent queue.
-	NotLeaf
+	NoQueue Outcome = iota // the rule produced no queue name (Step.Miss)
+	NotLeaf                // the queue is a parent queue
 	// Denied: the user may not submit to the queue (or, for a queue to
 	// create, to its nearest existing ancestor).
 	Denied
-	// Placed: the application goes to the queue.
 	Placed
-	// Failed: a rule error stopped placement.
-	Failed
+	Failed // a rule error stopped placement
 )
 
-// String is the outcome's name in API answers: "no queue", "not leaf",
-// "denied", "placed" or "failed".
+// String is the outcome's name in API answers.
 func (o Outcome) String() string {
 	switch o {
 	case NoQueue:
@@ -61,20 +52,13 @@ func (o Outcome) String() string {
 type Miss int
 
 const (
-	// MissNone: a queue name was produced.
-	MissNone Miss = iota
-	// MissNoQueue: the application names no queue (provided rule).
-	MissNoQueue
-	// MissNoTag: the application has no such tag, or it is empty.
-	MissNoTag
-	// MissFiltered: the rule's filter does not let the user through.
-	MissFiltered
-	// MissNotExist: the queue does not exist and create is false.
-	MissNotExist
-	// MissAbsent: the fallback queue root.default does not exist.
-	MissAbsent
-	// MissNoGroup: the user has no (primary or secondary) group.
-	MissNoGroup
+	MissNone     Miss = iota
+	MissNoQueue       // the application names no queue (provided rule)
+	MissNoTag         // no such tag, or it is empty
+	MissFiltered      // the filter does not let the user through
+	MissNotExist      // the queue does not exist and create is false
+	MissAbsent        // the fallback root.default does not exist
+	MissNoGroup       // the user has no (primary or secondary) group
 )
 
 // Step is one rule tried, in order. Rule is -1 for the root.default
@@ -82,21 +66,17 @@ const (
 type Step struct {
 	Rule    int
 	Outcome Outcome
-	// Queue is the queue the rule produced ("" when it produced none).
-	Queue string
-	// Miss says why no queue was produced; MissBy names the rule that
-	// missed when it was a parent rule ("" for the rule itself), Detail
-	// the tag or queue it concerned.
+	Queue   string // the queue produced, "" for none
+	// Miss says why no queue was produced; MissBy names the parent rule
+	// that missed ("" for the rule itself), Detail the tag or queue.
 	Miss           Miss
 	MissBy, Detail string
-	// Create is true when Queue does not exist and would be created;
-	// Ancestor is then its nearest existing ancestor, whose ACLs decide.
+	// Create: Queue would be created; Ancestor, its nearest existing
+	// ancestor, decides.
 	Create   bool
 	Ancestor string
-	// Decision is the submit decision, when the ACLs were consulted.
-	Decision policy.Decision
-	// Err is the rule error, when Outcome is Failed.
-	Err error
+	Decision policy.Decision // when the ACLs were consulted
+	Err      error           // when Outcome is Failed
 }
 
 // Reason renders the step as one phrase.
@@ -146,26 +126,14 @@ func (s Step) Reason() string {
 
 // Result is where an application goes, and how placement got there.
 type Result struct {
-	// Placed is false when the application is rejected.
-	Placed bool
-	// Queue is the queue's canonical path (lower case), "" when rejected.
-	Queue string
-	// Rule is the index of the rule that placed, -1 for the root.default
-	// fallback.
-	Rule int
-	// Create is true when the queue does not exist yet: YuniKorn creates
-	// it on submission.
-	Create bool
-	// Decision is the submit decision that let the application in (on the
-	// queue, or on the nearest existing ancestor of a queue to create).
+	Placed   bool
+	Queue    string // the canonical path, "" when rejected
+	Rule     int    // the rule that placed, -1 for root.default
+	Create   bool   // YuniKorn creates the queue on submission
 	Decision policy.Decision
-	// Final is the step that decided: the rule that placed, the rule
-	// error, or the root.default fallback.
-	Final Step
-	// Trail holds every rule tried, in order (Explain only).
-	Trail []Step
-	// Err is set when a rule error stopped placement (a *RuleError).
-	Err error
+	Final    Step   // the step that decided
+	Trail    []Step // every rule tried (Explain only)
+	Err      error  // a *RuleError that stopped placement
 }
 
 // Reason renders the result as one sentence.
@@ -189,9 +157,7 @@ type RuleError struct {
 func (e *RuleError) Error() string { return fmt.Sprintf("rule %d: %s", e.Rule+1, e.Msg) }
 
 // Place runs the rules for req against the queues of cp, as YuniKorn's
-// placement manager does, and returns where the application goes. It does
-// not fail: a rejection is a Result with Placed false. Place keeps only the
-// final step; Explain keeps the whole trail.
+// placement manager does; a rejection is a Result with Placed false.
 func (rs *Rules) Place(cp *policy.CompiledPartition, req Request) Result {
 	return rs.run(cp, &req, false)
 }
@@ -251,11 +217,9 @@ func (res Result) placed(i int, st Step) Result {
 	return res
 }
 
-// judge checks a produced queue: an existing queue must be a leaf the user
-// may submit to; a queue to create is judged on its nearest existing
-// ancestor. fail is set when YuniKorn would accept the placement and then
-// fail to create the queue (the ancestor is a leaf), rejecting the
-// application.
+// judge checks a produced queue: an existing one must be a leaf the user
+// may submit to, one to create is judged on its nearest existing
+// ancestor; fail is set when YuniKorn would fail to create it.
 func judge(cp *policy.CompiledPartition, sub *acl.Subject, st *Step) (placed bool, fail error) {
 	if st.Queue == RecoveryQueue {
 		st.Outcome = Denied

@@ -42,45 +42,36 @@ type Kind string
 
 // The rule types of YuniKorn's scheduler.
 const (
-	// Provided uses the queue the application names.
-	Provided Kind = "provided"
-	// User uses the submitting user's name.
-	User Kind = "user"
-	// Fixed uses the rule's value.
-	Fixed Kind = "fixed"
-	// Tag uses the value of the application tag the rule's value names.
-	Tag Kind = "tag"
+	Provided Kind = "provided" // the queue the application names
+	User     Kind = "user"
+	Fixed    Kind = "fixed" // the rule's value
+	Tag      Kind = "tag"   // the value of the tag the rule's value names
 
-	// PrimaryGroup (usher extension, YARN Fair Scheduler's primaryGroup)
-	// uses the user's primary group: the first of its groups.
-	PrimaryGroup Kind = "primarygroup"
-	// SecondaryGroup (usher extension, YARN Fair Scheduler's
-	// secondaryGroupExistingQueue) uses the first of the user's other
-	// groups that names an existing queue; it never creates one.
+	// PrimaryGroup and SecondaryGroup are usher's, YARN Fair Scheduler's
+	// primaryGroup (the first group) and secondaryGroupExistingQueue (the
+	// first other group naming an existing queue; it never creates one).
+	PrimaryGroup   Kind = "primarygroup"
 	SecondaryGroup Kind = "secondarygroup"
 )
 
 // Names YuniKorn uses for placement.
 const (
-	// DefaultQueue is tried after the last rule.
-	DefaultQueue = "root.default"
+	DefaultQueue = "root.default" // tried after the last rule
 	// RecoveryQueue is YuniKorn's queue for applications recovered at
 	// restart; no ACL check ever passes on it.
-	RecoveryQueue = "root.@recovery@"
-	// DotReplacement replaces each "." of a name a rule builds.
-	DotReplacement = "_dot_"
+	RecoveryQueue  = "root.@recovery@"
+	DotReplacement = "_dot_" // replaces each "." of a name a rule builds
 )
 
 // Patterns of YuniKorn's configuration validator.
 var (
-	// UserPattern is what a user entry of a filter must match.
-	UserPattern = regexp.MustCompile(`^[_a-zA-Z][a-zA-Z0-9:#/_.@-]*[$]?$`)
-	// GroupPattern is what a group entry of a filter must match.
+	// UserPattern is yunikorn-core's UserRegExp, what a user entry of a
+	// filter or a limit must match.
+	UserPattern  = regexp.MustCompile(`^[_a-zA-Z][a-zA-Z0-9:#/_.@-]*[$]?$`)
 	GroupPattern = regexp.MustCompile(`^[_a-zA-Z][a-zA-Z0-9:_.-]*$`)
-	// specialPattern finds the characters that make a single filter entry
-	// a regular expression.
-	specialPattern = regexp.MustCompile(`[\^$*+?()\[{}|]`)
-	// ruleNamePattern is what a rule name must look like.
+	// specialPattern finds what makes a single filter entry a regular
+	// expression.
+	specialPattern  = regexp.MustCompile(`[\^$*+?()\[{}|]`)
 	ruleNamePattern = regexp.MustCompile(`^[_a-zA-Z][a-zA-Z0-9_]*$`)
 )
 
@@ -105,10 +96,8 @@ type FilterSpec struct {
 // Rules is a compiled, immutable list of placement rules, safe for
 // concurrent use.
 type Rules struct {
-	rules []*rule
-	// implicit is true for the rule list of a partition that configures
-	// none.
-	implicit bool
+	rules    []*rule
+	implicit bool // the rule list of a partition that configures none
 }
 
 type rule struct {

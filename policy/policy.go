@@ -114,6 +114,28 @@ type Grant struct {
 	Match acl.Match
 }
 
+// Describe renders the grant for a message: `user entry "bob" in
+// submitacl of root.a`, or in the adminacl of partition.
+func (g Grant) Describe(partition string) string {
+	if g.ACL == ClusterAdminACL {
+		return fmt.Sprintf("%s in the adminacl of partition %s", Entry(g.Match), partition)
+	}
+	return fmt.Sprintf("%s in %s of %s", Entry(g.Match), g.ACL, g.Queue)
+}
+
+// Entry describes the ACL entry of a match: the wildcard, a user or a
+// group entry.
+func Entry(m acl.Match) string {
+	switch m.Kind {
+	case acl.MatchWildcard:
+		return `the wildcard "*"`
+	case acl.MatchUser:
+		return fmt.Sprintf("user entry %q", m.Name)
+	default:
+		return fmt.Sprintf("group entry %q", m.Name)
+	}
+}
+
 // Decision is the answer to "may this user do this action on this queue".
 // The zero value denies.
 type Decision struct {
@@ -129,20 +151,7 @@ type Decision struct {
 // Reason renders the decision as one sentence.
 func (d Decision) Reason() string {
 	if d.Allowed {
-		var what string
-		switch d.By.Match.Kind {
-		case acl.MatchWildcard:
-			what = `the wildcard "*"`
-		case acl.MatchUser:
-			what = fmt.Sprintf("user entry %q", d.By.Match.Name)
-		default:
-			what = fmt.Sprintf("group entry %q", d.By.Match.Name)
-		}
-		where := fmt.Sprintf("%s of %s", d.By.ACL, d.By.Queue)
-		if d.By.ACL == ClusterAdminACL {
-			where = fmt.Sprintf("the adminacl of partition %s", d.Partition)
-		}
-		return fmt.Sprintf("%s may %s %s: %s in %s", Name(d.User), d.Action.verb(), d.Queue, what, where)
+		return fmt.Sprintf("%s may %s %s: %s", Name(d.User), d.Action.verb(), d.Queue, d.By.Describe(d.Partition))
 	}
 	acls := "submitacl or adminacl"
 	if d.Action == Admin {

@@ -10,16 +10,10 @@ import (
 const NamespaceConditionName = "usher-namespaces"
 
 // NamespaceCondition returns the CEL expression of a webhook
-// matchCondition that is true exactly for the namespaces usher does not
-// bypass: not matching bypassNamespaces and, when processNamespaces is not
-// empty, matching one of them. Registered on usher's webhooks, it makes
-// the API server itself leave those namespaces alone, so that a request
-// there neither waits for usher nor fails while usher is away. CEL's
-// matches() is RE2 with the semantics of regexp.MatchString, the same
-// unanchored matching the settings use. Defaults apply (unset
-// bypassNamespaces is ^kube-system$). usher checks the settings again on
-// every review, so a registration without the condition, or with a stale
-// one, still gets the same decisions; it only costs the calls.
+// matchCondition true exactly for the namespaces usher processes, so the
+// API server leaves the others alone even while usher is away. CEL's
+// matches() is RE2, unanchored like regexp.MatchString. usher checks the
+// settings on every review too, so a stale condition only costs calls.
 func NamespaceCondition(c Config) string {
 	d := c.Defaulted()
 	var parts []string
@@ -40,12 +34,8 @@ func NamespaceCondition(c Config) string {
 func celAnyMatch(ps Patterns) string {
 	quoted := make([]string, len(ps))
 	for i, p := range ps {
-		quoted[i] = celString(p)
+		// CEL's string escapes are a superset of strconv.Quote's.
+		quoted[i] = strconv.Quote(p)
 	}
 	return "[" + strings.Join(quoted, ", ") + "].exists(p, request.namespace.matches(p))"
 }
-
-// celString quotes s as a CEL string literal. CEL's escapes (\\, \", \n,
-// \t, \xHH, \uHHHH, \UHHHHHHHH, \a \b \f \r \v) are a superset of those
-// strconv.Quote writes.
-func celString(s string) string { return strconv.Quote(s) }

@@ -11,18 +11,14 @@ import (
 	"github.com/usherhq/usher/internal/clip"
 )
 
-// Compiled is a validated Config with its regular expressions compiled and
-// its queue mapping prepared, ready for the webhook. It is immutable and
-// safe for concurrent use (its fields are read, never written); a reload
-// compiles a new one.
+// Compiled is a validated Config with its patterns compiled and its queue
+// mapping prepared; immutable, safe for concurrent use.
 type Compiled struct {
 	cfg Config
 
 	BypassAuth, TrustControllers bool
-	EnforceQueue, EnforceDelete  bool // enforceQueueACLs, enforceDeleteACLs
-	// QueueWarn, DeleteWarn: enforceQueueACLsMode, enforceDeleteACLsMode
-	// are warn.
-	QueueWarn, DeleteWarn bool
+	EnforceQueue, EnforceDelete  bool
+	QueueWarn, DeleteWarn        bool // the modes are warn
 	// StampGiven: stampGroups is given; StampDeny: stampGroupsOnError is
 	// deny.
 	StampGiven, StampDeny                      bool
@@ -32,16 +28,16 @@ type Compiled struct {
 
 	processNS, bypassNS Matcher
 	table               []QueueMappingEntry
-	template            *template
+	template            template
 }
 
 // Source is a compiled queue source.
 type Source struct {
 	QueueSource
-	Annotation bool      // Kind is annotation
-	PodLevel   bool      // the scheduler reads the marker on the pods only
-	Place      bool      // YuniKorn's placement rules decide the queue (its scheduler is yunikorn)
-	template   *template // nil: use the global template or the default rule
+	Annotation bool     // Kind is annotation
+	PodLevel   bool     // the scheduler reads the marker on the pods only
+	Place      bool     // YuniKorn's placement rules decide the queue (its scheduler is yunikorn)
+	template   template // nil: use the global template or the default rule
 }
 
 // Matcher is a compiled pattern list.
@@ -70,13 +66,9 @@ func (m Matcher) MatchAny(ss []string) bool {
 	return false
 }
 
-// SettingError is a setting of Config that cannot be used, named by its
-// place so that a reader of the configuration can point at it: Setting is
-// the dotted YAML path (admissionController.queueSources), Index the list
-// item (-1 for none) and Field the key inside that item ("" for the item
-// or setting itself); Variable is the ADMISSION_CONTROLLER_* variable that
-// gave the value, if one did (Resolve). Compile returns them joined
-// (errors.Join); match each with errors.As.
+// SettingError is a setting that cannot be used, at its place: the YAML
+// path, the list item (Index, -1 for none) and the key inside it (Field),
+// or the variable that gave the value (Resolve).
 type SettingError struct {
 	Setting, Variable string
 	Index             int
@@ -105,12 +97,10 @@ func settingErr(setting string, index int, field, format string, args ...any) *S
 	return &SettingError{Setting: setting, Index: index, Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
-// SettingErrors returns the SettingErrors in err (one, or several joined
-// with errors.Join), in order.
+// SettingErrors returns the SettingErrors in err, in order.
 func SettingErrors(err error) []*SettingError { return joined[*SettingError](err) }
 
-// joined returns the errors of type E in err, walking errors.Join's
-// lists depth first so that they come out in the order they were joined.
+// joined returns the errors of type E in err, in the order joined.
 func joined[E error](err error) []E {
 	var out []E
 	var walk func(error)
@@ -132,10 +122,8 @@ func joined[E error](err error) []E {
 	return out
 }
 
-// Compile validates c (after defaults) and prepares it for the webhook. An
-// error names the setting at fault: an invalid regular expression, an
-// unknown queue source kind, an empty key, a bad template or mapping entry.
-// All problems are reported, joined; each is a *SettingError.
+// Compile validates c (after defaults) and prepares it for the webhook;
+// every problem is a *SettingError, joined.
 func (c Config) Compile() (*Compiled, error) {
 	c = c.Defaulted()
 	out := &Compiled{
@@ -258,8 +246,8 @@ func (c Config) Compile() (*Compiled, error) {
 	return out, nil
 }
 
-// MustCompile is Compile for configurations known to be valid (defaults,
-// tests); it panics on error.
+// MustCompile is Compile for configurations known to be valid; it panics
+// on error.
 func MustCompile(c Config) *Compiled {
 	out, err := c.Compile()
 	if err != nil {
@@ -268,8 +256,7 @@ func MustCompile(c Config) *Compiled {
 	return out
 }
 
-// Config returns the configuration this was compiled from, with defaults
-// filled in.
+// Config returns the configuration compiled, defaults filled in.
 func (c *Compiled) Config() Config { return c.cfg }
 
 // ProcessNamespace reports whether objects in ns are handled.
@@ -280,53 +267,32 @@ func (c *Compiled) ProcessNamespace(ns string) bool {
 	return len(c.processNS) == 0 || c.processNS.Match(ns)
 }
 
-// template is a parsed queue-mapping template: literal text with
-// {value}, {namespace} and {scheduler} placeholders.
-type template struct {
-	parts []templatePart
-}
+// template is a parsed queue-mapping template: literal texts and the
+// placeholders {value}, {namespace} and {scheduler}; nil is none.
+type template []string
 
-type templatePart struct {
-	lit string
-	ph  placeholder
-}
-
-type placeholder uint8
-
-const (
-	phNone placeholder = iota
-	phValue
-	phNamespace
-	phScheduler
-)
-
-func parseTemplate(s string) (*template, error) {
-	t := &template{}
+func parseTemplate(s string) (template, error) {
+	var t template
 	rest := s
 	for rest != "" {
 		open := strings.IndexAny(rest, "{}")
 		if open < 0 {
-			t.parts = append(t.parts, templatePart{lit: rest})
+			t = append(t, rest)
 			break
 		}
 		if rest[open] == '}' {
 			return nil, fmt.Errorf("%q: unmatched }", s)
 		}
 		if open > 0 {
-			t.parts = append(t.parts, templatePart{lit: rest[:open]})
+			t = append(t, rest[:open])
 		}
 		end := strings.IndexByte(rest[open:], '}')
 		if end < 0 {
 			return nil, fmt.Errorf("%q: unterminated {", s)
 		}
-		name := rest[open+1 : open+end]
-		switch name {
-		case "value":
-			t.parts = append(t.parts, templatePart{ph: phValue})
-		case "namespace":
-			t.parts = append(t.parts, templatePart{ph: phNamespace})
-		case "scheduler":
-			t.parts = append(t.parts, templatePart{ph: phScheduler})
+		switch name := rest[open+1 : open+end]; name {
+		case "value", "namespace", "scheduler":
+			t = append(t, "{"+name+"}")
 		default:
 			return nil, fmt.Errorf("%q: unknown placeholder {%s}: want {value}, {namespace} or {scheduler}", s, name)
 		}
@@ -335,18 +301,18 @@ func parseTemplate(s string) (*template, error) {
 	return t, nil
 }
 
-func (t *template) expand(value, namespace, scheduler string) string {
+func (t template) expand(value, namespace, scheduler string) string {
 	var b strings.Builder
-	for _, p := range t.parts {
-		switch p.ph {
-		case phValue:
+	for _, p := range t {
+		switch p {
+		case "{value}":
 			b.WriteString(value)
-		case phNamespace:
+		case "{namespace}":
 			b.WriteString(namespace)
-		case phScheduler:
+		case "{scheduler}":
 			b.WriteString(scheduler)
 		default:
-			b.WriteString(p.lit)
+			b.WriteString(p)
 		}
 	}
 	return b.String()
@@ -369,16 +335,10 @@ func checkQueuePath(q string) error {
 	return nil
 }
 
-// MapQueue maps a marker value read by source s on an object in namespace
-// ns to a queue path.
-//
-// A marker of YuniKorn (place true) that no table entry and no template
-// maps is not mapped: YuniKorn's shim passes the value to the scheduler
-// unchanged and its placement rules decide the queue; the value is
-// returned as it is, the provided rule's input.
-//
-// With placing false (the delete check, which asks about the queue a
-// workload is in) every marker is mapped.
+// MapQueue maps a marker value read by source s in namespace ns to a
+// queue path. While placing, a YuniKorn marker no table entry or template
+// maps is returned as it is with place true: YuniKorn's shim passes it to
+// the placement rules unchanged.
 func (c *Compiled) MapQueue(s *Source, value, ns string, placing bool) (queue string, place bool, err error) {
 	for i := range c.table {
 		e := &c.table[i]
@@ -389,8 +349,6 @@ func (c *Compiled) MapQueue(s *Source, value, ns string, placing bool) (queue st
 	var q string
 	switch {
 	case placing && s.Place && s.template == nil && c.template == nil:
-		// YuniKorn's marker without an explicit mapping: the placement
-		// rules decide (SubmitRequest.Place), from the value unchanged.
 		return value, true, nil
 	case s.template != nil:
 		q = s.template.expand(value, ns, s.Scheduler)
@@ -405,7 +363,7 @@ func (c *Compiled) MapQueue(s *Source, value, ns string, placing bool) (queue st
 }
 
 // SchedulerYuniKorn is the scheduler whose markers go through its
-// placement rules (QueueSource.Scheduler).
+// placement rules.
 const SchedulerYuniKorn = "yunikorn"
 
 // compilePatterns compiles ps; errors name the setting and the item.

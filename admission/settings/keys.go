@@ -22,17 +22,13 @@ const (
 	EnvExternalGroups    = "ADMISSION_CONTROLLER_EXTERNAL_GROUPS"
 )
 
-// key is one setting as every source names it: its YAML path, which is
-// also its ConfigMap key, YuniKorn's other ConfigMap key for it, and the
-// variables that override it. It is the one table of the settings'
-// names: FromConfigMap, Resolve and Warnings read it.
+// key is one setting as every source names it: its YAML path (also its
+// ConfigMap key), YuniKorn's other ConfigMap key and its variables.
 type key struct {
 	setting string
 	alias   string   // YuniKorn's ConfigMap key, when it differs
 	env     []string // variables; when two are set they must agree
-	// field points into a Config: *bool, **bool, *Patterns, *string,
-	// *[]QueueSource or *QueueMapping; want is the YAML form of the last
-	// two, for a ConfigMap value that does not parse.
+	// field points into a Config; want is the YAML form of a value set() parses as YAML.
 	field func(*Config) any
 	want  string
 	lint  *patternKey // the anchoring rule of a pattern setting
@@ -104,9 +100,7 @@ func parseBool(name, v string) (bool, error) {
 	return b, nil
 }
 
-// KeyError is a ConfigMap key (FromConfigMap) or an environment variable
-// (Resolve) whose value cannot be used. Name is the key or variable.
-// Errors are returned joined; match each with errors.As.
+// KeyError is a ConfigMap key or a variable whose value cannot be used.
 type KeyError struct {
 	Name string
 	Msg  string
@@ -114,13 +108,11 @@ type KeyError struct {
 
 func (e *KeyError) Error() string { return e.Name + ": " + e.Msg }
 
-// KeyErrors returns the KeyErrors in err (one, or several joined with
-// errors.Join), in order.
+// KeyErrors returns the KeyErrors in err, in order.
 func KeyErrors(err error) []*KeyError { return joined[*KeyError](err) }
 
-// ignoredConfigMapKeys are YuniKorn admission-controller keys for features
-// usher does not have; FromConfigMap accepts and ignores them so that a
-// yunikorn-configs ConfigMap can be read as it is.
+// ignoredConfigMapKeys are YuniKorn's keys for features usher does not
+// have, ignored so that yunikorn-configs reads as it is.
 var ignoredConfigMapKeys = map[string]bool{
 	"admissionController.webHook.amServiceName":           true,
 	"admissionController.webHook.schedulerServiceAddress": true,
@@ -130,22 +122,12 @@ var ignoredConfigMapKeys = map[string]bool{
 	"admissionController.filtering.defaultQueue":          true,
 }
 
-// FromConfigMap reads the flat keys of a YuniKorn-style ConfigMap: each
-// setting under its YAML path (admissionController.partition,
-// admissionController.accessControl.bypassAuth, …), booleans as "true" or
-// "false", pattern lists comma separated, queueSources and queueMapping as
-// YAML, as in the file; YuniKorn's keys
-// admissionController.filtering.processNamespaces and
-// filtering.bypassNamespaces name the two namespace settings (set one
-// name of each, not both).
-//
-// Keys outside admissionController.* (queues.yaml, log.*, service.*) belong
-// to others and are ignored, as are YuniKorn admission keys for features
-// usher does not have (webHook.*, filtering.labelNamespaces,
-// filtering.noLabelNamespaces, filtering.generateUniqueAppId,
-// filtering.defaultQueue). Any other admissionController.* key is an error
-// naming it, so that a typo is not silently ignored. Unset keys keep their
-// defaults (applied by Defaulted).
+// FromConfigMap reads the flat admissionController.* keys of a
+// YuniKorn-style ConfigMap: booleans, comma-separated pattern lists,
+// queueSources and queueMapping as YAML; YuniKorn's filtering.* names of
+// the namespace settings too (one name of each). Other keys are ignored;
+// an unknown admissionController.* key is an error, so no typo is
+// silently dropped.
 func FromConfigMap(data map[string]string) (Config, error) {
 	var c Config
 	var errs []error
@@ -174,14 +156,10 @@ func FromConfigMap(data map[string]string) (Config, error) {
 	return c, nil
 }
 
-// Resolve returns c with the ADMISSION_CONTROLLER_* variables read with
-// lookup (os.LookupEnv in production; nil reads none) applied, compiled,
-// and its warnings. The variables override the file even when empty (an
-// empty pattern list trusts nobody); when ADMISSION_CONTROLLER_TRUST_CONTROLLERS
-// and its other name ADMISSION_CONTROLLER_BYPASS_CONTROLLERS are both set
-// they must agree. A bad variable is a *KeyError naming it; a setting a
-// variable gave is named by the variable (SettingError.Variable,
-// Warning.Variable).
+// Resolve applies the ADMISSION_CONTROLLER_* variables read with lookup
+// (nil reads none) to c, even when empty, and compiles it. Both names of
+// trustControllers must agree. A bad variable is a *KeyError; an error or
+// warning about a setting a variable gave names the variable.
 func Resolve(c Config, lookup func(string) (string, bool)) (*Compiled, []Warning, error) {
 	env := map[string]string{} // setting -> the variable that set it
 	var errs []error
@@ -229,8 +207,7 @@ func Resolve(c Config, lookup func(string) (string, bool)) (*Compiled, []Warning
 	return out, ws, nil
 }
 
-// Alias returns YuniKorn's other ConfigMap key of setting (a YAML path),
-// or "".
+// Alias returns YuniKorn's other ConfigMap key of setting, or "".
 func Alias(setting string) string {
 	for _, k := range keys {
 		if k.setting == setting {

@@ -8,29 +8,14 @@ import (
 	"strings"
 )
 
-// The anchoring rules of the pattern settings. Patterns are used as Go
-// regular expressions with regexp.MatchString, as YuniKorn uses them: a
-// pattern that is not anchored matches every name that merely contains a
-// match. The lint reads the parsed expression, not its text, so that
-// "^trusted$|admins" (whose second alternative is not anchored) is caught:
-// every way the pattern can match (each alternative, after the parser has
-// factored and simplified it) must be anchored at the start with ^ or \A
-// and at the end with $ or \z, except where the key accepts a prefix:
-//
-//   - systemUsers, externalUsers and externalGroups: a prefix that ends
-//     with ':' is accepted ("^system:serviceaccount:kube-system:" trusts
-//     every service account of one namespace, which is what it says); any
-//     other open end is reported.
-//   - processNamespaces: a prefix that ends with '-' is accepted
-//     (YuniKorn documents "^spark-,^mpi-"); processing more namespaces
-//     than meant stamps more workloads, it trusts nobody.
-//   - bypassNamespaces: the whole name, both ends: a bypassed namespace is
-//     not stamped or checked at all, and a prefix would also bypass every
-//     namespace that whoever may create namespaces names to match it.
-//
-// A wildcard right after ^ or right before $ (".*", ".+") leaves that end
-// open as much as a missing anchor does, and (?m) makes ^ and $ match at
-// line breaks inside a name, so neither counts as an anchor.
+// patternKey is the anchoring rule of a pattern setting. The lint reads
+// the parsed expression, so "^trusted$|admins" is caught: every way the
+// pattern can match must be anchored with ^ or \A and $ or \z, except a
+// prefix the key accepts: ending with ':' for the user and group settings
+// ("^system:serviceaccount:kube-system:"), with '-' for processNamespaces
+// (YuniKorn documents "^spark-"); bypassNamespaces needs whole names, as
+// a prefix would bypass every namespace anyone names to match it. A
+// wildcard next to an anchor, or (?m), leaves that end open.
 type patternKey struct {
 	noun string // user, group, namespace
 	verb string // trusts, matches
@@ -39,9 +24,8 @@ type patternKey struct {
 	prefixEnd string
 }
 
-// maxSequences bounds the expansion of a pattern into the sequences it can
-// match; a pattern with more alternatives than this is reported as too
-// complex to check.
+// maxSequences bounds the sequences a pattern expands into; more is
+// reported as too complex to check.
 const maxSequences = 256
 
 // anchorState says how one end of a sequence is bounded.
@@ -57,18 +41,15 @@ const (
 // seqVerdict is the analysis of one way a pattern can match.
 type seqVerdict struct {
 	start, end anchorState
-	// last is the literal text the sequence ends with before its end
-	// anchor or trailing wildcard ("" when it ends otherwise), first the
-	// literal it starts with after its start anchor; literal is set when
-	// the whole sequence (anchors aside) is that one literal.
+	// first and last are the literals inside the anchors ("" for none);
+	// literal: the sequence is that one literal.
 	first, last string
 	literal     bool
 }
 
-// patternProblem is what is wrong with one pattern, or one top-level
-// alternative of it.
+// patternProblem is what is wrong with a pattern or an alternative.
 type patternProblem struct {
-	alt      string // the alternative's text ("" when the whole pattern)
+	alt      string // "" for the whole pattern
 	verdict  seqVerdict
 	startBad bool
 	endBad   bool
@@ -76,8 +57,8 @@ type patternProblem struct {
 	prefix bool
 }
 
-// analyse parses p and returns the verdict of every sequence it can match,
-// or ok=false when p does not parse or has too many sequences.
+// analyse returns the verdict of every sequence p can match; false when
+// p does not parse or has too many.
 func analyse(p string) ([]seqVerdict, bool) {
 	re, err := syntax.Parse(p, syntax.Perl)
 	if err != nil {
@@ -96,9 +77,8 @@ func analyse(p string) ([]seqVerdict, bool) {
 	return out, true
 }
 
-// sequences expands re into the concatenations of atoms it can match:
-// alternations are distributed, captures and optional parts unfolded, so
-// that each sequence is one way to match. Repetitions stay atoms.
+// sequences expands re into the concatenations of atoms it can match,
+// one per way to match; repetitions stay atoms.
 func sequences(re *syntax.Regexp, limit int) ([][]*syntax.Regexp, bool) {
 	switch re.Op {
 	case syntax.OpCapture:
@@ -165,12 +145,11 @@ func wildcard(re *syntax.Regexp) bool {
 	return sub.Op == syntax.OpAnyChar || sub.Op == syntax.OpAnyCharNotNL
 }
 
-// verdict classifies one sequence; matches is false for a sequence that
-// can match nothing (it then constrains nothing).
+// verdict classifies one sequence; matches is false when it can match
+// nothing.
 func verdict(seq []*syntax.Regexp) (v seqVerdict, matches bool) {
-	// Any \A in a concatenation pins the whole match to the start of the
-	// name (what precedes it must match empty text there), and any \z to
-	// its end; an atom that can match nothing makes the sequence void.
+	// Any \A in a concatenation pins the match to the start, any \z to
+	// the end.
 	begin, end := -1, -1
 	for i, a := range seq {
 		switch a.Op {
@@ -194,8 +173,6 @@ func verdict(seq []*syntax.Regexp) (v seqVerdict, matches bool) {
 			}
 		}
 	}
-	// The atoms between the anchors (or the whole sequence), without
-	// zero-width ones.
 	lo, hi := 0, len(seq)
 	if begin >= 0 {
 		lo = begin + 1
@@ -235,8 +212,7 @@ func verdict(seq []*syntax.Regexp) (v seqVerdict, matches bool) {
 	return v, true
 }
 
-// check reports what is wrong with the sequences of one pattern or
-// alternative under key k.
+// check reports the first bad sequence of a pattern or alternative.
 func (k patternKey) check(vs []seqVerdict) (pr patternProblem, bad bool) {
 	for _, v := range vs {
 		startBad := v.start != endAnchored
@@ -259,9 +235,8 @@ func (k patternKey) check(vs []seqVerdict) (pr patternProblem, bad bool) {
 	return pr, bad
 }
 
-// splitAlternatives splits p at its top-level | (outside groups, classes
-// and escapes). It returns nil when p sets flags at its top level
-// ("(?i)a|b"), which a split would drop from the later alternatives.
+// splitAlternatives splits p at its top-level |; nil when p sets flags
+// at its top level ("(?i)a|b"), which a split would drop.
 func splitAlternatives(p string) []string {
 	var out []string
 	depth, class, start := 0, false, 0
@@ -299,9 +274,8 @@ func splitAlternatives(p string) []string {
 	return append(out, p[start:])
 }
 
-// lintPattern returns the warning for pattern p of key k, with a fix when
-// one rewrite keeps what the pattern says and anchors it ("" when none
-// is right), or ok=false when p is fine.
+// lintPattern returns the warning for p, with a fix when one rewrite
+// anchors it and keeps what it says; warn is false when p is fine.
 func (k patternKey) lintPattern(p string) (msg, fix string, warn bool) {
 	re, err := regexp.Compile(p)
 	if err != nil {
@@ -344,8 +318,7 @@ func (k patternKey) lintPattern(p string) (msg, fix string, warn bool) {
 			alts[i] = f
 		}
 		if pr.alt == "" {
-			// Each alternative alone is fine but the whole is not (a
-			// split the parser sees differently): no rewrite.
+			// The parser splits it differently: no rewrite.
 			fixable = false
 		}
 	} else if fixable {
@@ -362,9 +335,8 @@ func (k patternKey) lintPattern(p string) (msg, fix string, warn bool) {
 	return k.describe(p, pr, fix), fix, true
 }
 
-// fixAlternative anchors one alternative: ^ before it, $ after it. It
-// refuses when the alternative's open end is deliberate-looking (a prefix,
-// a wildcard, (?m)), where no rewrite keeps what it means.
+// fixAlternative anchors one alternative, unless its open end looks
+// deliberate (a prefix, a wildcard, (?m)).
 func (k patternKey) fixAlternative(a string, pr patternProblem) (string, bool) {
 	v := pr.verdict
 	if v.start == endOpen || v.start == endLine || v.end == endOpen || v.end == endLine || pr.prefix {
@@ -379,8 +351,8 @@ func (k patternKey) fixAlternative(a string, pr patternProblem) (string, bool) {
 	return a, true
 }
 
-// fixIsRight checks a rewrite: it compiles, passes the lint, and still
-// matches every literal name the original spelt out.
+// fixIsRight checks a rewrite compiles, passes the lint and matches every
+// literal name of the original.
 func (k patternKey) fixIsRight(orig, fix string) bool {
 	re, err := regexp.Compile(fix)
 	if err != nil {
@@ -459,8 +431,7 @@ func (k patternKey) describe(p string, pr patternProblem, fix string) string {
 	return b.String()
 }
 
-// matchesEverything reports a pattern that matches any name: one that
-// matches the empty name and names of every kind of character.
+// matchesEverything reports a pattern matching names of every kind.
 func matchesEverything(re *regexp.Regexp) bool {
 	for _, probe := range []string{"", "a", "Z9", "system:serviceaccount:ns:sa", "x\ny", "\x00-._@/ "} {
 		if !re.MatchString(probe) {
@@ -470,35 +441,24 @@ func matchesEverything(re *regexp.Regexp) bool {
 	return true
 }
 
-// Warning is a configuration problem that does not stop usher from
-// running but probably does not do what was meant.
+// Warning is a setting that is legal but probably not what was meant.
 type Warning struct {
-	// Setting names the setting by its YAML path
-	// (admissionController.accessControl.externalUsers), also its
-	// ConfigMap key; Variable is the ADMISSION_CONTROLLER_* variable that
-	// gave its value, if one did (Resolve).
+	// Setting is the YAML path; Variable the variable that gave the
+	// value, if one did (Resolve).
 	Setting, Variable string
-	// Message says what is wrong and how to fix it.
-	Message string
-	// Pattern is the pattern the warning is about, "" for a warning about
-	// the whole setting; Index is its position in the setting's list.
+	Message           string
+	// Pattern is the pattern at Index of the setting's list ("" for the
+	// whole setting); Fix its anchored rewrite, when one is right.
 	Pattern string
 	Index   int
-	// Fix is the pattern to write instead of Pattern, when one rewrite
-	// keeps what the pattern says and anchors it; "" otherwise (the
-	// message then says what to do).
-	Fix string
+	Fix     string
 }
 
-// String renders the warning as "setting: message", naming the variable
-// when one gave the setting.
+// String renders "setting: message", naming the variable if one set it.
 func (w Warning) String() string { return cmp.Or(w.Variable, w.Setting) + ": " + w.Message }
 
-// Warnings lints c (after defaults): patterns that are not anchored and so
-// match more names than they appear to (see patternKey for the rule of
-// each setting), patterns that match every name, and settings that weaken
-// identity checks. Settings are named by their YAML path. Invalid settings
-// are errors from Compile, not warnings.
+// Warnings lints c (after defaults): patterns not anchored or matching
+// every name, and settings that weaken identity checks.
 func (c Config) Warnings() []Warning {
 	c = c.Defaulted()
 	var ws []Warning
@@ -535,7 +495,6 @@ func (k patternKey) lint(setting string, ps Patterns) []Warning {
 	var ws []Warning
 	for i, p := range ps {
 		if strings.Count(p, "{") != strings.Count(p, "}") {
-			// The anchors of a piece of a split pattern mean nothing.
 			ws = append(ws, Warning{Setting: setting, Pattern: p, Index: i, Message: fmt.Sprintf(
 				"pattern %q has unbalanced braces: was a repetition such as {1,3} split at its comma? "+
 					"Write patterns containing commas in the YAML list form", p)})
@@ -548,15 +507,14 @@ func (k patternKey) lint(setting string, ps Patterns) []Warning {
 	return ws
 }
 
-// The identities the cluster's garbage collector deletes with: its own
-// service account, or the shared controller-manager user.
+// The identities the garbage collector deletes with.
 const (
 	garbageCollectorUser  = "system:serviceaccount:kube-system:generic-garbage-collector"
 	controllerManagerUser = "system:kube-controller-manager"
 )
 
 // deletesByControllersTrusted reports whether c (defaulted) trusts the
-// garbage collector, under either identity, to delete.
+// garbage collector.
 func deletesByControllersTrusted(c Config) bool {
 	if !*c.AccessControl.TrustControllers {
 		return false

@@ -1,17 +1,13 @@
-// Package settings holds the admission webhook's settings, apart from
-// the webhook that uses them (as yunikorn-k8shim keeps pkg/admission/conf
-// apart from its controller): the schema of the admissionController block
-// and its defaults (Config, Defaulted), the ConfigMap keys and the
-// ADMISSION_CONTROLLER_* variables in one table (keys.go), validation into
-// an immutable Compiled form with typed errors (SettingError, KeyError),
-// the anchoring lint of the pattern settings (lint.go) and the webhook
-// matchCondition the namespace settings make (cel.go).
+// Package settings holds the admission webhook's settings apart from the
+// webhook (as yunikorn-k8shim keeps pkg/admission/conf): the schema and
+// its defaults, the ConfigMap keys and ADMISSION_CONTROLLER_* variables in
+// one table (keys.go), validation into Compiled with typed errors
+// (SettingError, KeyError), the pattern lint and the namespace
+// matchCondition.
 //
-// Regular expressions (systemUsers, externalUsers, externalGroups,
-// processNamespaces, bypassNamespaces) are used as written with
-// regexp.MatchString, as YuniKorn uses them: they are not anchored for
-// you, so "admin" also matches "notadmin"; Warnings reports such
-// patterns.
+// The regular expressions are used as written with regexp.MatchString, as
+// YuniKorn uses them: "admin" also matches "notadmin"; Warnings reports
+// patterns that are not anchored.
 package settings
 
 import (
@@ -49,102 +45,71 @@ const (
 //	  stampGroups: decided         # or given
 //	  stampGroupsOnError: given    # or deny
 //
-// The zero value is the default configuration: every unset field takes its
-// documented default in Defaulted, the one place defaults are applied. Nil
-// (unset) and empty (explicitly none) are different for the pattern lists and
-// for QueueSources.
+// The zero value is the default configuration (Defaulted). Nil (unset) and
+// empty (none) differ for the pattern lists and QueueSources.
 type Config struct {
 	// AccessControl says who may supply the user.info annotation.
 	AccessControl AccessControl `yaml:"accessControl"`
 
-	// ProcessNamespaces, when not empty, limits the webhook to namespaces
-	// matching at least one of these regular expressions; objects in other
-	// namespaces are allowed unchanged. Default: empty (every namespace).
+	// ProcessNamespaces, when not empty, limits the webhook to the
+	// namespaces it matches; others are allowed unchanged. Default: empty.
 	ProcessNamespaces Patterns `yaml:"processNamespaces"`
 
 	// BypassNamespaces are namespaces whose objects are allowed unchanged,
-	// checked before ProcessNamespaces. Default (unset): "^kube-system$";
-	// an explicit empty list bypasses no namespace.
+	// checked first. Default (unset): "^kube-system$".
 	BypassNamespaces Patterns `yaml:"bypassNamespaces"`
 
-	// EnforceQueueACLs turns on the queue check at admission: the target
-	// queue is read from QueueSources, mapped with QueueMapping, and the
-	// QueueAuthorizer must allow the effective identity to submit to it.
-	// Default: false.
+	// EnforceQueueACLs turns on the queue check: the queue read from
+	// QueueSources and mapped by QueueMapping must let the effective
+	// identity submit. Default: false.
 	EnforceQueueACLs bool `yaml:"enforceQueueACLs"`
 
-	// EnforceQueueACLsMode says what a queue check that fails does: "deny"
-	// (the default, also when empty) refuses the request; "warn" admits it
-	// with an admission warning carrying the message the denial would
-	// carry, and marks its audit record as a warned denial, so a team can
-	// roll enforcement out and see who would be refused (Kyverno's Audit
-	// mode, Gatekeeper's warn action). Failures to decide and the identity
-	// rules (a forged user.info) are always denied.
+	// EnforceQueueACLsMode is what a failed queue check does: "deny"
+	// (default) refuses; "warn" admits with the denial's message as an
+	// admission warning and an audit record (Kyverno's Audit mode,
+	// Gatekeeper's warn). Failures to decide and a forged user.info are
+	// always denied.
 	EnforceQueueACLsMode string `yaml:"enforceQueueACLsMode"`
 
 	// QueueSources lists, in order, the labels and annotations that name a
-	// workload's target queue, and where each scheduler reads them (see
-	// QueueSource.Level). Default (unset): the markers of YuniKorn (label
-	// and annotation yunikorn.apache.org/queue, label queue), Kueue (label
-	// kueue.x-k8s.io/queue-name), Volcano (annotation
-	// scheduling.volcano.sh/queue-name) and KAI (label kai.scheduler/queue),
-	// in that order; an explicit empty list
-	// reads no marker, so every object targets the partition's default
-	// queue.
+	// workload's queue. Default (unset): the markers of YuniKorn, Kueue,
+	// Volcano and KAI (defaultQueueSources); an empty list reads none, so
+	// every object targets the default queue.
 	QueueSources []QueueSource `yaml:"queueSources"`
 
 	// QueueMapping turns a marker's value into a queue path. Default: the
-	// value as given when it is "root" or starts with "root.", else
-	// "root." + value.
+	// value, with "root." before it unless it starts with root.
 	QueueMapping QueueMapping `yaml:"queueMapping"`
 
-	// Partition is the partition whose queues the checks use. Default:
-	// "default".
+	// Partition is the partition the checks use. Default: "default".
 	Partition string `yaml:"partition"`
 
-	// EnforceDeleteACLs turns on YARN's kill rule for Kubernetes DELETE of
-	// pods and of the seven workload kinds: only the owner recorded in the
-	// object's user.info, members of its modify ACL (ModifyACLAnnotation),
-	// admins of its queue or of a parent, cluster admins (the partition
-	// adminacl) and application admins (applicationacls admin) may delete
-	// it; trusted controllers always may. The DeleteAuthorizer decides.
-	// The validating webhook must also be registered for DELETE (see
-	// docs/delete.md). Default: false.
+	// EnforceDeleteACLs turns on YARN's kill rule for DELETE of pods and
+	// workloads: only the owner in user.info, its modify ACL, queue admins,
+	// cluster and application admins and trusted controllers may delete
+	// (docs/delete.md). Default: false.
 	EnforceDeleteACLs bool `yaml:"enforceDeleteACLs"`
 
-	// EnforceDeleteACLsMode is EnforceQueueACLsMode for the kill rule
-	// (DELETE, evictions and the Bindings and updates that would change
-	// who may delete): "deny" (default) or "warn".
+	// EnforceDeleteACLsMode is EnforceQueueACLsMode for the kill rule:
+	// "deny" (default) or "warn".
 	EnforceDeleteACLsMode string `yaml:"enforceDeleteACLsMode"`
 
-	// ModifyACLAnnotation is the annotation holding a workload's modify ACL
-	// in YARN syntax ("users groups", e.g. "bob,carol data-eng"), read where
-	// user.info is: on a pod, or on the pod template of a workload. Its
-	// members may delete the workload when EnforceDeleteACLs is on. Default
-	// (unset): "usher.io/modify-acl".
+	// ModifyACLAnnotation holds a workload's modify ACL in YARN syntax
+	// ("bob,carol data-eng"), read where user.info is; its members may
+	// delete the workload. Default: "usher.io/modify-acl".
 	ModifyACLAnnotation string `yaml:"modifyACLAnnotation"`
 
-	// StampGroups says which groups the user.info stamp carries when the
-	// partition's groups mode is resolve or merge: "decided" (the default,
-	// also when empty) stamps the groups usher decided with, the API
-	// server's first in their order, then the directory's in the
-	// resolver's order (with resolve, the directory's alone), and records
-	// the directory's in the annotation DirectoryGroupsAnnotation, so that
-	// YuniKorn, which takes a stamped group list as given, sees the
-	// identity usher judged; "given" stamps the API server's groups as
-	// YuniKorn's admission controller does, and the audit record carries
-	// the decided ones. With groups mode given the stamp is the API
-	// server's groups either way.
+	// StampGroups is which groups the user.info stamp carries with groups
+	// mode resolve or merge: "decided" (default) the groups usher decided
+	// with, the directory's also in DirectoryGroupsAnnotation, so YuniKorn
+	// sees the identity usher judged; "given" the API server's, as
+	// YuniKorn's admission controller stamps.
 	StampGroups string `yaml:"stampGroups"`
 
-	// StampGroupsOnError says what a CREATE does when the directory
-	// cannot answer while stamping the decided groups, with
-	// enforceQueueACLs off (with it on, such a review is always denied):
-	// "given" (the default, also when empty) stamps the API server's
-	// groups with an admission warning, marks the stamp degraded
-	// (DirectoryGroupsAnnotation "unavailable") and counts it, so that a
-	// directory outage never blocks pod creation where no queue is
-	// enforced; "deny" refuses the review.
+	// StampGroupsOnError is what a CREATE does when the directory cannot
+	// answer and enforceQueueACLs is off (on, it is denied): "given"
+	// (default) stamps the API server's groups with a warning, marked
+	// "unavailable", so an outage never blocks pods; "deny" refuses.
 	StampGroupsOnError string `yaml:"stampGroupsOnError"`
 }
 
@@ -161,37 +126,24 @@ const (
 	ModeWarn = "warn"
 )
 
-// AccessControl holds YuniKorn's admissionController.accessControl settings.
-//
-// Patterns are Go regular expressions used as written, with
-// regexp.MatchString, exactly as YuniKorn does: they are NOT anchored for
-// you, so "admin" also matches "notadmin". Anchor them ("^admin$");
-// Config.Warnings reports patterns that are not (see patternKey for the
-// rule of each setting).
+// AccessControl holds YuniKorn's admissionController.accessControl
+// settings: who may supply the user.info annotation.
 type AccessControl struct {
-	// BypassAuth, when true, lets every submitter supply the user.info
-	// annotation (it must still be valid), and leaves objects that carry the
-	// legacy yunikorn.apache.org/username label but no annotation unstamped,
-	// as YuniKorn's "User & Group Resolution" page describes. Default: false.
+	// BypassAuth lets every submitter supply a valid user.info and leaves
+	// objects with the legacy username label unstamped, as YuniKorn's "User
+	// & Group Resolution" page describes. Default: false.
 	BypassAuth bool `yaml:"bypassAuth"`
 
-	// TrustControllers lets submitters matching SystemUsers supply the
-	// annotation (the controllers that copy it from a workload's template
-	// into the ReplicaSets, Jobs and pods they create). Default (unset):
-	// true.
+	// TrustControllers lets SystemUsers (the controllers that copy it into
+	// what they create) supply the annotation. Default: true.
 	TrustControllers *bool `yaml:"trustControllers"`
 
-	// SystemUsers matches the user names of the Kubernetes controllers.
-	// Default (unset): "^system:serviceaccount:kube-system:" (controllers
-	// running with per-controller credentials) and
-	// "^system:kube-controller-manager$" (the shared identity of a controller
-	// manager without --use-service-account-credentials). An explicit empty
-	// value trusts no controller.
+	// SystemUsers matches the controllers' user names. Default (unset):
+	// defaultSystemUsers; empty trusts no controller.
 	SystemUsers Patterns `yaml:"systemUsers"`
 
-	// ExternalUsers matches user names trusted to supply the annotation
-	// (front ends such as Airflow or Livy submitting for their users).
-	// Default: none.
+	// ExternalUsers matches users trusted to supply the annotation (front
+	// ends such as Airflow or Livy). Default: none.
 	ExternalUsers Patterns `yaml:"externalUsers"`
 
 	// ExternalGroups matches groups whose members are trusted to supply the
@@ -199,17 +151,13 @@ type AccessControl struct {
 	ExternalGroups Patterns `yaml:"externalGroups"`
 }
 
-// Patterns is a list of regular expressions. In YAML it is a list of
-// strings, one expression per item, or a single string holding expressions
-// separated by commas (YuniKorn's form, also used by the ConfigMap keys and
-// the environment variables; write a regex that contains a comma in the
-// list form). Blank entries are dropped. Nil means unset (the default
-// applies); an empty, non-nil value means none.
+// Patterns is a list of regular expressions: in YAML a list, or one
+// comma-separated string (YuniKorn's form, also the ConfigMap keys' and
+// variables'). Blank entries are dropped; nil is unset, empty is none.
 type Patterns []string
 
-// ParsePatterns splits a comma-separated string of regular expressions,
-// trimming blanks around each. An empty or blank string yields an empty,
-// non-nil Patterns (none).
+// ParsePatterns splits a comma-separated string, trimming each; a blank
+// string yields an empty, non-nil Patterns.
 func ParsePatterns(s string) Patterns {
 	p := Patterns{}
 	for _, part := range strings.Split(s, ",") {
@@ -248,9 +196,8 @@ func (p *Patterns) UnmarshalYAML(n *yaml.Node) error {
 	}
 }
 
-// NodeError is a YAML value of the admission settings that has the wrong
-// shape, at its line and column (1-based) in the document decoded. The
-// YAML decoder returns it unchanged from Decode; match it with errors.As.
+// NodeError is a YAML value of the wrong shape at its line and column;
+// Decode returns it unchanged, for errors.As.
 type NodeError struct {
 	Line, Column int
 	Msg          string
@@ -264,27 +211,16 @@ type QueueSource struct {
 	Kind string `yaml:"kind"`
 	// Key is the label or annotation key, e.g. kueue.x-k8s.io/queue-name.
 	Key string `yaml:"key"`
-	// Scheduler names the scheduler that reads this marker (yunikorn, kueue,
-	// volcano, kai, ...). It is used in messages, in QueueMapping.Table and
-	// as the {scheduler} placeholder.
+	// Scheduler names the scheduler that reads this marker, for messages,
+	// QueueMapping.Table and the {scheduler} placeholder.
 	Scheduler string `yaml:"scheduler"`
-	// Template, when set, maps this source's values instead of
-	// QueueMapping.Template; see QueueMapping.
+	// Template, when set, replaces QueueMapping.Template for this source.
 	Template string `yaml:"template"`
-	// Level says where the scheduler reads this marker, so that a
-	// workload is checked against the queue its pods will run in:
-	//
-	//   - "pod": on the pods only (YuniKorn). On a workload only the pod
-	//     template's marker counts; the same marker on the workload's own
-	//     metadata, or on a CronJob's job template, is not read. Pods on
-	//     which none of a pod-level scheduler's markers is set run in the
-	//     partition's default queue, so they, and the workloads that make
-	//     them, are checked against the default queue too.
-	//   - "workload": on the workload the pods belong to, or on a pod
-	//     created alone (Kueue reads the Job's label; Volcano and KAI read
-	//     the owner's markers as well as the pod's). Every level counts.
-	//
-	// Default (empty): "pod" for scheduler yunikorn, "workload" otherwise.
+	// Level is where the scheduler reads this marker, so a workload is
+	// checked against the queue its pods run in: "pod" (YuniKorn: only
+	// the pod template's marker counts, and pods without one run in the
+	// default queue) or "workload" (Kueue, Volcano, KAI: every level
+	// counts). Default: "pod" for yunikorn, "workload" otherwise.
 	Level string `yaml:"level"`
 }
 
@@ -294,10 +230,8 @@ const (
 	LevelWorkload = "workload"
 )
 
-// defaultQueueSources are the queue markers of the Kubernetes batch
-// schedulers, in the order they are read (see Config.QueueSources).
-// YuniKorn reads three: the label yunikorn.apache.org/queue, the annotation
-// of the same name and the legacy label queue, on the pod.
+// defaultQueueSources are the batch schedulers' queue markers, in the
+// order they are read.
 var defaultQueueSources = []QueueSource{
 	{Kind: "label", Key: "yunikorn.apache.org/queue", Scheduler: "yunikorn", Level: LevelPod},
 	{Kind: "annotation", Key: "yunikorn.apache.org/queue", Scheduler: "yunikorn", Level: LevelPod},
@@ -318,11 +252,9 @@ var defaultQueueSources = []QueueSource{
 //  4. else V is used as given when it is "root" or starts with "root.",
 //     and "root." + V otherwise.
 //
-// Templates replace {value}, {namespace} and {scheduler}; for example
-// Kueue's namespaced LocalQueues map with "root.{namespace}.{value}". The
-// result must be a queue path: "root" or "root." followed by non-empty
-// dot-separated names; anything else denies the object with a message
-// naming the marker.
+// Templates replace {value}, {namespace} and {scheduler} (Kueue's
+// LocalQueues: "root.{namespace}.{value}"); a result that is no queue path
+// denies the object.
 type QueueMapping struct {
 	// Template is the template for sources without their own. Default: none
 	// (rule 4).
@@ -350,21 +282,15 @@ const (
 	DefaultModifyACLAnnotation = "usher.io/modify-acl"
 )
 
-// defaultSystemUsers are the default controller identities: the
-// per-controller service accounts and the shared controller-manager user
-// (YuniKorn's user/group lookup design requires both). Never modified; Defaulted copies it.
+// defaultSystemUsers are the per-controller service accounts and the
+// shared controller-manager user (YuniKorn's user/group lookup design
+// requires both). Defaulted copies it.
 var defaultSystemUsers = Patterns{"^system:serviceaccount:kube-system:", "^system:kube-controller-manager$"}
 
-// defaultBypassNamespaces is the default for BypassNamespaces. Never
-// modified; Defaulted copies it.
 var defaultBypassNamespaces = Patterns{"^kube-system$"}
 
-// DefaultConfig returns the default configuration with every default
-// filled in.
-func DefaultConfig() Config { return Config{}.Defaulted() }
-
-// Defaulted returns a copy of c with every unset field set to its default.
-// It is the one place defaults are applied.
+// Defaulted returns a copy of c with every unset field set to its
+// default, the one place defaults are applied.
 func (c Config) Defaulted() Config {
 	if c.AccessControl.TrustControllers == nil {
 		t := DefaultTrustControllers

@@ -71,7 +71,7 @@ admissionController:
 	if c.AccessControl.SystemUsers != nil {
 		t.Fatalf("null systemUsers = %#v, want nil (default)", c.AccessControl.SystemUsers)
 	}
-	if got := c.Defaulted(); !reflect.DeepEqual(got, DefaultConfig()) {
+	if got := c.Defaulted(); !reflect.DeepEqual(got, Config{}.Defaulted()) {
 		t.Fatalf("defaulted %+v", got)
 	}
 	c = decodeYAML(t, "admissionController:\n  accessControl:\n    systemUsers: \"\"\n  queueSources: []\n")
@@ -93,7 +93,7 @@ admissionController:
 }
 
 func TestDefaults(t *testing.T) {
-	d := DefaultConfig()
+	d := Config{}.Defaulted()
 	if !*d.AccessControl.TrustControllers || d.AccessControl.BypassAuth || d.EnforceQueueACLs || d.Partition != "default" {
 		t.Fatalf("defaults %+v", d)
 	}
@@ -223,7 +223,7 @@ func TestFromConfigMap(t *testing.T) {
 	MustCompile(c)
 
 	c, err = FromConfigMap(map[string]string{})
-	if err != nil || !reflect.DeepEqual(c.Defaulted(), DefaultConfig()) {
+	if err != nil || !reflect.DeepEqual(c.Defaulted(), Config{}.Defaulted()) {
 		t.Fatalf("empty ConfigMap: %+v %v", c, err)
 	}
 
@@ -360,7 +360,7 @@ func TestDeleteConfig(t *testing.T) {
 	if !c.EnforceDeleteACLs || c.ModifyACLAnnotation != "example.com/modify-acl" {
 		t.Fatalf("YAML: %+v", c)
 	}
-	d := DefaultConfig()
+	d := Config{}.Defaulted()
 	if d.EnforceDeleteACLs || d.ModifyACLAnnotation != "usher.io/modify-acl" {
 		t.Fatalf("defaults: %+v", d)
 	}
