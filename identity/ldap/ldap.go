@@ -1,27 +1,21 @@
 // Package ldap finds the groups of a user in an LDAP directory (OpenLDAP,
-// 389 DS, FreeIPA, Active Directory). Its Resolver implements
-// identity.Resolver and marks every group with Source "ldap".
+// 389 DS, FreeIPA, Active Directory).
 //
 // Rules this package enforces:
-//   - Every value placed in a filter (the user name, the user's DN) is
-//     escaped as an RFC 4515 filter value, so no user name can widen a
-//     search; empty names, names with NUL and invalid UTF-8 are refused.
-//   - Exactly one entry must match the user filter: none is
-//     identity.ErrUnknownUser, more than one is an error (never a guess).
-//     The entry must also carry the name exactly (UserNameAttr), because
-//     directories compare names ignoring case and usher does not.
+//   - Every value placed in a filter is escaped (RFC 4515), so no user name
+//     can widen a search; empty names, NUL and invalid UTF-8 are refused.
+//   - Exactly one entry must match the user filter (none is
+//     identity.ErrUnknownUser), and it must carry the name exactly
+//     (UserNameAttr): directories compare names ignoring case, usher does not.
 //   - A user with more groups than SizeLimit is an error, never a truncated
 //     list. Groups come back sorted and without duplicates.
-//   - Every failure is an error: a lookup that could not finish never
-//     returns "no groups". Errors start with "ldap: " and never contain the
-//     bind password, which is not part of Config either, nor the values of
+//   - Every failure is an error, never "no groups". Errors start with
+//     "ldap: " and never contain the bind password, nor the values of
 //     bindpasswordfile and bindpasswordenv (the password may have been
 //     written there by mistake).
-//   - Each lookup is bounded by Timeout and by its context, from waiting for
-//     a connection to the last search. At most PoolSize connections are
-//     open; a broken one is replaced, and servers are tried in order.
-//   - TLS (ldaps:// or StartTLS) requires TLS 1.2 or later and verifies the
-//     server's certificate against CAFile or the system's CAs.
+//   - Each lookup is bounded by Timeout and by its context; at most
+//     PoolSize connections are open.
+//   - TLS requires TLS 1.2 or later and verifies the server's certificate.
 package ldap
 
 import (
@@ -71,9 +65,9 @@ type Resolver struct {
 
 var _ identity.Resolver = (*Resolver)(nil)
 
-// New checks cfg (after defaults), reads the CA file and the bind
-// password, and returns a Resolver. It does not connect: the first lookup
-// does, so a directory that is down at start-up is not fatal.
+// New checks cfg, reads the CA file and the bind password, and returns a
+// Resolver. It does not connect, so a directory that is down at start-up
+// is not fatal.
 func New(cfg Config) (*Resolver, error) {
 	return newResolver(cfg, time.Now)
 }
@@ -132,10 +126,9 @@ func newResolver(cfg Config, now func() time.Time) (*Resolver, error) {
 	return r, nil
 }
 
-// The files the resolver reads: a regular file of at most MaxCAFile or
-// MaxPasswordFile bytes. Until a later release refuses them (config warns,
-// docs/upgrade.md), a file of another type or larger, up to legacyLimit
-// bytes, is still read, within the same deadline.
+// The limits of the files the resolver reads. A file of another type or
+// larger, up to legacyLimit bytes, is still read until a later release
+// refuses it (docs/upgrade.md).
 const (
 	MaxCAFile       = 1 << 20
 	MaxPasswordFile = 64 << 10
@@ -144,8 +137,7 @@ const (
 
 // readPasswordFile returns the content of path without one trailing
 // newline. Errors repeat neither the content nor the path (which may be
-// the password itself, written where the file name belongs): they name
-// the setting, and the configuration holds the path.
+// the password itself, written where the file name belongs).
 func readPasswordFile(path string) (string, error) {
 	data, _, err := safefile.Read(path, MaxPasswordFile, legacyLimit)
 	if err != nil {
@@ -172,11 +164,8 @@ func (r *Resolver) Close() error {
 	return nil
 }
 
-// Resolve returns the groups of user, sorted and without duplicates, each
-// with Source "ldap", or for a group reached through nested groups
-// "ldap via <the groups that led to it>" (identity.Via), or with InChain
-// SourceInChain. An unknown user is an error wrapping
-// identity.ErrUnknownUser; any other failure is an error too.
+// Resolve returns the groups of user, sorted, each with Source "ldap",
+// identity.Via for a nested group, or SourceInChain.
 func (r *Resolver) Resolve(ctx context.Context, user string) (identity.Info, error) {
 	start := r.now()
 	groups, err := r.resolve(ctx, user)
@@ -191,9 +180,8 @@ func (r *Resolver) Resolve(ctx context.Context, user string) (identity.Info, err
 	return in, nil
 }
 
-// SourceInChain marks a group the in-chain search (InChain) found that is
-// not one of the user's own groups: reached through nesting, by a chain
-// the directory does not tell.
+// SourceInChain marks a group the in-chain search found that is not one of
+// the user's own groups (the directory does not tell the chain).
 const SourceInChain identity.Source = "ldap in-chain"
 
 // group is a group found for a user: its entry's DN, its name and how it
