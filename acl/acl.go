@@ -61,19 +61,6 @@ func (d Dialect) String() string {
 	return fmt.Sprintf("Dialect(%d)", int(d))
 }
 
-// ParseDialect parses "yunikorn", "yarn" or "spark"; "" is YuniKorn.
-func ParseDialect(s string) (Dialect, error) {
-	if s == "" {
-		return YuniKorn, nil
-	}
-	for d, name := range dialectNames {
-		if strings.EqualFold(s, name) {
-			return Dialect(d), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown ACL dialect %q: want yunikorn, yarn or spark", s)
-}
-
 // Wildcard is the ACL, and the list, that allows everyone.
 const Wildcard = "*"
 

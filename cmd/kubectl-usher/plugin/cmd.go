@@ -70,14 +70,6 @@ type options struct {
 // an error message.
 var errNo = errors.New("no")
 
-// exitError carries a code other than ExitError.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-
 // Main runs the plugin with args (without the program name) and returns
 // the exit code.
 func Main(ctx context.Context, args []string, streams Streams) int {
