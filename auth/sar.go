@@ -16,15 +16,12 @@ type SubjectAccessReviewer interface {
 	CreateSubjectAccessReview(ctx context.Context, sar *authorizationv1.SubjectAccessReview) (*authorizationv1.SubjectAccessReview, error)
 }
 
-// SAROptions configure a SARAuthorizer. Zero values take the documented
-// defaults.
+// SAROptions configure a SARAuthorizer; zero values take the defaults.
 type SAROptions struct {
-	// AllowTTL is how long an allowed answer is remembered. Default 10s,
-	// as kube-apiserver's delegated authorization.
+	// AllowTTL and DenyTTL are how long an answer is remembered. Default
+	// 10s, as kube-apiserver's delegated authorization.
 	AllowTTL time.Duration
-	// DenyTTL is how long a denied answer (or one without opinion) is
-	// remembered. Default 10s.
-	DenyTTL time.Duration
+	DenyTTL  time.Duration
 	// Timeout bounds one SubjectAccessReview. Default 10s.
 	Timeout time.Duration
 	// MaxEntries bounds the cache. Default 4096.
