@@ -32,13 +32,9 @@ import (
 
 // Exit codes.
 const (
-	// ExitYes: the answer is yes (can-i, why), or the command succeeded.
-	ExitYes = 0
-	// ExitNo: the answer is no (can-i, why).
-	ExitNo = 1
-	// ExitError: the question could not be asked or answered (bad usage,
-	// usher or the API server unreachable, refused, or in error).
-	ExitError = 2
+	ExitYes   = 0 // yes (can-i, why), or success
+	ExitNo    = 1 // no (can-i, why)
+	ExitError = 2 // the question could not be asked or answered
 )
 
 // Streams are the plugin's standard streams.
