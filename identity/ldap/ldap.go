@@ -265,9 +265,8 @@ func (r *Resolver) lookup(ctx context.Context, c *conn, user string) ([]group, e
 	return r.finish(groups), nil
 }
 
-// finish lower-cases the names when LowerCaseGroups says so, sorts the
-// groups by name and drops duplicate names, keeping the shortest chain
-// (the user's own group before one reached through nesting).
+// finish lower-cases the names (LowerCaseGroups), sorts the groups by name
+// and drops duplicate names, keeping the shortest chain.
 func (r *Resolver) finish(groups []group) []group {
 	if r.cfg.LowerCaseGroups {
 		for i := range groups {
@@ -292,10 +291,9 @@ func dnKey(dn string) string {
 	return strings.ToLower(dn)
 }
 
-// nested expands the groups of groups, level by level, up to
-// NestedGroups levels: one search per level (per MaxNestedChunk groups)
-// for the groups whose MemberAttr holds a DN of the level's new groups. A
-// group already found is not searched again, so a cycle ends.
+// nested expands the groups of groups up to NestedGroups levels, one
+// search a level (per MaxNestedChunk groups); a group already found is not
+// searched again, so a cycle ends.
 func (r *Resolver) nested(ctx context.Context, c *conn, user string, direct []group) ([]group, error) {
 	all := slices.Clone(direct)
 	seen := make(map[string]bool, len(direct))
@@ -333,8 +331,7 @@ func (r *Resolver) nested(ctx context.Context, c *conn, user string, direct []gr
 // the child that led to it.
 func (r *Resolver) parents(ctx context.Context, c *conn, user string, children []group, seen map[string]bool) ([]group, error) {
 	// Children by normal form and by their DN as written, lower-cased:
-	// the server usually returns member values as they were found, so
-	// most are matched without parsing them.
+	// most member values come back as written, matched without parsing.
 	byKey := make(map[string]group, 2*len(children))
 	var or strings.Builder
 	or.WriteString("(|")
@@ -362,10 +359,8 @@ func (r *Resolver) parents(ctx context.Context, c *conn, user string, children [
 		if err != nil {
 			return nil, err
 		}
-		// The child that led here: the first member value that is one of
-		// the children. A server that returns a large member attribute in
-		// ranges (Active Directory) may leave it out: the chain is then
-		// unknown, and says so.
+		// The child that led here; a server that returns a large member
+		// attribute in ranges (Active Directory) may leave it out.
 		chain := []string{"a nested group"}
 		if ch, ok := memberChild(e.GetEqualFoldAttributeValues(r.cfg.MemberAttr), byKey); ok {
 			chain = append(slices.Clip(ch.chain), ch.name)
@@ -377,8 +372,7 @@ func (r *Resolver) parents(ctx context.Context, c *conn, user string, children [
 }
 
 // memberChild is the child of the first member value that is one of the
-// children (byKey): compared as written, lower-cased, then, when none is,
-// in normal form.
+// children, compared as written, then in normal form.
 func memberChild(members []string, byKey map[string]group) (group, bool) {
 	for _, m := range members {
 		if ch, ok := byKey[strings.ToLower(m)]; ok {
@@ -393,9 +387,8 @@ func memberChild(members []string, byKey map[string]group) (group, bool) {
 	return group{}, false
 }
 
-// InChainFilter is the filter of the in-chain search: groups (groupFilter)
-// whose memberAttr holds userDN at any depth, by Active Directory's
-// LDAP_MATCHING_RULE_IN_CHAIN.
+// InChainFilter is the filter of groups whose memberAttr holds userDN at
+// any depth (LDAP_MATCHING_RULE_IN_CHAIN).
 func InChainFilter(groupFilter, memberAttr, userDN string) string {
 	return "(&" + groupFilter + "(" + memberAttr + ":" + InChainRule + ":=" + goldap.EscapeFilter(userDN) + "))"
 }
@@ -606,8 +599,7 @@ func (r *Resolver) bindName() string {
 }
 
 // search runs req on c. Errors the server answered with are returned as
-// they are, with the partial result, for the caller to interpret; any
-// other error marks c broken and is described.
+// they are, with the partial result; any other marks c broken.
 func (r *Resolver) search(ctx context.Context, c *conn, what string, req *goldap.SearchRequest) (*goldap.SearchResult, error) {
 	r.stats.searches.Add(1)
 	res, err := c.l.Search(req)
@@ -648,8 +640,7 @@ func answered(err error) bool {
 }
 
 // describe renders an error of go-ldap without its "LDAP Result Code"
-// boilerplate: "invalid credentials", or "insufficient access: <server
-// message>".
+// boilerplate.
 func describe(err error) string {
 	var le *goldap.Error
 	if !errors.As(err, &le) {
@@ -677,21 +668,15 @@ func describe(err error) string {
 
 // Stats are counters since New, for metrics.
 type Stats struct {
-	// Lookups is the number of Resolve calls.
-	Lookups uint64
-	// UnknownUsers counts lookups that ended in identity.ErrUnknownUser.
-	UnknownUsers uint64
-	// Failures counts lookups that ended in any other error.
-	Failures uint64
-	// LookupTime is the total time spent in Resolve.
-	LookupTime time.Duration
+	Lookups      uint64 // Resolve calls
+	UnknownUsers uint64 // lookups that ended in identity.ErrUnknownUser
+	Failures     uint64 // lookups that ended in any other error
+	LookupTime   time.Duration
 	// Dials counts connections opened and bound; DialFailures counts
 	// attempts that failed, one per server tried.
 	Dials, DialFailures uint64
-	// OpenConns is the number of connections open now, idle or in use.
-	OpenConns int
-	// Searches counts the searches sent (user, groups, nested levels).
-	Searches uint64
+	OpenConns           int // idle or in use
+	Searches            uint64
 }
 
 // Stats returns the counters.
