@@ -145,11 +145,6 @@ func QueueRightsOf(queues []policy.QueueAccess) []QueueRights {
 	return out
 }
 
-// QueuesReason is the reason of the answer that lists every queue.
-func QueuesReason(user, partition string) string {
-	return fmt.Sprintf("the rights of %s on every queue of partition %s", user, partition)
-}
-
 // Requirement is something an application decision needs, whether it
 // was met, and (with the trail) every check made for it.
 type Requirement struct {
@@ -179,27 +174,17 @@ type AppCheck struct {
 	GrantACL   string `json:"grantACL,omitempty"`
 }
 
-// IdentityOf is the Identity of in.
+// IdentityOf is the Identity of in; its groups are never nil, so that no
+// groups encode as [].
 func IdentityOf(in identity.Info) Identity {
-	return Identity{User: in.User, Groups: GroupsOf(in), Lookup: LookupOf(in.Lookup)}
-}
-
-// GroupsOf is the groups of in with where each came from; never nil, so
-// that no groups encode as [].
-func GroupsOf(in identity.Info) []Group {
-	out := make([]Group, 0, len(in.Groups))
+	id := Identity{User: in.User, Groups: make([]Group, 0, len(in.Groups))}
 	for i, g := range in.Groups {
-		out = append(out, Group{Name: g, Source: string(in.SourceOf(i))})
+		id.Groups = append(id.Groups, Group{Name: g, Source: string(in.SourceOf(i))})
 	}
-	return out
-}
-
-// LookupOf is the Lookup of l, nil for the plain case.
-func LookupOf(l identity.Lookup) *Lookup {
-	if l == (identity.Lookup{}) {
-		return nil
+	if l := in.Lookup; l != (identity.Lookup{}) {
+		id.Lookup = &Lookup{DirectoryName: l.Name, Rule: l.Rule, Outcome: string(l.Outcome), Detail: l.Detail, Summary: l.String()}
 	}
-	return &Lookup{DirectoryName: l.Name, Rule: l.Rule, Outcome: string(l.Outcome), Detail: l.Detail, Summary: l.String()}
+	return id
 }
 
 // IdentityText writes the identity as explain prints it: the user, how it
@@ -256,26 +241,19 @@ func PlacementSteps(rules *placement.Rules, res placement.Result) []PlacementSte
 	return out
 }
 
-// MetBy names the rule that met an application requirement, with the
-// entry that matched ("queue admin (user \"jane\")"), or "" when none did.
-func MetBy(rq application.Requirement) string {
-	st, ok := rq.By()
-	if !ok {
-		return ""
-	}
-	by := st.Rule.String()
-	if st.Match.Allowed() {
-		by += fmt.Sprintf(" (%s %q)", st.Match.Kind, st.Match.Name)
-	}
-	return by
-}
-
 // Requirements converts an application decision's requirements; checks
-// keeps every check made.
+// keeps every check made. By names the rule that met one, with the entry
+// that matched ("queue admin (user \"jane\")").
 func Requirements(d application.Decision, checks bool) []Requirement {
 	out := make([]Requirement, 0, len(d.Requirements))
 	for _, rq := range d.Requirements {
-		r := Requirement{Need: rq.Need.String(), Queue: rq.Queue, Met: rq.Met, By: MetBy(rq)}
+		r := Requirement{Need: rq.Need.String(), Queue: rq.Queue, Met: rq.Met}
+		if st, ok := rq.By(); ok {
+			r.By = st.Rule.String()
+			if st.Match.Allowed() {
+				r.By += fmt.Sprintf(" (%s %q)", st.Match.Kind, st.Match.Name)
+			}
+		}
 		for _, st := range rq.Steps {
 			if !checks {
 				break
