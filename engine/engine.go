@@ -558,13 +558,10 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 		if res.Placed && !elsewhere(res.Queue, req.Queue) {
 			return res, nil
 		}
-		res.Result = p.rules.Explain(cp, preq)
-		res.setAsked(req.Queue)
-		return res, nil
 	}
 	res.Result = p.rules.Explain(cp, preq)
 	res.setAsked(req.Queue)
-	if res.Placed {
+	if req.Explain && res.Placed {
 		decisive := res.Queue
 		if res.Create {
 			decisive = res.Final.Ancestor
