@@ -154,12 +154,19 @@ func (d *Scanner) literal(lit string) {
 func (d *Scanner) Object(field string) bool { return d.ObjectAt(field, "") }
 
 // ObjectAt is Object for the field named field+sub.
-func (d *Scanner) ObjectAt(field, sub string) bool {
+func (d *Scanner) ObjectAt(field, sub string) bool { return d.open('{', field, sub, "an object") }
+
+// Array consumes '[' and reports whether an array starts here.
+func (d *Scanner) Array(field string) bool { return d.open('[', field, "", "an array") }
+
+// open consumes c, which opens a container of kind want, or records that
+// the field named field+sub is not one.
+func (d *Scanner) open(c byte, field, sub, want string) bool {
 	if d.err != nil {
 		return false
 	}
-	if d.Peek() != '{' {
-		d.FailType(field, sub, "an object")
+	if d.Peek() != c {
+		d.FailType(field, sub, want)
 		return false
 	}
 	d.i++
@@ -220,24 +227,6 @@ func (d *Scanner) member(first *bool, raw bool) (key string, ok bool) {
 	}
 	d.i++
 	return key, d.err == nil
-}
-
-// Array consumes '[' and reports whether an array starts here.
-func (d *Scanner) Array(field string) bool {
-	if d.err != nil {
-		return false
-	}
-	if d.Peek() != '[' {
-		d.FailType(field, "", "an array")
-		return false
-	}
-	d.i++
-	d.depth++
-	if d.depth > maxDepth {
-		d.Fail("exceeded max depth")
-		return false
-	}
-	return true
 }
 
 // Elem advances to the next element of an array opened by Array.
