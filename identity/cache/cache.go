@@ -18,6 +18,7 @@
 package cache
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,18 +69,10 @@ type Options struct {
 // withDefaults returns o with its defaults set; the only place they are
 // applied.
 func (o Options) withDefaults() Options {
-	if o.Name == "" {
-		o.Name = DefaultName
-	}
-	if o.PositiveTTL == 0 {
-		o.PositiveTTL = DefaultPositiveTTL
-	}
-	if o.NegativeTTL == 0 {
-		o.NegativeTTL = DefaultNegativeTTL
-	}
-	if o.StaleTTL < 0 {
-		o.StaleTTL = 0
-	}
+	o.Name = cmp.Or(o.Name, DefaultName)
+	o.PositiveTTL = cmp.Or(o.PositiveTTL, DefaultPositiveTTL)
+	o.NegativeTTL = cmp.Or(o.NegativeTTL, DefaultNegativeTTL)
+	o.StaleTTL = max(o.StaleTTL, 0)
 	if o.MaxEntries <= 0 {
 		o.MaxEntries = DefaultMaxEntries
 	}

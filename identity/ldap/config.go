@@ -1,6 +1,7 @@
 package ldap
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -141,55 +142,24 @@ const InChainRule = "1.2.840.113556.1.4.1941"
 // WithDefaults returns c with its defaults set; they are applied here and
 // nowhere else.
 func (c Config) WithDefaults() Config {
-	if c.UserFilter == "" {
-		c.UserFilter = DefaultUserFilter
+	c.UserFilter = cmp.Or(c.UserFilter, DefaultUserFilter)
+	c.UserNameAttr = cmp.Or(c.UserNameAttr, DefaultUserNameAttr)
+	c.GroupSearch = cmp.Or(c.GroupSearch, DefaultGroupSearch)
+	switch {
+	case c.GroupSearch == GroupSearchMemberUID:
+		c.MemberAttr = cmp.Or(c.MemberAttr, defaultMemberUIDAttr)
+		c.GroupFilter = cmp.Or(c.GroupFilter, defaultPosixGroupFilter)
+	case c.GroupSearch == GroupSearchMember || c.GroupSearch == GroupSearchMemberOf && (c.NestedGroups > 0 || c.InChain):
+		c.MemberAttr = cmp.Or(c.MemberAttr, defaultMemberAttr)
+		c.GroupFilter = cmp.Or(c.GroupFilter, defaultMemberGroupFilter)
 	}
-	if c.UserNameAttr == "" {
-		c.UserNameAttr = DefaultUserNameAttr
+	if c.GroupSearch == GroupSearchMemberOf {
+		c.MemberOfAttr = cmp.Or(c.MemberOfAttr, DefaultMemberOfAttr)
 	}
-	if c.GroupSearch == "" {
-		c.GroupSearch = DefaultGroupSearch
-	}
-	switch c.GroupSearch {
-	case GroupSearchMemberOf:
-		if c.MemberOfAttr == "" {
-			c.MemberOfAttr = DefaultMemberOfAttr
-		}
-		if c.NestedGroups > 0 || c.InChain {
-			if c.MemberAttr == "" {
-				c.MemberAttr = defaultMemberAttr
-			}
-			if c.GroupFilter == "" {
-				c.GroupFilter = defaultMemberGroupFilter
-			}
-		}
-	case GroupSearchMember:
-		if c.MemberAttr == "" {
-			c.MemberAttr = defaultMemberAttr
-		}
-		if c.GroupFilter == "" {
-			c.GroupFilter = defaultMemberGroupFilter
-		}
-	case GroupSearchMemberUID:
-		if c.MemberAttr == "" {
-			c.MemberAttr = defaultMemberUIDAttr
-		}
-		if c.GroupFilter == "" {
-			c.GroupFilter = defaultPosixGroupFilter
-		}
-	}
-	if c.GroupNameAttr == "" {
-		c.GroupNameAttr = DefaultGroupNameAttr
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.PoolSize == 0 {
-		c.PoolSize = DefaultPoolSize
-	}
-	if c.SizeLimit == 0 {
-		c.SizeLimit = DefaultSizeLimit
-	}
+	c.GroupNameAttr = cmp.Or(c.GroupNameAttr, DefaultGroupNameAttr)
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.PoolSize = cmp.Or(c.PoolSize, DefaultPoolSize)
+	c.SizeLimit = cmp.Or(c.SizeLimit, DefaultSizeLimit)
 	return c
 }
 
