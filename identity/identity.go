@@ -131,16 +131,7 @@ func Given(user string, groups []string) Info {
 	if len(groups) == 0 {
 		return Info{User: user}
 	}
-	in := Info{User: user, Groups: make([]string, 0, len(groups)), Sources: make([]Source, 0, len(groups))}
-	var d dedup
-	for _, g := range groups {
-		if d.seen(in.Groups, g) {
-			continue
-		}
-		in.Groups = append(in.Groups, g)
-		in.Sources = append(in.Sources, SourceGiven)
-	}
-	return in
+	return newInfo(user, groups, SourceGiven)
 }
 
 // dedup tells whether a group is already in a list being built: a scan

@@ -24,8 +24,9 @@ func unknownUser(src Source, user string) error {
 // that an append reallocates instead of writing into a shared answer.
 func newInfo(user string, groups []string, src Source) Info {
 	in := Info{User: user, Groups: make([]string, 0, len(groups))}
+	var d dedup
 	for _, g := range groups {
-		if !slices.Contains(in.Groups, g) {
+		if !d.seen(in.Groups, g) {
 			in.Groups = append(in.Groups, g)
 		}
 	}
