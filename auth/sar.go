@@ -29,19 +29,19 @@ type SAROptions struct {
 }
 
 func (o SAROptions) withDefaults() SAROptions {
-	if o.AllowTTL <= 0 {
-		o.AllowTTL = 10 * time.Second
-	}
-	if o.DenyTTL <= 0 {
-		o.DenyTTL = 10 * time.Second
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Second
-	}
-	if o.MaxEntries <= 0 {
-		o.MaxEntries = 4096
-	}
+	o.AllowTTL = positive(o.AllowTTL, 10*time.Second)
+	o.DenyTTL = positive(o.DenyTTL, 10*time.Second)
+	o.Timeout = positive(o.Timeout, 10*time.Second)
+	o.MaxEntries = positive(o.MaxEntries, 4096)
 	return o
+}
+
+// positive is v, or d when v is not positive.
+func positive[T int | float32 | time.Duration](v, d T) T {
+	if v <= 0 {
+		return d
+	}
+	return v
 }
 
 // SARAuthorizer asks the API server's authorizers (RBAC) with a

@@ -51,24 +51,12 @@ type TokenOptions struct {
 var ErrTooManyReviews = errors.New("too many new credentials at once: try again later")
 
 func (o TokenOptions) withDefaults() TokenOptions {
-	if o.SuccessTTL <= 0 {
-		o.SuccessTTL = 10 * time.Second
-	}
-	if o.FailureTTL <= 0 {
-		o.FailureTTL = 10 * time.Second
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Second
-	}
-	if o.MaxEntries <= 0 {
-		o.MaxEntries = 4096
-	}
-	if o.ReviewRate <= 0 {
-		o.ReviewRate = 50
-	}
-	if o.ReviewBurst <= 0 {
-		o.ReviewBurst = 100
-	}
+	o.SuccessTTL = positive(o.SuccessTTL, 10*time.Second)
+	o.FailureTTL = positive(o.FailureTTL, 10*time.Second)
+	o.Timeout = positive(o.Timeout, 10*time.Second)
+	o.MaxEntries = positive(o.MaxEntries, 4096)
+	o.ReviewRate = positive(o.ReviewRate, 50)
+	o.ReviewBurst = positive(o.ReviewBurst, 100)
 	if o.Count == nil {
 		o.Count = func(string) {}
 	}
