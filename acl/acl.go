@@ -10,20 +10,17 @@
 //     ACL has groups only. There are no deny entries.
 //   - A check tries the wildcard, then the user, then the groups; the first
 //     match allows.
-//   - Names are case sensitive and may be any Kubernetes identity:
-//     system:serviceaccount:spark:driver, system:authenticated, dev.team,
-//     john.doe@EXAMPLE.COM. A name that cannot be valid (whitespace, control
-//     characters, an embedded "*") is an error carrying its position; nothing
-//     is dropped silently. Entries that are legal but useless (duplicates,
-//     empty entries, "*" mixed with names) come back as warnings.
+//   - Names are case sensitive and may be any Kubernetes identity. A name
+//     that cannot be valid (whitespace, control characters, "*") is an
+//     error carrying its position; entries that are legal but useless
+//     (duplicates, empty entries, "*" mixed with names) are warnings.
 //   - Dialects differ only in malformed input: YuniKorn rejects more than one
 //     separating space, YARN ignores what follows the second space (with a
 //     warning), Spark takes users and groups as two separate lists.
 //
 // An ACL is immutable once parsed and safe for concurrent use. Checks take a
-// Subject, a user whose groups were hashed once, so that a check does no
-// allocation and costs a few binary searches however many groups the user
-// has.
+// Subject, a user whose groups were hashed once, so that a check does not
+// allocate however many groups the user has.
 package acl
 
 import (
@@ -41,15 +38,9 @@ import (
 type Dialect int
 
 const (
-	// YuniKorn is the default dialect: more than one separating space is an
-	// error.
-	YuniKorn Dialect = iota
-	// YARN ignores everything after the second space, as Hadoop does, and
-	// reports it as a warning.
-	YARN
-	// Spark keeps users and groups in two separate comma separated lists;
-	// use ParseSpark.
-	Spark
+	YuniKorn Dialect = iota // the default: more than one space is an error
+	YARN                    // what follows the second space is ignored, with a warning
+	Spark                   // users and groups in two lists: ParseSpark
 )
 
 var dialectNames = [...]string{YuniKorn: "yunikorn", YARN: "yarn", Spark: "spark"}
@@ -59,19 +50,6 @@ func (d Dialect) String() string {
 		return dialectNames[d]
 	}
 	return fmt.Sprintf("Dialect(%d)", int(d))
-}
-
-// ParseDialect parses "yunikorn", "yarn" or "spark"; "" is YuniKorn.
-func ParseDialect(s string) (Dialect, error) {
-	if s == "" {
-		return YuniKorn, nil
-	}
-	for d, name := range dialectNames {
-		if strings.EqualFold(s, name) {
-			return Dialect(d), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown ACL dialect %q: want yunikorn, yarn or spark", s)
 }
 
 // Wildcard is the ACL, and the list, that allows everyone.
@@ -89,9 +67,8 @@ type ACL struct {
 	set    *lazySet // nil for the zero ACL
 }
 
-// lazySet is an ACL's compiled Set, built on the ACL's first check: the
-// ACLs of queues are checked through the sets policy compiles for each
-// queue, so a large configuration never builds most of them.
+// lazySet is an ACL's compiled Set, built on its first check: queues are
+// checked through the sets policy compiles, so most are never built.
 type lazySet struct {
 	p  atomic.Pointer[Set]
 	mu sync.Mutex
@@ -99,8 +76,7 @@ type lazySet struct {
 
 var noSet Set
 
-// compiled returns the ACL's Set, building it on the first call. It does
-// not allocate once built.
+// compiled returns the ACL's Set, building it on the first call.
 func (a *ACL) compiled() *Set {
 	if a.set == nil {
 		return &noSet
@@ -130,9 +106,8 @@ func (a *ACL) Groups() []string { return a.groups }
 // Empty reports whether the ACL allows nobody.
 func (a *ACL) Empty() bool { return !a.all && len(a.users) == 0 && len(a.groups) == 0 }
 
-// String returns the canonical form: "*", "u1,u2 g1,g2", " g1" for groups
-// only, or " " for an ACL that allows nobody. Parse in the YuniKorn dialect
-// reads it back to an equal ACL.
+// String returns the canonical form ("*", "u1,u2 g1,g2", " g1", " "), which
+// Parse reads back to an equal ACL.
 func (a ACL) String() string {
 	switch {
 	case a.all:
@@ -174,15 +149,13 @@ func sameSet(x, y []string) bool {
 // Allows reports whether the ACL allows s. It does not allocate.
 func (a *ACL) Allows(s *Subject) bool { return a.compiled().Allows(s) }
 
-// Match reports which entry allows s, following the check order: wildcard,
-// user, then the first group of the ACL the user belongs to. It does not
-// allocate. Match.Kind is None when nothing matched.
+// Match reports which entry allows s, in check order (wildcard, user, the
+// first group of the ACL); Kind is None when nothing matched.
 func (a *ACL) Match(s *Subject) Match { return a.compiled().Match(s) }
 
-// New builds an ACL from lists that are already split. Each name is
-// validated; the first invalid one is returned as a *SyntaxError whose List
-// names the list and whose Offset is the index of the entry. A list that is
-// exactly ["*"] makes the ACL the wildcard.
+// New builds an ACL from lists already split; the first invalid name is a
+// *SyntaxError whose Offset is the entry's index. A list that is exactly
+// ["*"] makes the wildcard.
 func New(users, groups []string) (ACL, error) {
 	var b builder
 	for _, l := range []struct {
@@ -253,12 +226,9 @@ func (p *parser) lists(users, groups string, groupsAt int) (ACL, []Warning, erro
 }
 
 // parseClean is the parser for the common case: lists without empty
-// entries, "*" among names, duplicates or invalid names. It splits the
-// lists into one array shared by the users and the groups (the names are
-// substrings of the text, not copies) and compiles the set from it;
-// duplicates are found by the set's sort rather than a map. It reports
-// false for anything else, which the general parser then reads, with its
-// warnings and errors at their offsets.
+// entries, "*" among names, duplicates or invalid names, split into one
+// array of substrings of the text. It reports false for anything else,
+// which the general parser reads, with its warnings and errors.
 func parseClean(users, groups string, hasGroups bool) (ACL, bool) {
 	if users == Wildcard || (hasGroups && groups == Wildcard) {
 		return ACL{}, false
@@ -284,11 +254,8 @@ func parseClean(users, groups string, hasGroups bool) (ACL, bool) {
 	if len(a.groups) == 0 {
 		a.groups = nil
 	}
-	// A duplicate goes to the general parser, which reports it. A long
-	// list finds duplicates by sorted hashes, without building the set
-	// (built on the ACL's first check, like a short list's); equal hashes
-	// (a duplicate, or a collision) go to the general parser too, which
-	// reports the duplicate or finds none.
+	// A duplicate goes to the general parser, which reports it; a long list
+	// finds them by sorted hashes (a collision goes there too).
 	var dup bool
 	if nu+ng <= 16 {
 		dup = hasDuplicates(a.users) || hasDuplicates(a.groups)
@@ -366,11 +333,9 @@ func MustParse(text string) ACL {
 	return a
 }
 
-// ParseSpark reads Spark's two properties, a users list (spark.ui.view.acls,
-// spark.modify.acls, spark.admin.acls) and a groups list (their .groups
-// twins). Entries are trimmed as Spark does; "*" in either list allows
-// everyone; a list that is empty or a single space allows nobody.
-// Offsets in errors and warnings refer to the list named by List.
+// ParseSpark reads Spark's two properties, a users list (spark.ui.view.acls
+// and the like) and a groups list (their .groups twins). Entries are
+// trimmed as Spark does; "*" in either list allows everyone.
 func ParseSpark(users, groups string) (ACL, []Warning, error) {
 	p := parser{text: users}
 	for _, l := range []struct {

@@ -431,17 +431,6 @@ func TestManyGroups(t *testing.T) {
 	}
 }
 
-func TestParseDialect(t *testing.T) {
-	for in, want := range map[string]Dialect{"": YuniKorn, "yarn": YARN, "Spark": Spark, "yunikorn": YuniKorn} {
-		if d, err := ParseDialect(in); err != nil || d != want {
-			t.Errorf("ParseDialect(%q) = %v, %v", in, d, err)
-		}
-	}
-	if _, err := ParseDialect("hdfs"); err == nil {
-		t.Error("unknown dialect accepted")
-	}
-}
-
 func ExampleParse() {
 	a, _, err := Parse("sue dev,system:serviceaccounts:spark", YuniKorn)
 	if err != nil {

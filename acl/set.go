@@ -144,11 +144,6 @@ func bloomBits(h uint64) (w1 int, b1 uint64, w2 int, b2 uint64) {
 	return int(h >> 60), 1 << (h >> 54 & 63), int(h >> 50 & 15), 1 << (h >> 44 & 63)
 }
 
-func (s *Subject) mayHave(h uint64) bool {
-	w1, b1, w2, b2 := bloomBits(h)
-	return s.bloom[w1]&b1 != 0 && s.bloom[w2]&b2 != 0
-}
-
 // UserSubjects prepares users without groups for checks, in one
 // allocation: UserSubjects(us)[i] is NewSubject(us[i], nil).
 func UserSubjects(users []string) []Subject {

@@ -35,7 +35,7 @@ func (f *fakeDirectory) Identify(_ context.Context, _, user string, groups []str
 	if f.err != nil {
 		return identity.Info{}, f.err
 	}
-	return identity.Complete(context.Background(), identity.ModeMerge, identity.ResolverFunc(func(_ context.Context, u string) (identity.Info, error) {
+	return identity.Complete(context.Background(), identity.ModeMerge, resolverFunc(func(_ context.Context, u string) (identity.Info, error) {
 		in := identity.Info{User: u, Groups: f.table[u]}
 		for range in.Groups {
 			in.Sources = append(in.Sources, "file")
@@ -346,4 +346,11 @@ func TestStampLimits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// resolverFunc adapts a function to identity.Resolver.
+type resolverFunc func(ctx context.Context, user string) (identity.Info, error)
+
+func (f resolverFunc) Resolve(ctx context.Context, user string) (identity.Info, error) {
+	return f(ctx, user)
 }

@@ -71,7 +71,8 @@ func AppDecided(d application.Decision, in identity.Info, checks bool) *decision
 // rights.
 func Queues(res engine.AccessResult) *decision.Output {
 	return &decision.Output{Command: "access", Allowed: true, Partition: res.Partition, Identity: decision.IdentityOf(res.Identity),
-		Reason: decision.QueuesReason(res.Identity.User, res.Partition), Queues: decision.QueueRightsOf(res.Queues)}
+		Reason: fmt.Sprintf("the rights of %s on every queue of partition %s", res.Identity.User, res.Partition),
+		Queues: decision.QueueRightsOf(res.Queues)}
 }
 
 func decidedBy(d policy.Decision) *decision.DecidedBy {

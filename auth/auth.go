@@ -2,20 +2,14 @@
 // read its metrics (/metrics), the way Kubernetes API extensions do it.
 //
 // Rules this package enforces:
-//   - A caller is authenticated by a bearer token, checked with a
-//     TokenReview by the cluster's API server, or by a client certificate
-//     verified against a configured CA (the user is the certificate's
-//     common name, its groups the organizations, as kube-apiserver reads
-//     them). A request with no credential, or a credential that does not
-//     verify, is unauthenticated; nothing else about it is looked at.
-//   - A question is authorized by an Authorizer: a SubjectAccessReview
-//     against the cluster's RBAC, or membership in a privileged group. The
-//     zero Decision denies; NoOpinion lets a Union fall through to the next
-//     authorizer, and a Union in which nobody has an opinion denies.
-//   - Answers of the API server are cached (separate TTLs for success and
-//     failure, a bounded number of entries); concurrent misses for one key
-//     share one call, made on a context detached from the caller's and
-//     bounded by a timeout. Errors are never cached.
+//   - A caller is authenticated by a bearer token (a TokenReview) or by a
+//     client certificate verified against a configured CA, as
+//     kube-apiserver reads it. Anything else is unauthenticated.
+//   - A question is authorized by a SubjectAccessReview against the
+//     cluster's RBAC, or by membership in a privileged group. The zero
+//     Decision denies; a Union in which nobody has an opinion denies.
+//   - Answers of the API server are cached (internal/ttlcache); errors
+//     never are.
 //   - An error means "could not decide": callers fail closed on it.
 package auth
 
@@ -29,16 +23,11 @@ import (
 
 // User is an authenticated caller.
 type User struct {
-	// Name is the user name, for example alice or
-	// system:serviceaccount:spark:driver.
-	Name string
-	// UID is the API server's unique id of the user, when it gave one.
-	UID string
-	// Groups are the groups the caller authenticated with.
+	Name   string
+	UID    string
 	Groups []string
-	// Extra is the additional information the API server attached to the
-	// user (service-account token bindings, scopes); it is passed on to
-	// SubjectAccessReviews unchanged.
+	// Extra is what the API server attached to the user (token bindings,
+	// scopes), passed on to SubjectAccessReviews unchanged.
 	Extra map[string][]string
 }
 
@@ -47,11 +36,9 @@ func (u User) InGroup(group string) bool { return slices.Contains(u.Groups, grou
 
 // Authenticator establishes who sent a request.
 type Authenticator interface {
-	// AuthenticateRequest returns the caller. ok is false when the request
-	// carries no credential the authenticator understands, or one that
-	// does not verify. A non-nil error means the authenticator could not
-	// decide (the API server did not answer): the caller must treat the
-	// request as unauthenticated and may report the outage.
+	// AuthenticateRequest returns the caller; ok is false for no credential
+	// or one that does not verify. An error means it could not decide: the
+	// request is unauthenticated.
 	AuthenticateRequest(r *http.Request) (u User, ok bool, err error)
 }
 
@@ -61,10 +48,8 @@ type AuthenticatorFunc func(r *http.Request) (User, bool, error)
 // AuthenticateRequest calls f.
 func (f AuthenticatorFunc) AuthenticateRequest(r *http.Request) (User, bool, error) { return f(r) }
 
-// Union tries each authenticator in order and returns the first that
-// authenticates the request. When none does, it returns the first error
-// any of them reported (so an outage is not mistaken for a bad
-// credential), or ok false.
+// Union returns the first authenticator's answer that authenticates the
+// request; else the errors (an outage is not a bad credential).
 func Union(as ...Authenticator) Authenticator {
 	return AuthenticatorFunc(func(r *http.Request) (User, bool, error) {
 		var errs []error
@@ -85,12 +70,9 @@ func Union(as ...Authenticator) Authenticator {
 type Decision int
 
 const (
-	// Deny refuses the request.
 	Deny Decision = iota
-	// Allow permits the request.
 	Allow
-	// NoOpinion leaves the decision to the next authorizer of a chain.
-	NoOpinion
+	NoOpinion // left to the next authorizer of a union
 )
 
 // String returns deny, allow or no opinion.
@@ -107,14 +89,10 @@ func (d Decision) String() string {
 // Attributes describe what a caller asks to do: either a verb on a
 // resource (Resource set) or a verb on a non-resource path (Path set).
 type Attributes struct {
-	User User
-	// Verb is the Kubernetes verb: create, get, ...
-	Verb string
-	// APIGroup, Resource and Name name a resource, for example usher.io,
-	// accessreviews.
+	User                     User
+	Verb                     string
 	APIGroup, Resource, Name string
-	// Path is a non-resource URL such as /metrics.
-	Path string
+	Path                     string // a non-resource URL such as /metrics
 }
 
 // IsResource reports whether a names a resource rather than a path.
@@ -138,9 +116,8 @@ func (a Attributes) String() string {
 
 // Authorizer decides whether a caller may do what Attributes describe.
 type Authorizer interface {
-	// Authorize returns the decision and a reason for it. A non-nil error
-	// means the authorizer could not decide; the decision beside it is
-	// Deny or NoOpinion and the caller must fail closed.
+	// Authorize returns the decision and a reason for it. An error means it
+	// could not decide: the caller fails closed.
 	Authorize(ctx context.Context, a Attributes) (d Decision, reason string, err error)
 }
 
@@ -153,8 +130,7 @@ func (f AuthorizerFunc) Authorize(ctx context.Context, a Attributes) (Decision, 
 }
 
 // UnionAuthorizer asks each authorizer in order; the first Allow or Deny
-// decides. When every one has no opinion the result is Deny, with the
-// reasons of all and the first error any of them returned.
+// decides, else Deny with the reasons and errors of all.
 func UnionAuthorizer(as ...Authorizer) Authorizer {
 	return AuthorizerFunc(func(ctx context.Context, a Attributes) (Decision, string, error) {
 		var reasons []string

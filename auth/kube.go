@@ -19,12 +19,10 @@ import (
 // kubeconfig file was given and the process does not run in a pod.
 var ErrNoCluster = errors.New("no cluster: not running in a pod (KUBERNETES_SERVICE_HOST unset) and no --kubeconfig given")
 
-// LoadKubeConfig returns the credentials usher uses to send TokenReviews
-// and SubjectAccessReviews: the kubeconfig file when one is given (only
-// that file: $KUBECONFIG and ~/.kube/config are not read, so a developer's
-// own credentials are never picked up by accident), otherwise the pod's
-// service account (in-cluster configuration). It returns ErrNoCluster
-// when there is neither.
+// LoadKubeConfig returns the credentials usher sends reviews with: the
+// kubeconfig file when one is given (only that file, so a developer's own
+// credentials are never picked up by accident), else the pod's service
+// account, else ErrNoCluster.
 func LoadKubeConfig(kubeconfig string) (*rest.Config, error) {
 	if kubeconfig != "" {
 		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
@@ -51,10 +49,9 @@ type KubeReviewer struct {
 	authn, authz *rest.RESTClient
 }
 
-// NewKubeReviewer returns a reviewer using cfg. Unless cfg sets them, it
-// allows 200 requests a second with bursts of 400, as kube-apiserver's
-// delegated authentication does (client-go's default of 5 would queue
-// callers behind each other).
+// NewKubeReviewer returns a reviewer using cfg, allowing (unless cfg says
+// otherwise) 200 requests a second with bursts of 400, as kube-apiserver's
+// delegated authentication does.
 func NewKubeReviewer(cfg *rest.Config) (*KubeReviewer, error) {
 	scheme := runtime.NewScheme()
 	if err := authenticationv1.AddToScheme(scheme); err != nil {

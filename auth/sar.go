@@ -16,15 +16,12 @@ type SubjectAccessReviewer interface {
 	CreateSubjectAccessReview(ctx context.Context, sar *authorizationv1.SubjectAccessReview) (*authorizationv1.SubjectAccessReview, error)
 }
 
-// SAROptions configure a SARAuthorizer. Zero values take the documented
-// defaults.
+// SAROptions configure a SARAuthorizer; zero values take the defaults.
 type SAROptions struct {
-	// AllowTTL is how long an allowed answer is remembered. Default 10s,
-	// as kube-apiserver's delegated authorization.
+	// AllowTTL and DenyTTL are how long an answer is remembered. Default
+	// 10s, as kube-apiserver's delegated authorization.
 	AllowTTL time.Duration
-	// DenyTTL is how long a denied answer (or one without opinion) is
-	// remembered. Default 10s.
-	DenyTTL time.Duration
+	DenyTTL  time.Duration
 	// Timeout bounds one SubjectAccessReview. Default 10s.
 	Timeout time.Duration
 	// MaxEntries bounds the cache. Default 4096.
@@ -32,19 +29,19 @@ type SAROptions struct {
 }
 
 func (o SAROptions) withDefaults() SAROptions {
-	if o.AllowTTL <= 0 {
-		o.AllowTTL = 10 * time.Second
-	}
-	if o.DenyTTL <= 0 {
-		o.DenyTTL = 10 * time.Second
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Second
-	}
-	if o.MaxEntries <= 0 {
-		o.MaxEntries = 4096
-	}
+	o.AllowTTL = positive(o.AllowTTL, 10*time.Second)
+	o.DenyTTL = positive(o.DenyTTL, 10*time.Second)
+	o.Timeout = positive(o.Timeout, 10*time.Second)
+	o.MaxEntries = positive(o.MaxEntries, 4096)
 	return o
+}
+
+// positive is v, or d when v is not positive.
+func positive[T int | float32 | time.Duration](v, d T) T {
+	if v <= 0 {
+		return d
+	}
+	return v
 }
 
 // SARAuthorizer asks the API server's authorizers (RBAC) with a

@@ -21,28 +21,23 @@ type TokenReviewer interface {
 	CreateTokenReview(ctx context.Context, tr *authenticationv1.TokenReview) (*authenticationv1.TokenReview, error)
 }
 
-// TokenOptions configure a TokenAuthenticator. Zero values take the
-// documented defaults.
+// TokenOptions configure a TokenAuthenticator; zero values take the
+// defaults.
 type TokenOptions struct {
-	// SuccessTTL is how long an authenticated token is remembered.
+	// SuccessTTL and FailureTTL are how long an answer is remembered.
 	// Default 10s, as kube-apiserver's delegated authentication.
 	SuccessTTL time.Duration
-	// FailureTTL is how long a rejected token is remembered. Default 10s.
 	FailureTTL time.Duration
 	// Timeout bounds one TokenReview. Default 10s.
 	Timeout time.Duration
 	// MaxEntries bounds the cache. Default 4096.
 	MaxEntries int
-	// Audiences are sent with every TokenReview (spec.audiences); a token
-	// is then accepted only when the answer names one of them in
-	// status.audiences, which an API server that ignores audiences does
-	// not. Default none: the API server's own audiences, for which the
-	// credentials of a kubeconfig are issued.
+	// Audiences are sent with every TokenReview; a token is accepted only
+	// when the answer names one of them. Default none: the API server's.
 	Audiences []string
 	// ReviewRate and ReviewBurst bound the TokenReviews of tokens the
-	// cache does not hold: one token bucket for all of them. A token the
-	// bucket has no room for is not reviewed, and AuthenticateToken
-	// returns ErrTooManyReviews. Default 50 a second, bursts of 100.
+	// cache does not hold (beyond: ErrTooManyReviews). Default 50 a
+	// second, bursts of 100.
 	ReviewRate  float32
 	ReviewBurst int
 	// Count, when set, is called for each token the cache does not hold
@@ -56,24 +51,12 @@ type TokenOptions struct {
 var ErrTooManyReviews = errors.New("too many new credentials at once: try again later")
 
 func (o TokenOptions) withDefaults() TokenOptions {
-	if o.SuccessTTL <= 0 {
-		o.SuccessTTL = 10 * time.Second
-	}
-	if o.FailureTTL <= 0 {
-		o.FailureTTL = 10 * time.Second
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Second
-	}
-	if o.MaxEntries <= 0 {
-		o.MaxEntries = 4096
-	}
-	if o.ReviewRate <= 0 {
-		o.ReviewRate = 50
-	}
-	if o.ReviewBurst <= 0 {
-		o.ReviewBurst = 100
-	}
+	o.SuccessTTL = positive(o.SuccessTTL, 10*time.Second)
+	o.FailureTTL = positive(o.FailureTTL, 10*time.Second)
+	o.Timeout = positive(o.Timeout, 10*time.Second)
+	o.MaxEntries = positive(o.MaxEntries, 4096)
+	o.ReviewRate = positive(o.ReviewRate, 50)
+	o.ReviewBurst = positive(o.ReviewBurst, 100)
 	if o.Count == nil {
 		o.Count = func(string) {}
 	}

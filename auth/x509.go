@@ -11,12 +11,8 @@ import (
 )
 
 // ClientCertAuthenticator authenticates a TLS client certificate that
-// chains to a configured CA and is meant for client authentication. The
-// user is the certificate's common name and the groups its organizations
-// plus system:authenticated, as kube-apiserver reads them (its
-// authenticator chain adds that group to every authenticated user, so a
-// caller asking about itself with the groups the API server reports is
-// asking with the groups usher authenticated).
+// chains to a configured CA, as kube-apiserver reads it: the common name
+// is the user, the organizations plus system:authenticated the groups.
 //
 // The TLS server must ask for client certificates without verifying them
 // itself (tls.RequestClientCert): a certificate from another CA (the API

@@ -1,8 +1,7 @@
 // Package decision holds the one machine-readable shape of a decision and
-// its trail: what usher's decision commands print with -o json (or -o
-// yaml) and what POST /v1/access answers. The JSON Schema in
-// docs/decision.schema.json describes the same objects; the types here
-// are its source of truth.
+// its trail: what usher's decision commands print with -o json and what
+// POST /v1/access answers. These types are the source of truth of
+// docs/decision.schema.json.
 package decision
 
 import (
@@ -17,37 +16,28 @@ import (
 
 // Output is one decision's answer, a command's or /v1/access's.
 type Output struct {
-	// Command is the command that answers the question: check, explain,
-	// place, access or app (for /v1/access, the one that would).
+	// Command is the command that answers the question (for /v1/access,
+	// the one that would).
 	Command string `json:"command"`
 	// Allowed is the answer: for place, whether the application was
-	// placed; for access, always true (the rights are in Queues).
-	Allowed bool `json:"allowed"`
-	// Reason is the answer for people, the second line of the text
-	// output.
-	Reason string `json:"reason"`
-	// Partition is the partition's canonical name.
+	// placed; for access, always true.
+	Allowed   bool   `json:"allowed"`
+	Reason    string `json:"reason"`
 	Partition string `json:"partition"`
-	// Queue is the queue decided on ("" when none was: a rejected
-	// placement, an access listing).
+	// Queue is the queue decided on, "" when none was.
 	Queue string `json:"queue,omitempty"`
-	// Action is submit or admin for queue decisions, the application
-	// action for app.
-	Action string `json:"action,omitempty"`
-	// Identity is the user and the groups the decision was made for.
+	// Action is submit or admin, or the application action for app.
+	Action   string   `json:"action,omitempty"`
 	Identity Identity `json:"identity"`
 	// DecidedBy is the ACL entry that allowed, absent when denied.
 	DecidedBy *DecidedBy `json:"decidedBy,omitempty"`
-	// Placement is where the placement rules put the application, when
-	// they ran.
 	Placement *Placement `json:"placement,omitempty"`
 	// Trail is how the decision was reached (explain, place, app).
 	Trail *Trail `json:"trail,omitempty"`
 	// Queues are every queue with the user's rights (access).
 	Queues []QueueRights `json:"queues,omitempty"`
-	// Application, Owner and TargetQueue describe an application
-	// decision (app); Requirements are what it needed, each with its
-	// checks when the trail was asked for.
+	// Application, Owner, TargetQueue and Requirements describe an
+	// application decision (app).
 	Application  string        `json:"application,omitempty"`
 	Owner        string        `json:"owner,omitempty"`
 	TargetQueue  string        `json:"targetQueue,omitempty"`
@@ -56,34 +46,24 @@ type Output struct {
 
 // Identity is a user and its groups.
 type Identity struct {
-	// User is the name the request authenticated, which ACLs match.
 	User   string  `json:"user"`
 	Groups []Group `json:"groups"`
-	// Lookup says how the groups were found when that was more than
-	// asking the resolver for User; absent in that plain case.
+	// Lookup is absent when the resolver was asked for User.
 	Lookup *Lookup `json:"lookup,omitempty"`
 }
 
-// Lookup is how the resolver was consulted for an identity.
+// Lookup is how the resolver was consulted for an identity
+// (identity.Lookup).
 type Lookup struct {
-	// DirectoryName is the name the resolver was asked for when a
-	// namemapping rule changed it, and Rule that rule's number from 1.
 	DirectoryName string `json:"directoryName,omitempty"`
 	Rule          int    `json:"rule,omitempty"`
-	// Outcome is "skipped" (the user matched skip: only its given groups
-	// count), "override" (a static override gave the groups) or
-	// "unknown-user-given-groups" (the resolver does not know the user and
-	// unknownuser given-groups decided on the given groups alone); absent
-	// when the resolver was asked.
-	Outcome string `json:"outcome,omitempty"`
-	// Detail is the skip prefix, or the resolver's "no such user" answer.
-	Detail string `json:"detail,omitempty"`
+	Outcome       string `json:"outcome,omitempty"`
+	Detail        string `json:"detail,omitempty"`
 	// Summary is the lookup in one sentence, as explain prints it.
 	Summary string `json:"summary"`
 }
 
-// Group is a group and where it came from: given (with the request),
-// file, ldap, the static resolver's source, and so on.
+// Group is a group and where it came from (identity.Source).
 type Group struct {
 	Name   string `json:"name"`
 	Source string `json:"source"`
@@ -92,13 +72,11 @@ type Group struct {
 // Placement is the outcome of the placement rules.
 type Placement struct {
 	Placed bool `json:"placed"`
-	// Queue is the queue placed in ("" when rejected); Create is true when
-	// it does not exist yet and YuniKorn creates it on submission.
+	// Create is true when YuniKorn creates Queue on submission.
 	Queue  string `json:"queue,omitempty"`
 	Create bool   `json:"create,omitempty"`
-	// Asked is the queue the application names, read as a path under
-	// root, when placement put it in another (Queue); the reason then
-	// says why, rule by rule.
+	// Asked is the queue the application names when placement put it in
+	// another (engine.PlaceResult.Asked).
 	Asked string `json:"asked,omitempty"`
 	// Rule names the rule that placed, or the step that ended placement.
 	Rule string `json:"rule"`
@@ -124,48 +102,40 @@ type PlacementStep struct {
 	Reason  string `json:"reason"`
 }
 
-// ACLStep is one ACL consulted, in check order: the queue's submitacl
-// (for submit), its adminacl, then each parent's, then the partition's
-// adminacl.
+// ACLStep is one ACL consulted, in check order (policy.Step).
 type ACLStep struct {
-	// Queue is the queue whose ACL this is, "" for the partition adminacl.
+	// Queue is "" for the partition adminacl.
 	Queue string `json:"queue,omitempty"`
 	// ACL is submitacl, adminacl or "partition adminacl".
 	ACL string `json:"acl"`
-	// Set is false when the ACL is not configured (it grants nothing).
-	Set bool `json:"set"`
-	// Entry is the ACL as configured ("" when not set).
-	Entry string `json:"entry,omitempty"`
-	// Reached is false for ACLs after the one that decided.
-	Reached bool `json:"reached"`
-	// Matched is true for the ACL that allowed; Match is then its entry.
+	// Set is false when the ACL is not configured.
+	Set     bool   `json:"set"`
+	Entry   string `json:"entry,omitempty"`
+	Reached bool   `json:"reached"`
+	// Matched is true for the ACL that allowed, with its entry.
 	Matched bool   `json:"matched"`
 	Match   *Match `json:"match,omitempty"`
 }
 
 // Match is the ACL entry that allowed.
 type Match struct {
-	// Kind is user, group or wildcard.
-	Kind string `json:"kind"`
+	Kind string `json:"kind"` // user, group or wildcard
 	Name string `json:"name"`
 }
 
-// QueueRights is one queue with a user's rights.
+// QueueRights is one queue with a user's rights; the reasons say which
+// entry granted the right, or why none did.
 type QueueRights struct {
-	Queue string `json:"queue"`
-	// Leaf is true for a queue applications run in.
-	Leaf   bool `json:"leaf"`
-	Submit bool `json:"submit"`
-	Admin  bool `json:"admin"`
-	// SubmitReason and AdminReason say which entry granted the right, or
-	// why none did.
+	Queue        string `json:"queue"`
+	Leaf         bool   `json:"leaf"`
+	Submit       bool   `json:"submit"`
+	Admin        bool   `json:"admin"`
 	SubmitReason string `json:"submitReason"`
 	AdminReason  string `json:"adminReason"`
 }
 
 // QueueRightsOf is every queue of queues with the user's rights, in
-// order; never nil, so that no queues encode as []. usher access -o json
-// and POST /v1/access with "queues": true answer with it.
+// order; never nil, so that no queues encode as [].
 func QueueRightsOf(queues []policy.QueueAccess) []QueueRights {
 	out := make([]QueueRights, 0, len(queues))
 	for _, q := range queues {
@@ -175,17 +145,10 @@ func QueueRightsOf(queues []policy.QueueAccess) []QueueRights {
 	return out
 }
 
-// QueuesReason is the reason of the answer that lists every queue.
-func QueuesReason(user, partition string) string {
-	return fmt.Sprintf("the rights of %s on every queue of partition %s", user, partition)
-}
-
 // Requirement is something an application decision needs, whether it
 // was met, and (with the trail) every check made for it.
 type Requirement struct {
-	// Need is action, "submit to the queue it runs in", "submit to the
-	// target queue" or "modify the application".
-	Need  string `json:"need"`
+	Need  string `json:"need"` // application.Need
 	Queue string `json:"queue,omitempty"`
 	Met   bool   `json:"met"`
 	// By names the check that met it, with the entry.
@@ -194,16 +157,11 @@ type Requirement struct {
 	Checks []AppCheck `json:"checks,omitempty"`
 }
 
-// AppCheck is one check of an application decision.
+// AppCheck is one check of an application decision (application.Step).
 type AppCheck struct {
-	// Check is owner, "queue admin", "cluster admin", "application
-	// admin", "modify ACL", "view ACL" or "queue submit".
 	Check string `json:"check"`
-	// Queue is the queue checked (queue admin, queue submit).
 	Queue string `json:"queue,omitempty"`
-	// Set and Entry are the ACL checked (cluster admin, application
-	// admin, modify ACL, view ACL); Set is false for the other checks and
-	// for an ACL not configured. Default is true when it is the
+	// Set and Entry are the ACL checked, if any; Default is true for the
 	// partition's applicationacls default.
 	Set     bool   `json:"set"`
 	Entry   string `json:"entry,omitempty"`
@@ -211,41 +169,26 @@ type AppCheck struct {
 	Reached bool   `json:"reached"`
 	Matched bool   `json:"matched"`
 	Match   *Match `json:"match,omitempty"`
-	// GrantQueue and GrantACL are the queue ACL that allowed (queue
-	// admin, cluster admin, queue submit); GrantQueue is "" for the
-	// partition adminacl.
+	// GrantQueue and GrantACL are the queue ACL that allowed.
 	GrantQueue string `json:"grantQueue,omitempty"`
 	GrantACL   string `json:"grantACL,omitempty"`
 }
 
-// IdentityOf is the Identity of in.
+// IdentityOf is the Identity of in; its groups are never nil, so that no
+// groups encode as [].
 func IdentityOf(in identity.Info) Identity {
-	return Identity{User: in.User, Groups: GroupsOf(in), Lookup: LookupOf(in.Lookup)}
-}
-
-// GroupsOf is the groups of in with where each came from; never nil, so
-// that no groups encode as [].
-func GroupsOf(in identity.Info) []Group {
-	out := make([]Group, 0, len(in.Groups))
+	id := Identity{User: in.User, Groups: make([]Group, 0, len(in.Groups))}
 	for i, g := range in.Groups {
-		out = append(out, Group{Name: g, Source: string(in.SourceOf(i))})
+		id.Groups = append(id.Groups, Group{Name: g, Source: string(in.SourceOf(i))})
 	}
-	return out
-}
-
-// LookupOf is the Lookup of l, nil for the plain case.
-func LookupOf(l identity.Lookup) *Lookup {
-	if l == (identity.Lookup{}) {
-		return nil
+	if l := in.Lookup; l != (identity.Lookup{}) {
+		id.Lookup = &Lookup{DirectoryName: l.Name, Rule: l.Rule, Outcome: string(l.Outcome), Detail: l.Detail, Summary: l.String()}
 	}
-	return &Lookup{DirectoryName: l.Name, Rule: l.Rule, Outcome: string(l.Outcome), Detail: l.Detail, Summary: l.String()}
+	return id
 }
 
 // IdentityText writes the identity as explain prints it: the user, how it
-// was looked up when that was more than asking the resolver for it (the
-// directory name a mapping rule gave, a skipped user, a static override,
-// an unknown user decided on its given groups), and each group with where
-// it came from ("ldap via data-eng-emea" for a nested group).
+// was looked up, and each group with where it came from.
 func IdentityText(w io.Writer, in identity.Info) {
 	fmt.Fprintf(w, "\nidentity:\n  user    %s\n", in.User)
 	if in.Lookup.Name != "" {
@@ -298,26 +241,19 @@ func PlacementSteps(rules *placement.Rules, res placement.Result) []PlacementSte
 	return out
 }
 
-// MetBy names the rule that met an application requirement, with the
-// entry that matched ("queue admin (user \"jane\")"), or "" when none did.
-func MetBy(rq application.Requirement) string {
-	st, ok := rq.By()
-	if !ok {
-		return ""
-	}
-	by := st.Rule.String()
-	if st.Match.Allowed() {
-		by += fmt.Sprintf(" (%s %q)", st.Match.Kind, st.Match.Name)
-	}
-	return by
-}
-
 // Requirements converts an application decision's requirements; checks
-// keeps every check made.
+// keeps every check made. By names the rule that met one, with the entry
+// that matched ("queue admin (user \"jane\")").
 func Requirements(d application.Decision, checks bool) []Requirement {
 	out := make([]Requirement, 0, len(d.Requirements))
 	for _, rq := range d.Requirements {
-		r := Requirement{Need: rq.Need.String(), Queue: rq.Queue, Met: rq.Met, By: MetBy(rq)}
+		r := Requirement{Need: rq.Need.String(), Queue: rq.Queue, Met: rq.Met}
+		if st, ok := rq.By(); ok {
+			r.By = st.Rule.String()
+			if st.Match.Allowed() {
+				r.By += fmt.Sprintf(" (%s %q)", st.Match.Kind, st.Match.Name)
+			}
+		}
 		for _, st := range rq.Steps {
 			if !checks {
 				break

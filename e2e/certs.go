@@ -3,7 +3,10 @@
 package e2e
 
 import (
+	"crypto"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
@@ -38,18 +41,24 @@ func (c *Cluster) IssueServingCert(dir string) (ServingCert, error) {
 	if dir == "" {
 		return ServingCert{}, errors.New("e2e: IssueServingCert needs a directory")
 	}
-	ca, err := pki.LoadCA(c.CAFile, c.CAKeyFile)
+	pair, err := tls.LoadX509KeyPair(c.CAFile, c.CAKeyFile)
 	if err != nil {
 		return ServingCert{}, fmt.Errorf("e2e: CA %s: %w", c.CAFile, err)
 	}
+	key, ok := pair.PrivateKey.(crypto.Signer)
+	if !ok {
+		return ServingCert{}, fmt.Errorf("e2e: CA %s: the key cannot sign", c.CAFile)
+	}
+	ca := &pki.CA{Cert: pair.Leaf, PEM: pki.CertPEM(pair), Key: key}
 	cert, err := ca.Issue(pki.Spec{CommonName: "usher-e2e-webhook", Hosts: []string{"127.0.0.1", "localhost"}})
 	if err != nil {
 		return ServingCert{}, fmt.Errorf("e2e: signing webhook certificate: %w", err)
 	}
-	keyPEM, err := pki.KeyPEM(cert)
+	keyDER, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
 	if err != nil {
 		return ServingCert{}, err
 	}
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
 	s := ServingCert{CertFile: filepath.Join(dir, "webhook.crt"), KeyFile: filepath.Join(dir, "webhook.key"), CABundle: ca.PEM}
 	if err := os.WriteFile(s.CertFile, pki.CertPEM(cert), 0o644); err != nil {
 		return ServingCert{}, err

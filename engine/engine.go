@@ -4,34 +4,18 @@
 //
 // Rules this package enforces:
 //   - Groups supplied with a request are used as the partition's groups
-//     mode says (given, the default: as they are, the resolver is asked only
-//     when none are supplied; resolve; merge), unless they are marked
-//     decided (Request.Decided: an admission review's identity, Identify's
-//     answer already): then they are the identity as they are.
+//     mode says (given, resolve, merge), unless they are decided
+//     (Request.Decided): then they are the identity as they are.
 //   - The partition's lookup policy (identity.Policy) says whether and
-//     under which name the resolver is asked: skipped users keep their
-//     given groups, overrides win, and "no such user" denies unless
-//     unknownuser is given-groups; ACLs always match the authenticated
-//     name, and the identity says how it was found (Info.Lookup).
-//   - A resolver failure denies: Check returns the error and a Decision
-//     that is not Allowed. Nothing is granted on groups that could not be
-//     established.
-//   - A configuration is one immutable Generation (policy, resolvers
-//     with their caches), built by New; package serving puts it in
-//     service with one atomic store, so a decision in flight finishes on
-//     the generation it started with. Group caches survive a reload when
-//     the key of the partition's resolver settings
-//     (resolvers.Settings.Key) is unchanged; resolvers are built by
-//     package resolvers only.
-//   - Place runs the partition's placement rules (YuniKorn's implicit
-//     provided rule when it has none) for a user identified as Check
-//     identifies it; the rules, the queues and the groups come from one
-//     generation. A rejected application is a result, not an error.
-//   - A user's identity is prepared for checks once (an acl.Subject):
-//     kept with the user's cached groups, or in the generation for the
-//     exact groups supplied, and never used with another answer or
-//     another generation. A decision for it walks the queue's chain and
-//     does not allocate.
+//     under which name the resolver is asked; ACLs always match the
+//     authenticated name.
+//   - A resolver failure denies: nothing is granted on groups that could
+//     not be established.
+//   - A configuration is one immutable Generation, built by New; group
+//     caches survive a reload when the partition's resolvers.Settings.Key
+//     is unchanged.
+//   - A user's identity is prepared for checks once (an acl.Subject) and
+//     never used with another answer or another generation.
 //   - There is no global state: each Generation owns its caches (or
 //     shares them with the generation it was built on).
 package engine
@@ -61,15 +45,13 @@ import (
 type Request struct {
 	// Partition defaults to "default".
 	Partition string
-	// Queue is a queue path such as root.a.b; "" is the partition's default
-	// queue.
+	// Queue is a queue path; "" is the partition's default queue.
 	Queue string
 	// User is required.
 	User string
 	// Groups are the groups supplied with the request, if any.
 	Groups []string
-	// Decided says Groups are the whole identity, decided already
-	// (Identify): neither the groups mode nor the resolver applies again.
+	// Decided says Groups are the whole identity already (Identify's answer).
 	Decided bool
 	// Action defaults to submit.
 	Action policy.Action
@@ -82,20 +64,16 @@ type Result struct {
 	Identity identity.Info
 }
 
-// Generation is one configuration, immutable: the compiled policy and
-// each partition's resolver with its cache. It is safe for concurrent
-// use; questions asked of it are answered from that one configuration.
-// Package serving puts one in service.
+// Generation is one configuration, immutable and safe for concurrent use:
+// the compiled policy and each partition's resolver with its cache.
 type Generation struct {
 	cfg   *config.Config
 	parts map[string]*partition
 	// bound pairs the first partitions' compiled policy with their
 	// partition, so a decision finds both with one map lookup.
 	bound []binding
-	// key tells generations apart: the key under which a partition's
-	// group cache keeps each user's prepared identity for this one (the
-	// lookup policy that made it is the generation's). No two
-	// generations of a process share one (generations).
+	// key is unique per generation: a group cache keeps each user's
+	// prepared identity under it.
 	key uint64
 }
 
@@ -107,35 +85,26 @@ type binding struct {
 // maxBound is how many partitions Generation.bound holds.
 const maxBound = 4
 
-// generations numbers the generations of the process, so that each has
-// a key of its own (a number compares in one instruction where the
-// cache's hit path compares it).
+// generations numbers the generations of the process (Generation.key).
 var generations atomic.Uint64
 
 type partition struct {
 	mode identity.Mode
-	// policy says who is looked up and under which name; it is the
-	// generation's, whether or not the resolver was kept.
+	// policy is the generation's, whether or not the resolver was kept.
 	policy   *identity.Policy
 	resolver *resolvers.Resolver
 	defaults application.Defaults
-	// rules are the partition's placement rules (the implicit provided
-	// rule when it configures none).
-	rules *placement.Rules
-	// given keeps, for this generation, the prepared identity of users
-	// whose groups are not in the resolver's cache: supplied with the
-	// request, merged, or from a resolver without a cache.
+	rules    *placement.Rules
+	// given keeps the prepared identity of users whose groups are not in
+	// the resolver's cache.
 	given givenCache
 }
 
 // givenCache maps a user to the identity last prepared from groups
-// supplied with a request (or answered by a resolver that has no cache):
-// a request with the same groups, in the same order, reuses it. It holds
-// at most maxGiven users and about maxGivenBytes of names (whoever
-// reaches usher's Service can send a review naming a fresh user with
-// megabytes of groups); when full it is emptied, so it stays bounded
-// without bookkeeping on the hit path. An entry larger than
-// maxGivenEntryBytes is not kept.
+// supplied with a request (or answered by a resolver without a cache); a
+// request with the same groups in the same order reuses it. It is bounded
+// (whoever reaches usher's Service can send fresh users with megabytes of
+// groups) and emptied when full, so the hit path keeps no bookkeeping.
 type givenCache struct {
 	m     sync.Map // user -> *givenEntry
 	n     atomic.Int64
@@ -143,18 +112,16 @@ type givenCache struct {
 }
 
 type givenEntry struct {
-	// groups are the groups as supplied (the cache's own copy), or with
-	// resolved set, the groups the resolver answered, in is then unset.
+	// groups are as supplied (the cache's own copy), or with resolved,
+	// as the resolver answered (in is then unset).
 	groups   []string
 	resolved bool
 	in       identity.Info
 	sub      *acl.Subject
 }
 
-// maxGiven, maxGivenBytes and maxGivenEntryBytes bound a partition's
-// givenCache. The bytes count the user's name and groups, 16 more for
-// each group: the cache keeps them, the prepared identity about as much
-// again.
+// The bounds of a givenCache; the bytes count the user's name and groups,
+// 16 more for each group.
 const (
 	maxGiven           = 10000
 	maxGivenBytes      = 16 << 20
@@ -303,8 +270,7 @@ func (g *Generation) Identify(ctx context.Context, partitionName, user string, g
 	if err != nil {
 		return identity.Info{}, err
 	}
-	// What the resolver's cache keeps must not keep the caller's memory
-	// (a request's body) alive.
+	// The resolver's cache must not keep the request's body alive.
 	groups = clip.Detach(groups, &user)
 	return identify(ctx, p, user, groups, false)
 }
@@ -334,9 +300,8 @@ func identify(ctx context.Context, p *partition, user string, groups []string, d
 	return in, nil
 }
 
-// GroupsError reports that the groups of a user could not be established
-// (the resolver failed or does not know the user). The decision is then a
-// denial: nothing is granted on groups that are unknown.
+// GroupsError reports that the groups of a user could not be established;
+// the decision is then a denial.
 type GroupsError struct {
 	User string
 	Err  error
@@ -360,10 +325,8 @@ func (g *Generation) Explain(ctx context.Context, req Request) (res Result, step
 	return res, steps, err
 }
 
-// decide answers req into res, which is zero. It fills res in place and
-// takes req by pointer: the Result is 26 words and the Request 10, and
-// copying them between the exported methods and this one was a fifth of
-// a cached decision's cost.
+// decide answers req into res, which is zero. Both go by pointer: copying
+// them was a fifth of a cached decision's cost.
 func (g *Generation) decide(ctx context.Context, req *Request, trail bool, res *Result) ([]policy.Step, error) {
 	res.Partition, res.Queue, res.Action, res.User = req.Partition, req.Queue, req.Action, req.User
 	cp, p, err := g.lookup(req.Partition)
@@ -388,18 +351,11 @@ func (g *Generation) decide(ctx context.Context, req *Request, trail bool, res *
 	return nil, nil
 }
 
-// identify is identify for decisions: when the groups come from the
-// partition's cache alone (mode resolve, or given without supplied
-// groups), the user's Subject is kept with the cached answer under this
-// generation's key, so a decision for a cached user costs a cache hit and
-// a walk of the queue's chain: no validation, Subject or allocation again
-// until the answer or the generation changes. When they are supplied
-// with the request (mode given), it is kept in the generation's partition
-// for the user and those exact groups; other groups make another.
-// Otherwise (mode merge, a resolver without a cache) the identity is
-// worked out every time and the Subject is kept in the generation's
-// partition for the groups it came to. Decided groups are kept as given
-// groups are. The identity is written to out, and only on success.
+// identify is identify for decisions, keeping the user's Subject: with the
+// cached answer under the generation's key when the groups come from the
+// cache alone, else in the partition's givenCache for the exact groups
+// (supplied or decided, or those merged or answered by a resolver without
+// a cache). The identity is written to out, and only on success.
 func (g *Generation) identify(ctx context.Context, p *partition, user string, groups []string, decided bool, out *identity.Info) (*acl.Subject, error) {
 	c := p.resolver.Cache
 	cached := !decided && c != nil && (p.mode == identity.ModeResolve || (p.mode == identity.ModeGiven && len(groups) == 0))
@@ -416,8 +372,7 @@ func (g *Generation) identify(ctx context.Context, p *partition, user string, gr
 			return e.sub, nil
 		}
 	}
-	// What follows may be kept (the resolver's cache, the compiled
-	// identity): not the caller's memory.
+	// What follows may be kept: not the caller's memory.
 	groups = clip.Detach(groups, &user)
 	in, err := identify(ctx, p, user, groups, decided)
 	if err != nil {
@@ -425,8 +380,6 @@ func (g *Generation) identify(ctx context.Context, p *partition, user string, gr
 	}
 	*out = in
 	if !cached && !given {
-		// Groups from a resolver without a cache (type none), or merged
-		// with the request's: the identity is kept for the same groups.
 		if e, ok := p.given.get(user, in.Groups, true); ok {
 			return e.sub, nil
 		}
@@ -446,8 +399,7 @@ func (g *Generation) identify(ctx context.Context, p *partition, user string, gr
 // AccessResult is every queue of a partition with what a user may do
 // there.
 type AccessResult struct {
-	// Partition is the partition's canonical name.
-	Partition string
+	Partition string // canonical
 	Identity  identity.Info
 	Queues    []policy.QueueAccess
 }
@@ -496,33 +448,23 @@ func (g *Generation) DecideApplication(ctx context.Context, req AppRequest) (app
 	return d, in, err
 }
 
-// PlaceRequest asks where an application goes: the partition's placement
-// rules run for User (with Groups), the queue the application names and
-// its tags.
+// PlaceRequest asks where an application goes. Partition, User, Groups
+// and Decided are as in Request.
 type PlaceRequest struct {
-	// Partition defaults to "default".
 	Partition string
-	// Queue is the queue the application names, the provided rule's input
-	// as YuniKorn receives it (a marker such as "ml.training" is qualified
-	// by the rules, not here); "" when it names none.
+	// Queue is the queue the application names, as YuniKorn's provided
+	// rule receives it (unqualified); "" when it names none.
 	Queue string
-	// Tags are the application's tags (the Kubernetes shim passes
-	// namespace=NS); names match without regard to case.
+	// Tags are the application's tags; names match without regard to case.
 	Tags map[string]string
 	// Namespace, when set, is the namespace tag as YuniKorn's shim passes
-	// it, added to Tags (and taking precedence over a namespace tag
-	// there). The tags are only assembled when a rule reads them.
+	// it, overriding one in Tags.
 	Namespace string
-	// User is required.
-	User string
-	// Groups are the groups supplied with the request, if any: used as
-	// the partition's groups mode says, as for Check.
-	Groups []string
-	// Decided is Request.Decided.
-	Decided bool
-	// Explain keeps the whole placement trail (Result.Trail) and the ACL
-	// trail of the decisive queue (PlaceResult.Steps). A rejection always
-	// has its trail.
+	User      string
+	Groups    []string
+	Decided   bool
+	// Explain keeps the whole placement trail and the ACL trail of the
+	// decisive queue (PlaceResult.Steps); a rejection always has its trail.
 	Explain bool
 }
 
@@ -530,33 +472,22 @@ type PlaceRequest struct {
 // placed for and the rules that ran.
 type PlaceResult struct {
 	placement.Result
-	// Partition is the partition's canonical name.
-	Partition string
-	// Identity holds the groups used, each with where it came from.
-	Identity identity.Info
-	// Rules are the rules that ran: Rules.Describe(Result.Rule) names the
-	// rule that placed.
+	Partition string // canonical
+	Identity  identity.Info
+	// Rules are the rules that ran.
 	Rules *placement.Rules
-	// Steps is the submit ACL trail of the queue whose ACLs decided the
-	// placement (the placed queue, or the nearest existing ancestor of a
-	// queue to create); with Explain only, and only when placed (with
-	// Default, also when denied).
+	// Steps is the submit ACL trail of the queue whose ACLs decided (the
+	// placed queue, or the nearest existing ancestor of one to create);
+	// with Explain only.
 	Steps []policy.Step
-	// Asked is the queue the application names (PlaceRequest.Queue) read
-	// as a path under root, lower case ("ml.training" asks for
-	// root.ml.training), when it is placed in another queue: a rule fell
-	// through (an ACL, a queue that does not exist and is not created),
-	// YuniKorn's provided rule read the name otherwise (its '.' to
-	// "_dot_": root.ml_dot_training), or the root.default fallback
-	// placed it. Why then says why, rule by rule. "" when it is placed
-	// where it asks, rejected, or names no queue.
+	// Asked is the queue the application names, read as a lower-case path
+	// under root, when it is placed in another queue ("" otherwise); Why
+	// then says why, rule by rule.
 	Asked string
 	// Default is set when the application names no queue in a partition
-	// without placementrules: no rule runs, and it goes to the
-	// partition's default queue (defaultqueue, else root.default, else
-	// root) if the user may submit there. That queue stands for the one
-	// YuniKorn's admission controller labels such pods with
-	// (filtering.defaultQueue, root.default by default).
+	// without placementrules: it goes to the partition's default queue, as
+	// YuniKorn's admission controller labels such pods
+	// (filtering.defaultQueue).
 	Default bool
 	// named is the queue the application names, as given.
 	named string
@@ -578,15 +509,9 @@ func (r *PlaceResult) RuleName() string {
 	return fmt.Sprintf("rule %d: %s", i+1, r.Rules.Describe(i))
 }
 
-// Place decides a submission: the queue the application will run in, as
-// YuniKorn's scheduler places it with the partition's placement rules
-// (Default: the partition's default queue), and whether the user,
-// identified as Check identifies it, may submit there. It is the one
-// answer the admission webhook, usher check, explain and place, POST
-// /v1/access and kubectl usher give for a submission. A rejected
-// application is a result with Placed false, not an error; an error
-// (unknown partition, invalid user name, resolver failure) comes with a
-// result that is not placed.
+// Place decides a submission: the queue YuniKorn's placement rules put
+// the application in, and whether the user may submit there. A rejection
+// is a result with Placed false; an error comes with a result not placed.
 func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, error) {
 	res := PlaceResult{Partition: req.Partition}
 	res.Rule = -1
@@ -628,19 +553,15 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 	}
 	if !req.Explain {
 		// A rejection, and a placement elsewhere than the queue named,
-		// keep their trail: the reason (Why) names every rule that fell
-		// through. The placed path allocates nothing more.
+		// keep their trail for Why; the placed path allocates nothing more.
 		res.Result = p.rules.Place(cp, preq)
 		if res.Placed && !elsewhere(res.Queue, req.Queue) {
 			return res, nil
 		}
-		res.Result = p.rules.Explain(cp, preq)
-		res.setAsked(req.Queue)
-		return res, nil
 	}
 	res.Result = p.rules.Explain(cp, preq)
 	res.setAsked(req.Queue)
-	if res.Placed {
+	if req.Explain && res.Placed {
 		decisive := res.Queue
 		if res.Create {
 			decisive = res.Final.Ancestor
@@ -652,9 +573,8 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 	return res, nil
 }
 
-// elsewhere reports whether placed (a canonical queue path) is another
-// queue than named, a queue the application names, read as a path under
-// root; never when it names none.
+// elsewhere reports whether placed (a canonical path) is another queue
+// than named read as a path under root; never when named is "".
 func elsewhere(placed, named string) bool {
 	if named == "" {
 		return false
@@ -678,9 +598,8 @@ func (r *PlaceResult) setAsked(named string) {
 }
 
 // Reading says, for an application placed elsewhere than the queue it
-// names, when the rules read that name otherwise than as a path: a name
-// not starting with "root." has each '.' replaced by "_dot_". "" when
-// they do not.
+// names, that the rules read a name not starting with "root." with each
+// '.' as "_dot_"; "" otherwise.
 func (r *PlaceResult) Reading() string {
 	if r.Asked == "" || !strings.Contains(r.named, ".") || strings.HasPrefix(r.named, "root.") {
 		return ""
@@ -688,10 +607,8 @@ func (r *PlaceResult) Reading() string {
 	return fmt.Sprintf("queue %q does not start with \"root.\", so the rules read it as a name with each '.' replaced by \"_dot_\"", r.named)
 }
 
-// Why is the reason of the result; with the trail (Explain, and always
-// for a rejection or a placement elsewhere than the queue named), every
-// rule tried and why it placed or fell through, so that a submitter learns
-// why the queue it named was not used.
+// Why is the reason of the result; with a trail, every rule tried and why
+// it placed or fell through.
 func (r *PlaceResult) Why() string {
 	if r.Default && !r.Placed {
 		return r.Decision.Reason()

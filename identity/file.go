@@ -1,7 +1,6 @@
 package identity
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,33 +8,17 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/usherhq/usher/internal/safefile"
 )
 
-// MaxFileSize is the largest users-to-groups file File reads: about
+// MaxFileSize is the largest users-to-groups file usher reads: about
 // 300,000 users with a dozen groups each.
 const MaxFileSize = 16 << 20
-
-// File reads the users-to-groups file at path and returns a resolver that
-// answers from it (Source "file"); see ParseFile for the format. The file
-// must be a regular file of at most MaxFileSize bytes, and is read once:
-// to pick up changes, call File again and swap resolvers.
-func File(path string) (Resolver, error) {
-	data, _, err := safefile.Read(path, MaxFileSize, 0)
-	if err != nil {
-		return nil, fmt.Errorf("users-to-groups file: %w", err)
-	}
-	return ParseFile(bytes.NewReader(data), path)
-}
 
 // maxFileErrors is how many problems ParseFile reports before giving up.
 const maxFileErrors = 10
 
 // ParseFile reads a users-to-groups file from r; name is the file name used
-// in messages. It is meant for small sites without a directory server.
-//
-// The format is one line per user:
+// in messages. The format is one line per user:
 //
 //	# comment
 //	alice: dev, ops
@@ -43,20 +26,12 @@ const maxFileErrors = 10
 //	bob:
 //
 // A user name ends at the first colon followed by a space, a tab or the end
-// of the line, so names containing colons (Kubernetes users and groups)
-// need no quoting. The groups follow, separated by commas; spaces and tabs
-// around names are ignored. A user listed with no groups is known and has
-// none; a user not listed is an error wrapping ErrUnknownUser. A "#" starts
-// a comment that runs to the end of the line; blank lines are ignored;
-// CRLF line ends and a leading byte order mark are accepted.
+// of the line, so Kubernetes names need no quoting. A user listed with no
+// groups is known and has none; one not listed is an error wrapping
+// ErrUnknownUser.
 //
-// Errors: a missing colon, an empty user or group name, a name containing
-// whitespace or a control character, invalid UTF-8, a user listed twice,
-// or a group listed twice for one user. Each is a *FileError rendered
-// "FILE:LINE:COL: message" (1-based line, 1-based byte column), which
-// names the problem and never quotes the file's content; all of them
-// (up to ten) are returned together, joined by newlines (errors.Join).
-// Nothing is dropped silently: a file with any error yields no resolver.
+// Every problem (up to ten) is a *FileError, joined: a file with any error
+// yields no resolver. No message quotes the file's content.
 func ParseFile(r io.Reader, name string) (Resolver, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -85,12 +60,12 @@ func ParseFile(r io.Reader, name string) (Resolver, error) {
 	return p.t, nil
 }
 
-// FileError is one problem found by ParseFile, at a 1-based line and
-// 1-based byte column of the named file.
+// FileError is one problem found by ParseFile, at a 1-based line and byte
+// column.
 type FileError struct {
-	File string // the file name given to ParseFile
-	Line int    // 1-based line number
-	Col  int    // 1-based byte column
+	File string
+	Line int
+	Col  int
 	Msg  string // what is wrong, without quoting the file
 }
 
@@ -180,8 +155,7 @@ func userEnd(line string) int {
 }
 
 // trimField removes the spaces and tabs around field, which starts at byte
-// offset off of its line, and returns what is left with its offset (for an
-// empty result, the offset of field).
+// offset off of its line, and returns what is left with its offset.
 func trimField(field string, off int) (string, int) {
 	trimmed := strings.TrimLeft(field, " \t")
 	if trimmed == "" {
@@ -190,9 +164,8 @@ func trimField(field string, off int) (string, int) {
 	return strings.TrimRight(trimmed, " \t"), off + len(field) - len(trimmed)
 }
 
-// checkName reports a name (of kind "user" or "group") at byte offset off
-// that contains whitespace or a control character, and says whether it is
-// fine.
+// checkName reports a name at byte offset off that contains whitespace or
+// a control character, and says whether it is fine.
 func (p *fileParser) checkName(n, off int, kind, name string) bool {
 	for i, r := range name {
 		switch {

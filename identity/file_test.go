@@ -3,10 +3,7 @@ package identity_test
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/usherhq/usher/identity"
@@ -116,72 +113,17 @@ func TestParseFileErrors(t *testing.T) {
 	})
 }
 
-func TestFile(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "groups")
-	if err := os.WriteFile(path, []byte("alice: dev\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r, err := identity.File(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := r.Resolve(context.Background(), "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkInfo(t, in, "alice", []string{"dev"}, identity.SourceFile)
-
-	t.Run("missing file", func(t *testing.T) {
-		missing := filepath.Join(dir, "missing")
-		_, err := identity.File(missing)
-		if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), missing) {
-			t.Fatalf("err = %v", err)
-		}
-	})
+func TestParseFileNamesThePath(t *testing.T) {
 	t.Run("bad file names the path", func(t *testing.T) {
-		bad := filepath.Join(dir, "bad")
-		if err := os.WriteFile(bad, []byte("alice: dev\nalice: ops\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		_, err := identity.File(bad)
-		if want := bad + `:2:1: duplicate user (first listed at line 1)`; err == nil || err.Error() != want {
+		_, err := identity.ParseFile(strings.NewReader("alice: dev\nalice: ops\n"), "/etc/bad")
+		if want := `/etc/bad:2:1: duplicate user (first listed at line 1)`; err == nil || err.Error() != want {
 			t.Fatalf("err = %v, want %s", err, want)
 		}
 	})
 	t.Run("no error quotes the file", func(t *testing.T) {
-		secret := filepath.Join(dir, "secret")
-		if err := os.WriteFile(secret, []byte("key: secret value with spaces\nkey: other secret\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		_, err := identity.File(secret)
-		if err == nil || strings.Contains(err.Error(), "secret value") || strings.Contains(err.Error(), "key") || !strings.Contains(err.Error(), secret+":1:") {
+		_, err := identity.ParseFile(strings.NewReader("key: secret value with spaces\nkey: other secret\n"), "/etc/secret")
+		if err == nil || strings.Contains(err.Error(), "secret value") || strings.Contains(err.Error(), "key") || !strings.Contains(err.Error(), "/etc/secret:1:") {
 			t.Fatalf("err = %v: want the file's positions, none of its content", err)
-		}
-	})
-	t.Run("only a regular file is read", func(t *testing.T) {
-		fifo := filepath.Join(dir, "fifo")
-		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range []string{fifo, "/dev/zero", dir} {
-			if _, err := identity.File(p); err == nil || !strings.Contains(err.Error(), "not a regular file") {
-				t.Errorf("%s: err = %v", p, err)
-			}
-		}
-	})
-	t.Run("a table larger than the cap is not read", func(t *testing.T) {
-		big := filepath.Join(dir, "big")
-		f, err := os.Create(big)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Truncate(identity.MaxFileSize + 1); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-		if _, err := identity.File(big); err == nil || !strings.Contains(err.Error(), "larger than") {
-			t.Fatalf("err = %v", err)
 		}
 	})
 }

@@ -34,7 +34,7 @@ func TestGivenManyGroups(t *testing.T) {
 		for i := range more {
 			more[i] = fmt.Sprint("g", r.IntN(n+1))
 		}
-		res := identity.ResolverFunc(func(context.Context, string) (identity.Info, error) {
+		res := resolverFunc(func(context.Context, string) (identity.Info, error) {
 			return identity.Info{User: "alice", Groups: more}, nil
 		})
 		merged, err := identity.Complete(context.Background(), identity.ModeMerge, res, "alice", groups)
@@ -50,4 +50,11 @@ func TestGivenManyGroups(t *testing.T) {
 			t.Fatalf("n=%d merged: got %d groups, want %d", n, len(merged.Groups), len(want))
 		}
 	}
+}
+
+// resolverFunc adapts a function to identity.Resolver.
+type resolverFunc func(ctx context.Context, user string) (identity.Info, error)
+
+func (f resolverFunc) Resolve(ctx context.Context, user string) (identity.Info, error) {
+	return f(ctx, user)
 }

@@ -19,17 +19,15 @@ import (
 	"strings"
 )
 
-// Source names where a group came from: SourceGiven for groups that were
-// supplied with the request (for example by the Kubernetes API server), or the
-// name of the resolver that found it ("none", "os", "file", "ldap", "test").
+// Source names where a group came from: SourceGiven, or the resolver that
+// found it ("none", "os", "file", "ldap", "test").
 type Source string
 
 // SourceGiven marks groups supplied with the request.
 const SourceGiven Source = "given"
 
-// Via is the Source of a group a resolver found through nested groups:
-// base, then the groups that led to it from the user's own group, in
-// order ("ldap via data-eng-emea", "ldap via emea-team > data-eng-emea").
+// Via is the Source of a group found through nested groups, with the
+// groups that led to it ("ldap via emea-team > data-eng-emea").
 func Via(base Source, chain ...string) Source {
 	if len(chain) == 0 {
 		return base
@@ -37,28 +35,22 @@ func Via(base Source, chain ...string) Source {
 	return base + " via " + Source(strings.Join(chain, " > "))
 }
 
-// Base is the resolver that found the group, without the nesting chain:
-// "ldap" for "ldap via data-eng-emea".
+// Base is the resolver that found the group, without the nesting chain.
 func (s Source) Base() Source {
 	b, _, _ := strings.Cut(string(s), " ")
 	return Source(b)
 }
 
-// Info is a user and the groups it belongs to. The zero value is an
-// anonymous user with no groups. An Info is a value: the resolvers and the
-// cache never modify an Info after returning it, and callers must not either.
+// Info is a user and its groups. Resolvers and caches share an Info:
+// nobody modifies one after it is returned.
 type Info struct {
-	// User is the user name, case sensitive.
-	User string
-	// Groups are the user's groups in a stable order, without duplicates.
+	User string // case sensitive
+	// Groups are in a stable order, without duplicates.
 	Groups []string
-	// Sources, when not empty, has one entry per element of Groups telling
-	// where that group came from.
+	// Sources, when not empty, says where each group came from.
 	Sources []Source
-	// Lookup says how the resolver was consulted when that was more than
-	// asking it for User (identity/lookup.go): the directory name a
-	// mapping rule gave, a skipped user, a static override, an unknown
-	// user decided on its given groups. The zero value is the plain case.
+	// Lookup says how the resolver was consulted, when that was more than
+	// asking it for User.
 	Lookup Lookup
 }
 
@@ -86,31 +78,18 @@ func (in Info) String() string {
 }
 
 // ErrUnknownUser is returned (wrapped) by resolvers that know the user does
-// not exist. Callers treat it like any other failure: the groups are unknown.
+// not exist; the groups are then unknown, as for any failure.
 var ErrUnknownUser = errors.New("unknown user")
 
-// Resolver finds the groups of a user.
-//
-// Resolve returns an Info whose User is user and whose Groups are those the
-// resolver knows, each with the resolver's Source. An error means the groups
-// could not be determined; the returned Info must then be ignored and the
-// caller must not grant anything based on group membership it could not
-// establish. Implementations must be safe for concurrent use and should
-// honour ctx cancellation.
+// Resolver finds the groups of a user, each with the resolver's Source. On
+// an error the Info is ignored and nothing is granted on group membership.
+// Implementations are safe for concurrent use and honour ctx.
 type Resolver interface {
 	Resolve(ctx context.Context, user string) (Info, error)
 }
 
-// ResolverFunc adapts a function to the Resolver interface.
-type ResolverFunc func(ctx context.Context, user string) (Info, error)
-
-// Resolve calls f.
-func (f ResolverFunc) Resolve(ctx context.Context, user string) (Info, error) { return f(ctx, user) }
-
-var _ Resolver = ResolverFunc(nil)
-
-// Mode says how the groups supplied with a request and the resolver's groups
-// combine. The zero value is ModeGiven.
+// Mode says how the groups supplied with a request and the resolver's
+// combine.
 type Mode int
 
 const (
@@ -152,28 +131,17 @@ func Given(user string, groups []string) Info {
 	if len(groups) == 0 {
 		return Info{User: user}
 	}
-	in := Info{User: user, Groups: make([]string, 0, len(groups)), Sources: make([]Source, 0, len(groups))}
-	var d dedup
-	for _, g := range groups {
-		if d.seen(in.Groups, g) {
-			continue
-		}
-		in.Groups = append(in.Groups, g)
-		in.Sources = append(in.Sources, SourceGiven)
-	}
-	return in
+	return newInfo(user, groups, SourceGiven)
 }
 
 // dedup tells whether a group is already in a list being built: a scan
-// while the list is short, a set once it grows, so that a user with
-// thousands of groups costs linear time, not quadratic.
+// while the list is short, a set once it grows (linear, not quadratic, in
+// thousands of groups).
 type dedup struct{ set map[string]struct{} }
 
-// dedupScan is the list length up to which seen scans.
 const dedupScan = 32
 
-// seen reports whether g is in list, the list built so far (to which the
-// caller appends g when it is not).
+// seen reports whether g is in list, to which the caller appends g if not.
 func (d *dedup) seen(list []string, g string) bool {
 	if d.set == nil {
 		if len(list) < dedupScan {
@@ -191,16 +159,13 @@ func (d *dedup) seen(list []string, g string) bool {
 	return false
 }
 
-// Complete returns the identity of user for a request that supplied groups
-// (possibly none), combining them with r according to mode. r may be nil
-// when mode is ModeGiven and groups are always supplied; if it is needed and
-// nil, Complete returns an error.
+// Complete returns the identity of user, combining the supplied groups
+// with r's as mode says; a nil r is an error only when it is needed.
 func Complete(ctx context.Context, mode Mode, r Resolver, user string, groups []string) (Info, error) {
 	return complete(ctx, mode, r, user, user, groups)
 }
 
-// complete is Complete asking r for name, the user's name in the
-// resolver (Policy's name mapping).
+// complete is Complete asking r for name (Policy's name mapping).
 func complete(ctx context.Context, mode Mode, r Resolver, user, name string, groups []string) (Info, error) {
 	if mode == ModeGiven && len(groups) > 0 {
 		return Given(user, groups), nil

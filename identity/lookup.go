@@ -11,40 +11,31 @@ import (
 	"github.com/usherhq/usher/acl"
 )
 
-// This file holds who is looked up and under which name: the lookup
-// policy of a partition (Policy), applied around its resolver by
-// Policy.Complete.
-//
-// Rules:
-//   - ACLs always match the name the request authenticated (Info.User); a
-//     mapping rule only changes the name the resolver is asked for
-//     (Info.Lookup.Name).
-//   - A user whose name starts with a Skip prefix is never looked up: its
-//     groups are those supplied with the request, whatever the mode.
-//   - A static override wins over the resolver: the resolver is not asked
-//     and the override's groups (Source "override") take the place of its
-//     answer, also for a skipped user.
-//   - "No such user" from the resolver denies (UnknownDeny) unless the
-//     policy is UnknownGivenGroups; then the decision is made on the
-//     supplied groups alone and Info.Lookup says so. Any other resolver
-//     failure always denies.
+// A partition's lookup policy (Policy) says who is looked up and under
+// which name:
+//   - ACLs always match the authenticated name (Info.User); a mapping rule
+//     only changes the name the resolver is asked for.
+//   - A user with a Skip prefix is never looked up: only the supplied
+//     groups count, whatever the mode.
+//   - A static override replaces the resolver's answer, also for a
+//     skipped user.
+//   - "No such user" denies unless the policy is UnknownGivenGroups; any
+//     other resolver failure always denies.
 
 // SourceOverride marks groups from a static override.
 const SourceOverride Source = "override"
 
 // DefaultSkip is the Skip of a partition that configures none: service
-// accounts (system:serviceaccount:…), nodes (system:node:…) and the
-// other system: users the API server authenticates are not looked up.
+// accounts, nodes and the other system: users are not looked up.
 var DefaultSkip = []string{"system:"}
 
 // Unknown is what a lookup that answers "no such user" does.
 type Unknown int
 
 const (
-	// UnknownDeny fails the lookup: nothing is decided (the default).
+	// UnknownDeny fails the lookup (the default).
 	UnknownDeny Unknown = iota
-	// UnknownGivenGroups decides on the groups supplied with the request
-	// alone, and says so in Info.Lookup.
+	// UnknownGivenGroups decides on the supplied groups alone.
 	UnknownGivenGroups
 )
 
@@ -74,37 +65,26 @@ func ParseUnknown(s string) (Unknown, error) {
 type Outcome string
 
 const (
-	// OutcomeAsked: the resolver was asked (or the mode needed no lookup).
-	OutcomeAsked Outcome = ""
-	// OutcomeSkipped: the name starts with a Skip prefix; only the
-	// supplied groups count.
-	OutcomeSkipped Outcome = "skipped"
-	// OutcomeOverride: a static override gave the groups.
-	OutcomeOverride Outcome = "override"
-	// OutcomeUnknownGiven: the resolver does not know the user and the
-	// unknownuser policy given-groups decided on the supplied groups alone.
+	OutcomeAsked        Outcome = "" // asked, or the mode needed no lookup
+	OutcomeSkipped      Outcome = "skipped"
+	OutcomeOverride     Outcome = "override"
 	OutcomeUnknownGiven Outcome = "unknown-user-given-groups"
 )
 
-// Lookup says how the groups of an identity were found, when that is more
-// than "the resolver was asked for the user's name". The zero value is
-// that plain case.
+// Lookup says how the groups of an identity were found; the zero value is
+// "the resolver was asked for the user's name".
 type Lookup struct {
-	// Name is the name the resolver was asked for when a mapping rule
-	// changed it; "" when it was the user's own name.
+	// Name is the name a mapping rule gave; "" when none did.
 	Name string
-	// Rule is the mapping rule that changed it, from 1; 0 when none did.
-	Rule int
-	// Outcome is how the resolver was consulted.
+	// Rule is the mapping rule that changed it, from 1.
+	Rule    int
 	Outcome Outcome
-	// Detail says why, for the outcomes other than OutcomeAsked: the skip
-	// prefix, or the resolver's "no such user" answer.
+	// Detail is the skip prefix, or the resolver's "no such user" answer.
 	Detail string
 }
 
-// String renders the lookup for people and audit records: "" for the
-// plain case, else for example `directory name "alice" (mapping rule 1);
-// unknown user, decided on the given groups (unknownuser given-groups)`.
+// String renders the lookup for people and audit records; "" for the
+// plain case.
 func (l Lookup) String() string {
 	var parts []string
 	if l.Name != "" {
@@ -148,24 +128,22 @@ func (r MapRule) Apply(name string) (string, bool) {
 }
 
 // Policy is a partition's lookup policy. The zero value looks everyone up
-// under their own name and denies on "no such user": the behaviour without
-// a policy.
+// under their own name and denies on "no such user".
 type Policy struct {
 	// Skip lists name prefixes that are never looked up.
-	Skip []string
-	// Unknown is what "no such user" does.
+	Skip    []string
 	Unknown Unknown
 	// Mapping is tried in order; the first rule that matches gives the
-	// directory name, and a name no rule matches is looked up as it is.
+	// directory name.
 	Mapping []MapRule
-	// Overrides maps a user (the authenticated name) to the groups that
-	// replace the resolver's answer.
+	// Overrides maps an authenticated name to the groups that replace the
+	// resolver's answer.
 	Overrides map[string][]string
 }
 
 // DirectoryName returns the name the resolver is asked for user and the
-// rule (from 1) that gave it, 0 when none matched. A mapped name is
-// checked like any name: one that is not valid is an error.
+// rule (from 1) that gave it, 0 when none matched. An invalid mapped name
+// is an error.
 func (p *Policy) DirectoryName(user string) (string, int, error) {
 	for i, r := range p.Mapping {
 		name, ok := r.Apply(user)
@@ -190,9 +168,8 @@ func (p *Policy) Skipped(user string) (string, bool) {
 	return "", false
 }
 
-// Complete is identity.Complete under the policy: it decides whether and
-// under which name r is asked, applies a static override, and what "no
-// such user" does. A nil p is the zero Policy.
+// Complete is identity.Complete under the policy. A nil p is the zero
+// Policy.
 func (p *Policy) Complete(ctx context.Context, mode Mode, r Resolver, user string, groups []string) (Info, error) {
 	if p == nil {
 		p = &Policy{}

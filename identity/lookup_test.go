@@ -88,7 +88,7 @@ func TestPolicyComplete(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var r identity.Resolver = dir
 			if tc.errSubstr == "directory down" {
-				r = identity.ResolverFunc(func(context.Context, string) (identity.Info, error) {
+				r = resolverFunc(func(context.Context, string) (identity.Info, error) {
 					return identity.Info{}, errors.New("directory down")
 				})
 			}

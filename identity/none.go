@@ -2,11 +2,9 @@ package identity
 
 import "context"
 
-// None returns the default resolver: it knows nothing about the user beyond
-// its name, and answers that the user's only group is a primary group named
-// like the user (Source "none"), as YuniKorn's "no resolver" does. An empty
-// user name is an error wrapping ErrUnknownUser, because a group named ""
-// could match nothing sensible.
+// None returns the default resolver, as YuniKorn's "no resolver": the
+// user's only group is named like the user. An empty name is an unknown
+// user.
 func None() Resolver { return noneResolver{} }
 
 type noneResolver struct{}

@@ -7,17 +7,13 @@ import (
 	"os/user"
 )
 
-// OS returns a resolver that asks the operating system (os/user: the
-// passwd and group databases, through NSS when built with cgo) for the
-// groups of a user: the primary group first, then the others in the order
-// the system lists them, without duplicates (Source "os"). A group id with
-// no name keeps its number as the group name. A user the system does not
-// know is an error wrapping ErrUnknownUser; any other failure of the lookup
-// is an error too, never a shorter list of groups.
+// OS returns a resolver that asks the operating system (os/user, through
+// NSS when built with cgo) for a user's groups: the primary group first,
+// then the others as the system lists them. A group id with no name keeps
+// its number. Any failure is an error, never a shorter list of groups.
 //
-// The lookups can block (an NSS module may ask a directory server); Resolve
-// returns ctx.Err() when ctx ends first, leaving the lookup to finish in the
-// background. Wrap the resolver in identity/cache: it does no caching.
+// A lookup can block (an NSS module may ask a directory server): Resolve
+// returns when ctx ends, leaving the lookup to finish in the background.
 func OS() Resolver {
 	return &osResolver{
 		lookupUser:  user.Lookup,
@@ -27,8 +23,7 @@ func OS() Resolver {
 }
 
 // osResolver holds the os/user functions it calls, so that a test can
-// supply a group id without a name, which cannot be created on the test
-// machine without changing it.
+// supply a group id without a name.
 type osResolver struct {
 	lookupUser  func(name string) (*user.User, error)
 	groupIDs    func(u *user.User) ([]string, error)

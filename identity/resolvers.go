@@ -5,17 +5,11 @@ import (
 	"slices"
 )
 
-// Sources of the resolvers in this package; each resolver marks every group
-// it returns with its own Source.
+// Sources of the resolvers in this package.
 const (
-	// SourceNone marks the primary group the None resolver derives from the
-	// user name.
 	SourceNone Source = "none"
-	// SourceOS marks groups found by the OS resolver.
-	SourceOS Source = "os"
-	// SourceFile marks groups read from a users-to-groups file.
+	SourceOS   Source = "os"
 	SourceFile Source = "file"
-	// SourceTest marks groups from the Static (test) resolver.
 	SourceTest Source = "test"
 )
 
@@ -26,13 +20,13 @@ func unknownUser(src Source, user string) error {
 }
 
 // newInfo builds the Info of user with groups (which it keeps), dropping
-// duplicate groups (the first stays) and marking every group with src. The
-// slices are clipped so that a careless append by a caller reallocates
-// instead of writing into memory shared with other answers.
+// duplicates and marking every group with src. The slices are clipped so
+// that an append reallocates instead of writing into a shared answer.
 func newInfo(user string, groups []string, src Source) Info {
 	in := Info{User: user, Groups: make([]string, 0, len(groups))}
+	var d dedup
 	for _, g := range groups {
-		if !slices.Contains(in.Groups, g) {
+		if !d.seen(in.Groups, g) {
 			in.Groups = append(in.Groups, g)
 		}
 	}

@@ -7,11 +7,8 @@ import (
 	"slices"
 )
 
-// Static returns the test resolver: a fixed table from user names to their
-// groups (Source "test"). The map is copied, so later changes to it have no
-// effect; duplicate groups of a user are dropped (the first stays). A user
-// missing from the table is an error wrapping ErrUnknownUser; a user present
-// with no groups is known and has none.
+// Static returns the test resolver: a copy of a table from user names to
+// their groups. A user missing from it is an error wrapping ErrUnknownUser.
 func Static(users map[string][]string) Resolver {
 	t := &table{source: SourceTest, users: make(map[string]Info, len(users))}
 	for _, user := range slices.Sorted(maps.Keys(users)) {
@@ -20,8 +17,7 @@ func Static(users map[string][]string) Resolver {
 	return t
 }
 
-// table is a resolver answering from a fixed map; Static and File use it.
-// The Infos in the map are shared by all answers and never modified.
+// table is a resolver answering from a fixed map (Static, ParseFile).
 type table struct {
 	source Source
 	name   string // where the table came from, for messages; may be empty
@@ -50,8 +46,8 @@ func (t *table) String() string {
 	return string(t.source) + " " + t.name
 }
 
-// KnownGroups returns every group the table lists, sorted, so that lint can
-// tell group names from user names.
+// KnownGroups returns every group the table lists, sorted (lint tells
+// group names from user names with it).
 func (t *table) KnownGroups() []string {
 	seen := map[string]bool{}
 	for _, in := range t.users {

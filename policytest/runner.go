@@ -1,11 +1,8 @@
-// Package policytest runs policy tests (docs/policy-tests.md): files
-// that name a configuration and list the decisions, placements and
-// admission reviews expected of it. Run loads the configuration once, as
-// usher serve does but Strict, builds what serves it (package serving),
-// decides every case with the code serve runs (the engine's decisions,
-// the admission handler over an in-process request), and explains a
-// failing case from that same generation (package answer), with the usher
-// command that shows it. usher test is its command line.
+// Package policytest runs policy tests (docs/policy-tests.md): files that
+// name a configuration and list the decisions, placements and admission
+// reviews expected of it. Each case is decided by the code usher serve
+// runs, and a failing one explained from the same generation (package
+// answer), with the usher command that shows it.
 package policytest
 
 import (
@@ -42,9 +39,8 @@ import (
 	"github.com/usherhq/usher/serving"
 )
 
-// Find returns the files named by roots: a file as it is, a
-// directory's *_test.yaml and *_test.yml files, recursively, in lexical
-// order.
+// Find returns the files named by roots: a file as it is, a directory's
+// *_test.yaml and *_test.yml files, recursively, in lexical order.
 func Find(roots []string) ([]string, error) {
 	var out []string
 	for _, root := range roots {
@@ -104,27 +100,24 @@ type CaseReport struct {
 	Passed   bool   `json:"passed"`
 	Expected string `json:"expected"`
 	Got      string `json:"got"`
-	// Problems lists each expectation not met; empty when Passed.
+	// Problems lists each expectation not met.
 	Problems []string `json:"problems,omitempty"`
-	// Reproduce is the usher command that shows the same decision (not
-	// for admission cases).
+	// Reproduce is the usher command that shows the same decision.
 	Reproduce string `json:"reproduce,omitempty"`
-	// Trail is the explanation: what the reproducing command prints, or
-	// the admission response and audit record. Only for failures.
+	// Trail is what the reproducing command prints, or the admission
+	// response and audit record; only for failures.
 	Trail   string        `json:"trail,omitempty"`
 	Elapsed time.Duration `json:"-"`
-	// args is the usher command that shows the decision with its trail,
-	// and explain writes that trail from the generation the case was
-	// decided with.
+	// args is the reproducing command; explain writes its trail from the
+	// generation the case was decided with.
 	args    []string
 	explain func(io.Writer)
 }
 
 // Run loads the file's configuration once, as usher serve does (the
-// ADMISSION_CONTROLLER_* variables read with lookup) but Strict, builds
-// what serves it, and decides every case with it; a failing case is
-// explained from that same generation. An error means the configuration
-// did not load.
+// ADMISSION_CONTROLLER_* variables read with lookup) but Strict, and
+// decides every case with what serves it. An error means the
+// configuration did not load.
 func Run(ctx context.Context, f *File, lookup func(string) (string, bool)) (FileReport, error) {
 	fr := FileReport{File: f.path, Config: f.configPath}
 	cfg, err := config.Load(f.configPath, config.Strict(), config.WithEnv(lookup))
@@ -331,8 +324,6 @@ func (r *caseRunner) place(ctx context.Context, c testCase) CaseReport {
 		args = append(args, "--tag", k+"="+c.tags[k])
 	}
 	cr.args = args
-	// The engine places as usher place does: the partition's rules, or the
-	// implicit provided rule, for the user identified as check identifies.
 	res, err := r.e.Place(ctx, engine.PlaceRequest{Partition: c.partition, Queue: c.queue, Tags: c.tags, User: c.user, Groups: c.groups, Explain: true})
 	cr.explain = func(w io.Writer) {
 		if err != nil {

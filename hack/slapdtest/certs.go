@@ -1,6 +1,8 @@
 package slapdtest
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,10 +38,11 @@ func writeTLSFiles(dir string) (caFile string, caPEM []byte, err error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("issue server certificate: %w", err)
 	}
-	keyPEM, err := pki.KeyPEM(cert)
+	keyDER, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
 	if err != nil {
 		return "", nil, err
 	}
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
 	caFile = filepath.Join(dir, "ca.pem")
 	for name, data := range map[string][]byte{
 		"ca.pem":         ca.PEM,

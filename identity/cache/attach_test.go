@@ -14,7 +14,7 @@ import (
 // only for that answer and that key, never paired with a newer answer.
 func TestAttach(t *testing.T) {
 	var n atomic.Int32
-	dir := identity.ResolverFunc(func(_ context.Context, user string) (identity.Info, error) {
+	dir := resolverFunc(func(_ context.Context, user string) (identity.Info, error) {
 		return identity.Info{User: user, Groups: []string{fmt.Sprint("g", n.Add(1))}}, nil
 	})
 	c := cache.New(dir, cache.Options{})
@@ -59,4 +59,11 @@ func TestAttach(t *testing.T) {
 	if got := c.Stats().Hits - hits; got != 1 {
 		t.Errorf("%d hits counted, want 1 (only Attached that answered)", got)
 	}
+}
+
+// resolverFunc adapts a function to identity.Resolver.
+type resolverFunc func(ctx context.Context, user string) (identity.Info, error)
+
+func (f resolverFunc) Resolve(ctx context.Context, user string) (identity.Info, error) {
+	return f(ctx, user)
 }

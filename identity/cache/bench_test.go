@@ -20,7 +20,7 @@ func groups64(user string) identity.Info {
 	return in
 }
 
-var benchDir = identity.ResolverFunc(func(_ context.Context, user string) (identity.Info, error) {
+var benchDir = resolverFunc(func(_ context.Context, user string) (identity.Info, error) {
 	return groups64(user), nil
 })
 
@@ -90,7 +90,7 @@ func BenchmarkCacheHitParallelSameUser(b *testing.B) {
 // answer (64 groups), the cost the cache adds to a miss.
 func BenchmarkCacheMiss(b *testing.B) {
 	answer := groups64("alice")
-	dir := identity.ResolverFunc(func(context.Context, string) (identity.Info, error) { return answer, nil })
+	dir := resolverFunc(func(context.Context, string) (identity.Info, error) { return answer, nil })
 	c := cache.New(dir, cache.Options{})
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -106,7 +106,7 @@ func BenchmarkCacheMiss(b *testing.B) {
 // resolver never kept: concurrent misses share calls.
 func BenchmarkCacheMissSameUser(b *testing.B) {
 	answer := groups64("alice")
-	dir := identity.ResolverFunc(func(context.Context, string) (identity.Info, error) { return answer, nil })
+	dir := resolverFunc(func(context.Context, string) (identity.Info, error) { return answer, nil })
 	c := cache.New(dir, cache.Options{PositiveTTL: -1})
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -1,31 +1,24 @@
 // Package cache keeps the answers of an identity.Resolver for a while, so
 // that a directory server is asked about a user once per TTL instead of once
-// per request. A *Cache is itself an identity.Resolver: it wraps one, and
-// usher gives each partition its own.
+// per request. A *Cache is itself an identity.Resolver.
 //
 // Rules this package enforces:
-//   - A success is kept for PositiveTTL, a failure (including an unknown
-//     user, a timeout and a panic) for the shorter NegativeTTL; the cached
-//     failure is returned as it is, so callers fail closed.
-//   - Concurrent lookups of a user that is not cached share one resolver
-//     call (singleflight): N callers, one call.
-//   - The resolver call runs on a context of its own, detached from the
-//     callers' and limited by Timeout, so a caller that gives up does not
-//     cancel the answer for the others; that caller gets its ctx.Err().
-//   - A panicking resolver is an error (counted in Stats), never a crash.
-//   - With StaleTTL set, an outage does not lock users out at once: when a
-//     user's entry has expired and asking again fails, the last good answer
-//     keeps serving for up to StaleTTL past its expiry while the resolver is
-//     retried in the background, at most one call per user at a time. A
-//     definitive "unknown user" is not an outage and ends this at once.
-//   - At most MaxEntries users are kept; beyond that the clock algorithm
-//     evicts (see Options.MaxEntries).
-//   - Answers are shared: the cache stores its own copy of each answer and
-//     never modifies it, and callers must not modify the Info they get.
-//   - There is no global state: every Cache is independent.
+//   - A success is kept for PositiveTTL, a failure (an unknown user, a
+//     timeout, a panic) for NegativeTTL and returned as it is, so callers
+//     fail closed.
+//   - Concurrent lookups of a user share one resolver call, on a context
+//     detached from the callers' and limited by Timeout: a caller that
+//     gives up gets its ctx.Err() and does not cancel the others.
+//   - A panicking resolver is an error, never a crash.
+//   - With StaleTTL, an outage does not lock users out at once: the last
+//     good answer serves up to StaleTTL past its expiry while the resolver
+//     is retried in the background. "Unknown user" is not an outage.
+//   - At most MaxEntries users are kept.
+//   - Answers are shared: nobody modifies a cached Info.
 package cache
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,61 +45,34 @@ const (
 // Options tune a Cache. The zero value of every field means its default.
 type Options struct {
 	// Name names the wrapped resolver in the errors the cache makes itself
-	// (timeouts and panics), e.g. "ldap". Default DefaultName, "resolver".
-	// Errors returned by the resolver are passed on unchanged.
+	// (timeouts and panics). Default "resolver".
 	Name string
-
-	// PositiveTTL is how long a success is kept. Default
-	// DefaultPositiveTTL (300s); negative: successes are not kept.
+	// PositiveTTL is how long a success is kept. Default 300s; negative:
+	// not kept.
 	PositiveTTL time.Duration
-
 	// NegativeTTL is how long a failure is kept, and how often a user
-	// served stale answers is retried. Default DefaultNegativeTTL (30s);
-	// negative: failures are not kept and retries are back to back.
+	// served stale answers is retried. Default 30s; negative: not kept.
 	NegativeTTL time.Duration
-
-	// StaleTTL is how long past its expiry the last good answer for a
-	// user keeps serving when asking the resolver again fails. Default 0:
-	// off, a failure is returned at once. Failures wrapping
-	// identity.ErrUnknownUser are answers, not outages, and are never
-	// covered by a stale answer.
+	// StaleTTL is how long past its expiry the last good answer keeps
+	// serving while the resolver fails. Default 0: off.
 	StaleTTL time.Duration
-
-	// MaxEntries bounds the number of users kept. Default
-	// DefaultMaxEntries (10,000); zero or negative: the default. A full
-	// cache evicts one entry per new user with the clock (second chance)
-	// algorithm: the hand removes the first entry that is past its expiry
-	// (and stale period) or has not been looked up since the hand last
-	// passed it.
+	// MaxEntries bounds the number of users kept. Default 10,000.
 	MaxEntries int
-
-	// Timeout bounds one resolver call. Default DefaultTimeout (10s); zero
-	// or negative: the default. A resolver that ignores its context is
-	// abandoned at the timeout and its goroutine left to finish.
+	// Timeout bounds one resolver call; one that ignores its context is
+	// abandoned then. Default 10s.
 	Timeout time.Duration
-
 	// ObserveCall, if set, is called after every resolver call with its
-	// duration and error (nil on success), for example to feed a latency
-	// histogram. It runs on the goroutine of the call and must be fast,
-	// safe for concurrent use, and must not panic.
+	// duration and error, on the goroutine of the call.
 	ObserveCall func(d time.Duration, err error)
 }
 
-// withDefaults returns o with every unset field set to its default. It is
-// the only place defaults are applied.
+// withDefaults returns o with its defaults set; the only place they are
+// applied.
 func (o Options) withDefaults() Options {
-	if o.Name == "" {
-		o.Name = DefaultName
-	}
-	if o.PositiveTTL == 0 {
-		o.PositiveTTL = DefaultPositiveTTL
-	}
-	if o.NegativeTTL == 0 {
-		o.NegativeTTL = DefaultNegativeTTL
-	}
-	if o.StaleTTL < 0 {
-		o.StaleTTL = 0
-	}
+	o.Name = cmp.Or(o.Name, DefaultName)
+	o.PositiveTTL = cmp.Or(o.PositiveTTL, DefaultPositiveTTL)
+	o.NegativeTTL = cmp.Or(o.NegativeTTL, DefaultNegativeTTL)
+	o.StaleTTL = max(o.StaleTTL, 0)
 	if o.MaxEntries <= 0 {
 		o.MaxEntries = DefaultMaxEntries
 	}
@@ -119,39 +85,24 @@ func (o Options) withDefaults() Options {
 // Stats are the counters of a Cache since it was made. Every lookup is
 // counted in exactly one of Hits, NegativeHits, StaleHits and Misses.
 type Stats struct {
-	// Hits are lookups answered with a fresh cached success.
-	Hits uint64
-	// NegativeHits are lookups answered with a cached failure.
-	NegativeHits uint64
-	// StaleHits are lookups answered, without waiting, with the last good
-	// answer while the resolver is failing (see Options.StaleTTL).
-	StaleHits uint64
-	// Misses are lookups that waited for a resolver call, their own or one
-	// shared with other callers.
-	Misses uint64
-	// Cancelled are misses whose caller's context ended before the answer.
-	Cancelled uint64
+	Hits         uint64 // a fresh cached success
+	NegativeHits uint64 // a cached failure
+	StaleHits    uint64 // the last good answer, while the resolver fails
+	Misses       uint64 // waited for a resolver call
+	Cancelled    uint64 // misses whose caller's context ended first
 
-	// Calls are resolver calls, including background refreshes.
-	Calls uint64
-	// Failures are resolver calls that failed: errors, timeouts, panics.
-	Failures uint64
-	// Timeouts are resolver calls that did not answer within Timeout.
-	Timeouts uint64
-	// Panics are resolver calls that panicked.
-	Panics uint64
-	// Fallbacks are failed resolver calls answered with the last good
-	// answer instead of the error (see Options.StaleTTL).
-	Fallbacks uint64
-	// CallTime is the total time spent in resolver calls.
-	CallTime time.Duration
+	Calls     uint64 // resolver calls, background refreshes included
+	Failures  uint64 // errors, timeouts, panics
+	Timeouts  uint64
+	Panics    uint64
+	Fallbacks uint64 // failed calls answered with the last good answer
+	CallTime  time.Duration
 
-	// Evictions are entries removed to stay within MaxEntries.
-	Evictions uint64
+	Evictions uint64 // entries removed to stay within MaxEntries
 }
 
 // Cache is an identity.Resolver that caches the answers of another one. It
-// is safe for concurrent use. Make one with New.
+// is safe for concurrent use.
 type Cache struct {
 	r    identity.Resolver
 	opts Options
@@ -167,15 +118,14 @@ type Cache struct {
 	calls, failures, timeouts, panics, fallbacks, evict atomic.Uint64
 	callTime                                            atomic.Int64
 
-	// refreshed, when set (by tests), is called when a background refresh
-	// has finished and stored its answer.
+	// refreshed, set by tests, is called after a background refresh.
 	refreshed func(user string)
 }
 
 var _ identity.Resolver = (*Cache)(nil)
 
-// entry is the cached answer for one user. Apart from the atomics, an
-// entry is never modified once stored: a new answer is a new entry.
+// entry is the cached answer for one user; apart from the atomics, never
+// modified once stored.
 type entry struct {
 	info    identity.Info // a success; the cache's own copy
 	err     error         // a failure
@@ -203,11 +153,8 @@ func newCache(r identity.Resolver, opts Options, now func() time.Time) *Cache {
 	return &Cache{r: r, opts: opts, now: now, tab: ttlcache.New[*entry](opts.MaxEntries, now)}
 }
 
-// Resolve returns the groups of user: from the cache when it holds a fresh
-// answer, otherwise from the resolver (one call shared by all concurrent
-// callers for user). When ctx ends before the answer, Resolve returns
-// ctx.Err() and the call goes on for the others. The Info returned is
-// shared and must not be modified.
+// Resolve returns the groups of user, from the cache or from the
+// resolver. The Info returned is shared and must not be modified.
 func (c *Cache) Resolve(ctx context.Context, user string) (identity.Info, error) {
 	now := c.now()
 	if e, ok := c.tab.Get(user, now); ok && c.serve(e, user, now) {
@@ -219,9 +166,8 @@ func (c *Cache) Resolve(ctx context.Context, user string) (identity.Info, error)
 	return c.miss(ctx, user)
 }
 
-// serve reports whether e, user's entry, answers from the cache: fresh,
-// or the last good answer served stale (starting a refresh when a retry
-// is due). When it does, it counts the hit.
+// serve reports whether e answers from the cache, fresh or stale (starting
+// a refresh when a retry is due), and counts the hit.
 func (c *Cache) serve(e *entry, user string, now time.Time) bool {
 	switch {
 	case now.Before(e.expires):
@@ -248,17 +194,10 @@ type attachment struct {
 }
 
 // Attached returns user's cached success and the value attached to it
-// under key (Attach), counting a hit, when Resolve would answer it from
-// the cache (fresh, or the last good answer served stale, see
-// Options.StaleTTL); ok is false, in nil and nothing is counted,
-// otherwise or when nothing is attached under key: the caller then asks
-// Resolve. It does not allocate. in points at the cache's own copy of the
-// answer, which is never modified and must not be modified (returning it
-// by pointer spares the hit path a copy of the Info).
-//
-// A caller keeps with an answer what it works out from it (usher's engine
-// keeps the user's acl.Subject, keyed by its configuration's generation,
-// numbered), so that work is done once per answer and key.
+// under key, counting a hit, when Resolve would answer from the cache;
+// otherwise ok is false and the caller asks Resolve. in points at the
+// cache's own copy (sparing the hit path a copy) and must not be modified.
+// The engine keeps a user's acl.Subject so, once per answer and generation.
 func (c *Cache) Attached(user string, key uint64) (in *identity.Info, v any, ok bool) {
 	now := c.now()
 	e, found := c.tab.Get(user, now)
@@ -272,11 +211,9 @@ func (c *Cache) Attached(user string, key uint64) (in *identity.Info, v any, ok 
 	return &e.info, a.v, true
 }
 
-// Attach keeps v with user's cached answer under key, replacing what was
-// attached, if the cache still holds the answer in (the one Resolve
-// returned: the same groups, not merely equal ones). Otherwise it does
-// nothing: a newer answer is never paired with what was worked out from
-// an older one.
+// Attach keeps v with user's cached answer under key if the cache still
+// holds in (the same slices Resolve returned), so that a newer answer is
+// never paired with what was worked out from an older one.
 func (c *Cache) Attach(user string, in identity.Info, key uint64, v any) {
 	e, ok := c.tab.Get(user, c.now())
 	if !ok || e.err != nil || !sameAnswer(e.info, in) {
@@ -310,8 +247,7 @@ func (c *Cache) refresh(user string) {
 }
 
 // fill asks the resolver about user unless a fresh answer arrived
-// meanwhile, stores the outcome and returns what the callers get (its
-// info or err). It runs once per call of tab.Do.
+// meanwhile, stores the outcome and returns what the callers get.
 func (c *Cache) fill(ctx context.Context, user string) *entry {
 	gen := c.gen.Load()
 	now := c.now()
@@ -320,8 +256,7 @@ func (c *Cache) fill(ctx context.Context, user string) *entry {
 		return e
 	}
 
-	// What is stored outlives the caller, whose name may be a substring
-	// of a far larger buffer (a request's body): a copy.
+	// What is stored must not keep a request's body alive.
 	user = strings.Clone(user)
 	info, err := c.call(ctx, user)
 	now = c.now()
@@ -404,12 +339,10 @@ func (c *Cache) Invalidate(user string) {
 	c.gen.Add(1)
 }
 
-// Len returns the number of users held, including expired entries not yet
-// evicted or replaced.
+// Len returns the number of users held, expired entries included.
 func (c *Cache) Len() int { return c.tab.Len() }
 
-// Stats returns the cache's counters. Each is read atomically; the set is
-// not a snapshot taken at one instant.
+// Stats returns the cache's counters, each read atomically.
 func (c *Cache) Stats() Stats {
 	return Stats{
 		Hits:         c.hits.Load(),

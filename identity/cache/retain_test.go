@@ -18,7 +18,7 @@ import (
 func TestCacheDoesNotRetainCallersMemory(t *testing.T) {
 	const users = 40
 	const body = 1 << 20
-	dir := identity.ResolverFunc(func(_ context.Context, user string) (identity.Info, error) {
+	dir := resolverFunc(func(_ context.Context, user string) (identity.Info, error) {
 		if strings.HasPrefix(user, "unknown-") {
 			return identity.Info{}, fmt.Errorf("dir: %w", identity.ErrUnknownUser)
 		}

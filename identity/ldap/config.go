@@ -1,6 +1,7 @@
 package ldap
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -17,17 +18,13 @@ type GroupSearch string
 
 const (
 	// GroupSearchMemberOf reads the group DNs from an attribute of the user
-	// entry (Config.MemberOfAttr, memberOf by default), as maintained by
-	// Active Directory, FreeIPA or OpenLDAP's memberof overlay. One search
-	// per lookup when the groups' RDN attribute is Config.GroupNameAttr.
+	// entry (Active Directory, FreeIPA, OpenLDAP's memberof overlay).
 	GroupSearchMemberOf GroupSearch = "memberof"
-	// GroupSearchMember searches Config.GroupBaseDN for groups whose
-	// Config.MemberAttr (member by default) holds the user's DN
-	// (groupOfNames).
+	// GroupSearchMember searches for groups whose MemberAttr holds the
+	// user's DN (groupOfNames).
 	GroupSearchMember GroupSearch = "member"
-	// GroupSearchMemberUID searches Config.GroupBaseDN for groups whose
-	// Config.MemberAttr (memberUid by default) holds the user name
-	// (posixGroup, RFC 2307).
+	// GroupSearchMemberUID searches for groups whose MemberAttr holds the
+	// user name (posixGroup, RFC 2307).
 	GroupSearchMemberUID GroupSearch = "memberuid"
 )
 
@@ -55,111 +52,81 @@ const (
 	defaultPosixGroupFilter  = "(objectClass=posixGroup)"
 )
 
-// Config configures a Resolver. It is the ldap: block of a partition's
-// usergroupresolver in the YAML configuration; keys are the lower-cased
-// field names. Config holds no secret: the bind password is read by New
-// from BindPasswordFile or BindPasswordEnv, so a Config may be printed or
-// logged as it is.
+// Config configures a Resolver: the ldap: block of a partition's
+// usergroupresolver (keys are the lower-cased field names). It holds no
+// secret, so it may be printed or logged as it is.
 type Config struct {
-	// URLs are the servers, ldap://host[:389] or ldaps://host[:636], tried
-	// in order: when a server cannot be reached the next one is tried, and a
-	// server that failed is tried after the others for the next 30 seconds.
-	// Required.
+	// URLs are the servers, ldap:// or ldaps://, tried in order; one that
+	// failed is tried after the others for 30 seconds. Required.
 	URLs []string `yaml:"urls"`
-	// StartTLS upgrades ldap:// connections with the StartTLS operation
-	// before binding. Default false; without it or ldaps:// the bind
-	// password crosses the network in clear text.
+	// StartTLS upgrades ldap:// connections before binding. Default false.
 	StartTLS bool `yaml:"starttls"`
 	// CAFile is a PEM bundle of the CAs that may sign the servers'
-	// certificates: a regular file of at most MaxCAFile bytes. Default:
-	// the system's trusted CAs. An error when no URL uses TLS.
+	// certificates. Default: the system's trusted CAs.
 	CAFile string `yaml:"cafile"`
 	// ServerName is the name the server certificate must carry. Default:
 	// the host of the URL.
 	ServerName string `yaml:"servername"`
-	// InsecureSkipVerify accepts any server certificate. Default false.
-	// Only for testing: anyone on the path can then read the bind password.
-	// Reported by Warnings.
+	// InsecureSkipVerify accepts any server certificate (testing only: anyone
+	// on the path can then read the bind password). Default false.
 	InsecureSkipVerify bool `yaml:"insecureskipverify"`
-	// BindDN is the account the resolver binds as. Default: none, searches
-	// are anonymous. When set, exactly one of BindPasswordFile and
-	// BindPasswordEnv must be set too.
+	// BindDN is the account the resolver binds as; with it, exactly one of
+	// BindPasswordFile and BindPasswordEnv. Default: anonymous.
 	BindDN string `yaml:"binddn"`
-	// BindPasswordFile is a file holding the bind password; a trailing
-	// newline is ignored. It is read by New and again for every new
-	// connection, so a rotated secret is picked up without a restart. A
-	// regular file of at most MaxPasswordFile bytes.
+	// BindPasswordFile holds the bind password (a trailing newline is
+	// ignored); read again for every new connection, so a rotated secret
+	// is picked up without a restart.
 	BindPasswordFile string `yaml:"bindpasswordfile"`
 	// BindPasswordEnv names an environment variable holding the bind
 	// password, read once by New.
 	BindPasswordEnv string `yaml:"bindpasswordenv"`
-	// UserBaseDN is where user entries are searched (whole subtree).
-	// Required.
+	// UserBaseDN is where user entries are searched (subtree). Required.
 	UserBaseDN string `yaml:"userbasedn"`
-	// UserFilter finds the user entry; it must contain {user}, which is
-	// replaced by the RFC 4515-escaped user name. Exactly one entry must
-	// match. Default "(uid={user})".
+	// UserFilter finds the one user entry; {user} is replaced by the
+	// escaped user name. Default "(uid={user})".
 	UserFilter string `yaml:"userfilter"`
-	// UserNameAttr is an attribute of the user entry that must hold the user
-	// name exactly, byte for byte. LDAP usually matches names ignoring
-	// case and extra spaces while usher's names are case sensitive: without
-	// this check "ALICE" would get alice's groups. Default "uid"; "none"
-	// turns the check off.
+	// UserNameAttr must hold the user name exactly: LDAP matches names
+	// ignoring case, usher does not, so without it "ALICE" would get
+	// alice's groups. Default "uid"; "none" turns the check off.
 	UserNameAttr string `yaml:"usernameattr"`
-	// GroupSearch is memberof, member or memberuid; see the GroupSearch
-	// constants. Default member.
+	// GroupSearch is memberof, member or memberuid. Default member.
 	GroupSearch GroupSearch `yaml:"groupsearch"`
-	// MemberOfAttr is the attribute of the user entry holding group DNs
-	// (memberof only). Default "memberOf".
+	// MemberOfAttr holds the group DNs on the user entry (memberof only).
+	// Default "memberOf".
 	MemberOfAttr string `yaml:"memberofattr"`
-	// GroupBaseDN is where groups are searched (whole subtree). Required
-	// for member and memberuid; with memberof, optional: when set, only
-	// groups under it count.
+	// GroupBaseDN is where groups are searched (subtree). Required for
+	// member and memberuid; with memberof, only groups under it count.
 	GroupBaseDN string `yaml:"groupbasedn"`
-	// GroupFilter selects group entries; it is ANDed with the membership
-	// clause (member and memberuid only). Default "(objectClass=groupOfNames)"
-	// for member, "(objectClass=posixGroup)" for memberuid.
+	// GroupFilter selects group entries, ANDed with the membership clause.
+	// Default "(objectClass=groupOfNames)" for member,
+	// "(objectClass=posixGroup)" for memberuid.
 	GroupFilter string `yaml:"groupfilter"`
-	// MemberAttr is the group attribute listing members (member and
-	// memberuid only): it holds user DNs for member and user names for
-	// memberuid. Default "member" for member, "memberUid" for memberuid.
+	// MemberAttr lists a group's members: user DNs for member, user names
+	// for memberuid. Default "member" for member, "memberUid" for memberuid.
 	MemberAttr string `yaml:"memberattr"`
-	// GroupNameAttr gives a group's name. When it is the attribute of the
-	// group DN's first RDN (cn=dev,ou=groups,... with "cn") the RDN value is
-	// the name; otherwise the attribute's first value is, which with memberof
-	// costs one extra read per group. Default "cn".
+	// GroupNameAttr gives a group's name: the RDN value when it is the
+	// RDN's attribute, else its first value (with memberof, one more read
+	// per group). Default "cn".
 	GroupNameAttr string `yaml:"groupnameattr"`
-	// Timeout bounds one lookup: waiting for a connection, dialling, TLS,
-	// binding and all searches. Default 5s.
+	// Timeout bounds one lookup, from waiting for a connection to the last
+	// search. Default 5s.
 	Timeout time.Duration `yaml:"timeout"`
-	// PoolSize is the most connections open at once; lookups beyond it wait
-	// for a free connection (within Timeout). Default 4.
+	// PoolSize is the most connections open at once. Default 4.
 	PoolSize int `yaml:"poolsize"`
-	// SizeLimit is the most groups a user may have; a user with more is an
-	// error, never a truncated list. Default 1000. The server's own limit
-	// for BindDN must be at least this.
+	// SizeLimit is the most groups a user may have; more is an error, never
+	// a truncated list. Default 1000.
 	SizeLimit int `yaml:"sizelimit"`
-	// NestedGroups is how many levels of groups in groups are expanded:
-	// 0 (the default) only the user's own groups; 2 also the groups of
-	// those groups and theirs. Each level is one search (an OR over the
-	// level's groups, MaxNestedChunk at a time) of GroupBaseDN for groups
-	// whose MemberAttr holds a group's DN, so it needs groupsearch member
-	// or memberof (groupOfNames); a group reached twice is expanded once,
-	// so a cycle ends. At most MaxNestedGroups.
+	// NestedGroups is how many levels of groups in groups are expanded,
+	// one search a level (groupOfNames: member or memberof). Default 0,
+	// at most MaxNestedGroups.
 	NestedGroups int `yaml:"nestedgroups"`
-	// InChain asks Active Directory to expand nesting itself with the
-	// LDAP_MATCHING_RULE_IN_CHAIN rule (1.2.840.113556.1.4.1941): one
-	// search of GroupBaseDN for (MemberAttr:1.2.840.113556.1.4.1941:=<user
-	// DN>) returns every group the user is in at any depth. Only Active
-	// Directory implements the rule; other servers answer with no groups
-	// or an error. A second search finds the user's own groups, so that
-	// the others can be marked as reached through nesting.
-	// Not with nestedgroups (the directory decides the depth) nor
-	// memberuid. Default false.
+	// InChain asks Active Directory to expand nesting itself with
+	// LDAP_MATCHING_RULE_IN_CHAIN (other servers answer with no groups or
+	// an error). Not with nestedgroups nor memberuid. Default false.
 	InChain bool `yaml:"inchain"`
 	// LowerCaseGroups lower-cases the group names the directory gives
-	// (Active Directory's group names keep the case they were created
-	// with, while ACLs compare exactly). Default false.
+	// (Active Directory keeps the case they were created with). Default
+	// false.
 	LowerCaseGroups bool `yaml:"lowercasegroups"`
 }
 
@@ -172,73 +139,39 @@ const MaxNestedChunk = 50
 // InChainRule is Active Directory's LDAP_MATCHING_RULE_IN_CHAIN.
 const InChainRule = "1.2.840.113556.1.4.1941"
 
-// WithDefaults returns c with every unset field that has a default set to
-// it. Defaults are applied here and nowhere else.
+// WithDefaults returns c with its defaults set; they are applied here and
+// nowhere else.
 func (c Config) WithDefaults() Config {
-	if c.UserFilter == "" {
-		c.UserFilter = DefaultUserFilter
+	c.UserFilter = cmp.Or(c.UserFilter, DefaultUserFilter)
+	c.UserNameAttr = cmp.Or(c.UserNameAttr, DefaultUserNameAttr)
+	c.GroupSearch = cmp.Or(c.GroupSearch, DefaultGroupSearch)
+	switch {
+	case c.GroupSearch == GroupSearchMemberUID:
+		c.MemberAttr = cmp.Or(c.MemberAttr, defaultMemberUIDAttr)
+		c.GroupFilter = cmp.Or(c.GroupFilter, defaultPosixGroupFilter)
+	case c.GroupSearch == GroupSearchMember || c.GroupSearch == GroupSearchMemberOf && (c.NestedGroups > 0 || c.InChain):
+		c.MemberAttr = cmp.Or(c.MemberAttr, defaultMemberAttr)
+		c.GroupFilter = cmp.Or(c.GroupFilter, defaultMemberGroupFilter)
 	}
-	if c.UserNameAttr == "" {
-		c.UserNameAttr = DefaultUserNameAttr
+	if c.GroupSearch == GroupSearchMemberOf {
+		c.MemberOfAttr = cmp.Or(c.MemberOfAttr, DefaultMemberOfAttr)
 	}
-	if c.GroupSearch == "" {
-		c.GroupSearch = DefaultGroupSearch
-	}
-	switch c.GroupSearch {
-	case GroupSearchMemberOf:
-		if c.MemberOfAttr == "" {
-			c.MemberOfAttr = DefaultMemberOfAttr
-		}
-		if c.NestedGroups > 0 || c.InChain {
-			if c.MemberAttr == "" {
-				c.MemberAttr = defaultMemberAttr
-			}
-			if c.GroupFilter == "" {
-				c.GroupFilter = defaultMemberGroupFilter
-			}
-		}
-	case GroupSearchMember:
-		if c.MemberAttr == "" {
-			c.MemberAttr = defaultMemberAttr
-		}
-		if c.GroupFilter == "" {
-			c.GroupFilter = defaultMemberGroupFilter
-		}
-	case GroupSearchMemberUID:
-		if c.MemberAttr == "" {
-			c.MemberAttr = defaultMemberUIDAttr
-		}
-		if c.GroupFilter == "" {
-			c.GroupFilter = defaultPosixGroupFilter
-		}
-	}
-	if c.GroupNameAttr == "" {
-		c.GroupNameAttr = DefaultGroupNameAttr
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.PoolSize == 0 {
-		c.PoolSize = DefaultPoolSize
-	}
-	if c.SizeLimit == 0 {
-		c.SizeLimit = DefaultSizeLimit
-	}
+	c.GroupNameAttr = cmp.Or(c.GroupNameAttr, DefaultGroupNameAttr)
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.PoolSize = cmp.Or(c.PoolSize, DefaultPoolSize)
+	c.SizeLimit = cmp.Or(c.SizeLimit, DefaultSizeLimit)
 	return c
 }
 
 // Validate reports the first problem with c after defaults, naming the
-// field (by its YAML key). It reads no file and no environment variable;
-// New does.
+// field by its YAML key. It reads no file and no environment variable.
 func (c Config) Validate() error {
-	// Settings that the chosen group search would ignore are errors, so that
-	// nothing in the configuration is silently without effect.
+	// A setting the chosen group search would ignore is an error.
 	mode := c.GroupSearch
 	if mode == "" {
 		mode = DefaultGroupSearch
 	}
-	// Nested groups are found by searching groups for their member
-	// groups (groupOfNames), also with memberof.
+	// Nested groups are searched as groupOfNames, also with memberof.
 	nestedSearch := c.NestedGroups > 0 || c.InChain
 	switch mode {
 	case GroupSearchMemberOf:
@@ -408,7 +341,7 @@ func (c Config) Warnings() []string {
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // FieldError is a mistake in one setting of Config: Field is its YAML key
-// ("urls[1]" for an element of a list), so that lint can place it.
+// ("urls[1]"), so that lint can place it.
 type FieldError struct {
 	Field string
 	Msg   string

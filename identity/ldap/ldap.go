@@ -1,27 +1,21 @@
 // Package ldap finds the groups of a user in an LDAP directory (OpenLDAP,
-// 389 DS, FreeIPA, Active Directory). Its Resolver implements
-// identity.Resolver and marks every group with Source "ldap".
+// 389 DS, FreeIPA, Active Directory).
 //
 // Rules this package enforces:
-//   - Every value placed in a filter (the user name, the user's DN) is
-//     escaped as an RFC 4515 filter value, so no user name can widen a
-//     search; empty names, names with NUL and invalid UTF-8 are refused.
-//   - Exactly one entry must match the user filter: none is
-//     identity.ErrUnknownUser, more than one is an error (never a guess).
-//     The entry must also carry the name exactly (UserNameAttr), because
-//     directories compare names ignoring case and usher does not.
+//   - Every value placed in a filter is escaped (RFC 4515), so no user name
+//     can widen a search; empty names, NUL and invalid UTF-8 are refused.
+//   - Exactly one entry must match the user filter (none is
+//     identity.ErrUnknownUser), and it must carry the name exactly
+//     (UserNameAttr): directories compare names ignoring case, usher does not.
 //   - A user with more groups than SizeLimit is an error, never a truncated
 //     list. Groups come back sorted and without duplicates.
-//   - Every failure is an error: a lookup that could not finish never
-//     returns "no groups". Errors start with "ldap: " and never contain the
-//     bind password, which is not part of Config either, nor the values of
+//   - Every failure is an error, never "no groups". Errors start with
+//     "ldap: " and never contain the bind password, nor the values of
 //     bindpasswordfile and bindpasswordenv (the password may have been
 //     written there by mistake).
-//   - Each lookup is bounded by Timeout and by its context, from waiting for
-//     a connection to the last search. At most PoolSize connections are
-//     open; a broken one is replaced, and servers are tried in order.
-//   - TLS (ldaps:// or StartTLS) requires TLS 1.2 or later and verifies the
-//     server's certificate against CAFile or the system's CAs.
+//   - Each lookup is bounded by Timeout and by its context; at most
+//     PoolSize connections are open.
+//   - TLS requires TLS 1.2 or later and verifies the server's certificate.
 package ldap
 
 import (
@@ -71,9 +65,9 @@ type Resolver struct {
 
 var _ identity.Resolver = (*Resolver)(nil)
 
-// New checks cfg (after defaults), reads the CA file and the bind
-// password, and returns a Resolver. It does not connect: the first lookup
-// does, so a directory that is down at start-up is not fatal.
+// New checks cfg, reads the CA file and the bind password, and returns a
+// Resolver. It does not connect, so a directory that is down at start-up
+// is not fatal.
 func New(cfg Config) (*Resolver, error) {
 	return newResolver(cfg, time.Now)
 }
@@ -132,10 +126,9 @@ func newResolver(cfg Config, now func() time.Time) (*Resolver, error) {
 	return r, nil
 }
 
-// The files the resolver reads: a regular file of at most MaxCAFile or
-// MaxPasswordFile bytes. Until a later release refuses them (config warns,
-// docs/upgrade.md), a file of another type or larger, up to legacyLimit
-// bytes, is still read, within the same deadline.
+// The limits of the files the resolver reads. A file of another type or
+// larger, up to legacyLimit bytes, is still read until a later release
+// refuses it (docs/upgrade.md).
 const (
 	MaxCAFile       = 1 << 20
 	MaxPasswordFile = 64 << 10
@@ -144,8 +137,7 @@ const (
 
 // readPasswordFile returns the content of path without one trailing
 // newline. Errors repeat neither the content nor the path (which may be
-// the password itself, written where the file name belongs): they name
-// the setting, and the configuration holds the path.
+// the password itself, written where the file name belongs).
 func readPasswordFile(path string) (string, error) {
 	data, _, err := safefile.Read(path, MaxPasswordFile, legacyLimit)
 	if err != nil {
@@ -172,11 +164,8 @@ func (r *Resolver) Close() error {
 	return nil
 }
 
-// Resolve returns the groups of user, sorted and without duplicates, each
-// with Source "ldap", or for a group reached through nested groups
-// "ldap via <the groups that led to it>" (identity.Via), or with InChain
-// SourceInChain. An unknown user is an error wrapping
-// identity.ErrUnknownUser; any other failure is an error too.
+// Resolve returns the groups of user, sorted, each with Source "ldap",
+// identity.Via for a nested group, or SourceInChain.
 func (r *Resolver) Resolve(ctx context.Context, user string) (identity.Info, error) {
 	start := r.now()
 	groups, err := r.resolve(ctx, user)
@@ -191,9 +180,8 @@ func (r *Resolver) Resolve(ctx context.Context, user string) (identity.Info, err
 	return in, nil
 }
 
-// SourceInChain marks a group the in-chain search (InChain) found that is
-// not one of the user's own groups: reached through nesting, by a chain
-// the directory does not tell.
+// SourceInChain marks a group the in-chain search found that is not one of
+// the user's own groups (the directory does not tell the chain).
 const SourceInChain identity.Source = "ldap in-chain"
 
 // group is a group found for a user: its entry's DN, its name and how it
@@ -277,9 +265,8 @@ func (r *Resolver) lookup(ctx context.Context, c *conn, user string) ([]group, e
 	return r.finish(groups), nil
 }
 
-// finish lower-cases the names when LowerCaseGroups says so, sorts the
-// groups by name and drops duplicate names, keeping the shortest chain
-// (the user's own group before one reached through nesting).
+// finish lower-cases the names (LowerCaseGroups), sorts the groups by name
+// and drops duplicate names, keeping the shortest chain.
 func (r *Resolver) finish(groups []group) []group {
 	if r.cfg.LowerCaseGroups {
 		for i := range groups {
@@ -304,10 +291,9 @@ func dnKey(dn string) string {
 	return strings.ToLower(dn)
 }
 
-// nested expands the groups of groups, level by level, up to
-// NestedGroups levels: one search per level (per MaxNestedChunk groups)
-// for the groups whose MemberAttr holds a DN of the level's new groups. A
-// group already found is not searched again, so a cycle ends.
+// nested expands the groups of groups up to NestedGroups levels, one
+// search a level (per MaxNestedChunk groups); a group already found is not
+// searched again, so a cycle ends.
 func (r *Resolver) nested(ctx context.Context, c *conn, user string, direct []group) ([]group, error) {
 	all := slices.Clone(direct)
 	seen := make(map[string]bool, len(direct))
@@ -345,8 +331,7 @@ func (r *Resolver) nested(ctx context.Context, c *conn, user string, direct []gr
 // the child that led to it.
 func (r *Resolver) parents(ctx context.Context, c *conn, user string, children []group, seen map[string]bool) ([]group, error) {
 	// Children by normal form and by their DN as written, lower-cased:
-	// the server usually returns member values as they were found, so
-	// most are matched without parsing them.
+	// most member values come back as written, matched without parsing.
 	byKey := make(map[string]group, 2*len(children))
 	var or strings.Builder
 	or.WriteString("(|")
@@ -374,10 +359,8 @@ func (r *Resolver) parents(ctx context.Context, c *conn, user string, children [
 		if err != nil {
 			return nil, err
 		}
-		// The child that led here: the first member value that is one of
-		// the children. A server that returns a large member attribute in
-		// ranges (Active Directory) may leave it out: the chain is then
-		// unknown, and says so.
+		// The child that led here; a server that returns a large member
+		// attribute in ranges (Active Directory) may leave it out.
 		chain := []string{"a nested group"}
 		if ch, ok := memberChild(e.GetEqualFoldAttributeValues(r.cfg.MemberAttr), byKey); ok {
 			chain = append(slices.Clip(ch.chain), ch.name)
@@ -389,8 +372,7 @@ func (r *Resolver) parents(ctx context.Context, c *conn, user string, children [
 }
 
 // memberChild is the child of the first member value that is one of the
-// children (byKey): compared as written, lower-cased, then, when none is,
-// in normal form.
+// children, compared as written, then in normal form.
 func memberChild(members []string, byKey map[string]group) (group, bool) {
 	for _, m := range members {
 		if ch, ok := byKey[strings.ToLower(m)]; ok {
@@ -405,9 +387,8 @@ func memberChild(members []string, byKey map[string]group) (group, bool) {
 	return group{}, false
 }
 
-// InChainFilter is the filter of the in-chain search: groups (groupFilter)
-// whose memberAttr holds userDN at any depth, by Active Directory's
-// LDAP_MATCHING_RULE_IN_CHAIN.
+// InChainFilter is the filter of groups whose memberAttr holds userDN at
+// any depth (LDAP_MATCHING_RULE_IN_CHAIN).
 func InChainFilter(groupFilter, memberAttr, userDN string) string {
 	return "(&" + groupFilter + "(" + memberAttr + ":" + InChainRule + ":=" + goldap.EscapeFilter(userDN) + "))"
 }
@@ -618,8 +599,7 @@ func (r *Resolver) bindName() string {
 }
 
 // search runs req on c. Errors the server answered with are returned as
-// they are, with the partial result, for the caller to interpret; any
-// other error marks c broken and is described.
+// they are, with the partial result; any other marks c broken.
 func (r *Resolver) search(ctx context.Context, c *conn, what string, req *goldap.SearchRequest) (*goldap.SearchResult, error) {
 	r.stats.searches.Add(1)
 	res, err := c.l.Search(req)
@@ -660,8 +640,7 @@ func answered(err error) bool {
 }
 
 // describe renders an error of go-ldap without its "LDAP Result Code"
-// boilerplate: "invalid credentials", or "insufficient access: <server
-// message>".
+// boilerplate.
 func describe(err error) string {
 	var le *goldap.Error
 	if !errors.As(err, &le) {
@@ -689,21 +668,15 @@ func describe(err error) string {
 
 // Stats are counters since New, for metrics.
 type Stats struct {
-	// Lookups is the number of Resolve calls.
-	Lookups uint64
-	// UnknownUsers counts lookups that ended in identity.ErrUnknownUser.
-	UnknownUsers uint64
-	// Failures counts lookups that ended in any other error.
-	Failures uint64
-	// LookupTime is the total time spent in Resolve.
-	LookupTime time.Duration
+	Lookups      uint64 // Resolve calls
+	UnknownUsers uint64 // lookups that ended in identity.ErrUnknownUser
+	Failures     uint64 // lookups that ended in any other error
+	LookupTime   time.Duration
 	// Dials counts connections opened and bound; DialFailures counts
 	// attempts that failed, one per server tried.
 	Dials, DialFailures uint64
-	// OpenConns is the number of connections open now, idle or in use.
-	OpenConns int
-	// Searches counts the searches sent (user, groups, nested levels).
-	Searches uint64
+	OpenConns           int // idle or in use
+	Searches            uint64
 }
 
 // Stats returns the counters.

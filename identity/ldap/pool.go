@@ -30,12 +30,10 @@ type conn struct {
 	broken bool // a network error or a cancelled operation left it unusable
 }
 
-// guard bounds the operations that follow by ctx: when ctx ends (its
-// deadline passes or it is cancelled) blocked reads and writes fail at
-// once. The deadline is set only after ctx is done, so an operation that
-// fails that way always finds ctx.Err() set. The returned function ends the
-// guard; if ctx ended meanwhile the connection is marked broken, since an
-// aborted LDAP exchange leaves it in an unknown state.
+// guard makes blocked reads and writes fail once ctx ends (the deadline
+// is set only then, so such a failure always finds ctx.Err() set). The
+// returned function ends the guard and, if ctx ended, marks the
+// connection broken: an aborted exchange leaves it in an unknown state.
 func (c *conn) guard(ctx context.Context) (end func()) {
 	stop := context.AfterFunc(ctx, func() { _ = c.raw.SetDeadline(time.Unix(1, 0)) })
 	return func() {
@@ -49,10 +47,8 @@ func (c *conn) usable() bool { return !c.broken && !c.l.IsClosing() }
 
 func (c *conn) close() { _ = c.l.Close() }
 
-// pool holds at most size connections, open or in use. A slot is taken
-// for each connection in use; idle connections are kept only while their
-// number plus those in use stays within size, which holds because a new
-// connection is dialled only when none is idle.
+// pool holds at most size connections, idle or in use: a slot is taken
+// for each in use, and a new one is dialled only when none is idle.
 type pool struct {
 	slots chan struct{}
 	dial  func(ctx context.Context) (*conn, error)
@@ -145,10 +141,9 @@ func (p *pool) open() int {
 	return len(p.idle) + len(p.slots)
 }
 
-// dial connects to the first server that answers, in configuration order
-// except that servers that failed in the last downFor are tried last. A
-// server that answers but refuses the bind stops the search: the
-// credentials, not the network, are wrong.
+// dial connects to the first server that answers, those that failed in
+// the last downFor last. A refused bind stops the search: the credentials,
+// not the network, are wrong.
 func (r *Resolver) dial(ctx context.Context) (*conn, error) {
 	var msgs []string
 	var errs []error

@@ -1,19 +1,14 @@
-// Package resolvers builds a partition's group resolver from its settings:
-// the one place every resolver type (none, os, file, test, ldap) and its
-// cache are constructed, for usher serve and for every command alike.
+// Package resolvers builds a partition's group resolver, with its cache,
+// from its settings: the one place every resolver type is constructed.
 //
 // Rules this package enforces:
-//   - A Resolver is built from Settings alone; the users-to-groups table of
-//     type file is data of the configuration, read with it (Settings.Table),
-//     so building never reads the configuration's files again.
-//   - Key names everything that makes two resolvers answer differently:
-//     the type, the cache settings and each setting of the type (for file,
-//     the table's content digest, so an unchanged file keeps its cache
-//     across reloads and a changed one does not). A reload keeps a
-//     resolver, and its cache, exactly when the key is equal.
-//   - A Resolver holding connections (ldap) is closed with Close; the
-//     caller decides when (usher keeps a replaced one open for a grace
-//     period, so lookups in flight finish).
+//   - A Resolver is built from Settings alone: the users-to-groups table is
+//     read with the configuration (Settings.Table), never again here.
+//   - Key names everything that makes two resolvers answer differently
+//     (for file, the table's digest); a reload keeps a resolver, and its
+//     cache, exactly when the key is equal.
+//   - A Resolver holding connections (ldap) is closed with Close, when
+//     the caller decides.
 package resolvers
 
 import (
@@ -44,27 +39,22 @@ type Settings struct {
 	Type string
 	// File is the users-to-groups file of type file, absolute.
 	File string
-	// Table is the content of File, read and parsed with the
-	// configuration (identity.ParseFile), and FileDigest its SHA-256.
+	// Table is File parsed with the configuration, FileDigest its SHA-256.
 	Table      identity.Resolver
 	FileDigest [32]byte
 	// Users is the table of type test.
 	Users map[string][]string
 	// LDAP is the ldap block of type ldap, defaults applied and validated.
-	LDAP *ldap.Config
-	// Cache holds the cache lifetimes and size.
+	LDAP  *ldap.Config
 	Cache CacheSettings
-	// Policy is who is looked up and under which name (skip,
-	// unknownuser, namemapping, overrides). It is applied above the
-	// cache, per generation (identity.Policy.Complete), so it is not
-	// part of Key: changing it keeps the cache, whose entries are keyed
-	// by the name the resolver is asked for.
+	// Policy is who is looked up and under which name. It is applied above
+	// the cache, per generation, so it is not part of Key: the cache is
+	// keyed by the name the resolver is asked for.
 	Policy identity.Policy
 }
 
-// CacheSettings configures a partition's group cache. Zero values take the
-// cache's defaults (300 s positive, 30 s negative, no stale answers,
-// 10,000 entries).
+// CacheSettings configures a partition's group cache; zero values take the
+// cache's defaults.
 type CacheSettings struct {
 	PositiveTTL time.Duration `yaml:"positivettl"`
 	NegativeTTL time.Duration `yaml:"negativettl"`
@@ -73,15 +63,13 @@ type CacheSettings struct {
 }
 
 // Key identifies the resolver Settings build: equal keys build resolvers
-// that answer alike, so the one already running, with its cache, may be
-// kept. Keys are comparable with ==.
+// that answer alike. Keys are comparable with ==.
 type Key struct{ s string }
 
 // String renders the key, for tests and debugging.
 func (k Key) String() string { return k.s }
 
-// Key returns the key of s: every setting that changes an answer, listed
-// explicitly.
+// Key returns the key of s: every setting that changes an answer.
 func (s Settings) Key() Key {
 	var b strings.Builder
 	typ := s.Type
@@ -110,19 +98,16 @@ func (s Settings) Key() Key {
 	return Key{b.String()}
 }
 
-// Resolver is a built resolver: Resolve asks the cache in front of the
-// type's resolver (none needs no cache).
+// Resolver is a built resolver: the cache in front of the type's resolver.
 type Resolver struct {
 	identity.Resolver
-	// Cache is the group cache, nil for type none.
-	Cache *cache.Cache
-	// Key is the key of the settings it was built from.
+	Cache  *cache.Cache // nil for type none
 	Key    Key
 	closer io.Closer
 }
 
 // Close releases the resolver's connections (ldap); the resolver must not
-// be used afterwards. It is a no-op for the other types.
+// be used afterwards.
 func (r *Resolver) Close() error {
 	if r.closer == nil {
 		return nil
@@ -165,10 +150,8 @@ func New(s Settings) (*Resolver, error) {
 			return nil, err
 		}
 		base, r.closer = l, l
-		// The resolver bounds a lookup by its own timeout and says so in
-		// its error. The cache's bound is only a backstop: twice that, so
-		// it never cuts short a lookup the ldap settings allow (a timeout
-		// of 30s would otherwise end at the cache's default 10s).
+		// The resolver bounds a lookup itself and says so in its error; the
+		// cache's bound is a backstop that never cuts that short.
 		timeout = 2 * l.Config().Timeout
 	default:
 		return nil, fmt.Errorf("unknown resolver type %q", s.Type)

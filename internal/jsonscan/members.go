@@ -57,9 +57,6 @@ func (k *Keys) Index(name string) int {
 	return -1
 }
 
-// Name returns the name at index i.
-func (k *Keys) Name(i int) string { return k.names[i] }
-
 // Members walks the members of one object, yielding the wanted ones by
 // index. Use it as
 //

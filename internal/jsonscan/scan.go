@@ -51,8 +51,7 @@ func (e *syntaxError) Error() string {
 	return "invalid JSON at offset " + strconv.Itoa(e.off) + ": " + e.msg
 }
 
-// Fail records the first error, at the current offset; later calls are ignored so that callers can
-// check d.err once after a sequence of reads.
+// Fail records the first error, at the current offset.
 func (d *Scanner) Fail(msg string) {
 	if d.err == nil {
 		d.err = &syntaxError{msg: msg, off: d.i}
@@ -67,9 +66,8 @@ func (d *Scanner) failAt(c byte, msg string) {
 	d.Fail(msg)
 }
 
-// FailType records a type mismatch: the value at the current position is
-// not what the field needs. The field's name is field+sub; it is only built
-// here, on failure, so that the success path never concatenates strings.
+// FailType records a type mismatch at the field named field+sub (built
+// only on failure).
 func (d *Scanner) FailType(field, sub, want string) {
 	if d.err == nil {
 		d.err = fmt.Errorf("%s%s: found %s, want %s", field, sub, d.describe(), want)
@@ -156,12 +154,19 @@ func (d *Scanner) literal(lit string) {
 func (d *Scanner) Object(field string) bool { return d.ObjectAt(field, "") }
 
 // ObjectAt is Object for the field named field+sub.
-func (d *Scanner) ObjectAt(field, sub string) bool {
+func (d *Scanner) ObjectAt(field, sub string) bool { return d.open('{', field, sub, "an object") }
+
+// Array consumes '[' and reports whether an array starts here.
+func (d *Scanner) Array(field string) bool { return d.open('[', field, "", "an array") }
+
+// open consumes c, which opens a container of kind want, or records that
+// the field named field+sub is not one.
+func (d *Scanner) open(c byte, field, sub, want string) bool {
 	if d.err != nil {
 		return false
 	}
-	if d.Peek() != '{' {
-		d.FailType(field, sub, "an object")
+	if d.Peek() != c {
+		d.FailType(field, sub, want)
 		return false
 	}
 	d.i++
@@ -178,9 +183,8 @@ func (d *Scanner) ObjectAt(field, sub string) bool {
 // false at the closing brace or on an error.
 func (d *Scanner) Next(first *bool) (key string, ok bool) { return d.member(first, false) }
 
-// NextRaw is Next for objects whose member names must be read as
-// written: it returns the key's text between the quotes, escapes not
-// decoded, so that a caller can refuse names written with escapes.
+// NextRaw is Next returning the key as written, escapes not decoded, so
+// that a caller can refuse names written with escapes.
 func (d *Scanner) NextRaw(first *bool) (raw string, ok bool) { return d.member(first, true) }
 
 // member reads the separator and key of the next member, decoded or as
@@ -223,24 +227,6 @@ func (d *Scanner) member(first *bool, raw bool) (key string, ok bool) {
 	}
 	d.i++
 	return key, d.err == nil
-}
-
-// Array consumes '[' and reports whether an array starts here.
-func (d *Scanner) Array(field string) bool {
-	if d.err != nil {
-		return false
-	}
-	if d.Peek() != '[' {
-		d.FailType(field, "", "an array")
-		return false
-	}
-	d.i++
-	d.depth++
-	if d.depth > maxDepth {
-		d.Fail("exceeded max depth")
-		return false
-	}
-	return true
 }
 
 // Elem advances to the next element of an array opened by Array.
@@ -428,6 +414,9 @@ func hex4(s string) rune {
 	return r
 }
 
+// unescaped is the byte each one-letter escape stands for.
+var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
 // Unquote decodes the body of a string already checked by str, exactly as
 // encoding/json does: escapes decoded, surrogate pairs joined, lone
 // surrogates and invalid UTF-8 replaced by U+FFFD.
@@ -439,23 +428,8 @@ func Unquote(s string) string {
 		case c == '\\':
 			i++
 			switch s[i] {
-			case '"', '\\', '/':
-				b = append(b, s[i])
-				i++
-			case 'b':
-				b = append(b, '\b')
-				i++
-			case 'f':
-				b = append(b, '\f')
-				i++
-			case 'n':
-				b = append(b, '\n')
-				i++
-			case 'r':
-				b = append(b, '\r')
-				i++
-			case 't':
-				b = append(b, '\t')
+			default: // one of the escapes str checked
+				b = append(b, unescaped[s[i]])
 				i++
 			case 'u':
 				r := hex4(s[i+1:])

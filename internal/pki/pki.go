@@ -13,7 +13,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"math/big"
 	"net"
 	"time"
@@ -48,19 +47,6 @@ func NewCA(name string) (*CA, error) {
 		return nil, err
 	}
 	return &CA{Cert: c.Leaf, PEM: CertPEM(c), Key: c.PrivateKey.(crypto.Signer)}, nil
-}
-
-// LoadCA reads a certificate authority from PEM files.
-func LoadCA(certFile, keyFile string) (*CA, error) {
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, err
-	}
-	key, ok := pair.PrivateKey.(crypto.Signer)
-	if !ok {
-		return nil, errors.New("pki: the CA key cannot sign")
-	}
-	return &CA{Cert: pair.Leaf, PEM: CertPEM(pair), Key: key}, nil
 }
 
 // Issue returns a certificate signed by ca.
@@ -127,10 +113,4 @@ func CertPEM(c tls.Certificate) []byte {
 		return nil
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]})
-}
-
-// KeyPEM is the PEM of c's key, PKCS #8.
-func KeyPEM(c tls.Certificate) ([]byte, error) {
-	der, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), err
 }

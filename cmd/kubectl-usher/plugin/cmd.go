@@ -32,13 +32,9 @@ import (
 
 // Exit codes.
 const (
-	// ExitYes: the answer is yes (can-i, why), or the command succeeded.
-	ExitYes = 0
-	// ExitNo: the answer is no (can-i, why).
-	ExitNo = 1
-	// ExitError: the question could not be asked or answered (bad usage,
-	// usher or the API server unreachable, refused, or in error).
-	ExitError = 2
+	ExitYes   = 0 // yes (can-i, why), or success
+	ExitNo    = 1 // no (can-i, why)
+	ExitError = 2 // the question could not be asked or answered
 )
 
 // Streams are the plugin's standard streams.
@@ -69,14 +65,6 @@ type options struct {
 // errNo is returned by a command whose answer is no: it exits 1 without
 // an error message.
 var errNo = errors.New("no")
-
-// exitError carries a code other than ExitError.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
 
 // Main runs the plugin with args (without the program name) and returns
 // the exit code.

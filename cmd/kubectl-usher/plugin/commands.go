@@ -18,10 +18,7 @@ import (
 type WhoamiOutput struct {
 	// Kubernetes is the identity the API server sees (absent with --as).
 	Kubernetes *Identity `json:"kubernetes,omitempty"`
-	// Usher is the identity usher decides with in Partition: the user and
-	// each group with where it came from ("given": sent by the API server
-	// or the plugin; a resolver's name, such as "ldap" or "file": added
-	// from the directory).
+	// Usher is the identity usher decides with in Partition.
 	Usher     decision.Identity `json:"usher"`
 	Partition string            `json:"partition"`
 }

@@ -36,16 +36,11 @@ type WhyObject struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
-	// DryRun is the API server's answer to a server-side dry-run create
-	// (absent with --dry-run=false): every admission webhook, usher's
-	// included, sees it.
+	// DryRun is the API server's answer to a server-side dry-run create.
 	DryRun *DryRun `json:"dryRun,omitempty"`
-	// Marker is the YuniKorn queue marker read from the pods (absent: none,
-	// the placement rules decide without one).
+	// Marker is the YuniKorn queue marker read from the pods, if any.
 	Marker *Marker `json:"marker,omitempty"`
-	// Decision is usher's decision API's answer for the placement of the
-	// object's pods (absent with --decision=false, and for an object that
-	// makes no pods).
+	// Decision is usher's answer for the placement of the object's pods.
 	Decision *AccessAnswer `json:"decision,omitempty"`
 }
 

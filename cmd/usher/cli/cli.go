@@ -177,21 +177,21 @@ Examples:
   usher check --config queues.yaml --place --queue ml.training --user john
 `
 
-// newDecisionCommand is check or explain: the decision flags, then run.
-func newDecisionCommand(env *Env, name, short, help string, run func(context.Context, *Env, *decisionFlags) int) *cobra.Command {
+// newDecisionCommand is check or explain: the decision flags, then runDecision.
+func newDecisionCommand(env *Env, name, short, help string, explain bool) *cobra.Command {
 	d := &decisionFlags{}
 	cmd, fs := newCommand(env, groupDecide, name+" --user U [--queue PATH | --place [--queue Q] [--tag NAME=VALUE]...] [flags]", short, help)
 	d.register(fs)
 	completeQueues(cmd)
-	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return run(ctx, env, d) })
+	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runDecision(ctx, env, d, explain) })
 }
 
 func newCheckCommand(env *Env) *cobra.Command {
-	return newDecisionCommand(env, "check", "may this user do this on this queue? prints allowed or denied", checkHelp, runCheck)
+	return newDecisionCommand(env, "check", "may this user do this on this queue? prints allowed or denied", checkHelp, false)
 }
 
 func newExplainCommand(env *Env) *cobra.Command {
-	return newDecisionCommand(env, "explain", "like check, and shows which queue and which ACL entry decided", explainHelp, runExplain)
+	return newDecisionCommand(env, "explain", "like check, and shows which queue and which ACL entry decided", explainHelp, true)
 }
 
 // prepareDecision checks the flags of check and explain and loads the
@@ -218,32 +218,50 @@ func (d *decisionFlags) placeRequest(req engine.Request, explain bool) engine.Pl
 	return engine.PlaceRequest{Partition: req.Partition, Queue: req.Queue, Tags: d.tags, User: req.User, Groups: req.Groups, Explain: explain}
 }
 
-func runCheck(ctx context.Context, env *Env, d *decisionFlags) int {
+// runDecision is check, or with explain, explain.
+func runDecision(ctx context.Context, env *Env, d *decisionFlags, explain bool) int {
 	e, req, code, ok := prepareDecision(env, d)
 	if !ok {
 		return code
 	}
+	cmd := "check"
+	if explain {
+		cmd = "explain"
+	}
 	if d.place {
-		res, err := e.Place(ctx, d.placeRequest(req, false))
+		res, err := e.Place(ctx, d.placeRequest(req, explain))
 		if err != nil {
 			env.errorf("%v", err)
 			return ExitUsage
 		}
-		if d.out.machine() {
-			d.out.write(env, answer.Placed("check", &res, false))
-		} else {
+		switch {
+		case d.out.machine():
+			d.out.write(env, answer.Placed(cmd, &res, explain))
+		case explain:
+			answer.ExplainPlaced(env.Stdout, &res)
+		default:
 			answer.Verdict(env.Stdout, res.Placed, answer.PlaceReason(&res))
 		}
 		return decisionCode(res.Placed)
 	}
-	res, err := e.Check(ctx, req)
+	var res engine.Result
+	var steps []policy.Step
+	var err error
+	if explain {
+		res, steps, err = e.Explain(ctx, req)
+	} else {
+		res, err = e.Check(ctx, req)
+	}
 	if err != nil {
 		printLookupError(env, e.Config(), req.Partition, req.Queue, err)
 		return ExitUsage
 	}
-	if d.out.machine() {
-		d.out.write(env, answer.Decided("check", res, nil, false))
-	} else {
+	switch {
+	case d.out.machine():
+		d.out.write(env, answer.Decided(cmd, res, steps, explain))
+	case explain:
+		answer.Explain(env.Stdout, res, steps)
+	default:
 		answer.Verdict(env.Stdout, res.Allowed, res.Reason())
 	}
 	return decisionCode(res.Allowed)
@@ -280,34 +298,3 @@ Examples:
   usher explain --config queues.yaml --queue root.a.b --user alice -o json | jq '.trail.acls[] | select(.matched)'
   usher explain --config queues.yaml --place --tag namespace=spark --user alice
 `
-
-func runExplain(ctx context.Context, env *Env, d *decisionFlags) int {
-	e, req, code, ok := prepareDecision(env, d)
-	if !ok {
-		return code
-	}
-	if d.place {
-		res, err := e.Place(ctx, d.placeRequest(req, true))
-		if err != nil {
-			env.errorf("%v", err)
-			return ExitUsage
-		}
-		if d.out.machine() {
-			d.out.write(env, answer.Placed("explain", &res, true))
-		} else {
-			answer.ExplainPlaced(env.Stdout, &res)
-		}
-		return decisionCode(res.Placed)
-	}
-	res, steps, err := e.Explain(ctx, req)
-	if err != nil {
-		printLookupError(env, e.Config(), req.Partition, req.Queue, err)
-		return ExitUsage
-	}
-	if d.out.machine() {
-		d.out.write(env, answer.Decided("explain", res, steps, true))
-	} else {
-		answer.Explain(env.Stdout, res, steps)
-	}
-	return decisionCode(res.Allowed)
-}

@@ -16,23 +16,19 @@ const (
 	// memoryLimitAuto, the default of --memory-limit, derives the limit
 	// from the container's.
 	memoryLimitAuto = "auto"
-	// containerShare is the share of the container's memory limit (its
-	// cgroup's memory.max, or memory.limit_in_bytes under cgroup v1)
-	// that the Go heap may use before the collector works harder: the
-	// rest is for what the runtime does not count (goroutine stacks,
-	// TLS and HTTP/2 buffers, the binary) and for the peak of a reload,
-	// which holds two configurations for a moment.
+	// containerShare is the share of the container's memory limit the Go
+	// heap may use before the collector works harder: the rest is for what
+	// the runtime does not count (stacks, TLS and HTTP/2 buffers) and for
+	// a reload, which holds two configurations for a moment.
 	containerShare = 0.5
-	// fallbackLimit is the limit when the process runs in no container
-	// with a memory limit.
+	// fallbackLimit is the limit outside a container with a memory limit.
 	fallbackLimit = 128 << 20
 )
 
-// memoryLimit is the soft limit usher serve sets and why: GOMEMLIMIT in
-// the environment wins (the runtime has read it; 0 is returned), then an
-// explicit --memory-limit quantity ("0": none), then, for "auto", the
-// container's limit read from its cgroup by cgroup, times
-// containerShare, or fallbackLimit when there is no container limit.
+// memoryLimit is the soft limit usher serve sets and why: GOMEMLIMIT wins
+// (the runtime has read it; 0 is returned), then an explicit
+// --memory-limit ("0": none), then for "auto" the container's limit times
+// containerShare, or fallbackLimit.
 func memoryLimit(flag string, getenv func(string) string, cgroup memlimit.Provider) (limit int64, why string, err error) {
 	if v := getenv("GOMEMLIMIT"); v != "" {
 		return 0, "GOMEMLIMIT=" + v, nil
@@ -55,11 +51,9 @@ func memoryLimit(flag string, getenv func(string) string, cgroup memlimit.Provid
 	return int64(float64(c) * containerShare), fmt.Sprintf("%.0f%% of the container's memory limit %d", containerShare*100, c), nil
 }
 
-// setMemoryLimit applies memoryLimit to the runtime and logs the result;
-// an invalid --memory-limit is an error. GOGC in the environment is left
-// to the runtime; otherwise Go's default (100) stays: the soft limit, not
-// a larger GOGC, is what lets the heap grow, so that a large
-// configuration cannot make the heap a multiple of itself.
+// setMemoryLimit applies memoryLimit to the runtime and logs the result.
+// GOGC stays Go's default unless set: the soft limit, not a larger GOGC,
+// lets the heap grow, so a large configuration cannot multiply it.
 func setMemoryLimit(flag string, getenv func(string) string, log *slog.Logger) error {
 	limit, why, err := memoryLimit(flag, getenv, memlimit.FromCgroup)
 	if err != nil {

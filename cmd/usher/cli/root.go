@@ -18,12 +18,10 @@ import (
 // Run runs the usher command with args (without the program name) and
 // returns the exit code.
 //
-// The conventions are kubectl's: help, whether asked for (usher -h, usher
-// help, usher CMD --help) or shown because no command was given, goes to
-// stdout with exit status 0; everything else a command says about a
-// failure goes to stderr, each message prefixed with the command's path
-// ("usher check: ..."); a mistyped command or flag is answered with the
-// nearest ones. Flags are --long (pflag); -o is the one shorthand.
+// The conventions are kubectl's: help goes to stdout with exit status 0;
+// a failure goes to stderr, prefixed with the command's path ("usher
+// check: ..."); a mistyped command or flag is answered with the nearest
+// ones. Flags are --long; -o is the one shorthand.
 func Run(ctx context.Context, env *Env, args []string) int {
 	// A copy: the caller's Env stays as it was, and concurrent Runs
 	// sharing one Env do not race on the defaults or the command path.
@@ -50,8 +48,7 @@ func Run(ctx context.Context, env *Env, args []string) int {
 	if errors.As(err, &code) {
 		return int(code)
 	}
-	// Cobra and pflag refused the command line: an unknown command or
-	// flag, a missing flag value, an unexpected argument.
+	// Cobra and pflag refused the command line.
 	path := "usher"
 	if cmd != nil {
 		path = cmd.CommandPath()
@@ -134,11 +131,9 @@ func newRootCommand(env *Env) *cobra.Command {
 	}
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
-	// usher --version is usher's own flag, not cobra's (root.Version):
-	// cobra's would add -v (kubectl's -v is its verbosity), and printing
-	// more than one line would take a version template, whose
-	// text/template keeps every exported method in the binary (the
-	// linker's dead code elimination gives up): 14 MB more.
+	// usher --version is usher's own flag, not cobra's: cobra's would add
+	// -v (kubectl's verbosity) and need a version template, whose
+	// text/template defeats the linker's dead code elimination (14 MB).
 	version := root.Flags().Bool("version", false, "print the version, the commit and the Go version")
 	root.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *version {
@@ -250,9 +245,8 @@ func groupRun(cmd *cobra.Command, args []string) error {
 	return cmd.Help()
 }
 
-// newHelpCommand is usher help [COMMAND...]: cobra's, except that an
-// unknown command is a usage error (exit 2, on stderr), not a help
-// topic printed on stdout with exit 0.
+// newHelpCommand is cobra's help command, except that an unknown command
+// is a usage error (exit 2, on stderr).
 func newHelpCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "help [command]",
@@ -286,8 +280,7 @@ func newHelpCommand() *cobra.Command {
 }
 
 // newCommand returns a command named by the first word of use, in group,
-// whose help is long and whose flags the caller adds to fs. The caller
-// sets its body with setBody.
+// whose flags the caller adds to fs and whose body it sets with setBody.
 func newCommand(env *Env, group, use, short, long string) (*cobra.Command, *pflag.FlagSet) {
 	cmd := &cobra.Command{
 		Use:     use,
@@ -352,9 +345,7 @@ func didYouMean(names []string) string {
 }
 
 // flagError adds the nearest flags of cmd to an unknown flag's error
-// (pflag does not suggest): "--usr" gets "--user", and a single-dash long
-// flag such as "-config", which pflag reads as the shorthands c, o, n..., gets
-// "--config".
+// (pflag does not suggest), also for a single-dash long flag ("-config").
 func flagError(cmd *cobra.Command, err error) error {
 	var notExist *pflag.NotExistError
 	if !errors.As(err, &notExist) {
@@ -402,10 +393,8 @@ func nearestFlags(fs *pflag.FlagSet, typed string) []string {
 	return near
 }
 
-// completeQueues completes the queue flags of cmd (--queue when none are
-// named) with the queue paths of the partition of --partition in the
-// configuration of --config, read as the command would read it. Without
-// --config, or when it does not load, it offers nothing.
+// completeQueues completes the queue flags of cmd (default --queue) with
+// the queues of --partition in the configuration of --config, if any.
 func completeQueues(cmd *cobra.Command, flags ...string) {
 	if len(flags) == 0 {
 		flags = []string{"queue"}

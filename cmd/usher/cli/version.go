@@ -69,15 +69,6 @@ func buildInfo(version, commit string, bi *debug.BuildInfo, ok bool) BuildInfo {
 	return b
 }
 
-// String is the one line usher serve logs at start.
-func (b BuildInfo) String() string {
-	commit := b.Commit
-	if b.Modified {
-		commit += " (modified)"
-	}
-	return fmt.Sprintf("usher %s, commit %s, %s %s", b.Version, commit, b.GoVersion, b.Platform)
-}
-
 func newVersionCommand(env *Env) *cobra.Command {
 	cmd, _ := newCommand(env, "", "version", "print the version, the commit and the Go version (also: usher --version)",
 		"Print usher's version, the commit it was built from (\"(modified)\" when\nthe checkout had uncommitted changes) and the Go version.")
