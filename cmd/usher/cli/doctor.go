@@ -80,8 +80,10 @@ func runDoctor(ctx context.Context, env *Env, f *doctorFlags) int {
 	}
 	checks := doctor.Run(ctx, kube, f.in)
 	if f.output == "json" {
-		b, _ := json.MarshalIndent(checks, "", "  ")
-		fmt.Fprintf(env.Stdout, "%s\n", b)
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		enc.Encode(checks)
 	} else {
 		for _, c := range checks {
 			fmt.Fprintf(env.Stdout, "%-4s  %-26s  %s\n", c.Status, c.Name, strings.ReplaceAll(c.Detail, "\n", "\n"+strings.Repeat(" ", 34)))
