@@ -88,7 +88,7 @@ func Run(ctx context.Context, kube kubernetes.Interface, in Install) []Check {
 }
 
 func (r *run) fixInstall(what string) string {
-	return fmt.Sprintf("helm upgrade %s usher/usher -n %s --reuse-values, or kubectl apply -f deploy/%s", r.in.Release, r.in.Namespace, what)
+	return fmt.Sprintf("helm upgrade %s deploy/chart/usher -n %s --reuse-values, or kubectl apply -f deploy/%s", r.in.Release, r.in.Namespace, what)
 }
 
 // flag returns the values of --name in the args of the Deployment's
