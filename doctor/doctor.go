@@ -132,42 +132,33 @@ func (r *run) callers(derr error) Check {
 	return c
 }
 
-// ours says whether a webhook configuration is usher's: by name, by the
-// release label, or by a webhook calling usher's Service.
-func (r *run) ours(m metav1.ObjectMeta, ccs []admissionregistrationv1.WebhookClientConfig) bool {
-	return m.Name == r.in.Name() || m.Labels["app.kubernetes.io/instance"] == r.in.Release ||
-		slices.ContainsFunc(ccs, func(cc admissionregistrationv1.WebhookClientConfig) bool {
-			return cc.Service != nil && cc.Service.Namespace == r.in.Namespace && cc.Service.Name == r.in.Name()
-		})
-}
-
+// webhooks finds usher's webhook configurations: named as usher, labelled
+// with the release, or with a webhook calling usher's Service.
 func (r *run) webhooks(ctx context.Context) Check {
-	c := Check{Name: "webhook-configurations", Fix: r.fixInstall("webhooks.yaml")}
-	muts, err := r.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		c.Status, c.Detail = Fail, err.Error()
-		return c
-	}
-	vals, err := r.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		c.Status, c.Detail = Fail, err.Error()
+	c := Check{Name: "webhook-configurations", Status: Fail, Fix: r.fixInstall("webhooks.yaml")}
+	muts, err1 := r.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	vals, err2 := r.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	if err := errors.Join(err1, err2); err != nil {
+		c.Detail = err.Error()
 		return c
 	}
 	var found []string
 	add := func(kind string, m metav1.ObjectMeta, hs []hook) {
-		ccs := make([]admissionregistrationv1.WebhookClientConfig, len(hs))
-		for i, h := range hs {
-			ccs[i] = h.cc
-		}
-		if r.ours(m, ccs) {
+		if m.Name == r.in.Name() || m.Labels["app.kubernetes.io/instance"] == r.in.Release || slices.ContainsFunc(hs, func(h hook) bool {
+			return h.cc.Service != nil && h.cc.Service.Namespace == r.in.Namespace && h.cc.Service.Name == r.in.Name()
+		}) {
 			found = append(found, kind+"/"+m.Name)
 			r.hooks = append(r.hooks, hs...)
 		}
 	}
+	// validate-config fails open by design.
+	mk := func(name string, fp *admissionregistrationv1.FailurePolicyType, cc admissionregistrationv1.WebhookClientConfig) hook {
+		return hook{name, fp != nil && *fp == admissionregistrationv1.Ignore && !strings.HasPrefix(name, "validate-config."), cc}
+	}
 	for _, w := range muts.Items {
 		var hs []hook
 		for _, h := range w.Webhooks {
-			hs = append(hs, hook{h.Name, h.FailurePolicy != nil && *h.FailurePolicy == admissionregistrationv1.Ignore, h.ClientConfig})
+			hs = append(hs, mk(h.Name, h.FailurePolicy, h.ClientConfig))
 		}
 		add("mutatingwebhookconfiguration", w.ObjectMeta, hs)
 	}
@@ -175,15 +166,14 @@ func (r *run) webhooks(ctx context.Context) Check {
 	for _, w := range vals.Items {
 		var hs []hook
 		for _, h := range w.Webhooks {
-			// validate-config fails open by design.
-			hs = append(hs, hook{h.Name, h.FailurePolicy != nil && *h.FailurePolicy == admissionregistrationv1.Ignore && !strings.HasPrefix(h.Name, "validate-config."), h.ClientConfig})
+			hs = append(hs, mk(h.Name, h.FailurePolicy, h.ClientConfig))
 		}
 		add("validatingwebhookconfiguration", w.ObjectMeta, hs)
 	}
 	c.Detail = strings.Join(found, ", ")
 	switch {
 	case mutating == 0 || mutating == len(found):
-		c.Status, c.Detail = Fail, fmt.Sprintf("no mutating and validating webhook configurations of %q (found: %q): pods are admitted unchecked", r.in.Name(), found)
+		c.Detail = fmt.Sprintf("no mutating and validating webhook configurations of %q (found: %q): pods are admitted unchecked", r.in.Name(), found)
 	case slices.ContainsFunc(r.hooks, func(h hook) bool { return h.ignore }):
 		c.Status, c.Detail = Warn, c.Detail+": a workload webhook has failurePolicy Ignore (break glass still in force?): usher's outage admits pods unchecked"
 	default:
@@ -251,9 +241,6 @@ func (r *run) served(ctx context.Context, cc admissionregistrationv1.WebhookClie
 		defer conn.Close()
 		return conn.(*tls.Conn).ConnectionState().PeerCertificates, u.Hostname(), nil
 	}
-	if cc.Service == nil {
-		return nil, "", errors.New("no url and no service")
-	}
 	name := r.in.Name() + "-tls"
 	for _, v := range r.pod().Volumes {
 		if v.Secret != nil {
@@ -265,20 +252,15 @@ func (r *run) served(ctx context.Context, cc admissionregistrationv1.WebhookClie
 	if err != nil {
 		return nil, "", err
 	}
-	var chain []*x509.Certificate
-	for rest := s.Data[corev1.TLSCertKey]; ; {
-		var b *pem.Block
-		if b, rest = pem.Decode(rest); b == nil {
-			break
-		}
-		if crt, err := x509.ParseCertificate(b.Bytes); err == nil {
-			chain = append(chain, crt)
-		}
-	}
-	if len(chain) == 0 {
+	b, _ := pem.Decode(s.Data[corev1.TLSCertKey])
+	if b == nil {
 		return nil, "", fmt.Errorf("secret %s/%s: no certificate in %s", r.in.Namespace, name, corev1.TLSCertKey)
 	}
-	return chain, cc.Service.Name + "." + cc.Service.Namespace + ".svc", nil
+	crt, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return nil, "", err
+	}
+	return []*x509.Certificate{crt}, cc.Service.Name + "." + cc.Service.Namespace + ".svc", nil
 }
 
 func (r *run) expiry() Check {
@@ -342,13 +324,9 @@ func (r *run) configMaps() [][2]string {
 	if len(refs) == 0 {
 		refs = [][2]string{{r.in.Namespace, r.in.Name() + "-config"}}
 	}
-	later := func(r [2]string) int {
-		if r[1] == config.DefaultsConfigMap {
-			return 0
-		}
-		return 1
-	}
-	slices.SortStableFunc(refs, func(a, b [2]string) int { return later(a) - later(b) })
+	slices.SortStableFunc(refs, func(a, b [2]string) int { // "true" (yunikorn-defaults) first
+		return strings.Compare(fmt.Sprint(b[1] == config.DefaultsConfigMap), fmt.Sprint(a[1] == config.DefaultsConfigMap))
+	})
 	return refs
 }
 

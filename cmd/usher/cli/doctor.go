@@ -16,30 +16,25 @@ import (
 )
 
 const doctorHelp = `Check, from outside, what an installation of usher needs, and print each
-check with ok, warn or fail and, when not ok, its fix (a command where
-possible). Each check runs on its own: a failing one does not stop the
-others.
+check with ok, warn or fail and, when not ok, its fix. Each check runs on
+its own; a failing one does not stop the others:
 
-  webhook-callers             the Deployment's --webhook-auth: report or none warn
-  webhook-configurations      usher's Mutating- and ValidatingWebhookConfigurations (named
-                              as the release, labelled app.kubernetes.io/instance=RELEASE,
-                              or calling usher's Service); failurePolicy Ignore warns
-  ca-bundles                  each webhook's caBundle verifies the certificate usher serves
-                              (fetched from the webhook's URL, or read from the serving Secret)
-  certificate-expiry          fewer than 30 days left warns, expired fails
-  service                     the Service and its ready endpoints (EndpointSlices)
-  configuration               the ConfigMaps load cleanly, as usher lint loads them
+  webhook-callers             the Deployment's --webhook-auth (report or none warn)
+  webhook-configurations      usher's webhook configurations (named RELEASE, labelled with the
+                              release, or calling usher's Service); failurePolicy Ignore warns
+  ca-bundles                  each caBundle verifies the certificate usher serves (from the
+                              webhook's URL, or the serving Secret)
+  certificate-expiry          under 30 days left warns, expired fails
+  service                     the Service has ready endpoints (EndpointSlices)
+  configuration               the ConfigMaps load as usher lint loads them
   rbac                        usher's service account holds what its features need
-                              (SubjectAccessReviews)
   api-server-reaches-webhook  a dry-run pod in --probe-namespace is stamped or answered by usher
 
-The credentials are kubectl's: --kubeconfig, else $KUBECONFIG, else
-~/.kube/config; reading the serving Secret and asking SubjectAccessReviews
-need a cluster administrator's rights.
-
-Exit status: 0 when no check fails (warnings included, unless --strict),
-1 when one fails, 2 with --strict when one warns, or on bad usage.
-When usher blocks pod creation: docs/troubleshooting.md, "Break glass".`
+Credentials are kubectl's (--kubeconfig, $KUBECONFIG, ~/.kube/config); the
+Secret and the SubjectAccessReviews need an administrator's rights. Exit
+status: 0 when no check fails, 1 when one fails, 2 when one warns with
+--strict, or on bad usage. When usher blocks pod creation:
+docs/troubleshooting.md, "Break glass".`
 
 type doctorFlags struct {
 	kubeconfig, output string
