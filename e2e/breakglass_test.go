@@ -341,6 +341,26 @@ func TestBreakGlassRunbook(t *testing.T) {
 
 	in.runBlock(ctx, blocks[0])
 	admitted("fail open", "forged", forged) // the cost it states: a forged identity is accepted
+	m, err := in.admin.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, in.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := in.admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, in.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies := map[string]admissionregistrationv1.FailurePolicyType{}
+	for _, h := range m.Webhooks {
+		policies[h.Name] = *h.FailurePolicy
+	}
+	for _, h := range v.Webhooks {
+		policies[h.Name] = *h.FailurePolicy
+	}
+	for name, fp := range policies {
+		if fp != admissionregistrationv1.Ignore {
+			t.Errorf("after failing open: webhook %s has failurePolicy %s, want Ignore", name, fp)
+		}
+	}
 
 	in.runBlock(ctx, blocks[1])
 	admitted("removing the webhooks", "after-remove", nil)
