@@ -154,7 +154,7 @@ func newRootCommand(env *Env) *cobra.Command {
 	root.AddCommand(
 		newCheckCommand(env), newExplainCommand(env), newPlaceCommand(env), newAccessCommand(env), newAppCommand(env),
 		newLintCommand(env), newTestCommand(env), newDiffCommand(env), newImportCommand(env), newSplitCommand(env), newWebhookCommand(env),
-		newServeCommand(env),
+		newServeCommand(env), newDoctorCommand(env),
 		newVersionCommand(env),
 	)
 	// Cobra adds these when it runs; added now, they are in the tree
