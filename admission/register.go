@@ -118,8 +118,12 @@ func Registration(c settings.Config, in Install) (*arv1.MutatingWebhookConfigura
 			ns, _, _ := strings.Cut(ref, "/")
 			nss, names = append(nss, ns), append(names, "'"+ref+"'")
 		}
+		expr := "(request.namespace + '/' + object.metadata.name) in [" + strings.Join(names, ", ") + "]"
+		if _, name, _ := strings.Cut(in.ConfigMaps[0], "/"); len(in.ConfigMaps) == 1 {
+			expr = "object.metadata.name == '" + name + "'" // the namespaceSelector names its namespace
+		}
 		h := hook("validate-config.usher.io", "/validate-config", one([]string{"configmaps"}, arv1.Create, arv1.Update),
-			[]arv1.MatchCondition{{Name: "usher-config", Expression: "(request.namespace + '/' + object.metadata.name) in [" + strings.Join(names, ", ") + "]"}})
+			[]arv1.MatchCondition{{Name: "usher-config", Expression: expr}})
 		h.FailurePolicy, h.SideEffects = &in.ConfigFailurePolicy, &none
 		h.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: slices.Compact(slices.Sorted(slices.Values(nss)))}}}
 		v.Webhooks = append(v.Webhooks, h)

@@ -719,7 +719,7 @@ func checkConfigWebhook(t *testing.T, h admissionregistrationv1.ValidatingWebhoo
 	if sel := h.NamespaceSelector.String(); !strings.Contains(sel, "usher-system") || !strings.Contains(sel, "Operator:In") {
 		t.Errorf("%s: namespaceSelector %s: want usher-system only", h.Name, sel)
 	}
-	if len(h.MatchConditions) != 1 || h.MatchConditions[0].Expression != "(request.namespace + '/' + object.metadata.name) in ['usher-system/usher-config']" {
+	if len(h.MatchConditions) != 1 || h.MatchConditions[0].Expression != "object.metadata.name == 'usher-config'" {
 		t.Errorf("%s: matchConditions %+v: want the name usher-config", h.Name, h.MatchConditions)
 	}
 	if len(h.Rules) != 1 || !reflect.DeepEqual(h.Rules[0].Resources, []string{"configmaps"}) ||
