@@ -100,8 +100,14 @@ func TestManagedWebhooksOnlyOnceReady(t *testing.T) {
 		t.Logf("usher on a refused configuration: %v", strings.SplitN(err.Error(), "\n", 2)[0])
 	}
 	for _, get := range []func() error{
-		func() error { _, err := api.MutatingWebhookConfigurations().Get(ctx, m.name, metav1.GetOptions{}); return err },
-		func() error { _, err := api.ValidatingWebhookConfigurations().Get(ctx, m.name, metav1.GetOptions{}); return err },
+		func() error {
+			_, err := api.MutatingWebhookConfigurations().Get(ctx, m.name, metav1.GetOptions{})
+			return err
+		},
+		func() error {
+			_, err := api.ValidatingWebhookConfigurations().Get(ctx, m.name, metav1.GetOptions{})
+			return err
+		},
 	} {
 		if err := get(); !apierrors.IsNotFound(err) {
 			t.Fatalf("usher not ready: a webhook configuration %s exists (%v)", m.name, err)
@@ -258,7 +264,9 @@ func TestManagedWebhooksAdoptWithoutGap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = m.admin.RbacV1().ClusterRoles().Delete(context.Background(), owner.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = m.admin.RbacV1().ClusterRoles().Delete(context.Background(), owner.Name, metav1.DeleteOptions{})
+	})
 	if err := m.restart(ctx, "--webhook-owner", owner.Name); err != nil {
 		t.Fatal(err)
 	}
