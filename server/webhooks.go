@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -33,6 +34,7 @@ func (s *Server) manageWebhooks(ctx context.Context) {
 	}
 	lock := &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Namespace: s.opts.Webhooks.Namespace, Name: s.opts.Webhooks.Name + "-webhooks"},
 		Client: cs.CoordinationV1(), LockConfig: resourcelock.ResourceLockConfig{Identity: replicaName() + "_" + string(uuid.NewUUID())}}
+	ctx = logr.NewContextWithSlogLogger(ctx, s.log) // client-go logs to usher's log
 	for ctx.Err() == nil {
 		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{Lock: lock, Name: lock.LeaseMeta.Name, ReleaseOnCancel: true,
 			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
