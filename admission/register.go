@@ -33,10 +33,9 @@ type Install struct {
 	ConfigMaps                         []string
 	TimeoutSeconds                     int32
 	// ExcludedNamespaces are left alone besides Namespace and kube-system;
-	// with OptIn (a label selector, KEY=VALUE), only namespaces it
-	// matches are served.
+	// with OptIn, only namespaces carrying its labels are served.
 	ExcludedNamespaces []string
-	OptIn              *metav1.LabelSelector
+	OptIn              map[string]string
 	// MatchConditions follow usher-namespaces on every workload webhook.
 	MatchConditions []arv1.MatchCondition
 }
@@ -62,11 +61,8 @@ func Registration(c settings.Config, in Install) (*arv1.MutatingWebhookConfigura
 		return arv1.WebhookClientConfig{CABundle: in.CABundle,
 			Service: &arv1.ServiceReference{Namespace: in.Namespace, Name: in.Service, Path: &path, Port: &in.Port}}
 	}
-	sel := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name",
+	sel := &metav1.LabelSelector{MatchLabels: in.OptIn, MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name",
 		Operator: metav1.LabelSelectorOpNotIn, Values: append([]string{in.Namespace, "kube-system"}, in.ExcludedNamespaces...)}}}
-	if in.OptIn != nil {
-		sel.MatchLabels = in.OptIn.MatchLabels
-	}
 	conds := func(extra ...arv1.MatchCondition) []arv1.MatchCondition {
 		cs := append([]arv1.MatchCondition{{Name: settings.NamespaceConditionName, Expression: settings.NamespaceCondition(c)}}, in.MatchConditions...)
 		return append(cs, extra...)

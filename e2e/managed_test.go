@@ -308,3 +308,85 @@ func TestManagedWebhooksAdoptWithoutGap(t *testing.T) {
 		t.Fatalf("the owner deleted, the webhook configurations stay: %v", err)
 	}
 }
+
+// TestChartWebhookWriter: the chart's RBAC and ValidatingAdmissionPolicy,
+// applied for real, let usher's service account write its own webhook
+// configurations and nothing else: one named otherwise, or whose webhook
+// calls a URL or another Service, is refused by the policy (RBAC cannot
+// name what may be created); deleting its own, or changing another's, is
+// refused by RBAC. All as server-side dry runs, impersonating the account.
+func TestChartWebhookWriter(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t, 25*time.Minute)
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm := helmPath(ctx, t, root)
+	bin, err := BuildUsher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := cluster.NewNamespace(ctx, "chart-writer", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := "usher-w" + ns[len(ns)-5:] // the objects' base name, cluster-wide
+	out, err := exec.CommandContext(ctx, helm, "template", release, filepath.Join(root, "deploy", "chart", "usher"), "--namespace", ns,
+		"--set", "certificates.mode=helm", "--show-only", "templates/rbac.yaml").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, errOut, err := cluster.RunKubectl(ctx, Admin, out, "apply", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply of the chart's RBAC: %v\n%s%s", err, o, errOut)
+	}
+	t.Cleanup(func() {
+		_, _, _ = cluster.RunKubectl(context.Background(), Admin, out, "delete", "--ignore-not-found", "-f", "-")
+	})
+	sa, err := cluster.ClientAs(Admin, "system:serviceaccount:"+ns+":"+release, "system:serviceaccounts", "system:serviceaccounts:"+ns, "system:authenticated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := sa.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	render := func(args ...string) *admissionregistrationv1.MutatingWebhookConfiguration {
+		t.Helper()
+		out, err := exec.CommandContext(ctx, bin, append([]string{"webhook", "--namespace", ns, "--service", release, "--name", release}, args...)...).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m admissionregistrationv1.MutatingWebhookConfiguration
+		if err := yaml.UnmarshalStrict([]byte(strings.Split(string(out), "\n---\n")[0]), &m); err != nil {
+			t.Fatal(err)
+		}
+		return &m
+	}
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	if _, err := api.Create(ctx, render(), dry); err != nil {
+		t.Fatalf("usher creating its own webhook configuration: %v", err)
+	}
+	for what, m := range map[string]*admissionregistrationv1.MutatingWebhookConfiguration{
+		"another name":    render("--name", "evil-"+release),
+		"a URL":           render("--url", "https://evil.example:443"),
+		"another Service": render("--service", "evil"),
+	} {
+		var last error
+		if err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
+			_, last = api.Create(ctx, m, dry)
+			return last != nil && strings.Contains(last.Error(), release+"-webhook-writer"), nil
+		}); err != nil {
+			t.Errorf("usher's service account creating a webhook configuration with %s: %v, want the policy's refusal", what, last)
+		} else {
+			t.Logf("%s: %v", what, last)
+		}
+	}
+	if err := api.Delete(ctx, release, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); !apierrors.IsForbidden(err) {
+		t.Errorf("usher's service account deleting its own webhook configuration: %v, want Forbidden", err)
+	}
+	other := render("--name", "other-"+release)
+	if _, err := client(t, Admin).AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, other, dry); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.Update(ctx, other, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}); !apierrors.IsForbidden(err) {
+		t.Errorf("usher's service account updating another's webhook configuration: %v, want Forbidden", err)
+	}
+}

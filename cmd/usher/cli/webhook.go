@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	arv1 "k8s.io/api/admissionregistration/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/usherhq/usher/admission"
@@ -71,7 +70,7 @@ func webhookFlags(fs *pflag.FlagSet, in *admission.Install) func() error {
 			if !ok || k == "" {
 				return fmt.Errorf("--opt-in-label %q: want KEY=VALUE", optIn)
 			}
-			in.OptIn = &metav1.LabelSelector{MatchLabels: map[string]string{k: v}}
+			in.OptIn = map[string]string{k: v}
 		}
 		for _, c := range conds {
 			n, e, ok := strings.Cut(c, "=")
