@@ -261,11 +261,6 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 		env.errorf("%v", err)
 		return ExitUsage
 	}
-	if len(opts.Webhooks.ConfigMaps) == 0 {
-		for _, r := range opts.ConfigMaps {
-			opts.Webhooks.ConfigMaps = append(opts.Webhooks.ConfigMaps, r.Namespace+"/"+r.Name)
-		}
-	}
 	if opts.ConfigPath != "" && len(opts.ConfigMaps) > 0 {
 		env.errorf("give --config or --config-map, not both")
 		return ExitUsage

@@ -54,7 +54,7 @@ func webhookFlags(fs *pflag.FlagSet, in *admission.Install) func() error {
 	fs.StringSliceVar(&in.ExcludedNamespaces, "exclude-namespaces", nil, "further `NAMESPACES` (comma separated or repeated) never sent to the workload webhooks: your CNI's and control plane's")
 	fs.StringVar(&optIn, "opt-in-label", "", "serve only namespaces labelled `KEY=VALUE` (default: every namespace not excluded)")
 	fs.StringArrayVar(&conds, "match-condition", nil, "further CEL matchCondition `NAME=EXPRESSION` of every workload webhook (repeatable)")
-	fs.StringArrayVar(&in.ConfigMaps, "guard-config-map", nil, "ConfigMap `NAMESPACE/NAME` validate-config.usher.io guards (repeatable; usher serve: its --config-map)")
+	fs.StringArrayVar(&in.ConfigMaps, "guard-config-map", nil, "ConfigMap `NAMESPACE/NAME` validate-config.usher.io guards (repeatable; default: none, no such webhook)")
 	return func() error {
 		in.FailurePolicy, in.ConfigFailurePolicy = arv1.FailurePolicyType(fail), arv1.FailurePolicyType(cfgFail)
 		for flag, p := range map[string]arv1.FailurePolicyType{"--failure-policy": in.FailurePolicy, "--config-failure-policy": in.ConfigFailurePolicy} {
