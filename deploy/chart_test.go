@@ -14,7 +14,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,23 +100,45 @@ func helmTemplateAs(t *testing.T, helm, release, namespace string, args ...strin
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("helm template %s: %v: %s", strings.Join(args, " "), err, stderr.String())
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(&out, 4096)
-	var ms []manifest
-	for {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return nil, fmt.Errorf("helm template %s: output: %v", strings.Join(args, " "), err)
-		}
-		if len(raw) == 0 || string(raw) == "null" {
-			continue
-		}
-		var head struct{ Kind string }
-		json.Unmarshal(raw, &head)
-		ms = append(ms, manifest{"chart " + strings.Join(args, " "), head.Kind, raw})
+	ms, err := decodeAll("chart "+strings.Join(args, " "), out.Bytes())
+	if err != nil {
+		return nil, err
 	}
-	return ms, nil
+	return append(ms, registered(t, ms)...), nil
+}
+
+// registered is what usher registers when the chart's Deployment runs
+// with --manage-webhooks (nothing without): the chart renders no webhook
+// configurations, usher does, from its flags and its configuration.
+func registered(t *testing.T, ms []manifest) []manifest {
+	t.Helper()
+	var d appsv1.Deployment
+	cfg, files := "", map[string][]byte{}
+	for _, m := range ms {
+		switch m.kind {
+		case "Deployment":
+			strict(t, m, &d)
+		case "ConfigMap":
+			var cm corev1.ConfigMap
+			strict(t, m, &cm)
+			if strings.HasSuffix(cm.Name, "-config") {
+				cfg = filepath.Join(t.TempDir(), "configmap.yaml")
+				os.WriteFile(cfg, m.raw, 0o600)
+			} else if strings.HasSuffix(cm.Name, "-ca-bundle") {
+				files["/etc/usher/ca-bundle/ca.crt"] = []byte(cm.Data["ca.crt"])
+			}
+		case "Secret":
+			var s corev1.Secret
+			strict(t, m, &s)
+			if strings.HasSuffix(s.Name, "-tls") {
+				files["/etc/usher/tls/ca.crt"] = s.Data["ca.crt"]
+			}
+		}
+	}
+	if len(d.Spec.Template.Spec.Containers) == 0 || !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--manage-webhooks") {
+		return nil
+	}
+	return registration(t, d.Spec.Template.Spec.Containers[0].Args, cfg, files)
 }
 
 func mustRender(t *testing.T, helm string, args ...string) []manifest {
@@ -315,6 +336,18 @@ func (r rendered) one(kind string, into any) {
 
 func (r rendered) count(kind string) int { return len(r.objects[kind]) }
 
+// configReader decodes the Role or RoleBinding that lets usher read its
+// ConfigMaps into into, and says whether there is one.
+func (r rendered) configReader(kind string, into any) bool {
+	for _, m := range r.objects[kind] {
+		if strings.Contains(string(m.raw), "-config-reader") {
+			strict(r.t, m, into)
+			return true
+		}
+	}
+	return false
+}
+
 // webhooks returns every webhook of the rendered configurations, by name,
 // as validating webhooks (the mutating one's fields the checks read are
 // the same).
@@ -355,6 +388,10 @@ func checkRendered(t *testing.T, r rendered) {
 		"Role": func() any { return &rbacv1.Role{} }, "RoleBinding": func() any { return &rbacv1.RoleBinding{} },
 		"MutatingWebhookConfiguration":   func() any { return &admissionregistrationv1.MutatingWebhookConfiguration{} },
 		"ValidatingWebhookConfiguration": func() any { return &admissionregistrationv1.ValidatingWebhookConfiguration{} },
+		"ValidatingAdmissionPolicy":      func() any { return &admissionregistrationv1.ValidatingAdmissionPolicy{} },
+		"ValidatingAdmissionPolicyBinding": func() any {
+			return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+		},
 	}
 	for kind, ms := range r.objects {
 		for _, m := range ms {
@@ -370,10 +407,13 @@ func checkRendered(t *testing.T, r rendered) {
 	configArg := "--config-map=" + r.ns + "/" + r.name + "-config"
 	if r.count("ConfigMap") == 0 {
 		configArg = "--config-map="
-	} else if r.count("Role") == 0 {
+	} else if !r.configReader("Role", &rbacv1.Role{}) {
 		configArg = "--config=/etc/usher/config"
 	}
 	checkDeployment(t, &d, r.name, configArg)
+	if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--manage-webhooks") {
+		return // webhook.manage false: you register them
+	}
 	hooks := r.webhooks()
 	for _, name := range append(slices.Clone(workloadWebhooks), "validate-config.usher.io") {
 		h, ok := hooks[name]
@@ -555,12 +595,12 @@ func TestChartValueSets(t *testing.T) {
 			t.Error("existingConfigMaps: the chart renders a ConfigMap")
 		}
 		var role rbacv1.Role
-		r.one("Role", &role)
+		r.configReader("Role", &role)
 		if role.Namespace != "yunikorn" || !slices.Equal(role.Rules[0].ResourceNames, []string{"yunikorn-defaults", "yunikorn-configs"}) {
 			t.Errorf("Role %s/%s names %v, want yunikorn-defaults and yunikorn-configs in yunikorn", role.Namespace, role.Name, role.Rules[0].ResourceNames)
 		}
 		var rb rbacv1.RoleBinding
-		r.one("RoleBinding", &rb)
+		r.configReader("RoleBinding", &rb)
 		if rb.Namespace != "yunikorn" || rb.Subjects[0].Namespace != "usher-system" {
 			t.Errorf("RoleBinding %s/%s binds %+v", rb.Namespace, rb.Name, rb.Subjects)
 		}
@@ -581,7 +621,7 @@ func TestChartValueSets(t *testing.T) {
 	t.Run("mounted file", func(t *testing.T) {
 		r := render(t, helm, "--set", "config.source=file")
 		checkRendered(t, r)
-		if r.count("Role") != 0 {
+		if r.configReader("Role", &rbacv1.Role{}) {
 			t.Error("source file: usher needs no read access to ConfigMaps")
 		}
 		var d appsv1.Deployment
@@ -677,6 +717,31 @@ func TestChartValueSets(t *testing.T) {
 		}
 	})
 
+	// GitOps: nothing registered by usher, nothing written; read only.
+	t.Run("webhooks applied by you", func(t *testing.T) {
+		r := render(t, helm, "--set", "webhook.manage=false")
+		checkRendered(t, r)
+		var d appsv1.Deployment
+		r.one("Deployment", &d)
+		if args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " "); strings.Contains(args, "webhook-owner") || strings.Contains(args, "--manage-webhooks") {
+			t.Errorf("args %s", args)
+		}
+		for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+			if r.count(kind) != 0 {
+				t.Errorf("webhook.manage false renders a %s", kind)
+			}
+		}
+		for _, m := range r.objects["ClusterRole"] {
+			var role rbacv1.ClusterRole
+			strict(t, m, &role)
+			for _, rule := range role.Rules {
+				if slices.Contains(rule.Resources, "mutatingwebhookconfigurations") && !slices.Equal(rule.Verbs, []string{"get", "list", "watch"}) {
+					t.Errorf("ClusterRole %s: %v on webhook configurations, want reading only", role.Name, rule.Verbs)
+				}
+			}
+		}
+	})
+
 	t.Run("another release name", func(t *testing.T) {
 		r := renderAs(t, helm, "batch", "batch-usher", "batch-system")
 		checkRendered(t, r)
@@ -692,11 +757,6 @@ func TestChartValueSets(t *testing.T) {
 					t.Errorf("release batch in batch-system renders %s %s/%s", kind, o.Namespace, o.Name)
 				}
 			}
-		}
-		var vw admissionregistrationv1.ValidatingWebhookConfiguration
-		r.one("ValidatingWebhookConfiguration", &vw)
-		if got := vw.Annotations["cert-manager.io/inject-ca-from"]; got != "batch-system/batch-usher-serving" {
-			t.Errorf("inject-ca-from %q", got)
 		}
 		for name, h := range r.webhooks() {
 			if sel := h.NamespaceSelector.String(); !strings.Contains(sel, "batch-system") {
@@ -719,6 +779,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"--set", "replica=3"}, "replica"},
 		{[]string{"--set", "webhook.failurePolicy=Sometimes"}, "failurePolicy"},
 		{[]string{"--set", "webhook.scope=some"}, "scope"},
+		{[]string{"--set-string", "webhook.manage=yes"}, "manage"},
 		{[]string{"--set", "webhook.mutatingConfigurationName=Zz_Usher"}, "mutatingConfigurationName"},
 		{[]string{"--set", "image.tag=latest"}, "tag"},
 		{[]string{"--set", "config.mode=audit"}, "mode"},

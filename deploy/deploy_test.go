@@ -7,8 +7,10 @@ package deploy_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -29,6 +31,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/usherhq/usher/admission/settings"
+	"github.com/usherhq/usher/cmd/usher/cli"
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/server"
 )
@@ -51,20 +54,75 @@ func load(t *testing.T) []manifest {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			var head struct{ Kind string }
-			json.Unmarshal(raw, &head)
-			out = append(out, manifest{f, head.Kind, raw})
+		ms, err := decodeAll(f, data)
+		if err != nil {
+			t.Fatal(err)
 		}
+		out = append(out, ms...)
 	}
 	return out
+}
+
+// decodeAll splits a YAML stream into its objects.
+func decodeAll(file string, data []byte) ([]manifest, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []manifest
+	for {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: %v", file, err)
+		}
+		if len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
+		var head struct{ Kind string }
+		json.Unmarshal(raw, &head)
+		out = append(out, manifest{file, head.Kind, raw})
+	}
+}
+
+// webhookFlags are the flags usher serve and usher webhook share.
+var webhookFlags = []string{"name", "mutating-name", "namespace", "service", "service-port", "url", "ca-bundle-file", "failure-policy",
+	"config-failure-policy", "timeout-seconds", "exclude-namespaces", "opt-in-label", "match-condition", "guard-config-map"}
+
+// registration is what usher serve --manage-webhooks registers when run
+// with serveArgs (a Deployment's) on the configuration file cfg ("": the
+// embedded default): the output of usher webhook with the same flags, each
+// file a flag names read from files (by its path in the pod; a CA bundle
+// not there is left out).
+func registration(t *testing.T, serveArgs []string, cfg string, files map[string][]byte) []manifest {
+	t.Helper()
+	args := []string{"webhook"}
+	if cfg != "" {
+		args = append(args, "--config", cfg)
+	}
+	for _, a := range serveArgs {
+		name, val, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !slices.Contains(webhookFlags, name) {
+			continue
+		}
+		if data, ok := files[val]; ok {
+			p := filepath.Join(t.TempDir(), filepath.Base(val))
+			if err := os.WriteFile(p, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			a = "--" + name + "=" + p
+		} else if name == "ca-bundle-file" {
+			continue
+		}
+		args = append(args, a)
+	}
+	var out, errOut bytes.Buffer
+	if code := cli.Run(context.Background(), &cli.Env{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }}, args); code != 0 {
+		t.Fatalf("usher %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())
+	}
+	ms, err := decodeAll("usher "+strings.Join(args, " "), out.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
 }
 
 func strict(t *testing.T, m manifest, into any) {
@@ -107,13 +165,27 @@ func TestManifests(t *testing.T) {
 		case "Role":
 			var r rbacv1.Role
 			strict(t, m, &r)
-			checkConfigRole(t, r)
+			if r.Name == "usher-webhook-lease" {
+				checkLeaseRole(t, r)
+			} else {
+				checkConfigRole(t, r)
+			}
+		case "ValidatingAdmissionPolicy":
+			var p admissionregistrationv1.ValidatingAdmissionPolicy
+			strict(t, m, &p)
+			checkWriterPolicy(t, p)
+		case "ValidatingAdmissionPolicyBinding":
+			var b admissionregistrationv1.ValidatingAdmissionPolicyBinding
+			strict(t, m, &b)
+			if b.Spec.PolicyName != "usher-webhook-writer" || !slices.Equal(b.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
+				t.Errorf("ValidatingAdmissionPolicyBinding %s: %+v, want usher-webhook-writer denying", b.Name, b.Spec)
+			}
 		case "RoleBinding":
 			var b rbacv1.RoleBinding
 			strict(t, m, &b)
-			if b.Namespace != "usher-system" || b.RoleRef.Kind != "Role" || b.RoleRef.Name != "usher-config-reader" ||
+			if b.Namespace != "usher-system" || b.RoleRef.Kind != "Role" || b.RoleRef.Name != strings.TrimPrefix(b.Name, "usher:") ||
 				len(b.Subjects) != 1 || b.Subjects[0].Name != "usher" || b.Subjects[0].Namespace != "usher-system" {
-				t.Errorf("RoleBinding %s: want usher's service account bound to the Role usher-config-reader", b.Name)
+				t.Errorf("RoleBinding %s: want usher's service account bound to the Role of its name", b.Name)
 			}
 		case "ConfigMap":
 			var cm corev1.ConfigMap
@@ -197,12 +269,42 @@ func TestManifests(t *testing.T) {
 	}
 	checkRBAC(t, roles, bindings)
 	checkNamespaceConditions(t, nsCondition, conditions)
+	checkRegistered(t, deployment)
 	if deployment != nil && pdb != nil {
 		checkSmallCluster(t, deployment, pdb, quotas)
 	}
-	for _, k := range []string{"Deployment", "PodDisruptionBudget", "Service", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ServiceAccount", "Certificate", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
+	for _, k := range []string{"Deployment", "PodDisruptionBudget", "Service", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ServiceAccount", "Certificate", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 		if !seen[k] {
 			t.Errorf("no %s in deploy/", k)
+		}
+	}
+}
+
+// checkRegistered: webhooks.yaml is what usher registers with the
+// Deployment's flags and configmap.yaml, object for object.
+func checkRegistered(t *testing.T, d *appsv1.Deployment) {
+	t.Helper()
+	if d == nil {
+		return
+	}
+	data, err := os.ReadFile("webhooks.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped, err := decodeAll("webhooks.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := registration(t, d.Spec.Template.Spec.Containers[0].Args, "configmap.yaml", nil)
+	if len(got) != len(shipped) {
+		t.Fatalf("usher registers %d objects, webhooks.yaml has %d", len(got), len(shipped))
+	}
+	for i := range got {
+		var w, g map[string]any
+		json.Unmarshal(shipped[i].raw, &w)
+		json.Unmarshal(got[i].raw, &g)
+		if !reflect.DeepEqual(w, g) {
+			t.Errorf("webhooks.yaml's %s is not what usher registers (%s): regenerate it with the command in its header\nwant %s\ngot  %s", shipped[i].kind, got[i].file, shipped[i].raw, got[i].raw)
 		}
 	}
 }
@@ -311,7 +413,7 @@ func checkSmallCluster(t *testing.T, d *appsv1.Deployment, pdb *policyv1.PodDisr
 // system:auth-delegator) and nothing else; the roles callers are bound to
 // grant exactly the permissions usher checks.
 func checkRBAC(t *testing.T, roles map[string]rbacv1.ClusterRole, bindings []rbacv1.ClusterRoleBinding) {
-	delegated, recorder, reader := false, false, false
+	delegated, recorder, reader, writer := false, false, false, false
 	for _, b := range bindings {
 		for _, s := range b.Subjects {
 			if s.Kind == rbacv1.ServiceAccountKind && s.Name == "usher" && s.Namespace == "usher-system" {
@@ -322,8 +424,10 @@ func checkRBAC(t *testing.T, roles map[string]rbacv1.ClusterRole, bindings []rba
 					recorder = true
 				case b.RoleRef.Kind == "ClusterRole" && b.RoleRef.Name == "usher-owner-reader":
 					reader = true
+				case b.RoleRef.Kind == "ClusterRole" && b.RoleRef.Name == "usher-webhook-writer":
+					writer = true
 				default:
-					t.Errorf("%s binds usher to %s %s: usher needs system:auth-delegator, usher-event-recorder and usher-owner-reader only", b.Name, b.RoleRef.Kind, b.RoleRef.Name)
+					t.Errorf("%s binds usher to %s %s: usher needs system:auth-delegator, usher-event-recorder, usher-owner-reader and usher-webhook-writer only", b.Name, b.RoleRef.Kind, b.RoleRef.Name)
 				}
 			}
 		}
@@ -337,6 +441,9 @@ func checkRBAC(t *testing.T, roles map[string]rbacv1.ClusterRole, bindings []rba
 	if !reader {
 		t.Error("no ClusterRoleBinding of usher's service account to usher-owner-reader (adoption)")
 	}
+	if !writer {
+		t.Error("no ClusterRoleBinding of usher's service account to usher-webhook-writer (--manage-webhooks)")
+	}
 	get := []string{"get"}
 	want := map[string][]rbacv1.PolicyRule{
 		"usher-access-reviewer": {{APIGroups: []string{server.AccessReviewGroup}, Resources: []string{server.AccessReviewResource}, Verbs: []string{server.AccessReviewVerb}}},
@@ -347,6 +454,13 @@ func checkRBAC(t *testing.T, roles map[string]rbacv1.ClusterRole, bindings []rba
 		"usher-owner-reader": {{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: get},
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets", "daemonsets", "statefulsets"}, Verbs: get},
 			{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: get}},
+		// --manage-webhooks: read the webhook configurations, write only
+		// usher's (create cannot be named: the policy holds it), read the
+		// owner's uid; never delete.
+		"usher-webhook-writer": {{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: webhookKinds, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: webhookKinds, Verbs: []string{"create"}},
+			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: webhookKinds, ResourceNames: []string{"usher"}, Verbs: []string{"update", "patch"}},
+			{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, ResourceNames: []string{"usher-webhook-writer"}, Verbs: get}},
 	}
 	for name, rules := range want {
 		r, ok := roles[name]
@@ -357,6 +471,34 @@ func checkRBAC(t *testing.T, roles map[string]rbacv1.ClusterRole, bindings []rba
 		if !reflect.DeepEqual(r.Rules, rules) {
 			t.Errorf("ClusterRole %s: rules %+v, want exactly %+v", name, r.Rules, rules)
 		}
+	}
+}
+
+var webhookKinds = []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"}
+
+// checkLeaseRole: the Role of the Lease the replicas elect the registering
+// one with; nothing else.
+func checkLeaseRole(t *testing.T, r rbacv1.Role) {
+	t.Helper()
+	lease := []string{"leases"}
+	want := []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: lease, Verbs: []string{"create"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: lease, ResourceNames: []string{"usher-webhooks"}, Verbs: []string{"get", "update"}}}
+	if r.Namespace != "usher-system" || !reflect.DeepEqual(r.Rules, want) {
+		t.Errorf("Role %s/%s: rules %+v, want exactly %+v", r.Namespace, r.Name, r.Rules, want)
+	}
+}
+
+// checkWriterPolicy: the policy that holds usher's service account to its
+// own webhook configurations matches that account's creates and updates
+// of them, and names usher's configurations and Service.
+func checkWriterPolicy(t *testing.T, p admissionregistrationv1.ValidatingAdmissionPolicy) {
+	t.Helper()
+	rr := p.Spec.MatchConstraints.ResourceRules
+	if p.Spec.FailurePolicy == nil || *p.Spec.FailurePolicy != admissionregistrationv1.Fail || len(rr) != 1 || !slices.Equal(rr[0].Resources, webhookKinds) ||
+		len(p.Spec.MatchConditions) != 1 || !strings.Contains(p.Spec.MatchConditions[0].Expression, "'system:serviceaccount:usher-system:usher'") ||
+		len(p.Spec.Validations) != 2 || !strings.Contains(p.Spec.Validations[0].Expression, "['usher']") ||
+		!strings.Contains(p.Spec.Validations[1].Expression, "service.namespace == 'usher-system' && w.clientConfig.service.name == 'usher'") {
+		t.Errorf("ValidatingAdmissionPolicy %s: %+v", p.Name, p.Spec)
 	}
 }
 

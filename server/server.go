@@ -210,6 +210,14 @@ type Options struct {
 	// rate gets 429 and Retry-After).
 	TokenReviewCache         auth.TokenOptions
 	SubjectAccessReviewCache auth.SAROptions
+
+	// ManageWebhooks registers the webhooks as Webhooks says once this
+	// replica serves, and keeps them registered (webhooks.go); it needs
+	// cluster credentials. WebhookOwner, when set, is the ClusterRole
+	// that owns them, so that deleting it (helm uninstall) deletes them.
+	ManageWebhooks bool
+	Webhooks       admission.Install
+	WebhookOwner   string
 }
 
 func (o Options) withDefaults() Options {
@@ -311,6 +319,10 @@ type Server struct {
 	conns, webhookConns connLimiter
 	// parsing lets /validate-config parse one configuration at a time.
 	parsing *semaphore.Weighted
+	// webhookKick asks the webhook reconciler to apply again; webhookRV
+	// is what it applied last.
+	webhookKick chan struct{}
+	webhookRV   string
 }
 
 type reloadStatus struct {
@@ -332,7 +344,7 @@ type reloadStatus struct {
 // New loads the configuration and prepares the service.
 func New(opts Options) (*Server, error) {
 	opts = opts.withDefaults()
-	s := &Server{opts: opts, log: opts.Logger, registry: prometheus.NewRegistry(), parsing: semaphore.NewWeighted(1)}
+	s := &Server{opts: opts, log: opts.Logger, registry: prometheus.NewRegistry(), parsing: semaphore.NewWeighted(1), webhookKick: make(chan struct{}, 1)}
 	if opts.AuditLog != nil && !opts.NoAudit {
 		audit := slog.NewJSONHandler(opts.AuditLog, &slog.HandlerOptions{Level: slog.LevelInfo})
 		s.log = slog.New(SplitAudit(opts.Logger.Handler(), audit))
@@ -346,6 +358,9 @@ func New(opts Options) (*Server, error) {
 	// The cluster credentials, loaded once; each user says what it does
 	// without them.
 	s.kube, s.kubeErr = cluster.Load(opts.Kubeconfig)
+	if opts.ManageWebhooks && s.kubeErr != nil {
+		return nil, fmt.Errorf("--manage-webhooks needs cluster credentials: %w", s.kubeErr)
+	}
 	switch {
 	case len(opts.ConfigMaps) > 0 && opts.ConfigPath != "":
 		return nil, errors.New("give --config or --config-map, not both")
@@ -559,6 +574,16 @@ func (s *Server) Run(ctx context.Context) error {
 	for _, l := range lns {
 		go func() { errc <- s.httpServer.ServeTLS(l, "", "") }()
 	}
+	mctx, stop := context.WithCancel(ctx)
+	managed := make(chan struct{})
+	go func() {
+		defer close(managed)
+		if s.opts.ManageWebhooks {
+			// Ready: a good configuration in service, the listeners up.
+			s.manageWebhooks(mctx)
+		}
+	}()
+	defer func() { stop(); <-managed }()
 	select {
 	case err := <-errc:
 		s.httpServer.Close()
@@ -654,6 +679,7 @@ func (s *Server) apply(cfg *config.Config, err error, gen string, sum [32]byte) 
 	s.metrics.reloads.WithLabelValues("success").Inc()
 	s.metrics.lastReload.SetToCurrentTime()
 	s.setGeneration(gen, sum, cfg)
+	s.kickWebhooks()
 	// Who gained and who lost rights, on this goroutine: the new
 	// generation already serves (about 50 ms at 10,000 queues).
 	change := impact.Summarize(old, cfg, 5)

@@ -421,3 +421,12 @@ func TestNoAudit(t *testing.T) {
 		t.Fatal("reviews must still be counted without audit records")
 	}
 }
+
+// TestManageWebhooksNeedsCredentials: --manage-webhooks without cluster
+// credentials refuses to start, naming the flag.
+func TestManageWebhooksNeedsCredentials(t *testing.T) {
+	_, err := server.New(server.Options{ManageWebhooks: true, Kubeconfig: filepath.Join(t.TempDir(), "missing")})
+	if err == nil || !strings.Contains(err.Error(), "--manage-webhooks") {
+		t.Fatalf("err %v, want one naming --manage-webhooks", err)
+	}
+}

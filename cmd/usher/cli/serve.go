@@ -39,6 +39,13 @@ ADMISSION_CONTROLLER_* environment variables override the file, exactly as
 in every other command (one set to "" overrides too: an empty pattern list
 trusts nobody); "usher lint" reports what serve would read.
 
+With --manage-webhooks, usher registers its own webhooks: once this replica
+serves a good configuration, the leader among the replicas (a Lease) applies
+exactly what "usher webhook" prints for that configuration and the flags
+below, and keeps it applied; it never deletes them, so an unhealthy usher
+never opens the gate (docs/install.md). Until a replica is ready nothing is
+registered, and pods are admitted without usher.
+
 --addr fd:N takes over a listening socket usher inherits instead of binding
 one: a supervisor or a test harness that holds the port keeps it across
 restarts of usher, and no other process can take it in between.
@@ -107,6 +114,7 @@ type serveFlags struct {
 	noAudit                                                      bool
 	authCacheTTL                                                 time.Duration
 	memLimit, bodyMemory                                         string
+	webhooks                                                     func() error
 }
 
 func newServeCommand(env *Env) *cobra.Command {
@@ -166,10 +174,19 @@ func newServeCommand(env *Env) *cobra.Command {
 	fs.DurationVar(&opts.BodyReadTimeout, "body-read-timeout", 10*time.Second, "how long a request body may take to arrive")
 	fs.IntVar(&opts.MaxGroups, "max-groups", admission.DefaultMaxGroups, "the most `GROUPS` a review's requester, a user.info annotation it supplies "+
 		"or a /v1/access request may name; more are refused and counted in usher_admission_groups_over_limit_total")
+	fs.BoolVar(&opts.ManageWebhooks, "manage-webhooks", false, "register the webhooks (the objects usher webhook prints for the configuration in service and the flags below) "+
+		"once this replica serves, as the leader of the Lease NAME-webhooks in --namespace, and keep them registered: re-applied on every reload, "+
+		"when someone changes or deletes them, and every minute; never deleted (default: you register them)")
+	fs.StringVar(&opts.WebhookOwner, "webhook-owner", "", "ClusterRole `NAME` that owns the registered webhooks, so that deleting it (helm uninstall) deletes them")
+	f.webhooks = webhookFlags(fs, &opts.Webhooks)
 	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runServe(ctx, env, f) })
 }
 
 func runServe(ctx context.Context, env *Env, f *serveFlags) int {
+	if err := f.webhooks(); err != nil {
+		env.errorf("%v", err)
+		return ExitUsage
+	}
 	opts := f.opts
 	logFormat, logLevel, caOut, accessAuth, privileged, auditLog := f.logFormat, f.logLevel, f.caOut, f.accessAuth, f.privileged, f.auditLog
 	noAudit, authCacheTTL, memLimit, bodyMemory := f.noAudit, f.authCacheTTL, f.memLimit, f.bodyMemory

@@ -3,30 +3,108 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	arv1 "k8s.io/api/admissionregistration/v1"
+	"sigs.k8s.io/yaml"
 
+	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/admission/settings"
 )
 
-const webhookHelp = `Print the matchCondition that keeps usher's webhook registrations in step
-with a configuration's namespace settings (bypassNamespaces,
-processNamespaces, with the ADMISSION_CONTROLLER_* overrides): paste it
-into every webhook of deploy/webhooks.yaml, replacing the one named
-usher-namespaces. The API server then never calls usher for a request in a
-namespace usher leaves alone, so usher's outage cannot block it
-(docs/security.md, "Blast radius").`
+const webhookHelp = `Print, as YAML, the MutatingWebhookConfiguration and the
+ValidatingWebhookConfiguration that register usher's webhooks for a
+configuration: exactly the objects "usher serve --manage-webhooks" applies
+(the same code), for GitOps installs that apply them themselves (the chart
+with webhooks.manage=false; docs/install.md).
+
+What the configuration decides: the usher-namespaces matchCondition, from
+bypassNamespaces and processNamespaces (with the ADMISSION_CONTROLLER_*
+overrides), so that the API server never calls usher where it has nothing
+to do (docs/security.md, "Blast radius"); and with enforceDeleteACLs, DELETE
+and pods/eviction on validate.usher.io (docs/delete.md). The flags say
+where usher runs. Re-run it and apply the output whenever the configuration
+or the CA changes.
+
+Examples:
+  usher webhook --config usher.yaml --ca-bundle-file ca.crt | kubectl apply -f -
+  usher webhook --config deploy/configmap.yaml --guard-config-map usher-system/usher-config --ca-bundle-file ca.crt
+  usher webhook --url https://10.0.0.5:9443 --ca-bundle-file ca.crt   # usher outside the cluster
+`
+
+// webhookFlags defines the flags that say how the webhooks are registered
+// (usher webhook and usher serve); the function returned fills in.
+func webhookFlags(fs *pflag.FlagSet, in *admission.Install) func() error {
+	var optIn, fail, cfgFail string
+	var conds []string
+	fs.StringVar(&in.Name, "name", "usher", "`NAME` of the ValidatingWebhookConfiguration (and of the mutating one unless --mutating-name)")
+	fs.StringVar(&in.MutatingName, "mutating-name", "", "`NAME` of the MutatingWebhookConfiguration; the API server calls mutating webhooks in name order, "+
+		"so beside YuniKorn's use one after it, e.g. zz-usher (default: --name)")
+	fs.StringVar(&in.Namespace, "namespace", "usher-system", "`NAMESPACE` of usher's Service, never sent to the webhooks, with kube-system")
+	fs.StringVar(&in.Service, "service", "usher", "`NAME` of usher's Service")
+	fs.Int32Var(&in.Port, "service-port", 9443, "`PORT` of the Service the API server calls the webhooks on")
+	fs.StringVar(&in.URL, "url", "", "call the webhooks at `https://HOST:PORT` instead of the Service (usher outside the cluster)")
+	fs.StringVar(&in.CABundleFile, "ca-bundle-file", "", "PEM `FILE` of the CA that verifies usher's serving certificate: the webhooks' caBundle, re-read on every apply (default: none)")
+	fs.StringVar(&fail, "failure-policy", "Fail", "failurePolicy of the workload webhooks: Fail refuses workloads while no replica answers, Ignore admits them without a trustworthy identity")
+	fs.StringVar(&cfgFail, "config-failure-policy", "Ignore", "failurePolicy of validate-config.usher.io (Ignore: a fix of the configuration is accepted while usher is down)")
+	fs.Int32Var(&in.TimeoutSeconds, "timeout-seconds", 5, "timeoutSeconds of every webhook (1 to 30)")
+	fs.StringSliceVar(&in.ExcludedNamespaces, "exclude-namespaces", nil, "further `NAMESPACES` (comma separated or repeated) never sent to the workload webhooks: your CNI's and control plane's")
+	fs.StringVar(&optIn, "opt-in-label", "", "serve only namespaces labelled `KEY=VALUE` (default: every namespace not excluded)")
+	fs.StringArrayVar(&conds, "match-condition", nil, "further CEL matchCondition `NAME=EXPRESSION` of every workload webhook (repeatable)")
+	fs.StringArrayVar(&in.ConfigMaps, "guard-config-map", nil, "ConfigMap `NAMESPACE/NAME` validate-config.usher.io guards (repeatable; default: none, no such webhook)")
+	return func() error {
+		in.FailurePolicy, in.ConfigFailurePolicy = arv1.FailurePolicyType(fail), arv1.FailurePolicyType(cfgFail)
+		for flag, p := range map[string]arv1.FailurePolicyType{"--failure-policy": in.FailurePolicy, "--config-failure-policy": in.ConfigFailurePolicy} {
+			if p != arv1.Fail && p != arv1.Ignore {
+				return fmt.Errorf("%s %q: want Fail or Ignore", flag, p)
+			}
+		}
+		if in.TimeoutSeconds < 1 || in.TimeoutSeconds > 30 {
+			return fmt.Errorf("--timeout-seconds %d: want 1 to 30", in.TimeoutSeconds)
+		}
+		if optIn != "" {
+			k, v, ok := strings.Cut(optIn, "=")
+			if !ok || k == "" {
+				return fmt.Errorf("--opt-in-label %q: want KEY=VALUE", optIn)
+			}
+			in.OptIn = map[string]string{k: v}
+		}
+		for _, c := range conds {
+			n, e, ok := strings.Cut(c, "=")
+			if !ok || n == "" || e == "" {
+				return fmt.Errorf("--match-condition %q: want NAME=EXPRESSION", c)
+			}
+			in.MatchConditions = append(in.MatchConditions, arv1.MatchCondition{Name: n, Expression: e})
+		}
+		for _, ref := range in.ConfigMaps {
+			if ns, name, ok := strings.Cut(ref, "/"); !ok || ns == "" || name == "" {
+				return fmt.Errorf("--guard-config-map %q: want NAMESPACE/NAME", ref)
+			}
+		}
+		return nil
+	}
+}
 
 func newWebhookCommand(env *Env) *cobra.Command {
 	var path string
-	cmd, fs := newCommand(env, groupConfig, "webhook --config FILE",
-		"the matchCondition that keeps the webhook registrations in step with the namespace settings", webhookHelp)
+	var in admission.Install
+	cmd, fs := newCommand(env, groupConfig, "webhook [--config FILE] [flags]",
+		"print the webhook configurations that register usher for a configuration (GitOps)", webhookHelp)
 	fs.StringVar(&path, "config", "", configFlagHelp)
-	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runWebhook(ctx, env, path) })
+	finish := webhookFlags(fs, &in)
+	return setBody(env, cmd, func(ctx context.Context, _ []string) int {
+		if err := finish(); err != nil {
+			env.errorf("%v", err)
+			return ExitUsage
+		}
+		return runWebhook(ctx, env, path, in)
+	})
 }
 
-func runWebhook(_ context.Context, env *Env, path string) int {
+func runWebhook(_ context.Context, env *Env, path string, in admission.Install) int {
 	cfg, err := loadConfig(env, path)
 	if err != nil {
 		env.errorf("invalid configuration:\n%v", err)
@@ -36,7 +114,23 @@ func runWebhook(_ context.Context, env *Env, path string) int {
 	if cfg.Admission != nil {
 		c = cfg.Admission.Config()
 	}
-	expr := settings.NamespaceCondition(c)
-	fmt.Fprintf(env.Stdout, "matchConditions:\n  - name: %s\n    expression: '%s'\n", settings.NamespaceConditionName, strings.ReplaceAll(expr, "'", "''"))
+	if in.CABundleFile != "" {
+		if in.CABundle, err = os.ReadFile(in.CABundleFile); err != nil {
+			env.errorf("--ca-bundle-file: %v", err)
+			return ExitUsage
+		}
+	}
+	m, v := admission.Registration(c, in)
+	for i, o := range []any{m, v} {
+		out, err := yaml.Marshal(o)
+		if err != nil {
+			env.errorf("%v", err)
+			return ExitUsage
+		}
+		if i > 0 {
+			fmt.Fprintln(env.Stdout, "---")
+		}
+		env.Stdout.Write(out)
+	}
 	return ExitOK
 }

@@ -2,33 +2,105 @@ package cli_test
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	arv1 "k8s.io/api/admissionregistration/v1"
+	"sigs.k8s.io/yaml"
 )
 
-// TestWebhookConditionMatchesShipped: usher webhook prints, for the
-// shipped ConfigMap, the matchCondition every webhook of
-// deploy/webhooks.yaml carries; a changed bypassNamespaces (through the
-// environment override) changes it.
-func TestWebhookConditionMatchesShipped(t *testing.T) {
-	out, errOut, code := run(t, "webhook", "--config", "../../../deploy/configmap.yaml")
+// webhookObjects runs usher webhook and decodes the two objects it prints.
+func webhookObjects(t *testing.T, args ...string) (arv1.MutatingWebhookConfiguration, arv1.ValidatingWebhookConfiguration) {
+	t.Helper()
+	out, errOut, code := run(t, append([]string{"webhook"}, args...)...)
 	if code != 0 {
 		t.Fatalf("code %d: %s", code, errOut)
 	}
-	_, cond, ok := strings.Cut(out, "matchConditions:\n")
-	if !ok {
-		t.Fatalf("no matchConditions in %q", out)
+	docs := strings.Split(out, "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("%d documents, want 2:\n%s", len(docs), out)
 	}
-	shipped, err := os.ReadFile("../../../deploy/webhooks.yaml")
-	if err != nil {
+	var m arv1.MutatingWebhookConfiguration
+	var v arv1.ValidatingWebhookConfiguration
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), &m); err != nil {
 		t.Fatal(err)
 	}
-	// Indented as in a webhook entry of deploy/webhooks.yaml.
-	indented := "    " + strings.ReplaceAll(strings.TrimSuffix(cond, "\n"), "\n", "\n    ") + "\n"
-	if n := strings.Count(string(shipped), indented); n != 4 {
-		t.Errorf("deploy/webhooks.yaml carries\n%s%d times, want on each of its 4 webhooks", indented, n)
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), &v); err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(cond, `expression: '!["^kube-system$", "^usher-system$"].exists(p, request.namespace.matches(p))'`) {
-		t.Errorf("condition %q", cond)
+	return m, v
+}
+
+// TestWebhookFollowsConfiguration: what usher webhook prints follows the
+// configuration: its namespace settings become the usher-namespaces
+// condition, and enforceDeleteACLs registers DELETE and evictions on
+// validate.usher.io (docs/delete.md), which stay out without it.
+func TestWebhookFollowsConfiguration(t *testing.T) {
+	dir := t.TempDir()
+	queues := "partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: \"*\"\n"
+	plain := writeFile(t, dir, "plain.yaml", queues+"admissionController:\n  bypassNamespaces: [\"^kube-system$\", \"^infra-\"]\n")
+	kill := writeFile(t, dir, "kill.yaml", queues+"admissionController:\n  enforceDeleteACLs: true\n")
+	m, v := webhookObjects(t, "--config", plain, "--namespace", "batch-system", "--service", "batch-usher", "--mutating-name", "zz-usher")
+	if m.Name != "zz-usher" || v.Name != "usher" || m.Labels["app.kubernetes.io/managed-by"] != "usher" {
+		t.Errorf("names %q %q, labels %v", m.Name, v.Name, m.Labels)
 	}
+	if got := m.Webhooks[0].MatchConditions[0].Expression; got != `!["^kube-system$", "^infra-"].exists(p, request.namespace.matches(p))` {
+		t.Errorf("usher-namespaces %s", got)
+	}
+	if s := v.Webhooks[0].ClientConfig.Service; s.Namespace != "batch-system" || s.Name != "batch-usher" || *s.Port != 9443 {
+		t.Errorf("service %+v", s)
+	}
+	if sel := m.Webhooks[0].NamespaceSelector.String(); !strings.Contains(sel, "batch-system kube-system") {
+		t.Errorf("namespaceSelector %s: want usher's namespace and kube-system excluded", sel)
+	}
+	hasDelete := func(v arv1.ValidatingWebhookConfiguration) (del, evict bool) {
+		for _, r := range v.Webhooks[0].Rules {
+			del = del || strings.Contains(strings.Join(r.Resources, " "), "pods") && len(r.Operations) == 3 && r.Operations[2] == arv1.Delete
+			evict = evict || len(r.Resources) == 1 && r.Resources[0] == "pods/eviction"
+		}
+		return
+	}
+	if del, evict := hasDelete(v); del || evict {
+		t.Error("DELETE registered without enforceDeleteACLs")
+	}
+	_, v = webhookObjects(t, "--config", kill)
+	if del, evict := hasDelete(v); !del || !evict {
+		t.Errorf("enforceDeleteACLs: DELETE %v, pods/eviction %v, want both: %+v", del, evict, v.Webhooks[0].Rules)
+	}
+	if len(v.Webhooks) != 3 {
+		t.Errorf("%d validating webhooks without --guard-config-map, want 3 (no validate-config.usher.io)", len(v.Webhooks))
+	}
+}
+
+// TestWebhookFlags: a URL replaces the Service, a CA bundle file is the
+// caBundle, and each bad flag is named.
+func TestWebhookFlags(t *testing.T) {
+	dir := t.TempDir()
+	ca := writeFile(t, dir, "ca.crt", "PEM\n")
+	m, _ := webhookObjects(t, "--url", "https://10.0.0.5:9443", "--ca-bundle-file", ca, "--opt-in-label", "usher.io/enforce=true",
+		"--match-condition", "not-nodes=!request.userInfo.username.startsWith('system:node:')", "--failure-policy", "Ignore")
+	h := m.Webhooks[0]
+	if h.ClientConfig.URL == nil || *h.ClientConfig.URL != "https://10.0.0.5:9443/mutate" || h.ClientConfig.Service != nil || string(h.ClientConfig.CABundle) != "PEM\n" {
+		t.Errorf("clientConfig %+v", h.ClientConfig)
+	}
+	if h.NamespaceSelector.MatchLabels["usher.io/enforce"] != "true" || len(h.MatchConditions) != 2 || *h.FailurePolicy != arv1.Ignore {
+		t.Errorf("webhook %+v", h)
+	}
+	for _, tc := range [][]string{{"--failure-policy", "Sometimes"}, {"--timeout-seconds", "31"}, {"--opt-in-label", "novalue"},
+		{"--match-condition", "noexpr"}, {"--guard-config-map", "nonamespace"}, {"--ca-bundle-file", dir + "/missing"}} {
+		_, errOut, code := run(t, append([]string{"webhook"}, tc...)...)
+		if code != 2 || !strings.Contains(errOut, tc[0]) {
+			t.Errorf("usher webhook %v: code %d, %q; want 2 naming %s", tc, code, errOut, tc[0])
+		}
+	}
+}
+
+func writeFile(t *testing.T, dir, name, data string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

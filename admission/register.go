@@ -1,0 +1,128 @@
+package admission
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	arv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/usherhq/usher/admission/settings"
+)
+
+// Install says where usher runs and how its webhooks are registered
+// (usher serve and usher webhook take it from their flags, with the
+// defaults stated there).
+type Install struct {
+	// Name names the ValidatingWebhookConfiguration, and the
+	// MutatingWebhookConfiguration unless MutatingName is set.
+	Name, MutatingName string
+	// Namespace and Service name usher's Service, called on Port; URL,
+	// when set, is called instead (usher outside the cluster).
+	Namespace, Service, URL string
+	Port                    int32
+	// CABundle is the webhooks' caBundle, read from CABundleFile by the
+	// commands.
+	CABundle     []byte
+	CABundleFile string
+	// FailurePolicy is that of the workload webhooks; ConfigFailurePolicy
+	// that of validate-config.usher.io, which guards ConfigMaps
+	// (NAMESPACE/NAME; none: no such webhook).
+	FailurePolicy, ConfigFailurePolicy arv1.FailurePolicyType
+	ConfigMaps                         []string
+	TimeoutSeconds                     int32
+	// ExcludedNamespaces are left alone besides Namespace and kube-system;
+	// with OptIn, only namespaces carrying its labels are served.
+	ExcludedNamespaces []string
+	OptIn              map[string]string
+	// MatchConditions follow usher-namespaces on every workload webhook.
+	MatchConditions []arv1.MatchCondition
+}
+
+// ManagedBy is the label value of the objects Registration renders.
+const ManagedBy = "usher"
+
+// Registration renders the webhook configurations that register /mutate,
+// /validate (with the status and Binding webhooks, and DELETE and
+// evictions when c enforces the kill rule) and /validate-config for the
+// admission settings c: the one source of deploy/webhooks.yaml, of usher
+// webhook and of what usher serve --manage-webhooks applies.
+func Registration(c settings.Config, in Install) (*arv1.MutatingWebhookConfiguration, *arv1.ValidatingWebhookConfiguration) {
+	meta := func(kind, name string) (metav1.TypeMeta, metav1.ObjectMeta) {
+		return metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: kind}, metav1.ObjectMeta{Name: name,
+			Labels: map[string]string{"app.kubernetes.io/name": "usher", "app.kubernetes.io/managed-by": ManagedBy}}
+	}
+	client := func(path string) arv1.WebhookClientConfig {
+		if in.URL != "" {
+			u := in.URL + path
+			return arv1.WebhookClientConfig{URL: &u, CABundle: in.CABundle}
+		}
+		return arv1.WebhookClientConfig{CABundle: in.CABundle,
+			Service: &arv1.ServiceReference{Namespace: in.Namespace, Name: in.Service, Path: &path, Port: &in.Port}}
+	}
+	sel := &metav1.LabelSelector{MatchLabels: in.OptIn, MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name",
+		Operator: metav1.LabelSelectorOpNotIn, Values: append([]string{in.Namespace, "kube-system"}, in.ExcludedNamespaces...)}}}
+	conds := func(extra ...arv1.MatchCondition) []arv1.MatchCondition {
+		cs := append([]arv1.MatchCondition{{Name: settings.NamespaceConditionName, Expression: settings.NamespaceCondition(c)}}, in.MatchConditions...)
+		return append(cs, extra...)
+	}
+	rules := func(suffix string, ops ...arv1.OperationType) []arv1.RuleWithOperations {
+		scope := arv1.NamespacedScope
+		var out []arv1.RuleWithOperations
+		for _, g := range []struct{ group, resources string }{{"", "pods replicationcontrollers"}, {"apps", "deployments replicasets daemonsets statefulsets"}, {"batch", "jobs cronjobs"}} {
+			r := arv1.RuleWithOperations{Operations: ops, Rule: arv1.Rule{APIGroups: []string{g.group}, APIVersions: []string{"v1"}, Scope: &scope}}
+			for _, res := range strings.Fields(g.resources) {
+				r.Resources = append(r.Resources, res+suffix)
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	one := func(res []string, ops ...arv1.OperationType) []arv1.RuleWithOperations {
+		scope := arv1.NamespacedScope
+		return []arv1.RuleWithOperations{{Operations: ops, Rule: arv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: res, Scope: &scope}}}
+	}
+	dryRun, none, ifNeeded := arv1.SideEffectClassNoneOnDryRun, arv1.SideEffectClassNone, arv1.IfNeededReinvocationPolicy
+	hook := func(name, path string, r []arv1.RuleWithOperations, mc []arv1.MatchCondition) arv1.ValidatingWebhook {
+		return arv1.ValidatingWebhook{Name: name, ClientConfig: client(path), Rules: r, FailurePolicy: &in.FailurePolicy, SideEffects: &dryRun,
+			TimeoutSeconds: &in.TimeoutSeconds, AdmissionReviewVersions: []string{"v1"}, NamespaceSelector: sel, MatchConditions: mc}
+	}
+	m := &arv1.MutatingWebhookConfiguration{Webhooks: []arv1.MutatingWebhook{{Name: "mutate.usher.io", ClientConfig: client("/mutate"),
+		Rules: rules("", arv1.Create), FailurePolicy: &in.FailurePolicy, SideEffects: &dryRun, TimeoutSeconds: &in.TimeoutSeconds,
+		AdmissionReviewVersions: []string{"v1"}, NamespaceSelector: sel, MatchConditions: conds(), ReinvocationPolicy: &ifNeeded}}}
+	m.TypeMeta, m.ObjectMeta = meta("MutatingWebhookConfiguration", cmp.Or(in.MutatingName, in.Name))
+	validate := rules("", arv1.Create, arv1.Update)
+	if c.Defaulted().EnforceDeleteACLs {
+		validate = append(rules("", arv1.Create, arv1.Update, arv1.Delete), one([]string{"pods/eviction"}, arv1.Create)...)
+	}
+	v := &arv1.ValidatingWebhookConfiguration{Webhooks: []arv1.ValidatingWebhook{
+		hook("validate.usher.io", "/validate", validate, conds()),
+		// Status updates can change labels, annotations and owners.
+		hook("validate-status.usher.io", "/validate", rules("/status", arv1.Update), conds(arv1.MatchCondition{Name: "metadata-changed",
+			Expression: "(has(object.metadata.annotations) ? object.metadata.annotations : {}) != (has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}) || " +
+				"(has(object.metadata.labels) ? object.metadata.labels : {}) != (has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}) || " +
+				"(has(object.metadata.ownerReferences) ? object.metadata.ownerReferences : []) != (has(oldObject.metadata.ownerReferences) ? oldObject.metadata.ownerReferences : [])"})),
+		// The API server copies a Binding's labels and annotations onto the pod.
+		hook("validate-binding.usher.io", "/validate", one([]string{"pods/binding", "bindings"}, arv1.Create), conds(arv1.MatchCondition{Name: "sets-metadata",
+			Expression: "has(object.metadata.annotations) || (has(object.metadata.labels) && object.metadata.labels.exists(k, !k.startsWith('topology.kubernetes.io/')))"})),
+	}}
+	v.TypeMeta, v.ObjectMeta = meta("ValidatingWebhookConfiguration", in.Name)
+	if len(in.ConfigMaps) > 0 {
+		var nss, names []string
+		for _, ref := range in.ConfigMaps {
+			ns, _, _ := strings.Cut(ref, "/")
+			nss, names = append(nss, ns), append(names, "'"+ref+"'")
+		}
+		expr := "(request.namespace + '/' + object.metadata.name) in [" + strings.Join(names, ", ") + "]"
+		if _, name, _ := strings.Cut(in.ConfigMaps[0], "/"); len(in.ConfigMaps) == 1 {
+			expr = "object.metadata.name == '" + name + "'" // the namespaceSelector names its namespace
+		}
+		h := hook("validate-config.usher.io", "/validate-config", one([]string{"configmaps"}, arv1.Create, arv1.Update),
+			[]arv1.MatchCondition{{Name: "usher-config", Expression: expr}})
+		h.FailurePolicy, h.SideEffects = &in.ConfigFailurePolicy, &none
+		h.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: slices.Compact(slices.Sorted(slices.Values(nss)))}}}
+		v.Webhooks = append(v.Webhooks, h)
+	}
+	return m, v
+}

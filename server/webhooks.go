@@ -1,0 +1,119 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/admission/settings"
+)
+
+// manageWebhooks runs once this replica serves: as the leader of the
+// Lease NAME-webhooks among the replicas, it keeps the webhook
+// configurations equal to what admission.Registration renders for the
+// generation in service, re-applying on every swap, when someone changes
+// or deletes them (a watch) and every minute (a rotated CA file). It never
+// deletes them; their owner does (Options.WebhookOwner).
+func (s *Server) manageWebhooks(ctx context.Context) {
+	cs, err := kubernetes.NewForConfig(s.kube.Config)
+	if err != nil {
+		s.log.Error("webhooks: not managed", "err", err)
+		return
+	}
+	lock := &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Namespace: s.opts.Webhooks.Namespace, Name: s.opts.Webhooks.Name + "-webhooks"},
+		Client: cs.CoordinationV1(), LockConfig: resourcelock.ResourceLockConfig{Identity: replicaName() + "_" + string(uuid.NewUUID())}}
+	ctx = logr.NewContextWithSlogLogger(ctx, s.log) // client-go logs to usher's log
+	for ctx.Err() == nil {
+		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{Lock: lock, Name: lock.LeaseMeta.Name, ReleaseOnCancel: true,
+			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+			Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: func(ctx context.Context) { s.reconcileWebhooks(ctx, cs) }, OnStoppedLeading: func() {}}})
+	}
+}
+
+// kickWebhooks asks the reconciler, if any, to apply again.
+func (s *Server) kickWebhooks() {
+	select {
+	case s.webhookKick <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Server) reconcileWebhooks(ctx context.Context, cs kubernetes.Interface) {
+	s.log.Info("webhooks: leading; registering the webhook configurations", "lease", s.opts.Webhooks.Name+"-webhooks")
+	f := informers.NewSharedInformerFactoryWithOptions(cs, time.Minute, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = "app.kubernetes.io/managed-by=" + admission.ManagedBy
+	}))
+	kick := func(any) { s.kickWebhooks() }
+	h := cache.ResourceEventHandlerFuncs{AddFunc: kick, UpdateFunc: func(_, o any) { kick(o) }, DeleteFunc: kick}
+	f.Admissionregistration().V1().MutatingWebhookConfigurations().Informer().AddEventHandler(h)
+	f.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer().AddEventHandler(h)
+	f.Start(ctx.Done())
+	defer f.Shutdown()
+	s.kickWebhooks()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.webhookKick:
+		}
+		if err := s.applyWebhooks(ctx, cs); err != nil && ctx.Err() == nil {
+			s.log.Error("webhooks: apply failed; retrying in 5s", "err", err)
+			time.AfterFunc(5*time.Second, s.kickWebhooks)
+		}
+	}
+}
+
+// applyWebhooks applies (server-side, taking over every field it sets)
+// the configurations for the generation in service.
+func (s *Server) applyWebhooks(ctx context.Context, cs kubernetes.Interface) error {
+	in := s.opts.Webhooks
+	var err error
+	if in.CABundleFile != "" {
+		if in.CABundle, err = os.ReadFile(in.CABundleFile); err != nil {
+			return err
+		}
+	}
+	var c settings.Config
+	if a := s.serving.Current().Config().Admission; a != nil {
+		c = a.Config()
+	}
+	m, v := admission.Registration(c, in)
+	if s.opts.WebhookOwner != "" {
+		owner, err := cs.RbacV1().ClusterRoles().Get(ctx, s.opts.WebhookOwner, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		refs := []metav1.OwnerReference{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: owner.Name, UID: owner.UID}}
+		m.OwnerReferences, v.OwnerReferences = refs, refs
+	}
+	force := true
+	opts := metav1.PatchOptions{FieldManager: "usher", Force: &force}
+	api := cs.AdmissionregistrationV1()
+	mdata, _ := json.Marshal(m)
+	vdata, _ := json.Marshal(v)
+	got, err := api.MutatingWebhookConfigurations().Patch(ctx, m.Name, types.ApplyPatchType, mdata, opts)
+	if err != nil {
+		return err
+	}
+	gotV, err := api.ValidatingWebhookConfigurations().Patch(ctx, v.Name, types.ApplyPatchType, vdata, opts)
+	if err != nil {
+		return err
+	}
+	if rv := got.ResourceVersion + "/" + gotV.ResourceVersion; rv != s.webhookRV {
+		s.webhookRV = rv
+		s.log.Info("webhooks: registered", "mutating", m.Name, "validating", v.Name, "resourceVersions", rv)
+	}
+	return nil
+}
