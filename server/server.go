@@ -161,6 +161,9 @@ type Options struct {
 	// cannot hold its share for longer. Default 10s (the API server's
 	// default webhook timeout).
 	BodyReadTimeout time.Duration
+	// WriteTimeout bounds a request from its headers to the end of its
+	// answer. Default 30s (the longest webhook timeout the API server allows).
+	WriteTimeout time.Duration
 	// ReadHeaderTimeout bounds the time to read a request's headers.
 	// Default 5s.
 	ReadHeaderTimeout time.Duration
@@ -250,6 +253,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.SmallBody <= 0 {
 		o.SmallBody = 256 << 10
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 30 * time.Second
 	}
 	if o.BodyReadTimeout <= 0 {
 		o.BodyReadTimeout = 10 * time.Second
@@ -543,7 +549,7 @@ func (s *Server) Run(ctx context.Context) error {
 		// A backstop: bodies have BodyReadTimeout from the moment they
 		// are given memory (limitBody).
 		ReadTimeout:    30 * time.Second,
-		WriteTimeout:   30 * time.Second,
+		WriteTimeout:   s.opts.WriteTimeout,
 		IdleTimeout:    120 * time.Second,
 		MaxHeaderBytes: s.opts.MaxHeaderBytes,
 		HTTP2: &http.HTTP2Config{
