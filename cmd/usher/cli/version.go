@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime"
@@ -60,12 +61,8 @@ func buildInfo(version, commit string, bi *debug.BuildInfo, ok bool) BuildInfo {
 			}
 		}
 	}
-	if b.Version == "" {
-		b.Version = "dev"
-	}
-	if b.Commit == "" {
-		b.Commit = "unknown"
-	}
+	b.Version = cmp.Or(b.Version, "dev")
+	b.Commit = cmp.Or(b.Commit, "unknown")
 	return b
 }
 
