@@ -7,6 +7,7 @@ package policytest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -444,10 +445,7 @@ func buildReview(i int, c testCase) ([]byte, error) {
 		return nil, err
 	}
 	gvk := schema.FromAPIVersionAndKind(meta.APIVersion, meta.Kind)
-	ns := spec.Namespace
-	if ns == "" {
-		ns = meta.Metadata.Namespace
-	}
+	ns := cmp.Or(spec.Namespace, meta.Metadata.Namespace)
 	req := &admissionv1.AdmissionRequest{
 		UID:       types.UID(fmt.Sprintf("usher-test-%d", i+1)),
 		Kind:      metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},

@@ -368,9 +368,7 @@ func (p fileParser) testCase(n *yaml.Node) (testCase, error) {
 	if at["name"] == nil {
 		return c, p.errAt(n, "a case needs a name")
 	}
-	if c.Partition == "" {
-		c.Partition = policy.DefaultPartition
-	}
+	c.Partition = cmp.Or(c.Partition, policy.DefaultPartition)
 	for i, g := range c.Groups {
 		if err := acl.ValidName(g); err != nil || strings.Contains(g, ",") {
 			if err == nil {
@@ -402,9 +400,7 @@ func (p fileParser) testCase(n *yaml.Node) (testCase, error) {
 		}
 		return c, nil
 	}
-	if c.Action == "" {
-		c.Action = "submit"
-	}
+	c.Action = cmp.Or(c.Action, "submit")
 	if c.User == "" {
 		return c, p.errAt(n, "case %q needs a user", c.Name)
 	}
@@ -505,9 +501,7 @@ func (p fileParser) reviewSpec(n *yaml.Node) (*reviewSpec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.Hook == "" {
-		r.Hook = "mutate"
-	}
+	r.Hook = cmp.Or(r.Hook, "mutate")
 	if r.Hook != "mutate" && r.Hook != "validate" {
 		return nil, p.errAt(at["hook"], "hook: want mutate or validate, not %q", r.Hook)
 	}
@@ -555,9 +549,7 @@ func (p fileParser) reviewSpec(n *yaml.Node) (*reviewSpec, error) {
 			return nil, err
 		}
 	}
-	if r.Operation == "" {
-		r.Operation = "CREATE"
-	}
+	r.Operation = cmp.Or(r.Operation, "CREATE")
 	if !slices.Contains([]string{"CREATE", "UPDATE", "DELETE", "CONNECT"}, r.Operation) {
 		return nil, p.errAt(at["operation"], "operation: want CREATE, UPDATE, DELETE or CONNECT, not %q", r.Operation)
 	}
