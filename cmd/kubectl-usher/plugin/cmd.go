@@ -16,6 +16,7 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -192,9 +193,7 @@ func (o *options) usherClient() (*usherClient, error) {
 		return nil, err
 	}
 	uc := o.usher
-	if uc.Server == "" {
-		uc.Server = fmt.Sprintf("https://%s.%s.svc", o.service, o.namespace)
-	}
+	uc.Server = cmp.Or(uc.Server, fmt.Sprintf("https://%s.%s.svc", o.service, o.namespace))
 	return newUsherClient(cfg, uc)
 }
 
