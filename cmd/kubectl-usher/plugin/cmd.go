@@ -126,17 +126,16 @@ to it. See docs/kubectl-usher.md.`,
 	return root
 }
 
-// addOutput adds -o text|json|yaml.
+// addOutput adds -o text|json|yaml, checked before the command runs.
 func (o *options) addOutput(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
-}
-
-func (o *options) checkOutput() error {
-	switch o.output {
-	case "text", "json", "yaml":
-		return nil
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		switch o.output {
+		case "text", "json", "yaml":
+			return nil
+		}
+		return fmt.Errorf("--output %q: want text, json or yaml", o.output)
 	}
-	return fmt.Errorf("--output %q: want text, json or yaml", o.output)
 }
 
 // kubeFlags are kubectl's own flags for the API server and the caller's

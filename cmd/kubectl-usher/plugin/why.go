@@ -95,9 +95,6 @@ refused (by the dry run; without it, by the decision), 2 on errors.`,
   kubectl usher why -f job.yaml --dry-run=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.checkOutput(); err != nil {
-				return err
-			}
 			if f.file == "" {
 				return errors.New("give the manifest with -f FILE (- for standard input)")
 			}

@@ -30,14 +30,11 @@ type BuildInfo struct {
 	Platform  string
 }
 
-// readBuildInfo is debug.ReadBuildInfo; tests replace it.
-var readBuildInfo = debug.ReadBuildInfo
-
 // CurrentBuild returns the build information of the running binary: the
 // -ldflags values where set, the Go build information otherwise, "dev" and
 // "unknown" where neither says.
 func CurrentBuild() BuildInfo {
-	bi, ok := readBuildInfo()
+	bi, ok := debug.ReadBuildInfo()
 	return buildInfo(Version, Commit, bi, ok)
 }
 
