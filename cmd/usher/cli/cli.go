@@ -182,7 +182,7 @@ func newDecisionCommand(env *Env, name, short, help string, explain bool) *cobra
 	d := &decisionFlags{}
 	cmd, fs := newCommand(env, groupDecide, name+" --user U [--queue PATH | --place [--queue Q] [--tag NAME=VALUE]...] [flags]", short, help)
 	d.register(fs)
-	completeQueues(cmd)
+	completeQueues(cmd, "queue")
 	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runDecision(ctx, env, d, explain) })
 }
 

@@ -72,7 +72,7 @@ func newPlaceCommand(env *Env) *cobra.Command {
 	fs.StringVar(&d.groups, "groups", "", "comma separated `GROUPS` the user is in; when empty the partition's resolver finds them")
 	fs.Var(d.tags, "tag", "application tag `NAME=VALUE`, repeatable (the Kubernetes shim passes namespace=NS)")
 	d.out.register(fs)
-	completeQueues(cmd)
+	completeQueues(cmd, "queue")
 	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runPlace(ctx, env, d) })
 }
 
