@@ -1,8 +1,9 @@
 package policytest
 
 // The policy test file format of usher test (docs/policy-tests.md). A file
-// is read into yaml.v3 nodes and walked by hand, so that every problem,
-// an unknown key included, is reported at FILE:LINE:COL.
+// is read into yaml.v3 nodes and each mapping decoded by decode, not by
+// yaml.v3's KnownFields, so that every problem is reported at FILE:LINE:COL
+// and an unknown key with the keys known there.
 
 import (
 	"bytes"
