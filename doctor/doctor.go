@@ -4,6 +4,7 @@
 package doctor
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -229,10 +230,7 @@ func (r *run) served(ctx context.Context, cc admissionregistrationv1.WebhookClie
 		if err != nil {
 			return nil, "", err
 		}
-		host := u.Port()
-		if host == "" {
-			host = "443"
-		}
+		host := cmp.Or(u.Port(), "443")
 		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: &tls.Config{InsecureSkipVerify: true}} // verified by the caller
 		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), host))
 		if err != nil {
@@ -367,10 +365,7 @@ func (r *run) configuration(ctx context.Context) Check {
 // rbac asks the API server whether usher's service account holds what
 // the features the Deployment and the configuration turn on need.
 func (r *run) rbac(ctx context.Context) Check {
-	sa := r.pod().ServiceAccountName
-	if sa == "" {
-		sa = r.in.Name()
-	}
+	sa := cmp.Or(r.pod().ServiceAccountName, r.in.Name())
 	type need struct{ why, verb, group, resource, ns, name string }
 	needs := []need{}
 	if !slices.ContainsFunc(r.pod().Containers, func(c corev1.Container) bool {

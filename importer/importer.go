@@ -24,6 +24,7 @@ package importer
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -210,10 +211,7 @@ func (c *Config) YAML() ([]byte, error) {
 	if c.Root == nil {
 		return nil, fmt.Errorf("importer: nothing imported: no root queue")
 	}
-	name := c.Partition
-	if name == "" {
-		name = policy.DefaultPartition
-	}
+	name := cmp.Or(c.Partition, policy.DefaultPartition)
 	part := mapping("name", plain(name))
 	if c.AdminACL != nil {
 		part.Content = append(part.Content, plain("adminacl"), setting(c.AdminACL))
@@ -314,9 +312,7 @@ func encode(doc *yaml.Node) ([]byte, error) {
 // ("" is the default) set to apps; the rest is kept, comments included.
 // Load base with config.Load first: it is not validated here.
 func MergeApplicationACLs(base Source, partition string, apps ApplicationACLs) ([]byte, error) {
-	if partition == "" {
-		partition = policy.DefaultPartition
-	}
+	partition = cmp.Or(partition, policy.DefaultPartition)
 	var doc yaml.Node
 	if err := yaml.Unmarshal(base.Data, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %v", base.Name, err)

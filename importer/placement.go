@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -115,9 +116,7 @@ func fairRule(e *element, name string, root *Queue, nested bool, d *diags) (plac
 	case "default":
 		q, _ := e.attr("queue")
 		q = strings.TrimSpace(q)
-		if q == "" {
-			q = placement.DefaultQueue
-		}
+		q = cmp.Or(q, placement.DefaultQueue)
 		q = qualify(q)
 		if f := find(root, policy.RootQueue, q); !nested && f != nil && (len(f.Children) > 0 || f.Parent) {
 			d.warnf(e.at, "placement rule default names the parent queue %s, where YARN places no application: not imported", q)

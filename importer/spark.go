@@ -58,7 +58,8 @@ func readProperties(src Source, d *diags) []entry {
 		segs := []segment{{0, pos{src.Name, lineNo, len(raw) - len(body) + 1}}}
 		logical := ""
 		for {
-			cont := trailingBackslashes(body)%2 == 1
+			// An odd number of trailing backslashes continues the line.
+			cont := (len(body)-len(strings.TrimRight(body, `\`)))%2 == 1
 			if cont {
 				body = body[:len(body)-1]
 			}
@@ -123,14 +124,6 @@ func readProperties(src Source, d *diags) []entry {
 		})
 	}
 	return out
-}
-
-func trailingBackslashes(s string) int {
-	n := 0
-	for n < len(s) && s[len(s)-1-n] == '\\' {
-		n++
-	}
-	return n
 }
 
 type escapeError struct {

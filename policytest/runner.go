@@ -7,6 +7,7 @@ package policytest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -60,7 +61,7 @@ func Find(roots []string) ([]string, error) {
 			if d.IsDir() && path != root && strings.HasPrefix(d.Name(), ".") {
 				return filepath.SkipDir
 			}
-			if !d.IsDir() && isTestFileName(d.Name()) {
+			if !d.IsDir() && (strings.HasSuffix(path, "_test.yaml") || strings.HasSuffix(path, "_test.yml")) {
 				out = append(out, path)
 			}
 			return nil
@@ -73,10 +74,6 @@ func Find(roots []string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-func isTestFileName(name string) bool {
-	return strings.HasSuffix(name, "_test.yaml") || strings.HasSuffix(name, "_test.yml")
 }
 
 // Report is the outcome of a run; its JSON form is usher test -o json.
@@ -136,7 +133,7 @@ func Run(ctx context.Context, f *File, lookup func(string) (string, bool)) (File
 	for i, c := range f.cases {
 		start := time.Now()
 		cr := r.run(ctx, i, c)
-		cr.Name, cr.Line, cr.Elapsed = c.name, c.line, time.Since(start)
+		cr.Name, cr.Line, cr.Elapsed = c.Name, c.line, time.Since(start)
 		cr.Passed = len(cr.Problems) == 0
 		switch {
 		case cr.Passed:
@@ -187,12 +184,12 @@ func verdictOf(allowed bool) string {
 // baseArgs are the flags every reproducing command takes.
 func (r *caseRunner) baseArgs(cmd string, c testCase) []string {
 	args := []string{cmd, "--config", r.configPath}
-	if !strings.EqualFold(c.partition, policy.DefaultPartition) {
-		args = append(args, "--partition", c.partition)
+	if !strings.EqualFold(c.Partition, policy.DefaultPartition) {
+		args = append(args, "--partition", c.Partition)
 	}
-	args = append(args, "--user", c.user)
-	if len(c.groups) > 0 {
-		args = append(args, "--groups", strings.Join(c.groups, ","))
+	args = append(args, "--user", c.User)
+	if len(c.Groups) > 0 {
+		args = append(args, "--groups", strings.Join(c.Groups, ","))
 	}
 	return args
 }
@@ -207,27 +204,27 @@ func (r *caseRunner) lookupError(w io.Writer, partition, queue string, err error
 }
 
 func (r *caseRunner) decision(ctx context.Context, c testCase) CaseReport {
-	cr := CaseReport{Kind: "decision", Expected: c.expect}
-	action, _ := policy.ParseAction(c.action)
-	req := engine.Request{Partition: c.partition, Queue: c.queue, User: c.user, Groups: c.groups, Action: action}
+	cr := CaseReport{Kind: "decision", Expected: c.Expect}
+	action, _ := policy.ParseAction(c.Action)
+	req := engine.Request{Partition: c.Partition, Queue: c.Queue, User: c.User, Groups: c.Groups, Action: action}
 	res, err := r.e.Check(ctx, req)
 	args := r.baseArgs("explain", c)
-	if c.queue != "" {
-		args = append(args, "--queue", c.queue)
+	if c.Queue != "" {
+		args = append(args, "--queue", c.Queue)
 	}
-	if c.action != "submit" {
-		args = append(args, "--action", c.action)
+	if c.Action != "submit" {
+		args = append(args, "--action", c.Action)
 	}
 	cr.args = args
 	cr.explain = func(w io.Writer) {
 		res, steps, err := r.e.Explain(ctx, req)
 		if err != nil {
-			r.lookupError(w, c.partition, c.queue, err)
+			r.lookupError(w, c.Partition, c.Queue, err)
 			return
 		}
 		answer.Explain(w, res, steps)
 	}
-	if !cr.settle(c.expect, res.Allowed, err) {
+	if !cr.settle(c.Expect, res.Allowed, err) {
 		return cr
 	}
 	if d := c.decided; d != nil {
@@ -238,20 +235,20 @@ func (r *caseRunner) decision(ctx context.Context, c testCase) CaseReport {
 }
 
 func (r *caseRunner) checkDecided(cr *CaseReport, d *decidedBy, queue, aclName string, m acl.Match, rule string) {
-	if d.rule != "" && d.rule != rule {
-		cr.want("decidedBy.rule", d.rule, orNone(rule))
+	if d.Rule != "" && d.Rule != rule {
+		cr.want("decidedBy.rule", d.Rule, orNone(rule))
 	}
-	if d.queue != "" && !strings.EqualFold(d.queue, queue) {
-		cr.want("decidedBy.queue", d.queue, orNone(queue))
+	if d.Queue != "" && !strings.EqualFold(d.Queue, queue) {
+		cr.want("decidedBy.queue", d.Queue, orNone(queue))
 	}
-	if d.acl != "" && d.acl != aclName {
-		cr.want("decidedBy.acl", d.acl, orNone(aclName))
+	if d.ACL != "" && d.ACL != aclName {
+		cr.want("decidedBy.acl", d.ACL, orNone(aclName))
 	}
-	if d.kind != "" && d.kind != m.Kind.String() {
-		cr.want("decidedBy.kind", d.kind, m.Kind)
+	if d.Kind != "" && d.Kind != m.Kind.String() {
+		cr.want("decidedBy.kind", d.Kind, m.Kind)
 	}
-	if d.entry != "" && d.entry != m.Name {
-		cr.want("decidedBy.entry", fmt.Sprintf("%q", d.entry), fmt.Sprintf("%q", m.Name))
+	if d.Entry != "" && d.Entry != m.Name {
+		cr.want("decidedBy.entry", fmt.Sprintf("%q", d.Entry), fmt.Sprintf("%q", m.Name))
 	}
 }
 
@@ -263,15 +260,15 @@ func orNone(s string) string {
 }
 
 func (r *caseRunner) application(ctx context.Context, c testCase) CaseReport {
-	cr := CaseReport{Kind: "application", Expected: c.expect}
-	action, _ := application.ParseAction(c.action)
-	app := application.Application{ID: c.app.id, Owner: c.app.owner, Queue: c.app.queue}
+	cr := CaseReport{Kind: "application", Expected: c.Expect}
+	action, _ := application.ParseAction(c.Action)
+	app := application.Application{ID: c.app.ID, Owner: c.app.Owner, Queue: c.app.Queue}
 	args := r.baseArgs("app", c)
-	args = append(args, "--owner", c.app.owner, "--action", c.action)
+	args = append(args, "--owner", c.app.Owner, "--action", c.Action)
 	for _, f := range []struct {
 		flag string
 		v    string
-	}{{"--queue", c.app.queue}, {"--id", c.app.id}, {"--target-queue", c.app.targetQueue}} {
+	}{{"--queue", c.app.Queue}, {"--id", c.app.ID}, {"--target-queue", c.app.TargetQueue}} {
 		if f.v != "" {
 			args = append(args, f.flag, f.v)
 		}
@@ -280,7 +277,7 @@ func (r *caseRunner) application(ctx context.Context, c testCase) CaseReport {
 		flag string
 		text *string
 		dst  **acl.ACL
-	}{{"--view-acl", c.app.viewACL, &app.ViewACL}, {"--modify-acl", c.app.modifyACL, &app.ModifyACL}} {
+	}{{"--view-acl", c.app.ViewACL, &app.ViewACL}, {"--modify-acl", c.app.ModifyACL, &app.ModifyACL}} {
 		if f.text == nil {
 			continue
 		}
@@ -288,23 +285,23 @@ func (r *caseRunner) application(ctx context.Context, c testCase) CaseReport {
 		a, _, err := acl.Parse(*f.text, acl.YARN)
 		if err != nil {
 			cr.Got = fmt.Sprintf("error: %s: %v", f.flag, err)
-			cr.want("decision", c.expect, cr.Got)
+			cr.want("decision", c.Expect, cr.Got)
 			return cr
 		}
 		*f.dst = &a
 	}
 	args = append(args, "--explain")
 	cr.args = args
-	d, in, err := r.e.DecideApplication(ctx, engine.AppRequest{Partition: c.partition, User: c.user, Groups: c.groups,
-		App: app, Action: action, Target: c.app.targetQueue})
+	d, in, err := r.e.DecideApplication(ctx, engine.AppRequest{Partition: c.Partition, User: c.User, Groups: c.Groups,
+		App: app, Action: action, Target: c.app.TargetQueue})
 	cr.explain = func(w io.Writer) {
 		if err != nil {
-			r.lookupError(w, c.partition, c.app.queue, err)
+			r.lookupError(w, c.Partition, c.app.Queue, err)
 			return
 		}
 		answer.App(w, d, in, app, true)
 	}
-	if !cr.settle(c.expect, d.Allowed, err) {
+	if !cr.settle(c.Expect, d.Allowed, err) {
 		return cr
 	}
 	if c.decided != nil {
@@ -315,34 +312,34 @@ func (r *caseRunner) application(ctx context.Context, c testCase) CaseReport {
 }
 
 func (r *caseRunner) place(ctx context.Context, c testCase) CaseReport {
-	cr := CaseReport{Kind: "placement", Expected: c.expect}
+	cr := CaseReport{Kind: "placement", Expected: c.Expect}
 	args := r.baseArgs("place", c)
-	if c.queue != "" {
-		args = append(args, "--queue", c.queue)
+	if c.Queue != "" {
+		args = append(args, "--queue", c.Queue)
 	}
-	for _, k := range slices.Sorted(maps.Keys(c.tags)) {
-		args = append(args, "--tag", k+"="+c.tags[k])
+	for _, k := range slices.Sorted(maps.Keys(c.Tags)) {
+		args = append(args, "--tag", k+"="+c.Tags[k])
 	}
 	cr.args = args
-	res, err := r.e.Place(ctx, engine.PlaceRequest{Partition: c.partition, Queue: c.queue, Tags: c.tags, User: c.user, Groups: c.groups, Explain: true})
+	res, err := r.e.Place(ctx, engine.PlaceRequest{Partition: c.Partition, Queue: c.Queue, Tags: c.Tags, User: c.User, Groups: c.Groups, Explain: true})
 	cr.explain = func(w io.Writer) {
 		if err != nil {
-			r.lookupError(w, c.partition, c.queue, err)
+			r.lookupError(w, c.Partition, c.Queue, err)
 			return
 		}
 		answer.Place(w, &res)
 	}
 	if err != nil {
 		cr.Got = "error: " + err.Error()
-		cr.want("placement", c.expect, cr.Got)
+		cr.want("placement", c.Expect, cr.Got)
 		return cr
 	}
 	cr.Got = "rejected"
 	if res.Placed {
 		cr.Got = res.Queue
 	}
-	if !strings.EqualFold(cr.Got, c.expect) {
-		cr.want("placement", c.expect, cr.Got)
+	if !strings.EqualFold(cr.Got, c.Expect) {
+		cr.want("placement", c.Expect, cr.Got)
 	}
 	return cr
 }
@@ -350,33 +347,33 @@ func (r *caseRunner) place(ctx context.Context, c testCase) CaseReport {
 // admission reviews the case's object through the webhook handler usher
 // serve mounts at /mutate and /validate, over an in-process HTTP request.
 func (r *caseRunner) admission(ctx context.Context, i int, c testCase) CaseReport {
-	cr := CaseReport{Kind: "admission", Expected: c.expect}
+	cr := CaseReport{Kind: "admission", Expected: c.Expect}
 	spec := c.review
 	body := spec.review
 	if body == nil {
 		var err error
 		if body, err = buildReview(i, c); err != nil {
 			cr.Got = "error: " + err.Error()
-			cr.want("admission", c.expect, cr.Got)
+			cr.want("admission", c.Expect, cr.Got)
 			return cr
 		}
 	}
 	h := r.handler.MutateHTTP()
-	if spec.hook == "validate" {
+	if spec.Hook == "validate" {
 		h = r.handler.ValidateHTTP()
 	}
 	r.audit = r.audit[:0]
 	r.logs.Reset()
-	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/"+spec.hook, bytes.NewReader(body))
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/"+spec.Hook, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	var trail strings.Builder
-	fmt.Fprintf(&trail, "%s: HTTP %d\n", spec.hook, w.Code)
+	fmt.Fprintf(&trail, "%s: HTTP %d\n", spec.Hook, w.Code)
 	var rv admissionv1.AdmissionReview
 	if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &rv) != nil || rv.Response == nil {
 		cr.Got = fmt.Sprintf("HTTP %d: %s", w.Code, strings.TrimSpace(w.Body.String()))
-		cr.want("admission", c.expect, cr.Got)
+		cr.want("admission", c.Expect, cr.Got)
 		cr.Trail = trail.String() + w.Body.String()
 		return cr
 	}
@@ -407,14 +404,14 @@ func (r *caseRunner) admission(ctx context.Context, i int, c testCase) CaseRepor
 		fmt.Fprintf(&trail, "log: %s", r.logs.String())
 	}
 	cr.Trail = trail.String()
-	if cr.Got != c.expect {
-		cr.want("admission", c.expect, cr.Got)
+	if cr.Got != c.Expect {
+		cr.want("admission", c.Expect, cr.Got)
 	}
 	if spec.code != 0 && int32(spec.code) != code {
 		cr.want("code", spec.code, code)
 	}
-	if spec.message != "" && !strings.Contains(msg, spec.message) {
-		cr.want("message", fmt.Sprintf("to contain %q", spec.message), fmt.Sprintf("%q", msg))
+	if spec.Message != "" && !strings.Contains(msg, spec.Message) {
+		cr.want("message", fmt.Sprintf("to contain %q", spec.Message), fmt.Sprintf("%q", msg))
 	}
 	if spec.patched != nil && *spec.patched != (len(resp.Patch) > 0) {
 		cr.want("patched", *spec.patched, len(resp.Patch) > 0)
@@ -425,9 +422,9 @@ func (r *caseRunner) admission(ctx context.Context, i int, c testCase) CaseRepor
 		case err != nil:
 			cr.Problems = append(cr.Problems, "stamped: "+err.Error())
 		case got == nil:
-			cr.want("stamped", fmt.Sprintf("%s %v", s.user, s.groups), "no user.info in the patch")
-		case got.User != s.user || !slices.Equal(got.Groups, s.groups):
-			cr.want("stamped", fmt.Sprintf("%s %v", s.user, s.groups), fmt.Sprintf("%s %v", got.User, got.Groups))
+			cr.want("stamped", fmt.Sprintf("%s %v", s.User, s.Groups), "no user.info in the patch")
+		case got.User != s.User || !slices.Equal(got.Groups, s.Groups):
+			cr.want("stamped", fmt.Sprintf("%s %v", s.User, s.Groups), fmt.Sprintf("%s %v", got.User, got.Groups))
 		}
 	}
 	return cr
@@ -447,26 +444,20 @@ func buildReview(i int, c testCase) ([]byte, error) {
 	if err := json.Unmarshal(spec.object, &meta); err != nil {
 		return nil, err
 	}
-	if meta.APIVersion == "" || meta.Kind == "" {
-		return nil, fmt.Errorf("the object needs apiVersion and kind")
-	}
 	gvk := schema.FromAPIVersionAndKind(meta.APIVersion, meta.Kind)
-	ns := spec.namespace
-	if ns == "" {
-		ns = meta.Metadata.Namespace
-	}
+	ns := cmp.Or(spec.Namespace, meta.Metadata.Namespace)
 	req := &admissionv1.AdmissionRequest{
 		UID:       types.UID(fmt.Sprintf("usher-test-%d", i+1)),
 		Kind:      metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
 		Resource:  metav1.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: strings.ToLower(gvk.Kind) + "s"},
 		Name:      meta.Metadata.Name,
 		Namespace: ns,
-		Operation: admissionv1.Operation(spec.operation),
-		UserInfo:  authenticationv1.UserInfo{Username: c.user, Groups: c.groups},
+		Operation: admissionv1.Operation(spec.Operation),
+		UserInfo:  authenticationv1.UserInfo{Username: c.User, Groups: c.Groups},
 	}
 	req.RequestKind, req.RequestResource = &req.Kind, &req.Resource
 	switch {
-	case spec.operation == "DELETE" && spec.oldObject == nil:
+	case spec.Operation == "DELETE" && spec.oldObject == nil:
 		// The API server sends the object being deleted as oldObject.
 		req.OldObject = runtime.RawExtension{Raw: spec.object}
 	default:

@@ -1,16 +1,20 @@
 package policytest
 
 // The policy test file format of usher test (docs/policy-tests.md). A file
-// is read into yaml.v3 nodes and walked by hand, so that every problem,
-// an unknown key included, is reported at FILE:LINE:COL.
+// is read into yaml.v3 nodes and each mapping decoded by decode, not by
+// yaml.v3's KnownFields, so that every problem is reported at FILE:LINE:COL
+// and an unknown key with the keys known there.
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -32,23 +36,26 @@ type File struct {
 
 // testCase is one expectation: a decision (submit, admin), an
 // application action (view, modify, kill, move), a placement (place) or
-// an admission review (admission).
+// an admission review (admission). The tagged fields are its keys.
 type testCase struct {
-	name      string
+	Name      string            `yaml:"name"`
+	Partition string            `yaml:"partition"`
+	Queue     string            `yaml:"queue"`
+	User      string            `yaml:"user"`
+	Groups    []string          `yaml:"groups"`
+	Action    string            `yaml:"action"` // the decision's or the application's
+	Tags      map[string]string `yaml:"tags"`
+	// Expect is allowed or denied; for place, rejected or a queue path.
+	Expect      string     `yaml:"expect"`
+	Application *yaml.Node `yaml:"application"`
+	DecidedBy   *yaml.Node `yaml:"decidedBy"`
+	Admission   *yaml.Node `yaml:"admission"`
+
 	line, col int
 	kind      caseKind
-
-	partition, queue, user string
-	groups                 []string
-	// action is the decision's or the application's action.
-	action string
-	tags   map[string]string
-	app    appSpec
-	// expect is allowed or denied; for place, rejected or a queue path.
-	expect  string
-	decided *decidedBy
-
-	review *reviewSpec
+	app       appSpec
+	decided   *decidedBy
+	review    *reviewSpec
 }
 
 type caseKind uint8
@@ -62,36 +69,51 @@ const (
 
 // appSpec is the application block: what usher app takes as flags.
 type appSpec struct {
-	id, owner, queue, targetQueue string
-	viewACL, modifyACL            *string
+	ID          string  `yaml:"id"`
+	Owner       string  `yaml:"owner"`
+	Queue       string  `yaml:"queue"`
+	TargetQueue string  `yaml:"targetQueue"`
+	ViewACL     *string `yaml:"viewACL"`
+	ModifyACL   *string `yaml:"modifyACL"`
 }
 
 // decidedBy is the optional expectation of who decided. Empty fields are
 // not checked.
 type decidedBy struct {
-	queue, acl, kind, entry, rule string
+	Queue string `yaml:"queue"`
+	ACL   string `yaml:"acl"`
+	Kind  string `yaml:"kind"`
+	Entry string `yaml:"entry"`
+	Rule  string `yaml:"rule"`
 }
 
-// reviewSpec is an admission case.
+// reviewSpec is an admission case. The tagged fields are its keys; code 0
+// and message "" are not checked.
 type reviewSpec struct {
-	// hook is mutate or validate.
-	hook string
+	Hook       string     `yaml:"hook"` // mutate or validate
+	Review     *yaml.Node `yaml:"review"`
+	ReviewFile *yaml.Node `yaml:"reviewFile"`
+	Object     *yaml.Node `yaml:"object"`
+	ObjectFile *yaml.Node `yaml:"objectFile"`
+	OldObject  *yaml.Node `yaml:"oldObject"`
+	Operation  string     `yaml:"operation"`
+	Namespace  string     `yaml:"namespace"`
+	Code       *yaml.Node `yaml:"code"`
+	Message    string     `yaml:"message"`
+	Patched    *yaml.Node `yaml:"patched"`
+	Stamped    *yaml.Node `yaml:"stamped"`
+
 	// review is a whole AdmissionReview (JSON); when nil the request is
 	// built from object, oldObject, operation, user and groups.
-	review            []byte
-	object, oldObject []byte
-	operation         string
-	namespace         string
-	// expected outcome; code 0 and message "" are not checked.
-	code    int
-	message string
-	patched *bool
-	stamped *stampedSpec
+	review, object, oldObject []byte
+	code                      int
+	patched                   *bool
+	stamped                   *stampedSpec
 }
 
 type stampedSpec struct {
-	user   string
-	groups []string
+	User   string   `yaml:"user"`
+	Groups []string `yaml:"groups"`
 }
 
 // posError is a problem in a test file, at FILE:LINE:COL.
@@ -131,17 +153,19 @@ func Read(path string) (*File, error) {
 	}
 	root := doc.Content[0]
 	f := &File{path: path}
-	var cfgNode, casesNode *yaml.Node
-	if err := p.fields(root, map[string]**yaml.Node{"config": &cfgNode, "cases": &casesNode}); err != nil {
+	var top struct {
+		Config string     `yaml:"config"`
+		Cases  *yaml.Node `yaml:"cases"`
+	}
+	at, err := p.decode(root, "", &top)
+	if err != nil {
 		return nil, err
 	}
+	cfgNode, casesNode := at["config"], top.Cases
 	if cfgNode == nil {
 		return nil, p.errAt(root, "missing config: the configuration file or ConfigMap manifest, relative to this file")
 	}
-	if f.config, err = p.str(cfgNode, "config"); err != nil {
-		return nil, err
-	}
-	if f.config == "" {
+	if f.config = top.Config; f.config == "" {
 		return nil, p.errAt(cfgNode, "config is empty")
 	}
 	f.configPath = f.config
@@ -164,10 +188,10 @@ func Read(path string) (*File, error) {
 		if err != nil {
 			return nil, err
 		}
-		if prev, dup := names[c.name]; dup {
-			return nil, p.errAt(n, "case %q repeats the name of the case at line %d", c.name, prev)
+		if prev, dup := names[c.Name]; dup {
+			return nil, p.errAt(n, "case %q repeats the name of the case at line %d", c.Name, prev)
 		}
-		names[c.name] = c.line
+		names[c.Name] = c.line
 		f.cases = append(f.cases, c)
 	}
 	return f, nil
@@ -188,31 +212,56 @@ func (p fileParser) yamlError(err error) error {
 	return &posError{p.path, line, 1, strings.TrimPrefix(msg, "yaml: ")}
 }
 
-// fields checks that n is a mapping whose keys are all in want, and
-// points each want entry at its value.
-func (p fileParser) fields(n *yaml.Node, want map[string]**yaml.Node) error {
+// decode checks that n is a mapping whose keys are the yaml tags of the
+// struct dst points to, and sets each field from its key's value: a
+// string, a list of strings, a mapping of strings, or the node itself.
+// It returns each given key's value node, for positions.
+func (p fileParser) decode(n *yaml.Node, prefix string, dst any) (map[string]*yaml.Node, error) {
 	if n.Kind != yaml.MappingNode {
-		return p.errAt(n, "want a mapping, got %s", kindName(n))
+		return nil, p.errAt(n, "want a mapping, got %s", kindName(n))
 	}
+	st := reflect.ValueOf(dst).Elem()
+	fields := map[string]any{}
+	for i := range st.NumField() {
+		if tag := st.Type().Field(i).Tag.Get("yaml"); tag != "" {
+			fields[tag] = st.Field(i).Addr().Interface()
+		}
+	}
+	at := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		dst, ok := want[k.Value]
+		field, ok := fields[k.Value]
 		if !ok {
-			known := make([]string, 0, len(want))
-			for name := range want {
-				known = append(known, name)
-			}
-			return p.errAt(k, "unknown key %q (known: %s)", k.Value, strings.Join(slices.Sorted(slices.Values(known)), ", "))
+			return nil, p.errAt(k, "unknown key %q (known: %s)", k.Value, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
 		}
-		if *dst != nil {
-			return p.errAt(k, "key %q repeated", k.Value)
+		if at[k.Value] != nil {
+			return nil, p.errAt(k, "key %q repeated", k.Value)
 		}
 		if v.Kind == yaml.AliasNode && v.Alias != nil {
 			v = v.Alias // an anchored object or list used again
 		}
-		*dst = v
+		at[k.Value] = v
+		what := prefix + k.Value
+		var err error
+		switch field := field.(type) {
+		case **yaml.Node:
+			*field = v
+		case *string:
+			*field, err = p.str(v, what)
+		case **string:
+			var s string
+			s, err = p.str(v, what)
+			*field = &s
+		case *[]string:
+			*field, err = p.strList(v, what)
+		case *map[string]string:
+			*field, err = p.strMap(v, what)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	return at, nil
 }
 
 func kindName(n *yaml.Node) string {
@@ -237,17 +286,22 @@ func (p fileParser) str(n *yaml.Node, what string) (string, error) {
 	return n.Value, nil
 }
 
-func (p fileParser) optStr(n *yaml.Node, what string) (string, error) {
-	if n == nil {
-		return "", nil
+func (p fileParser) strMap(n *yaml.Node, what string) (map[string]string, error) {
+	if n.Kind != yaml.MappingNode {
+		return nil, p.errAt(n, "%s: want a mapping of NAME: VALUE, got %s", what, kindName(n))
 	}
-	return p.str(n, what)
+	out := map[string]string{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		v, err := p.str(n.Content[i+1], "tag "+n.Content[i].Value)
+		if err != nil {
+			return nil, err
+		}
+		out[n.Content[i].Value] = v
+	}
+	return out, nil
 }
 
 func (p fileParser) strList(n *yaml.Node, what string) ([]string, error) {
-	if n == nil {
-		return nil, nil
-	}
 	if n.Kind != yaml.SequenceNode {
 		return nil, p.errAt(n, "%s: want a list of names, got %s", what, kindName(n))
 	}
@@ -308,212 +362,127 @@ var (
 
 func (p fileParser) testCase(n *yaml.Node) (testCase, error) {
 	c := testCase{line: n.Line, col: n.Column}
-	var name, partition, queue, user, groups, action, tags, app, expect, decided, adm *yaml.Node
-	if err := p.fields(n, map[string]**yaml.Node{
-		"name": &name, "partition": &partition, "queue": &queue, "user": &user, "groups": &groups,
-		"action": &action, "tags": &tags, "application": &app, "expect": &expect, "decidedBy": &decided,
-		"admission": &adm,
-	}); err != nil {
+	at, err := p.decode(n, "", &c)
+	if err != nil {
 		return c, err
 	}
-	var err error
-	if name == nil {
+	if at["name"] == nil {
 		return c, p.errAt(n, "a case needs a name")
 	}
-	if c.name, err = p.str(name, "name"); err != nil {
-		return c, err
-	}
-	if c.partition, err = p.optStr(partition, "partition"); err != nil {
-		return c, err
-	}
-	if c.partition == "" {
-		c.partition = policy.DefaultPartition
-	}
-	if c.queue, err = p.optStr(queue, "queue"); err != nil {
-		return c, err
-	}
-	if c.user, err = p.optStr(user, "user"); err != nil {
-		return c, err
-	}
-	if c.groups, err = p.strList(groups, "groups"); err != nil {
-		return c, err
-	}
-	for i, g := range c.groups {
+	c.Partition = cmp.Or(c.Partition, policy.DefaultPartition)
+	for i, g := range c.Groups {
 		if err := acl.ValidName(g); err != nil || strings.Contains(g, ",") {
 			if err == nil {
 				err = errors.New("a comma separates names")
 			}
-			return c, p.errAt(groups.Content[i], "groups: %q: %v", g, err)
+			return c, p.errAt(at["groups"].Content[i], "groups: %q: %v", g, err)
 		}
 	}
+	expect := at["expect"]
 	if expect == nil {
-		return c, p.errAt(n, "case %q: missing expect", c.name)
+		return c, p.errAt(n, "case %q: missing expect", c.Name)
 	}
-	if c.expect, err = p.str(expect, "expect"); err != nil {
-		return c, err
-	}
-	if c.action, err = p.optStr(action, "action"); err != nil {
-		return c, err
-	}
-	if adm != nil {
+	if c.Admission != nil {
 		c.kind = caseAdmission
-		if action != nil || queue != nil || tags != nil || app != nil || decided != nil || partition != nil {
-			return c, p.errAt(n, "case %q: an admission case takes name, user, groups, admission and expect", c.name)
+		if at["action"] != nil || at["queue"] != nil || at["tags"] != nil || c.Application != nil || c.DecidedBy != nil || at["partition"] != nil {
+			return c, p.errAt(n, "case %q: an admission case takes name, user, groups, admission and expect", c.Name)
 		}
-		if c.review, err = p.reviewSpec(adm); err != nil {
+		if c.review, err = p.reviewSpec(c.Admission); err != nil {
 			return c, err
 		}
-		if c.review.review != nil && (user != nil || groups != nil) {
-			return c, p.errAt(n, "case %q: a whole review names its requesting user in request.userInfo; user and groups go with object", c.name)
+		if c.review.review != nil && (at["user"] != nil || at["groups"] != nil) {
+			return c, p.errAt(n, "case %q: a whole review names its requesting user in request.userInfo; user and groups go with object", c.Name)
 		}
-		if c.review.review == nil && c.user == "" {
-			return c, p.errAt(adm, "an admission case with an object needs the requesting user")
+		if c.review.review == nil && c.User == "" {
+			return c, p.errAt(c.Admission, "an admission case with an object needs the requesting user")
 		}
-		if c.expect != "allowed" && c.expect != "denied" {
-			return c, p.errAt(expect, "expect: an admission case is allowed or denied, not %q", c.expect)
+		if c.Expect != "allowed" && c.Expect != "denied" {
+			return c, p.errAt(expect, "expect: an admission case is allowed or denied, not %q", c.Expect)
 		}
 		return c, nil
 	}
-	if c.action == "" {
-		c.action = "submit"
-	}
-	if c.user == "" {
-		return c, p.errAt(n, "case %q needs a user", c.name)
+	c.Action = cmp.Or(c.Action, "submit")
+	if c.User == "" {
+		return c, p.errAt(n, "case %q needs a user", c.Name)
 	}
 	switch {
-	case slices.Contains(decisionActions, c.action):
+	case slices.Contains(decisionActions, c.Action):
 		c.kind = caseDecision
-	case slices.Contains(appActions, c.action):
+	case slices.Contains(appActions, c.Action):
 		c.kind = caseApplication
-	case c.action == "place":
+	case c.Action == "place":
 		c.kind = casePlace
 	default:
-		return c, p.errAt(action, "action: %q is not submit, admin, view, modify, kill, move or place", c.action)
+		return c, p.errAt(at["action"], "action: %q is not submit, admin, view, modify, kill, move or place", c.Action)
 	}
-	if tags != nil {
-		if c.kind != casePlace {
-			return c, p.errAt(tags, "tags are placement inputs: only with action place")
-		}
-		if tags.Kind != yaml.MappingNode {
-			return c, p.errAt(tags, "tags: want a mapping of NAME: VALUE, got %s", kindName(tags))
-		}
-		c.tags = map[string]string{}
-		for i := 0; i+1 < len(tags.Content); i += 2 {
-			v, err := p.str(tags.Content[i+1], "tag "+tags.Content[i].Value)
-			if err != nil {
-				return c, err
-			}
-			c.tags[tags.Content[i].Value] = v
-		}
+	if c.Tags != nil && c.kind != casePlace {
+		return c, p.errAt(at["tags"], "tags are placement inputs: only with action place")
 	}
-	if app != nil && c.kind != caseApplication {
+	if app := c.Application; app != nil && c.kind != caseApplication {
 		return c, p.errAt(app, "an application block goes with action view, modify, kill or move")
 	}
 	if c.kind == caseApplication {
+		app := c.Application
 		if app == nil {
-			return c, p.errAt(n, "case %q: action %s needs an application block (owner, and queue, id, viewACL, modifyACL, targetQueue)", c.name, c.action)
+			return c, p.errAt(n, "case %q: action %s needs an application block (owner, and queue, id, viewACL, modifyACL, targetQueue)", c.Name, c.Action)
 		}
-		if c.queue != "" {
-			return c, p.errAt(queue, "the application's queue goes in its application block")
+		if c.Queue != "" {
+			return c, p.errAt(at["queue"], "the application's queue goes in its application block")
 		}
-		if c.app, err = p.appSpec(app); err != nil {
+		if _, err := p.decode(app, "", &c.app); err != nil {
 			return c, err
 		}
-		if a, _ := application.ParseAction(c.action); a == application.Move && c.app.targetQueue == "" {
+		if c.app.Owner == "" {
+			return c, p.errAt(app, "application: owner is required: the user who submitted it")
+		}
+		if a, _ := application.ParseAction(c.Action); a == application.Move && c.app.TargetQueue == "" {
 			return c, p.errAt(app, "action move needs targetQueue")
-		} else if a != application.Move && c.app.targetQueue != "" {
+		} else if a != application.Move && c.app.TargetQueue != "" {
 			return c, p.errAt(app, "targetQueue is only used with action move")
 		}
 	}
 	switch c.kind {
 	case casePlace:
-		if c.expect != "rejected" && !strings.Contains(c.expect, ".") && !strings.EqualFold(c.expect, "root") {
-			return c, p.errAt(expect, "expect: a placement case expects rejected or the queue it is placed in (root.a.b), not %q", c.expect)
+		if c.Expect != "rejected" && !strings.Contains(c.Expect, ".") && !strings.EqualFold(c.Expect, "root") {
+			return c, p.errAt(expect, "expect: a placement case expects rejected or the queue it is placed in (root.a.b), not %q", c.Expect)
 		}
 	default:
-		if c.expect != "allowed" && c.expect != "denied" {
-			return c, p.errAt(expect, "expect: want allowed or denied, not %q", c.expect)
+		if c.Expect != "allowed" && c.Expect != "denied" {
+			return c, p.errAt(expect, "expect: want allowed or denied, not %q", c.Expect)
 		}
 	}
-	if decided != nil {
+	if c.DecidedBy != nil {
 		if c.kind == casePlace {
-			return c, p.errAt(decided, "decidedBy is for decisions and application actions")
+			return c, p.errAt(c.DecidedBy, "decidedBy is for decisions and application actions")
 		}
-		if c.expect != "allowed" {
-			return c, p.errAt(decided, "decidedBy names the entry that allowed: only with expect allowed")
+		if c.Expect != "allowed" {
+			return c, p.errAt(c.DecidedBy, "decidedBy names the entry that allowed: only with expect allowed")
 		}
-		if c.decided, err = p.decidedBy(decided, c.kind); err != nil {
+		if c.decided, err = p.decidedBy(c.DecidedBy, c.kind); err != nil {
 			return c, err
 		}
 	}
 	return c, nil
 }
 
-func (p fileParser) appSpec(n *yaml.Node) (appSpec, error) {
-	var a appSpec
-	var id, owner, queue, target, view, modify *yaml.Node
-	if err := p.fields(n, map[string]**yaml.Node{"id": &id, "owner": &owner, "queue": &queue,
-		"targetQueue": &target, "viewACL": &view, "modifyACL": &modify}); err != nil {
-		return a, err
-	}
-	var err error
-	for _, f := range []struct {
-		n    *yaml.Node
-		name string
-		dst  *string
-	}{{id, "id", &a.id}, {owner, "owner", &a.owner}, {queue, "queue", &a.queue}, {target, "targetQueue", &a.targetQueue}} {
-		if *f.dst, err = p.optStr(f.n, f.name); err != nil {
-			return a, err
-		}
-	}
-	if a.owner == "" {
-		return a, p.errAt(n, "application: owner is required: the user who submitted it")
-	}
-	for _, f := range []struct {
-		n    *yaml.Node
-		name string
-		dst  **string
-	}{{view, "viewACL", &a.viewACL}, {modify, "modifyACL", &a.modifyACL}} {
-		if f.n == nil {
-			continue
-		}
-		s, err := p.str(f.n, f.name)
-		if err != nil {
-			return a, err
-		}
-		*f.dst = &s
-	}
-	return a, nil
-}
-
 func (p fileParser) decidedBy(n *yaml.Node, kind caseKind) (*decidedBy, error) {
 	d := &decidedBy{}
-	var queue, aclN, kindN, entry, rule *yaml.Node
-	if err := p.fields(n, map[string]**yaml.Node{"queue": &queue, "acl": &aclN, "kind": &kindN, "entry": &entry, "rule": &rule}); err != nil {
+	at, err := p.decode(n, "decidedBy.", d)
+	if err != nil {
 		return nil, err
 	}
-	var err error
-	for _, f := range []struct {
-		n    *yaml.Node
-		name string
-		dst  *string
-	}{{queue, "queue", &d.queue}, {aclN, "acl", &d.acl}, {kindN, "kind", &d.kind}, {entry, "entry", &d.entry}, {rule, "rule", &d.rule}} {
-		if *f.dst, err = p.optStr(f.n, "decidedBy."+f.name); err != nil {
-			return nil, err
-		}
+	if d.ACL != "" && !slices.Contains([]string{string(policy.SubmitACL), string(policy.AdminACL), string(policy.ClusterAdminACL)}, d.ACL) {
+		return nil, p.errAt(at["acl"], "decidedBy.acl: want submitacl, adminacl or %q, not %q", policy.ClusterAdminACL, d.ACL)
 	}
-	if d.acl != "" && !slices.Contains([]string{string(policy.SubmitACL), string(policy.AdminACL), string(policy.ClusterAdminACL)}, d.acl) {
-		return nil, p.errAt(aclN, "decidedBy.acl: want submitacl, adminacl or %q, not %q", policy.ClusterAdminACL, d.acl)
+	if d.Kind != "" && !slices.Contains([]string{"user", "group", "wildcard"}, d.Kind) {
+		return nil, p.errAt(at["kind"], "decidedBy.kind: want user, group or wildcard, not %q", d.Kind)
 	}
-	if d.kind != "" && !slices.Contains([]string{"user", "group", "wildcard"}, d.kind) {
-		return nil, p.errAt(kindN, "decidedBy.kind: want user, group or wildcard, not %q", d.kind)
-	}
-	if d.rule != "" {
+	if d.Rule != "" {
 		if kind != caseApplication {
-			return nil, p.errAt(rule, "decidedBy.rule is for application actions")
+			return nil, p.errAt(at["rule"], "decidedBy.rule is for application actions")
 		}
-		if !slices.Contains(appRuleNames(), d.rule) {
-			return nil, p.errAt(rule, "decidedBy.rule: want one of %s, not %q", strings.Join(appRuleNames(), ", "), d.rule)
+		if !slices.Contains(appRuleNames(), d.Rule) {
+			return nil, p.errAt(at["rule"], "decidedBy.rule: want one of %s, not %q", strings.Join(appRuleNames(), ", "), d.Rule)
 		}
 	}
 	return d, nil
@@ -529,40 +498,34 @@ func appRuleNames() []string {
 
 func (p fileParser) reviewSpec(n *yaml.Node) (*reviewSpec, error) {
 	r := &reviewSpec{}
-	var hook, review, reviewFile, object, objectFile, oldObject, operation, namespace, code, message, patched, stamped *yaml.Node
-	if err := p.fields(n, map[string]**yaml.Node{"hook": &hook, "review": &review, "reviewFile": &reviewFile,
-		"object": &object, "objectFile": &objectFile, "oldObject": &oldObject, "operation": &operation,
-		"namespace": &namespace, "code": &code, "message": &message, "patched": &patched, "stamped": &stamped}); err != nil {
+	at, err := p.decode(n, "", r)
+	if err != nil {
 		return nil, err
 	}
-	var err error
-	if r.hook, err = p.optStr(hook, "hook"); err != nil {
-		return nil, err
+	r.Hook = cmp.Or(r.Hook, "mutate")
+	if r.Hook != "mutate" && r.Hook != "validate" {
+		return nil, p.errAt(at["hook"], "hook: want mutate or validate, not %q", r.Hook)
 	}
-	if r.hook == "" {
-		r.hook = "mutate"
-	}
-	if r.hook != "mutate" && r.hook != "validate" {
-		return nil, p.errAt(hook, "hook: want mutate or validate, not %q", r.hook)
-	}
+	var src *yaml.Node
 	sources := 0
-	for _, s := range []*yaml.Node{review, reviewFile, object, objectFile} {
+	for _, s := range []*yaml.Node{r.Review, r.ReviewFile, r.Object, r.ObjectFile} {
 		if s != nil {
+			src = cmp.Or(src, s)
 			sources++
 		}
 	}
 	if sources != 1 {
 		return nil, p.errAt(n, "admission: give exactly one of review, reviewFile, object or objectFile")
 	}
-	switch {
-	case review != nil:
-		r.review, err = p.object(review, "review")
-	case reviewFile != nil:
-		r.review, err = p.objectFile(reviewFile, "reviewFile")
-	case object != nil:
-		r.object, err = p.object(object, "object")
+	switch src {
+	case r.Review:
+		r.review, err = p.object(src, "review")
+	case r.ReviewFile:
+		r.review, err = p.objectFile(src, "reviewFile")
+	case r.Object:
+		r.object, err = p.object(src, "object")
 	default:
-		r.object, err = p.objectFile(objectFile, "objectFile")
+		r.object, err = p.objectFile(src, "objectFile")
 	}
 	if err != nil {
 		return nil, err
@@ -572,7 +535,6 @@ func (p fileParser) reviewSpec(n *yaml.Node) (*reviewSpec, error) {
 		Kind       string          `json:"kind"`
 		Request    json.RawMessage `json:"request"`
 	}
-	src := firstNonNil(review, reviewFile, object, objectFile)
 	if r.review != nil {
 		if json.Unmarshal(r.review, &head) != nil || head.Kind != "AdmissionReview" || len(head.Request) == 0 {
 			return nil, p.errAt(src, "admission: want an AdmissionReview with a request")
@@ -580,27 +542,19 @@ func (p fileParser) reviewSpec(n *yaml.Node) (*reviewSpec, error) {
 	} else if json.Unmarshal(r.object, &head) != nil || head.APIVersion == "" || head.Kind == "" {
 		return nil, p.errAt(src, "admission: the object needs apiVersion and kind")
 	}
-	if r.review != nil && (oldObject != nil || operation != nil || namespace != nil) {
+	if r.review != nil && (r.OldObject != nil || at["operation"] != nil || at["namespace"] != nil) {
 		return nil, p.errAt(n, "admission: oldObject, operation and namespace go with object, not with a whole review")
 	}
-	if oldObject != nil {
-		if r.oldObject, err = p.object(oldObject, "oldObject"); err != nil {
+	if r.OldObject != nil {
+		if r.oldObject, err = p.object(r.OldObject, "oldObject"); err != nil {
 			return nil, err
 		}
 	}
-	if r.operation, err = p.optStr(operation, "operation"); err != nil {
-		return nil, err
+	r.Operation = cmp.Or(r.Operation, "CREATE")
+	if !slices.Contains([]string{"CREATE", "UPDATE", "DELETE", "CONNECT"}, r.Operation) {
+		return nil, p.errAt(at["operation"], "operation: want CREATE, UPDATE, DELETE or CONNECT, not %q", r.Operation)
 	}
-	if r.operation == "" {
-		r.operation = "CREATE"
-	}
-	if !slices.Contains([]string{"CREATE", "UPDATE", "DELETE", "CONNECT"}, r.operation) {
-		return nil, p.errAt(operation, "operation: want CREATE, UPDATE, DELETE or CONNECT, not %q", r.operation)
-	}
-	if r.namespace, err = p.optStr(namespace, "namespace"); err != nil {
-		return nil, err
-	}
-	if code != nil {
+	if code := r.Code; code != nil {
 		if code.Kind != yaml.ScalarNode || code.Tag != "!!int" {
 			return nil, p.errAt(code, "code: want an HTTP status code, got %s", kindName(code))
 		}
@@ -608,50 +562,22 @@ func (p fileParser) reviewSpec(n *yaml.Node) (*reviewSpec, error) {
 			return nil, p.errAt(code, "code: want an HTTP status code, got %s", code.Value)
 		}
 	}
-	if r.message, err = p.optStr(message, "message"); err != nil {
-		return nil, err
-	}
-	if patched != nil {
+	if patched := r.Patched; patched != nil {
 		var b bool
 		if patched.Kind != yaml.ScalarNode || patched.Tag != "!!bool" || patched.Decode(&b) != nil {
 			return nil, p.errAt(patched, "patched: want true or false, got %s", kindName(patched))
 		}
 		r.patched = &b
 	}
-	if stamped != nil {
-		var user, groups *yaml.Node
-		if err := p.fields(stamped, map[string]**yaml.Node{"user": &user, "groups": &groups}); err != nil {
+	if r.Stamped != nil {
+		r.stamped = &stampedSpec{Groups: []string{}}
+		at, err := p.decode(r.Stamped, "stamped.", r.stamped)
+		if err != nil {
 			return nil, err
 		}
-		s := &stampedSpec{}
-		if s.user, err = p.str(orEmpty(user, stamped), "stamped.user"); err != nil {
-			return nil, err
+		if at["user"] == nil {
+			return nil, p.errAt(r.Stamped, "stamped.user: want a string, got nothing")
 		}
-		if s.groups, err = p.strList(groups, "stamped.groups"); err != nil {
-			return nil, err
-		}
-		if s.groups == nil {
-			s.groups = []string{}
-		}
-		r.stamped = s
 	}
 	return r, nil
-}
-
-// orEmpty returns n, or a null node at parent's position when n is nil,
-// so that a missing required value is reported where it belongs.
-func orEmpty(n, parent *yaml.Node) *yaml.Node {
-	if n != nil {
-		return n
-	}
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: parent.Line, Column: parent.Column}
-}
-
-func firstNonNil(ns ...*yaml.Node) *yaml.Node {
-	for _, n := range ns {
-		if n != nil {
-			return n
-		}
-	}
-	return nil
 }

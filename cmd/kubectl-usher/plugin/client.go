@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,14 +57,9 @@ type usherClient struct {
 
 // usherConfig is how the plugin reaches usher.
 type usherConfig struct {
-	// Server is usher's base URL, https://HOST:PORT.
-	Server string
-	// CAFile verifies usher's serving certificate; empty: the system's
-	// roots.
-	CAFile string
-	// ServerName is the name usher's certificate is checked against;
-	// empty: the host of Server.
-	ServerName string
+	Server     string // usher's base URL, https://HOST:PORT
+	CAFile     string // verifies usher's serving certificate; empty: the system's roots
+	ServerName string // checked against usher's certificate; empty: the host of Server
 }
 
 // newUsherClient derives a client for usher from the caller's API server
@@ -131,10 +127,7 @@ func (c *usherClient) access(ctx context.Context, req accessRequest) (*AccessAns
 		if json.Unmarshal(data, &e) == nil && e.Error != "" {
 			msg = e.Error
 		}
-		id := e.RequestID
-		if id == "" {
-			id = resp.Header.Get("X-Request-Id")
-		}
+		id := cmp.Or(e.RequestID, resp.Header.Get("X-Request-Id"))
 		return nil, &APIError{Status: resp.StatusCode, Message: msg, RequestID: id}
 	}
 	var out AccessAnswer

@@ -16,6 +16,7 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -125,17 +126,16 @@ to it. See docs/kubectl-usher.md.`,
 	return root
 }
 
-// addOutput adds -o text|json|yaml.
+// addOutput adds -o text|json|yaml, checked before the command runs.
 func (o *options) addOutput(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
-}
-
-func (o *options) checkOutput() error {
-	switch o.output {
-	case "text", "json", "yaml":
-		return nil
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		switch o.output {
+		case "text", "json", "yaml":
+			return nil
+		}
+		return fmt.Errorf("--output %q: want text, json or yaml", o.output)
 	}
-	return fmt.Errorf("--output %q: want text, json or yaml", o.output)
 }
 
 // kubeFlags are kubectl's own flags for the API server and the caller's
@@ -192,9 +192,7 @@ func (o *options) usherClient() (*usherClient, error) {
 		return nil, err
 	}
 	uc := o.usher
-	if uc.Server == "" {
-		uc.Server = fmt.Sprintf("https://%s.%s.svc", o.service, o.namespace)
-	}
+	uc.Server = cmp.Or(uc.Server, fmt.Sprintf("https://%s.%s.svc", o.service, o.namespace))
 	return newUsherClient(cfg, uc)
 }
 

@@ -38,9 +38,6 @@ user; usher answers only if you may create accessreviews in API group
 usher.io.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.checkOutput(); err != nil {
-				return err
-			}
 			ans, who, self, err := o.ask(cmd.Context(), accessRequest{Partition: o.partition, Queues: true})
 			if err != nil {
 				return err
@@ -134,9 +131,6 @@ answers only if you may create accessreviews in API group usher.io.`,
 		Args:      cobra.ExactArgs(2),
 		ValidArgs: slices.Concat(queueActions, appActions),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.checkOutput(); err != nil {
-				return err
-			}
 			action, queue := args[0], args[1]
 			req := accessRequest{Partition: o.partition, Action: action, Explain: f.explain || o.output != "text"}
 			switch {
@@ -293,9 +287,6 @@ YAML for scripts. With --as USER (and --as-group), that user's rights;
 usher answers only if you may create accessreviews in API group usher.io.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.checkOutput(); err != nil {
-				return err
-			}
 			ans, _, _, err := o.ask(cmd.Context(), accessRequest{Partition: o.partition, Queues: true})
 			if err != nil {
 				return err

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +20,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/spf13/cobra"
@@ -95,9 +95,6 @@ refused (by the dry run; without it, by the decision), 2 on errors.`,
   kubectl usher why -f job.yaml --dry-run=false`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.checkOutput(); err != nil {
-				return err
-			}
 			if f.file == "" {
 				return errors.New("give the manifest with -f FILE (- for standard input)")
 			}
@@ -205,17 +202,14 @@ func (o *options) why(ctx context.Context, f whyFlags, objs []*unstructured.Unst
 	var out WhyOutput
 	refused := false
 	for _, obj := range objs {
-		ns := obj.GetNamespace()
-		if ns == "" {
-			ns = defaultNS
-		}
+		ns := cmp.Or(obj.GetNamespace(), defaultNS)
 		name := obj.GetName()
 		if name == "" && obj.GetGenerateName() != "" {
 			name = obj.GetGenerateName() + "*"
 		}
 		wo := WhyObject{Kind: obj.GetKind(), Name: name}
 		if f.dryRun {
-			warnings.reset()
+			warnings.take() // drop those of earlier requests
 			dr, namespaced, err := dryRunCreate(ctx, dyn, mapper, obj, ns)
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", obj.GetKind(), name, err)
@@ -386,8 +380,6 @@ type warningCollector struct {
 	msgs []string
 }
 
-var _ rest.WarningHandler = (*warningCollector)(nil)
-
 func (c *warningCollector) HandleWarningHeader(code int, _ string, text string) {
 	if code != 299 || text == "" {
 		return
@@ -397,8 +389,7 @@ func (c *warningCollector) HandleWarningHeader(code int, _ string, text string) 
 	c.mu.Unlock()
 }
 
-func (c *warningCollector) reset() { c.mu.Lock(); c.msgs = nil; c.mu.Unlock() }
-
+// take returns the warnings kept and forgets them.
 func (c *warningCollector) take() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()

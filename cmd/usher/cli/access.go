@@ -28,15 +28,8 @@ Examples:
   usher access --config queues.yaml --user john -o json | jq '.queues[] | select(.submit) | .queue'
 `
 
-// accessFlags are the flags of usher access.
-type accessFlags struct {
-	d      decisionFlags
-	output outputFlag
-}
-
 func newAccessCommand(env *Env) *cobra.Command {
-	f := &accessFlags{output: "text"}
-	d, output := &f.d, &f.output
+	d := &decisionFlags{out: "text"}
 	cmd, fs := newCommand(env, groupDecide, "access --user U [--groups G1,G2] [flags]",
 		"every queue of a partition with the user's submit and admin rights", accessHelp)
 	fs.StringVar(&d.config, "config", "", configFlagHelp)
@@ -48,14 +41,13 @@ func newAccessCommand(env *Env) *cobra.Command {
 		if s == "tree" {
 			s = "text"
 		}
-		return output.Set(s)
+		return d.out.Set(s)
 	}
 	fs.FuncP("output", "o", outputHelp+" (tree: text)", setOutput)
-	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runAccess(ctx, env, f) })
+	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runAccess(ctx, env, d) })
 }
 
-func runAccess(ctx context.Context, env *Env, f *accessFlags) int {
-	d, output := f.d, f.output
+func runAccess(ctx context.Context, env *Env, d *decisionFlags) int {
 	req, ok := d.request(env)
 	if !ok {
 		return ExitUsage
@@ -69,8 +61,8 @@ func runAccess(ctx context.Context, env *Env, f *accessFlags) int {
 		printLookupError(env, e.Config(), req.Partition, "", err)
 		return ExitUsage
 	}
-	if output.machine() {
-		output.write(env, answer.Queues(res))
+	if d.out.machine() {
+		d.out.write(env, answer.Queues(res))
 		return ExitOK
 	}
 	in, queues := res.Identity, res.Queues

@@ -47,31 +47,29 @@ Examples:
 
 // appFlags are the flags of usher app; set holds the names of those given.
 type appFlags struct {
-	d                                     decisionFlags
+	decisionFlags
 	owner, id, target, viewACL, modifyACL string
 	explain                               bool
-	output                                outputFlag
 	set                                   map[string]bool
 }
 
 func newAppCommand(env *Env) *cobra.Command {
 	f := &appFlags{}
-	d, owner, id, target, viewACL, modifyACL, explain := &f.d, &f.owner, &f.id, &f.target, &f.viewACL, &f.modifyACL, &f.explain
 	cmd, fs := newCommand(env, groupDecide, "app --queue PATH --owner U --user U --action view|modify|kill|move [flags]",
 		"may this user view, modify, kill or move an application? (YARN application ACLs)", appHelp)
-	fs.StringVar(&d.config, "config", "", configFlagHelp)
-	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
-	fs.StringVar(&d.queue, "queue", "", "`PATH` of the queue the application runs in (default: the partition's default queue)")
-	fs.StringVar(owner, "owner", "", "`USER` who owns (submitted) the application (required)")
-	fs.StringVar(id, "id", "", "application `ID`, for the reason, e.g. application_1536220066338_0001")
-	fs.StringVar(&d.user, "user", "", "user `NAME` who asks (required)")
-	fs.StringVar(&d.groups, "groups", "", "comma separated `GROUPS` the user is in; when empty the partition's resolver finds them")
-	fs.StringVar(&d.action, "action", "", "`ACTION`: view, modify, kill or move (required)")
-	fs.StringVar(target, "target-queue", "", "`PATH` of the queue a move goes to (required with --action move)")
-	fs.StringVar(viewACL, "view-acl", "", "the application's view `ACL` (mapreduce.job.acl-view-job)")
-	fs.StringVar(modifyACL, "modify-acl", "", "the application's modify `ACL` (mapreduce.job.acl-modify-job)")
-	fs.BoolVar(explain, "explain", false, "show the identity used and every check made")
-	f.output.register(fs)
+	fs.StringVar(&f.config, "config", "", configFlagHelp)
+	fs.StringVar(&f.partition, "partition", policy.DefaultPartition, "partition `NAME`")
+	fs.StringVar(&f.queue, "queue", "", "`PATH` of the queue the application runs in (default: the partition's default queue)")
+	fs.StringVar(&f.owner, "owner", "", "`USER` who owns (submitted) the application (required)")
+	fs.StringVar(&f.id, "id", "", "application `ID`, for the reason, e.g. application_1536220066338_0001")
+	fs.StringVar(&f.user, "user", "", "user `NAME` who asks (required)")
+	fs.StringVar(&f.groups, "groups", "", "comma separated `GROUPS` the user is in; when empty the partition's resolver finds them")
+	fs.StringVar(&f.action, "action", "", "`ACTION`: view, modify, kill or move (required)")
+	fs.StringVar(&f.target, "target-queue", "", "`PATH` of the queue a move goes to (required with --action move)")
+	fs.StringVar(&f.viewACL, "view-acl", "", "the application's view `ACL` (mapreduce.job.acl-view-job)")
+	fs.StringVar(&f.modifyACL, "modify-acl", "", "the application's modify `ACL` (mapreduce.job.acl-modify-job)")
+	fs.BoolVar(&f.explain, "explain", false, "show the identity used and every check made")
+	f.out.register(fs)
 	completeQueues(cmd, "queue", "target-queue")
 	return setBody(env, cmd, func(ctx context.Context, _ []string) int {
 		f.set = map[string]bool{}
@@ -81,76 +79,75 @@ func newAppCommand(env *Env) *cobra.Command {
 }
 
 func runApp(ctx context.Context, env *Env, f *appFlags) int {
-	d, owner, id, target, viewACL, modifyACL, explain, output, set := f.d, f.owner, f.id, f.target, f.viewACL, f.modifyACL, f.explain, f.output, f.set
 	switch {
-	case d.user == "":
+	case f.user == "":
 		env.errorf("--user is required")
 		return ExitUsage
-	case owner == "":
+	case f.owner == "":
 		env.errorf("--owner is required: the user who submitted the application")
 		return ExitUsage
-	case d.action == "":
+	case f.action == "":
 		env.errorf("--action is required: view, modify, kill or move")
 		return ExitUsage
 	}
-	action, err := application.ParseAction(d.action)
+	action, err := application.ParseAction(f.action)
 	if err != nil {
 		env.errorf("--action: %v", err)
 		return ExitUsage
 	}
 	switch {
-	case action == application.Move && target == "":
+	case action == application.Move && f.target == "":
 		env.errorf("--action move needs --target-queue")
 		return ExitUsage
-	case action != application.Move && target != "":
+	case action != application.Move && f.target != "":
 		env.errorf("--target-queue is only used with --action move, not %v", action)
 		return ExitUsage
 	}
-	groups, err := splitGroups(d.groups)
+	groups, err := splitGroups(f.groups)
 	if err != nil {
 		env.errorf("%v", err)
 		return ExitUsage
 	}
-	app := application.Application{ID: id, Owner: owner, Queue: d.queue}
-	for _, f := range []struct {
+	app := application.Application{ID: f.id, Owner: f.owner, Queue: f.queue}
+	for _, fl := range []struct {
 		name, text string
 		dst        **acl.ACL
-	}{{"view-acl", viewACL, &app.ViewACL}, {"modify-acl", modifyACL, &app.ModifyACL}} {
-		if !set[f.name] {
+	}{{"view-acl", f.viewACL, &app.ViewACL}, {"modify-acl", f.modifyACL, &app.ModifyACL}} {
+		if !f.set[fl.name] {
 			continue
 		}
-		a, warns, err := acl.Parse(f.text, acl.YARN)
+		a, warns, err := acl.Parse(fl.text, acl.YARN)
 		if err != nil {
-			env.errorf("--%s: %v", f.name, err)
+			env.errorf("--%s: %v", fl.name, err)
 			return ExitUsage
 		}
 		for _, w := range warns {
-			env.errorf("warning: --%s %q: %s", f.name, f.text, w)
+			env.errorf("warning: --%s %q: %s", fl.name, fl.text, w)
 		}
-		*f.dst = &a
+		*fl.dst = &a
 	}
-	e, ok := loadServing(env, d.config)
+	e, ok := loadServing(env, f.config)
 	if !ok {
 		return ExitUsage
 	}
 	// The same decision /v1/access makes for an application.
 	dec, in, err := e.DecideApplication(ctx, engine.AppRequest{
-		Partition: d.partition, User: d.user, Groups: groups, App: app, Action: action, Target: target,
+		Partition: f.partition, User: f.user, Groups: groups, App: app, Action: action, Target: f.target,
 	})
 	if err != nil {
 		// The queue that does not exist: the application's, or the
 		// target of a move.
 		queue := app.Queue
-		if cp, perr := e.Snapshot().Partition(d.partition); perr == nil && target != "" && (queue == "" || cp.Has(queue)) {
-			queue = target
+		if cp, perr := e.Snapshot().Partition(f.partition); perr == nil && f.target != "" && (queue == "" || cp.Has(queue)) {
+			queue = f.target
 		}
-		printLookupError(env, e.Config(), d.partition, queue, err)
+		printLookupError(env, e.Config(), f.partition, queue, err)
 		return ExitUsage
 	}
-	if output.machine() {
-		output.write(env, answer.AppDecided(dec, in, explain))
+	if f.out.machine() {
+		f.out.write(env, answer.AppDecided(dec, in, f.explain))
 		return decisionCode(dec.Allowed)
 	}
-	answer.App(env.Stdout, dec, in, app, explain)
+	answer.App(env.Stdout, dec, in, app, f.explain)
 	return decisionCode(dec.Allowed)
 }

@@ -182,7 +182,7 @@ func newDecisionCommand(env *Env, name, short, help string, explain bool) *cobra
 	d := &decisionFlags{}
 	cmd, fs := newCommand(env, groupDecide, name+" --user U [--queue PATH | --place [--queue Q] [--tag NAME=VALUE]...] [flags]", short, help)
 	d.register(fs)
-	completeQueues(cmd)
+	completeQueues(cmd, "queue")
 	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runDecision(ctx, env, d, explain) })
 }
 
@@ -194,25 +194,6 @@ func newExplainCommand(env *Env) *cobra.Command {
 	return newDecisionCommand(env, "explain", "like check, and shows which queue and which ACL entry decided", explainHelp, true)
 }
 
-// prepareDecision checks the flags of check and explain and loads the
-// engine; ok false means exit with code.
-func prepareDecision(env *Env, d *decisionFlags) (e *serving.State, req engine.Request, code int, ok bool) {
-	if req, ok = d.request(env); !ok {
-		return nil, req, ExitUsage, false
-	}
-	if len(d.tags) > 0 {
-		d.place = true
-	}
-	if d.place && req.Action != policy.Submit {
-		env.errorf("--place decides a submission; --action %s is asked of a queue (leave out --place)", req.Action)
-		return nil, req, ExitUsage, false
-	}
-	if e, ok = loadServing(env, d.config); !ok {
-		return nil, req, ExitUsage, false
-	}
-	return e, req, 0, true
-}
-
 // placeRequest is the placement question of the flags.
 func (d *decisionFlags) placeRequest(req engine.Request, explain bool) engine.PlaceRequest {
 	return engine.PlaceRequest{Partition: req.Partition, Queue: req.Queue, Tags: d.tags, User: req.User, Groups: req.Groups, Explain: explain}
@@ -220,9 +201,20 @@ func (d *decisionFlags) placeRequest(req engine.Request, explain bool) engine.Pl
 
 // runDecision is check, or with explain, explain.
 func runDecision(ctx context.Context, env *Env, d *decisionFlags, explain bool) int {
-	e, req, code, ok := prepareDecision(env, d)
+	req, ok := d.request(env)
 	if !ok {
-		return code
+		return ExitUsage
+	}
+	if len(d.tags) > 0 {
+		d.place = true
+	}
+	if d.place && req.Action != policy.Submit {
+		env.errorf("--place decides a submission; --action %s is asked of a queue (leave out --place)", req.Action)
+		return ExitUsage
+	}
+	e, ok := loadServing(env, d.config)
+	if !ok {
+		return ExitUsage
 	}
 	cmd := "check"
 	if explain {

@@ -85,24 +85,23 @@ func newDiffCommand(env *Env) *cobra.Command {
 }
 
 func runDiff(_ context.Context, env *Env, f *diffFlags, files []string) int {
-	subjectsFile, output, tags := f.subjectsFile, f.output, f.tags
 	if len(files) != 2 {
 		env.errorf("want two configurations, OLD and NEW; got %d arguments", len(files))
 		return ExitUsage
 	}
-	if output != "text" && output != "json" {
-		env.errorf("-o %q: want text or json", output)
+	if f.output != "text" && f.output != "json" {
+		env.errorf("-o %q: want text or json", f.output)
 		return ExitUsage
 	}
-	opts := impact.Options{Tags: tags}
-	if subjectsFile != "" {
-		f, err := os.Open(subjectsFile)
+	opts := impact.Options{Tags: f.tags}
+	if f.subjectsFile != "" {
+		r, err := os.Open(f.subjectsFile)
 		if err != nil {
 			env.errorf("--subjects: %v", err)
 			return ExitUsage
 		}
-		opts.Subjects, err = impact.ParseSubjects(subjectsFile, f)
-		f.Close()
+		opts.Subjects, err = impact.ParseSubjects(f.subjectsFile, r)
+		r.Close()
 		if err != nil {
 			env.errorf("--subjects: %v", err)
 			return ExitUsage
@@ -125,7 +124,7 @@ func runDiff(_ context.Context, env *Env, f *diffFlags, files []string) int {
 	res := impact.DiffConfigs(cfgs[0], cfgs[1], opts)
 	res.Old, res.New = files[0], files[1]
 	var err error
-	if output == "json" {
+	if f.output == "json" {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false) // queue paths such as root.users.<user>

@@ -59,45 +59,43 @@ type importYARNFlags struct {
 
 func newImportYARNCommand(env *Env) *cobra.Command {
 	f := &importYARNFlags{}
-	fair, capacity, site, spark, partition, out := &f.fair, &f.capacity, &f.site, &f.spark, &f.partition, &f.out
 	cmd, fs := newCommand(env, "", "yarn (--fair-scheduler FILE | --capacity-scheduler FILE) [flags]",
 		"a YARN scheduler's queue ACLs (Fair or Capacity Scheduler) as usher YAML", importHelp)
-	fs.StringVar(fair, "fair-scheduler", "", "the Fair Scheduler's allocation `FILE` (fair-scheduler.xml)")
-	fs.StringVar(capacity, "capacity-scheduler", "", "the Capacity Scheduler's `FILE` (capacity-scheduler.xml)")
-	fs.StringVar(site, "yarn-site", "", "yarn-site.xml `FILE`, for yarn.acl.enable and yarn.admin.acl")
-	fs.StringVar(spark, "spark-defaults", "", "spark-defaults.conf `FILE`, for the application ACLs")
-	fs.StringVar(partition, "partition", policy.DefaultPartition, "`NAME` of the partition written")
-	fs.StringVarP(out, "output", "o", "", "write the YAML to `FILE` instead of stdout")
+	fs.StringVar(&f.fair, "fair-scheduler", "", "the Fair Scheduler's allocation `FILE` (fair-scheduler.xml)")
+	fs.StringVar(&f.capacity, "capacity-scheduler", "", "the Capacity Scheduler's `FILE` (capacity-scheduler.xml)")
+	fs.StringVar(&f.site, "yarn-site", "", "yarn-site.xml `FILE`, for yarn.acl.enable and yarn.admin.acl")
+	fs.StringVar(&f.spark, "spark-defaults", "", "spark-defaults.conf `FILE`, for the application ACLs")
+	fs.StringVar(&f.partition, "partition", policy.DefaultPartition, "`NAME` of the partition written")
+	fs.StringVarP(&f.out, "output", "o", "", "write the YAML to `FILE` instead of stdout")
 	return setBody(env, cmd, func(context.Context, []string) int { return importYARN(env, f) })
 }
 
 func importYARN(env *Env, f *importYARNFlags) int {
-	fair, capacity, site, spark, partition, out := f.fair, f.capacity, f.site, f.spark, f.partition, f.out
-	if (fair == "") == (capacity == "") {
+	if (f.fair == "") == (f.capacity == "") {
 		env.errorf("give one of --fair-scheduler and --capacity-scheduler")
 		return ExitUsage
 	}
-	files := importer.YARNFiles{Partition: partition}
-	for _, f := range []struct {
+	files := importer.YARNFiles{Partition: f.partition}
+	for _, in := range []struct {
 		path string
 		dst  **importer.Source
-	}{{fair, &files.FairScheduler}, {capacity, &files.CapacityScheduler}, {site, &files.YARNSite}} {
-		if f.path == "" {
+	}{{f.fair, &files.FairScheduler}, {f.capacity, &files.CapacityScheduler}, {f.site, &files.YARNSite}} {
+		if in.path == "" {
 			continue
 		}
-		s, err := importer.ReadSource(f.path)
+		s, err := importer.ReadSource(in.path)
 		if err != nil {
 			env.errorf("%v", err)
 			return ExitUsage
 		}
-		*f.dst = &s
+		*in.dst = &s
 	}
 	c, err := importer.YARN(files)
 	if err != nil {
 		return importFailed(env, err, true)
 	}
-	if spark != "" {
-		s, err := importer.ReadSource(spark)
+	if f.spark != "" {
+		s, err := importer.ReadSource(f.spark)
 		if err != nil {
 			env.errorf("%v", err)
 			return ExitUsage
@@ -113,7 +111,7 @@ func importYARN(env *Env, f *importYARNFlags) int {
 		env.errorf("%v", err)
 		return ExitUsage
 	}
-	return writeImport(env, out, data)
+	return writeImport(env, f.out, data)
 }
 
 // importSparkFlags are the flags of usher import spark.
@@ -133,23 +131,22 @@ func newImportSparkCommand(env *Env) *cobra.Command {
 }
 
 func importSpark(env *Env, f *importSparkFlags) int {
-	defaults, into, partition, out := f.defaults, f.into, f.partition, f.out
-	if defaults == "" {
+	if f.defaults == "" {
 		env.errorf("--defaults is required")
 		return ExitUsage
 	}
-	src, err := importer.ReadSource(defaults)
+	src, err := importer.ReadSource(f.defaults)
 	if err != nil {
 		env.errorf("%v", err)
 		return ExitUsage
 	}
 	base := importer.Source{Name: "<embedded default>", Data: config.DefaultYAML()}
-	if into != "" {
-		if _, err := config.Load(into); err != nil {
+	if f.into != "" {
+		if _, err := config.Load(f.into); err != nil {
 			env.errorf("--into: invalid configuration:\n%v", err)
 			return ExitUsage
 		}
-		if base, err = importer.ReadSource(into); err != nil {
+		if base, err = importer.ReadSource(f.into); err != nil {
 			env.errorf("%v", err)
 			return ExitUsage
 		}
@@ -159,12 +156,12 @@ func importSpark(env *Env, f *importSparkFlags) int {
 	if err != nil {
 		return importFailed(env, err, false)
 	}
-	data, err := importer.MergeApplicationACLs(base, partition, apps)
+	data, err := importer.MergeApplicationACLs(base, f.partition, apps)
 	if err != nil {
 		env.errorf("%v", err)
 		return ExitUsage
 	}
-	return writeImport(env, out, data)
+	return writeImport(env, f.out, data)
 }
 
 func printDiagnostics(env *Env, ds []config.Diagnostic) {

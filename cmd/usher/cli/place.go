@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/usherhq/usher/answer"
-	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/policy"
 )
 
@@ -62,59 +61,46 @@ func (t tagFlags) Set(s string) error {
 	return nil
 }
 
-// placeFlags are the flags of usher place.
-type placeFlags struct {
-	cfgPath, part, queue, user, groups string
-	tags                               tagFlags
-	out                                outputFlag
-}
-
 func newPlaceCommand(env *Env) *cobra.Command {
-	f := &placeFlags{tags: tagFlags{}}
+	d := &decisionFlags{tags: tagFlags{}}
 	cmd, fs := newCommand(env, groupDecide, "place --user U [--queue Q] [--tag NAME=VALUE]... [flags]",
 		"where will this user's application go? the queue placement rules choose", placeHelp)
-	fs.StringVar(&f.cfgPath, "config", "", configFlagHelp)
-	fs.StringVar(&f.part, "partition", policy.DefaultPartition, "partition `NAME`")
-	fs.StringVar(&f.queue, "queue", "", "the `QUEUE` the application names (the provided rule's input), e.g. root.a.b or a.b")
-	fs.StringVar(&f.user, "user", "", "user `NAME` (required)")
-	fs.StringVar(&f.groups, "groups", "", "comma separated `GROUPS` the user is in; when empty the partition's resolver finds them")
-	fs.Var(f.tags, "tag", "application tag `NAME=VALUE`, repeatable (the Kubernetes shim passes namespace=NS)")
-	f.out.register(fs)
-	completeQueues(cmd)
-	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runPlace(ctx, env, f) })
+	fs.StringVar(&d.config, "config", "", configFlagHelp)
+	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
+	fs.StringVar(&d.queue, "queue", "", "the `QUEUE` the application names (the provided rule's input), e.g. root.a.b or a.b")
+	fs.StringVar(&d.user, "user", "", "user `NAME` (required)")
+	fs.StringVar(&d.groups, "groups", "", "comma separated `GROUPS` the user is in; when empty the partition's resolver finds them")
+	fs.Var(d.tags, "tag", "application tag `NAME=VALUE`, repeatable (the Kubernetes shim passes namespace=NS)")
+	d.out.register(fs)
+	completeQueues(cmd, "queue")
+	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runPlace(ctx, env, d) })
 }
 
-func runPlace(ctx context.Context, env *Env, f *placeFlags) int {
-	cfgPath, part, queue, user, groups, tags, out := f.cfgPath, f.part, f.queue, f.user, f.groups, f.tags, f.out
-	if user == "" {
-		env.errorf("--user is required")
-		return ExitUsage
-	}
-	gs, err := splitGroups(groups)
-	if err != nil {
-		env.errorf("%v", err)
-		return ExitUsage
-	}
-	e, ok := loadServing(env, cfgPath)
+func runPlace(ctx context.Context, env *Env, d *decisionFlags) int {
+	req, ok := d.request(env)
 	if !ok {
 		return ExitUsage
 	}
-	res, err := e.Place(ctx, engine.PlaceRequest{Partition: part, Queue: queue, Tags: tags, User: user, Groups: gs, Explain: true})
-	if err != nil {
-		printLookupError(env, e.Config(), part, queue, err)
+	e, ok := loadServing(env, d.config)
+	if !ok {
 		return ExitUsage
 	}
-	if out.machine() {
+	res, err := e.Place(ctx, d.placeRequest(req, true))
+	if err != nil {
+		printLookupError(env, e.Config(), d.partition, d.queue, err)
+		return ExitUsage
+	}
+	if d.out.machine() {
 		o := answer.Placed("place", &res, true)
 		o.Reason = res.Reason()
-		out.write(env, o)
+		d.out.write(env, o)
 	} else {
 		answer.Place(env.Stdout, &res)
 	}
-	if !res.Placed && queue != "" {
-		if cp, err := e.Snapshot().Partition(part); err == nil {
-			if _, err := cp.Lookup(queue); err != nil {
-				printLookupError(env, e.Config(), cp.Name(), queue, err)
+	if !res.Placed && d.queue != "" {
+		if cp, err := e.Snapshot().Partition(d.partition); err == nil {
+			if _, err := cp.Lookup(d.queue); err != nil {
+				printLookupError(env, e.Config(), cp.Name(), d.queue, err)
 			}
 		}
 	}

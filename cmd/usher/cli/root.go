@@ -393,12 +393,9 @@ func nearestFlags(fs *pflag.FlagSet, typed string) []string {
 	return near
 }
 
-// completeQueues completes the queue flags of cmd (default --queue) with
-// the queues of --partition in the configuration of --config, if any.
+// completeQueues completes the queue flags of cmd with the queues of
+// --partition in the configuration of --config, if any.
 func completeQueues(cmd *cobra.Command, flags ...string) {
-	if len(flags) == 0 {
-		flags = []string{"queue"}
-	}
 	complete := func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		path, _ := cmd.Flags().GetString("config")
 		partition, _ := cmd.Flags().GetString("partition")

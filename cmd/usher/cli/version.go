@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime"
@@ -29,14 +30,11 @@ type BuildInfo struct {
 	Platform  string
 }
 
-// readBuildInfo is debug.ReadBuildInfo; tests replace it.
-var readBuildInfo = debug.ReadBuildInfo
-
 // CurrentBuild returns the build information of the running binary: the
 // -ldflags values where set, the Go build information otherwise, "dev" and
 // "unknown" where neither says.
 func CurrentBuild() BuildInfo {
-	bi, ok := readBuildInfo()
+	bi, ok := debug.ReadBuildInfo()
 	return buildInfo(Version, Commit, bi, ok)
 }
 
@@ -60,12 +58,8 @@ func buildInfo(version, commit string, bi *debug.BuildInfo, ok bool) BuildInfo {
 			}
 		}
 	}
-	if b.Version == "" {
-		b.Version = "dev"
-	}
-	if b.Commit == "" {
-		b.Commit = "unknown"
-	}
+	b.Version = cmp.Or(b.Version, "dev")
+	b.Commit = cmp.Or(b.Commit, "unknown")
 	return b
 }
 
