@@ -21,6 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/yaml"
 )
 
@@ -204,8 +206,19 @@ func TestManagedWebhooksAdoptWithoutGap(t *testing.T) {
 		t.Fatalf("today's install never stamped pods: %v", err)
 	}
 
-	// Watch from here on: every state of the mutating configuration.
-	w, err := api.MutatingWebhookConfigurations().Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", m.name).String()})
+	// Watch from here on: every state of the mutating configuration. A
+	// watch the API server ends (its timeout, a restart of the stream) is
+	// resumed from the last resourceVersion seen, so no state is missed.
+	cur, err := api.MutatingWebhookConfigurations().Get(ctx, m.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := fields.OneTermEqualSelector("metadata.name", m.name).String()
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, cur.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = byName
+			return api.MutatingWebhookConfigurations().Watch(ctx, o)
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +236,7 @@ func TestManagedWebhooksAdoptWithoutGap(t *testing.T) {
 			case ev.Type == watch.Deleted:
 				gaps = append(gaps, "deleted")
 			case !ok:
-				gaps = append(gaps, fmt.Sprintf("watch event %s %T", ev.Type, ev.Object))
+				gaps = append(gaps, fmt.Sprintf("watch event %s %+v", ev.Type, ev.Object))
 			case !slices.ContainsFunc(mw.Webhooks, func(h admissionregistrationv1.MutatingWebhook) bool {
 				return slices.ContainsFunc(h.Rules, func(r admissionregistrationv1.RuleWithOperations) bool { return slices.Contains(r.Resources, "pods") })
 			}):
