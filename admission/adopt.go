@@ -17,17 +17,7 @@ import (
 
 // OwnerLookup reads the object at an API path
 // (/apis/apps/v1/namespaces/NS/replicasets/NAME), for the adoption rule.
-type OwnerLookup interface {
-	LookupOwner(ctx context.Context, path string) ([]byte, error)
-}
-
-// OwnerLookupFunc adapts a function to OwnerLookup.
-type OwnerLookupFunc func(ctx context.Context, path string) ([]byte, error)
-
-// LookupOwner calls f.
-func (f OwnerLookupFunc) LookupOwner(ctx context.Context, path string) ([]byte, error) {
-	return f(ctx, path)
-}
+type OwnerLookup func(ctx context.Context, path string) ([]byte, error)
 
 // WithOwnerLookup sets how the adoption rule reads a new owner. Default:
 // none, and every adoption it decides is denied.
@@ -65,7 +55,7 @@ func adopt(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req 
 			path = "/api/" + ok.apiVersion
 		}
 		path += "/namespaces/" + url.PathEscape(req.Namespace) + "/" + strings.ToLower(ok.kind) + "s/" + url.PathEscape(ref.Name)
-		raw, err := owners.LookupOwner(ctx, path)
+		raw, err := owners(ctx, path)
 		var meta struct {
 			Metadata struct{ UID string } `json:"metadata"`
 		}

@@ -2,7 +2,6 @@ package admission
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/usherhq/usher/internal/jsonscan"
 
@@ -228,33 +227,14 @@ func decodeUserInfo(d *jsonscan.Scanner, u *authenticationv1.UserInfo, v *views)
 	}
 }
 
-var bindingKeys = jsonscan.NewKeys("apiVersion", "kind", "metadata")
+// bindingKind reads a v1 Binding as a pod's metadata.
+var bindingKind = kindInfo{kind: "Binding", apiVersion: "v1", layout: layoutPod}
 
 // parseBinding reads the labels and annotations usher guards from a v1
 // Binding into meta.
 func parseBinding(s string, c *compiled, meta *metaView) error {
-	if s == "" {
-		return fmt.Errorf("request.object is empty: want a Binding")
-	}
-	d := jsonscan.New(s)
-	var apiVersion, kind string
-	m := d.Members("request.object", bindingKeys)
-	for i := m.Next(); i >= 0; i = m.Next() {
-		switch i {
-		case 0:
-			apiVersion = d.StringField("apiVersion")
-		case 1:
-			kind = d.StringField("kind")
-		case 2:
-			parseMeta(&d, &topMetaPaths, &c.wantKeys, meta)
-		}
-	}
-	d.End()
-	if d.Err() != nil {
-		return fmt.Errorf("request.object is not a valid Binding: %w", d.Err())
-	}
-	if kind != "Binding" || apiVersion != "v1" {
-		return fmt.Errorf("request.object is a %s, want v1 Binding as request.kind says", describeGVK(apiVersion, kind))
-	}
-	return nil
+	var o objectView
+	err := parseObject(s, &bindingKind, &c.wantKeys, &o, "request.object")
+	*meta = o.top
+	return err
 }

@@ -152,7 +152,7 @@ type wantKey struct {
 	slot int
 }
 
-// Paths named in errors, constant so that the success path builds no strings.
+// Paths named in errors, built once so that the success path builds no strings.
 type metaPaths struct {
 	meta, name, genName, labels, annotations, deletionTimestamp, ownerReferences string
 }
@@ -162,21 +162,17 @@ type specPaths struct {
 	meta                         metaPaths
 }
 
+func metaPathsAt(m string) metaPaths {
+	return metaPaths{m, m + ".name", m + ".generateName", m + ".labels", m + ".annotations",
+		m + ".deletionTimestamp", m + ".ownerReferences"}
+}
+
 var (
-	topMetaPaths = metaPaths{"metadata", "metadata.name", "metadata.generateName", "metadata.labels", "metadata.annotations",
-		"metadata.deletionTimestamp", "metadata.ownerReferences"}
-	jobMetaPaths = metaPaths{"spec.jobTemplate.metadata", "spec.jobTemplate.metadata.name",
-		"spec.jobTemplate.metadata.generateName", "spec.jobTemplate.metadata.labels", "spec.jobTemplate.metadata.annotations",
-		"spec.jobTemplate.metadata.deletionTimestamp", "spec.jobTemplate.metadata.ownerReferences"}
-	workloadSpecPaths = specPaths{"spec", "spec.template", "spec.template.spec", metaPaths{
-		"spec.template.metadata", "spec.template.metadata.name", "spec.template.metadata.generateName",
-		"spec.template.metadata.labels", "spec.template.metadata.annotations", "spec.template.metadata.deletionTimestamp",
-		"spec.template.metadata.ownerReferences"}}
-	cronJobSpecPaths = specPaths{"spec.jobTemplate.spec", "spec.jobTemplate.spec.template", "spec.jobTemplate.spec.template.spec", metaPaths{
-		"spec.jobTemplate.spec.template.metadata", "spec.jobTemplate.spec.template.metadata.name",
-		"spec.jobTemplate.spec.template.metadata.generateName", "spec.jobTemplate.spec.template.metadata.labels",
-		"spec.jobTemplate.spec.template.metadata.annotations", "spec.jobTemplate.spec.template.metadata.deletionTimestamp",
-		"spec.jobTemplate.spec.template.metadata.ownerReferences"}}
+	topMetaPaths      = metaPathsAt("metadata")
+	jobMetaPaths      = metaPathsAt("spec.jobTemplate.metadata")
+	workloadSpecPaths = specPaths{"spec", "spec.template", "spec.template.spec", metaPathsAt("spec.template.metadata")}
+	cronJobSpecPaths  = specPaths{"spec.jobTemplate.spec", "spec.jobTemplate.spec.template", "spec.jobTemplate.spec.template.spec",
+		metaPathsAt("spec.jobTemplate.spec.template.metadata")}
 )
 
 // Member names of the objects parseObject reads, by index.

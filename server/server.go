@@ -291,7 +291,7 @@ func New(opts Options) (*Server, error) {
 		admission.WithMaxGroups(opts.MaxGroups, func(source string) { s.metrics.groupsOver.WithLabelValues(source).Inc() }),
 	}
 	if s.kube != nil {
-		hopts = append(hopts, admission.WithOwnerLookup(admission.OwnerLookupFunc(s.kube.Get)))
+		hopts = append(hopts, admission.WithOwnerLookup(s.kube.Get))
 	}
 	s.admission = admission.NewHandler(s.serving.Admission, hopts...)
 	s.setGeneration(snap.gen, s.lastSum, cfg)
