@@ -410,4 +410,6 @@ func TestBinding(t *testing.T) {
 	req = bindingRequest(sched, nil, nil, false)
 	req.Object.Raw = []byte(`{"kind":"Binding","apiVersion":"v1","metadata":{"annotations":[]}}`)
 	wantDenied(t, run(t, off, hookValidate, req), 400, "metadata.annotations")
+	req.Object.Raw = []byte(`{"kind":"Pod","apiVersion":"v1","metadata":{}}`)
+	wantDenied(t, run(t, off, hookValidate, req), 400, `request.object is a "v1" "Pod", want v1 Binding as request.kind says`)
 }
