@@ -71,9 +71,8 @@ const (
 	reqOptions
 )
 
-// decodeReview decodes an AdmissionReview from body and s, its bytes as a
-// string, sharing their memory. A duplicate member in any object the
-// webhook reads is an error: encoding/json would keep the last.
+// decodeReview decodes body (and s, the same bytes) sharing its memory; a
+// duplicate member is an error, as encoding/json would keep the last.
 func decodeReview(s string, body []byte, r *decodedReview, c *compiled) error {
 	d := jsonscan.New(s)
 	if d.Null() {
@@ -230,8 +229,7 @@ func decodeUserInfo(d *jsonscan.Scanner, u *authenticationv1.UserInfo, v *views)
 // bindingKind reads a v1 Binding as a pod's metadata.
 var bindingKind = kindInfo{kind: "Binding", apiVersion: "v1", layout: layoutPod}
 
-// parseBinding reads the labels and annotations usher guards from a v1
-// Binding into meta.
+// parseBinding reads the labels and annotations of a v1 Binding into meta.
 func parseBinding(s string, c *compiled, meta *metaView) error {
 	var o objectView
 	err := parseObject(s, &bindingKind, &c.wantKeys, &o, "request.object")

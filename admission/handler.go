@@ -54,8 +54,7 @@ func (k hookKind) String() string {
 	return "mutate"
 }
 
-// Handler reviews AdmissionReviews for /mutate and /validate, safe for
-// concurrent use; each review loads its State once, when it starts.
+// Handler reviews AdmissionReviews for /mutate and /validate, safe for concurrent use.
 type Handler struct {
 	state   func() *State
 	owners  OwnerLookup
@@ -72,8 +71,7 @@ type groupLimit struct {
 	over func(source string)
 }
 
-// keep is how many groups the decoder keeps (all when l is nil); past
-// the cap a review is refused, so the rest are only counted.
+// keep is how many groups the decoder keeps (all when l is nil); the rest are counted.
 func (l *groupLimit) keep() int {
 	if l == nil {
 		return math.MaxInt
@@ -89,8 +87,7 @@ func (l *groupLimit) refuse(source string, cause Cause, where string, n int) dec
 	return deny(cause, httpStatusBadRequest, "usher: %s names %d groups, more than the limit of %d (usher serve --max-groups)", where, n, l.max)
 }
 
-// State is what one review reads: the compiled admission settings and the
-// authorizers of the same configuration. It is immutable.
+// State is what one review reads: settings and authorizers of one configuration.
 type State struct {
 	cfg   *compiled
 	authz QueueAuthorizer
@@ -112,16 +109,13 @@ func (s *State) Config() *settings.Compiled { return s.cfg.Compiled }
 // Option configures a Handler.
 type Option func(*Handler)
 
-// WithAudit sets a hook called once per review, after the decision, on the
-// request's goroutine. Default: none.
+// WithAudit sets a hook called once per review, on its goroutine. Default: none.
 func WithAudit(f func(Record)) Option { return func(h *Handler) { h.audit = f } }
 
-// WithCaller sets what tells the audit record who sent a review
-// (Record.Caller), from its context. Default: none.
+// WithCaller sets what tells Record.Caller from a review's context. Default: none.
 func WithCaller(f func(context.Context) string) Option { return func(h *Handler) { h.caller = f } }
 
-// WithMaxBodyBytes caps the size of a review body (larger: HTTP 413).
-// Default: DefaultMaxBodyBytes.
+// WithMaxBodyBytes caps a review body (larger: 413). Default: DefaultMaxBodyBytes.
 func WithMaxBodyBytes(n int64) Option {
 	return func(h *Handler) {
 		if n > 0 {
@@ -153,8 +147,7 @@ func NewHandler(state func() *State, opts ...Option) *Handler {
 	return h
 }
 
-// review decides rv with st and reports to the audit hook; the patch is
-// built in buf.
+// review decides rv with st, building the patch in buf, and reports it.
 func (h *Handler) review(ctx context.Context, st *State, hook hookKind, rv *decodedReview, buf *[]byte) decision {
 	req, pre := &rv.req, &rv.views
 	var notes *lookupNotes
@@ -178,8 +171,7 @@ func (h *Handler) review(ctx context.Context, st *State, hook hookKind, rv *deco
 	return dc
 }
 
-// submitter is the user and groups a workload runs as; decided as in
-// SubmitRequest.
+// submitter is who a workload runs as; decided as in SubmitRequest.
 type submitter struct {
 	user    string
 	groups  []string

@@ -171,8 +171,8 @@ var (
 	topMetaPaths      = metaPathsAt("metadata")
 	jobMetaPaths      = metaPathsAt("spec.jobTemplate.metadata")
 	workloadSpecPaths = specPaths{"spec", "spec.template", "spec.template.spec", metaPathsAt("spec.template.metadata")}
-	cronJobSpecPaths  = specPaths{"spec.jobTemplate.spec", "spec.jobTemplate.spec.template", "spec.jobTemplate.spec.template.spec",
-		metaPathsAt("spec.jobTemplate.spec.template.metadata")}
+	cronJobSpecPaths  = specPaths{"spec.jobTemplate.spec", "spec.jobTemplate.spec.template",
+		"spec.jobTemplate.spec.template.spec", metaPathsAt("spec.jobTemplate.spec.template.metadata")}
 )
 
 // Member names of the objects parseObject reads, by index.

@@ -13,14 +13,12 @@ import (
 
 // target is one queue an object asks for, and where that was read.
 type target struct {
-	queue  string
-	src    *settings.Source
-	level  string
-	value  string
-	marker bool
-	// scheduler: for the default queue, the pod-level scheduler that finds
-	// none of its markers on the pods.
-	scheduler string
+	queue     string
+	src       *settings.Source
+	level     string
+	value     string
+	marker    bool
+	scheduler string // for the default queue: the pod-level scheduler without a marker
 	// place: YuniKorn's placement rules decide; queue is the raw marker value.
 	place bool
 }
@@ -44,8 +42,7 @@ func (t *target) describe(partition string) string {
 		errString(t.queue), partition, t.src.Kind, t.src.Key, errString(t.value), t.level, t.src.Scheduler)
 }
 
-// record is the audit record's queue: the queue checked, or the one
-// YuniKorn's provided rule reads from the marker.
+// record is the audit record's queue: the one checked, or the provided rule's.
 func (t *target) record() string {
 	if t.place {
 		return recordQueue(providedQueue(t.queue))
@@ -53,8 +50,7 @@ func (t *target) record() string {
 	return recordQueue(t.queue)
 }
 
-// field is the field path of t's marker ("spec.template.metadata.labels[queue]"),
-// "" for none.
+// field is the field path of t's marker ("spec.template.metadata.labels[queue]").
 func (t *target) field(k *kindInfo) string {
 	if !t.marker {
 		return ""
@@ -158,14 +154,12 @@ func appendTarget(dst []target, t target) []target {
 	return append(dst, t)
 }
 
-// placeScheduler reports whether the queue of scheduler's pods comes from
-// YuniKorn's placement rules.
+// placeScheduler reports whether YuniKorn's placement rules place scheduler's pods.
 func (c *compiled) placeScheduler(scheduler string) bool {
 	return scheduler == settings.SchedulerYuniKorn
 }
 
-// unmarkedPodScheduler returns the first pod-level scheduler none of whose
-// sources has a marker on the pods (pm), or "".
+// unmarkedPodScheduler returns the first pod-level scheduler without a marker on pm, or "".
 func (c *compiled) unmarkedPodScheduler(pm *metaView) string {
 	for i := range c.Sources {
 		if !c.Sources[i].PodLevel {

@@ -14,8 +14,7 @@ import (
 	"github.com/usherhq/usher/internal/jsonscan"
 )
 
-// decision is the one outcome of a review, rendered by appendReview as the
-// response and by Handler.record as the audit record.
+// decision is the one outcome of a review, rendered by appendReview and Handler.record.
 type decision struct {
 	allowed bool
 	rule    Rule
@@ -89,8 +88,7 @@ func deny(cause Cause, code int32, format string, args ...any) decision {
 	return decision{code: code, cause: cause, message: fmt.Sprintf(format, args...)}
 }
 
-// reason is the decision's reason in one phrase: a denial's message, or
-// why it was allowed.
+// reason says in one phrase why dc denies or allows.
 func (dc *decision) reason() string {
 	switch {
 	case !dc.allowed:
@@ -143,8 +141,7 @@ func detailName(name string) string {
 	return name
 }
 
-// appendReview appends the AdmissionReview answering uid with dc, as
-// encoding/json would write it, without its reflection cost.
+// appendReview appends the AdmissionReview answering uid with dc, as encoding/json would.
 func appendReview(dst []byte, uid types.UID, dc *decision) []byte {
 	dst = append(dst, `{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","response":{"uid":`...)
 	dst = jsonscan.AppendString(dst, string(uid))

@@ -13,12 +13,10 @@ import (
 	"github.com/usherhq/usher/internal/jsonscan"
 )
 
-// UserInfoAnnotation is the annotation that carries the submitter's
-// identity, as YuniKorn's scheduler reads it.
+// UserInfoAnnotation carries the submitter's identity YuniKorn reads.
 const UserInfoAnnotation = settings.UserInfoAnnotation
 
-// LegacyUserLabel is YuniKorn's deprecated user label, which its
-// admission controller honours with bypassAuth.
+// LegacyUserLabel is YuniKorn's deprecated user label, honoured with bypassAuth.
 const LegacyUserLabel = "yunikorn.apache.org/username"
 
 // UserInfo is the content of the user.info annotation:
@@ -39,8 +37,7 @@ func ParseUserInfo(s string) (UserInfo, error) {
 	return u, err
 }
 
-// parseUserInfo is ParseUserInfo keeping at most max groups; n counts
-// them all.
+// parseUserInfo is ParseUserInfo keeping at most max groups, counting all in n.
 func parseUserInfo(s string, max int) (u UserInfo, n int, err error) {
 	if !utf8.ValidString(s) {
 		return u, 0, errors.New("it is not valid UTF-8: readers would replace the invalid bytes and could disagree on the identity")

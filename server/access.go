@@ -33,15 +33,6 @@ type (
 	AccessResponse    = decision.Output
 )
 
-// writeJSON answers with an encoded success body.
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.Encode(v)
-}
-
 // badRequest answers with the JSON error body (package httperr).
 func badRequest(w http.ResponseWriter, code int, format string, args ...any) {
 	httperr.Write(w, code, fmt.Sprintf(format, args...), "")
@@ -269,7 +260,10 @@ func (s *Server) answer(w http.ResponseWriter, out *AccessResponse) {
 	if l := out.Identity.Lookup; l != nil && l.Outcome == string(identity.OutcomeUnknownGiven) {
 		l.Detail = ""
 	}
-	writeJSON(w, http.StatusOK, out)
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(out)
 }
 
 func jsonError(err error) string {

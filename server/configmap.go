@@ -251,7 +251,7 @@ func (s *Server) event(ref ConfigMapRef, obj *corev1.ConfigMap, typ, reason, msg
 		LastTimestamp:       now,
 		Count:               1,
 		Source:              corev1.EventSource{Component: "usher", Host: c.instance},
-		ReportingController: "usher.io/usher",
+		ReportingController: reportingController,
 		ReportingInstance:   c.instance,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

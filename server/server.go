@@ -184,26 +184,21 @@ func orDefault[T int | int64 | time.Duration](p *T, def T) {
 
 // Server is a running or ready-to-run usher service.
 type Server struct {
-	opts      Options
-	log       *slog.Logger
-	serving   *serving.Store
-	admission *admission.Handler
-	metrics   *metrics
-	registry  *prometheus.Registry
-	tlsConfig *tls.Config
-	access    accessAuth
-	webhook   webhookAuth
-	// kube is the cluster credentials; nil with kubeErr when they did not
-	// load.
-	kube    *cluster.Client
-	kubeErr error
-	// cm is the ConfigMap source when Options.ConfigMaps is set.
-	cm *cmSource
-	// events records denial Events; nil when off.
-	events     *denialEvents
+	opts       Options
+	log        *slog.Logger
+	serving    *serving.Store
+	admission  *admission.Handler
+	metrics    *metrics
+	registry   *prometheus.Registry
+	tlsConfig  *tls.Config
+	access     accessAuth
+	webhook    webhookAuth
+	kube       *cluster.Client // nil with kubeErr when the credentials did not load
+	kubeErr    error
+	cm         *cmSource     // with Options.ConfigMaps
+	events     *denialEvents // nil when off
 	configInfo *prometheus.GaugeVec
-	// CAPEM is the certificate of a self-signed server, nil otherwise.
-	CAPEM []byte
+	CAPEM      []byte // the certificate of a self-signed server, else nil
 
 	reloadMu            sync.Mutex
 	lastSum             [32]byte
