@@ -152,7 +152,8 @@ func (h *Handler) review(ctx context.Context, st *State, hook hookKind, rv *deco
 	req, pre := &rv.req, &rv.views
 	var notes *lookupNotes
 	if h.audit != nil && (st.cfg.EnforceQueue || st.cfg.EnforceDelete || st.ident != nil) {
-		ctx, notes = withLookupNotes(ctx)
+		notes = &lookupNotes{Context: ctx}
+		ctx = notes
 	}
 	var dc decision
 	switch n := max(pre.groups, len(req.UserInfo.Groups)); {

@@ -25,11 +25,6 @@ func (n *lookupNotes) Value(key any) any {
 	return n.Context.Value(key)
 }
 
-func withLookupNotes(ctx context.Context) (context.Context, *lookupNotes) {
-	n := &lookupNotes{Context: ctx}
-	return n, n
-}
-
 // NoteLookup records, once, how the submitter of ctx's review was
 // identified when it was more than asking the resolver for the user (a
 // mapping rule, an override, an unknown user); outside a review, nothing.

@@ -139,7 +139,7 @@ func (c *compiled) targets(k *kindInfo, ns string, o *objectView, placing bool, 
 			where = k.kind
 		}
 		// YuniKorn places a pod without its marker too.
-		dst = appendTarget(dst, target{level: where, scheduler: sched, place: placing && c.placeScheduler(sched)})
+		dst = appendTarget(dst, target{level: where, scheduler: sched, place: placing && sched == settings.SchedulerYuniKorn})
 	}
 	return dst, nil
 }
@@ -152,11 +152,6 @@ func appendTarget(dst []target, t target) []target {
 		}
 	}
 	return append(dst, t)
-}
-
-// placeScheduler reports whether YuniKorn's placement rules place scheduler's pods.
-func (c *compiled) placeScheduler(scheduler string) bool {
-	return scheduler == settings.SchedulerYuniKorn
 }
 
 // unmarkedPodScheduler returns the first pod-level scheduler without a marker on pm, or "".

@@ -301,8 +301,10 @@ func (s *Server) audit(kind string, attrs ...any) {
 	s.log.Info("audit", append([]any{"kind", kind}, attrs...)...)
 }
 
-// auditReview is the admission handler's audit hook.
+// auditReview is the admission handler's audit hook; it records the denial
+// Event first.
 func (s *Server) auditReview(rec admission.Record) {
+	s.events.record(rec)
 	s.metrics.reviews.WithLabelValues(admission.MetricKind(rec.Kind), admission.MetricOperation(rec.Operation), outcomeOf(rec)).Inc()
 	if rec.Degraded {
 		s.metrics.degradedStamps.Inc()

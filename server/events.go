@@ -99,22 +99,11 @@ func replicaName() string {
 	return name
 }
 
-// withDenialEvents returns next, recording denial Events first when on.
-func (s *Server) withDenialEvents(next func(admission.Record)) func(admission.Record) {
-	if s.events == nil {
-		return next
-	}
-	return func(r admission.Record) {
-		s.events.record(r)
-		next(r)
-	}
-}
-
 // record hands the Event of r's denial to the broadcaster (never for a dry
-// run or an undecodable request); it never blocks.
+// run or an undecodable request); it never blocks. e may be nil: Events off.
 func (e *denialEvents) record(r admission.Record) {
 	d := r.Denial
-	if d == nil || d.DryRun || d.Reason == admission.CauseInvalidRequest || d.Namespace == "" || d.Kind == "" {
+	if e == nil || d == nil || d.DryRun || d.Reason == admission.CauseInvalidRequest || d.Namespace == "" || d.Kind == "" {
 		return
 	}
 	if !e.allow(d.Namespace, r.Caller == admission.CallerVerified) {

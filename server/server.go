@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/usherhq/usher/admission"
@@ -280,7 +281,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	hopts := []admission.Option{
-		admission.WithAudit(s.withDenialEvents(s.auditReview)),
+		admission.WithAudit(s.auditReview),
 		admission.WithMaxBodyBytes(opts.MaxReviewBody),
 		admission.WithCaller(callerOf),
 		admission.WithMaxGroups(opts.MaxGroups, func(source string) { s.metrics.groupsOver.WithLabelValues(source).Inc() }),
@@ -359,7 +360,8 @@ func (s *Server) routes(webhooks, others bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	if others {
 		mux.Handle("/v1/access", s.instrument("access", withRequestID(s.limitBody("access", s.opts.MaxAccessBody, http.HandlerFunc(s.serveAccess)))))
-		mux.Handle("/metrics", withRequestID(s.guardMetrics(s.metricsHandler())))
+		metrics := promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})
+		mux.Handle("/metrics", withRequestID(s.guardMetrics(metrics)))
 	}
 	if webhooks {
 		for path, h := range map[string]http.Handler{"mutate": s.admission.MutateHTTP(), "validate": s.admission.ValidateHTTP(),
