@@ -15,35 +15,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// OwnerLookup reads the object an owner reference names, for the adoption
-// rule of enforceDeleteACLs (docs/delete.md): path is the object's API
-// path (/apis/apps/v1/namespaces/NS/replicasets/NAME), and the answer the
-// object's JSON as the API server serves it.
-type OwnerLookup interface {
-	LookupOwner(ctx context.Context, path string) ([]byte, error)
-}
-
-// OwnerLookupFunc adapts a function to OwnerLookup.
-type OwnerLookupFunc func(ctx context.Context, path string) ([]byte, error)
-
-// LookupOwner calls f.
-func (f OwnerLookupFunc) LookupOwner(ctx context.Context, path string) ([]byte, error) {
-	return f(ctx, path)
-}
+// OwnerLookup reads the object at an API path
+// (/apis/apps/v1/namespaces/NS/replicasets/NAME), for the adoption rule.
+type OwnerLookup func(ctx context.Context, path string) ([]byte, error)
 
 // WithOwnerLookup sets how the adoption rule reads a new owner. Default:
-// none, and then every adoption the rule has to decide is denied while
-// enforceDeleteACLs is on (fail closed).
+// none, and every adoption it decides is denied.
 func WithOwnerLookup(l OwnerLookup) Option { return func(h *Handler) { h.owners = l } }
 
-// adopt decides a trusted controller's UPDATE of metadata.ownerReferences
-// when enforceDeleteACLs is on. The ReplicaSet, Deployment, Job,
-// StatefulSet and DaemonSet controllers adopt every orphan their selector
-// matches and may then delete it, so each owner the update adds, of a
-// workload kind usher stamps, must carry the object's own user.info, or
-// the user its user.info names must have the right to kill the object:
-// otherwise bob's ReplicaSet selecting alice's bare pod adopts it and
-// scales it away. Owners of other kinds carry no stamp and are not read.
+// adopt decides a trusted controller's UPDATE of ownerReferences: each
+// stamped owner it adds must carry the object's user.info, or its user
+// must be allowed to kill the object, or bob's ReplicaSet could adopt
+// alice's pod and scale it away (docs/delete.md, Adoption).
 func adopt(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req *admissionv1.AdmissionRequest, ov, nv *objectView) decision {
 	var was, now []metav1.OwnerReference
 	if ov.top.owners != "" {
@@ -72,7 +55,7 @@ func adopt(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req 
 			path = "/api/" + ok.apiVersion
 		}
 		path += "/namespaces/" + url.PathEscape(req.Namespace) + "/" + strings.ToLower(ok.kind) + "s/" + url.PathEscape(ref.Name)
-		raw, err := owners.LookupOwner(ctx, path)
+		raw, err := owners(ctx, path)
 		var meta struct {
 			Metadata struct{ UID string } `json:"metadata"`
 		}

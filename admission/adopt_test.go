@@ -63,7 +63,7 @@ func TestAdoption(t *testing.T) {
 		path("replaced"): replicaSet("replaced", "5555-new", m(UserInfoAnnotation, aliceInfo)),
 	}}
 	authz := newFakeDeleteAuthz()
-	h := deleteHandler(t, settings.Config{}, authz, WithOwnerLookup(owners))
+	h := deleteHandler(t, settings.Config{}, authz, WithOwnerLookup(owners.LookupOwner))
 	rs := func(name, uid string) metav1.OwnerReference { return ownerRef("ReplicaSet", name, uid, true) }
 	cm := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "bobs", UID: "6666"}
 	pods := kindCaseOf(t, "Pod")
@@ -135,12 +135,12 @@ func TestAdoption(t *testing.T) {
 	wantDenied(t, run(t, deleteHandler(t, settings.Config{}, authz), hookValidate, req), 500,
 		`usher: cannot tell whose ReplicaSet "alices" is to adopt Pod "team-a/obj": usher has no cluster credentials to read it`)
 	owners.asked = nil
-	wantAllowed(t, run(t, newTestHandler(nil, WithDeleteAuthorizer(authz), WithOwnerLookup(owners)), hookValidate, req))
+	wantAllowed(t, run(t, newTestHandler(nil, WithDeleteAuthorizer(authz), WithOwnerLookup(owners.LookupOwner)), hookValidate, req))
 	if len(owners.asked) != 0 {
 		t.Errorf("kill rule off: looked up %q", owners.asked)
 	}
 	// A lookup that fails says why, and denies.
-	failing := OwnerLookupFunc(func(context.Context, string) ([]byte, error) { return nil, errors.New("forbidden") })
+	failing := OwnerLookup(func(context.Context, string) ([]byte, error) { return nil, errors.New("forbidden") })
 	wantDenied(t, run(t, deleteHandler(t, settings.Config{}, authz, WithOwnerLookup(failing)), hookValidate, req), 500,
 		`usher: cannot tell whose ReplicaSet "alices" is to adopt Pod "team-a/obj": forbidden; denied (usher fails closed)`)
 }

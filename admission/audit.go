@@ -9,76 +9,41 @@ import (
 	"github.com/usherhq/usher/internal/clip"
 )
 
-// Record is what the handler reports to the audit hook for every review:
-// who asked for what, and whether and why it was allowed (docs/audit.md
-// describes each field). Its strings may share memory with the request
-// and are safe to keep; Groups must not be modified.
+// Record is what the handler reports to the audit hook for every review;
+// docs/audit.md describes each field. Its strings may share memory with
+// the request and are safe to keep; Groups must not be modified.
 type Record struct {
-	Webhook string // "mutate" or "validate"
-	// Caller is what the server established of the review's sender
-	// (WithCaller); "" when not told.
-	Caller string
-	UID    string // "" for a body that could not be decoded
-	// Operation, Kind, Namespace and Name are the request's; Name is the
-	// object's name as nameOf gives it ("" when the object is unknown).
+	Webhook                          string // "mutate" or "validate"
+	Caller                           string // WithCaller's answer
+	UID                              string
 	Operation, Kind, Namespace, Name string
-	// User and Groups are the submitter as the API server authenticated it.
-	User   string
-	Groups []string
-	// Identity is the user of the object's effective user.info; empty
-	// when the object was not examined.
-	Identity string
-	// Queue is the queue the decision was about (the first queue checked
-	// or refused, the queue whose check decided a DELETE, root for an
-	// eviction or Binding the kill rule decides, else the object's first
-	// marker's while a queue or delete rule is on; "(default)" is the
-	// partition's default queue); for a YuniKorn marker, the queue the
-	// placement rules chose, and QueueAsked the one the marker asked for
-	// when they chose another.
-	Queue, QueueAsked string
-	// Allowed is the outcome; Patched says a JSON patch was returned.
-	Allowed, Patched bool
-	// Code is 200 when allowed, else the status code.
-	Code int32
-	// Reason says why, in one phrase; a denial's is the message the
-	// submitter sees.
-	Reason string
-	// Rule let the review through (RuleDenied for a denial); Trust, for
-	// RuleTrustedDeleter, says who was trusted.
-	Rule   Rule
-	Trust  Trust
-	DryRun bool
-	// Warned: warn mode admitted a denial of the queue check or the kill
-	// rule; Reason carries its message.
-	Warned bool
-	// Lookup says how the queue check identified the submitter when that
-	// was more than asking the resolver for the user (NoteLookup).
-	Lookup string
-	// Decided are the groups the review decided with when an
-	// IdentityResolver answered, and Sources where each came from
-	// ("given", or the resolver: "file", "ldap", "override"); nil
-	// otherwise.
-	Decided, Sources []string
-	// Degraded: the directory did not answer while stamping and the stamp
-	// holds the API server's groups only.
-	Degraded bool
-	// Denial is the denial of a denied or warned review, nil otherwise.
-	Denial *Denial
+	User                             string
+	Groups                           []string
+	Identity                         string // the user of the object's effective user.info
+	Queue, QueueAsked                string
+	Allowed, Patched                 bool
+	Code                             int32
+	Reason                           string // in one phrase; a denial's message
+	Rule                             Rule
+	Trust                            Trust // for RuleTrustedDeleter
+	DryRun                           bool
+	Warned                           bool   // warn mode admitted a denial
+	Lookup                           string // NoteLookup's notes
+	Decided, Sources                 []string
+	Degraded                         bool    // the stamp holds the API server's groups only
+	Denial                           *Denial // of a denied or warned review
 }
 
 // Denial is a denial in its stable shape, for machines: the audit record
-// carries it (as "denial"), usher's Event on the object's namespace is
-// made from it, and docs/decision.schema.json ($defs/admissionDenial)
+// and usher's Event carry it; docs/decision.schema.json ($defs/admissionDenial)
 // describes its JSON. Fields named as in Record mean the same.
 type Denial struct {
-	Reason  Cause  `json:"reason"`
-	Message string `json:"message"` // for a warned denial, the warning
-	Code    int32  `json:"code"`    // 200 for a warned denial, which was admitted
-	Warned  bool   `json:"warned,omitempty"`
-	// Operation is CREATE, UPDATE, DELETE or CONNECT ("" when unknown).
+	Reason    Cause  `json:"reason"`
+	Message   string `json:"message"` // for a warned denial, the warning
+	Code      int32  `json:"code"`    // 200 for a warned denial
+	Warned    bool   `json:"warned,omitempty"`
 	Operation string `json:"operation,omitempty"`
-	// Group, Kind, Namespace and Name name the object: for an eviction or
-	// a Binding, the Pod.
+	// Group, Kind, Namespace and Name: for an eviction or Binding, the Pod.
 	Group     string `json:"group,omitempty"`
 	Kind      string `json:"kind,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
@@ -86,32 +51,21 @@ type Denial struct {
 	User      string `json:"user"`
 	Identity  string `json:"identity,omitempty"`
 	Queue     string `json:"queue,omitempty"`
-	// Check is the rule the ACLs were asked under (CheckSubmit,
-	// CheckKill); "" when no ACL decided.
-	Check string `json:"check,omitempty"`
-	// Field is the object's field that decided, as Kubernetes writes
-	// field paths; "" when no single field did.
-	Field  string `json:"field,omitempty"`
-	DryRun bool   `json:"dryRun,omitempty"`
+	Check     string `json:"check,omitempty"` // CheckSubmit, CheckKill or ""
+	Field     string `json:"field,omitempty"` // the field that decided, as a Kubernetes field path
+	DryRun    bool   `json:"dryRun,omitempty"`
 }
 
 // What Record.Caller says of a review's sender.
 const (
-	// CallerVerified: the sender presented a client certificate the
-	// server verified as the API server's.
-	CallerVerified = "verified"
-	// CallerUnverified: it did not, and the server let it through anyway
-	// (usher serve --webhook-auth report).
-	CallerUnverified = "unverified"
-	// CallerUnchecked: the server checks no sender (--webhook-auth none).
-	CallerUnchecked = "unchecked"
+	CallerVerified   = "verified"   // its client certificate is the API server's
+	CallerUnverified = "unverified" // it is not, let through by --webhook-auth report
+	CallerUnchecked  = "unchecked"  // --webhook-auth none
 )
 
-// AppendAttrs appends the record's attributes to dst, in a fixed order
-// with fixed keys (docs/audit.md), empty optional ones left out. Every
-// string the requester chose is cut to a bounded length and the groups to
-// a bounded count, with a visible mark, so that a request cannot make a
-// record arbitrarily large.
+// AppendAttrs appends the record's attributes to dst with fixed keys
+// (docs/audit.md), empty optional ones left out. Requester-chosen strings
+// and lists are clipped so that a request cannot make a record arbitrarily large.
 func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
 	dst = append(dst, slog.String("webhook", r.Webhook))
 	if r.Caller != "" {
@@ -152,8 +106,7 @@ func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
 	return dst
 }
 
-// denialAttr renders r.Denial as the group "denial" of an audit record,
-// its strings cut as the record's are.
+// denialAttr renders r.Denial as the audit record's group "denial".
 func (r *Record) denialAttr() slog.Attr {
 	d := r.Denial
 	as := make([]slog.Attr, 0, 15)
@@ -240,11 +193,9 @@ func (h *Handler) record(ctx context.Context, hook hookKind, req *admissionv1.Ad
 	h.audit(r)
 }
 
-// complete fills in what the record, the response's details and the
-// Event name about the object, whichever path decided: its name, group
-// and kind (the Pod for an eviction or a Binding) and, when usher reads
-// queue markers and no check set one, the first queue its markers name.
-// It never changes the outcome.
+// complete fills in the object's name, group and kind (the Pod for an
+// eviction or Binding) and, when queue markers are read and no check set
+// one, its first queue, whichever path decided; never the outcome.
 func complete(st *State, req *admissionv1.AdmissionRequest, obj, old string, pre *views, dc *decision) {
 	dc.group, dc.kind = req.Kind.Group, req.Kind.Kind
 	if req.Name != "" {

@@ -6,11 +6,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 )
 
-// This file holds the CREATE rules: stamp the submitter's identity, or
-// keep a user.info annotation a trusted submitter supplied (see the
-// package comment for who is trusted; stamp.go for what is written), and
-// check the queues the object asks for when enforceQueueACLs is on.
-
+// create stamps the submitter's identity, or keeps a trusted submitter's
+// user.info, and checks the queues with enforceQueueACLs.
 func create(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, obj string, pre *views, buf *[]byte) decision {
 	c := st.cfg
 	ov := &pre.obj
@@ -49,9 +46,7 @@ func create(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *adm
 		case c.ExternalGroups.MatchAny(groups):
 			rule = RuleKeptExternalGroup
 		case u.User == user:
-			// The requester's own name: the stamp is the identity usher
-			// decides for it, whatever groups the annotation lists, so
-			// that a re-applied manifest cannot freeze an old group list.
+			// Restamped, so a re-applied manifest cannot freeze old groups.
 			rule, how = RuleKeptSame, stampSame
 		default:
 			return userInfoDenial(k, deny(CauseUserInfoForged, httpStatusForbidden, "usher: user %q may not set annotation %s on %s: %s",
@@ -60,9 +55,8 @@ func create(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *adm
 		dc = allow(rule)
 		who = submitter{user: user, groups: groups}
 		if how != stampSame {
-			// A trusted stamp: its directory groups are looked up again
-			// (a snapshot must not become a permanent grant); the rest
-			// are the groups it was given.
+			// A trusted stamp's directory groups are looked up again: a
+			// snapshot must not become a permanent grant.
 			listed, err := directoryGroups(pm)
 			if err != nil {
 				return userInfoDenial(k, deny(CauseUserInfoInvalid, httpStatusBadRequest, "usher: annotation %s on %s is not valid: %v",
@@ -75,17 +69,13 @@ func create(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *adm
 			}
 		}
 	case c.BypassAuth && pm.has(slotLegacy):
-		// YuniKorn's rule: with bypassAuth, an object carrying the legacy label and
-		// no annotation is left alone; the scheduler reads the label.
+		// YuniKorn's rule: the scheduler reads the label.
 		dc = allow(RuleLegacyLabel)
 		dc.warning = legacyLabelWarning
 		return queueChecked(ctx, st, k, req, ov, submitter{user: pm.val(slotLegacy)}, dc)
 	case k.kind == "ReplicaSet" && c.SystemUsers.Match(user):
-		// YuniKorn's rule: never change a ReplicaSet a controller creates.
-		// The Deployment controller compares the ReplicaSet's template with
-		// the Deployment's; a stamped copy would never match and the
-		// controller would create ReplicaSets without end. Its pods are
-		// stamped when they are created.
+		// YuniKorn's rule: a stamped template would never match the
+		// Deployment's, which would create ReplicaSets without end.
 		return queueChecked(ctx, st, k, req, ov, submitter{user: user, groups: groups}, allow(RuleControllerReplicaSet))
 	case user == "":
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: request.userInfo.username is empty: there is no identity to record on %s %s",
@@ -105,16 +95,11 @@ func create(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *adm
 	return queueChecked(ctx, st, k, req, ov, check, dc)
 }
 
-// queueChecked returns dc, for the identity id, with the queue check when
-// enforceQueueACLs is on.
+// queueChecked returns dc for id, with the queue check when
+// enforceQueueACLs is on; objects controllers make are checked too.
 func queueChecked(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView, id submitter, dc decision) decision {
 	dc.identity = id.user
 	if st.cfg.EnforceQueue {
-		// Objects a trusted controller makes (a Deployment's ReplicaSets and
-		// pods, a CronJob's Jobs) are checked too, under the identity they
-		// carry: the queue is the one their pods will run in (see targets),
-		// so a workload passes only if its pods will, and pods that carry no
-		// marker are checked against the default queue.
 		return withQueueCheck(ctx, st, k, req, ov, nil, id, dc)
 	}
 	return dc

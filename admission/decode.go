@@ -2,7 +2,6 @@ package admission
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/usherhq/usher/internal/jsonscan"
 
@@ -12,19 +11,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// reviewAPIVersion and reviewKind identify the only AdmissionReview version
-// usher serves. The API server sends it when the webhook configuration lists
-// admissionReviewVersions: ["v1"].
+// The only AdmissionReview version usher serves (admissionReviewVersions: ["v1"]).
 const (
 	reviewAPIVersion = "admission.k8s.io/v1"
 	reviewKind       = "AdmissionReview"
 )
 
-// decodedReview is an AdmissionReview decoded by decodeReview. The request
-// fields live in req (k8s.io/api types); obj and old are the JSON texts of
-// request.object and request.oldObject ("" when absent or null), which are
-// also set as req.Object.Raw and req.OldObject.Raw, sharing memory with the
-// body.
+// decodedReview is an AdmissionReview decoded by decodeReview; obj and old
+// are the texts of request.object and request.oldObject ("" when absent or
+// null), sharing memory with the body as req's Raw fields do.
 type decodedReview struct {
 	apiVersion, kind string
 	hasRequest       bool
@@ -34,16 +29,13 @@ type decodedReview struct {
 	dryRun           bool
 	obj, old         string
 
-	// views holds the objects parsed during the same pass, when decodeReview
-	// was given a configuration and request.kind came before them (the API
-	// server's order). An object that does not parse is left for the
-	// handler, which parses it again to report the error.
+	// views holds the objects parsed in the same pass when request.kind
+	// came first (the API server's order).
 	views views
 }
 
-// views are the request objects, parsed ahead by decodeReview, and the
-// review's group limit: lim (nil: none) caps the groups decodeReview
-// keeps of request.userInfo, and groups is how many it counted.
+// views are the request objects parsed ahead, and the group limit lim
+// (nil: none) of request.userInfo, of which groups were counted.
 type views struct {
 	obj, old         objectView
 	objDone, oldDone bool
@@ -79,11 +71,8 @@ const (
 	reqOptions
 )
 
-// decodeReview decodes an admission.k8s.io/v1 AdmissionReview. s is the
-// body as a string and body the same bytes: strings in the result are
-// substrings of s, raw objects are sub-slices of body. A duplicate member in
-// any object the webhook interprets is an error (encoding/json would keep
-// the last one; usher refuses to guess).
+// decodeReview decodes body (and s, the same bytes) sharing its memory; a
+// duplicate member is an error, as encoding/json would keep the last.
 func decodeReview(s string, body []byte, r *decodedReview, c *compiled) error {
 	d := jsonscan.New(s)
 	if d.Null() {
@@ -167,10 +156,9 @@ func decodeRequest(d *jsonscan.Scanner, body []byte, r *decodedReview, c *compil
 	}
 }
 
-// objectAhead skips the object value at the scanner's position and returns
-// its offsets. When c is set, request.kind is known and names a handled
-// kind, it parses the object into o on the way (done = true); if that
-// fails it rewinds and only skips, leaving the error to the handler.
+// objectAhead skips the object value at the scanner and returns its
+// offsets, parsing it into o (done) on the way when request.kind names a
+// handled kind; a failure is left to the handler.
 func objectAhead(d *jsonscan.Scanner, c *compiled, kindSeen bool, req *admissionv1.AdmissionRequest, o *objectView, done *bool) (start, end int) {
 	start = d.SkipSpace()
 	if c != nil && kindSeen && d.Err() == nil && d.Peek() == '{' {
@@ -197,8 +185,7 @@ func decodeGVR(d *jsonscan.Scanner, field string, gvr *metav1.GroupVersionResour
 	decodeGroupVersion(d, field, gvrKeys, ".resource", &gvr.Group, &gvr.Version, &gvr.Resource)
 }
 
-// decodeGroupVersion decodes {"group","version",<last>} into the three
-// strings; lastSuffix is "."+last, spelt out so that no string is built.
+// decodeGroupVersion decodes {"group","version",<last>}; lastSuffix is "."+last.
 func decodeGroupVersion(d *jsonscan.Scanner, field string, keys *jsonscan.Keys, lastSuffix string, group, version, lastVal *string) {
 	m := d.MembersOrNull(field, keys)
 	for i := m.Next(); i >= 0; i = m.Next() {
@@ -214,8 +201,7 @@ func decodeGroupVersion(d *jsonscan.Scanner, field string, keys *jsonscan.Keys, 
 }
 
 // decodeUserInfo reads request.userInfo, keeping at most v.lim's groups
-// and counting them all in v.groups. Extra is checked, not kept: no rule
-// reads it, and a map of its keys would cost many times the body.
+// and counting them all. Extra is checked, not kept: no rule reads it.
 func decodeUserInfo(d *jsonscan.Scanner, u *authenticationv1.UserInfo, v *views) {
 	m := d.MembersOrNull("request.userInfo", userInfoKeys)
 	for i := m.Next(); i >= 0; i = m.Next() {
@@ -240,34 +226,13 @@ func decodeUserInfo(d *jsonscan.Scanner, u *authenticationv1.UserInfo, v *views)
 	}
 }
 
-// parseBinding reads the labels and annotations usher guards from a v1
-// Binding into m.
-// bindingKeys are the members of a Binding that parseBinding reads.
-var bindingKeys = jsonscan.NewKeys("apiVersion", "kind", "metadata")
+// bindingKind reads a v1 Binding as a pod's metadata.
+var bindingKind = kindInfo{kind: "Binding", apiVersion: "v1", layout: layoutPod}
 
+// parseBinding reads the labels and annotations of a v1 Binding into meta.
 func parseBinding(s string, c *compiled, meta *metaView) error {
-	if s == "" {
-		return fmt.Errorf("request.object is empty: want a Binding")
-	}
-	d := jsonscan.New(s)
-	var apiVersion, kind string
-	m := d.Members("request.object", bindingKeys)
-	for i := m.Next(); i >= 0; i = m.Next() {
-		switch i {
-		case 0:
-			apiVersion = d.StringField("apiVersion")
-		case 1:
-			kind = d.StringField("kind")
-		case 2:
-			parseMeta(&d, &topMetaPaths, &c.wantKeys, meta)
-		}
-	}
-	d.End()
-	if d.Err() != nil {
-		return fmt.Errorf("request.object is not a valid Binding: %w", d.Err())
-	}
-	if kind != "Binding" || apiVersion != "v1" {
-		return fmt.Errorf("request.object is a %s, want v1 Binding as request.kind says", describeGVK(apiVersion, kind))
-	}
-	return nil
+	var o objectView
+	err := parseObject(s, &bindingKind, &c.wantKeys, &o, "request.object")
+	*meta = o.top
+	return err
 }

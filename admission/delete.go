@@ -2,15 +2,14 @@ package admission
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 )
 
-// remove reviews a DELETE (enforceDeleteACLs is on, the kind is handled
-// and the namespace processed). old is request.oldObject, the object being
-// deleted; request.object is null on DELETE.
+// remove reviews a DELETE by the kill rule; old is request.oldObject.
 func remove(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, old string, pre *views) decision {
 	c := st.cfg
 	if t := c.trustedDeleter(req.UserInfo.Username, req.UserInfo.Groups); t != TrustNone {
@@ -21,20 +20,14 @@ func remove(ctx context.Context, st *State, k *kindInfo, req *admissionv1.Admiss
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: cannot tell who may delete %s %s: %v", k.kind, objectName(req, ov), err)
 	}
 	if ov.top.deleting {
-		// Deleting an object that is already being deleted only completes
-		// or hastens what an allowed DELETE began: the kubelet's final
-		// delete of a terminated pod, foreground deletion, a repeated
-		// kubectl delete.
+		// It only completes what an allowed DELETE began.
 		return allow(RuleTerminating)
 	}
 	return killRule(ctx, st, k, req, ov, "delete")
 }
 
-// trustedDeleter reports whether the requester may delete any object
-// without the kill rule, and why: the cluster's controllers (garbage
-// collection, Job, CronJob and ReplicaSet cleanup, namespace deletion),
-// the front ends trusted to submit for others (they clean up what they
-// submitted), and Kubernetes superusers.
+// trustedDeleter says why the requester may delete anything without the
+// kill rule (controllers, trusted front ends, superusers), or TrustNone.
 func (c *compiled) trustedDeleter(user string, groups []string) Trust {
 	switch {
 	case c.TrustControllers && c.SystemUsers.Match(user):
@@ -44,20 +37,14 @@ func (c *compiled) trustedDeleter(user string, groups []string) Trust {
 	case c.ExternalGroups.MatchAny(groups):
 		return TrustExternalGroup
 	}
-	for _, g := range groups {
-		if g == mastersGroup {
-			return TrustMasters
-		}
+	if slices.Contains(groups, mastersGroup) {
+		return TrustMasters
 	}
 	return TrustNone
 }
 
-// killRule asks the DeleteAuthorizer whether the requester may kill the
-// workload o: the owner named by its user.info, members of its modify ACL,
-// admins of its queue and cluster admins may. Every queue the object names
-// is a queue it is in (all markers count, as for submission), so an admin
-// of any of them may; with no marker, the default queue's. verb says what
-// the requester wants to do ("delete"), for messages.
+// killRule asks the DeleteAuthorizer whether the requester may kill o,
+// for each queue its markers name (an admin of any may); verb is for messages.
 func killRule(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, o *objectView, verb string) decision {
 	c := st.cfg
 	user, groups := req.UserInfo.Username, req.UserInfo.Groups
@@ -83,9 +70,7 @@ func killRule(ctx context.Context, st *State, k *kindInfo, req *admissionv1.Admi
 	var arr [4]target
 	ts, err := c.targets(k, req.Namespace, o, false, arr[:0])
 	if err != nil {
-		// A marker that maps to no queue names no queue whose admins
-		// could be asked; root's admins are admins of every queue.
-		ts = append(arr[:0], target{queue: "root"})
+		ts = append(arr[:0], target{queue: "root"}) // root's admins admin every queue
 		note += "; " + err.Error() + ", so only admins of root count as its queue admins"
 	}
 	if st.del == nil {
@@ -120,31 +105,17 @@ func killRule(ctx context.Context, st *State, k *kindInfo, req *admissionv1.Admi
 	return deleteMode(c, dc)
 }
 
-// killInputsChanged names what an UPDATE from ov to nv changes among the
-// fields that decide whether, and by whom, the object may be deleted, or
-// returns "" when it changes none:
-//
-//   - metadata.ownerReferences: the garbage collector deletes an object
-//     whose owners are gone (or are deleted), and orphans or cascades by
-//     them; pointing an object at a missing owner, or at one of one's own,
-//     is a DELETE by proxy;
-//   - the modify ACL annotation: who may kill it;
-//   - the queue markers, at every level the kill rule reads them: whose
-//     queue admins may kill it (YARN's move needs the right to modify the
-//     application too);
-//   - with bypassAuth, the legacy username label: the owner of an object
-//     without user.info.
-//
-// user.info itself never changes after creation (update refuses it).
+// killInputsChanged names what an UPDATE from ov to nv changes of what
+// decides who may delete it ("" for nothing): ownerReferences (the
+// garbage collector deletes an orphan: a DELETE by proxy), the modify
+// ACL, the queue markers at every level and, with bypassAuth, the legacy
+// label (docs/delete.md).
 func (c *compiled) killInputsChanged(k *kindInfo, ov, nv *objectView) string {
 	var changed []string
 	add := func(s string) {
-		for _, have := range changed {
-			if have == s {
-				return
-			}
+		if !slices.Contains(changed, s) {
+			changed = append(changed, s)
 		}
-		changed = append(changed, s)
 	}
 	differ := func(a, b *metaView, slot int) bool {
 		return a.has(slot) != b.has(slot) || a.val(slot) != b.val(slot)
@@ -180,31 +151,14 @@ func (c *compiled) killInputsChanged(k *kindInfo, ov, nv *objectView) string {
 	return strings.Join(changed, " and ")
 }
 
-// isEviction reports whether req is a CREATE (or any operation) on the
-// pods/eviction subresource. The API server sends it with kind Eviction
-// (policy/v1) and the Eviction as the object; the pod is not in it.
+// isEviction reports whether req is on the pods/eviction subresource.
 func isEviction(req *admissionv1.AdmissionRequest) bool {
 	return req.SubResource == "eviction" && req.Resource.Group == "" && req.Resource.Resource == "pods"
 }
 
-// evict decides an eviction (CREATE pods/eviction) when enforceDeleteACLs
-// is on. An eviction deletes the pod without a DELETE review, so it must
-// be decided here or the kill rule could be bypassed by anyone whom RBAC
-// lets evict (the built-in edit role does). The review names the pod but
-// does not carry it, and usher does not read the API, so it cannot tell
-// whose pod it is: it lets through those who may delete any pod, and
-// refuses everyone else.
-//
-//   - trusted deleters (trustedDeleter): controllers matching systemUsers
-//     (the cluster autoscaler, the descheduler in kube-system), trusted
-//     front ends, system:masters (kubectl drain by a cluster operator);
-//   - whoever may kill every application: cluster admins, application
-//     admins, admins of root. The DeleteAuthorizer is asked about an
-//     application nobody owns, in root, with a modify ACL that allows
-//     nobody.
-//
-// Anyone else (the pod's owner too) is told to delete the pod instead,
-// which the kill rule decides on the pod itself.
+// evict decides an eviction, a DELETE the kill rule would not see, whose
+// review does not carry the pod: only trusted deleters and whoever may
+// kill every application may (docs/delete.md, Evictions).
 func evict(ctx context.Context, st *State, req *admissionv1.AdmissionRequest) decision {
 	c := st.cfg
 	switch {
@@ -243,11 +197,8 @@ func evict(ctx context.Context, st *State, req *admissionv1.AdmissionRequest) de
 	return deleteMode(c, killCheck(dc))
 }
 
-// killsEverything asks the DeleteAuthorizer whether the requester may kill
-// any application, whoever owns it and wherever it runs: whether it may
-// kill an application nobody owns, in root, with a modify ACL that allows
-// nobody. Cluster admins, application admins and admins of root may.
-// st.del must not be nil.
+// killsEverything asks st.del whether the requester may kill an unowned
+// application in root whose modify ACL allows nobody: whether it may kill any.
 func killsEverything(ctx context.Context, st *State, user string, groups []string) (bool, string, error) {
 	return st.del.AuthorizeDelete(ctx, DeleteRequest{Partition: st.cfg.Partition, Queue: "root", ModifyACL: &nobody, User: user, Groups: groups})
 }
@@ -261,9 +212,7 @@ func killCheck(dc decision) decision {
 // nobody is a modify ACL that allows nobody.
 var nobody = ""
 
-// isBinding reports whether req binds a pod to a node: pods/binding, or
-// the namespace's bindings resource, which the API server serves the same
-// way.
+// isBinding reports whether req binds a pod: pods/binding or bindings.
 func isBinding(req *admissionv1.AdmissionRequest) bool {
 	if req.Resource.Group != "" {
 		return false
@@ -272,19 +221,10 @@ func isBinding(req *admissionv1.AdmissionRequest) bool {
 		req.Resource.Resource == "bindings" && req.SubResource == ""
 }
 
-// bind decides a Binding (CREATE on pods/binding). The API server copies
-// the Binding's annotations and labels onto the pod it binds, after the
-// pod's own reviews and without an UPDATE review of the pod, so what
-// usher guards on UPDATE must be guarded here:
-//
-//   - user.info: never (it cannot change after creation, for anyone);
-//   - with enforceDeleteACLs, the modify ACL, queue markers and (with
-//     bypassAuth) the legacy username label, which decide who may delete
-//     the pod: only trusted deleters and those who may kill every
-//     application, since the review does not carry the pod.
-//
-// Schedulers bind without any of these, and the topology labels the API
-// server adds are none of them.
+// bind decides a Binding, whose labels and annotations the API server
+// copies onto the pod without an UPDATE review: it may never set
+// user.info and, with enforceDeleteACLs, what decides deletion only as
+// evict allows.
 func bind(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, obj string) decision {
 	c := st.cfg
 	switch {

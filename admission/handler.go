@@ -10,8 +10,7 @@ import (
 	"github.com/usherhq/usher/admission/settings"
 )
 
-// mastersGroup is the Kubernetes superuser group: its members bypass
-// authorization entirely and may remove the webhook itself.
+// mastersGroup bypasses authorization and may remove the webhook itself.
 const mastersGroup = "system:masters"
 
 const (
@@ -33,13 +32,12 @@ const (
 	httpStatusInternal    = 500
 )
 
-// DefaultMaxBodyBytes is the default cap on the size of a review body
-// (see WithMaxBodyBytes).
+// DefaultMaxBodyBytes is WithMaxBodyBytes's default: an UPDATE carries
+// two objects of up to the API server's 3 MiB each.
 const DefaultMaxBodyBytes = 7 << 20
 
-// DefaultMaxGroups is the default cap on the groups of a review (see
-// WithMaxGroups): directory users of large Active Directory forests carry
-// over a thousand.
+// DefaultMaxGroups is WithMaxGroups's default: users of large Active
+// Directory forests carry over a thousand groups.
 const DefaultMaxGroups = 2048
 
 type hookKind uint8
@@ -56,9 +54,7 @@ func (k hookKind) String() string {
 	return "mutate"
 }
 
-// Handler reviews AdmissionReviews for /mutate and /validate. It is safe
-// for concurrent use; each review loads the State it runs with once, when
-// it starts.
+// Handler reviews AdmissionReviews for /mutate and /validate, safe for concurrent use.
 type Handler struct {
 	state   func() *State
 	owners  OwnerLookup
@@ -75,8 +71,7 @@ type groupLimit struct {
 	over func(source string)
 }
 
-// keep is how many groups of a list the decoder keeps (all when l is
-// nil): past the cap a review is refused, so the rest are only counted.
+// keep is how many groups the decoder keeps (all when l is nil); the rest are counted.
 func (l *groupLimit) keep() int {
 	if l == nil {
 		return math.MaxInt
@@ -84,8 +79,7 @@ func (l *groupLimit) keep() int {
 	return l.max
 }
 
-// refuse counts and denies a review whose where names n groups, more than
-// the cap; source is "request" or "annotation".
+// refuse counts and denies a review whose where names n > max groups.
 func (l *groupLimit) refuse(source string, cause Cause, where string, n int) decision {
 	if l.over != nil {
 		l.over(source)
@@ -93,9 +87,7 @@ func (l *groupLimit) refuse(source string, cause Cause, where string, n int) dec
 	return deny(cause, httpStatusBadRequest, "usher: %s names %d groups, more than the limit of %d (usher serve --max-groups)", where, n, l.max)
 }
 
-// State is what one review reads, loaded once when it starts: the compiled
-// admission settings and the authorizers that answer for the same
-// configuration. It is immutable; build it with NewState.
+// State is what one review reads: settings and authorizers of one configuration.
 type State struct {
 	cfg   *compiled
 	authz QueueAuthorizer
@@ -103,9 +95,7 @@ type State struct {
 	ident IdentityResolver
 }
 
-// NewState returns the state of a handler: cfg (nil: the default
-// configuration) and the authorizers answering for the same
-// configuration.
+// NewState returns the state of cfg (nil: the defaults) and its authorizers.
 func NewState(cfg *settings.Compiled, a Authorizers) *State {
 	if cfg == nil {
 		cfg = settings.MustCompile(settings.Config{})
@@ -119,18 +109,13 @@ func (s *State) Config() *settings.Compiled { return s.cfg.Compiled }
 // Option configures a Handler.
 type Option func(*Handler)
 
-// WithAudit sets a hook called once per review, after the decision, with
-// who asked for what and the outcome. It is called on the request's
-// goroutine and should be quick. Default: none.
+// WithAudit sets a hook called once per review, on its goroutine. Default: none.
 func WithAudit(f func(Record)) Option { return func(h *Handler) { h.audit = f } }
 
-// WithCaller sets the function that tells each review's audit record who
-// sent it (Record.Caller), from the request's context. Default: none.
+// WithCaller sets what tells Record.Caller from a review's context. Default: none.
 func WithCaller(f func(context.Context) string) Option { return func(h *Handler) { h.caller = f } }
 
-// WithMaxBodyBytes caps the size of a review body; larger requests get HTTP
-// 413. Default: DefaultMaxBodyBytes (7 MiB): an UPDATE review carries the
-// old and the new object, each up to the API server's 3 MiB request limit.
+// WithMaxBodyBytes caps a review body (larger: 413). Default: DefaultMaxBodyBytes.
 func WithMaxBodyBytes(n int64) Option {
 	return func(h *Handler) {
 		if n > 0 {
@@ -139,12 +124,9 @@ func WithMaxBodyBytes(n int64) Option {
 	}
 }
 
-// WithMaxGroups caps at max the groups of request.userInfo, and of a
-// user.info annotation a requester supplies on CREATE: a review naming
-// more is denied with a message that names the limit and the count, after
-// over (if not nil) is called with "request" or "annotation". A review
-// body's groups past the cap are counted, not kept. Default
-// DefaultMaxGroups.
+// WithMaxGroups caps the groups of request.userInfo and of a supplied
+// user.info: a review naming more is denied, after over (if not nil) is
+// called with "request" or "annotation". Default: DefaultMaxGroups.
 func WithMaxGroups(max int, over func(source string)) Option {
 	return func(h *Handler) {
 		if max > 0 {
@@ -154,11 +136,9 @@ func WithMaxGroups(max int, over func(source string)) Option {
 	}
 }
 
-// NewHandler returns a handler that runs each review with the State
-// state returns when the review starts: the caller swaps settings and
-// authorizers together (usher serve returns the State of the generation
-// in service). state must be quick, safe for concurrent use and never
-// return nil.
+// NewHandler returns a handler that runs each review with the State that
+// state returns when it starts, so settings and authorizers swap together.
+// state must be quick, safe for concurrent use and never return nil.
 func NewHandler(state func() *State, opts ...Option) *Handler {
 	h := &Handler{state: state, maxBody: DefaultMaxBodyBytes, groups: groupLimit{max: DefaultMaxGroups}}
 	for _, o := range opts {
@@ -167,15 +147,13 @@ func NewHandler(state func() *State, opts ...Option) *Handler {
 	return h
 }
 
-// review decides rv with st and reports to the audit hook. buf is
-// scratch space the patch is built in.
+// review decides rv with st, building the patch in buf, and reports it.
 func (h *Handler) review(ctx context.Context, st *State, hook hookKind, rv *decodedReview, buf *[]byte) decision {
 	req, pre := &rv.req, &rv.views
 	var notes *lookupNotes
 	if h.audit != nil && (st.cfg.EnforceQueue || st.cfg.EnforceDelete || st.ident != nil) {
-		// Only an authorizer notes a lookup: without one nothing is
-		// allocated for the notes.
-		ctx, notes = withLookupNotes(ctx)
+		notes = &lookupNotes{Context: ctx}
+		ctx = notes
 	}
 	var dc decision
 	switch n := max(pre.groups, len(req.UserInfo.Groups)); {
@@ -194,16 +172,14 @@ func (h *Handler) review(ctx context.Context, st *State, hook hookKind, rv *deco
 	return dc
 }
 
-// submitter is the user and groups a workload runs as; decided says the
-// groups are the IdentityResolver's answer, which the queue check uses as
-// they are (SubmitRequest.Decided).
+// submitter is who a workload runs as; decided as in SubmitRequest.
 type submitter struct {
 	user    string
 	groups  []string
 	decided bool
 }
 
-// decide is the admission logic. pre is never nil (review sees to it).
+// decide is the admission logic.
 func decide(ctx context.Context, st *State, owners OwnerLookup, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views, buf *[]byte) decision {
 	c := st.cfg
 	if isEviction(req) {

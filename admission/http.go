@@ -19,28 +19,17 @@ func (h *Handler) MutateHTTP() http.Handler { return httpHandler{h, hookMutate} 
 // ValidateHTTP returns the http.Handler for POST /validate.
 func (h *Handler) ValidateHTTP() http.Handler { return httpHandler{h, hookValidate} }
 
-// httpHandler is the thin, defensive HTTP edge:
-//
-//   - only POST (else 405) with Content-Type application/json (else 415);
-//   - the body is capped (WithMaxBodyBytes; larger: 413); a read error
-//     that carries an HTTP status (HTTPStatus() int, such as a server's
-//     429 when it sheds load) is answered with that status;
-//   - a body that is not an admission.k8s.io/v1 AdmissionReview with a
-//     request and a request UID gets 400 with a JSON {"error": "..."}: the
-//     API server then applies the webhook's failurePolicy;
-//   - a decodable review always gets 200 with an AdmissionReview whose
-//     response UID is the request's: a bad object is a denial saying what is
-//     wrong, not an HTTP error;
-//   - once the review's UID is decoded, a ResponseWriter that is a
-//     UIDRecorder is told it, so that the edge's recover answers a panic
-//     with a denial of that review (WriteFailure).
+// httpHandler is the HTTP edge: only POST (else 405) of application/json
+// (else 415), the body capped (413) or failed with a read error's
+// HTTPStatus; a body that is not a v1 AdmissionReview with a request UID
+// gets 400 (the failurePolicy applies), any other review 200 with its UID,
+// told to a UIDRecorder once decoded.
 type httpHandler struct {
 	h    *Handler
 	hook hookKind
 }
 
-// scratch holds the per-request buffers, pooled so that a review allocates
-// almost nothing.
+// scratch holds the per-request buffers, pooled.
 type scratch struct {
 	body, out, patch []byte
 	rv               decodedReview
@@ -122,13 +111,12 @@ func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(sc.out)
 }
 
-// UIDRecorder is a ResponseWriter of an edge that recovers panics: the
-// handler tells it the UID of the review it answers once decoded.
+// UIDRecorder is a ResponseWriter of an edge that recovers panics, told
+// the UID of the review once decoded.
 type UIDRecorder interface{ RecordUID(uid string) }
 
-// WriteFailure answers the review uid with a denial saying usher failed
-// to decide (code 500, usher fails closed), for an edge that recovered a
-// panic before the response was written.
+// WriteFailure answers the review uid with a denial (code 500), for an
+// edge that recovered a panic before the response was written.
 func WriteFailure(w http.ResponseWriter, uid string, recovered any) {
 	dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: internal error: %v; denied (usher fails closed)", recovered)
 	dc.bound()
@@ -148,8 +136,7 @@ func (h *Handler) putScratch(sc *scratch) {
 	h.pool.Put(sc)
 }
 
-// httpError answers a request that is not a decodable review with the
-// JSON error body every usher endpoint uses (package httperr) and reports
+// httpError answers a request that is not a decodable review and reports
 // it to the audit hook.
 func (h *Handler) httpError(w http.ResponseWriter, r *http.Request, hook hookKind, code int, msg string) {
 	dc := decision{code: int32(code), cause: CauseInvalidRequest, message: msg}
@@ -158,8 +145,7 @@ func (h *Handler) httpError(w http.ResponseWriter, r *http.Request, hook hookKin
 	httperr.Write(w, code, dc.message, "")
 }
 
-// isJSON reports whether a Content-Type is application/json, with or
-// without parameters.
+// isJSON reports whether a Content-Type is application/json.
 func isJSON(ct string) bool {
 	if i := strings.IndexByte(ct, ';'); i >= 0 {
 		ct = ct[:i]
@@ -167,18 +153,15 @@ func isJSON(ct string) bool {
 	return strings.EqualFold(strings.TrimSpace(ct), "application/json")
 }
 
-// statusError is an error of the body's reader that says how to answer:
-// a server that sheds load fails the read of a body it has no memory for
-// with 429 Too Many Requests.
+// statusError is a body read error that says how to answer (a shedding
+// server's 429).
 type statusError interface {
 	error
 	HTTPStatus() int
 }
 
-// readBody reads r into buf (reusing its capacity), failing with
-// errTooLarge once more than max bytes arrive. A declared length (0 <
-// size <= max) sizes the buffer once, instead of doubling it as the body
-// arrives.
+// readBody reads r into buf, failing with errTooLarge past max bytes; a
+// declared length sizes the buffer once.
 func readBody(r io.Reader, buf []byte, size, max int64) ([]byte, error) {
 	buf = buf[:0]
 	if r == nil {

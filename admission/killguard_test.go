@@ -37,8 +37,8 @@ func ownerRef(kind, name, uid string, controller bool) metav1.OwnerReference {
 func TestUpdateOwnerReferences(t *testing.T) {
 	authz := newFakeDeleteAuthz()
 	// The ReplicaSet that adopts is alice's (see TestAdoption).
-	h := deleteHandler(t, settings.Config{}, authz, WithOwnerLookup(&fakeOwners{objs: map[string]runtime.Object{
-		"/apis/apps/v1/namespaces/team-a/replicasets/web-5d8f": replicaSet("web-5d8f", "1111-aaaa", m(UserInfoAnnotation, aliceInfo))}}))
+	h := deleteHandler(t, settings.Config{}, authz, WithOwnerLookup((&fakeOwners{objs: map[string]runtime.Object{
+		"/apis/apps/v1/namespaces/team-a/replicasets/web-5d8f": replicaSet("web-5d8f", "1111-aaaa", m(UserInfoAnnotation, aliceInfo))}}).LookupOwner))
 	rs := ownerRef("ReplicaSet", "web-5d8f", "1111-aaaa", true)
 	ghost := ownerRef("ReplicaSet", "ghost", "dead-beef", true)
 	bobs := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "bobs", UID: "2222-bbbb"}
@@ -410,4 +410,6 @@ func TestBinding(t *testing.T) {
 	req = bindingRequest(sched, nil, nil, false)
 	req.Object.Raw = []byte(`{"kind":"Binding","apiVersion":"v1","metadata":{"annotations":[]}}`)
 	wantDenied(t, run(t, off, hookValidate, req), 400, "metadata.annotations")
+	req.Object.Raw = []byte(`{"kind":"Pod","apiVersion":"v1","metadata":{}}`)
+	wantDenied(t, run(t, off, hookValidate, req), 400, `request.object is a "v1" "Pod", want v1 Binding as request.kind says`)
 }

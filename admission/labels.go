@@ -8,11 +8,8 @@ import (
 // does not know.
 const OtherLabel = "other"
 
-// MetricKind returns a metric label for an object kind from a closed set:
-// the kind itself when the webhook handles a kind of that name, "" for a
-// request that could not be decoded, and OtherLabel for anything else. A
-// label taken from the request as it is would let every invented kind
-// create a metric series kept forever.
+// MetricKind returns a handled kind, "" or OtherLabel, so that an invented
+// kind cannot create a metric series kept forever.
 func MetricKind(kind string) string {
 	if kind == "" {
 		return ""
@@ -25,9 +22,7 @@ func MetricKind(kind string) string {
 	return OtherLabel
 }
 
-// MetricOperation returns a metric label for an admission operation from
-// a closed set: CREATE, UPDATE, DELETE, CONNECT, "" for a request that
-// could not be decoded, and OtherLabel for anything else.
+// MetricOperation returns an admission operation, "" or OtherLabel.
 func MetricOperation(op string) string {
 	switch admissionv1.Operation(op) {
 	case "", admissionv1.Create, admissionv1.Update, admissionv1.Delete, admissionv1.Connect:

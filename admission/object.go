@@ -14,26 +14,19 @@ import (
 type layout uint8
 
 const (
-	// layoutPod: the object is the pod; /metadata.
-	layoutPod layout = iota
-	// layoutTemplate: /spec/template/metadata (Deployment, ReplicaSet,
-	// DaemonSet, StatefulSet, Job, ReplicationController).
-	layoutTemplate
-	// layoutCronJob: /spec/jobTemplate/spec/template/metadata.
-	layoutCronJob
+	layoutPod      layout = iota // /metadata
+	layoutTemplate               // /spec/template/metadata
+	layoutCronJob                // /spec/jobTemplate/spec/template/metadata
 )
 
 // kindInfo describes one kind the webhook handles.
 type kindInfo struct {
 	group, kind string
-	apiVersion  string // apiVersion the object must carry
+	apiVersion  string
 	layout      layout
-	// metaPath is the JSON pointer of the pod's (or pod template's)
-	// metadata; where describes it in messages.
+	// metaPath points at the pods' metadata, which where names in messages.
 	metaPath, where string
-	// annotationsPath, annotationPath and dirPath are the JSON pointers
-	// of the annotations map and of the user.info and
-	// DirectoryGroupsAnnotation annotations in it.
+	// JSON pointers of the annotations, user.info and DirectoryGroupsAnnotation.
 	annotationsPath, annotationPath, dirPath string
 }
 
@@ -56,9 +49,8 @@ var kinds = [...]kindInfo{
 	{group: "", kind: "ReplicationController", apiVersion: "v1", layout: layoutTemplate, metaPath: "/spec/template/metadata", where: "pod template"},
 }
 
-// lookupKind returns the handled kind with this API group and kind, or nil.
-// Matching the group matters: Volcano's batch.volcano.sh Job is not a
-// batch/v1 Job and has no spec.template.
+// lookupKind returns the handled kind, or nil; the group matters (Volcano's
+// batch.volcano.sh Job is not a batch/v1 Job).
 func lookupKind(group, kind string) *kindInfo {
 	for i := range kinds {
 		if kinds[i].kind == kind && kinds[i].group == group {
@@ -77,15 +69,13 @@ const (
 	slotMarkers   = 4 // first queue marker (index = slotMarkers + source index)
 )
 
-// compiled is the settings a review runs with and the decoder's tables,
-// which the decoder takes from them at run time.
+// compiled is the settings a review runs with and the decoder's tables.
 type compiled struct {
 	*settings.Compiled
 	wantKeys
 }
 
-// wantKeys are the labels and annotations the decoder reads, each with
-// its slot, and the number of slots.
+// wantKeys are the labels and annotations the decoder reads, and the number of slots.
 type wantKeys struct {
 	labels, annotations []wantKey
 	slots               int
@@ -98,8 +88,6 @@ func compile(c *settings.Compiled) *compiled {
 	if c.EnforceDelete {
 		w.annotations = append(w.annotations, wantKey{c.ModifyACLKey, slotModifyACL})
 	}
-	// The markers are read for the queue check and, when deletes are
-	// checked, to find the queue whose admins may delete.
 	for i, s := range c.Sources {
 		k := wantKey{s.Key, slotMarkers + i}
 		switch {
@@ -115,26 +103,20 @@ func compile(c *settings.Compiled) *compiled {
 
 // metaView is what the webhook reads from one ObjectMeta.
 type metaView struct {
-	present     bool // metadata is an object (not absent or null)
+	present     bool // metadata is an object
 	annotations bool // metadata.annotations is an object
-	deleting    bool // metadata.deletionTimestamp is set: the object is being deleted
+	deleting    bool // metadata.deletionTimestamp is set
 	name        string
-	// owners is the JSON text of metadata.ownerReferences as the API
-	// server encoded it ("" when absent, null or empty), compared between
-	// the old and the new object on UPDATE.
-	owners  string
-	genName string
-	// annotations is the JSON text of metadata.annotations as written
-	// (null, an object): at least as long as the sum of its keys and
-	// values, which the API server limits (annotationBytes).
+	// owners is the text of metadata.ownerReferences ("" when absent, null or empty).
+	owners          string
+	genName         string
 	annotationsText string
-	// vals holds the wanted keys found, by slot; made with the first.
-	vals []slotVal
+	vals            []slotVal // the wanted keys found, by slot
 }
 
 type slotVal struct {
 	s  string
-	ok bool // present
+	ok bool
 }
 
 func (m *metaView) has(slot int) bool { return slot < len(m.vals) && m.vals[slot].ok }
@@ -156,8 +138,7 @@ type objectView struct {
 	layout           layout
 }
 
-// pod returns the metadata the pods will carry: the pod's own, or the pod
-// template's.
+// pod returns the metadata the pods will carry.
 func (o *objectView) pod() *metaView {
 	if o.layout == layoutPod {
 		return &o.top
@@ -165,15 +146,13 @@ func (o *objectView) pod() *metaView {
 	return &o.tmpl
 }
 
-// wantKey is a label or annotation key the webhook looks for, and the slot
-// its value goes to.
+// wantKey is a label or annotation key the webhook reads, and its slot.
 type wantKey struct {
 	key  string
 	slot int
 }
 
-// Paths, relative to the object, named in errors. They are constants so
-// that the success path builds no strings.
+// Paths named in errors, built once so that the success path builds no strings.
 type metaPaths struct {
 	meta, name, genName, labels, annotations, deletionTimestamp, ownerReferences string
 }
@@ -183,21 +162,17 @@ type specPaths struct {
 	meta                         metaPaths
 }
 
+func metaPathsAt(m string) metaPaths {
+	return metaPaths{m, m + ".name", m + ".generateName", m + ".labels", m + ".annotations",
+		m + ".deletionTimestamp", m + ".ownerReferences"}
+}
+
 var (
-	topMetaPaths = metaPaths{"metadata", "metadata.name", "metadata.generateName", "metadata.labels", "metadata.annotations",
-		"metadata.deletionTimestamp", "metadata.ownerReferences"}
-	jobMetaPaths = metaPaths{"spec.jobTemplate.metadata", "spec.jobTemplate.metadata.name",
-		"spec.jobTemplate.metadata.generateName", "spec.jobTemplate.metadata.labels", "spec.jobTemplate.metadata.annotations",
-		"spec.jobTemplate.metadata.deletionTimestamp", "spec.jobTemplate.metadata.ownerReferences"}
-	workloadSpecPaths = specPaths{"spec", "spec.template", "spec.template.spec", metaPaths{
-		"spec.template.metadata", "spec.template.metadata.name", "spec.template.metadata.generateName",
-		"spec.template.metadata.labels", "spec.template.metadata.annotations", "spec.template.metadata.deletionTimestamp",
-		"spec.template.metadata.ownerReferences"}}
-	cronJobSpecPaths = specPaths{"spec.jobTemplate.spec", "spec.jobTemplate.spec.template", "spec.jobTemplate.spec.template.spec", metaPaths{
-		"spec.jobTemplate.spec.template.metadata", "spec.jobTemplate.spec.template.metadata.name",
-		"spec.jobTemplate.spec.template.metadata.generateName", "spec.jobTemplate.spec.template.metadata.labels",
-		"spec.jobTemplate.spec.template.metadata.annotations", "spec.jobTemplate.spec.template.metadata.deletionTimestamp",
-		"spec.jobTemplate.spec.template.metadata.ownerReferences"}}
+	topMetaPaths      = metaPathsAt("metadata")
+	jobMetaPaths      = metaPathsAt("spec.jobTemplate.metadata")
+	workloadSpecPaths = specPaths{"spec", "spec.template", "spec.template.spec", metaPathsAt("spec.template.metadata")}
+	cronJobSpecPaths  = specPaths{"spec.jobTemplate.spec", "spec.jobTemplate.spec.template",
+		"spec.jobTemplate.spec.template.spec", metaPathsAt("spec.jobTemplate.spec.template.metadata")}
 )
 
 // Member names of the objects parseObject reads, by index.
@@ -210,14 +185,9 @@ var (
 	metaKeys        = jsonscan.NewKeys("name", "generateName", "labels", "annotations", "deletionTimestamp", "ownerReferences")
 )
 
-// parseObject reads a request object of kind k. It checks that the text is
-// one JSON object of that kind and apiVersion, that every field on the path
-// to the pod metadata has the type the kind declares (metadata, spec and
-// templates objects, labels and annotations maps of strings), and records
-// the wanted labels and annotations. Other fields are checked for JSON
-// syntax only: the API server has already decoded the object into its type
-// before calling the webhook. field names the object in errors
-// ("request.object").
+// parseObject reads a request object of kind k, checking its kind and the
+// types on the path to the pod metadata, and the rest for JSON syntax
+// only (the API server has decoded it already); field names it in errors.
 func parseObject(s string, k *kindInfo, w *wantKeys, o *objectView, field string) error {
 	if s == "" {
 		return fmt.Errorf("%s is empty: want a %s", field, k.kind)
@@ -260,8 +230,7 @@ func objectValue(d *jsonscan.Scanner, k *kindInfo, w *wantKeys, o *objectView) {
 	}
 }
 
-// checkObjectKind checks that a parsed object is of kind k, as
-// request.kind says.
+// checkObjectKind checks that a parsed object is of kind k.
 func checkObjectKind(o *objectView, k *kindInfo, field string) error {
 	if o.kind != k.kind || o.apiVersion != k.apiVersion {
 		return fmt.Errorf("%s is a %s, want %s %s as request.kind says",
@@ -349,8 +318,6 @@ func parseMeta(d *jsonscan.Scanner, p *metaPaths, w *wantKeys, m *metaView) {
 		case 4:
 			m.deleting = d.StringField(p.deletionTimestamp) != ""
 		case 5:
-			// The garbage collector deletes an object whose owners are
-			// gone: on UPDATE, changing them is as good as a DELETE.
 			if c := d.Peek(); c != '[' && c != 'n' {
 				d.FailType(p.ownerReferences, "", "an array")
 				return
@@ -363,9 +330,8 @@ func parseMeta(d *jsonscan.Scanner, p *metaPaths, w *wantKeys, m *metaView) {
 	}
 }
 
-// parseStringMap reads a map[string]string (null allowed, null values read
-// as "" like encoding/json) and stores the wanted keys' values in m. A
-// wanted key that appears twice is an error.
+// parseStringMap reads a map of strings (null values as "", as encoding/json
+// does) into m's wanted slots; a wanted key twice is an error.
 func parseStringMap(d *jsonscan.Scanner, field string, want []wantKey, slots int, m *metaView) {
 	if d.Null() || !d.Object(field) {
 		return
@@ -413,8 +379,7 @@ func place(k *kindInfo, req *admissionv1.AdmissionRequest, o *objectView) string
 	return "the " + k.where + " of " + k.kind + " " + objectName(req, o)
 }
 
-// objectName renders "namespace/name" for messages, quoted (both are the
-// requester's).
+// objectName renders "namespace/name" quoted, for messages.
 func objectName(req *admissionv1.AdmissionRequest, o *objectView) string {
 	name := nameOf(req, o)
 	if req.Namespace != "" {
@@ -423,10 +388,8 @@ func objectName(req *admissionv1.AdmissionRequest, o *objectView) string {
 	return strconv.Quote(name)
 }
 
-// nameOf is the object's name: the request's; for a collection delete,
-// which names no object in the request, the object's; for an object
-// created with generateName, whose name the API server picks after
-// admission, generateName followed by "*".
+// nameOf is the request's name, else the object's (a collection delete),
+// else its generateName followed by "*".
 func nameOf(req *admissionv1.AdmissionRequest, o *objectView) string {
 	switch {
 	case req.Name != "":
@@ -437,8 +400,7 @@ func nameOf(req *admissionv1.AdmissionRequest, o *objectView) string {
 	return o.top.name
 }
 
-// view returns the parsed object: pre-parsed when done, else parsed now
-// into o.
+// view parses s into o unless done already did.
 func view(c *compiled, k *kindInfo, s string, o *objectView, done bool, field string) error {
 	if done {
 		return checkObjectKind(o, k, field)

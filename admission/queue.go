@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -10,23 +11,15 @@ import (
 	"github.com/usherhq/usher/admission/settings"
 )
 
-// This file holds queue targeting: which queues an object's pods will run
-// in, read from the markers of every configured queue source, and the
-// QueueAuthorizer check of each (enforceQueueACLs).
-
 // target is one queue an object asks for, and where that was read.
 type target struct {
-	queue  string
-	src    *settings.Source
-	level  string
-	value  string
-	marker bool
-	// For the default queue: the pod-level scheduler that finds none of
-	// its markers on the pods ("" when no marker at all names a queue).
-	scheduler string
-	// place: YuniKorn's placement rules decide the queue; queue is then
-	// the marker's value unchanged ("" for none), the provided rule's
-	// input.
+	queue     string
+	src       *settings.Source
+	level     string
+	value     string
+	marker    bool
+	scheduler string // for the default queue: the pod-level scheduler without a marker
+	// place: YuniKorn's placement rules decide; queue is the raw marker value.
 	place bool
 }
 
@@ -49,9 +42,7 @@ func (t *target) describe(partition string) string {
 		errString(t.queue), partition, t.src.Kind, t.src.Key, errString(t.value), t.level, t.src.Scheduler)
 }
 
-// record is the queue of the audit record: the queue checked, or for a
-// placement the queue the marker names as YuniKorn's provided rule
-// qualifies it (the placement rules may choose another).
+// record is the audit record's queue: the one checked, or the provided rule's.
 func (t *target) record() string {
 	if t.place {
 		return recordQueue(providedQueue(t.queue))
@@ -59,9 +50,7 @@ func (t *target) record() string {
 	return recordQueue(t.queue)
 }
 
-// field is the object's field that holds t's marker, as Kubernetes
-// writes field paths ("spec.template.metadata.labels[queue]"), or "" for
-// the default queue (no marker).
+// field is the field path of t's marker ("spec.template.metadata.labels[queue]").
 func (t *target) field(k *kindInfo) string {
 	if !t.marker {
 		return ""
@@ -80,24 +69,20 @@ func (t *target) field(k *kindInfo) string {
 	return meta + m + t.src.Key + "]"
 }
 
-// fieldPath turns a JSON pointer without escapes ("/spec/template/metadata")
-// into a field path ("spec.template.metadata").
+// fieldPath turns an unescaped JSON pointer into a field path.
 func fieldPath(pointer string) string {
 	return strings.ReplaceAll(strings.TrimPrefix(pointer, "/"), "/", ".")
 }
 
-// userInfoDenial sets the field of a denial about the user.info
-// annotation of an object of kind k.
+// userInfoDenial sets dc's field to k's user.info annotation.
 func userInfoDenial(k *kindInfo, dc decision) decision {
 	dc.field = fieldPath(k.annotationsPath) + "[" + UserInfoAnnotation + "]"
 	return dc
 }
 
-// providedQueue is the queue a YuniKorn marker names, as YuniKorn's
-// provided rule qualifies it: a value that is not "root" and does not
-// start with "root." has each '.' replaced by "_dot_" and goes under root
-// (so "ml.training" names root.ml_dot_training, not root.ml.training);
-// "" (no marker) stays "". Placement may still put the pod elsewhere.
+// providedQueue is the queue YuniKorn's provided rule reads from a
+// marker: outside root, dots become "_dot_" ("ml.training" is
+// root.ml_dot_training).
 func providedQueue(v string) string {
 	if v == "" || v == "root" || strings.HasPrefix(v, "root.") {
 		return v
@@ -105,23 +90,12 @@ func providedQueue(v string) string {
 	return "root." + strings.ReplaceAll(v, ".", "_dot_")
 }
 
-// targets lists the distinct queues the object's pods may run in, as the
-// schedulers will see them: the pod (or pod template) first, then a
-// CronJob's job template, then the workload itself.
-//
-// A pod-level source (QueueSource.Level) is read on the pod or pod
-// template only: its scheduler ignores the same marker on the workload, so
-// a workload labelled for a queue only at the top runs its pods in the
-// default queue. Workload-level sources are read at every level. Every
-// marker counts: a workload labelled for an allowed queue for one scheduler
-// and a forbidden one for another is denied, because usher cannot know
-// which scheduler will act. The default queue ("") is a target when a
-// pod-level scheduler finds none of its markers on the pods, and when no
-// marker at all names a queue.
-//
-// With placing (the queue check), YuniKorn's markers are left to its
-// placement rules (target.place); without (the delete check), every
-// marker is mapped.
+// targets lists the distinct queues the object's pods may run in, pod
+// level first: pod-level sources on the pods only, workload-level ones at
+// every level, every marker counting (usher cannot know which scheduler
+// acts), and the default queue ("") when a pod-level scheduler finds none
+// of its markers or no marker names a queue. With placing (the queue
+// check), YuniKorn's markers are left to its placement rules.
 func (c *compiled) targets(k *kindInfo, ns string, o *objectView, placing bool, dst []target) ([]target, error) {
 	type level struct {
 		m    *metaView
@@ -164,9 +138,8 @@ func (c *compiled) targets(k *kindInfo, ns string, o *objectView, placing bool, 
 		if sched == "" && k.layout != layoutPod {
 			where = k.kind
 		}
-		// YuniKorn places a pod without its marker too: the provided
-		// rule misses and the other rules (or root.default) decide.
-		dst = appendTarget(dst, target{level: where, scheduler: sched, place: placing && c.placeScheduler(sched)})
+		// YuniKorn places a pod without its marker too.
+		dst = appendTarget(dst, target{level: where, scheduler: sched, place: placing && sched == settings.SchedulerYuniKorn})
 	}
 	return dst, nil
 }
@@ -181,14 +154,7 @@ func appendTarget(dst []target, t target) []target {
 	return append(dst, t)
 }
 
-// placeScheduler reports whether the queue of scheduler's pods comes from
-// YuniKorn's placement rules.
-func (c *compiled) placeScheduler(scheduler string) bool {
-	return scheduler == settings.SchedulerYuniKorn
-}
-
-// unmarkedPodScheduler returns the first pod-level scheduler none of whose
-// sources has a marker on the pods (pm), or "".
+// unmarkedPodScheduler returns the first pod-level scheduler without a marker on pm, or "".
 func (c *compiled) unmarkedPodScheduler(pm *metaView) string {
 	for i := range c.Sources {
 		if !c.Sources[i].PodLevel {
@@ -208,11 +174,9 @@ func (c *compiled) unmarkedPodScheduler(pm *metaView) string {
 	return ""
 }
 
-// withQueueCheck returns dc with the queue check of the object (nv, and
-// ov on UPDATE) under identity id: dc with its queue when the check
-// passes (and a warning for each marker placement puts elsewhere); dc
-// with the denial as a warning in warn mode when the denial may be warned
-// (the object is admitted, stamped as it would be); the denial otherwise.
+// withQueueCheck returns dc after the queue check of nv (and ov on
+// UPDATE) under id: with its queue, with the denial as a warning in warn
+// mode, or the denial.
 func withQueueCheck(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc decision) decision {
 	switch denied := checkQueues(ctx, st, k, req, nv, ov, id, &dc); {
 	case denied == nil:
@@ -225,15 +189,9 @@ func withQueueCheck(ctx context.Context, st *State, k *kindInfo, req *admissionv
 	return dc
 }
 
-// checkQueues authorizes id for every queue the object asks for; on UPDATE
-// (old != nil) only for queues the old object did not already ask for. It
-// sets dc's queue to the first queue checked (the queue placement chose,
-// and the queue its marker asked for when they differ) and adds a warning
-// for each marker placement puts elsewhere; or it returns a denial.
-//
-// Objects a controller makes are checked like any other, under the
-// identity stamped on them: a Deployment's pods that carry no marker run
-// in the default queue, whatever the Deployment's own labels say.
+// checkQueues authorizes id for every queue the object asks for (on
+// UPDATE, those ov did not), setting dc's queue to the first and warning
+// for each marker placement overrides; or it returns a denial.
 func checkQueues(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc *decision) *decision {
 	c := st.cfg
 	ns := req.Namespace
@@ -248,20 +206,9 @@ func checkQueues(ctx context.Context, st *State, k *kindInfo, req *admissionv1.A
 		var oldArr [4]target
 		olds, err := c.targets(k, ns, ov, true, oldArr[:0])
 		if err == nil {
-			kept := ts[:0]
-			for _, t := range ts {
-				seen := false
-				for j := range olds {
-					if olds[j].same(&t) {
-						seen = true
-						break
-					}
-				}
-				if !seen {
-					kept = append(kept, t)
-				}
-			}
-			ts = kept
+			ts = slices.DeleteFunc(ts, func(t target) bool {
+				return slices.ContainsFunc(olds, func(o target) bool { return o.same(&t) })
+			})
 		}
 		if len(ts) == 0 {
 			return nil

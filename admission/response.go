@@ -14,38 +14,30 @@ import (
 	"github.com/usherhq/usher/internal/jsonscan"
 )
 
-// decision is the one outcome of a review: appendReview renders it as
-// the response, and Handler.record as the audit record, the metrics'
-// labels and the denial Event read.
+// decision is the one outcome of a review, rendered by appendReview and Handler.record.
 type decision struct {
 	allowed bool
-	rule    Rule  // what let it through; RuleDenied for a denial
-	trust   Trust // RuleTrustedDeleter: who
+	rule    Rule
+	trust   Trust
 	verb    trustedVerb
 	code    int32
-	// message is a denial's message; for RuleKillRule, RuleEvictionByAdmin
-	// and RuleBindingByAdmin the authorizer's reason ("" for none).
+	// message is a denial's, or the authorizer's reason of an allow by
+	// RuleKillRule, RuleEvictionByAdmin or RuleBindingByAdmin.
 	message string
-	// cause, check and field are a denial's details, as in Denial.
-	cause        Cause
-	check, field string
-	patch        []byte
-	warning      string
-	// identity, queue, queueAsked, name, lookup, decided and degraded
-	// are as in Record; group and kind are the object's, set by complete.
+	// The rest are as in Denial and Record; group and kind are set by complete.
+	cause                             Cause
+	check, field                      string
+	patch                             []byte
+	warning                           string
 	identity, queue, queueAsked, name string
 	group, kind                       string
-	// warned: warn mode admitted a denial of the queue check or the kill
-	// rule; warning carries its message.
-	warned   bool
-	lookup   string
-	decided  *identity.Info
-	degraded bool
+	warned                            bool
+	lookup                            string
+	decided                           *identity.Info
+	degraded                          bool
 }
 
-// warnOf records on dc, an allow, that warn mode admitted the denial
-// denied: its message becomes a warning (after any dc already had) and
-// the audit record says warned.
+// warnOf records on dc, an allow, that warn mode admitted denied.
 func (dc *decision) warnOf(denied *decision) {
 	dc.warned = true
 	dc.addWarning(denied.message)
@@ -64,8 +56,7 @@ func (dc *decision) addWarning(msg string) {
 	}
 }
 
-// warnable says whether warn mode may admit the denial dc: a refusal
-// (403) by the rule, never a failure to decide (usher fails closed).
+// warnable says warn mode may admit dc: a refusal (403), never a failure to decide.
 func (dc *decision) warnable() bool { return !dc.allowed && dc.code == httpStatusForbidden }
 
 // deleteMode applies enforceDeleteACLsMode to a kill rule decision.
@@ -82,26 +73,22 @@ func deleteMode(c *compiled, dc decision) decision {
 // allow lets a review through by rule.
 func allow(rule Rule) decision { return decision{allowed: true, rule: rule, code: 200} }
 
-// allowTrusted lets a delete, eviction or binding through for a trusted
-// deleter.
+// allowTrusted lets a delete, eviction or binding through for a trusted deleter.
 func allowTrusted(verb trustedVerb, t Trust) decision {
 	return decision{allowed: true, rule: RuleTrustedDeleter, trust: t, verb: verb, code: 200}
 }
 
-// allowBecause lets a review through by a rule whose reason is an
-// authorizer's.
+// allowBecause lets a review through by rule, for an authorizer's reason.
 func allowBecause(rule Rule, reason string) decision {
 	return decision{allowed: true, rule: rule, code: 200, message: reason}
 }
 
-// deny refuses a review for cause, with status code and a message for
-// people.
+// deny refuses a review for cause, with status code and a message.
 func deny(cause Cause, code int32, format string, args ...any) decision {
 	return decision{code: code, cause: cause, message: fmt.Sprintf(format, args...)}
 }
 
-// reason is the decision's reason in one phrase: a denial's message, or
-// why it was allowed.
+// reason says in one phrase why dc denies or allows.
 func (dc *decision) reason() string {
 	switch {
 	case !dc.allowed:
@@ -131,10 +118,8 @@ func (dc *decision) statusReason() metav1.StatusReason {
 	}
 }
 
-// Keys of the audit annotations of a denial (and of a warned denial) in
-// the AdmissionResponse. The API server prefixes each with the webhook's
-// name ("validate.usher.io/reason") and writes them to its audit log
-// (annotations of the audit event), for denied requests too.
+// Keys of a (warned) denial's audit annotations, which the API server
+// writes to its audit log prefixed with the webhook's name.
 const (
 	AuditKeyDecision = "decision" // "denied" or "warned"
 	AuditKeyReason   = "reason"   // the Cause
@@ -148,8 +133,7 @@ func (dc *decision) decisionWord() string {
 	return "denied"
 }
 
-// detailName is the name of the status details: "" for the generateName
-// form ("spark-*"), which no object is called.
+// detailName is the status details' name: "" for the generateName form ("spark-*").
 func detailName(name string) string {
 	if strings.HasSuffix(name, "*") {
 		return ""
@@ -157,10 +141,7 @@ func detailName(name string) string {
 	return name
 }
 
-// appendReview appends the JSON of an AdmissionReview whose response
-// carries the decision: what encoding/json writes for
-// AdmissionReview{Response: dc.toResponse(uid)}, without the reflection
-// cost.
+// appendReview appends the AdmissionReview answering uid with dc, as encoding/json would.
 func appendReview(dst []byte, uid types.UID, dc *decision) []byte {
 	dst = append(dst, `{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","response":{"uid":`...)
 	dst = jsonscan.AppendString(dst, string(uid))
@@ -228,19 +209,15 @@ func appendReview(dst []byte, uid types.UID, dc *decision) []byte {
 	return append(dst, "}}\n"...)
 }
 
-// Bounds of what a decision carries (decision.bound): a message or
-// warning, and a name, queue or identity. The mutating webhook sees an
-// object before the API server validates it, so any of them may quote a
-// value of megabytes; the response, the audit record, its Denial and the
-// denial Event (whose annotation the API server refuses over 256 KiB)
-// carry at most these.
+// Bounds of a decision's message or warning and of a name, queue or
+// identity: /mutate sees an object before the API server validates it,
+// so any may quote megabytes.
 const (
 	maxDecisionMessage = 2 << 10
 	maxDecisionField   = 512
 )
 
-// bound cuts what dc carries to the bounds above (clip.String says what it
-// cut). A name of the generateName form keeps its "*".
+// bound cuts what dc carries to the bounds above, keeping a generateName "*".
 func (dc *decision) bound() {
 	dc.message = clip.String(dc.message, maxDecisionMessage)
 	dc.warning = clip.String(dc.warning, maxDecisionMessage)
@@ -254,14 +231,11 @@ func (dc *decision) bound() {
 	}
 }
 
-// errString renders a value for an error message, shortened so that a huge
-// hostile value does not flood logs.
+// errString quotes a value for an error message, clipped.
 func errString(s string) string { return clip.Quote(s, 200) }
 
-// Cause says why usher denied a review, from a closed set: the reason of
-// the Event usher records, the type of the cause in the denial's status
-// details, the "reason" audit annotation and Denial.Reason. A client may
-// switch on it; the message is for people and may change.
+// Cause says why usher denied a review, from a closed set a client may
+// switch on (docs/audit.md); the message is for people and may change.
 type Cause string
 
 // The causes of a denial. docs/audit.md describes each.

@@ -1,17 +1,13 @@
 package admission
 
-// Rule names the rule that let a review through, from a closed set, so
-// that code and tests compare decisions by rule rather than by message
-// text. The zero value, RuleDenied, is every denial: a denial's reason
-// is its message.
+// Rule names the rule that let a review through, from a closed set; the
+// zero value, RuleDenied, is every denial.
 type Rule uint8
 
-// The rules; ruleText says what each means, as the audit record shows it.
+// The rules; ruleText says what each means.
 const (
-	RuleDenied Rule = iota // every denial, and a body not decoded
+	RuleDenied Rule = iota
 	RuleKindNotHandled
-	// RuleOperationNotHandled: DELETE, evictions and guarded bindings
-	// without enforceDeleteACLs, and operations no rule decides.
 	RuleOperationNotHandled
 	RuleNamespaceBypassed // bypassNamespaces or processNamespaces
 	RuleStamped
@@ -67,16 +63,16 @@ func (r Rule) String() string {
 	return "unknown rule"
 }
 
-// Trust says why a requester is trusted to delete any object without the
-// kill rule (enforceDeleteACLs). The zero value is no trust.
+// Trust says why a requester may delete anything without the kill rule;
+// trustText says what each means.
 type Trust uint8
 
 const (
-	TrustNone          Trust = iota // not a trusted deleter
-	TrustController                 // a controller matching systemUsers (with trustControllers)
-	TrustExternalUser               // a user matching externalUsers
-	TrustExternalGroup              // a member of a group matching externalGroups
-	TrustMasters                    // a member of system:masters
+	TrustNone Trust = iota
+	TrustController
+	TrustExternalUser
+	TrustExternalGroup
+	TrustMasters
 
 	numTrusts
 )
@@ -107,8 +103,8 @@ const (
 	numVerbs
 )
 
-// trustedReasons holds every trusted deleter's reason, built once so that
-// recording one allocates nothing: "delete by a trusted controller".
+// trustedReasons holds every trusted deleter's reason ("delete by a
+// trusted controller"), built once so that recording one allocates nothing.
 var trustedReasons = func() (t [numVerbs][numTrusts]string) {
 	for v, verb := range [numVerbs]string{"delete", "eviction", "binding"} {
 		for tr := range numTrusts {

@@ -4,42 +4,33 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/internal/jsonscan"
 )
 
-// This file holds the stamp of a CREATE: the identity usher decides (the
-// IdentityResolver's answer when the partition's groups mode is resolve
-// or merge), what it writes in user.info and beside it in
-// DirectoryGroupsAnnotation, and the limits of both.
-
-// DirectoryGroupsAnnotation sits beside a user.info stamp usher wrote with
-// directory groups: a JSON array of the stamp's groups that came from
-// usher's directory (["ml"]), so that whoever creates pods from a stamped
-// template is stamped with the template's API-server groups and the
-// directory's groups of the moment, never a stale snapshot; "unavailable"
-// marks a degraded stamp (the directory did not answer; the stamp holds
-// the API server's groups only). It is guarded as user.info is.
+// DirectoryGroupsAnnotation lists, beside a stamp, the groups that came
+// from usher's directory, so pods made from a template get the
+// directory's groups of the moment (docs/identity.md); "unavailable"
+// marks a degraded stamp. It is guarded as user.info is.
 const DirectoryGroupsAnnotation = settings.DirectoryGroupsAnnotation
 
-// directoryUnavailable is DirectoryGroupsAnnotation on a degraded stamp.
 const directoryUnavailable = "unavailable"
 
 // Limits of a stamp: past them a review is denied, never stamped with a
-// cut list. The API server refuses an object whose annotations, keys and
-// values together, pass 256 KiB.
+// cut list.
 const (
 	MaxStampGroups = 2048
 	MaxStampBytes  = 64 << 10
 )
 
-// stampHow says what the rule that let a CREATE through lets usher do
-// with the object's user.info.
+// stampHow says what usher may do with a CREATE's user.info.
 type stampHow uint8
 
 const (
@@ -49,20 +40,17 @@ const (
 	stampNever                 // a ReplicaSet a controller creates: never changed
 )
 
-// stamp decides the identity of a CREATE allowed by dc and writes it. who
-// is the user with the groups given to the directory: the API server's,
-// or a kept stamp's without its directory groups (given). With an
-// IdentityResolver it is asked once; its answer is the stamp (unless
-// stampGroups is given), the queue check's identity and the audit
-// record's. The decision carries the patch, or the denial.
+// stamp decides the identity of a CREATE allowed by dc, asking the
+// IdentityResolver once about who (the API server's groups, or a kept
+// stamp's without its directory groups), and returns dc with the patch,
+// or the denial, and the identity the queue check uses.
 func stamp(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView,
 	who submitter, ui *UserInfo, how stampHow, dc decision, buf *[]byte) (decision, submitter) {
 	c := st.cfg
 	pm := ov.pod()
 	check := who
 	var in *identity.Info
-	// write: usher stamps the decided groups with DirectoryGroupsAnnotation.
-	write := st.ident != nil && !c.StampGiven
+	write := st.ident != nil && !c.StampGiven // stamp the decided groups
 	if st.ident != nil && (how != stampNever || c.EnforceQueue) {
 		got, err := st.ident.Identify(ctx, c.Partition, who.user, who.groups)
 		switch {
@@ -99,8 +87,7 @@ func stamp(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *admi
 	}
 	info := appendUserInfo((*buf)[:0], who.user, groups)
 	if hook == hookValidate {
-		// The validating webhook writes nothing: a stamp naming the
-		// requester must be the one the mutating webhook writes.
+		// /validate writes nothing: the stamp must be the one /mutate writes.
 		if how == stampSame {
 			if msg := sameStamp(ui, pm, who, in, groups, write); msg != "" {
 				return userInfoDenial(k, deny(CauseUserInfoForged, httpStatusForbidden, "usher: annotation %s on %s names user %q %s: the usher mutating webhook "+
@@ -129,11 +116,10 @@ func stamp(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *admi
 	return dc, check
 }
 
-// sameStamp checks a stamp naming the requester on the validating
-// webhook: "" when ui (with pm's DirectoryGroupsAnnotation) is the stamp
-// the mutating webhook writes (groups in any order), else what differs.
-// Without the directory's answer (in nil with write), the groups the
-// stamp does not list as the directory's must be the requester's own.
+// sameStamp says what differs between ui (with pm's
+// DirectoryGroupsAnnotation) and the stamp /mutate writes, "" for nothing;
+// without the directory's answer, the groups it does not list as the
+// directory's must be the requester's own.
 func sameStamp(ui *UserInfo, pm *metaView, who submitter, in *identity.Info, groups []string, write bool) string {
 	listed, err := directoryGroups(pm)
 	switch {
@@ -153,8 +139,7 @@ func sameStamp(ui *UserInfo, pm *metaView, who submitter, in *identity.Info, gro
 	return ""
 }
 
-// directoryOnly returns the groups of in that did not come with the
-// request: the directory's (and a static override's).
+// directoryOnly returns the groups of in that did not come with the request.
 func directoryOnly(in *identity.Info) []string {
 	var out []string
 	for i, g := range in.Groups {
@@ -165,8 +150,7 @@ func directoryOnly(in *identity.Info) []string {
 	return out
 }
 
-// directoryGroups reads pm's DirectoryGroupsAnnotation: the groups it
-// lists, none when it is absent or marks a degraded stamp.
+// directoryGroups returns the groups pm's DirectoryGroupsAnnotation lists.
 func directoryGroups(pm *metaView) ([]string, error) {
 	v := pm.val(slotDirGroups)
 	if !pm.has(slotDirGroups) || v == directoryUnavailable {
@@ -194,22 +178,11 @@ func without(list, drop []string) []string {
 	if len(drop) == 0 {
 		return list
 	}
-	set := make(map[string]bool, len(drop))
-	for _, g := range drop {
-		set[g] = true
-	}
-	out := make([]string, 0, len(list))
-	for _, g := range list {
-		if !set[g] {
-			out = append(out, g)
-		}
-	}
-	return out
+	return slices.DeleteFunc(append([]string{}, list...), sets.New(drop...).Has)
 }
 
-// stampLimits denies writing info (groups long) and dir on ov's pod
-// metadata when the stamp passes its limits or the annotations would pass
-// the API server's total.
+// stampLimits denies a stamp (info with groups, and dir) past its limits
+// or the API server's total of annotations.
 func stampLimits(k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView, info, dir []byte, groups int) *decision {
 	if groups > MaxStampGroups || len(info) > MaxStampBytes {
 		dc := userInfoDenial(k, deny(CauseUserInfoInvalid, httpStatusBadRequest, "usher: the identity to stamp on %s holds %d groups in %d bytes: "+
@@ -222,8 +195,8 @@ func stampLimits(k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView,
 	if dir != nil {
 		add += len(DirectoryGroupsAnnotation) + len(dir)
 	}
-	// annotationsText is at least the size the API server counts; only
-	// near the limit is it counted exactly.
+	// annotationsText is at least what the API server counts; only near
+	// the limit is it counted exactly.
 	if len(pm.annotationsText)+add <= apivalidation.TotalAnnotationSizeLimitB {
 		return nil
 	}

@@ -6,12 +6,9 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 )
 
-// This file holds the UPDATE rules: the user.info annotation and its
-// companion DirectoryGroupsAnnotation never change after creation (on a
-// pod or any pod template); with enforceDeleteACLs,
-// what decides deletion changes only for whoever may delete; with
-// enforceQueueACLs, queues the object newly asks for are checked.
-
+// update refuses any change of user.info or DirectoryGroupsAnnotation;
+// with enforceDeleteACLs, what decides deletion changes only for whoever
+// may delete; with enforceQueueACLs, queues newly asked for are checked.
 func update(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req *admissionv1.AdmissionRequest, obj, old string, pre *views) decision {
 	c := st.cfg
 	nv, ov := &pre.obj, &pre.old
@@ -59,7 +56,6 @@ func update(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req
 					return dc
 				}
 			case TrustController:
-				// A controller adopting: see adopt.
 				if ov.top.owners != nv.top.owners {
 					if dc := adopt(ctx, st, owners, k, req, ov, nv); !dc.allowed {
 						return dc

@@ -4,20 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/internal/jsonscan"
 )
 
-// UserInfoAnnotation is the annotation that carries the submitter's
-// identity, as YuniKorn's scheduler reads it.
+// UserInfoAnnotation carries the submitter's identity YuniKorn reads.
 const UserInfoAnnotation = settings.UserInfoAnnotation
 
-// LegacyUserLabel is YuniKorn's deprecated user label, which its
-// admission controller honours with bypassAuth.
+// LegacyUserLabel is YuniKorn's deprecated user label, honoured with bypassAuth.
 const LegacyUserLabel = "yunikorn.apache.org/username"
 
 // UserInfo is the content of the user.info annotation:
@@ -27,30 +26,18 @@ type UserInfo struct {
 	Groups []string `json:"groups"`
 }
 
-// ParseUserInfo parses and checks an annotation value. It accepts only
-// values that every known reader decodes to the same identity, so that the
-// identity usher judges is the identity the scheduler uses: one JSON object
-// whose members are exactly "user" (a non-empty string) and optionally
-// "groups" (null, or an array of non-empty strings), each at most once,
-// with member names written plainly (no escapes), valid UTF-8 throughout
-// and no \u escape of a lone UTF-16 surrogate. Names are decoded exactly as
-// encoding/json decodes them.
-//
-// The strictness is the point: YuniKorn decodes the annotation with Go's
-// encoding/json, which matches member names without regard to case (with
-// Unicode folding: "USER", "ſ" for "s", "K" for "k") and lets the last
-// match win, and replaces invalid UTF-8 and lone surrogates with U+FFFD.
-// A value such as {"user":"me","groups":[],"User":"alice"} would be judged
-// as "me" by an exact reader and run as "alice" by the scheduler. Any
-// other member, a repeated member, or a member name that only folds to
-// "user" or "groups" is refused, and the error names it.
+// ParseUserInfo parses and checks an annotation value: one JSON object of
+// exactly a non-empty "user" and optional "groups" (null or non-empty
+// strings), each once, names written plainly, valid UTF-8 and no lone
+// surrogate escape. YuniKorn's encoding/json folds member names and lets
+// the last win, so {"user":"me","User":"alice"} must not be judged as "me"
+// and run as "alice" (docs/security.md).
 func ParseUserInfo(s string) (UserInfo, error) {
 	u, _, err := parseUserInfo(s, math.MaxInt)
 	return u, err
 }
 
-// parseUserInfo is ParseUserInfo keeping at most max groups; n counts
-// them all.
+// parseUserInfo is ParseUserInfo keeping at most max groups, counting all in n.
 func parseUserInfo(s string, max int) (u UserInfo, n int, err error) {
 	if !utf8.ValidString(s) {
 		return u, 0, errors.New("it is not valid UTF-8: readers would replace the invalid bytes and could disagree on the identity")
@@ -105,8 +92,7 @@ func parseUserInfo(s string, max int) (u UserInfo, n int, err error) {
 	return u, n, nil
 }
 
-// memberError explains why a member other than "user" and "groups" is
-// refused. raw is the member name as written, without its quotes.
+// memberError explains why member raw (as written, unquoted) is refused.
 func memberError(raw string) error {
 	name := raw
 	if strings.IndexByte(raw, '\\') >= 0 {
@@ -126,43 +112,9 @@ func memberError(raw string) error {
 	return fmt.Errorf(`member %q is not allowed: only "user" and "groups" are allowed`, name)
 }
 
-// sameIdentity reports whether u names user with exactly the given groups
-// (in any order, ignoring repeats). Short lists are scanned; longer ones
-// go through a set, so the cost is linear in the number of groups.
+// sameIdentity reports whether u names user with the same set of groups.
 func (u UserInfo) sameIdentity(user string, groups []string) bool {
-	if u.User != user {
-		return false
-	}
-	if len(u.Groups)+len(groups) <= 32 {
-		for _, g := range u.Groups {
-			if !slices.Contains(groups, g) {
-				return false
-			}
-		}
-		for _, g := range groups {
-			if !slices.Contains(u.Groups, g) {
-				return false
-			}
-		}
-		return true
-	}
-	// seen[g] says whether g of u.Groups is also in groups.
-	seen := make(map[string]bool, len(u.Groups))
-	for _, g := range u.Groups {
-		seen[g] = false
-	}
-	for _, g := range groups {
-		if _, ok := seen[g]; !ok {
-			return false
-		}
-		seen[g] = true
-	}
-	for _, in := range seen {
-		if !in {
-			return false
-		}
-	}
-	return true
+	return u.User == user && sets.New(u.Groups...).Equal(sets.New(groups...))
 }
 
 // appendUserInfo appends {"user":…,"groups":[…]}.
@@ -185,8 +137,7 @@ func appendList(dst []byte, ss []string) []byte {
 	return append(dst, ']')
 }
 
-// escapePointer escapes one reference token of a JSON Pointer (RFC 6901):
-// "~" becomes "~0" and "/" becomes "~1".
+// escapePointer escapes one reference token of a JSON Pointer (RFC 6901).
 func escapePointer(token string) string {
 	if !strings.ContainsAny(token, "~/") {
 		return token
@@ -194,13 +145,9 @@ func escapePointer(token string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(token)
 }
 
-// appendStampPatch appends the JSON Patch that sets the user.info
-// annotation of the pod metadata of kind k (/metadata,
-// /spec/template/metadata, ...) to the annotation value info, and when
-// dir is not nil DirectoryGroupsAnnotation to dir. It adds the
-// annotations to an existing annotations map (replacing values there),
-// creates the map when it is absent or null, and creates the metadata
-// object itself when that is absent or null, so the patch always applies.
+// appendStampPatch appends the JSON Patch that sets user.info to info (and
+// DirectoryGroupsAnnotation to a non-nil dir) on k's pod metadata,
+// creating the annotations map or the metadata when absent or null.
 func appendStampPatch(dst []byte, k *kindInfo, m *metaView, info, dir []byte) []byte {
 	dst = append(dst, `[{"op":"add","path":`...)
 	entries := func(dst []byte) []byte {

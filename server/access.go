@@ -26,24 +26,12 @@ import (
 	"github.com/usherhq/usher/serving"
 )
 
-// The wire types of POST /v1/access live in package decision, which the
-// kubectl plugin shares without linking the server: the answer is the
-// object the command asking the same question prints with -o json.
+// The wire types of POST /v1/access, shared with the kubectl plugin.
 type (
 	AccessRequest     = decision.AccessRequest
 	AccessApplication = decision.AccessApplication
 	AccessResponse    = decision.Output
 )
-
-// writeJSON answers with an encoded success body; errors go through
-// badRequest and refuse (package httperr's one error body).
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.Encode(v)
-}
 
 // badRequest answers with the JSON error body (package httperr).
 func badRequest(w http.ResponseWriter, code int, format string, args ...any) {
@@ -51,8 +39,7 @@ func badRequest(w http.ResponseWriter, code int, format string, args ...any) {
 }
 
 func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
-	// Who asks comes first: an unauthenticated caller learns nothing but
-	// 401, not even whether its request was well formed.
+	// An unauthenticated caller learns nothing but 401.
 	caller, ok := s.authenticate(w, r, "access")
 	if !ok {
 		return
@@ -106,7 +93,7 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, http.StatusBadRequest, "groups: %d groups, more than the limit of %d (usher serve --max-groups)", len(req.Groups), s.opts.MaxGroups)
 		return
 	}
-	// Before any group lookup: a caller without permission makes usher
+	// Before any group lookup, so a caller without permission makes usher
 	// search no directory.
 	if !s.authorizeAccess(w, r, caller, &req) {
 		return
@@ -163,8 +150,7 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 	s.answer(w, answer.Decided(command, res, steps, req.Explain))
 }
 
-// countDecision counts a decision the API made, by action and outcome,
-// and observes how long it took since start.
+// countDecision counts a decision by action and outcome, and its latency.
 func (s *Server) countDecision(action string, allowed bool, start time.Time) {
 	outcome := "denied"
 	if allowed {
@@ -175,10 +161,8 @@ func (s *Server) countDecision(action string, allowed bool, start time.Time) {
 }
 
 // decisionError answers a decision that could not be made: 400 for the
-// caller's mistakes, 503 when the groups could not be established. A
-// resolver's error names directory internals (DNs, base DNs, server
-// addresses, filters): it goes to the log under the request id, and the
-// caller only learns that the group lookup failed.
+// caller's mistakes, 503 for a group lookup, whose error names directory
+// internals and so goes to the log only.
 func (s *Server) decisionError(w http.ResponseWriter, r *http.Request, g *serving.State, caller auth.User, req *AccessRequest, action string, err error) {
 	s.metrics.decisions.WithLabelValues(action, "error").Inc()
 	s.audit("access", "user", req.User, "queue", req.Queue, "action", action, "allowed", false, "error", err.Error(), "caller", caller.Name, "requestID", requestID(r))
@@ -188,9 +172,7 @@ func (s *Server) decisionError(w http.ResponseWriter, r *http.Request, g *servin
 		s.refuse(w, r, http.StatusServiceUnavailable, fmt.Sprintf("group lookup failed for user %q; usher's log has the details under request id %s", req.User, requestID(r)))
 		return
 	}
-	// An unknown queue or partition is answered with the closest names and
-	// the queue YuniKorn's placement would give the marker: the caller is
-	// authenticated, and the queue tree is no secret from it.
+	// The queue tree is no secret from an authenticated caller.
 	msg := err.Error()
 	if hint := g.Config().Suggest(req.Partition, req.Queue, err); hint != "" {
 		msg += ". " + hint
@@ -240,9 +222,7 @@ func (s *Server) serveApplication(w http.ResponseWriter, r *http.Request, req *A
 	s.answer(w, answer.AppDecided(d, in, req.Explain))
 }
 
-// servePlace answers a placement question: where the partition's rules put
-// the application, and whether the user may submit there (the rules only
-// place where the user may submit).
+// servePlace answers where the partition's rules put the application.
 func (s *Server) servePlace(w http.ResponseWriter, r *http.Request, req *AccessRequest, caller auth.User, action policy.Action) {
 	if action != policy.Submit {
 		badRequest(w, http.StatusBadRequest, "action: placement decides a submission; %s is asked of a queue (leave out \"place\")", action)
@@ -274,14 +254,16 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request, req *AccessR
 	s.answer(w, answer.Placed(command, &res, req.Explain))
 }
 
-// answer writes out. The lookup of an answer goes without the resolver's
-// "no such user" message, which names base DNs and filters (it goes to
-// usher's log only, as every resolver error does).
+// answer writes out, without the resolver's "no such user" detail, which
+// names base DNs and filters.
 func (s *Server) answer(w http.ResponseWriter, out *AccessResponse) {
 	if l := out.Identity.Lookup; l != nil && l.Outcome == string(identity.OutcomeUnknownGiven) {
 		l.Detail = ""
 	}
-	writeJSON(w, http.StatusOK, out)
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(out)
 }
 
 func jsonError(err error) string {
@@ -298,10 +280,8 @@ func jsonError(err error) string {
 	return err.Error()
 }
 
-// audit writes one audit record, unless audit is off. attrs are key,
-// value pairs; string values are cut to a bounded length (reason and error
-// texts longer than names) and string lists to a bounded count, each with
-// a visible mark, because most of them echo what the caller sent.
+// audit writes one audit record, unless audit is off, its strings and
+// lists clipped: most echo what the caller sent.
 func (s *Server) audit(kind string, attrs ...any) {
 	if s.opts.NoAudit {
 		return
@@ -321,11 +301,10 @@ func (s *Server) audit(kind string, attrs ...any) {
 	s.log.Info("audit", append([]any{"kind", kind}, attrs...)...)
 }
 
-// auditReview is the admission handler's audit hook. Metric labels come
-// from closed sets (an unknown kind or operation counts as "other"); the
-// record's attributes are admission.Record.AppendAttrs, which cut every
-// string the requester chose to a bounded length.
+// auditReview is the admission handler's audit hook; it records the denial
+// Event first.
 func (s *Server) auditReview(rec admission.Record) {
+	s.events.record(rec)
 	s.metrics.reviews.WithLabelValues(admission.MetricKind(rec.Kind), admission.MetricOperation(rec.Operation), outcomeOf(rec)).Inc()
 	if rec.Degraded {
 		s.metrics.degradedStamps.Inc()

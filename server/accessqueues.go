@@ -9,9 +9,7 @@ import (
 )
 
 // serveQueues answers "queues": true: every queue of the partition with
-// what the user may do there, depth first (the tree usher access prints),
-// and the user's groups with their sources. The caller was authorized as
-// for any question about that user.
+// what the user may do there, and the user's groups.
 func (s *Server) serveQueues(w http.ResponseWriter, r *http.Request, req *AccessRequest, caller auth.User) {
 	switch {
 	case req.Queue != "", req.Action != "", req.Place, req.Tags != nil, req.Application != nil, req.TargetQueue != "", req.Explain:

@@ -9,10 +9,7 @@ import (
 const AuditMessage = "audit"
 
 // SplitAudit returns a handler that sends audit records (message
-// AuditMessage) to audit and every other record to logs, so that audit
-// records can go to their own sink (usher serve --audit-log) while
-// operational logs stay on stderr. Attributes and groups added with
-// WithAttrs and WithGroup reach both.
+// AuditMessage) to audit and every other record to logs (--audit-log).
 func SplitAudit(logs, audit slog.Handler) slog.Handler {
 	return &splitHandler{logs: logs, audit: audit}
 }

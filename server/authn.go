@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/usherhq/usher/auth"
 	"github.com/usherhq/usher/internal/httperr"
@@ -15,32 +16,23 @@ import (
 // The ways a caller of /v1/access and /metrics can authenticate
 // (Options.AccessAuth, --access-auth).
 const (
-	// AccessAuthAuto uses AccessAuthKubernetes when cluster credentials are
-	// available (Options.Kubeconfig, or usher runs in a pod) and
-	// AccessAuthClientCert when Options.ClientCAFile is given. With
-	// neither, every caller is refused with 401.
-	AccessAuthAuto = "auto"
-	// AccessAuthKubernetes checks bearer tokens with a TokenReview.
-	AccessAuthKubernetes = "kubernetes"
-	// AccessAuthClientCert accepts TLS client certificates issued by the
-	// CA in Options.ClientCAFile.
-	AccessAuthClientCert = "client-cert"
-	// AccessAuthNone switches authentication and authorization off: anyone
-	// who reaches usher gets any answer. For local use and tests only.
-	AccessAuthNone = "none"
+	// AccessAuthAuto is kubernetes when cluster credentials load and
+	// client-cert when Options.ClientCAFile is given; with neither, 401.
+	AccessAuthAuto       = "auto"
+	AccessAuthKubernetes = "kubernetes"  // bearer tokens, by TokenReview
+	AccessAuthClientCert = "client-cert" // certificates of Options.ClientCAFile
+	AccessAuthNone       = "none"        // anyone gets any answer: local use only
 )
 
-// The usher resource a caller needs permission on to ask /v1/access about
-// someone else: verb create on accessreviews in API group usher.io. The
-// ClusterRole usher-access-reviewer in deploy/rbac.yaml grants it.
+// The permission to ask /v1/access about someone else (ClusterRole
+// usher-access-reviewer in deploy/rbac.yaml).
 const (
 	AccessReviewGroup    = "usher.io"
 	AccessReviewResource = "accessreviews"
 	AccessReviewVerb     = "create"
 )
 
-// accessAuth is the authentication and authorization of /v1/access and
-// /metrics, as set up from the options.
+// accessAuth is the authentication and authorization of /v1/access and /metrics.
 type accessAuth struct {
 	off         bool
 	authn       auth.Authenticator // nil: nothing configured, everyone gets 401
@@ -50,8 +42,7 @@ type accessAuth struct {
 	modes       string
 }
 
-// setupAccessAuth builds the authenticators and authorizers the options
-// ask for, refusing contradictory options.
+// setupAccessAuth builds what Options.AccessAuth asks for.
 func (s *Server) setupAccessAuth() error {
 	o := s.opts
 	modes := o.AccessAuth
@@ -94,9 +85,7 @@ func (s *Server) setupAccessAuth() error {
 		switch err := s.kubeErr; {
 		case errors.Is(err, auth.ErrNoCluster) && auto:
 		case err != nil && auto && o.Kubeconfig == "":
-			// In a pod without a usable service-account token: callers
-			// are refused (401) rather than usher refusing to start, so
-			// the webhooks keep serving.
+			// 401 rather than no start, so the webhooks keep serving.
 			s.log.Warn("--access-auth auto: the in-cluster configuration is unusable; bearer tokens are not accepted", "err", err)
 		case err != nil:
 			return fmt.Errorf("--access-auth kubernetes: %w", err)
@@ -120,8 +109,7 @@ func (s *Server) setupAccessAuth() error {
 		if err != nil {
 			return err
 		}
-		// Certificates first: a request that presents one is decided
-		// without a round trip to the API server.
+		// First: decided without a round trip to the API server.
 		authns = append([]auth.Authenticator{cc}, authns...)
 		a.clientCerts = true
 	}
@@ -156,15 +144,13 @@ func withRequestID(h http.Handler) http.Handler {
 	})
 }
 
-// refuse answers /v1/access and /metrics with the JSON error body
-// (package httperr), carrying the request id.
+// refuse answers with the JSON error body carrying the request id.
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	httperr.Write(w, code, msg, requestID(r))
 }
 
-// authenticate establishes the caller of endpoint ("access" or
-// "metrics"). When it returns false it has answered the request: 401, or
-// 503 when the API server could not be asked.
+// authenticate establishes the caller of endpoint; when false, it has
+// answered 401, 429 or 503.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, endpoint string) (auth.User, bool) {
 	a := &s.access
 	if a.off {
@@ -181,8 +167,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, endpoint s
 		return u, true
 	}
 	if errors.Is(err, auth.ErrTooManyReviews) {
-		// Counted in usher_tokenreviews_total, not logged: a flood of
-		// invented tokens must not flood the log too.
+		// Not logged: a flood of invented tokens must not flood the log.
 		w.Header()["Retry-After"] = retryAfter
 		s.refuse(w, r, http.StatusTooManyRequests, "authentication: "+err.Error())
 		return auth.User{}, false
@@ -206,9 +191,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, endpoint s
 	return auth.User{}, false
 }
 
-// authorize decides attrs for endpoint. When it returns false it has
-// answered the request: 403, or 503 when the API server could not be
-// asked.
+// authorize decides attrs for endpoint; when false, it has answered 403 or 503.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, endpoint string, attrs auth.Attributes, forbidden string) bool {
 	d, reason, err := s.access.authz.Authorize(r.Context(), attrs)
 	if d == auth.Allow && err == nil {
@@ -229,8 +212,8 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, endpoint stri
 	return false
 }
 
-// authorizeAccess lets a caller ask about itself, and about anyone else
-// only with permission to create accessreviews in API group usher.io.
+// authorizeAccess lets a caller ask about itself, and about others with
+// the accessreviews permission.
 func (s *Server) authorizeAccess(w http.ResponseWriter, r *http.Request, caller auth.User, req *AccessRequest) bool {
 	if s.access.off {
 		return true
@@ -245,19 +228,10 @@ func (s *Server) authorizeAccess(w http.ResponseWriter, r *http.Request, caller 
 		caller.Name, AccessReviewVerb, AccessReviewResource, AccessReviewGroup))
 }
 
-// aboutSelf reports whether a question about user in groups is one the
-// caller may ask without permission: its own name, and no group it did
-// not authenticate with (no groups: the resolver is asked about it).
+// aboutSelf reports whether the caller asks about its own name with none
+// but its own groups.
 func aboutSelf(caller auth.User, user string, groups []string) bool {
-	if user != caller.Name {
-		return false
-	}
-	for _, g := range groups {
-		if !slices.Contains(caller.Groups, g) {
-			return false
-		}
-	}
-	return true
+	return user == caller.Name && sets.New(caller.Groups...).HasAll(groups...)
 }
 
 // guardMetrics lets through callers allowed to get the non-resource URL

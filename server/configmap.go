@@ -38,26 +38,21 @@ func ParseConfigMapRef(s string) (ConfigMapRef, error) {
 	return ConfigMapRef{Namespace: ns, Name: name}, nil
 }
 
-// cmSource is the configuration read from ConfigMaps through the
-// Kubernetes API: one informer per ConfigMap, each listing and watching
-// that single object (a field selector on metadata.name), so a change
-// arrives as a watch event, not by polling, and RBAC may name the objects
-// (resourceNames) usher can read.
+// cmSource is the configuration read from ConfigMaps: one informer per
+// ConfigMap, watching that one object by name, so RBAC may name the
+// objects (resourceNames) usher can read.
 type cmSource struct {
-	refs   []ConfigMapRef // yunikorn-defaults first, then in the order given
-	client corev1client.CoreV1Interface
-	// instance names this replica in Events (the pod's name).
-	instance string
+	refs     []ConfigMapRef // yunikorn-defaults first, then in the order given
+	client   corev1client.CoreV1Interface
+	instance string // this replica, in Events
 
-	mu sync.Mutex
-	// current holds the objects last seen, by ref; a missing one is nil.
-	current map[ConfigMapRef]*corev1.ConfigMap
+	mu      sync.Mutex
+	current map[ConfigMapRef]*corev1.ConfigMap // last seen; missing ones absent
 	kick    chan struct{}
 }
 
 // orderRefs puts yunikorn-defaults first, as YuniKorn merges its two
-// ConfigMaps: each key of a later ConfigMap wins over the same key of an
-// earlier one.
+// ConfigMaps (a later key wins).
 func orderRefs(refs []ConfigMapRef) []ConfigMapRef {
 	out := slices.Clone(refs)
 	slices.SortStableFunc(out, func(a, b ConfigMapRef) int {
@@ -90,8 +85,8 @@ func newCMSource(refs []ConfigMapRef, kube *cluster.Client, kubeErr error) (*cmS
 	}, nil
 }
 
-// fetch reads every ConfigMap once (at start). A missing one counts as
-// empty, as long as one exists: YuniKorn's yunikorn-defaults may be absent.
+// fetch reads every ConfigMap once, at start; a missing one is empty, as
+// long as one exists.
 func (c *cmSource) fetch(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -108,12 +103,12 @@ func (c *cmSource) fetch(ctx context.Context) error {
 		found++
 	}
 	if found == 0 {
-		return fmt.Errorf("none of the ConfigMaps %s exists", c.names())
+		return fmt.Errorf("none of the ConfigMaps %s exists", c.name())
 	}
 	return nil
 }
 
-func (c *cmSource) names() string {
+func (c *cmSource) name() string {
 	s := make([]string, len(c.refs))
 	for i, r := range c.refs {
 		s[i] = r.String()
@@ -132,12 +127,10 @@ func (c *cmSource) snapshot() []*corev1.ConfigMap {
 	return out
 }
 
-// merged merges the data of objs (in c.refs order; nil for a missing
-// one), replacing the object of ref with override when it is not nil (the
-// webhook validates a change before it is stored). It returns the data,
-// the name diagnostics carry (configmap/NS/NAME of the ConfigMap holding
-// the partitions), the ConfigMap that holds them, and a description of
-// the generation: each ConfigMap's resourceVersion.
+// merged merges the data of objs (in c.refs order), with override in
+// place of its own object when not nil. It returns the data, the name
+// and ref of the ConfigMap holding the partitions, and the generation:
+// each ConfigMap's resourceVersion.
 func (c *cmSource) merged(objs []*corev1.ConfigMap, override *corev1.ConfigMap) (data map[string]string, name string, owner ConfigMapRef, gen string) {
 	data = map[string]string{}
 	owners := map[string]ConfigMapRef{}
@@ -186,8 +179,7 @@ func (c *cmSource) ref(ns, name string) (ConfigMapRef, bool) {
 	return r, slices.Contains(c.refs, r)
 }
 
-// run starts one informer per ConfigMap and reloads on every change until
-// ctx is done.
+// run watches the ConfigMaps and reloads on every change until ctx is done.
 func (c *cmSource) run(ctx context.Context, reload func()) {
 	var wg sync.WaitGroup
 	for _, r := range c.refs {
@@ -240,8 +232,7 @@ func dataSum(data map[string]string) [32]byte {
 	return out
 }
 
-// event records an Event on the ConfigMap ref, for this replica. It does
-// not fail the reload: a missing RBAC grant is logged.
+// event records an Event on the ConfigMap ref; a failure is only logged.
 func (s *Server) event(ref ConfigMapRef, obj *corev1.ConfigMap, typ, reason, msg string) {
 	c := s.cm
 	msg = clip.String(msg, maxEventMessage)
@@ -260,7 +251,7 @@ func (s *Server) event(ref ConfigMapRef, obj *corev1.ConfigMap, typ, reason, msg
 		LastTimestamp:       now,
 		Count:               1,
 		Source:              corev1.EventSource{Component: "usher", Host: c.instance},
-		ReportingController: "usher.io/usher",
+		ReportingController: reportingController,
 		ReportingInstance:   c.instance,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -270,8 +261,7 @@ func (s *Server) event(ref ConfigMapRef, obj *corev1.ConfigMap, typ, reason, msg
 	}
 }
 
-// loadConfigMaps runs the configuration pipeline on the merged data, with
-// opts.
+// loadConfigMaps loads the merged data with opts.
 func (s *Server) loadConfigMaps(objs []*corev1.ConfigMap, override *corev1.ConfigMap, opts ...config.Option) (*config.Config, [32]byte, string, ConfigMapRef, error) {
 	data, name, owner, gen := s.cm.merged(objs, override)
 	cfg, err := config.FromConfigMap(name, data, append(opts, config.WithEnv(s.opts.Getenv))...)
@@ -280,7 +270,7 @@ func (s *Server) loadConfigMaps(objs []*corev1.ConfigMap, override *corev1.Confi
 
 func shortSum(sum [32]byte) string { return hex.EncodeToString(sum[:6]) }
 
-// configInfo is usher_config_info: one series, the generation in service.
+// newConfigInfo is usher_config_info: one series, the generation in service.
 func newConfigInfo(reg *prometheus.Registry) *prometheus.GaugeVec {
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "usher_config_info",

@@ -22,26 +22,14 @@ import (
 	"github.com/usherhq/usher/internal/clip"
 )
 
-// This file holds the denial Events (docs/audit.md): every admission
-// denial, and every denial warn mode admitted, is recorded as an Event on
-// the object's namespace (never for a dry run, nor for a request usher
-// could not decode), so the people who submit there see why. It stays off
-// the request path and bounded: rate limits per namespace (and, for
-// senders not verified as the API server, who may forge denials, buckets
-// of their own) are applied before client-go's broadcaster, whose queue
-// drops rather than blocks and whose correlator counts repeats.
-
-// DenialEventAnnotation is the annotation of a denial Event that holds the
-// denial in its stable shape (admission.Denial as JSON).
+// DenialEventAnnotation holds a denial Event's admission.Denial as JSON
+// (docs/audit.md).
 const DenialEventAnnotation = "usher.io/denial"
 
-// reportingController names usher on its Events.
 const reportingController = "usher.io/usher"
 
-// The rate limit of denial Events, per namespace: a burst of eventBurst,
-// then eventQPS a second; unverified reviews have half of each, and a
-// burst of unverifiedBurst, then unverifiedQPS a second, across all
-// namespaces.
+// The rate limits of denial Events per namespace; unverified senders,
+// who may forge denials, have half of them and a shared bucket.
 const (
 	eventBurst      = 25
 	eventQPS        = 0.1
@@ -49,40 +37,30 @@ const (
 	unverifiedQPS   = 1
 )
 
-// maxEventMessage bounds an Event's message before clip's mark: the API
-// server refuses messages over 1 KiB, and the correlator may prefix
-// "(combined from similar events): ".
+// maxEventMessage keeps a message under the API server's 1 KiB with the
+// correlator's "(combined from similar events): " prefix.
 const maxEventMessage = 900
 
-// denialEvents records denials as Events.
+// denialEvents records every (warned) admission denial as an Event on the
+// object's namespace, off the request path: rate limits apply before
+// client-go's broadcaster, whose queue drops rather than blocks.
 type denialEvents struct {
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
-	// limits holds the eventBuckets of the eventNamespaces most recently
-	// seen.
-	limits *lru.Cache
-	// unverified bounds the Events of unverified reviews in all
-	// namespaces together.
-	unverified flowcontrol.PassiveRateLimiter
+	limits      *lru.Cache // eventBuckets of the eventNamespaces last seen
+	unverified  flowcontrol.PassiveRateLimiter
 }
 
-// eventBuckets are a namespace's token buckets: for verified reviews, and
-// for the others.
+// eventBuckets are a namespace's token buckets: verified, unverified.
 type eventBuckets [2]flowcontrol.PassiveRateLimiter
 
-// eventNamespaces bounds the namespaces whose rate limits are kept.
 const eventNamespaces = 4096
 
-// newDenialEvents starts a broadcaster that writes Events through client,
-// naming this replica instance.
+// newDenialEvents starts a broadcaster that writes Events through client.
 func newDenialEvents(client corev1client.EventsGetter, instance string, log *slog.Logger) *denialEvents {
-	// client-go reports dropped and failed Events through a logr logger
-	// in the context: to usher's log, not klog's stderr.
+	// client-go's errors go to usher's log, not klog's stderr.
 	ctx := logr.NewContextWithSlogLogger(context.Background(), log)
 	b := record.NewBroadcaster(record.WithContext(ctx))
-	// record names an Event after its object ("NAME.<hex time>"), or with
-	// a UUID when that is not a valid name: for an object created with
-	// generateName, which the record names generateName + "*".
 	b.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: client.Events("")})
 	return &denialEvents{
 		limits:      lru.New(eventNamespaces),
@@ -93,10 +71,8 @@ func newDenialEvents(client corev1client.EventsGetter, instance string, log *slo
 	}
 }
 
-// setupDenialEvents records denial Events through the cluster credentials
-// (--kubeconfig, or the pod's service account) unless Options.NoDenialEvents;
-// without credentials there are none. It only fails for credentials that
-// were named and do not load.
+// setupDenialEvents turns denial Events on when cluster credentials load,
+// failing only for named credentials that do not.
 func (s *Server) setupDenialEvents() error {
 	if s.opts.NoDenialEvents {
 		return nil
@@ -114,9 +90,7 @@ func (s *Server) setupDenialEvents() error {
 	return nil
 }
 
-// replicaName names this replica (the pod's POD_NAME, else the host name)
-// where usher writes to the cluster: the Host of its Events and the
-// instance of its ConfigMap source.
+// replicaName names this replica on its Events: POD_NAME, else the host name.
 func replicaName() string {
 	if name := os.Getenv("POD_NAME"); name != "" {
 		return name
@@ -125,23 +99,11 @@ func replicaName() string {
 	return name
 }
 
-// withDenialEvents returns the audit hook next, recording an Event for
-// every denial first (when Events are on).
-func (s *Server) withDenialEvents(next func(admission.Record)) func(admission.Record) {
-	if s.events == nil {
-		return next
-	}
-	return func(r admission.Record) {
-		s.events.record(r)
-		next(r)
-	}
-}
-
-// record hands the Event of r's denial to the broadcaster; it never
-// blocks.
+// record hands the Event of r's denial to the broadcaster (never for a dry
+// run or an undecodable request); it never blocks. e may be nil: Events off.
 func (e *denialEvents) record(r admission.Record) {
 	d := r.Denial
-	if d == nil || d.DryRun || d.Reason == admission.CauseInvalidRequest || d.Namespace == "" || d.Kind == "" {
+	if e == nil || d == nil || d.DryRun || d.Reason == admission.CauseInvalidRequest || d.Namespace == "" || d.Kind == "" {
 		return
 	}
 	if !e.allow(d.Namespace, r.Caller == admission.CallerVerified) {
@@ -151,8 +113,7 @@ func (e *denialEvents) record(r admission.Record) {
 	if d.Group != "" {
 		apiVersion = d.Group + "/v1"
 	}
-	// The names are substrings of the review's body, which the
-	// broadcaster's queue must not keep alive: copies.
+	// Copies: the queue must not keep the review's body alive.
 	ref := &corev1.ObjectReference{Kind: strings.Clone(d.Kind), APIVersion: apiVersion,
 		Namespace: strings.Clone(d.Namespace), Name: strings.Clone(d.Name)}
 	msg := strings.Clone(d.Message)
@@ -167,12 +128,9 @@ func (e *denialEvents) record(r admission.Record) {
 	e.recorder.AnnotatedEventf(ref, map[string]string{DenialEventAnnotation: string(shape)}, corev1.EventTypeWarning, string(d.Reason), "%s", msg)
 }
 
-// allow takes a token of the namespace's bucket for verified reviews, or
-// of its bucket for the others and of the one they share. The limit is
-// applied before the Event is built and queued, so that a burst in one
-// namespace neither costs a copy per dropped denial nor fills the
-// broadcaster's queue and crowds out the Events of the others. ns may be
-// a substring of the review's body: the cache keeps a copy.
+// allow takes a token of ns's bucket (and, unverified, the shared one)
+// before the Event is built, so that a burst in one namespace does not
+// crowd out the others.
 func (e *denialEvents) allow(ns string, verified bool) bool {
 	v, ok := e.limits.Get(ns)
 	if !ok {

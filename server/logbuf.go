@@ -7,12 +7,10 @@ import (
 	"time"
 )
 
-// BufferedWriter batches log and audit lines into few writes, and never
-// makes its caller wait for w: a review writes its audit line into memory
-// and goes on, so a full disk or a stalled log pipe holds no review up.
-// Lines reach w when 64 KiB are pending, at least every interval, and on
-// Close; a line that finds MaxPending bytes waiting is dropped and
-// counted (Dropped). A crash can lose the lines of the last interval.
+// BufferedWriter batches log and audit lines and never makes its caller
+// wait for w, so a stalled log pipe holds no review up. Lines reach w at
+// 64 KiB, every interval and on Close; past MaxPending they are dropped
+// and counted.
 type BufferedWriter struct {
 	w       io.Writer
 	mu      sync.Mutex // guards pending and spare
@@ -25,8 +23,7 @@ type BufferedWriter struct {
 	done    chan struct{}
 }
 
-// MaxPending bounds the bytes a BufferedWriter holds for a sink that does
-// not take them.
+// MaxPending bounds the bytes a BufferedWriter holds.
 const MaxPending = 8 << 20
 
 // NewBufferedWriter buffers writes to w and flushes them every interval
@@ -53,8 +50,7 @@ func NewBufferedWriter(w io.Writer, interval time.Duration) *BufferedWriter {
 	return b
 }
 
-// Write keeps a copy of p for the next flush, or drops it when MaxPending
-// bytes are waiting already.
+// Write keeps a copy of p for the next flush, or drops it.
 func (b *BufferedWriter) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	if len(b.pending)+len(p) > MaxPending {
@@ -94,8 +90,7 @@ func (b *BufferedWriter) Flush() error {
 	return err
 }
 
-// Dropped is the number of writes dropped because MaxPending bytes were
-// waiting.
+// Dropped is the number of writes dropped.
 func (b *BufferedWriter) Dropped() uint64 { return b.dropped.Load() }
 
 // Close stops the periodic flush and flushes what is left.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/internal/clip"
@@ -121,10 +120,6 @@ func newMetrics(reg *prometheus.Registry, st *serving.Store) *metrics {
 	return m
 }
 
-func (s *Server) metricsHandler() http.Handler {
-	return promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})
-}
-
 // cacheCollector exports the group caches' counters, read when scraped.
 type cacheCollector struct{ st *serving.Store }
 
@@ -161,9 +156,7 @@ func (c cacheCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // instrument measures a handler's latency and is the one place a panic
-// is recovered: counted, logged, and answered with a 500, or for a review
-// whose UID the admission handler recorded, a denial of that review
-// (usher fails closed).
+// is recovered: answered with a 500, or a denial of a review whose UID is known.
 func (s *Server) instrument(name string, h http.Handler) http.Handler {
 	latency := s.metrics.requests.MustCurryWith(prometheus.Labels{"handler": name})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -204,8 +197,7 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
-// Unwrap lets http.ResponseController reach the connection (read
-// deadlines).
+// Unwrap lets http.ResponseController and setReadDeadline reach the connection.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *statusWriter) Write(b []byte) (int, error) {

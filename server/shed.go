@@ -11,33 +11,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Load shedding: the bodies of requests being read and decoded draw on a
-// memory budget shared by every connection and every HTTP/2 stream. A
-// request whose body does not fit is refused at once with 429 Too Many
-// Requests and Retry-After, before any of its body is read, so that a
-// crowd of large (or slow) bodies cannot take the process past its memory
-// limit; with failurePolicy Fail, an out-of-memory kill of every replica
-// would stop every pod creation in the cluster, while a refused review
-// fails only that request.
-//
-//   - A body is charged bodyCost(n): twice its size (the read buffer and
-//     the decoded text that references it) plus a fixed overhead.
-//   - A body with a declared length (Content-Length, which the API server
-//     always sends) is charged up front, before it is read. One without
-//     (chunked, or an HTTP/2 stream without content-length) is charged as
-//     it is read, in grains; when a grain does not fit, the read fails and
-//     the request is refused with 429.
-//   - Small bodies (at most SmallBody bytes: an ordinary review) draw first
-//     from a reserve that large ones cannot touch, so that reviews keep
-//     being answered while large bodies hold the shared budget.
-//   - Once a body is charged it must arrive within BodyReadTimeout; a slow
-//     body cannot hold its share for longer.
-//   - Requests without a body (/healthz, /readyz, /metrics) draw nothing.
-//
-// docs/limits.md has the defaults and the ceiling they keep usher under.
+// Load shedding: request bodies draw on one memory budget, charged
+// bodyCost up front for a declared length, else a grain at a time as read;
+// a body that does not fit is refused with 429 before it is read, so a
+// crowd of large bodies cannot get every replica killed (which, with
+// failurePolicy Fail, stops every pod creation). Small bodies draw first
+// from a reserve of their own. docs/limits.md has the figures.
 
-// budget is a number of bytes that holders take and give back; it never
-// waits: a take that does not fit fails at once.
+// budget is bytes that holders take and give back; a take never waits.
 type budget struct {
 	limit int64
 	used  atomic.Int64
@@ -63,19 +44,17 @@ type bodyBudgets struct {
 	smallBody     int64
 }
 
-// Charges of a body: twice its bytes, plus overhead for the decoded
-// request, its response and the bookkeeping.
+// A body costs twice its bytes (buffer and decoded text) plus overhead;
+// one of unknown length is charged a grain at a time.
 const (
 	bodyOverhead = 8 << 10
-	// bodyGrain is what a body of unknown length is charged at a time.
-	bodyGrain = 64 << 10
+	bodyGrain    = 64 << 10
 )
 
 func bodyCost(n int64) int64 { return 2*n + bodyOverhead }
 
-// take charges cost for a body of n bytes: from the reserve when the body
-// is small and the reserve has room, else from the shared budget. It
-// returns the budget charged, or nil when neither has room.
+// take charges cost for a body of n bytes to the reserve or the shared
+// budget and returns which, or nil when neither has room.
 func (bb *bodyBudgets) take(n, cost int64) *budget {
 	if n <= bb.smallBody && bb.small.tryTake(cost) {
 		return &bb.small
@@ -86,26 +65,21 @@ func (bb *bodyBudgets) take(n, cost int64) *budget {
 	return nil
 }
 
-// shedError is the read error of a body of unknown length that outgrew
-// the budget. HTTPStatus tells the handlers which status to answer with.
+// shedError is the read error of a body that outgrew the budget.
 type shedError struct{}
 
 func (shedError) Error() string {
 	return "usher is short of memory for request bodies: request refused; retry later"
 }
 
-// HTTPStatus is the status to answer with: 429 Too Many Requests.
 func (shedError) HTTPStatus() int { return http.StatusTooManyRequests }
 
 var errShed error = shedError{}
 
-// retryAfter is the Retry-After of a refused request, in seconds.
 var retryAfter = []string{"1"}
 
-// limitBody wraps a handler whose request has a body of at most maxBody
-// bytes so that the body draws on the shared budget (see above). The
-// handler must refuse a declared length above maxBody without reading the
-// body, and stop reading any body past maxBody+1 bytes.
+// limitBody makes h's body, of at most maxBody bytes, draw on the budget;
+// h must refuse a larger declared length without reading.
 func (s *Server) limitBody(name string, maxBody int64, h http.Handler) http.Handler {
 	shed := s.metrics.shed.WithLabelValues(name, "memory")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -124,25 +98,20 @@ func (s *Server) limitBody(name string, maxBody int64, h http.Handler) http.Hand
 			if from = s.bodies.take(r.ContentLength, cost); from == nil {
 				shed.Inc()
 				if r.ProtoMajor == 1 && r.ContentLength > discardLimit {
-					// net/http would read and discard up to 256 KiB of the
-					// body to keep the connection, then close it anyway.
+					// net/http would read 256 KiB, then close it anyway.
 					w.Header()["Connection"] = closeConn
 				}
 				s.shed(w)
 				return
 			}
 		}
-		// The body is read through a meteredBody (pooled: no allocation):
-		// it charges a body of unknown length as it arrives, and lifts the
-		// read deadline once the body is in, so that the deadline bounds
-		// the body and not the decision.
+		// The deadline bounds the body, not the decision: lifted at EOF.
 		mb := meteredPool.Get().(*meteredBody)
 		*mb = meteredBody{body: r.Body, bb: &s.bodies, w: w, from: from, charged: cost, declared: from != nil}
 		r.Body = mb
 		defer func() {
-			// The caller's request keeps its own body, never one back in
-			// the pool: a caller that serves it again must not read
-			// through a meteredBody into itself.
+			// Never leave a pooled body in a caller's request: one that
+			// serves it again would read through it into itself.
 			r.Body = mb.body
 			mb.release()
 			if mb.shed {
@@ -151,20 +120,13 @@ func (s *Server) limitBody(name string, maxBody int64, h http.Handler) http.Hand
 			*mb = meteredBody{}
 			meteredPool.Put(mb)
 		}()
-		mb.deadline = s.bodyDeadline(w)
+		mb.deadline = setReadDeadline(w, time.Now().Add(s.opts.BodyReadTimeout))
 		h.ServeHTTP(w, r)
 	})
 }
 
-// bodyDeadline bounds how long the body may take to arrive: it sets the
-// read deadline of the connection (HTTP/1.1) or the stream (HTTP/2), as
-// http.ResponseController does, without allocating.
-func (s *Server) bodyDeadline(w http.ResponseWriter) bool {
-	return setReadDeadline(w, time.Now().Add(s.opts.BodyReadTimeout))
-}
-
 // setReadDeadline sets the read deadline through w and the writers it
-// wraps; it reports whether one of them could.
+// wraps, as http.ResponseController does without allocating.
 func setReadDeadline(w http.ResponseWriter, deadline time.Time) bool {
 	for {
 		switch x := w.(type) {
@@ -178,25 +140,19 @@ func setReadDeadline(w http.ResponseWriter, deadline time.Time) bool {
 	}
 }
 
-// shed answers 429 with Retry-After and a JSON error, without reading
-// the body. (HTTP/1.1 closes the connection when more than 256 KiB are
-// unread; HTTP/2 resets the stream and keeps the connection.)
+// shed answers 429 with Retry-After, without reading the body.
 func (s *Server) shed(w http.ResponseWriter) {
 	w.Header()["Retry-After"] = retryAfter
 	badRequest(w, http.StatusTooManyRequests, "%s", errShed.Error())
 }
 
-// discardLimit is how much of an unread body net/http reads to keep an
-// HTTP/1.1 connection open.
+// discardLimit is what net/http reads of an unread body to keep a connection.
 const discardLimit = 256 << 10
 
 var closeConn = []string{"close"}
 
-// meteredBody reads a request's body. A body of declared length comes
-// with its charge (covered is its length); one of unknown length is
-// charged as it is read, as if it had declared covered bytes, the charge
-// growing a grain at a time ahead of the bytes read. At the end of the
-// body it lifts the read deadline.
+// meteredBody reads a request's body, charging one of unknown length a
+// grain ahead of the bytes read, and lifts the read deadline at its end.
 type meteredBody struct {
 	body          io.ReadCloser
 	bb            *bodyBudgets
@@ -234,9 +190,8 @@ func (m *meteredBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// grow extends the charge by a grain: in the budget already charged when
-// it has room (the reserve only while the body is small), else as a new
-// charge wherever a body of that size may draw.
+// grow extends the charge by a grain, in the budget charged when it has
+// room, else wherever a body of that size may draw.
 func (m *meteredBody) grow() bool {
 	covered := m.covered + bodyGrain
 	cost := bodyCost(covered)
@@ -262,8 +217,7 @@ func (m *meteredBody) release() {
 	m.from, m.charged = nil, 0
 }
 
-// registerBodyGauges exports the budgets' use and size, and the
-// connections open.
+// registerBodyGauges exports the budgets and the connections open.
 func (s *Server) registerBodyGauges() {
 	for _, b := range []struct {
 		name string
@@ -282,10 +236,8 @@ func (s *Server) registerBodyGauges() {
 		Help: "Connections open (at most MaxConns)."}, func() float64 { return float64(s.conns.open.Load() + s.webhookConns.open.Load()) }))
 }
 
-// connLimiter caps the connections open at once: each costs memory (TLS
-// and HTTP buffers, a goroutine; about 27 KiB when idle) that the body
-// budget does not see. A connection beyond the cap is closed as soon as it
-// is accepted, before its TLS handshake, and counted.
+// connLimiter caps the open connections, whose memory (~27 KiB idle) the
+// body budget does not see: one beyond is closed as soon as accepted.
 type connLimiter struct {
 	net.Listener
 	max     int64

@@ -8,25 +8,22 @@ import (
 	"github.com/usherhq/usher/config"
 )
 
-// configSource is where usher serve reads its configuration: a file (or
-// the directory where a ConfigMap is mounted, or the embedded default),
-// or ConfigMaps through the API. read takes what it holds now, once.
+// configSource is where usher serve reads its configuration; read takes
+// what it holds now, once.
 type configSource interface {
 	read(getenv func(string) (string, bool)) (snapshot, error)
 	name() string
 }
 
-// snapshot is a configuration as read: its sum, the generation's name on
-// /readyz and in usher_config_info, and load, which parses the very bytes
-// summed.
+// snapshot is a configuration as read: its sum, its generation's name,
+// and load, which parses the very bytes summed; ref and obj are the
+// ConfigMap a reload's Event goes on.
 type snapshot struct {
 	sum  [32]byte
 	gen  string
 	load func() (*config.Config, error)
-	// ref and obj are the ConfigMap holding the partitions, on which a
-	// reload records its Event; obj is nil for a file.
-	ref ConfigMapRef
-	obj *corev1.ConfigMap
+	ref  ConfigMapRef
+	obj  *corev1.ConfigMap
 }
 
 // fileSource is --config: a file, a mounted ConfigMap directory, or ""
@@ -38,8 +35,7 @@ func (f fileSource) read(getenv func(string) (string, bool)) (snapshot, error) {
 	if f == "" {
 		return snapshot{gen: "embedded default", load: func() (*config.Config, error) { return config.Load("", env) }}, nil
 	}
-	// /readyz and usher_config_info name a file only as "file": anyone
-	// who reaches the port reads /readyz.
+	// Named only "file": anyone who reaches the port reads /readyz.
 	files, err := config.Read(string(f))
 	if err != nil {
 		return snapshot{gen: "file"}, err
@@ -62,13 +58,9 @@ func (c *cmSource) read(getenv func(string) (string, bool)) (snapshot, error) {
 	}}, nil
 }
 
-func (c *cmSource) name() string { return c.names() }
-
-// Reload re-reads the configuration when it changed since the last
-// attempt and swaps it in when valid. It reports whether a new
-// configuration was put in service and the error of a refused one; a
-// refused ConfigMap gets an Event. With ConfigMaps it reloads what the
-// watch last saw.
+// Reload swaps in the configuration when it changed since the last
+// attempt and is valid, reporting whether it did and why not; a
+// ConfigMap gets an Event either way.
 func (s *Server) Reload() (bool, error) {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()

@@ -63,10 +63,9 @@ func (s *certSource) load() error {
 	return nil
 }
 
-// get returns the current certificate, first re-reading the files (at most
-// once a second) when their size or modification time changed. A pair that
-// does not load (say, the certificate written but not yet the key) keeps
-// the previous certificate in service.
+// get returns the current certificate, re-reading the files at most once
+// a second when they changed; a pair that does not load (the key not yet
+// written) keeps the previous one.
 func (s *certSource) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	now := s.now()
 	s.mu.RLock()

@@ -14,39 +14,28 @@ import (
 	"github.com/usherhq/usher/config"
 )
 
-// maxAdmissionWarnings caps the warnings returned to kubectl; the API
-// server also truncates them.
+// maxAdmissionWarnings caps the warnings returned to kubectl.
 const maxAdmissionWarnings = 20
 
-// maxConfigMapData is the most data a ConfigMap under review may hold (its
-// keys and values): what a ConfigMap can hold in etcd. Larger is refused
-// before it is parsed.
+// maxConfigMapData is what a ConfigMap can hold in etcd; larger is refused
+// unparsed.
 const maxConfigMapData = 1 << 20
 
-// maxReviewNodes caps the YAML nodes a ConfigMap under review may hold,
-// as config.NodeBound counts them before parsing: yaml.v3 holds about 190
-// bytes a node, so a parse holds at most 57 MiB. 1 MiB of configuration
-// of the usual shape (6,000 queues, 60,000 ACL entries) counts 254,000.
+// maxReviewNodes caps the YAML nodes config.NodeBound counts before
+// parsing: at yaml.v3's ~190 bytes a node, a parse holds at most 57 MiB
+// (1 MiB of the usual shape counts 254,000).
 const maxReviewNodes = 300_000
 
-// nodeCost is what each node config.NodeBound counts is charged to the
-// shared body budget while the configuration is parsed: half of yaml.v3's
-// 190 bytes, as the bound is above the nodes parsed (eight times, for
-// configurations of the usual shape), and one parse runs at a time.
+// nodeCost is charged to the body budget per node counted while parsing:
+// half of 190 bytes, as the bound is above the nodes parsed.
 const nodeCost = 96
 
-// serveValidateConfig is the validating webhook of usher's ConfigMap
-// (/validate-config): it runs the configuration pipeline usher serve and
-// usher lint run on the ConfigMap being written and refuses it with the
-// same FILE:LINE:COL diagnostics (the file being configmap/NS/NAME/KEY),
-// or admits it with the lint warnings as admission warnings, which
-// kubectl prints. With --config-map, a ConfigMap usher does not read is
-// admitted untouched, and a change of one of YuniKorn's two ConfigMaps is
-// checked merged with the other as usher would serve it. Deletion is
-// admitted: usher keeps serving the last good configuration. No file the
-// ConfigMap names is opened (config.InRequest); data above
-// maxConfigMapData or maxReviewNodes is refused unparsed; a parse that the
-// body budget cannot hold is refused with 429.
+// serveValidateConfig is /validate-config: it loads the ConfigMap being
+// written as usher serve would (merged with the other one it reads, no
+// file opened: config.InRequest) and refuses it with the diagnostics, or
+// admits it with the lint warnings. A ConfigMap usher does not read and a
+// deletion are admitted; data past the bounds above is refused unparsed,
+// a parse the body budget cannot hold with 429.
 func (s *Server) serveValidateConfig(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST an AdmissionReview", http.StatusMethodNotAllowed)
@@ -56,8 +45,6 @@ func (s *Server) serveValidateConfig(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Content-Type must be application/json", http.StatusUnsupportedMediaType)
 		return
 	}
-	// limitBody passes a body declared larger than the cap on unread: it
-	// is refused here, and one of unknown length is cut at the cap.
 	if r.ContentLength > s.opts.MaxReviewBody {
 		http.Error(w, "the AdmissionReview is larger than the body limit", http.StatusRequestEntityTooLarge)
 		return
@@ -155,10 +142,8 @@ func (s *Server) reviewConfig(ctx context.Context, req *admissionv1.AdmissionReq
 	return allow
 }
 
-// reserveParse waits until no other configuration is being parsed (one at
-// a time: yaml.v3 alone holds up to 190 times the text of a dense
-// document), then charges cost bytes to the shared body budget. ok is
-// false when the budget cannot hold the charge or ctx ends.
+// reserveParse waits for the one parse at a time, then charges cost to
+// the shared body budget; false when it cannot or ctx ends.
 func (s *Server) reserveParse(ctx context.Context, cost int64) (release func(), ok bool) {
 	if s.parsing.Acquire(ctx, 1) != nil {
 		return nil, false

@@ -19,35 +19,27 @@ import (
 	"github.com/usherhq/usher/internal/httperr"
 )
 
-// Who may call the webhook paths (/mutate, /validate, /validate-config;
-// Options.WebhookAuth, --webhook-auth). kube-apiserver presents a client
-// certificate to a webhook when its AdmissionConfiguration names one for
-// the webhook's host (docs/security.md).
+// Who may call the webhook paths (Options.WebhookAuth, --webhook-auth;
+// docs/security.md).
 const (
-	// WebhookAuthClientCert answers only a caller whose client certificate
-	// chains to Options.WebhookClientCAFile, is meant for client
-	// authentication and names one of Options.WebhookClientCNs; any other
-	// gets 401 before its body is read, at the cost of no Event, file read
-	// or directory lookup.
+	// WebhookAuthClientCert answers only a client certificate of
+	// Options.WebhookClientCAFile naming one of Options.WebhookClientCNs;
+	// any other caller gets 401 before its body is read.
 	WebhookAuthClientCert = "client-cert"
-	// WebhookAuthReport verifies and counts callers as client-cert does,
-	// and refuses none: for a rollout, and for clusters whose API server
-	// cannot present a certificate (EKS, GKE and AKS cannot today).
+	// WebhookAuthReport verifies and counts callers but refuses none, for
+	// API servers that cannot present a certificate (EKS, GKE, AKS).
 	WebhookAuthReport = "report"
-	// WebhookAuthNone checks no caller. For local use and tests.
-	WebhookAuthNone = "none"
+	WebhookAuthNone   = "none" // local use and tests
 )
 
-// webhookAuth is the check of the webhook paths' callers, as set up from
-// the options.
+// webhookAuth is the check of the webhook paths' callers.
 type webhookAuth struct {
 	mode string
 	ca   *auth.ClientCertAuthenticator // nil: nobody is verified
 	cns  []string
 }
 
-// setupWebhookAuth checks the webhook options and says loudly what is not
-// checked.
+// setupWebhookAuth checks the webhook options and warns of what is not checked.
 func (s *Server) setupWebhookAuth() error {
 	o, a := s.opts, &s.webhook
 	a.mode, a.cns = o.WebhookAuth, o.WebhookClientCNs
@@ -84,9 +76,8 @@ func (s *Server) setupWebhookAuth() error {
 	return nil
 }
 
-// connState is what a connection's requests share (Server.connContext):
-// whether it came through the webhook listener, and who its client
-// certificate says the caller is, verified once.
+// connState is what a connection's requests share: whether it came
+// through the webhook listener, and its caller, verified once.
 type connState struct {
 	webhookPort bool
 	once        sync.Once
@@ -110,8 +101,7 @@ func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, cs)
 }
 
-// caller says who sent r (admission.CallerVerified, CallerUnverified or
-// CallerUnchecked) and, when it is not verified, why.
+// caller says who sent r (admission.Caller*) and, unverified, why.
 func (a *webhookAuth) caller(r *http.Request) (string, string) {
 	switch {
 	case a.mode == WebhookAuthNone:
@@ -131,11 +121,8 @@ func (a *webhookAuth) caller(r *http.Request) (string, string) {
 	return admission.CallerVerified, ""
 }
 
-// guardWebhook lets through to h (the webhook path name) the callers the
-// mode lets through, and counts them; the review's audit record learns
-// who called from the connection's state (callerOf). A caller client-cert
-// refuses gets 401 before its body is read, and an HTTP/1.1 connection is
-// closed.
+// guardWebhook lets through to h the callers the mode allows, counting
+// them; one refused gets 401 before its body is read.
 func (s *Server) guardWebhook(name string, h http.Handler) http.Handler {
 	a := &s.webhook
 	counter := func(result string) prometheus.Counter { return s.metrics.webhookCallers.WithLabelValues(name, result) }

@@ -15,10 +15,8 @@ import (
 	"github.com/usherhq/usher/policy"
 )
 
-// authorizers returns the admission authorizers of g: the queue and
-// delete authorizers, and when the admission partition's groups mode is
-// resolve or merge the IdentityResolver that decides the groups a review
-// stamps and checks.
+// authorizers returns the admission authorizers of g, with an
+// IdentityResolver when the groups mode is resolve or merge.
 func authorizers(g *engine.Generation, log *slog.Logger) admission.Authorizers {
 	a := admission.Authorizers{Queue: authorizer{g, log}, Delete: authorizer{g, log}}
 	if mode, err := g.GroupsMode(g.Config().Admission.Partition); err == nil && mode != identity.ModeGiven {
@@ -39,11 +37,8 @@ var (
 	_ admission.IdentityResolver = authorizer{}
 )
 
-// AuthorizeSubmit decides a submission. A placement request (YuniKorn's
-// markers) is decided as engine.Place decides it, the answer every other
-// surface gives: on the queue the partition's placement rules choose,
-// which the decision carries; a rejected placement denies with the
-// placement's reason.
+// AuthorizeSubmit decides a submission; a placement request as
+// engine.Place does, on the queue the placement rules choose.
 func (a authorizer) AuthorizeSubmit(ctx context.Context, r admission.SubmitRequest) (admission.SubmitDecision, error) {
 	if r.Place {
 		res, err := a.g.Place(ctx, engine.PlaceRequest{Partition: r.Partition, Queue: r.Queue, Namespace: r.Namespace, User: r.User, Groups: r.Groups,
@@ -66,13 +61,8 @@ func (a authorizer) AuthorizeSubmit(ctx context.Context, r admission.SubmitReque
 	return admission.SubmitDecision{Allowed: res.Allowed, Reason: res.Reason()}, nil
 }
 
-// AuthorizeDelete decides a Kubernetes DELETE of a workload as YARN's kill
-// (application.Kill) with the partition's queue policy and application
-// ACL defaults. The rules for a workload without a recorded owner
-// (application.Application.Unowned) and for a queue marker naming a
-// queue the configuration lacks (UnknownQueueAsRoot) are application's.
-// A modify ACL that does not parse grants nothing, and the reason says
-// so; anything else that prevents a decision is an error.
+// AuthorizeDelete decides a DELETE as YARN's kill (application.Kill); a
+// modify ACL that does not parse grants nothing, and the reason says so.
 func (a authorizer) AuthorizeDelete(ctx context.Context, r admission.DeleteRequest) (bool, string, error) {
 	app := application.Application{Owner: r.Owner, Unowned: r.Owner == "", Queue: r.Queue, UnknownQueueAsRoot: true}
 	var notes string
@@ -92,15 +82,14 @@ func (a authorizer) AuthorizeDelete(ctx context.Context, r admission.DeleteReque
 	return d.Allowed, d.Reason() + notes, nil
 }
 
-// Identify decides the groups an admission review stamps and checks, as
-// Check identifies a user.
+// Identify decides the groups a review stamps and checks, as Check does.
 func (a authorizer) Identify(ctx context.Context, partition, user string, groups []string) (identity.Info, error) {
 	in, err := a.g.Identify(ctx, partition, user, groups)
 	return in, a.groupsError(partition, user, err)
 }
 
-// groupsError returns err, a failed group lookup without the resolver's
-// detail, which goes to the log.
+// groupsError returns err, a failed group lookup without its detail,
+// which goes to the log.
 func (a authorizer) groupsError(partition, user string, err error) error {
 	var gerr *engine.GroupsError
 	if errors.As(err, &gerr) {

@@ -1,21 +1,17 @@
-// Package serving builds what usher serves from a configuration: the
-// engine generation and the admission state whose authorizers answer from
-// that same generation, together (State), and puts them in service with
-// one atomic store (Store). usher serve and the CLI's check, explain,
-// place and test build through it, so each answers as the other would.
+// Package serving builds what usher serves from a configuration, the
+// engine generation and the admission state answering from it (State),
+// and puts them in service with one atomic store (Store); usher serve and
+// the CLI build through it, so each answers as the other would.
 //
 // Rules this package enforces:
-//   - A review, a /v1/access request or a command loads one State and
-//     asks it to the end: the policy of one configuration is never mixed
-//     with the admission settings of another, and nothing waits for a
-//     reload.
-//   - A reload that fails leaves the State in service untouched; a
-//     replaced resolver is closed after a grace period (one minute), so
-//     lookups in flight finish.
-//   - The authorizers only translate (authorizers.go): the rules are
-//     engine's and application's. A failed group lookup reaches a
-//     requester without the directory's detail, which goes to the log
-//     under a request id.
+//   - A review, a request or a command asks one State to the end: one
+//     configuration's policy is never mixed with another's admission
+//     settings, and nothing waits for a reload.
+//   - A failed reload leaves the State in service untouched; a replaced
+//     resolver is closed after a minute, so lookups in flight finish.
+//   - The authorizers only translate (authorizers.go); a failed group
+//     lookup reaches a requester without the directory's detail, which
+//     goes to the log under a request id.
 package serving
 
 import (
@@ -28,15 +24,14 @@ import (
 	"github.com/usherhq/usher/engine"
 )
 
-// State is one configuration in service: its engine generation and the
-// admission state whose authorizers answer from that generation.
+// State is one configuration in service.
 type State struct {
 	*engine.Generation
 	Admission *admission.State
 }
 
-// Build returns the State of cfg, built on prev (nil: none; see
-// engine.New). log receives group lookup failures.
+// Build returns the State of cfg, built on prev (engine.New); log receives
+// group lookup failures.
 func Build(cfg *config.Config, prev *State, log *slog.Logger) (*State, error) {
 	var pg *engine.Generation
 	if prev != nil {
@@ -51,10 +46,9 @@ func Build(cfg *config.Config, prev *State, log *slog.Logger) (*State, error) {
 
 // Store holds the State in service. It is safe for concurrent use.
 type Store struct {
-	cur atomic.Pointer[State]
-	log *slog.Logger
-	// grace is how long a resolver a reload replaced stays open.
-	grace time.Duration
+	cur   atomic.Pointer[State]
+	log   *slog.Logger
+	grace time.Duration // how long a replaced resolver stays open
 }
 
 // New returns a Store serving cfg.
@@ -71,13 +65,11 @@ func New(cfg *config.Config, log *slog.Logger) (*Store, error) {
 // Current returns the State in service.
 func (s *Store) Current() *State { return s.cur.Load() }
 
-// Admission returns the admission state in service: the provider of
-// admission.NewHandler.
+// Admission returns the admission state in service, for admission.NewHandler.
 func (s *Store) Admission() *admission.State { return s.cur.Load().Admission }
 
-// Swap builds the State of cfg and puts it in service with one atomic
-// store; on error the State in service stays. Reloads are not
-// concurrent: the caller serializes them.
+// Swap builds the State of cfg and puts it in service; on error the State
+// in service stays. The caller serializes reloads.
 func (s *Store) Swap(cfg *config.Config) error {
 	old := s.cur.Load()
 	next, err := Build(cfg, old, s.log)
@@ -89,6 +81,5 @@ func (s *Store) Swap(cfg *config.Config) error {
 	return nil
 }
 
-// Close releases the resolvers' connections; the Store must not be used
-// afterwards.
+// Close releases the resolvers' connections.
 func (s *Store) Close() error { return s.cur.Load().Close() }
