@@ -24,8 +24,8 @@ func TestMain(m *testing.M) {
 // this process then takes the cluster down.
 func testMain(m *testing.M) (code int) {
 	flag.Parse()
-	// A cold start builds kube-apiserver and kube-controller-manager first.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	// A cold start builds the control plane, KWOK and Kueue first.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	c, stop, err := Start(ctx)
 	cancel()
 	if stop != nil {
