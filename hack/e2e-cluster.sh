@@ -39,7 +39,7 @@ set -euo pipefail
 
 KUBE_VERSION=v1.37.2
 # Bump when the way binaries are built changes, to force a rebuild.
-BUILD_REV=2
+BUILD_REV=3
 USERS=(admin alice bob carol ext)
 declare -A TOKEN # user -> bearer token, filled by gen_tokens
 
@@ -67,35 +67,16 @@ as_root() {
 	fi
 }
 
-find_etcd() {
-	ETCD=$(command -v etcd || true)
-	[ -n "$ETCD" ] || { [ -x /usr/bin/etcd ] && ETCD=/usr/bin/etcd; } || true
-}
-
 install_packages() {
 	local pkgs=()
-	find_etcd
-	[ -n "$ETCD" ] || pkgs+=(etcd-server)
 	command -v openssl >/dev/null || pkgs+=(openssl)
 	command -v curl >/dev/null || pkgs+=(curl ca-certificates)
 	[ ${#pkgs[@]} -gt 0 ] || return 0
 	command -v apt-get >/dev/null || die "missing ${pkgs[*]} and no apt-get to install them"
 	log "installing ${pkgs[*]}"
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-	# The etcd-server package would start a system-wide etcd where an init
-	# system runs; forbid service starts while installing unless the machine
-	# already has a policy.
-	local policy=/usr/sbin/policy-rc.d made_policy=
-	if [ ! -e "$policy" ]; then
-		as_root sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 755 $policy"
-		made_policy=1
-	fi
-	local rc=0
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" </dev/null || rc=$?
-	[ -z "$made_policy" ] || as_root rm -f "$policy"
-	[ $rc = 0 ] || die "apt-get install ${pkgs[*]} failed"
-	find_etcd
-	[ -n "$ETCD" ] || die "etcd is still not on PATH after installing etcd-server"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" </dev/null ||
+		die "apt-get install ${pkgs[*]} failed"
 }
 
 # Kueue's controller reads a certificate for its metrics endpoint from this
@@ -117,8 +98,8 @@ install_kueue_metrics_cert() {
 
 # ------------------------------------------------------------------ building
 
-# Each of hack/tools/kube, kwok and kueue is a Go module of its own that pins
-# one upstream project; build_tool NAME builds its binaries (and copies the
+# Each of hack/tools/etcd, kube, kwok and kueue is a Go module of its own
+# that pins one upstream project; build_tool NAME builds its binaries (and copies the
 # manifests `up` needs from the module) into $CACHE/NAME once. A stamp of the
 # module's go.mod and go.sum, the Go version and BUILD_REV says when to
 # rebuild; the stamp is written last and the directory is swapped in whole,
@@ -144,6 +125,8 @@ build_tool() {
 # is in the module cache.
 mod_dir() { go list -m -f '{{.Dir}}' "$1"; }
 
+build_etcd() { go build -ldflags "-s -w" -o "$1/etcd" go.etcd.io/etcd/server/v3; }
+
 build_kube() {
 	local v=k8s.io/component-base/version cv=k8s.io/client-go/pkg/version p
 	local minor=${KUBE_VERSION#v1.}
@@ -165,7 +148,7 @@ build_kube() {
 # KWOK's controller and, from its module, the Stages kwokctl gives it by
 # default (node initialisation, heartbeat with leases, and the "fast" pod
 # stages: Running, Succeeded for pods owned by a Job, deletion) and its
-# ClusterRole.
+# ClusterRole with its binding to the service account it runs as.
 build_kwok() {
 	local src s
 	src=$(mod_dir sigs.k8s.io/kwok) || return
@@ -175,11 +158,16 @@ build_kwok() {
 		echo "---"
 		cat "$src/kustomize/stage/$s.yaml"
 	done >"$1/stages.yaml"
-	cp "$src/kustomize/rbac/role.yaml" "$1/rbac.yaml"
+	for s in role role_binding; do
+		echo "---"
+		cat "$src/kustomize/rbac/$s.yaml"
+	done >"$1/rbac.yaml"
 }
 
 # Kueue's controller manager and, from its module, its CRDs, its webhook
-# configurations and its ClusterRole.
+# configurations, and its roles with their bindings to the service account
+# it runs as (in kueue-system, named kueue-*, as its release's kustomization
+# names them).
 build_kueue() {
 	local src
 	src=$(mod_dir sigs.k8s.io/kueue) || return
@@ -188,7 +176,11 @@ build_kueue() {
 	mkdir -p "$1/crds"
 	cp "$src"/config/components/crd/bases/*.yaml "$1/crds/"
 	cp "$src/config/components/webhook/manifests.yaml" "$1/webhooks.yaml"
-	cp "$src/config/components/rbac/role.yaml" "$1/rbac.yaml"
+	for s in role role_binding manager_secrets_role manager_secrets_role_binding; do
+		echo "---"
+		sed -e 's/^\( *\)name: \(manager-\|controller-manager$\)/\1name: kueue-\2/' \
+			-e 's/^\( *\)namespace: system$/\1namespace: kueue-system/' "$src/config/components/rbac/$s.yaml"
+	done >"$1/rbac.yaml"
 	sed -n 's|^- path: patches/webhook_in_\(.*\)\.yaml$|\1.kueue.x-k8s.io|p' \
 		"$src/config/components/crd/kustomization.yaml" >"$1/conversion-crds"
 }
@@ -199,6 +191,7 @@ build_binaries() {
 	# One build at a time per cache, even when several clusters start together.
 	exec 8>"$CACHE/build.lock"
 	flock 8
+	build_tool etcd
 	build_tool kube
 	build_tool kwok
 	build_tool kueue
@@ -543,7 +536,7 @@ etcd_args() {
 	rm -rf "$STATE/etcd"
 	mkdir -p "$STATE/etcd"
 	chmod 700 "$STATE/etcd"
-	argv=("$ETCD" --name usher-e2e --data-dir "$STATE/etcd"
+	argv=("$CACHE/etcd/etcd" --name usher-e2e --data-dir "$STATE/etcd"
 		--listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT"
 		--listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer"
 		--initial-cluster "usher-e2e=http://127.0.0.1:$peer" --initial-cluster-state new
@@ -647,22 +640,7 @@ kwok_args() {
 		--server-address "127.0.0.1:$KWOK_PORT")
 }
 kwok_ok() { [ "$(curl -fsS -m 10 "http://127.0.0.1:$KWOK_PORT/healthz")" = ok ]; }
-# KWOK's ClusterRole (from its module) for the service account it runs as.
-kwok_prepare() {
-	{
-		cat "$KWOK/rbac.yaml"
-		cat <<-'EOF'
-			---
-			apiVersion: rbac.authorization.k8s.io/v1
-			kind: ClusterRoleBinding
-			metadata:
-			  name: kwok-controller
-			roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: kwok-controller}
-			subjects:
-			- {kind: ServiceAccount, name: kwok-controller, namespace: kube-system}
-		EOF
-	} | kubectl_admin apply -f - >/dev/null
-}
+kwok_prepare() { kubectl_admin apply -f "$KWOK/rbac.yaml" >/dev/null; }
 
 # The fake nodes: KWOK_NODES nodes named kwok-node-N with the capacity
 # below, labelled type=kwok and tainted (as KWOK's documentation does) so
@@ -706,15 +684,16 @@ nodes_ok() {
 # if Kueue were not there.
 KUEUE_NS_LABEL='usher-e2e/kueue: "true"'
 
-# Kueue's CRDs, its namespace, and its ClusterRole (from its module, named
-# as its release names it) for the service account it runs as; the
-# namespace e2e is one Kueue manages. The CRDs are applied server side: the
-# Workload CRD is too large for the annotation a client-side apply keeps.
+# Kueue's CRDs, its namespace and roles; the namespace e2e is one Kueue
+# manages. The CRDs are applied server side: the Workload CRD is too large
+# for the annotation a client-side apply keeps.
 kueue_prepare() {
 	kubectl_admin apply --server-side -f "$KUEUE/crds/" >/dev/null || return
-	kubectl_admin wait --for condition=established --timeout 60s -f "$KUEUE/crds/" >/dev/null || return
+	# (kubectl wait reports its watches' ends as errors: show them only
+	# when it fails.)
+	local out
+	out=$(kubectl_admin wait --for condition=established --timeout 60s -f "$KUEUE/crds/" 2>&1) || { echo "$out" >&2; return 1; }
 	{
-		sed 's/^  name: manager-role$/  name: kueue-manager-role/' "$KUEUE/rbac.yaml"
 		cat <<-EOF
 			---
 			apiVersion: v1
@@ -727,15 +706,8 @@ kueue_prepare() {
 			metadata:
 			  name: e2e
 			  labels: {$KUEUE_NS_LABEL}
-			---
-			apiVersion: rbac.authorization.k8s.io/v1
-			kind: ClusterRoleBinding
-			metadata:
-			  name: kueue-manager-rolebinding
-			roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: kueue-manager-role}
-			subjects:
-			- {kind: ServiceAccount, name: kueue-controller-manager, namespace: kueue-system}
 		EOF
+		cat "$KUEUE/rbac.yaml"
 	} | kubectl_admin apply -f - >/dev/null
 }
 
