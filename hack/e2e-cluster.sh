@@ -594,7 +594,7 @@ kcm_args() {
 		--use-service-account-credentials="$sa"
 		--service-account-private-key-file "$STATE/pki/sa.key"
 		--root-ca-file "$STATE/pki/ca.crt"
-		--controllers deployment-controller,replicaset-controller,replicationcontroller-controller,statefulset-controller,daemonset-controller,job-controller,cronjob-controller,ttl-after-finished-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,clusterrole-aggregation-controller,node-lifecycle-controller
+		--controllers deployment-controller,replicaset-controller,replicationcontroller-controller,statefulset-controller,daemonset-controller,job-controller,cronjob-controller,ttl-after-finished-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,clusterrole-aggregation-controller,node-lifecycle-controller,pod-garbage-collector-controller
 		--profiling=false
 		--v 1)
 }
@@ -622,10 +622,11 @@ scheduler_args() {
 }
 scheduler_ok() { [ "$(curl -fsS -m 10 --cacert "$STATE/pki/ca.crt" "https://127.0.0.1:$SCHED_PORT/readyz")" = ok ]; }
 
-# KWOK plays the kubelet of every node (all nodes here are fake) with the
-# Stages of $KWOK/stages.yaml: a node becomes Ready and renews its Lease, a
-# pod bound to it becomes Running, and then Succeeded when a Job owns it; a
-# deleted pod is removed. It serves /healthz (and a kubelet-like API) on
+# KWOK plays the kubelet of the nodes annotated kwok.x-k8s.io/node=fake
+# (create_nodes; a node a test makes stays as the API server made it:
+# NotReady, tainted not-ready) with the Stages of $KWOK/stages.yaml: a node
+# becomes Ready and renews its Lease, a pod bound to it becomes Running, and
+# then Succeeded when a Job owns it; a deleted pod is removed. It serves /healthz (and a kubelet-like API) on
 # 127.0.0.1 over HTTP. HOME is the state dir: kwok would also read
 # ~/.kwok/kwok.yaml.
 kwok_args() {
@@ -635,7 +636,7 @@ kwok_args() {
 	argv=(env HOME="$STATE/kwok" "$KWOK/kwok"
 		--kubeconfig "$STATE/kubeconfig/kwok"
 		--config "$KWOK/stages.yaml"
-		--manage-all-nodes=true
+		--manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake
 		--node-lease-duration-seconds 40
 		--server-address "127.0.0.1:$KWOK_PORT")
 }
