@@ -99,11 +99,11 @@ install_kueue_metrics_cert() {
 # ------------------------------------------------------------------ building
 
 # Each of hack/tools/etcd, kube, kwok and kueue is a Go module of its own
-# that pins one upstream project; build_tool NAME builds its binaries (and copies the
-# manifests `up` needs from the module) into $CACHE/NAME once. A stamp of the
-# module's go.mod and go.sum, the Go version and BUILD_REV says when to
-# rebuild; the stamp is written last and the directory is swapped in whole,
-# so a directory with a stamp is complete.
+# that pins one upstream project; build_tool NAME builds its binaries (and
+# copies the manifests `up` needs from the module) into $CACHE/NAME once. A
+# stamp of the module's go.mod and go.sum, the Go version and BUILD_REV says
+# when to rebuild; the stamp is written last and the directory is swapped in
+# whole, so a directory with a stamp is complete.
 build_tool() {
 	local name=$1 mod="$TOOLS/$1" dir="$CACHE/$1" stamp
 	stamp=$({
@@ -122,8 +122,11 @@ build_tool() {
 }
 
 # mod_dir MODULE: where the module (of the current directory's build list)
-# is in the module cache.
-mod_dir() { go list -m -f '{{.Dir}}' "$1"; }
+# is in the module cache, once a build has downloaded it.
+mod_dir() {
+	local d
+	d=$(go list -m -f '{{.Dir}}' "$1") && [ -n "$d" ] && echo "$d"
+}
 
 build_etcd() { go build -ldflags "-s -w" -o "$1/etcd" go.etcd.io/etcd/server/v3; }
 
@@ -151,16 +154,16 @@ build_kube() {
 # ClusterRole with its binding to the service account it runs as.
 build_kwok() {
 	local src s
-	src=$(mod_dir sigs.k8s.io/kwok) || return
 	go build -ldflags "-s -w" -o "$1/" sigs.k8s.io/kwok/cmd/kwok || return
+	src=$(mod_dir sigs.k8s.io/kwok) || return
 	for s in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
 		pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
 		echo "---"
-		cat "$src/kustomize/stage/$s.yaml"
-	done >"$1/stages.yaml"
+		cat "$src/kustomize/stage/$s.yaml" || return
+	done >"$1/stages.yaml" || return
 	for s in role role_binding; do
 		echo "---"
-		cat "$src/kustomize/rbac/$s.yaml"
+		cat "$src/kustomize/rbac/$s.yaml" || return
 	done >"$1/rbac.yaml"
 }
 
@@ -169,18 +172,18 @@ build_kwok() {
 # it runs as (in kueue-system, named kueue-*, as its release's kustomization
 # names them).
 build_kueue() {
-	local src
-	src=$(mod_dir sigs.k8s.io/kueue) || return
+	local src s
 	go build -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$(go list -m -f '{{.Version}}' sigs.k8s.io/kueue)" \
 		-o "$1/" sigs.k8s.io/kueue/cmd/kueue || return
+	src=$(mod_dir sigs.k8s.io/kueue) || return
 	mkdir -p "$1/crds"
-	cp "$src"/config/components/crd/bases/*.yaml "$1/crds/"
-	cp "$src/config/components/webhook/manifests.yaml" "$1/webhooks.yaml"
+	cp "$src"/config/components/crd/bases/*.yaml "$1/crds/" || return
+	cp "$src/config/components/webhook/manifests.yaml" "$1/webhooks.yaml" || return
 	for s in role role_binding manager_secrets_role manager_secrets_role_binding; do
 		echo "---"
 		sed -e 's/^\( *\)name: \(manager-\|controller-manager$\)/\1name: kueue-\2/' \
-			-e 's/^\( *\)namespace: system$/\1namespace: kueue-system/' "$src/config/components/rbac/$s.yaml"
-	done >"$1/rbac.yaml"
+			-e 's/^\( *\)namespace: system$/\1namespace: kueue-system/' "$src/config/components/rbac/$s.yaml" || return
+	done >"$1/rbac.yaml" || return
 	sed -n 's|^- path: patches/webhook_in_\(.*\)\.yaml$|\1.kueue.x-k8s.io|p' \
 		"$src/config/components/crd/kustomization.yaml" >"$1/conversion-crds"
 }
@@ -437,10 +440,10 @@ user_groups() {
 	esac
 }
 
-# The components beside the controller manager and the user each acts as:
-# kube-scheduler as its bootstrap user, KWOK and Kueue as the service
-# accounts they run as in a cluster (the token file names the user and its
-# groups just as the API server reports a service account's).
+# The components with a kubeconfig of their own and the user each acts as:
+# the controller manager and the scheduler as their bootstrap users, KWOK
+# and Kueue as the service accounts they run as in a cluster (the token file
+# gives the user the groups the API server reports for a service account).
 COMPONENTS=(kube-controller-manager kube-scheduler kwok kueue)
 declare -A COMPONENT_USER=(
 	[kube-controller-manager]=system:kube-controller-manager
@@ -626,9 +629,9 @@ scheduler_ok() { [ "$(curl -fsS -m 10 --cacert "$STATE/pki/ca.crt" "https://127.
 # (create_nodes; a node a test makes stays as the API server made it:
 # NotReady, tainted not-ready) with the Stages of $KWOK/stages.yaml: a node
 # becomes Ready and renews its Lease, a pod bound to it becomes Running, and
-# then Succeeded when a Job owns it; a deleted pod is removed. It serves /healthz (and a kubelet-like API) on
-# 127.0.0.1 over HTTP. HOME is the state dir: kwok would also read
-# ~/.kwok/kwok.yaml.
+# then Succeeded when a Job owns it; a deleted pod is removed. It serves
+# /healthz (and a kubelet-like API) on 127.0.0.1 over HTTP. HOME is the
+# state dir: kwok would also read ~/.kwok/kwok.yaml.
 kwok_args() {
 	free_port
 	KWOK_PORT=$PORT OWN_PORT=$PORT
