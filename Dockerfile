@@ -17,7 +17,7 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -buildvcs=false \
-    -ldflags "-s -w -X github.com/usherhq/usher/internal/cli.Version=${VERSION} -X github.com/usherhq/usher/internal/cli.Commit=${COMMIT}" \
+    -ldflags "-s -w -X github.com/usherhq/usher/cmd/usher/cli.Version=${VERSION} -X github.com/usherhq/usher/cmd/usher/cli.Commit=${COMMIT}" \
     -o /usher ./cmd/usher
 
 FROM gcr.io/distroless/static-debian12:nonroot

@@ -4,7 +4,7 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 IMAGE ?= ghcr.io/usherhq/usher:$(VERSION)
-STAMP = -X github.com/usherhq/usher/internal/cli.Version=$(VERSION) -X github.com/usherhq/usher/internal/cli.Commit=$(COMMIT)
+STAMP = -X github.com/usherhq/usher/cmd/usher/cli.Version=$(VERSION) -X github.com/usherhq/usher/cmd/usher/cli.Commit=$(COMMIT)
 
 .PHONY: run test unit e2e vet fmt-check bench build image policy-tests latency
 
@@ -26,14 +26,17 @@ image:
 ## end-to-end suite against a real control plane.
 test: fmt-check vet chart-lint unit policy-tests e2e
 
-## chart-lint: helm lint --strict of the Helm chart and a render of its
+## chart-lint: helm lint --strict of the Helm chart, with its defaults and
+## with its monitoring on (PrometheusRule, dashboard), and a render of its
 ## defaults, with the pinned helm hack/helm.sh builds (cached). It runs before
-## unit so that deploy/'s chart tests find that helm; the end-to-end suite
-## (TestChart) sends the rendered objects to the API server as a dry run.
+## unit so that deploy/'s chart tests find that helm, and promtool, which
+## hack/promtool.sh installs when missing; the end-to-end suite (TestChart)
+## sends the rendered objects to the API server as a dry run.
 .PHONY: chart-lint
 chart-lint:
-	@helm=$$(bash hack/helm.sh) && \
+	@helm=$$(bash hack/helm.sh) && bash hack/promtool.sh > /dev/null && \
 	$$helm lint --strict deploy/chart/usher && \
+	$$helm lint --strict deploy/chart/usher --set monitoring.prometheusRule.enabled=true --set monitoring.dashboard.enabled=true && \
 	$$helm template usher deploy/chart/usher --namespace usher-system > /dev/null
 
 ## policy-tests: the policy tests shipped beside the example configurations

@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"sync/atomic"
 )
 
 // seed is fixed for the life of the process so that Subjects and Sets built
@@ -139,30 +138,6 @@ type Subject struct {
 	// in are ruled out with two tests instead of a binary search (about 1.5%
 	// false positives at 64 groups).
 	bloom [16]uint64
-	// att is what a user of the Subject compiled from it (Attach).
-	att atomic.Pointer[attachment]
-}
-
-// attachment is a value compiled from a Subject, under a key.
-type attachment struct {
-	key any
-	v   any
-}
-
-// Attach keeps v with the subject under key, replacing what was kept: a
-// form of the subject compiled for one configuration (the policy
-// package's Principal, keyed by the partition it was compiled against;
-// keys are compared with ==, so a pointer makes a good one),
-// so that whoever checks the subject against that configuration finds it.
-// It changes no answer of the Subject's own checks.
-func (s *Subject) Attach(key, v any) { s.att.Store(&attachment{key, v}) }
-
-// Attached returns what was kept under key, or nil.
-func (s *Subject) Attached(key any) any {
-	if a := s.att.Load(); a != nil && a.key == key {
-		return a.v
-	}
-	return nil
 }
 
 func bloomBits(h uint64) (w1 int, b1 uint64, w2 int, b2 uint64) {

@@ -90,10 +90,10 @@ func adopt(ctx context.Context, st *handlerState, owners OwnerLookup, k *kindInf
 			return deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot tell whose %s is to adopt %s: %v; denied (usher fails closed)", owner, what, err)
 		}
 		op := ownerView.pod()
-		if op.has(slotUserInfo) == np.has(slotUserInfo) && op.vals[slotUserInfo] == np.vals[slotUserInfo] {
+		if op.has(slotUserInfo) == np.has(slotUserInfo) && op.val(slotUserInfo) == np.val(slotUserInfo) {
 			continue // the same submitter's
 		}
-		ui, err := ParseUserInfo(op.vals[slotUserInfo])
+		ui, err := ParseUserInfo(op.val(slotUserInfo))
 		if !op.has(slotUserInfo) || err != nil {
 			dc := deny(CauseKillDenied, httpStatusForbidden, "usher: %s may not adopt %s: it has no valid annotation %s on its %s, "+
 				"so it has no recorded owner whose right to delete %s could be checked", owner, what, UserInfoAnnotation, ok.where, what)

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // fakeOwners answers owner lookups from objects by API path, as the API
@@ -61,7 +63,7 @@ func TestAdoption(t *testing.T) {
 		path("replaced"): replicaSet("replaced", "5555-new", m(UserInfoAnnotation, aliceInfo)),
 	}}
 	authz := newFakeDeleteAuthz()
-	h := deleteHandler(t, Config{}, authz, WithOwnerLookup(owners))
+	h := deleteHandler(t, settings.Config{}, authz, WithOwnerLookup(owners))
 	rs := func(name, uid string) metav1.OwnerReference { return ownerRef("ReplicaSet", name, uid, true) }
 	cm := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "bobs", UID: "6666"}
 	pods := kindCaseOf(t, "Pod")
@@ -130,7 +132,7 @@ func TestAdoption(t *testing.T) {
 	// Without a lookup (no cluster credentials) adoption fails closed;
 	// with the kill rule off nothing is read or decided.
 	req = request(t, pods, admissionv1.Update, "team-a", rsCtrl, pod(rs("alices", "1111")), pod())
-	wantDenied(t, run(t, deleteHandler(t, Config{}, authz), hookValidate, req), 500,
+	wantDenied(t, run(t, deleteHandler(t, settings.Config{}, authz), hookValidate, req), 500,
 		`usher: cannot tell whose ReplicaSet "alices" is to adopt Pod "team-a/obj": usher has no cluster credentials to read it`)
 	owners.asked = nil
 	wantAllowed(t, run(t, NewHandler(nil, WithDeleteAuthorizer(authz), WithOwnerLookup(owners)), hookValidate, req))
@@ -139,6 +141,6 @@ func TestAdoption(t *testing.T) {
 	}
 	// A lookup that fails says why, and denies.
 	failing := OwnerLookupFunc(func(context.Context, string) ([]byte, error) { return nil, errors.New("forbidden") })
-	wantDenied(t, run(t, deleteHandler(t, Config{}, authz, WithOwnerLookup(failing)), hookValidate, req), 500,
+	wantDenied(t, run(t, deleteHandler(t, settings.Config{}, authz, WithOwnerLookup(failing)), hookValidate, req), 500,
 		`usher: cannot tell whose ReplicaSet "alices" is to adopt Pod "team-a/obj": forbidden; denied (usher fails closed)`)
 }

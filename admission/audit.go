@@ -101,10 +101,6 @@ type Record struct {
 	// for one allowed outright): the stable shape the response's status
 	// details, the audit annotations and the Event carry too.
 	Denial *Denial
-
-	// clipped: the strings are cut already (Clip); the renderings do not
-	// cut them again.
-	clipped bool
 }
 
 // Denial is a denial in its stable shape, for machines: the Cause from a
@@ -174,39 +170,37 @@ const (
 // bounded count, with a visible mark ("…[cut N bytes]", "…[cut N more]"),
 // so a request cannot make a record arbitrarily large. This is the one
 // rendering of an admission audit record: SlogAudit and the server's
-// audit log use it, and AppendJSON writes the same attributes as JSON
-// without building them.
+// audit log use it.
 func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
-	groups := r.list(r.Groups)
 	dst = append(dst, slog.String("webhook", r.Webhook))
 	if r.Caller != "" {
 		dst = append(dst, slog.String("caller", r.Caller))
 	}
 	dst = append(dst,
-		slog.String("uid", r.cut(r.UID, clip.Name)),
-		slog.String("operation", r.cut(r.Operation, clip.Name)),
-		slog.String("object", r.cut(r.Kind, clip.Name)),
-		slog.String("namespace", r.cut(r.Namespace, clip.Name)),
-		slog.String("name", r.cut(r.Name, clip.Name)),
-		slog.String("user", r.cut(r.User, clip.Name)),
-		slog.Any("groups", groups),
-		slog.String("identity", r.cut(r.Identity, clip.Name)),
-		slog.String("queue", r.cut(r.Queue, clip.Name)))
+		slog.String("uid", clip.String(r.UID, clip.Name)),
+		slog.String("operation", clip.String(r.Operation, clip.Name)),
+		slog.String("object", clip.String(r.Kind, clip.Name)),
+		slog.String("namespace", clip.String(r.Namespace, clip.Name)),
+		slog.String("name", clip.String(r.Name, clip.Name)),
+		slog.String("user", clip.String(r.User, clip.Name)),
+		slog.Any("groups", clip.Strings(r.Groups, clip.Name, clip.Count)),
+		slog.String("identity", clip.String(r.Identity, clip.Name)),
+		slog.String("queue", clip.String(r.Queue, clip.Name)))
 	if r.QueueAsked != "" {
-		dst = append(dst, slog.String("queueAsked", r.cut(r.QueueAsked, clip.Name)))
+		dst = append(dst, slog.String("queueAsked", clip.String(r.QueueAsked, clip.Name)))
 	}
 	dst = append(dst,
 		slog.Bool("allowed", r.Allowed),
 		slog.Bool("patched", r.Patched),
 		slog.Int("code", int(r.Code)),
-		slog.String("reason", r.cut(r.Reason, clip.Text)),
+		slog.String("reason", clip.String(r.Reason, clip.Text)),
 		slog.String("rule", r.Rule.String()),
 		slog.Bool("dryRun", r.DryRun),
 		slog.Bool("warned", r.Warned),
-		slog.String("lookup", r.cut(r.Lookup, clip.Text)),
+		slog.String("lookup", clip.String(r.Lookup, clip.Text)),
 	)
 	if r.Decided != nil {
-		dst = append(dst, slog.Any("decided", r.list(r.Decided)), slog.Any("sources", r.list(r.Sources)))
+		dst = append(dst, slog.Any("decided", clip.Strings(r.Decided, clip.Name, clip.Count)), slog.Any("sources", clip.Strings(r.Sources, clip.Name, clip.Count)))
 	}
 	if r.Degraded {
 		dst = append(dst, slog.Bool("degraded", true))
@@ -224,7 +218,7 @@ func (r *Record) denialAttr() slog.Attr {
 	as := make([]slog.Attr, 0, 15)
 	str := func(k, v string, max int) {
 		if v != "" {
-			as = append(as, slog.String(k, r.cut(v, max)))
+			as = append(as, slog.String(k, clip.String(v, max)))
 		}
 	}
 	as = append(as, slog.String("reason", string(d.Reason)))
@@ -238,7 +232,7 @@ func (r *Record) denialAttr() slog.Attr {
 	str("kind", d.Kind, clip.Name)
 	str("namespace", d.Namespace, clip.Name)
 	str("name", d.Name, clip.Name)
-	as = append(as, slog.String("user", r.cut(d.User, clip.Name)))
+	as = append(as, slog.String("user", clip.String(d.User, clip.Name)))
 	str("identity", d.Identity, clip.Name)
 	str("queue", d.Queue, clip.Name)
 	str("check", d.Check, clip.Name)
@@ -247,14 +241,6 @@ func (r *Record) denialAttr() slog.Attr {
 		as = append(as, slog.Bool("dryRun", true))
 	}
 	return slog.Attr{Key: "denial", Value: slog.GroupValue(as...)}
-}
-
-// list is clip.Strings unless r's lists are cut already (Clip).
-func (r *Record) list(ss []string) []string {
-	if r.clipped {
-		return ss
-	}
-	return clip.Strings(ss, clip.Name, clip.Count)
 }
 
 // NumAuditAttrs is the number of attributes AppendAttrs appends (the
@@ -356,7 +342,7 @@ func complete(st *handlerState, req *admissionv1.AdmissionRequest, obj, old stri
 		return
 	}
 	c := st.cfg
-	needQueue := dc.queue == "" && (c.enforce || c.enforceDelete) && c.processNamespace(req.Namespace)
+	needQueue := dc.queue == "" && (c.EnforceQueue || c.EnforceDelete) && c.ProcessNamespace(req.Namespace)
 	if dc.name != "" && !needQueue {
 		return
 	}

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // TestAuditRecordNamesObjectAndQueue: whichever path decides a review of
@@ -23,9 +25,9 @@ import (
 func TestAuditRecordNamesObjectAndQueue(t *testing.T) {
 	qauthz := &fakeAuthz{allowed: map[string][]string{alice.Username: {"root.team-a", ""}}}
 	dauthz := newFakeDeleteAuthz()
-	cfgs := map[string]Config{
+	cfgs := map[string]settings.Config{
 		"deny": {EnforceQueueACLs: true, EnforceDeleteACLs: true},
-		"warn": {EnforceQueueACLs: true, EnforceDeleteACLs: true, EnforceQueueACLsMode: ModeWarn, EnforceDeleteACLsMode: ModeWarn},
+		"warn": {EnforceQueueACLs: true, EnforceDeleteACLs: true, EnforceQueueACLsMode: settings.ModeWarn, EnforceDeleteACLsMode: settings.ModeWarn},
 	}
 	inA := m("queue", "root.team-a")
 	inOps := m("queue", "root.ops")
@@ -33,7 +35,7 @@ func TestAuditRecordNamesObjectAndQueue(t *testing.T) {
 		for _, kc := range kindCases {
 			t.Run(mode+"/"+kc.kind, func(t *testing.T) {
 				sink := &auditSink{}
-				h := NewHandler(compiled(t, cfg), WithAuthorizer(qauthz), WithDeleteAuthorizer(dauthz), WithAudit(sink.hook))
+				h := NewHandler(mustCompile(t, cfg), WithAuthorizer(qauthz), WithDeleteAuthorizer(dauthz), WithAudit(sink.hook))
 				mine := kc.build(inA, m(UserInfoAnnotation, aliceInfo), nil)
 				cases := []struct {
 					name      string
@@ -93,7 +95,7 @@ func TestAuditRecordNamesObjectAndQueue(t *testing.T) {
 	t.Run("eviction", func(t *testing.T) {
 		for mode, cfg := range cfgs {
 			sink := &auditSink{}
-			h := NewHandler(compiled(t, cfg), WithAuthorizer(qauthz), WithDeleteAuthorizer(dauthz), WithAudit(sink.hook))
+			h := NewHandler(mustCompile(t, cfg), WithAuthorizer(qauthz), WithDeleteAuthorizer(dauthz), WithAudit(sink.hook))
 			for _, u := range []struct {
 				name string
 				req  *admissionv1.AdmissionRequest

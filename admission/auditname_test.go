@@ -5,6 +5,8 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // TestCreateAuditNameGenerateName: the API server sends the review of an
@@ -15,7 +17,7 @@ func TestCreateAuditNameGenerateName(t *testing.T) {
 	for _, kc := range kindCases {
 		t.Run(kc.kind, func(t *testing.T) {
 			var got []Record
-			h := NewHandler(compiled(t, Config{}), WithAudit(func(r Record) { got = append(got, r) }))
+			h := NewHandler(mustCompile(t, settings.Config{}), WithAudit(func(r Record) { got = append(got, r) }))
 			for _, ann := range []map[string]string{nil, m(UserInfoAnnotation, "not json")} {
 				obj := kc.build(nil, ann, nil)
 				acc, err := meta.Accessor(obj)

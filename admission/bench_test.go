@@ -13,6 +13,8 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // The admission benchmarks. The budget (docs/benchmarks.md) is a pod CREATE review,
@@ -118,7 +120,7 @@ func BenchmarkMutatePodHTTP(b *testing.B) {
 		authz := QueueAuthorizerFunc(func(context.Context, SubmitRequest) (SubmitDecision, error) {
 			return SubmitDecision{Allowed: true}, nil
 		})
-		h := NewHandler(MustCompile(Config{EnforceQueueACLs: true}), WithAuthorizer(authz), WithAudit(auditHooks()["audit=slog"]))
+		h := NewHandler(settings.MustCompile(settings.Config{EnforceQueueACLs: true}), WithAuthorizer(authz), WithAudit(auditHooks()["audit=slog"]))
 		serveBench(b, h.MutateHTTP(), body)
 	})
 }
@@ -161,7 +163,7 @@ func BenchmarkValidateDelete(b *testing.B) {
 	authz := DeleteAuthorizerFunc(func(context.Context, DeleteRequest) (bool, string, error) {
 		return false, "denied", nil
 	})
-	h := NewHandler(MustCompile(Config{EnforceDeleteACLs: true}), WithDeleteAuthorizer(authz), WithAudit(auditHooks()["audit=record"]))
+	h := NewHandler(settings.MustCompile(settings.Config{EnforceDeleteACLs: true}), WithDeleteAuthorizer(authz), WithAudit(auditHooks()["audit=record"]))
 	for _, tc := range []struct{ name, file string }{
 		{"garbage-collector", "pod-delete-garbage-collector.json"},
 		{"kill-rule", "pod-delete-stranger.json"},
@@ -230,7 +232,7 @@ func BenchmarkStdlibDecode(b *testing.B) {
 // the review and, in the same pass, the pod's metadata.
 func BenchmarkScannerDecode(b *testing.B) {
 	body := podReviewBody(b)
-	c := MustCompile(Config{})
+	c := settings.MustCompile(settings.Config{})
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	var rv decodedReview
@@ -238,7 +240,7 @@ func BenchmarkScannerDecode(b *testing.B) {
 	defer reportCPU(b, cpu)
 	for b.Loop() {
 		rv = decodedReview{}
-		if err := decodeReview(string(body), body, &rv, c); err != nil {
+		if err := decodeReview(string(body), body, &rv, compile(c)); err != nil {
 			b.Fatal(err)
 		}
 		if !rv.views.objDone {

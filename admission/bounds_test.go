@@ -10,6 +10,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // TestDenialBoundsHostileValues: a mutating webhook sees the object before
@@ -23,7 +25,7 @@ import (
 func TestDenialBoundsHostileValues(t *testing.T) {
 	qauthz := &fakeAuthz{allowed: map[string][]string{alice.Username: {"root.team-a", ""}}}
 	job := kindCaseOf(t, "Job")
-	cfg := Config{EnforceQueueACLs: true}
+	cfg := settings.Config{EnforceQueueACLs: true}
 	const huge = 300_000
 	ctl := strings.Repeat("\x01", huge)
 	named := func(name, genName string, obj runtime.Object) *admissionv1.AdmissionRequest {
@@ -60,7 +62,7 @@ func TestDenialBoundsHostileValues(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &auditSink{}
-			h := NewHandler(compiled(t, cfg), WithAuthorizer(qauthz), WithAudit(sink.hook))
+			h := NewHandler(mustCompile(t, cfg), WithAuthorizer(qauthz), WithAudit(sink.hook))
 			resp := run(t, h, hookMutate, tc.req)
 			rec := sink.last(t)
 			d := rec.Denial
@@ -103,7 +105,7 @@ func TestDenialBoundsHostileValues(t *testing.T) {
 // with an error quoting what was wrong, bounded as a denial is, however
 // long the value (here an apiVersion of 1 MiB).
 func TestHTTPErrorBounded(t *testing.T) {
-	h := NewHandler(compiled(t, Config{}))
+	h := NewHandler(mustCompile(t, settings.Config{}))
 	huge := strings.Repeat("v", 1<<20)
 	body := `{"apiVersion":"` + huge + `","kind":"AdmissionReview","request":{"uid":"u"}}`
 	rec := httptest.NewRecorder()

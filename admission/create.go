@@ -29,10 +29,10 @@ func create(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, r
 	how := stampNew
 	switch {
 	case pm.has(slotUserInfo):
-		u, n, err := parseUserInfo(pm.vals[slotUserInfo], pre.lim.keep())
+		u, n, err := parseUserInfo(pm.val(slotUserInfo), pre.lim.keep())
 		if err != nil {
 			return userInfoDenial(k, deny(CauseUserInfoInvalid, httpStatusBadRequest, "usher: annotation %s on %s is not valid: %v (value %s)",
-				UserInfoAnnotation, place(k, req, ov), err, errString(pm.vals[slotUserInfo])))
+				UserInfoAnnotation, place(k, req, ov), err, errString(pm.val(slotUserInfo))))
 		}
 		if n > len(u.Groups) {
 			return userInfoDenial(k, pre.lim.refuse("annotation", CauseUserInfoInvalid, "annotation "+UserInfoAnnotation+" on "+place(k, req, ov), n))
@@ -40,13 +40,13 @@ func create(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, r
 		ui = &u
 		var rule Rule
 		switch {
-		case c.bypassAuth:
+		case c.BypassAuth:
 			rule = RuleKeptBypassAuth
-		case c.trustControllers && c.systemUsers.match(user):
+		case c.TrustControllers && c.SystemUsers.Match(user):
 			rule = RuleKeptController
-		case c.externalUsers.match(user):
+		case c.ExternalUsers.Match(user):
 			rule = RuleKeptExternalUser
-		case c.externalGroups.matchAny(groups):
+		case c.ExternalGroups.MatchAny(groups):
 			rule = RuleKeptExternalGroup
 		case u.User == user:
 			// The requester's own name: the stamp is the identity usher
@@ -74,13 +74,13 @@ func create(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, r
 				how = stampNever // see RuleControllerReplicaSet
 			}
 		}
-	case c.bypassAuth && pm.has(slotLegacy):
+	case c.BypassAuth && pm.has(slotLegacy):
 		// YuniKorn's rule: with bypassAuth, an object carrying the legacy label and
 		// no annotation is left alone; the scheduler reads the label.
 		dc = allow(RuleLegacyLabel)
 		dc.warning = legacyLabelWarning
-		return queueChecked(ctx, st, k, req, ov, submitter{user: pm.vals[slotLegacy]}, dc)
-	case k.kind == "ReplicaSet" && c.systemUsers.match(user):
+		return queueChecked(ctx, st, k, req, ov, submitter{user: pm.val(slotLegacy)}, dc)
+	case k.kind == "ReplicaSet" && c.SystemUsers.Match(user):
 		// YuniKorn's rule: never change a ReplicaSet a controller creates.
 		// The Deployment controller compares the ReplicaSet's template with
 		// the Deployment's; a stamped copy would never match and the
@@ -109,7 +109,7 @@ func create(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, r
 // enforceQueueACLs is on.
 func queueChecked(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView, id submitter, dc decision) decision {
 	dc.identity = id.user
-	if st.cfg.enforce {
+	if st.cfg.EnforceQueue {
 		// Objects a trusted controller makes (a Deployment's ReplicaSets and
 		// pods, a CronJob's Jobs) are checked too, under the identity they
 		// carry: the queue is the one their pods will run in (see targets),
@@ -121,8 +121,8 @@ func queueChecked(ctx context.Context, st *handlerState, k *kindInfo, req *admis
 }
 
 // untrustedHint explains who may set the annotation.
-func untrustedHint(c *Compiled, user string) string {
-	if !c.trustControllers && c.systemUsers.match(user) {
+func untrustedHint(c *compiled, user string) string {
+	if !c.TrustControllers && c.SystemUsers.Match(user) {
 		return "the user matches systemUsers but trustControllers is false"
 	}
 	return "only controllers matching systemUsers, users matching externalUsers and members of groups matching " +

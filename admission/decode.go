@@ -84,7 +84,7 @@ const (
 // substrings of s, raw objects are sub-slices of body. A duplicate member in
 // any object the webhook interprets is an error (encoding/json would keep
 // the last one; usher refuses to guess).
-func decodeReview(s string, body []byte, r *decodedReview, c *Compiled) error {
+func decodeReview(s string, body []byte, r *decodedReview, c *compiled) error {
 	d := jsonscan.New(s)
 	if d.Null() {
 		return errors.New("the body is null, want an AdmissionReview object")
@@ -107,7 +107,7 @@ func decodeReview(s string, body []byte, r *decodedReview, c *Compiled) error {
 	return d.Err()
 }
 
-func decodeRequest(d *jsonscan.Scanner, body []byte, r *decodedReview, c *Compiled) {
+func decodeRequest(d *jsonscan.Scanner, body []byte, r *decodedReview, c *compiled) {
 	req := &r.req
 	s := d.Input()
 	m := d.Members("request", requestKeys)
@@ -171,12 +171,12 @@ func decodeRequest(d *jsonscan.Scanner, body []byte, r *decodedReview, c *Compil
 // its offsets. When c is set, request.kind is known and names a handled
 // kind, it parses the object into o on the way (done = true); if that
 // fails it rewinds and only skips, leaving the error to the handler.
-func objectAhead(d *jsonscan.Scanner, c *Compiled, kindSeen bool, req *admissionv1.AdmissionRequest, o *objectView, done *bool) (start, end int) {
+func objectAhead(d *jsonscan.Scanner, c *compiled, kindSeen bool, req *admissionv1.AdmissionRequest, o *objectView, done *bool) (start, end int) {
 	start = d.SkipSpace()
 	if c != nil && kindSeen && d.Err() == nil && d.Peek() == '{' {
 		if k := lookupKind(req.Kind.Group, req.Kind.Kind); k != nil {
 			saved := *d
-			objectValue(d, k, c.labelKeys, c.annotationKeys, o)
+			objectValue(d, k, &c.wantKeys, o)
 			if d.Err() == nil {
 				*done = true
 				return start, d.Pos()
@@ -245,7 +245,7 @@ func decodeUserInfo(d *jsonscan.Scanner, u *authenticationv1.UserInfo, v *views)
 // bindingKeys are the members of a Binding that parseBinding reads.
 var bindingKeys = jsonscan.NewKeys("apiVersion", "kind", "metadata")
 
-func parseBinding(s string, c *Compiled, meta *metaView) error {
+func parseBinding(s string, c *compiled, meta *metaView) error {
 	if s == "" {
 		return fmt.Errorf("request.object is empty: want a Binding")
 	}
@@ -259,7 +259,7 @@ func parseBinding(s string, c *Compiled, meta *metaView) error {
 		case 1:
 			kind = d.StringField("kind")
 		case 2:
-			parseMeta(&d, &topMetaPaths, c.labelKeys, c.annotationKeys, meta)
+			parseMeta(&d, &topMetaPaths, &c.wantKeys, meta)
 		}
 	}
 	d.End()

@@ -11,6 +11,8 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // reviewFixtures are AdmissionReview bodies: testdata and generated ones
@@ -74,11 +76,11 @@ func TestDecodeReviewMatchesEncodingJSON(t *testing.T) {
 // TestDecodeReviewParsesObjectsAhead: with a configuration, the objects are
 // parsed during the review pass, exactly as parsing them afterwards would.
 func TestDecodeReviewParsesObjectsAhead(t *testing.T) {
-	c := compiled(t, Config{EnforceQueueACLs: true})
+	c := mustCompile(t, settings.Config{EnforceQueueACLs: true})
 	for name, body := range reviewFixtures(t) {
 		t.Run(name, func(t *testing.T) {
 			var rv decodedReview
-			if err := decodeReview(string(body), body, &rv, c); err != nil {
+			if err := decodeReview(string(body), body, &rv, compile(c)); err != nil {
 				t.Fatal(err)
 			}
 			k := lookupKind(rv.req.Kind.Group, rv.req.Kind.Kind)
@@ -90,7 +92,7 @@ func TestDecodeReviewParsesObjectsAhead(t *testing.T) {
 				var want objectView
 				err := errNoKind
 				if k != nil {
-					err = parseObject(o.raw, k, c.labelKeys, c.annotationKeys, &want, "x")
+					err = parseObject(o.raw, k, &compile(c).wantKeys, &want, "x")
 				}
 				if o.raw == "" || k == nil || (err != nil && !strings.Contains(err.Error(), "request.kind says")) {
 					if o.done {
@@ -122,10 +124,10 @@ func FuzzDecodeReview(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","userInfo":{"username":"x","groups":["g"],"extra":{}},"object":{"apiVersion":"v1","kind":"Pod"}}}`))
-	c := MustCompile(Config{EnforceQueueACLs: true, EnforceDeleteACLs: true})
+	c := settings.MustCompile(settings.Config{EnforceQueueACLs: true, EnforceDeleteACLs: true})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var got decodedReview
-		if err := decodeReview(string(body), body, &got, c); err != nil {
+		if err := decodeReview(string(body), body, &got, compile(c)); err != nil {
 			return
 		}
 		var want admissionv1.AdmissionReview
@@ -175,11 +177,11 @@ func FuzzParseObject(f *testing.F) {
 	f.Add(`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"template":{"metadata":{"annotations":{"yunikorn.apache.org/user.info":"{\"user\":\"a\"}"}}}}}`)
 	f.Add(`{"apiVersion":"batch/v1","kind":"CronJob","spec":{"jobTemplate":{"metadata":{"labels":{"queue":"x"}},"spec":{"template":{}}}}}`)
 	f.Add(`{"apiVersion":"v1","kind":"Pod","metadata":{"labels":{"kueue.x-k8s.io/queue-name":"q"}}}`)
-	c := MustCompile(Config{EnforceQueueACLs: true, EnforceDeleteACLs: true})
+	c := settings.MustCompile(settings.Config{EnforceQueueACLs: true, EnforceDeleteACLs: true})
 	f.Fuzz(func(t *testing.T, s string) {
 		for i := range kinds {
 			var o objectView
-			_ = parseObject(s, &kinds[i], c.labelKeys, c.annotationKeys, &o, "x")
+			_ = parseObject(s, &kinds[i], &compile(c).wantKeys, &o, "x")
 		}
 		_, _ = ParseUserInfo(s)
 	})
@@ -191,7 +193,7 @@ func FuzzParseObject(f *testing.F) {
 // templates), since encoding/json would keep the last one and usher
 // cannot know which one the API server used.
 func TestDuplicateMembersRefusedEverywhere(t *testing.T) {
-	c := MustCompile(Config{})
+	c := settings.MustCompile(settings.Config{})
 	review := func(req string) string {
 		return `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":` + req + `}`
 	}
@@ -207,7 +209,7 @@ func TestDuplicateMembersRefusedEverywhere(t *testing.T) {
 		review(`{"uid":"u","object":null,"object":{}}`),
 	} {
 		var rv decodedReview
-		err := decodeReview(body, []byte(body), &rv, c)
+		err := decodeReview(body, []byte(body), &rv, compile(c))
 		if err == nil || !strings.Contains(err.Error(), "duplicate member") {
 			t.Errorf("%s: err %v, want a duplicate member", body, err)
 		}
@@ -223,13 +225,13 @@ func TestDuplicateMembersRefusedEverywhere(t *testing.T) {
 		{"CronJob", `{"apiVersion":"batch/v1","kind":"CronJob","spec":{"jobTemplate":{"spec":{},"spec":{}}}}`},
 	} {
 		var o objectView
-		err := parseObject(tc.obj, lookupKind(kindGroup(tc.kind), tc.kind), c.labelKeys, c.annotationKeys, &o, "request.object")
+		err := parseObject(tc.obj, lookupKind(kindGroup(tc.kind), tc.kind), &compile(c).wantKeys, &o, "request.object")
 		if err == nil || !strings.Contains(err.Error(), "duplicate member") {
 			t.Errorf("%s: err %v, want a duplicate member", tc.obj, err)
 		}
 	}
 	var m metaView
-	if err := parseBinding(`{"apiVersion":"v1","kind":"Binding","kind":"Binding"}`, c, &m); err == nil || !strings.Contains(err.Error(), "duplicate member") {
+	if err := parseBinding(`{"apiVersion":"v1","kind":"Binding","kind":"Binding"}`, compile(c), &m); err == nil || !strings.Contains(err.Error(), "duplicate member") {
 		t.Errorf("Binding: err %v, want a duplicate member", err)
 	}
 }

@@ -49,13 +49,13 @@ func decideRemove(ctx context.Context, st *handlerState, k *kindInfo, req *admis
 // collection, Job, CronJob and ReplicaSet cleanup, namespace deletion),
 // the front ends trusted to submit for others (they clean up what they
 // submitted), and Kubernetes superusers.
-func (c *Compiled) trustedDeleter(user string, groups []string) Trust {
+func (c *compiled) trustedDeleter(user string, groups []string) Trust {
 	switch {
-	case c.trustControllers && c.systemUsers.match(user):
+	case c.TrustControllers && c.SystemUsers.Match(user):
 		return TrustController
-	case c.externalUsers.match(user):
+	case c.ExternalUsers.Match(user):
 		return TrustExternalUser
-	case c.externalGroups.matchAny(groups):
+	case c.ExternalGroups.MatchAny(groups):
 		return TrustExternalGroup
 	}
 	for _, g := range groups {
@@ -79,20 +79,20 @@ func killRule(ctx context.Context, st *handlerState, k *kindInfo, req *admission
 	owner, note := "", ""
 	switch {
 	case pm.has(slotUserInfo):
-		ui, err := ParseUserInfo(pm.vals[slotUserInfo])
+		ui, err := ParseUserInfo(pm.val(slotUserInfo))
 		if err != nil {
 			note = "; its annotation " + UserInfoAnnotation + " is not valid (" + err.Error() + "), so it has no recorded owner"
 			break
 		}
 		owner = ui.User
-	case c.bypassAuth && pm.vals[slotLegacy] != "":
-		owner = pm.vals[slotLegacy]
+	case c.BypassAuth && pm.val(slotLegacy) != "":
+		owner = pm.val(slotLegacy)
 	default:
 		note = "; it has no annotation " + UserInfoAnnotation + " (created before usher?), so it has no recorded owner"
 	}
 	var modifyACL *string
 	if pm.has(slotModifyACL) {
-		modifyACL = &pm.vals[slotModifyACL]
+		modifyACL = &pm.vals[slotModifyACL].s
 	}
 	var arr [4]target
 	ts, err := c.targets(k, req.Namespace, o, false, arr[:0])
@@ -110,7 +110,7 @@ func killRule(ctx context.Context, st *handlerState, k *kindInfo, req *admission
 	first := ""
 	for i := range ts {
 		q := ts[i].queue
-		ok, reason, err := st.del.AuthorizeDelete(ctx, DeleteRequest{Partition: c.partition, Queue: q, Owner: owner, ModifyACL: modifyACL, User: user, Groups: groups})
+		ok, reason, err := st.del.AuthorizeDelete(ctx, DeleteRequest{Partition: c.Partition, Queue: q, Owner: owner, ModifyACL: modifyACL, User: user, Groups: groups})
 		if err != nil {
 			dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may %s %s %s: %v; denied (usher fails closed)",
 				user, verb, k.kind, objectName(req, o), err)
@@ -150,7 +150,7 @@ func killRule(ctx context.Context, st *handlerState, k *kindInfo, req *admission
 //     without user.info.
 //
 // user.info itself never changes after creation (update refuses it).
-func (c *Compiled) killInputsChanged(k *kindInfo, ov, nv *objectView) string {
+func (c *compiled) killInputsChanged(k *kindInfo, ov, nv *objectView) string {
 	var changed []string
 	add := func(s string) {
 		for _, have := range changed {
@@ -161,16 +161,16 @@ func (c *Compiled) killInputsChanged(k *kindInfo, ov, nv *objectView) string {
 		changed = append(changed, s)
 	}
 	differ := func(a, b *metaView, slot int) bool {
-		return a.has(slot) != b.has(slot) || a.vals[slot] != b.vals[slot]
+		return a.has(slot) != b.has(slot) || a.val(slot) != b.val(slot)
 	}
 	if ov.top.owners != nv.top.owners {
 		add("metadata.ownerReferences")
 	}
 	op, np := ov.pod(), nv.pod()
 	if differ(op, np, slotModifyACL) {
-		add("annotation " + c.modifyACLKey)
+		add("annotation " + c.ModifyACLKey)
 	}
-	if c.bypassAuth && differ(op, np, slotLegacy) {
+	if c.BypassAuth && differ(op, np, slotLegacy) {
 		add("label " + LegacyUserLabel)
 	}
 	levels := [3][2]*metaView{{op, np}}
@@ -183,10 +183,10 @@ func (c *Compiled) killInputsChanged(k *kindInfo, ov, nv *objectView) string {
 		levels[n] = [2]*metaView{&ov.top, &nv.top}
 		n++
 	}
-	for i := range c.sources {
+	for i := range c.Sources {
 		for _, l := range levels[:n] {
 			if differ(l[0], l[1], slotMarkers+i) {
-				add(c.sources[i].Kind + " " + c.sources[i].Key)
+				add(c.Sources[i].Kind + " " + c.Sources[i].Key)
 				break
 			}
 		}
@@ -222,9 +222,9 @@ func isEviction(req *admissionv1.AdmissionRequest) bool {
 func evict(ctx context.Context, st *handlerState, req *admissionv1.AdmissionRequest) decision {
 	c := st.cfg
 	switch {
-	case req.Operation != admissionv1.Create || !c.enforceDelete:
+	case req.Operation != admissionv1.Create || !c.EnforceDelete:
 		return allow(RuleOperationNotHandled)
-	case !c.processNamespace(req.Namespace):
+	case !c.ProcessNamespace(req.Namespace):
 		return allow(RuleNamespaceBypassed)
 	}
 	user, groups := req.UserInfo.Username, req.UserInfo.Groups
@@ -263,7 +263,7 @@ func evict(ctx context.Context, st *handlerState, req *admissionv1.AdmissionRequ
 // nobody. Cluster admins, application admins and admins of root may.
 // st.del must not be nil.
 func killsEverything(ctx context.Context, st *handlerState, user string, groups []string) (bool, string, error) {
-	return st.del.AuthorizeDelete(ctx, DeleteRequest{Partition: st.cfg.partition, Queue: "root", ModifyACL: &nobody, User: user, Groups: groups})
+	return st.del.AuthorizeDelete(ctx, DeleteRequest{Partition: st.cfg.Partition, Queue: "root", ModifyACL: &nobody, User: user, Groups: groups})
 }
 
 // killCheck marks dc as decided by the kill rule.
@@ -304,7 +304,7 @@ func bind(ctx context.Context, st *handlerState, req *admissionv1.AdmissionReque
 	switch {
 	case req.Operation != admissionv1.Create:
 		return allow(RuleOperationNotHandled)
-	case !c.processNamespace(req.Namespace):
+	case !c.ProcessNamespace(req.Namespace):
 		return allow(RuleNamespaceBypassed)
 	}
 	var m metaView
@@ -324,19 +324,19 @@ func bind(ctx context.Context, st *handlerState, req *admissionv1.AdmissionReque
 			return dc
 		}
 	}
-	if !c.enforceDelete {
+	if !c.EnforceDelete {
 		return allow(RuleBindingPlain)
 	}
 	var set []string
 	if m.has(slotModifyACL) {
-		set = append(set, "annotation "+c.modifyACLKey)
+		set = append(set, "annotation "+c.ModifyACLKey)
 	}
-	if c.bypassAuth && m.has(slotLegacy) {
+	if c.BypassAuth && m.has(slotLegacy) {
 		set = append(set, "label "+LegacyUserLabel)
 	}
-	for i := range c.sources {
+	for i := range c.Sources {
 		if m.has(slotMarkers + i) {
-			set = append(set, c.sources[i].Kind+" "+c.sources[i].Key)
+			set = append(set, c.Sources[i].Kind+" "+c.Sources[i].Key)
 		}
 	}
 	if len(set) == 0 {

@@ -17,6 +17,8 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // fakeDeleteAuthz is a hand-written DeleteAuthorizer applying a small kill
@@ -110,10 +112,10 @@ func deleteRequest(t testing.TB, kc kindCase, ns string, user authenticationv1.U
 	return req
 }
 
-func deleteHandler(t testing.TB, c Config, authz *fakeDeleteAuthz, opts ...Option) *Handler {
+func deleteHandler(t testing.TB, c settings.Config, authz *fakeDeleteAuthz, opts ...Option) *Handler {
 	t.Helper()
 	c.EnforceDeleteACLs = true
-	return NewHandler(compiled(t, c), append([]Option{WithDeleteAuthorizer(authz)}, opts...)...)
+	return NewHandler(mustCompile(t, c), append([]Option{WithDeleteAuthorizer(authz)}, opts...)...)
 }
 
 func newFakeDeleteAuthz() *fakeDeleteAuthz {
@@ -153,8 +155,8 @@ func TestDeleteDisabled(t *testing.T) {
 // denied with the authorizer's reason.
 func TestDeleteKillRule(t *testing.T) {
 	authz := newFakeDeleteAuthz()
-	h := deleteHandler(t, Config{}, authz)
-	ann := m(UserInfoAnnotation, aliceInfo, DefaultModifyACLAnnotation, "carol,zoe ops")
+	h := deleteHandler(t, settings.Config{}, authz)
+	ann := m(UserInfoAnnotation, aliceInfo, settings.DefaultModifyACLAnnotation, "carol,zoe ops")
 	labels := m("queue", "root.team-a")
 	cases := []struct {
 		name    string
@@ -182,7 +184,7 @@ func TestDeleteKillRule(t *testing.T) {
 					wantDenied(t, resp, 403, fmt.Sprintf("usher: user %q may not delete %s \"team-a/obj\": ", tc.user.Username, kc.kind), tc.by)
 				}
 				calls := authz.reset()
-				want := deleteCall{DefaultPartition, "root.team-a", alice.Username, "carol,zoe ops", tc.user.Username, tc.user.Groups}
+				want := deleteCall{settings.DefaultPartition, "root.team-a", alice.Username, "carol,zoe ops", tc.user.Username, tc.user.Groups}
 				if len(calls) != 2 || !deleteCallEqual(calls[0], want) || !deleteCallEqual(calls[1], want) {
 					t.Fatalf("calls %+v, want twice %+v", calls, want)
 				}
@@ -202,8 +204,8 @@ func deleteCallEqual(a, b deleteCall) bool {
 // and ReplicaSet cleanup and namespace deletion keep working.
 func TestDeleteTrusted(t *testing.T) {
 	authz := newFakeDeleteAuthz()
-	h := deleteHandler(t, Config{AccessControl: AccessControl{
-		ExternalUsers: Patterns{"^system:serviceaccount:airflow:scheduler$"}, ExternalGroups: Patterns{"^submitters$"}}}, authz)
+	h := deleteHandler(t, settings.Config{AccessControl: settings.AccessControl{
+		ExternalUsers: settings.Patterns{"^system:serviceaccount:airflow:scheduler$"}, ExternalGroups: settings.Patterns{"^submitters$"}}}, authz)
 	var users []authenticationv1.UserInfo
 	for _, c := range []string{"generic-garbage-collector", "job-controller", "cronjob-controller", "ttl-after-finished-controller",
 		"replicaset-controller", "node-controller", "pod-garbage-collector", "namespace-controller", "statefulset-controller",
@@ -224,13 +226,13 @@ func TestDeleteTrusted(t *testing.T) {
 	}
 
 	// Without trustControllers, controllers are subject to the rule.
-	h = deleteHandler(t, Config{AccessControl: AccessControl{TrustControllers: boolPtr(false)}}, authz)
+	h = deleteHandler(t, settings.Config{AccessControl: settings.AccessControl{TrustControllers: boolPtr(false)}}, authz)
 	kc := kindCaseOf(t, "Pod")
 	req := deleteRequest(t, kc, "team-a", kubeSystemSA("generic-garbage-collector"), kc.build(nil, m(UserInfoAnnotation, aliceInfo), nil))
 	wantDenied(t, run(t, h, hookValidate, req), 403, "generic-garbage-collector may not kill")
 	// Anchored patterns: a look-alike is not trusted.
 	req = deleteRequest(t, kc, "team-a", authenticationv1.UserInfo{Username: "system:kube-controller-manager-evil"}, kc.build(nil, m(UserInfoAnnotation, aliceInfo), nil))
-	wantDenied(t, run(t, deleteHandler(t, Config{}, authz), hookValidate, req), 403)
+	wantDenied(t, run(t, deleteHandler(t, settings.Config{}, authz), hookValidate, req), 403)
 }
 
 // TestDeleteTerminating: an object that already has a deletionTimestamp
@@ -238,7 +240,7 @@ func TestDeleteTrusted(t *testing.T) {
 // terminated pod; the DELETE that began it was checked).
 func TestDeleteTerminating(t *testing.T) {
 	authz := newFakeDeleteAuthz()
-	h := deleteHandler(t, Config{}, authz)
+	h := deleteHandler(t, settings.Config{}, authz)
 	node := authenticationv1.UserInfo{Username: "system:node:worker-1", Groups: []string{"system:nodes", "system:authenticated"}}
 	for _, kc := range kindCases {
 		t.Run(kc.kind, func(t *testing.T) {
@@ -258,7 +260,7 @@ func TestDeleteTerminating(t *testing.T) {
 // and modify-ACL members still may delete it.
 func TestDeleteOwnerless(t *testing.T) {
 	authz := newFakeDeleteAuthz()
-	h := deleteHandler(t, Config{}, authz)
+	h := deleteHandler(t, settings.Config{}, authz)
 	cases := []struct {
 		name, note string
 		ann        map[string]string
@@ -283,14 +285,14 @@ func TestDeleteOwnerless(t *testing.T) {
 	}
 	// With bypassAuth the legacy label names the owner.
 	authz.reset()
-	h = deleteHandler(t, Config{AccessControl: AccessControl{BypassAuth: true}}, authz)
+	h = deleteHandler(t, settings.Config{AccessControl: settings.AccessControl{BypassAuth: true}}, authz)
 	kc := kindCaseOf(t, "Pod")
 	wantAllowed(t, run(t, h, hookValidate, deleteRequest(t, kc, "team-a", bob, kc.build(m(LegacyUserLabel, "bob"), nil, nil))))
 	if calls := authz.reset(); calls[0].owner != "bob" {
 		t.Fatalf("owner %q, want the legacy label's bob", calls[0].owner)
 	}
 	// Without bypassAuth it does not.
-	h = deleteHandler(t, Config{}, authz)
+	h = deleteHandler(t, settings.Config{}, authz)
 	wantDenied(t, run(t, h, hookValidate, deleteRequest(t, kc, "team-a", bob, kc.build(m(LegacyUserLabel, "bob"), nil, nil))), 403)
 }
 
@@ -301,17 +303,17 @@ func TestDeleteModifyACLAnnotation(t *testing.T) {
 	authz := newFakeDeleteAuthz()
 	cases := []struct {
 		name      string
-		cfg       Config
+		cfg       settings.Config
 		podAnn    map[string]string
 		wantACL   string
 		wantAllow bool
 	}{
-		{"absent", Config{}, m(UserInfoAnnotation, aliceInfo), "", false},
-		{"empty", Config{}, m(UserInfoAnnotation, aliceInfo, DefaultModifyACLAnnotation, ""), " ", false},
-		{"member", Config{}, m(UserInfoAnnotation, aliceInfo, DefaultModifyACLAnnotation, "bob"), "bob", true},
-		{"wildcard", Config{}, m(UserInfoAnnotation, aliceInfo, DefaultModifyACLAnnotation, "*"), "*", true},
-		{"other key configured", Config{ModifyACLAnnotation: "example.com/kill-acl"},
-			m(UserInfoAnnotation, aliceInfo, DefaultModifyACLAnnotation, "bob", "example.com/kill-acl", "carol"), "carol", false},
+		{"absent", settings.Config{}, m(UserInfoAnnotation, aliceInfo), "", false},
+		{"empty", settings.Config{}, m(UserInfoAnnotation, aliceInfo, settings.DefaultModifyACLAnnotation, ""), " ", false},
+		{"member", settings.Config{}, m(UserInfoAnnotation, aliceInfo, settings.DefaultModifyACLAnnotation, "bob"), "bob", true},
+		{"wildcard", settings.Config{}, m(UserInfoAnnotation, aliceInfo, settings.DefaultModifyACLAnnotation, "*"), "*", true},
+		{"other key configured", settings.Config{ModifyACLAnnotation: "example.com/kill-acl"},
+			m(UserInfoAnnotation, aliceInfo, settings.DefaultModifyACLAnnotation, "bob", "example.com/kill-acl", "carol"), "carol", false},
 	}
 	for _, kc := range kindCases {
 		for _, tc := range cases {
@@ -330,8 +332,8 @@ func TestDeleteModifyACLAnnotation(t *testing.T) {
 	// On a workload only the pod template's annotation counts, like user.info.
 	dk := kindCaseOf(t, "Deployment")
 	dep := dk.build(nil, m(UserInfoAnnotation, aliceInfo), nil)
-	dep.(metav1.Object).SetAnnotations(m(DefaultModifyACLAnnotation, "bob"))
-	h := deleteHandler(t, Config{}, authz)
+	dep.(metav1.Object).SetAnnotations(m(settings.DefaultModifyACLAnnotation, "bob"))
+	h := deleteHandler(t, settings.Config{}, authz)
 	wantDenied(t, run(t, h, hookValidate, deleteRequest(t, dk, "team-a", bob, dep)), 403)
 }
 
@@ -340,7 +342,7 @@ func TestDeleteModifyACLAnnotation(t *testing.T) {
 // to no queue.
 func TestDeleteQueues(t *testing.T) {
 	authz := &fakeDeleteAuthz{queueAdmins: map[string][]string{"root.team-a.gpu": {"dave"}, "root": {"rooty"}}}
-	h := deleteHandler(t, Config{QueueSources: []QueueSource{
+	h := deleteHandler(t, settings.Config{QueueSources: []settings.QueueSource{
 		{Kind: "label", Key: "queue", Scheduler: "yunikorn"},
 		{Kind: "label", Key: "kueue.x-k8s.io/queue-name", Scheduler: "kueue", Template: "root.{namespace}.{value}"},
 	}}, authz)
@@ -376,14 +378,14 @@ func TestDeleteQueues(t *testing.T) {
 func TestDeleteFailsClosed(t *testing.T) {
 	kc := kindCaseOf(t, "Job")
 	old := kc.build(nil, m(UserInfoAnnotation, aliceInfo), nil)
-	h := NewHandler(compiled(t, Config{EnforceDeleteACLs: true}))
+	h := NewHandler(mustCompile(t, settings.Config{EnforceDeleteACLs: true}))
 	wantDenied(t, run(t, h, hookValidate, deleteRequest(t, kc, "team-a", alice, old)), 500,
 		`enforceDeleteACLs is on but no delete authorizer is configured: user "alice@EXAMPLE.COM" may not delete Job "team-a/obj"`)
 	// Trusted controllers do not need the authorizer.
 	wantAllowed(t, run(t, h, hookValidate, deleteRequest(t, kc, "team-a", jobCtrl, old)))
 
 	authz := &fakeDeleteAuthz{err: errors.New("directory unreachable")}
-	h = deleteHandler(t, Config{}, authz)
+	h = deleteHandler(t, settings.Config{}, authz)
 	wantDenied(t, run(t, h, hookValidate, deleteRequest(t, kc, "team-a", alice, old)), 500,
 		`cannot decide whether user "alice@EXAMPLE.COM" may delete Job "team-a/obj": directory unreachable; denied (usher fails closed)`)
 }
@@ -392,7 +394,7 @@ func TestDeleteFailsClosed(t *testing.T) {
 // request.kind names is denied with a message saying what is wrong.
 func TestDeleteMalformed(t *testing.T) {
 	authz := newFakeDeleteAuthz()
-	h := deleteHandler(t, Config{}, authz)
+	h := deleteHandler(t, settings.Config{}, authz)
 	kc := kindCaseOf(t, "Pod")
 	cases := []struct {
 		name, old, want string
@@ -422,7 +424,7 @@ func TestDeleteMalformed(t *testing.T) {
 // TestDeleteNamespaces: namespace filtering applies as for CREATE.
 func TestDeleteNamespaces(t *testing.T) {
 	authz := newFakeDeleteAuthz()
-	h := deleteHandler(t, Config{ProcessNamespaces: Patterns{"^team-"}}, authz)
+	h := deleteHandler(t, settings.Config{ProcessNamespaces: settings.Patterns{"^team-"}}, authz)
 	kc := kindCaseOf(t, "Pod")
 	old := kc.build(nil, m(UserInfoAnnotation, aliceInfo), nil)
 	wantAllowed(t, run(t, h, hookValidate, deleteRequest(t, kc, "kube-system", bob, old)))
@@ -437,21 +439,21 @@ func TestDeleteNamespaces(t *testing.T) {
 // workload may add, change or remove its modify ACL; other updates pass.
 func TestUpdateModifyACL(t *testing.T) {
 	authz := newFakeDeleteAuthz()
-	h := deleteHandler(t, Config{}, authz)
+	h := deleteHandler(t, settings.Config{}, authz)
 	for _, kc := range kindCases {
 		t.Run(kc.kind, func(t *testing.T) {
-			before := kc.build(nil, m(UserInfoAnnotation, aliceInfo, DefaultModifyACLAnnotation, "carol"), nil)
+			before := kc.build(nil, m(UserInfoAnnotation, aliceInfo, settings.DefaultModifyACLAnnotation, "carol"), nil)
 			cases := []struct {
 				name    string
 				user    authenticationv1.UserInfo
 				after   runtime.Object
 				allowed bool
 			}{
-				{"stranger adds himself", bob, kc.build(nil, m(UserInfoAnnotation, aliceInfo, DefaultModifyACLAnnotation, "carol,bob"), nil), false},
+				{"stranger adds himself", bob, kc.build(nil, m(UserInfoAnnotation, aliceInfo, settings.DefaultModifyACLAnnotation, "carol,bob"), nil), false},
 				{"stranger removes it", bob, kc.build(nil, m(UserInfoAnnotation, aliceInfo), nil), false},
-				{"stranger other change", bob, kc.build(m("app", "x"), m(UserInfoAnnotation, aliceInfo, DefaultModifyACLAnnotation, "carol"), nil), true},
-				{"owner widens it", alice, kc.build(nil, m(UserInfoAnnotation, aliceInfo, DefaultModifyACLAnnotation, "*"), nil), true},
-				{"member changes it", carol, kc.build(nil, m(UserInfoAnnotation, aliceInfo, DefaultModifyACLAnnotation, "carol,bob"), nil), true},
+				{"stranger other change", bob, kc.build(m("app", "x"), m(UserInfoAnnotation, aliceInfo, settings.DefaultModifyACLAnnotation, "carol"), nil), true},
+				{"owner widens it", alice, kc.build(nil, m(UserInfoAnnotation, aliceInfo, settings.DefaultModifyACLAnnotation, "*"), nil), true},
+				{"member changes it", carol, kc.build(nil, m(UserInfoAnnotation, aliceInfo, settings.DefaultModifyACLAnnotation, "carol,bob"), nil), true},
 				{"controller", depCtrl, kc.build(nil, m(UserInfoAnnotation, aliceInfo), nil), true},
 			}
 			for _, tc := range cases {
@@ -469,7 +471,7 @@ func TestUpdateModifyACL(t *testing.T) {
 	kc := kindCaseOf(t, "Pod")
 	off := NewHandler(nil)
 	req := request(t, kc, admissionv1.Update, "team-a", bob,
-		kc.build(nil, m(UserInfoAnnotation, aliceInfo, DefaultModifyACLAnnotation, "bob"), nil), kc.build(nil, m(UserInfoAnnotation, aliceInfo), nil))
+		kc.build(nil, m(UserInfoAnnotation, aliceInfo, settings.DefaultModifyACLAnnotation, "bob"), nil), kc.build(nil, m(UserInfoAnnotation, aliceInfo), nil))
 	wantAllowed(t, run(t, off, hookValidate, req))
 }
 
@@ -477,7 +479,7 @@ func TestUpdateModifyACL(t *testing.T) {
 func TestDeleteAuditRecord(t *testing.T) {
 	var got []Record
 	authz := newFakeDeleteAuthz()
-	h := deleteHandler(t, Config{}, authz, WithAudit(func(r Record) { got = append(got, r) }))
+	h := deleteHandler(t, settings.Config{}, authz, WithAudit(func(r Record) { got = append(got, r) }))
 	kc := kindCaseOf(t, "Pod")
 	old := kc.build(m("queue", "root.team-a"), m(UserInfoAnnotation, aliceInfo), nil)
 	run(t, h, hookValidate, deleteRequest(t, kc, "team-a", dave, old))
@@ -499,7 +501,7 @@ func TestDeleteAuditRecord(t *testing.T) {
 func TestStoreKeepsDeleteAuthorizer(t *testing.T) {
 	authz := newFakeDeleteAuthz()
 	h := NewHandler(nil, WithDeleteAuthorizer(authz))
-	if err := h.Store(compiled(t, Config{EnforceDeleteACLs: true}), nil); err != nil {
+	if err := h.Store(mustCompile(t, settings.Config{EnforceDeleteACLs: true}), nil); err != nil {
 		t.Fatal(err)
 	}
 	kc := kindCaseOf(t, "Pod")
@@ -515,7 +517,7 @@ func TestStoreKeepsDeleteAuthorizer(t *testing.T) {
 // scale-down, namespace deletion, a second DELETE of a terminating pod.
 func TestDeleteTestdataReviews(t *testing.T) {
 	authz := &fakeDeleteAuthz{}
-	h := deleteHandler(t, Config{}, authz)
+	h := deleteHandler(t, settings.Config{}, authz)
 	cases := []struct {
 		file     string
 		allowed  bool
@@ -579,76 +581,12 @@ func TestDeleteTestdataReviews(t *testing.T) {
 	}
 }
 
-// TestDeleteConfig: the settings in YAML and in a ConfigMap, their
-// defaults, their errors and their warnings.
-func TestDeleteConfig(t *testing.T) {
-	c := decodeYAML(t, "admissionController:\n  enforceDeleteACLs: true\n  modifyACLAnnotation: example.com/modify-acl\n")
-	if !c.EnforceDeleteACLs || c.ModifyACLAnnotation != "example.com/modify-acl" {
-		t.Fatalf("YAML: %+v", c)
-	}
-	d := DefaultConfig()
-	if d.EnforceDeleteACLs || d.ModifyACLAnnotation != "usher.io/modify-acl" {
-		t.Fatalf("defaults: %+v", d)
-	}
-	c, err := FromConfigMap(map[string]string{
-		"admissionController.enforceDeleteACLs":   "true",
-		"admissionController.modifyACLAnnotation": " example.com/modify-acl ",
-	})
-	if err != nil || !c.EnforceDeleteACLs || c.ModifyACLAnnotation != "example.com/modify-acl" {
-		t.Fatalf("ConfigMap: %+v %v", c, err)
-	}
-	if _, err := FromConfigMap(map[string]string{"admissionController.enforceDeleteACLs": "sometimes"}); err == nil ||
-		!strings.Contains(err.Error(), `admissionController.enforceDeleteACLs: invalid boolean "sometimes"`) {
-		t.Fatalf("bad boolean: %v", err)
-	}
-
-	for _, tc := range []struct {
-		name string
-		cfg  Config
-		want string
-	}{
-		{"blank key", Config{ModifyACLAnnotation: "a b"}, `admissionController.modifyACLAnnotation: "a b" is not an annotation key`},
-		{"user.info", Config{ModifyACLAnnotation: UserInfoAnnotation}, "is the user.info annotation"},
-		{"marker clash", Config{QueueSources: []QueueSource{{Kind: "annotation", Key: DefaultModifyACLAnnotation}}},
-			`admissionController.queueSources[0].key: annotation "usher.io/modify-acl" holds user.info or the modify ACL, not a queue`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, err := tc.cfg.Compile(); err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want %q", err, tc.want)
-			}
-		})
-	}
-
-	warns := func(c Config) string {
-		var out []string
-		for _, w := range c.Warnings() {
-			out = append(out, w.String())
-		}
-		return strings.Join(out, "\n")
-	}
-	if w := warns(Config{EnforceDeleteACLs: true}); w != "" {
-		t.Fatalf("default delete configuration warns: %s", w)
-	}
-	if w := warns(Config{EnforceDeleteACLs: true, AccessControl: AccessControl{SystemUsers: Patterns{"^system:kube-controller-manager$"}}}); w != "" {
-		t.Fatalf("shared controller-manager user only warns: %s", w)
-	}
-	for _, c := range []Config{
-		{EnforceDeleteACLs: true, AccessControl: AccessControl{TrustControllers: boolPtr(false)}},
-		{EnforceDeleteACLs: true, AccessControl: AccessControl{SystemUsers: Patterns{}}},
-	} {
-		if w := warns(c); !strings.Contains(w, "admissionController.enforceDeleteACLs: is true but neither "+
-			`"system:serviceaccount:kube-system:generic-garbage-collector" nor "system:kube-controller-manager" is a trusted controller`) {
-			t.Errorf("warnings for %+v:\n%s", c.AccessControl, w)
-		}
-	}
-}
-
 // TestDeleteCollectionAuditName: a collection delete (a namespace being
 // emptied) sends reviews without request.name; the audit record takes the
 // name from the deleted object, for trusted and decided deletes alike.
 func TestDeleteCollectionAuditName(t *testing.T) {
 	var got []Record
-	h := deleteHandler(t, Config{}, newFakeDeleteAuthz(), WithAudit(func(r Record) { got = append(got, r) }))
+	h := deleteHandler(t, settings.Config{}, newFakeDeleteAuthz(), WithAudit(func(r Record) { got = append(got, r) }))
 	kc := kindCaseOf(t, "Pod")
 	old := kc.build(nil, m(UserInfoAnnotation, aliceInfo), nil)
 	for _, user := range []authenticationv1.UserInfo{rsCtrl, bob} {

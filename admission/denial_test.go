@@ -10,6 +10,8 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // TestDenialShape: every denial carries its cause in one stable shape, the
@@ -29,10 +31,10 @@ func TestDenialShape(t *testing.T) {
 	pod := kindCaseOf(t, "Pod")
 	cron := kindCaseOf(t, "CronJob")
 	mineJob := job.build(m("queue", "root.team-a"), m(UserInfoAnnotation, aliceInfo), nil)
-	cfg := Config{EnforceQueueACLs: true, EnforceDeleteACLs: true}
+	cfg := settings.Config{EnforceQueueACLs: true, EnforceDeleteACLs: true}
 	cases := []struct {
 		name                         string
-		cfg                          Config
+		cfg                          settings.Config
 		authz                        QueueAuthorizer
 		hook                         hookKind
 		req                          *admissionv1.AdmissionRequest
@@ -48,7 +50,7 @@ func TestDenialShape(t *testing.T) {
 		{"queue of a CronJob's job template (kueue)", cfg, qauthz, hookMutate,
 			cronWithJobLabel(t, cron, "kueue.x-k8s.io/queue-name", "ops"),
 			CauseQueueSubmitDenied, 403, "CronJob", "obj", "root.ops", CheckSubmit, "spec.jobTemplate.metadata.labels[kueue.x-k8s.io/queue-name]", false},
-		{"queue warned", Config{EnforceQueueACLs: true, EnforceQueueACLsMode: ModeWarn}, qauthz, hookMutate,
+		{"queue warned", settings.Config{EnforceQueueACLs: true, EnforceQueueACLsMode: settings.ModeWarn}, qauthz, hookMutate,
 			request(t, job, admissionv1.Create, "team-a", alice, job.build(m("queue", "root.ops"), nil, nil), nil),
 			CauseQueueSubmitDenied, 200, "Job", "obj", "root.ops", CheckSubmit, "spec.template.metadata.labels[queue]", true},
 		{"generateName", cfg, qauthz, hookMutate,
@@ -84,7 +86,7 @@ func TestDenialShape(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &auditSink{}
-			h := NewHandler(compiled(t, tc.cfg), WithAuthorizer(tc.authz), WithDeleteAuthorizer(dauthz), WithAudit(sink.hook))
+			h := NewHandler(mustCompile(t, tc.cfg), WithAuthorizer(tc.authz), WithDeleteAuthorizer(dauthz), WithAudit(sink.hook))
 			if tc.req.Kind.Kind == "Binding" || tc.req.SubResource == "binding" {
 				tc.objName = tc.req.Name
 			}
@@ -139,7 +141,7 @@ func TestDenialInAuditLog(t *testing.T) {
 	var buf strings.Builder
 	qauthz := &fakeAuthz{allowed: map[string][]string{}}
 	job := kindCaseOf(t, "Job")
-	h := NewHandler(compiled(t, Config{EnforceQueueACLs: true}), WithAuthorizer(qauthz),
+	h := NewHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true}), WithAuthorizer(qauthz),
 		WithAudit(SlogAudit(slog.New(slog.NewJSONHandler(&buf, nil)))))
 	run(t, h, hookMutate, request(t, job, admissionv1.Create, "team-a", alice, job.build(m("queue", "root.ops"), nil, nil), nil))
 	var line struct {

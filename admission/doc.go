@@ -14,7 +14,7 @@
 //     enforceDeleteACLs is on), are allowed unchanged.
 //   - Namespaces matching bypassNamespaces (default ^kube-system$), or not
 //     matching a non-empty processNamespaces, are allowed unchanged.
-//     NamespaceCondition turns the same settings into a webhook
+//     settings.NamespaceCondition turns them into a webhook
 //     matchCondition (CEL), so that the API server does not call usher for
 //     them at all.
 //   - enforceQueueACLsMode and enforceDeleteACLsMode "warn": what the
@@ -137,8 +137,8 @@
 // Regular expressions (systemUsers, externalUsers, externalGroups,
 // processNamespaces, bypassNamespaces) are used as written with
 // regexp.MatchString, as YuniKorn uses them: they are not anchored for you,
-// so "admin" also matches "notadmin". Config.Warnings reports unanchored
-// patterns.
+// so "admin" also matches "notadmin". settings.Config.Warnings reports
+// unanchored patterns.
 //
 // # Layout
 //
@@ -168,18 +168,16 @@
 //     proven equal for every outcome by TestAppendReviewMatchesToResponse
 //     and FuzzAppendReview.
 //   - audit.go: Record, its one rendering (Record.AppendAttrs, also used
-//     by the server's audit log) and SlogAudit; auditjson.go: the same
-//     attributes as slog's JSON handler writes them (Record.AppendJSON,
-//     proven byte for byte by TestAppendJSONMatchesSlog and
-//     FuzzAppendJSON) and Record.Clip, the copy a queue keeps.
+//     by the server's audit log) and SlogAudit.
 //   - http.go: the thin, defensive HTTP edge (method, content type, body
 //     cap, panics, the UID copied to every response, errors through
 //     internal/httperr's one JSON error body).
 //   - decode.go, object.go, userinfo.go: reading the review, the object's
 //     metadata and the user.info annotation with internal/jsonscan, and
 //     building the stamp patch.
-//   - config.go, compile.go, patterns.go: the settings and their compiled
-//     form.
+//   - The settings, their defaults, keys and compiled form are package
+//     settings; the decoder takes the labels and annotations it reads
+//     from them (object.go, compile).
 //
 // The webhook decodes reviews with the strict scanner of internal/jsonscan
 // instead of encoding/json reflection: decoding a 3.7 KB pod review with

@@ -11,10 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/admission/settings"
 )
 
 func ExampleHandler_Mutate() {
-	cfg, err := admission.Config{}.Compile() // the defaults
+	cfg, err := settings.Config{}.Compile() // the defaults
 	if err != nil {
 		panic(err)
 	}
@@ -44,15 +45,6 @@ func ExampleHandler_MutateHTTP() {
 	mux.Handle("POST /validate", h.ValidateHTTP())
 	// Serve mux over TLS; the API server posts AdmissionReviews to it.
 	_ = mux
-}
-
-func ExampleConfig_Warnings() {
-	c := admission.Config{AccessControl: admission.AccessControl{ExternalGroups: admission.Patterns{"^trusted$|admins"}}}
-	for _, w := range c.Warnings() {
-		fmt.Println(w)
-	}
-	// Output:
-	// admissionController.accessControl.externalGroups: alternative "admins" of pattern "^trusted$|admins" is not anchored: it also trusts "notadmins"; write "^trusted$|^admins$"
 }
 
 func ExampleParseUserInfo() {

@@ -13,6 +13,8 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // manyGroups returns n distinct group names.
@@ -196,7 +198,7 @@ func BenchmarkMutateGroups(b *testing.B) {
 func TestReviewStopsWhenCallerGoes(t *testing.T) {
 	authz := &fakeAuthz{}
 	var audited []Record
-	h := NewHandler(compiled(t, Config{EnforceQueueACLs: true}), WithAuthorizer(authz), WithAudit(func(r Record) { audited = append(audited, r) }))
+	h := NewHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true}), WithAuthorizer(authz), WithAudit(func(r Record) { audited = append(audited, r) }))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/mutate", bytes.NewReader(groupsReview(t, []string{"dev"}, nil)))

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // mastersGroup is the Kubernetes superuser group: its members bypass
@@ -101,7 +103,7 @@ func (l *groupLimit) refuse(source string, cause Cause, where string, n int) dec
 // admission settings and the authorizers that answer for the same
 // configuration. It is immutable; build it with NewState.
 type State struct {
-	cfg   *Compiled
+	cfg   *compiled
 	authz QueueAuthorizer
 	del   DeleteAuthorizer
 	ident IdentityResolver
@@ -112,15 +114,15 @@ type handlerState = State
 // NewState returns the state of a handler: cfg (nil: the default
 // configuration) and the authorizers answering for the same
 // configuration.
-func NewState(cfg *Compiled, a Authorizers) *State {
+func NewState(cfg *settings.Compiled, a Authorizers) *State {
 	if cfg == nil {
-		cfg = MustCompile(Config{})
+		cfg = settings.MustCompile(settings.Config{})
 	}
-	return &State{cfg: cfg, authz: a.Queue, del: a.Delete, ident: a.Identity}
+	return &State{cfg: compile(cfg), authz: a.Queue, del: a.Delete, ident: a.Identity}
 }
 
 // Config returns the compiled admission settings of s.
-func (s *State) Config() *Compiled { return s.cfg }
+func (s *State) Config() *settings.Compiled { return s.cfg.Compiled }
 
 // stateSource is where a review loads its State: a provider given with
 // WithState, or the handler's own pointer (NewHandler's cfg, the
@@ -220,12 +222,9 @@ func WithMaxGroups(max int, over func(source string)) Option {
 func WithPanicHook(f func(recovered any)) Option { return func(h *Handler) { h.onPanic = f } }
 
 // NewHandler returns a handler using cfg (nil: the default configuration).
-func NewHandler(cfg *Compiled, opts ...Option) *Handler {
-	if cfg == nil {
-		cfg = MustCompile(Config{})
-	}
+func NewHandler(cfg *settings.Compiled, opts ...Option) *Handler {
 	h := &Handler{maxBody: DefaultMaxBodyBytes, groups: groupLimit{max: DefaultMaxGroups}}
-	h.state.Store(&handlerState{cfg: cfg})
+	h.state.Store(NewState(cfg, Authorizers{}))
 	for _, o := range opts {
 		o(h)
 	}
@@ -236,7 +235,7 @@ func NewHandler(cfg *Compiled, opts ...Option) *Handler {
 // step; reviews in flight finish with the pair they started with. cfg must
 // not be nil; authz may be nil when enforceQueueACLs is off. The delete
 // authorizer set with WithDeleteAuthorizer is kept.
-func (h *Handler) Store(cfg *Compiled, authz QueueAuthorizer) error {
+func (h *Handler) Store(cfg *settings.Compiled, authz QueueAuthorizer) error {
 	if cfg == nil {
 		return errors.New("admission: Store needs a compiled configuration, got nil")
 	}
@@ -245,7 +244,7 @@ func (h *Handler) Store(cfg *Compiled, authz QueueAuthorizer) error {
 	}
 	for {
 		prev := h.state.Load()
-		if h.state.CompareAndSwap(prev, &handlerState{cfg: cfg, authz: authz, del: prev.del, ident: prev.ident}) {
+		if h.state.CompareAndSwap(prev, &handlerState{cfg: compile(cfg), authz: authz, del: prev.del, ident: prev.ident}) {
 			return nil
 		}
 	}
@@ -259,9 +258,9 @@ func (h *Handler) current() *handlerState { return h.state.Load() }
 
 // Current returns the configuration and authorizer in use (the provider's
 // current ones with WithState).
-func (h *Handler) Current() (*Compiled, QueueAuthorizer) {
+func (h *Handler) Current() (*settings.Compiled, QueueAuthorizer) {
 	st := h.current()
-	return st.cfg, st.authz
+	return st.cfg.Compiled, st.authz
 }
 
 // Mutate reviews a request for the mutating webhook: on CREATE it stamps
@@ -303,7 +302,7 @@ func (h *Handler) review(ctx context.Context, st *handlerState, hook hookKind, r
 	}
 	pre.lim = &h.groups
 	var notes *lookupNotes
-	if h.audit != nil && (st.cfg.enforce || st.cfg.enforceDelete || st.ident != nil) {
+	if h.audit != nil && (st.cfg.EnforceQueue || st.cfg.EnforceDelete || st.ident != nil) {
 		// Only an authorizer notes a lookup; without one nothing is
 		// allocated for the notes.
 		ctx, notes = withLookupNotes(ctx)
@@ -363,13 +362,13 @@ func decide(ctx context.Context, st *handlerState, owners OwnerLookup, hook hook
 	switch req.Operation {
 	case admissionv1.Create, admissionv1.Update:
 	case admissionv1.Delete:
-		if !c.enforceDelete {
+		if !c.EnforceDelete {
 			return allow(RuleOperationNotHandled)
 		}
 	default:
 		return allow(RuleOperationNotHandled)
 	}
-	if !c.processNamespace(req.Namespace) {
+	if !c.ProcessNamespace(req.Namespace) {
 		return allow(RuleNamespaceBypassed)
 	}
 	switch req.Operation {

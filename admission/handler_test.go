@@ -18,6 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // run reviews req through the HTTP handler (real AdmissionReview JSON) and
@@ -215,34 +217,34 @@ func TestCreateEmptyUsernameDenied(t *testing.T) {
 
 // TestCreateWithAnnotation is the trust matrix: who may supply user.info.
 func TestCreateWithAnnotation(t *testing.T) {
-	external := Config{AccessControl: AccessControl{
-		ExternalUsers:  Patterns{"^system:serviceaccount:airflow:scheduler$"},
-		ExternalGroups: Patterns{"^submitters$"},
+	external := settings.Config{AccessControl: settings.AccessControl{
+		ExternalUsers:  settings.Patterns{"^system:serviceaccount:airflow:scheduler$"},
+		ExternalGroups: settings.Patterns{"^submitters$"},
 	}}
 	noCtrl := external
 	noCtrl.AccessControl.TrustControllers = boolPtr(false)
-	bypass := Config{AccessControl: AccessControl{BypassAuth: true}}
-	legacyOnly := Config{AccessControl: AccessControl{SystemUsers: ParsePatterns("^system:serviceaccount:kube-system:")}}
+	bypass := settings.Config{AccessControl: settings.AccessControl{BypassAuth: true}}
+	legacyOnly := settings.Config{AccessControl: settings.AccessControl{SystemUsers: settings.ParsePatterns("^system:serviceaccount:kube-system:")}}
 
 	cases := []struct {
 		name   string
-		cfg    Config
+		cfg    settings.Config
 		user   authenticationv1.UserInfo
 		ann    string
 		allow  bool
 		reason string
 		rule   Rule // the rule of an allowed review
 	}{
-		{"plain user forging", Config{}, bob, forgedCarol, false, `user "bob" may not set annotation yunikorn.apache.org/user.info`, RuleDenied},
-		{"plain user naming itself", Config{}, alice, aliceInfo, true, "", RuleKeptSame},
-		{"replicaset controller", Config{}, rsCtrl, aliceInfo, true, "", RuleKeptController},
-		{"job controller", Config{}, jobCtrl, aliceInfo, true, "", RuleKeptController},
-		{"shared controller manager", Config{}, kcm, aliceInfo, true, "", RuleKeptController},
+		{"plain user forging", settings.Config{}, bob, forgedCarol, false, `user "bob" may not set annotation yunikorn.apache.org/user.info`, RuleDenied},
+		{"plain user naming itself", settings.Config{}, alice, aliceInfo, true, "", RuleKeptSame},
+		{"replicaset controller", settings.Config{}, rsCtrl, aliceInfo, true, "", RuleKeptController},
+		{"job controller", settings.Config{}, jobCtrl, aliceInfo, true, "", RuleKeptController},
+		{"shared controller manager", settings.Config{}, kcm, aliceInfo, true, "", RuleKeptController},
 		{"shared controller manager, YuniKorn's old default", legacyOnly, kcm, aliceInfo, false, "may not set", RuleDenied},
 		{"controller with trustControllers false", noCtrl, rsCtrl, aliceInfo, false, "trustControllers is false", RuleDenied},
-		{"kube-system lookalike", Config{}, authenticationv1.UserInfo{Username: "system:serviceaccount:kube-systemx:evil"}, forgedCarol, false, "may not set", RuleDenied},
+		{"kube-system lookalike", settings.Config{}, authenticationv1.UserInfo{Username: "system:serviceaccount:kube-systemx:evil"}, forgedCarol, false, "may not set", RuleDenied},
 		{"external user", external, airflow, forgedCarol, true, "", RuleKeptExternalUser},
-		{"external user not configured", Config{}, airflow, forgedCarol, false, "may not set", RuleDenied},
+		{"external user not configured", settings.Config{}, airflow, forgedCarol, false, "may not set", RuleDenied},
 		{"external group member", external, livyMember, forgedCarol, true, "", RuleKeptExternalGroup},
 		{"external group, not member", external, bob, forgedCarol, false, "may not set", RuleDenied},
 		{"bypassAuth any user", bypass, bob, forgedCarol, true, "", RuleKeptBypassAuth},
@@ -251,7 +253,7 @@ func TestCreateWithAnnotation(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(kc.kind+"/"+tc.name, func(t *testing.T) {
 				var audited []Record
-				h := NewHandler(compiled(t, tc.cfg), WithAudit(func(r Record) { audited = append(audited, r) }))
+				h := NewHandler(mustCompile(t, tc.cfg), WithAudit(func(r Record) { audited = append(audited, r) }))
 				req := request(t, kc, admissionv1.Create, "team-a", tc.user, kc.build(nil, m(UserInfoAnnotation, tc.ann), nil), nil)
 				for _, hook := range []hookKind{hookMutate, hookValidate} {
 					audited = audited[:0]
@@ -293,7 +295,7 @@ func TestCreateInvalidAnnotation(t *testing.T) {
 	// Invalid values are denied even from the most trusted submitters.
 	for _, who := range []authenticationv1.UserInfo{bob, rsCtrl} {
 		for _, bypassAuth := range []bool{false, true} {
-			h := NewHandler(compiled(t, Config{AccessControl: AccessControl{BypassAuth: bypassAuth}}))
+			h := NewHandler(mustCompile(t, settings.Config{AccessControl: settings.AccessControl{BypassAuth: bypassAuth}}))
 			for _, b := range bad {
 				t.Run(who.Username+"/"+b.value, func(t *testing.T) {
 					kc := kindCaseOf(t, "Pod")
@@ -314,7 +316,7 @@ func TestLegacyLabel(t *testing.T) {
 			withLabel := kc.build(m(LegacyUserLabel, "john"), nil, nil)
 			noLabel := kc.build(nil, nil, nil)
 
-			on := NewHandler(compiled(t, Config{AccessControl: AccessControl{BypassAuth: true}}))
+			on := NewHandler(mustCompile(t, settings.Config{AccessControl: settings.AccessControl{BypassAuth: true}}))
 			resp := run(t, on, hookMutate, request(t, kc, admissionv1.Create, "team-a", alice, withLabel, nil))
 			wantAllowed(t, resp)
 			if resp.Patch != nil {
@@ -423,21 +425,21 @@ func TestNamespaces(t *testing.T) {
 	kc := kindCaseOf(t, "Pod")
 	cases := []struct {
 		name    string
-		cfg     Config
+		cfg     settings.Config
 		ns      string
 		handled bool
 	}{
-		{"default bypasses kube-system", Config{}, "kube-system", false},
-		{"default handles others", Config{}, "team-a", true},
-		{"default anchored", Config{}, "kube-systemx", true},
-		{"explicit empty bypass list", Config{BypassNamespaces: Patterns{}}, "kube-system", true},
-		{"process list match", Config{ProcessNamespaces: Patterns{"^team-"}}, "team-a", true},
-		{"process list miss", Config{ProcessNamespaces: Patterns{"^team-"}}, "default", false},
-		{"bypass wins over process", Config{ProcessNamespaces: Patterns{"^team-"}, BypassNamespaces: Patterns{"^team-b$"}}, "team-b", false},
+		{"default bypasses kube-system", settings.Config{}, "kube-system", false},
+		{"default handles others", settings.Config{}, "team-a", true},
+		{"default anchored", settings.Config{}, "kube-systemx", true},
+		{"explicit empty bypass list", settings.Config{BypassNamespaces: settings.Patterns{}}, "kube-system", true},
+		{"process list match", settings.Config{ProcessNamespaces: settings.Patterns{"^team-"}}, "team-a", true},
+		{"process list miss", settings.Config{ProcessNamespaces: settings.Patterns{"^team-"}}, "default", false},
+		{"bypass wins over process", settings.Config{ProcessNamespaces: settings.Patterns{"^team-"}, BypassNamespaces: settings.Patterns{"^team-b$"}}, "team-b", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := NewHandler(compiled(t, tc.cfg))
+			h := NewHandler(mustCompile(t, tc.cfg))
 			// A forged annotation shows whether the namespace is handled.
 			req := request(t, kc, admissionv1.Create, tc.ns, bob, kc.build(nil, m(UserInfoAnnotation, forgedCarol), nil), nil)
 			resp := run(t, h, hookMutate, req)
@@ -482,7 +484,7 @@ func TestOtherKindsAndOperations(t *testing.T) {
 // TestUpdate: the annotation cannot be added, removed or changed on pods
 // and on the pod templates of every workload, by anyone; other updates pass.
 func TestUpdate(t *testing.T) {
-	external := compiled(t, Config{AccessControl: AccessControl{ExternalUsers: Patterns{"^bob$"}, BypassAuth: true}})
+	external := mustCompile(t, settings.Config{AccessControl: settings.AccessControl{ExternalUsers: settings.Patterns{"^bob$"}, BypassAuth: true}})
 	for _, kc := range kindCases {
 		base := kc.build(m("app", "x"), m(UserInfoAnnotation, aliceInfo, "other", "1"), m("team", "a"))
 		denied := []struct {
@@ -683,7 +685,7 @@ func TestStoreSwapsConfigAndAuthorizer(t *testing.T) {
 	req := request(t, kc, admissionv1.Create, "team-a", bob, kc.build(nil, m(UserInfoAnnotation, forgedCarol), nil), nil)
 	wantDenied(t, run(t, h, hookMutate, req), 403)
 	authz := &fakeAuthz{}
-	if err := h.Store(compiled(t, Config{AccessControl: AccessControl{ExternalUsers: Patterns{"^bob$"}}}), authz); err != nil {
+	if err := h.Store(mustCompile(t, settings.Config{AccessControl: settings.AccessControl{ExternalUsers: settings.Patterns{"^bob$"}}}), authz); err != nil {
 		t.Fatal(err)
 	}
 	wantAllowed(t, run(t, h, hookMutate, req))
@@ -699,7 +701,7 @@ func TestStoreSwapsConfigAndAuthorizer(t *testing.T) {
 func TestPanicRecovered(t *testing.T) {
 	var panics []any
 	authz := &fakeAuthz{panicV: "boom"}
-	h := NewHandler(compiled(t, Config{EnforceQueueACLs: true}), WithAuthorizer(authz), WithPanicHook(func(v any) { panics = append(panics, v) }))
+	h := NewHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true}), WithAuthorizer(authz), WithPanicHook(func(v any) { panics = append(panics, v) }))
 	kc := kindCaseOf(t, "Pod")
 	req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(nil, nil, nil), nil)
 	resp := run(t, h, hookMutate, req)

@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // Identities used throughout the tests.
@@ -320,7 +322,7 @@ func (f *fakeAuthz) queues() []string {
 
 func boolPtr(b bool) *bool { return &b }
 
-func compiled(t testing.TB, c Config) *Compiled {
+func mustCompile(t testing.TB, c settings.Config) *settings.Compiled {
 	t.Helper()
 	out, err := c.Compile()
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 func post(t *testing.T, hh http.Handler, contentType string, body []byte) *httptest.ResponseRecorder {
@@ -122,7 +124,7 @@ func (zeros) Read(p []byte) (int, error) {
 // TestTestdataReviews drives the handler with the AdmissionReview JSON in
 // testdata/, as the API server sends it.
 func TestTestdataReviews(t *testing.T) {
-	cfg := compiled(t, Config{EnforceQueueACLs: true, QueueSources: []QueueSource{
+	cfg := mustCompile(t, settings.Config{EnforceQueueACLs: true, QueueSources: []settings.QueueSource{
 		{Kind: "label", Key: "queue", Scheduler: "yunikorn"},
 		{Kind: "label", Key: "kueue.x-k8s.io/queue-name", Scheduler: "kueue", Template: "root.{namespace}.{value}"},
 	}})
@@ -203,8 +205,8 @@ const aliceInfo3 = `{"user":"alice@EXAMPLE.COM","groups":["dev.team","spark-user
 // TestConcurrentReviewsAndStore runs reviews while the configuration is
 // swapped (run with -race).
 func TestConcurrentReviewsAndStore(t *testing.T) {
-	open := compiled(t, Config{AccessControl: AccessControl{ExternalUsers: Patterns{"^bob$"}}})
-	closed := compiled(t, Config{})
+	open := mustCompile(t, settings.Config{AccessControl: settings.AccessControl{ExternalUsers: settings.Patterns{"^bob$"}}})
+	closed := mustCompile(t, settings.Config{})
 	h := NewHandler(closed)
 	kc := kindCaseOf(t, "Pod")
 	forged := reviewBody(t, request(t, kc, admissionv1.Create, "team-a", bob, kc.build(nil, m(UserInfoAnnotation, forgedCarol), nil), nil))

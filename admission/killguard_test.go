@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // owned sets metadata.ownerReferences on obj and returns it.
@@ -35,7 +37,7 @@ func ownerRef(kind, name, uid string, controller bool) metav1.OwnerReference {
 func TestUpdateOwnerReferences(t *testing.T) {
 	authz := newFakeDeleteAuthz()
 	// The ReplicaSet that adopts is alice's (see TestAdoption).
-	h := deleteHandler(t, Config{}, authz, WithOwnerLookup(&fakeOwners{objs: map[string]runtime.Object{
+	h := deleteHandler(t, settings.Config{}, authz, WithOwnerLookup(&fakeOwners{objs: map[string]runtime.Object{
 		"/apis/apps/v1/namespaces/team-a/replicasets/web-5d8f": replicaSet("web-5d8f", "1111-aaaa", m(UserInfoAnnotation, aliceInfo))}}))
 	rs := ownerRef("ReplicaSet", "web-5d8f", "1111-aaaa", true)
 	ghost := ownerRef("ReplicaSet", "ghost", "dead-beef", true)
@@ -100,7 +102,7 @@ func TestUpdateOwnerReferences(t *testing.T) {
 // TestUpdateOwnerReferencesMalformed: ownerReferences must be an array
 // (or null); anything else is a bad request, not an unchanged field.
 func TestUpdateOwnerReferencesMalformed(t *testing.T) {
-	h := deleteHandler(t, Config{}, newFakeDeleteAuthz())
+	h := deleteHandler(t, settings.Config{}, newFakeDeleteAuthz())
 	kc := kindCaseOf(t, "Pod")
 	req := request(t, kc, admissionv1.Update, "team-a", bob, nil, kc.build(nil, m(UserInfoAnnotation, aliceInfo), nil))
 	req.Object.Raw = []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"obj","ownerReferences":{"kind":"ReplicaSet"},` +
@@ -117,7 +119,7 @@ func TestUpdateOwnerReferencesMalformed(t *testing.T) {
 func TestUpdateQueueMarkers(t *testing.T) {
 	authz := newFakeDeleteAuthz()
 	authz.queueAdmins["root.bobs"] = []string{"bob"}
-	h := deleteHandler(t, Config{}, authz)
+	h := deleteHandler(t, settings.Config{}, authz)
 	ann := m(UserInfoAnnotation, aliceInfo)
 	for _, kc := range kindCases {
 		t.Run(kc.kind, func(t *testing.T) {
@@ -178,7 +180,7 @@ func TestUpdateQueueMarkers(t *testing.T) {
 // who may delete it, so it needs the right to delete.
 func TestUpdateLegacyOwnerLabel(t *testing.T) {
 	authz := newFakeDeleteAuthz()
-	h := deleteHandler(t, Config{AccessControl: AccessControl{BypassAuth: true}}, authz)
+	h := deleteHandler(t, settings.Config{AccessControl: settings.AccessControl{BypassAuth: true}}, authz)
 	kc := kindCaseOf(t, "Pod")
 	before := kc.build(m(LegacyUserLabel, "alice"), nil, nil)
 	req := request(t, kc, admissionv1.Update, "team-a", bob, kc.build(m(LegacyUserLabel, "bob"), nil, nil), before)
@@ -192,7 +194,7 @@ func TestUpdateLegacyOwnerLabel(t *testing.T) {
 // user.info cannot change and the modify ACL needs the kill right.
 func TestStatusSubresource(t *testing.T) {
 	authz := newFakeDeleteAuthz()
-	h := deleteHandler(t, Config{}, authz)
+	h := deleteHandler(t, settings.Config{}, authz)
 	node := authenticationv1.UserInfo{Username: "system:node:worker-1", Groups: []string{"system:nodes", "system:authenticated"}}
 	for _, kc := range kindCases {
 		t.Run(kc.kind, func(t *testing.T) {
@@ -200,7 +202,7 @@ func TestStatusSubresource(t *testing.T) {
 			req := request(t, kc, admissionv1.Update, "team-a", bob, kc.build(nil, m(UserInfoAnnotation, forgedCarol), nil), before)
 			req.SubResource = "status"
 			wantDenied(t, run(t, h, hookValidate, req), 403, "may not change annotation yunikorn.apache.org/user.info on")
-			req = request(t, kc, admissionv1.Update, "team-a", bob, kc.build(nil, m(UserInfoAnnotation, aliceInfo, DefaultModifyACLAnnotation, "bob"), nil), before)
+			req = request(t, kc, admissionv1.Update, "team-a", bob, kc.build(nil, m(UserInfoAnnotation, aliceInfo, settings.DefaultModifyACLAnnotation, "bob"), nil), before)
 			req.SubResource = "status"
 			wantDenied(t, run(t, h, hookValidate, req), 403, "may not change annotation usher.io/modify-acl on")
 			// A status update that keeps the metadata (the kubelet's).
@@ -244,7 +246,7 @@ func evictionRequest(ns, pod string, user authenticationv1.UserInfo) *admissionv
 func TestEviction(t *testing.T) {
 	authz := newFakeDeleteAuthz()
 	authz.queueAdmins["root"] = []string{"rooty"}
-	h := deleteHandler(t, Config{AccessControl: AccessControl{ExternalUsers: Patterns{"^system:serviceaccount:airflow:scheduler$"}}}, authz)
+	h := deleteHandler(t, settings.Config{AccessControl: settings.AccessControl{ExternalUsers: settings.Patterns{"^system:serviceaccount:airflow:scheduler$"}}}, authz)
 	allowed := []authenticationv1.UserInfo{
 		kubeSystemSA("cluster-autoscaler"), kubeSystemSA("descheduler"), kcm, superuser, airflow,
 		erin, {Username: "rooty"},
@@ -289,17 +291,17 @@ func TestEviction(t *testing.T) {
 	}
 
 	// Fails closed.
-	noAuthz := NewHandler(compiled(t, Config{EnforceDeleteACLs: true}))
+	noAuthz := NewHandler(mustCompile(t, settings.Config{EnforceDeleteACLs: true}))
 	wantDenied(t, run(t, noAuthz, hookValidate, evictionRequest("team-a", "p", bob)), 500, "no delete authorizer is configured")
 	wantAllowed(t, run(t, noAuthz, hookValidate, evictionRequest("team-a", "p", kubeSystemSA("cluster-autoscaler"))))
-	broken := deleteHandler(t, Config{}, &fakeDeleteAuthz{err: errors.New("directory unreachable")})
+	broken := deleteHandler(t, settings.Config{}, &fakeDeleteAuthz{err: errors.New("directory unreachable")})
 	wantDenied(t, run(t, broken, hookValidate, evictionRequest("team-a", "p", bob)), 500, "directory unreachable", "usher fails closed")
 }
 
 // TestEvictionAuditRecord: the record names the pod and says why.
 func TestEvictionAuditRecord(t *testing.T) {
 	var got []Record
-	h := deleteHandler(t, Config{}, newFakeDeleteAuthz(), WithAudit(func(r Record) { got = append(got, r) }))
+	h := deleteHandler(t, settings.Config{}, newFakeDeleteAuthz(), WithAudit(func(r Record) { got = append(got, r) }))
 	run(t, h, hookValidate, evictionRequest("team-a", "p", kubeSystemSA("cluster-autoscaler")))
 	run(t, h, hookValidate, evictionRequest("team-a", "p", bob))
 	if len(got) != 4 { // run reviews twice: over HTTP and through the Go API
@@ -356,7 +358,7 @@ func bindingRequest(user authenticationv1.UserInfo, labels, annotations map[stri
 func TestBinding(t *testing.T) {
 	authz := newFakeDeleteAuthz()
 	authz.queueAdmins["root"] = []string{"rooty"}
-	h := deleteHandler(t, Config{}, authz)
+	h := deleteHandler(t, settings.Config{}, authz)
 	sched := authenticationv1.UserInfo{Username: "system:kube-scheduler", Groups: []string{"system:authenticated"}}
 	yk := authenticationv1.UserInfo{Username: "system:serviceaccount:yunikorn:yunikorn-admin", Groups: []string{"system:serviceaccounts"}}
 	topo := m("topology.kubernetes.io/zone", "z1", "topology.kubernetes.io/region", "r1")
@@ -375,11 +377,11 @@ func TestBinding(t *testing.T) {
 				{"user.info from the scheduler", sched, nil, m(UserInfoAnnotation, forgedCarol), 403,
 					`usher: user "system:kube-scheduler" may not set annotation yunikorn.apache.org/user.info on Pod "team-a/p" through a Binding`},
 				{"user.info from system:masters", superuser, nil, m(UserInfoAnnotation, aliceInfo), 403, "cannot change after creation"},
-				{"modify ACL", yk, nil, m(DefaultModifyACLAnnotation, "*"), 403,
+				{"modify ACL", yk, nil, m(settings.DefaultModifyACLAnnotation, "*"), 403,
 					`may not set annotation usher.io/modify-acl on Pod "team-a/p" through a Binding`},
 				{"queue label", sched, m("queue", "root.bobs"), nil, 403, "may not set label queue on Pod \"team-a/p\" through a Binding"},
 				{"queue label by a root admin", authenticationv1.UserInfo{Username: "rooty"}, m("queue", "root.bobs"), nil, 0, ""},
-				{"modify ACL by a trusted controller", kcm, nil, m(DefaultModifyACLAnnotation, "*"), 0, ""},
+				{"modify ACL by a trusted controller", kcm, nil, m(settings.DefaultModifyACLAnnotation, "*"), 0, ""},
 			} {
 				resp := run(t, h, hookValidate, bindingRequest(tc.user, tc.labels, tc.ann, legacy))
 				if tc.code == 0 {
@@ -398,7 +400,7 @@ func TestBinding(t *testing.T) {
 	}
 	// Off: the kill rule's fields pass, user.info still does not.
 	off := NewHandler(nil)
-	wantAllowed(t, run(t, off, hookValidate, bindingRequest(sched, m("queue", "root.bobs"), m(DefaultModifyACLAnnotation, "*"), false)))
+	wantAllowed(t, run(t, off, hookValidate, bindingRequest(sched, m("queue", "root.bobs"), m(settings.DefaultModifyACLAnnotation, "*"), false)))
 	wantDenied(t, run(t, off, hookValidate, bindingRequest(sched, nil, m(UserInfoAnnotation, forgedCarol), false)), 403, "through a Binding")
 	// Bypassed namespace.
 	req := bindingRequest(sched, nil, m(UserInfoAnnotation, forgedCarol), false)

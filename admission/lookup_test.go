@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // TestAuditRecordLookup: what the queue authorizer notes about how it
@@ -22,7 +24,7 @@ func TestAuditRecordLookup(t *testing.T) {
 	for _, kc := range kindCases {
 		t.Run(kc.kind, func(t *testing.T) {
 			sink := &auditSink{}
-			h := NewHandler(compiled(t, Config{EnforceQueueACLs: true}), WithAuthorizer(authz), WithAudit(sink.hook))
+			h := NewHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true}), WithAuthorizer(authz), WithAudit(sink.hook))
 			req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(labels, nil, nil), nil)
 			wantAllowed(t, run(t, h, hookMutate, req))
 			if got := sink.last(t).Lookup; got != note {

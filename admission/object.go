@@ -6,6 +6,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 
+	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/internal/jsonscan"
 )
 
@@ -74,12 +75,43 @@ const (
 	slotModifyACL = 2 // annotation modifyACLAnnotation (read when enforceDeleteACLs is on)
 	slotDirGroups = 3 // annotation usher.io/directory-groups
 	slotMarkers   = 4 // first queue marker (index = slotMarkers + source index)
-
-	// maxSources bounds the number of queue sources so that a metaView
-	// fits in a fixed array and decoding allocates nothing.
-	maxSources = 16
-	maxSlots   = slotMarkers + maxSources
 )
+
+// compiled is the settings a review runs with and the decoder's tables,
+// which the decoder takes from them at run time.
+type compiled struct {
+	*settings.Compiled
+	wantKeys
+}
+
+// wantKeys are the labels and annotations the decoder reads, each with
+// its slot, and the number of slots.
+type wantKeys struct {
+	labels, annotations []wantKey
+	slots               int
+}
+
+func compile(c *settings.Compiled) *compiled {
+	w := wantKeys{slots: slotMarkers + len(c.Sources),
+		annotations: []wantKey{{UserInfoAnnotation, slotUserInfo}, {DirectoryGroupsAnnotation, slotDirGroups}},
+		labels:      []wantKey{{LegacyUserLabel, slotLegacy}}}
+	if c.EnforceDelete {
+		w.annotations = append(w.annotations, wantKey{c.ModifyACLKey, slotModifyACL})
+	}
+	// The markers are read for the queue check and, when deletes are
+	// checked, to find the queue whose admins may delete.
+	for i, s := range c.Sources {
+		k := wantKey{s.Key, slotMarkers + i}
+		switch {
+		case !c.EnforceQueue && !c.EnforceDelete:
+		case s.Annotation:
+			w.annotations = append(w.annotations, k)
+		default:
+			w.labels = append(w.labels, k)
+		}
+	}
+	return &compiled{c, w}
+}
 
 // metaView is what the webhook reads from one ObjectMeta.
 type metaView struct {
@@ -96,11 +128,23 @@ type metaView struct {
 	// (null, an object): at least as long as the sum of its keys and
 	// values, which the API server limits (annotationBytes).
 	annotationsText string
-	found           uint32 // bit i set: vals[i] was present
-	vals            [maxSlots]string
+	// vals holds the wanted keys found, by slot; made with the first.
+	vals []slotVal
 }
 
-func (m *metaView) has(slot int) bool { return m.found&(1<<slot) != 0 }
+type slotVal struct {
+	s  string
+	ok bool // present
+}
+
+func (m *metaView) has(slot int) bool { return slot < len(m.vals) && m.vals[slot].ok }
+
+func (m *metaView) val(slot int) string {
+	if slot < len(m.vals) {
+		return m.vals[slot].s
+	}
+	return ""
+}
 
 // objectView is what the webhook reads from a request object.
 type objectView struct {
@@ -174,7 +218,7 @@ var (
 // syntax only: the API server has already decoded the object into its type
 // before calling the webhook. field names the object in errors
 // ("request.object").
-func parseObject(s string, k *kindInfo, labels, annotations []wantKey, o *objectView, field string) error {
+func parseObject(s string, k *kindInfo, w *wantKeys, o *objectView, field string) error {
 	if s == "" {
 		return fmt.Errorf("%s is empty: want a %s", field, k.kind)
 	}
@@ -183,7 +227,7 @@ func parseObject(s string, k *kindInfo, labels, annotations []wantKey, o *object
 		d.Object("")
 		return fmt.Errorf("%s is not a JSON object: %w", field, d.Err())
 	}
-	objectValue(&d, k, labels, annotations, o)
+	objectValue(&d, k, w, o)
 	d.End()
 	if d.Err() != nil {
 		return fmt.Errorf("%s is not a valid %s: %w", field, k.kind, d.Err())
@@ -192,7 +236,7 @@ func parseObject(s string, k *kindInfo, labels, annotations []wantKey, o *object
 }
 
 // objectValue parses the object at the scanner's position into o.
-func objectValue(d *jsonscan.Scanner, k *kindInfo, labels, annotations []wantKey, o *objectView) {
+func objectValue(d *jsonscan.Scanner, k *kindInfo, w *wantKeys, o *objectView) {
 	o.layout = k.layout
 	m := d.Members("", objectKeys)
 	for i := m.Next(); i >= 0; i = m.Next() {
@@ -202,15 +246,15 @@ func objectValue(d *jsonscan.Scanner, k *kindInfo, labels, annotations []wantKey
 		case 1:
 			o.kind = d.StringField("kind")
 		case 2:
-			parseMeta(d, &topMetaPaths, labels, annotations, &o.top)
+			parseMeta(d, &topMetaPaths, w, &o.top)
 		case 3:
 			switch k.layout {
 			case layoutPod:
 				objectOrNull(d, "spec")
 			case layoutTemplate:
-				parseWorkloadSpec(d, &workloadSpecPaths, labels, annotations, o)
+				parseWorkloadSpec(d, &workloadSpecPaths, w, o)
 			case layoutCronJob:
-				parseCronSpec(d, labels, annotations, o)
+				parseCronSpec(d, w, o)
 			}
 		}
 	}
@@ -243,29 +287,29 @@ func objectOrNull(d *jsonscan.Scanner, field string) {
 	}
 }
 
-func parseWorkloadSpec(d *jsonscan.Scanner, p *specPaths, labels, annotations []wantKey, o *objectView) {
+func parseWorkloadSpec(d *jsonscan.Scanner, p *specPaths, w *wantKeys, o *objectView) {
 	m := d.MembersOrNull(p.spec, workloadKeys)
 	for i := m.Next(); i >= 0; i = m.Next() {
-		parsePodTemplate(d, p, labels, annotations, o)
+		parsePodTemplate(d, p, w, o)
 	}
 }
 
-func parseCronSpec(d *jsonscan.Scanner, labels, annotations []wantKey, o *objectView) {
+func parseCronSpec(d *jsonscan.Scanner, w *wantKeys, o *objectView) {
 	m := d.MembersOrNull("spec", cronSpecKeys)
 	for i := m.Next(); i >= 0; i = m.Next() {
 		jm := d.MembersOrNull("spec.jobTemplate", jobTemplateKeys)
 		for j := jm.Next(); j >= 0; j = jm.Next() {
 			switch j {
 			case 0:
-				parseMeta(d, &jobMetaPaths, labels, annotations, &o.job)
+				parseMeta(d, &jobMetaPaths, w, &o.job)
 			case 1:
-				parseWorkloadSpec(d, &cronJobSpecPaths, labels, annotations, o)
+				parseWorkloadSpec(d, &cronJobSpecPaths, w, o)
 			}
 		}
 	}
 }
 
-func parsePodTemplate(d *jsonscan.Scanner, p *specPaths, labels, annotations []wantKey, o *objectView) {
+func parsePodTemplate(d *jsonscan.Scanner, p *specPaths, w *wantKeys, o *objectView) {
 	if d.Null() {
 		return
 	}
@@ -274,14 +318,14 @@ func parsePodTemplate(d *jsonscan.Scanner, p *specPaths, labels, annotations []w
 	for i := m.Next(); i >= 0; i = m.Next() {
 		switch i {
 		case 0:
-			parseMeta(d, &p.meta, labels, annotations, &o.tmpl)
+			parseMeta(d, &p.meta, w, &o.tmpl)
 		case 1:
 			objectOrNull(d, p.templateSpec)
 		}
 	}
 }
 
-func parseMeta(d *jsonscan.Scanner, p *metaPaths, labels, annotations []wantKey, m *metaView) {
+func parseMeta(d *jsonscan.Scanner, p *metaPaths, w *wantKeys, m *metaView) {
 	if d.Null() {
 		return
 	}
@@ -294,13 +338,13 @@ func parseMeta(d *jsonscan.Scanner, p *metaPaths, labels, annotations []wantKey,
 		case 1:
 			m.genName = d.StringField(p.genName)
 		case 2:
-			parseStringMap(d, p.labels, labels, m)
+			parseStringMap(d, p.labels, w.labels, w.slots, m)
 		case 3:
 			if d.Peek() == '{' {
 				m.annotations = true
 			}
 			start := d.Pos()
-			parseStringMap(d, p.annotations, annotations, m)
+			parseStringMap(d, p.annotations, w.annotations, w.slots, m)
 			m.annotationsText = d.Input()[start:d.Pos()]
 		case 4:
 			m.deleting = d.StringField(p.deletionTimestamp) != ""
@@ -322,7 +366,7 @@ func parseMeta(d *jsonscan.Scanner, p *metaPaths, labels, annotations []wantKey,
 // parseStringMap reads a map[string]string (null allowed, null values read
 // as "" like encoding/json) and stores the wanted keys' values in m. A
 // wanted key that appears twice is an error.
-func parseStringMap(d *jsonscan.Scanner, field string, want []wantKey, m *metaView) {
+func parseStringMap(d *jsonscan.Scanner, field string, want []wantKey, slots int, m *metaView) {
 	if d.Null() || !d.Object(field) {
 		return
 	}
@@ -353,8 +397,10 @@ func parseStringMap(d *jsonscan.Scanner, field string, want []wantKey, m *metaVi
 			d.Fail("duplicate key " + strconv.Quote(key) + " in " + field)
 			return
 		}
-		m.found |= 1 << slot
-		m.vals[slot] = v
+		if m.vals == nil {
+			m.vals = make([]slotVal, slots)
+		}
+		m.vals[slot] = slotVal{v, true}
 	}
 }
 
@@ -385,10 +431,10 @@ func objectName(req *admissionv1.AdmissionRequest, o *objectView) string {
 
 // view returns the parsed object: pre-parsed when done, else parsed now
 // into o.
-func view(c *Compiled, k *kindInfo, s string, o *objectView, done bool, field string) error {
+func view(c *compiled, k *kindInfo, s string, o *objectView, done bool, field string) error {
 	if done {
 		return checkObjectKind(o, k, field)
 	}
 	*o = objectView{}
-	return parseObject(s, k, c.labelKeys, c.annotationKeys, o, field)
+	return parseObject(s, k, &c.wantKeys, o, field)
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // placedElsewhere is a QueueAuthorizer whose placement puts every marker
@@ -29,11 +31,11 @@ var placedElsewhere = QueueAuthorizerFunc(func(_ context.Context, r SubmitReques
 // asks, or without a marker, nothing is said; the record's queue is still
 // the queue chosen. Every kind.
 func TestQueuePlacedElsewhere(t *testing.T) {
-	for _, mode := range []string{ModeDeny, ModeWarn} {
+	for _, mode := range []string{settings.ModeDeny, settings.ModeWarn} {
 		for _, kc := range kindCases {
 			t.Run(mode+"/"+kc.kind, func(t *testing.T) {
 				sink := &auditSink{}
-				h := NewHandler(compiled(t, Config{EnforceQueueACLs: true, EnforceQueueACLsMode: mode}), WithAuthorizer(placedElsewhere), WithAudit(sink.hook))
+				h := NewHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true, EnforceQueueACLsMode: mode}), WithAuthorizer(placedElsewhere), WithAudit(sink.hook))
 				for _, v := range []string{"root.ops", `ops"x`} {
 					req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(m("queue", v), nil, nil), nil)
 					resp := run(t, h, hookMutate, req)
@@ -73,8 +75,8 @@ func TestQueuePlacedElsewhere(t *testing.T) {
 // operation of any kind, even while enforceDeleteACLs reads the markers.
 func TestQueueNoPlacementWhenNotEnforcing(t *testing.T) {
 	authz := &fakeAuthz{}
-	for _, c := range []Config{{}, {EnforceDeleteACLs: true}} {
-		h := NewHandler(compiled(t, c), WithAuthorizer(authz), WithDeleteAuthorizer(newFakeDeleteAuthz()))
+	for _, c := range []settings.Config{{}, {EnforceDeleteACLs: true}} {
+		h := NewHandler(mustCompile(t, c), WithAuthorizer(authz), WithDeleteAuthorizer(newFakeDeleteAuthz()))
 		for _, kc := range kindCases {
 			obj := kc.build(m("queue", "root.ops"), m(UserInfoAnnotation, aliceInfo), nil)
 			for _, req := range []*admissionv1.AdmissionRequest{

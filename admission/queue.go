@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // This file holds queue targeting: which queues an object's pods will run
@@ -15,7 +17,7 @@ import (
 // target is one queue an object asks for, and where that was read.
 type target struct {
 	queue  string
-	src    *compiledSource
+	src    *settings.Source
 	level  string
 	value  string
 	marker bool
@@ -72,7 +74,7 @@ func (t *target) field(k *kindInfo) string {
 		meta = "spec.jobTemplate.metadata"
 	}
 	m := ".labels["
-	if t.src.annotation {
+	if t.src.Annotation {
 		m = ".annotations["
 	}
 	return meta + m + t.src.Key + "]"
@@ -120,7 +122,7 @@ func providedQueue(v string) string {
 // With placing (the queue check), YuniKorn's markers are left to its
 // placement rules (target.place); without (the delete check), every
 // marker is mapped.
-func (c *Compiled) targets(k *kindInfo, ns string, o *objectView, placing bool, dst []target) ([]target, error) {
+func (c *compiled) targets(k *kindInfo, ns string, o *objectView, placing bool, dst []target) ([]target, error) {
 	type level struct {
 		m    *metaView
 		name string
@@ -137,28 +139,24 @@ func (c *Compiled) targets(k *kindInfo, ns string, o *objectView, placing bool, 
 		levels[n] = level{&o.top, k.kind}
 		n++
 	}
-	var onPods uint32 // bit i: source i has a marker on the pods
 	for li, l := range levels[:n] {
-		for i := range c.sources {
-			src := &c.sources[i]
-			if src.podLevel && li > 0 {
+		for i := range c.Sources {
+			src := &c.Sources[i]
+			if src.PodLevel && li > 0 {
 				continue // not read by its scheduler
 			}
-			v := l.m.vals[slotMarkers+i]
+			v := l.m.val(slotMarkers + i)
 			if !l.m.has(slotMarkers+i) || v == "" {
 				continue
 			}
-			if li == 0 {
-				onPods |= 1 << i
-			}
-			q, place, err := c.mapQueue(src, v, ns, placing)
+			q, place, err := c.MapQueue(src, v, ns, placing)
 			if err != nil {
 				return nil, fmt.Errorf("%s %s=%s on the %s maps to no queue: %w", src.Kind, src.Key, errString(v), l.name, err)
 			}
 			dst = appendTarget(dst, target{queue: q, src: src, level: l.name, value: v, marker: true, place: place})
 		}
 	}
-	if sched := c.unmarkedPodScheduler(onPods); sched != "" || len(dst) == 0 {
+	if sched := c.unmarkedPodScheduler(o.pod()); sched != "" || len(dst) == 0 {
 		where := k.where
 		if k.layout == layoutPod {
 			where = "pod"
@@ -185,27 +183,26 @@ func appendTarget(dst []target, t target) []target {
 
 // placeScheduler reports whether the queue of scheduler's pods comes from
 // YuniKorn's placement rules.
-func (c *Compiled) placeScheduler(scheduler string) bool {
-	return scheduler == schedulerYuniKorn
+func (c *compiled) placeScheduler(scheduler string) bool {
+	return scheduler == settings.SchedulerYuniKorn
 }
 
 // unmarkedPodScheduler returns the first pod-level scheduler none of whose
-// sources has a marker on the pods (onPods: bit i set when source i has),
-// or "".
-func (c *Compiled) unmarkedPodScheduler(onPods uint32) string {
-	for i := range c.sources {
-		if !c.sources[i].podLevel {
+// sources has a marker on the pods (pm), or "".
+func (c *compiled) unmarkedPodScheduler(pm *metaView) string {
+	for i := range c.Sources {
+		if !c.Sources[i].PodLevel {
 			continue
 		}
 		marked := false
-		for j := range c.sources {
-			if c.sources[j].podLevel && c.sources[j].Scheduler == c.sources[i].Scheduler && onPods&(1<<j) != 0 {
+		for j := range c.Sources {
+			if c.Sources[j].PodLevel && c.Sources[j].Scheduler == c.Sources[i].Scheduler && pm.val(slotMarkers+j) != "" {
 				marked = true
 				break
 			}
 		}
 		if !marked {
-			return c.sources[i].Scheduler
+			return c.Sources[i].Scheduler
 		}
 	}
 	return ""
@@ -219,7 +216,7 @@ func (c *Compiled) unmarkedPodScheduler(onPods uint32) string {
 func withQueueCheck(ctx context.Context, st *handlerState, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc decision) decision {
 	switch denied := checkQueues(ctx, st, k, req, nv, ov, id, &dc); {
 	case denied == nil:
-	case st.cfg.queueWarn && denied.warnable():
+	case st.cfg.QueueWarn && denied.warnable():
 		dc.warnOf(denied)
 	default:
 		denied.identity = id.user
@@ -277,11 +274,11 @@ func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admiss
 	}
 	for i := range ts {
 		t := &ts[i]
-		d, err := st.authz.AuthorizeSubmit(ctx, SubmitRequest{Partition: c.partition, Queue: t.queue, User: id.user, Groups: id.groups,
+		d, err := st.authz.AuthorizeSubmit(ctx, SubmitRequest{Partition: c.Partition, Queue: t.queue, User: id.user, Groups: id.groups,
 			Decided: id.decided, Place: t.place, Namespace: ns})
 		if err != nil {
 			dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may submit to %s: %v; denied (usher fails closed)",
-				id.user, t.describe(c.partition), err)
+				id.user, t.describe(c.Partition), err)
 			dc.queue, dc.check, dc.field = t.record(), CheckSubmit, t.field(k)
 			return &dc
 		}
@@ -289,7 +286,7 @@ func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admiss
 			if d.Reason == "" {
 				d.Reason = "no ACL allows it"
 			}
-			dc := deny(CauseQueueSubmitDenied, httpStatusForbidden, "usher: user %q may not submit to %s: %s", id.user, t.describe(c.partition), d.Reason)
+			dc := deny(CauseQueueSubmitDenied, httpStatusForbidden, "usher: user %q may not submit to %s: %s", id.user, t.describe(c.Partition), d.Reason)
 			dc.queue, dc.check, dc.field = t.record(), CheckSubmit, t.field(k)
 			return &dc
 		}
@@ -301,7 +298,7 @@ func checkQueues(ctx context.Context, st *handlerState, k *kindInfo, req *admiss
 		}
 		if d.Asked != "" {
 			dc.addWarning(fmt.Sprintf("usher: %s %s=%s on the %s asks for queue %s of partition %q, but YuniKorn's placement rules put the pods in queue %q: %s",
-				t.src.Kind, t.src.Key, errString(t.value), t.level, errString(d.Asked), c.partition, d.Queue, d.Reason))
+				t.src.Kind, t.src.Key, errString(t.value), t.level, errString(d.Asked), c.Partition, d.Queue, d.Reason))
 		}
 	}
 	return nil

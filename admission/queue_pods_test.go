@@ -10,6 +10,8 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // What a user allowed only on queue root.a tries, to get pods into a queue
@@ -47,7 +49,7 @@ func TestQueueIsWherePodsRun(t *testing.T) {
 			}
 			t.Run(kc.kind+"/"+tc.name, func(t *testing.T) {
 				authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {"root.a"}}}
-				h := enforcing(t, Config{}, authz)
+				h := enforcing(t, settings.Config{}, authz)
 				obj := kc.build(tc.podL, tc.podA, tc.top)
 				req := request(t, kc, admissionv1.Create, "team-a", alice, obj, nil)
 				for _, hook := range []hookKind{hookMutate, hookValidate} {
@@ -137,7 +139,7 @@ func decodeInto(t *testing.T, raw []byte, v any) {
 func TestQueueControllerMadeObjects(t *testing.T) {
 	pk := kindCaseOf(t, "Pod")
 	authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {"root.a"}}}
-	h := enforcing(t, Config{}, authz)
+	h := enforcing(t, settings.Config{}, authz)
 	for _, ctrl := range []authenticationv1.UserInfo{rsCtrl, jobCtrl, kcm} {
 		resp := run(t, h, hookMutate, request(t, pk, admissionv1.Create, "team-a", ctrl, pk.build(nil, m(UserInfoAnnotation, aliceInfo), nil), nil))
 		wantDenied(t, resp, 403, `user "alice@EXAMPLE.COM" may not submit to the default queue`)
@@ -161,22 +163,22 @@ func TestQueueControllerMadeObjects(t *testing.T) {
 // TestQueueSourceLevel: the level of a configured source, its default and
 // its validation.
 func TestQueueSourceLevel(t *testing.T) {
-	_, err := Config{QueueSources: []QueueSource{{Kind: "label", Key: "q", Scheduler: "x", Level: "top"}}}.Compile()
+	_, err := settings.Config{QueueSources: []settings.QueueSource{{Kind: "label", Key: "q", Scheduler: "x", Level: "top"}}}.Compile()
 	if err == nil || !strings.Contains(err.Error(), `admissionController.queueSources[0].level: "top" is not a level: want pod or workload`) {
 		t.Fatalf("error %v", err)
 	}
 	dk := kindCaseOf(t, "Deployment")
 	authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {"root.a"}}}
 	for _, tc := range []struct {
-		src   QueueSource
+		src   settings.QueueSource
 		allow bool
 	}{
-		{QueueSource{Kind: "label", Key: "q", Scheduler: "yunikorn"}, false},                      // default: pod
-		{QueueSource{Kind: "label", Key: "q", Scheduler: "custom"}, true},                         // default: workload
-		{QueueSource{Kind: "label", Key: "q", Scheduler: "custom", Level: LevelPod}, false},       // explicit
-		{QueueSource{Kind: "label", Key: "q", Scheduler: "yunikorn", Level: LevelWorkload}, true}, // explicit
+		{settings.QueueSource{Kind: "label", Key: "q", Scheduler: "yunikorn"}, false},                               // default: pod
+		{settings.QueueSource{Kind: "label", Key: "q", Scheduler: "custom"}, true},                                  // default: workload
+		{settings.QueueSource{Kind: "label", Key: "q", Scheduler: "custom", Level: settings.LevelPod}, false},       // explicit
+		{settings.QueueSource{Kind: "label", Key: "q", Scheduler: "yunikorn", Level: settings.LevelWorkload}, true}, // explicit
 	} {
-		h := enforcing(t, Config{QueueSources: []QueueSource{tc.src}}, authz)
+		h := enforcing(t, settings.Config{QueueSources: []settings.QueueSource{tc.src}}, authz)
 		// The marker on the Deployment only: read by a workload-level
 		// scheduler; a pod-level one runs the pods in the default queue.
 		resp := run(t, h, hookMutate, request(t, dk, admissionv1.Create, "team-a", alice, dk.build(nil, nil, m("q", "a")), nil))
@@ -192,7 +194,7 @@ func TestQueueSourceLevel(t *testing.T) {
 func TestQueueUpdateMovesPodsToTheDefaultQueue(t *testing.T) {
 	kc := kindCaseOf(t, "Deployment")
 	authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {"root.a"}}}
-	h := enforcing(t, Config{}, authz)
+	h := enforcing(t, settings.Config{}, authz)
 	old := kc.build(m("queue", "root.a"), m(UserInfoAnnotation, aliceInfo), nil)
 	moved := kc.build(nil, m(UserInfoAnnotation, aliceInfo), m("queue", "root.a"))
 	req := request(t, kc, admissionv1.Update, "team-a", alice, moved, old)

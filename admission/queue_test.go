@@ -11,6 +11,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // once returns the queues one review asked for: run reviews every request
@@ -23,10 +25,31 @@ func once(t *testing.T, q []string) []string {
 	return q[:len(q)/2]
 }
 
-func enforcing(t *testing.T, c Config, authz QueueAuthorizer) *Handler {
+func enforcing(t *testing.T, c settings.Config, authz QueueAuthorizer) *Handler {
 	t.Helper()
 	c.EnforceQueueACLs = true
-	return NewHandler(compiled(t, c), WithAuthorizer(authz))
+	return NewHandler(mustCompile(t, c), WithAuthorizer(authz))
+}
+
+// TestTwentySources: the decoder takes its slots from the settings, so a
+// marker of the twentieth source, and one of the seventeenth that a
+// pod-level scheduler reads, are read and checked like the first.
+func TestTwentySources(t *testing.T) {
+	src := make([]settings.QueueSource, 20)
+	for i := range src {
+		src[i] = settings.QueueSource{Kind: "label", Key: fmt.Sprintf("q%d", i), Scheduler: "kueue"}
+	}
+	src[16].Scheduler, src[16].Level = "acme", settings.LevelPod
+	authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {"root.a", "root.b"}}}
+	h := enforcing(t, settings.Config{QueueSources: src}, authz)
+	kc := kindCaseOf(t, "Deployment")
+	req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(m("q19", "a", "q16", "b"), nil, nil), nil)
+	wantAllowed(t, run(t, h, hookMutate, req))
+	if got := once(t, authz.queues()); !reflect.DeepEqual(got, []string{"root.b", "root.a"}) {
+		t.Fatalf("queues checked %q", got)
+	}
+	req = request(t, kc, admissionv1.Create, "team-a", alice, kc.build(m("q19", "c", "q16", "b"), nil, nil), nil)
+	wantDenied(t, run(t, h, hookMutate, req), 403, `queue "root.c"`, "label q19=\"c\"")
 }
 
 // TestQueueMarkersOfEachScheduler: each scheduler's marker, read with the
@@ -53,7 +76,7 @@ func TestQueueMarkersOfEachScheduler(t *testing.T) {
 				// Pods without a YuniKorn marker also run in YuniKorn's
 				// default queue: alice may use it.
 				authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {tc.wantQueue, ""}}}
-				h := enforcing(t, Config{Partition: "gpu-cluster"}, authz)
+				h := enforcing(t, settings.Config{Partition: "gpu-cluster"}, authz)
 				req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(tc.labels, tc.ann, nil), nil)
 				resp := run(t, h, hookMutate, req)
 				wantAllowed(t, resp)
@@ -79,14 +102,14 @@ func TestQueueMarkersOfEachScheduler(t *testing.T) {
 }
 
 func TestQueueMapping(t *testing.T) {
-	kueue := QueueSource{Kind: "label", Key: "kueue.x-k8s.io/queue-name", Scheduler: "kueue", Template: "root.{namespace}.{value}"}
-	volcano := QueueSource{Kind: "annotation", Key: "scheduling.volcano.sh/queue-name", Scheduler: "volcano"}
-	yk := QueueSource{Kind: "label", Key: "queue", Scheduler: "yunikorn"}
-	cfg := Config{
-		QueueSources: []QueueSource{yk, kueue, volcano},
-		QueueMapping: QueueMapping{
+	kueue := settings.QueueSource{Kind: "label", Key: "kueue.x-k8s.io/queue-name", Scheduler: "kueue", Template: "root.{namespace}.{value}"}
+	volcano := settings.QueueSource{Kind: "annotation", Key: "scheduling.volcano.sh/queue-name", Scheduler: "volcano"}
+	yk := settings.QueueSource{Kind: "label", Key: "queue", Scheduler: "yunikorn"}
+	cfg := settings.Config{
+		QueueSources: []settings.QueueSource{yk, kueue, volcano},
+		QueueMapping: settings.QueueMapping{
 			Template: "root.{scheduler}.{value}",
-			Table: []QueueMappingEntry{
+			Table: []settings.QueueMappingEntry{
 				{Scheduler: "kueue", Namespace: "team-a", Value: "gpu", Queue: "root.gpu.team-a"},
 				{Value: "shared", Queue: "root.shared"},
 				{Scheduler: "volcano", Value: "bad", Queue: "root.volcano.bad"},
@@ -119,23 +142,23 @@ func TestQueueMapping(t *testing.T) {
 		})
 	}
 	t.Run("default rule", func(t *testing.T) {
-		c := compiled(t, Config{})
-		src := &c.sources[3] // kueue
+		c := mustCompile(t, settings.Config{})
+		src := &c.Sources[3] // kueue
 		for value, want := range map[string]string{"root": "root", "root.a.b": "root.a.b", "a.b": "root.a.b", "rootless": "root.rootless"} {
-			if got, place, err := c.mapQueue(src, value, "ns", true); err != nil || got != want || place {
+			if got, place, err := c.MapQueue(src, value, "ns", true); err != nil || got != want || place {
 				t.Errorf("%q maps to %q (place %v, %v), want %q", value, got, place, err, want)
 			}
 		}
 		// YuniKorn's markers are not mapped: its placement rules decide,
 		// from the value as the shim passes it.
 		for _, value := range []string{"root", "root.a.b", "a.b", "rootless"} {
-			if got, place, err := c.mapQueue(&c.sources[0], value, "ns", true); err != nil || got != value || !place {
+			if got, place, err := c.MapQueue(&c.Sources[0], value, "ns", true); err != nil || got != value || !place {
 				t.Errorf("yunikorn %q maps to %q (place %v, %v), want it unchanged for placement", value, got, place, err)
 			}
 		}
 	})
 	t.Run("value mapping to no queue", func(t *testing.T) {
-		h := enforcing(t, Config{}, &fakeAuthz{})
+		h := enforcing(t, settings.Config{}, &fakeAuthz{})
 		for _, v := range []string{"root..a", "a.", ".a", "root. a"} {
 			req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(m("kueue.x-k8s.io/queue-name", v), nil, nil), nil)
 			wantDenied(t, run(t, h, hookMutate, req), 400, `label kueue.x-k8s.io/queue-name="`+v+`" on the pod maps to no queue`, "is not a queue path")
@@ -143,7 +166,7 @@ func TestQueueMapping(t *testing.T) {
 		// YuniKorn's marker is not mapped: its placement rules judge the
 		// value (an invalid name is a rule error there, a denial).
 		authz := &fakeAuthz{}
-		h2 := enforcing(t, Config{}, authz)
+		h2 := enforcing(t, settings.Config{}, authz)
 		req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(m("queue", "root..a"), nil, nil), nil)
 		wantDenied(t, run(t, h2, hookMutate, req), 403, `label queue="root..a" on the pod, read for yunikorn, whose placement rules choose the queue`)
 		if len(authz.reqs) == 0 || !authz.reqs[0].Place || authz.reqs[0].Queue != "root..a" || authz.reqs[0].Namespace != "team-a" {
@@ -151,7 +174,7 @@ func TestQueueMapping(t *testing.T) {
 		}
 		// An explicit mapping (here the global template) applies to
 		// YuniKorn's markers too: the operator said what the value means.
-		h = enforcing(t, Config{QueueMapping: QueueMapping{Template: "{value}"}}, &fakeAuthz{})
+		h = enforcing(t, settings.Config{QueueMapping: settings.QueueMapping{Template: "{value}"}}, &fakeAuthz{})
 		req = request(t, kc, admissionv1.Create, "team-a", alice, kc.build(m("queue", "other.q"), nil, nil), nil)
 		wantDenied(t, run(t, h, hookMutate, req), 400, `"other.q" is not a queue path: want root or root.<name>`)
 	})
@@ -162,7 +185,7 @@ func TestQueueMapping(t *testing.T) {
 func TestQueueEveryMarkerCounts(t *testing.T) {
 	kc := kindCaseOf(t, "Deployment")
 	authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {"root.team-a", ""}}}
-	h := enforcing(t, Config{}, authz)
+	h := enforcing(t, settings.Config{}, authz)
 	obj := kc.build(m("queue", "root.team-a"), m("scheduling.volcano.sh/queue-name", "root.admin"), m("kueue.x-k8s.io/queue-name", "root.team-a"))
 	resp := run(t, h, hookMutate, request(t, kc, admissionv1.Create, "team-a", alice, obj, nil))
 	wantDenied(t, resp, 403, `queue "root.admin"`, "scheduling.volcano.sh/queue-name", "pod template")
@@ -195,7 +218,7 @@ func TestQueueEveryMarkerCounts(t *testing.T) {
 
 func TestQueueLevels(t *testing.T) {
 	authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {"root.a", "root.b", "root.c"}}}
-	h := enforcing(t, Config{}, authz)
+	h := enforcing(t, settings.Config{}, authz)
 	// A Kueue Job carries its label on the Job itself, and a YuniKorn
 	// marker on its pods keeps them out of the default queue.
 	jk := kindCaseOf(t, "Job")
@@ -220,7 +243,7 @@ func TestQueueLevels(t *testing.T) {
 func TestQueueDefault(t *testing.T) {
 	kc := kindCaseOf(t, "Deployment")
 	authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {""}}}
-	h := enforcing(t, Config{}, authz)
+	h := enforcing(t, settings.Config{}, authz)
 	wantAllowed(t, run(t, h, hookMutate, request(t, kc, admissionv1.Create, "team-a", alice, kc.build(m("queue", ""), nil, nil), nil)))
 	if got := once(t, authz.queues()); !reflect.DeepEqual(got, []string{""}) {
 		t.Fatalf("queues %q, want the default queue", got)
@@ -229,7 +252,7 @@ func TestQueueDefault(t *testing.T) {
 	wantDenied(t, resp, 403, `may not submit to the default queue of partition "default" (the pod template carries no yunikorn queue marker, so yunikorn runs its pods there)`)
 	// No queue sources at all: always the default queue.
 	authz.calls = nil
-	h = enforcing(t, Config{QueueSources: []QueueSource{}}, authz)
+	h = enforcing(t, settings.Config{QueueSources: []settings.QueueSource{}}, authz)
 	wantAllowed(t, run(t, h, hookMutate, request(t, kc, admissionv1.Create, "team-a", alice, kc.build(m("queue", "root.x"), nil, nil), nil)))
 	if got := once(t, authz.queues()); !reflect.DeepEqual(got, []string{""}) {
 		t.Fatalf("queues %q, want the default queue", got)
@@ -241,20 +264,20 @@ func TestQueueIdentity(t *testing.T) {
 	pk := kindCaseOf(t, "Pod")
 	cases := []struct {
 		name   string
-		cfg    Config
+		cfg    settings.Config
 		user   authenticationv1.UserInfo
 		labels map[string]string
 		ann    map[string]string
 		want   authzCall
 	}{
-		{"stamped submitter", Config{}, alice, m("queue", "root.q"), nil, authzCall{"default", "root.q", alice.Username, alice.Groups}},
-		{"annotation copied by a controller", Config{}, rsCtrl, m("queue", "root.q"), m(UserInfoAnnotation, aliceInfo),
+		{"stamped submitter", settings.Config{}, alice, m("queue", "root.q"), nil, authzCall{"default", "root.q", alice.Username, alice.Groups}},
+		{"annotation copied by a controller", settings.Config{}, rsCtrl, m("queue", "root.q"), m(UserInfoAnnotation, aliceInfo),
 			authzCall{"default", "root.q", alice.Username, alice.Groups}},
-		{"external submitter's annotation", Config{AccessControl: AccessControl{ExternalGroups: Patterns{"^submitters$"}}}, livyMember,
+		{"external submitter's annotation", settings.Config{AccessControl: settings.AccessControl{ExternalGroups: settings.Patterns{"^submitters$"}}}, livyMember,
 			m("queue", "root.q"), m(UserInfoAnnotation, `{"user":"dana","groups":["ds"]}`), authzCall{"default", "root.q", "dana", []string{"ds"}}},
-		{"annotation without groups", Config{AccessControl: AccessControl{BypassAuth: true}}, bob,
+		{"annotation without groups", settings.Config{AccessControl: settings.AccessControl{BypassAuth: true}}, bob,
 			m("queue", "root.q"), m(UserInfoAnnotation, `{"user":"dana"}`), authzCall{"default", "root.q", "dana", nil}},
-		{"legacy label with bypassAuth", Config{AccessControl: AccessControl{BypassAuth: true}}, bob,
+		{"legacy label with bypassAuth", settings.Config{AccessControl: settings.AccessControl{BypassAuth: true}}, bob,
 			m("queue", "root.q", LegacyUserLabel, "john"), nil, authzCall{"default", "root.q", "john", nil}},
 	}
 	for _, tc := range cases {
@@ -272,9 +295,9 @@ func TestQueueIdentity(t *testing.T) {
 func TestQueueFailsClosed(t *testing.T) {
 	pk := kindCaseOf(t, "Pod")
 	req := request(t, pk, admissionv1.Create, "team-a", alice, pk.build(m("queue", "root.q"), nil, nil), nil)
-	h := enforcing(t, Config{}, &fakeAuthz{err: errors.New("policy not loaded")})
+	h := enforcing(t, settings.Config{}, &fakeAuthz{err: errors.New("policy not loaded")})
 	wantDenied(t, run(t, h, hookMutate, req), 500, "cannot decide whether user", "policy not loaded", "fails closed")
-	h = NewHandler(compiled(t, Config{EnforceQueueACLs: true}))
+	h = NewHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true}))
 	wantDenied(t, run(t, h, hookMutate, req), 500, "no queue authorizer is configured")
 	// Not enforcing: the authorizer is never asked.
 	authz := &fakeAuthz{err: errors.New("unused")}
@@ -290,7 +313,7 @@ func TestQueueFailsClosed(t *testing.T) {
 func TestQueueUpdate(t *testing.T) {
 	kc := kindCaseOf(t, "Deployment")
 	authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {"root.a"}, "bob": {"root.a", "root.b"}}}
-	h := enforcing(t, Config{}, authz)
+	h := enforcing(t, settings.Config{}, authz)
 	old := kc.build(m("queue", "root.a"), m(UserInfoAnnotation, aliceInfo), nil)
 	moved := kc.build(m("queue", "root.b"), m(UserInfoAnnotation, aliceInfo), nil)
 	req := request(t, kc, admissionv1.Update, "team-a", bob, moved, old)
@@ -319,7 +342,7 @@ func TestQueueUpdate(t *testing.T) {
 func TestQueueAuditRecord(t *testing.T) {
 	var got []Record
 	authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {"root.q"}}}
-	c := compiled(t, Config{EnforceQueueACLs: true})
+	c := mustCompile(t, settings.Config{EnforceQueueACLs: true})
 	h := NewHandler(c, WithAuthorizer(authz), WithAudit(func(r Record) { got = append(got, r) }))
 	pk := kindCaseOf(t, "Pod")
 	run(t, h, hookMutate, request(t, pk, admissionv1.Create, "team-a", alice, pk.build(m("queue", "root.q"), nil, nil), nil))
@@ -350,7 +373,7 @@ func TestQueuePlacement(t *testing.T) {
 				}
 				return SubmitDecision{Allowed: r.Queue == "root.ml.training" || r.Queue == ""}, nil
 			})
-			h := NewHandler(compiled(t, Config{EnforceQueueACLs: true}), WithAuthorizer(authz))
+			h := NewHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true}), WithAuthorizer(authz))
 			for _, key := range []string{"queue", "yunikorn.apache.org/queue"} {
 				resp := run(t, h, hookMutate, request(t, kc, admissionv1.Create, "team-a", alice, kc.build(m(key, "ml.training"), nil, nil), nil))
 				wantDenied(t, resp, 403, `queue "root.ml_dot_training" of partition "default"`, `label `+key+`="ml.training"`,

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,12 +65,6 @@ type decision struct {
 	degraded bool
 }
 
-// Modes of enforceQueueACLsMode and enforceDeleteACLsMode.
-const (
-	ModeDeny = "deny"
-	ModeWarn = "warn"
-)
-
 // warnOf records on dc, an allow, that warn mode admitted the denial
 // denied: its message becomes a warning (after any dc already had) and
 // the audit record says warned.
@@ -98,8 +91,8 @@ func (dc *decision) addWarning(msg string) {
 func (dc *decision) warnable() bool { return !dc.allowed && dc.code == httpStatusForbidden }
 
 // deleteMode applies enforceDeleteACLsMode to a kill rule decision.
-func deleteMode(c *Compiled, dc decision) decision {
-	if !c.deleteWarn || !dc.warnable() {
+func deleteMode(c *compiled, dc decision) decision {
+	if !c.DeleteWarn || !dc.warnable() {
 		return dc
 	}
 	out := allow(RuleWarnedDelete)
@@ -331,17 +324,7 @@ func (dc *decision) bound() {
 
 // errString renders a value for an error message, shortened so that a huge
 // hostile value does not flood logs.
-func errString(s string) string {
-	const max = 200
-	if len(s) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		return strconv.Quote(s[:cut]) + fmt.Sprintf("… (%d bytes)", len(s))
-	}
-	return strconv.Quote(s)
-}
+func errString(s string) string { return clip.Quote(s, 200) }
 
 // Cause says why usher denied a review, from a closed set: the reason of
 // the Event usher records, the type of the cause in the denial's status

@@ -8,6 +8,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 
+	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/internal/jsonscan"
 )
@@ -24,7 +25,7 @@ import (
 // directory's groups of the moment, never a stale snapshot; "unavailable"
 // marks a degraded stamp (the directory did not answer; the stamp holds
 // the API server's groups only). It is guarded as user.info is.
-const DirectoryGroupsAnnotation = "usher.io/directory-groups"
+const DirectoryGroupsAnnotation = settings.DirectoryGroupsAnnotation
 
 // directoryUnavailable is DirectoryGroupsAnnotation on a degraded stamp.
 const directoryUnavailable = "unavailable"
@@ -61,17 +62,17 @@ func stamp(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, re
 	check := who
 	var in *identity.Info
 	// write: usher stamps the decided groups with DirectoryGroupsAnnotation.
-	write := st.ident != nil && !c.stampGiven
-	if st.ident != nil && (how != stampNever || c.enforce) {
-		got, err := st.ident.Identify(ctx, c.partition, who.user, who.groups)
+	write := st.ident != nil && !c.StampGiven
+	if st.ident != nil && (how != stampNever || c.EnforceQueue) {
+		got, err := st.ident.Identify(ctx, c.Partition, who.user, who.groups)
 		switch {
 		case err == nil:
 			in = &got
 			check = submitter{who.user, got.Groups, true}
 			NoteLookup(ctx, got.Lookup.String())
-		case c.enforce || (write && c.stampDeny):
+		case c.EnforceQueue || (write && c.StampDeny):
 			why := "enforceQueueACLs is on"
-			if !c.enforce {
+			if !c.EnforceQueue {
 				why = "stampGroupsOnError is deny"
 			}
 			return deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot establish the groups of user %q to stamp on %s: %v; denied (%s)",
@@ -112,7 +113,7 @@ func stamp(ctx context.Context, st *handlerState, hook hookKind, k *kindInfo, re
 		}
 		return dc, check
 	}
-	if how != stampNew && pm.vals[slotUserInfo] == string(info) && (!write || (pm.has(slotDirGroups) && pm.vals[slotDirGroups] == string(dir))) {
+	if how != stampNew && pm.val(slotUserInfo) == string(info) && (!write || (pm.has(slotDirGroups) && pm.val(slotDirGroups) == string(dir))) {
 		return dc, check // already the stamp usher writes
 	}
 	if how == stampSame {
@@ -167,7 +168,7 @@ func directoryOnly(in *identity.Info) []string {
 // directoryGroups reads pm's DirectoryGroupsAnnotation: the groups it
 // lists, none when it is absent or marks a degraded stamp.
 func directoryGroups(pm *metaView) ([]string, error) {
-	v := pm.vals[slotDirGroups]
+	v := pm.val(slotDirGroups)
 	if !pm.has(slotDirGroups) || v == directoryUnavailable {
 		return nil, nil
 	}

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/identity"
 )
 
@@ -45,8 +46,8 @@ func (f *fakeDirectory) Identify(_ context.Context, _, user string, groups []str
 
 // stampHandler is a handler over cfg whose state has dir as its
 // IdentityResolver and authz as its queue authorizer, auditing to sink.
-func stampHandler(t *testing.T, cfg Config, dir IdentityResolver, authz QueueAuthorizer, sink *auditSink) *Handler {
-	st := NewState(compiled(t, cfg), Authorizers{Queue: authz, Identity: dir})
+func stampHandler(t *testing.T, cfg settings.Config, dir IdentityResolver, authz QueueAuthorizer, sink *auditSink) *Handler {
+	st := NewState(mustCompile(t, cfg), Authorizers{Queue: authz, Identity: dir})
 	return NewHandler(nil, WithState(func() *State { return st }), WithAudit(sink.hook))
 }
 
@@ -63,7 +64,7 @@ func TestStampDecidedGroups(t *testing.T) {
 			dir := &fakeDirectory{table: map[string][]string{alice.Username: {"ml", "dev.team"}}}
 			authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {"root.ml", ""}}}
 			sink := &auditSink{}
-			h := stampHandler(t, Config{EnforceQueueACLs: true}, dir, authz, sink)
+			h := stampHandler(t, settings.Config{EnforceQueueACLs: true}, dir, authz, sink)
 			req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(m("queue", "root.ml"), nil, nil), nil)
 			resp := run(t, h, hookMutate, req)
 			wantAllowed(t, resp)
@@ -98,7 +99,7 @@ func TestStampGroupsGiven(t *testing.T) {
 	dir := &fakeDirectory{table: map[string][]string{alice.Username: {"ml"}}}
 	authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {""}}}
 	sink := &auditSink{}
-	h := stampHandler(t, Config{EnforceQueueACLs: true, StampGroups: StampGiven}, dir, authz, sink)
+	h := stampHandler(t, settings.Config{EnforceQueueACLs: true, StampGroups: settings.StampGiven}, dir, authz, sink)
 	kc := kindCaseOf(t, "Pod")
 	req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(nil, nil, nil), nil)
 	resp := run(t, h, hookMutate, req)
@@ -145,7 +146,7 @@ func TestStampRestampsOwnName(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &auditSink{}
-			h := stampHandler(t, Config{}, tc.dir, nil, sink)
+			h := stampHandler(t, settings.Config{}, tc.dir, nil, sink)
 			req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(nil, tc.ann, nil), nil)
 			resp := run(t, h, hookMutate, req)
 			wantAllowed(t, resp)
@@ -188,7 +189,7 @@ func TestStampControllerReResolves(t *testing.T) {
 				return SubmitDecision{Allowed: slices.Contains(r.Groups, strings.TrimPrefix(r.Queue, "root."))}, nil
 			})
 			sink := &auditSink{}
-			cfg := Config{EnforceQueueACLs: true, AccessControl: AccessControl{ExternalUsers: Patterns{"^system:serviceaccount:airflow:"}}}
+			cfg := settings.Config{EnforceQueueACLs: true, AccessControl: settings.AccessControl{ExternalUsers: settings.Patterns{"^system:serviceaccount:airflow:"}}}
 			h := stampHandler(t, cfg, dir, authz, sink)
 			req := request(t, kc, admissionv1.Create, "team-a", tc.ctrl, kc.build(m("queue", "root.ml"), template, nil), nil)
 			wantDenied(t, run(t, h, hookMutate, req), 403, "may not submit")
@@ -255,12 +256,12 @@ func TestStampDirectoryDown(t *testing.T) {
 	allowAll := &fakeAuthz{allowed: map[string][]string{alice.Username: {""}}}
 	for _, tc := range []struct {
 		name string
-		cfg  Config
+		cfg  settings.Config
 		deny string
 	}{
-		{"enforced", Config{EnforceQueueACLs: true}, "(enforceQueueACLs is on)"},
-		{"deny", Config{StampGroupsOnError: StampDeny}, "(stampGroupsOnError is deny)"},
-		{"given", Config{}, ""},
+		{"enforced", settings.Config{EnforceQueueACLs: true}, "(enforceQueueACLs is on)"},
+		{"deny", settings.Config{StampGroupsOnError: settings.StampDeny}, "(stampGroupsOnError is deny)"},
+		{"given", settings.Config{}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &auditSink{}
@@ -331,7 +332,7 @@ func TestStampLimits(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := &fakeDirectory{table: map[string][]string{alice.Username: tc.dir}}
-			h := stampHandler(t, Config{}, dir, nil, &auditSink{})
+			h := stampHandler(t, settings.Config{}, dir, nil, &auditSink{})
 			req := request(t, kc, admissionv1.Create, "team-a", alice, kc.build(nil, tc.ann, nil), nil)
 			resp := run(t, h, hookMutate, req)
 			if !tc.allow {

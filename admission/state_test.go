@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // With WithState the handler reads settings and authorizer from the
@@ -19,12 +21,12 @@ func TestWithStateReadsTheProvider(t *testing.T) {
 	wantDenied(t, run(t, h, hookMutate, req), 403)
 
 	authz := &fakeAuthz{}
-	cur.Store(NewState(compiled(t, Config{AccessControl: AccessControl{ExternalUsers: Patterns{"^bob$"}}}), Authorizers{Queue: authz}))
+	cur.Store(NewState(mustCompile(t, settings.Config{AccessControl: settings.AccessControl{ExternalUsers: settings.Patterns{"^bob$"}}}), Authorizers{Queue: authz}))
 	wantAllowed(t, run(t, h, hookMutate, req))
 	if c, a := h.Current(); c.Config().AccessControl.ExternalUsers[0] != "^bob$" || a != authz {
 		t.Fatalf("Current() = %v, %v", c, a)
 	}
-	if err := h.Store(compiled(t, Config{}), nil); err == nil {
+	if err := h.Store(mustCompile(t, settings.Config{}), nil); err == nil {
 		t.Fatal("Store on a handler with WithState succeeded")
 	}
 	if got := cur.Load().Config(); got.Config().AccessControl.ExternalUsers[0] != "^bob$" {

@@ -28,7 +28,7 @@ func update(ctx context.Context, st *handlerState, owners OwnerLookup, k *kindIn
 			key = DirectoryGroupsAnnotation
 		}
 		oldHas, newHas := op.has(slot), np.has(slot)
-		if oldHas == newHas && op.vals[slot] == np.vals[slot] {
+		if oldHas == newHas && op.val(slot) == np.val(slot) {
 			continue
 		}
 		verb := "change annotation " + key + " on"
@@ -40,7 +40,7 @@ func update(ctx context.Context, st *handlerState, owners OwnerLookup, k *kindIn
 		}
 		why := ""
 		if newHas && slot == slotUserInfo {
-			if _, err := ParseUserInfo(np.vals[slot]); err != nil {
+			if _, err := ParseUserInfo(np.val(slot)); err != nil {
 				why = "; the new value is not valid either: " + err.Error()
 			}
 		}
@@ -50,7 +50,7 @@ func update(ctx context.Context, st *handlerState, owners OwnerLookup, k *kindIn
 		dc.field = fieldPath(k.annotationsPath) + "[" + key + "]"
 		return dc
 	}
-	if c.enforceDelete {
+	if c.EnforceDelete {
 		// Who may delete must not be widened by whoever may merely edit.
 		if what := c.killInputsChanged(k, ov, nv); what != "" {
 			switch c.trustedDeleter(req.UserInfo.Username, req.UserInfo.Groups) {
@@ -71,14 +71,14 @@ func update(ctx context.Context, st *handlerState, owners OwnerLookup, k *kindIn
 	dc := allow(RuleUnchanged)
 	id := submitter{user: req.UserInfo.Username, groups: req.UserInfo.Groups}
 	if np.has(slotUserInfo) {
-		if ui, err := ParseUserInfo(np.vals[slotUserInfo]); err == nil {
+		if ui, err := ParseUserInfo(np.val(slotUserInfo)); err == nil {
 			id = submitter{user: ui.User, groups: ui.Groups}
 		}
-	} else if c.bypassAuth && np.has(slotLegacy) {
-		id = submitter{user: np.vals[slotLegacy]}
+	} else if c.BypassAuth && np.has(slotLegacy) {
+		id = submitter{user: np.val(slotLegacy)}
 	}
 	dc.identity = id.user
-	if c.enforce {
+	if c.EnforceQueue {
 		return withQueueCheck(ctx, st, k, req, nv, ov, id, dc)
 	}
 	return dc

@@ -9,12 +9,13 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/internal/jsonscan"
 )
 
 // UserInfoAnnotation is the annotation that carries the submitter's
 // identity, as YuniKorn's scheduler reads it.
-const UserInfoAnnotation = "yunikorn.apache.org/user.info"
+const UserInfoAnnotation = settings.UserInfoAnnotation
 
 // LegacyUserLabel is YuniKorn's deprecated user label, which its
 // admission controller honours with bypassAuth.

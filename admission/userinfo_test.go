@@ -8,6 +8,8 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // schedulerUserInfo is shaped like YuniKorn's si.UserGroupInformation, which
@@ -182,16 +184,16 @@ func FuzzUserInfoDifferential(f *testing.F) {
 // and with bypassAuth. On UPDATE, introducing one is denied and the denial
 // names the member.
 func TestUserInfoAttacksEveryKind(t *testing.T) {
-	external := Config{AccessControl: AccessControl{ExternalUsers: Patterns{"^system:serviceaccount:airflow:scheduler$"}}}
-	bypass := Config{AccessControl: AccessControl{BypassAuth: true}}
+	external := settings.Config{AccessControl: settings.AccessControl{ExternalUsers: settings.Patterns{"^system:serviceaccount:airflow:scheduler$"}}}
+	bypass := settings.Config{AccessControl: settings.AccessControl{BypassAuth: true}}
 	submitters := []struct {
 		name string
-		cfg  Config
+		cfg  settings.Config
 		user authenticationv1.UserInfo
 	}{
-		{"submitter naming itself", Config{}, alice},
-		{"trusted controller", Config{}, rsCtrl},
-		{"shared controller manager", Config{}, kcm},
+		{"submitter naming itself", settings.Config{}, alice},
+		{"trusted controller", settings.Config{}, rsCtrl},
+		{"shared controller manager", settings.Config{}, kcm},
 		{"external user", external, airflow},
 		{"bypassAuth", bypass, alice},
 	}
@@ -199,7 +201,7 @@ func TestUserInfoAttacksEveryKind(t *testing.T) {
 		for _, tc := range userInfoAttacks {
 			for _, sub := range submitters {
 				t.Run(kc.kind+"/"+tc.name+"/"+sub.name, func(t *testing.T) {
-					h := NewHandler(compiled(t, sub.cfg))
+					h := NewHandler(mustCompile(t, sub.cfg))
 					req := request(t, kc, admissionv1.Create, "team-a", sub.user, kc.build(nil, m(UserInfoAnnotation, tc.value), nil), nil)
 					for _, hook := range []hookKind{hookMutate, hookValidate} {
 						wantDenied(t, run(t, h, hook, req), 400, "annotation "+UserInfoAnnotation, "is not valid", tc.member)

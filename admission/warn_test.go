@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // auditSink collects the audit records of a handler.
@@ -36,9 +38,9 @@ func TestWarnModeQueue(t *testing.T) {
 	labels := m("queue", "root.team-a")
 	for _, kc := range kindCases {
 		t.Run(kc.kind, func(t *testing.T) {
-			deny := enforcing(t, Config{}, authz)
+			deny := enforcing(t, settings.Config{}, authz)
 			sink := &auditSink{}
-			warn := NewHandler(compiled(t, Config{EnforceQueueACLs: true, EnforceQueueACLsMode: ModeWarn}), WithAuthorizer(authz), WithAudit(sink.hook))
+			warn := NewHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true, EnforceQueueACLsMode: settings.ModeWarn}), WithAuthorizer(authz), WithAudit(sink.hook))
 			req := request(t, kc, admissionv1.Create, "team-a", bob, kc.build(labels, nil, nil), nil)
 
 			denied := run(t, deny, hookMutate, req)
@@ -79,18 +81,18 @@ func TestWarnModeQueue(t *testing.T) {
 // kill rule only. A forged user.info is denied, and so is a review usher
 // cannot decide (no authorizer: usher fails closed).
 func TestWarnModeNeverForIdentity(t *testing.T) {
-	c := Config{EnforceQueueACLs: true, EnforceQueueACLsMode: ModeWarn, EnforceDeleteACLsMode: ModeWarn}
+	c := settings.Config{EnforceQueueACLs: true, EnforceQueueACLsMode: settings.ModeWarn, EnforceDeleteACLsMode: settings.ModeWarn}
 	authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {"root.team-a", ""}}}
 	for _, kc := range kindCases {
 		t.Run(kc.kind, func(t *testing.T) {
-			h := NewHandler(compiled(t, c), WithAuthorizer(authz))
+			h := NewHandler(mustCompile(t, c), WithAuthorizer(authz))
 			forged := request(t, kc, admissionv1.Create, "team-a", bob, kc.build(nil, m(UserInfoAnnotation, forgedCarol), nil), nil)
 			for _, hook := range []hookKind{hookMutate, hookValidate} {
 				if resp := run(t, h, hook, forged); resp.Allowed {
 					t.Fatalf("%v: forged user.info admitted in warn mode (warnings %q)", hook, resp.Warnings)
 				}
 			}
-			noAuthz := NewHandler(compiled(t, c))
+			noAuthz := NewHandler(mustCompile(t, c))
 			req := request(t, kc, admissionv1.Create, "team-a", bob, kc.build(nil, nil, nil), nil)
 			wantDenied(t, run(t, noAuthz, hookMutate, req), 500, "no queue authorizer")
 		})
@@ -106,9 +108,9 @@ func TestWarnModeDelete(t *testing.T) {
 	labels := m("queue", "root.team-a")
 	for _, kc := range kindCases {
 		t.Run(kc.kind, func(t *testing.T) {
-			deny := deleteHandler(t, Config{}, authz)
+			deny := deleteHandler(t, settings.Config{}, authz)
 			sink := &auditSink{}
-			warn := deleteHandler(t, Config{EnforceDeleteACLsMode: ModeWarn}, authz, WithAudit(sink.hook))
+			warn := deleteHandler(t, settings.Config{EnforceDeleteACLsMode: settings.ModeWarn}, authz, WithAudit(sink.hook))
 			req := deleteRequest(t, kc, "team-a", bob, kc.build(labels, ann, nil))
 			denied := run(t, deny, hookValidate, req)
 			wantDenied(t, denied, 403, `usher: user "bob" may not delete`)
@@ -122,7 +124,7 @@ func TestWarnModeDelete(t *testing.T) {
 			}
 			failing := newFakeDeleteAuthz()
 			failing.err = errors.New("directory down")
-			broken := deleteHandler(t, Config{EnforceDeleteACLsMode: ModeWarn}, failing)
+			broken := deleteHandler(t, settings.Config{EnforceDeleteACLsMode: settings.ModeWarn}, failing)
 			wantDenied(t, run(t, broken, hookValidate, req), 500, "directory down")
 		})
 	}
@@ -132,7 +134,7 @@ func TestWarnModeDelete(t *testing.T) {
 // YAML file and the ConfigMap keys; anything else is an error naming the
 // setting.
 func TestWarnModeSetting(t *testing.T) {
-	cm, err := FromConfigMap(map[string]string{
+	cm, err := settings.FromConfigMap(map[string]string{
 		"admissionController.enforceQueueACLsMode":  " warn ",
 		"admissionController.enforceDeleteACLsMode": "deny",
 	})
@@ -140,10 +142,10 @@ func TestWarnModeSetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	cc, err := cm.Compile()
-	if err != nil || !cc.queueWarn || cc.deleteWarn {
+	if err != nil || !cc.QueueWarn || cc.DeleteWarn {
 		t.Fatalf("compiled %+v, %v", cc, err)
 	}
-	_, err = Config{EnforceQueueACLsMode: "audit", EnforceDeleteACLsMode: "Warn"}.Compile()
+	_, err = settings.Config{EnforceQueueACLsMode: "audit", EnforceDeleteACLsMode: "Warn"}.Compile()
 	for _, want := range []string{`admissionController.enforceQueueACLsMode`, `"audit" is not a mode: want deny or warn`, `admissionController.enforceDeleteACLsMode`, `"Warn" is not a mode`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not contain %q", err, want)

@@ -179,7 +179,7 @@ func TestCacheIsBounded(t *testing.T) {
 	for i := range 1000 {
 		a.AuthenticateToken(context.Background(), strings.Repeat("x", i+1))
 	}
-	if n := a.cache.len(); n > 100 {
+	if n := a.cache.Len(); n > 100 {
 		t.Fatalf("%d entries after 1000 invented tokens, bound 100", n)
 	}
 }

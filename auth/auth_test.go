@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/usherhq/usher/auth"
-	"github.com/usherhq/usher/auth/authtest"
+	"github.com/usherhq/usher/hack/authtest"
 )
 
 // TestKubeReviewer sends real TokenReviews and SubjectAccessReviews over

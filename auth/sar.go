@@ -6,6 +6,8 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+
+	"github.com/usherhq/usher/internal/ttlcache"
 )
 
 // SubjectAccessReviewer sends a SubjectAccessReview to the API server and
@@ -50,7 +52,7 @@ func (o SAROptions) withDefaults() SAROptions {
 type SARAuthorizer struct {
 	reviewer SubjectAccessReviewer
 	opts     SAROptions
-	cache    *cache[sarResult]
+	cache    *ttlcache.Cache[sarResult]
 }
 
 type sarResult struct {
@@ -65,7 +67,7 @@ func NewSARAuthorizer(reviewer SubjectAccessReviewer, opts SAROptions) *SARAutho
 
 func newSARAuthorizer(reviewer SubjectAccessReviewer, opts SAROptions, now func() time.Time) *SARAuthorizer {
 	opts = opts.withDefaults()
-	return &SARAuthorizer{reviewer: reviewer, opts: opts, cache: newCache[sarResult](opts.MaxEntries, opts.Timeout, now)}
+	return &SARAuthorizer{reviewer: reviewer, opts: opts, cache: ttlcache.New[sarResult](opts.MaxEntries, now)}
 }
 
 // Spec returns the SubjectAccessReview spec that asks about a.
@@ -93,7 +95,7 @@ func (z *SARAuthorizer) Authorize(ctx context.Context, a Attributes) (Decision, 
 	if err != nil {
 		return NoOpinion, "", err
 	}
-	res, err := z.cache.get(ctx, string(key), func(r sarResult) time.Duration {
+	res, err := z.cache.Fetch(ctx, string(key), z.opts.Timeout, func(r sarResult) time.Duration {
 		if r.d == Allow {
 			return z.opts.AllowTTL
 		}

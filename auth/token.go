@@ -11,6 +11,8 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/usherhq/usher/internal/ttlcache"
 )
 
 // TokenReviewer sends a TokenReview to the API server and returns its
@@ -83,7 +85,7 @@ func (o TokenOptions) withDefaults() TokenOptions {
 type TokenAuthenticator struct {
 	reviewer TokenReviewer
 	opts     TokenOptions
-	cache    *cache[tokenResult]
+	cache    *ttlcache.Cache[tokenResult]
 	bucket   flowcontrol.PassiveRateLimiter
 }
 
@@ -99,7 +101,7 @@ func NewTokenAuthenticator(reviewer TokenReviewer, opts TokenOptions) *TokenAuth
 
 func newTokenAuthenticator(reviewer TokenReviewer, opts TokenOptions, now func() time.Time) *TokenAuthenticator {
 	opts = opts.withDefaults()
-	return &TokenAuthenticator{reviewer: reviewer, opts: opts, cache: newCache[tokenResult](opts.MaxEntries, opts.Timeout, now),
+	return &TokenAuthenticator{reviewer: reviewer, opts: opts, cache: ttlcache.New[tokenResult](opts.MaxEntries, now),
 		bucket: flowcontrol.NewTokenBucketPassiveRateLimiter(opts.ReviewRate, opts.ReviewBurst)}
 }
 
@@ -127,7 +129,7 @@ func (a *TokenAuthenticator) AuthenticateRequest(r *http.Request) (User, bool, e
 func (a *TokenAuthenticator) AuthenticateToken(ctx context.Context, tok string) (User, bool, error) {
 	// The cache is keyed by a hash: the tokens themselves are not kept.
 	sum := sha256.Sum256([]byte(tok))
-	res, err := a.cache.get(ctx, string(sum[:]), func(r tokenResult) time.Duration {
+	res, err := a.cache.Fetch(ctx, string(sum[:]), a.opts.Timeout, func(r tokenResult) time.Duration {
 		if r.ok {
 			return a.opts.SuccessTTL
 		}

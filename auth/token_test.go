@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/usherhq/usher/auth"
-	"github.com/usherhq/usher/auth/authtest"
+	"github.com/usherhq/usher/hack/authtest"
 )
 
 // counts records TokenOptions.Count's outcomes.

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/usherhq/usher/config"
-	"github.com/usherhq/usher/internal/benchcpu"
-	"github.com/usherhq/usher/internal/queuegen"
+	"github.com/usherhq/usher/hack/benchcpu"
+	"github.com/usherhq/usher/hack/queuegen"
 )
 
 // generateYAML writes a configuration of queues queues (root, 10 per
@@ -17,7 +17,7 @@ func generateYAML(queues, entries int) []byte { return queuegen.Config(queues, e
 
 // BenchmarkLoad10kQueues parses, validates, lints and compiles 10,000
 // queues with 100,000 ACL entries. cpu-ns/op is the CPU time of the
-// benchmark's own thread (internal/benchcpu): the collector's work on the
+// benchmark's own thread (hack/benchcpu): the collector's work on the
 // other core is not in it.
 func BenchmarkLoad10kQueues(b *testing.B) {
 	data := generateYAML(10000, 100000)

@@ -17,7 +17,7 @@
 //	            admissionController block or the ConfigMap's flat keys
 //	environment ADMISSION_CONTROLLER_* overrides (WithEnv)
 //	validate    every problem at FILE:LINE:COL, admission settings included:
-//	            their typed errors (admission.SettingError, KeyError) are
+//	            their typed errors (settings.SettingError, KeyError) are
 //	            placed with errors.As, never by reading message text
 //	compile     the policy snapshot and the admission settings, once
 //
@@ -51,10 +51,11 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/usherhq/usher/acl"
-	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/application"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/identity/resolvers"
+	"github.com/usherhq/usher/internal/suggest"
 	"github.com/usherhq/usher/placement"
 	"github.com/usherhq/usher/policy"
 )
@@ -82,7 +83,7 @@ type Config struct {
 	// Admission holds the admission settings in force (the file's, then
 	// the environment's overrides when read WithEnv), compiled once;
 	// Admission.Config() gives them with defaults filled in.
-	Admission *admission.Compiled
+	Admission *settings.Compiled
 	// Warnings are positioned warnings, in file order.
 	Warnings []Diagnostic
 	// MissingGroup is the group service.policyGroup names when the
@@ -208,8 +209,7 @@ func NodeBound(text string) int {
 
 // document parses the usher YAML document and compiles its partitions;
 // it returns the admissionController block, nil when there is none. doc
-// is data as the YAML fast path read it, or nil when it did not: data is
-// then read with yaml.v3.
+// is data already read (source.doc), or nil: data is then read here.
 func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Node) {
 	c = &Config{File: p.file}
 	if doc == nil {
@@ -347,7 +347,7 @@ func hint[H any](key string, keys map[string]H) string {
 		if strings.EqualFold(k, key) {
 			return fmt.Sprintf(" (did you mean %q?)", k)
 		}
-		if d := editDistance(strings.ToLower(k), strings.ToLower(key)); d < bestDist || (d == bestDist && k < best) {
+		if d := suggest.Distance(strings.ToLower(k), strings.ToLower(key)); d < bestDist || (d == bestDist && k < best) {
 			best, bestDist = k, d
 		}
 	}
@@ -360,27 +360,6 @@ func hint[H any](key string, keys map[string]H) string {
 	}
 	slices.Sort(names)
 	return " (known keys: " + strings.Join(names, ", ") + ")"
-}
-
-// editDistance is the Levenshtein distance between a and b, for hints.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 func kindName(n *yaml.Node) string {
@@ -565,7 +544,7 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 		p.errorf(n, "queue without a name")
 		return nil
 	}
-	if !placement.ValidQueueName(q.Name) { // policy.QueueNamePattern, without a regular expression
+	if !policy.ValidQueueName(q.Name) {
 		p.errorf(nameNode, "queue name %q is invalid: use 1 to 64 letters, digits, '_', ':', '#', '/', '@' or '-' (a '.' separates queues in a path)", q.Name)
 		return nil
 	}

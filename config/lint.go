@@ -11,7 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/identity/ldap"
 )
 
@@ -24,7 +24,7 @@ func (p *parser) strict(n *yaml.Node, what string, target any) bool {
 		return false
 	}
 	if err := n.Decode(target); err != nil {
-		var ne *admission.NodeError
+		var ne *settings.NodeError
 		if errors.As(err, &ne) {
 			p.add(ne.Line, ne.Column, Error, what+": "+ne.Msg)
 		} else {

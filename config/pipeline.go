@@ -1,13 +1,12 @@
 package config
 
 import (
-	"fmt"
 	"path/filepath"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // Option configures Load, Parse and FromConfigMap.
@@ -15,9 +14,6 @@ type Option func(*options)
 
 type options struct {
 	lookup func(string) (string, bool)
-	// yamlOnly turns the YAML fast path off (yamlfast.go), for the tests
-	// that compare the two.
-	yamlOnly bool
 	// strict makes what a later release refuses an error (Strict).
 	strict bool
 	// request: the configuration arrived in a request (InRequest), and
@@ -34,19 +30,9 @@ func newOptions(opts []Option) options {
 	return o
 }
 
-// readYAML is the fast path of yaml.Unmarshal into a yaml.Node
-// (yamlfast.go): the document node, or nil when data is not the fast
-// path's or o turns it off, and the caller then uses yaml.v3.
-func (o options) readYAML(data []byte) *yaml.Node {
-	if o.yamlOnly {
-		return nil
-	}
-	return fastDocument(data)
-}
-
 // WithEnv applies the ADMISSION_CONTROLLER_* variables read with lookup
 // (os.LookupEnv in every command and in usher serve), which override the
-// file's admission settings (see admission.Config.ApplyEnv). A bad value
+// file's admission settings (see settings.Resolve). A bad value
 // is an error at "environment: VARIABLE: …"; a setting a variable
 // overrides is linted as the variable, and warnings about the file's value
 // are dropped, since that value is not in force. Default: no variables are
@@ -123,11 +109,7 @@ func parse(src *source, opts []Option) (*Config, error) {
 	for _, broke := range src.broke {
 		p.upgrade(nil, "%v", broke)
 	}
-	doc := src.doc
-	if !src.fastTried {
-		doc = o.readYAML(src.queues)
-	}
-	c, adm := p.document(src.queues, doc)
+	c, adm := p.document(src.queues, src.doc)
 	// The admission settings are read even when the partitions have
 	// errors, so that every mistake is reported at once.
 	p.admission(c, src, adm, o.lookup)
@@ -143,12 +125,12 @@ func parse(src *source, opts []Option) (*Config, error) {
 }
 
 // admission reads the admission settings (the YAML block adm, or a
-// ConfigMap's flat keys), applies the environment, compiles them once
-// and checks what they name in the partitions. Every problem is reported
-// at the place it was written: a YAML node, a ConfigMap key, or a
-// variable.
+// ConfigMap's flat keys), applies the environment and compiles them once
+// (settings.Resolve), and checks what they name in the partitions. Every
+// problem is reported at the place it was written: a YAML node, a
+// ConfigMap key, or a variable.
 func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(string) (string, bool)) {
-	var raw admission.Config
+	var raw settings.Config
 	var loc locator = yamlLocator{p: p, block: adm}
 	if adm != nil {
 		if !p.strict(adm, "admissionController", &raw) {
@@ -164,74 +146,56 @@ func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(s
 		cl := configMapLocator{p: p, src: src}
 		loc = cl
 		var err error
-		if raw, err = admission.FromConfigMap(flat); err != nil {
-			for _, ke := range admission.KeyErrors(err) {
+		if raw, err = settings.FromConfigMap(flat); err != nil {
+			for _, ke := range settings.KeyErrors(err) {
 				cl.at(ke.Name, Error, ke.Error(), -1, "")
 			}
 			return
 		}
 	}
-	var overrides []admission.EnvOverride
-	if lookup != nil {
-		if err := raw.ApplyEnv(lookup); err != nil {
-			p.envError(err)
-			return
-		}
-		overrides = admission.EnvOverrides(lookup)
-		loc = envLocator{inner: loc, p: p, vars: overrides}
+	compiled, warnings, err := settings.Resolve(raw, lookup)
+	for _, ke := range settings.KeyErrors(err) {
+		p.push(Diagnostic{File: EnvFile, Severity: Error, Msg: ke.Error()})
 	}
-	compiled, err := raw.Compile()
+	for _, se := range settings.SettingErrors(err) {
+		p.admissionError(loc, se)
+	}
 	if err != nil {
-		for _, se := range admission.SettingErrors(err) {
-			loc.err(se.Setting, se.Index, se.Field, se.Error())
-		}
 		return
 	}
 	c.Admission = compiled
-	for _, w := range compiled.Config().Warnings() {
-		if !overridden(overrides, w.Setting) {
-			loc.warn(w)
-		}
-	}
-	if lookup != nil {
-		for _, w := range admission.EnvWarnings(lookup) {
+	for _, w := range warnings {
+		if w.Variable != "" {
 			p.push(Diagnostic{File: EnvFile, Severity: Warning, Msg: w.String()})
+		} else {
+			loc.warn(w)
 		}
 	}
 	if c.Snapshot == nil {
 		return
 	}
 	for _, r := range references(raw, c.Snapshot) {
-		setting, index, field := r.setting, r.index, r.field
-		if r.at != "" {
-			setting, index, field = r.at, -1, ""
-		}
-		loc.err(setting, index, field, r.String())
+		loc.err(&r.SettingError, r.at)
 	}
 }
 
-func overridden(overrides []admission.EnvOverride, setting string) bool {
-	for _, o := range overrides {
-		if o.Setting == setting {
-			return true
-		}
+// admissionError reports se where its setting was written: at the
+// variable that gave it, or in the file or ConfigMap.
+func (p *parser) admissionError(loc locator, se *settings.SettingError) {
+	if se.Variable != "" {
+		p.push(Diagnostic{File: EnvFile, Severity: Error, Msg: se.Error()})
+		return
 	}
-	return false
-}
-
-func (p *parser) envError(err error) {
-	for _, ke := range admission.KeyErrors(err) {
-		p.push(Diagnostic{File: EnvFile, Severity: Error, Msg: ke.Error()})
-	}
+	loc.err(se, "")
 }
 
 // locator reports a problem of an admission setting where it was
 // written.
 type locator interface {
-	// err reports an error about setting (a YAML path), its list item
-	// index (-1: none) and field ("" none).
-	err(setting string, index int, field, msg string)
-	warn(w admission.Warning)
+	// err reports se at its setting, list item and field, or at the
+	// setting at when not "".
+	err(se *settings.SettingError, at string)
+	warn(w settings.Warning)
 }
 
 // yamlLocator places settings in the admissionController block.
@@ -240,11 +204,15 @@ type yamlLocator struct {
 	block *yaml.Node
 }
 
-func (l yamlLocator) err(setting string, index int, field, msg string) {
-	l.p.errorf(settingNode(l.block, setting, index, field), "%s", msg)
+func (l yamlLocator) err(se *settings.SettingError, at string) {
+	n := settingNode(l.block, se.Setting, se.Index, se.Field)
+	if at != "" {
+		n = settingNode(l.block, at, -1, "")
+	}
+	l.p.errorf(n, "%s", se)
 }
 
-func (l yamlLocator) warn(w admission.Warning) { l.p.admissionWarning(l.block, w) }
+func (l yamlLocator) warn(w settings.Warning) { l.p.admissionWarning(l.block, w) }
 
 // configMapLocator places settings at the flat ConfigMap key that sets
 // them.
@@ -253,11 +221,10 @@ type configMapLocator struct {
 	src *source
 }
 
-// keyOf is the ConfigMap key of a setting: the setting itself, or for a
-// list of sources or the mapping the key holding it as YAML, or
+// keyOf is the ConfigMap key of a setting: the setting itself, or
 // YuniKorn's filtering.* spelling when that is the one set.
 func (l configMapLocator) keyOf(setting string) string {
-	if alias, ok := configMapAliases[setting]; ok {
+	if alias := settings.Alias(setting); alias != "" {
 		if _, set := l.src.keys[alias]; set {
 			return alias
 		}
@@ -284,57 +251,21 @@ func (l configMapLocator) at(key string, sev Severity, msg string, index int, pa
 	}
 }
 
-func (l configMapLocator) err(setting string, index int, field, msg string) {
-	key := l.keyOf(setting)
-	if key != setting {
-		msg = key + strings.TrimPrefix(msg, setting)
+// err names the setting by the key that sets it.
+func (l configMapLocator) err(se *settings.SettingError, at string) {
+	if at != "" {
+		l.at(l.keyOf(at), Error, se.Error(), -1, "")
+		return
 	}
-	l.at(key, Error, msg, index, "")
+	e := *se
+	e.Setting = l.keyOf(se.Setting)
+	l.at(e.Setting, Error, e.Error(), se.Index, "")
 }
 
-func (l configMapLocator) warn(w admission.Warning) {
+func (l configMapLocator) warn(w settings.Warning) {
 	w.Setting = l.keyOf(w.Setting)
 	l.at(w.Setting, Warning, w.String(), w.Index, w.Pattern)
 }
-
-// configMapAliases are the ConfigMap keys YuniKorn spells differently
-// from usher's YAML path for the same setting.
-var configMapAliases = map[string]string{
-	"admissionController.processNamespaces": "admissionController.filtering.processNamespaces",
-	"admissionController.bypassNamespaces":  "admissionController.filtering.bypassNamespaces",
-}
-
-// envLocator places settings an ADMISSION_CONTROLLER_* variable sets at
-// the variable, and the rest where inner does.
-type envLocator struct {
-	inner locator
-	p     *parser
-	vars  []admission.EnvOverride
-}
-
-func (l envLocator) variable(setting string) string {
-	for _, o := range l.vars {
-		if o.Setting == setting {
-			return o.Variable
-		}
-	}
-	return ""
-}
-
-func (l envLocator) err(setting string, index int, field, msg string) {
-	v := l.variable(setting)
-	if v == "" {
-		l.inner.err(setting, index, field, msg)
-		return
-	}
-	if index >= 0 {
-		v = fmt.Sprintf("%s[%d]", v, index)
-	}
-	_, rest, _ := strings.Cut(msg, ": ")
-	l.p.push(Diagnostic{File: EnvFile, Severity: Error, Msg: v + ": " + rest})
-}
-
-func (l envLocator) warn(w admission.Warning) { l.inner.warn(w) }
 
 // settingNode finds the node of an admission setting (a YAML path such as
 // admissionController.queueMapping.table, with a list index and a field
@@ -369,7 +300,7 @@ func settingNode(block *yaml.Node, setting string, index int, field string) *yam
 
 // admissionWarning reports w at the pattern it is about: the item of a
 // list, or the pattern's place in a comma-separated string.
-func (p *parser) admissionWarning(adm *yaml.Node, w admission.Warning) {
+func (p *parser) admissionWarning(adm *yaml.Node, w settings.Warning) {
 	n := settingNode(adm, w.Setting, -1, "")
 	switch {
 	case n == nil || w.Pattern == "":
@@ -395,7 +326,7 @@ func (p *parser) admissionWarning(adm *yaml.Node, w admission.Warning) {
 }
 
 // patternOffset is the byte offset in s of the index-th pattern of the
-// comma-separated list s, counted as admission.ParsePatterns counts them.
+// comma-separated list s, counted as settings.ParsePatterns counts them.
 func patternOffset(s string, index int) (int, bool) {
 	off, items := 0, 0
 	for part := range strings.SplitSeq(s, ",") {

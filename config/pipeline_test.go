@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/config"
 )
 
@@ -132,8 +132,8 @@ func TestManifestPositions(t *testing.T) {
 // Compile's errors are typed: errors.As finds each SettingError with its
 // setting, item and field, so no reader splits message strings.
 func TestSettingErrorsAreTyped(t *testing.T) {
-	_, err := admission.Config{QueueSources: []admission.QueueSource{{Kind: "label", Key: "a"}, {Kind: "tag", Key: "b"}}}.Compile()
-	var se *admission.SettingError
+	_, err := settings.Config{QueueSources: []settings.QueueSource{{Kind: "label", Key: "a"}, {Kind: "tag", Key: "b"}}}.Compile()
+	var se *settings.SettingError
 	if !errors.As(err, &se) || se.Setting != "admissionController.queueSources" || se.Index != 1 || se.Field != "kind" {
 		t.Fatalf("%#v", se)
 	}

@@ -5,28 +5,17 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/policy"
 )
 
 // refProblem is an admission setting that names something the partitions
 // do not have.
 type refProblem struct {
-	// setting is the YAML path of the setting
-	// (admissionController.queueMapping.table), index the list item (-1:
-	// none) and field the key inside it.
-	setting string
-	index   int
-	field   string
-	msg     string
-	// at is the setting whose position is reported, when not setting
-	// itself (a default that is not written down).
+	settings.SettingError
+	// at is the setting whose position is reported, when not the
+	// setting itself (a default that is not written down).
 	at string
-}
-
-func (r refProblem) String() string {
-	e := admission.SettingError{Setting: r.setting, Index: r.index, Field: r.field, Msg: r.msg}
-	return e.Error()
 }
 
 // references checks the admission settings that refer into partitions:
@@ -37,11 +26,12 @@ func (r refProblem) String() string {
 // only when a check uses it. Each problem would make the webhook deny
 // every workload it applies to (or silently skip a mapping), so each is an
 // error: a reload that brings one is refused.
-func references(raw admission.Config, snap *policy.Snapshot) []refProblem {
+func references(raw settings.Config, snap *policy.Snapshot) []refProblem {
 	c := raw.Defaulted()
 	var out []refProblem
 	item := func(setting string, index int, field, format string, args ...any) {
-		out = append(out, refProblem{setting: "admissionController." + setting, index: index, field: field, msg: fmt.Sprintf(format, args...)})
+		out = append(out, refProblem{SettingError: settings.SettingError{Setting: "admissionController." + setting, Index: index, Field: field,
+			Msg: fmt.Sprintf(format, args...)}})
 	}
 	add := func(setting, format string, args ...any) { item(setting, -1, "", format, args...) }
 	part, err := snap.Partition(c.Partition)

@@ -65,11 +65,9 @@ type source struct {
 	dir string
 	// queues is the usher YAML document (a ConfigMap's queues.yaml key).
 	queues []byte
-	// doc is queues as the YAML fast path read it while the forms were
-	// told apart (a usher YAML file), when fastTried; nil when the fast
-	// path could not read it.
-	doc       *yaml.Node
-	fastTried bool
+	// doc is queues as read while the forms were told apart (a usher
+	// YAML file of one document); nil: parse reads queues.
+	doc *yaml.Node
 	// lineOff and colOff place the queues document inside the file named
 	// name: a literal block scalar of a ConfigMap manifest starts on the
 	// line after lineOff, indented by colOff.
@@ -119,10 +117,13 @@ func readSource(path string, o options) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc := o.readYAML(b)
-	src, ok, err := readManifests(path, b, doc)
+	docs := documents(b)
+	src, ok, err := readManifests(path, b, docs)
 	if !ok && err == nil {
-		src = &source{name: path, dir: filepath.Dir(path), queues: b, doc: doc, fastTried: true}
+		src = &source{name: path, dir: filepath.Dir(path), queues: b}
+		if len(docs) == 1 {
+			src.doc = docs[0]
+		}
 	}
 	if src != nil && broke != nil {
 		src.broke = []error{broke}
@@ -229,10 +230,9 @@ type layer struct {
 // YuniKorn merges its two: yunikorn-defaults first, then the others in the
 // order written, a later key winning over an earlier one (so
 // yunikorn-configs wins over yunikorn-defaults). A file with one mapping
-// holding partitions is a usher YAML file (ok false). fast is b as the
-// YAML fast path read it, nil when it did not: b is then read with
-// yaml.v3, document after document.
-func readManifests(path string, b []byte, fast *yaml.Node) (*source, bool, error) {
+// holding partitions is a usher YAML file (ok false). read is b's
+// documents (documents).
+func readManifests(path string, b []byte, read []*yaml.Node) (*source, bool, error) {
 	var docs []*yaml.Node
 	add := func(doc *yaml.Node) {
 		if len(doc.Content) == 0 || doc.Content[0].Tag == "!!null" {
@@ -248,20 +248,8 @@ func readManifests(path string, b []byte, fast *yaml.Node) (*source, bool, error
 		}
 		docs = append(docs, root)
 	}
-	if fast != nil {
-		add(fast) // the fast path reads one document only
-	} else {
-		dec := yaml.NewDecoder(bytes.NewReader(b))
-		for {
-			var doc yaml.Node
-			if err := dec.Decode(&doc); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return nil, false, nil // parse reports the YAML error with its position
-			}
-			add(&doc)
-		}
+	for _, doc := range read {
+		add(doc)
 	}
 	var layers []layer
 	for i, root := range docs {
@@ -296,6 +284,23 @@ func readManifests(path string, b []byte, fast *yaml.Node) (*source, bool, error
 	}
 	src, err := dataSource(path, filepath.Dir(path), data)
 	return src, true, err
+}
+
+// documents reads b's YAML documents; nil when b is not YAML (parse
+// reports the error with its position).
+func documents(b []byte) []*yaml.Node {
+	var docs []*yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for {
+		doc := new(yaml.Node)
+		if err := dec.Decode(doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				return docs
+			}
+			return nil
+		}
+		docs = append(docs, doc)
+	}
 }
 
 func cmpBool(a, b bool) int {

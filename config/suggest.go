@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/usherhq/usher/internal/suggest"
 	"github.com/usherhq/usher/placement"
 	"github.com/usherhq/usher/policy"
 )
@@ -32,7 +33,7 @@ func (c *Config) Suggest(partition, queue string, err error) string {
 		close := closest(strings.ToLower(partition), names, func(s string) string { return s })
 		s := []string{"the partitions are " + strings.Join(names, ", ")}
 		if len(close) > 0 {
-			s = append([]string{"did you mean " + orList(close) + "?"}, s...)
+			s = append([]string{"did you mean " + suggest.Or(close) + "?"}, s...)
 		}
 		return sentences(s)
 	case errors.Is(err, policy.ErrUnknownQueue):
@@ -61,7 +62,7 @@ func (c *Config) queueHint(cp *policy.CompiledPartition, queue string) string {
 	close = slices.DeleteFunc(close, func(s string) bool { return slices.Contains(exact, s) })
 	names := append(exact, close...)
 	if len(names) > 0 {
-		parts = append(parts, "did you mean "+orList(names[:min(len(names), 3)])+"?")
+		parts = append(parts, "did you mean "+suggest.Or(names[:min(len(names), 3)])+"?")
 	}
 	placed := policy.RootQueue + "." + strings.ReplaceAll(q, ".", placement.DotReplacement)
 	// Where the placement's queue is the first name suggested, it adds
@@ -110,7 +111,7 @@ func closest(want string, names []string, key func(string) string) []string {
 	limit := min(max(len(want)/3, 1), 3)
 	var out []cand
 	for _, n := range names {
-		d := editDistance(want, n)
+		d := suggest.Distance(want, n)
 		if key(n) == key(want) && n != want {
 			d = min(d, 1)
 		}
@@ -124,14 +125,4 @@ func closest(want string, names []string, key func(string) string) []string {
 		names = append(names, c.name)
 	}
 	return names
-}
-
-func orList(names []string) string {
-	switch len(names) {
-	case 1:
-		return names[0]
-	case 2:
-		return names[0] + " or " + names[1]
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }

@@ -1,6 +1,6 @@
-// Package decision holds the machine-readable shape of a decision and its
-// trail: what usher's decision commands print with -o json (or -o yaml)
-// and what POST /v1/access returns under "trail". The JSON Schema in
+// Package decision holds the one machine-readable shape of a decision and
+// its trail: what usher's decision commands print with -o json (or -o
+// yaml) and what POST /v1/access answers. The JSON Schema in
 // docs/decision.schema.json describes the same objects; the types here
 // are its source of truth.
 package decision
@@ -15,10 +15,10 @@ import (
 	"github.com/usherhq/usher/policy"
 )
 
-// Output is one decision command's answer.
+// Output is one decision's answer, a command's or /v1/access's.
 type Output struct {
-	// Command is the command that answered: check, explain, place,
-	// access or app.
+	// Command is the command that answers the question: check, explain,
+	// place, access or app (for /v1/access, the one that would).
 	Command string `json:"command"`
 	// Allowed is the answer: for place, whether the application was
 	// placed; for access, always true (the rights are in Queues).
@@ -36,6 +36,8 @@ type Output struct {
 	Action string `json:"action,omitempty"`
 	// Identity is the user and the groups the decision was made for.
 	Identity Identity `json:"identity"`
+	// DecidedBy is the ACL entry that allowed, absent when denied.
+	DecidedBy *DecidedBy `json:"decidedBy,omitempty"`
 	// Placement is where the placement rules put the application, when
 	// they ran.
 	Placement *Placement `json:"placement,omitempty"`
@@ -100,6 +102,8 @@ type Placement struct {
 	Asked string `json:"asked,omitempty"`
 	// Rule names the rule that placed, or the step that ended placement.
 	Rule string `json:"rule"`
+	// Reason is the placement's own reason (the answer's says more).
+	Reason string `json:"reason,omitempty"`
 }
 
 // Trail is every check made, in order: the placement rules tried (when

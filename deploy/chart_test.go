@@ -35,7 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/config"
 )
 
@@ -398,11 +398,11 @@ func checkRendered(t *testing.T, r rendered) {
 		if len(c.Warnings) != 0 {
 			t.Errorf("the rendered ConfigMap has warnings: %v", c.Warnings)
 		}
-		want := admission.NamespaceCondition(c.Admission.Config())
+		want := settings.NamespaceCondition(c.Admission.Config())
 		for _, name := range workloadWebhooks {
 			mc := hooks[name].MatchConditions
-			if len(mc) == 0 || mc[0].Name != admission.NamespaceConditionName || mc[0].Expression != want {
-				t.Errorf("%s: matchConditions %+v, want first %s = %s (what usher generates for the rendered ConfigMap)", name, mc, admission.NamespaceConditionName, want)
+			if len(mc) == 0 || mc[0].Name != settings.NamespaceConditionName || mc[0].Expression != want {
+				t.Errorf("%s: matchConditions %+v, want first %s = %s (what usher generates for the rendered ConfigMap)", name, mc, settings.NamespaceConditionName, want)
 			}
 		}
 	}
@@ -796,7 +796,7 @@ func TestChartValuesDocumented(t *testing.T) {
 		}
 	}
 	// Maps documented as one value.
-	whole := map[string]bool{"resources": true, "webhook.optInLabel": true}
+	whole := map[string]bool{"resources": true, "webhook.optInLabel": true, "monitoring.dashboard.labels": true}
 	var walk func(prefix string, m map[string]any)
 	walk = func(prefix string, m map[string]any) {
 		for k, v := range m {

@@ -28,7 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/server"
 )
@@ -125,7 +125,7 @@ func TestManifests(t *testing.T) {
 			if len(c.Warnings) != 0 {
 				t.Errorf("the shipped ConfigMap has warnings: %v", c.Warnings)
 			}
-			nsCondition = admission.NamespaceCondition(c.Admission.Config())
+			nsCondition = settings.NamespaceCondition(c.Admission.Config())
 		case "Service":
 			strict(t, m, &corev1.Service{})
 		case "Deployment":
@@ -428,12 +428,12 @@ func checkNamespaceConditions(t *testing.T, want string, byWebhook map[string][]
 		}
 		var got []string
 		for _, mc := range mcs {
-			if mc.Name == admission.NamespaceConditionName {
+			if mc.Name == settings.NamespaceConditionName {
 				got = append(got, mc.Expression)
 			}
 		}
 		if len(got) != 1 || got[0] != want {
-			t.Errorf("%s: matchCondition %s is %q, want exactly one, generated from configmap.yaml:\n    expression: '%s'", name, admission.NamespaceConditionName, got, want)
+			t.Errorf("%s: matchCondition %s is %q, want exactly one, generated from configmap.yaml:\n    expression: '%s'", name, settings.NamespaceConditionName, got, want)
 		}
 	}
 }
@@ -455,7 +455,7 @@ func checkStatusMatchConditions(t *testing.T, name string, mcs []admissionregist
 	t.Helper()
 	mc, ok := matchCondition(mcs, "metadata-changed")
 	if !ok || len(mcs) != 2 {
-		t.Errorf("%s: matchConditions %+v, want metadata-changed and %s", name, mcs, admission.NamespaceConditionName)
+		t.Errorf("%s: matchConditions %+v, want metadata-changed and %s", name, mcs, settings.NamespaceConditionName)
 		return
 	}
 	for _, f := range []string{"annotations", "labels", "ownerReferences"} {
@@ -607,7 +607,7 @@ func TestDocumentedBlastRadius(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := admission.NamespaceCondition(c.Admission.Config())
+	want := settings.NamespaceCondition(c.Admission.Config())
 	var sel *metav1.LabelSelector
 	conds := 0
 	for _, part := range strings.Split(string(data), "```yaml\n")[1:] {
@@ -621,7 +621,7 @@ func TestDocumentedBlastRadius(t *testing.T) {
 			if err := utilyaml.UnmarshalStrict([]byte(block), &v); err != nil {
 				t.Fatalf("docs/security.md: %v", err)
 			}
-			if len(v.MatchConditions) != 1 || v.MatchConditions[0].Name != admission.NamespaceConditionName || v.MatchConditions[0].Expression != want {
+			if len(v.MatchConditions) != 1 || v.MatchConditions[0].Name != settings.NamespaceConditionName || v.MatchConditions[0].Expression != want {
 				t.Errorf("docs/security.md shows %+v, the shipped ConfigMap generates %q", v.MatchConditions, want)
 			}
 			conds++

@@ -13,7 +13,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // blastConfig bypasses the namespaces starting with blast-off- (and
@@ -66,9 +66,9 @@ func TestBypassedNamespaceNeverReachesUsher(t *testing.T) {
 	on := e.namespace(ctx, "blast-on")
 	off := e.namespace(ctx, "blast-off")
 
-	settings := admission.Config{BypassNamespaces: admission.Patterns{"^kube-system$", "^blast-off-"}}
-	mcs := []admissionregistrationv1.MatchCondition{{Name: admission.NamespaceConditionName, Expression: admission.NamespaceCondition(settings)}}
-	t.Logf("matchCondition %s: %s", admission.NamespaceConditionName, mcs[0].Expression)
+	bypass := settings.Config{BypassNamespaces: settings.Patterns{"^kube-system$", "^blast-off-"}}
+	mcs := []admissionregistrationv1.MatchCondition{{Name: settings.NamespaceConditionName, Expression: settings.NamespaceCondition(bypass)}}
+	t.Logf("matchCondition %s: %s", settings.NamespaceConditionName, mcs[0].Expression)
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{usherNSLabel: e.label}}
 	unV, err := RegisterValidatingWebhook(ctx, e.admin, Webhook{
 		Name: "blast-validate-" + e.label, URL: e.u.URL() + "/validate", CABundle: e.u.Cert.CABundle,

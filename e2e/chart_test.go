@@ -80,7 +80,7 @@ func TestChart(t *testing.T) {
 		{"inline configuration in warn mode", append(noCRDs, "--set", "config.mode=warn", "--set", "config.enforceQueueACLs=true",
 			"--set", "config.bypassNamespaces={^kube-system$,^monitoring$}", "--set-string",
 			"config.queues=partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: \"*\"\n        queues:\n          - name: ml\n            submitacl: \" ml\"\n")},
-		{"mounted file", append(noCRDs, "--set", "config.source=file")},
+		{"mounted file, Grafana dashboard", append(noCRDs, "--set", "config.source=file", "--set", "monitoring.dashboard.enabled=true")},
 		{"opt-in namespaces", append(noCRDs, "--set", "webhook.scope=optIn", "--set", "webhook.matchConditions[0].name=not-kubelet",
 			"--set", "webhook.matchConditions[0].expression=!request.userInfo.username.startsWith('system:node:')")},
 		{"NetworkPolicy and PodDisruptionBudget", append(noCRDs, "--set", "networkPolicy.enabled=true", "--set", "networkPolicy.egress.enabled=true",

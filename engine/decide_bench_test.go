@@ -8,7 +8,7 @@ import (
 
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/engine"
-	"github.com/usherhq/usher/internal/benchcpu"
+	"github.com/usherhq/usher/hack/benchcpu"
 	"github.com/usherhq/usher/policy"
 )
 
@@ -110,8 +110,8 @@ func scaleAxes() []scale {
 // BenchmarkDecideCached is the whole decision engine.Check makes for a
 // user whose groups are in the partition's cache (the webhook and
 // /v1/access ask the same): partition and queue lookup, the cache hit,
-// the user's Subject and the policy decision, with the deciding entry a
-// group on root.
+// the user's Subject made and the queue's chain walked, with the
+// deciding entry a group on root.
 //
 //	go test -run '^$' -bench DecideCached -benchmem -count 6 ./engine/
 func BenchmarkDecideCached(b *testing.B) {
@@ -122,7 +122,7 @@ func BenchmarkDecideCached(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			e, err := engine.New(c)
+			e, err := engine.New(c, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -163,7 +163,7 @@ func BenchmarkLoadScale(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := engine.New(c); err != nil {
+				if _, err := engine.New(c, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -185,7 +185,7 @@ func BenchmarkDecideGiven(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			e, err := engine.New(c)
+			e, err := engine.New(c, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -209,9 +209,53 @@ func BenchmarkDecideGiven(b *testing.B) {
 	}
 }
 
+// BenchmarkDecideFirst is engine.Check for a user the engine has not
+// decided for yet (a user's first decision): the groups supplied with
+// the request (mode given), a different user on every request, out of
+// 20,000 taking turns.
+//
+//	go test -run '^$' -bench DecideFirst -benchmem -count 6 ./engine/
+func BenchmarkDecideFirst(b *testing.B) {
+	ctx := context.Background()
+	for _, d := range []int{1, 10} {
+		s := scale{groups: 64, depth: d, entries: 1000, queues: 100}
+		b.Run(s.String(), func(b *testing.B) {
+			c, err := config.Parse("scale.yaml", []byte(scaleYAML(s)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			e, err := engine.New(c, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			groups := make([]string, s.groups)
+			for i := range groups {
+				groups[i] = fmt.Sprintf("g%04d", i)
+			}
+			users := make([]string, 20000)
+			for i := range users {
+				users[i] = fmt.Sprintf("user-%05d", i)
+			}
+			req := engine.Request{Queue: scalePath(s.depth), User: users[0], Groups: groups, Action: policy.Submit}
+			if res, err := e.Check(ctx, req); err != nil || !res.Allowed || res.By.Queue != "root" {
+				b.Fatalf("%+v, %v", res, err)
+			}
+			b.ReportAllocs()
+			m, n := benchcpu.Start(), 0
+			for b.Loop() {
+				req.User = users[n%len(users)]
+				res, _ := e.Check(ctx, req)
+				sinkAllowed = res.Allowed
+				n++
+			}
+			m.Stop(b, n)
+		})
+	}
+}
+
 // BenchmarkCompileScale is the policy's part of loading the
-// configurations of BenchmarkDecideCached: policy.Compile and the index
-// of entries by name (Prepare), from partitions already parsed.
+// configurations of BenchmarkDecideCached: policy.Compile, from
+// partitions already parsed.
 //
 //	go test -run '^$' -bench CompileScale -benchmem -count 6 ./engine/
 func BenchmarkCompileScale(b *testing.B) {
@@ -227,12 +271,9 @@ func BenchmarkCompileScale(b *testing.B) {
 		b.Run(s.String(), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				snap, err := policy.Compile(specs)
-				if err != nil {
+				if _, err := policy.Compile(specs); err != nil {
 					b.Fatal(err)
 				}
-				p, _ := snap.Partition("default")
-				p.Prepare()
 			}
 		})
 	}

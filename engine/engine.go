@@ -16,23 +16,24 @@
 //   - A resolver failure denies: Check returns the error and a Decision
 //     that is not Allowed. Nothing is granted on groups that could not be
 //     established.
-//   - A configuration in service is one immutable Generation (policy,
-//     resolvers with their caches, admission state), swapped in with one
-//     atomic store: a decision in flight finishes on the generation it
-//     started with and never waits for a reload. Group caches survive a
-//     reload when the key of the partition's resolver settings
+//   - A configuration is one immutable Generation (policy, resolvers
+//     with their caches), built by New; package serving puts it in
+//     service with one atomic store, so a decision in flight finishes on
+//     the generation it started with. Group caches survive a reload when
+//     the key of the partition's resolver settings
 //     (resolvers.Settings.Key) is unchanged; resolvers are built by
 //     package resolvers only.
 //   - Place runs the partition's placement rules (YuniKorn's implicit
 //     provided rule when it has none) for a user identified as Check
 //     identifies it; the rules, the queues and the groups come from one
 //     generation. A rejected application is a result, not an error.
-//   - A user's identity is compiled against the generation once (a
-//     policy.Principal): kept with the user's cached groups, or in the
-//     generation for the exact groups supplied, and never used with
-//     another answer or another generation. A decision for it costs the
-//     same at any depth and does not allocate.
-//   - There is no global state: each Engine owns its caches.
+//   - A user's identity is prepared for checks once (an acl.Subject):
+//     kept with the user's cached groups, or in the generation for the
+//     exact groups supplied, and never used with another answer or
+//     another generation. A decision for it walks the queue's chain and
+//     does not allocate.
+//   - There is no global state: each Generation owns its caches (or
+//     shares them with the generation it was built on).
 package engine
 
 import (
@@ -46,7 +47,6 @@ import (
 	"time"
 
 	"github.com/usherhq/usher/acl"
-	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/application"
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/identity"
@@ -82,37 +82,20 @@ type Result struct {
 	Identity identity.Info
 }
 
-// Engine answers requests from the generation it currently holds. It is
-// safe for concurrent use. Its methods each load the current generation
-// once; a caller that asks several questions that must agree (a review
-// that checks a queue and reads admission settings) takes Current once
-// and asks the Generation.
-type Engine struct {
-	cur atomic.Pointer[Generation]
-	// closeGrace is how long a replaced resolver stays open for lookups
-	// still in flight before it is closed.
-	closeGrace time.Duration
-	// authorizers, when set, gives each generation the admission
-	// authorizers bound to it (WithAdmissionAuthorizers).
-	authorizers func(*Generation) admission.Authorizers
-}
-
-// Generation is one configuration in service, immutable: the compiled
-// policy, each partition's resolver with its cache, and the admission
-// state (compiled admission settings and the authorizers answering from
-// this same generation). A reload builds a new Generation and swaps it in
-// with one atomic store, so nothing ever sees the policy of one
-// configuration with the admission settings of another.
+// Generation is one configuration, immutable: the compiled policy and
+// each partition's resolver with its cache. It is safe for concurrent
+// use; questions asked of it are answered from that one configuration.
+// Package serving puts one in service.
 type Generation struct {
-	cfg       *config.Config
-	parts     map[string]*partition
-	admission *admission.State
+	cfg   *config.Config
+	parts map[string]*partition
 	// bound pairs the first partitions' compiled policy with their
 	// partition, so a decision finds both with one map lookup.
 	bound []binding
 	// key tells generations apart: the key under which a partition's
-	// group cache keeps each user's compiled identity for this one. No
-	// two generations of a process share one (generations).
+	// group cache keeps each user's prepared identity for this one (the
+	// lookup policy that made it is the generation's). No two
+	// generations of a process share one (generations).
 	key uint64
 }
 
@@ -139,13 +122,13 @@ type partition struct {
 	// rules are the partition's placement rules (the implicit provided
 	// rule when it configures none).
 	rules *placement.Rules
-	// given keeps, for this generation, the compiled identity of users
+	// given keeps, for this generation, the prepared identity of users
 	// whose groups are not in the resolver's cache: supplied with the
 	// request, merged, or from a resolver without a cache.
 	given givenCache
 }
 
-// givenCache maps a user to the identity last compiled from groups
+// givenCache maps a user to the identity last prepared from groups
 // supplied with a request (or answered by a resolver that has no cache):
 // a request with the same groups, in the same order, reuses it. It holds
 // at most maxGiven users and about maxGivenBytes of names (whoever
@@ -165,13 +148,13 @@ type givenEntry struct {
 	groups   []string
 	resolved bool
 	in       identity.Info
-	pr       *policy.Principal
+	sub      *acl.Subject
 }
 
 // maxGiven, maxGivenBytes and maxGivenEntryBytes bound a partition's
 // givenCache. The bytes count the user's name and groups, 16 more for
-// each group: the cache keeps them, the compiled identity about twice
-// that again.
+// each group: the cache keeps them, the prepared identity about as much
+// again.
 const (
 	maxGiven           = 10000
 	maxGivenBytes      = 16 << 20
@@ -202,96 +185,58 @@ func (c *givenCache) put(user string, e *givenEntry) {
 	}
 }
 
-// Option configures an Engine.
-type Option func(*Engine)
-
-// WithAdmissionAuthorizers sets the function that makes, for each new
-// generation, the authorizers of its admission state; they should answer
-// from the generation they are given. Default: none (the admission checks
-// that need one fail closed, and the API server's groups are stamped).
-func WithAdmissionAuthorizers(f func(*Generation) admission.Authorizers) Option {
-	return func(e *Engine) { e.authorizers = f }
-}
-
-// WithCloseGrace sets how long a resolver replaced by a reload stays open
-// for lookups in flight. Default one minute.
-func WithCloseGrace(d time.Duration) Option { return func(e *Engine) { e.closeGrace = d } }
-
-// New builds an Engine for cfg, constructing each partition's resolver.
-func New(cfg *config.Config, opts ...Option) (*Engine, error) {
-	e := &Engine{closeGrace: time.Minute}
-	for _, o := range opts {
-		o(e)
-	}
-	if err := e.Swap(cfg); err != nil {
-		return nil, err
-	}
-	return e, nil
-}
-
-// Swap builds the generation of cfg and puts it in service with one
-// atomic store. On error the previous generation stays in force. A
-// partition whose resolver settings have the same key
-// (resolvers.Settings.Key) as in the previous generation keeps its
-// resolver and cache; resolvers that are replaced are closed after a
-// grace period, so that lookups in flight finish.
-func (e *Engine) Swap(cfg *config.Config) error {
+// New builds the generation of cfg. A partition whose resolver settings
+// have the same key (resolvers.Settings.Key) as in prev (nil: none) keeps
+// prev's resolver and its cache; the others get new ones.
+func New(cfg *config.Config, prev *Generation) (*Generation, error) {
 	if cfg == nil || cfg.Snapshot == nil || cfg.Admission == nil {
-		return fmt.Errorf("engine: configuration is not compiled")
+		return nil, fmt.Errorf("engine: configuration is not compiled")
 	}
-	old := e.cur.Load()
 	next := &Generation{cfg: cfg, parts: make(map[string]*partition, len(cfg.Partitions)), key: generations.Add(1)}
-	kept := map[*resolvers.Resolver]bool{}
 	var created []*resolvers.Resolver
 	for _, p := range cfg.Partitions {
 		name := strings.ToLower(p.Name)
 		part := &partition{mode: p.Groups, policy: &p.Resolver.Policy, defaults: p.Applications, rules: p.PlacementRules()}
-		if prev, ok := old.partition(name); ok && prev.resolver.Key == p.Resolver.Key() {
-			part.resolver = prev.resolver
-			kept[prev.resolver] = true
+		if old, ok := prev.partition(name); ok && old.resolver.Key == p.Resolver.Key() {
+			part.resolver = old.resolver
 		} else {
 			r, err := resolvers.New(p.Resolver)
 			if err != nil {
 				closeAll(created)
-				return fmt.Errorf("partition %s: %w", p.Name, err)
+				return nil, fmt.Errorf("partition %s: %w", p.Name, err)
 			}
 			created = append(created, r)
 			part.resolver = r
 		}
 		next.parts[name] = part
 	}
-	var a admission.Authorizers
-	if e.authorizers != nil {
-		a = e.authorizers(next)
-	}
-	next.admission = admission.NewState(cfg.Admission, a)
 	for _, name := range cfg.Snapshot.Partitions() {
 		if cp, err := cfg.Snapshot.Partition(name); err == nil {
-			cp.Prepare() // before serving, not on the first request
 			if p, ok := next.parts[name]; ok && len(next.bound) < maxBound {
 				next.bound = append(next.bound, binding{cp, p})
 			}
 		}
 	}
-	e.cur.Store(next)
-	if old != nil {
-		// The identities compiled against the old generation go with it.
-		for r := range kept {
-			if r.Cache != nil {
-				r.Cache.Detach()
-			}
-		}
-		var retired []*resolvers.Resolver
-		for _, p := range old.parts {
-			if !kept[p.resolver] && p.resolver.HoldsConnections() {
-				retired = append(retired, p.resolver)
-			}
-		}
-		if len(retired) > 0 {
-			time.AfterFunc(e.closeGrace, func() { closeAll(retired) })
+	return next, nil
+}
+
+// Retire is called once next, built on g, serves instead of g: the
+// resolvers next did not keep are closed after grace, so that lookups in
+// flight finish.
+func (g *Generation) Retire(next *Generation, grace time.Duration) {
+	kept := map[*resolvers.Resolver]bool{}
+	for _, p := range next.parts {
+		kept[p.resolver] = true
+	}
+	var retired []*resolvers.Resolver
+	for _, p := range g.parts {
+		if !kept[p.resolver] && p.resolver.HoldsConnections() {
+			retired = append(retired, p.resolver)
 		}
 	}
-	return nil
+	if len(retired) > 0 {
+		time.AfterFunc(grace, func() { closeAll(retired) })
+	}
 }
 
 func (g *Generation) partition(lname string) (*partition, bool) {
@@ -302,13 +247,9 @@ func (g *Generation) partition(lname string) (*partition, bool) {
 	return p, ok
 }
 
-// Close releases the resolvers' connections. The engine must not be used
-// afterwards.
-func (e *Engine) Close() error {
-	g := e.cur.Load()
-	if g == nil {
-		return nil
-	}
+// Close releases the resolvers' connections. The generation must not be
+// used afterwards.
+func (g *Generation) Close() error {
 	rs := make([]*resolvers.Resolver, 0, len(g.parts))
 	for _, p := range g.parts {
 		rs = append(rs, p.resolver)
@@ -324,34 +265,17 @@ func closeAll(rs []*resolvers.Resolver) error {
 	return errors.Join(errs...)
 }
 
-// Current returns the generation in service. Questions asked of it are
-// answered from that one configuration, whatever reloads happen meanwhile.
-func (e *Engine) Current() *Generation { return e.cur.Load() }
-
-// Admission returns the admission state of the generation in service: the
-// provider of admission.WithState.
-func (e *Engine) Admission() *admission.State { return e.cur.Load().admission }
-
-// Admission returns the generation's admission state.
-func (g *Generation) Admission() *admission.State { return g.admission }
-
 // Config returns the generation's configuration.
 func (g *Generation) Config() *config.Config { return g.cfg }
 
 // Snapshot returns the generation's compiled policy.
 func (g *Generation) Snapshot() *policy.Snapshot { return g.cfg.Snapshot }
 
-// Config returns the configuration in force.
-func (e *Engine) Config() *config.Config { return e.cur.Load().cfg }
-
-// Snapshot returns the compiled policy in force.
-func (e *Engine) Snapshot() *policy.Snapshot { return e.cur.Load().cfg.Snapshot }
-
 // CacheStats returns the group cache counters of each partition that has a
-// cache, in the generation in service.
-func (e *Engine) CacheStats() map[string]cache.Stats {
+// cache.
+func (g *Generation) CacheStats() map[string]cache.Stats {
 	out := map[string]cache.Stats{}
-	for name, p := range e.cur.Load().parts {
+	for name, p := range g.parts {
 		if p.resolver.Cache != nil {
 			out[name] = p.resolver.Cache.Stats()
 		}
@@ -374,11 +298,6 @@ func (g *Generation) lookup(name string) (*policy.CompiledPartition, *partition,
 
 // Identify returns the identity of user in partition: the supplied groups
 // combined with the resolver's as the partition's groups mode says.
-func (e *Engine) Identify(ctx context.Context, partitionName, user string, groups []string) (identity.Info, error) {
-	return e.cur.Load().Identify(ctx, partitionName, user, groups)
-}
-
-// Identify is Engine.Identify in this generation.
 func (g *Generation) Identify(ctx context.Context, partitionName, user string, groups []string) (identity.Info, error) {
 	_, p, err := g.lookup(partitionName)
 	if err != nil {
@@ -430,24 +349,12 @@ func (e *GroupsError) Unwrap() error { return e.Err }
 
 // Check decides req. A non-nil error (unknown partition or queue, invalid
 // user name, resolver failure) comes with a Result that denies.
-func (e *Engine) Check(ctx context.Context, req Request) (res Result, err error) {
-	_, err = e.cur.Load().decide(ctx, &req, false, &res)
-	return res, err
-}
-
-// Check is Engine.Check in this generation.
 func (g *Generation) Check(ctx context.Context, req Request) (res Result, err error) {
 	_, err = g.decide(ctx, &req, false, &res)
 	return res, err
 }
 
 // Explain decides req and returns the whole trail of ACLs consulted.
-func (e *Engine) Explain(ctx context.Context, req Request) (res Result, steps []policy.Step, err error) {
-	steps, err = e.cur.Load().decide(ctx, &req, true, &res)
-	return res, steps, err
-}
-
-// Explain is Engine.Explain in this generation.
 func (g *Generation) Explain(ctx context.Context, req Request) (res Result, steps []policy.Step, err error) {
 	steps, err = g.decide(ctx, &req, true, &res)
 	return res, steps, err
@@ -468,34 +375,32 @@ func (g *Generation) decide(ctx context.Context, req *Request, trail bool, res *
 	if err != nil {
 		return nil, err
 	}
-	pr, err := g.identify(ctx, cp, p, req.User, req.Groups, req.Decided, &res.Identity)
+	sub, err := g.identify(ctx, p, req.User, req.Groups, req.Decided, &res.Identity)
 	if err != nil {
 		return nil, err
 	}
 	if trail {
 		var steps []policy.Step
-		res.Decision, steps = q.Explain(pr.Subject(), req.Action)
+		res.Decision, steps = q.Explain(sub, req.Action)
 		return steps, nil
 	}
-	q.DecideInto(&res.Decision, pr, req.Action)
+	res.Decision = q.Decide(sub, req.Action)
 	return nil, nil
 }
 
-// identify is identify for decisions in partition cp: when the groups
-// come from the partition's cache alone (mode resolve, or given without
-// supplied groups), the user's compiled identity is kept with the cached
-// answer under this generation's key, so a decision for a cached user
-// costs a cache hit and one Principal decision: no validation, Subject or
-// allocation again until the answer or the generation changes. When they
-// are supplied with the request (mode given), it is kept in the
-// generation's partition for the user and those exact groups; a request
-// with other groups compiles again. Otherwise (mode merge, a resolver
-// without a cache) the identity is worked out every time and the compiled
-// one is kept in the generation's partition for the groups it came to.
-// Decided groups are kept as given groups are. The identity is written
-// to out, and only on success; the Principal returned is attached to its
-// Subject.
-func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition, p *partition, user string, groups []string, decided bool, out *identity.Info) (*policy.Principal, error) {
+// identify is identify for decisions: when the groups come from the
+// partition's cache alone (mode resolve, or given without supplied
+// groups), the user's Subject is kept with the cached answer under this
+// generation's key, so a decision for a cached user costs a cache hit and
+// a walk of the queue's chain: no validation, Subject or allocation again
+// until the answer or the generation changes. When they are supplied
+// with the request (mode given), it is kept in the generation's partition
+// for the user and those exact groups; other groups make another.
+// Otherwise (mode merge, a resolver without a cache) the identity is
+// worked out every time and the Subject is kept in the generation's
+// partition for the groups it came to. Decided groups are kept as given
+// groups are. The identity is written to out, and only on success.
+func (g *Generation) identify(ctx context.Context, p *partition, user string, groups []string, decided bool, out *identity.Info) (*acl.Subject, error) {
 	c := p.resolver.Cache
 	cached := !decided && c != nil && (p.mode == identity.ModeResolve || (p.mode == identity.ModeGiven && len(groups) == 0))
 	given := decided || (p.mode == identity.ModeGiven && len(groups) > 0)
@@ -503,12 +408,12 @@ func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition,
 	case cached:
 		if in, v, ok := c.Attached(user, g.key); ok {
 			*out = *in
-			return v.(*policy.Principal), nil
+			return v.(*acl.Subject), nil
 		}
 	case given:
 		if e, ok := p.given.get(user, groups, false); ok {
 			*out = e.in
-			return e.pr, nil
+			return e.sub, nil
 		}
 	}
 	// What follows may be kept (the resolver's cache, the compiled
@@ -523,39 +428,43 @@ func (g *Generation) identify(ctx context.Context, cp *policy.CompiledPartition,
 		// Groups from a resolver without a cache (type none), or merged
 		// with the request's: the identity is kept for the same groups.
 		if e, ok := p.given.get(user, in.Groups, true); ok {
-			return e.pr, nil
+			return e.sub, nil
 		}
 	}
-	pr := cp.Principal(acl.NewSubject(in.User, in.Groups))
-	pr.Attach()
+	sub := acl.NewSubject(in.User, in.Groups)
 	switch {
 	case cached:
-		c.Attach(user, in, g.key, pr)
+		c.Attach(user, in, g.key, sub)
 	case given:
-		p.given.put(user, &givenEntry{groups: groups, in: in, pr: pr}) // clip.Detach copied them
+		p.given.put(user, &givenEntry{groups: groups, in: in, sub: sub}) // clip.Detach copied them
 	default:
-		p.given.put(user, &givenEntry{groups: slices.Clone(in.Groups), resolved: true, pr: pr})
+		p.given.put(user, &givenEntry{groups: slices.Clone(in.Groups), resolved: true, sub: sub})
 	}
-	return pr, nil
+	return sub, nil
+}
+
+// AccessResult is every queue of a partition with what a user may do
+// there.
+type AccessResult struct {
+	// Partition is the partition's canonical name.
+	Partition string
+	Identity  identity.Info
+	Queues    []policy.QueueAccess
 }
 
 // Access lists every queue of the partition with what user may do there.
-func (e *Engine) Access(ctx context.Context, partitionName, user string, groups []string) (identity.Info, []policy.QueueAccess, error) {
-	return e.cur.Load().Access(ctx, partitionName, user, groups)
-}
-
-// Access is Engine.Access in this generation.
-func (g *Generation) Access(ctx context.Context, partitionName, user string, groups []string) (identity.Info, []policy.QueueAccess, error) {
+func (g *Generation) Access(ctx context.Context, partitionName, user string, groups []string) (AccessResult, error) {
 	cp, p, err := g.lookup(partitionName)
 	if err != nil {
-		return identity.Info{}, nil, err
+		return AccessResult{}, err
 	}
-	var in identity.Info
-	pr, err := g.identify(ctx, cp, p, user, groups, false, &in)
+	res := AccessResult{Partition: cp.Name()}
+	sub, err := g.identify(ctx, p, user, groups, false, &res.Identity)
 	if err != nil {
-		return identity.Info{}, nil, err
+		return AccessResult{}, err
 	}
-	return in, cp.Access(pr.Subject()), nil
+	res.Queues = cp.Access(sub)
+	return res, nil
 }
 
 // AppRequest is a question about a running application: may User (with
@@ -572,23 +481,18 @@ type AppRequest struct {
 // DecideApplication resolves the user's groups and decides req with the
 // partition's queue policy and application ACL defaults. An error comes
 // with a Decision that denies.
-func (e *Engine) DecideApplication(ctx context.Context, req AppRequest) (application.Decision, identity.Info, error) {
-	return e.cur.Load().DecideApplication(ctx, req)
-}
-
-// DecideApplication is Engine.DecideApplication in this generation.
 func (g *Generation) DecideApplication(ctx context.Context, req AppRequest) (application.Decision, identity.Info, error) {
 	cp, p, err := g.lookup(req.Partition)
 	if err != nil {
 		return application.Decision{}, identity.Info{}, err
 	}
 	var in identity.Info
-	pr, err := g.identify(ctx, cp, p, req.User, req.Groups, false, &in)
+	sub, err := g.identify(ctx, p, req.User, req.Groups, false, &in)
 	if err != nil {
 		return application.Decision{}, identity.Info{}, err
 	}
 	pol := application.Policy{Partition: cp, Defaults: p.defaults}
-	d, err := pol.Decide(req.App, pr.Subject(), req.Action, req.Target)
+	d, err := pol.Decide(req.App, sub, req.Action, req.Target)
 	return d, in, err
 }
 
@@ -683,12 +587,6 @@ func (r *PlaceResult) RuleName() string {
 // application is a result with Placed false, not an error; an error
 // (unknown partition, invalid user name, resolver failure) comes with a
 // result that is not placed.
-func (e *Engine) Place(ctx context.Context, req PlaceRequest) (PlaceResult, error) {
-	return e.cur.Load().Place(ctx, req)
-}
-
-// Place is Engine.Place in this generation: the rules, the queues and the
-// groups all come from this one configuration.
 func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, error) {
 	res := PlaceResult{Partition: req.Partition}
 	res.Rule = -1
@@ -698,7 +596,7 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 	}
 	res.Partition, res.Rules = cp.Name(), p.rules
 	var in identity.Info
-	pr, err := g.identify(ctx, cp, p, req.User, req.Groups, req.Decided, &in)
+	sub, err := g.identify(ctx, p, req.User, req.Groups, req.Decided, &in)
 	if err != nil {
 		return res, err
 	}
@@ -707,9 +605,9 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 		q, _ := cp.Lookup("") // the default queue exists
 		var d policy.Decision
 		if req.Explain {
-			d, res.Steps = q.Explain(pr.Subject(), policy.Submit)
+			d, res.Steps = q.Explain(sub, policy.Submit)
 		} else {
-			q.DecideInto(&d, pr, policy.Submit)
+			d = q.Decide(sub, policy.Submit)
 		}
 		res.Default, res.Decision = true, d
 		res.Final = placement.Step{Rule: -1, Outcome: placement.Denied, Queue: q.Path(), Decision: d}
@@ -718,7 +616,7 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 		}
 		return res, nil
 	}
-	preq := placement.Request{Subject: pr.Subject(), Queue: req.Queue, Tags: req.Tags}
+	preq := placement.Request{Subject: sub, Queue: req.Queue, Tags: req.Tags}
 	if req.Namespace != "" && p.rules.ReadsTags() {
 		preq.Tags = make(map[string]string, len(req.Tags)+1)
 		for k, v := range req.Tags {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
+	"time"
 
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/engine"
@@ -51,13 +51,24 @@ const modesYAML = `partitions:
         submitacl: " alice"
 `
 
-func newEngine(t testing.TB, src string) *engine.Engine {
+// reload builds c on e and retires e, as package serving does.
+func reload(t testing.TB, e *engine.Generation, c *config.Config) *engine.Generation {
+	t.Helper()
+	next, err := engine.New(c, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Retire(next, time.Minute)
+	return next
+}
+
+func newEngine(t testing.TB, src string) *engine.Generation {
 	t.Helper()
 	c, err := config.Parse("q.yaml", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(c)
+	e, err := engine.New(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,62 +129,13 @@ func TestExplainAndAccess(t *testing.T) {
 	if err != nil || !res.Allowed || len(steps) != 4 || !steps[0].Match.Allowed() {
 		t.Fatalf("%+v %+v %v", res, steps, err)
 	}
-	in, queues, err := e.Access(context.Background(), "", "alice", nil)
-	if err != nil || in.User != "alice" || len(queues) != 3 {
-		t.Fatalf("%+v %+v %v", in, queues, err)
+	acc, err := e.Access(context.Background(), "", "alice", nil)
+	queues := acc.Queues
+	if err != nil || acc.Identity.User != "alice" || len(queues) != 3 || acc.Partition != "default" {
+		t.Fatalf("%+v %v", acc, err)
 	}
 	if !queues[1].Submit.Allowed || queues[2].Submit.Allowed {
 		t.Fatalf("access %+v", queues)
-	}
-}
-
-// A reload swaps the whole configuration at once; decisions running
-// concurrently see either the old or the new rules, never a mix or a wait.
-func TestSwapUnderLoad(t *testing.T) {
-	open := strings.Replace(modesYAML, `submitacl: " dev"`, `submitacl: "*"`, 1)
-	e := newEngine(t, modesYAML)
-	cfgs := []*config.Config{}
-	for _, src := range []string{modesYAML, open} {
-		c, err := config.Parse("q.yaml", []byte(src))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfgs = append(cfgs, c)
-	}
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for range 4 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				res, err := e.Check(context.Background(), engine.Request{Queue: "root.dev", User: "bob", Groups: []string{"ops"}})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if res.Allowed && res.By.Match.Name != "*" {
-					t.Errorf("inconsistent decision %+v", res)
-					return
-				}
-			}
-		})
-	}
-	for i := range 200 {
-		if err := e.Swap(cfgs[i%2]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	close(stop)
-	wg.Wait()
-	if err := e.Swap(nil); err == nil {
-		t.Fatal("Swap(nil) must fail")
-	}
-	if e.Config() != cfgs[1] {
-		t.Fatal("a failed swap must keep the configuration in force")
 	}
 }
 
@@ -185,9 +147,7 @@ func TestCacheKeptAcrossReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, _ := config.Parse("q.yaml", []byte(modesYAML))
-	if err := e.Swap(c); err != nil {
-		t.Fatal(err)
-	}
+	e = reload(t, e, c)
 	if _, err := e.Identify(ctx, "default", "alice", nil); err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ partitions:
 	if err != nil {
 		panic(err)
 	}
-	e, err := engine.New(cfg)
+	e, err := engine.New(cfg, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -45,7 +45,7 @@ partitions:
 // Place answers where YuniKorn would run an application: the partition's
 // placement rules (here a tag rule on the namespace, then the queue the
 // application names), for the user as Check identifies it.
-func ExampleEngine_Place() {
+func ExampleGeneration_Place() {
 	cfg, err := config.Parse("queues.yaml", []byte(`
 partitions:
   - name: default
@@ -67,7 +67,7 @@ partitions:
 	if err != nil {
 		panic(err)
 	}
-	e, err := engine.New(cfg)
+	e, err := engine.New(cfg, nil)
 	if err != nil {
 		panic(err)
 	}

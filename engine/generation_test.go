@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/config"
 )
 
@@ -34,11 +33,11 @@ func TestSwapKeepsResolversByKey(t *testing.T) {
 	}
 	const base = "partitions:\n  - name: default\n    usergroupresolver: {type: file, file: groups}\n    queues: [{name: root, submitacl: \" dev\"}]\n"
 	write(groups, "alice: dev\n")
-	e, err := New(load(base))
+	e, err := New(load(base), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resolver := func() any { return e.Current().parts["default"].resolver }
+	resolver := func() any { return e.parts["default"].resolver }
 	ctx := context.Background()
 	if res, err := e.Check(ctx, Request{Queue: "root", User: "alice"}); err != nil || !res.Allowed {
 		t.Fatalf("%+v %v", res, err)
@@ -57,9 +56,7 @@ func TestSwapKeepsResolversByKey(t *testing.T) {
 	} {
 		write(groups, tt.file)
 		before := resolver()
-		if err := e.Swap(load(tt.yaml)); err != nil {
-			t.Fatal(err)
-		}
+		e = swap(t, e, load(tt.yaml))
 		if kept := resolver() == before; kept != tt.kept {
 			t.Errorf("%s: kept %v, want %v", tt.name, kept, tt.kept)
 		}
@@ -71,41 +68,6 @@ func TestSwapKeepsResolversByKey(t *testing.T) {
 	in, err := e.Identify(ctx, "default", "alice", nil)
 	if err != nil || len(in.Groups) != 2 {
 		t.Fatalf("%v %v", in, err)
-	}
-}
-
-// The admission state belongs to its generation: a swap replaces both,
-// and the authorizers given to a generation answer from it.
-func TestGenerationCarriesAdmission(t *testing.T) {
-	c1 := parse(t, "partitions:\n  - name: default\n    queues: [{name: root, queues: [{name: a, submitacl: carol}]}]\nadmissionController: {enforceQueueACLs: true}\n")
-	c2 := parse(t, "partitions:\n  - name: default\n    queues: [{name: root, queues: [{name: b, submitacl: carol}]}]\n")
-	var seen []*Generation
-	e, err := New(c1, WithAdmissionAuthorizers(func(g *Generation) admission.Authorizers {
-		seen = append(seen, g)
-		return admission.Authorizers{}
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g1 := e.Current()
-	if g1.Admission().Config() != c1.Admission || !g1.Admission().Config().Config().EnforceQueueACLs || len(seen) != 1 || seen[0] != g1 {
-		t.Fatal("generation 1 does not carry its admission settings")
-	}
-	if err := e.Swap(c2); err != nil {
-		t.Fatal(err)
-	}
-	g2 := e.Current()
-	if g2 == g1 || e.Admission() != g2.Admission() || g2.Admission().Config() != c2.Admission || len(seen) != 2 || seen[1] != g2 {
-		t.Fatal("a swap did not replace the admission state with the generation")
-	}
-	// A review that took generation 1 keeps deciding with it.
-	ctx := context.Background()
-	req := Request{Queue: "root.a", User: "carol"}
-	if res, err := g1.Check(ctx, req); err != nil || !res.Allowed {
-		t.Fatalf("generation 1: %+v %v", res, err)
-	}
-	if _, err := g2.Check(ctx, req); err == nil {
-		t.Fatal("generation 2 has no root.a")
 	}
 }
 
@@ -122,7 +84,7 @@ func TestSwapAppliesLookupPolicyAndKeepsCache(t *testing.T) {
 		}
 		return c
 	}
-	e, err := New(load(""))
+	e, err := New(load(""), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,11 +95,9 @@ func TestSwapAppliesLookupPolicyAndKeepsCache(t *testing.T) {
 	if res, err := e.Check(ctx, Request{Queue: "root", User: "alice"}); err != nil || !res.Allowed {
 		t.Fatalf("%+v %v", res, err)
 	}
-	before := e.Current().parts["default"].resolver
-	if err := e.Swap(load("      namemapping: [{pattern: 'oidc:(.+)', replacement: $1}]\n")); err != nil {
-		t.Fatal(err)
-	}
-	if e.Current().parts["default"].resolver != before {
+	before := e.parts["default"].resolver
+	e = swap(t, e, load("      namemapping: [{pattern: 'oidc:(.+)', replacement: $1}]\n"))
+	if e.parts["default"].resolver != before {
 		t.Fatal("a lookup policy change replaced the resolver and its cache")
 	}
 	res, err := e.Check(ctx, Request{Queue: "root", User: "oidc:alice"})
@@ -149,7 +109,7 @@ func TestSwapAppliesLookupPolicyAndKeepsCache(t *testing.T) {
 	}
 }
 
-// TestCachedIdentityHonoursLookupPolicy: the compiled identity kept with a
+// TestCachedIdentityHonoursLookupPolicy: the prepared identity kept with a
 // cached answer is only ever the plain lookup's. A skipped user's given
 // groups, a mapped name's answer and an override are decided afresh every
 // time, so groups given with one request never decide another, and the
@@ -162,7 +122,7 @@ func TestCachedIdentityHonoursLookupPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(c)
+	e, err := New(c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

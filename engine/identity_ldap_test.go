@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/usherhq/usher/engine"
+	"github.com/usherhq/usher/hack/slapdtest"
 	"github.com/usherhq/usher/identity"
-	"github.com/usherhq/usher/identity/ldap/slapdtest"
 )
 
 // enterprisePartition is ldapPartition with extra usergroupresolver keys

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/usherhq/usher/engine"
-	"github.com/usherhq/usher/identity/ldap/slapdtest"
+	"github.com/usherhq/usher/hack/slapdtest"
 )
 
 // The benchmarks below run against a real slapd on loopback (slapdtest),
@@ -50,7 +50,7 @@ func newBenchDirectory(b *testing.B) *slapdtest.Server {
 	return s
 }
 
-func mustCheck(b *testing.B, e *engine.Engine, user string) {
+func mustCheck(b *testing.B, e *engine.Generation, user string) {
 	res, err := e.Check(context.Background(), engine.Request{Queue: "root.dev", User: user})
 	if err != nil || !res.Allowed {
 		b.Fatalf("Check(%s) = %+v, %v", user, res, err)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/usherhq/usher/engine"
-	"github.com/usherhq/usher/identity/ldap/slapdtest"
+	"github.com/usherhq/usher/hack/slapdtest"
 )
 
 // nestedLDIF puts dev in ml and ml in gpu: carol and dave (in dev) reach
@@ -71,7 +71,7 @@ func withCache(p, cache string) string {
 	return replaceOnce(p, "      cache: {}", "      cache: "+cache)
 }
 
-func nestedCheck(b *testing.B, e *engine.Engine, queue, user string) {
+func nestedCheck(b *testing.B, e *engine.Generation, queue, user string) {
 	b.Helper()
 	res, err := e.Check(context.Background(), engine.Request{Queue: queue, User: user})
 	if err != nil || !res.Allowed {

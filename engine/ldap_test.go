@@ -16,8 +16,8 @@ import (
 
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/engine"
+	"github.com/usherhq/usher/hack/slapdtest"
 	"github.com/usherhq/usher/identity"
-	"github.com/usherhq/usher/identity/ldap/slapdtest"
 )
 
 // The tests in this file run a real slapd on loopback (slapdtest): they are
@@ -124,7 +124,7 @@ func ldapPartition(s *slapdtest.Server, name, groups string, o ldapOpts) string 
 
 // ldapEngine writes a configuration of the given partitions to a file,
 // loads it as usher does and returns an engine for it.
-func ldapEngine(t testing.TB, partitions ...string) *engine.Engine {
+func ldapEngine(t testing.TB, partitions ...string) *engine.Generation {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "usher.yaml")
 	if err := os.WriteFile(path, []byte("partitions:"+strings.Join(partitions, "")), 0o600); err != nil {
@@ -134,7 +134,7 @@ func ldapEngine(t testing.TB, partitions ...string) *engine.Engine {
 	if err != nil {
 		t.Fatalf("config.Load: %v", err)
 	}
-	e, err := engine.New(cfg)
+	e, err := engine.New(cfg, nil)
 	if err != nil {
 		t.Fatalf("engine.New: %v", err)
 	}

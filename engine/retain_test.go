@@ -14,7 +14,7 @@ import (
 // often substrings of a much larger buffer (the admission webhook reads
 // them out of the AdmissionReview's body without copying, up to 7 MiB,
 // which whoever reaches usher's Service can send). What the engine keeps
-// for a user (the resolver cache's entry, the identity compiled for a
+// for a user (the resolver cache's entry, the identity prepared for a
 // user and groups) must not keep that buffer alive: with thousands of
 // users cached, a body per user is gigabytes.
 func TestCachesDoNotRetainRequests(t *testing.T) {

@@ -48,8 +48,8 @@ serve audit 18445 18455 "$dir/usher" --webhook-auth none --audit-log "$dir/audit
 serve noaudit 18446 18456 "$dir/usher" --webhook-auth none --no-audit
 servers=(bare:18444 audit:18445 noaudit:18446)
 if [ -n "${WIRE_BEFORE:-}" ]; then
-  serve audit-before 18447 0 "$WIRE_BEFORE" --audit-log "$dir/audit-before.jsonl"
-  serve noaudit-before 18448 0 "$WIRE_BEFORE" --no-audit
+  serve audit-before 18447 0 "$WIRE_BEFORE" --webhook-auth none --audit-log "$dir/audit-before.jsonl"
+  serve noaudit-before 18448 0 "$WIRE_BEFORE" --webhook-auth none --no-audit
   servers+=(audit-before:18447 noaudit-before:18448)
 fi
 cputicks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; } # utime + stime

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/usherhq/usher/config"
+	"github.com/usherhq/usher/hack/queuegen"
 	"github.com/usherhq/usher/impact"
-	"github.com/usherhq/usher/internal/queuegen"
 )
 
 // generateYAML is config's BenchmarkLoad10kQueues generator (root, 10

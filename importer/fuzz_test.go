@@ -4,6 +4,8 @@ import (
 	"os"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/importer"
 )
@@ -17,9 +19,11 @@ func seedFile(f *testing.F, path string) {
 }
 
 // Whatever the input, an import either fails with positioned errors or
-// writes YAML that loads.
+// writes YAML that loads, with limits YuniKorn's validator accepts.
 func FuzzFairScheduler(f *testing.F) {
 	seedFile(f, examples+"fair-scheduler.xml")
+	seedFile(f, "testdata/hadoop-fair-scheduler.xml")
+	seedFile(f, "testdata/fair-scheduler-limits.xml")
 	f.Add([]byte("<allocations><queue name=\"a\"><aclSubmitApps>u g1 g2</aclSubmitApps></queue></allocations>"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkImport(t, importer.YARNFiles{FairScheduler: &importer.Source{Name: "f.xml", Data: data}})
@@ -28,6 +32,12 @@ func FuzzFairScheduler(f *testing.F) {
 
 func FuzzCapacityScheduler(f *testing.F) {
 	seedFile(f, examples+"capacity-scheduler.xml")
+	f.Add([]byte(`<configuration><property><name>yarn.scheduler.capacity.root.queues</name><value>a</value></property>
+<property><name>yarn.scheduler.capacity.root.a.queues</name><value>b</value></property>
+<property><name>yarn.scheduler.capacity.root.a.maximum-capacity</name><value>[memory=1Gi,vcores=2]</value></property>
+<property><name>yarn.scheduler.capacity.root.a.b.capacity</name><value>[memory=2048,vcores=1]</value></property>
+<property><name>yarn.scheduler.capacity.root.a.b.max-parallel-apps</name><value>5</value></property>
+<property><name>yarn.scheduler.capacity.user.u.max-parallel-apps</name><value>9</value></property></configuration>`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkImport(t, importer.YARNFiles{CapacityScheduler: &importer.Source{Name: "c.xml", Data: data}})
 	})
@@ -52,7 +62,13 @@ func checkImport(t *testing.T, files importer.YARNFiles) {
 	if err != nil {
 		return
 	}
-	if _, err := c.YAML(); err != nil {
+	out, err := c.YAML()
+	if err != nil {
 		t.Fatal(err)
 	}
+	var doc struct{ Partitions []struct{ Queues []ykQueue } }
+	if err := yaml.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	ykValidate(t, doc.Partitions[0].Queues[0], true, nil, 0)
 }

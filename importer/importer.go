@@ -23,6 +23,13 @@
 //     spark.modify.acls(.groups) become the partition's applicationacls
 //     admin, view and modify; spark.acls.enable unset or false (Spark's
 //     default) makes everyone an application admin, with a warning.
+//   - Queue limits become the keys of YuniKorn's queues.yaml (limits.go):
+//     minimum and maximum resources resources, running application limits
+//     maxapplications, user limits the root queue's limits, scheduling
+//     policies and preemption opt-outs properties. A setting YuniKorn
+//     cannot express is a warning at its position; the values written are
+//     the ones YARN enforces, in a form YuniKorn's validator accepts, and
+//     each that differs from the file is a warning.
 //   - Input that YARN or Spark would refuse, and names usher cannot hold,
 //     are errors; every error and warning is positioned FILE:LINE:COL, and
 //     all errors are reported at once.
@@ -94,6 +101,7 @@ type Queue struct {
 	// Parent marks a queue without children as a parent queue (parent:
 	// true): placement rules make queues inside it.
 	Parent bool
+	limits
 }
 
 // ApplicationACLs are a partition's application ACL defaults (the
@@ -307,6 +315,7 @@ func (q *Queue) node() *yaml.Node {
 	if q.Parent && len(q.Children) == 0 {
 		n.Content = append(n.Content, plain("parent"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
 	}
+	n.Content = append(n.Content, q.limits.nodes()...)
 	if len(q.Children) > 0 {
 		kids := sequence()
 		for _, c := range q.Children {

@@ -67,7 +67,7 @@ func fairPlacement(top *element, root *Queue, d *diags) []Rule {
 			}
 			continue
 		}
-		spec, ok := fairRule(e, name, root, d)
+		spec, ok := fairRule(e, name, root, false, d)
 		if !ok {
 			continue
 		}
@@ -96,7 +96,9 @@ func fairCreate(e *element, d *diags) bool {
 	return false
 }
 
-func fairRule(e *element, name string, root *Queue, d *diags) (placement.Spec, bool) {
+// fairRule translates one rule; nested says it is the rule inside a
+// nestedUserQueue, which names a parent queue.
+func fairRule(e *element, name string, root *Queue, nested bool, d *diags) (placement.Spec, bool) {
 	create := fairCreate(e, d)
 	switch name {
 	case "specified":
@@ -118,6 +120,10 @@ func fairRule(e *element, name string, root *Queue, d *diags) (placement.Spec, b
 			q = placement.DefaultQueue
 		}
 		q = qualify(q)
+		if f := find(root, policy.RootQueue, q); !nested && f != nil && (len(f.Children) > 0 || f.Parent) {
+			d.warnf(e.at, "placement rule default names the parent queue %s, where YARN places no application: not imported", q)
+			return placement.Spec{}, false
+		}
 		d.warnf(e.at, "placement rule default becomes fixed %s: YARN stops at its default rule, YuniKorn tries root.default when the user may not submit to %s", q, q)
 		return placement.Spec{Name: string(placement.Fixed), Value: q, Create: create && !has(root, q)}, true
 	case "nestedUserQueue":
@@ -133,7 +139,7 @@ func fairRule(e *element, name string, root *Queue, d *diags) (placement.Spec, b
 			return placement.Spec{}, false
 		}
 		innerName, _ := inner.attr("name")
-		parent, ok := fairRule(inner, innerName, root, d)
+		parent, ok := fairRule(inner, innerName, root, true, d)
 		if !ok || innerName == "user" || innerName == "nestedUserQueue" {
 			d.warnf(inner.at, "nestedUserQueue inside %q: not imported (YARN nests specified, primaryGroup, secondaryGroupExistingQueue or default)", innerName)
 			return placement.Spec{}, false

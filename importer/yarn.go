@@ -3,7 +3,9 @@ package importer
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/usherhq/usher/acl"
@@ -43,6 +45,7 @@ func YARN(f YARNFiles) (*Config, error) {
 		c.Root, rootAt, top = fairScheduler(*f.FairScheduler, &d)
 		if c.Root != nil {
 			c.Placement = fairPlacement(top, c.Root, &d)
+			fairDefaults(top, c.Root, &d)
 		}
 	case f.CapacityScheduler != nil:
 		c.Sources = append(c.Sources, f.CapacityScheduler.Name)
@@ -56,6 +59,8 @@ func YARN(f YARNFiles) (*Config, error) {
 	}
 	if c.Root != nil {
 		rootDefaults(c.Root, rootAt, &d)
+		fit(c.Root, policy.RootQueue, nil, count{}, &d)
+		fitUsers(c.Root, &d)
 	}
 	if f.YARNSite != nil {
 		c.Sources = append(c.Sources, f.YARNSite.Name)
@@ -85,7 +90,7 @@ func rootDefaults(root *Queue, at pos, d *diags) {
 }
 
 // yarnQueueName is the importer's own rule for queue names, narrower than
-// YuniKorn's policy.QueueNamePattern that the YAML schema uses: a queue
+// YuniKorn's policy.ValidQueueName that the YAML schema uses: a queue
 // imported from YARN keeps to letters, digits, '_' and '-', so that a name
 // with ':', '#', '/' or '@' (which YARN's queue-mappings and ACL syntax
 // read specially) is looked at by a person rather than carried over.
@@ -177,7 +182,9 @@ func fairChildren(elems []*element, parent *Queue, parentPath string, d *diags) 
 
 func fairQueueBody(e *element, q *Queue, path string, d *diags) {
 	var kids []*element
+	var sched *element
 	for _, f := range e.kids {
+		what := fmt.Sprintf("queue %s: %s", path, f.name)
 		switch f.name {
 		case "queue", "pool":
 			kids = append(kids, f)
@@ -185,11 +192,135 @@ func fairQueueBody(e *element, q *Queue, path string, d *diags) {
 			q.Submit = fairACL(f, q.Submit, path, d)
 		case "aclAdministerApps":
 			q.Admin = fairACL(f, q.Admin, path, d)
-		case "aclSubmitReservations", "aclAdministerReservations", "aclListReservations":
+		case "aclSubmitReservations", "aclAdministerReservations", "aclListReservations", "reservation":
 			d.warnf(f.at, "queue %s: <%s> is not imported: usher has no reservations", path, f.name)
+		case "minResources", "maxResources", "maxChildResources":
+			r, ok := fairResources(f.text, f.textAt, what, d)
+			set := resources{r, f.textAt, fmt.Sprintf("%s (%s)", f.name, f.textAt)}
+			switch {
+			case !ok:
+			case path == policy.RootQueue && f.name != "maxChildResources":
+				d.warnf(f.at, "%s is not imported: YuniKorn's root queue takes no resources (its max is the cluster's)", what)
+			case f.name == "minResources":
+				maps.DeleteFunc(r, func(_ string, v int64) bool { return v == 0 })
+				q.guaranteed = set
+			case f.name == "maxResources":
+				zeroMax(r, f.textAt, what, d)
+				q.max = set
+			default:
+				zeroMax(r, f.textAt, what, d)
+				q.childMax = set
+			}
+		case "maxRunningApps":
+			q.maxApps = readCount(f.text, f.textAt, what, d)
+		case "schedulingPolicy", "schedulingMode":
+			sched = f
+		case "allowPreemptionFrom":
+			if !strings.EqualFold(strings.TrimSpace(f.text), "true") { // Boolean.parseBoolean
+				q.props = append(q.props, prop{"preemption.policy", "disabled", f.textAt.String()})
+			}
+		default:
+			d.warnf(f.at, "%s is not imported: %s", what, noEquivalent(f.name))
+		}
+	}
+	if sched != nil {
+		v := strings.ToLower(strings.TrimSpace(sched.text))
+		switch leaf := len(kids) == 0 && !q.Parent; {
+		case leaf && (v == "fifo" || v == "fair"):
+			q.props = append(q.props, prop{"application.sort.policy", v, sched.textAt.String()})
+		case !leaf && v == "fair": // YuniKorn shares fairly between queues
+		default:
+			d.warnf(sched.textAt, "queue %s: schedulingPolicy %q is not imported: YuniKorn orders a leaf queue's applications fifo or fair (application.sort.policy) and shares fairly between queues", path, sched.text)
 		}
 	}
 	fairChildren(kids, q, path, d)
+}
+
+// zeroMax warns about a max that allows none of a resource: YuniKorn runs
+// no pod that asks for it in the queue. A max of zeros only, which
+// YuniKorn ignores, is not written.
+func zeroMax(r res, at pos, what string, d *diags) {
+	if len(r) > 0 && !slices.ContainsFunc(slices.Collect(maps.Values(r)), func(v int64) bool { return v != 0 }) {
+		d.warnf(at, "%s allows nothing, which YuniKorn reads as no limit: not written; remove the queue's submitacl to stop submissions", what)
+		clear(r)
+	}
+	for _, k := range slices.Sorted(maps.Keys(r)) {
+		if r[k] == 0 {
+			d.warnf(at, "%s allows no %s: YuniKorn runs no pod that asks for %s in this queue; delete it from the max written if that is not meant", what, k, k)
+		}
+	}
+}
+
+// noEquivalent says why a YARN setting is not imported.
+func noEquivalent(setting string) string {
+	switch {
+	case strings.Contains(setting, "weight"):
+		return "YuniKorn has no queue weights; it shares by guaranteed resources"
+	case strings.Contains(setting, "AMShare") || strings.Contains(setting, "am-resource"):
+		return "YuniKorn does not limit application masters apart"
+	case strings.Contains(strings.ToLower(setting), "preemption"):
+		return "YuniKorn preempts to give queues their guaranteed resources, after the queue property preemption.delay"
+	case strings.Contains(setting, "user-limit"):
+		return "YuniKorn's user limits are absolute: add limits with maxresources by hand"
+	case setting == "maximum-applications":
+		return "YARN rejects submissions past it, running or pending; YuniKorn has no such limit (its maxapplications is YARN's max-parallel-apps)"
+	}
+	return "YuniKorn has no such setting"
+}
+
+// fairDefaults reads the top-level settings of a fair-scheduler.xml that
+// apply to every queue or user: queueMaxAppsDefault and
+// queueMaxResourcesDefault fill in each queue that sets none (root's
+// resources excepted: YuniKorn's root takes none), <user> and
+// userMaxAppsDefault become the root queue's user limits, and
+// defaultQueueSchedulingPolicy (fair unless set, where YuniKorn's default
+// is fifo) the root queue's application.sort.policy, which YuniKorn
+// queues inherit.
+func fairDefaults(top *element, root *Queue, d *diags) {
+	sortPolicy := prop{"application.sort.policy", "fair", "the Fair Scheduler's default schedulingPolicy (YuniKorn's default is fifo)"}
+	for _, e := range top.kids {
+		switch e.name {
+		case "queue", "pool", "queuePlacementPolicy":
+		case "user":
+			name, _ := e.attr("name")
+			for _, f := range e.kids {
+				if f.name == "maxRunningApps" {
+					addUser(root, name, fmt.Sprintf("user %s: maxRunningApps", name), f.text, f.textAt, d)
+				}
+			}
+		case "userMaxAppsDefault":
+			addUser(root, "*", "userMaxAppsDefault", e.text, e.textAt, d)
+		case "queueMaxAppsDefault":
+			c := readCount(e.text, e.textAt, e.name, d)
+			c.from = "queueMaxAppsDefault (" + e.textAt.String() + ")"
+			each(root, policy.RootQueue, func(q *Queue, _ string) {
+				if q.maxApps.at.file == "" {
+					q.maxApps = c
+				}
+			})
+		case "queueMaxResourcesDefault":
+			if r, ok := fairResources(e.text, e.textAt, e.name, d); ok {
+				zeroMax(r, e.textAt, e.name, d)
+				each(root, policy.RootQueue, func(q *Queue, path string) {
+					if q.max.q == nil && path != policy.RootQueue {
+						q.max = resources{maps.Clone(r), e.textAt, fmt.Sprintf("%s (%s)", e.name, e.textAt)}
+					}
+				})
+			}
+		case "defaultQueueSchedulingPolicy", "defaultQueueSchedulingMode":
+			switch v := strings.ToLower(strings.TrimSpace(e.text)); v {
+			case "fifo":
+				d.errorf(e.textAt, "%s cannot be fifo (YARN fails to load it)", e.name)
+			case "fair":
+				sortPolicy.from = e.textAt.String()
+			default:
+				d.warnf(e.textAt, "%s %q is not imported: YuniKorn orders applications fifo or fair (application.sort.policy); fair is written", e.name, e.text)
+			}
+		default:
+			d.warnf(e.at, "<%s> is not imported: %s", e.name, noEquivalent(e.name))
+		}
+	}
+	root.props = append([]prop{sortPolicy}, root.props...)
 }
 
 func fairACL(f *element, prev *Setting, path string, d *diags) *Setting {
@@ -210,11 +341,10 @@ func fairACL(f *element, prev *Setting, path string, d *diags) *Setting {
 
 // Capacity Scheduler property names.
 const (
-	csPrefix     = "yarn.scheduler.capacity."
-	csQueues     = ".queues"
-	csSubmitACL  = ".acl_submit_applications"
-	csAdminACL   = ".acl_administer_queue"
-	csReservePfx = ".acl_" // acl_administer_reservations, acl_list_reservations, acl_submit_reservations
+	csPrefix    = "yarn.scheduler.capacity."
+	csQueues    = ".queues"
+	csSubmitACL = ".acl_submit_applications"
+	csAdminACL  = ".acl_administer_queue"
 )
 
 // capacityScheduler reads a capacity-scheduler.xml: the hierarchy from
@@ -237,23 +367,22 @@ func capacityScheduler(src Source, d *diags) (*Queue, pos, *properties) {
 		q := &Queue{Name: name}
 		q.Submit = capacityACL(props.get(csPrefix+yarnPath+csSubmitACL), path, "acl_submit_applications", d)
 		q.Admin = capacityACL(props.get(csPrefix+yarnPath+csAdminACL), path, "acl_administer_queue", d)
-		list := props.get(csPrefix + yarnPath + csQueues)
-		if list == nil {
-			return q
+		if list := props.get(csPrefix + yarnPath + csQueues); list != nil {
+			seen := map[string]bool{}
+			list.items(func(child string, at pos) {
+				childPath, ok := queueName(child, path, at, d)
+				if !ok {
+					return
+				}
+				if seen[childPath] {
+					d.errorf(at, "queue %s is listed twice in %s (usher queue names are not case sensitive)", childPath, list.name)
+					return
+				}
+				seen[childPath] = true
+				q.Children = append(q.Children, build(child, yarnPath+"."+child, childPath))
+			})
 		}
-		seen := map[string]bool{}
-		list.items(func(child string, at pos) {
-			childPath, ok := queueName(child, path, at, d)
-			if !ok {
-				return
-			}
-			if seen[childPath] {
-				d.errorf(at, "queue %s is listed twice in %s (usher queue names are not case sensitive)", childPath, list.name)
-				return
-			}
-			seen[childPath] = true
-			q.Children = append(q.Children, build(child, yarnPath+"."+child, childPath))
-		})
+		capacityLimits(props, yarnPath, path, q, d)
 		return q
 	}
 	root := build(policy.RootQueue, "root", policy.RootQueue)
@@ -262,22 +391,106 @@ func capacityScheduler(src Source, d *diags) (*Queue, pos, *properties) {
 		if !ok {
 			continue
 		}
-		i := strings.LastIndex(rest, csReservePfx)
-		if i < 0 || !strings.HasPrefix(rest, "root") {
-			continue
+		path, key := "", ""
+		for i := len(rest); i > 0; i = strings.LastIndexByte(rest[:i], '.') {
+			if i < len(rest) && known[rest[:i]] {
+				path, key = rest[:i], rest[i+1:]
+				break
+			}
 		}
-		path, key := rest[:i], rest[i+1:]
+		last := key[strings.LastIndexByte(key, '.')+1:]
 		switch {
-		case !known[path]:
+		case path == "":
+			capacityGlobal(p, rest, root, d)
+		case strings.Contains(key, ".") && (csRead[last] || strings.HasPrefix(last, "acl_")) && !strings.HasPrefix(key, "accessible-node-labels.") && !strings.HasPrefix(key, "leaf-queue-template."):
+			path = rest[:len(rest)-len(last)-1]
 			d.warnf(p.at, "%s is ignored: queue %s is not in the hierarchy (no %s%s lists it)", p.name, path, csPrefix, parentOf(path)+csQueues)
-		case key == "acl_submit_applications" || key == "acl_administer_queue":
+		case csRead[key]:
+		case key == "state":
+			if !strings.EqualFold(strings.TrimSpace(p.value), "RUNNING") {
+				d.warnf(p.valueAt, "%s %q is not imported: YuniKorn queues cannot be stopped; remove the queue's submitacl to stop submissions", p.name, p.value)
+			}
 		case strings.HasSuffix(key, "_reservations"):
 			d.warnf(p.at, "%s is not imported: usher has no reservations", p.name)
-		default:
+		case strings.HasPrefix(key, "acl_"):
 			d.warnf(p.at, "%s is not imported: the Capacity Scheduler's queue ACLs are acl_submit_applications and acl_administer_queue", p.name)
+		default:
+			d.warnf(p.at, "%s is not imported: %s", p.name, noEquivalent(key))
 		}
 	}
 	return root, rootQueues.at, props
+}
+
+// csRead are the queue properties capacityScheduler reads.
+var csRead = map[string]bool{"queues": true, "acl_submit_applications": true, "acl_administer_queue": true, "capacity": true, "maximum-capacity": true,
+	"max-parallel-apps": true, "ordering-policy": true, "disable_preemption": true, "auto-create-child-queue.enabled": true}
+
+// capacityLimits reads a Capacity Scheduler queue's limits: absolute
+// capacity and maximum-capacity become resources, max-parallel-apps
+// maxapplications, a leaf's ordering-policy fifo or fair the property
+// application.sort.policy and disable_preemption the property
+// preemption.policy.
+func capacityLimits(props *properties, yarnPath, path string, q *Queue, d *diags) {
+	get := func(key string) *property { return props.get(csPrefix + yarnPath + "." + key) }
+	for _, t := range []struct {
+		key string
+		r   *resources
+	}{{"capacity", &q.guaranteed}, {"maximum-capacity", &q.max}} {
+		p := get(t.key)
+		if p == nil {
+			continue
+		}
+		r, ok := capacityResources(p, path, t.key, d)
+		switch {
+		case ok && path == policy.RootQueue:
+			d.warnf(p.valueAt, "queue root: %s is not imported: YuniKorn's root queue takes no resources (its max is the cluster's)", t.key)
+		case ok:
+			if t.key == "capacity" {
+				maps.DeleteFunc(r, func(_ string, v int64) bool { return v == 0 })
+			} else {
+				zeroMax(r, p.valueAt, "queue "+path+": maximum-capacity", d)
+			}
+			*t.r = resources{r, p.valueAt, fmt.Sprintf("%s (%s)", t.key, p.valueAt)}
+		}
+	}
+	if p := get("max-parallel-apps"); p != nil {
+		q.maxApps = readCount(p.value, p.valueAt, fmt.Sprintf("queue %s: max-parallel-apps", path), d)
+	}
+	if p := get("ordering-policy"); p != nil {
+		v := strings.TrimSpace(p.value)
+		if len(q.Children) == 0 && (v == "fifo" || v == "fair") {
+			q.props = append(q.props, prop{"application.sort.policy", v, p.valueAt.String()})
+		} else if len(q.Children) == 0 || v != "utilization" { // YuniKorn orders child queues by use
+			d.warnf(p.valueAt, "queue %s: ordering-policy %q is not imported: YuniKorn orders a leaf queue's applications fifo or fair (application.sort.policy) and shares fairly between queues", path, p.value)
+		}
+	}
+	if p := get("disable_preemption"); p != nil && strings.EqualFold(strings.TrimSpace(p.value), "true") {
+		q.props = append(q.props, prop{"preemption.policy", "disabled", p.valueAt.String()})
+	}
+}
+
+// capacityGlobal reads a Capacity Scheduler setting outside the queues:
+// max-parallel-apps fills in each queue's maxapplications,
+// user.max-parallel-apps and user.NAME.max-parallel-apps become the root
+// queue's user limits; the defaults of limits usher does not import are
+// warned about, and the scheduler's other settings are not queue limits.
+func capacityGlobal(p *property, key string, root *Queue, d *diags) {
+	switch {
+	case key == "max-parallel-apps":
+		c := readCount(p.value, p.valueAt, p.name, d)
+		c.from = p.name + " (" + p.valueAt.String() + ")"
+		each(root, policy.RootQueue, func(q *Queue, _ string) {
+			if q.maxApps.at.file == "" {
+				q.maxApps = c
+			}
+		})
+	case key == "user.max-parallel-apps":
+		addUser(root, "*", p.name, p.value, p.valueAt, d)
+	case strings.HasPrefix(key, "user.") && strings.HasSuffix(key, ".max-parallel-apps"):
+		addUser(root, key[len("user."):len(key)-len(".max-parallel-apps")], p.name, p.value, p.valueAt, d)
+	case key == "maximum-applications", key == "maximum-am-resource-percent", key == "user-limit-factor", key == "minimum-user-limit-percent":
+		d.warnf(p.at, "%s is not imported: %s", p.name, noEquivalent(key))
+	}
 }
 
 func parentOf(path string) string {

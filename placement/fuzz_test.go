@@ -6,6 +6,7 @@ import (
 
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/placement"
+	"github.com/usherhq/usher/policy"
 )
 
 // FuzzPlace runs every rule type on arbitrary users, groups, queues and
@@ -52,7 +53,7 @@ func FuzzPlace(f *testing.F) {
 			t.Fatalf("placed in %q with %+v", b.Queue, b.Decision)
 		}
 		for _, part := range strings.Split(b.Queue, ".") {
-			if !placement.ValidQueueName(part) {
+			if !policy.ValidQueueName(part) {
 				t.Fatalf("placed in %q: %q is not a valid name", b.Queue, part)
 			}
 		}

@@ -354,7 +354,7 @@ func (r *rule) place(cp *policy.CompiledPartition, req *Request, st *Step) (stri
 		// created, and a name that cannot be a queue is passed over.
 		for _, g := range groups[1:] {
 			g = strings.ReplaceAll(g, ".", DotReplacement)
-			if ValidQueueName(g) && cp.Has(parent+"."+g) {
+			if policy.ValidQueueName(g) && cp.Has(parent+"."+g) {
 				return parent + "." + g, nil
 			}
 		}
@@ -366,7 +366,7 @@ func (r *rule) place(cp *policy.CompiledPartition, req *Request, st *Step) (stri
 		// is not a full path; a fixed value keeps its dots.
 		if r.kind != Fixed {
 			child = strings.ReplaceAll(child, ".", DotReplacement)
-			if !ValidQueueName(child) {
+			if !policy.ValidQueueName(child) {
 				return "", fmt.Errorf("%s rule: %q is not a valid queue name (1 to 64 of a-z 0-9 _ : # / @ - after each '.' became %s)", r.kind, child, DotReplacement)
 			}
 		}
@@ -379,7 +379,7 @@ func (r *rule) place(cp *policy.CompiledPartition, req *Request, st *Step) (stri
 		// A full path from the application: each part must be valid.
 		for rest := child; ; {
 			part, tail, more := strings.Cut(rest, ".")
-			if !ValidQueueName(part) {
+			if !policy.ValidQueueName(part) {
 				return "", fmt.Errorf("%s rule: queue %q: %q is not a valid queue name (1 to 64 of a-z 0-9 _ : # / @ -)", r.kind, child, part)
 			}
 			if !more {

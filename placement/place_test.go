@@ -343,11 +343,3 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
-
-func TestValidQueueName(t *testing.T) {
-	for _, s := range []string{"", "a", "a.b", "a b", "é", "john_dot_doe@example_dot_com", "system:serviceaccount:a:b", "#/@-_", strings.Repeat("x", 64), strings.Repeat("x", 65), "a\x00", "A-Z"} {
-		if got, want := placement.ValidQueueName(s), placement.QueueNamePattern.MatchString(s); got != want {
-			t.Errorf("ValidQueueName(%q) = %v, the pattern says %v", s, got, want)
-		}
-	}
-}

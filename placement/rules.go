@@ -33,6 +33,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/usherhq/usher/policy"
 )
 
 // Kind is a rule type.
@@ -71,8 +73,6 @@ const (
 
 // Patterns of YuniKorn's configuration validator.
 var (
-	// QueueNamePattern is what a queue name built by a rule must match.
-	QueueNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_:#/@-]{1,64}$`)
 	// UserPattern is what a user entry of a filter must match.
 	UserPattern = regexp.MustCompile(`^[_a-zA-Z][a-zA-Z0-9:#/_.@-]*[$]?$`)
 	// GroupPattern is what a group entry of a filter must match.
@@ -83,23 +83,6 @@ var (
 	// ruleNamePattern is what a rule name must look like.
 	ruleNamePattern = regexp.MustCompile(`^[_a-zA-Z][a-zA-Z0-9_]*$`)
 )
-
-// ValidQueueName reports whether s matches QueueNamePattern, without the
-// cost of a regular expression.
-func ValidQueueName(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '_', c == ':', c == '#', c == '/', c == '@', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
 
 // Spec is a placement rule as configured (YuniKorn's PlacementRule).
 type Spec struct {
@@ -285,7 +268,7 @@ func (c *compiler) compile(s *Spec, depth int) *rule {
 			break
 		}
 		for _, part := range strings.Split(r.value, ".") {
-			if !ValidQueueName(part) {
+			if !policy.ValidQueueName(part) {
 				c.add(depth, "value", -1, false, "fixed queue %q: %q is not a valid queue name (1 to 64 of a-z 0-9 _ : # / @ -)", s.Value, part)
 				break
 			}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/usherhq/usher/acl"
-	"github.com/usherhq/usher/internal/benchcpu"
+	"github.com/usherhq/usher/hack/benchcpu"
 	"github.com/usherhq/usher/policy"
 )
 
@@ -45,10 +45,10 @@ func deepTree(depth int, perLevel bool) (*policy.Snapshot, string) {
 	return s, path
 }
 
-// BenchmarkSubmitCheck compares a decision at depth 1, 10 and 20, the
-// way the engine decides for a user whose groups are cached (a Principal
-// compiled once): nothing is inherited by copy, so the cost must not grow
-// with depth or with the entries on the way.
+// BenchmarkSubmitCheck compares a decision at depth 1, 10 and 20 for a
+// user in 64 groups, the way the engine decides: the chain is walked
+// from the queue to root, so the cost grows with depth and with the
+// entries passed over.
 //
 //	go test -run '^$' -bench SubmitCheck -benchmem -count 6 ./policy/
 func BenchmarkSubmitCheck(b *testing.B) {
@@ -56,16 +56,15 @@ func BenchmarkSubmitCheck(b *testing.B) {
 	for _, c := range submitCases {
 		s, path := deepTree(c.depth, c.perLevel)
 		p, _ := s.Partition("default")
-		pr := p.Principal(sub)
 		ref, _ := p.Lookup(path)
 		b.Run(c.name(), func(b *testing.B) {
-			if d, _ := p.DecideAs(path, pr, policy.Submit); !d.Allowed || d.By.Queue != "root" {
+			if d, _ := p.Decide(path, sub, policy.Submit); !d.Allowed || d.By.Queue != "root" {
 				b.Fatalf("wrong decision %+v", d)
 			}
 			b.ReportAllocs()
 			m, n := benchcpu.Start(), 0
 			for b.Loop() {
-				d, _ := p.DecideAs(path, pr, policy.Submit)
+				d, _ := p.Decide(path, sub, policy.Submit)
 				sinkAllowed = d.Allowed
 				n++
 			}
@@ -75,19 +74,7 @@ func BenchmarkSubmitCheck(b *testing.B) {
 			b.ReportAllocs()
 			m, n := benchcpu.Start(), 0
 			for b.Loop() {
-				sinkAllowed = ref.DecideAs(pr, policy.Submit).Allowed
-				n++
-			}
-			m.Stop(b, n)
-		})
-		b.Run(c.name()+"/looked-up/into", func(b *testing.B) {
-			// As the engine decides: into the Decision of its Result.
-			var d policy.Decision
-			b.ReportAllocs()
-			m, n := benchcpu.Start(), 0
-			for b.Loop() {
-				ref.DecideInto(&d, pr, policy.Submit)
-				sinkAllowed = d.Allowed
+				sinkAllowed = ref.Decide(sub, policy.Submit).Allowed
 				n++
 			}
 			m.Stop(b, n)
@@ -95,21 +82,47 @@ func BenchmarkSubmitCheck(b *testing.B) {
 	}
 }
 
-// BenchmarkSubmitCheckSubject is the decision for a bare acl.Subject
-// (no Principal: placement and application checks), which walks the
-// queue's chain: it grows with depth.
-func BenchmarkSubmitCheckSubject(b *testing.B) {
-	sub := acl.NewSubject("carol", groups(64))
-	for _, c := range submitCases {
+// BenchmarkSubmitCheckFirst is a user's first decision: the user's
+// Subject (64 groups) made, then the queue (looked up) decided.
+//
+//	go test -run '^$' -bench SubmitCheckFirst -benchmem -count 6 ./policy/
+func BenchmarkSubmitCheckFirst(b *testing.B) {
+	gs := groups(64)
+	for _, c := range submitCases[:3] {
 		s, path := deepTree(c.depth, c.perLevel)
 		p, _ := s.Partition("default")
+		ref, _ := p.Lookup(path)
 		b.Run(c.name(), func(b *testing.B) {
 			b.ReportAllocs()
+			m, n := benchcpu.Start(), 0
 			for b.Loop() {
-				d, _ := p.Decide(path, sub, policy.Submit)
-				sinkAllowed = d.Allowed
+				sinkAllowed = ref.Decide(acl.NewSubject("carol", gs), policy.Submit).Allowed
+				n++
 			}
+			m.Stop(b, n)
 		})
+	}
+}
+
+// BenchmarkAccess10kQueues is what a user in 64 groups may do on each
+// queue of the configuration of BenchmarkCompile10kQueues (GET
+// /v1/access/queues, usher access): every queue decided twice.
+func BenchmarkAccess10kQueues(b *testing.B) {
+	s, err := policy.Compile(generate(10000, 100000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, _ := s.Partition("default")
+	gs := groups(64)
+	for i := range 8 {
+		gs[i] = fmt.Sprintf("group%d-%d", i*7%500, i%5)
+	}
+	sub := acl.NewSubject("user77-1", gs)
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(p.Access(sub)) != 10000 {
+			b.Fatal("queues missing")
+		}
 	}
 }
 
@@ -160,24 +173,9 @@ func generate(queues, entries int) []policy.Partition {
 }
 
 // BenchmarkCompile10kQueues compiles 10,000 queues holding 100,000 ACL
-// entries (the YAML side is measured in package config).
+// entries (the YAML side is measured in package config), and reports the
+// heap the compiled snapshot keeps (live-MB, after a collection).
 func BenchmarkCompile10kQueues(b *testing.B) {
-	parts := generate(10000, 100000)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := policy.Compile(parts); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-var sinkAllowed bool
-
-// BenchmarkPrepare10kQueues indexes the entries of the configuration of
-// BenchmarkCompile10kQueues by name (what Principal compiles with; the
-// engine does it when it swaps a generation in), and reports the heap the
-// compiled snapshot and its index keep (live-MB, after a collection).
-func BenchmarkPrepare10kQueues(b *testing.B) {
 	parts := generate(10000, 100000)
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -186,49 +184,16 @@ func BenchmarkPrepare10kQueues(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, _ := s.Partition("default")
-	p.Prepare()
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	runtime.KeepAlive(s)
 	b.ReportAllocs()
 	for b.Loop() {
-		s, _ := policy.Compile(parts)
-		p, _ := s.Partition("default")
-		p.Prepare()
+		if _, err := policy.Compile(parts); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "live-MB")
 }
 
-// BenchmarkPrincipal10kQueues compiles a user in 64 groups against the
-// configuration of BenchmarkCompile10kQueues, once per user and
-// generation in usher serve, and reports the Principal's size.
-func BenchmarkPrincipal10kQueues(b *testing.B) {
-	s, err := policy.Compile(generate(10000, 100000))
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, _ := s.Partition("default")
-	p.Prepare()
-	for _, named := range []int{1, 8, 64} {
-		// named of the 64 groups appear in the configuration (each on
-		// about 20 queues), the others nowhere.
-		gs := groups(64)
-		for i := range named {
-			gs[i] = fmt.Sprintf("group%d-%d", i*7%500, i%5)
-		}
-		sub := acl.NewSubject("user77-1", gs)
-		b.Run(fmt.Sprintf("named=%d", named), func(b *testing.B) {
-			var m0, m1 runtime.MemStats
-			runtime.ReadMemStats(&m0)
-			pr := p.Principal(sub)
-			runtime.ReadMemStats(&m1)
-			b.ReportAllocs()
-			for b.Loop() {
-				pr = p.Principal(sub)
-			}
-			b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc), "principal-B")
-			runtime.KeepAlive(pr)
-		})
-	}
-}
+var sinkAllowed bool

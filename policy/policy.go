@@ -13,10 +13,8 @@
 //   - A queue with no ACL set grants nothing by itself. There are no deny
 //     entries; the zero Decision denies.
 //   - Nothing a queue inherits is copied: compiling costs the queues and
-//     their own entries. A subject compiled once per configuration (a
-//     Principal) is decided with one binary search at any depth and
-//     whatever the queue inherits, without allocating; a bare acl.Subject
-//     is decided by walking the queue's chain, with the same answer.
+//     their own entries, and a decision walks the queue's chain, without
+//     allocating.
 //
 // A Snapshot is immutable and safe for concurrent use; a new configuration
 // is a new Snapshot.

@@ -2,18 +2,29 @@ package policy
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/usherhq/usher/acl"
 )
 
-// QueueNamePattern is what a queue name may look like: YuniKorn's
-// QueueNameRegExp (pkg/common/configs), which lets the names placement
-// rules build from users and tags (user@domain, system:serviceaccount:…)
-// be configured too.
-var QueueNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_:#/@-]{1,64}$`)
+// ValidQueueName is the one rule of what a queue name may look like:
+// YuniKorn's QueueNameRegExp (pkg/common/configs), ^[a-zA-Z0-9_:#/@-]{1,64}$,
+// which lets the names placement rules build from users and tags
+// (user@domain, system:serviceaccount:…) be configured too.
+func ValidQueueName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '_', c == ':', c == '#', c == '/', c == '@', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // Snapshot is a compiled configuration: every partition with every queue's
 // inherited ACL sets. It is immutable and safe for concurrent use.
@@ -30,37 +41,16 @@ type CompiledPartition struct {
 	order        []*compiledQueue // depth first, children in configured order
 	defaultQueue string
 	clusterAdmin *acl.ACL
-	// id tells the partitions of every snapshot apart, so that a
-	// Principal compiled against one is never read against another. It is
-	// an allocation of its own: a Principal holding it keeps nothing of
-	// the snapshot alive.
-	id *partitionID
-	// ix indexes every ACL entry by name, built once on first use (or by
-	// Prepare): what Principal compiles a subject with.
-	ixOnce sync.Once
-	ix     *index
 }
 
-// compiledQueue is a queue with what its place in the tree says about its
-// inherited ACLs. Nothing is copied from the ancestors: a decision for a
-// Principal reads the queue's pre-order position, a decision for a bare
-// acl.Subject walks the chain.
+// compiledQueue is a queue with its place in the tree. Nothing is copied
+// from the ancestors: a decision walks the chain.
 type compiledQueue struct {
 	path   string
 	depth  int
 	leaf   bool
 	spec   *Queue
 	parent *compiledQueue
-	// pos is the queue's index in depth-first order and end one past its
-	// last descendant's: the queue's subtree is [pos, end).
-	pos, end int32
-	// nSubmit counts the ACLs set (submit and admin) on the path from root
-	// to the queue, nAdmin the admin ACLs set: what numbers the ACLs of a
-	// chain in check order (Match.List).
-	nSubmit, nAdmin int32
-	// wildSubmit and wildAdmin are the wildcard ACLs nearest in check
-	// order in the queue's submit and admin chains, if any.
-	wildSubmit, wildAdmin aclRef
 	// grants is set when an ACL of the queue or an ancestor names anyone
 	// (the partition admin ACL aside).
 	grants bool
@@ -86,24 +76,6 @@ func (r aclRef) name() ACLName {
 	}
 	return SubmitACL
 }
-
-// list returns the index of r in the check order of q's chain for action:
-// the ACLs set on the queues below r's, then r's submit ACL before its
-// admin ACL.
-func (r aclRef) list(q *compiledQueue, action Action) int {
-	if action == Admin {
-		return int(q.nAdmin - r.q.nAdmin)
-	}
-	n := int(q.nSubmit - r.q.nSubmit)
-	if r.admin && r.q.spec.SubmitACL != nil {
-		n++
-	}
-	return n
-}
-
-// partitionID is the identity of one compiled partition; not empty, so
-// that every one is a distinct allocation.
-type partitionID struct{ _ byte }
 
 // Compile checks the structure of the partitions (names, a root named
 // root, unique siblings and partitions) and compiles them into a Snapshot.
@@ -138,7 +110,7 @@ func compilePartition(name string, p *Partition) (*CompiledPartition, error) {
 	if !strings.EqualFold(p.Root.Name, RootQueue) {
 		return nil, fmt.Errorf("partition %s: the top queue is %q: it must be named root", name, p.Root.Name)
 	}
-	cp := &CompiledPartition{name: name, queues: make(map[string]*compiledQueue), clusterAdmin: p.AdminACL, id: new(partitionID)}
+	cp := &CompiledPartition{name: name, queues: make(map[string]*compiledQueue), clusterAdmin: p.AdminACL}
 	if err := cp.add(p.Root, nil); err != nil {
 		return nil, fmt.Errorf("partition %s: %w", name, err)
 	}
@@ -158,7 +130,7 @@ func compilePartition(name string, p *Partition) (*CompiledPartition, error) {
 
 func (cp *CompiledPartition) add(q *Queue, parent *compiledQueue) error {
 	name := strings.ToLower(q.Name)
-	if !QueueNamePattern.MatchString(q.Name) {
+	if !ValidQueueName(q.Name) {
 		return fmt.Errorf("queue %q: invalid name: use 1 to 64 letters, digits, '_', ':', '#', '/', '@' or '-'", q.Name)
 	}
 	path, depth := name, 0
@@ -168,9 +140,8 @@ func (cp *CompiledPartition) add(q *Queue, parent *compiledQueue) error {
 	if _, dup := cp.queues[path]; dup {
 		return fmt.Errorf("queue %s: defined twice (names are not case sensitive)", path)
 	}
-	cq := &compiledQueue{path: path, depth: depth, leaf: len(q.Children) == 0 && !q.Parent, spec: q, parent: parent,
-		pos: int32(len(cp.order))}
-	cq.inherit()
+	cq := &compiledQueue{path: path, depth: depth, leaf: len(q.Children) == 0 && !q.Parent, spec: q, parent: parent}
+	cq.grants = parent != nil && parent.grants || q.SubmitACL != nil && !q.SubmitACL.Empty() || q.AdminACL != nil && !q.AdminACL.Empty()
 	cp.queues[path] = cq
 	cp.order = append(cp.order, cq)
 	for _, c := range q.Children {
@@ -178,36 +149,7 @@ func (cp *CompiledPartition) add(q *Queue, parent *compiledQueue) error {
 			return err
 		}
 	}
-	cq.end = int32(len(cp.order))
 	return nil
-}
-
-// inherit works out what the queue's chain holds from its parent's, in
-// constant time: nothing of the ancestors' ACLs is copied, so compiling
-// costs the queues and their own entries, whatever is inherited.
-func (cq *compiledQueue) inherit() {
-	s, a := cq.spec.SubmitACL, cq.spec.AdminACL
-	if p := cq.parent; p != nil {
-		cq.nSubmit, cq.nAdmin, cq.wildSubmit, cq.wildAdmin, cq.grants = p.nSubmit, p.nAdmin, p.wildSubmit, p.wildAdmin, p.grants
-	}
-	if s != nil {
-		cq.nSubmit++
-		cq.grants = cq.grants || !s.Empty()
-	}
-	if a != nil {
-		cq.nSubmit++
-		cq.nAdmin++
-		cq.grants = cq.grants || !a.Empty()
-	}
-	switch {
-	case s != nil && s.All():
-		cq.wildSubmit = aclRef{cq, false}
-	case a != nil && a.All():
-		cq.wildSubmit = aclRef{cq, true}
-	}
-	if a != nil && a.All() {
-		cq.wildAdmin = aclRef{cq, true}
-	}
 }
 
 // Partitions returns the partition names in configured order.
@@ -315,8 +257,8 @@ func (p *CompiledPartition) lookup(queue string) (*compiledQueue, error) {
 }
 
 // Decide answers whether sub may perform action on queue ("" is the
-// partition's default queue). It costs the same at every depth and does
-// not allocate. The error is non-nil only for an unknown queue.
+// partition's default queue). It does not allocate. The error is non-nil
+// only for an unknown queue.
 func (p *CompiledPartition) Decide(queue string, sub *acl.Subject, action Action) (Decision, error) {
 	r, err := p.Lookup(queue)
 	if err != nil {
@@ -327,18 +269,8 @@ func (p *CompiledPartition) Decide(queue string, sub *acl.Subject, action Action
 
 // Decide answers whether sub may perform action on the queue; see
 // CompiledPartition.Decide. It walks the queue's chain, checking each ACL
-// in order, unless sub carries a Principal compiled against this
-// partition (see Principal.Attach): then it answers as DecideAs does, at
-// the same cost at any depth.
+// in order: the cost grows with the depth and the entries passed over.
 func (r QueueRef) Decide(sub *acl.Subject, action Action) Decision {
-	if pr := r.p.attached(sub); pr != nil {
-		return r.DecideAs(pr, action)
-	}
-	return r.walk(sub, action)
-}
-
-// walk decides by checking each ACL of the queue's chain in order.
-func (r QueueRef) walk(sub *acl.Subject, action Action) Decision {
 	q := r.q
 	d := Decision{Partition: r.p.name, Queue: q.path, Action: action, User: sub.User()}
 	list := 0
@@ -433,17 +365,10 @@ type QueueAccess struct {
 // Access lists every queue of the partition, depth first, with what sub
 // may do there (YARN's mapred queue -showacls).
 func (p *CompiledPartition) Access(sub *acl.Subject) []QueueAccess {
-	out := make([]QueueAccess, 0, len(p.order))
-	pr := p.attached(sub)
-	if pr == nil {
-		pr = p.Principal(sub)
-	}
-	for _, q := range p.order {
+	out := make([]QueueAccess, len(p.order))
+	for i, q := range p.order {
 		r := QueueRef{p, q}
-		out = append(out, QueueAccess{Queue: q.path, Depth: q.depth, Leaf: q.leaf})
-		qa := &out[len(out)-1]
-		r.DecideInto(&qa.Submit, pr, Submit)
-		r.DecideInto(&qa.Admin, pr, Admin)
+		out[i] = QueueAccess{Queue: q.path, Depth: q.depth, Leaf: q.leaf, Submit: r.Decide(sub, Submit), Admin: r.Decide(sub, Admin)}
 	}
 	return out
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/answer"
 	"github.com/usherhq/usher/application"
 	"github.com/usherhq/usher/auth"
 	"github.com/usherhq/usher/decision"
@@ -22,19 +23,16 @@ import (
 	"github.com/usherhq/usher/internal/clip"
 	"github.com/usherhq/usher/internal/httperr"
 	"github.com/usherhq/usher/policy"
+	"github.com/usherhq/usher/serving"
 )
 
 // The wire types of POST /v1/access live in package decision, which the
-// kubectl plugin shares without linking the server.
+// kubectl plugin shares without linking the server: the answer is the
+// object the command asking the same question prints with -o json.
 type (
-	AccessRequest       = decision.AccessRequest
-	AccessApplication   = decision.AccessApplication
-	AccessRequirement   = decision.AccessRequirement
-	AccessResponse      = decision.AccessResponse
-	AccessPlacement     = decision.AccessPlacement
-	AccessPlacementStep = decision.AccessPlacementStep
-	AccessGroup         = decision.Group
-	DecidedBy           = decision.DecidedBy
+	AccessRequest     = decision.AccessRequest
+	AccessApplication = decision.AccessApplication
+	AccessResponse    = decision.Output
 )
 
 // writeJSON answers with an encoded success body; errors go through
@@ -139,29 +137,30 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
+	g := s.serving.Current()
 	ereq := engine.Request{Partition: req.Partition, Queue: req.Queue, User: req.User, Groups: req.Groups, Action: action}
 	var (
 		res   engine.Result
 		steps []policy.Step
 	)
 	if req.Explain {
-		res, steps, err = s.engine.Explain(r.Context(), ereq)
+		res, steps, err = g.Explain(r.Context(), ereq)
 	} else {
-		res, err = s.engine.Check(r.Context(), ereq)
+		res, err = g.Check(r.Context(), ereq)
 	}
 	if err != nil {
-		s.decisionError(w, r, caller, &req, action.String(), err)
+		s.decisionError(w, r, g, caller, &req, action.String(), err)
 		return
 	}
 	s.countDecision(action.String(), res.Allowed, start)
 	s.audit("access", "user", res.User, "groups", res.Identity.Groups, "partition", res.Partition, "queue", res.Queue,
 		"action", action.String(), "allowed", res.Allowed, "reason", res.Reason(), "caller", caller.Name, "requestID", requestID(r),
 		"lookup", res.Identity.Lookup.String())
-	out := toResponse(res)
+	command := "check"
 	if req.Explain {
-		out.Trail = &decision.Trail{ACLs: decision.ACLSteps(steps)}
+		command = "explain"
 	}
-	writeJSON(w, http.StatusOK, out)
+	s.answer(w, answer.Decided(command, res, steps, req.Explain))
 }
 
 // countDecision counts a decision the API made, by action and outcome,
@@ -180,7 +179,7 @@ func (s *Server) countDecision(action string, allowed bool, start time.Time) {
 // resolver's error names directory internals (DNs, base DNs, server
 // addresses, filters): it goes to the log under the request id, and the
 // caller only learns that the group lookup failed.
-func (s *Server) decisionError(w http.ResponseWriter, r *http.Request, caller auth.User, req *AccessRequest, action string, err error) {
+func (s *Server) decisionError(w http.ResponseWriter, r *http.Request, g *serving.State, caller auth.User, req *AccessRequest, action string, err error) {
 	s.metrics.decisions.WithLabelValues(action, "error").Inc()
 	s.audit("access", "user", req.User, "queue", req.Queue, "action", action, "allowed", false, "error", err.Error(), "caller", caller.Name, "requestID", requestID(r))
 	var gerr *engine.GroupsError
@@ -193,7 +192,7 @@ func (s *Server) decisionError(w http.ResponseWriter, r *http.Request, caller au
 	// the queue YuniKorn's placement would give the marker: the caller is
 	// authenticated, and the queue tree is no secret from it.
 	msg := err.Error()
-	if hint := s.engine.Config().Suggest(req.Partition, req.Queue, err); hint != "" {
+	if hint := g.Config().Suggest(req.Partition, req.Queue, err); hint != "" {
 		msg += ". " + hint
 	}
 	s.refuse(w, r, http.StatusBadRequest, msg)
@@ -227,24 +226,18 @@ func (s *Server) serveApplication(w http.ResponseWriter, r *http.Request, req *A
 		*f.dst = &parsed
 	}
 	start := time.Now()
-	d, in, err := s.engine.DecideApplication(r.Context(), engine.AppRequest{
+	g := s.serving.Current()
+	d, in, err := g.DecideApplication(r.Context(), engine.AppRequest{
 		Partition: req.Partition, User: req.User, Groups: req.Groups, App: app, Action: action, Target: req.TargetQueue})
 	if err != nil {
-		s.decisionError(w, r, caller, req, action.String(), err)
+		s.decisionError(w, r, g, caller, req, action.String(), err)
 		return
 	}
 	s.countDecision(action.String(), d.Allowed, start)
 	s.audit("access", "user", in.User, "groups", in.Groups, "partition", d.Partition, "application", d.Application,
 		"owner", d.Owner, "queue", d.Queue, "action", action.String(), "allowed", d.Allowed, "reason", d.Reason(), "caller", caller.Name, "requestID", requestID(r),
 		"lookup", in.Lookup.String())
-	out := AccessResponse{Allowed: d.Allowed, Reason: d.Reason(), Partition: d.Partition, Queue: d.Queue,
-		Action: action.String(), User: in.User, Groups: decision.GroupsOf(in), Application: d.Application, Owner: d.Owner, TargetQueue: d.Target}
-	out.Lookup = accessLookup(in.Lookup)
-	for _, rq := range d.Requirements {
-		ar := AccessRequirement{Need: rq.Need.String(), Queue: rq.Queue, Met: rq.Met, By: decision.MetBy(rq)}
-		out.Requirements = append(out.Requirements, ar)
-	}
-	writeJSON(w, http.StatusOK, out)
+	s.answer(w, answer.AppDecided(d, in, req.Explain))
 }
 
 // servePlace answers a placement question: where the partition's rules put
@@ -262,10 +255,11 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request, req *AccessR
 		}
 	}
 	start := time.Now()
-	res, err := s.engine.Place(r.Context(), engine.PlaceRequest{Partition: req.Partition, Queue: req.Queue, Tags: req.Tags,
+	g := s.serving.Current()
+	res, err := g.Place(r.Context(), engine.PlaceRequest{Partition: req.Partition, Queue: req.Queue, Tags: req.Tags,
 		User: req.User, Groups: req.Groups, Explain: req.Explain})
 	if err != nil {
-		s.decisionError(w, r, caller, req, action.String(), err)
+		s.decisionError(w, r, g, caller, req, action.String(), err)
 		return
 	}
 	s.countDecision(action.String(), res.Placed, start)
@@ -273,48 +267,21 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request, req *AccessR
 	s.audit("access", "user", res.Identity.User, "groups", res.Identity.Groups, "partition", res.Partition, "queue", res.Queue,
 		"provided", req.Queue, "queueAsked", res.Asked, "rule", res.RuleName(), "action", action.String(), "allowed", res.Placed, "reason", reason,
 		"caller", caller.Name, "requestID", requestID(r), "lookup", res.Identity.Lookup.String())
-	out := AccessResponse{Allowed: res.Placed, Reason: reason, Partition: res.Partition, Queue: res.Queue,
-		Action: action.String(), User: res.Identity.User, Groups: decision.GroupsOf(res.Identity),
-		Placement: &AccessPlacement{Placed: res.Placed, Queue: res.Queue, Create: res.Create, Asked: res.Asked, Rule: res.RuleName(), Reason: res.Reason()}}
-	out.Lookup = accessLookup(res.Identity.Lookup)
-	if res.Placed {
-		d := res.Decision
-		out.DecidedBy = &DecidedBy{Queue: d.By.Queue, ACL: string(d.By.ACL), Kind: d.By.Match.Kind.String(), Entry: d.By.Match.Name}
-	}
-	for _, st := range res.Trail {
-		if !req.Explain {
-			break
-		}
-		out.Placement.Trail = append(out.Placement.Trail, AccessPlacementStep{Rule: st.Rule + 1, Describe: res.Rules.Describe(st.Rule),
-			Outcome: st.Outcome.String(), Queue: st.Queue, Reason: st.Reason()})
-	}
+	command := "check"
 	if req.Explain {
-		out.Trail = &decision.Trail{Placement: decision.PlacementSteps(res.Rules, res.Result), ACLs: decision.ACLSteps(res.Steps)}
+		command = "explain"
+	}
+	s.answer(w, answer.Placed(command, &res, req.Explain))
+}
+
+// answer writes out. The lookup of an answer goes without the resolver's
+// "no such user" message, which names base DNs and filters (it goes to
+// usher's log only, as every resolver error does).
+func (s *Server) answer(w http.ResponseWriter, out *AccessResponse) {
+	if l := out.Identity.Lookup; l != nil && l.Outcome == string(identity.OutcomeUnknownGiven) {
+		l.Detail = ""
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// accessLookup is the lookup of an answer: without the resolver's "no such
-// user" message, which names base DNs and filters (it goes to usher's log
-// only, as every resolver error does).
-func accessLookup(l identity.Lookup) *decision.Lookup {
-	out := decision.LookupOf(l)
-	if out != nil && l.Outcome == identity.OutcomeUnknownGiven {
-		out.Detail = ""
-	}
-	return out
-}
-
-func toResponse(res engine.Result) AccessResponse {
-	out := AccessResponse{
-		Allowed: res.Allowed, Reason: res.Reason(), Partition: res.Partition, Queue: res.Queue,
-		Action: res.Action.String(), User: res.User, Groups: decision.GroupsOf(res.Identity),
-		Lookup: accessLookup(res.Identity.Lookup),
-	}
-	if res.Allowed {
-		out.DecidedBy = &DecidedBy{Queue: res.By.Queue, ACL: string(res.By.ACL), Kind: res.By.Match.Kind.String(), Entry: res.By.Match.Name}
-	}
-	return out
 }
 
 func jsonError(err error) string {
@@ -334,8 +301,7 @@ func jsonError(err error) string {
 // audit writes one audit record, unless audit is off. attrs are key,
 // value pairs; string values are cut to a bounded length (reason and error
 // texts longer than names) and string lists to a bounded count, each with
-// a visible mark, because most of them echo what the caller sent, and
-// copied out of the request.
+// a visible mark, because most of them echo what the caller sent.
 func (s *Server) audit(kind string, attrs ...any) {
 	if s.opts.NoAudit {
 		return
@@ -347,11 +313,9 @@ func (s *Server) audit(kind string, attrs ...any) {
 			if k, _ := attrs[i-1].(string); k == "reason" || k == "error" {
 				max = clip.Text
 			}
-			v = clip.String(v, max)
-			clip.Detach(nil, &v)
-			attrs[i] = v
+			attrs[i] = clip.String(v, max)
 		case []string:
-			attrs[i] = clip.Detach(clip.Strings(v, clip.Name, clip.Count))
+			attrs[i] = clip.Strings(v, clip.Name, clip.Count)
 		}
 	}
 	s.log.Info("audit", append([]any{"kind", kind}, attrs...)...)
@@ -359,32 +323,30 @@ func (s *Server) audit(kind string, attrs ...any) {
 
 // auditReview is the admission handler's audit hook. Metric labels come
 // from closed sets (an unknown kind or operation counts as "other"); the
-// record is rendered by admission.Record.AppendAttrs, the one rendering of
-// an admission audit record, or as the same JSON by Record.AppendJSON
-// (Options.AuditLog), both of which cut every string the requester chose
-// to a bounded length. With Options.AuditQueue the record is queued as it
-// is (cut and copied by Record.Clip) and rendered off the request path.
+// record's attributes are admission.Record.AppendAttrs, which cut every
+// string the requester chose to a bounded length.
 func (s *Server) auditReview(rec admission.Record) {
-	s.metrics.reviewCounter(reviewLabels{admission.MetricKind(rec.Kind), admission.MetricOperation(rec.Operation), outcomeOf(rec)}).Inc()
+	s.metrics.reviews.WithLabelValues(admission.MetricKind(rec.Kind), admission.MetricOperation(rec.Operation), outcomeOf(rec)).Inc()
 	if rec.Degraded {
 		s.metrics.degradedStamps.Inc()
 	}
-	if s.opts.NoAudit {
+	if d := rec.Denial; d != nil {
+		s.metrics.denials.WithLabelValues(string(d.Reason), fmt.Sprint(d.Warned)).Inc()
+	}
+	ctx := context.Background()
+	h := s.log.Handler()
+	if s.opts.NoAudit || !h.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
-	h := s.opts.Logger.Handler()
-	if s.auditW == nil && !h.Enabled(context.Background(), slog.LevelInfo) {
+	var arr [admission.NumAuditAttrs + 1]slog.Attr // + kind
+	as := rec.AppendAttrs(append(arr[:0], slog.String("kind", "admission")))
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, AuditMessage, 0)
+	if q, ok := h.(*queuedHandler); ok {
+		q.q.sendAttrs(q.h, r, as) // queued without a record made first
 		return
 	}
-	t := time.Now()
-	switch {
-	case s.auditQ != nil:
-		s.auditQ.sendReview(h, t, &rec)
-	case s.auditW != nil:
-		s.auditW.writeReview(t, &rec)
-	default:
-		logReview(h, t, &rec)
-	}
+	r.AddAttrs(as...)
+	_ = h.Handle(ctx, r)
 }
 
 func outcomeOf(rec admission.Record) string {
@@ -397,64 +359,3 @@ func outcomeOf(rec admission.Record) string {
 		return "allowed"
 	}
 }
-
-// authorizer implements admission.QueueAuthorizer over the engine.
-type authorizer struct {
-	e   decider
-	log *slog.Logger
-}
-
-// AuthorizeSubmit decides a submission. A failed group lookup is returned
-// without the resolver's detail, which the admission denial would show to
-// whoever created the object; the detail goes to the log.
-//
-// A placement request (YuniKorn's markers) is decided as engine.Place
-// decides it, the answer every other surface gives: on the queue the
-// partition's placement rules choose, which the decision carries; a
-// rejected placement denies with the placement's reason.
-func (a authorizer) AuthorizeSubmit(ctx context.Context, r admission.SubmitRequest) (admission.SubmitDecision, error) {
-	if r.Place {
-		res, err := a.e.Place(ctx, engine.PlaceRequest{Partition: r.Partition, Queue: r.Queue, Namespace: r.Namespace, User: r.User, Groups: r.Groups,
-			Decided: r.Decided})
-		if err = a.groupsError(r, err); err != nil {
-			return admission.SubmitDecision{}, err
-		}
-		admission.NoteLookup(ctx, res.Identity.Lookup.String())
-		d := admission.SubmitDecision{Allowed: res.Placed, Reason: res.Why(), Queue: res.Queue, Asked: res.Asked}
-		if !res.Placed && !res.Default {
-			d.Reason = "YuniKorn's placement " + d.Reason
-		}
-		return d, nil
-	}
-	res, err := a.e.Check(ctx, engine.Request{Partition: r.Partition, Queue: r.Queue, User: r.User, Groups: r.Groups, Decided: r.Decided, Action: policy.Submit})
-	if err = a.groupsError(r, err); err != nil {
-		return admission.SubmitDecision{}, err
-	}
-	admission.NoteLookup(ctx, res.Identity.Lookup.String())
-	return admission.SubmitDecision{Allowed: res.Allowed, Reason: res.Reason()}, nil
-}
-
-// Identify decides the groups an admission review stamps and checks
-// (admission.IdentityResolver), as Check identifies a user; a failed
-// group lookup is returned without the resolver's detail.
-func (a authorizer) Identify(ctx context.Context, partition, user string, groups []string) (identity.Info, error) {
-	in, err := a.e.Identify(ctx, partition, user, groups)
-	return in, a.groupsError(admission.SubmitRequest{Partition: partition, User: user}, err)
-}
-
-// groupsError returns err, a failed group lookup without the resolver's
-// detail (which goes to the log).
-func (a authorizer) groupsError(r admission.SubmitRequest, err error) error {
-	var gerr *engine.GroupsError
-	if errors.As(err, &gerr) {
-		id := newRequestID()
-		a.log.Error("group lookup failed", "requestID", id, "user", r.User, "partition", r.Partition, "err", err)
-		return fmt.Errorf("group lookup failed; usher's log has the details under request id %s", id)
-	}
-	return err
-}
-
-var (
-	_ admission.QueueAuthorizer  = authorizer{}
-	_ admission.IdentityResolver = authorizer{}
-)

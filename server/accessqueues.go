@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/usherhq/usher/answer"
 	"github.com/usherhq/usher/auth"
-	"github.com/usherhq/usher/decision"
 )
 
 // serveQueues answers "queues": true: every queue of the partition with
@@ -19,19 +19,14 @@ func (s *Server) serveQueues(w http.ResponseWriter, r *http.Request, req *Access
 		return
 	}
 	start := time.Now()
-	in, queues, err := s.engine.Access(r.Context(), req.Partition, req.User, req.Groups)
+	g := s.serving.Current()
+	res, err := g.Access(r.Context(), req.Partition, req.User, req.Groups)
 	if err != nil {
-		s.decisionError(w, r, caller, req, "queues", err)
+		s.decisionError(w, r, g, caller, req, "queues", err)
 		return
 	}
-	partition := req.Partition
-	if cp, err := s.engine.Snapshot().Partition(req.Partition); err == nil {
-		partition = cp.Name()
-	}
 	s.metrics.decisionLatency.Observe(time.Since(start).Seconds())
-	s.audit("access", "user", in.User, "groups", in.Groups, "partition", partition, "action", "queues", "allowed", true,
+	s.audit("access", "user", res.Identity.User, "groups", res.Identity.Groups, "partition", res.Partition, "action", "queues", "allowed", true,
 		"caller", caller.Name, "requestID", requestID(r))
-	out := AccessResponse{Allowed: true, Reason: decision.QueuesReason(in.User, partition),
-		Partition: partition, Action: "queues", User: in.User, Groups: decision.GroupsOf(in), Queues: decision.QueueRightsOf(queues)}
-	writeJSON(w, http.StatusOK, out)
+	s.answer(w, answer.Queues(res))
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usherhq/usher/auth/authtest"
+	"github.com/usherhq/usher/hack/authtest"
 	"github.com/usherhq/usher/server"
 )
 
@@ -34,7 +34,7 @@ func TestAccessQueues(t *testing.T) {
 	if err := dec.Decode(&res); err != nil {
 		t.Fatalf("%v\n%s", err, a.body)
 	}
-	if res.User != "carol" || res.Partition != "default" || !res.Allowed || len(res.Groups) != 1 || res.Groups[0].Name != "dev" || res.Groups[0].Source == "" {
+	if res.Identity.User != "carol" || res.Partition != "default" || !res.Allowed || len(res.Identity.Groups) != 1 || res.Identity.Groups[0].Name != "dev" || res.Identity.Groups[0].Source == "" {
 		t.Fatalf("identity: %s", a.body)
 	}
 	got := map[string][2]bool{}

@@ -2,15 +2,13 @@ package server
 
 import (
 	"context"
-	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/usherhq/usher/admission"
 )
 
 // AuditMessage is the message of every audit record the server writes.
@@ -55,58 +53,39 @@ func (h *splitHandler) WithGroup(name string) slog.Handler {
 }
 
 // auditQueue takes audit records off the request path: a handler puts a
-// record in a queue of fixed length and one goroutine formats and writes
-// the records in order. When the queue is full the record is dropped and
-// counted (usher_audit_records_dropped_total), so that a slow sink can
-// neither hold requests up nor make memory grow; so is an admission
-// record that would take the bytes queued past maxQueuedReviewBytes.
-// close writes what is queued; a record that comes after is written on
-// its caller's goroutine.
-//
-// An admission review's record travels as its JSON line when the server
-// has an audit writer (auditWriter): Record.AppendJSON renders it on the
-// request path into a pooled buffer for less than copying the record
-// would cost, and the writer's goroutine only writes it. Without one, it
-// travels as the admission.Record, cut and copied (Record.Clip: bounded,
-// sharing no memory with the review's body), and the writer's goroutine
-// hands it to the logger's handler as slog attributes.
+// record in a queue of fixed length and one goroutine hands the records,
+// in order, to their slog handler, which formats and writes them. A
+// record that finds the queue full, or that would take the bytes queued
+// past maxQueuedBytes, is dropped and counted
+// (usher_audit_records_dropped_total), so that a slow sink can neither
+// hold requests up nor make memory grow. A queued record's strings are
+// copied (detach): it keeps no request's body alive. close writes what is
+// queued; a record that comes after is written on its caller's goroutine.
 type auditQueue struct {
 	mu      sync.RWMutex // held for writing only by close
 	closed  bool
 	ch      chan queuedRecord
 	done    chan struct{}
 	dropped atomic.Uint64
-	w       *auditWriter // nil: admission records go to their queuedRecord's handler
-	// bytes is what the admission records queued hold; a record that
-	// would take it past maxQueuedReviewBytes is dropped.
+	// bytes is what the records queued hold.
 	bytes atomic.Int64
 }
 
-// maxQueuedReviewBytes bounds the bytes of the admission records waiting
-// in the queue (their lines' buffers, or their strings). A record holds at
-// most about 8 KiB the requester chose, cut (its line up to six times
-// that, escaped), and typically under 1 KiB, so the bound only bites when
-// a stalled sink meets large records.
-const maxQueuedReviewBytes = 8 << 20
+// maxQueuedBytes bounds the bytes of the strings of the records waiting
+// in the queue. An admission record holds at most about 25 KiB the
+// requester chose, cut, and typically under 1 KiB, so the bound only
+// bites when a stalled sink meets large records.
+const maxQueuedBytes = 8 << 20
 
-// queuedRecord is a slog record for h; or an admission review's record:
-// its JSON line for the audit writer (line), or, without one, the record
-// itself for h (adm).
+// queuedRecord is a record for h holding size bytes of strings.
 type queuedRecord struct {
 	h    slog.Handler
 	r    slog.Record
-	adm  *queuedReview
-	line *[]byte // from reviewBufs
+	size int64
 }
 
-type queuedReview struct {
-	t    time.Time
-	rec  admission.Record // clipped: Record.Clip
-	size int64            // bytes of rec's strings
-}
-
-func newAuditQueue(size int, w *auditWriter) *auditQueue {
-	q := &auditQueue{ch: make(chan queuedRecord, size), done: make(chan struct{}), w: w}
+func newAuditQueue(size int) *auditQueue {
+	q := &auditQueue{ch: make(chan queuedRecord, size), done: make(chan struct{})}
 	go func() {
 		defer close(q.done)
 		for x := range q.ch {
@@ -118,92 +97,100 @@ func newAuditQueue(size int, w *auditWriter) *auditQueue {
 
 // write writes one queued record and gives back the bytes it held.
 func (q *auditQueue) write(x queuedRecord) {
-	switch {
-	case x.line != nil:
-		q.w.write(*x.line)
-		q.bytes.Add(-int64(cap(*x.line)))
-		putReviewBuf(x.line)
-	case x.adm != nil:
-		q.writeReview(x.h, x.adm)
-		q.bytes.Add(-x.adm.size)
-	default:
-		_ = x.h.Handle(context.Background(), x.r)
-	}
+	_ = x.h.Handle(context.Background(), x.r)
+	q.bytes.Add(-x.size)
 }
 
-func (q *auditQueue) send(ctx context.Context, h slog.Handler, r slog.Record) error {
+func (q *auditQueue) send(_ context.Context, h slog.Handler, r slog.Record) error {
+	var arr [32]slog.Attr
+	as := arr[:0]
+	r.Attrs(func(a slog.Attr) bool { as = append(as, a); return true })
+	return q.sendAttrs(h, slog.NewRecord(r.Time, r.Level, r.Message, r.PC), as)
+}
+
+// sendAttrs queues r, a record without attributes yet, for h with the
+// attributes as, their strings detached; or drops it. After close it
+// hands the record to h at once.
+func (q *auditQueue) sendAttrs(h slog.Handler, r slog.Record, as []slog.Attr) error {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
 	if q.closed {
-		return h.Handle(ctx, r)
+		r.AddAttrs(as...)
+		return h.Handle(context.Background(), r)
 	}
-	select {
-	case q.ch <- queuedRecord{h: h, r: r.Clone()}:
-	default:
-		q.dropped.Add(1)
+	if len(q.ch) < cap(q.ch) {
+		size := detach(as)
+		r.AddAttrs(as...)
+		if q.bytes.Add(size) <= maxQueuedBytes {
+			select {
+			case q.ch <- queuedRecord{h: h, r: r, size: size}:
+				return nil
+			default:
+			}
+		}
+		q.bytes.Add(-size)
 	}
+	q.dropped.Add(1)
 	return nil
 }
 
-// sendReview queues an admission review's record, made at t: with an
-// audit writer, its JSON line, rendered here into a pooled buffer (which
-// costs less than copying the record: Record.AppendJSON allocates
-// nothing); without one, the record for h, cut and copied (Record.Clip).
-// Either way what is queued shares no memory with the review, and the
-// bytes queued are bounded by maxQueuedReviewBytes.
-func (q *auditQueue) sendReview(h slog.Handler, t time.Time, rec *admission.Record) {
-	q.mu.RLock()
-	defer q.mu.RUnlock()
-	if q.closed {
-		q.writeReview(h, &queuedReview{t: t, rec: *rec})
-		return
-	}
-	if len(q.ch) == cap(q.ch) { // full: nothing to render
-		q.dropped.Add(1)
-		return
-	}
-	var x queuedRecord
-	var size int64
-	if q.w != nil && renderable(t) {
-		x.line = reviewBufs.Get().(*[]byte)
-		*x.line = appendReviewLine((*x.line)[:0], t, rec)
-		size = int64(cap(*x.line))
-	} else {
-		x.h, x.adm = h, &queuedReview{t: t, rec: rec.Clip()}
-		x.adm.size = int64(x.adm.rec.Size())
-		size = x.adm.size
-	}
-	if q.bytes.Add(size) <= maxQueuedReviewBytes {
-		select {
-		case q.ch <- x:
-			return
-		default:
+// detach copies the string values of as, in groups and string lists too,
+// into one allocation of their own, and returns the number of their bytes.
+func detach(as []slog.Attr) int64 {
+	n := 0
+	var count func(v slog.Value)
+	count = func(v slog.Value) {
+		switch v.Kind() {
+		case slog.KindString:
+			n += len(v.String())
+		case slog.KindGroup:
+			for _, a := range v.Group() {
+				count(a.Value)
+			}
+		case slog.KindAny:
+			if ss, ok := v.Any().([]string); ok {
+				for _, s := range ss {
+					n += len(s)
+				}
+			}
 		}
 	}
-	q.bytes.Add(-size)
-	q.dropped.Add(1)
-	if x.line != nil {
-		putReviewBuf(x.line)
+	for _, a := range as {
+		count(a.Value)
 	}
-}
-
-// writeReview writes an admission review's record.
-func (q *auditQueue) writeReview(h slog.Handler, x *queuedReview) {
-	if q.w != nil {
-		q.w.writeReview(x.t, &x.rec)
-		return
+	var b strings.Builder
+	b.Grow(n) // never grows again: the strings cut from it stay valid
+	cp := func(s string) string {
+		i := b.Len()
+		b.WriteString(s)
+		return b.String()[i:]
 	}
-	logReview(h, x.t, &x.rec)
-}
-
-// logReview hands an admission review's record to h as the server's
-// logger would (message AuditMessage, kind admission, the attributes of
-// Record.AppendAttrs).
-func logReview(h slog.Handler, t time.Time, rec *admission.Record) {
-	var as [admission.NumAuditAttrs + 1]slog.Attr // + kind
-	r := slog.NewRecord(t, slog.LevelInfo, AuditMessage, 0)
-	r.AddAttrs(rec.AppendAttrs(append(as[:0], slog.String("kind", "admission")))...)
-	_ = h.Handle(context.Background(), r)
+	var copied func(v slog.Value) slog.Value
+	copied = func(v slog.Value) slog.Value {
+		switch v.Kind() {
+		case slog.KindString:
+			return slog.StringValue(cp(v.String()))
+		case slog.KindGroup:
+			g := slices.Clone(v.Group())
+			for i := range g {
+				g[i].Value = copied(g[i].Value)
+			}
+			return slog.GroupValue(g...)
+		case slog.KindAny:
+			if ss, ok := v.Any().([]string); ok && ss != nil {
+				out := make([]string, len(ss))
+				for i, s := range ss {
+					out[i] = cp(s)
+				}
+				return slog.AnyValue(out)
+			}
+		}
+		return v
+	}
+	for i := range as {
+		as[i].Value = copied(as[i].Value)
+	}
+	return int64(n)
 }
 
 // close writes the records queued and returns when they are written.
@@ -249,80 +236,4 @@ func registerAuditDrops(reg *prometheus.Registry, q *auditQueue) {
 		Name: "usher_audit_records_dropped_total",
 		Help: "Audit records dropped because the queue to the audit sink was full (Options.AuditQueue).",
 	}, func() float64 { return float64(q.dropped.Load()) }))
-}
-
-// auditWriter is the audit sink of Options.AuditLog: one JSON line per
-// record, as slog.NewJSONHandler writes them at level Info. Admission
-// records are written by Record.AppendJSON, every other audit record by
-// its slog handler (handler); both take mu, so lines never interleave.
-type auditWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-	h  slog.Handler // JSON to w at level Info, through mu
-}
-
-func newAuditWriter(w io.Writer) *auditWriter {
-	a := &auditWriter{w: w}
-	a.h = slog.NewJSONHandler(lockedWriter{a}, &slog.HandlerOptions{Level: slog.LevelInfo})
-	return a
-}
-
-type lockedWriter struct{ a *auditWriter }
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.a.mu.Lock()
-	defer l.a.mu.Unlock()
-	return l.a.w.Write(p)
-}
-
-// writeReview writes an admission review's record made at t, on the
-// caller's goroutine, as slog.NewJSONHandler would write the server's
-// record of it (message AuditMessage, kind admission, the attributes of
-// Record.AppendAttrs).
-func (a *auditWriter) writeReview(t time.Time, rec *admission.Record) {
-	if !renderable(t) {
-		logReview(a.h, t, rec)
-		return
-	}
-	p := reviewBufs.Get().(*[]byte)
-	*p = appendReviewLine((*p)[:0], t, rec)
-	a.write(*p)
-	putReviewBuf(p)
-}
-
-// write writes one line.
-func (a *auditWriter) write(line []byte) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	_, _ = a.w.Write(line)
-}
-
-// renderable reports whether appendReviewLine writes t as slog does: slog
-// writes an error in place of a year outside [0, 9999], and no time for
-// the zero time; those are left to slog.
-func renderable(t time.Time) bool {
-	y := t.Year()
-	return y >= 0 && y < 10000 && !t.IsZero()
-}
-
-// appendReviewLine appends the JSON line of an admission review's record.
-func appendReviewLine(buf []byte, t time.Time, rec *admission.Record) []byte {
-	buf = append(buf, `{"time":"`...)
-	buf = t.AppendFormat(buf, time.RFC3339Nano)
-	buf = append(buf, `","level":"INFO","msg":"`+AuditMessage+`","kind":"admission",`...)
-	buf = rec.AppendJSON(buf)
-	return append(buf, "}\n"...)
-}
-
-// reviewBufs are the buffers admission records are rendered into, on the
-// request path.
-var reviewBufs = sync.Pool{New: func() any { return new([]byte) }}
-
-// putReviewBuf returns a buffer to reviewBufs, unless a huge record made
-// it too large to keep.
-func putReviewBuf(p *[]byte) {
-	if cap(*p) <= 64<<10 {
-		*p = (*p)[:0]
-		reviewBufs.Put(p)
-	}
 }

@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -93,8 +91,7 @@ func (s *Server) setupAccessAuth() error {
 		authzs = append(authzs, auth.PrivilegedGroups(privileged...))
 	}
 	if want[AccessAuthKubernetes] || auto {
-		cfg, err := auth.LoadKubeConfig(o.Kubeconfig)
-		switch {
+		switch err := s.kubeErr; {
 		case errors.Is(err, auth.ErrNoCluster) && auto:
 		case err != nil && auto && o.Kubeconfig == "":
 			// In a pod without a usable service-account token: callers
@@ -104,7 +101,7 @@ func (s *Server) setupAccessAuth() error {
 		case err != nil:
 			return fmt.Errorf("--access-auth kubernetes: %w", err)
 		default:
-			rev, err := auth.NewKubeReviewer(cfg)
+			rev, err := auth.NewKubeReviewer(s.kube.Config)
 			if err != nil {
 				return fmt.Errorf("--access-auth kubernetes: %w", err)
 			}
@@ -142,13 +139,6 @@ func (s *Server) setupAccessAuth() error {
 	return nil
 }
 
-// newRequestID returns a random id that ties an answer to its log records.
-func newRequestID() string {
-	var b [8]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 // requestID returns the id set by withRequestID.
 func requestID(r *http.Request) string {
 	id, _ := r.Context().Value(requestIDKey{}).(string)
@@ -160,7 +150,7 @@ type requestIDKey struct{}
 // withRequestID gives each request an id, sent back in X-Request-Id.
 func withRequestID(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := newRequestID()
+		id := httperr.NewRequestID()
 		w.Header().Set("X-Request-Id", id)
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
 	})

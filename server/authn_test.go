@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usherhq/usher/auth/authtest"
+	"github.com/usherhq/usher/hack/authtest"
 	"github.com/usherhq/usher/server"
 )
 

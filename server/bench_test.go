@@ -27,9 +27,8 @@ const loadReview = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"
 // without TLS: what usher adds per review to the bare server of "Close to
 // the wire" (docs/benchmarks.md). Audit records are written on the
 // request path (no queue), so that their whole cost is counted:
-// audit=json through Options.AuditLog (usher serve --audit-log with JSON
-// logs), audit=slog through a slog JSON handler (the text format, or a
-// library user's Logger).
+// audit=json through Options.AuditLog, audit=slog through the Logger's
+// slog JSON handler; both are slog's JSON handler.
 func BenchmarkServeMutate(b *testing.B) {
 	for _, tc := range []struct {
 		name string
@@ -45,6 +44,7 @@ func BenchmarkServeMutate(b *testing.B) {
 				opts.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 			}
 			opts.AccessAuth = []string{server.AccessAuthNone}
+			opts.WebhookAuth = server.WebhookAuthNone
 			opts.Getenv = func(string) (string, bool) { return "", false }
 			opts.ReloadInterval = time.Hour
 			srv, err := server.New(opts)

@@ -19,8 +19,9 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/usherhq/usher/auth"
+	"github.com/usherhq/usher/cluster"
 	"github.com/usherhq/usher/config"
+	"github.com/usherhq/usher/internal/clip"
 )
 
 // ConfigMapRef names a ConfigMap usher reads its configuration from.
@@ -71,7 +72,7 @@ func orderRefs(refs []ConfigMapRef) []ConfigMapRef {
 	return out
 }
 
-func newCMSource(refs []ConfigMapRef, kubeconfig string) (*cmSource, error) {
+func newCMSource(refs []ConfigMapRef, kube *cluster.Client, kubeErr error) (*cmSource, error) {
 	seen := map[ConfigMapRef]bool{}
 	for _, r := range refs {
 		if seen[r] {
@@ -79,16 +80,11 @@ func newCMSource(refs []ConfigMapRef, kubeconfig string) (*cmSource, error) {
 		}
 		seen[r] = true
 	}
-	rc, err := auth.LoadKubeConfig(kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("--config-map: %w", err)
-	}
-	client, err := coreClient(rc)
-	if err != nil {
-		return nil, fmt.Errorf("--config-map: %w", err)
+	if kubeErr != nil {
+		return nil, fmt.Errorf("--config-map: %w", kubeErr)
 	}
 	return &cmSource{
-		refs: orderRefs(refs), client: client, instance: replicaName(),
+		refs: orderRefs(refs), client: kube.Core, instance: replicaName(),
 		current: map[ConfigMapRef]*corev1.ConfigMap{},
 		kick:    make(chan struct{}, 1),
 	}, nil
@@ -244,17 +240,11 @@ func dataSum(data map[string]string) [32]byte {
 	return out
 }
 
-// maxEventMessage is the length an Event's message is cut to (the API
-// server refuses messages over 1 KiB).
-const maxEventMessage = 1000
-
 // event records an Event on the ConfigMap ref, for this replica. It does
 // not fail the reload: a missing RBAC grant is logged.
 func (s *Server) event(ref ConfigMapRef, obj *corev1.ConfigMap, typ, reason, msg string) {
 	c := s.cm
-	if len(msg) > maxEventMessage {
-		msg = msg[:maxEventMessage-3] + "..."
-	}
+	msg = clip.String(msg, maxEventMessage)
 	now := metav1.NewTime(time.Now())
 	involved := corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: ref.Namespace, Name: ref.Name}
 	if obj != nil {

@@ -13,13 +13,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/lru"
 
 	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/auth"
+	"github.com/usherhq/usher/internal/clip"
 )
 
 // This file holds the denial Events: every admission denial (and every
@@ -72,10 +72,10 @@ const (
 	unverifiedQPS   = 1
 )
 
-// maxDenialEventMessage bounds an Event's message: the API server refuses
-// messages over 1 KiB, and the correlator may prefix "(combined from
-// similar events): ".
-const maxDenialEventMessage = 900
+// maxEventMessage bounds an Event's message before clip's mark: the API
+// server refuses messages over 1 KiB, and the correlator may prefix
+// "(combined from similar events): ".
+const maxEventMessage = 900
 
 // denialEvents records denials as Events.
 type denialEvents struct {
@@ -124,8 +124,7 @@ func (s *Server) setupDenialEvents() error {
 	if s.opts.NoDenialEvents {
 		return nil
 	}
-	rc, err := auth.LoadKubeConfig(s.opts.Kubeconfig)
-	switch {
+	switch err := s.kubeErr; {
 	case errors.Is(err, auth.ErrNoCluster):
 		return nil
 	case err != nil && s.opts.Kubeconfig == "":
@@ -134,21 +133,8 @@ func (s *Server) setupDenialEvents() error {
 	case err != nil:
 		return fmt.Errorf("denial Events: %w", err)
 	}
-	client, err := coreClient(rc)
-	if err != nil {
-		return fmt.Errorf("denial Events: %w", err)
-	}
-	s.events = newDenialEvents(client, replicaName(), s.log)
+	s.events = newDenialEvents(s.kube.Core, replicaName(), s.log)
 	return nil
-}
-
-// coreClient is the client of the core API that usher's ConfigMap source
-// and denial Events use: usher's user agent unless rc names one.
-func coreClient(rc *rest.Config) (*corev1client.CoreV1Client, error) {
-	if rc.UserAgent == "" {
-		rc.UserAgent = "usher"
-	}
-	return corev1client.NewForConfig(rc)
 }
 
 // replicaName names this replica (the pod's POD_NAME, else the host name)
@@ -196,13 +182,7 @@ func (e *denialEvents) record(r admission.Record) {
 	if d.Warned {
 		msg = "admitted in warn mode: " + msg
 	}
-	if len(msg) > maxDenialEventMessage {
-		cut := maxDenialEventMessage - len("...")
-		for cut > 0 && msg[cut]&0xC0 == 0x80 {
-			cut--
-		}
-		msg = msg[:cut] + "..."
-	}
+	msg = clip.String(msg, maxEventMessage)
 	shape, err := json.Marshal(d)
 	if err != nil {
 		return

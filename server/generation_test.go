@@ -66,7 +66,7 @@ func TestReloadIsOneGeneration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Engine().Close()
+	defer srv.Serving().Close()
 	h := srv.Handler()
 	review := func(i int) (int, string) {
 		req := httptest.NewRequest(http.MethodPost, "/mutate", strings.NewReader(fmt.Sprintf(generationReview, i)))

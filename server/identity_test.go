@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usherhq/usher/identity/ldap/slapdtest"
+	"github.com/usherhq/usher/hack/slapdtest"
 	"github.com/usherhq/usher/server"
 )
 
@@ -64,22 +64,22 @@ admissionController:
 	h := start(t, server.Options{ConfigPath: cfg}, nil)
 
 	code, res, raw := h.access(`{"queue":"root.data","user":"oidc:alice@example.com"}`)
-	if code != 200 || !res.Allowed || res.User != "oidc:alice@example.com" || groupsOf(res) != "data-eng=ldap via emea emea=ldap" ||
-		res.Lookup == nil || res.Lookup.DirectoryName != "alice" || res.Lookup.Rule != 1 {
+	if code != 200 || !res.Allowed || res.Identity.User != "oidc:alice@example.com" || groupsOf(res) != "data-eng=ldap via emea emea=ldap" ||
+		res.Identity.Lookup == nil || res.Identity.Lookup.DirectoryName != "alice" || res.Identity.Lookup.Rule != 1 {
 		t.Fatalf("oidc alice: %d %s", code, raw)
 	}
 	code, res, raw = h.access(`{"queue":"root.k8s","user":"system:serviceaccount:spark:driver","groups":["system:authenticated"]}`)
-	if code != 200 || !res.Allowed || res.Lookup == nil || res.Lookup.Outcome != "skipped" || res.Lookup.Detail != "system:" {
+	if code != 200 || !res.Allowed || res.Identity.Lookup == nil || res.Identity.Lookup.Outcome != "skipped" || res.Identity.Lookup.Detail != "system:" {
 		t.Fatalf("service account: %d %s", code, raw)
 	}
 	code, res, raw = h.access(`{"queue":"root.data","user":"alice"}`)
-	if code != 200 || !res.Allowed || res.Lookup != nil || strings.Contains(raw, `"lookup"`) {
+	if code != 200 || !res.Allowed || res.Identity.Lookup != nil || strings.Contains(raw, `"lookup"`) {
 		t.Fatalf("alice, plain lookup: %d %s", code, raw)
 	}
 	// An unknown user decided on its given groups: said so, without the
 	// directory's message (base DNs, filters).
 	code, res, raw = h.access(`{"queue":"root.k8s","user":"mallory","groups":["system:authenticated"]}`)
-	if code != 200 || !res.Allowed || res.Lookup == nil || res.Lookup.Outcome != "unknown-user-given-groups" ||
+	if code != 200 || !res.Allowed || res.Identity.Lookup == nil || res.Identity.Lookup.Outcome != "unknown-user-given-groups" ||
 		strings.Contains(raw, slapdtest.PeopleDN) || strings.Contains(raw, "uid=mallory") {
 		t.Fatalf("mallory: %d %s", code, raw)
 	}

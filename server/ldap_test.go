@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usherhq/usher/identity/ldap/slapdtest"
+	"github.com/usherhq/usher/hack/slapdtest"
 	"github.com/usherhq/usher/server"
 )
 
@@ -90,7 +90,7 @@ func (h *harness) access(body string) (int, server.AccessResponse, string) {
 
 func groupsOf(res server.AccessResponse) string {
 	var s []string
-	for _, g := range res.Groups {
+	for _, g := range res.Identity.Groups {
 		s = append(s, g.Name+"="+g.Source)
 	}
 	return strings.Join(s, " ")

@@ -2,25 +2,23 @@ package server
 
 import (
 	"fmt"
-	"maps"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/usherhq/usher/engine"
+	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/internal/clip"
+	"github.com/usherhq/usher/serving"
 )
 
 type metrics struct {
 	decisions       *prometheus.CounterVec
 	decisionLatency prometheus.Histogram
 	reviews         *prometheus.CounterVec
-	reviewCounters  children[reviewLabels, prometheus.Counter] // of reviews
+	denials         *prometheus.CounterVec
 	requests        *prometheus.HistogramVec
 	reloads         *prometheus.CounterVec
 	accessChanges   *prometheus.CounterVec
@@ -36,7 +34,7 @@ type metrics struct {
 	degradedStamps  prometheus.Counter
 }
 
-func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
+func newMetrics(reg *prometheus.Registry, st *serving.Store) *metrics {
 	m := &metrics{
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "usher_decisions_total", Help: "Access decisions of /v1/access by action and outcome (allowed, denied, error).",
@@ -48,6 +46,9 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 		reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "usher_admission_reviews_total", Help: "Admission reviews by object kind, operation and outcome (allowed, patched, denied).",
 		}, []string{"kind", "operation", "outcome"}),
+		denials: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "usher_admission_denials_total", Help: "Denied reviews by reason (the denial's cause) and warned (true: warn mode admitted it with a warning).",
+		}, []string{"reason", "warned"}),
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "usher_http_request_duration_seconds", Help: "Latency of HTTP requests by handler and status code.",
 			Buckets: []float64{25e-6, 1e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 5e-2, 0.25, 1},
@@ -100,6 +101,11 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 	m.lastReload.SetToCurrentTime()
 	for _, h := range []string{"access", "mutate", "validate", "validate-config"} {
 		m.shed.WithLabelValues(h, "memory")
+		m.panics.WithLabelValues(h)
+	}
+	for _, c := range admission.Causes() {
+		m.denials.WithLabelValues(string(c), "false")
+		m.denials.WithLabelValues(string(c), "true")
 	}
 	for _, r := range []string{"success", "failure"} {
 		m.reloads.WithLabelValues(r)
@@ -110,8 +116,8 @@ func newMetrics(reg *prometheus.Registry, e *engine.Engine) *metrics {
 	for _, r := range []string{"authenticated", "unauthenticated", "error", "ratelimited"} {
 		m.tokenReviews.WithLabelValues(r)
 	}
-	reg.MustRegister(m.accessChanges, m.decisions, m.decisionLatency, m.reviews, m.requests, m.reloads, m.lastReload, m.panics, m.accessAuth, m.shed, m.groupsOver, m.tokenReviews, m.connsRefused, m.webhookCallers, m.webhookMode,
-		m.degradedStamps, cacheCollector{e}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(m.accessChanges, m.decisions, m.decisionLatency, m.reviews, m.denials, m.requests, m.reloads, m.lastReload, m.panics, m.accessAuth, m.shed, m.groupsOver, m.tokenReviews, m.connsRefused, m.webhookCallers, m.webhookMode,
+		m.degradedStamps, cacheCollector{st}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -120,7 +126,7 @@ func (s *Server) metricsHandler() http.Handler {
 }
 
 // cacheCollector exports the group caches' counters, read when scraped.
-type cacheCollector struct{ e *engine.Engine }
+type cacheCollector struct{ st *serving.Store }
 
 func cacheDesc(name, help string) *prometheus.Desc {
 	return prometheus.NewDesc("usher_group_cache_"+name, help, []string{"partition"}, nil)
@@ -143,7 +149,7 @@ func (c cacheCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c cacheCollector) Collect(ch chan<- prometheus.Metric) {
-	for part, st := range c.e.CacheStats() {
+	for part, st := range c.st.Current().CacheStats() {
 		for d, v := range map[*prometheus.Desc]float64{
 			descHits: float64(st.Hits + st.NegativeHits), descMisses: float64(st.Misses), descStale: float64(st.StaleHits),
 			descFailures: float64(st.Failures), descCalls: float64(st.Calls), descCallTime: st.CallTime.Seconds(),
@@ -156,10 +162,7 @@ func (c cacheCollector) Collect(ch chan<- prometheus.Metric) {
 
 // instrument measures a handler's latency and turns a panic into a 500.
 func (s *Server) instrument(name string, h http.Handler) http.Handler {
-	// The handler's children of usher_http_request_duration_seconds, by
-	// status label (a closed set: statusText).
-	var latency children[string, prometheus.Observer]
-	newLatency := func(code string) prometheus.Observer { return s.metrics.requests.WithLabelValues(name, code) }
+	latency := s.metrics.requests.MustCurryWith(prometheus.Labels{"handler": name})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
@@ -171,7 +174,7 @@ func (s *Server) instrument(name string, h http.Handler) http.Handler {
 					badRequest(rw, http.StatusInternalServerError, "internal error")
 				}
 			}
-			latency.get(statusText(rw.code), newLatency).Observe(time.Since(start).Seconds())
+			latency.WithLabelValues(statusText(rw.code)).Observe(time.Since(start).Seconds())
 		}()
 		h.ServeHTTP(rw, r)
 	})
@@ -206,52 +209,4 @@ func statusText(code int) string {
 		return s
 	}
 	return "other"
-}
-
-// children remembers the children of a metric vector by their labels, so
-// that a request finds its counter in a plain map instead of hashing its
-// label values into the vector's (prometheus' WithLabelValues). The labels
-// must come from closed sets: the map never shrinks. A child is created
-// on first use, as WithLabelValues would create it, so the metrics
-// exposed are the same. The map is copied on write; reads take no lock.
-type children[K comparable, M any] struct {
-	mu sync.Mutex
-	m  atomic.Pointer[map[K]M]
-}
-
-// get returns the child of k, made by create on its first use.
-func (c *children[K, M]) get(k K, create func(K) M) M {
-	if m := c.m.Load(); m != nil {
-		if v, ok := (*m)[k]; ok {
-			return v
-		}
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	old := c.m.Load()
-	if old != nil {
-		if v, ok := (*old)[k]; ok {
-			return v
-		}
-	}
-	m := map[K]M{}
-	if old != nil {
-		maps.Copy(m, *old)
-	}
-	v := create(k)
-	m[k] = v
-	c.m.Store(&m)
-	return v
-}
-
-// reviewLabels are the labels of usher_admission_reviews_total.
-type reviewLabels struct{ kind, operation, outcome string }
-
-// reviewCounter returns the counter of admission reviews with labels l.
-func (m *metrics) reviewCounter(l reviewLabels) prometheus.Counter {
-	return m.reviewCounters.get(l, m.newReviewCounter)
-}
-
-func (m *metrics) newReviewCounter(l reviewLabels) prometheus.Counter {
-	return m.reviews.WithLabelValues(l.kind, l.operation, l.outcome)
 }

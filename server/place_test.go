@@ -75,7 +75,7 @@ func TestAccessPlacement(t *testing.T) {
 			}
 			p := res.Placement
 			if p == nil || res.Allowed != tt.allowed || p.Placed != tt.allowed || res.Queue != tt.queue || p.Queue != tt.queue ||
-				!strings.HasPrefix(p.Rule, tt.rule) || !strings.Contains(res.Reason, tt.reasonHas) || len(p.Trail) != tt.trail {
+				!strings.HasPrefix(p.Rule, tt.rule) || !strings.Contains(res.Reason, tt.reasonHas) || res.Trail != nil && len(res.Trail.Placement) != tt.trail || res.Trail == nil && tt.trail != 0 {
 				t.Fatalf("response %s", body)
 			}
 			if tt.allowed != (res.DecidedBy != nil) {

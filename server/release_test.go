@@ -23,7 +23,7 @@ func TestReloadReleasesOldGenerations(t *testing.T) {
 	var collected atomic.Int64
 	const reloads = 5
 	for i := range reloads {
-		c := h.srv.Engine().Current().Config()
+		c := h.srv.Serving().Current().Config()
 		runtime.AddCleanup(c, func(int) { collected.Add(1) }, i)
 		_, body := h.post("/mutate", "application/json", podCreate(fmt.Sprintf("u-%d", i), "dev"))
 		if !strings.Contains(body, `"allowed":true`) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/usherhq/usher/identity/ldap/slapdtest"
+	"github.com/usherhq/usher/hack/slapdtest"
 	"github.com/usherhq/usher/server"
 )
 

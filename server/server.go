@@ -55,13 +55,13 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/usherhq/usher/admission"
-	"github.com/usherhq/usher/application"
 	"github.com/usherhq/usher/auth"
+	"github.com/usherhq/usher/cluster"
 	"github.com/usherhq/usher/config"
-	"github.com/usherhq/usher/engine"
-	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/impact"
+	"github.com/usherhq/usher/internal/pki"
 	"github.com/usherhq/usher/internal/safefile"
+	"github.com/usherhq/usher/serving"
 )
 
 // Options configure a Server. Zero values take the documented defaults,
@@ -111,10 +111,8 @@ type Options struct {
 	// stderr at info level.
 	Logger *slog.Logger
 	// AuditLog, when set, receives the audit records instead of Logger:
-	// one JSON line per record, as slog.NewJSONHandler writes them at
-	// level Info (an admission review's record is written by
-	// admission.Record.AppendJSON, the same bytes without slog's cost).
-	// The server serializes its writes. Default: none.
+	// one JSON line per record, written by slog.NewJSONHandler at level
+	// Info, which serializes its writes. Default: none.
 	AuditLog io.Writer
 	// Audit writes one record per decision and per admission review.
 	// Default true; set NoAudit to switch it off.
@@ -285,15 +283,18 @@ func (o Options) withDefaults() Options {
 type Server struct {
 	opts      Options
 	log       *slog.Logger
-	auditQ    *auditQueue  // nil: audit records are written on the request path
-	auditW    *auditWriter // nil: audit records go to opts.Logger
-	engine    *engine.Engine
+	auditQ    *auditQueue // nil: audit records are written on the request path
+	serving   *serving.Store
 	admission *admission.Handler
 	metrics   *metrics
 	registry  *prometheus.Registry
 	tlsConfig *tls.Config
 	access    accessAuth
 	webhook   webhookAuth
+	// kube is the cluster credentials; nil with kubeErr when they did not
+	// load.
+	kube    *cluster.Client
+	kubeErr error
 	// cm is the ConfigMap source when Options.ConfigMaps is set.
 	cm *cmSource
 	// events records denial Events; nil when off.
@@ -336,15 +337,18 @@ func New(opts Options) (*Server, error) {
 	opts = opts.withDefaults()
 	s := &Server{opts: opts, log: opts.Logger, registry: prometheus.NewRegistry(), parsing: semaphore.NewWeighted(1)}
 	if opts.AuditLog != nil && !opts.NoAudit {
-		s.auditW = newAuditWriter(opts.AuditLog)
-		s.log = slog.New(SplitAudit(opts.Logger.Handler(), s.auditW.h))
+		audit := slog.NewJSONHandler(opts.AuditLog, &slog.HandlerOptions{Level: slog.LevelInfo})
+		s.log = slog.New(SplitAudit(opts.Logger.Handler(), audit))
 	}
 	if opts.AuditQueue > 0 && !opts.NoAudit {
-		s.auditQ = newAuditQueue(opts.AuditQueue, s.auditW)
+		s.auditQ = newAuditQueue(opts.AuditQueue)
 		s.log = slog.New(s.auditQ.handler(s.log.Handler()))
 		registerAuditDrops(s.registry, s.auditQ)
 	}
 	s.bodies.shared.limit, s.bodies.small.limit, s.bodies.smallBody = opts.BodyMemory, opts.SmallBodyReserve, opts.SmallBody
+	// The cluster credentials, loaded once; each user says what it does
+	// without them.
+	s.kube, s.kubeErr = cluster.Load(opts.Kubeconfig)
 	var cfg *config.Config
 	var err error
 	// /readyz and usher_config_info name a file only as "file": anyone
@@ -354,7 +358,7 @@ func New(opts Options) (*Server, error) {
 	case len(opts.ConfigMaps) > 0 && opts.ConfigPath != "":
 		return nil, errors.New("give --config or --config-map, not both")
 	case len(opts.ConfigMaps) > 0:
-		if s.cm, err = newCMSource(opts.ConfigMaps, opts.Kubeconfig); err != nil {
+		if s.cm, err = newCMSource(opts.ConfigMaps, s.kube, s.kubeErr); err != nil {
 			return nil, err
 		}
 		if err = s.cm.fetch(context.Background()); err != nil {
@@ -371,10 +375,10 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.logWarnings(cfg)
-	if s.engine, err = engine.New(cfg, engine.WithAdmissionAuthorizers(AdmissionAuthorizers(s.log))); err != nil {
+	if s.serving, err = serving.New(cfg, s.log); err != nil {
 		return nil, err
 	}
-	s.metrics = newMetrics(s.registry, s.engine)
+	s.metrics = newMetrics(s.registry, s.serving)
 	s.configInfo = newConfigInfo(s.registry)
 	s.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "usher_config_upgrade_warnings",
 		Help: "Warnings about what a later release refuses (docs/upgrade.md) in the configuration in service."},
@@ -390,26 +394,20 @@ func New(opts Options) (*Server, error) {
 	}
 	hopts := []admission.Option{
 		admission.WithPanicHook(func(any) { s.metrics.panics.WithLabelValues("admission").Inc() }),
-		// Settings and authorizers come from the engine's generation in
-		// service: one atomic swap changes policy and admission together.
-		admission.WithState(s.engine.Admission),
+		// Settings and authorizers come from the State in service: one
+		// atomic swap changes policy and admission together.
+		admission.WithState(s.serving.Admission),
 		admission.WithAudit(s.withDenialEvents(s.auditReview)),
 		admission.WithMaxBodyBytes(opts.MaxReviewBody),
 		admission.WithCaller(callerOf),
 		admission.WithMaxGroups(opts.MaxGroups, func(source string) { s.metrics.groupsOver.WithLabelValues(source).Inc() }),
 	}
-	if rc, err := auth.LoadKubeConfig(opts.Kubeconfig); err == nil {
+	if s.kube != nil {
 		// The adoption rule reads the new owner (docs/delete.md); without
 		// cluster credentials it fails closed.
-		c, err := coreClient(rc)
-		if err != nil {
-			return nil, err
-		}
-		hopts = append(hopts, admission.WithOwnerLookup(admission.OwnerLookupFunc(func(ctx context.Context, path string) ([]byte, error) {
-			return c.RESTClient().Get().AbsPath(path).DoRaw(ctx)
-		})))
+		hopts = append(hopts, admission.WithOwnerLookup(admission.OwnerLookupFunc(s.kube.Get)))
 	}
-	s.admission = admission.NewHandler(cfg.Admission, hopts...)
+	s.admission = admission.NewHandler(nil, hopts...)
 	s.setGeneration(gen, s.lastSum, cfg)
 	if err := s.setupAccessAuth(); err != nil {
 		return nil, err
@@ -435,18 +433,6 @@ func (s *Server) load() (*config.Config, error) {
 	return config.Load(s.opts.ConfigPath, config.WithEnv(s.opts.Getenv))
 }
 
-// decider is what the admission authorizers ask: one engine generation,
-// so that a review's queue and delete checks answer from the
-// configuration whose admission settings the review uses.
-type decider interface {
-	Check(ctx context.Context, req engine.Request) (engine.Result, error)
-	Place(ctx context.Context, req engine.PlaceRequest) (engine.PlaceResult, error)
-	DecideApplication(ctx context.Context, req engine.AppRequest) (application.Decision, identity.Info, error)
-	Identify(ctx context.Context, partition, user string, groups []string) (identity.Info, error)
-}
-
-var _ decider = (*engine.Generation)(nil)
-
 func (s *Server) setupTLS() error {
 	switch {
 	case s.opts.TLSCertFile != "" && s.opts.TLSKeyFile != "":
@@ -458,19 +444,26 @@ func (s *Server) setupTLS() error {
 	case s.opts.TLSCertFile != "" || s.opts.TLSKeyFile != "":
 		return errors.New("tls: give both --tls-cert and --tls-key, or neither for a self-signed certificate")
 	default:
-		cert, caPEM, err := SelfSigned([]string{"localhost", "127.0.0.1", "::1"})
+		cert, caPEM, err := pki.SelfSigned("usher (self-signed)", []string{"localhost", "127.0.0.1", "::1"}, 365*24*time.Hour)
 		if err != nil {
 			return err
 		}
 		s.CAPEM = caPEM
-		s.tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+		s.tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }}
 		s.log.Warn("tls: no certificate given; serving a self-signed certificate for local use")
 	}
+	s.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "usher_tls_certificate_expiry_timestamp_seconds",
+		Help: "When the serving certificate expires (its notAfter), read when scraped."}, func() float64 {
+		if c, _ := s.tlsConfig.GetCertificate(nil); c.Leaf != nil {
+			return float64(c.Leaf.NotAfter.Unix())
+		}
+		return 0
+	}))
 	return nil
 }
 
-// Engine returns the decision engine (for tests and embedding).
-func (s *Server) Engine() *engine.Engine { return s.engine }
+// Serving returns what serves (for tests and embedding).
+func (s *Server) Serving() *serving.Store { return s.serving }
 
 // Addr returns the address the server listens on, once Run has started.
 func (s *Server) Addr() string {
@@ -595,7 +588,7 @@ func (s *Server) Run(ctx context.Context) error {
 	err = s.httpServer.Shutdown(sctx)
 	<-done
 	s.events.shutdown()
-	if cerr := s.engine.Close(); cerr != nil {
+	if cerr := s.serving.Close(); cerr != nil {
 		s.log.Warn("closing resolvers", "err", cerr)
 	}
 	for range lns {
@@ -705,9 +698,9 @@ func (s *Server) Reload() (bool, error) {
 // generation gen. The last good generation keeps serving either way until
 // the swap.
 func (s *Server) apply(cfg *config.Config, err error, gen string, sum [32]byte) (bool, error) {
-	old := s.engine.Current().Config()
+	old := s.serving.Current().Config()
 	if err == nil {
-		err = s.engine.Swap(cfg) // one atomic swap: policy, resolvers and admission
+		err = s.serving.Swap(cfg) // one atomic swap: policy, resolvers and admission
 	}
 	if err != nil {
 		s.metrics.reloads.WithLabelValues("failure").Inc()

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/usherhq/usher/internal/pki"
 	"github.com/usherhq/usher/server"
 )
 
@@ -159,13 +160,13 @@ func TestAccessAPI(t *testing.T) {
 		t.Fatalf("%d %s %v", code, body, err)
 	}
 	if !res.Allowed || res.DecidedBy == nil || res.DecidedBy.Entry != "dev" || res.DecidedBy.ACL != "submitacl" ||
-		len(res.Groups) != 1 || res.Groups[0].Source != "given" || !strings.Contains(res.Reason, "alice may submit to root.dev") {
+		len(res.Identity.Groups) != 1 || res.Identity.Groups[0].Source != "given" || !strings.Contains(res.Reason, "alice may submit to root.dev") {
 		t.Fatalf("response %+v", res)
 	}
 	// No groups: the partition's resolver is asked, and says where the group came from.
 	_, body = h.post("/v1/access", "", `{"partition":"default","queue":"root.dev","user":"carol"}`)
 	json.Unmarshal([]byte(body), &res)
-	if !res.Allowed || res.Groups[0].Source != "test" {
+	if !res.Allowed || res.Identity.Groups[0].Source != "test" {
 		t.Fatalf("resolved: %s", body)
 	}
 	_, body = h.post("/v1/access", "application/json", `{"queue":"root.ops","user":"carol","action":"admin"}`)
@@ -354,7 +355,7 @@ func TestCertificateRotation(t *testing.T) {
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	roots := x509.NewCertPool()
 	writePair := func() *x509.Certificate {
-		cert, caPEM, err := server.SelfSigned([]string{"127.0.0.1"})
+		cert, caPEM, err := pki.SelfSigned("usher (self-signed)", []string{"127.0.0.1"}, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -140,6 +140,10 @@ func (s *Server) limitBody(name string, maxBody int64, h http.Handler) http.Hand
 		*mb = meteredBody{body: r.Body, bb: &s.bodies, w: w, from: from, charged: cost, declared: from != nil}
 		r.Body = mb
 		defer func() {
+			// The caller's request keeps its own body, never one back in
+			// the pool: a caller that serves it again must not read
+			// through a meteredBody into itself.
+			r.Body = mb.body
 			mb.release()
 			if mb.shed {
 				shed.Inc()

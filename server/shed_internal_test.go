@@ -56,6 +56,24 @@ func TestLimitBodyAllocatesNothing(t *testing.T) {
 	}
 }
 
+// The budget leaves the request its own body: a caller that serves the
+// same request again (an embedder) must not read through a body back in
+// the pool into itself, which recursed until the stack overflowed.
+func TestLimitBodyLeavesTheBody(t *testing.T) {
+	s, err := New(Options{NoAudit: true, WebhookAuth: WebhookAuthNone, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := s.limitBody("access", 1<<10, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { io.ReadAll(r.Body) }))
+	body := io.NopCloser(strings.NewReader("{}"))
+	req := httptest.NewRequest("POST", "/v1/access", nil)
+	req.Body, req.ContentLength = body, 2
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	if req.Body != body {
+		t.Fatalf("the request's body is %T after it was served, not the caller's", req.Body)
+	}
+}
+
 type deadlineRecorder struct {
 	*httptest.ResponseRecorder
 	deadline time.Time

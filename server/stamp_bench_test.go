@@ -13,10 +13,9 @@ import (
 
 	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/config"
-	"github.com/usherhq/usher/engine"
-	"github.com/usherhq/usher/identity/ldap/slapdtest"
-	"github.com/usherhq/usher/internal/benchcpu"
-	"github.com/usherhq/usher/server"
+	"github.com/usherhq/usher/hack/benchcpu"
+	"github.com/usherhq/usher/hack/slapdtest"
+	"github.com/usherhq/usher/serving"
 )
 
 // BenchmarkStampMergeLDAP measures what stamping the decided groups adds
@@ -64,12 +63,12 @@ func BenchmarkStampMergeLDAP(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			e, err := engine.New(cfg, engine.WithAdmissionAuthorizers(server.AdmissionAuthorizers(slog.New(slog.NewTextHandler(io.Discard, nil)))))
+			st, err := serving.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer e.Close()
-			h := admission.NewHandler(nil, admission.WithState(e.Admission)).MutateHTTP()
+			defer st.Close()
+			h := admission.NewHandler(nil, admission.WithState(st.Admission)).MutateHTTP()
 			bodies := make([][]byte, len(bc.users))
 			for i, u := range bc.users {
 				bodies[i] = fmt.Appendf(nil, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u",
@@ -95,7 +94,7 @@ func BenchmarkStampMergeLDAP(b *testing.B) {
 			if err := json.Unmarshal(rec.Body.Bytes(), &rv); err != nil || !strings.Contains(string(rv.Response.Patch), bc.want) {
 				b.Fatalf("stamp %s lacks %s: %v", rv.Response.Patch, bc.want, err)
 			}
-			before := e.CacheStats()["default"].Calls
+			before := st.Current().CacheStats()["default"].Calls
 			i := 0
 			b.ReportAllocs()
 			m := benchcpu.Start()
@@ -104,7 +103,7 @@ func BenchmarkStampMergeLDAP(b *testing.B) {
 				review(i)
 			}
 			m.Stop(b, b.N)
-			calls := e.CacheStats()["default"].Calls - before
+			calls := st.Current().CacheStats()["default"].Calls - before
 			if bc.name == "merge/cold" && calls != uint64(b.N) || bc.name != "merge/cold" && calls != 0 {
 				b.Fatalf("%d directory lookups for %d reviews", calls, b.N)
 			}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/usherhq/usher/auth"
-	"github.com/usherhq/usher/auth/authtest"
+	"github.com/usherhq/usher/hack/authtest"
 	"github.com/usherhq/usher/server"
 )
 

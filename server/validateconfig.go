@@ -136,7 +136,7 @@ func (s *Server) reviewConfig(ctx context.Context, req *admissionv1.AdmissionReq
 	var cfg *config.Config
 	var err error
 	name := ConfigMapRef{Namespace: cm.Namespace, Name: cm.Name}.String()
-	in := config.InRequest(s.engine.Current().Config())
+	in := config.InRequest(s.serving.Current().Config())
 	if s.cm != nil {
 		cm.ResourceVersion = "" // the change under review
 		cfg, _, name, _, err = s.loadConfigMaps(s.cm.snapshot(), &cm, in)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usherhq/usher/auth/authtest"
+	"github.com/usherhq/usher/hack/authtest"
 	"github.com/usherhq/usher/server"
 )
 

@@ -9,12 +9,12 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/usherhq/usher/internal/kubectlusher"
+	"github.com/usherhq/usher/cmd/kubectl-usher/plugin"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := kubectlusher.Main(ctx, os.Args[1:], kubectlusher.Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	code := plugin.Main(ctx, os.Args[1:], plugin.Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
 	stop()
 	os.Exit(code)
 }

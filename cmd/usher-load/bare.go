@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/usherhq/usher/server"
+	"github.com/usherhq/usher/internal/pki"
 )
 
 // bareAnswer is what the bare server answers every request with: an
@@ -36,7 +36,7 @@ func serveBare(addr, caOut string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usher-load: --addr: %v\n", err)
 		return 2
 	}
-	cert, pem, err := server.SelfSigned([]string{host, "localhost"})
+	cert, pem, err := pki.SelfSigned("usher (self-signed)", []string{host, "localhost"}, 365*24*time.Hour)
 	if err != nil {
 		fmt.Fprintf(stderr, "usher-load: %v\n", err)
 		return 1

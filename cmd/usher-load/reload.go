@@ -17,7 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/usherhq/usher/internal/queuegen"
+	"github.com/usherhq/usher/hack/queuegen"
 )
 
 // genConfig returns a usher configuration of queues queues (root, 10

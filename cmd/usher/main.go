@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/usherhq/usher/internal/cli"
+	"github.com/usherhq/usher/cmd/usher/cli"
 )
 
 func main() {

@@ -29,7 +29,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -37,9 +36,8 @@ import (
 	"time"
 	"unsafe"
 
-	"golang.org/x/sync/singleflight"
-
 	"github.com/usherhq/usher/identity"
+	"github.com/usherhq/usher/internal/ttlcache"
 )
 
 // Defaults of Options.
@@ -154,32 +152,18 @@ type Stats struct {
 
 // Cache is an identity.Resolver that caches the answers of another one. It
 // is safe for concurrent use. Make one with New.
-//
-// A hit reads a hash table without a lock (table) and increments one
-// counter, so lookups from many cores share no lock; stores, evictions
-// and invalidations take a mutex.
 type Cache struct {
-	r     identity.Resolver
-	opts  Options
-	now   func() time.Time
-	group singleflight.Group
+	r    identity.Resolver
+	opts Options
+	now  func() time.Time
+	tab  *ttlcache.Cache[*entry] // user name -> entry
 
-	tab *table // user name -> *entry; written only with mu held
-
-	mu   sync.Mutex
-	ring []*entry // the clock: every entry of tab, each at index entry.slot
-	hand int
-
-	// gen changes on Invalidate, so that a resolver call started before
-	// does not store its answer after.
+	// mu orders stores against Invalidate: gen changes on Invalidate, so
+	// that a resolver call started before does not store its answer after.
+	mu  sync.Mutex
 	gen atomic.Uint64
 
-	// Counters of the hit path, striped over entries so that cores looking
-	// up different users do not contend for one cache line.
-	_       [128]byte
-	stripes [stripes]stripe
-
-	misses, cancelled                                   atomic.Uint64
+	hits, negHits, staleHits, misses, cancelled         atomic.Uint64
 	calls, failures, timeouts, panics, fallbacks, evict atomic.Uint64
 	callTime                                            atomic.Int64
 
@@ -190,24 +174,9 @@ type Cache struct {
 
 var _ identity.Resolver = (*Cache)(nil)
 
-// stripes is the number of sets of hit counters.
-const (
-	stripeBits = 5
-	stripes    = 1 << stripeBits
-)
-
-// stripe is one set of hit counters, alone on its cache line (and its
-// neighbour, which some processors fetch in pairs).
-type stripe struct {
-	hits, negHits, staleHits atomic.Uint64
-	_                        [128 - 3*8]byte
-}
-
-// entry is the cached answer for one user. Apart from the atomics and slot,
-// an entry is never modified once stored: a new answer is a new entry.
+// entry is the cached answer for one user. Apart from the atomics, an
+// entry is never modified once stored: a new answer is a new entry.
 type entry struct {
-	user    string
-	hash    uint64        // of user, in Cache.tab
 	info    identity.Info // a success; the cache's own copy
 	err     error         // a failure
 	expires time.Time     // fresh before expires
@@ -220,44 +189,18 @@ type entry struct {
 	// att is what a caller attached to this answer (Attach), for one key.
 	att atomic.Pointer[attachment]
 
-	ref        atomic.Bool // looked up since the clock hand last passed
 	refreshing atomic.Bool // a background refresh has been started
-	slot       int         // index in Cache.ring, guarded by Cache.mu
-}
-
-// answer is the outcome of a resolver call as shared by its callers.
-type answer struct {
-	info identity.Info
-	err  error
 }
 
 // New returns a cache in front of r with opts (see Options for defaults).
-//
-// The cache reads time from a clock advanced every 100ms by a goroutine of
-// its own, so TTLs are honoured to within 100ms; the goroutine ends when the
-// cache is no longer referenced (there is nothing to close).
 func New(r identity.Resolver, opts Options) *Cache {
-	c, _ := newWithClock(r, opts)
-	return c
-}
-
-// newWithClock is New, also returning the cache's clock.
-func newWithClock(r identity.Resolver, opts Options) (*Cache, *coarseClock) {
-	k := startClock(tick)
-	c := newCache(r, opts, k.now)
-	// k's goroutine holds k, not c: once c is unreachable, stop it.
-	runtime.AddCleanup(c, func(stop chan struct{}) { close(stop) }, k.stop)
-	return c, k
+	return newCache(r, opts, time.Now)
 }
 
 // newCache is New with a clock, so tests step time instead of sleeping.
 func newCache(r identity.Resolver, opts Options, now func() time.Time) *Cache {
-	return &Cache{r: r, opts: opts.withDefaults(), now: now, tab: newTable()}
-}
-
-// lookup returns the entry for user, or nil.
-func (c *Cache) lookup(user string) *entry {
-	return c.tab.load(user)
+	opts = opts.withDefaults()
+	return &Cache{r: r, opts: opts, now: now, tab: ttlcache.New[*entry](opts.MaxEntries, now)}
 }
 
 // Resolve returns the groups of user: from the cache when it holds a fresh
@@ -266,7 +209,8 @@ func (c *Cache) lookup(user string) *entry {
 // ctx.Err() and the call goes on for the others. The Info returned is
 // shared and must not be modified.
 func (c *Cache) Resolve(ctx context.Context, user string) (identity.Info, error) {
-	if e := c.lookup(user); e != nil && c.serve(e, user) {
+	now := c.now()
+	if e, ok := c.tab.Get(user, now); ok && c.serve(e, user, now) {
 		if e.err != nil {
 			return identity.Info{}, e.err
 		}
@@ -278,20 +222,16 @@ func (c *Cache) Resolve(ctx context.Context, user string) (identity.Info, error)
 // serve reports whether e, user's entry, answers from the cache: fresh,
 // or the last good answer served stale (starting a refresh when a retry
 // is due). When it does, it counts the hit.
-func (c *Cache) serve(e *entry, user string) bool {
-	now := c.now()
+func (c *Cache) serve(e *entry, user string, now time.Time) bool {
 	switch {
 	case now.Before(e.expires):
-		e.touch()
-		ctr := c.stripe()
 		if e.err != nil {
-			ctr.negHits.Add(1)
+			c.negHits.Add(1)
 		} else {
-			ctr.hits.Add(1)
+			c.hits.Add(1)
 		}
 	case e.stale && now.Before(e.keep):
-		e.touch()
-		c.stripe().staleHits.Add(1)
+		c.staleHits.Add(1)
 		if !now.Before(e.retryAt) && e.refreshing.CompareAndSwap(false, true) {
 			go c.refresh(user)
 		}
@@ -317,15 +257,16 @@ type attachment struct {
 // by pointer spares the hit path a copy of the Info).
 //
 // A caller keeps with an answer what it works out from it (usher's engine
-// keeps the user's compiled identity, keyed by its configuration's
-// generation, numbered), so that work is done once per answer and key.
+// keeps the user's acl.Subject, keyed by its configuration's generation,
+// numbered), so that work is done once per answer and key.
 func (c *Cache) Attached(user string, key uint64) (in *identity.Info, v any, ok bool) {
-	e := c.lookup(user)
-	if e == nil || e.err != nil {
+	now := c.now()
+	e, found := c.tab.Get(user, now)
+	if !found || e.err != nil {
 		return nil, nil, false
 	}
 	a := e.att.Load()
-	if a == nil || a.key != key || !c.serve(e, user) {
+	if a == nil || a.key != key || !c.serve(e, user, now) {
 		return nil, nil, false
 	}
 	return &e.info, a.v, true
@@ -337,8 +278,8 @@ func (c *Cache) Attached(user string, key uint64) (in *identity.Info, v any, ok 
 // nothing: a newer answer is never paired with what was worked out from
 // an older one.
 func (c *Cache) Attach(user string, in identity.Info, key uint64, v any) {
-	e := c.lookup(user)
-	if e == nil || e.err != nil || !sameAnswer(e.info, in) {
+	e, ok := c.tab.Get(user, c.now())
+	if !ok || e.err != nil || !sameAnswer(e.info, in) {
 		return
 	}
 	e.att.Store(&attachment{key: key, v: v})
@@ -349,81 +290,41 @@ func sameAnswer(a, b identity.Info) bool {
 		len(a.Sources) == len(b.Sources) && unsafe.SliceData(a.Sources) == unsafe.SliceData(b.Sources)
 }
 
-// Detach drops every attached value, so that what callers kept for a key
-// they no longer use (a replaced configuration) is released at once.
-func (c *Cache) Detach() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, e := range c.ring {
-		e.att.Store(nil)
-	}
-}
-
-// stripe picks the hit counters by the address of the caller's stack, so
-// that goroutines counting hits, even on the same user, seldom share a
-// cache line: goroutines have stacks of their own, apart by at least 2
-// KiB, and the address is mixed so that neighbouring stacks spread over
-// the stripes. It costs a few instructions; a random number cost a fifth
-// of a cached hit.
-func (c *Cache) stripe() *stripe {
-	var here byte
-	a := uint32(uintptr(unsafe.Pointer(&here)) >> 11)
-	return &c.stripes[(a*0x9e3779b1)>>(32-stripeBits)]
-}
-
-func (e *entry) touch() {
-	if !e.ref.Load() {
-		e.ref.Store(true)
-	}
-}
-
 // miss waits for the shared resolver call for user, or for ctx to end.
 func (c *Cache) miss(ctx context.Context, user string) (identity.Info, error) {
 	c.misses.Add(1)
-	if err := ctx.Err(); err != nil {
+	a, err := c.tab.Do(ctx, user, func(ctx context.Context) (*entry, error) { return c.fill(ctx, user), nil })
+	if err != nil {
 		c.cancelled.Add(1)
 		return identity.Info{}, err
 	}
-	ch := c.group.DoChan(user, func() (any, error) {
-		// Detached: the first caller leaving must not cancel the call
-		// the others wait for. Its values (a logger, say) are kept.
-		return c.fill(context.WithoutCancel(ctx), user), nil
-	})
-	select {
-	case res := <-ch:
-		a := res.Val.(answer)
-		return a.info, a.err
-	case <-ctx.Done():
-		c.cancelled.Add(1)
-		return identity.Info{}, ctx.Err()
-	}
+	return a.info, a.err
 }
 
 // refresh retries the resolver for a user served stale answers.
 func (c *Cache) refresh(user string) {
-	c.group.Do(user, func() (any, error) {
-		return c.fill(context.Background(), user), nil
-	})
+	_, _ = c.tab.Do(context.Background(), user, func(ctx context.Context) (*entry, error) { return c.fill(ctx, user), nil })
 	if c.refreshed != nil {
 		c.refreshed(user)
 	}
 }
 
 // fill asks the resolver about user unless a fresh answer arrived
-// meanwhile, stores the outcome and returns what the callers get. It runs
-// once per singleflight call.
-func (c *Cache) fill(ctx context.Context, user string) answer {
+// meanwhile, stores the outcome and returns what the callers get (its
+// info or err). It runs once per call of tab.Do.
+func (c *Cache) fill(ctx context.Context, user string) *entry {
 	gen := c.gen.Load()
-	if e := c.lookup(user); e != nil && c.now().Before(e.expires) {
+	now := c.now()
+	if e, ok := c.tab.Get(user, now); ok && now.Before(e.expires) {
 		// A call that ended just before this one began stored it.
-		return answer{info: e.info, err: e.err}
+		return e
 	}
 
 	// What is stored outlives the caller, whose name may be a substring
 	// of a far larger buffer (a request's body): a copy.
 	user = strings.Clone(user)
 	info, err := c.call(ctx, user)
-	now := c.now()
+	now = c.now()
 	if err == nil {
 		info = identity.Info{
 			User:    user,
@@ -431,159 +332,97 @@ func (c *Cache) fill(ctx context.Context, user string) answer {
 			Sources: slices.Clip(slices.Clone(info.Sources)),
 		}
 	}
+	a := &entry{info: info, err: err}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen.Load() != gen { // invalidated meanwhile: answer, but do not store.
-		return answer{info: info, err: err}
+		return a
 	}
-	cur := c.lookup(user)
+	cur, _ := c.tab.Get(user, now)
 	switch {
 	case err == nil:
 		if c.opts.PositiveTTL < 0 {
-			c.remove(cur)
+			c.tab.Delete(user)
 			break
 		}
-		exp := now.Add(c.opts.PositiveTTL)
-		c.put(&entry{user: user, info: info, expires: exp, keep: exp.Add(c.opts.StaleTTL)}, now)
+		a.expires = now.Add(c.opts.PositiveTTL)
+		a.keep = a.expires.Add(c.opts.StaleTTL)
+		c.put(user, a)
 	case cur != nil && cur.err == nil && now.Before(cur.keep) && !errors.Is(err, identity.ErrUnknownUser):
 		// An outage: serve the last good answer and retry later.
 		c.fallbacks.Add(1)
-		c.put(&entry{user: user, info: cur.info, expires: cur.expires, keep: cur.keep,
-			stale: true, retryAt: now.Add(max(c.opts.NegativeTTL, 0))}, now)
-		return answer{info: cur.info}
+		a = &entry{info: cur.info, expires: cur.expires, keep: cur.keep, stale: true, retryAt: now.Add(max(c.opts.NegativeTTL, 0))}
+		c.put(user, a)
 	case c.opts.NegativeTTL < 0:
-		c.remove(cur)
+		c.tab.Delete(user)
 	default:
-		exp := now.Add(c.opts.NegativeTTL)
-		c.put(&entry{user: user, err: err, expires: exp, keep: exp}, now)
+		a.expires = now.Add(c.opts.NegativeTTL)
+		a.keep = a.expires
+		c.put(user, a)
 	}
-	return answer{info: info, err: err}
+	return a
+}
+
+func (c *Cache) put(user string, e *entry) {
+	if c.tab.Put(user, e, e.keep) {
+		c.evict.Add(1)
+	}
 }
 
 // call runs one resolver call for user on ctx limited by Timeout,
 // recovering a panic into an error.
 func (c *Cache) call(ctx context.Context, user string) (identity.Info, error) {
 	c.calls.Add(1)
-	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-	defer cancel()
-	start := time.Now() // the real clock: the cache's may be coarse or fake
-	done := make(chan answer, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				c.panics.Add(1)
-				done <- answer{err: fmt.Errorf("%s: groups of %q: resolver panicked: %v", c.opts.Name, user, p)}
-			}
-		}()
-		info, err := c.r.Resolve(ctx, user)
-		done <- answer{info: info, err: err}
-	}()
-	var a answer
-	select {
-	case a = <-done:
-		if a.err != nil && ctx.Err() != nil && errors.Is(a.err, context.DeadlineExceeded) {
-			c.timeouts.Add(1)
-			a.err = fmt.Errorf("%s: groups of %q: no answer within %v: %w", c.opts.Name, user, c.opts.Timeout, a.err)
-		}
-	case <-ctx.Done():
+	start := time.Now() // the real clock: the cache's may be fake
+	info, err := ttlcache.Call(ctx, c.opts.Timeout, func(ctx context.Context) (identity.Info, error) { return c.r.Resolve(ctx, user) })
+	switch {
+	case errors.Is(err, ttlcache.ErrPanic):
+		c.panics.Add(1)
+		err = fmt.Errorf("%s: groups of %q: resolver %w", c.opts.Name, user, err)
+	case errors.Is(err, ttlcache.ErrTimeout):
 		c.timeouts.Add(1)
-		a.err = fmt.Errorf("%s: groups of %q: no answer within %v: %w", c.opts.Name, user, c.opts.Timeout, ctx.Err())
+		err = fmt.Errorf("%s: groups of %q: %w", c.opts.Name, user, err)
 	}
 	d := time.Since(start)
 	c.callTime.Add(int64(d))
-	if a.err != nil {
+	if err != nil {
 		c.failures.Add(1)
 	}
 	if c.opts.ObserveCall != nil {
-		c.opts.ObserveCall(d, a.err)
+		c.opts.ObserveCall(d, err)
 	}
-	return a.info, a.err
-}
-
-// put stores e, evicting an entry if the cache is full. c.mu is held.
-func (c *Cache) put(e *entry, now time.Time) {
-	if cur := c.lookup(e.user); cur != nil {
-		e.slot = cur.slot
-		c.ring[e.slot] = e
-		c.tab.store(e)
-		return
-	}
-	if len(c.ring) >= c.opts.MaxEntries {
-		c.evictOne(now)
-		c.evict.Add(1)
-	}
-	e.slot = len(c.ring)
-	c.ring = append(c.ring, e)
-	c.tab.store(e)
-}
-
-// evictOne removes one entry with the clock algorithm. c.mu is held and the
-// cache is not empty.
-func (c *Cache) evictOne(now time.Time) {
-	for {
-		if c.hand >= len(c.ring) {
-			c.hand = 0
-		}
-		v := c.ring[c.hand]
-		if !now.Before(v.keep) || !v.ref.Swap(false) {
-			c.remove(v) // the last entry moves to the hand, to be looked at next
-			return
-		}
-		c.hand++
-	}
-}
-
-// remove deletes e, if not nil. c.mu is held.
-func (c *Cache) remove(e *entry) {
-	if e == nil {
-		return
-	}
-	last := c.ring[len(c.ring)-1]
-	c.ring[e.slot] = last
-	last.slot = e.slot
-	c.ring[len(c.ring)-1] = nil
-	c.ring = c.ring[:len(c.ring)-1]
-	c.tab.remove(e.user)
+	return info, err
 }
 
 // Invalidate forgets what the cache knows about user: the next lookup asks
 // the resolver, and a call already under way will not store its answer.
 func (c *Cache) Invalidate(user string) {
 	c.mu.Lock()
-	c.remove(c.lookup(user))
+	defer c.mu.Unlock()
+	c.tab.Delete(user)
 	c.gen.Add(1)
-	c.mu.Unlock()
-	c.group.Forget(user)
 }
 
 // Len returns the number of users held, including expired entries not yet
 // evicted or replaced.
-func (c *Cache) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.ring)
-}
+func (c *Cache) Len() int { return c.tab.Len() }
 
 // Stats returns the cache's counters. Each is read atomically; the set is
 // not a snapshot taken at one instant.
 func (c *Cache) Stats() Stats {
-	s := Stats{
-		Misses:    c.misses.Load(),
-		Cancelled: c.cancelled.Load(),
-		Calls:     c.calls.Load(),
-		Failures:  c.failures.Load(),
-		Timeouts:  c.timeouts.Load(),
-		Panics:    c.panics.Load(),
-		Fallbacks: c.fallbacks.Load(),
-		CallTime:  time.Duration(c.callTime.Load()),
-		Evictions: c.evict.Load(),
+	return Stats{
+		Hits:         c.hits.Load(),
+		NegativeHits: c.negHits.Load(),
+		StaleHits:    c.staleHits.Load(),
+		Misses:       c.misses.Load(),
+		Cancelled:    c.cancelled.Load(),
+		Calls:        c.calls.Load(),
+		Failures:     c.failures.Load(),
+		Timeouts:     c.timeouts.Load(),
+		Panics:       c.panics.Load(),
+		Fallbacks:    c.fallbacks.Load(),
+		CallTime:     time.Duration(c.callTime.Load()),
+		Evictions:    c.evict.Load(),
 	}
-	for i := range c.stripes {
-		st := &c.stripes[i]
-		s.Hits += st.hits.Load()
-		s.NegativeHits += st.negHits.Load()
-		s.StaleHits += st.staleHits.Load()
-	}
-	return s
 }

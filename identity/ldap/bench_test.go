@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/usherhq/usher/identity/ldap/slapdtest"
+	"github.com/usherhq/usher/hack/slapdtest"
 )
 
 // BenchmarkResolveCold measures one uncached lookup against a real slapd on

@@ -9,7 +9,7 @@ import (
 
 	goldap "github.com/go-ldap/ldap/v3"
 
-	"github.com/usherhq/usher/identity/ldap/slapdtest"
+	"github.com/usherhq/usher/hack/slapdtest"
 )
 
 // nestedTree is a three-level tree and a cycle, over the fixture:

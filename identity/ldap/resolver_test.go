@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/usherhq/usher/hack/slapdtest"
 	"github.com/usherhq/usher/identity"
-	"github.com/usherhq/usher/identity/ldap/slapdtest"
 )
 
 // fixture is the directory most tests use. Groups of groupOfNames (member

@@ -30,12 +30,30 @@ func String(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	n := max
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…[cut " + strconv.Itoa(len(s)-n) + " bytes]"
+	n := cut(s, max)
+	return s[:n] + mark(len(s)-n)
 }
+
+// Quote is strconv.Quote of String(s, max), with the mark outside the
+// quotes: for a value in a message.
+func Quote(s string, max int) string {
+	if len(s) <= max {
+		return strconv.Quote(s)
+	}
+	n := cut(s, max)
+	return strconv.Quote(s[:n]) + mark(len(s)-n)
+}
+
+// cut is the length of s's longest prefix of at most max bytes that
+// ends at a UTF-8 boundary.
+func cut(s string, max int) int {
+	for max > 0 && !utf8.RuneStart(s[max]) {
+		max--
+	}
+	return max
+}
+
+func mark(n int) string { return "…[cut " + strconv.Itoa(n) + " bytes]" }
 
 // Strings returns ss when it has at most count elements of at most max
 // bytes each; else a copy with each element cut by String and, past count

@@ -26,6 +26,15 @@ func TestString(t *testing.T) {
 	}
 }
 
+func TestQuote(t *testing.T) {
+	if got, want := Quote("a\"é", 3), `"a\""…[cut 2 bytes]`; got != want {
+		t.Errorf("Quote = %s, want %s", got, want)
+	}
+	if got, want := Quote("ab", 3), `"ab"`; got != want {
+		t.Errorf("Quote = %s, want %s", got, want)
+	}
+}
+
 func TestStrings(t *testing.T) {
 	short := []string{"a", "bb"}
 	if got := Strings(short, 4, 2); &got[0] != &short[0] {

@@ -9,6 +9,8 @@
 package httperr
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"net/http"
 
 	"github.com/usherhq/usher/internal/jsonscan"
@@ -38,4 +40,12 @@ func Append(dst []byte, msg, requestID string) []byte {
 		dst = jsonscan.AppendString(dst, requestID)
 	}
 	return append(dst, "}\n"...)
+}
+
+// NewRequestID returns a random id that ties an answer to its log
+// records.
+func NewRequestID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

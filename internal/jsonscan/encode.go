@@ -10,33 +10,13 @@ import (
 // <, > and & (so the output is safe to embed in HTML), U+2028 and U+2029, and
 // replaces invalid UTF-8 with U+FFFD.
 func AppendString[T string | []byte](dst []byte, s T) []byte {
-	return appendString(dst, s, true, true)
-}
-
-// AppendStringSlog appends s as log/slog's JSON handler writes a string
-// value: as AppendString but <, > and & left as they are, and \b and \f
-// written as \u0008 and \u000c.
-func AppendStringSlog(dst []byte, s string) []byte {
-	return appendString(dst, s, false, false)
-}
-
-// AppendStringNoHTML appends s as encoding/json writes it with HTML
-// escaping off (what slog's JSON handler uses for a []string value): as
-// AppendString but <, > and & left as they are.
-func AppendStringNoHTML(dst []byte, s string) []byte {
-	return appendString(dst, s, false, true)
-}
-
-// appendString quotes s, escaping <, > and & when html is set and writing
-// \b and \f short when shortBF is.
-func appendString[T string | []byte](dst []byte, s T, html, shortBF bool) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && (!html || (c != '<' && c != '>' && c != '&')) {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
 				i++
 				continue
 			}
@@ -50,9 +30,9 @@ func appendString[T string | []byte](dst []byte, s T, html, shortBF bool) []byte
 				dst = append(dst, '\\', 'r')
 			case c == '\t':
 				dst = append(dst, '\\', 't')
-			case shortBF && c == '\b':
+			case c == '\b':
 				dst = append(dst, '\\', 'b')
-			case shortBF && c == '\f':
+			case c == '\f':
 				dst = append(dst, '\\', 'f')
 			default:
 				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])

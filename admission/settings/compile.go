@@ -1,0 +1,427 @@
+package settings
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"regexp"
+	"regexp/syntax"
+	"strings"
+
+	"github.com/usherhq/usher/internal/clip"
+)
+
+// Compiled is a validated Config with its regular expressions compiled and
+// its queue mapping prepared, ready for the webhook. It is immutable and
+// safe for concurrent use (its fields are read, never written); a reload
+// compiles a new one.
+type Compiled struct {
+	cfg Config
+
+	BypassAuth, TrustControllers bool
+	EnforceQueue, EnforceDelete  bool // enforceQueueACLs, enforceDeleteACLs
+	// QueueWarn, DeleteWarn: enforceQueueACLsMode, enforceDeleteACLsMode
+	// are warn.
+	QueueWarn, DeleteWarn bool
+	// StampGiven: stampGroups is given; StampDeny: stampGroupsOnError is
+	// deny.
+	StampGiven, StampDeny                      bool
+	ModifyACLKey, Partition                    string
+	SystemUsers, ExternalUsers, ExternalGroups Matcher
+	Sources                                    []Source
+
+	processNS, bypassNS Matcher
+	table               []QueueMappingEntry
+	template            *template
+}
+
+// Source is a compiled queue source.
+type Source struct {
+	QueueSource
+	Annotation bool      // Kind is annotation
+	PodLevel   bool      // the scheduler reads the marker on the pods only
+	Place      bool      // YuniKorn's placement rules decide the queue (its scheduler is yunikorn)
+	template   *template // nil: use the global template or the default rule
+}
+
+// Matcher is a compiled pattern list.
+type Matcher []*regexp.Regexp
+
+// Match reports whether a pattern matches s.
+func (m Matcher) Match(s string) bool {
+	for _, re := range m {
+		if re.MatchString(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchAny reports whether a pattern matches one of ss.
+func (m Matcher) MatchAny(ss []string) bool {
+	if len(m) == 0 {
+		return false
+	}
+	for _, s := range ss {
+		if m.Match(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// SettingError is a setting of Config that cannot be used, named by its
+// place so that a reader of the configuration can point at it: Setting is
+// the dotted YAML path (admissionController.queueSources), Index the list
+// item (-1 for none) and Field the key inside that item ("" for the item
+// or setting itself); Variable is the ADMISSION_CONTROLLER_* variable that
+// gave the value, if one did (Resolve). Compile returns them joined
+// (errors.Join); match each with errors.As.
+type SettingError struct {
+	Setting, Variable string
+	Index             int
+	Field             string
+	Msg               string
+}
+
+// Path renders the place: admissionController.queueSources[1].key, or
+// the variable in place of the setting.
+func (e *SettingError) Path() string {
+	var b strings.Builder
+	b.WriteString(cmp.Or(e.Variable, e.Setting))
+	if e.Index >= 0 {
+		fmt.Fprintf(&b, "[%d]", e.Index)
+	}
+	if e.Field != "" {
+		b.WriteString(".")
+		b.WriteString(e.Field)
+	}
+	return b.String()
+}
+
+func (e *SettingError) Error() string { return e.Path() + ": " + e.Msg }
+
+func settingErr(setting string, index int, field, format string, args ...any) *SettingError {
+	return &SettingError{Setting: setting, Index: index, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// SettingErrors returns the SettingErrors in err (one, or several joined
+// with errors.Join), in order.
+func SettingErrors(err error) []*SettingError { return joined[*SettingError](err) }
+
+// joined returns the errors of type E in err, walking errors.Join's
+// lists depth first so that they come out in the order they were joined.
+func joined[E error](err error) []E {
+	var out []E
+	var walk func(error)
+	walk = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		var e E
+		if errors.As(err, &e) {
+			out = append(out, e)
+		}
+	}
+	if err != nil {
+		walk(err)
+	}
+	return out
+}
+
+// Compile validates c (after defaults) and prepares it for the webhook. An
+// error names the setting at fault: an invalid regular expression, an
+// unknown queue source kind, an empty key, a bad template or mapping entry.
+// All problems are reported, joined; each is a *SettingError.
+func (c Config) Compile() (*Compiled, error) {
+	c = c.Defaulted()
+	out := &Compiled{
+		cfg:              c,
+		BypassAuth:       c.AccessControl.BypassAuth,
+		TrustControllers: *c.AccessControl.TrustControllers,
+		EnforceQueue:     c.EnforceQueueACLs,
+		EnforceDelete:    c.EnforceDeleteACLs,
+		ModifyACLKey:     c.ModifyACLAnnotation,
+		Partition:        c.Partition,
+	}
+	var errs []error
+	mode := func(setting, v string) bool {
+		switch v {
+		case "", ModeDeny:
+			return false
+		case ModeWarn:
+			return true
+		}
+		errs = append(errs, settingErr(setting, -1, "", "%q is not a mode: want %s or %s", v, ModeDeny, ModeWarn))
+		return false
+	}
+	out.QueueWarn = mode("admissionController.enforceQueueACLsMode", c.EnforceQueueACLsMode)
+	out.DeleteWarn = mode("admissionController.enforceDeleteACLsMode", c.EnforceDeleteACLsMode)
+	oneOf := func(setting, v, yes, no string) bool {
+		if v != yes && v != no {
+			errs = append(errs, settingErr(setting, -1, "", "%q: want %s or %s", v, no, yes))
+		}
+		return v == yes
+	}
+	out.StampGiven = oneOf("admissionController.stampGroups", c.StampGroups, StampGiven, StampDecided)
+	out.StampDeny = oneOf("admissionController.stampGroupsOnError", c.StampGroupsOnError, StampDeny, StampGiven)
+	compile := func(dst *Matcher, setting string, ps Patterns) {
+		res, err := compilePatterns(setting, ps)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		*dst = res
+	}
+	compile(&out.SystemUsers, "admissionController.accessControl.systemUsers", c.AccessControl.SystemUsers)
+	compile(&out.ExternalUsers, "admissionController.accessControl.externalUsers", c.AccessControl.ExternalUsers)
+	compile(&out.ExternalGroups, "admissionController.accessControl.externalGroups", c.AccessControl.ExternalGroups)
+	compile(&out.processNS, "admissionController.processNamespaces", c.ProcessNamespaces)
+	compile(&out.bypassNS, "admissionController.bypassNamespaces", c.BypassNamespaces)
+
+	if strings.TrimSpace(c.Partition) != c.Partition {
+		errs = append(errs, settingErr("admissionController.partition", -1, "", "%q has leading or trailing blanks", c.Partition))
+	}
+	if c.ModifyACLAnnotation != strings.TrimSpace(c.ModifyACLAnnotation) || strings.ContainsAny(c.ModifyACLAnnotation, " \t\r\n") {
+		errs = append(errs, settingErr("admissionController.modifyACLAnnotation", -1, "", "%q is not an annotation key", c.ModifyACLAnnotation))
+	}
+	if c.ModifyACLAnnotation == UserInfoAnnotation || c.ModifyACLAnnotation == DirectoryGroupsAnnotation {
+		errs = append(errs, settingErr("admissionController.modifyACLAnnotation", -1, "", "%q is the user.info annotation or its companion %s", c.ModifyACLAnnotation, DirectoryGroupsAnnotation))
+	}
+	for i, s := range c.QueueSources {
+		const setting = "admissionController.queueSources"
+		cs := Source{QueueSource: s}
+		switch s.Kind {
+		case "label":
+		case "annotation":
+			cs.Annotation = true
+		default:
+			errs = append(errs, settingErr(setting, i, "kind", "%q is not a marker kind: want label or annotation", s.Kind))
+		}
+		switch s.Level {
+		case LevelPod:
+			cs.PodLevel = true
+		case LevelWorkload:
+		case "":
+			cs.PodLevel = s.Scheduler == SchedulerYuniKorn
+			if cs.PodLevel {
+				cs.Level = LevelPod
+			} else {
+				cs.Level = LevelWorkload
+			}
+		default:
+			errs = append(errs, settingErr(setting, i, "level", "%q is not a level: want pod or workload", s.Level))
+		}
+		cs.Place = s.Scheduler == SchedulerYuniKorn
+		if s.Key == "" || strings.TrimSpace(s.Key) != s.Key {
+			errs = append(errs, settingErr(setting, i, "key", "%q is not a label or annotation key", s.Key))
+		}
+		if s.Template != "" {
+			t, err := parseTemplate(s.Template)
+			if err != nil {
+				errs = append(errs, settingErr(setting, i, "template", "%v", err))
+			}
+			cs.template = t
+		}
+		for j := range i {
+			if c.QueueSources[j].Kind == s.Kind && c.QueueSources[j].Key == s.Key {
+				errs = append(errs, settingErr(setting, i, "", "%s %q is already source %d", s.Kind, s.Key, j))
+			}
+		}
+		if cs.Annotation && (s.Key == UserInfoAnnotation || s.Key == DirectoryGroupsAnnotation || s.Key == c.ModifyACLAnnotation) {
+			errs = append(errs, settingErr(setting, i, "key", "annotation %q holds user.info or the modify ACL, not a queue", s.Key))
+		}
+		out.Sources = append(out.Sources, cs)
+	}
+	if c.QueueMapping.Template != "" {
+		t, err := parseTemplate(c.QueueMapping.Template)
+		if err != nil {
+			errs = append(errs, settingErr("admissionController.queueMapping.template", -1, "", "%v", err))
+		}
+		out.template = t
+	}
+	for i, e := range c.QueueMapping.Table {
+		const setting = "admissionController.queueMapping.table"
+		if e.Value == "" {
+			errs = append(errs, settingErr(setting, i, "value", "required: the marker value this entry maps"))
+		}
+		if err := checkQueuePath(e.Queue); err != nil {
+			errs = append(errs, settingErr(setting, i, "queue", "%v", err))
+		}
+	}
+	out.table = c.QueueMapping.Table
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// MustCompile is Compile for configurations known to be valid (defaults,
+// tests); it panics on error.
+func MustCompile(c Config) *Compiled {
+	out, err := c.Compile()
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// Config returns the configuration this was compiled from, with defaults
+// filled in.
+func (c *Compiled) Config() Config { return c.cfg }
+
+// ProcessNamespace reports whether objects in ns are handled.
+func (c *Compiled) ProcessNamespace(ns string) bool {
+	if c.bypassNS.Match(ns) {
+		return false
+	}
+	return len(c.processNS) == 0 || c.processNS.Match(ns)
+}
+
+// template is a parsed queue-mapping template: literal text with
+// {value}, {namespace} and {scheduler} placeholders.
+type template struct {
+	parts []templatePart
+}
+
+type templatePart struct {
+	lit string
+	ph  placeholder
+}
+
+type placeholder uint8
+
+const (
+	phNone placeholder = iota
+	phValue
+	phNamespace
+	phScheduler
+)
+
+func parseTemplate(s string) (*template, error) {
+	t := &template{}
+	rest := s
+	for rest != "" {
+		open := strings.IndexAny(rest, "{}")
+		if open < 0 {
+			t.parts = append(t.parts, templatePart{lit: rest})
+			break
+		}
+		if rest[open] == '}' {
+			return nil, fmt.Errorf("%q: unmatched }", s)
+		}
+		if open > 0 {
+			t.parts = append(t.parts, templatePart{lit: rest[:open]})
+		}
+		end := strings.IndexByte(rest[open:], '}')
+		if end < 0 {
+			return nil, fmt.Errorf("%q: unterminated {", s)
+		}
+		name := rest[open+1 : open+end]
+		switch name {
+		case "value":
+			t.parts = append(t.parts, templatePart{ph: phValue})
+		case "namespace":
+			t.parts = append(t.parts, templatePart{ph: phNamespace})
+		case "scheduler":
+			t.parts = append(t.parts, templatePart{ph: phScheduler})
+		default:
+			return nil, fmt.Errorf("%q: unknown placeholder {%s}: want {value}, {namespace} or {scheduler}", s, name)
+		}
+		rest = rest[open+end+1:]
+	}
+	return t, nil
+}
+
+func (t *template) expand(value, namespace, scheduler string) string {
+	var b strings.Builder
+	for _, p := range t.parts {
+		switch p.ph {
+		case phValue:
+			b.WriteString(value)
+		case phNamespace:
+			b.WriteString(namespace)
+		case phScheduler:
+			b.WriteString(scheduler)
+		default:
+			b.WriteString(p.lit)
+		}
+	}
+	return b.String()
+}
+
+// checkQueuePath checks that q is "root" or "root." followed by non-empty
+// dot-separated names.
+func checkQueuePath(q string) error {
+	if q != "root" && !strings.HasPrefix(q, "root.") {
+		return fmt.Errorf("%s is not a queue path: want root or root.<name>...", clip.Quote(q, 200))
+	}
+	for i, part := range strings.Split(q, ".") {
+		if part == "" {
+			return fmt.Errorf("%s is not a queue path: name %d is empty", clip.Quote(q, 200), i)
+		}
+		if strings.TrimSpace(part) != part {
+			return fmt.Errorf("%s is not a queue path: name %s has blanks", clip.Quote(q, 200), clip.Quote(part, 200))
+		}
+	}
+	return nil
+}
+
+// MapQueue maps a marker value read by source s on an object in namespace
+// ns to a queue path.
+//
+// A marker of YuniKorn (place true) that no table entry and no template
+// maps is not mapped: YuniKorn's shim passes the value to the scheduler
+// unchanged and its placement rules decide the queue; the value is
+// returned as it is, the provided rule's input.
+//
+// With placing false (the delete check, which asks about the queue a
+// workload is in) every marker is mapped.
+func (c *Compiled) MapQueue(s *Source, value, ns string, placing bool) (queue string, place bool, err error) {
+	for i := range c.table {
+		e := &c.table[i]
+		if e.Value == value && (e.Scheduler == "" || e.Scheduler == s.Scheduler) && (e.Namespace == "" || e.Namespace == ns) {
+			return e.Queue, false, nil
+		}
+	}
+	var q string
+	switch {
+	case placing && s.Place && s.template == nil && c.template == nil:
+		// YuniKorn's marker without an explicit mapping: the placement
+		// rules decide (SubmitRequest.Place), from the value unchanged.
+		return value, true, nil
+	case s.template != nil:
+		q = s.template.expand(value, ns, s.Scheduler)
+	case c.template != nil:
+		q = c.template.expand(value, ns, s.Scheduler)
+	case value == "root" || strings.HasPrefix(value, "root."):
+		q = value
+	default:
+		q = "root." + value
+	}
+	return q, false, checkQueuePath(q)
+}
+
+// SchedulerYuniKorn is the scheduler whose markers go through its
+// placement rules (QueueSource.Scheduler).
+const SchedulerYuniKorn = "yunikorn"
+
+// compilePatterns compiles ps; errors name the setting and the item.
+func compilePatterns(setting string, ps Patterns) ([]*regexp.Regexp, error) {
+	out := make([]*regexp.Regexp, 0, len(ps))
+	for i, p := range ps {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			var se *syntax.Error
+			msg := err.Error()
+			if errors.As(err, &se) {
+				msg = se.Code.String() + ": " + se.Expr
+			}
+			return nil, settingErr(setting, i, "", "invalid regular expression %q: %s", p, msg)
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}

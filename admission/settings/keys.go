@@ -1,0 +1,241 @@
+package settings
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Environment variables that override settings (the names of YuniKorn's
+// user/group lookup design; see Resolve).
+const (
+	EnvBypassAuth        = "ADMISSION_CONTROLLER_BYPASS_AUTH"
+	EnvTrustControllers  = "ADMISSION_CONTROLLER_TRUST_CONTROLLERS"
+	EnvBypassControllers = "ADMISSION_CONTROLLER_BYPASS_CONTROLLERS" // the design page's name for EnvTrustControllers
+	EnvSystemUsers       = "ADMISSION_CONTROLLER_SYSTEM_USERS"
+	EnvExternalUsers     = "ADMISSION_CONTROLLER_EXTERNAL_USERS"
+	EnvExternalGroups    = "ADMISSION_CONTROLLER_EXTERNAL_GROUPS"
+)
+
+// key is one setting as every source names it: its YAML path, which is
+// also its ConfigMap key, YuniKorn's other ConfigMap key for it, and the
+// variables that override it. It is the one table of the settings'
+// names: FromConfigMap, Resolve and Warnings read it.
+type key struct {
+	setting string
+	alias   string   // YuniKorn's ConfigMap key, when it differs
+	env     []string // variables; when two are set they must agree
+	// field points into a Config: *bool, **bool, *Patterns, *string,
+	// *[]QueueSource or *QueueMapping; want is the YAML form of the last
+	// two, for a ConfigMap value that does not parse.
+	field func(*Config) any
+	want  string
+	lint  *patternKey // the anchoring rule of a pattern setting
+}
+
+const prefix = "admissionController."
+
+var keys = []key{
+	{setting: prefix + "accessControl.bypassAuth", env: []string{EnvBypassAuth},
+		field: func(c *Config) any { return &c.AccessControl.BypassAuth }},
+	{setting: prefix + "accessControl.trustControllers", env: []string{EnvTrustControllers, EnvBypassControllers},
+		field: func(c *Config) any { return &c.AccessControl.TrustControllers }},
+	{setting: prefix + "accessControl.systemUsers", env: []string{EnvSystemUsers}, lint: &patternKey{"user", "trusts", ":"},
+		field: func(c *Config) any { return &c.AccessControl.SystemUsers }},
+	{setting: prefix + "accessControl.externalUsers", env: []string{EnvExternalUsers}, lint: &patternKey{"user", "trusts", ":"},
+		field: func(c *Config) any { return &c.AccessControl.ExternalUsers }},
+	{setting: prefix + "accessControl.externalGroups", env: []string{EnvExternalGroups}, lint: &patternKey{"group", "trusts", ":"},
+		field: func(c *Config) any { return &c.AccessControl.ExternalGroups }},
+	{setting: prefix + "processNamespaces", alias: prefix + "filtering.processNamespaces", lint: &patternKey{"namespace", "matches", "-"},
+		field: func(c *Config) any { return &c.ProcessNamespaces }},
+	{setting: prefix + "bypassNamespaces", alias: prefix + "filtering.bypassNamespaces", lint: &patternKey{"namespace", "matches", ""},
+		field: func(c *Config) any { return &c.BypassNamespaces }},
+	{setting: prefix + "enforceQueueACLs", field: func(c *Config) any { return &c.EnforceQueueACLs }},
+	{setting: prefix + "enforceQueueACLsMode", field: func(c *Config) any { return &c.EnforceQueueACLsMode }},
+	{setting: prefix + "queueSources", want: "a YAML list of {kind, key, scheduler, template, level}",
+		field: func(c *Config) any { return &c.QueueSources }},
+	{setting: prefix + "queueMapping", want: "a YAML mapping with template and table",
+		field: func(c *Config) any { return &c.QueueMapping }},
+	{setting: prefix + "partition", field: func(c *Config) any { return &c.Partition }},
+	{setting: prefix + "enforceDeleteACLs", field: func(c *Config) any { return &c.EnforceDeleteACLs }},
+	{setting: prefix + "enforceDeleteACLsMode", field: func(c *Config) any { return &c.EnforceDeleteACLsMode }},
+	{setting: prefix + "modifyACLAnnotation", field: func(c *Config) any { return &c.ModifyACLAnnotation }},
+	{setting: prefix + "stampGroups", field: func(c *Config) any { return &c.StampGroups }},
+	{setting: prefix + "stampGroupsOnError", field: func(c *Config) any { return &c.StampGroupsOnError }},
+}
+
+// set parses v, the value of name (a ConfigMap key or a variable), into
+// k's field of c.
+func (k *key) set(c *Config, name, v string) error {
+	switch p := k.field(c).(type) {
+	case *bool:
+		b, err := parseBool(name, v)
+		*p = b
+		return err
+	case **bool:
+		b, err := parseBool(name, v)
+		*p = &b
+		return err
+	case *Patterns:
+		*p = ParsePatterns(v)
+	case *string:
+		*p = strings.TrimSpace(v)
+	default:
+		if err := yaml.Unmarshal([]byte(v), p); err != nil {
+			return &KeyError{Name: name, Msg: fmt.Sprintf("want %s: %v", k.want, err)}
+		}
+		if s, ok := p.(*[]QueueSource); ok && *s == nil {
+			*s = []QueueSource{}
+		}
+	}
+	return nil
+}
+
+func parseBool(name, v string) (bool, error) {
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return false, &KeyError{Name: name, Msg: fmt.Sprintf("invalid boolean %q: want true or false", v)}
+	}
+	return b, nil
+}
+
+// KeyError is a ConfigMap key (FromConfigMap) or an environment variable
+// (Resolve) whose value cannot be used. Name is the key or variable.
+// Errors are returned joined; match each with errors.As.
+type KeyError struct {
+	Name string
+	Msg  string
+}
+
+func (e *KeyError) Error() string { return e.Name + ": " + e.Msg }
+
+// KeyErrors returns the KeyErrors in err (one, or several joined with
+// errors.Join), in order.
+func KeyErrors(err error) []*KeyError { return joined[*KeyError](err) }
+
+// ignoredConfigMapKeys are YuniKorn admission-controller keys for features
+// usher does not have; FromConfigMap accepts and ignores them so that a
+// yunikorn-configs ConfigMap can be read as it is.
+var ignoredConfigMapKeys = map[string]bool{
+	"admissionController.webHook.amServiceName":           true,
+	"admissionController.webHook.schedulerServiceAddress": true,
+	"admissionController.filtering.labelNamespaces":       true,
+	"admissionController.filtering.noLabelNamespaces":     true,
+	"admissionController.filtering.generateUniqueAppId":   true,
+	"admissionController.filtering.defaultQueue":          true,
+}
+
+// FromConfigMap reads the flat keys of a YuniKorn-style ConfigMap: each
+// setting under its YAML path (admissionController.partition,
+// admissionController.accessControl.bypassAuth, …), booleans as "true" or
+// "false", pattern lists comma separated, queueSources and queueMapping as
+// YAML, as in the file; YuniKorn's keys
+// admissionController.filtering.processNamespaces and
+// filtering.bypassNamespaces name the two namespace settings (set one
+// name of each, not both).
+//
+// Keys outside admissionController.* (queues.yaml, log.*, service.*) belong
+// to others and are ignored, as are YuniKorn admission keys for features
+// usher does not have (webHook.*, filtering.labelNamespaces,
+// filtering.noLabelNamespaces, filtering.generateUniqueAppId,
+// filtering.defaultQueue). Any other admissionController.* key is an error
+// naming it, so that a typo is not silently ignored. Unset keys keep their
+// defaults (applied by Defaulted).
+func FromConfigMap(data map[string]string) (Config, error) {
+	var c Config
+	var errs []error
+	for name, v := range data {
+		if !strings.HasPrefix(name, prefix) || ignoredConfigMapKeys[name] {
+			continue
+		}
+		i := slices.IndexFunc(keys, func(k key) bool { return k.setting == name || k.alias == name })
+		if i < 0 {
+			errs = append(errs, &KeyError{Name: name, Msg: "unknown admission controller setting"})
+			continue
+		}
+		k := &keys[i]
+		if _, dup := data[k.alias]; dup && name == k.setting {
+			errs = append(errs, &KeyError{Name: name, Msg: k.alias + " is the same setting: set only one"})
+			continue
+		}
+		if err := k.set(&c, name, v); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+		return Config{}, errors.Join(errs...)
+	}
+	return c, nil
+}
+
+// Resolve returns c with the ADMISSION_CONTROLLER_* variables read with
+// lookup (os.LookupEnv in production; nil reads none) applied, compiled,
+// and its warnings. The variables override the file even when empty (an
+// empty pattern list trusts nobody); when ADMISSION_CONTROLLER_TRUST_CONTROLLERS
+// and its other name ADMISSION_CONTROLLER_BYPASS_CONTROLLERS are both set
+// they must agree. A bad variable is a *KeyError naming it; a setting a
+// variable gave is named by the variable (SettingError.Variable,
+// Warning.Variable).
+func Resolve(c Config, lookup func(string) (string, bool)) (*Compiled, []Warning, error) {
+	env := map[string]string{} // setting -> the variable that set it
+	var errs []error
+	for i := range keys {
+		k := &keys[i]
+		var first, firstName string
+		for _, name := range k.env {
+			v, ok := "", false
+			if lookup != nil {
+				v, ok = lookup(name)
+			}
+			if !ok {
+				continue
+			}
+			if err := k.set(&c, name, v); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if firstName == "" {
+				first, firstName, env[k.setting] = v, name, name
+				continue
+			}
+			var one Config
+			_ = k.set(&one, firstName, first)
+			if !reflect.DeepEqual(k.field(&one), k.field(&c)) {
+				errs = append(errs, &KeyError{Name: firstName, Msg: fmt.Sprintf("%q and %s=%q disagree: set only one (they are the same setting)",
+					first, name, v)})
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, nil, errors.Join(errs...)
+	}
+	out, err := c.Compile()
+	if err != nil {
+		for _, se := range SettingErrors(err) {
+			se.Variable = env[se.Setting]
+		}
+		return nil, nil, err
+	}
+	ws := c.Warnings()
+	for i := range ws {
+		ws[i].Variable = env[ws[i].Setting]
+	}
+	return out, ws, nil
+}
+
+// Alias returns YuniKorn's other ConfigMap key of setting (a YAML path),
+// or "".
+func Alias(setting string) string {
+	for _, k := range keys {
+		if k.setting == setting {
+			return k.alias
+		}
+	}
+	return ""
+}

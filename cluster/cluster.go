@@ -1,0 +1,48 @@
+// Package cluster holds usher's cluster credentials, loaded once, and the
+// reads of other cluster objects built on them: today one-GET lookups
+// (the adoption rule's owner, docs/delete.md). usher serve hands the one
+// Client to everything that talks to the API server: TokenReviews and
+// SubjectAccessReviews, the ConfigMap source, denial Events, and these
+// reads.
+package cluster
+
+import (
+	"context"
+
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/usherhq/usher/auth"
+)
+
+// Client is usher's cluster credentials and the core API client built on
+// them, with usher's user agent unless the credentials name one.
+type Client struct {
+	Config *rest.Config
+	Core   *corev1client.CoreV1Client
+}
+
+// Load loads the credentials as auth.LoadKubeConfig does (the kubeconfig
+// file when one is given, else the pod's service account); it returns
+// auth.ErrNoCluster when there are none.
+func Load(kubeconfig string) (*Client, error) {
+	rc, err := auth.LoadKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if rc.UserAgent == "" {
+		rc.UserAgent = "usher"
+	}
+	core, err := corev1client.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{Config: rc, Core: core}, nil
+}
+
+// Get reads the object at an API path
+// (/apis/apps/v1/namespaces/NS/replicasets/NAME) with one GET, and returns
+// its JSON as the API server serves it.
+func (c *Client) Get(ctx context.Context, path string) ([]byte, error) {
+	return c.Core.RESTClient().Get().AbsPath(path).DoRaw(ctx)
+}

@@ -1,0 +1,183 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/usherhq/usher/decision"
+)
+
+// The body and the answer of POST /v1/access are usher's wire types
+// (package decision), shared with the server without linking it.
+type (
+	accessRequest     = decision.AccessRequest
+	accessApplication = decision.AccessApplication
+	// AccessAnswer is the answer of POST /v1/access, as the plugin prints
+	// it with -o json: the object usher check, explain or app prints.
+	AccessAnswer = decision.Output
+)
+
+// APIError is an answer of usher other than 200: the status and usher's
+// error text.
+type APIError struct {
+	Status    int
+	Message   string
+	RequestID string
+}
+
+func (e *APIError) Error() string {
+	msg := fmt.Sprintf("usher answered %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
+	if e.RequestID != "" && !strings.Contains(e.Message, e.RequestID) {
+		msg += " (request id " + e.RequestID + ")"
+	}
+	return msg
+}
+
+// usherClient sends questions to usher's /v1/access with the caller's
+// kubeconfig credentials (bearer token, exec plugin or client
+// certificate), over TLS checked against usher's CA.
+type usherClient struct {
+	base string
+	http *http.Client
+}
+
+// usherConfig is how the plugin reaches usher.
+type usherConfig struct {
+	// Server is usher's base URL, https://HOST:PORT.
+	Server string
+	// CAFile verifies usher's serving certificate; empty: the system's
+	// roots.
+	CAFile string
+	// ServerName is the name usher's certificate is checked against;
+	// empty: the host of Server.
+	ServerName string
+}
+
+// newUsherClient derives a client for usher from the caller's API server
+// configuration kube: the same credentials, but usher's address and CA,
+// and no impersonation (usher does not read impersonation headers; asking
+// about someone else is said in the body and usher checks the caller's
+// permission).
+func newUsherClient(kube *rest.Config, uc usherConfig) (*usherClient, error) {
+	u, err := url.Parse(uc.Server)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("--usher-server %q: want https://HOST[:PORT]", uc.Server)
+	}
+	cfg := rest.CopyConfig(kube)
+	cfg.Host = strings.TrimSuffix(uc.Server, "/")
+	cfg.APIPath = ""
+	cfg.Impersonate = rest.ImpersonationConfig{}
+	cfg.TLSClientConfig.Insecure = false
+	cfg.TLSClientConfig.CAFile = uc.CAFile
+	cfg.TLSClientConfig.CAData = nil
+	cfg.TLSClientConfig.ServerName = uc.ServerName
+	cfg.Proxy = nil
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("a client for usher at %s: %w", uc.Server, err)
+	}
+	// The transport adds the caller's credentials to every request: a
+	// redirect would carry them wherever it points.
+	hc.CheckRedirect = func(req *http.Request, _ []*http.Request) error {
+		return fmt.Errorf("redirected to %q, which the plugin does not follow: it would send your credentials there; "+
+			"give --usher-server the address usher itself serves on", req.URL.Redacted())
+	}
+	return &usherClient{base: cfg.Host, http: hc}, nil
+}
+
+// maxAnswer bounds what the plugin reads of an answer.
+const maxAnswer = 8 << 20
+
+// access asks POST /v1/access.
+func (c *usherClient) access(ctx context.Context, req accessRequest) (*AccessAnswer, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/v1/access", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "application/json")
+	resp, err := c.http.Do(hr)
+	if err != nil {
+		return nil, reachError(c.base, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return nil, fmt.Errorf("reading usher's answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error     string `json:"error"`
+			RequestID string `json:"requestID"`
+		}
+		msg := strings.TrimSpace(string(data))
+		if json.Unmarshal(data, &e) == nil && e.Error != "" {
+			msg = e.Error
+		}
+		id := e.RequestID
+		if id == "" {
+			id = resp.Header.Get("X-Request-Id")
+		}
+		return nil, &APIError{Status: resp.StatusCode, Message: msg, RequestID: id}
+	}
+	var out AccessAnswer
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("usher's answer is not the JSON of /v1/access: %w", err)
+	}
+	return &out, nil
+}
+
+// reachError explains a connection failure, with how to reach usher from
+// outside the cluster when the default in-cluster address was used.
+func reachError(base string, err error) error {
+	var dns *net.DNSError
+	if errors.As(err, &dns) && strings.HasSuffix(strings.TrimSuffix(dns.Name, "."), ".svc") {
+		return fmt.Errorf("reaching usher at %s: %w; outside the cluster, forward a port to usher's Service "+
+			"(kubectl port-forward -n NAMESPACE svc/usher 8443:443) and give --usher-server https://127.0.0.1:8443 "+
+			"--usher-tls-server-name usher.NAMESPACE.svc --usher-certificate-authority CA.pem (see docs/kubectl-usher.md)", base, err)
+	}
+	return fmt.Errorf("reaching usher at %s: %w", base, err)
+}
+
+// Identity is a user and groups, as the API server authenticated them.
+type Identity struct {
+	User   string   `json:"user"`
+	UID    string   `json:"uid,omitempty"`
+	Groups []string `json:"groups"`
+}
+
+// selfSubjectReview asks the API server who the caller is
+// (authentication.k8s.io/v1 SelfSubjectReview, as kubectl auth whoami).
+func selfSubjectReview(ctx context.Context, kube *rest.Config) (Identity, error) {
+	cs, err := kubernetes.NewForConfig(kube)
+	if err != nil {
+		return Identity{}, err
+	}
+	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return Identity{}, fmt.Errorf("asking the API server who you are (SelfSubjectReview): %w", err)
+	}
+	ui := r.Status.UserInfo
+	groups := ui.Groups
+	if groups == nil {
+		groups = []string{}
+	}
+	return Identity{User: ui.Username, UID: ui.UID, Groups: groups}, nil
+}

@@ -1,0 +1,268 @@
+// Package plugin is the kubectl plugin kubectl-usher: a tenant asks
+// usher, with the identity in its own kubeconfig, what it may do and why.
+//
+// The rules it keeps:
+//
+//   - Who the caller is comes from the API server (SelfSubjectReview) and
+//     from usher's own authentication of the caller's credential
+//     (TokenReview or a client certificate); the plugin never asserts an
+//     identity that usher takes on trust.
+//   - Asking about someone else (--as, --as-group) is said in the body of
+//     the question, and usher answers only callers allowed to create
+//     accessreviews in API group usher.io (or in its privileged groups).
+//     Only the server-side dry run of why impersonates, because it is a
+//     request to the API server, which checks the impersonate permission.
+//   - can-i exits like kubectl auth can-i: 0 yes, 1 no; every error is 2.
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Exit codes.
+const (
+	// ExitYes: the answer is yes (can-i, why), or the command succeeded.
+	ExitYes = 0
+	// ExitNo: the answer is no (can-i, why).
+	ExitNo = 1
+	// ExitError: the question could not be asked or answered (bad usage,
+	// usher or the API server unreachable, refused, or in error).
+	ExitError = 2
+)
+
+// Streams are the plugin's standard streams.
+type Streams struct {
+	In          io.Reader
+	Out, ErrOut io.Writer
+}
+
+// Environment variables that give the defaults of the --usher-* flags.
+const (
+	EnvServer     = "KUBECTL_USHER_SERVER"
+	EnvCA         = "KUBECTL_USHER_CERTIFICATE_AUTHORITY"
+	EnvServerName = "KUBECTL_USHER_TLS_SERVER_NAME"
+)
+
+// options are the flags every command shares.
+type options struct {
+	streams   Streams
+	kube      kubeFlags
+	usher     usherConfig
+	namespace string // usher's namespace, for the default --usher-server
+	service   string
+	partition string
+	output    string
+	getenv    func(string) string
+}
+
+// errNo is returned by a command whose answer is no: it exits 1 without
+// an error message.
+var errNo = errors.New("no")
+
+// exitError carries a code other than ExitError.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+// Main runs the plugin with args (without the program name) and returns
+// the exit code.
+func Main(ctx context.Context, args []string, streams Streams) int {
+	return run(ctx, args, streams, os.Getenv)
+}
+
+func run(ctx context.Context, args []string, streams Streams, getenv func(string) string) int {
+	cmd := newRoot(streams, getenv)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	switch {
+	case err == nil:
+		return ExitYes
+	case errors.Is(err, errNo):
+		return ExitNo
+	}
+	fmt.Fprintln(streams.ErrOut, "error:", err)
+	return ExitError
+}
+
+func newRoot(streams Streams, getenv func(string) string) *cobra.Command {
+	o := &options{streams: streams, getenv: getenv}
+	root := &cobra.Command{
+		Use:         "kubectl-usher",
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl usher"},
+		Short:       "Ask usher what you may do on the batch queues, and why",
+		Long: `kubectl usher asks usher's decision API with your own kubeconfig
+credentials: who you are and which groups usher decides with (whoami),
+whether you may submit to or administer a queue (can-i), what admission
+would decide for a manifest (why), and every queue with your rights
+(queues).
+
+usher is reached at --usher-server (default: its Service in the cluster,
+https://usher.usher-system.svc); from outside the cluster forward a port
+to it. See docs/kubectl-usher.md.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Example: `  kubectl usher whoami
+  kubectl usher can-i submit root.ml
+  kubectl usher can-i submit root.ops --as bob --as-group ops
+  kubectl usher why -f job.yaml
+  kubectl usher queues -o yaml`,
+	}
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	root.SetIn(streams.In)
+	root.CompletionOptions.HiddenDefaultCmd = true
+	pf := root.PersistentFlags()
+	o.kube.AddFlags(pf)
+	pf.StringVar(&o.usher.Server, "usher-server", getenv(EnvServer), "usher's address, https://HOST[:PORT] (default: https://SERVICE.NAMESPACE.svc from --usher-service and --usher-namespace; $"+EnvServer+")")
+	pf.StringVar(&o.usher.CAFile, "usher-certificate-authority", getenv(EnvCA), "PEM file of the CA that signed usher's serving certificate (default: the system's roots; $"+EnvCA+")")
+	pf.StringVar(&o.usher.ServerName, "usher-tls-server-name", getenv(EnvServerName), "name to check usher's serving certificate against (default: the host of --usher-server; $"+EnvServerName+")")
+	pf.StringVar(&o.namespace, "usher-namespace", "usher-system", "namespace of usher's Service")
+	pf.StringVar(&o.service, "usher-service", "usher", "name of usher's Service")
+	pf.StringVar(&o.partition, "partition", "", "partition to ask about (default: usher's default partition)")
+	root.AddCommand(newWhoami(o), newCanI(o), newWhy(o), newQueues(o))
+	return root
+}
+
+// addOutput adds -o text|json|yaml.
+func (o *options) addOutput(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")
+}
+
+func (o *options) checkOutput() error {
+	switch o.output {
+	case "text", "json", "yaml":
+		return nil
+	}
+	return fmt.Errorf("--output %q: want text, json or yaml", o.output)
+}
+
+// kubeFlags are kubectl's own flags for the API server and the caller's
+// credentials (--kubeconfig, --context, -n, --as, --as-group, --token, ...),
+// read the way kubectl reads them (client-go's clientcmd).
+type kubeFlags struct {
+	kubeconfig string
+	overrides  clientcmd.ConfigOverrides
+	cc         clientcmd.ClientConfig
+}
+
+func (k *kubeFlags) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&k.kubeconfig, clientcmd.RecommendedConfigPathFlag, "", "path to the kubeconfig file to use")
+	clientcmd.BindOverrideFlags(&k.overrides, fs, clientcmd.RecommendedConfigOverrideFlags(""))
+}
+
+// clientConfig is the kubeconfig as the flags select it, loaded once.
+func (k *kubeFlags) clientConfig() clientcmd.ClientConfig {
+	if k.cc == nil {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = k.kubeconfig
+		k.cc = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &k.overrides)
+	}
+	return k.cc
+}
+
+// impersonating reports whether --as or --as-group was given.
+func (o *options) impersonating() bool {
+	return o.asUser() != "" || len(o.asGroups()) > 0
+}
+
+func (o *options) asUser() string { return o.kube.overrides.AuthInfo.Impersonate }
+
+func (o *options) asGroups() []string { return o.kube.overrides.AuthInfo.ImpersonateGroups }
+
+// restConfig is the caller's API server configuration; impersonate keeps
+// --as and --as-group (for requests the API server checks them on).
+func (o *options) restConfig(impersonate bool) (*rest.Config, error) {
+	cfg, err := o.kube.clientConfig().ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	if !impersonate {
+		cfg.Impersonate = rest.ImpersonationConfig{}
+	}
+	cfg.UserAgent = "kubectl-usher"
+	return cfg, nil
+}
+
+func (o *options) usherClient() (*usherClient, error) {
+	cfg, err := o.restConfig(false)
+	if err != nil {
+		return nil, err
+	}
+	uc := o.usher
+	if uc.Server == "" {
+		uc.Server = fmt.Sprintf("https://%s.%s.svc", o.service, o.namespace)
+	}
+	return newUsherClient(cfg, uc)
+}
+
+// subject is the identity a question is about: the caller as the API
+// server sees it, or the user and groups of --as and --as-group. For --as
+// the groups are those given plus system:authenticated, as the API server
+// gives an impersonated user.
+func (o *options) subject(ctx context.Context) (who Identity, self bool, err error) {
+	if o.impersonating() {
+		if o.asUser() == "" {
+			return Identity{}, false, errors.New("--as-group needs --as USER")
+		}
+		groups := append([]string{}, o.asGroups()...)
+		if o.asUser() != "system:anonymous" && !slices.Contains(groups, systemAuthenticated) {
+			groups = append(groups, systemAuthenticated)
+		}
+		return Identity{User: o.asUser(), Groups: groups}, false, nil
+	}
+	cfg, err := o.restConfig(false)
+	if err != nil {
+		return Identity{}, false, err
+	}
+	who, err = selfSubjectReview(ctx, cfg)
+	return who, true, err
+}
+
+// ask sends req to usher about the subject (the caller, or --as and
+// --as-group), whose identity and self are subject's.
+func (o *options) ask(ctx context.Context, req accessRequest) (ans *AccessAnswer, who Identity, self bool, err error) {
+	if who, self, err = o.subject(ctx); err != nil {
+		return nil, who, self, err
+	}
+	uc, err := o.usherClient()
+	if err != nil {
+		return nil, who, self, err
+	}
+	req.User, req.Groups = who.User, who.Groups
+	if req.Place {
+		// The namespace tag, as YuniKorn's shim passes it.
+		ns, _, err := o.kube.clientConfig().Namespace()
+		if err != nil {
+			return nil, who, self, err
+		}
+		req.Tags = map[string]string{"namespace": ns}
+	}
+	ans, err = uc.access(ctx, req)
+	return ans, who, self, err
+}
+
+// systemAuthenticated is the group the API server gives every
+// authenticated user.
+const systemAuthenticated = "system:authenticated"
+
+func joinOr(list []string, none string) string {
+	if len(list) == 0 {
+		return none
+	}
+	return strings.Join(list, ", ")
+}

@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/usherhq/usher/acl"
+	"github.com/usherhq/usher/answer"
+	"github.com/usherhq/usher/application"
+	"github.com/usherhq/usher/engine"
+	"github.com/usherhq/usher/policy"
+)
+
+const appHelp = `Answers whether the user may view, modify, kill or move an application, as
+YARN's application ACLs decide. The first line of output is "allowed" or
+"denied", the second the reason; --explain adds every check made. With
+-o json or -o yaml, the decision object of docs/decision.schema.json (with
+--explain, every check under requirements[].checks); the exit status is the
+same.
+
+Who may:
+  view     the owner, admins of the application's queue or a parent, cluster
+           admins (partition adminacl), application admins (applicationacls
+           admin), the modify ACL and the view ACL
+  modify   the same, without the view ACL
+  kill     the same as modify
+  move     needs all three: submit (or admin) on the queue it runs in, submit
+           (or admin) on --target-queue, and the right to modify it
+
+The application's ACLs are written in YARN's syntax, as in
+mapreduce.job.acl-view-job and mapreduce.job.acl-modify-job ("users groups",
+" groups", "*"; YARN ignores what follows a second space). Spark's
+spark.ui.view.acls=a,b with spark.ui.view.acls.groups=g is --view-acl "a,b g".
+An ACL not given takes the partition's applicationacls default; an empty
+one ("") allows nobody.
+
+Exit status: 0 allowed, 1 denied, 2 bad usage, an invalid configuration or
+a failure to find the user's groups (the reason is on stderr).
+
+Examples:
+  usher app --config queues.yaml --queue root.test --owner john --user jane --action kill
+  usher app --config queues.yaml --queue root.test --owner john --user bob \
+            --action move --target-queue root.marketing --explain
+`
+
+// appFlags are the flags of usher app; set holds the names of those given.
+type appFlags struct {
+	d                                     decisionFlags
+	owner, id, target, viewACL, modifyACL string
+	explain                               bool
+	output                                outputFlag
+	set                                   map[string]bool
+}
+
+func newAppCommand(env *Env) *cobra.Command {
+	f := &appFlags{}
+	d, owner, id, target, viewACL, modifyACL, explain := &f.d, &f.owner, &f.id, &f.target, &f.viewACL, &f.modifyACL, &f.explain
+	cmd, fs := newCommand(env, groupDecide, "app --queue PATH --owner U --user U --action view|modify|kill|move [flags]",
+		"may this user view, modify, kill or move an application? (YARN application ACLs)", appHelp)
+	fs.StringVar(&d.config, "config", "", configFlagHelp)
+	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
+	fs.StringVar(&d.queue, "queue", "", "`PATH` of the queue the application runs in (default: the partition's default queue)")
+	fs.StringVar(owner, "owner", "", "`USER` who owns (submitted) the application (required)")
+	fs.StringVar(id, "id", "", "application `ID`, for the reason, e.g. application_1536220066338_0001")
+	fs.StringVar(&d.user, "user", "", "user `NAME` who asks (required)")
+	fs.StringVar(&d.groups, "groups", "", "comma separated `GROUPS` the user is in; when empty the partition's resolver finds them")
+	fs.StringVar(&d.action, "action", "", "`ACTION`: view, modify, kill or move (required)")
+	fs.StringVar(target, "target-queue", "", "`PATH` of the queue a move goes to (required with --action move)")
+	fs.StringVar(viewACL, "view-acl", "", "the application's view `ACL` (mapreduce.job.acl-view-job)")
+	fs.StringVar(modifyACL, "modify-acl", "", "the application's modify `ACL` (mapreduce.job.acl-modify-job)")
+	fs.BoolVar(explain, "explain", false, "show the identity used and every check made")
+	f.output.register(fs)
+	completeQueues(cmd, "queue", "target-queue")
+	return setBody(env, cmd, func(ctx context.Context, _ []string) int {
+		f.set = map[string]bool{}
+		fs.Visit(func(fl *pflag.Flag) { f.set[fl.Name] = true })
+		return runApp(ctx, env, f)
+	})
+}
+
+func runApp(ctx context.Context, env *Env, f *appFlags) int {
+	d, owner, id, target, viewACL, modifyACL, explain, output, set := f.d, f.owner, f.id, f.target, f.viewACL, f.modifyACL, f.explain, f.output, f.set
+	switch {
+	case d.user == "":
+		env.errorf("--user is required")
+		return ExitUsage
+	case owner == "":
+		env.errorf("--owner is required: the user who submitted the application")
+		return ExitUsage
+	case d.action == "":
+		env.errorf("--action is required: view, modify, kill or move")
+		return ExitUsage
+	}
+	action, err := application.ParseAction(d.action)
+	if err != nil {
+		env.errorf("--action: %v", err)
+		return ExitUsage
+	}
+	switch {
+	case action == application.Move && target == "":
+		env.errorf("--action move needs --target-queue")
+		return ExitUsage
+	case action != application.Move && target != "":
+		env.errorf("--target-queue is only used with --action move, not %v", action)
+		return ExitUsage
+	}
+	groups, err := splitGroups(d.groups)
+	if err != nil {
+		env.errorf("%v", err)
+		return ExitUsage
+	}
+	app := application.Application{ID: id, Owner: owner, Queue: d.queue}
+	for _, f := range []struct {
+		name, text string
+		dst        **acl.ACL
+	}{{"view-acl", viewACL, &app.ViewACL}, {"modify-acl", modifyACL, &app.ModifyACL}} {
+		if !set[f.name] {
+			continue
+		}
+		a, warns, err := acl.Parse(f.text, acl.YARN)
+		if err != nil {
+			env.errorf("--%s: %v", f.name, err)
+			return ExitUsage
+		}
+		for _, w := range warns {
+			env.errorf("warning: --%s %q: %s", f.name, f.text, w)
+		}
+		*f.dst = &a
+	}
+	e, ok := loadServing(env, d.config)
+	if !ok {
+		return ExitUsage
+	}
+	// The same decision /v1/access makes for an application.
+	dec, in, err := e.DecideApplication(ctx, engine.AppRequest{
+		Partition: d.partition, User: d.user, Groups: groups, App: app, Action: action, Target: target,
+	})
+	if err != nil {
+		// The queue that does not exist: the application's, or the
+		// target of a move.
+		queue := app.Queue
+		if cp, perr := e.Snapshot().Partition(d.partition); perr == nil && target != "" && (queue == "" || cp.Has(queue)) {
+			queue = target
+		}
+		printLookupError(env, e.Config(), d.partition, queue, err)
+		return ExitUsage
+	}
+	if output.machine() {
+		output.write(env, answer.AppDecided(dec, in, explain))
+		return decisionCode(dec.Allowed)
+	}
+	answer.App(env.Stdout, dec, in, app, explain)
+	return decisionCode(dec.Allowed)
+}

@@ -1,0 +1,204 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/usherhq/usher/config"
+	"github.com/usherhq/usher/importer"
+	"github.com/usherhq/usher/policy"
+)
+
+const importHelp = `Converts a YARN cluster's or Spark's access control settings into usher's
+YAML configuration.
+
+  usher import yarn  (--fair-scheduler F | --capacity-scheduler F) [--yarn-site F]
+                     [--spark-defaults F] [--partition NAME] [-o FILE]
+  usher import spark --defaults spark-defaults.conf [--into usher.yaml]
+                     [--partition NAME] [-o FILE]
+
+yarn keeps the queue hierarchy; aclSubmitApps / acl_submit_applications
+become submitacl, aclAdministerApps / acl_administer_queue adminacl, and
+yarn.admin.acl the partition adminacl. YARN's defaults apply, each with a
+warning: a root queue without ACLs is open to all ("*"), other queues without
+ACLs grant nothing, an unset yarn.admin.acl is "*", and yarn.acl.enable false
+or unset (Hadoop's default) allows everything. Queue limits become YuniKorn's
+resources, maxapplications, properties and the root queue's user limits;
+what YuniKorn cannot express (weights, AM shares, preemption timeouts,
+shares of the cluster) is a warning (docs/yarn.md has the table).
+
+spark reads spark.acls.enable and spark.admin.acls, spark.ui.view.acls and
+spark.modify.acls (each with its .groups twin) into the partition's
+applicationacls admin, view and modify; with --into they are set in that
+configuration, else in the embedded default one.
+
+The YAML goes to stdout or -o FILE; warnings go to stderr as
+FILE:LINE:COL: warning: message.
+
+Exit status: 0 on success (even with warnings), 1 when an input file has
+errors (each printed as FILE:LINE:COL: message), 2 on bad usage or an
+unreadable file.
+`
+
+func newImportCommand(env *Env) *cobra.Command {
+	cmd, _ := newCommand(env, groupConfig, "import yarn|spark [flags]", "turn YARN or Spark ACL settings into usher YAML", importHelp)
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.AddCommand(newImportYARNCommand(env), newImportSparkCommand(env))
+	cmd.RunE = groupRun
+	return cmd
+}
+
+// importYARNFlags are the flags of usher import yarn.
+type importYARNFlags struct {
+	fair, capacity, site, spark, partition, out string
+}
+
+func newImportYARNCommand(env *Env) *cobra.Command {
+	f := &importYARNFlags{}
+	fair, capacity, site, spark, partition, out := &f.fair, &f.capacity, &f.site, &f.spark, &f.partition, &f.out
+	cmd, fs := newCommand(env, "", "yarn (--fair-scheduler FILE | --capacity-scheduler FILE) [flags]",
+		"a YARN scheduler's queue ACLs (Fair or Capacity Scheduler) as usher YAML", importHelp)
+	fs.StringVar(fair, "fair-scheduler", "", "the Fair Scheduler's allocation `FILE` (fair-scheduler.xml)")
+	fs.StringVar(capacity, "capacity-scheduler", "", "the Capacity Scheduler's `FILE` (capacity-scheduler.xml)")
+	fs.StringVar(site, "yarn-site", "", "yarn-site.xml `FILE`, for yarn.acl.enable and yarn.admin.acl")
+	fs.StringVar(spark, "spark-defaults", "", "spark-defaults.conf `FILE`, for the application ACLs")
+	fs.StringVar(partition, "partition", policy.DefaultPartition, "`NAME` of the partition written")
+	fs.StringVarP(out, "output", "o", "", "write the YAML to `FILE` instead of stdout")
+	return setBody(env, cmd, func(context.Context, []string) int { return importYARN(env, f) })
+}
+
+func importYARN(env *Env, f *importYARNFlags) int {
+	fair, capacity, site, spark, partition, out := f.fair, f.capacity, f.site, f.spark, f.partition, f.out
+	if (fair == "") == (capacity == "") {
+		env.errorf("give one of --fair-scheduler and --capacity-scheduler")
+		return ExitUsage
+	}
+	files := importer.YARNFiles{Partition: partition}
+	for _, f := range []struct {
+		path string
+		dst  **importer.Source
+	}{{fair, &files.FairScheduler}, {capacity, &files.CapacityScheduler}, {site, &files.YARNSite}} {
+		if f.path == "" {
+			continue
+		}
+		s, err := importer.ReadSource(f.path)
+		if err != nil {
+			env.errorf("%v", err)
+			return ExitUsage
+		}
+		*f.dst = &s
+	}
+	c, err := importer.YARN(files)
+	if err != nil {
+		return importFailed(env, err, true)
+	}
+	if spark != "" {
+		s, err := importer.ReadSource(spark)
+		if err != nil {
+			env.errorf("%v", err)
+			return ExitUsage
+		}
+		if err := c.AddSpark(s); err != nil {
+			printDiagnostics(env, c.Warnings)
+			return importFailed(env, err, false)
+		}
+	}
+	printDiagnostics(env, c.Warnings)
+	data, err := c.YAML()
+	if err != nil {
+		env.errorf("%v", err)
+		return ExitUsage
+	}
+	return writeImport(env, out, data)
+}
+
+// importSparkFlags are the flags of usher import spark.
+type importSparkFlags struct {
+	defaults, into, partition, out string
+}
+
+func newImportSparkCommand(env *Env) *cobra.Command {
+	f := &importSparkFlags{}
+	cmd, fs := newCommand(env, "", "spark --defaults FILE [--into FILE] [flags]",
+		"Spark's application ACLs (spark-defaults.conf) as usher YAML", importHelp)
+	fs.StringVar(&f.defaults, "defaults", "", "spark-defaults.conf `FILE` (required)")
+	fs.StringVar(&f.into, "into", "", "usher configuration `FILE` to add the application ACLs to (default: the embedded default configuration)")
+	fs.StringVar(&f.partition, "partition", policy.DefaultPartition, "`NAME` of the partition that gets the application ACLs")
+	fs.StringVarP(&f.out, "output", "o", "", "write the YAML to `FILE` instead of stdout")
+	return setBody(env, cmd, func(context.Context, []string) int { return importSpark(env, f) })
+}
+
+func importSpark(env *Env, f *importSparkFlags) int {
+	defaults, into, partition, out := f.defaults, f.into, f.partition, f.out
+	if defaults == "" {
+		env.errorf("--defaults is required")
+		return ExitUsage
+	}
+	src, err := importer.ReadSource(defaults)
+	if err != nil {
+		env.errorf("%v", err)
+		return ExitUsage
+	}
+	base := importer.Source{Name: "<embedded default>", Data: config.DefaultYAML()}
+	if into != "" {
+		if _, err := config.Load(into); err != nil {
+			env.errorf("--into: invalid configuration:\n%v", err)
+			return ExitUsage
+		}
+		if base, err = importer.ReadSource(into); err != nil {
+			env.errorf("%v", err)
+			return ExitUsage
+		}
+	}
+	apps, warns, err := importer.Spark(src)
+	printDiagnostics(env, warns)
+	if err != nil {
+		return importFailed(env, err, false)
+	}
+	data, err := importer.MergeApplicationACLs(base, partition, apps)
+	if err != nil {
+		env.errorf("%v", err)
+		return ExitUsage
+	}
+	return writeImport(env, out, data)
+}
+
+func printDiagnostics(env *Env, ds []config.Diagnostic) {
+	for _, d := range ds {
+		fmt.Fprintln(env.Stderr, d)
+	}
+}
+
+// importFailed prints an import error: positioned diagnostics exit 1,
+// anything else is bad usage. The warnings the error carries are printed
+// too when withWarnings is set.
+func importFailed(env *Env, err error, withWarnings bool) int {
+	var invalid *config.InvalidError
+	if errors.As(err, &invalid) {
+		if withWarnings {
+			printDiagnostics(env, invalid.Warnings)
+		}
+		printDiagnostics(env, invalid.Diagnostics)
+		env.errorf("nothing written: %s", plural(len(invalid.Diagnostics), "error"))
+		return ExitDenied
+	}
+	env.errorf("%v", err)
+	return ExitUsage
+}
+
+func writeImport(env *Env, out string, data []byte) int {
+	if out == "" {
+		env.Stdout.Write(data)
+		return ExitOK
+	}
+	if err := os.WriteFile(out, data, 0o644); err != nil {
+		env.errorf("%v", err)
+		return ExitUsage
+	}
+	env.errorf("wrote %s", out)
+	return ExitOK
+}

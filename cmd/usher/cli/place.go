@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/usherhq/usher/answer"
+	"github.com/usherhq/usher/engine"
+	"github.com/usherhq/usher/policy"
+)
+
+const placeHelp = `Answers "where will my job go?": runs the partition's placement rules
+(placementrules, as YuniKorn's scheduler runs them) for the user, the queue
+the application names and its tags, and prints the queue the application
+is placed in and the rule that chose it, then every rule tried and why it
+placed or fell through. A partition without placementrules uses YuniKorn's
+implicit rule: the named queue (provided), never created.
+
+The first line is the queue, or "rejected" when no rule places the
+application (and root.default does not exist or the user may not submit
+to it), or a rule error stops placement; then the rule and why. When the
+queue is not the one --queue names (read as a path under root), a fourth
+line says so and why, rule by rule: the admission webhook warns with the
+same. The rules are in docs/placement.md. Without placementrules and
+--queue, the answer is the partition's default queue, as the admission
+webhook checks it.
+
+-o json or -o yaml prints the decision object of docs/decision.schema.json:
+"placement" (placed, queue, create, rule) and the "trail" of rules tried.
+
+Exit status: 0 placed, 1 rejected, 2 bad usage, an invalid configuration or
+a failure to find the user's groups (the reason is on stderr).
+
+Examples:
+  # the queue a pod labelled queue=root.teams.ml would run in
+  usher place --config queues.yaml --user alice --groups dev --queue root.teams.ml
+
+  # YuniKorn qualifies a marker without "root." by replacing its dots
+  usher place --config queues.yaml --user alice --queue teams.ml
+
+  # a tag rule on the namespace, as the Kubernetes shim passes it
+  usher place --config queues.yaml --user system:serviceaccount:spark:driver --tag namespace=spark
+`
+
+// tagFlags collects repeated --tag k=v flags.
+type tagFlags map[string]string
+
+func (t tagFlags) String() string { return "" }
+
+// Type is the value's name in pflag's errors.
+func (t tagFlags) Type() string { return "NAME=VALUE" }
+
+func (t tagFlags) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("want NAME=VALUE, got %q", s)
+	}
+	t[k] = v
+	return nil
+}
+
+// placeFlags are the flags of usher place.
+type placeFlags struct {
+	cfgPath, part, queue, user, groups string
+	tags                               tagFlags
+	out                                outputFlag
+}
+
+func newPlaceCommand(env *Env) *cobra.Command {
+	f := &placeFlags{tags: tagFlags{}}
+	cmd, fs := newCommand(env, groupDecide, "place --user U [--queue Q] [--tag NAME=VALUE]... [flags]",
+		"where will this user's application go? the queue placement rules choose", placeHelp)
+	fs.StringVar(&f.cfgPath, "config", "", configFlagHelp)
+	fs.StringVar(&f.part, "partition", policy.DefaultPartition, "partition `NAME`")
+	fs.StringVar(&f.queue, "queue", "", "the `QUEUE` the application names (the provided rule's input), e.g. root.a.b or a.b")
+	fs.StringVar(&f.user, "user", "", "user `NAME` (required)")
+	fs.StringVar(&f.groups, "groups", "", "comma separated `GROUPS` the user is in; when empty the partition's resolver finds them")
+	fs.Var(f.tags, "tag", "application tag `NAME=VALUE`, repeatable (the Kubernetes shim passes namespace=NS)")
+	f.out.register(fs)
+	completeQueues(cmd)
+	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runPlace(ctx, env, f) })
+}
+
+func runPlace(ctx context.Context, env *Env, f *placeFlags) int {
+	cfgPath, part, queue, user, groups, tags, out := f.cfgPath, f.part, f.queue, f.user, f.groups, f.tags, f.out
+	if user == "" {
+		env.errorf("--user is required")
+		return ExitUsage
+	}
+	gs, err := splitGroups(groups)
+	if err != nil {
+		env.errorf("%v", err)
+		return ExitUsage
+	}
+	e, ok := loadServing(env, cfgPath)
+	if !ok {
+		return ExitUsage
+	}
+	res, err := e.Place(ctx, engine.PlaceRequest{Partition: part, Queue: queue, Tags: tags, User: user, Groups: gs, Explain: true})
+	if err != nil {
+		printLookupError(env, e.Config(), part, queue, err)
+		return ExitUsage
+	}
+	if out.machine() {
+		o := answer.Placed("place", &res, true)
+		o.Reason = res.Reason()
+		out.write(env, o)
+	} else {
+		answer.Place(env.Stdout, &res)
+	}
+	if !res.Placed && queue != "" {
+		if cp, err := e.Snapshot().Partition(part); err == nil {
+			if _, err := cp.Lookup(queue); err != nil {
+				printLookupError(env, e.Config(), cp.Name(), queue, err)
+			}
+		}
+	}
+	return decisionCode(res.Placed)
+}

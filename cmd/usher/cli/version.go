@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// Version and Commit name the build. Release builds set them with
+// -ldflags "-X github.com/usherhq/usher/cmd/usher/cli.Version=v1.2.3
+// -X github.com/usherhq/usher/cmd/usher/cli.Commit=<sha>" (the Dockerfile
+// does); left empty, they come from the build information Go records: the
+// module version for `go install ...@v1.2.3`, and vcs.revision and
+// vcs.modified for a build from a checkout.
+var (
+	Version = ""
+	Commit  = ""
+)
+
+// BuildInfo is what `usher version` prints.
+type BuildInfo struct {
+	Version   string
+	Commit    string
+	Modified  bool
+	GoVersion string
+	Platform  string
+}
+
+// readBuildInfo is debug.ReadBuildInfo; tests replace it.
+var readBuildInfo = debug.ReadBuildInfo
+
+// CurrentBuild returns the build information of the running binary: the
+// -ldflags values where set, the Go build information otherwise, "dev" and
+// "unknown" where neither says.
+func CurrentBuild() BuildInfo {
+	bi, ok := readBuildInfo()
+	return buildInfo(Version, Commit, bi, ok)
+}
+
+func buildInfo(version, commit string, bi *debug.BuildInfo, ok bool) BuildInfo {
+	b := BuildInfo{Version: version, Commit: commit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if ok && bi != nil {
+		if bi.GoVersion != "" {
+			b.GoVersion = bi.GoVersion
+		}
+		if b.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			b.Version = bi.Main.Version
+		}
+		if b.Commit == "" {
+			for _, s := range bi.Settings {
+				switch s.Key {
+				case "vcs.revision":
+					b.Commit = s.Value
+				case "vcs.modified":
+					b.Modified = s.Value == "true"
+				}
+			}
+		}
+	}
+	if b.Version == "" {
+		b.Version = "dev"
+	}
+	if b.Commit == "" {
+		b.Commit = "unknown"
+	}
+	return b
+}
+
+// String is the one line usher serve logs at start.
+func (b BuildInfo) String() string {
+	commit := b.Commit
+	if b.Modified {
+		commit += " (modified)"
+	}
+	return fmt.Sprintf("usher %s, commit %s, %s %s", b.Version, commit, b.GoVersion, b.Platform)
+}
+
+func newVersionCommand(env *Env) *cobra.Command {
+	cmd, _ := newCommand(env, "", "version", "print the version, the commit and the Go version (also: usher --version)",
+		"Print usher's version, the commit it was built from (\"(modified)\" when\nthe checkout had uncommitted changes) and the Go version.")
+	return setBody(env, cmd, func(context.Context, []string) int {
+		fmt.Fprint(env.Stdout, versionText(CurrentBuild()))
+		return ExitOK
+	})
+}
+
+// versionText is what usher version and usher --version print.
+func versionText(b BuildInfo) string {
+	commit := b.Commit
+	if b.Modified {
+		commit += " (modified)"
+	}
+	return fmt.Sprintf("usher %s\ncommit: %s\ngo: %s %s\n", b.Version, commit, b.GoVersion, b.Platform)
+}

@@ -1,0 +1,608 @@
+// Package policytest runs policy tests (docs/policy-tests.md): files
+// that name a configuration and list the decisions, placements and
+// admission reviews expected of it. Run loads the configuration once, as
+// usher serve does but Strict, builds what serves it (package serving),
+// decides every case with the code serve runs (the engine's decisions,
+// the admission handler over an in-process request), and explains a
+// failing case from that same generation (package answer), with the usher
+// command that shows it. usher test is its command line.
+package policytest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/usherhq/usher/acl"
+	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/answer"
+	"github.com/usherhq/usher/application"
+	"github.com/usherhq/usher/config"
+	"github.com/usherhq/usher/engine"
+	"github.com/usherhq/usher/policy"
+	"github.com/usherhq/usher/serving"
+)
+
+// Find returns the files named by roots: a file as it is, a
+// directory's *_test.yaml and *_test.yml files, recursively, in lexical
+// order.
+func Find(roots []string) ([]string, error) {
+	var out []string
+	for _, root := range roots {
+		st, err := os.Stat(root)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			out = append(out, root)
+			continue
+		}
+		n := len(out)
+		err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && path != root && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			if !d.IsDir() && isTestFileName(d.Name()) {
+				out = append(out, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(out) == n {
+			return nil, fmt.Errorf("no policy test files (*_test.yaml) under %s", root)
+		}
+	}
+	return out, nil
+}
+
+func isTestFileName(name string) bool {
+	return strings.HasSuffix(name, "_test.yaml") || strings.HasSuffix(name, "_test.yml")
+}
+
+// Report is the outcome of a run; its JSON form is usher test -o json.
+type Report struct {
+	Passed int          `json:"passed"`
+	Failed int          `json:"failed"`
+	Files  []FileReport `json:"files"`
+}
+
+type FileReport struct {
+	File   string       `json:"file"`
+	Config string       `json:"config"`
+	Cases  []CaseReport `json:"cases"`
+}
+
+type CaseReport struct {
+	Name string `json:"name"`
+	Line int    `json:"line"`
+	// Kind is decision, application, placement or admission.
+	Kind     string `json:"kind"`
+	Passed   bool   `json:"passed"`
+	Expected string `json:"expected"`
+	Got      string `json:"got"`
+	// Problems lists each expectation not met; empty when Passed.
+	Problems []string `json:"problems,omitempty"`
+	// Reproduce is the usher command that shows the same decision (not
+	// for admission cases).
+	Reproduce string `json:"reproduce,omitempty"`
+	// Trail is the explanation: what the reproducing command prints, or
+	// the admission response and audit record. Only for failures.
+	Trail   string        `json:"trail,omitempty"`
+	Elapsed time.Duration `json:"-"`
+	// args is the usher command that shows the decision with its trail,
+	// and explain writes that trail from the generation the case was
+	// decided with.
+	args    []string
+	explain func(io.Writer)
+}
+
+// Run loads the file's configuration once, as usher serve does (the
+// ADMISSION_CONTROLLER_* variables read with lookup) but Strict, builds
+// what serves it, and decides every case with it; a failing case is
+// explained from that same generation. An error means the configuration
+// did not load.
+func Run(ctx context.Context, f *File, lookup func(string) (string, bool)) (FileReport, error) {
+	fr := FileReport{File: f.path, Config: f.configPath}
+	cfg, err := config.Load(f.configPath, config.Strict(), config.WithEnv(lookup))
+	if err != nil {
+		return fr, fmt.Errorf("%s: config %s does not load:\n%v", f.path, f.config, err)
+	}
+	logs := &bytes.Buffer{}
+	e, err := serving.Build(cfg, nil, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		return fr, fmt.Errorf("%s: config %s: %v", f.path, f.config, err)
+	}
+	defer e.Close()
+	r := &caseRunner{e: e, configPath: f.configPath, logs: logs}
+	r.handler = admission.NewHandler(nil, admission.WithState(func() *admission.State { return e.Admission }),
+		admission.WithAudit(func(rec admission.Record) { r.audit = append(r.audit, rec) }))
+	for i, c := range f.cases {
+		start := time.Now()
+		cr := r.run(ctx, i, c)
+		cr.Name, cr.Line, cr.Elapsed = c.name, c.line, time.Since(start)
+		cr.Passed = len(cr.Problems) == 0
+		switch {
+		case cr.Passed:
+			cr.Trail = ""
+		case cr.explain != nil:
+			var b strings.Builder
+			cr.explain(&b)
+			cr.Reproduce, cr.Trail = "usher "+shellJoin(cr.args), b.String()
+		}
+		fr.Cases = append(fr.Cases, cr)
+	}
+	return fr, nil
+}
+
+type caseRunner struct {
+	e          *serving.State
+	configPath string
+	handler    *admission.Handler
+	audit      []admission.Record
+	logs       *bytes.Buffer
+}
+
+func (r *caseRunner) run(ctx context.Context, i int, c testCase) CaseReport {
+	switch c.kind {
+	case caseDecision:
+		return r.decision(ctx, c)
+	case caseApplication:
+		return r.application(ctx, c)
+	case casePlace:
+		return r.place(ctx, c)
+	default:
+		return r.admission(ctx, i, c)
+	}
+}
+
+// want records a mismatch.
+func (cr *CaseReport) want(what string, want, got any) {
+	cr.Problems = append(cr.Problems, fmt.Sprintf("%s: want %v, got %v", what, want, got))
+}
+
+func verdictOf(allowed bool) string {
+	if allowed {
+		return "allowed"
+	}
+	return "denied"
+}
+
+// baseArgs are the flags every reproducing command takes.
+func (r *caseRunner) baseArgs(cmd string, c testCase) []string {
+	args := []string{cmd, "--config", r.configPath}
+	if !strings.EqualFold(c.partition, policy.DefaultPartition) {
+		args = append(args, "--partition", c.partition)
+	}
+	args = append(args, "--user", c.user)
+	if len(c.groups) > 0 {
+		args = append(args, "--groups", strings.Join(c.groups, ","))
+	}
+	return args
+}
+
+// lookupError writes a decision that could not be made, with the closest
+// names for an unknown partition or queue, as the commands print it.
+func (r *caseRunner) lookupError(w io.Writer, partition, queue string, err error) {
+	fmt.Fprintln(w, err)
+	if hint := r.e.Config().Suggest(partition, queue, err); hint != "" {
+		fmt.Fprintln(w, hint)
+	}
+}
+
+func (r *caseRunner) decision(ctx context.Context, c testCase) CaseReport {
+	cr := CaseReport{Kind: "decision", Expected: c.expect}
+	action, _ := policy.ParseAction(c.action)
+	req := engine.Request{Partition: c.partition, Queue: c.queue, User: c.user, Groups: c.groups, Action: action}
+	res, err := r.e.Check(ctx, req)
+	args := r.baseArgs("explain", c)
+	if c.queue != "" {
+		args = append(args, "--queue", c.queue)
+	}
+	if c.action != "submit" {
+		args = append(args, "--action", c.action)
+	}
+	cr.args = args
+	cr.explain = func(w io.Writer) {
+		res, steps, err := r.e.Explain(ctx, req)
+		if err != nil {
+			r.lookupError(w, c.partition, c.queue, err)
+			return
+		}
+		answer.Explain(w, res, steps)
+	}
+	if !cr.settle(c.expect, res.Allowed, err) {
+		return cr
+	}
+	if d := c.decided; d != nil {
+		by := res.By
+		r.checkDecided(&cr, d, by.Queue, string(by.ACL), by.Match, "")
+	}
+	return cr
+}
+
+func (r *caseRunner) checkDecided(cr *CaseReport, d *decidedBy, queue, aclName string, m acl.Match, rule string) {
+	if d.rule != "" && d.rule != rule {
+		cr.want("decidedBy.rule", d.rule, orNone(rule))
+	}
+	if d.queue != "" && !strings.EqualFold(d.queue, queue) {
+		cr.want("decidedBy.queue", d.queue, orNone(queue))
+	}
+	if d.acl != "" && d.acl != aclName {
+		cr.want("decidedBy.acl", d.acl, orNone(aclName))
+	}
+	if d.kind != "" && d.kind != m.Kind.String() {
+		cr.want("decidedBy.kind", d.kind, m.Kind)
+	}
+	if d.entry != "" && d.entry != m.Name {
+		cr.want("decidedBy.entry", fmt.Sprintf("%q", d.entry), fmt.Sprintf("%q", m.Name))
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func (r *caseRunner) application(ctx context.Context, c testCase) CaseReport {
+	cr := CaseReport{Kind: "application", Expected: c.expect}
+	action, _ := application.ParseAction(c.action)
+	app := application.Application{ID: c.app.id, Owner: c.app.owner, Queue: c.app.queue}
+	args := r.baseArgs("app", c)
+	args = append(args, "--owner", c.app.owner, "--action", c.action)
+	for _, f := range []struct {
+		flag string
+		v    string
+	}{{"--queue", c.app.queue}, {"--id", c.app.id}, {"--target-queue", c.app.targetQueue}} {
+		if f.v != "" {
+			args = append(args, f.flag, f.v)
+		}
+	}
+	for _, f := range []struct {
+		flag string
+		text *string
+		dst  **acl.ACL
+	}{{"--view-acl", c.app.viewACL, &app.ViewACL}, {"--modify-acl", c.app.modifyACL, &app.ModifyACL}} {
+		if f.text == nil {
+			continue
+		}
+		args = append(args, f.flag, *f.text)
+		a, _, err := acl.Parse(*f.text, acl.YARN)
+		if err != nil {
+			cr.Got = fmt.Sprintf("error: %s: %v", f.flag, err)
+			cr.want("decision", c.expect, cr.Got)
+			return cr
+		}
+		*f.dst = &a
+	}
+	args = append(args, "--explain")
+	cr.args = args
+	d, in, err := r.e.DecideApplication(ctx, engine.AppRequest{Partition: c.partition, User: c.user, Groups: c.groups,
+		App: app, Action: action, Target: c.app.targetQueue})
+	cr.explain = func(w io.Writer) {
+		if err != nil {
+			r.lookupError(w, c.partition, c.app.queue, err)
+			return
+		}
+		answer.App(w, d, in, app, true)
+	}
+	if !cr.settle(c.expect, d.Allowed, err) {
+		return cr
+	}
+	if c.decided != nil {
+		s, _ := d.By()
+		r.checkDecided(&cr, c.decided, s.Grant.Queue, string(s.Grant.ACL), s.Match, s.Rule.String())
+	}
+	return cr
+}
+
+func (r *caseRunner) place(ctx context.Context, c testCase) CaseReport {
+	cr := CaseReport{Kind: "placement", Expected: c.expect}
+	args := r.baseArgs("place", c)
+	if c.queue != "" {
+		args = append(args, "--queue", c.queue)
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.tags)) {
+		args = append(args, "--tag", k+"="+c.tags[k])
+	}
+	cr.args = args
+	// The engine places as usher place does: the partition's rules, or the
+	// implicit provided rule, for the user identified as check identifies.
+	res, err := r.e.Place(ctx, engine.PlaceRequest{Partition: c.partition, Queue: c.queue, Tags: c.tags, User: c.user, Groups: c.groups, Explain: true})
+	cr.explain = func(w io.Writer) {
+		if err != nil {
+			r.lookupError(w, c.partition, c.queue, err)
+			return
+		}
+		answer.Place(w, &res)
+	}
+	if err != nil {
+		cr.Got = "error: " + err.Error()
+		cr.want("placement", c.expect, cr.Got)
+		return cr
+	}
+	cr.Got = "rejected"
+	if res.Placed {
+		cr.Got = res.Queue
+	}
+	if !strings.EqualFold(cr.Got, c.expect) {
+		cr.want("placement", c.expect, cr.Got)
+	}
+	return cr
+}
+
+// admission reviews the case's object through the webhook handler usher
+// serve mounts at /mutate and /validate, over an in-process HTTP request.
+func (r *caseRunner) admission(ctx context.Context, i int, c testCase) CaseReport {
+	cr := CaseReport{Kind: "admission", Expected: c.expect}
+	spec := c.review
+	body := spec.review
+	if body == nil {
+		var err error
+		if body, err = buildReview(i, c); err != nil {
+			cr.Got = "error: " + err.Error()
+			cr.want("admission", c.expect, cr.Got)
+			return cr
+		}
+	}
+	h := r.handler.MutateHTTP()
+	if spec.hook == "validate" {
+		h = r.handler.ValidateHTTP()
+	}
+	r.audit = r.audit[:0]
+	r.logs.Reset()
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/"+spec.hook, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	var trail strings.Builder
+	fmt.Fprintf(&trail, "%s: HTTP %d\n", spec.hook, w.Code)
+	var rv admissionv1.AdmissionReview
+	if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &rv) != nil || rv.Response == nil {
+		cr.Got = fmt.Sprintf("HTTP %d: %s", w.Code, strings.TrimSpace(w.Body.String()))
+		cr.want("admission", c.expect, cr.Got)
+		cr.Trail = trail.String() + w.Body.String()
+		return cr
+	}
+	resp := rv.Response
+	code, msg := int32(http.StatusOK), ""
+	if resp.Result != nil {
+		msg = resp.Result.Message
+		if resp.Result.Code != 0 {
+			code = resp.Result.Code
+		}
+	}
+	cr.Got = verdictOf(resp.Allowed)
+	fmt.Fprintf(&trail, "response: %s, code %d\n", cr.Got, code)
+	if msg != "" {
+		fmt.Fprintf(&trail, "message: %s\n", msg)
+	}
+	if len(resp.Patch) > 0 {
+		fmt.Fprintf(&trail, "patch: %s\n", resp.Patch)
+	}
+	for _, rec := range r.audit {
+		var attrs []string
+		for _, a := range rec.AppendAttrs(nil) {
+			attrs = append(attrs, a.String())
+		}
+		fmt.Fprintf(&trail, "audit: %s\n", strings.Join(attrs, " "))
+	}
+	if r.logs.Len() > 0 {
+		fmt.Fprintf(&trail, "log: %s", r.logs.String())
+	}
+	cr.Trail = trail.String()
+	if cr.Got != c.expect {
+		cr.want("admission", c.expect, cr.Got)
+	}
+	if spec.code != 0 && int32(spec.code) != code {
+		cr.want("code", spec.code, code)
+	}
+	if spec.message != "" && !strings.Contains(msg, spec.message) {
+		cr.want("message", fmt.Sprintf("to contain %q", spec.message), fmt.Sprintf("%q", msg))
+	}
+	if spec.patched != nil && *spec.patched != (len(resp.Patch) > 0) {
+		cr.want("patched", *spec.patched, len(resp.Patch) > 0)
+	}
+	if s := spec.stamped; s != nil {
+		got, err := stampedIdentity(resp.Patch)
+		switch {
+		case err != nil:
+			cr.Problems = append(cr.Problems, "stamped: "+err.Error())
+		case got == nil:
+			cr.want("stamped", fmt.Sprintf("%s %v", s.user, s.groups), "no user.info in the patch")
+		case got.User != s.user || !slices.Equal(got.Groups, s.groups):
+			cr.want("stamped", fmt.Sprintf("%s %v", s.user, s.groups), fmt.Sprintf("%s %v", got.User, got.Groups))
+		}
+	}
+	return cr
+}
+
+// buildReview wraps a manifest in the AdmissionReview the API server
+// would send for the case's user and operation.
+func buildReview(i int, c testCase) ([]byte, error) {
+	spec := c.review
+	var meta struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name, Namespace string
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(spec.object, &meta); err != nil {
+		return nil, err
+	}
+	if meta.APIVersion == "" || meta.Kind == "" {
+		return nil, fmt.Errorf("the object needs apiVersion and kind")
+	}
+	gvk := schema.FromAPIVersionAndKind(meta.APIVersion, meta.Kind)
+	ns := spec.namespace
+	if ns == "" {
+		ns = meta.Metadata.Namespace
+	}
+	req := &admissionv1.AdmissionRequest{
+		UID:       types.UID(fmt.Sprintf("usher-test-%d", i+1)),
+		Kind:      metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
+		Resource:  metav1.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: strings.ToLower(gvk.Kind) + "s"},
+		Name:      meta.Metadata.Name,
+		Namespace: ns,
+		Operation: admissionv1.Operation(spec.operation),
+		UserInfo:  authenticationv1.UserInfo{Username: c.user, Groups: c.groups},
+	}
+	req.RequestKind, req.RequestResource = &req.Kind, &req.Resource
+	switch {
+	case spec.operation == "DELETE" && spec.oldObject == nil:
+		// The API server sends the object being deleted as oldObject.
+		req.OldObject = runtime.RawExtension{Raw: spec.object}
+	default:
+		req.Object = runtime.RawExtension{Raw: spec.object}
+		if spec.oldObject != nil {
+			req.OldObject = runtime.RawExtension{Raw: spec.oldObject}
+		}
+	}
+	return json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request:  req,
+	})
+}
+
+// stampedIdentity reads the user.info annotation a JSON patch sets; nil
+// when it sets none.
+func stampedIdentity(patch []byte) (*admission.UserInfo, error) {
+	if len(patch) == 0 {
+		return nil, nil
+	}
+	var ops []struct {
+		Op    string          `json:"op"`
+		Path  string          `json:"path"`
+		Value json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal(patch, &ops); err != nil {
+		return nil, fmt.Errorf("the patch is not a JSON patch: %v", err)
+	}
+	key := strings.ReplaceAll(admission.UserInfoAnnotation, "/", "~1")
+	for _, op := range ops {
+		if op.Op != "add" && op.Op != "replace" {
+			continue
+		}
+		var s string
+		switch {
+		case strings.HasSuffix(op.Path, "/annotations/"+key):
+			if err := json.Unmarshal(op.Value, &s); err != nil {
+				return nil, err
+			}
+		case strings.HasSuffix(op.Path, "/annotations"):
+			var m map[string]string
+			if err := json.Unmarshal(op.Value, &m); err != nil {
+				return nil, err
+			}
+			v, ok := m[admission.UserInfoAnnotation]
+			if !ok {
+				continue
+			}
+			s = v
+		default:
+			continue
+		}
+		u, err := admission.ParseUserInfo(s)
+		if err != nil {
+			return nil, err
+		}
+		return &u, nil
+	}
+	return nil, nil
+}
+
+// Add counts the cases of fr and adds it to r.
+func (r *Report) Add(fr FileReport) {
+	r.Files = append(r.Files, fr)
+	for _, c := range fr.Cases {
+		if c.Passed {
+			r.Passed++
+		} else {
+			r.Failed++
+		}
+	}
+}
+
+// WriteText writes one line per case, a failure with its problems, the
+// reproducing command and the trail, and the summary "N passed, M
+// failed".
+func (rep Report) WriteText(w io.Writer) {
+	for _, f := range rep.Files {
+		fmt.Fprintf(w, "%s (config %s)\n", f.File, f.Config)
+		for _, c := range f.Cases {
+			if c.Passed {
+				fmt.Fprintf(w, "  PASS  %s\n", c.Name)
+				continue
+			}
+			fmt.Fprintf(w, "  FAIL  %s  (%s:%d)\n", c.Name, f.File, c.Line)
+			for _, p := range c.Problems {
+				fmt.Fprintf(w, "          %s\n", p)
+			}
+			if c.Reproduce != "" {
+				fmt.Fprintf(w, "          $ %s\n", c.Reproduce)
+			}
+			for _, l := range strings.Split(strings.TrimRight(c.Trail, "\n"), "\n") {
+				fmt.Fprintf(w, "          | %s\n", l)
+			}
+		}
+	}
+	fmt.Fprintf(w, "\n%d passed, %d failed\n", rep.Passed, rep.Failed)
+}
+
+// shellJoin quotes args for a POSIX shell where they need it.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.,:/=@+", r))
+		}) < 0 {
+			out[i] = a
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
+}
+
+// settle records the verdict of a decision case: the error, or allowed or
+// denied against the expectation. It reports whether the case may go on
+// to check what decided.
+func (cr *CaseReport) settle(expect string, allowed bool, err error) bool {
+	if err != nil {
+		cr.Got = "error: " + err.Error()
+		cr.want("decision", expect, cr.Got)
+		return false
+	}
+	cr.Got = verdictOf(allowed)
+	if cr.Got != expect {
+		cr.want("decision", expect, cr.Got)
+		return false
+	}
+	return true
+}

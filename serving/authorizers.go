@@ -1,0 +1,112 @@
+package serving
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/usherhq/usher/acl"
+	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/application"
+	"github.com/usherhq/usher/engine"
+	"github.com/usherhq/usher/identity"
+	"github.com/usherhq/usher/internal/httperr"
+	"github.com/usherhq/usher/policy"
+)
+
+// authorizers returns the admission authorizers of g: the queue and
+// delete authorizers, and when the admission partition's groups mode is
+// resolve or merge the IdentityResolver that decides the groups a review
+// stamps and checks.
+func authorizers(g *engine.Generation, log *slog.Logger) admission.Authorizers {
+	a := admission.Authorizers{Queue: authorizer{g, log}, Delete: authorizer{g, log}}
+	if mode, err := g.GroupsMode(g.Config().Admission.Partition); err == nil && mode != identity.ModeGiven {
+		a.Identity = authorizer{g, log}
+	}
+	return a
+}
+
+// authorizer implements the admission authorizers over one generation.
+type authorizer struct {
+	g   *engine.Generation
+	log *slog.Logger
+}
+
+var (
+	_ admission.QueueAuthorizer  = authorizer{}
+	_ admission.DeleteAuthorizer = authorizer{}
+	_ admission.IdentityResolver = authorizer{}
+)
+
+// AuthorizeSubmit decides a submission. A placement request (YuniKorn's
+// markers) is decided as engine.Place decides it, the answer every other
+// surface gives: on the queue the partition's placement rules choose,
+// which the decision carries; a rejected placement denies with the
+// placement's reason.
+func (a authorizer) AuthorizeSubmit(ctx context.Context, r admission.SubmitRequest) (admission.SubmitDecision, error) {
+	if r.Place {
+		res, err := a.g.Place(ctx, engine.PlaceRequest{Partition: r.Partition, Queue: r.Queue, Namespace: r.Namespace, User: r.User, Groups: r.Groups,
+			Decided: r.Decided})
+		if err = a.groupsError(r.Partition, r.User, err); err != nil {
+			return admission.SubmitDecision{}, err
+		}
+		admission.NoteLookup(ctx, res.Identity.Lookup.String())
+		d := admission.SubmitDecision{Allowed: res.Placed, Reason: res.Why(), Queue: res.Queue, Asked: res.Asked}
+		if !res.Placed && !res.Default {
+			d.Reason = "YuniKorn's placement " + d.Reason
+		}
+		return d, nil
+	}
+	res, err := a.g.Check(ctx, engine.Request{Partition: r.Partition, Queue: r.Queue, User: r.User, Groups: r.Groups, Decided: r.Decided, Action: policy.Submit})
+	if err = a.groupsError(r.Partition, r.User, err); err != nil {
+		return admission.SubmitDecision{}, err
+	}
+	admission.NoteLookup(ctx, res.Identity.Lookup.String())
+	return admission.SubmitDecision{Allowed: res.Allowed, Reason: res.Reason()}, nil
+}
+
+// AuthorizeDelete decides a Kubernetes DELETE of a workload as YARN's kill
+// (application.Kill) with the partition's queue policy and application
+// ACL defaults. The rules for a workload without a recorded owner
+// (application.Application.Unowned) and for a queue marker naming a
+// queue the configuration lacks (UnknownQueueAsRoot) are application's.
+// A modify ACL that does not parse grants nothing, and the reason says
+// so; anything else that prevents a decision is an error.
+func (a authorizer) AuthorizeDelete(ctx context.Context, r admission.DeleteRequest) (bool, string, error) {
+	app := application.Application{Owner: r.Owner, Unowned: r.Owner == "", Queue: r.Queue, UnknownQueueAsRoot: true}
+	var notes string
+	if r.ModifyACL != nil {
+		parsed, _, err := acl.Parse(*r.ModifyACL, acl.YARN)
+		if err != nil {
+			parsed = acl.ACL{} // allows nobody
+			notes = fmt.Sprintf("; its modify ACL %q grants nothing: %v", *r.ModifyACL, err)
+		}
+		app.ModifyACL = &parsed
+	}
+	d, in, err := a.g.DecideApplication(ctx, engine.AppRequest{Partition: r.Partition, User: r.User, Groups: r.Groups, App: app, Action: application.Kill})
+	admission.NoteLookup(ctx, in.Lookup.String())
+	if err != nil {
+		return false, "", err
+	}
+	return d.Allowed, d.Reason() + notes, nil
+}
+
+// Identify decides the groups an admission review stamps and checks, as
+// Check identifies a user.
+func (a authorizer) Identify(ctx context.Context, partition, user string, groups []string) (identity.Info, error) {
+	in, err := a.g.Identify(ctx, partition, user, groups)
+	return in, a.groupsError(partition, user, err)
+}
+
+// groupsError returns err, a failed group lookup without the resolver's
+// detail, which goes to the log.
+func (a authorizer) groupsError(partition, user string, err error) error {
+	var gerr *engine.GroupsError
+	if errors.As(err, &gerr) {
+		id := httperr.NewRequestID()
+		a.log.Error("group lookup failed", "requestID", id, "user", user, "partition", partition, "err", err)
+		return fmt.Errorf("group lookup failed; usher's log has the details under request id %s", id)
+	}
+	return err
+}
