@@ -36,7 +36,7 @@ const defaultConfig = `partitions:
 // completes, its pods still alice's.
 func TestKueueAdmitsAndRunsAliceJob(t *testing.T) {
 	t.Parallel()
-	ctx := ctxFor(t, 4*time.Minute)
+	ctx := ctxFor(t, 8*time.Minute)
 	e := startUsher(t, ctx, defaultConfig)
 	ns, err := cluster.NewNamespace(ctx, "kueue", map[string]string{usherNSLabel: e.label, KueueNamespaceLabel: "true"})
 	if err != nil {
@@ -102,7 +102,7 @@ func TestKueueAdmitsAndRunsAliceJob(t *testing.T) {
 	wantIdentity(t, "the stored Job's pod template", created.Spec.Template.Annotations, Alice, "dev")
 
 	var wl *unstructured.Unstructured
-	err = Eventually(ctx, 90*time.Second, func(ctx context.Context) (bool, error) {
+	err = Eventually(ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
 		l, err := dyn.Resource(Workloads).Namespace(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -122,7 +122,7 @@ func TestKueueAdmitsAndRunsAliceJob(t *testing.T) {
 		t.Errorf("Workload %s admitted by ClusterQueue %q, want %q", wl.GetName(), got, cq)
 	}
 
-	err = Eventually(ctx, 120*time.Second, func(ctx context.Context) (bool, error) {
+	err = Eventually(ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
 		j, err := alice.BatchV1().Jobs(ns).Get(ctx, "train", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -134,7 +134,7 @@ func TestKueueAdmitsAndRunsAliceJob(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Job %s/train did not complete (see %s/logs/kube-scheduler.log and kwok.log): %v", ns, cluster.StateDir, err)
 	}
-	pods := waitPods(ctx, t, e.admin, ns, "app=train", 2, 10*time.Second)
+	pods := waitPods(ctx, t, e.admin, ns, "app=train", 2, 60*time.Second)
 	for _, p := range pods {
 		if !strings.HasPrefix(p.Spec.NodeName, "kwok-node-") || p.Spec.SchedulerName != corev1.DefaultSchedulerName {
 			t.Errorf("pod %s: bound to node %q by scheduler %q, want a kwok-node-N by %q", p.Name, p.Spec.NodeName, p.Spec.SchedulerName, corev1.DefaultSchedulerName)
@@ -147,7 +147,7 @@ func TestKueueAdmitsAndRunsAliceJob(t *testing.T) {
 		}
 		wantIdentity(t, "pod "+p.Name, p.Annotations, Alice, "dev")
 	}
-	err = Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
+	err = Eventually(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
 		w, err := dyn.Resource(Workloads).Namespace(ns).Get(ctx, wl.GetName(), metav1.GetOptions{})
 		return err == nil && condition(w, "Finished") == "True", err
 	})
