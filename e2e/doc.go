@@ -1,6 +1,8 @@
 // Package e2e runs usher against a real Kubernetes control plane on
-// 127.0.0.1: etcd, kube-apiserver and kube-controller-manager started by
-// hack/e2e-cluster.sh, with no kubelet and no scheduler (pods stay Pending).
+// 127.0.0.1 started by hack/e2e-cluster.sh: etcd, kube-apiserver,
+// kube-controller-manager and kube-scheduler, KWOK's fake nodes (no kubelet,
+// no containers) and Kueue. A pod that does not tolerate the fake nodes'
+// taint stays Pending; Jobs Kueue admits run to completion.
 //
 // Everything but this file is behind the build tag e2e, so a plain
 // `go test ./...` builds nothing here; run the tests with hack/e2e.sh or

@@ -24,8 +24,8 @@ func TestMain(m *testing.M) {
 // this process then takes the cluster down.
 func testMain(m *testing.M) (code int) {
 	flag.Parse()
-	// A cold start builds kube-apiserver and kube-controller-manager first.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	// A cold start builds the control plane, KWOK and Kueue first.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	c, stop, err := Start(ctx)
 	cancel()
 	if stop != nil {
@@ -44,6 +44,12 @@ func testMain(m *testing.M) (code int) {
 	}
 	cluster = c
 	defer RemoveUsherBuild()
+	// Built before any test's deadline runs: on a fresh machine the first
+	// build of usher takes minutes.
+	if _, err := BuildUsher(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	code = m.Run()
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "e2e: cluster logs are in %s/logs\n", c.StateDir)

@@ -193,7 +193,7 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("pod annotations = %v, want the mutating webhook's %s", p.Annotations, smokeMutated)
 		}
 		if p.Status.Phase != corev1.PodPending {
-			t.Errorf("pod phase = %q, want Pending (there is no scheduler)", p.Status.Phase)
+			t.Errorf("pod phase = %q, want Pending (no node takes a pod that does not tolerate the KWOK nodes' taint)", p.Status.Phase)
 		}
 		reviews, objs := env.created("pods")
 		var found bool

@@ -298,6 +298,21 @@ func updateDeployment(ctx context.Context, c kubernetes.Interface, ns, name stri
 	})
 }
 
+// updatePod reads, edits and writes back a pod as c, retrying when another
+// writer (kube-scheduler marking it unschedulable, a controller) wrote it in
+// between, so that err is the answer to the edit itself.
+func updatePod(ctx context.Context, c kubernetes.Interface, ns, name string, edit func(*corev1.Pod)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		edit(p)
+		_, err = c.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{})
+		return err
+	})
+}
+
 // template returns a pod template labelled app=name (plus labels).
 func template(name string, labels map[string]string) corev1.PodTemplateSpec {
 	l := map[string]string{"app": name}
@@ -358,13 +373,7 @@ func TestUsherStampsPodCreator(t *testing.T) {
 	}
 	for _, tc := range edits {
 		t.Run(tc.name+": refused", func(t *testing.T) {
-			c := client(t, tc.user)
-			p, err := c.CoreV1().Pods(ns).Get(ctx, "alice-pod", metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			tc.edit(p)
-			_, err = c.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{})
+			err := updatePod(ctx, client(t, tc.user), ns, "alice-pod", tc.edit)
 			wantDenied(t, tc.name, err, tc.want)
 			after, err := admin.CoreV1().Pods(ns).Get(ctx, "alice-pod", metav1.GetOptions{})
 			if err != nil {
@@ -377,12 +386,7 @@ func TestUsherStampsPodCreator(t *testing.T) {
 	}
 
 	t.Run("alice changes a label: passes", func(t *testing.T) {
-		p, err := alice.CoreV1().Pods(ns).Get(ctx, "alice-pod", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.Labels = map[string]string{"tier": "batch"}
-		if _, err := alice.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		if err := updatePod(ctx, alice, ns, "alice-pod", func(p *corev1.Pod) { p.Labels = map[string]string{"tier": "batch"} }); err != nil {
 			t.Fatalf("alice changing only a label: %v", err)
 		}
 		after, err := admin.CoreV1().Pods(ns).Get(ctx, "alice-pod", metav1.GetOptions{})
@@ -1318,12 +1322,7 @@ func TestUsherFailsClosed(t *testing.T) {
 		}
 	})
 	t.Run("pod update fails closed", func(t *testing.T) {
-		p, err := alice.CoreV1().Pods(ns).Get(ctx, "before", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.Labels = map[string]string{"tier": "batch"}
-		_, err = alice.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{})
+		err := updatePod(ctx, alice, ns, "before", func(p *corev1.Pod) { p.Labels = map[string]string{"tier": "batch"} })
 		if err == nil || !strings.Contains(err.Error(), `failed calling webhook "usher-validate-`+e.label) {
 			t.Errorf("alice updating a pod with usher down: err = %v, want the API server's failure to call usher-validate-%s", err, e.label)
 		}

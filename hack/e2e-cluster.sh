@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # e2e-cluster.sh — a real Kubernetes control plane on 127.0.0.1 for usher's
-# end-to-end tests: etcd, kube-apiserver and kube-controller-manager, no
-# kubelet, no scheduler, no containers (pods stay Pending, which is enough to
-# see what admission did to them).
+# end-to-end tests: etcd, kube-apiserver, kube-controller-manager and
+# kube-scheduler; KWOK playing the kubelet of fake nodes (no containers run);
+# Kueue's controller with its CRDs and webhooks. Pods that do not tolerate
+# the fake nodes' taint stay Pending, which is enough to see what admission
+# did to them; Jobs Kueue admits run to completion (docs/e2e.md).
 #
 # Usage:
 #   hack/e2e-cluster.sh up      install what is missing, build the binaries once,
@@ -31,21 +33,24 @@
 #                          binary that panics or is killed leaves nothing behind)
 #
 # Everything listens on 127.0.0.1 only, on free ports chosen at start;
-# kube-controller-manager listens on none.
+# kube-controller-manager listens on none. Kueue's controller also needs a
+# certificate in /etc/kueue/metrics/certs, installed once (as root).
 set -euo pipefail
 
-KUBE_VERSION=v1.35.4
+KUBE_VERSION=v1.37.2
 # Bump when the way binaries are built changes, to force a rebuild.
-BUILD_REV=1
+BUILD_REV=3
 USERS=(admin alice bob carol ext)
 declare -A TOKEN # user -> bearer token, filled by gen_tokens
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SELF="$ROOT/hack/e2e-cluster.sh"
-TOOLS="$ROOT/hack/tools/kube"
+TOOLS="$ROOT/hack/tools"
 CACHE=${USHER_E2E_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/usher-e2e}
 STATE=${USHER_E2E_STATE:-$CACHE/cluster}
-BIN="$CACHE/bin"
+BIN="$CACHE/kube"
+KWOK="$CACHE/kwok"
+KUEUE="$CACHE/kueue"
 
 log() { printf '[e2e-cluster] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -62,45 +67,125 @@ as_root() {
 	fi
 }
 
-find_etcd() {
-	ETCD=$(command -v etcd || true)
-	[ -n "$ETCD" ] || { [ -x /usr/bin/etcd ] && ETCD=/usr/bin/etcd; } || true
-}
-
 install_packages() {
 	local pkgs=()
-	find_etcd
-	[ -n "$ETCD" ] || pkgs+=(etcd-server)
 	command -v openssl >/dev/null || pkgs+=(openssl)
 	command -v curl >/dev/null || pkgs+=(curl ca-certificates)
 	[ ${#pkgs[@]} -gt 0 ] || return 0
 	command -v apt-get >/dev/null || die "missing ${pkgs[*]} and no apt-get to install them"
 	log "installing ${pkgs[*]}"
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-	# The etcd-server package would start a system-wide etcd where an init
-	# system runs; forbid service starts while installing unless the machine
-	# already has a policy.
-	local policy=/usr/sbin/policy-rc.d made_policy=
-	if [ ! -e "$policy" ]; then
-		as_root sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 755 $policy"
-		made_policy=1
-	fi
-	local rc=0
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" </dev/null || rc=$?
-	[ -z "$made_policy" ] || as_root rm -f "$policy"
-	[ $rc = 0 ] || die "apt-get install ${pkgs[*]} failed"
-	find_etcd
-	[ -n "$ETCD" ] || die "etcd is still not on PATH after installing etcd-server"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" </dev/null ||
+		die "apt-get install ${pkgs[*]} failed"
+}
+
+# Kueue's controller reads a certificate for its metrics endpoint from this
+# fixed path whenever its internal certificate management is off, as here
+# (kueue_args), even with the endpoint off: install a throwaway
+# self-signed pair there once (root needed; nothing uses it).
+KUEUE_METRICS_CERTS=/etc/kueue/metrics/certs
+install_kueue_metrics_cert() {
+	[ -r "$KUEUE_METRICS_CERTS/tls.crt" ] && [ -r "$KUEUE_METRICS_CERTS/tls.key" ] && return 0
+	log "installing a throwaway certificate in $KUEUE_METRICS_CERTS for Kueue's controller"
+	local tmp
+	tmp=$(mktemp -d)
+	openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -sha256 -subj /CN=usher-e2e-kueue-metrics \
+		-keyout "$tmp/tls.key" -out "$tmp/tls.crt" 2>/dev/null
+	chmod 644 "$tmp/tls.key" "$tmp/tls.crt"
+	as_root sh -c "mkdir -p $KUEUE_METRICS_CERTS && cp $tmp/tls.crt $tmp/tls.key $KUEUE_METRICS_CERTS/"
+	rm -rf "$tmp"
 }
 
 # ------------------------------------------------------------------ building
 
-build_stamp() {
-	{
-		echo "$KUBE_VERSION rev $BUILD_REV"
+# Each of hack/tools/etcd, kube, kwok and kueue is a Go module of its own
+# that pins one upstream project; build_tool NAME builds its binaries (and
+# copies the manifests `up` needs from the module) into $CACHE/NAME once. A
+# stamp of the module's go.mod and go.sum, the Go version and BUILD_REV says
+# when to rebuild; the stamp is written last and the directory is swapped in
+# whole, so a directory with a stamp is complete.
+build_tool() {
+	local name=$1 mod="$TOOLS/$1" dir="$CACHE/$1" stamp
+	stamp=$({
+		echo "rev $BUILD_REV"
 		go version
-		cat "$TOOLS/go.mod" "$TOOLS/go.sum"
-	} | sha256sum | cut -d' ' -f1
+		cat "$mod/go.mod" "$mod/go.sum"
+	} | sha256sum | cut -d' ' -f1)
+	[ "$(cat "$dir/stamp" 2>/dev/null)" != "$stamp" ] || return 0
+	log "building $name into $dir (a cold build takes minutes on 2 cores; later runs use the cache)"
+	local start=$SECONDS tmp="$dir.tmp.$$"
+	rm -rf "$tmp" && mkdir -p "$tmp"
+	(cd "$mod" && "build_$name" "$tmp") || { rm -rf "$tmp"; die "building $name failed"; }
+	echo "$stamp" >"$tmp/stamp"
+	rm -rf "$dir" && mv "$tmp" "$dir"
+	log "built $name in $((SECONDS - start))s"
+}
+
+# mod_dir MODULE: where the module (of the current directory's build list)
+# is in the module cache, once a build has downloaded it.
+mod_dir() {
+	local d
+	d=$(go list -m -f '{{.Dir}}' "$1") && [ -n "$d" ] && echo "$d"
+}
+
+build_etcd() { go build -ldflags "-s -w" -o "$1/etcd" go.etcd.io/etcd/server/v3; }
+
+build_kube() {
+	local v=k8s.io/component-base/version cv=k8s.io/client-go/pkg/version p
+	local minor=${KUBE_VERSION#v1.}
+	minor=${minor%%.*}
+	local ldflags="-s -w"
+	for p in $v $cv; do
+		ldflags+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+		ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+	done
+	[ "$(go list -m -f '{{.Version}}' k8s.io/kubernetes)" = "$KUBE_VERSION" ] ||
+		die "hack/tools/kube/go.mod does not pin k8s.io/kubernetes $KUBE_VERSION"
+	go build -ldflags "$ldflags" -o "$1/" \
+		k8s.io/kubernetes/cmd/kube-apiserver \
+		k8s.io/kubernetes/cmd/kube-controller-manager \
+		k8s.io/kubernetes/cmd/kube-scheduler \
+		k8s.io/kubernetes/cmd/kubectl
+}
+
+# KWOK's controller and, from its module, the Stages kwokctl gives it by
+# default (node initialisation, heartbeat with leases, and the "fast" pod
+# stages: Running, Succeeded for pods owned by a Job, deletion) and its
+# ClusterRole with its binding to the service account it runs as.
+build_kwok() {
+	local src s
+	go build -ldflags "-s -w" -o "$1/" sigs.k8s.io/kwok/cmd/kwok || return
+	src=$(mod_dir sigs.k8s.io/kwok) || return
+	for s in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
+		pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+		echo "---"
+		cat "$src/kustomize/stage/$s.yaml" || return
+	done >"$1/stages.yaml" || return
+	for s in role role_binding; do
+		echo "---"
+		cat "$src/kustomize/rbac/$s.yaml" || return
+	done >"$1/rbac.yaml"
+}
+
+# Kueue's controller manager and, from its module, its CRDs, its webhook
+# configurations, and its roles with their bindings to the service account
+# it runs as (in kueue-system, named kueue-*, as its release's kustomization
+# names them).
+build_kueue() {
+	local src s
+	go build -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$(go list -m -f '{{.Version}}' sigs.k8s.io/kueue)" \
+		-o "$1/" sigs.k8s.io/kueue/cmd/kueue || return
+	src=$(mod_dir sigs.k8s.io/kueue) || return
+	mkdir -p "$1/crds"
+	cp "$src"/config/components/crd/bases/*.yaml "$1/crds/" || return
+	cp "$src/config/components/webhook/manifests.yaml" "$1/webhooks.yaml" || return
+	for s in role role_binding manager_secrets_role manager_secrets_role_binding; do
+		echo "---"
+		sed -e 's/^\( *\)name: \(manager-\|controller-manager$\)/\1name: kueue-\2/' \
+			-e 's/^\( *\)namespace: system$/\1namespace: kueue-system/' "$src/config/components/rbac/$s.yaml" || return
+	done >"$1/rbac.yaml" || return
+	sed -n 's|^- path: patches/webhook_in_\(.*\)\.yaml$|\1.kueue.x-k8s.io|p' \
+		"$src/config/components/crd/kustomization.yaml" >"$1/conversion-crds"
 }
 
 build_binaries() {
@@ -109,32 +194,10 @@ build_binaries() {
 	# One build at a time per cache, even when several clusters start together.
 	exec 8>"$CACHE/build.lock"
 	flock 8
-	local stamp
-	stamp=$(build_stamp)
-	if [ -f "$BIN/stamp" ] && [ "$(cat "$BIN/stamp")" = "$stamp" ] &&
-		[ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kube-controller-manager" ] && [ -x "$BIN/kubectl" ]; then
-		exec 8>&-
-		return 0
-	fi
-	local v=k8s.io/component-base/version cv=k8s.io/client-go/pkg/version
-	local minor=${KUBE_VERSION#v1.}
-	minor=${minor%%.*}
-	local ldflags="-s -w"
-	for p in $v $cv; do
-		ldflags+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
-		ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
-	done
-	log "building kube-apiserver, kube-controller-manager and kubectl $KUBE_VERSION into $BIN"
-	log "(a cold build takes several minutes on 2 cores; later runs use the cache)"
-	local start=$SECONDS tmp="$BIN.tmp.$$"
-	rm -rf "$tmp" && mkdir -p "$tmp"
-	(cd "$TOOLS" && go build -ldflags "$ldflags" -o "$tmp/" \
-		k8s.io/kubernetes/cmd/kube-apiserver \
-		k8s.io/kubernetes/cmd/kube-controller-manager \
-		k8s.io/kubernetes/cmd/kubectl) || { rm -rf "$tmp"; die "building the Kubernetes binaries failed"; }
-	echo "$stamp" >"$tmp/stamp"
-	rm -rf "$BIN" && mv "$tmp" "$BIN"
-	log "built in $((SECONDS - start))s: $("$BIN/kube-apiserver" --version)"
+	build_tool etcd
+	build_tool kube
+	build_tool kwok
+	build_tool kueue
 	exec 8>&-
 }
 
@@ -304,6 +367,17 @@ retry() {
 	done
 }
 
+# poll SECONDS WHAT CHECK...: run CHECK every half second until it succeeds;
+# after SECONDS, say what did not happen and fail.
+poll() {
+	local deadline=$((SECONDS + $1)) what=$2
+	shift 2
+	until "$@" >/dev/null 2>&1; do
+		[ $SECONDS -lt $deadline ] || { log "gave up waiting for $what"; return 1; }
+		sleep 0.5
+	done
+}
+
 # --------------------------------------------------------------- the pieces
 
 gen_pki() {
@@ -336,7 +410,16 @@ gen_pki() {
 			-subj "/CN=kube-apiserver" 2>/dev/null
 		openssl x509 -req -in webhook-client.csr -CA webhook-client-ca.crt -CAkey webhook-client-ca.key -CAcreateserial \
 			-days 30 -sha256 -extfile webhook-client.ext -out webhook-client.crt 2>/dev/null
-		chmod 644 ca.crt apiserver.crt sa.pub webhook-client-ca.crt
+		# A serving certificate for 127.0.0.1 from the cluster CA, for
+		# kube-scheduler's port and Kueue's webhook (tls.crt and tls.key,
+		# the names Kueue's webhook server reads from its certDir).
+		mkdir -p loopback
+		openssl req -newkey rsa:2048 -nodes -sha256 -keyout loopback/tls.key -out loopback/tls.csr \
+			-subj "/CN=usher-e2e-loopback" 2>/dev/null
+		sed 's/^subjectAltName=.*/subjectAltName=IP:127.0.0.1,DNS:localhost/' apiserver.ext >loopback/tls.ext
+		openssl x509 -req -in loopback/tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 \
+			-sha256 -extfile loopback/tls.ext -out loopback/tls.crt 2>/dev/null
+		chmod 644 ca.crt apiserver.crt sa.pub webhook-client-ca.crt loopback/tls.crt
 	)
 }
 
@@ -349,16 +432,32 @@ user_groups() {
 	bob) echo "ops" ;;
 	carol) echo "spark-submitters" ;;
 	ext) echo "" ;;
-	system:kube-controller-manager) echo "" ;;
+	system:serviceaccount:*)
+		local ns=${1#system:serviceaccount:}
+		echo "system:serviceaccounts,system:serviceaccounts:${ns%%:*}"
+		;;
+	*) echo "" ;;
 	esac
 }
+
+# The components with a kubeconfig of their own and the user each acts as:
+# the controller manager and the scheduler as their bootstrap users, KWOK
+# and Kueue as the service accounts they run as in a cluster (the token file
+# gives the user the groups the API server reports for a service account).
+COMPONENTS=(kube-controller-manager kube-scheduler kwok kueue)
+declare -A COMPONENT_USER=(
+	[kube-controller-manager]=system:kube-controller-manager
+	[kube-scheduler]=system:kube-scheduler
+	[kwok]=system:serviceaccount:kube-system:kwok-controller
+	[kueue]=system:serviceaccount:kueue-system:kueue-controller-manager
+)
 
 gen_tokens() {
 	mkdir -p "$STATE/auth" "$STATE/kubeconfig"
 	: >"$STATE/auth/tokens.csv"
 	chmod 600 "$STATE/auth/tokens.csv"
 	local u tok
-	for u in "${USERS[@]}" system:kube-controller-manager; do
+	for u in "${USERS[@]}" "${COMPONENT_USER[@]}"; do
 		tok=$(openssl rand -hex 24)
 		printf '%s,%s,%s,"%s"\n' "$tok" "$u" "uid-${u//:/-}" "$(user_groups "$u")" >>"$STATE/auth/tokens.csv"
 		TOKEN[$u]=$tok
@@ -440,7 +539,7 @@ etcd_args() {
 	rm -rf "$STATE/etcd"
 	mkdir -p "$STATE/etcd"
 	chmod 700 "$STATE/etcd"
-	argv=("$ETCD" --name usher-e2e --data-dir "$STATE/etcd"
+	argv=("$CACHE/etcd/etcd" --name usher-e2e --data-dir "$STATE/etcd"
 		--listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT"
 		--listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer"
 		--initial-cluster "usher-e2e=http://127.0.0.1:$peer" --initial-cluster-state new
@@ -498,13 +597,218 @@ kcm_args() {
 		--use-service-account-credentials="$sa"
 		--service-account-private-key-file "$STATE/pki/sa.key"
 		--root-ca-file "$STATE/pki/ca.crt"
-		--controllers deployment-controller,replicaset-controller,replicationcontroller-controller,statefulset-controller,daemonset-controller,job-controller,cronjob-controller,ttl-after-finished-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,clusterrole-aggregation-controller
+		--controllers deployment-controller,replicaset-controller,replicationcontroller-controller,statefulset-controller,daemonset-controller,job-controller,cronjob-controller,ttl-after-finished-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,clusterrole-aggregation-controller,node-lifecycle-controller,pod-garbage-collector-controller
 		--profiling=false
 		--v 1)
 }
 kcm_ok() {
 	curl -fsS -m 10 -o /dev/null --cacert "$STATE/pki/ca.crt" -H "Authorization: Bearer ${TOKEN[admin]}" \
 		"$SERVER/api/v1/namespaces/default/serviceaccounts/default"
+}
+
+kubectl_admin() { "$BIN/kubectl" --kubeconfig "$STATE/kubeconfig/admin" "$@"; }
+
+# kube-scheduler authenticates the callers of its port (only /readyz,
+# /healthz and /livez are open to anyone) through the API server, as
+# kubeadm runs it.
+scheduler_args() {
+	free_port
+	SCHED_PORT=$PORT OWN_PORT=$PORT
+	local kc="$STATE/kubeconfig/kube-scheduler"
+	argv=("$BIN/kube-scheduler"
+		--kubeconfig "$kc" --authentication-kubeconfig "$kc" --authorization-kubeconfig "$kc"
+		--bind-address 127.0.0.1 --secure-port "$SCHED_PORT"
+		--tls-cert-file "$STATE/pki/loopback/tls.crt" --tls-private-key-file "$STATE/pki/loopback/tls.key"
+		--leader-elect=false
+		--profiling=false
+		--v 1)
+}
+scheduler_ok() { [ "$(curl -fsS -m 10 --cacert "$STATE/pki/ca.crt" "https://127.0.0.1:$SCHED_PORT/readyz")" = ok ]; }
+
+# KWOK plays the kubelet of the nodes annotated kwok.x-k8s.io/node=fake
+# (create_nodes; a node a test makes stays as the API server made it:
+# NotReady, tainted not-ready) with the Stages of $KWOK/stages.yaml: a node
+# becomes Ready and renews its Lease, a pod bound to it becomes Running, and
+# then Succeeded when a Job owns it; a deleted pod is removed. It serves
+# /healthz (and a kubelet-like API) on 127.0.0.1 over HTTP. HOME is the
+# state dir: kwok would also read ~/.kwok/kwok.yaml.
+kwok_args() {
+	free_port
+	KWOK_PORT=$PORT OWN_PORT=$PORT
+	mkdir -p "$STATE/kwok"
+	argv=(env HOME="$STATE/kwok" "$KWOK/kwok"
+		--kubeconfig "$STATE/kubeconfig/kwok"
+		--config "$KWOK/stages.yaml"
+		--manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake
+		--node-lease-duration-seconds 40
+		--server-address "127.0.0.1:$KWOK_PORT")
+}
+kwok_ok() { [ "$(curl -fsS -m 10 "http://127.0.0.1:$KWOK_PORT/healthz")" = ok ]; }
+kwok_prepare() { kubectl_admin apply -f "$KWOK/rbac.yaml" >/dev/null; }
+
+# The fake nodes: KWOK_NODES nodes named kwok-node-N with the capacity
+# below, labelled type=kwok and tainted (as KWOK's documentation does) so
+# that only pods that tolerate the taint are scheduled there: Kueue's
+# ResourceFlavor in the tests adds the toleration and the node label to the
+# pods it admits, and every other pod stays Pending, as without a
+# scheduler.
+KWOK_NODES=2
+create_nodes() {
+	local i
+	for ((i = 0; i < KWOK_NODES; i++)); do
+		cat <<-EOF
+			---
+			apiVersion: v1
+			kind: Node
+			metadata:
+			  name: kwok-node-$i
+			  labels: {type: kwok, kubernetes.io/hostname: kwok-node-$i}
+			  annotations: {kwok.x-k8s.io/node: fake}
+			spec:
+			  taints: [{key: kwok.x-k8s.io/node, value: fake, effect: NoSchedule}]
+			status:
+			  capacity: {cpu: "4", memory: 8Gi, pods: "110"}
+			  allocatable: {cpu: "4", memory: 8Gi, pods: "110"}
+		EOF
+	done | kubectl_admin apply -f - >/dev/null
+}
+# Ready (KWOK's heartbeat) and without the not-ready taint the API server
+# gives a new node (the node lifecycle controller removes it once the node
+# is Ready): a pod that tolerates only KWOK's taint can be scheduled.
+nodes_ok() {
+	local ready taints
+	ready=$(kubectl_admin get nodes -l type=kwok -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{" "}{end}') || return
+	taints=$(kubectl_admin get nodes -l type=kwok -o jsonpath='{.items[*].spec.taints[*].key}') || return
+	[ "$ready" = "$(printf 'True %.0s' $(seq 1 $KWOK_NODES))" ] && [[ $taints != *node.kubernetes.io/not-ready* ]]
+}
+
+# Kueue manages Jobs only in the namespaces with this label (its
+# managedJobsNamespaceSelector, and the namespaceSelector of its Job
+# webhooks): elsewhere a Job with a kueue.x-k8s.io/queue-name label runs as
+# if Kueue were not there.
+KUEUE_NS_LABEL='usher-e2e/kueue: "true"'
+
+# Kueue's CRDs, its namespace and roles; the namespace e2e is one Kueue
+# manages. The CRDs are applied server side: the Workload CRD is too large
+# for the annotation a client-side apply keeps.
+kueue_prepare() {
+	kubectl_admin apply --server-side -f "$KUEUE/crds/" >/dev/null || return
+	# (kubectl wait reports its watches' ends as errors: show them only
+	# when it fails.)
+	local out
+	out=$(kubectl_admin wait --for condition=established --timeout 60s -f "$KUEUE/crds/" 2>&1) || { echo "$out" >&2; return 1; }
+	{
+		cat <<-EOF
+			---
+			apiVersion: v1
+			kind: Namespace
+			metadata:
+			  name: kueue-system
+			---
+			apiVersion: v1
+			kind: Namespace
+			metadata:
+			  name: e2e
+			  labels: {$KUEUE_NS_LABEL}
+		EOF
+		cat "$KUEUE/rbac.yaml"
+	} | kubectl_admin apply -f - >/dev/null
+}
+
+# Kueue runs outside the cluster: its webhook serves on 127.0.0.1 with the
+# loopback certificate of the cluster CA (internal certificate management
+# off), and its webhook configurations call it by URL (kueue_register).
+# Its metrics endpoint is off ("0"); the health probes serve /readyz on
+# 127.0.0.1, which answers ok once the webhook server runs.
+kueue_args() {
+	free_port
+	KUEUE_HEALTH_PORT=$PORT OWN_PORT=$PORT
+	free_port
+	KUEUE_WEBHOOK_PORT=$PORT
+	mkdir -p "$STATE/kueue"
+	cat >"$STATE/kueue/config.yaml" <<-EOF
+		apiVersion: config.kueue.x-k8s.io/v1beta2
+		kind: Configuration
+		namespace: kueue-system
+		health:
+		  healthProbeBindAddress: 127.0.0.1:$KUEUE_HEALTH_PORT
+		metrics:
+		  bindAddress: "0"
+		webhook:
+		  host: 127.0.0.1
+		  port: $KUEUE_WEBHOOK_PORT
+		  certDir: $STATE/pki/loopback
+		leaderElection:
+		  leaderElect: false
+		internalCertManagement:
+		  enable: false
+		manageJobsWithoutQueueName: false
+		managedJobsNamespaceSelector:
+		  matchLabels:
+		    $KUEUE_NS_LABEL
+		integrations:
+		  frameworks: [batch/job]
+		featureGates:
+		  VisibilityOnDemand: false
+	EOF
+	argv=("$KUEUE/kueue" --kubeconfig "$STATE/kubeconfig/kueue" --config "$STATE/kueue/config.yaml")
+}
+kueue_ok() { [ "$(curl -fsS -m 10 "http://127.0.0.1:$KUEUE_HEALTH_PORT/readyz")" = ok ]; }
+
+# kueue_webhooks: Kueue's webhook configurations from its module
+# (config/components/webhook/manifests.yaml, named as its release names
+# them) calling Kueue by URL instead of through its Service, and only the
+# webhooks of what it manages here: Jobs (in the namespaces with
+# KUEUE_NS_LABEL) and Kueue's own kinds.
+kueue_webhooks() {
+	awk -v url="https://127.0.0.1:$KUEUE_WEBHOOK_PORT" -v ca="$(base64 -w0 "$STATE/pki/ca.crt")" -v nslabel="$KUEUE_NS_LABEL" '
+		function flush() { if (keep) printf "%s", item; item = ""; keep = 0 }
+		/^[^ ]/ { flush(); initem = /^- / }
+		/^  name: (mutating|validating)-webhook-configuration$/ { sub(/name: /, "name: kueue-") }
+		/^    service:$/ { insvc = 1; next }
+		insvc && /^      (name|namespace): / { next }
+		insvc && /^      path: / {
+			insvc = 0
+			path = $2
+			$0 = "    url: " url path "\n    caBundle: " ca
+			if (path ~ /-batch-v1-job$/) {
+				keep = 1
+				$0 = $0 "\n  namespaceSelector:\n    matchLabels:\n      " nslabel
+			} else if (path ~ /-kueue-x-k8s-io-/) keep = 1
+		}
+		{ if (initem) item = item $0 "\n"; else print }
+		END { flush() }
+	' "$KUEUE/webhooks.yaml"
+}
+
+# Register Kueue's webhooks and the conversion webhook of its CRDs that
+# serve more than one version (the CRDs its kustomization patches).
+kueue_register() {
+	kueue_webhooks | kubectl_admin apply -f - >/dev/null || return
+	local crd conv
+	conv=$(printf '{"spec":{"conversion":{"strategy":"Webhook","webhook":{"conversionReviewVersions":["v1"],"clientConfig":{"url":"https://127.0.0.1:%s/convert","caBundle":"%s"}}}}}' \
+		"$KUEUE_WEBHOOK_PORT" "$(base64 -w0 "$STATE/pki/ca.crt")")
+	while read -r crd; do
+		kubectl_admin patch crd "$crd" --type merge -p "$conv" >/dev/null || return
+	done <"$KUEUE/conversion-crds"
+}
+# Kueue's Job webhook acts: a dry-run Job with a queue name in a namespace
+# Kueue manages comes back suspended.
+kueue_suspends() {
+	[ "$(kubectl_admin create --dry-run=server -o jsonpath='{.spec.suspend}' -f - 2>/dev/null <<-'EOF'
+		apiVersion: batch/v1
+		kind: Job
+		metadata:
+		  name: kueue-probe
+		  namespace: e2e
+		  labels: {kueue.x-k8s.io/queue-name: probe}
+		spec:
+		  template:
+		    spec:
+		      restartPolicy: Never
+		      containers: [{name: c, image: x}]
+	EOF
+	)" = true ]
 }
 
 # RBAC for the test users: the ClusterRole usher-e2e-tenant (the workload kinds
@@ -611,7 +915,11 @@ write_env() {
 # ------------------------------------------------------------------ commands
 
 running() {
-	[ -f "$STATE/env" ] && alive etcd && alive kube-apiserver && alive kube-controller-manager || return 1
+	[ -f "$STATE/env" ] && alive etcd && alive kube-apiserver || return 1
+	local c
+	for c in "${COMPONENTS[@]}"; do
+		alive "$c" || return 1
+	done
 	local server tok
 	server=$(sed -n "s/^export USHER_E2E_SERVER='\(.*\)'$/\1/p" "$STATE/env")
 	tok=$(grep ',admin,' "$STATE/auth/tokens.csv" | cut -d, -f1)
@@ -621,6 +929,9 @@ running() {
 cmd_down() {
 	[ -d "$STATE" ] || return 0
 	stop watchdog
+	stop kueue
+	stop kwok
+	stop kube-scheduler
 	stop kube-controller-manager
 	stop kube-apiserver
 	stop etcd
@@ -641,6 +952,7 @@ cmd_up() {
 		log "up, but with other controller credentials or without a webhook client CA: restarting"
 	fi
 	install_packages
+	install_kueue_metrics_cert
 	build_binaries
 	cmd_down
 	mkdir -p "$STATE"
@@ -665,15 +977,26 @@ cmd_up() {
 	API_PORT=
 	apiserver_args_then_kubeconfigs() {
 		apiserver_args
-		local u
+		local u c
 		for u in "${USERS[@]}"; do
 			write_kubeconfig "$u" "$u" "${TOKEN[$u]}"
 		done
-		write_kubeconfig kube-controller-manager system:kube-controller-manager "${TOKEN[system:kube-controller-manager]}"
+		for c in "${COMPONENTS[@]}"; do
+			write_kubeconfig "$c" "${COMPONENT_USER[$c]}" "${TOKEN[${COMPONENT_USER[$c]}]}"
+		done
 	}
 	start kube-apiserver 180 apiserver_ok apiserver_args_then_kubeconfigs
 	retry 120 bootstrap
 	start kube-controller-manager 180 kcm_ok kcm_args
+	start kube-scheduler 180 scheduler_ok scheduler_args
+	retry 120 kwok_prepare
+	start kwok 180 kwok_ok kwok_args
+	retry 60 create_nodes
+	poll 180 "the KWOK nodes to be Ready and schedulable" nodes_ok
+	retry 120 kueue_prepare
+	start kueue 180 kueue_ok kueue_args
+	retry 60 kueue_register
+	poll 120 "Kueue's Job webhook to suspend a queued Job" kueue_suspends
 	write_env
 	UP_DONE=1
 	log "up in $((SECONDS - t0))s: $SERVER (state and logs in $STATE)"
