@@ -72,9 +72,7 @@ func (r *osResolver) resolve(name string) (Info, error) {
 	if err != nil {
 		return Info{}, fmt.Errorf("os: listing the groups of %q: %w", name, err)
 	}
-	ids := make([]string, 0, len(gids)+1)
-	ids = append(ids, u.Gid)
-	ids = append(ids, gids...)
+	ids := append([]string{u.Gid}, gids...)
 	seen := make(map[string]bool, len(ids))
 	groups := make([]string, 0, len(ids))
 	for _, gid := range ids {
