@@ -278,12 +278,7 @@ func hashDuplicates(names []string, keys []uint64) bool {
 		keys = append(keys, maphash.String(seed, n))
 	}
 	slices.Sort(keys)
-	for i := 1; i < len(keys); i++ {
-		if keys[i] == keys[i-1] {
-			return true
-		}
-	}
-	return false
+	return len(slices.Compact(keys)) < len(keys)
 }
 
 // hasDuplicates reports whether a short list names a name twice.
@@ -514,10 +509,8 @@ func (b *builder) add(groups bool, name string) bool {
 		l, kind = &b.groups, "g"
 	}
 	if b.seen == nil && len(b.users)+len(b.groups) < 16 {
-		for _, n := range *l {
-			if n == name {
-				return false
-			}
+		if slices.Contains(*l, name) {
+			return false
 		}
 		*l = append(*l, name)
 		return true
