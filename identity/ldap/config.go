@@ -167,10 +167,7 @@ func (c Config) WithDefaults() Config {
 // field by its YAML key. It reads no file and no environment variable.
 func (c Config) Validate() error {
 	// A setting the chosen group search would ignore is an error.
-	mode := c.GroupSearch
-	if mode == "" {
-		mode = DefaultGroupSearch
-	}
+	mode := cmp.Or(c.GroupSearch, DefaultGroupSearch)
 	// Nested groups are searched as groupOfNames, also with memberof.
 	nestedSearch := c.NestedGroups > 0 || c.InChain
 	switch mode {
