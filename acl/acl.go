@@ -130,20 +130,9 @@ func (a *ACL) Equal(b *ACL) bool {
 	return sameSet(a.users, b.users) && sameSet(a.groups, b.groups)
 }
 
+// sameSet compares two lists without duplicates as sets.
 func sameSet(x, y []string) bool {
-	if len(x) != len(y) {
-		return false
-	}
-	seen := make(map[string]struct{}, len(x))
-	for _, s := range x {
-		seen[s] = struct{}{}
-	}
-	for _, s := range y {
-		if _, ok := seen[s]; !ok {
-			return false
-		}
-	}
-	return true
+	return len(x) == len(y) && slices.Equal(slices.Sorted(slices.Values(x)), slices.Sorted(slices.Values(y)))
 }
 
 // Allows reports whether the ACL allows s. It does not allocate.
