@@ -251,13 +251,6 @@ func newShortcut(po, pn *policy.CompiledPartition, ro, rn *placement.Rules, tags
 // applies reports whether sub, a named user without groups, is placed as
 // anyone is.
 func (s *shortcut) applies(sub *acl.Subject) bool {
-	if !s.ok || s.filtered[sub.User()] {
-		return false
-	}
-	for _, ref := range s.denied {
-		if ref.Decide(sub, policy.Submit).Allowed {
-			return false
-		}
-	}
-	return true
+	return s.ok && !s.filtered[sub.User()] &&
+		!slices.ContainsFunc(s.denied, func(ref policy.QueueRef) bool { return ref.Decide(sub, policy.Submit).Allowed })
 }
