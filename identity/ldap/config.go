@@ -197,9 +197,7 @@ func (c Config) Validate() error {
 		if err != nil {
 			return fieldError(fmt.Sprintf("urls[%d]", i), "%q: %v", raw, err)
 		}
-		if u.Scheme == "ldaps" || c.StartTLS {
-			tlsUsed = true
-		}
+		tlsUsed = tlsUsed || u.Scheme == "ldaps" || c.StartTLS
 	}
 	if !tlsUsed {
 		for _, f := range []struct {
