@@ -418,10 +418,6 @@ func (p *parser) warn(list string, at int, msg string) {
 	p.warnings = append(p.warnings, Warning{List: list, Offset: at, Msg: msg})
 }
 
-func (p *parser) fail(at int, msg string) error {
-	return &SyntaxError{Input: p.text, List: p.listName, Offset: at, Msg: msg}
-}
-
 // list parses a comma separated list that starts at offset base of the text.
 func (p *parser) list(s string, base int, groups bool) error {
 	if s == "" {
@@ -469,7 +465,7 @@ func (p *parser) entry(name string, at int, groups bool, kind string) error {
 		return nil
 	}
 	if err := ValidName(name); err != nil {
-		return p.fail(at, err.Error())
+		return &SyntaxError{Input: p.text, List: p.listName, Offset: at, Msg: err.Error()}
 	}
 	if !p.b.add(groups, name) {
 		p.warn(p.listName, at, fmt.Sprintf("duplicate %s %q", kind, name))
