@@ -81,21 +81,17 @@ func (r *osResolver) resolve(name string) (Info, error) {
 		}
 		seen[gid] = true
 		g, err := r.lookupGroup(gid)
+		_, unknown := errors.AsType[user.UnknownGroupIdError](err)
 		switch {
 		case err == nil:
 			groups = append(groups, g.Name)
-		case isUnknownGroupID(err):
+		case unknown:
 			groups = append(groups, gid)
 		default:
 			return Info{}, fmt.Errorf("os: looking up group %s of %q: %w", gid, name, err)
 		}
 	}
 	return newInfo(name, groups, SourceOS), nil
-}
-
-func isUnknownGroupID(err error) bool {
-	_, ok := errors.AsType[user.UnknownGroupIdError](err)
-	return ok
 }
 
 // String names the resolver in logs.
