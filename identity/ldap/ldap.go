@@ -123,7 +123,7 @@ func newResolver(cfg Config, now func() time.Time) (*Resolver, error) {
 		}
 		r.password = func() (string, error) { return readPasswordFile(cfg.BindPasswordFile) }
 	}
-	r.pool = newPool(cfg.PoolSize, r.dial)
+	r.pool = &pool{slots: make(chan struct{}, cfg.PoolSize), dial: r.dial}
 	return r, nil
 }
 
@@ -197,8 +197,13 @@ type group struct {
 }
 
 func (r *Resolver) resolve(ctx context.Context, user string) ([]group, error) {
-	if err := checkUser(user); err != nil {
-		return nil, err
+	switch {
+	case user == "":
+		return nil, errors.New("ldap: empty user name")
+	case strings.IndexByte(user, 0) >= 0:
+		return nil, fmt.Errorf("ldap: user name %q contains NUL", user)
+	case !utf8.ValidString(user):
+		return nil, fmt.Errorf("ldap: user name %q is not valid UTF-8", user)
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, r.cfg.Timeout, r.timeout)
 	defer cancel()
@@ -220,18 +225,6 @@ func (r *Resolver) resolve(ctx context.Context, user string) ([]group, error) {
 		}
 		return groups, err
 	}
-}
-
-func checkUser(user string) error {
-	switch {
-	case user == "":
-		return errors.New("ldap: empty user name")
-	case strings.IndexByte(user, 0) >= 0:
-		return fmt.Errorf("ldap: user name %q contains NUL", user)
-	case !utf8.ValidString(user):
-		return fmt.Errorf("ldap: user name %q is not valid UTF-8", user)
-	}
-	return nil
 }
 
 // lookup runs the searches for user on c.
