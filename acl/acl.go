@@ -203,11 +203,11 @@ func Parse(text string, d Dialect) (ACL, []Warning, error) {
 // lists parses the users and, when groupsAt is not negative, the groups
 // that start at that offset, with every warning and error.
 func (p *parser) lists(users, groups string, groupsAt int) (ACL, []Warning, error) {
-	if err := p.list(users, 0, false); err != nil {
+	if err := p.list(users, 0, false, false); err != nil {
 		return ACL{}, nil, err
 	}
 	if groupsAt >= 0 {
-		if err := p.list(groups, groupsAt, true); err != nil {
+		if err := p.list(groups, groupsAt, true, false); err != nil {
 			return ACL{}, nil, err
 		}
 	}
@@ -331,7 +331,7 @@ func ParseSpark(users, groups string) (ACL, []Warning, error) {
 			p.b.all = true
 			continue
 		}
-		if err := p.sparkList(l.text, l.groups); err != nil {
+		if err := p.list(l.text, 0, l.groups, true); err != nil {
 			return ACL{}, nil, err
 		}
 	}
@@ -418,9 +418,10 @@ func (p *parser) warn(list string, at int, msg string) {
 	p.warnings = append(p.warnings, Warning{List: list, Offset: at, Msg: msg})
 }
 
-// list parses a comma separated list that starts at offset base of the text.
-func (p *parser) list(s string, base int, groups bool) error {
-	if s == "" {
+// list parses a comma separated list that starts at offset base of the
+// text; trim trims the entries, as Spark does.
+func (p *parser) list(s string, base int, groups, trim bool) error {
+	if s == "" || trim && strings.TrimSpace(s) == "" {
 		return nil
 	}
 	if s == Wildcard {
@@ -429,24 +430,12 @@ func (p *parser) list(s string, base int, groups bool) error {
 	}
 	kind := kindName(groups)
 	at := base
-	for _, name := range strings.Split(s, ",") {
-		if err := p.entry(name, at, groups, kind); err != nil {
-			return err
-		}
-		at += len(name) + 1
-	}
-	return nil
-}
-
-func (p *parser) sparkList(s string, groups bool) error {
-	if strings.TrimSpace(s) == "" {
-		return nil
-	}
-	kind := kindName(groups)
-	at := 0
 	for _, raw := range strings.Split(s, ",") {
-		name := strings.TrimSpace(raw)
-		lead := strings.Index(raw, name)
+		name, lead := raw, 0
+		if trim {
+			name = strings.TrimSpace(raw)
+			lead = strings.Index(raw, name)
+		}
 		if err := p.entry(name, at+lead, groups, kind); err != nil {
 			return err
 		}
