@@ -130,20 +130,9 @@ func (a *ACL) Equal(b *ACL) bool {
 	return sameSet(a.users, b.users) && sameSet(a.groups, b.groups)
 }
 
+// sameSet compares two lists without duplicates as sets.
 func sameSet(x, y []string) bool {
-	if len(x) != len(y) {
-		return false
-	}
-	seen := make(map[string]struct{}, len(x))
-	for _, s := range x {
-		seen[s] = struct{}{}
-	}
-	for _, s := range y {
-		if _, ok := seen[s]; !ok {
-			return false
-		}
-	}
-	return true
+	return len(x) == len(y) && slices.Equal(slices.Sorted(slices.Values(x)), slices.Sorted(slices.Values(y)))
 }
 
 // Allows reports whether the ACL allows s. It does not allocate.
@@ -214,11 +203,11 @@ func Parse(text string, d Dialect) (ACL, []Warning, error) {
 // lists parses the users and, when groupsAt is not negative, the groups
 // that start at that offset, with every warning and error.
 func (p *parser) lists(users, groups string, groupsAt int) (ACL, []Warning, error) {
-	if err := p.list(users, 0, false); err != nil {
+	if err := p.list(users, 0, false, false); err != nil {
 		return ACL{}, nil, err
 	}
 	if groupsAt >= 0 {
-		if err := p.list(groups, groupsAt, true); err != nil {
+		if err := p.list(groups, groupsAt, true, false); err != nil {
 			return ACL{}, nil, err
 		}
 	}
@@ -278,12 +267,7 @@ func hashDuplicates(names []string, keys []uint64) bool {
 		keys = append(keys, maphash.String(seed, n))
 	}
 	slices.Sort(keys)
-	for i := 1; i < len(keys); i++ {
-		if keys[i] == keys[i-1] {
-			return true
-		}
-	}
-	return false
+	return len(slices.Compact(keys)) < len(keys)
 }
 
 // hasDuplicates reports whether a short list names a name twice.
@@ -347,7 +331,7 @@ func ParseSpark(users, groups string) (ACL, []Warning, error) {
 			p.b.all = true
 			continue
 		}
-		if err := p.sparkList(l.text, l.groups); err != nil {
+		if err := p.list(l.text, 0, l.groups, true); err != nil {
 			return ACL{}, nil, err
 		}
 	}
@@ -434,13 +418,10 @@ func (p *parser) warn(list string, at int, msg string) {
 	p.warnings = append(p.warnings, Warning{List: list, Offset: at, Msg: msg})
 }
 
-func (p *parser) fail(at int, msg string) error {
-	return &SyntaxError{Input: p.text, List: p.listName, Offset: at, Msg: msg}
-}
-
-// list parses a comma separated list that starts at offset base of the text.
-func (p *parser) list(s string, base int, groups bool) error {
-	if s == "" {
+// list parses a comma separated list that starts at offset base of the
+// text; trim trims the entries, as Spark does.
+func (p *parser) list(s string, base int, groups, trim bool) error {
+	if s == "" || trim && strings.TrimSpace(s) == "" {
 		return nil
 	}
 	if s == Wildcard {
@@ -449,24 +430,12 @@ func (p *parser) list(s string, base int, groups bool) error {
 	}
 	kind := kindName(groups)
 	at := base
-	for _, name := range strings.Split(s, ",") {
-		if err := p.entry(name, at, groups, kind); err != nil {
-			return err
-		}
-		at += len(name) + 1
-	}
-	return nil
-}
-
-func (p *parser) sparkList(s string, groups bool) error {
-	if strings.TrimSpace(s) == "" {
-		return nil
-	}
-	kind := kindName(groups)
-	at := 0
 	for _, raw := range strings.Split(s, ",") {
-		name := strings.TrimSpace(raw)
-		lead := strings.Index(raw, name)
+		name, lead := raw, 0
+		if trim {
+			name = strings.TrimSpace(raw)
+			lead = strings.Index(raw, name)
+		}
 		if err := p.entry(name, at+lead, groups, kind); err != nil {
 			return err
 		}
@@ -485,7 +454,7 @@ func (p *parser) entry(name string, at int, groups bool, kind string) error {
 		return nil
 	}
 	if err := ValidName(name); err != nil {
-		return p.fail(at, err.Error())
+		return &SyntaxError{Input: p.text, List: p.listName, Offset: at, Msg: err.Error()}
 	}
 	if !p.b.add(groups, name) {
 		p.warn(p.listName, at, fmt.Sprintf("duplicate %s %q", kind, name))
@@ -514,10 +483,8 @@ func (b *builder) add(groups bool, name string) bool {
 		l, kind = &b.groups, "g"
 	}
 	if b.seen == nil && len(b.users)+len(b.groups) < 16 {
-		for _, n := range *l {
-			if n == name {
-				return false
-			}
+		if slices.Contains(*l, name) {
+			return false
 		}
 		*l = append(*l, name)
 		return true

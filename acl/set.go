@@ -210,17 +210,13 @@ const (
 	MatchGroup
 )
 
+var kindNames = [...]string{None: "none", MatchWildcard: "wildcard", MatchUser: "user", MatchGroup: "group"}
+
 func (k Kind) String() string {
-	switch k {
-	case MatchWildcard:
-		return "wildcard"
-	case MatchUser:
-		return "user"
-	case MatchGroup:
-		return "group"
-	default:
-		return "none"
+	if int(k) < len(kindNames) {
+		return kindNames[k]
 	}
+	return "none"
 }
 
 // Match tells which entry allowed a subject.

@@ -20,8 +20,10 @@
 package application
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/usherhq/usher/acl"
@@ -132,16 +134,12 @@ const (
 	NeedModify           // the right to modify the application
 )
 
+var needNames = [...]string{NeedAction: "action", NeedSourceQueue: "submit to the queue it runs in",
+	NeedTargetQueue: "submit to the target queue", NeedModify: "modify the application"}
+
 func (n Need) String() string {
-	switch n {
-	case NeedAction:
-		return "action"
-	case NeedSourceQueue:
-		return "submit to the queue it runs in"
-	case NeedTargetQueue:
-		return "submit to the target queue"
-	case NeedModify:
-		return "modify the application"
+	if n >= NeedAction && n <= NeedModify {
+		return needNames[n]
 	}
 	return fmt.Sprintf("Need(%d)", int(n))
 }
@@ -175,10 +173,8 @@ type Requirement struct {
 
 // By returns the step that met the requirement.
 func (r Requirement) By() (Step, bool) {
-	for _, s := range r.Steps {
-		if s.Allowed {
-			return s, true
-		}
+	if i := slices.IndexFunc(r.Steps, func(s Step) bool { return s.Allowed }); i >= 0 {
+		return r.Steps[i], true
 	}
 	return Step{}, false
 }
@@ -338,24 +334,19 @@ func (p Policy) rights(queue string, app Application, sub *acl.Subject, action A
 	}
 	add(qa)
 	add(ca)
-	add(aclStep(ApplicationAdmin, p.Defaults.Admin, false, sub))
-	mod, modDefault := app.ModifyACL, false
-	if mod == nil {
-		mod, modDefault = p.Defaults.Modify, p.Defaults.Modify != nil
-	}
-	add(aclStep(ModifyACL, mod, modDefault, sub))
+	add(aclStep(ApplicationAdmin, p.Defaults.Admin, nil, sub))
+	add(aclStep(ModifyACL, app.ModifyACL, p.Defaults.Modify, sub))
 	if action == View {
-		view, viewDefault := app.ViewACL, false
-		if view == nil {
-			view, viewDefault = p.Defaults.View, p.Defaults.View != nil
-		}
-		add(aclStep(ViewACL, view, viewDefault, sub))
+		add(aclStep(ViewACL, app.ViewACL, p.Defaults.View, sub))
 	}
 	return r
 }
 
-func aclStep(rule Rule, a *acl.ACL, isDefault bool, sub *acl.Subject) Step {
-	st := Step{Rule: rule, ACL: a, Default: isDefault}
+// aclStep checks the application's own ACL, or the partition's default
+// when it sets none.
+func aclStep(rule Rule, own, def *acl.ACL, sub *acl.Subject) Step {
+	a := cmp.Or(own, def)
+	st := Step{Rule: rule, ACL: a, Default: own == nil && def != nil}
 	if a != nil {
 		st.Match = a.Match(sub)
 		st.Allowed = st.Match.Allowed()
@@ -396,10 +387,11 @@ func (d Decision) reason() string {
 			parts = append(parts, d.need(r, false))
 		}
 	}
-	if d.Allowed {
-		return fmt.Sprintf("%s may move %s to %s: %s", policy.Name(d.User), d.app(), d.Target, strings.Join(parts, "; "))
+	may := "may"
+	if !d.Allowed {
+		may = "may not"
 	}
-	return fmt.Sprintf("%s may not move %s to %s: %s", policy.Name(d.User), d.app(), d.Target, strings.Join(parts, "; "))
+	return fmt.Sprintf("%s %s move %s to %s: %s", policy.Name(d.User), may, d.app(), d.Target, strings.Join(parts, "; "))
 }
 
 func (d Decision) app() string {
@@ -457,14 +449,9 @@ func (d Decision) why(s Step) string {
 }
 
 func (d Decision) whyNot(r Requirement) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "not the owner, not an admin of %s or its parents, not a cluster or application admin, ", d.Queue)
-	for _, s := range r.Steps {
-		if s.Rule == ViewACL {
-			b.WriteString("not in its modify or view ACL")
-			return b.String()
-		}
+	acls := "modify"
+	if slices.ContainsFunc(r.Steps, func(s Step) bool { return s.Rule == ViewACL }) {
+		acls = "modify or view"
 	}
-	b.WriteString("not in its modify ACL")
-	return b.String()
+	return fmt.Sprintf("not the owner, not an admin of %s or its parents, not a cluster or application admin, not in its %s ACL", d.Queue, acls)
 }

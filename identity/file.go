@@ -93,14 +93,11 @@ func (p *fileParser) line(n int, line string) {
 	if strings.Trim(line, " \t") == "" {
 		return
 	}
-	if !utf8.ValidString(line) {
-		for i := 0; i < len(line); {
-			r, size := utf8.DecodeRuneInString(line[i:])
-			if r == utf8.RuneError && size == 1 {
-				p.errorf(n, i+1, "invalid UTF-8")
-				return
-			}
-			i += size
+	for i, r := range line {
+		// An invalid byte decodes as RuneError; a written U+FFFD does not count.
+		if r == utf8.RuneError && !strings.HasPrefix(line[i:], string(utf8.RuneError)) {
+			p.errorf(n, i+1, "invalid UTF-8")
+			return
 		}
 	}
 	sep := userEnd(line)

@@ -12,6 +12,7 @@
 package identity
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -114,13 +115,8 @@ func (m Mode) String() string {
 
 // ParseMode parses "given", "resolve" or "merge"; "" is ModeGiven.
 func ParseMode(s string) (Mode, error) {
-	if s == "" {
-		return ModeGiven, nil
-	}
-	for m, name := range modeNames {
-		if s == name {
-			return Mode(m), nil
-		}
+	if m := slices.Index(modeNames[:], cmp.Or(s, modeNames[ModeGiven])); m >= 0 {
+		return Mode(m), nil
 	}
 	return 0, fmt.Errorf("unknown groups mode %q: want given, resolve or merge", s)
 }

@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,13 +51,8 @@ func (u Unknown) String() string {
 
 // ParseUnknown parses "deny" or "given-groups"; "" is UnknownDeny.
 func ParseUnknown(s string) (Unknown, error) {
-	if s == "" {
-		return UnknownDeny, nil
-	}
-	for u, name := range unknownNames {
-		if s == name {
-			return Unknown(u), nil
-		}
+	if u := slices.Index(unknownNames[:], cmp.Or(s, unknownNames[UnknownDeny])); u >= 0 {
+		return Unknown(u), nil
 	}
 	return 0, fmt.Errorf("unknownuser %q: want deny or given-groups", s)
 }
@@ -192,13 +188,12 @@ func (p *Policy) Complete(ctx context.Context, mode Mode, r Resolver, user strin
 		return Info{}, err
 	}
 	in, err := complete(ctx, mode, r, user, name, groups)
-	if err != nil {
-		if p.Unknown == UnknownGivenGroups && errors.Is(err, ErrUnknownUser) {
-			in = Given(user, groups)
-			in.Lookup = Lookup{Outcome: OutcomeUnknownGiven, Detail: err.Error()}
-		} else {
-			return Info{}, err
-		}
+	switch {
+	case p.Unknown == UnknownGivenGroups && errors.Is(err, ErrUnknownUser):
+		in = Given(user, groups)
+		in.Lookup = Lookup{Outcome: OutcomeUnknownGiven, Detail: err.Error()}
+	case err != nil:
+		return Info{}, err
 	}
 	if rule > 0 {
 		in.Lookup.Name, in.Lookup.Rule = name, rule

@@ -72,9 +72,7 @@ func (r *osResolver) resolve(name string) (Info, error) {
 	if err != nil {
 		return Info{}, fmt.Errorf("os: listing the groups of %q: %w", name, err)
 	}
-	ids := make([]string, 0, len(gids)+1)
-	ids = append(ids, u.Gid)
-	ids = append(ids, gids...)
+	ids := append([]string{u.Gid}, gids...)
 	seen := make(map[string]bool, len(ids))
 	groups := make([]string, 0, len(ids))
 	for _, gid := range ids {
@@ -83,21 +81,17 @@ func (r *osResolver) resolve(name string) (Info, error) {
 		}
 		seen[gid] = true
 		g, err := r.lookupGroup(gid)
+		_, unknown := errors.AsType[user.UnknownGroupIdError](err)
 		switch {
 		case err == nil:
 			groups = append(groups, g.Name)
-		case isUnknownGroupID(err):
+		case unknown:
 			groups = append(groups, gid)
 		default:
 			return Info{}, fmt.Errorf("os: looking up group %s of %q: %w", gid, name, err)
 		}
 	}
 	return newInfo(name, groups, SourceOS), nil
-}
-
-func isUnknownGroupID(err error) bool {
-	_, ok := errors.AsType[user.UnknownGroupIdError](err)
-	return ok
 }
 
 // String names the resolver in logs.

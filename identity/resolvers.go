@@ -31,9 +31,6 @@ func newInfo(user string, groups []string, src Source) Info {
 		}
 	}
 	in.Groups = slices.Clip(in.Groups)
-	in.Sources = make([]Source, len(in.Groups))
-	for i := range in.Sources {
-		in.Sources[i] = src
-	}
+	in.Sources = slices.Repeat([]Source{src}, len(in.Groups))
 	return in
 }

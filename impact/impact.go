@@ -190,10 +190,7 @@ func partition(s *policy.Snapshot, name string) *policy.CompiledPartition {
 	if s == nil {
 		return nil
 	}
-	p, err := s.Partition(name)
-	if err != nil {
-		return nil
-	}
+	p, _ := s.Partition(name) // nil when there is no such partition
 	return p
 }
 
@@ -263,13 +260,10 @@ func (s Summary) String() string {
 	if s.Placements > 0 {
 		b.WriteString(", " + plural(s.Placements, "placement") + " changed")
 	}
-	for i, c := range s.First {
-		if i == 0 {
-			b.WriteString("; ")
-		} else {
-			b.WriteString(", ")
-		}
-		b.WriteString(c.String())
+	sep := "; "
+	for _, c := range s.First {
+		b.WriteString(sep + c.String())
+		sep = ", "
 	}
 	if n := s.Gained + s.Lost - len(s.First); n > 0 && len(s.First) > 0 {
 		fmt.Fprintf(&b, ", and %d more", n)

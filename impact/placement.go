@@ -150,13 +150,11 @@ func diffPlacement(po, pn *policy.CompiledPartition, ro, rn *placement.Rules, ke
 		out = append(out, c)
 	}
 	slices.SortStableFunc(out, func(a, b PlacementChange) int {
-		if c := cmp.Compare(slices.Index(kinds, a.Kind), slices.Index(kinds, b.Kind)); c != 0 {
-			return c
+		byName := 0
+		if a.Kind != GivenSubject { // given subjects stay as given
+			byName = cmp.Compare(a.Name, b.Name)
 		}
-		if a.Kind == GivenSubject {
-			return 0 // as given
-		}
-		return cmp.Compare(a.Name, b.Name)
+		return cmp.Or(cmp.Compare(slices.Index(kinds, a.Kind), slices.Index(kinds, b.Kind)), byName)
 	})
 	return out
 }
@@ -181,9 +179,7 @@ func withFilterNames(keys []keyInfo, rules ...*placement.Rules) []keyInfo {
 		missing[Group][g] = true
 	}
 	for _, k := range keys {
-		if m := missing[k.kind]; m != nil && len(m) > 0 {
-			delete(m, k.name)
-		}
+		delete(missing[k.kind], k.name)
 	}
 	add := func(kind Kind, names []string) {
 		for _, n := range names {
@@ -255,13 +251,6 @@ func newShortcut(po, pn *policy.CompiledPartition, ro, rn *placement.Rules, tags
 // applies reports whether sub, a named user without groups, is placed as
 // anyone is.
 func (s *shortcut) applies(sub *acl.Subject) bool {
-	if !s.ok || s.filtered[sub.User()] {
-		return false
-	}
-	for _, ref := range s.denied {
-		if ref.Decide(sub, policy.Submit).Allowed {
-			return false
-		}
-	}
-	return true
+	return s.ok && !s.filtered[sub.User()] &&
+		!slices.ContainsFunc(s.denied, func(ref policy.QueueRef) bool { return ref.Decide(sub, policy.Submit).Allowed })
 }

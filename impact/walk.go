@@ -1,6 +1,8 @@
 package impact
 
 import (
+	"slices"
+
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/policy"
 )
@@ -212,10 +214,7 @@ func (w *walker) reset(admin bool) {
 	}
 	w.cur = make([]int8, n)
 	w.curRec = make([]int32, n)
-	w.nzPos = make([]int32, n)
-	for i := range w.nzPos {
-		w.nzPos[i] = -1
-	}
+	w.nzPos = slices.Repeat([]int32{-1}, n)
 	w.nzList = w.nzList[:0]
 	w.log = w.log[:0]
 	w.stamp = make([]uint32, n)

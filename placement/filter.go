@@ -61,21 +61,13 @@ func newPattern(re *regexp.Regexp) *pattern {
 }
 
 func (p *pattern) match(s string) bool {
-	if p == nil {
-		return false
-	}
-	if !strings.HasPrefix(s, p.prefix) {
-		return false
-	}
-	return p.re.MatchString(s)
+	return p != nil && strings.HasPrefix(s, p.prefix) && p.re.MatchString(s)
 }
 
 func (f *filter) String() string {
-	var parts []string
+	parts := []string{"deny"}
 	if f.allow {
-		parts = append(parts, "allow")
-	} else {
-		parts = append(parts, "deny")
+		parts[0] = "allow"
 	}
 	if len(f.userN) > 0 {
 		parts = append(parts, "users "+strings.Join(f.userN, ","))

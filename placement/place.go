@@ -2,7 +2,6 @@ package placement
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/usherhq/usher/acl"
@@ -31,19 +30,12 @@ const (
 	Failed // a rule error stopped placement
 )
 
+var outcomeNames = [...]string{NoQueue: "no queue", NotLeaf: "not leaf", Denied: "denied", Placed: "placed", Failed: "failed"}
+
 // String is the outcome's name in API answers.
 func (o Outcome) String() string {
-	switch o {
-	case NoQueue:
-		return "no queue"
-	case NotLeaf:
-		return "not leaf"
-	case Denied:
-		return "denied"
-	case Placed:
-		return "placed"
-	case Failed:
-		return "failed"
+	if o >= NoQueue && o <= Failed {
+		return outcomeNames[o]
 	}
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }
@@ -341,15 +333,10 @@ func (r *rule) place(cp *policy.CompiledPartition, req *Request, st *Step) (stri
 		name = parent + "." + child
 	default:
 		// A full path from the application: each part must be valid.
-		for rest := child; ; {
-			part, tail, more := strings.Cut(rest, ".")
+		for part := range strings.SplitSeq(child, ".") {
 			if !policy.ValidQueueName(part) {
 				return "", fmt.Errorf("%s rule: queue %q: %q is not a valid queue name (1 to 64 of a-z 0-9 _ : # / @ -)", r.kind, child, part)
 			}
-			if !more {
-				break
-			}
-			rest = tail
 		}
 		name = child
 	}
@@ -396,15 +383,14 @@ func tag(tags map[string]string, name string) string {
 	if v, ok := tags[name]; ok {
 		return v
 	}
-	var keys []string
+	first, found := "", false
 	for k := range tags {
-		if strings.EqualFold(k, name) {
-			keys = append(keys, k)
+		if strings.EqualFold(k, name) && (!found || k < first) {
+			first, found = k, true
 		}
 	}
-	if len(keys) == 0 {
+	if !found {
 		return ""
 	}
-	sort.Strings(keys)
-	return tags[keys[0]]
+	return tags[first]
 }

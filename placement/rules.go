@@ -210,12 +210,14 @@ func Compile(specs []Spec) (*Rules, []Problem) {
 			rs.rules = append(rs.rules, r)
 		}
 	}
-	for _, p := range c.problems {
-		if !p.Warning {
-			return nil, c.problems
-		}
+	if hasError(c.problems) {
+		return nil, c.problems
 	}
 	return rs, c.problems
+}
+
+func hasError(ps []Problem) bool {
+	return slices.ContainsFunc(ps, func(p Problem) bool { return !p.Warning })
 }
 
 type compiler struct {
@@ -290,10 +292,8 @@ func (c *compiler) compile(s *Spec, depth int) *rule {
 	if s.Parent != nil {
 		r.parent = c.compile(s.Parent, depth+1)
 	}
-	for _, p := range c.problems[before:] {
-		if !p.Warning {
-			return nil
-		}
+	if hasError(c.problems[before:]) {
+		return nil
 	}
 	return r
 }

@@ -167,10 +167,7 @@ func (c Config) WithDefaults() Config {
 // field by its YAML key. It reads no file and no environment variable.
 func (c Config) Validate() error {
 	// A setting the chosen group search would ignore is an error.
-	mode := c.GroupSearch
-	if mode == "" {
-		mode = DefaultGroupSearch
-	}
+	mode := cmp.Or(c.GroupSearch, DefaultGroupSearch)
 	// Nested groups are searched as groupOfNames, also with memberof.
 	nestedSearch := c.NestedGroups > 0 || c.InChain
 	switch mode {
@@ -200,9 +197,7 @@ func (c Config) Validate() error {
 		if err != nil {
 			return fieldError(fmt.Sprintf("urls[%d]", i), "%q: %v", raw, err)
 		}
-		if u.Scheme == "ldaps" || c.StartTLS {
-			tlsUsed = true
-		}
+		tlsUsed = tlsUsed || u.Scheme == "ldaps" || c.StartTLS
 	}
 	if !tlsUsed {
 		for _, f := range []struct {
@@ -263,36 +258,30 @@ func (c Config) Validate() error {
 			}
 			return err
 		}
-		if nestedSearch {
-			if _, err := goldap.CompileFilter(c.GroupFilter); err != nil {
-				return fieldError("groupfilter", "%q is not a valid LDAP filter: %v", c.GroupFilter, err)
-			}
-			if err := checkAttr("memberattr", c.MemberAttr); err != nil {
-				return err
-			}
-		}
 	case GroupSearchMember, GroupSearchMemberUID:
 		if err := checkDN("groupbasedn", c.GroupBaseDN, true); err != nil {
 			return err
 		}
+	default:
+		return fieldError("groupsearch", "%q is not one of memberof, member, memberuid", c.GroupSearch)
+	}
+	if c.GroupSearch != GroupSearchMemberOf || nestedSearch {
 		if _, err := goldap.CompileFilter(c.GroupFilter); err != nil {
 			return fieldError("groupfilter", "%q is not a valid LDAP filter: %v", c.GroupFilter, err)
 		}
 		if err := checkAttr("memberattr", c.MemberAttr); err != nil {
 			return err
 		}
-	default:
-		return fieldError("groupsearch", "%q is not one of memberof, member, memberuid", c.GroupSearch)
 	}
 
-	if c.Timeout < 0 {
-		return fieldError("timeout", "%v is negative", c.Timeout)
-	}
-	if c.PoolSize < 0 {
-		return fieldError("poolsize", "%d is negative", c.PoolSize)
-	}
-	if c.SizeLimit < 0 {
-		return fieldError("sizelimit", "%d is negative", c.SizeLimit)
+	for _, f := range []struct {
+		name     string
+		value    any
+		negative bool
+	}{{"timeout", c.Timeout, c.Timeout < 0}, {"poolsize", c.PoolSize, c.PoolSize < 0}, {"sizelimit", c.SizeLimit, c.SizeLimit < 0}} {
+		if f.negative {
+			return fieldError(f.name, "%v is negative", f.value)
+		}
 	}
 	switch {
 	case c.NestedGroups < 0 || c.NestedGroups > MaxNestedGroups:
@@ -399,30 +388,15 @@ func checkDN(field, dn string, required bool) error {
 	return nil
 }
 
-// checkAttr accepts an attribute description: a name (letter, then
-// letters, digits, hyphens) or a numeric OID, optionally with options
-// (";binary").
+// attrDesc is an attribute description: a name (letter, then letters,
+// digits, hyphens) or a numeric OID, optionally with options (";binary").
+var attrDesc = regexp.MustCompile(`^(?:[A-Za-z][A-Za-z0-9-]*|[0-9][0-9.]*)(?:;|$)`)
+
 func checkAttr(field, attr string) error {
 	if attr == "" {
 		return fieldError(field, "is required")
 	}
-	name, _, _ := strings.Cut(attr, ";")
-	ok := name != ""
-	if ok && name[0] >= '0' && name[0] <= '9' {
-		for _, r := range name {
-			if (r < '0' || r > '9') && r != '.' {
-				ok = false
-			}
-		}
-	} else {
-		for i, r := range name {
-			letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
-			if !letter && (i == 0 || (r < '0' || r > '9') && r != '-') {
-				ok = false
-			}
-		}
-	}
-	if !ok {
+	if !attrDesc.MatchString(attr) {
 		return fieldError(field, "%q is not an attribute name", attr)
 	}
 	return nil

@@ -19,6 +19,7 @@
 package ldap
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -122,7 +123,7 @@ func newResolver(cfg Config, now func() time.Time) (*Resolver, error) {
 		}
 		r.password = func() (string, error) { return readPasswordFile(cfg.BindPasswordFile) }
 	}
-	r.pool = newPool(cfg.PoolSize, r.dial)
+	r.pool = &pool{slots: make(chan struct{}, cfg.PoolSize), dial: r.dial}
 	return r, nil
 }
 
@@ -196,8 +197,13 @@ type group struct {
 }
 
 func (r *Resolver) resolve(ctx context.Context, user string) ([]group, error) {
-	if err := checkUser(user); err != nil {
-		return nil, err
+	switch {
+	case user == "":
+		return nil, errors.New("ldap: empty user name")
+	case strings.IndexByte(user, 0) >= 0:
+		return nil, fmt.Errorf("ldap: user name %q contains NUL", user)
+	case !utf8.ValidString(user):
+		return nil, fmt.Errorf("ldap: user name %q is not valid UTF-8", user)
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, r.cfg.Timeout, r.timeout)
 	defer cancel()
@@ -219,18 +225,6 @@ func (r *Resolver) resolve(ctx context.Context, user string) ([]group, error) {
 		}
 		return groups, err
 	}
-}
-
-func checkUser(user string) error {
-	switch {
-	case user == "":
-		return errors.New("ldap: empty user name")
-	case strings.IndexByte(user, 0) >= 0:
-		return fmt.Errorf("ldap: user name %q contains NUL", user)
-	case !utf8.ValidString(user):
-		return fmt.Errorf("ldap: user name %q is not valid UTF-8", user)
-	}
-	return nil
 }
 
 // lookup runs the searches for user on c.
@@ -341,11 +335,9 @@ func (r *Resolver) parents(ctx context.Context, c *conn, user string, children [
 		or.WriteString("(" + r.cfg.MemberAttr + "=" + goldap.EscapeFilter(ch.dn) + ")")
 	}
 	or.WriteString(")")
-	filter := "(&" + r.cfg.GroupFilter + or.String() + ")"
-	res, err := r.search(ctx, c, fmt.Sprintf("search for nested groups of %q", user), goldap.NewSearchRequest(
-		r.cfg.GroupBaseDN, goldap.ScopeWholeSubtree, goldap.NeverDerefAliases, r.cfg.SizeLimit, r.timeLimit, false,
-		filter, []string{r.cfg.GroupNameAttr, r.cfg.MemberAttr}, nil))
-	if err := r.groupSearchError(c, user, res, err); err != nil {
+	res, err := r.searchGroupBase(ctx, c, user, "search for nested groups of %q", "(&"+r.cfg.GroupFilter+or.String()+")",
+		r.cfg.GroupNameAttr, r.cfg.MemberAttr)
+	if err != nil {
 		return nil, err
 	}
 	var out []group
@@ -396,10 +388,9 @@ func InChainFilter(groupFilter, memberAttr, userDN string) string {
 // inChain adds to the user's own groups every group the directory says
 // the user is in at any depth (InChainFilter), marked SourceInChain.
 func (r *Resolver) inChain(ctx context.Context, c *conn, user string, entry *goldap.Entry, direct []group) ([]group, error) {
-	res, err := r.search(ctx, c, fmt.Sprintf("in-chain search for groups of %q", user), goldap.NewSearchRequest(
-		r.cfg.GroupBaseDN, goldap.ScopeWholeSubtree, goldap.NeverDerefAliases, r.cfg.SizeLimit, r.timeLimit, false,
-		InChainFilter(r.cfg.GroupFilter, r.cfg.MemberAttr, entry.DN), []string{r.cfg.GroupNameAttr}, nil))
-	if err := r.groupSearchError(c, user, res, err); err != nil {
+	res, err := r.searchGroupBase(ctx, c, user, "in-chain search for groups of %q",
+		InChainFilter(r.cfg.GroupFilter, r.cfg.MemberAttr, entry.DN), r.cfg.GroupNameAttr)
+	if err != nil {
 		return nil, err
 	}
 	own := make(map[string]bool, len(direct))
@@ -527,11 +518,9 @@ func (r *Resolver) searchGroups(ctx context.Context, c *conn, user string, entry
 	if r.cfg.GroupSearch == GroupSearchMemberUID {
 		member = user
 	}
-	filter := "(&" + r.cfg.GroupFilter + "(" + r.cfg.MemberAttr + "=" + goldap.EscapeFilter(member) + "))"
-	res, err := r.search(ctx, c, fmt.Sprintf("search for groups of %q", user), goldap.NewSearchRequest(
-		r.cfg.GroupBaseDN, goldap.ScopeWholeSubtree, goldap.NeverDerefAliases, r.cfg.SizeLimit, r.timeLimit, false,
-		filter, []string{r.cfg.GroupNameAttr}, nil))
-	if err := r.groupSearchError(c, user, res, err); err != nil {
+	res, err := r.searchGroupBase(ctx, c, user, "search for groups of %q",
+		"(&"+r.cfg.GroupFilter+"("+r.cfg.MemberAttr+"="+goldap.EscapeFilter(member)+"))", r.cfg.GroupNameAttr)
+	if err != nil {
 		return nil, err
 	}
 	names := make([]group, 0, len(res.Entries))
@@ -545,8 +534,11 @@ func (r *Resolver) searchGroups(ctx context.Context, c *conn, user string, entry
 	return names, nil
 }
 
-// groupSearchError describes the error of a search of GroupBaseDN.
-func (r *Resolver) groupSearchError(c *conn, user string, res *goldap.SearchResult, err error) error {
+// searchGroupBase searches the subtree of GroupBaseDN for the groups of
+// user; what is the search's description, with %q for user.
+func (r *Resolver) searchGroupBase(ctx context.Context, c *conn, user, what, filter string, attrs ...string) (*goldap.SearchResult, error) {
+	res, err := r.search(ctx, c, fmt.Sprintf(what, user), goldap.NewSearchRequest(
+		r.cfg.GroupBaseDN, goldap.ScopeWholeSubtree, goldap.NeverDerefAliases, r.cfg.SizeLimit, r.timeLimit, false, filter, attrs, nil))
 	switch {
 	case goldap.IsErrorWithCode(err, goldap.LDAPResultSizeLimitExceeded):
 		n := 0
@@ -554,14 +546,14 @@ func (r *Resolver) groupSearchError(c *conn, user string, res *goldap.SearchResu
 			n = len(res.Entries)
 		}
 		if n >= r.cfg.SizeLimit {
-			return fmt.Errorf("ldap: user %q is in more than sizelimit %d groups", user, r.cfg.SizeLimit)
+			return nil, fmt.Errorf("ldap: user %q is in more than sizelimit %d groups", user, r.cfg.SizeLimit)
 		}
-		return fmt.Errorf("ldap: the server stopped after %d groups of user %q: its size limit for %s is below sizelimit %d",
+		return nil, fmt.Errorf("ldap: the server stopped after %d groups of user %q: its size limit for %s is below sizelimit %d",
 			n, user, r.bindName(), r.cfg.SizeLimit)
 	case goldap.IsErrorWithCode(err, goldap.LDAPResultNoSuchObject):
-		return fmt.Errorf("ldap: groupbasedn %s does not exist on %s, or %s may not read it", r.cfg.GroupBaseDN, c.url, r.bindName())
+		return nil, fmt.Errorf("ldap: groupbasedn %s does not exist on %s, or %s may not read it", r.cfg.GroupBaseDN, c.url, r.bindName())
 	}
-	return err
+	return res, err
 }
 
 // groupName is the value of GroupNameAttr in the entry's RDN, else its
@@ -603,17 +595,17 @@ func (r *Resolver) bindName() string {
 func (r *Resolver) search(ctx context.Context, c *conn, what string, req *goldap.SearchRequest) (*goldap.SearchResult, error) {
 	r.stats.searches.Add(1)
 	res, err := c.l.Search(req)
-	if err == nil || answered(err) {
-		if err != nil && !goldap.IsErrorAnyOf(err, goldap.LDAPResultSizeLimitExceeded, goldap.LDAPResultNoSuchObject) {
-			return res, &ldapError{msg: fmt.Sprintf("ldap: %s on %s failed: %s", what, c.url, describe(err)), err: err}
-		}
+	switch {
+	case err == nil || answered(err) && goldap.IsErrorAnyOf(err, goldap.LDAPResultSizeLimitExceeded, goldap.LDAPResultNoSuchObject):
 		return res, err
+	case !answered(err):
+		c.broken = true
+		if ctx.Err() != nil {
+			return nil, ctxError(ctx, what+" on "+c.url)
+		}
+		res = nil
 	}
-	c.broken = true
-	if ctx.Err() != nil {
-		return nil, ctxError(ctx, what+" on "+c.url)
-	}
-	return nil, &ldapError{msg: fmt.Sprintf("ldap: %s on %s failed: %s", what, c.url, describe(err)), err: err}
+	return res, &ldapError{msg: fmt.Sprintf("ldap: %s on %s failed: %s", what, c.url, describe(err)), err: err}
 }
 
 // ldapError is an error with a message written for people, wrapping the
@@ -650,13 +642,10 @@ func describe(err error) string {
 	if le.Err != nil {
 		detail = strings.TrimPrefix(le.Err.Error(), "ldap: ")
 	}
-	if le.ResultCode >= goldap.ErrorNetwork {
-		if detail == "" {
-			return strings.ToLower(goldap.LDAPResultCodeMap[le.ResultCode])
-		}
-		return detail
-	}
 	text := strings.ToLower(goldap.LDAPResultCodeMap[le.ResultCode])
+	if le.ResultCode >= goldap.ErrorNetwork {
+		return cmp.Or(detail, text)
+	}
 	if text == "" {
 		text = fmt.Sprintf("result code %d", le.ResultCode)
 	}

@@ -58,10 +58,6 @@ type pool struct {
 	closed bool
 }
 
-func newPool(size int, dial func(ctx context.Context) (*conn, error)) *pool {
-	return &pool{slots: make(chan struct{}, size), dial: dial}
-}
-
 // get returns a connection, reused when one is idle, waiting for a free
 // slot until ctx ends.
 func (p *pool) get(ctx context.Context) (c *conn, reused bool, err error) {

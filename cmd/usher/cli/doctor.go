@@ -63,12 +63,11 @@ func runDoctor(ctx context.Context, env *Env, f *doctorFlags) int {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = f.kubeconfig
 	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
-	if err != nil {
-		env.errorf("--kubeconfig: %v", err)
-		return ExitUsage
+	var kube *kubernetes.Clientset
+	if err == nil {
+		rc.UserAgent, rc.Timeout = "usher-doctor", 20*time.Second
+		kube, err = kubernetes.NewForConfig(rc)
 	}
-	rc.UserAgent, rc.Timeout = "usher-doctor", 20*time.Second
-	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		env.errorf("--kubeconfig: %v", err)
 		return ExitUsage
