@@ -384,10 +384,9 @@ func (r *run) rbac(ctx context.Context) Check {
 		needs = append(needs, need{"Events on its configuration", "create", "", "events", ref[0], ""})
 	}
 	if r.cfg != nil && r.cfg.Admission != nil && r.cfg.Admission.EnforceDelete {
-		for g, rs := range map[string][]string{"": {"replicationcontrollers"}, "apps": {"deployments", "replicasets", "daemonsets", "statefulsets"}, "batch": {"jobs", "cronjobs"}} {
-			for _, res := range rs {
-				needs = append(needs, need{"enforceDeleteACLs' adoption rule", "get", g, res, "", ""})
-			}
+		for _, gr := range []string{"/replicationcontrollers", "apps/deployments", "apps/replicasets", "apps/daemonsets", "apps/statefulsets", "batch/jobs", "batch/cronjobs"} {
+			g, res, _ := strings.Cut(gr, "/")
+			needs = append(needs, need{"enforceDeleteACLs' adoption rule", "get", g, res, "", ""})
 		}
 	}
 	user := "system:serviceaccount:" + r.in.Namespace + ":" + sa

@@ -57,9 +57,9 @@ func webhookFlags(fs *pflag.FlagSet, in *admission.Install) func() error {
 	fs.StringArrayVar(&in.ConfigMaps, "guard-config-map", nil, "ConfigMap `NAMESPACE/NAME` validate-config.usher.io guards (repeatable; default: none, no such webhook)")
 	return func() error {
 		in.FailurePolicy, in.ConfigFailurePolicy = arv1.FailurePolicyType(fail), arv1.FailurePolicyType(cfgFail)
-		for flag, p := range map[string]arv1.FailurePolicyType{"--failure-policy": in.FailurePolicy, "--config-failure-policy": in.ConfigFailurePolicy} {
+		for i, p := range []arv1.FailurePolicyType{in.FailurePolicy, in.ConfigFailurePolicy} {
 			if p != arv1.Fail && p != arv1.Ignore {
-				return fmt.Errorf("%s %q: want Fail or Ignore", flag, p)
+				return fmt.Errorf("%s %q: want Fail or Ignore", []string{"--failure-policy", "--config-failure-policy"}[i], p)
 			}
 		}
 		if in.TimeoutSeconds < 1 || in.TimeoutSeconds > 30 {
