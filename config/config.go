@@ -31,9 +31,11 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	_ "embed"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -315,12 +317,7 @@ func hint[H any](key string, keys map[string]H) string {
 	if best != "" {
 		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
-	names := make([]string, 0, len(keys))
-	for k := range keys {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	return " (known keys: " + strings.Join(names, ", ") + ")"
+	return " (known keys: " + strings.Join(slices.Sorted(maps.Keys(keys)), ", ") + ")"
 }
 
 func kindName(n *yaml.Node) string {
@@ -392,19 +389,11 @@ func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 	}
 	// YuniKorn's validator names a partition without a name default.
 	if nameNode == nil || part.Name == "" {
-		at := n
-		if nameNode != nil {
-			at = nameNode
-		}
 		part.Name = policy.DefaultPartition
-		p.warnf(at, "partition without a name: YuniKorn names it %s", policy.DefaultPartition)
+		p.warnf(cmp.Or(nameNode, n), "partition without a name: YuniKorn names it %s", policy.DefaultPartition)
 	}
 	if queues == nil || queues.Kind != yaml.SequenceNode || len(queues.Content) == 0 {
-		where := n
-		if queues != nil {
-			where = queues
-		}
-		p.errorf(where, "partition %s: queues must be a list holding the root queue", part.Name)
+		p.errorf(cmp.Or(queues, n), "partition %s: queues must be a list holding the root queue", part.Name)
 		return part, false
 	}
 	if rulesNode != nil {
@@ -493,7 +482,7 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 			h(p, &r, k, v)
 		}
 	})
-	q, children, nameNode, parentFlag, isParent := r.q, r.children, r.nameNode, r.parentFlag, r.isParent
+	q, children, nameNode := r.q, r.children, r.nameNode
 	if !ok {
 		return nil
 	}
@@ -520,8 +509,8 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 			p.errorf(children, "queues of %s must be a list, not %s", path, kindName(children))
 			return q
 		}
-		if parentFlag != nil && !isParent && len(children.Content) > 0 {
-			p.errorf(parentFlag, "queue %s says parent: false but has child queues", path)
+		if r.parentFlag != nil && !r.isParent && len(children.Content) > 0 {
+			p.errorf(r.parentFlag, "queue %s says parent: false but has child queues", path)
 		}
 		for _, cn := range children.Content {
 			if c := p.queue(cn, path, prefix); c != nil {
@@ -590,6 +579,11 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 		"file":  func(k, v *yaml.Node) { r.File, _ = p.str(v, "file"); fileNode = v },
 		"users": func(k, v *yaml.Node) { usersNode = v },
 		"ldap":  func(k, v *yaml.Node) { ldapNode = v },
+		// The lookup policy's keys (lookupPolicy).
+		"skip":        func(k, v *yaml.Node) { lookup.skip = v },
+		"unknownuser": func(k, v *yaml.Node) { lookup.unknown = v },
+		"namemapping": func(k, v *yaml.Node) { lookup.mapping = v },
+		"overrides":   func(k, v *yaml.Node) { lookup.overrides = v },
 		"cache": func(k, v *yaml.Node) {
 			if p.strict(v, "cache", &r.Cache) {
 				c := r.Cache
@@ -602,7 +596,6 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 			}
 		},
 	}
-	lookup.keys(keys)
 	if !p.mapping(n, "usergroupresolver", keys) {
 		return r
 	}
@@ -650,10 +643,9 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 	case "ldap":
 		if ldapNode == nil {
 			p.errorf(n, "usergroupresolver type ldap needs an ldap block")
+			break
 		}
-		if ldapNode != nil {
-			r.LDAP = p.ldap(ldapNode)
-		}
+		r.LDAP = p.ldap(ldapNode)
 	default:
 		p.errorf(typeNode, "unknown usergroupresolver type %q: want none, os, file, test or ldap", r.Type)
 	}

@@ -22,14 +22,6 @@ type lookupNodes struct {
 	skip, unknown, mapping, overrides *yaml.Node
 }
 
-// keys adds the policy's keys to a usergroupresolver mapping's handlers.
-func (l *lookupNodes) keys(m map[string]func(k, v *yaml.Node)) {
-	m["skip"] = func(k, v *yaml.Node) { l.skip = v }
-	m["unknownuser"] = func(k, v *yaml.Node) { l.unknown = v }
-	m["namemapping"] = func(k, v *yaml.Node) { l.mapping = v }
-	m["overrides"] = func(k, v *yaml.Node) { l.overrides = v }
-}
-
 // lookupPolicy parses the lookup policy from its nodes.
 func (p *parser) lookupPolicy(l lookupNodes) identity.Policy {
 	pol := identity.Policy{Skip: slices.Clone(identity.DefaultSkip)}

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -125,15 +127,13 @@ func parse(src *source, opts []Option) (*Config, error) {
 func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(string) (string, bool)) {
 	var raw settings.Config
 	var loc locator = yamlLocator{p: p, block: adm}
-	if adm != nil {
-		if !p.strict(adm, "admissionController", &raw) {
-			return
-		}
+	if adm != nil && !p.strict(adm, "admissionController", &raw) {
+		return
 	}
 	if flat, ok := src.flat(); ok {
 		if adm != nil {
 			p.errorf(adm, "the admission controller is set both here and as admissionController.* keys of the ConfigMap (%s): use one",
-				strings.Join(sortedKeys(flat), ", "))
+				strings.Join(slices.Sorted(maps.Keys(flat)), ", "))
 			return
 		}
 		cl := configMapLocator{p: p, src: src}
@@ -198,8 +198,6 @@ func (l yamlLocator) err(se *settings.SettingError, at string) {
 	}
 	l.p.errorf(n, "%s", se)
 }
-
-func (l yamlLocator) warn(w settings.Warning) { l.p.admissionWarning(l.block, w) }
 
 // configMapLocator places settings at the flat ConfigMap key that sets
 // them.
@@ -283,10 +281,10 @@ func settingNode(block *yaml.Node, setting string, index int, field string) *yam
 	return n
 }
 
-// admissionWarning reports w at the pattern it is about: the item of a
-// list, or the pattern's place in a comma-separated string.
-func (p *parser) admissionWarning(adm *yaml.Node, w settings.Warning) {
-	n := settingNode(adm, w.Setting, -1, "")
+// warn reports w at the pattern it is about: the item of a list, or the
+// pattern's place in a comma-separated string.
+func (l yamlLocator) warn(w settings.Warning) {
+	n := settingNode(l.block, w.Setting, -1, "")
 	switch {
 	case n == nil || w.Pattern == "":
 	case n.Kind == yaml.SequenceNode:
@@ -296,18 +294,18 @@ func (p *parser) admissionWarning(adm *yaml.Node, w settings.Warning) {
 				continue // dropped as blank, as Patterns does
 			}
 			if items == w.Index {
-				p.warnf(item, "%s", w)
+				l.p.warnf(item, "%s", w)
 				return
 			}
 			items++
 		}
 	case n.Kind == yaml.ScalarNode:
 		if off, ok := patternOffset(n.Value, w.Index); ok {
-			p.atOffset(n, off, Warning, w.String())
+			l.p.atOffset(n, off, Warning, w.String())
 			return
 		}
 	}
-	p.warnf(n, "%s", w)
+	l.p.warnf(n, "%s", w)
 }
 
 // patternOffset is the byte offset in s of the index-th pattern of the

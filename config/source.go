@@ -9,7 +9,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -277,22 +276,19 @@ type layer struct {
 // documents (documents).
 func readManifests(path string, b []byte, read []*yaml.Node) (*source, bool, error) {
 	var docs []*yaml.Node
-	add := func(doc *yaml.Node) {
+	for _, doc := range read {
 		if len(doc.Content) == 0 || doc.Content[0].Tag == "!!null" {
-			return
+			continue
 		}
 		root := doc.Content[0]
 		// kubectl get configmap A B -o yaml writes a List of both.
 		if kind := mapValue(root, "kind"); root.Kind == yaml.MappingNode && kind != nil && kind.Value == "List" {
 			if items := mapValue(root, "items"); items != nil && items.Kind == yaml.SequenceNode {
 				docs = append(docs, items.Content...)
-				return
+				continue
 			}
 		}
 		docs = append(docs, root)
-	}
-	for _, doc := range read {
-		add(doc)
 	}
 	var layers []layer
 	for i, root := range docs {
@@ -317,13 +313,14 @@ func readManifests(path string, b []byte, read []*yaml.Node) (*source, bool, err
 	if len(layers) == 0 {
 		return nil, false, nil
 	}
-	// yunikorn-defaults first; the stable sort keeps the others in order.
-	slices.SortStableFunc(layers, func(a, b layer) int {
-		return cmpBool(b.name == DefaultsConfigMap, a.name == DefaultsConfigMap)
-	})
+	// yunikorn-defaults first, then the others in order.
 	data := map[string]keyValue{}
-	for _, l := range layers {
-		maps.Copy(data, l.data)
+	for _, defaults := range []bool{true, false} {
+		for _, l := range layers {
+			if (l.name == DefaultsConfigMap) == defaults {
+				maps.Copy(data, l.data)
+			}
+		}
 	}
 	src, err := dataSource(path, filepath.Dir(path), data)
 	return src, true, err
@@ -344,16 +341,6 @@ func documents(b []byte) []*yaml.Node {
 		}
 		docs = append(docs, doc)
 	}
-}
-
-func cmpBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
 }
 
 // readLayer reads one document: a ConfigMap manifest, Helm values with
@@ -455,16 +442,6 @@ func (s *source) flat() (map[string]string, bool) {
 		}
 	}
 	return out, len(out) > 0
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // readFile reads a file the configuration is or names: a regular file of
