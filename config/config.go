@@ -42,6 +42,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/usherhq/usher/internal/yamlnode"
+
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/application"
@@ -415,7 +417,7 @@ func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 func (p *parser) topQueues(partName string, queues *yaml.Node, prefix string) *policy.Queue {
 	first := queues.Content[0]
 	if len(queues.Content) == 1 {
-		if name := mapValue(first, "name"); first.Kind != yaml.MappingNode || name == nil || strings.EqualFold(name.Value, policy.RootQueue) {
+		if name := yamlnode.Value(first, "name"); first.Kind != yaml.MappingNode || name == nil || strings.EqualFold(name.Value, policy.RootQueue) {
 			root := p.queue(first, "", prefix)
 			if root != nil {
 				root.Parent = true
@@ -426,7 +428,7 @@ func (p *parser) topQueues(partName string, queues *yaml.Node, prefix string) *p
 	names := make([]string, 0, len(queues.Content))
 	for _, qn := range queues.Content {
 		if qn.Kind == yaml.MappingNode {
-			if name := mapValue(qn, "name"); name != nil {
+			if name := yamlnode.Value(qn, "name"); name != nil {
 				names = append(names, name.Value)
 			}
 		}

@@ -12,6 +12,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/usherhq/usher/internal/yamlnode"
+
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/identity/ldap"
@@ -439,7 +441,7 @@ func (p *parser) placeLDAPError(n *yaml.Node, err error) {
 	var fe *ldap.FieldError
 	if errors.As(err, &fe) {
 		key, index, _ := strings.Cut(fe.Field, "[")
-		if v := mapValue(n, key); v != nil {
+		if v := yamlnode.Value(n, key); v != nil {
 			if i, err := strconv.Atoi(strings.TrimSuffix(index, "]")); err == nil && v.Kind == yaml.SequenceNode && i < len(v.Content) {
 				v = v.Content[i]
 			}

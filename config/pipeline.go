@@ -8,6 +8,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/usherhq/usher/internal/yamlnode"
+
 	"github.com/usherhq/usher/admission/settings"
 )
 
@@ -260,7 +262,7 @@ func settingNode(block *yaml.Node, setting string, index int, field string) *yam
 		if n == nil || n.Kind != yaml.MappingNode {
 			return n
 		}
-		next := mapValue(n, name)
+		next := yamlnode.Value(n, name)
 		if next == nil {
 			return n
 		}
@@ -274,7 +276,7 @@ func settingNode(block *yaml.Node, setting string, index int, field string) *yam
 	}
 	n = n.Content[index]
 	if field != "" && n.Kind == yaml.MappingNode {
-		if v := mapValue(n, field); v != nil {
+		if v := yamlnode.Value(n, field); v != nil {
 			return v
 		}
 	}

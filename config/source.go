@@ -13,6 +13,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/usherhq/usher/internal/yamlnode"
+
 	"github.com/usherhq/usher/internal/safefile"
 )
 
@@ -282,8 +284,8 @@ func readManifests(path string, b []byte, read []*yaml.Node) (*source, bool, err
 		}
 		root := doc.Content[0]
 		// kubectl get configmap A B -o yaml writes a List of both.
-		if kind := mapValue(root, "kind"); root.Kind == yaml.MappingNode && kind != nil && kind.Value == "List" {
-			if items := mapValue(root, "items"); items != nil && items.Kind == yaml.SequenceNode {
+		if kind := yamlnode.Value(root, "kind"); root.Kind == yaml.MappingNode && kind != nil && kind.Value == "List" {
+			if items := yamlnode.Value(root, "items"); items != nil && items.Kind == yaml.SequenceNode {
 				docs = append(docs, items.Content...)
 				continue
 			}
@@ -349,22 +351,22 @@ func readLayer(path string, b []byte, root *yaml.Node) (layer, bool, error) {
 	var l layer
 	var data *yaml.Node
 	switch {
-	case mapValue(root, "kind") != nil && mapValue(root, "kind").Value == "ConfigMap":
-		data = mapValue(root, "data")
-		if md := mapValue(root, "metadata"); md != nil && md.Kind == yaml.MappingNode {
-			if n := mapValue(md, "name"); n != nil {
+	case yamlnode.Value(root, "kind") != nil && yamlnode.Value(root, "kind").Value == "ConfigMap":
+		data = yamlnode.Value(root, "data")
+		if md := yamlnode.Value(root, "metadata"); md != nil && md.Kind == yaml.MappingNode {
+			if n := yamlnode.Value(md, "name"); n != nil {
 				l.name = n.Value
 			}
 		}
 		if data == nil || data.Kind != yaml.MappingNode {
 			return l, true, fmt.Errorf("%s:%d:%d: a ConfigMap manifest without data", path, root.Line, root.Column)
 		}
-	case mapValue(root, "yunikornDefaults") != nil:
-		data, l.name = mapValue(root, "yunikornDefaults"), DefaultsConfigMap
+	case yamlnode.Value(root, "yunikornDefaults") != nil:
+		data, l.name = yamlnode.Value(root, "yunikornDefaults"), DefaultsConfigMap
 		if data.Kind != yaml.MappingNode {
 			return l, true, fmt.Errorf("%s:%d:%d: yunikornDefaults must be a mapping of ConfigMap keys, not %s", path, data.Line, data.Column, kindName(data))
 		}
-	case mapValue(root, "partitions") == nil && looksLikeData(root):
+	case yamlnode.Value(root, "partitions") == nil && looksLikeData(root):
 		data = root
 	default:
 		return l, false, nil
@@ -403,15 +405,6 @@ func blockIndent(b []byte, line int) int {
 		}
 	}
 	return 0
-}
-
-func mapValue(n *yaml.Node, key string) *yaml.Node {
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
 }
 
 // configMapSource is the source of a ConfigMap's data held in memory.
