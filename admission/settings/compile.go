@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 
 	"github.com/usherhq/usher/internal/clip"
@@ -45,25 +46,12 @@ type Matcher []*regexp.Regexp
 
 // Match reports whether a pattern matches s.
 func (m Matcher) Match(s string) bool {
-	for _, re := range m {
-		if re.MatchString(s) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(m, func(re *regexp.Regexp) bool { return re.MatchString(s) })
 }
 
 // MatchAny reports whether a pattern matches one of ss.
 func (m Matcher) MatchAny(ss []string) bool {
-	if len(m) == 0 {
-		return false
-	}
-	for _, s := range ss {
-		if m.Match(s) {
-			return true
-		}
-	}
-	return false
+	return len(m) > 0 && slices.ContainsFunc(ss, m.Match)
 }
 
 // SettingError is a setting that cannot be used, at its place: the YAML
@@ -79,16 +67,14 @@ type SettingError struct {
 // Path renders the place: admissionController.queueSources[1].key, or
 // the variable in place of the setting.
 func (e *SettingError) Path() string {
-	var b strings.Builder
-	b.WriteString(cmp.Or(e.Variable, e.Setting))
+	p := cmp.Or(e.Variable, e.Setting)
 	if e.Index >= 0 {
-		fmt.Fprintf(&b, "[%d]", e.Index)
+		p += fmt.Sprintf("[%d]", e.Index)
 	}
 	if e.Field != "" {
-		b.WriteString(".")
-		b.WriteString(e.Field)
+		p += "." + e.Field
 	}
-	return b.String()
+	return p
 }
 
 func (e *SettingError) Error() string { return e.Path() + ": " + e.Msg }
@@ -102,24 +88,18 @@ func SettingErrors(err error) []*SettingError { return joined[*SettingError](err
 
 // joined returns the errors of type E in err, in the order joined.
 func joined[E error](err error) []E {
-	var out []E
-	var walk func(error)
-	walk = func(err error) {
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
-				walk(e)
-			}
-			return
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []E
+		for _, e := range j.Unwrap() {
+			out = append(out, joined[E](e)...)
 		}
-		var e E
-		if errors.As(err, &e) {
-			out = append(out, e)
-		}
+		return out
 	}
-	if err != nil {
-		walk(err)
+	var e E
+	if errors.As(err, &e) {
+		return []E{e}
 	}
-	return out
+	return nil
 }
 
 // Compile validates c (after defaults) and prepares it for the webhook;
@@ -193,11 +173,9 @@ func (c Config) Compile() (*Compiled, error) {
 			cs.PodLevel = true
 		case LevelWorkload:
 		case "":
-			cs.PodLevel = s.Scheduler == SchedulerYuniKorn
+			cs.Level, cs.PodLevel = LevelWorkload, s.Scheduler == SchedulerYuniKorn
 			if cs.PodLevel {
 				cs.Level = LevelPod
-			} else {
-				cs.Level = LevelWorkload
 			}
 		default:
 			errs = append(errs, settingErr(setting, i, "level", "%q is not a level: want pod or workload", s.Level))
