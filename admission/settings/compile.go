@@ -345,8 +345,8 @@ func (c *Compiled) MapQueue(s *Source, value, ns string, placing bool) (queue st
 const SchedulerYuniKorn = "yunikorn"
 
 // compilePatterns compiles ps; errors name the setting and the item.
-func compilePatterns(setting string, ps Patterns) ([]*regexp.Regexp, error) {
-	out := make([]*regexp.Regexp, 0, len(ps))
+func compilePatterns(setting string, ps Patterns) (Matcher, error) {
+	out := make(Matcher, 0, len(ps))
 	for i, p := range ps {
 		re, err := regexp.Compile(p)
 		if err != nil {
