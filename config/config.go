@@ -42,14 +42,13 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/usherhq/usher/internal/yamlnode"
-
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/application"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/identity/resolvers"
 	"github.com/usherhq/usher/internal/suggest"
+	"github.com/usherhq/usher/internal/yamlnode"
 	"github.com/usherhq/usher/placement"
 	"github.com/usherhq/usher/policy"
 )

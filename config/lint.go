@@ -11,10 +11,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/usherhq/usher/internal/yamlnode"
-
 	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/identity/ldap"
+	"github.com/usherhq/usher/internal/yamlnode"
 )
 
 // strict decodes n into target (a pointer to a struct with yaml tags),

@@ -12,11 +12,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/usherhq/usher/internal/yamlnode"
-
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/identity/ldap"
+	"github.com/usherhq/usher/internal/yamlnode"
 )
 
 // lookupNodes are the nodes of the lookup policy's keys, nil when absent.

@@ -8,9 +8,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/usherhq/usher/internal/yamlnode"
-
 	"github.com/usherhq/usher/admission/settings"
+	"github.com/usherhq/usher/internal/yamlnode"
 )
 
 // Option configures Load, Parse and FromConfigMap.

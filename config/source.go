@@ -13,9 +13,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/usherhq/usher/internal/yamlnode"
-
 	"github.com/usherhq/usher/internal/safefile"
+	"github.com/usherhq/usher/internal/yamlnode"
 )
 
 // QueuesKey is the ConfigMap key holding the partitions, as in YuniKorn's

@@ -31,11 +31,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/usherhq/usher/internal/yamlnode"
-
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/internal/safefile"
+	"github.com/usherhq/usher/internal/yamlnode"
 	"github.com/usherhq/usher/policy"
 )
 
