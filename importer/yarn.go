@@ -113,11 +113,7 @@ func fairScheduler(src Source, d *diags) (*Queue, pos, *element) {
 		return nil, pos{}, nil
 	}
 	if top.name != "allocations" {
-		hint := ""
-		if top.name == "configuration" {
-			hint = ": this looks like a Hadoop configuration file (capacity-scheduler.xml or yarn-site.xml)"
-		}
-		d.errorf(top.at, "the top element of a fair-scheduler.xml is <allocations>, not <%s>%s", top.name, hint)
+		d.errorf(top.at, "the top element of a fair-scheduler.xml is <allocations>, not <%s>%s", top.name, topHints[top.name])
 		return nil, pos{}, nil
 	}
 	var queues []*element
