@@ -91,6 +91,7 @@ func (p *parser) nameMapping(n *yaml.Node, skip []string) []identity.MapRule {
 		pattern string
 	}
 	var rules []rule
+	var out []identity.MapRule
 	for i, e := range n.Content {
 		var pat, repl string
 		var patNode, replNode *yaml.Node
@@ -131,10 +132,7 @@ func (p *parser) nameMapping(n *yaml.Node, skip []string) []identity.MapRule {
 			}
 		}
 		rules = append(rules, rule{MapRule: r, node: e, pattern: pat})
-	}
-	out := make([]identity.MapRule, len(rules))
-	for i, r := range rules {
-		out[i] = r.MapRule
+		out = append(out, r)
 	}
 	return out
 }
@@ -327,15 +325,7 @@ func matchesAll(re *syntax.Regexp) bool {
 }
 
 func hasAlternation(re *syntax.Regexp) bool {
-	if re.Op == syntax.OpAlternate {
-		return true
-	}
-	for _, s := range re.Sub {
-		if hasAlternation(s) {
-			return true
-		}
-	}
-	return false
+	return re.Op == syntax.OpAlternate || slices.ContainsFunc(re.Sub, hasAlternation)
 }
 
 // sample writes a string re matches: fill wherever re allows a choice and
@@ -344,9 +334,7 @@ func hasAlternation(re *syntax.Regexp) bool {
 func sample(sb *strings.Builder, re *syntax.Regexp, fill rune, more bool) bool {
 	switch re.Op {
 	case syntax.OpLiteral:
-		for _, r := range re.Rune {
-			sb.WriteRune(r)
-		}
+		sb.WriteString(string(re.Rune))
 	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
 		sb.WriteRune(fill)
 	case syntax.OpCharClass:
