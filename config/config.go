@@ -416,7 +416,7 @@ func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 func (p *parser) topQueues(partName string, queues *yaml.Node, prefix string) *policy.Queue {
 	first := queues.Content[0]
 	if len(queues.Content) == 1 {
-		if name := yamlnode.Value(first, "name"); first.Kind != yaml.MappingNode || name == nil || strings.EqualFold(name.Value, policy.RootQueue) {
+		if name := yamlnode.Value(first, "name"); name == nil || strings.EqualFold(name.Value, policy.RootQueue) {
 			root := p.queue(first, "", prefix)
 			if root != nil {
 				root.Parent = true
@@ -426,10 +426,8 @@ func (p *parser) topQueues(partName string, queues *yaml.Node, prefix string) *p
 	}
 	names := make([]string, 0, len(queues.Content))
 	for _, qn := range queues.Content {
-		if qn.Kind == yaml.MappingNode {
-			if name := yamlnode.Value(qn, "name"); name != nil {
-				names = append(names, name.Value)
-			}
+		if name := yamlnode.Value(qn, "name"); name != nil {
+			names = append(names, name.Value)
 		}
 	}
 	if len(names) == 1 {

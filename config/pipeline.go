@@ -258,9 +258,6 @@ func (l configMapLocator) warn(w settings.Warning) {
 func settingNode(block *yaml.Node, setting string, index int, field string) *yaml.Node {
 	n := block
 	for _, name := range strings.Split(strings.TrimPrefix(setting, "admissionController."), ".") {
-		if n == nil || n.Kind != yaml.MappingNode {
-			return n
-		}
 		next := yamlnode.Value(n, name)
 		if next == nil {
 			return n

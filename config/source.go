@@ -283,7 +283,7 @@ func readManifests(path string, b []byte, read []*yaml.Node) (*source, bool, err
 		}
 		root := doc.Content[0]
 		// kubectl get configmap A B -o yaml writes a List of both.
-		if kind := yamlnode.Value(root, "kind"); root.Kind == yaml.MappingNode && kind != nil && kind.Value == "List" {
+		if kind := yamlnode.Value(root, "kind"); kind != nil && kind.Value == "List" {
 			if items := yamlnode.Value(root, "items"); items != nil && items.Kind == yaml.SequenceNode {
 				docs = append(docs, items.Content...)
 				continue
@@ -352,10 +352,8 @@ func readLayer(path string, b []byte, root *yaml.Node) (layer, bool, error) {
 	switch {
 	case yamlnode.Value(root, "kind") != nil && yamlnode.Value(root, "kind").Value == "ConfigMap":
 		data = yamlnode.Value(root, "data")
-		if md := yamlnode.Value(root, "metadata"); md != nil && md.Kind == yaml.MappingNode {
-			if n := yamlnode.Value(md, "name"); n != nil {
-				l.name = n.Value
-			}
+		if n := yamlnode.Value(yamlnode.Value(root, "metadata"), "name"); n != nil {
+			l.name = n.Value
 		}
 		if data == nil || data.Kind != yaml.MappingNode {
 			return l, true, fmt.Errorf("%s:%d:%d: a ConfigMap manifest without data", path, root.Line, root.Column)

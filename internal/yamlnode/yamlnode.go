@@ -8,10 +8,10 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Value is the value of key in the mapping m; nil when m is not a
+// Value is the value of key in the mapping m; nil when m is nil, not a
 // mapping or lacks key.
 func Value(m *yaml.Node, key string) *yaml.Node {
-	if m.Kind != yaml.MappingNode {
+	if m == nil || m.Kind != yaml.MappingNode {
 		return nil
 	}
 	for i := 0; i+1 < len(m.Content); i += 2 {
