@@ -184,12 +184,9 @@ func (c Config) Compile() (*Compiled, error) {
 		if s.Key == "" || strings.TrimSpace(s.Key) != s.Key {
 			errs = append(errs, settingErr(setting, i, "key", "%q is not a label or annotation key", s.Key))
 		}
-		if s.Template != "" {
-			t, err := parseTemplate(s.Template)
-			if err != nil {
-				errs = append(errs, settingErr(setting, i, "template", "%v", err))
-			}
-			cs.template = t
+		var err error
+		if cs.template, err = parseTemplate(s.Template); err != nil {
+			errs = append(errs, settingErr(setting, i, "template", "%v", err))
 		}
 		for j := range i {
 			if c.QueueSources[j].Kind == s.Kind && c.QueueSources[j].Key == s.Key {
@@ -201,12 +198,9 @@ func (c Config) Compile() (*Compiled, error) {
 		}
 		out.Sources = append(out.Sources, cs)
 	}
-	if c.QueueMapping.Template != "" {
-		t, err := parseTemplate(c.QueueMapping.Template)
-		if err != nil {
-			errs = append(errs, settingErr("admissionController.queueMapping.template", -1, "", "%v", err))
-		}
-		out.template = t
+	var err error
+	if out.template, err = parseTemplate(c.QueueMapping.Template); err != nil {
+		errs = append(errs, settingErr("admissionController.queueMapping.template", -1, "", "%v", err))
 	}
 	for i, e := range c.QueueMapping.Table {
 		const setting = "admissionController.queueMapping.table"
@@ -246,7 +240,8 @@ func (c *Compiled) ProcessNamespace(ns string) bool {
 }
 
 // template is a parsed queue-mapping template: literal texts and the
-// placeholders {value}, {namespace} and {scheduler}; nil is none.
+// placeholders {value}, {namespace} and {scheduler}; nil is none (the
+// template "").
 type template []string
 
 func parseTemplate(s string) (template, error) {
