@@ -95,8 +95,7 @@ func joined[E error](err error) []E {
 		}
 		return out
 	}
-	var e E
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[E](err); ok {
 		return []E{e}
 	}
 	return nil
