@@ -177,35 +177,28 @@ func (f *Files) Sum() [32]byte {
 // is mounted, a ConfigMap manifest (one, or several documents: see
 // readManifests), the Helm chart's values with yunikornDefaults, a
 // ConfigMap's data written as YAML, or a usher YAML file.
-func (f *Files) source() (*source, error) {
-	var broken []error
-	for _, k := range f.files {
-		if k.broke != nil {
-			broken = append(broken, k.broke)
-		}
-	}
+func (f *Files) source() (src *source, err error) {
 	if f.dir {
 		data := map[string]keyValue{}
 		for _, k := range f.files {
 			data[k.name] = keyValue{value: string(k.data), file: filepath.Join(f.path, k.name)}
 		}
-		src, err := dataSource(f.path, f.path, data)
-		if src != nil {
-			src.broke = broken
-		}
-		return src, err
-	}
-	path, b := f.path, f.files[0].data
-	docs := documents(b)
-	src, ok, err := readManifests(path, b, docs)
-	if !ok && err == nil {
-		src = &source{name: path, dir: filepath.Dir(path), queues: b}
-		if len(docs) == 1 {
-			src.doc = docs[0]
+		src, err = dataSource(f.path, f.path, data)
+	} else {
+		path, b := f.path, f.files[0].data
+		docs := documents(b)
+		var ok bool
+		if src, ok, err = readManifests(path, b, docs); !ok && err == nil {
+			src = &source{name: path, dir: filepath.Dir(path), queues: b}
+			if len(docs) == 1 {
+				src.doc = docs[0]
+			}
 		}
 	}
-	if src != nil {
-		src.broke = broken
+	for _, k := range f.files {
+		if k.broke != nil && src != nil {
+			src.broke = append(src.broke, k.broke)
+		}
 	}
 	return src, err
 }
