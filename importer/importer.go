@@ -321,20 +321,17 @@ func MergeApplicationACLs(base Source, partition string, apps ApplicationACLs) (
 	if err := checkApplicationACLs(node); err != nil {
 		return nil, err
 	}
-	replaced := false
+	at, replaced := len(target.Content), false
 	for i := 0; i+1 < len(target.Content); i += 2 {
-		if target.Content[i].Value == "applicationacls" {
+		switch target.Content[i].Value {
+		case "applicationacls":
 			target.Content[i+1], replaced = node, true
+		case "queues":
+			at = i
 		}
 	}
 	if !replaced {
-		at := len(target.Content)
-		for i := 0; i+1 < len(target.Content); i += 2 {
-			if target.Content[i].Value == "queues" {
-				at = i
-			}
-		}
-		target.Content = append(target.Content[:at], append([]*yaml.Node{plain("applicationacls"), node}, target.Content[at:]...)...)
+		target.Content = slices.Insert(target.Content, at, plain("applicationacls"), node)
 	}
 	return yamlnode.Encode(&doc), nil
 }
