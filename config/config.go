@@ -358,11 +358,9 @@ func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 	var part Partition
 	var queues, nameNode, dqNode, rulesNode *yaml.Node
 	ok := p.mapping(n, "partition", map[string]func(k, v *yaml.Node){
-		"name":   func(k, v *yaml.Node) { part.Name, _ = p.str(v, "partition name"); nameNode = v },
-		"queues": func(k, v *yaml.Node) { queues = v },
-		"adminacl": func(k, v *yaml.Node) {
-			part.AdminACL = p.acl(k, v, "partition adminacl")
-		},
+		"name":         func(k, v *yaml.Node) { part.Name, _ = p.str(v, "partition name"); nameNode = v },
+		"queues":       func(k, v *yaml.Node) { queues = v },
+		"adminacl":     func(k, v *yaml.Node) { part.AdminACL = p.acl(k, v, "partition adminacl") },
 		"defaultqueue": func(k, v *yaml.Node) { part.DefaultQueue, _ = p.str(v, "defaultqueue"); dqNode = v },
 		"groups": func(k, v *yaml.Node) {
 			if s, ok := p.str(v, "groups"); ok {
