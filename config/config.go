@@ -31,9 +31,11 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	_ "embed"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -46,6 +48,7 @@ import (
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/identity/resolvers"
 	"github.com/usherhq/usher/internal/suggest"
+	"github.com/usherhq/usher/internal/yamlnode"
 	"github.com/usherhq/usher/placement"
 	"github.com/usherhq/usher/policy"
 )
@@ -315,12 +318,7 @@ func hint[H any](key string, keys map[string]H) string {
 	if best != "" {
 		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
-	names := make([]string, 0, len(keys))
-	for k := range keys {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	return " (known keys: " + strings.Join(names, ", ") + ")"
+	return " (known keys: " + strings.Join(slices.Sorted(maps.Keys(keys)), ", ") + ")"
 }
 
 func kindName(n *yaml.Node) string {
@@ -360,11 +358,9 @@ func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 	var part Partition
 	var queues, nameNode, dqNode, rulesNode *yaml.Node
 	ok := p.mapping(n, "partition", map[string]func(k, v *yaml.Node){
-		"name":   func(k, v *yaml.Node) { part.Name, _ = p.str(v, "partition name"); nameNode = v },
-		"queues": func(k, v *yaml.Node) { queues = v },
-		"adminacl": func(k, v *yaml.Node) {
-			part.AdminACL = p.acl(k, v, "partition adminacl")
-		},
+		"name":         func(k, v *yaml.Node) { part.Name, _ = p.str(v, "partition name"); nameNode = v },
+		"queues":       func(k, v *yaml.Node) { queues = v },
+		"adminacl":     func(k, v *yaml.Node) { part.AdminACL = p.acl(k, v, "partition adminacl") },
 		"defaultqueue": func(k, v *yaml.Node) { part.DefaultQueue, _ = p.str(v, "defaultqueue"); dqNode = v },
 		"groups": func(k, v *yaml.Node) {
 			if s, ok := p.str(v, "groups"); ok {
@@ -392,19 +388,11 @@ func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 	}
 	// YuniKorn's validator names a partition without a name default.
 	if nameNode == nil || part.Name == "" {
-		at := n
-		if nameNode != nil {
-			at = nameNode
-		}
 		part.Name = policy.DefaultPartition
-		p.warnf(at, "partition without a name: YuniKorn names it %s", policy.DefaultPartition)
+		p.warnf(cmp.Or(nameNode, n), "partition without a name: YuniKorn names it %s", policy.DefaultPartition)
 	}
 	if queues == nil || queues.Kind != yaml.SequenceNode || len(queues.Content) == 0 {
-		where := n
-		if queues != nil {
-			where = queues
-		}
-		p.errorf(where, "partition %s: queues must be a list holding the root queue", part.Name)
+		p.errorf(cmp.Or(queues, n), "partition %s: queues must be a list holding the root queue", part.Name)
 		return part, false
 	}
 	if rulesNode != nil {
@@ -426,7 +414,7 @@ func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 func (p *parser) topQueues(partName string, queues *yaml.Node, prefix string) *policy.Queue {
 	first := queues.Content[0]
 	if len(queues.Content) == 1 {
-		if name := mapValue(first, "name"); first.Kind != yaml.MappingNode || name == nil || strings.EqualFold(name.Value, policy.RootQueue) {
+		if name := yamlnode.Value(first, "name"); name == nil || strings.EqualFold(name.Value, policy.RootQueue) {
 			root := p.queue(first, "", prefix)
 			if root != nil {
 				root.Parent = true
@@ -436,10 +424,8 @@ func (p *parser) topQueues(partName string, queues *yaml.Node, prefix string) *p
 	}
 	names := make([]string, 0, len(queues.Content))
 	for _, qn := range queues.Content {
-		if qn.Kind == yaml.MappingNode {
-			if name := mapValue(qn, "name"); name != nil {
-				names = append(names, name.Value)
-			}
+		if name := yamlnode.Value(qn, "name"); name != nil {
+			names = append(names, name.Value)
 		}
 	}
 	if len(names) == 1 {
@@ -493,7 +479,7 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 			h(p, &r, k, v)
 		}
 	})
-	q, children, nameNode, parentFlag, isParent := r.q, r.children, r.nameNode, r.parentFlag, r.isParent
+	q, children, nameNode := r.q, r.children, r.nameNode
 	if !ok {
 		return nil
 	}
@@ -520,8 +506,8 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 			p.errorf(children, "queues of %s must be a list, not %s", path, kindName(children))
 			return q
 		}
-		if parentFlag != nil && !isParent && len(children.Content) > 0 {
-			p.errorf(parentFlag, "queue %s says parent: false but has child queues", path)
+		if r.parentFlag != nil && !r.isParent && len(children.Content) > 0 {
+			p.errorf(r.parentFlag, "queue %s says parent: false but has child queues", path)
 		}
 		for _, cn := range children.Content {
 			if c := p.queue(cn, path, prefix); c != nil {
@@ -590,6 +576,11 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 		"file":  func(k, v *yaml.Node) { r.File, _ = p.str(v, "file"); fileNode = v },
 		"users": func(k, v *yaml.Node) { usersNode = v },
 		"ldap":  func(k, v *yaml.Node) { ldapNode = v },
+		// The lookup policy's keys (lookupPolicy).
+		"skip":        func(k, v *yaml.Node) { lookup.skip = v },
+		"unknownuser": func(k, v *yaml.Node) { lookup.unknown = v },
+		"namemapping": func(k, v *yaml.Node) { lookup.mapping = v },
+		"overrides":   func(k, v *yaml.Node) { lookup.overrides = v },
 		"cache": func(k, v *yaml.Node) {
 			if p.strict(v, "cache", &r.Cache) {
 				c := r.Cache
@@ -602,7 +593,6 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 			}
 		},
 	}
-	lookup.keys(keys)
 	if !p.mapping(n, "usergroupresolver", keys) {
 		return r
 	}
@@ -650,10 +640,9 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 	case "ldap":
 		if ldapNode == nil {
 			p.errorf(n, "usergroupresolver type ldap needs an ldap block")
+			break
 		}
-		if ldapNode != nil {
-			r.LDAP = p.ldap(ldapNode)
-		}
+		r.LDAP = p.ldap(ldapNode)
 	default:
 		p.errorf(typeNode, "unknown usergroupresolver type %q: want none, os, file, test or ldap", r.Type)
 	}

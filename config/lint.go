@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"reflect"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/identity/ldap"
+	"github.com/usherhq/usher/internal/yamlnode"
 )
 
 // strict decodes n into target (a pointer to a struct with yaml tags),
@@ -46,7 +48,7 @@ func (p *parser) checkKeys(n *yaml.Node, top, what string, t reflect.Type) {
 			}
 			return
 		}
-		fields := map[string]reflect.Type{}
+		keys := map[string]func(k, v *yaml.Node){}
 		for i := range t.NumField() {
 			f := t.Field(i)
 			if !f.IsExported() {
@@ -59,11 +61,7 @@ func (p *parser) checkKeys(n *yaml.Node, top, what string, t reflect.Type) {
 			if name == "" {
 				name = strings.ToLower(f.Name)
 			}
-			fields[name] = f.Type
-		}
-		keys := map[string]func(k, v *yaml.Node){}
-		for name, ft := range fields {
-			keys[name] = func(k, v *yaml.Node) { p.checkKeys(v, top, what+"."+name, ft) }
+			keys[name] = func(k, v *yaml.Node) { p.checkKeys(v, top, what+"."+name, f.Type) }
 		}
 		p.mapping(n, what, keys)
 	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
@@ -127,7 +125,7 @@ func (p *parser) ldap(n *yaml.Node) *ldap.Config {
 			break
 		}
 		if st, err := os.Stat(f.path); err == nil && (!st.Mode().IsRegular() || st.Size() > f.limit) {
-			p.upgrade(mapValue(n, f.key), "ldap %s: not a regular file of at most %d bytes", f.key, f.limit)
+			p.upgrade(yamlnode.Value(n, f.key), "ldap %s: not a regular file of at most %d bytes", f.key, f.limit)
 		}
 	}
 	return &c
@@ -162,10 +160,7 @@ func (p *parser) lintUsersAsGroups() {
 			continue
 		}
 		if groups == nil {
-			groups = make(map[string]bool, len(p.known))
-			for g := range p.known {
-				groups[g] = true
-			}
+			groups = maps.Clone(p.known)
 			for _, u := range p.acls {
 				for _, g := range u.rule.Groups() {
 					groups[g] = true

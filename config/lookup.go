@@ -15,19 +15,12 @@ import (
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/identity/ldap"
+	"github.com/usherhq/usher/internal/yamlnode"
 )
 
 // lookupNodes are the nodes of the lookup policy's keys, nil when absent.
 type lookupNodes struct {
 	skip, unknown, mapping, overrides *yaml.Node
-}
-
-// keys adds the policy's keys to a usergroupresolver mapping's handlers.
-func (l *lookupNodes) keys(m map[string]func(k, v *yaml.Node)) {
-	m["skip"] = func(k, v *yaml.Node) { l.skip = v }
-	m["unknownuser"] = func(k, v *yaml.Node) { l.unknown = v }
-	m["namemapping"] = func(k, v *yaml.Node) { l.mapping = v }
-	m["overrides"] = func(k, v *yaml.Node) { l.overrides = v }
 }
 
 // lookupPolicy parses the lookup policy from its nodes.
@@ -98,6 +91,7 @@ func (p *parser) nameMapping(n *yaml.Node, skip []string) []identity.MapRule {
 		pattern string
 	}
 	var rules []rule
+	var out []identity.MapRule
 	for i, e := range n.Content {
 		var pat, repl string
 		var patNode, replNode *yaml.Node
@@ -138,10 +132,7 @@ func (p *parser) nameMapping(n *yaml.Node, skip []string) []identity.MapRule {
 			}
 		}
 		rules = append(rules, rule{MapRule: r, node: e, pattern: pat})
-	}
-	out := make([]identity.MapRule, len(rules))
-	for i, r := range rules {
-		out[i] = r.MapRule
+		out = append(out, r)
 	}
 	return out
 }
@@ -334,15 +325,7 @@ func matchesAll(re *syntax.Regexp) bool {
 }
 
 func hasAlternation(re *syntax.Regexp) bool {
-	if re.Op == syntax.OpAlternate {
-		return true
-	}
-	for _, s := range re.Sub {
-		if hasAlternation(s) {
-			return true
-		}
-	}
-	return false
+	return re.Op == syntax.OpAlternate || slices.ContainsFunc(re.Sub, hasAlternation)
 }
 
 // sample writes a string re matches: fill wherever re allows a choice and
@@ -351,9 +334,7 @@ func hasAlternation(re *syntax.Regexp) bool {
 func sample(sb *strings.Builder, re *syntax.Regexp, fill rune, more bool) bool {
 	switch re.Op {
 	case syntax.OpLiteral:
-		for _, r := range re.Rune {
-			sb.WriteRune(r)
-		}
+		sb.WriteString(string(re.Rune))
 	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
 		sb.WriteRune(fill)
 	case syntax.OpCharClass:
@@ -447,7 +428,7 @@ func (p *parser) placeLDAPError(n *yaml.Node, err error) {
 	var fe *ldap.FieldError
 	if errors.As(err, &fe) {
 		key, index, _ := strings.Cut(fe.Field, "[")
-		if v := mapValue(n, key); v != nil {
+		if v := yamlnode.Value(n, key); v != nil {
 			if i, err := strconv.Atoi(strings.TrimSuffix(index, "]")); err == nil && v.Kind == yaml.SequenceNode && i < len(v.Content) {
 				v = v.Content[i]
 			}

@@ -1,12 +1,15 @@
 package config
 
 import (
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/usherhq/usher/admission/settings"
+	"github.com/usherhq/usher/internal/yamlnode"
 )
 
 // Option configures Load, Parse and FromConfigMap.
@@ -125,15 +128,13 @@ func parse(src *source, opts []Option) (*Config, error) {
 func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(string) (string, bool)) {
 	var raw settings.Config
 	var loc locator = yamlLocator{p: p, block: adm}
-	if adm != nil {
-		if !p.strict(adm, "admissionController", &raw) {
-			return
-		}
+	if adm != nil && !p.strict(adm, "admissionController", &raw) {
+		return
 	}
 	if flat, ok := src.flat(); ok {
 		if adm != nil {
 			p.errorf(adm, "the admission controller is set both here and as admissionController.* keys of the ConfigMap (%s): use one",
-				strings.Join(sortedKeys(flat), ", "))
+				strings.Join(slices.Sorted(maps.Keys(flat)), ", "))
 			return
 		}
 		cl := configMapLocator{p: p, src: src}
@@ -199,8 +200,6 @@ func (l yamlLocator) err(se *settings.SettingError, at string) {
 	l.p.errorf(n, "%s", se)
 }
 
-func (l yamlLocator) warn(w settings.Warning) { l.p.admissionWarning(l.block, w) }
-
 // configMapLocator places settings at the flat ConfigMap key that sets
 // them.
 type configMapLocator struct {
@@ -259,10 +258,7 @@ func (l configMapLocator) warn(w settings.Warning) {
 func settingNode(block *yaml.Node, setting string, index int, field string) *yaml.Node {
 	n := block
 	for _, name := range strings.Split(strings.TrimPrefix(setting, "admissionController."), ".") {
-		if n == nil || n.Kind != yaml.MappingNode {
-			return n
-		}
-		next := mapValue(n, name)
+		next := yamlnode.Value(n, name)
 		if next == nil {
 			return n
 		}
@@ -276,17 +272,17 @@ func settingNode(block *yaml.Node, setting string, index int, field string) *yam
 	}
 	n = n.Content[index]
 	if field != "" && n.Kind == yaml.MappingNode {
-		if v := mapValue(n, field); v != nil {
+		if v := yamlnode.Value(n, field); v != nil {
 			return v
 		}
 	}
 	return n
 }
 
-// admissionWarning reports w at the pattern it is about: the item of a
-// list, or the pattern's place in a comma-separated string.
-func (p *parser) admissionWarning(adm *yaml.Node, w settings.Warning) {
-	n := settingNode(adm, w.Setting, -1, "")
+// warn reports w at the pattern it is about: the item of a list, or the
+// pattern's place in a comma-separated string.
+func (l yamlLocator) warn(w settings.Warning) {
+	n := settingNode(l.block, w.Setting, -1, "")
 	switch {
 	case n == nil || w.Pattern == "":
 	case n.Kind == yaml.SequenceNode:
@@ -296,18 +292,18 @@ func (p *parser) admissionWarning(adm *yaml.Node, w settings.Warning) {
 				continue // dropped as blank, as Patterns does
 			}
 			if items == w.Index {
-				p.warnf(item, "%s", w)
+				l.p.warnf(item, "%s", w)
 				return
 			}
 			items++
 		}
 	case n.Kind == yaml.ScalarNode:
 		if off, ok := patternOffset(n.Value, w.Index); ok {
-			p.atOffset(n, off, Warning, w.String())
+			l.p.atOffset(n, off, Warning, w.String())
 			return
 		}
 	}
-	p.warnf(n, "%s", w)
+	l.p.warnf(n, "%s", w)
 }
 
 // patternOffset is the byte offset in s of the index-th pattern of the

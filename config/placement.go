@@ -1,6 +1,8 @@
 package config
 
 import (
+	"cmp"
+
 	"go.yaml.in/yaml/v3"
 
 	"github.com/usherhq/usher/placement"
@@ -144,10 +146,7 @@ func problemNode(nodes []*ruleNodes, pr placement.Problem) *yaml.Node {
 	case "filter.groups":
 		at = entry(rn.groups, pr.Entry)
 	}
-	if at == nil {
-		at = rn.rule
-	}
-	return at
+	return cmp.Or(at, rn.rule)
 }
 
 func entry(list *yaml.Node, i int) *yaml.Node {

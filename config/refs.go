@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -85,15 +86,10 @@ func references(raw settings.Config, snap *policy.Snapshot) []refProblem {
 		template(func(format string, args ...any) { item("queueSources", i, "template", format, args...) }, s.Template)
 	}
 	template(func(format string, args ...any) { add("queueMapping.template", format, args...) }, c.QueueMapping.Template)
-	known := make([]string, 0, len(schedulers))
-	for s := range schedulers {
-		known = append(known, s)
-	}
-	slices.Sort(known)
 	for i, e := range c.QueueMapping.Table {
 		if e.Scheduler != "" && !schedulers[e.Scheduler] {
 			item("queueMapping.table", i, "scheduler", "%q is the scheduler of no queue source, so this entry is never used (schedulers of queueSources: %s)",
-				e.Scheduler, strings.Join(known, ", "))
+				e.Scheduler, strings.Join(slices.Sorted(maps.Keys(schedulers)), ", "))
 		}
 		if e.Queue != "" && !part.Has(policy.NormalizeQueue(e.Queue)) {
 			item("queueMapping.table", i, "queue", "%q is not a queue of partition %s", e.Queue, pname)

@@ -9,12 +9,12 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/usherhq/usher/internal/safefile"
+	"github.com/usherhq/usher/internal/yamlnode"
 )
 
 // QueuesKey is the ConfigMap key holding the partitions, as in YuniKorn's
@@ -177,35 +177,28 @@ func (f *Files) Sum() [32]byte {
 // is mounted, a ConfigMap manifest (one, or several documents: see
 // readManifests), the Helm chart's values with yunikornDefaults, a
 // ConfigMap's data written as YAML, or a usher YAML file.
-func (f *Files) source() (*source, error) {
-	var broken []error
-	for _, k := range f.files {
-		if k.broke != nil {
-			broken = append(broken, k.broke)
-		}
-	}
+func (f *Files) source() (src *source, err error) {
 	if f.dir {
 		data := map[string]keyValue{}
 		for _, k := range f.files {
 			data[k.name] = keyValue{value: string(k.data), file: filepath.Join(f.path, k.name)}
 		}
-		src, err := dataSource(f.path, f.path, data)
-		if src != nil {
-			src.broke = broken
-		}
-		return src, err
-	}
-	path, b := f.path, f.files[0].data
-	docs := documents(b)
-	src, ok, err := readManifests(path, b, docs)
-	if !ok && err == nil {
-		src = &source{name: path, dir: filepath.Dir(path), queues: b}
-		if len(docs) == 1 {
-			src.doc = docs[0]
+		src, err = dataSource(f.path, f.path, data)
+	} else {
+		path, b := f.path, f.files[0].data
+		docs := documents(b)
+		var ok bool
+		if src, ok, err = readManifests(path, b, docs); !ok && err == nil {
+			src = &source{name: path, dir: filepath.Dir(path), queues: b}
+			if len(docs) == 1 {
+				src.doc = docs[0]
+			}
 		}
 	}
-	if src != nil {
-		src.broke = broken
+	for _, k := range f.files {
+		if k.broke != nil && src != nil {
+			src.broke = append(src.broke, k.broke)
+		}
 	}
 	return src, err
 }
@@ -277,22 +270,19 @@ type layer struct {
 // documents (documents).
 func readManifests(path string, b []byte, read []*yaml.Node) (*source, bool, error) {
 	var docs []*yaml.Node
-	add := func(doc *yaml.Node) {
+	for _, doc := range read {
 		if len(doc.Content) == 0 || doc.Content[0].Tag == "!!null" {
-			return
+			continue
 		}
 		root := doc.Content[0]
 		// kubectl get configmap A B -o yaml writes a List of both.
-		if kind := mapValue(root, "kind"); root.Kind == yaml.MappingNode && kind != nil && kind.Value == "List" {
-			if items := mapValue(root, "items"); items != nil && items.Kind == yaml.SequenceNode {
+		if kind := yamlnode.Value(root, "kind"); kind != nil && kind.Value == "List" {
+			if items := yamlnode.Value(root, "items"); items != nil && items.Kind == yaml.SequenceNode {
 				docs = append(docs, items.Content...)
-				return
+				continue
 			}
 		}
 		docs = append(docs, root)
-	}
-	for _, doc := range read {
-		add(doc)
 	}
 	var layers []layer
 	for i, root := range docs {
@@ -317,13 +307,14 @@ func readManifests(path string, b []byte, read []*yaml.Node) (*source, bool, err
 	if len(layers) == 0 {
 		return nil, false, nil
 	}
-	// yunikorn-defaults first; the stable sort keeps the others in order.
-	slices.SortStableFunc(layers, func(a, b layer) int {
-		return cmpBool(b.name == DefaultsConfigMap, a.name == DefaultsConfigMap)
-	})
+	// yunikorn-defaults first, then the others in order.
 	data := map[string]keyValue{}
-	for _, l := range layers {
-		maps.Copy(data, l.data)
+	for _, defaults := range []bool{true, false} {
+		for _, l := range layers {
+			if (l.name == DefaultsConfigMap) == defaults {
+				maps.Copy(data, l.data)
+			}
+		}
 	}
 	src, err := dataSource(path, filepath.Dir(path), data)
 	return src, true, err
@@ -346,38 +337,26 @@ func documents(b []byte) []*yaml.Node {
 	}
 }
 
-func cmpBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
-}
-
 // readLayer reads one document: a ConfigMap manifest, Helm values with
 // yunikornDefaults, or a ConfigMap's data; ok false for anything else.
 func readLayer(path string, b []byte, root *yaml.Node) (layer, bool, error) {
 	var l layer
 	var data *yaml.Node
 	switch {
-	case mapValue(root, "kind") != nil && mapValue(root, "kind").Value == "ConfigMap":
-		data = mapValue(root, "data")
-		if md := mapValue(root, "metadata"); md != nil && md.Kind == yaml.MappingNode {
-			if n := mapValue(md, "name"); n != nil {
-				l.name = n.Value
-			}
+	case yamlnode.Value(root, "kind") != nil && yamlnode.Value(root, "kind").Value == "ConfigMap":
+		data = yamlnode.Value(root, "data")
+		if n := yamlnode.Value(yamlnode.Value(root, "metadata"), "name"); n != nil {
+			l.name = n.Value
 		}
 		if data == nil || data.Kind != yaml.MappingNode {
 			return l, true, fmt.Errorf("%s:%d:%d: a ConfigMap manifest without data", path, root.Line, root.Column)
 		}
-	case mapValue(root, "yunikornDefaults") != nil:
-		data, l.name = mapValue(root, "yunikornDefaults"), DefaultsConfigMap
+	case yamlnode.Value(root, "yunikornDefaults") != nil:
+		data, l.name = yamlnode.Value(root, "yunikornDefaults"), DefaultsConfigMap
 		if data.Kind != yaml.MappingNode {
 			return l, true, fmt.Errorf("%s:%d:%d: yunikornDefaults must be a mapping of ConfigMap keys, not %s", path, data.Line, data.Column, kindName(data))
 		}
-	case mapValue(root, "partitions") == nil && looksLikeData(root):
+	case yamlnode.Value(root, "partitions") == nil && looksLikeData(root):
 		data = root
 	default:
 		return l, false, nil
@@ -418,15 +397,6 @@ func blockIndent(b []byte, line int) int {
 	return 0
 }
 
-func mapValue(n *yaml.Node, key string) *yaml.Node {
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
-}
-
 // configMapSource is the source of a ConfigMap's data held in memory.
 func configMapSource(name string, data map[string]string) (*source, error) {
 	keys := make(map[string]keyValue, len(data))
@@ -455,16 +425,6 @@ func (s *source) flat() (map[string]string, bool) {
 		}
 	}
 	return out, len(out) > 0
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // readFile reads a file the configuration is or names: a regular file of

@@ -43,12 +43,12 @@ func (c *Config) queueHint(cp *policy.CompiledPartition, queue string) string {
 	var parts []string
 	var exact []string
 	qualified := strings.HasPrefix(q, policy.RootQueue+".") || q == policy.RootQueue
-	if !qualified && cp.Has(policy.RootQueue+"."+q) {
-		exact = []string{policy.RootQueue + "." + q}
-	}
 	want := q
 	if !qualified {
 		want = policy.RootQueue + "." + q
+		if cp.Has(want) {
+			exact = []string{want}
+		}
 	}
 	close := closest(want, cp.Queues(), lastPart)
 	close = slices.DeleteFunc(close, func(s string) bool { return slices.Contains(exact, s) })
@@ -60,12 +60,9 @@ func (c *Config) queueHint(cp *policy.CompiledPartition, queue string) string {
 	// Where the placement's queue is the first name suggested, it adds
 	// nothing.
 	if !qualified && q != "" && (len(names) == 0 || names[0] != placed) {
-		implicit := true
-		for i := range c.Partitions {
-			if strings.EqualFold(c.Partitions[i].Name, cp.Name()) && c.Partitions[i].Placement != nil {
-				implicit = false
-			}
-		}
+		implicit := !slices.ContainsFunc(c.Partitions, func(p Partition) bool {
+			return strings.EqualFold(p.Name, cp.Name()) && p.Placement != nil
+		})
 		where := "which does not exist, so such a pod goes to root.default when that exists, or is rejected"
 		if cp.Has(placed) {
 			where = "which exists"

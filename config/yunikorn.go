@@ -1,13 +1,14 @@
 package config
 
 import (
-	"bytes"
 	"fmt"
 	"reflect"
 	"strings"
 	"sync"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/usherhq/usher/internal/yamlnode"
 )
 
 // ykConfig mirrors yunikorn-core's SchedulerConfig
@@ -181,7 +182,7 @@ func (p *parser) mergeUsher(root *yaml.Node, text string) {
 	if len(doc.Content) == 0 {
 		return
 	}
-	parts := mapValue(root, "partitions")
+	parts := yamlnode.Value(root, "partitions")
 	p.mapping(doc.Content[0], UsherKey, map[string]func(k, v *yaml.Node){
 		"admissionController": func(k, v *yaml.Node) { p.mergeKey(root, k, v) },
 		"partitions": func(k, v *yaml.Node) {
@@ -234,7 +235,7 @@ func (p *parser) mergeKey(into, k, v *yaml.Node) {
 // partitionName is the name of the partition mapping n, as YuniKorn's
 // validator names it.
 func partitionName(n *yaml.Node) string {
-	if name := mapValue(n, "name"); name != nil && name.Value != "" {
+	if name := yamlnode.Value(n, "name"); name != nil && name.Value != "" {
 		return name.Value
 	}
 	return "default"
@@ -319,10 +320,10 @@ func Split(path string) (data []byte, moved []string, err error) {
 	if moved == nil {
 		add(queuesKey(src.keys), src.queues)
 	} else {
-		add(queuesKey(src.keys), encodeYAML(&doc))
-		add(UsherKey, encodeYAML(usher))
+		add(queuesKey(src.keys), yamlnode.Encode(&doc))
+		add(UsherKey, yamlnode.Encode(usher))
 	}
-	return encodeYAML(out), moved, nil
+	return yamlnode.Encode(out), moved, nil
 }
 
 // splitPartition moves usher's own keys of partition pn into a mapping
@@ -345,17 +346,4 @@ func splitPartition(pn *yaml.Node) (*yaml.Node, []string) {
 		return nil, nil
 	}
 	return up, keys
-}
-
-// encodeYAML writes n, a tree read from YAML, as YAML indented by two
-// spaces.
-func encodeYAML(n *yaml.Node) []byte {
-	var b bytes.Buffer
-	e := yaml.NewEncoder(&b)
-	e.SetIndent(2)
-	if err := e.Encode(n); err != nil {
-		panic("config: a YAML tree does not encode: " + err.Error())
-	}
-	e.Close()
-	return b.Bytes()
 }

@@ -23,7 +23,6 @@
 package importer
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
@@ -35,6 +34,7 @@ import (
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/internal/safefile"
+	"github.com/usherhq/usher/internal/yamlnode"
 	"github.com/usherhq/usher/policy"
 )
 
@@ -228,10 +228,7 @@ func (c *Config) YAML() ([]byte, error) {
 		"YARN's and Spark's ACLs are written in usher's syntax; the comment beside each\n"+
 		"one says where it came from. Review the warnings printed with this file, then\n"+
 		"check it with: usher lint FILE", strings.Join(c.Sources, ", "))
-	out, err := encode(doc)
-	if err != nil {
-		return nil, err
-	}
+	out := yamlnode.Encode(doc)
 	if _, err := config.Parse("<imported>", out); err != nil {
 		return nil, fmt.Errorf("importer: the configuration written does not load (a bug): %v", err)
 	}
@@ -295,19 +292,6 @@ func sequence(items ...*yaml.Node) *yaml.Node {
 	return &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: items}
 }
 
-func encode(doc *yaml.Node) ([]byte, error) {
-	var b bytes.Buffer
-	e := yaml.NewEncoder(&b)
-	e.SetIndent(2)
-	if err := e.Encode(doc); err != nil {
-		return nil, fmt.Errorf("importer: writing YAML: %w", err)
-	}
-	if err := e.Close(); err != nil {
-		return nil, fmt.Errorf("importer: writing YAML: %w", err)
-	}
-	return b.Bytes(), nil
-}
-
 // MergeApplicationACLs returns base with the applicationacls of partition
 // ("" is the default) set to apps; the rest is kept, comments included.
 // Load base with config.Load first: it is not validated here.
@@ -320,13 +304,13 @@ func MergeApplicationACLs(base Source, partition string, apps ApplicationACLs) (
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("%s: not an usher configuration: want a mapping with a partitions list", base.Name)
 	}
-	parts := value(doc.Content[0], "partitions")
+	parts := yamlnode.Value(doc.Content[0], "partitions")
 	if parts == nil || parts.Kind != yaml.SequenceNode {
 		return nil, fmt.Errorf("%s: not an usher configuration: no partitions list", base.Name)
 	}
 	var target *yaml.Node
 	for _, p := range parts.Content {
-		if n := value(p, "name"); n != nil && strings.EqualFold(n.Value, partition) {
+		if n := yamlnode.Value(p, "name"); n != nil && strings.EqualFold(n.Value, partition) {
 			target = p
 		}
 	}
@@ -337,45 +321,27 @@ func MergeApplicationACLs(base Source, partition string, apps ApplicationACLs) (
 	if err := checkApplicationACLs(node); err != nil {
 		return nil, err
 	}
-	replaced := false
+	at, replaced := len(target.Content), false
 	for i := 0; i+1 < len(target.Content); i += 2 {
-		if target.Content[i].Value == "applicationacls" {
+		switch target.Content[i].Value {
+		case "applicationacls":
 			target.Content[i+1], replaced = node, true
+		case "queues":
+			at = i
 		}
 	}
 	if !replaced {
-		at := len(target.Content)
-		for i := 0; i+1 < len(target.Content); i += 2 {
-			if target.Content[i].Value == "queues" {
-				at = i
-			}
-		}
-		target.Content = append(target.Content[:at], append([]*yaml.Node{plain("applicationacls"), node}, target.Content[at:]...)...)
+		target.Content = slices.Insert(target.Content, at, plain("applicationacls"), node)
 	}
-	return encode(&doc)
+	return yamlnode.Encode(&doc), nil
 }
 
 // checkApplicationACLs checks that an applicationacls block loads.
 func checkApplicationACLs(node *yaml.Node) error {
 	part := mapping("name", plain("check"), "applicationacls", node, "queues", sequence(mapping("name", plain("root"))))
-	out, err := encode(&yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{mapping("partitions", sequence(part))}})
-	if err != nil {
-		return err
-	}
+	out := yamlnode.Encode(&yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{mapping("partitions", sequence(part))}})
 	if _, err := config.Parse("<applicationacls>", out); err != nil {
 		return fmt.Errorf("importer: the applicationacls written do not load (a bug): %v", err)
-	}
-	return nil
-}
-
-func value(m *yaml.Node, key string) *yaml.Node {
-	if m.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
 	}
 	return nil
 }

@@ -184,6 +184,18 @@ func readCount(text string, at pos, what string, d *diags) count {
 	return count{}
 }
 
+// defaultMaxApps reads the setting name, a limit of running applications
+// for each queue that sets none.
+func defaultMaxApps(root *Queue, name, text string, at pos, d *diags) {
+	c := readCount(text, at, name, d)
+	c.from = name + " (" + at.String() + ")"
+	each(root, policy.RootQueue, func(q *Queue, _ string) {
+		if q.maxApps.at.file == "" {
+			q.maxApps = c
+		}
+	})
+}
+
 // addUser adds a user limit to the root queue: a later one for the same
 // user replaces the earlier, as YARN reads them.
 func addUser(root *Queue, user, what, text string, at pos, d *diags) {

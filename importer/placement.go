@@ -3,6 +3,7 @@ package importer
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -125,17 +126,12 @@ func fairRule(e *element, name string, root *Queue, nested bool, d *diags) (plac
 		d.warnf(e.at, "placement rule default becomes fixed %s: YARN stops at its default rule, YuniKorn tries root.default when the user may not submit to %s", q, q)
 		return placement.Spec{Name: string(placement.Fixed), Value: q, Create: create && !has(root, q)}, true
 	case "nestedUserQueue":
-		var inner *element
-		for _, k := range e.kids {
-			if k.name == "rule" {
-				inner = k
-				break
-			}
-		}
-		if inner == nil {
+		i := slices.IndexFunc(e.kids, func(k *element) bool { return k.name == "rule" })
+		if i < 0 {
 			d.warnf(e.at, "placement rule nestedUserQueue without a nested <rule>: not imported (YARN refuses it)")
 			return placement.Spec{}, false
 		}
+		inner := e.kids[i]
 		innerName, _ := inner.attr("name")
 		parent, ok := fairRule(inner, innerName, root, true, d)
 		if !ok || innerName == "user" || innerName == "nestedUserQueue" {

@@ -2,6 +2,7 @@ package importer
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -38,16 +39,12 @@ func readProperties(src Source, d *diags) []entry {
 		lineNo := i + 1
 		raw := strings.TrimRight(lines[i], "\r\n")
 		if !utf8.ValidString(raw) {
-			col := 1
-			for j := 0; j < len(raw); {
-				r, size := utf8.DecodeRuneInString(raw[j:])
-				if r == utf8.RuneError && size == 1 {
-					col = j + 1
+			for j, r := range raw {
+				if r == utf8.RuneError && !strings.HasPrefix(raw[j:], "\uFFFD") {
+					d.errorf(pos{src.Name, lineNo, j + 1}, "the file is not valid UTF-8")
 					break
 				}
-				j += size
 			}
-			d.errorf(pos{src.Name, lineNo, col}, "the file is not valid UTF-8")
 			continue
 		}
 		body := strings.TrimLeft(raw, " \t\f")
@@ -159,22 +156,11 @@ func unescape(s string) (string, *escapeError) {
 			if i+5 > len(s) {
 				return "", &escapeError{i - 1, `malformed \uXXXX escape: want four hex digits`}
 			}
-			var r rune
-			for _, h := range s[i+1 : i+5] {
-				var v rune
-				switch {
-				case h >= '0' && h <= '9':
-					v = h - '0'
-				case h >= 'a' && h <= 'f':
-					v = h - 'a' + 10
-				case h >= 'A' && h <= 'F':
-					v = h - 'A' + 10
-				default:
-					return "", &escapeError{i - 1, fmt.Sprintf(`malformed \uXXXX escape %q: want four hex digits`, s[i-1:i+5])}
-				}
-				r = r<<4 | v
+			r, err := strconv.ParseUint(s[i+1:i+5], 16, 32) // no sign or 0x prefix in base 16
+			if err != nil {
+				return "", &escapeError{i - 1, fmt.Sprintf(`malformed \uXXXX escape %q: want four hex digits`, s[i-1:i+5])}
 			}
-			b.WriteRune(r)
+			b.WriteRune(rune(r))
 			i += 4
 		default:
 			b.WriteByte(s[i])

@@ -144,6 +144,12 @@ type properties struct {
 
 func (p *properties) get(name string) *property { return p.byName[name] }
 
+// topHints say what a file whose top element is the key looks like.
+var topHints = map[string]string{
+	"configuration": ": this looks like a Hadoop configuration file (capacity-scheduler.xml or yarn-site.xml)",
+	"allocations":   ": this looks like a fair-scheduler.xml",
+}
+
 // readConfiguration reads a Hadoop configuration file: <configuration>
 // holding <property> elements with <name> and <value> children (or name
 // and value attributes). Names are trimmed, values are not, as Hadoop's
@@ -154,11 +160,7 @@ func readConfiguration(src Source, d *diags, kind string) *properties {
 		return nil
 	}
 	if root.name != "configuration" {
-		hint := ""
-		if root.name == "allocations" {
-			hint = ": this looks like a fair-scheduler.xml"
-		}
-		d.errorf(root.at, "the top element of a %s is <configuration>, not <%s>%s", kind, root.name, hint)
+		d.errorf(root.at, "the top element of a %s is <configuration>, not <%s>%s", kind, root.name, topHints[root.name])
 		return nil
 	}
 	props := &properties{byName: map[string]*property{}}

@@ -113,11 +113,7 @@ func fairScheduler(src Source, d *diags) (*Queue, pos, *element) {
 		return nil, pos{}, nil
 	}
 	if top.name != "allocations" {
-		hint := ""
-		if top.name == "configuration" {
-			hint = ": this looks like a Hadoop configuration file (capacity-scheduler.xml or yarn-site.xml)"
-		}
-		d.errorf(top.at, "the top element of a fair-scheduler.xml is <allocations>, not <%s>%s", top.name, hint)
+		d.errorf(top.at, "the top element of a fair-scheduler.xml is <allocations>, not <%s>%s", top.name, topHints[top.name])
 		return nil, pos{}, nil
 	}
 	var queues []*element
@@ -284,13 +280,7 @@ func fairDefaults(top *element, root *Queue, d *diags) {
 		case "userMaxAppsDefault":
 			addUser(root, "*", "userMaxAppsDefault", e.text, e.textAt, d)
 		case "queueMaxAppsDefault":
-			c := readCount(e.text, e.textAt, e.name, d)
-			c.from = "queueMaxAppsDefault (" + e.textAt.String() + ")"
-			each(root, policy.RootQueue, func(q *Queue, _ string) {
-				if q.maxApps.at.file == "" {
-					q.maxApps = c
-				}
-			})
+			defaultMaxApps(root, e.name, e.text, e.textAt, d)
 		case "queueMaxResourcesDefault":
 			if r, ok := fairResources(e.text, e.textAt, e.name, d); ok {
 				zeroMax(r, e.textAt, e.name, d)
@@ -465,13 +455,7 @@ func capacityLimits(props *properties, yarnPath, path string, q *Queue, d *diags
 func capacityGlobal(p *property, key string, root *Queue, d *diags) {
 	switch {
 	case key == "max-parallel-apps":
-		c := readCount(p.value, p.valueAt, p.name, d)
-		c.from = p.name + " (" + p.valueAt.String() + ")"
-		each(root, policy.RootQueue, func(q *Queue, _ string) {
-			if q.maxApps.at.file == "" {
-				q.maxApps = c
-			}
-		})
+		defaultMaxApps(root, p.name, p.value, p.valueAt, d)
 	case key == "user.max-parallel-apps":
 		addUser(root, "*", p.name, p.value, p.valueAt, d)
 	case strings.HasPrefix(key, "user.") && strings.HasSuffix(key, ".max-parallel-apps"):

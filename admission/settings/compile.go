@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 
 	"github.com/usherhq/usher/internal/clip"
@@ -45,25 +46,12 @@ type Matcher []*regexp.Regexp
 
 // Match reports whether a pattern matches s.
 func (m Matcher) Match(s string) bool {
-	for _, re := range m {
-		if re.MatchString(s) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(m, func(re *regexp.Regexp) bool { return re.MatchString(s) })
 }
 
 // MatchAny reports whether a pattern matches one of ss.
 func (m Matcher) MatchAny(ss []string) bool {
-	if len(m) == 0 {
-		return false
-	}
-	for _, s := range ss {
-		if m.Match(s) {
-			return true
-		}
-	}
-	return false
+	return len(m) > 0 && slices.ContainsFunc(ss, m.Match)
 }
 
 // SettingError is a setting that cannot be used, at its place: the YAML
@@ -79,16 +67,14 @@ type SettingError struct {
 // Path renders the place: admissionController.queueSources[1].key, or
 // the variable in place of the setting.
 func (e *SettingError) Path() string {
-	var b strings.Builder
-	b.WriteString(cmp.Or(e.Variable, e.Setting))
+	p := cmp.Or(e.Variable, e.Setting)
 	if e.Index >= 0 {
-		fmt.Fprintf(&b, "[%d]", e.Index)
+		p += fmt.Sprintf("[%d]", e.Index)
 	}
 	if e.Field != "" {
-		b.WriteString(".")
-		b.WriteString(e.Field)
+		p += "." + e.Field
 	}
-	return b.String()
+	return p
 }
 
 func (e *SettingError) Error() string { return e.Path() + ": " + e.Msg }
@@ -102,24 +88,17 @@ func SettingErrors(err error) []*SettingError { return joined[*SettingError](err
 
 // joined returns the errors of type E in err, in the order joined.
 func joined[E error](err error) []E {
-	var out []E
-	var walk func(error)
-	walk = func(err error) {
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
-				walk(e)
-			}
-			return
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []E
+		for _, e := range j.Unwrap() {
+			out = append(out, joined[E](e)...)
 		}
-		var e E
-		if errors.As(err, &e) {
-			out = append(out, e)
-		}
+		return out
 	}
-	if err != nil {
-		walk(err)
+	if e, ok := errors.AsType[E](err); ok {
+		return []E{e}
 	}
-	return out
+	return nil
 }
 
 // Compile validates c (after defaults) and prepares it for the webhook;
@@ -193,11 +172,9 @@ func (c Config) Compile() (*Compiled, error) {
 			cs.PodLevel = true
 		case LevelWorkload:
 		case "":
-			cs.PodLevel = s.Scheduler == SchedulerYuniKorn
+			cs.Level, cs.PodLevel = LevelWorkload, s.Scheduler == SchedulerYuniKorn
 			if cs.PodLevel {
 				cs.Level = LevelPod
-			} else {
-				cs.Level = LevelWorkload
 			}
 		default:
 			errs = append(errs, settingErr(setting, i, "level", "%q is not a level: want pod or workload", s.Level))
@@ -206,12 +183,9 @@ func (c Config) Compile() (*Compiled, error) {
 		if s.Key == "" || strings.TrimSpace(s.Key) != s.Key {
 			errs = append(errs, settingErr(setting, i, "key", "%q is not a label or annotation key", s.Key))
 		}
-		if s.Template != "" {
-			t, err := parseTemplate(s.Template)
-			if err != nil {
-				errs = append(errs, settingErr(setting, i, "template", "%v", err))
-			}
-			cs.template = t
+		var err error
+		if cs.template, err = parseTemplate(s.Template); err != nil {
+			errs = append(errs, settingErr(setting, i, "template", "%v", err))
 		}
 		for j := range i {
 			if c.QueueSources[j].Kind == s.Kind && c.QueueSources[j].Key == s.Key {
@@ -223,12 +197,9 @@ func (c Config) Compile() (*Compiled, error) {
 		}
 		out.Sources = append(out.Sources, cs)
 	}
-	if c.QueueMapping.Template != "" {
-		t, err := parseTemplate(c.QueueMapping.Template)
-		if err != nil {
-			errs = append(errs, settingErr("admissionController.queueMapping.template", -1, "", "%v", err))
-		}
-		out.template = t
+	var err error
+	if out.template, err = parseTemplate(c.QueueMapping.Template); err != nil {
+		errs = append(errs, settingErr("admissionController.queueMapping.template", -1, "", "%v", err))
 	}
 	for i, e := range c.QueueMapping.Table {
 		const setting = "admissionController.queueMapping.table"
@@ -268,7 +239,8 @@ func (c *Compiled) ProcessNamespace(ns string) bool {
 }
 
 // template is a parsed queue-mapping template: literal texts and the
-// placeholders {value}, {namespace} and {scheduler}; nil is none.
+// placeholders {value}, {namespace} and {scheduler}; nil is none (the
+// template "").
 type template []string
 
 func parseTemplate(s string) (template, error) {
@@ -367,8 +339,8 @@ func (c *Compiled) MapQueue(s *Source, value, ns string, placing bool) (queue st
 const SchedulerYuniKorn = "yunikorn"
 
 // compilePatterns compiles ps; errors name the setting and the item.
-func compilePatterns(setting string, ps Patterns) ([]*regexp.Regexp, error) {
-	out := make([]*regexp.Regexp, 0, len(ps))
+func compilePatterns(setting string, ps Patterns) (Matcher, error) {
+	out := make(Matcher, 0, len(ps))
 	for i, p := range ps {
 		re, err := regexp.Compile(p)
 		if err != nil {

@@ -227,12 +227,11 @@ func (k patternKey) check(vs []seqVerdict) (pr patternProblem, bad bool) {
 				prefix = true
 			}
 		}
-		if (startBad || endBad) && !bad {
-			pr = patternProblem{verdict: v, startBad: startBad, endBad: endBad, prefix: prefix}
-			bad = true
+		if startBad || endBad {
+			return patternProblem{verdict: v, startBad: startBad, endBad: endBad, prefix: prefix}, true
 		}
 	}
-	return pr, bad
+	return patternProblem{}, false
 }
 
 // splitAlternatives splits p at its top-level |; nil when p sets flags
@@ -471,10 +470,12 @@ func (c Config) Warnings() []Warning {
 		}
 	}
 	if c.AccessControl.BypassAuth {
-		add("admissionController.accessControl.bypassAuth", bypassAuthWarning)
+		add("admissionController.accessControl.bypassAuth",
+			"is true: any submitter may set yunikorn.apache.org/user.info to any identity; use only in a trusted cluster")
 	}
 	if !*c.AccessControl.TrustControllers {
-		add("admissionController.accessControl.trustControllers", trustControllersWarning)
+		add("admissionController.accessControl.trustControllers",
+			"is false: pods and ReplicaSets that controllers create from stamped workloads will be denied")
 	}
 	if c.EnforceDeleteACLs && !deletesByControllersTrusted(c) {
 		add("admissionController.enforceDeleteACLs",
@@ -484,11 +485,6 @@ func (c Config) Warnings() []Warning {
 	}
 	return ws
 }
-
-const (
-	bypassAuthWarning       = "is true: any submitter may set yunikorn.apache.org/user.info to any identity; use only in a trusted cluster"
-	trustControllersWarning = "is false: pods and ReplicaSets that controllers create from stamped workloads will be denied"
-)
 
 // lint checks each pattern of a setting named setting.
 func (k patternKey) lint(setting string, ps Patterns) []Warning {
@@ -519,10 +515,9 @@ func deletesByControllersTrusted(c Config) bool {
 	if !*c.AccessControl.TrustControllers {
 		return false
 	}
-	res, err := compilePatterns("", c.AccessControl.SystemUsers)
+	m, err := compilePatterns("", c.AccessControl.SystemUsers)
 	if err != nil {
 		return true // Compile reports it
 	}
-	m := Matcher(res)
 	return m.Match(garbageCollectorUser) || m.Match(controllerManagerUser)
 }

@@ -11,6 +11,7 @@
 package settings
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -292,42 +293,31 @@ var defaultBypassNamespaces = Patterns{"^kube-system$"}
 // Defaulted returns a copy of c with every unset field set to its
 // default, the one place defaults are applied.
 func (c Config) Defaulted() Config {
-	if c.AccessControl.TrustControllers == nil {
-		t := DefaultTrustControllers
-		c.AccessControl.TrustControllers = &t
-	} else {
-		t := *c.AccessControl.TrustControllers
-		c.AccessControl.TrustControllers = &t
+	t := DefaultTrustControllers
+	if c.AccessControl.TrustControllers != nil {
+		t = *c.AccessControl.TrustControllers
 	}
-	if c.AccessControl.SystemUsers == nil {
-		c.AccessControl.SystemUsers = append(Patterns{}, defaultSystemUsers...)
-	}
-	if c.AccessControl.ExternalUsers == nil {
-		c.AccessControl.ExternalUsers = Patterns{}
-	}
-	if c.AccessControl.ExternalGroups == nil {
-		c.AccessControl.ExternalGroups = Patterns{}
-	}
-	if c.ProcessNamespaces == nil {
-		c.ProcessNamespaces = Patterns{}
-	}
-	if c.BypassNamespaces == nil {
-		c.BypassNamespaces = append(Patterns{}, defaultBypassNamespaces...)
+	c.AccessControl.TrustControllers = &t
+	for _, f := range []struct {
+		p   *Patterns
+		def Patterns
+	}{
+		{&c.AccessControl.SystemUsers, defaultSystemUsers},
+		{&c.AccessControl.ExternalUsers, nil},
+		{&c.AccessControl.ExternalGroups, nil},
+		{&c.ProcessNamespaces, nil},
+		{&c.BypassNamespaces, defaultBypassNamespaces},
+	} {
+		if *f.p == nil {
+			*f.p = append(Patterns{}, f.def...)
+		}
 	}
 	if c.QueueSources == nil {
 		c.QueueSources = append([]QueueSource{}, defaultQueueSources...)
 	}
-	if c.Partition == "" {
-		c.Partition = DefaultPartition
-	}
-	if c.ModifyACLAnnotation == "" {
-		c.ModifyACLAnnotation = DefaultModifyACLAnnotation
-	}
-	if c.StampGroups == "" {
-		c.StampGroups = StampDecided
-	}
-	if c.StampGroupsOnError == "" {
-		c.StampGroupsOnError = StampGiven
-	}
+	c.Partition = cmp.Or(c.Partition, DefaultPartition)
+	c.ModifyACLAnnotation = cmp.Or(c.ModifyACLAnnotation, DefaultModifyACLAnnotation)
+	c.StampGroups = cmp.Or(c.StampGroups, StampDecided)
+	c.StampGroupsOnError = cmp.Or(c.StampGroupsOnError, StampGiven)
 	return c
 }
