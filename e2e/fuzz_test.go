@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // fuzzConfig is the configuration the fuzzer runs usher with: queue and
@@ -123,42 +124,53 @@ var (
 	fuzzOps = []string{"create", "create", "create", "create", "create", "update", "update", "patch-json", "patch-merge",
 		"patch-strategic", "apply", "delete", "delete", "evict", "scale", "status", "status"}
 	fuzzKinds   = []string{"pod", "pod", "pod", "deploy", "rs", "job"}
-	fuzzQueues  = []string{"", "", "root.dev", "root.ops", "root.default", "root.nope"}
+	fuzzQueues  = []string{"", "", "", "root.dev", "root.dev", "root.ops", "root.ops", "root.default", "root.nope"}
 	fuzzACLs    = []string{"", "", "", "bob", " ops", "*", " "}
-	fuzzCreates = []string{"", "", "", "self", "alice", "bob", "case", "fold", "malformed", "extra", "empty", "dg"}
+	fuzzCreates = []string{"", "", "", "", "", "", "", "self", "self", "alice", "bob", "case", "fold", "malformed", "extra", "empty", "dg"}
 	fuzzEdits   = []string{"remove", "self", "alice", "bob", "case", "fold", "malformed", "extra", "dg"}
 )
 
 // fuzzSlots is how many objects of each kind a sequence names.
 const fuzzSlots = 5
 
-// generate returns n random steps.
+// generate returns n random steps. Most edits, deletes and evictions
+// aim at an object an earlier step created, a third of them by its
+// creator, so that they get past RBAC and NotFound to usher's rules.
 func generate(r *rand.Rand, n int) []fuzzStep {
 	pick := func(s []string) string { return s[r.IntN(len(s))] }
+	made := map[string][]fuzzStep{} // by kind
 	steps := make([]fuzzStep, n)
 	for i := range steps {
 		s := fuzzStep{Op: pick(fuzzOps), Actor: fuzzActors[r.IntN(len(fuzzActors))].name, Kind: pick(fuzzKinds), Slot: r.IntN(fuzzSlots)}
+		switch s.Op {
+		case "evict", "status":
+			s.Kind = "pod"
+		case "scale":
+			s.Kind, s.N = "deploy", r.IntN(4)
+		}
+		if c := made[s.Kind]; s.Op != "create" && len(c) > 0 && r.IntN(10) < 8 {
+			target := c[r.IntN(len(c))]
+			s.Slot = target.Slot
+			if r.IntN(3) == 0 {
+				s.Actor = target.Actor
+			}
+		}
 		switch s.Op {
 		case "create":
 			s.Ann, s.Queue, s.ACL, s.N, s.Sel = pick(fuzzCreates), pick(fuzzQueues), pick(fuzzACLs), r.IntN(3), r.IntN(fuzzSlots)
 			if s.Kind == "job" && s.N == 0 {
 				s.N = 1
 			}
+			made[s.Kind] = append(made[s.Kind], s)
 		case "delete":
 			s.N = r.IntN(3)
-		case "evict":
-			s.Kind = "pod"
-		case "scale":
-			s.Kind, s.N = "deploy", r.IntN(4)
-		case "status":
-			s.Kind = "pod"
-			fallthrough
+		case "evict", "scale":
 		default:
 			switch r.IntN(5) {
 			case 0:
 				s.Ann = pick(fuzzEdits)
 			case 1:
-				s.Queue = pick(append(fuzzQueues[2:], "-"))
+				s.Queue = pick(append(fuzzQueues[3:], "-"))
 			case 2:
 				s.ACL = pick(append(fuzzACLs[3:], "-"))
 			case 3:
@@ -189,7 +201,10 @@ type fuzzer struct {
 	actors map[string]*fuzzActor
 	gen    *engine.Generation
 	hwm    int64
-	ops    int
+	// ops counts the requests sent, refused those refused.
+	ops, refused int
+	// verbose (USHER_FUZZ_VERBOSE=1) logs every step and its answer.
+	verbose bool
 }
 
 // fuzzViolation is a broken invariant; Kind names which (the shrinker
@@ -208,14 +223,15 @@ func newFuzzer(t *testing.T, ctx context.Context) (*fuzzer, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fuzzer{t: t, e: e, admin: e.admin, gen: gen, actors: map[string]*fuzzActor{}}
+	f := &fuzzer{t: t, e: e, admin: e.admin, gen: gen, actors: map[string]*fuzzActor{}, verbose: os.Getenv("USHER_FUZZ_VERBOSE") == "1"}
 	for _, a := range fuzzActors {
-		var c kubernetes.Interface
-		if a.impersonate != "" {
-			c, err = cluster.ClientAs(Admin, a.impersonate, a.groups...)
-		} else {
-			c, err = cluster.Client(a.name)
+		cfg, err := cluster.RESTConfig(map[bool]string{true: Admin, false: a.name}[a.impersonate != ""])
+		if err != nil {
+			t.Fatal(err)
 		}
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: a.impersonate, Groups: a.groups}
+		cfg.WarningHandler = rest.NoWarnings{} // usher's queue warnings, thousands of them
+		c, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -729,7 +745,11 @@ func (r *run) step(ctx context.Context, s fuzzStep) *fuzzViolation {
 	if unanswered(err) {
 		return &fuzzViolation{"unanswered", fmt.Sprintf("%v: %v", s, err)}
 	}
+	if r.verbose {
+		r.t.Logf("fuzz: %s %v: %v", r.ns, s, err)
+	}
 	if err != nil {
+		r.refused++
 		return nil
 	}
 	switch s.Op {
@@ -950,12 +970,25 @@ func (r *run) check(ctx context.Context) *fuzzViolation {
 		if present[uid] || o.creator == "gone" {
 			continue
 		}
-		if _, ok := r.deleted[uid]; !ok && len(o.top.OwnerReferences) == 0 && o.top.DeletionTimestamp == nil {
+		if _, ok := r.deleted[uid]; !ok && len(o.top.OwnerReferences) == 0 && o.top.DeletionTimestamp == nil && !r.adoptable(ctx, o) {
 			return &fuzzViolation{"vanished", fmt.Sprintf("%s %s/%s of %q is gone, and nobody who may was let delete it", o.kind, r.ns, o.name, o.stamp)}
 		}
 		o.creator = "gone"
 	}
 	return nil
+}
+
+// adoptable reports whether a workload that may kill o selects it: its
+// controller may have adopted and deleted it between two checks.
+func (r *run) adoptable(ctx context.Context, o *fuzzObj) bool {
+	for _, w := range r.seen {
+		if (w.kind == "rs" || w.kind == "deploy") && w.stamped && w.tmpl.Labels["app"] == o.tmpl.Labels["app"] {
+			if ok, _ := r.mayKill(ctx, &fuzzActor{user: w.info.User, groups: w.info.Groups}, snap{kind: o.kind, top: o.top, tmpl: o.tmpl}); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // reowned checks that the controller of sn, if another user's, may kill
@@ -1092,6 +1125,6 @@ func TestFuzz(t *testing.T) {
 			len(small), len(steps), regression(fmt.Sprintf("seed %d sequence %d: %s", seed, sequences, v.Kind), small))
 		break
 	}
-	t.Logf("fuzz: seed %d: %d sequences, %d operations in %v, usher's VmHWM %d MiB",
-		seed, sequences, f.ops, time.Since(start).Round(time.Second), f.hwm>>20)
+	t.Logf("fuzz: seed %d: %d sequences, %d operations (%d refused or not found) in %v, usher's VmHWM %d MiB",
+		seed, sequences, f.ops, f.refused, time.Since(start).Round(time.Second), f.hwm>>20)
 }
