@@ -148,7 +148,9 @@ func generate(r *rand.Rand, n int) []fuzzStep {
 		case "scale":
 			s.Kind, s.N = "deploy", r.IntN(4)
 		}
-		if c := made[s.Kind]; s.Op != "create" && len(c) > 0 && r.IntN(10) < 8 {
+		if s.Kind == "pod" && s.Op != "create" && r.IntN(3) == 0 {
+			s.Slot = -1 - r.IntN(8) // a pod by its rank: maybe one a controller made
+		} else if c := made[s.Kind]; s.Op != "create" && len(c) > 0 && r.IntN(10) < 8 {
 			target := c[r.IntN(len(c))]
 			s.Slot = target.Slot
 			if r.IntN(3) == 0 {
@@ -158,6 +160,14 @@ func generate(r *rand.Rand, n int) []fuzzStep {
 		switch s.Op {
 		case "create":
 			s.Ann, s.Queue, s.ACL, s.N, s.Sel = pick(fuzzCreates), pick(fuzzQueues), pick(fuzzACLs), r.IntN(3), r.IntN(fuzzSlots)
+			if r.IntN(2) == 0 { // a create usher should admit: a queue the submitter may use
+				s.Actor = pick([]string{Alice, Alice, Bob, Carol, "dave", "erin", Ext, "op"})
+				s.Ann, s.Queue = "", map[string]string{Alice: pick([]string{"", "root.dev"}), Bob: pick([]string{"", "root.ops"}),
+					Carol: "root.dev", "dave": "root.dev", "erin": "root.ops", Ext: "root.dev", "op": "root.dev"}[s.Actor]
+				if s.Actor == Ext || s.Actor == "op" {
+					s.Ann = Alice
+				}
+			}
 			if s.Kind == "job" && s.N == 0 {
 				s.N = 1
 			}
@@ -291,6 +301,7 @@ func (a fuzzIdentity) equal(b fuzzIdentity) bool {
 type run struct {
 	*fuzzer
 	ns      string
+	target  string // the name of the object the current step acts on
 	seen    map[types.UID]*fuzzObj
 	deleted map[types.UID]string
 }
@@ -519,7 +530,7 @@ func (r *run) update(ctx context.Context, s fuzzStep, a *fuzzActor) (snap, error
 	switch s.Kind {
 	case "pod":
 		var o *corev1.Pod
-		if o, err = r.admin.CoreV1().Pods(r.ns).Get(ctx, s.name(), metav1.GetOptions{}); err != nil {
+		if o, err = r.admin.CoreV1().Pods(r.ns).Get(ctx, r.target, metav1.GetOptions{}); err != nil {
 			return out, err
 		}
 		edit(&o.ObjectMeta, &o.ObjectMeta)
@@ -533,7 +544,7 @@ func (r *run) update(ctx context.Context, s fuzzStep, a *fuzzActor) (snap, error
 		}
 	case "deploy":
 		var o *appsv1.Deployment
-		if o, err = r.admin.AppsV1().Deployments(r.ns).Get(ctx, s.name(), metav1.GetOptions{}); err != nil {
+		if o, err = r.admin.AppsV1().Deployments(r.ns).Get(ctx, r.target, metav1.GetOptions{}); err != nil {
 			return out, err
 		}
 		edit(&o.ObjectMeta, &o.Spec.Template.ObjectMeta)
@@ -542,7 +553,7 @@ func (r *run) update(ctx context.Context, s fuzzStep, a *fuzzActor) (snap, error
 		}
 	case "rs":
 		var o *appsv1.ReplicaSet
-		if o, err = r.admin.AppsV1().ReplicaSets(r.ns).Get(ctx, s.name(), metav1.GetOptions{}); err != nil {
+		if o, err = r.admin.AppsV1().ReplicaSets(r.ns).Get(ctx, r.target, metav1.GetOptions{}); err != nil {
 			return out, err
 		}
 		edit(&o.ObjectMeta, &o.Spec.Template.ObjectMeta)
@@ -551,7 +562,7 @@ func (r *run) update(ctx context.Context, s fuzzStep, a *fuzzActor) (snap, error
 		}
 	default:
 		var o *batchv1.Job
-		if o, err = r.admin.BatchV1().Jobs(r.ns).Get(ctx, s.name(), metav1.GetOptions{}); err != nil {
+		if o, err = r.admin.BatchV1().Jobs(r.ns).Get(ctx, r.target, metav1.GetOptions{}); err != nil {
 			return out, err
 		}
 		edit(&o.ObjectMeta, &o.Spec.Template.ObjectMeta)
@@ -648,7 +659,7 @@ func (r *run) patch(ctx context.Context, s fuzzStep, a *fuzzActor) (snap, error)
 			opts.FieldManager, opts.Force = "fuzz-"+strings.ToLower(s.Actor), ptr(true)
 			sn := map[string][2]string{"pod": {"v1", "Pod"}, "deploy": {"apps/v1", "Deployment"}, "rs": {"apps/v1", "ReplicaSet"}, "job": {"batch/v1", "Job"}}[s.Kind]
 			obj["apiVersion"], obj["kind"] = sn[0], sn[1]
-			top["name"] = s.name()
+			top["name"] = r.target
 		}
 		body = obj
 	}
@@ -658,25 +669,25 @@ func (r *run) patch(ctx context.Context, s fuzzStep, a *fuzzActor) (snap, error)
 	}
 	switch s.Kind {
 	case "pod":
-		o, err := a.client.CoreV1().Pods(r.ns).Patch(ctx, s.name(), pt, data, opts)
+		o, err := a.client.CoreV1().Pods(r.ns).Patch(ctx, r.target, pt, data, opts)
 		if err != nil {
 			return snap{}, err
 		}
 		return podSnap(o), nil
 	case "deploy":
-		o, err := a.client.AppsV1().Deployments(r.ns).Patch(ctx, s.name(), pt, data, opts)
+		o, err := a.client.AppsV1().Deployments(r.ns).Patch(ctx, r.target, pt, data, opts)
 		if err != nil {
 			return snap{}, err
 		}
 		return deploySnap(o), nil
 	case "rs":
-		o, err := a.client.AppsV1().ReplicaSets(r.ns).Patch(ctx, s.name(), pt, data, opts)
+		o, err := a.client.AppsV1().ReplicaSets(r.ns).Patch(ctx, r.target, pt, data, opts)
 		if err != nil {
 			return snap{}, err
 		}
 		return rsSnap(o), nil
 	default:
-		o, err := a.client.BatchV1().Jobs(r.ns).Patch(ctx, s.name(), pt, data, opts)
+		o, err := a.client.BatchV1().Jobs(r.ns).Patch(ctx, r.target, pt, data, opts)
 		if err != nil {
 			return snap{}, err
 		}
@@ -689,14 +700,29 @@ func (r *run) delete(ctx context.Context, s fuzzStep, a *fuzzActor) error {
 	opts := metav1.DeleteOptions{PropagationPolicy: &prop, GracePeriodSeconds: ptr[int64](0)}
 	switch s.Kind {
 	case "pod":
-		return a.client.CoreV1().Pods(r.ns).Delete(ctx, s.name(), opts)
+		return a.client.CoreV1().Pods(r.ns).Delete(ctx, r.target, opts)
 	case "deploy":
-		return a.client.AppsV1().Deployments(r.ns).Delete(ctx, s.name(), opts)
+		return a.client.AppsV1().Deployments(r.ns).Delete(ctx, r.target, opts)
 	case "rs":
-		return a.client.AppsV1().ReplicaSets(r.ns).Delete(ctx, s.name(), opts)
+		return a.client.AppsV1().ReplicaSets(r.ns).Delete(ctx, r.target, opts)
 	default:
-		return a.client.BatchV1().Jobs(r.ns).Delete(ctx, s.name(), opts)
+		return a.client.BatchV1().Jobs(r.ns).Delete(ctx, r.target, opts)
 	}
+}
+
+// nthPod names the n-th pod of the namespace in name order (modulo
+// their number), so that steps reach the pods controllers make.
+func (r *run) nthPod(ctx context.Context, n int) string {
+	ps, err := r.admin.CoreV1().Pods(r.ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(ps.Items) == 0 {
+		return "none"
+	}
+	names := make([]string, len(ps.Items))
+	for i, p := range ps.Items {
+		names[i] = p.Name
+	}
+	slices.Sort(names)
+	return names[n%len(names)]
 }
 
 // unanswered reports whether err says a review was not answered: the API
@@ -718,11 +744,15 @@ func unanswered(err error) bool {
 func (r *run) step(ctx context.Context, s fuzzStep) *fuzzViolation {
 	a := r.actors[s.Actor]
 	r.ops++
+	r.target = s.name()
+	if s.Slot < 0 {
+		r.target = r.nthPod(ctx, -s.Slot-1)
+	}
 	var before snap
 	var beforeErr error
 	if s.Op != "create" {
 		kind := s.Kind
-		before, beforeErr = r.get(ctx, r.admin, kind, s.name())
+		before, beforeErr = r.get(ctx, r.admin, kind, r.target)
 	}
 	var after snap
 	var err error
@@ -736,10 +766,10 @@ func (r *run) step(ctx context.Context, s fuzzStep) *fuzzViolation {
 	case "delete":
 		err = r.delete(ctx, s, a)
 	case "evict":
-		err = a.client.CoreV1().Pods(r.ns).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: s.name(), Namespace: r.ns},
+		err = a.client.CoreV1().Pods(r.ns).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: r.target, Namespace: r.ns},
 			DeleteOptions: &metav1.DeleteOptions{GracePeriodSeconds: ptr[int64](0)}})
 	case "scale":
-		_, err = a.client.AppsV1().Deployments(r.ns).Patch(ctx, s.name(), types.MergePatchType,
+		_, err = a.client.AppsV1().Deployments(r.ns).Patch(ctx, r.target, types.MergePatchType,
 			fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, s.N), metav1.PatchOptions{}, "scale")
 	}
 	if unanswered(err) {
