@@ -797,6 +797,9 @@ func (r *run) step(ctx context.Context, s fuzzStep) *fuzzViolation {
 		}
 	case "scale":
 	default:
+		if o := r.seen[after.top.UID]; o != nil { // the garbage collector may act before the next check
+			o.top, o.tmpl = after.top, after.tmpl
+		}
 		changed := (s.Owner != "" && !ownersEqual(before.top.OwnerReferences, after.top.OwnerReferences)) ||
 			(s.ACL != "" && before.tmpl.Annotations[modifyACL] != after.tmpl.Annotations[modifyACL]) ||
 			(s.Queue != "" && before.tmpl.Labels[queueLabel] != after.tmpl.Labels[queueLabel])
