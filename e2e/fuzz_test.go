@@ -1120,7 +1120,8 @@ func regression(name string, steps []fuzzStep) string {
 // the invariants of docs/security.md (The fuzzer) after every step. The
 // seed is printed; USHER_FUZZ_SEED replays it, USHER_FUZZ_DURATION sets
 // how long it runs (default 90s). A failing sequence is shrunk and
-// printed as an entry for fuzz_regress_test.go.
+// printed as an entry for fuzz_regress_test.go (once per invariant), and
+// the run goes on.
 func TestFuzz(t *testing.T) {
 	t.Parallel()
 	d := 90 * time.Second
@@ -1141,23 +1142,32 @@ func TestFuzz(t *testing.T) {
 	ctx := ctxFor(t, d+20*time.Minute)
 	f, _ := newFuzzer(t, ctx)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	start := time.Now()
-	sequences := 0
+	start, report := time.Now(), time.Now()
+	sequences, ops, refused, findings := 0, 0, 0, map[string]bool{}
 	for time.Since(start) < d {
 		steps := generate(rng, 20+rng.IntN(21))
 		sequences++
 		runCtx, cancel := context.WithDeadline(ctx, start.Add(d))
+		f.ops, f.refused = 0, 0
 		v := f.replay(runCtx, steps)
 		cancel()
+		ops, refused = ops+f.ops, refused+f.refused
+		if time.Since(report) > 5*time.Minute {
+			t.Logf("fuzz: %v: %d sequences, %d operations, %d findings", time.Since(start).Round(time.Second), sequences, ops, len(findings))
+			report = time.Now()
+		}
 		if v == nil {
 			continue
 		}
 		t.Errorf("fuzz: seed %d, sequence %d: %v", seed, sequences, v)
-		small := f.shrink(ctx, steps, v.Kind, 10*time.Minute)
+		if findings[v.Kind] {
+			continue // shrunk once already
+		}
+		findings[v.Kind] = true
+		small := f.shrink(ctx, steps, v.Kind, 5*time.Minute)
 		t.Errorf("fuzz: shrunk to %d of %d steps; add to fuzzRegressions in fuzz_regress_test.go:\n%s",
 			len(small), len(steps), regression(fmt.Sprintf("seed %d sequence %d: %s", seed, sequences, v.Kind), small))
-		break
 	}
-	t.Logf("fuzz: seed %d: %d sequences, %d operations (%d refused or not found) in %v, usher's VmHWM %d MiB",
-		seed, sequences, f.ops, f.refused, time.Since(start).Round(time.Second), f.hwm>>20)
+	t.Logf("fuzz: seed %d: %d sequences, %d operations (%d refused or not found) in %v, %d findings, usher's VmHWM %d MiB",
+		seed, sequences, ops, refused, time.Since(start).Round(time.Second), len(findings), f.hwm>>20)
 }
