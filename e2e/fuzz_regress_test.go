@@ -14,12 +14,14 @@ var fuzzRegressions = []struct {
 	name  string
 	steps []fuzzStep
 }{
-	// The kill rule's ways around: bob points alice's pod at a missing
-	// owner (the garbage collector would delete it), moves it to his
+	// The kill rule's ways around: bob deletes every pod of the
+	// namespace, points alice's pod at a missing owner (the garbage collector would delete it), moves it to his
 	// queue, evicts it, deletes it; erin (ops) and "Alice" try the same;
 	// alice then lets bob in through her modify ACL and he deletes it.
 	{name: "delete by proxy", steps: []fuzzStep{
 		{Op: "create", Actor: "alice", Kind: "pod", Slot: 0},
+		{Op: "create", Actor: "bob", Kind: "pod", Slot: 1},
+		{Op: "deletecollection", Actor: "bob", Kind: "pod"},
 		{Op: "patch-merge", Actor: "bob", Kind: "pod", Slot: 0, Owner: "x"},
 		{Op: "patch-json", Actor: "bob", Kind: "pod", Slot: 0, Queue: "root.ops"},
 		{Op: "evict", Actor: "bob", Kind: "pod", Slot: 0},

@@ -68,10 +68,12 @@ const (
 )
 
 // fuzzStep is one request of a sequence. Op is create, update,
-// patch-json, patch-merge, patch-strategic, apply, delete, evict, scale
-// or status; Kind is pod, deploy, rs or job and Slot numbers the object
-// (its name is the kind's letter and the slot). An edit changes one
-// thing: Ann (the user.info variant, see fuzzAnnotation; "remove"), Queue
+// patch-json, patch-merge, patch-strategic, apply, delete, evict, scale,
+// status or deletecollection (of the namespace's pods); Kind is pod,
+// deploy, rs or job and Slot numbers the object (its name is the kind's
+// letter and the slot; below 0, a pod by rank, see nthPod). An edit
+// changes one thing: Ann (the user.info variant, see run.annotation;
+// "remove"), Queue
 // (the queue label; "-" removes it), ACL (the modify ACL; "-" removes
 // it), Owner (an ownerReference to the object named, "x" to one that does
 // not exist), or, with none of them, a harmless label. A create uses Ann,
@@ -122,7 +124,7 @@ var fuzzActors = []struct {
 
 var (
 	fuzzOps = []string{"create", "create", "create", "create", "create", "update", "update", "patch-json", "patch-merge",
-		"patch-strategic", "apply", "delete", "delete", "evict", "scale", "status", "status"}
+		"patch-strategic", "apply", "delete", "delete", "evict", "scale", "status", "status", "deletecollection"}
 	fuzzKinds   = []string{"pod", "pod", "pod", "deploy", "rs", "job"}
 	fuzzQueues  = []string{"", "", "", "root.dev", "root.dev", "root.ops", "root.ops", "root.default", "root.nope"}
 	fuzzACLs    = []string{"", "", "", "bob", " ops", "*", " "}
@@ -143,7 +145,7 @@ func generate(r *rand.Rand, n int) []fuzzStep {
 	for i := range steps {
 		s := fuzzStep{Op: pick(fuzzOps), Actor: fuzzActors[r.IntN(len(fuzzActors))].name, Kind: pick(fuzzKinds), Slot: r.IntN(fuzzSlots)}
 		switch s.Op {
-		case "evict", "status":
+		case "evict", "status", "deletecollection":
 			s.Kind = "pod"
 		case "scale":
 			s.Kind, s.N = "deploy", r.IntN(4)
@@ -174,7 +176,7 @@ func generate(r *rand.Rand, n int) []fuzzStep {
 			made[s.Kind] = append(made[s.Kind], s)
 		case "delete":
 			s.N = r.IntN(3)
-		case "evict", "scale":
+		case "evict", "scale", "deletecollection":
 		default:
 			switch r.IntN(5) {
 			case 0:
@@ -765,6 +767,17 @@ func (r *run) step(ctx context.Context, s fuzzStep) *fuzzViolation {
 		after, err = r.patch(ctx, s, a)
 	case "delete":
 		err = r.delete(ctx, s, a)
+	case "deletecollection":
+		// What a may kill is let go; anything else of the namespace's
+		// bare pods that disappears is a finding ("vanished").
+		if all, lerr := r.list(ctx); lerr == nil {
+			for _, sn := range all {
+				if ok, _ := r.mayKill(ctx, a, sn); ok && sn.kind == "pod" {
+					r.deleted[sn.top.UID] = s.Actor
+				}
+			}
+		}
+		err = a.client.CoreV1().Pods(r.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr[int64](0)}, metav1.ListOptions{})
 	case "evict":
 		err = a.client.CoreV1().Pods(r.ns).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: r.target, Namespace: r.ns},
 			DeleteOptions: &metav1.DeleteOptions{GracePeriodSeconds: ptr[int64](0)}})
