@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -1117,6 +1118,23 @@ func (f *fuzzer) shrink(ctx context.Context, steps []fuzzStep, kind string, budg
 	return steps
 }
 
+// webhookFailures counts the lines of the API server's log after offset
+// from that say it failed calling a webhook of label's usher.
+func webhookFailures(path string, from int64, label string) (n int, first string) {
+	data, err := os.ReadFile(path)
+	if err != nil || int64(len(data)) < from {
+		return 0, ""
+	}
+	for _, line := range strings.Split(string(data[from:]), "\n") {
+		if strings.Contains(line, "Failed calling webhook") && strings.Contains(line, label) {
+			if n++; n == 1 {
+				first = line
+			}
+		}
+	}
+	return n, first
+}
+
 // regression renders steps as an entry of fuzzRegressions.
 func regression(name string, steps []fuzzStep) string {
 	var b strings.Builder
@@ -1154,6 +1172,11 @@ func TestFuzz(t *testing.T) {
 	t.Logf("fuzz: seed %d (USHER_FUZZ_SEED=%d replays it), duration %v", seed, seed, d)
 	ctx := ctxFor(t, d+20*time.Minute)
 	f, _ := newFuzzer(t, ctx)
+	apiLog := filepath.Join(cluster.StateDir, "logs", "kube-apiserver.log")
+	var logFrom int64
+	if fi, err := os.Stat(apiLog); err == nil {
+		logFrom = fi.Size()
+	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	start, report := time.Now(), time.Now()
 	sequences, ops, refused, findings := 0, 0, 0, map[string]bool{}
@@ -1180,6 +1203,12 @@ func TestFuzz(t *testing.T) {
 		small := f.shrink(ctx, steps, v.Kind, 5*time.Minute)
 		t.Errorf("fuzz: shrunk to %d of %d steps; add to fuzzRegressions in fuzz_regress_test.go:\n%s",
 			len(small), len(steps), regression(fmt.Sprintf("seed %d sequence %d: %s", seed, sequences, v.Kind), small))
+	}
+	// Every review answered, the controllers' too: the API server logs
+	// each call to usher that failed (timeout, connection, 5xx).
+	if n, first := webhookFailures(apiLog, logFrom, f.e.label); n > 0 {
+		findings["unanswered (API server log)"] = true
+		t.Errorf("fuzz: the API server failed calling usher %d times while fuzzing, first: %s", n, first)
 	}
 	t.Logf("fuzz: seed %d: %d sequences, %d operations (%d refused or not found) in %v, %d findings, usher's VmHWM %d MiB",
 		seed, sequences, ops, refused, time.Since(start).Round(time.Second), len(findings), f.hwm>>20)
