@@ -45,6 +45,8 @@ var fuzzRegressions = []struct {
 		{Op: "update", Actor: "ext", Kind: "deploy", Slot: 1, Ann: "bob"},
 		{Op: "apply", Actor: "op", Kind: "pod", Slot: 3, Ann: "remove"},
 		{Op: "status", Actor: "alice", Kind: "pod", Slot: 3, Ann: "dg"},
+		{Op: "bind", Actor: "bob", Kind: "pod", Slot: 3, Ann: "bob"},
+		{Op: "bind", Actor: "bob", Kind: "pod", Slot: 3, Queue: "root.ops"},
 		{Op: "scale", Actor: "bob", Kind: "deploy", Slot: 1, N: 3},
 	}},
 }

@@ -70,7 +70,8 @@ const (
 
 // fuzzStep is one request of a sequence. Op is create, update,
 // patch-json, patch-merge, patch-strategic, apply, delete, evict, scale,
-// status or deletecollection (of the namespace's pods); Kind is pod,
+// status, deletecollection (of the namespace's pods) or bind (a Binding
+// carrying the edit's annotations and labels); Kind is pod,
 // deploy, rs or job and Slot numbers the object (its name is the kind's
 // letter and the slot; below 0, a pod by rank, see nthPod). An edit
 // changes one thing: Ann (the user.info variant, see run.annotation;
@@ -125,7 +126,7 @@ var fuzzActors = []struct {
 
 var (
 	fuzzOps = []string{"create", "create", "create", "create", "create", "update", "update", "patch-json", "patch-merge",
-		"patch-strategic", "apply", "delete", "delete", "evict", "scale", "status", "status", "deletecollection"}
+		"patch-strategic", "apply", "delete", "delete", "evict", "scale", "status", "status", "deletecollection", "bind"}
 	fuzzKinds   = []string{"pod", "pod", "pod", "deploy", "rs", "job"}
 	fuzzQueues  = []string{"", "", "", "root.dev", "root.dev", "root.ops", "root.ops", "root.default", "root.nope"}
 	fuzzACLs    = []string{"", "", "", "bob", " ops", "*", " "}
@@ -146,7 +147,7 @@ func generate(r *rand.Rand, n int) []fuzzStep {
 	for i := range steps {
 		s := fuzzStep{Op: pick(fuzzOps), Actor: fuzzActors[r.IntN(len(fuzzActors))].name, Kind: pick(fuzzKinds), Slot: r.IntN(fuzzSlots)}
 		switch s.Op {
-		case "evict", "status", "deletecollection":
+		case "evict", "status", "deletecollection", "bind":
 			s.Kind = "pod"
 		case "scale":
 			s.Kind, s.N = "deploy", r.IntN(4)
@@ -779,6 +780,16 @@ func (r *run) step(ctx context.Context, s fuzzStep) *fuzzViolation {
 			}
 		}
 		err = a.client.CoreV1().Pods(r.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr[int64](0)}, metav1.ListOptions{})
+	case "bind":
+		// A Binding's annotations and labels are copied onto the pod.
+		var m metav1.ObjectMeta
+		r.setMeta(s, a, &m, false)
+		m.Name = r.target
+		err = a.client.CoreV1().Pods(r.ns).Bind(ctx, &corev1.Binding{ObjectMeta: m,
+			Target: corev1.ObjectReference{Kind: "Node", Name: "fuzz-node"}}, metav1.CreateOptions{})
+		if err == nil {
+			after, _ = r.get(ctx, r.admin, "pod", r.target)
+		}
 	case "evict":
 		err = a.client.CoreV1().Pods(r.ns).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: r.target, Namespace: r.ns},
 			DeleteOptions: &metav1.DeleteOptions{GracePeriodSeconds: ptr[int64](0)}})
