@@ -295,7 +295,10 @@ func isBinding(req *admissionv1.AdmissionRequest) bool {
 //   - with enforceDeleteACLs, the modify ACL, queue markers and (with
 //     bypassAuth) the legacy username label, which decide who may delete
 //     the pod: only trusted deleters and those who may kill every
-//     application, since the review does not carry the pod.
+//     application, since the review does not carry the pod;
+//   - with enforceQueueACLs, queue markers: never (warned in warn mode),
+//     since the queue they move the pod to cannot be checked against
+//     the identity of a pod the review does not carry.
 //
 // Schedulers bind without any of these, and the topology labels the API
 // server adds are none of them.
@@ -311,7 +314,7 @@ func bind(ctx context.Context, st *handlerState, req *admissionv1.AdmissionReque
 	if err := parseBinding(obj, c, &m); err != nil {
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: %v", err)
 	}
-	user, groups := req.UserInfo.Username, req.UserInfo.Groups
+	user := req.UserInfo.Username
 	pod := "Pod " + strconv.Quote(req.Namespace+"/"+req.Name)
 	for _, a := range [...]struct {
 		slot int
@@ -324,6 +327,30 @@ func bind(ctx context.Context, st *handlerState, req *admissionv1.AdmissionReque
 			return dc
 		}
 	}
+	dc := bindKill(ctx, st, req, &m, pod)
+	if !dc.allowed || !c.EnforceQueue {
+		return dc
+	}
+	for i := range c.Sources {
+		if m.has(slotMarkers + i) {
+			denied := deny(CauseQueueSubmitDenied, httpStatusForbidden, "usher: user %q may not set %s %s on %s through a Binding: with enforceQueueACLs on, "+
+				"it moves the pod to a queue that cannot be checked, since a Binding does not show whose pod it is; label the pod instead",
+				user, c.Sources[i].Kind, c.Sources[i].Key, pod)
+			denied.check = CheckSubmit
+			if !c.QueueWarn {
+				return denied
+			}
+			dc.warnOf(&denied)
+			break
+		}
+	}
+	return dc
+}
+
+// bindKill decides the fields of a Binding that decide who may delete the
+// pod (m), with enforceDeleteACLs.
+func bindKill(ctx context.Context, st *handlerState, req *admissionv1.AdmissionRequest, m *metaView, pod string) decision {
+	c, user, groups := st.cfg, req.UserInfo.Username, req.UserInfo.Groups
 	if !c.EnforceDelete {
 		return allow(RuleBindingPlain)
 	}

@@ -49,6 +49,17 @@ var fuzzRegressions = []struct {
 		{Op: "bind", Actor: "bob", Kind: "pod", Slot: 3, Queue: "root.ops"},
 		{Op: "scale", Actor: "bob", Kind: "deploy", Slot: 1, N: 3},
 	}},
+	// Found by TestFuzz (seed 1795665275797488460, sequence 84, shrunk
+	// from 38 steps): ext, a trusted external user, bound a pod of erin's
+	// Job with a Binding labelled queue=root.dev, a queue erin may not
+	// submit to; the Binding was not checked against her identity.
+	{name: "seed 1795665275797488460 sequence 84: queue", steps: []fuzzStep{
+		{Op: "create", Actor: "erin", Kind: "job", Slot: 3, Queue: "root.ops", ACL: " ", N: 1},
+		{Op: "bind", Actor: "ext", Kind: "pod", Slot: -5, Queue: "root.dev"},
+		{Op: "create", Actor: "erin", Kind: "pod", Slot: 0, Queue: "root.ops"},
+		{Op: "bind", Actor: "admin", Kind: "pod", Slot: 0, Queue: "root.dev"},
+		{Op: "bind", Actor: "op", Kind: "pod", Slot: 0, Queue: "root.dev"},
+	}},
 }
 
 func TestFuzzRegressions(t *testing.T) {
