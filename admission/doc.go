@@ -90,7 +90,8 @@
 //     and a marker on a workload's own metadata that its scheduler does not
 //     read cannot stand in for the template's. Objects a controller makes
 //     are checked the same way, under the identity they carry. On UPDATE,
-//     queues the object newly asks for are checked. A denial is a 403 with
+//     queues the object newly asks for are checked. A Binding may not carry a
+//     queue marker: its review does not carry the pod to check. A denial is a 403 with
 //     the authorizer's reason; an authorizer error or a missing authorizer
 //     denies (fail closed).
 //   - enforceDeleteACLs (opt-in; default false) applies YARN's kill rule
