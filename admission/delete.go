@@ -223,8 +223,9 @@ func isBinding(req *admissionv1.AdmissionRequest) bool {
 
 // bind decides a Binding, whose labels and annotations the API server
 // copies onto the pod without an UPDATE review: it may never set
-// user.info and, with enforceDeleteACLs, what decides deletion only as
-// evict allows.
+// user.info; with enforceDeleteACLs, what decides deletion only as evict
+// allows; with enforceQueueACLs, no queue marker (warned in warn mode), as
+// the review does not carry the pod whose identity the queue is checked for.
 func bind(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, obj string) decision {
 	c := st.cfg
 	switch {
@@ -237,7 +238,7 @@ func bind(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, obj
 	if err := parseBinding(obj, c, &m); err != nil {
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: %v", err)
 	}
-	user, groups := req.UserInfo.Username, req.UserInfo.Groups
+	user := req.UserInfo.Username
 	pod := "Pod " + strconv.Quote(req.Namespace+"/"+req.Name)
 	for _, a := range [...]struct {
 		slot int
@@ -250,6 +251,30 @@ func bind(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, obj
 			return dc
 		}
 	}
+	dc := bindKill(ctx, st, req, &m, pod)
+	if !dc.allowed || !c.EnforceQueue {
+		return dc
+	}
+	for i := range c.Sources {
+		if m.has(slotMarkers + i) {
+			denied := deny(CauseQueueSubmitDenied, httpStatusForbidden, "usher: user %q may not set %s %s on %s through a Binding: with enforceQueueACLs on, "+
+				"it moves the pod to a queue that cannot be checked, since a Binding does not show whose pod it is; label the pod instead",
+				user, c.Sources[i].Kind, c.Sources[i].Key, pod)
+			denied.check = CheckSubmit
+			if !c.QueueWarn {
+				return denied
+			}
+			dc.warnOf(&denied)
+			break
+		}
+	}
+	return dc
+}
+
+// bindKill decides the fields of a Binding that decide who may delete the
+// pod (m), with enforceDeleteACLs.
+func bindKill(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, m *metaView, pod string) decision {
+	c, user, groups := st.cfg, req.UserInfo.Username, req.UserInfo.Groups
 	if !c.EnforceDelete {
 		return allow(RuleBindingPlain)
 	}

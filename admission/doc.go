@@ -61,7 +61,8 @@
 //     All markers count, so a second scheduler's marker cannot smuggle a
 //     workload into a forbidden queue. The QueueAuthorizer must allow the
 //     effective identity each queue; on UPDATE, queues newly asked for. A
-//     missing authorizer or an error denies (fail closed).
+//     Binding may not carry a queue marker (its review does not carry the
+//     pod to check). A missing authorizer or an error denies (fail closed).
 //   - enforceDeleteACLs applies YARN's kill rule (docs/delete.md) to
 //     DELETE, to UPDATEs of what decides it (ownerReferences, the modify
 //     ACL, queue markers, with bypassAuth the legacy label), to adoptions by

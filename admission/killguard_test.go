@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -412,4 +414,38 @@ func TestBinding(t *testing.T) {
 	wantDenied(t, run(t, off, hookValidate, req), 400, "metadata.annotations")
 	req.Object.Raw = []byte(`{"kind":"Pod","apiVersion":"v1","metadata":{}}`)
 	wantDenied(t, run(t, off, hookValidate, req), 400, `request.object is a "v1" "Pod", want v1 Binding as request.kind says`)
+}
+
+// TestBindingQueueMarker: with enforceQueueACLs, a Binding carrying a
+// queue marker would move the pod into a queue nobody checked against its
+// identity (the review does not carry the pod; an UPDATE of the pod's
+// label is checked): refused for everyone, trusted controllers,
+// system:masters and root admins included, with enforceDeleteACLs or
+// without; warned in warn mode. TestFuzz found it: a trusted external user
+// bound erin's pod with the label queue=root.dev, a queue erin may not use.
+func TestBindingQueueMarker(t *testing.T) {
+	authz := newFakeDeleteAuthz()
+	authz.queueAdmins["root"] = []string{"rooty"}
+	sched := authenticationv1.UserInfo{Username: "system:kube-scheduler", Groups: []string{"system:authenticated"}}
+	queue := m("queue", "root.bobs")
+	for name, c := range map[string]settings.Config{
+		"queue":            {EnforceQueueACLs: true},
+		"queue and delete": {EnforceQueueACLs: true, EnforceDeleteACLs: true},
+	} {
+		h := newTestHandler(mustCompile(t, c), WithDeleteAuthorizer(authz))
+		for _, u := range []authenticationv1.UserInfo{kcm, superuser, {Username: "rooty"}} {
+			t.Run(name+"/"+u.Username, func(t *testing.T) {
+				wantDenied(t, run(t, h, hookValidate, bindingRequest(u, queue, nil, false)), 403,
+					`may not set label queue on Pod "team-a/p" through a Binding: with enforceQueueACLs on`)
+				wantAllowed(t, run(t, h, hookValidate, bindingRequest(u, m("topology.kubernetes.io/zone", "z1"), nil, true)))
+			})
+		}
+		wantDenied(t, run(t, h, hookValidate, bindingRequest(sched, queue, nil, true)), 403, "through a Binding")
+	}
+	warn := newTestHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true, EnforceQueueACLsMode: settings.ModeWarn}))
+	resp := run(t, warn, hookValidate, bindingRequest(sched, queue, nil, false))
+	wantAllowed(t, resp)
+	if !slices.ContainsFunc(resp.Warnings, func(w string) bool { return strings.Contains(w, "through a Binding") }) {
+		t.Errorf("warn mode: warnings %q, want the Binding's refusal", resp.Warnings)
+	}
 }
