@@ -7,6 +7,8 @@
 # WIRE_BEFORE=PATH adds two servers run from another usher binary (an
 # older build), with and without audit records, to every round, so that a
 # change is measured interleaved with what it changes.
+# WIRE_HTTP2=1 sends the reviews over HTTP/2, as kube-apiserver calls
+# webhooks (each request then runs on a new goroutine in both servers).
 # WIRE_PROFILE=DIR builds usher and usher-load with -tags pprof and saves
 # a CPU profile of each server (DIR/bare.pprof, DIR/audit.pprof,
 # DIR/noaudit.pprof) taken during its first round; read one with
@@ -64,7 +66,7 @@ for r in $(seq "$rounds"); do
       ppid=$!
     fi
     cpu0=$(cputicks "${pidof[$name]}")
-    out=$("$dir/usher-load" --addr "127.0.0.1:$port" --ca "$dir/$name.pem" --conns "$conns" --duration "${secs}s" | tr '\n' ' ')
+    out=$("$dir/usher-load" --addr "127.0.0.1:$port" --ca "$dir/$name.pem" --conns "$conns" --duration "${secs}s" ${WIRE_HTTP2:+--http2} | tr '\n' ' ')
     cpu1=$(cputicks "${pidof[$name]}")
     n=$(sed -n 's/.*requests \([0-9]*\) ok.*/\1/p' <<<"$out")
     per=$(awk -v t=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" -v n="${n:-0}" 'BEGIN { if (n > 0) printf "%.1f", t / hz * 1e6 / n; else print "?" }')

@@ -76,6 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	configPath := fs.String("config", "", "with --reloads: the configuration `FILE` usher serve watches (overwritten)")
 	queues := fs.Int("queues", 10000, "with --reloads: queues of the generated configuration")
 	entries := fs.Int("entries", 100000, "with --reloads: ACL entries of the generated configuration")
+	h2 := fs.Bool("http2", false, "send the reviews over HTTP/2, as kube-apiserver calls webhooks (default HTTP/1.1)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -133,7 +134,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	for c := range *conns {
 		wg.Go(func() {
-			tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, MaxIdleConnsPerHost: 1, MaxConnsPerHost: 1}
+			tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, MaxIdleConnsPerHost: 1, MaxConnsPerHost: 1, ForceAttemptHTTP2: *h2}
 			client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
 			defer tr.CloseIdleConnections()
 			body := []byte(review)
