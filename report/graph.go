@@ -79,7 +79,11 @@ func (g *Graph) Mermaid(w io.Writer) error {
 		}
 	}
 	for i, e := range g.Edges {
-		fmt.Fprintf(&b, "  n%d -->|\"%s\"| n%d\n", e.From, mermaidText.Replace(e.Label), e.To)
+		label := ""
+		if e.Label != "" {
+			label = `|"` + mermaidText.Replace(e.Label) + `"|`
+		}
+		fmt.Fprintf(&b, "  n%d -->%s n%d\n", e.From, label, e.To)
 		if e.Class != "" {
 			fmt.Fprintf(&b, "  linkStyle %d stroke:%s\n", i, colours[e.Class])
 		}

@@ -25,7 +25,7 @@ var layers = [][]string{
 	{"identity/resolvers"},
 	{"config", "cluster"},
 	{"engine", "impact", "importer", "admission", "decision"},
-	{"serving", "answer"},
+	{"serving", "answer", "report"},
 	{"server", "policytest", "doctor"},
 	{"cmd/usher/cli", "cmd/kubectl-usher/plugin", "cmd/usher-load", "hack/..."},
 	{"cmd/usher", "cmd/kubectl-usher", "deploy"},
