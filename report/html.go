@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/usherhq/usher/answer"
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/impact"
@@ -27,8 +28,7 @@ var esc = html.EscapeString
 const style = `body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#1f2328}
 table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border-bottom:1px solid #d0d7de;padding:3px 10px;text-align:left;vertical-align:top}
 .g{display:inline-block;margin:1px 4px 1px 0;padding:0 5px;border-radius:4px;background:#ddf4ff}.g.inh{background:#f6f8fa;color:#57606a}
-.m{color:#57606a;font-size:12px}.gain{background:#dafbe1}.loss{background:#ffebe9}
-li.yes{color:#1a7f37;font-weight:bold}li.no{color:#cf222e}code{font-size:13px}`
+.m{color:#57606a;font-size:12px}.gain{background:#dafbe1}.loss{background:#ffebe9}pre span{display:block}code,pre{font-size:13px}`
 
 // Write writes the page: HTML with its style inline and no script or
 // outside resource.
@@ -68,36 +68,20 @@ func (p *Page) Write(w io.Writer) error {
 		b.WriteString("</tr>\n")
 	}
 	fmt.Fprintf(&b, "</table>\n<p class=m>Group members: %s.</p>\n", esc(note))
-	if d := p.Diff; d != nil {
-		fmt.Fprintf(&b, "<h2>Rights from <code>%s</code> to <code>%s</code></h2>\n<p>%d rights gained, %d lost, %d placements changed.</p>\n<table id=diff><tr><th></th><th>queue</th><th>right</th><th>who</th><th>queues</th></tr>\n", esc(d.Old), esc(d.New), d.Gained, d.Lost, d.Placements)
-		for _, part := range d.Partitions {
-			for _, q := range part.Queues {
-				for _, c := range q.Changes {
-					cls, sign := "loss", "-"
-					if c.Gained {
-						cls, sign = "gain", "+"
-					}
-					fmt.Fprintf(&b, "<tr class=%s data-queue=\"%s\" data-right=%s data-who=\"%s\"><td>%s</td><td><code>%s</code>%s</td><td>%s</td><td>%s</td><td>%d</td></tr>\n",
-						cls, esc(q.Queue), esc(c.Right), esc(c.Subject()), sign, esc(q.Queue), esc(map[impact.Status]string{impact.Added: " (new)", impact.Removed: " (removed)"}[q.Status]), esc(c.Right), esc(c.Subject()), c.Queues)
-				}
-			}
-			for _, c := range part.Placement {
-				fmt.Fprintf(&b, "<tr class=loss><td>-</td><td><code>%s</code></td><td>placed</td><td>%s</td><td></td></tr>\n", esc(c.Old.String()), esc(c.Subject()))
-				fmt.Fprintf(&b, "<tr class=gain><td>+</td><td><code>%s</code></td><td>placed</td><td>%s</td><td></td></tr>\n", esc(c.New.String()), esc(c.Subject()))
-			}
+	if p.Diff != nil {
+		fmt.Fprintf(&b, "<h2>Rights gained and lost</h2>\n<pre id=diff>")
+		var text strings.Builder
+		impact.WriteText(&text, p.Diff)
+		for l := range strings.Lines(text.String()) {
+			cls := map[bool]string{true: "gain"}[strings.HasPrefix(l, "+ ")] + map[bool]string{true: "loss"}[strings.HasPrefix(l, "- ")]
+			fmt.Fprintf(&b, "<span class=%q>%s</span>", cls, esc(l))
 		}
-		b.WriteString("</table>\n")
+		b.WriteString("</pre>\n")
 	}
-	if r := p.Place; r != nil {
-		end := "rejected"
-		if r.Placed {
-			end = r.Queue
-		}
-		fmt.Fprintf(&b, "<h2>Where an application of %s goes</h2>\n<p>groups %s; placed in <code id=placed>%s</code></p>\n<ol id=place>\n", esc(r.Identity.User), esc(strings.Join(r.Identity.Groups, ", ")), esc(end))
-		for _, s := range r.Trail {
-			fmt.Fprintf(&b, "<li class=\"%s\">%s: %s: %s</li>\n", stepClass[s.Outcome], esc(stepLabel(r.Rules, s)), s.Outcome, esc(s.Reason()))
-		}
-		b.WriteString("</ol>\n")
+	if p.Place != nil {
+		var text strings.Builder
+		answer.Place(&text, p.Place)
+		fmt.Fprintf(&b, "<h2>Where an application of %s goes</h2>\n<pre id=place>%s</pre>\n", esc(p.Place.Identity.User), esc(text.String()))
 	}
 	b.WriteString("</body></html>\n")
 	_, err = io.WriteString(w, b.String())

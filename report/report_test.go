@@ -105,7 +105,7 @@ func TestDOT(t *testing.T) {
 	dot, _ := exec.LookPath("dot")
 	for name, g := range graphs(t) {
 		var b bytes.Buffer
-		if err := g.DOT(&b); err != nil {
+		if err := g.Write(&b, "dot"); err != nil {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
@@ -151,7 +151,7 @@ var (
 func TestMermaid(t *testing.T) {
 	for name, g := range graphs(t) {
 		var b bytes.Buffer
-		if err := g.Mermaid(&b); err != nil {
+		if err := g.Write(&b, "mermaid"); err != nil {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
@@ -203,9 +203,9 @@ func TestPage(t *testing.T) {
 	for _, want := range []string{
 		"<title>usher report: &lt;b&gt;queues.yaml</title>",
 		`<tr data-queue="root.teams.ml"><td style="padding-left:3em"><code>ml</code></td><td data-action=submit><span class="g" title="group ml in submitacl of root.teams.ml">group ml <span class=m>(alice, bob)</span></span><span class="g inh" title="user alice in submitacl of root.teams">user alice</span>`,
-		`<tr class=loss data-queue="root.teams" data-right=submit data-who="user bob">`,
-		`<tr class=gain data-queue="root.teams.ml" data-right=submit data-who="group ml">`,
-		`placed in <code id=placed>root.teams.ml</code>`,
+		"<span class=\"\">  root.teams\n</span><span class=\"loss\">-   submit  user bob        and all 2 queues below\n</span>",
+		"<span class=\"\">  root.teams.ml\n</span><span class=\"gain\">+   submit  group ml\n</span>",
+		"<pre id=place>root.teams.ml\nrule 2: tag &#34;namespace&#34;",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %s:\n%s", want, page)

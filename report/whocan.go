@@ -5,8 +5,10 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/usherhq/usher/acl"
@@ -57,67 +59,55 @@ func Who(cfg *config.Config, partition, queue string, action policy.Action) (*Wh
 		if s.Rule == nil {
 			continue
 		}
-		g := Grant{Queue: s.Queue, ACL: string(s.ACL)}
-		if s.Rule.All() {
-			w.Grants = append(w.Grants, Grant{Queue: s.Queue, ACL: g.ACL, Kind: "wildcard", Name: "*"})
-		}
-		for _, u := range s.Rule.Users() {
-			g.Kind, g.Name = "user", u
-			w.Grants = append(w.Grants, g)
-		}
-		for _, name := range s.Rule.Groups() {
-			g.Kind, g.Name, g.Members = "group", name, nil
-			if members != nil {
+		add := func(kind, name string) {
+			g := Grant{Queue: s.Queue, ACL: string(s.ACL), Kind: kind, Name: name}
+			if kind == "group" && members != nil {
 				g.Members = members.Members(name)
 			}
 			w.Grants = append(w.Grants, g)
+		}
+		if s.Rule.All() {
+			add("wildcard", "*")
+		}
+		for _, u := range s.Rule.Users() {
+			add("user", u)
+		}
+		for _, g := range s.Rule.Groups() {
+			add("group", g)
 		}
 	}
 	return w, nil
 }
 
-// membersOf returns what lists a group's members in the partition's
-// resolver, nil when it cannot, and a note saying which.
-func membersOf(cfg *config.Config, partition string) (interface{ Members(string) []string }, string) {
-	for _, p := range cfg.Partitions {
-		if !strings.EqualFold(p.Name, partition) {
-			continue
-		}
-		r := p.Resolver
-		var t identity.Resolver
-		switch r.Type {
-		case resolvers.TypeFile:
-			t = r.Table
-		case resolvers.TypeTest:
-			t = identity.Static(r.Users)
-		}
-		if m, ok := t.(interface{ Members(string) []string }); ok {
-			return m, fmt.Sprintf("members as the %s resolver lists them; groups a request carries are not listed", r.Type)
-		}
-		typ := r.Type
-		if typ == "" {
-			typ = resolvers.TypeNone
-		}
-		return nil, fmt.Sprintf("not enumerated: the %s resolver cannot list a group's members", typ)
+// lister lists a group's members: a file or test resolver's table.
+type lister interface{ Members(group string) []string }
+
+// membersOf returns the lister of the partition's resolver, nil when it
+// has none, and a note saying which.
+func membersOf(cfg *config.Config, partition string) (lister, string) {
+	i := slices.IndexFunc(cfg.Partitions, func(p config.Partition) bool { return strings.EqualFold(p.Name, partition) })
+	r := cfg.Partitions[i].Resolver
+	t := r.Table
+	if r.Type == resolvers.TypeTest {
+		t = identity.Static(r.Users)
 	}
-	return nil, ""
+	if m, ok := t.(lister); ok {
+		return m, fmt.Sprintf("members as the %s resolver lists them; groups a request carries are not listed", r.Type)
+	}
+	return nil, fmt.Sprintf("not enumerated: the %s resolver cannot list a group's members", cmp.Or(r.Type, resolvers.TypeNone))
 }
 
-// Text writes w for people: one line per entry, with the group's members.
+// Text writes w for people: one line per entry, a group's with its
+// members.
 func (w *WhoCan) Text(out io.Writer) {
 	fmt.Fprintf(out, "who may %s %s (partition %s), in check order:\n", w.Action, w.Queue, w.Partition)
 	if len(w.Grants) == 0 {
 		fmt.Fprintln(out, "  nobody: no ACL of the queue, its parents or the partition names anyone")
 	}
 	for _, g := range w.Grants {
-		fmt.Fprintf(out, "  %s\n", g.Describe())
-		if len(g.Members) > 0 {
-			fmt.Fprintf(out, "      members: %s\n", strings.Join(g.Members, ", "))
-		}
+		fmt.Fprintf(out, "  %s%s\n", g.Describe(), strings.TrimSuffix(": "+strings.Join(g.Members, ", "), ": "))
 	}
-	if w.Members != "" {
-		fmt.Fprintf(out, "group members: %s\n", w.Members)
-	}
+	fmt.Fprintf(out, "group members: %s\n", w.Members)
 }
 
 // Describe renders the grant: group dev in submitacl of root.a.

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,10 +75,9 @@ func TestReportInChromium(t *testing.T) {
 	// queue -> who may submit, as the page shows it
 	tree := eval[map[string]string](ctx, t, `Object.fromEntries([...document.querySelectorAll("#tree tr[data-queue]")].map(r =>
 		[r.dataset.queue, [...r.querySelectorAll("td[data-action=submit] > span")].map(s => s.firstChild.textContent.trim()).join(", ")]))`)
-	// "queue right who" -> the row's background colour
-	diff := eval[map[string]string](ctx, t, `Object.fromEntries([...document.querySelectorAll("#diff tr[data-queue]")].map(r =>
-		[r.dataset.queue + " " + r.dataset.right + " " + r.dataset.who, getComputedStyle(r).backgroundColor]))`)
-	placed := eval[string](ctx, t, `document.getElementById("placed").textContent`)
+	// each line of the diff with its background colour
+	diff := eval[[][2]string](ctx, t, `[...document.querySelectorAll("#diff span")].map(s => [s.textContent.trimEnd(), getComputedStyle(s).backgroundColor])`)
+	placed := eval[string](ctx, t, `document.getElementById("place").textContent.split("\n")[0]`)
 	ml := eval[string](ctx, t, `document.querySelector('#tree tr[data-queue="root.teams.ml"] td[data-action=submit]').textContent`)
 	// The test's own last message: whatever the page logged comes before.
 	eval[any](ctx, t, `console.log("usher-test-done")`)
@@ -107,14 +107,21 @@ func TestReportInChromium(t *testing.T) {
 	if !strings.Contains(ml, "group ml (alice, bob)") {
 		t.Errorf("root.teams.ml submit %q: the members of ml are not shown", ml)
 	}
-	green, red := "rgb(218, 251, 225)", "rgb(255, 235, 233)"
-	wantDiff := map[string]string{
-		"root.teams submit user bob":        red,
-		"root.teams.ml submit group ml":     green,
-		"root.sandbox submit everyone (*)":  green,
-		"root.sandbox admin group platform": green,
+	none, green, red := "rgba(0, 0, 0, 0)", "rgb(218, 251, 225)", "rgb(255, 235, 233)"
+	wantDiff := [][2]string{
+		{"--- old.yaml", none},
+		{"+++ queues.yaml", none},
+		{"partition default", none},
+		{"  root.teams", none},
+		{"-   submit  user bob        and all 2 queues below", red},
+		{"  root.teams.ml", none},
+		{"+   submit  group ml", green},
+		{"  root.sandbox (new queue)", none},
+		{"+   submit  everyone (*)", green},
+		{"+   admin   group platform", green},
+		{"3 rights gained, 1 right lost, starting in 3 queues", none},
 	}
-	if !maps.Equal(diff, wantDiff) {
+	if !slices.Equal(diff, wantDiff) {
 		t.Errorf("diff %q, want %q", diff, wantDiff)
 	}
 	if placed != "root.teams.ml" {

@@ -25,8 +25,8 @@ var layers = [][]string{
 	{"identity/resolvers"},
 	{"config", "cluster"},
 	{"engine", "impact", "importer", "admission", "decision"},
-	{"serving", "answer", "report"},
-	{"server", "policytest", "doctor"},
+	{"serving", "answer"},
+	{"server", "policytest", "doctor", "report"},
 	{"cmd/usher/cli", "cmd/kubectl-usher/plugin", "cmd/usher-load", "hack/..."},
 	{"cmd/usher", "cmd/kubectl-usher", "deploy"},
 }

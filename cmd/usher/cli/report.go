@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -27,31 +26,28 @@ func (o *outputFlag) setPicture(s string) error {
 // picture reports whether the output is a picture, dot or mermaid.
 func (o outputFlag) picture() bool { return o == "dot" || o == "mermaid" }
 
-const whoCanHelp = `Lists everyone who may submit to (or administer) a queue: every entry of
-every ACL a decision on the queue checks, in that order: the queue's
-submitacl and adminacl, then its parents', up to root, then the
-partition's adminacl (the submitacl is skipped for --action admin). Under
-each group entry are its members, when the partition's resolver can list
-them (file and test); an os or ldap resolver cannot, and a last line says
-so. Groups a request carries (Kubernetes groups) are never listed.
+const whoCanHelp = `Lists every ACL entry that lets someone submit to (or administer) a queue,
+in the order a decision checks them: the queue's submitacl and adminacl,
+its parents', then the partition's adminacl (only adminacls for --action
+admin). A group's members are listed when the partition's resolver can
+list them (file, test), never the groups a request carries.
 
 Exit status: 0 on success, 2 on bad usage, an invalid configuration or an
 unknown queue.
 
-Examples:
-  usher who-can --config queues.yaml --queue root.ml.training
+Example:
   usher who-can --config queues.yaml --queue root.ml --action admin -o json
 `
 
 func newWhoCanCommand(env *Env) *cobra.Command {
-	d := &decisionFlags{}
+	d := &decisionFlags{out: "text"}
 	cmd, fs := newCommand(env, groupDecide, "who-can --queue Q [--action submit|admin] [flags]",
 		"every user and group that may submit to (or administer) a queue, and through which ACL", whoCanHelp)
 	fs.StringVar(&d.config, "config", "", configFlagHelp)
 	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
 	fs.StringVar(&d.queue, "queue", "", "queue `PATH` such as root.a.b (required)")
 	fs.StringVar(&d.action, "action", "submit", "`ACTION`: submit or admin")
-	fs.StringVarP((*string)(&d.out), "output", "o", "text", "output `FORMAT`: text or json")
+	fs.VarP(&d.out, "output", "o", "output `FORMAT`: text, json or yaml")
 	completeQueues(cmd, "queue")
 	return setBody(env, cmd, func(context.Context, []string) int { return runWhoCan(env, d) })
 }
@@ -65,9 +61,6 @@ func runWhoCan(env *Env, d *decisionFlags) int {
 	case d.queue == "":
 		env.errorf("--queue is required")
 		return ExitUsage
-	case d.out != "text" && d.out != "json":
-		env.errorf("-o %q: want text or json", d.out)
-		return ExitUsage
 	}
 	cfg, err := loadConfig(env, d.config)
 	if err != nil {
@@ -79,26 +72,23 @@ func runWhoCan(env *Env, d *decisionFlags) int {
 		printLookupError(env, cfg, d.partition, d.queue, err)
 		return ExitUsage
 	}
-	if d.out == "json" {
-		b, _ := json.MarshalIndent(who, "", "  ")
-		env.Stdout.Write(append(b, '\n'))
+	if d.out.machine() {
+		d.out.write(env, who)
 	} else {
 		who.Text(env.Stdout)
 	}
 	return ExitOK
 }
 
-const reportHelp = `Writes one HTML page on stdout, with no script and nothing fetched from
-the network: the queue tree of a partition with who may submit to and
-administer each queue (usher who-can on every queue); with --against OLD,
-the rights gained (green) and lost (red) from OLD to --config (usher
-diff); with --user, where an application of the user goes, rule by rule
-(usher place).
+const reportHelp = `Writes one HTML page on stdout, with no script and nothing fetched: the
+queue tree with who may submit to and administer each queue (who-can);
+with --against OLD, the rights gained (green) and lost (red) from OLD to
+--config (diff); with --user, where the user's application goes (place).
 
 Exit status: 0 on success, 2 on bad usage or an invalid configuration.
 
 Example:
-  usher report --config examples/teams.yaml --against old.yaml --user alice --groups dev > report.html
+  usher report --config queues.yaml --against old.yaml --user alice > report.html
 `
 
 func newReportCommand(env *Env) *cobra.Command {

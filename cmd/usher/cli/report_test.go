@@ -12,10 +12,8 @@ func TestWhoCan(t *testing.T) {
 	out, errs, code := run(t, "who-can", "--config", reportConfig, "--queue", "root.teams.web")
 	want := `who may submit root.teams.web (partition default), in check order:
   user alice in submitacl of root.teams
-  group leads in adminacl of root.teams
-      members: bob
-  group platform in the partition adminacl
-      members: carol
+  group leads in adminacl of root.teams: bob
+  group platform in the partition adminacl: carol
 group members: members as the file resolver lists them; groups a request carries are not listed
 `
 	if code != 0 || out != want {
@@ -34,7 +32,7 @@ group members: members as the file resolver lists them; groups a request carries
 		{"--config", reportConfig},
 		{"--config", reportConfig, "--queue", "root.nope"},
 		{"--config", reportConfig, "--queue", "root", "--action", "kill"},
-		{"--config", reportConfig, "--queue", "root", "-o", "yaml"},
+		{"--config", reportConfig, "--queue", "root", "-o", "dot"},
 	} {
 		if _, errs, code := run(t, append([]string{"who-can"}, args...)...); code != 2 || errs == "" {
 			t.Errorf("%v: code %d, %q", args, code, errs)
@@ -63,8 +61,8 @@ func TestPictures(t *testing.T) {
 
 func TestReport(t *testing.T) {
 	out, errs, code := run(t, "report", "--config", reportConfig, "--against", reportOld, "--user", "alice", "--tag", "namespace=ml")
-	if code != 0 || !strings.HasPrefix(out, "<!DOCTYPE html>") || !strings.Contains(out, `<tr class=gain data-queue="root.teams.ml"`) ||
-		!strings.Contains(out, `<code id=placed>root.teams.ml</code>`) {
+	if code != 0 || !strings.HasPrefix(out, "<!DOCTYPE html>") || !strings.Contains(out, `<span class="gain">+   submit  group ml`) ||
+		!strings.Contains(out, "<pre id=place>root.teams.ml\n") {
 		t.Fatalf("code %d, err %s, out:\n%s", code, errs, out)
 	}
 	if _, errs, code := run(t, "report", "--config", reportConfig, "--against", "nope.yaml"); code != 2 || !strings.Contains(errs, "--against nope.yaml") {
