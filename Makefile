@@ -24,7 +24,7 @@ image:
 ## test: everything CI checks: formatting, vet, unit and integration tests
 ## with the race detector (fuzz seed corpora run as plain tests), then the
 ## end-to-end suite against a real control plane.
-test: fmt-check vet chart-lint unit policy-tests e2e
+test: fmt-check vet chart-lint unit browser policy-tests e2e
 
 ## chart-lint: helm lint --strict of the Helm chart, with its defaults and
 ## with its monitoring on (PrometheusRule, dashboard), and a render of its
@@ -39,6 +39,14 @@ chart-lint:
 	$$helm lint --strict deploy/chart/usher --set monitoring.prometheusRule.enabled=true --set monitoring.dashboard.enabled=true && \
 	$$helm template usher deploy/chart/usher --namespace usher-system > /dev/null
 
+## browser: usher report's page in a headless Chromium (Debian's chromium
+## package; hack/chromium.sh installs it when missing), in its own module
+## so that the browser driver is no dependency of usher
+.PHONY: browser
+browser:
+	bash hack/chromium.sh > /dev/null
+	cd hack/browser && $(GO) test -count=1 ./...
+
 ## policy-tests: the policy tests shipped beside the example configurations
 ## (docs/policy-tests.md)
 policy-tests:
@@ -51,6 +59,7 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 	cd e2e && $(GO) vet -mod=mod -tags e2e ./...
+	cd hack/browser && $(GO) vet ./...
 
 ## unit: every Go test with the race detector; allocation counts mean
 ## nothing under -race (sync.Pool drops items), so the tests that count

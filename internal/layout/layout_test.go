@@ -26,7 +26,7 @@ var layers = [][]string{
 	{"config", "cluster"},
 	{"engine", "impact", "importer", "admission", "decision"},
 	{"serving", "answer"},
-	{"server", "policytest", "doctor"},
+	{"server", "policytest", "doctor", "report"},
 	{"cmd/usher/cli", "cmd/kubectl-usher/plugin", "cmd/usher-load", "hack/..."},
 	{"cmd/usher", "cmd/kubectl-usher", "deploy"},
 }

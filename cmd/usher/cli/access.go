@@ -14,6 +14,7 @@ import (
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/decision"
 	"github.com/usherhq/usher/policy"
+	"github.com/usherhq/usher/report"
 )
 
 const accessHelp = `Lists every queue of a partition with what the user may do there, like
@@ -41,9 +42,9 @@ func newAccessCommand(env *Env) *cobra.Command {
 		if s == "tree" {
 			s = "text"
 		}
-		return d.out.Set(s)
+		return d.out.setPicture(s)
 	}
-	fs.FuncP("output", "o", outputHelp+" (tree: text)", setOutput)
+	fs.FuncP("output", "o", pictureHelp+" (tree: text)", setOutput)
 	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runAccess(ctx, env, d) })
 }
 
@@ -61,7 +62,11 @@ func runAccess(ctx context.Context, env *Env, d *decisionFlags) int {
 		printLookupError(env, e.Config(), req.Partition, "", err)
 		return ExitUsage
 	}
-	if d.out.machine() {
+	switch {
+	case d.out.picture():
+		report.Access(res).Write(env.Stdout, string(d.out))
+		return ExitOK
+	case d.out.machine():
 		d.out.write(env, answer.Queues(res))
 		return ExitOK
 	}

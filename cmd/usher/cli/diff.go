@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/impact"
+	"github.com/usherhq/usher/report"
 )
 
 const diffHelp = `Compares two configurations and lists, per queue, who gains (+) and who
@@ -80,7 +82,7 @@ func newDiffCommand(env *Env) *cobra.Command {
 	cmd.Args = cobra.ArbitraryArgs
 	fs.Var(f.tags, "tag", "application tag `NAME=VALUE` of every request placed (for tag rules), repeatable")
 	fs.StringVar(&f.subjectsFile, "subjects", "", "`FILE` of users with their groups to compare too, one a line: USER [GROUP,GROUP…]")
-	fs.StringVarP(&f.output, "output", "o", "text", "output `FORMAT`: text or json")
+	fs.StringVarP(&f.output, "output", "o", "text", "output `FORMAT`: text, json, or dot or mermaid (a Graphviz or Mermaid picture)")
 	return setBody(env, cmd, func(ctx context.Context, files []string) int { return runDiff(ctx, env, f, files) })
 }
 
@@ -89,8 +91,8 @@ func runDiff(_ context.Context, env *Env, f *diffFlags, files []string) int {
 		env.errorf("want two configurations, OLD and NEW; got %d arguments", len(files))
 		return ExitUsage
 	}
-	if f.output != "text" && f.output != "json" {
-		env.errorf("-o %q: want text or json", f.output)
+	if !slices.Contains([]string{"text", "json", "dot", "mermaid"}, f.output) {
+		env.errorf("-o %q: want text, json, dot or mermaid", f.output)
 		return ExitUsage
 	}
 	opts := impact.Options{Tags: f.tags}
@@ -124,12 +126,15 @@ func runDiff(_ context.Context, env *Env, f *diffFlags, files []string) int {
 	res := impact.DiffConfigs(cfgs[0], cfgs[1], opts)
 	res.Old, res.New = files[0], files[1]
 	var err error
-	if f.output == "json" {
+	switch f.output {
+	case "dot", "mermaid":
+		err = report.Diff(res).Write(env.Stdout, f.output)
+	case "json":
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false) // queue paths such as root.users.<user>
 		err = enc.Encode(res)
-	} else {
+	default:
 		err = impact.WriteText(env.Stdout, res)
 	}
 	if err != nil {

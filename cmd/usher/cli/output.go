@@ -6,8 +6,6 @@ import (
 
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
-
-	"github.com/usherhq/usher/decision"
 )
 
 // outputHelp is the help of the decision commands' -o flag.
@@ -40,9 +38,9 @@ func (o *outputFlag) register(fs *pflag.FlagSet) {
 // machine reports whether the output is JSON or YAML.
 func (o outputFlag) machine() bool { return o == "json" || o == "yaml" }
 
-// write prints out as JSON or YAML on stdout; the exit code comes from the
-// caller.
-func (o outputFlag) write(env *Env, out *decision.Output) {
+// write prints out (a *decision.Output, or who-can's answer) as JSON or
+// YAML on stdout; the exit code comes from the caller.
+func (o outputFlag) write(env *Env, out any) {
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err == nil && o == "yaml" {
 		b, err = yaml.JSONToYAML(b)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/usherhq/usher/answer"
 	"github.com/usherhq/usher/policy"
+	"github.com/usherhq/usher/report"
 )
 
 const placeHelp = `Answers "where will my job go?": runs the partition's placement rules
@@ -62,16 +63,13 @@ func (t tagFlags) Set(s string) error {
 }
 
 func newPlaceCommand(env *Env) *cobra.Command {
-	d := &decisionFlags{tags: tagFlags{}}
+	d := &decisionFlags{tags: tagFlags{}, out: "text"}
 	cmd, fs := newCommand(env, groupDecide, "place --user U [--queue Q] [--tag NAME=VALUE]... [flags]",
 		"where will this user's application go? the queue placement rules choose", placeHelp)
 	fs.StringVar(&d.config, "config", "", configFlagHelp)
 	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
-	fs.StringVar(&d.queue, "queue", "", "the `QUEUE` the application names (the provided rule's input), e.g. root.a.b or a.b")
-	fs.StringVar(&d.user, "user", "", "user `NAME` (required)")
-	fs.StringVar(&d.groups, "groups", "", "comma separated `GROUPS` the user is in; when empty the partition's resolver finds them")
-	fs.Var(d.tags, "tag", "application tag `NAME=VALUE`, repeatable (the Kubernetes shim passes namespace=NS)")
-	d.out.register(fs)
+	addPlaceFlags(fs, d)
+	fs.FuncP("output", "o", pictureHelp, d.out.setPicture)
 	completeQueues(cmd, "queue")
 	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runPlace(ctx, env, d) })
 }
@@ -90,11 +88,14 @@ func runPlace(ctx context.Context, env *Env, d *decisionFlags) int {
 		printLookupError(env, e.Config(), d.partition, d.queue, err)
 		return ExitUsage
 	}
-	if d.out.machine() {
+	switch {
+	case d.out.picture():
+		report.Place(&res).Write(env.Stdout, string(d.out))
+	case d.out.machine():
 		o := answer.Placed("place", &res, true)
 		o.Reason = res.Reason()
 		d.out.write(env, o)
-	} else {
+	default:
 		answer.Place(env.Stdout, &res)
 	}
 	if !res.Placed && d.queue != "" {

@@ -157,6 +157,7 @@ func newRootCommand(env *Env) *cobra.Command {
 		newServeCommand(env), newDoctorCommand(env),
 		newVersionCommand(env),
 	)
+	root.AddCommand(newWhoCanCommand(env), newReportCommand(env))
 	// Cobra adds these when it runs; added now, they are in the tree
 	// that tests walk. completion: bash, zsh, fish and powershell.
 	root.SetHelpCommand(newHelpCommand())
