@@ -19,15 +19,8 @@ find_chromium() {
 	CHROMIUM=${USHER_CHROMIUM:-$(command -v chromium || true)}
 }
 
-as_root() {
-	if [ "$(id -u)" = 0 ]; then
-		"$@"
-	elif command -v sudo >/dev/null; then
-		sudo -n "$@" || die "need root to run: $* (run it yourself, then retry)"
-	else
-		die "need root to run: $*"
-	fi
-}
+# shellcheck source=root.sh
+source "$(dirname "${BASH_SOURCE[0]}")/root.sh"
 
 find_chromium
 if [ -z "$CHROMIUM" ]; then

@@ -57,15 +57,8 @@ die() { log "error: $*"; exit 1; }
 
 # ---------------------------------------------------------------- installing
 
-as_root() {
-	if [ "$(id -u)" = 0 ]; then
-		"$@"
-	elif command -v sudo >/dev/null; then
-		sudo -n "$@" || die "need root to run: $* (run it yourself, then retry)"
-	else
-		die "need root to run: $*"
-	fi
-}
+# shellcheck source=root.sh
+source "$(dirname "${BASH_SOURCE[0]}")/root.sh"
 
 install_packages() {
 	local pkgs=()

@@ -23,15 +23,8 @@ find_promtool() {
 	[ -n "$PROMTOOL" ] || { [ -x /usr/bin/promtool ] && PROMTOOL=/usr/bin/promtool; } || true
 }
 
-as_root() {
-	if [ "$(id -u)" = 0 ]; then
-		"$@"
-	elif command -v sudo >/dev/null; then
-		sudo -n "$@" || die "need root to run: $* (run it yourself, then retry)"
-	else
-		die "need root to run: $*"
-	fi
-}
+# shellcheck source=root.sh
+source "$(dirname "${BASH_SOURCE[0]}")/root.sh"
 
 find_promtool
 if [ -z "$PROMTOOL" ]; then

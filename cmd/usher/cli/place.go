@@ -8,8 +8,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/usherhq/usher/answer"
+	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/policy"
 	"github.com/usherhq/usher/report"
+	"github.com/usherhq/usher/serving"
 )
 
 const placeHelp = `Answers "where will my job go?": runs the partition's placement rules
@@ -74,6 +76,17 @@ func newPlaceCommand(env *Env) *cobra.Command {
 	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runPlace(ctx, env, d) })
 }
 
+// placeOf asks e's placement rules req, with the trail; false after
+// saying why it cannot be asked.
+func (d *decisionFlags) placeOf(ctx context.Context, env *Env, e *serving.State, req engine.Request) (engine.PlaceResult, bool) {
+	res, err := e.Place(ctx, d.placeRequest(req, true))
+	if err != nil {
+		printLookupError(env, e.Config(), d.partition, d.queue, err)
+		return engine.PlaceResult{}, false
+	}
+	return res, true
+}
+
 func runPlace(ctx context.Context, env *Env, d *decisionFlags) int {
 	req, ok := d.request(env)
 	if !ok {
@@ -83,9 +96,8 @@ func runPlace(ctx context.Context, env *Env, d *decisionFlags) int {
 	if !ok {
 		return ExitUsage
 	}
-	res, err := e.Place(ctx, d.placeRequest(req, true))
-	if err != nil {
-		printLookupError(env, e.Config(), d.partition, d.queue, err)
+	res, ok := d.placeOf(ctx, env, e, req)
+	if !ok {
 		return ExitUsage
 	}
 	switch {

@@ -131,9 +131,8 @@ func runReport(ctx context.Context, env *Env, d *decisionFlags, against string) 
 		if !ok {
 			return ExitUsage
 		}
-		res, err := e.Place(ctx, d.placeRequest(req, true))
-		if err != nil {
-			printLookupError(env, e.Config(), d.partition, d.queue, err)
+		res, ok := d.placeOf(ctx, env, e, req)
+		if !ok {
 			return ExitUsage
 		}
 		page.Place = &res
