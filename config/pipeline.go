@@ -114,10 +114,10 @@ func parse(src *source, opts []Option) (*Config, error) {
 	if src.missing != "" {
 		p.missingGroup(c, src)
 	}
+	p.lint(c) // with errors too: every problem at once
 	if errs := p.errors(); len(errs) > 0 {
 		return nil, &InvalidError{Diagnostics: errs, Warnings: p.warnings()}
 	}
-	p.lint(c)
 	c.Warnings = p.warnings()
 	return c, nil
 }
@@ -158,10 +158,6 @@ func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(s
 			loc.err(se, "")
 		}
 	}
-	if err != nil {
-		return
-	}
-	c.Admission = compiled
 	for _, w := range warnings {
 		if w.Variable != "" {
 			p.push(Diagnostic{File: EnvFile, Severity: Warning, Code: "admission-setting", Msg: w.String(), Suggestion: w.Fix})
@@ -169,6 +165,10 @@ func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(s
 			loc.warn(w)
 		}
 	}
+	if err != nil {
+		return
+	}
+	c.Admission = compiled
 	if c.Snapshot == nil {
 		return
 	}
