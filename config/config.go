@@ -635,6 +635,15 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 				p.known[g] = true
 			}
 		}
+		// Without namemapping, a user skip matches is never looked up.
+		for _, e := range identity.FileEntries(r.Table) {
+			if s, ok := r.Policy.Skipped(e.User); ok && len(r.Policy.Mapping) == 0 {
+				file, line, _ := p.pos(n.Line, n.Column)
+				p.push(Diagnostic{File: r.File, Line: e.Line, Col: 1, Severity: Warning, Code: "resolver-unread", Msg: fmt.Sprintf(
+					"user %q: this line is never read: skip %q of the usergroupresolver at %s:%d matches the name, so usher never looks it up and decides on the groups Kubernetes supplied",
+					e.User, s, file, line)})
+			}
+		}
 	case "test":
 		if usersNode == nil {
 			p.errorf(n, "usergroupresolver type test needs users: a mapping of user to groups")
@@ -649,6 +658,10 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 		r.LDAP = p.ldap(ldapNode)
 	default:
 		p.errorf(typeNode, "unknown usergroupresolver type %q: want none, os, file, test or ldap", r.Type)
+	}
+	if lookup.unknown == nil && (r.Type == "file" || r.Type == "ldap" || r.Type == "os") {
+		p.warnf(cmp.Or(typeNode, n), "unknownuser-default", "usergroupresolver type %s: unknownuser is not set, so a user the directory does not know is refused: "+
+			"write unknownuser: deny to keep that, or unknownuser: given-groups to decide on the groups Kubernetes supplied", r.Type)
 	}
 	for _, extra := range []struct {
 		node *yaml.Node

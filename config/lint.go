@@ -133,7 +133,8 @@ func (p *parser) ldap(n *yaml.Node) *ldap.Config {
 
 // lint adds the warnings that need the whole file: ACLs whose leading space
 // YAML dropped, names differing only in case, names YuniKorn's ACL parser
-// drops, and leaf queues nobody can submit to.
+// drops, queues nobody can submit to, and resolver settings that leave
+// entries of a users-to-groups file unread or deny unknown users unsaid.
 func (p *parser) lint(c *Config) {
 	p.lintUsersAsGroups()
 	p.lintCase()
@@ -144,7 +145,11 @@ func (p *parser) lint(c *Config) {
 	for _, pname := range c.Snapshot.Partitions() {
 		part, _ := c.Snapshot.Partition(pname)
 		for _, q := range part.NobodyMaySubmit() {
-			p.warnf(p.queueNode[pname+"/"+q], "nobody-can-submit", "leaf queue %s: nobody can submit to it: no submitacl or adminacl on it or its parents allows anyone", q)
+			what := "leaf queue %s: nobody can submit to it"
+			if ref, _ := part.Lookup(q); !ref.Leaf() {
+				what = "parent queue %s has no child queues and nobody can submit to those placement creates in it"
+			}
+			p.warnf(p.queueNode[pname+"/"+q], "nobody-can-submit", what+": no submitacl or adminacl on it or its parents allows anyone", q)
 		}
 	}
 }

@@ -2,6 +2,8 @@ package config_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -81,5 +83,73 @@ func TestDiagnosticCodes(t *testing.T) {
 	}
 	if !slices.Equal(codes, []string{config.CodeUnknownKey, "acl-entry"}) || inv.Diagnostics[0].Suggestion != "submitacl" {
 		t.Errorf("codes %q, suggestion %q", codes, inv.Diagnostics[0].Suggestion)
+	}
+}
+
+// Dead configuration is a warning at its position: placement rules that
+// can never place, a parent-only subtree nobody can submit to, the lines
+// of a users-to-groups file skip keeps unread (the Spark driver's), and
+// unknownuser left unsaid where a directory is configured.
+func TestDeadConfiguration(t *testing.T) {
+	dir := t.TempDir()
+	users := filepath.Join(dir, "users.txt")
+	os.WriteFile(users, []byte("alice: dev\nsystem:serviceaccount:spark:driver: spark\n"), 0o600)
+	cfg := filepath.Join(dir, "q.yaml")
+	os.WriteFile(cfg, []byte(`partitions:
+  - name: default
+    usergroupresolver:
+      type: file
+      file: users.txt
+    placementrules:
+      - name: user
+        create: true
+        parent:
+          name: fixed
+          value: root.tenants
+      - name: fixed
+        value: root.shared
+      - name: provided
+    queues:
+      - name: root
+        queues:
+          - name: shared
+            submitacl: "*"
+          - name: closed
+            parent: true
+            queues:
+              - name: inner
+                parent: true
+`), 0o600)
+	c, err := config.Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := diagStrings(c.Warnings)
+	want := []string{
+		users + `:2:1: warning: user "system:serviceaccount:spark:driver": this line is never read: skip "system:" of the usergroupresolver at ` + cfg + `:4 matches the name`,
+		cfg + `:4:13: warning: usergroupresolver type file: unknownuser is not set, so a user the directory does not know is refused`,
+		cfg + `:11:18: warning: partition default: placement rule 1 parent value: never places: the parent rule's queue root.tenants does not exist and the parent rule's create is false`,
+		cfg + `:14:9: warning: partition default: placement rule 3: never reached: placement rule 2 before it places every application in root.shared`,
+		cfg + `:23:23: warning: parent queue root.closed.inner has no child queues and nobody can submit to those placement creates in it`,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("warnings:\n%s", strings.Join(got, "\n"))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w) {
+			t.Errorf("warning %d:\n%s\nwant %s…", i, got[i], w)
+		}
+	}
+	// Said explicitly, with the driver's line read through a namemapping
+	// or not skipped, there is nothing to say about the resolver.
+	for _, resolver := range []string{
+		"      unknownuser: deny\n      skip: [\"system:node:\"]\n",
+		"      unknownuser: given-groups\n      namemapping:\n        - {pattern: 'sa-(.+)', replacement: 'system:serviceaccount:spark:$1'}\n",
+	} {
+		c, err := config.Parse(cfg, []byte("partitions:\n  - name: default\n    usergroupresolver:\n      type: file\n      file: "+users+"\n"+resolver+
+			"    queues:\n      - name: root\n        submitacl: \"*\"\n"))
+		if err != nil || len(c.Warnings) != 0 {
+			t.Errorf("%s: %v %q", resolver, err, diagStrings(c.Warnings))
+		}
 	}
 }

@@ -129,8 +129,11 @@ with more than one space, admission settings that name a partition, queue
 or scheduler the file does not have, and warns about traps: a group-only
 ACL whose leading space YAML dropped because it was not quoted, "*" mixed
 with names, duplicate entries, names differing only in case, leaf queues
-nobody can submit to, and trust patterns not anchored at both ends (with
-the pattern to write instead). What usher serve still loads but a later
+and parent-only subtrees nobody can submit to, placement rules that can
+never place, users-to-groups file lines skip keeps unread, unknownuser
+left unsaid where a directory is configured, and trust patterns not
+anchored at both ends (with the pattern to write instead). Every problem
+is reported in one run. What usher serve still loads but a later
 release refuses (docs/upgrade.md: a users-to-groups file that is not a
 regular file, say) is an error here. At most 100 errors and 100 warnings
 are listed, then how many more there are.
