@@ -159,8 +159,9 @@ func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(s
 		}
 	}
 	for _, w := range warnings {
-		if w.Variable != "" {
-			p.push(Diagnostic{File: EnvFile, Severity: Warning, Code: "admission-setting", Msg: w.String(), Suggestion: w.Fix})
+		if x := settingWarning(w); w.Variable != "" {
+			x.File = EnvFile
+			p.push(x)
 		} else {
 			loc.warn(w)
 		}

@@ -141,8 +141,8 @@ are listed, then how many more there are.
 With -o json the diagnostics of every PATH are one JSON object on stdout,
 {"errors": N, "warnings": N, "diagnostics": [{"file", "line", "column",
 "severity", "code", "message", "suggestion"}]}; with -o sarif a SARIF
-2.1.0 log, which GitHub code scanning and GitLab read. The codes and both
-shapes are in docs/lint.md. The summary line of each PATH goes to stderr
+2.1.0 log, as GitHub code scanning reads it. The codes and both shapes
+are in docs/lint.md. The summary line of each PATH goes to stderr
 in every format.
 
 Exit status: 1 when any PATH has errors (with --strict: errors or
@@ -153,6 +153,7 @@ Examples:
   usher lint deploy/configmap.yaml
   usher lint /etc/usher            # a mounted ConfigMap
   usher lint a.yaml b.yaml configs/
+  usher lint --strict -o sarif deploy/configmap.yaml > usher.sarif
 `
 
 func newLintCommand(env *Env) *cobra.Command {
