@@ -297,7 +297,8 @@ func walkMapping[H any](p *parser, n *yaml.Node, what string, keys map[string]H,
 		}
 		h, ok := keys[k.Value]
 		if !ok {
-			p.errorf(k, "%s: unknown key %q%s", what, k.Value, hint(k.Value, keys))
+			text, best := hint(k.Value, keys)
+			p.report(k, Diagnostic{Severity: Error, Code: CodeUnknownKey, Suggestion: best, Msg: fmt.Sprintf("%s: unknown key %q%s", what, k.Value, text)})
 			continue
 		}
 		call(h, k, v)
@@ -305,20 +306,22 @@ func walkMapping[H any](p *parser, n *yaml.Node, what string, keys map[string]H,
 	return true
 }
 
-func hint[H any](key string, keys map[string]H) string {
+// hint says what an unknown key may have meant, and the closest key.
+func hint[H any](key string, keys map[string]H) (string, string) {
 	best, bestDist := "", 3
 	for k := range keys {
 		if strings.EqualFold(k, key) {
-			return fmt.Sprintf(" (did you mean %q?)", k)
+			best, bestDist = k, -1
+			break
 		}
 		if d := suggest.Distance(strings.ToLower(k), strings.ToLower(key)); d < bestDist || (d == bestDist && k < best) {
 			best, bestDist = k, d
 		}
 	}
 	if best != "" {
-		return fmt.Sprintf(" (did you mean %q?)", best)
+		return fmt.Sprintf(" (did you mean %q?)", best), best
 	}
-	return " (known keys: " + strings.Join(slices.Sorted(maps.Keys(keys)), ", ") + ")"
+	return " (known keys: " + strings.Join(slices.Sorted(maps.Keys(keys)), ", ") + ")", ""
 }
 
 func kindName(n *yaml.Node) string {
@@ -389,7 +392,7 @@ func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 	// YuniKorn's validator names a partition without a name default.
 	if nameNode == nil || part.Name == "" {
 		part.Name = policy.DefaultPartition
-		p.warnf(cmp.Or(nameNode, n), "partition without a name: YuniKorn names it %s", policy.DefaultPartition)
+		p.warnf(cmp.Or(nameNode, n), "partition-name", "partition without a name: YuniKorn names it %s", policy.DefaultPartition)
 	}
 	if queues == nil || queues.Kind != yaml.SequenceNode || len(queues.Content) == 0 {
 		p.errorf(cmp.Or(queues, n), "partition %s: queues must be a list holding the root queue", part.Name)
@@ -429,10 +432,10 @@ func (p *parser) topQueues(partName string, queues *yaml.Node, prefix string) *p
 		}
 	}
 	if len(names) == 1 {
-		p.warnf(first, "partition %s: the top-level queue is %s, not root: YuniKorn inserts a root queue above it, so its path is root.%s",
+		p.warnf(first, "root-inserted", "partition %s: the top-level queue is %s, not root: YuniKorn inserts a root queue above it, so its path is root.%s",
 			partName, names[0], strings.ToLower(names[0]))
 	} else {
-		p.warnf(first, "partition %s: %d top-level queues (%s): YuniKorn inserts a root queue above them, so their paths start with root.",
+		p.warnf(first, "root-inserted", "partition %s: %d top-level queues (%s): YuniKorn inserts a root queue above them, so their paths start with root.",
 			partName, len(queues.Content), strings.Join(names, ", "))
 	}
 	root := &policy.Queue{Name: policy.RootQueue, Parent: true}
@@ -538,22 +541,23 @@ func (p *parser) acl(k, n *yaml.Node, what string) *acl.ACL {
 	a, warns, err := acl.Parse(text, acl.YuniKorn)
 	if err != nil {
 		if se, ok := err.(*acl.SyntaxError); ok {
-			p.atOffset(n, se.Offset, Error, fmt.Sprintf("%s %q: %s", what, text, se.Msg))
+			p.atOffset(n, se.Offset, Error, "", fmt.Sprintf("%s %q: %s", what, text, se.Msg))
 		} else {
 			p.errorf(n, "%s: %v", what, err)
 		}
 		return nil
 	}
 	for _, w := range warns {
-		p.atOffset(n, w.Offset, Warning, fmt.Sprintf("%s %q: %s", what, text, w.Msg))
+		p.atOffset(n, w.Offset, Warning, "acl-entry", fmt.Sprintf("%s %q: %s", what, text, w.Msg))
 	}
 	if trap && !a.All() && len(a.Groups()) == 0 && len(a.Users()) > 0 {
 		whom, as := "user", "group"
 		if len(a.Users()) > 1 {
 			whom, as = "users", "groups"
 		}
-		p.warnf(n, "%s %q: the value starts %d spaces after the colon, but YAML drops leading spaces, so this lists the %s %s; for the %s %s write it quoted: %s: \" %s\"",
-			what, text, n.Column-k.Column-len(k.Value)-1, whom, text, as, text, k.Value, text)
+		p.report(n, Diagnostic{Severity: Warning, Code: "acl-leading-space", Suggestion: fmt.Sprintf("%s: \" %s\"", k.Value, text),
+			Msg: fmt.Sprintf("%s %q: the value starts %d spaces after the colon, but YAML drops leading spaces, so this lists the %s %s; for the %s %s write it quoted: %s: \" %s\"",
+				what, text, n.Column-k.Column-len(k.Value)-1, whom, text, as, text, k.Value, text)})
 	}
 	p.acls = append(p.acls, aclUse{node: n, rule: &a, what: what, trap: trap})
 	return &a
@@ -588,7 +592,7 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 					p.errorf(v, "cache: lifetimes and maxentries must not be negative")
 				}
 				if c.NegativeTTL > 0 && c.PositiveTTL > 0 && c.NegativeTTL > c.PositiveTTL {
-					p.warnf(v, "cache: negativettl %v is longer than positivettl %v: failures would be remembered longer than answers", c.NegativeTTL, c.PositiveTTL)
+					p.warnf(v, "resolver", "cache: negativettl %v is longer than positivettl %v: failures would be remembered longer than answers", c.NegativeTTL, c.PositiveTTL)
 				}
 			}
 		},
@@ -608,7 +612,7 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 		if p.o.request {
 			r.Table, r.FileDigest = p.o.served.table(r.File)
 			if r.Table == nil {
-				p.warnf(fileNode, "usergroupresolver file %q: not checked at admission: usher opens no file a request names; it reads the file when it loads the configuration (run usher lint where the file is)", r.File)
+				p.warnf(fileNode, "resolver-unread", "usergroupresolver file %q: not checked at admission: usher opens no file a request names; it reads the file when it loads the configuration (run usher lint where the file is)", r.File)
 				break
 			}
 		} else {
@@ -631,6 +635,15 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 				p.known[g] = true
 			}
 		}
+		// Without namemapping, a user skip matches is never looked up.
+		for _, e := range identity.FileEntries(r.Table) {
+			if s, ok := r.Policy.Skipped(e.User); ok && len(r.Policy.Mapping) == 0 {
+				file, line, _ := p.pos(n.Line, n.Column)
+				p.push(Diagnostic{File: r.File, Line: e.Line, Col: 1, Severity: Warning, Code: "resolver-unread", Msg: fmt.Sprintf(
+					"user %q: this line is never read: skip %q of the usergroupresolver at %s:%d matches the name, so usher never looks it up and decides on the groups Kubernetes supplied",
+					e.User, s, file, line)})
+			}
+		}
 	case "test":
 		if usersNode == nil {
 			p.errorf(n, "usergroupresolver type test needs users: a mapping of user to groups")
@@ -645,6 +658,10 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 		r.LDAP = p.ldap(ldapNode)
 	default:
 		p.errorf(typeNode, "unknown usergroupresolver type %q: want none, os, file, test or ldap", r.Type)
+	}
+	if lookup.unknown == nil && (r.Type == "file" || r.Type == "ldap" || r.Type == "os") {
+		p.warnf(cmp.Or(typeNode, n), "unknownuser-default", "usergroupresolver type %s: unknownuser is not set, so a user the directory does not know is refused: "+
+			"write unknownuser: deny to keep that, or unknownuser: given-groups to decide on the groups Kubernetes supplied", r.Type)
 	}
 	for _, extra := range []struct {
 		node *yaml.Node

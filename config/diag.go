@@ -22,16 +22,56 @@ const (
 	Warning
 )
 
-// Diagnostic is a problem found in a configuration file, with its position.
+// MarshalText renders "error" or "warning".
+func (s Severity) MarshalText() ([]byte, error) {
+	return []byte([...]string{"error", "warning"}[s]), nil
+}
+
+// The codes of errors (Diagnostic.Code); the others are in Codes.
+const (
+	CodeYAML       = "yaml-syntax"
+	CodeUnknownKey = "unknown-key"
+	CodeInvalid    = "invalid"
+	CodeUpgrade    = "upgrade"
+	CodeTruncated  = "truncated"
+)
+
+// Codes describes each Diagnostic.Code; the codes are stable.
+var Codes = map[string]string{
+	CodeYAML:              "YAML syntax error",
+	CodeUnknownKey:        "a key the schema does not have",
+	CodeInvalid:           "a value or structure usher refuses",
+	CodeUpgrade:           "accepted by this release, refused by a later one (docs/upgrade.md)",
+	CodeTruncated:         "more diagnostics than are listed",
+	"partition-name":      "a partition without a name: YuniKorn names it default",
+	"root-inserted":       "top-level queues other than one root: YuniKorn inserts root above them",
+	"acl-entry":           "an ACL entry that is legal but likely wrong: \"*\" mixed with names, a duplicate",
+	"acl-leading-space":   "a group-only ACL whose leading space YAML dropped: its groups read as users",
+	"acl-name-case":       "names differing only in case",
+	"yunikorn-acl-name":   "an ACL name YuniKorn's ACL parser drops",
+	"nobody-can-submit":   "a leaf queue or parent-only subtree nobody can submit to",
+	"placement":           "a placement rule that does not do what it says, or that can never place",
+	"resolver":            "a usergroupresolver setting that is likely wrong (cache, ldap, skip, namemapping)",
+	"resolver-unread":     "a users-to-groups file entry never read, or a file not checked at admission",
+	"unknownuser-default": "unknownuser left at its default (deny) where a directory is configured",
+	"admission-setting":   "an admission setting that weakens identity checks, or a pattern not anchored",
+	"policy-group":        "service.policyGroup names a key the ConfigMap lacks",
+}
+
+// Diagnostic is a problem found in a configuration file, with its
+// position; its JSON form is usher lint -o json's (docs/lint.md).
 type Diagnostic struct {
-	File     string
-	Line     int // 1-based; 0 when unknown
-	Col      int // 1-based; 0 when unknown
-	Severity Severity
-	Msg      string
+	File     string   `json:"file"`
+	Line     int      `json:"line"`   // 1-based; 0 when unknown
+	Col      int      `json:"column"` // 1-based; 0 when unknown
+	Severity Severity `json:"severity"`
+	Code     string   `json:"code"` // one of Codes
+	Msg      string   `json:"message"`
+	// Suggestion is what to write instead, when one is known.
+	Suggestion string `json:"suggestion,omitempty"`
 	// Upgrade marks a warning about what this release still loads and a
 	// later one refuses (docs/upgrade.md); with Strict it is an error.
-	Upgrade bool
+	Upgrade bool `json:"-"`
 }
 
 // String renders FILE:LINE:COL: message, with "warning: " before the
@@ -97,9 +137,19 @@ type diags struct {
 }
 
 // add records a diagnostic at a position of the document.
-func (d *diags) add(line, col int, sev Severity, msg string) {
+func (d *diags) add(line, col int, sev Severity, code, msg string) {
 	file, line, col := d.pos(line, col)
-	d.push(Diagnostic{File: file, Line: line, Col: col, Severity: sev, Msg: msg})
+	d.push(Diagnostic{File: file, Line: line, Col: col, Severity: sev, Code: code, Msg: msg})
+}
+
+// report records x at n (nil: the document).
+func (d *diags) report(n *yaml.Node, x Diagnostic) {
+	line, col := 0, 0
+	if n != nil {
+		line, col = n.Line, n.Column
+	}
+	x.File, x.Line, x.Col = d.pos(line, col)
+	d.push(x)
 }
 
 // pos places a line and column of a document in its file.
@@ -115,8 +165,12 @@ func (d *diags) pos(line, col int) (string, int, int) {
 }
 
 // push records x unless maxDiagnostics of its severity are listed, its
-// message cut to clip.Text bytes (it may quote a value of any length).
+// message cut to clip.Text bytes (it may quote a value of any length);
+// an error without a code is CodeInvalid.
 func (d *diags) push(x Diagnostic) {
+	if x.Code == "" && x.Severity == Error {
+		x.Code = CodeInvalid
+	}
 	if d.kept[x.Severity] == maxDiagnostics {
 		d.dropped[x.Severity]++
 		return
@@ -134,33 +188,26 @@ const RefusingRelease = "v0.3"
 // else a warning that says so.
 func (p *parser) upgrade(n *yaml.Node, format string, args ...any) {
 	if p.o.strict {
-		p.errorf(n, format, args...)
+		p.report(n, Diagnostic{Severity: Error, Code: CodeUpgrade, Msg: fmt.Sprintf(format, args...)})
 		return
 	}
-	line, col := 0, 0
-	if n != nil {
-		line, col = n.Line, n.Column
-	}
-	file, line, col := p.pos(line, col)
-	p.push(Diagnostic{File: file, Line: line, Col: col, Severity: Warning, Upgrade: true,
+	p.report(n, Diagnostic{Severity: Warning, Upgrade: true, Code: CodeUpgrade,
 		Msg: fmt.Sprintf(format, args...) + "; usher " + RefusingRelease + " refuses this: see docs/upgrade.md"})
 }
 
-func (d *diags) at(n *yaml.Node, sev Severity, format string, args ...any) {
-	line, col := 0, 0
-	if n != nil {
-		line, col = n.Line, n.Column
-	}
-	d.add(line, col, sev, fmt.Sprintf(format, args...))
+func (d *diags) at(n *yaml.Node, sev Severity, code, format string, args ...any) {
+	d.report(n, Diagnostic{Severity: sev, Code: code, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (d *diags) errorf(n *yaml.Node, format string, args ...any) { d.at(n, Error, format, args...) }
-func (d *diags) warnf(n *yaml.Node, format string, args ...any)  { d.at(n, Warning, format, args...) }
+func (d *diags) errorf(n *yaml.Node, format string, args ...any) { d.at(n, Error, "", format, args...) }
+func (d *diags) warnf(n *yaml.Node, code, format string, args ...any) {
+	d.at(n, Warning, code, format, args...)
+}
 
 // atOffset reports at a byte offset inside a scalar (offsetPos).
-func (d *diags) atOffset(n *yaml.Node, offset int, sev Severity, msg string) {
+func (d *diags) atOffset(n *yaml.Node, offset int, sev Severity, code, msg string) {
 	line, col := offsetPos(n, offset)
-	d.add(line, col, sev, msg)
+	d.add(line, col, sev, code, msg)
 }
 
 // offsetPos is the position of a byte offset inside scalar n: exact for
@@ -210,7 +257,7 @@ func (d *diags) of(sev Severity, what string) []Diagnostic {
 		}
 	}
 	if n := d.dropped[sev]; n > 0 {
-		out = append(out, Diagnostic{File: d.file, Severity: sev, Msg: fmt.Sprintf("and %d more %s", n, what)})
+		out = append(out, Diagnostic{File: d.file, Severity: sev, Code: CodeTruncated, Msg: fmt.Sprintf("and %d more %s", n, what)})
 	}
 	return out
 }
@@ -229,5 +276,5 @@ func (d *diags) yamlError(err error, base int) {
 			}
 		}
 	}
-	d.add(base+line, 1, Error, "YAML: "+msg)
+	d.add(base+line, 1, Error, CodeYAML, "YAML: "+msg)
 }

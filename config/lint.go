@@ -84,7 +84,7 @@ func (p *parser) checkValue(n *yaml.Node, top string, t reflect.Type) {
 	var ne *settings.NodeError
 	switch {
 	case errors.As(err, &ne):
-		p.add(ne.Line, ne.Column, Error, top+": "+ne.Msg)
+		p.add(ne.Line, ne.Column, Error, "", top+": "+ne.Msg)
 	case err != nil:
 		p.errorf(n, "%s: %s", top, decodeMsg(n, err))
 	}
@@ -113,7 +113,7 @@ func (p *parser) ldap(n *yaml.Node) *ldap.Config {
 	}
 	c = c.WithDefaults()
 	for _, w := range c.Warnings() {
-		p.warnf(n, "%s", w)
+		p.warnf(n, "resolver", "%s", w)
 	}
 	// The resolver reads these files when it is built; what a later
 	// release refuses of them is said here (unread; not at admission).
@@ -133,7 +133,8 @@ func (p *parser) ldap(n *yaml.Node) *ldap.Config {
 
 // lint adds the warnings that need the whole file: ACLs whose leading space
 // YAML dropped, names differing only in case, names YuniKorn's ACL parser
-// drops, and leaf queues nobody can submit to.
+// drops, queues nobody can submit to, and resolver settings that leave
+// entries of a users-to-groups file unread or deny unknown users unsaid.
 func (p *parser) lint(c *Config) {
 	p.lintUsersAsGroups()
 	p.lintCase()
@@ -144,7 +145,11 @@ func (p *parser) lint(c *Config) {
 	for _, pname := range c.Snapshot.Partitions() {
 		part, _ := c.Snapshot.Partition(pname)
 		for _, q := range part.NobodyMaySubmit() {
-			p.warnf(p.queueNode[pname+"/"+q], "leaf queue %s: nobody can submit to it: no submitacl or adminacl on it or its parents allows anyone", q)
+			what := "leaf queue %s: nobody can submit to it"
+			if ref, _ := part.Lookup(q); !ref.Leaf() {
+				what = "parent queue %s has no child queues and nobody can submit to those placement creates in it"
+			}
+			p.warnf(p.queueNode[pname+"/"+q], "nobody-can-submit", what+": no submitacl or adminacl on it or its parents allows anyone", q)
 		}
 	}
 }
@@ -169,7 +174,7 @@ func (p *parser) lintUsersAsGroups() {
 		}
 		for _, name := range r.Users() {
 			if groups[name] {
-				p.warnf(u.node, "%s %q lists %s as a user, but %s is a group elsewhere in this configuration: "+
+				p.warnf(u.node, "acl-leading-space", "%s %q lists %s as a user, but %s is a group elsewhere in this configuration: "+
 					"a group-only ACL needs a leading space, which YAML keeps only inside quotes: %s: \" %s\"",
 					u.what, u.node.Value, name, name, u.what, u.node.Value)
 				break
@@ -224,7 +229,7 @@ func (p *parser) lintCase() {
 				case !ok:
 					seen[k] = first{name, docLine(u.node.Line)}
 				case f.name != name:
-					p.warnf(u.node, "%s %q: %s %q differs from %q (line %d) only in case; names are case sensitive, so they are different %ss",
+					p.warnf(u.node, "acl-name-case", "%s %q: %s %q differs from %q (line %d) only in case; names are case sensitive, so they are different %ss",
 						u.what, u.node.Value, kind, name, f.name, f.line, kind)
 				}
 			}
@@ -252,7 +257,7 @@ func (p *parser) lintYuniKornNames() {
 			}
 			for _, name := range names {
 				if !keep.MatchString(name) {
-					p.warnf(u.node, "%s %q: YuniKorn's ACL parser drops %s %q (it keeps only %s), so in YuniKorn this entry grants nothing: "+
+					p.warnf(u.node, "yunikorn-acl-name", "%s %q: YuniKorn's ACL parser drops %s %q (it keeps only %s), so in YuniKorn this entry grants nothing: "+
 						"usher admits whom only it lets in and YuniKorn refuses them (docs/yunikorn.md)", u.what, u.node.Value, kind, name, keep)
 				}
 			}

@@ -70,7 +70,7 @@ func (p *parser) skipPrefixes(n *yaml.Node) []string {
 		}
 		for _, prev := range out {
 			if strings.HasPrefix(s, prev) {
-				p.warnf(e, "skip: %q has no effect: names starting with it already start with %q", s, prev)
+				p.warnf(e, "resolver", "skip: %q has no effect: names starting with it already start with %q", s, prev)
 			}
 		}
 		out = append(out, s)
@@ -116,18 +116,18 @@ func (p *parser) nameMapping(n *yaml.Node, skip []string) []identity.MapRule {
 			continue
 		}
 		if why := neverMatches(pat); why != "" {
-			p.warnf(patNode, "namemapping rule %d can never apply: %s", i+1, why)
+			p.warnf(patNode, "resolver", "namemapping rule %d can never apply: %s", i+1, why)
 		}
 		if prefix, _ := r.Pattern.LiteralPrefix(); prefix != "" {
 			for _, s := range skip {
 				if strings.HasPrefix(prefix, s) {
-					p.warnf(patNode, "namemapping rule %d can never apply: every name it matches starts with %q, and skip says those users are not looked up", i+1, s)
+					p.warnf(patNode, "resolver", "namemapping rule %d can never apply: every name it matches starts with %q, and skip says those users are not looked up", i+1, s)
 				}
 			}
 		}
 		for j, prev := range rules {
 			if why := shadows(prev.MapRule, prev.pattern, r, pat); why != "" {
-				p.warnf(patNode, "namemapping rule %d can never apply: rule %d (line %d), tried first, %s", i+1, j+1, docLine(prev.node.Line), why)
+				p.warnf(patNode, "resolver", "namemapping rule %d can never apply: rule %d (line %d), tried first, %s", i+1, j+1, docLine(prev.node.Line), why)
 				break
 			}
 		}

@@ -114,10 +114,10 @@ func parse(src *source, opts []Option) (*Config, error) {
 	if src.missing != "" {
 		p.missingGroup(c, src)
 	}
+	p.lint(c) // with errors too: every problem at once
 	if errs := p.errors(); len(errs) > 0 {
 		return nil, &InvalidError{Diagnostics: errs, Warnings: p.warnings()}
 	}
-	p.lint(c)
 	c.Warnings = p.warnings()
 	return c, nil
 }
@@ -142,7 +142,7 @@ func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(s
 		var err error
 		if raw, err = settings.FromConfigMap(flat); err != nil {
 			for _, ke := range settings.KeyErrors(err) {
-				cl.at(ke.Name, Error, ke.Error(), -1, "")
+				cl.at(ke.Name, Diagnostic{Severity: Error, Msg: ke.Error()}, -1, "")
 			}
 			return
 		}
@@ -158,17 +158,18 @@ func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(s
 			loc.err(se, "")
 		}
 	}
-	if err != nil {
-		return
-	}
-	c.Admission = compiled
 	for _, w := range warnings {
-		if w.Variable != "" {
-			p.push(Diagnostic{File: EnvFile, Severity: Warning, Msg: w.String()})
+		if x := settingWarning(w); w.Variable != "" {
+			x.File = EnvFile
+			p.push(x)
 		} else {
 			loc.warn(w)
 		}
 	}
+	if err != nil {
+		return
+	}
+	c.Admission = compiled
 	if c.Snapshot == nil {
 		return
 	}
@@ -218,39 +219,39 @@ func (l configMapLocator) keyOf(setting string) string {
 	return setting
 }
 
-func (l configMapLocator) at(key string, sev Severity, msg string, index int, pattern string) {
+func (l configMapLocator) at(key string, x Diagnostic, index int, pattern string) {
 	kv, ok := l.src.keys[key]
 	switch {
 	case !ok:
 		// A default or an unset key: the ConfigMap as a whole.
-		l.p.push(Diagnostic{File: l.src.origin, Severity: sev, Msg: msg})
+		x.File = l.src.origin
 	case kv.node == nil:
-		l.p.push(Diagnostic{File: kv.file, Severity: sev, Msg: msg})
+		x.File = kv.file
 	default:
-		line, col := kv.node.Line, kv.node.Column
+		x.File, x.Line, x.Col = kv.file, kv.node.Line, kv.node.Column
 		if pattern != "" && kv.node.Kind == yaml.ScalarNode {
 			if off, ok := patternOffset(kv.node.Value, index); ok {
-				line, col = offsetPos(kv.node, off)
+				x.Line, x.Col = offsetPos(kv.node, off)
 			}
 		}
-		l.p.push(Diagnostic{File: kv.file, Line: line, Col: col, Severity: sev, Msg: msg})
 	}
+	l.p.push(x)
 }
 
 // err names the setting by the key that sets it.
 func (l configMapLocator) err(se *settings.SettingError, at string) {
 	if at != "" {
-		l.at(l.keyOf(at), Error, se.Error(), -1, "")
+		l.at(l.keyOf(at), Diagnostic{Severity: Error, Msg: se.Error()}, -1, "")
 		return
 	}
 	e := *se
 	e.Setting = l.keyOf(se.Setting)
-	l.at(e.Setting, Error, e.Error(), se.Index, "")
+	l.at(e.Setting, Diagnostic{Severity: Error, Msg: e.Error()}, se.Index, "")
 }
 
 func (l configMapLocator) warn(w settings.Warning) {
 	w.Setting = l.keyOf(w.Setting)
-	l.at(w.Setting, Warning, w.String(), w.Index, w.Pattern)
+	l.at(w.Setting, settingWarning(w), w.Index, w.Pattern)
 }
 
 // settingNode finds the node of an admission setting, its list item and
@@ -279,6 +280,11 @@ func settingNode(block *yaml.Node, setting string, index int, field string) *yam
 	return n
 }
 
+// settingWarning is the diagnostic of w, placed by its locator.
+func settingWarning(w settings.Warning) Diagnostic {
+	return Diagnostic{Severity: Warning, Code: "admission-setting", Msg: w.String(), Suggestion: w.Fix}
+}
+
 // warn reports w at the pattern it is about: the item of a list, or the
 // pattern's place in a comma-separated string.
 func (l yamlLocator) warn(w settings.Warning) {
@@ -292,18 +298,20 @@ func (l yamlLocator) warn(w settings.Warning) {
 				continue // dropped as blank, as Patterns does
 			}
 			if items == w.Index {
-				l.p.warnf(item, "%s", w)
-				return
+				n = item
+				break
 			}
 			items++
 		}
 	case n.Kind == yaml.ScalarNode:
 		if off, ok := patternOffset(n.Value, w.Index); ok {
-			l.p.atOffset(n, off, Warning, w.String())
+			x := settingWarning(w)
+			x.File, x.Line, x.Col = l.p.pos(offsetPos(n, off))
+			l.p.push(x)
 			return
 		}
 	}
-	l.p.warnf(n, "%s", w)
+	l.p.report(n, settingWarning(w))
 }
 
 // patternOffset is the byte offset in s of the index-th pattern of the

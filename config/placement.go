@@ -56,7 +56,7 @@ func (p *parser) placementRules(partition string, n *yaml.Node) *placement.Rules
 	}
 	rules, problems := placement.Compile(specs)
 	for _, pr := range problems {
-		p.at(problemNode(nodes, pr), severity(pr.Warning), "partition %s: %v", partition, pr)
+		p.at(problemNode(nodes, pr), severity(pr.Warning), "placement", "partition %s: %v", partition, pr)
 	}
 	if rules != nil && len(specs) > 0 {
 		p.placement = append(p.placement, placementUse{partition: partition, rules: rules, nodes: nodes})
@@ -165,7 +165,7 @@ func (p *parser) checkPlacement(snap *policy.Snapshot) {
 			continue
 		}
 		for _, pr := range u.rules.Check(cp) {
-			p.at(problemNode(u.nodes, pr), severity(pr.Warning), "partition %s: %v", u.partition, pr)
+			p.at(problemNode(u.nodes, pr), severity(pr.Warning), "placement", "partition %s: %v", u.partition, pr)
 		}
 	}
 }

@@ -258,9 +258,9 @@ func (p *parser) missingGroup(c *Config, src *source) {
 	if a := c.Admission; a != nil && (a.Config().EnforceQueueACLs || a.Config().EnforceDeleteACLs) {
 		sev, then = Error, "usher refuses it while enforceQueueACLs or enforceDeleteACLs is on"
 	}
-	configMapLocator{p: p, src: src}.at(PolicyGroupKey, sev, fmt.Sprintf(
+	configMapLocator{p: p, src: src}.at(PolicyGroupKey, Diagnostic{Severity: sev, Code: "policy-group", Msg: fmt.Sprintf(
 		"%s is %q, but the ConfigMap has no %s.yaml key: YuniKorn's scheduler serves its default configuration, where everyone may submit to every queue, and %s",
-		PolicyGroupKey, src.missing, src.missing, then), -1, "")
+		PolicyGroupKey, src.missing, src.missing, then)}, -1, "")
 }
 
 // Split returns the data of a ConfigMap holding the configuration at path

@@ -464,6 +464,18 @@ func TestChartValueSets(t *testing.T) {
 		}
 	})
 
+	t.Run("validate-config refuses warnings", func(t *testing.T) {
+		for value, want := range map[string]bool{"admit": false, "refuse": true} {
+			r := render(t, helm, "--set", "webhook.validateConfig.warnings="+value)
+			checkRendered(t, r)
+			var d appsv1.Deployment
+			r.one("Deployment", &d)
+			if got := slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--validate-config-warnings=refuse"); got != want {
+				t.Errorf("warnings %s: --validate-config-warnings=refuse given: %v", value, got)
+			}
+		}
+	})
+
 	t.Run("mutating configuration after YuniKorn's", func(t *testing.T) {
 		r := render(t, helm, "--set", "webhook.mutatingConfigurationName=zz-usher")
 		checkRendered(t, r)
@@ -779,6 +791,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"--set", "replica=3"}, "replica"},
 		{[]string{"--set", "webhook.failurePolicy=Sometimes"}, "failurePolicy"},
 		{[]string{"--set", "webhook.scope=some"}, "scope"},
+		{[]string{"--set", "webhook.validateConfig.warnings=warn"}, "warnings"},
 		{[]string{"--set-string", "webhook.manage=yes"}, "manage"},
 		{[]string{"--set", "webhook.mutatingConfigurationName=Zz_Usher"}, "mutatingConfigurationName"},
 		{[]string{"--set", "image.tag=latest"}, "tag"},

@@ -57,7 +57,30 @@ func ParseFile(r io.Reader, name string) (Resolver, error) {
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
 	}
+	p.t.lines = p.lineOf
 	return p.t, nil
+}
+
+// FileEntry is one line of a users-to-groups file.
+type FileEntry struct {
+	User   string
+	Groups []string
+	Line   int
+}
+
+// FileEntries returns the users of a resolver ParseFile returned, in file
+// order; nil for any other resolver.
+func FileEntries(r Resolver) []FileEntry {
+	t, ok := r.(*table)
+	if !ok || t.lines == nil {
+		return nil
+	}
+	out := make([]FileEntry, 0, len(t.users))
+	for user, in := range t.users {
+		out = append(out, FileEntry{User: user, Groups: in.Groups, Line: t.lines[user]})
+	}
+	slices.SortFunc(out, func(a, b FileEntry) int { return a.Line - b.Line })
+	return out
 }
 
 // FileError is one problem found by ParseFile, at a 1-based line and byte

@@ -22,6 +22,7 @@ type table struct {
 	source Source
 	name   string // where the table came from, for messages; may be empty
 	users  map[string]Info
+	lines  map[string]int // the line of each user, for a file (FileEntries)
 }
 
 var _ Resolver = (*table)(nil)

@@ -48,22 +48,24 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+// A subjects file is a users-to-groups file, read by the same parser: a
+// line "alice: analytics" is the user alice in group analytics (it was the
+// user "alice:"), and a Kubernetes name needs no quoting.
 func TestParseSubjects(t *testing.T) {
 	got, err := impact.ParseSubjects("people.txt", strings.NewReader(
-		"# comment\n\nalice dev,ops\n  system:serviceaccount:spark:driver  \njohn.doe@EXAMPLE.COM dev.team\n"))
+		"# comment\n\nalice: analytics, ops\n  system:serviceaccount:spark:driver:\njohn.doe@EXAMPLE.COM: dev.team\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 3 || got[0].User != "alice" || strings.Join(got[0].Groups, "|") != "dev|ops" ||
-		got[1].User != "system:serviceaccount:spark:driver" || got[1].Groups != nil ||
-		got[2].Groups[0] != "dev.team" {
+	if len(got) != 3 || got[0].User != "alice" || strings.Join(got[0].Groups, "|") != "analytics|ops" ||
+		got[1].User != "system:serviceaccount:spark:driver" || len(got[1].Groups) != 0 ||
+		got[2].User != "john.doe@EXAMPLE.COM" || got[2].Groups[0] != "dev.team" {
 		t.Fatalf("%+v", got)
 	}
 	for _, tc := range []struct{ in, msg string }{
-		{"alice dev ops\n", "people.txt:1: want"},
-		{"alice\nbob\nalice dev\n", `people.txt:3: user "alice" listed twice (first on line 1)`},
-		{"alice dev,,ops\n", `people.txt:1: group "": empty name`},
-		{"al*ce\n", "people.txt:1: user:"},
+		{"alice dev,ops\n", "people.txt:1:1: missing colon after the user name"},
+		{"alice:\nbob:\nalice: dev\n", "people.txt:3:1: duplicate user (first listed at line 1)"},
+		{"alice: dev,,ops\n", "people.txt:1:12: empty group name"},
 	} {
 		if _, err := impact.ParseSubjects("people.txt", strings.NewReader(tc.in)); err == nil || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%q: error %v, want %q", tc.in, err, tc.msg)

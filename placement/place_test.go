@@ -319,7 +319,10 @@ func TestCheck(t *testing.T) {
 		{"fixed under a leaf", placement.Spec{Name: "fixed", Value: "root.leafy.x", Create: true}, "root.leafy is a leaf queue"},
 		{"dynamic under a leaf", users("root.leafy", true), "must be a parent queue"},
 		{"dynamic under parent: true", users("root.users", true), ""},
-		{"dynamic under missing, create", users("root.nope", true), ""},
+		// YuniKorn's validator accepts it, but the parent rule never
+		// gives a queue (TestCheckDeadRules).
+		{"dynamic under missing, create", users("root.nope", true), "never places: the parent rule's queue root.nope does not exist"},
+		{"dynamic under missing, parent creates", placement.Spec{Name: "user", Create: true, Parent: &placement.Spec{Name: "fixed", Value: "root.nope", Create: true}}, ""},
 		{"dynamic under missing, no create", users("root.nope", false), "does not exist"},
 		{"unqualified fixed chain", placement.Spec{Name: "fixed", Value: "spark", Parent: &placement.Spec{Name: "fixed", Value: "ns"}}, ""},
 		{"dynamic first is not checked", placement.Spec{Name: "fixed", Value: "x", Parent: &placement.Spec{Name: "user"}}, ""},
@@ -339,6 +342,49 @@ func TestCheck(t *testing.T) {
 			}
 			if len(got) != 1 || !strings.Contains(got[0].Msg, tt.msg) {
 				t.Fatalf("got %v, want %q", got, tt.msg)
+			}
+		})
+	}
+}
+
+// Rules that can never place are warnings, and placing shows they never
+// do: a rule under a fixed parent that does not exist and is not created,
+// and a rule after one that places everyone.
+func TestCheckDeadRules(t *testing.T) {
+	cp := partition(t, "default")
+	provided := placement.Spec{Name: "provided"}
+	tests := []struct {
+		name  string
+		rules []placement.Spec
+		want  string // the warning, "" for none
+	}{
+		{"missing parent", []placement.Spec{users("root.nope", true), provided}, "placement rule 1 parent value: never places"},
+		{"after a rule placing everyone", []placement.Spec{{Name: "fixed", Value: "root.leafy"}, provided},
+			"placement rule 2: never reached: placement rule 1 before it places every application in root.leafy"},
+		{"after one creating for everyone", []placement.Spec{{Name: "fixed", Value: "users.x", Create: true}, provided}, "placement rule 2: never reached"},
+		{"after a rule some may not use", []placement.Spec{{Name: "fixed", Value: "root.restricted"}, provided}, ""},
+		{"after a filtered rule", []placement.Spec{{Name: "fixed", Value: "root.leafy", Filter: placement.FilterSpec{Users: []string{"alice"}}}, provided}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rs, problems := placement.Compile(tt.rules)
+			if rs == nil {
+				t.Fatal(problems)
+			}
+			got := rs.Check(cp)
+			if tt.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("unexpected %v", got)
+				}
+				return
+			}
+			if len(got) != 1 || !got[0].Warning || !strings.HasPrefix(got[0].Error(), tt.want) {
+				t.Fatalf("got %v, want %q", got, tt.want)
+			}
+			// The rule warned about is not the one that places alice.
+			res := rs.Place(cp, placement.Request{Subject: acl.NewSubject("alice", []string{"dev"}), Queue: "root.default"})
+			if !res.Placed || res.Rule == got[0].Rule {
+				t.Errorf("placed by rule %d: %s", res.Rule+1, res.Reason())
 			}
 		})
 	}

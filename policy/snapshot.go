@@ -373,12 +373,13 @@ func (p *CompiledPartition) Access(sub *acl.Subject) []QueueAccess {
 	return out
 }
 
-// NobodyMaySubmit returns the leaf queues whose inherited submit and admin
-// ACLs allow nobody at all, for lint.
+// NobodyMaySubmit returns the leaf queues, and the parent queues below
+// root without children (placement fills them), whose inherited submit
+// and admin ACLs allow nobody at all, for lint.
 func (p *CompiledPartition) NobodyMaySubmit() []string {
 	var out []string
 	for _, q := range p.order {
-		if q.leaf && !q.grants && (p.clusterAdmin == nil || p.clusterAdmin.Empty()) {
+		if (q.leaf || q.parent != nil && len(q.spec.Children) == 0) && !q.grants && (p.clusterAdmin == nil || p.clusterAdmin.Empty()) {
 			out = append(out, q.path)
 		}
 	}

@@ -131,8 +131,8 @@ func (p fileParser) errAt(n *yaml.Node, format string, args ...any) error {
 	return &posError{p.path, n.Line, n.Column, fmt.Sprintf(format, args...)}
 }
 
-// Read reads and checks a policy test file. Every error is a
-// *posError.
+// Read reads and checks a policy test file. Every error is a *posError,
+// or several joined: every case is checked.
 func Read(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -182,17 +182,23 @@ func Read(path string) (*File, error) {
 		}
 		return nil, p.errAt(at, "cases: want a list of one or more cases")
 	}
+	// Every case is checked, so that all its mistakes are reported at once.
 	names := map[string]int{}
+	var errs []error
 	for _, n := range casesNode.Content {
 		c, err := p.testCase(n)
-		if err != nil {
-			return nil, err
+		if prev, dup := names[c.Name]; dup && err == nil {
+			err = p.errAt(n, "case %q repeats the name of the case at line %d", c.Name, prev)
 		}
-		if prev, dup := names[c.Name]; dup {
-			return nil, p.errAt(n, "case %q repeats the name of the case at line %d", c.Name, prev)
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
 		names[c.Name] = c.line
 		f.cases = append(f.cases, c)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return f, nil
 }
@@ -228,14 +234,17 @@ func (p fileParser) decode(n *yaml.Node, prefix string, dst any) (map[string]*ya
 		}
 	}
 	at := map[string]*yaml.Node{}
+	var bad []error // unknown and repeated keys, all of them
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		field, ok := fields[k.Value]
 		if !ok {
-			return nil, p.errAt(k, "unknown key %q (known: %s)", k.Value, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
+			bad = append(bad, p.errAt(k, "unknown key %q (known: %s)", k.Value, strings.Join(slices.Sorted(maps.Keys(fields)), ", ")))
+			continue
 		}
 		if at[k.Value] != nil {
-			return nil, p.errAt(k, "key %q repeated", k.Value)
+			bad = append(bad, p.errAt(k, "key %q repeated", k.Value))
+			continue
 		}
 		if v.Kind == yaml.AliasNode && v.Alias != nil {
 			v = v.Alias // an anchored object or list used again
@@ -258,10 +267,10 @@ func (p fileParser) decode(n *yaml.Node, prefix string, dst any) (map[string]*ya
 			*field, err = p.strMap(v, what)
 		}
 		if err != nil {
-			return nil, err
+			bad = append(bad, err)
 		}
 	}
-	return at, nil
+	return at, errors.Join(bad...)
 }
 
 func kindName(n *yaml.Node) string {

@@ -97,6 +97,10 @@ type Options struct {
 	// MaxGroups caps the groups of a review, of a supplied user.info and
 	// of a /v1/access request. Default admission.DefaultMaxGroups.
 	MaxGroups int
+	// RefuseConfigWarnings makes /validate-config refuse a configuration
+	// with warnings too (--validate-config-warnings=refuse); default:
+	// admitted, the warnings returned to kubectl.
+	RefuseConfigWarnings bool
 	// BodyMemory is what the bodies being read may hold at once (shed.go);
 	// a request that does not fit gets 429 before its body is read.
 	// Default 48 MiB: six bodies of the API server's 3 MiB.

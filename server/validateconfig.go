@@ -33,7 +33,7 @@ const nodeCost = 96
 // serveValidateConfig is /validate-config: it loads the ConfigMap being
 // written as usher serve would (merged with the other one it reads, no
 // file opened: config.InRequest) and refuses it with the diagnostics, or
-// admits it with the lint warnings. A ConfigMap usher does not read and a
+// admits it with the lint warnings (refuses it, with RefuseConfigWarnings). A ConfigMap usher does not read and a
 // deletion are admitted; data past the bounds above is refused unparsed,
 // a parse the body budget cannot hold with 429.
 func (s *Server) serveValidateConfig(w http.ResponseWriter, r *http.Request) {
@@ -139,6 +139,11 @@ func (s *Server) reviewConfig(ctx context.Context, req *admissionv1.AdmissionReq
 		return resp
 	}
 	allow.Warnings = warnings(cfg.Warnings)
+	if s.opts.RefuseConfigWarnings && len(cfg.Warnings) > 0 {
+		s.log.Info("configuration change refused at admission for its warnings", "configmap", name, "user", req.UserInfo.Username, "warnings", len(cfg.Warnings))
+		return deny(http.StatusUnprocessableEntity, "usher: configuration refused: usher serve --validate-config-warnings=refuse refuses warnings too; the configuration in service is unchanged:\n"+
+			strings.Join(allow.Warnings, "\n"))
+	}
 	return allow
 }
 

@@ -16,7 +16,7 @@ import (
 // fileResolverYAML is a configuration whose partition's groups come from
 // the users-to-groups file path.
 func fileResolverYAML(path string) string {
-	return fmt.Sprintf("partitions:\n  - name: default\n    usergroupresolver:\n      type: file\n      file: %s\n    queues:\n      - name: root\n        submitacl: \"*\"\n", path)
+	return fmt.Sprintf("partitions:\n  - name: default\n    usergroupresolver:\n      type: file\n      file: %s\n      unknownuser: deny\n    queues:\n      - name: root\n        submitacl: \"*\"\n", path)
 }
 
 // /validate-config never opens a file the request names: a FIFO (which

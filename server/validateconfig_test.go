@@ -97,6 +97,29 @@ func TestValidateConfigMapWebhook(t *testing.T) {
 	}
 }
 
+// With RefuseConfigWarnings (--validate-config-warnings=refuse) the
+// leading-space trap cannot pass kubectl apply: "submitacl:  dev" is read
+// by YAML as the user dev, a warning, and the change is refused with it;
+// a configuration without warnings is still admitted.
+func TestValidateConfigRefusesWarnings(t *testing.T) {
+	trap := "partitions:\n  - name: default\n    queues:\n      - name: root\n        queues:\n          - name: dev\n            submitacl:  dev\n"
+	h := start(t, server.Options{ReloadInterval: time.Hour}, nil)
+	if r := postConfigReview(t, h, configReview(t, "UPDATE", trap)); !r.Allowed || len(r.Warnings) != 1 {
+		t.Fatalf("by default the trap is admitted with its warning: %+v %q", r.Result, r.Warnings)
+	}
+	h = start(t, server.Options{ReloadInterval: time.Hour, RefuseConfigWarnings: true}, nil)
+	r := postConfigReview(t, h, configReview(t, "UPDATE", trap))
+	want := `configmap/usher-system/usher/queues.yaml:7:25: warning: submitacl "dev": the value starts 2 spaces after the colon`
+	if r.Allowed || r.Result == nil || r.Result.Code != 422 || !strings.Contains(r.Result.Message, "--validate-config-warnings=refuse") ||
+		!strings.Contains(r.Result.Message, want) {
+		t.Fatalf("want the trap refused with its warning %q: %+v", want, r.Result)
+	}
+	clean := strings.Replace(trap, "submitacl:  dev", `submitacl: " dev"`, 1)
+	if r := postConfigReview(t, h, configReview(t, "UPDATE", clean)); !r.Allowed || len(r.Warnings) != 0 {
+		t.Fatalf("a configuration without warnings is admitted: %+v %q", r.Result, r.Warnings)
+	}
+}
+
 // A body over the cap is refused without being decoded, whether its
 // length is declared or not.
 func TestValidateConfigBodyCap(t *testing.T) {

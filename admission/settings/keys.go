@@ -193,18 +193,16 @@ func Resolve(c Config, lookup func(string) (string, bool)) (*Compiled, []Warning
 	if len(errs) > 0 {
 		return nil, nil, errors.Join(errs...)
 	}
+	// The warnings come with a compile error too: all at once.
 	out, err := c.Compile()
-	if err != nil {
-		for _, se := range SettingErrors(err) {
-			se.Variable = env[se.Setting]
-		}
-		return nil, nil, err
-	}
 	ws := c.Warnings()
 	for i := range ws {
 		ws[i].Variable = env[ws[i].Setting]
 	}
-	return out, ws, nil
+	for _, se := range SettingErrors(err) {
+		se.Variable = env[se.Setting]
+	}
+	return out, ws, err
 }
 
 // Alias returns YuniKorn's other ConfigMap key of setting, or "".

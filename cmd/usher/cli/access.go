@@ -134,44 +134,77 @@ with more than one space, admission settings that name a partition, queue
 or scheduler the file does not have, and warns about traps: a group-only
 ACL whose leading space YAML dropped because it was not quoted, "*" mixed
 with names, duplicate entries, names differing only in case, leaf queues
-nobody can submit to, and trust patterns not anchored at both ends (with
-the pattern to write instead). What usher serve still loads but a later
+and parent-only subtrees nobody can submit to, placement rules that can
+never place, users-to-groups file lines skip keeps unread, unknownuser
+left unsaid where a directory is configured, and trust patterns not
+anchored at both ends (with the pattern to write instead). Every problem
+is reported in one run. What usher serve still loads but a later
 release refuses (docs/upgrade.md: a users-to-groups file that is not a
 regular file, say) is an error here. At most 100 errors and 100 warnings
 are listed, then how many more there are.
 
-Exit status: 1 when any PATH has errors, 0 when there are only warnings or
-none, 2 on bad usage or a PATH that cannot be read.
+With -o json the diagnostics of every PATH are one JSON object on stdout,
+{"errors": N, "warnings": N, "diagnostics": [{"file", "line", "column",
+"severity", "code", "message", "suggestion"}]}; with -o sarif a SARIF
+2.1.0 log, as GitHub code scanning reads it. The codes and both shapes
+are in docs/lint.md. The summary line of each PATH goes to stderr
+in every format.
+
+Exit status: 1 when any PATH has errors (with --strict: errors or
+warnings), 0 otherwise, 2 on bad usage or a PATH that cannot be read.
 
 Examples:
   usher lint queues.yaml
   usher lint deploy/configmap.yaml
   usher lint /etc/usher            # a mounted ConfigMap
   usher lint a.yaml b.yaml configs/
+  usher lint --strict -o sarif deploy/configmap.yaml > usher.sarif
 `
 
 func newLintCommand(env *Env) *cobra.Command {
-	cmd, _ := newCommand(env, groupConfig, "lint PATH...",
+	cmd, fs := newCommand(env, groupConfig, "lint PATH... [flags]",
 		"check configurations (files, ConfigMap manifests, mounted ConfigMaps): FILE:LINE:COL: message", lintHelp)
 	cmd.Args = cobra.ArbitraryArgs
-	return setBody(env, cmd, func(ctx context.Context, args []string) int { return runLint(ctx, env, args) })
+	var l lintRun
+	fs.BoolVar(&l.strict, "strict", false, "warnings fail too: exit 1 when any PATH has errors or warnings (for CI)")
+	fs.StringVarP(&l.output, "output", "o", "text", "output `FORMAT`: text (FILE:LINE:COL: message), json or sarif (SARIF 2.1.0); docs/lint.md")
+	return setBody(env, cmd, func(ctx context.Context, args []string) int { return l.run(env, args) })
 }
 
-func runLint(_ context.Context, env *Env, args []string) int {
+// lintRun is one usher lint: its flags and the counts so far.
+type lintRun struct {
+	strict      bool
+	output      string
+	nerr, nwarn int
+	diags       []config.Diagnostic
+}
+
+func (l *lintRun) run(env *Env, args []string) int {
+	if !slices.Contains([]string{"text", "json", "sarif"}, l.output) {
+		env.errorf("-o: want text, json or sarif, not %q", l.output)
+		return ExitUsage
+	}
 	if len(args) == 0 {
 		env.errorf("want at least one PATH (a file, a ConfigMap manifest or a mounted ConfigMap directory)\nRun \"%s --help\" for usage.", env.commandPath())
 		return ExitUsage
 	}
 	code := ExitOK
+	l.diags = []config.Diagnostic{}
 	for _, path := range args {
-		code = max(code, lintOne(env, path))
+		code = max(code, l.one(env, path))
+	}
+	switch l.output {
+	case "json":
+		outputFlag("json").write(env, map[string]any{"errors": l.nerr, "warnings": l.nwarn, "diagnostics": l.diags})
+	case "sarif":
+		outputFlag("json").write(env, sarif(l.diags))
 	}
 	return code
 }
 
-// lintOne lints the configuration at path and prints its diagnostics and
-// a summary line.
-func lintOne(env *Env, path string) int {
+// one lints the configuration at path, prints its diagnostics (text) or
+// keeps them, and prints a summary line.
+func (l *lintRun) one(env *Env, path string) int {
 	cfg, err := loadConfig(env, path, config.Strict())
 	var invalid *config.InvalidError
 	var diags []config.Diagnostic
@@ -184,34 +217,24 @@ func lintOne(env *Env, path string) int {
 	default:
 		diags = slices.Clone(cfg.Warnings)
 	}
-	// Errors and warnings come sorted apart; interleave them by file (in
-	// the order files first appear), line and column.
-	rank := map[string]int{}
-	for _, d := range diags {
-		if _, ok := rank[d.File]; !ok {
-			rank[d.File] = len(rank)
-		}
-	}
-	slices.SortStableFunc(diags, func(a, b config.Diagnostic) int {
-		if a.File != b.File {
-			return rank[a.File] - rank[b.File]
-		}
-		if a.Line != b.Line {
-			return a.Line - b.Line
-		}
-		return a.Col - b.Col
-	})
+	// Errors and warnings come sorted apart; interleave them.
 	nerr := 0
-	for _, d := range diags {
-		fmt.Fprintln(env.Stdout, d)
+	for _, d := range config.Sort(diags) {
+		if l.output == "text" {
+			fmt.Fprintln(env.Stdout, d)
+		}
 		if d.Severity == config.Error {
 			nerr++
 		}
 	}
 	nwarn := len(diags) - nerr
+	l.nerr, l.nwarn, l.diags = l.nerr+nerr, l.nwarn+nwarn, append(l.diags, diags...)
 	switch {
 	case nerr > 0:
 		fmt.Fprintf(env.Stderr, "%s: %s, %s\n", path, plural(nerr, "error"), plural(nwarn, "warning"))
+		return ExitDenied
+	case nwarn > 0 && l.strict:
+		fmt.Fprintf(env.Stderr, "%s: valid, %s (--strict: warnings fail)\n", path, plural(nwarn, "warning"))
 		return ExitDenied
 	case nwarn > 0:
 		fmt.Fprintf(env.Stderr, "%s: valid, %s\n", path, plural(nwarn, "warning"))

@@ -66,6 +66,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"check", "--user", "a", "--groups", "ok,not ok"}, "whitespace"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"lint"}, "want at least one PATH"},
+		{[]string{"serve", "--validate-config-warnings", "warn"}, `--validate-config-warnings "warn": want admit or refuse`},
 		{[]string{"access", "--user", "a", "-o", "xml"}, `want text, json or yaml, not "xml"`},
 		{[]string{"check", "--user", "a", "-o", "xml"}, `want text, json or yaml, not "xml"`},
 		{[]string{"explain", "--user", "a", "--output", "csv"}, `want text, json or yaml`},

@@ -29,11 +29,12 @@ Who is compared: every user and group named in an ACL of either file (a
 user by its user entries, a group by its group entries), and everyone ("*").
 When what "*" grants changes, one line says so for everyone, and the named
 users and groups are not listed again. To see real people, with their
-groups and "*" together, list them in a --subjects file, one a line:
+groups and "*" together, list them in a --subjects file, in the format of
+a users-to-groups file (docs/identity.md), one user a line:
 
-  # user  groups (comma separated, optional)
-  alice   dev,ops
-  system:serviceaccount:spark:driver
+  # user: groups (comma separated, optional)
+  alice: dev, ops
+  system:serviceaccount:spark:driver:
 
 Placement: for every partition in both files, a request that names no
 queue (with the --tag tags, if any) is placed by the old and by the new
@@ -81,7 +82,7 @@ func newDiffCommand(env *Env) *cobra.Command {
 	cmd, fs := newCommand(env, groupConfig, "diff OLD NEW [flags]", "who gains and who loses queue rights between two configurations", diffHelp)
 	cmd.Args = cobra.ArbitraryArgs
 	fs.Var(f.tags, "tag", "application tag `NAME=VALUE` of every request placed (for tag rules), repeatable")
-	fs.StringVar(&f.subjectsFile, "subjects", "", "`FILE` of users with their groups to compare too, one a line: USER [GROUP,GROUP…]")
+	fs.StringVar(&f.subjectsFile, "subjects", "", "`FILE` of users with their groups to compare too, as a users-to-groups file: USER: GROUP, GROUP…")
 	fs.StringVarP(&f.output, "output", "o", "text", "output `FORMAT`: text, json, or dot or mermaid (a Graphviz or Mermaid picture)")
 	return setBody(env, cmd, func(ctx context.Context, files []string) int { return runDiff(ctx, env, f, files) })
 }

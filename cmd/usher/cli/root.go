@@ -103,9 +103,10 @@ directory where a ConfigMap is mounted, with the ADMISSION_CONTROLLER_* environm
 (BYPASS_AUTH, TRUST_CONTROLLERS, SYSTEM_USERS, EXTERNAL_USERS,
 EXTERNAL_GROUPS) overriding its admission settings.
 
-Exit status: 0 allowed (or success), 1 denied (or lint errors, failed
-policy tests, a diff with changes), 2 bad usage, a bad configuration or a
-failure to decide (the reason is on stderr).`
+Exit status: 0 allowed (or success), 1 denied (or lint errors, and with
+lint --strict warnings, failed policy tests, a diff with changes), 2 bad
+usage, a bad configuration or a failure to decide (the reason is on
+stderr).`
 
 const rootExamples = `  usher check   --config queues.yaml --queue root.test --user sue
   usher explain --config queues.yaml --queue root.test --user john --groups dev

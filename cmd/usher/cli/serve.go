@@ -34,7 +34,9 @@ twice (or comma separated) for YuniKorn's yunikorn-defaults and
 yunikorn-configs, merged as YuniKorn merges them (yunikorn-configs wins).
 POST /validate-config is the validating webhook of that ConfigMap: it
 refuses an invalid change at kubectl apply time with usher lint's
-FILE:LINE:COL diagnostics (docs/configuration-sources.md).
+FILE:LINE:COL diagnostics (docs/configuration-sources.md), and with
+--validate-config-warnings=refuse a change with warnings too (such as
+"submitacl:  dev", which YAML reads as the user dev).
 ADMISSION_CONTROLLER_* environment variables override the file, exactly as
 in every other command (one set to "" overrides too: an empty pattern list
 trusts nobody); "usher lint" reports what serve would read.
@@ -115,6 +117,7 @@ type serveFlags struct {
 	authCacheTTL                                                 time.Duration
 	memLimit, bodyMemory                                         string
 	webhooks                                                     func() error
+	configWarnings                                               string // --validate-config-warnings
 }
 
 func newServeCommand(env *Env) *cobra.Command {
@@ -153,6 +156,8 @@ func newServeCommand(env *Env) *cobra.Command {
 		"(docs/audit.md; by default they are recorded whenever usher has cluster credentials)")
 	fs.StringVar(auditLog, "audit-log", "", "write audit records to `FILE` (appended to, created 0600) or to stdout (-), "+
 		"apart from the operational logs and whatever --log-level says (default: in the log stream on stderr)")
+	fs.StringVar(&f.configWarnings, "validate-config-warnings", "admit", "what /validate-config does with a configuration that has warnings: "+
+		"admit (they are returned to kubectl) or refuse (as with errors; docs/configuration-sources.md)")
 	fs.DurationVar(&opts.ReloadInterval, "reload-interval", 2*time.Second, "how often to check the configuration for changes")
 	fs.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let requests in flight finish on shutdown")
 	fs.StringVar(accessAuth, "access-auth", server.AccessAuthAuto, "`MODES` callers of /v1/access and /metrics authenticate with: kubernetes, client-cert (or both, comma separated), auto or none")
@@ -254,6 +259,11 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 		return ExitUsage
 	}
 	opts.BodyMemory = bm.Value()
+	if f.configWarnings != "admit" && f.configWarnings != "refuse" {
+		env.errorf("--validate-config-warnings %q: want admit or refuse", f.configWarnings)
+		return ExitUsage
+	}
+	opts.RefuseConfigWarnings = f.configWarnings == "refuse"
 	if opts.MaxGroups <= 0 {
 		env.errorf("--max-groups %d: want a positive number", opts.MaxGroups)
 		return ExitUsage

@@ -28,7 +28,7 @@ came out, the command that reproduces it and its trail. The last line is
 "N passed, M failed".
 
 Exit status: 0 every case passed, 1 a case failed, 2 bad usage or a bad
-test file (FILE:LINE:COL: message on stderr; nothing is run) or a
+test file (each problem as FILE:LINE:COL: message on stderr; nothing is run) or a
 configuration that does not load.
 
 Example: a test file beside examples/teams.yaml (examples/*_test.yaml has more)

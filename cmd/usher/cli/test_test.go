@@ -225,6 +225,28 @@ func TestPolicyTestMalformedFile(t *testing.T) {
 	}
 }
 
+// Every bad key of a test file is reported in one run: two in one case,
+// one in another, and a later case's bad expectation.
+func TestPolicyTestReportsEveryBadKey(t *testing.T) {
+	dir := policyDir(t, map[string]string{"q.yaml": "@" + yunikornACL, "bad_test.yaml": "config: q.yaml\ncases:\n" +
+		"  - {name: a, user: u, qeue: root.test, expct: allowed}\n" +
+		"  - {name: b, user: u, expect: allowed}\n" +
+		"  - {name: c, usr: u, expect: allowed}\n" +
+		"  - {name: d, user: u, expect: alowed}\n"})
+	file := filepath.Join(dir, "bad_test.yaml")
+	out, errs, code := run(t, "test", dir)
+	want := []string{`:3:24: unknown key "qeue"`, `:3:41: unknown key "expct"`, `:5:15: unknown key "usr"`, `:6:32: expect: want allowed or denied, not "alowed"`}
+	lines := strings.Split(strings.TrimSpace(errs), "\n")
+	if code != 2 || out != "" || len(lines) != len(want) {
+		t.Fatalf("exit %d, want 2 and %d lines\nstdout: %s\nstderr: %s", code, len(want), out, errs)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], file+w) {
+			t.Errorf("line %d: %q, want %q…", i+1, lines[i], file+w)
+		}
+	}
+}
+
 // A configuration that does not load is exit 2, as for every command.
 func TestPolicyTestBrokenConfig(t *testing.T) {
 	dir := policyDir(t, map[string]string{"q.yaml": "@../../../examples/broken.yaml", "a_test.yaml": "config: q.yaml\ncases:\n  - {name: a, user: u, expect: allowed}\n"})
