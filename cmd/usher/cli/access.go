@@ -30,7 +30,7 @@ Examples:
 
 func newAccessCommand(env *Env) *cobra.Command {
 	d := &decisionFlags{out: "text"}
-	cmd, fs := newCommand(env, groupDecide, "access --user U [--groups G1,G2] [flags]",
+	cmd, fs := newCommand(groupDecide, "access --user U [--groups G1,G2] [flags]",
 		"every queue of a partition with the user's submit and admin rights", accessHelp)
 	fs.StringVar(&d.config, "config", "", configFlagHelp)
 	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
@@ -146,7 +146,7 @@ Examples:
 `
 
 func newLintCommand(env *Env) *cobra.Command {
-	cmd, _ := newCommand(env, groupConfig, "lint PATH...",
+	cmd, _ := newCommand(groupConfig, "lint PATH...",
 		"check configurations (files, ConfigMap manifests, mounted ConfigMaps): FILE:LINE:COL: message", lintHelp)
 	cmd.Args = cobra.ArbitraryArgs
 	return setBody(env, cmd, func(ctx context.Context, args []string) int { return runLint(ctx, env, args) })
