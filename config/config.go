@@ -199,7 +199,7 @@ func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Nod
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		p.errorf(root, "the configuration must be a mapping with a partitions key, not %s", kindName(root))
+		p.errorf(root, "the configuration must be a mapping with a partitions key, not %s", yamlnode.Kind(root))
 		return c, nil
 	}
 	p.queueNode = map[string]*yaml.Node{}
@@ -215,7 +215,7 @@ func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Nod
 		return c, adm
 	}
 	if parts.Kind != yaml.SequenceNode {
-		p.errorf(parts, "partitions must be a list, not %s", kindName(parts))
+		p.errorf(parts, "partitions must be a list, not %s", yamlnode.Kind(parts))
 		return c, adm
 	}
 	seen := map[string]*yaml.Node{}
@@ -266,7 +266,7 @@ func (p *parser) mapping(n *yaml.Node, what string, keys map[string]func(k, v *y
 // so a table built once (queueKeys) spares a map per node.
 func walkMapping[H any](p *parser, n *yaml.Node, what string, keys map[string]H, call func(h H, k, v *yaml.Node)) bool {
 	if n.Kind != yaml.MappingNode {
-		p.errorf(n, "%s must be a mapping, not %s", what, kindName(n))
+		p.errorf(n, "%s must be a mapping, not %s", what, yamlnode.Kind(n))
 		return false
 	}
 	// Mappings of the schema have a handful of keys: scanning the keys
@@ -321,27 +321,10 @@ func hint[H any](key string, keys map[string]H) string {
 	return " (known keys: " + strings.Join(slices.Sorted(maps.Keys(keys)), ", ") + ")"
 }
 
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		if n.Tag == "!!null" {
-			return "empty"
-		}
-		return fmt.Sprintf("the value %q", n.Value)
-	case yaml.AliasNode:
-		return "an alias"
-	}
-	return "nothing"
-}
-
 // str reads a scalar string; null reads as "".
 func (p *parser) str(n *yaml.Node, what string) (string, bool) {
 	if n.Kind != yaml.ScalarNode {
-		p.errorf(n, "%s must be a string, not %s", what, kindName(n))
+		p.errorf(n, "%s must be a string, not %s", what, yamlnode.Kind(n))
 		return "", false
 	}
 	text := n.Value
@@ -460,7 +443,7 @@ var queueKeys = map[string]func(p *parser, r *queueRead, k, v *yaml.Node){
 	"parent": func(p *parser, r *queueRead, k, v *yaml.Node) {
 		r.parentFlag = v
 		if err := v.Decode(&r.isParent); err != nil {
-			p.errorf(v, "parent must be true or false, not %s", kindName(v))
+			p.errorf(v, "parent must be true or false, not %s", yamlnode.Kind(v))
 		}
 		r.q.Parent = r.isParent
 	},
@@ -503,7 +486,7 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 	p.queueNode[key] = nameNode
 	if children != nil {
 		if children.Kind != yaml.SequenceNode {
-			p.errorf(children, "queues of %s must be a list, not %s", path, kindName(children))
+			p.errorf(children, "queues of %s must be a list, not %s", path, yamlnode.Kind(children))
 			return q
 		}
 		if r.parentFlag != nil && !r.isParent && len(children.Content) > 0 {
