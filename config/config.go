@@ -3,18 +3,10 @@
 // immutable, compiled Config.
 //
 // Every command and usher serve read a configuration through one
-// pipeline, Load (docs/architecture.md):
-//
-//	source      a usher YAML file, ConfigMap manifests (merged as YuniKorn
-//	            merges them), a ConfigMap's data, Helm values, a mounted
-//	            ConfigMap directory or the embedded default (source.go)
-//	parse       YAML nodes with positions, once
-//	environment ADMISSION_CONTROLLER_* overrides (WithEnv)
-//	validate    every problem at FILE:LINE:COL: typed errors (settings'
-//	            and a value yaml.v3 cannot decode, at its node) placed
-//	            with errors.As; only a YAML syntax error's line is read
-//	            from yaml.v3's text, which has no typed form
-//	compile     the policy snapshot and the admission settings, once
+// pipeline, Load: source, parse once, environment, validate, compile
+// (docs/architecture.md). Errors are placed at FILE:LINE:COL with
+// errors.As; only a YAML syntax error's line is read from yaml.v3's text,
+// which has no typed form.
 //
 // Rules this package enforces:
 //   - Every mistake is reported, all at once; a configuration with an
