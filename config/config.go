@@ -261,32 +261,14 @@ func walkMapping[H any](p *parser, n *yaml.Node, what string, keys map[string]H,
 		p.errorf(n, "%s must be a mapping, not %s", what, yamlnode.Kind(n))
 		return false
 	}
-	// Mappings of the schema have a handful of keys: scanning the keys
-	// before costs less than a map, which only a long mapping gets.
-	var seen map[string]int
-	if len(n.Content) > 32 {
-		seen = make(map[string]int, len(n.Content)/2)
-	}
+	seen := make(map[string]int, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		first := 0
-		if seen != nil {
-			first = seen[k.Value]
-			if first == 0 {
-				seen[k.Value] = k.Line
-			}
-		} else {
-			for j := 0; j < i; j += 2 {
-				if n.Content[j].Value == k.Value {
-					first = n.Content[j].Line
-					break
-				}
-			}
-		}
-		if first != 0 {
+		if first := seen[k.Value]; first != 0 {
 			p.errorf(k, "%s: key %q is repeated (first at line %d)", what, k.Value, docLine(first))
 			continue
 		}
+		seen[k.Value] = k.Line
 		h, ok := keys[k.Value]
 		if !ok {
 			p.errorf(k, "%s: unknown key %q%s", what, k.Value, hint(k.Value, keys))
