@@ -485,7 +485,7 @@ type builder struct {
 	all    bool
 	users  []string
 	groups []string
-	seen   map[[2]string]struct{} // built once the lists grow long
+	seen   map[[2]string]struct{}
 }
 
 // add appends a name unless present and reports whether it was new.
@@ -494,21 +494,8 @@ func (b *builder) add(groups bool, name string) bool {
 	if groups {
 		l, kind = &b.groups, "g"
 	}
-	if b.seen == nil && len(b.users)+len(b.groups) < 16 {
-		if slices.Contains(*l, name) {
-			return false
-		}
-		*l = append(*l, name)
-		return true
-	}
 	if b.seen == nil {
 		b.seen = make(map[[2]string]struct{})
-		for _, n := range b.users {
-			b.seen[[2]string{"u", n}] = struct{}{}
-		}
-		for _, n := range b.groups {
-			b.seen[[2]string{"g", n}] = struct{}{}
-		}
 	}
 	key := [2]string{kind, name}
 	if _, dup := b.seen[key]; dup {
