@@ -190,7 +190,7 @@ func Parse(text string, d Dialect) (ACL, []Warning, error) {
 				return ACL{}, nil, &SyntaxError{Input: text, Offset: at,
 					Msg: `more than one space: an ACL is "users groups" with exactly one space between the lists (a leading space means groups only)`}
 			}
-			p.warn("", at, fmt.Sprintf("everything after the second space is ignored, as YARN does: %q", text[at:]))
+			p.warn(Ignored, at, fmt.Sprintf("everything after the second space is ignored, as YARN does: %q", text[at:]))
 			groups = groups[:j]
 		}
 	}
@@ -395,10 +395,22 @@ func (e *SyntaxError) Error() string {
 // Warning is an entry that is legal but has no effect, or input that a
 // dialect ignores.
 type Warning struct {
+	Kind   WarningKind
 	List   string // set by ParseSpark
 	Offset int    // byte offset in the text (or list) parsed
 	Msg    string
 }
+
+// WarningKind says what a Warning is about, so that a caller can tell
+// warnings apart without reading their text.
+type WarningKind int
+
+const (
+	Ignored     WarningKind = iota // YARN: the text after the second space
+	Empty                          // an empty entry
+	NotWildcard                    // "*" among names
+	Duplicate                      // a name listed again
+)
 
 func (w Warning) String() string {
 	if w.List != "" {
@@ -414,8 +426,8 @@ type parser struct {
 	warnings []Warning
 }
 
-func (p *parser) warn(list string, at int, msg string) {
-	p.warnings = append(p.warnings, Warning{List: list, Offset: at, Msg: msg})
+func (p *parser) warn(kind WarningKind, at int, msg string) {
+	p.warnings = append(p.warnings, Warning{Kind: kind, List: p.listName, Offset: at, Msg: msg})
 }
 
 // list parses a comma separated list that starts at offset base of the
@@ -447,17 +459,17 @@ func (p *parser) list(s string, base int, groups, trim bool) error {
 func (p *parser) entry(name string, at int, groups bool, kind string) error {
 	switch {
 	case name == "":
-		p.warn(p.listName, at, fmt.Sprintf("empty %s entry", kind))
+		p.warn(Empty, at, fmt.Sprintf("empty %s entry", kind))
 		return nil
 	case name == Wildcard:
-		p.warn(p.listName, at, fmt.Sprintf(`"*" mixed with %ss is not a wildcard and grants nothing; write "*" alone to allow everyone`, kind))
+		p.warn(NotWildcard, at, fmt.Sprintf(`"*" mixed with %ss is not a wildcard and grants nothing; write "*" alone to allow everyone`, kind))
 		return nil
 	}
 	if err := ValidName(name); err != nil {
 		return &SyntaxError{Input: p.text, List: p.listName, Offset: at, Msg: err.Error()}
 	}
 	if !p.b.add(groups, name) {
-		p.warn(p.listName, at, fmt.Sprintf("duplicate %s %q", kind, name))
+		p.warn(Duplicate, at, fmt.Sprintf("duplicate %s %q", kind, name))
 	}
 	return nil
 }
@@ -473,7 +485,7 @@ type builder struct {
 	all    bool
 	users  []string
 	groups []string
-	seen   map[[2]string]struct{} // built once the lists grow long
+	seen   map[[2]string]struct{}
 }
 
 // add appends a name unless present and reports whether it was new.
@@ -482,21 +494,8 @@ func (b *builder) add(groups bool, name string) bool {
 	if groups {
 		l, kind = &b.groups, "g"
 	}
-	if b.seen == nil && len(b.users)+len(b.groups) < 16 {
-		if slices.Contains(*l, name) {
-			return false
-		}
-		*l = append(*l, name)
-		return true
-	}
 	if b.seen == nil {
 		b.seen = make(map[[2]string]struct{})
-		for _, n := range b.users {
-			b.seen[[2]string{"u", n}] = struct{}{}
-		}
-		for _, n := range b.groups {
-			b.seen[[2]string{"g", n}] = struct{}{}
-		}
 	}
 	key := [2]string{kind, name}
 	if _, dup := b.seen[key]; dup {

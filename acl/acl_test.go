@@ -173,7 +173,7 @@ func TestDialectsOnMalformedInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(warns) != 1 || warns[0].Offset != 7 || !strings.Contains(warns[0].Msg, `" test"`) {
+	if len(warns) != 1 || warns[0].Offset != 7 || warns[0].Kind != Ignored || !strings.Contains(warns[0].Msg, `" test"`) {
 		t.Fatalf("yarn warnings: %v", warns)
 	}
 	if got := a.String(); got != "sue dev" {
@@ -249,14 +249,15 @@ func TestWarnings(t *testing.T) {
 	tests := []struct {
 		text   string
 		offset int
+		kind   WarningKind
 		msg    string
 		allows who
 	}{
-		{"alice,,bob", 6, "empty user entry", who{"bob", nil}},
-		{"alice,*", 6, `"*" mixed with users`, who{"alice", nil}},
-		{"alice dev,*", 10, `"*" mixed with groups`, who{"x", []string{"dev"}}},
-		{"alice,alice", 6, `duplicate user "alice"`, who{"alice", nil}},
-		{"alice,", 6, "empty user entry", who{"alice", nil}},
+		{"alice,,bob", 6, Empty, "empty user entry", who{"bob", nil}},
+		{"alice,*", 6, NotWildcard, `"*" mixed with users`, who{"alice", nil}},
+		{"alice dev,*", 10, NotWildcard, `"*" mixed with groups`, who{"x", []string{"dev"}}},
+		{"alice,alice", 6, Duplicate, `duplicate user "alice"`, who{"alice", nil}},
+		{"alice,", 6, Empty, "empty user entry", who{"alice", nil}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {
@@ -264,8 +265,8 @@ func TestWarnings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(warns) != 1 || warns[0].Offset != tt.offset || !strings.Contains(warns[0].Msg, tt.msg) {
-				t.Fatalf("warnings %v, want offset %d %q", warns, tt.offset, tt.msg)
+			if len(warns) != 1 || warns[0].Offset != tt.offset || warns[0].Kind != tt.kind || !strings.Contains(warns[0].Msg, tt.msg) {
+				t.Fatalf("warnings %v, want offset %d kind %d %q", warns, tt.offset, tt.kind, tt.msg)
 			}
 			if !check(t, a, tt.allows).Allowed() {
 				t.Fatal("expected the valid entries to keep working")

@@ -77,12 +77,4 @@
 // Regular expressions (systemUsers, externalUsers, externalGroups,
 // processNamespaces, bypassNamespaces) are unanchored, as YuniKorn uses
 // them: "admin" also matches "notadmin"; settings.Config.Warnings says so.
-//
-// # Layout
-//
-// handler.go (Handler, State, decide), http.go (the HTTP edge), decode.go,
-// object.go and userinfo.go (reading the review with internal/jsonscan),
-// create.go, stamp.go, update.go, adopt.go, delete.go and queue.go (the
-// rules), rule.go (why a review was let through), response.go (decision
-// and its rendering) and audit.go (Record, Denial).
 package admission

@@ -212,19 +212,6 @@ func (d Decision) By() (s Step, ok bool) {
 	return Step{}, false
 }
 
-// Err returns nil when the decision allows, else a *DeniedError.
-func (d Decision) Err() error {
-	if d.Allowed {
-		return nil
-	}
-	return &DeniedError{Decision: d}
-}
-
-// DeniedError is a denial as an error, to be matched with errors.As.
-type DeniedError struct{ Decision Decision }
-
-func (e *DeniedError) Error() string { return "access denied: " + e.Decision.Reason() }
-
 // ErrNoOwner is returned for an application without an owner.
 var ErrNoOwner = errors.New("application has no owner")
 

@@ -1,7 +1,6 @@
 package application_test
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/usherhq/usher/acl"
@@ -84,15 +83,4 @@ func ExamplePolicy_Decide_applicationACLs() {
 	// view true
 	// kill false
 	// sam may kill the application of john in root.marketing: application admin: group entry "spark-admins" in applicationacls admin of partition default
-}
-
-// A denial as an error, matched with errors.As.
-func ExampleDecision_Err() {
-	d, _ := application.Policy{Partition: examplePartition()}.Decide(application.Application{Owner: "john", Queue: "root.marketing"},
-		acl.NewSubject("eve", nil), application.View, "")
-	var denied *application.DeniedError
-	if errors.As(d.Err(), &denied) {
-		fmt.Println(denied.Decision.User, "denied")
-	}
-	// Output: eve denied
 }

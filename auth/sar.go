@@ -7,6 +7,7 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 
+	"github.com/usherhq/usher/internal/defaults"
 	"github.com/usherhq/usher/internal/ttlcache"
 )
 
@@ -29,19 +30,11 @@ type SAROptions struct {
 }
 
 func (o SAROptions) withDefaults() SAROptions {
-	o.AllowTTL = positive(o.AllowTTL, 10*time.Second)
-	o.DenyTTL = positive(o.DenyTTL, 10*time.Second)
-	o.Timeout = positive(o.Timeout, 10*time.Second)
-	o.MaxEntries = positive(o.MaxEntries, 4096)
+	defaults.Positive(&o.AllowTTL, 10*time.Second)
+	defaults.Positive(&o.DenyTTL, 10*time.Second)
+	defaults.Positive(&o.Timeout, 10*time.Second)
+	defaults.Positive(&o.MaxEntries, 4096)
 	return o
-}
-
-// positive is v, or d when v is not positive.
-func positive[T int | float32 | time.Duration](v, d T) T {
-	if v <= 0 {
-		return d
-	}
-	return v
 }
 
 // SARAuthorizer asks the API server's authorizers (RBAC) with a

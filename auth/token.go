@@ -12,6 +12,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/usherhq/usher/internal/defaults"
 	"github.com/usherhq/usher/internal/ttlcache"
 )
 
@@ -51,12 +52,12 @@ type TokenOptions struct {
 var ErrTooManyReviews = errors.New("too many new credentials at once: try again later")
 
 func (o TokenOptions) withDefaults() TokenOptions {
-	o.SuccessTTL = positive(o.SuccessTTL, 10*time.Second)
-	o.FailureTTL = positive(o.FailureTTL, 10*time.Second)
-	o.Timeout = positive(o.Timeout, 10*time.Second)
-	o.MaxEntries = positive(o.MaxEntries, 4096)
-	o.ReviewRate = positive(o.ReviewRate, 50)
-	o.ReviewBurst = positive(o.ReviewBurst, 100)
+	defaults.Positive(&o.SuccessTTL, 10*time.Second)
+	defaults.Positive(&o.FailureTTL, 10*time.Second)
+	defaults.Positive(&o.Timeout, 10*time.Second)
+	defaults.Positive(&o.MaxEntries, 4096)
+	defaults.Positive(&o.ReviewRate, 50)
+	defaults.Positive(&o.ReviewBurst, 100)
 	if o.Count == nil {
 		o.Count = func(string) {}
 	}

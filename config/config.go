@@ -3,18 +3,10 @@
 // immutable, compiled Config.
 //
 // Every command and usher serve read a configuration through one
-// pipeline, Load (docs/architecture.md):
-//
-//	source      a usher YAML file, ConfigMap manifests (merged as YuniKorn
-//	            merges them), a ConfigMap's data, Helm values, a mounted
-//	            ConfigMap directory or the embedded default (source.go)
-//	parse       YAML nodes with positions, once
-//	environment ADMISSION_CONTROLLER_* overrides (WithEnv)
-//	validate    every problem at FILE:LINE:COL: typed errors (settings'
-//	            and a value yaml.v3 cannot decode, at its node) placed
-//	            with errors.As; only a YAML syntax error's line is read
-//	            from yaml.v3's text, which has no typed form
-//	compile     the policy snapshot and the admission settings, once
+// pipeline, Load: source, parse once, environment, validate, compile
+// (docs/architecture.md). Errors are placed at FILE:LINE:COL with
+// errors.As; only a YAML syntax error's line is read from yaml.v3's text,
+// which has no typed form.
 //
 // Rules this package enforces:
 //   - Every mistake is reported, all at once; a configuration with an
@@ -199,7 +191,7 @@ func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Nod
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		p.errorf(root, "the configuration must be a mapping with a partitions key, not %s", kindName(root))
+		p.errorf(root, "the configuration must be a mapping with a partitions key, not %s", yamlnode.Kind(root))
 		return c, nil
 	}
 	p.queueNode = map[string]*yaml.Node{}
@@ -215,7 +207,7 @@ func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Nod
 		return c, adm
 	}
 	if parts.Kind != yaml.SequenceNode {
-		p.errorf(parts, "partitions must be a list, not %s", kindName(parts))
+		p.errorf(parts, "partitions must be a list, not %s", yamlnode.Kind(parts))
 		return c, adm
 	}
 	seen := map[string]*yaml.Node{}
@@ -266,35 +258,17 @@ func (p *parser) mapping(n *yaml.Node, what string, keys map[string]func(k, v *y
 // so a table built once (queueKeys) spares a map per node.
 func walkMapping[H any](p *parser, n *yaml.Node, what string, keys map[string]H, call func(h H, k, v *yaml.Node)) bool {
 	if n.Kind != yaml.MappingNode {
-		p.errorf(n, "%s must be a mapping, not %s", what, kindName(n))
+		p.errorf(n, "%s must be a mapping, not %s", what, yamlnode.Kind(n))
 		return false
 	}
-	// Mappings of the schema have a handful of keys: scanning the keys
-	// before costs less than a map, which only a long mapping gets.
-	var seen map[string]int
-	if len(n.Content) > 32 {
-		seen = make(map[string]int, len(n.Content)/2)
-	}
+	seen := make(map[string]int, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		first := 0
-		if seen != nil {
-			first = seen[k.Value]
-			if first == 0 {
-				seen[k.Value] = k.Line
-			}
-		} else {
-			for j := 0; j < i; j += 2 {
-				if n.Content[j].Value == k.Value {
-					first = n.Content[j].Line
-					break
-				}
-			}
-		}
-		if first != 0 {
+		if first := seen[k.Value]; first != 0 {
 			p.errorf(k, "%s: key %q is repeated (first at line %d)", what, k.Value, docLine(first))
 			continue
 		}
+		seen[k.Value] = k.Line
 		h, ok := keys[k.Value]
 		if !ok {
 			text, best := hint(k.Value, keys)
@@ -324,27 +298,10 @@ func hint[H any](key string, keys map[string]H) (string, string) {
 	return " (known keys: " + strings.Join(slices.Sorted(maps.Keys(keys)), ", ") + ")", ""
 }
 
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		if n.Tag == "!!null" {
-			return "empty"
-		}
-		return fmt.Sprintf("the value %q", n.Value)
-	case yaml.AliasNode:
-		return "an alias"
-	}
-	return "nothing"
-}
-
 // str reads a scalar string; null reads as "".
 func (p *parser) str(n *yaml.Node, what string) (string, bool) {
 	if n.Kind != yaml.ScalarNode {
-		p.errorf(n, "%s must be a string, not %s", what, kindName(n))
+		p.errorf(n, "%s must be a string, not %s", what, yamlnode.Kind(n))
 		return "", false
 	}
 	text := n.Value
@@ -463,7 +420,7 @@ var queueKeys = map[string]func(p *parser, r *queueRead, k, v *yaml.Node){
 	"parent": func(p *parser, r *queueRead, k, v *yaml.Node) {
 		r.parentFlag = v
 		if err := v.Decode(&r.isParent); err != nil {
-			p.errorf(v, "parent must be true or false, not %s", kindName(v))
+			p.errorf(v, "parent must be true or false, not %s", yamlnode.Kind(v))
 		}
 		r.q.Parent = r.isParent
 	},
@@ -506,7 +463,7 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 	p.queueNode[key] = nameNode
 	if children != nil {
 		if children.Kind != yaml.SequenceNode {
-			p.errorf(children, "queues of %s must be a list, not %s", path, kindName(children))
+			p.errorf(children, "queues of %s must be a list, not %s", path, yamlnode.Kind(children))
 			return q
 		}
 		if r.parentFlag != nil && !r.isParent && len(children.Content) > 0 {

@@ -44,7 +44,7 @@ func (p *parser) checkKeys(n *yaml.Node, top, what string, t reflect.Type) {
 	case t.Kind() == reflect.Struct && t.String() != "time.Time":
 		if n.Kind != yaml.MappingNode {
 			if !(n.Kind == yaml.ScalarNode && n.Tag == "!!null") {
-				p.errorf(n, "%s must be a mapping, not %s", what, kindName(n))
+				p.errorf(n, "%s must be a mapping, not %s", what, yamlnode.Kind(n))
 			}
 			return
 		}

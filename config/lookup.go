@@ -51,7 +51,7 @@ func (p *parser) lookupPolicy(l lookupNodes) identity.Policy {
 // up; an empty list looks everyone up.
 func (p *parser) skipPrefixes(n *yaml.Node) []string {
 	if n.Kind != yaml.SequenceNode {
-		p.errorf(n, "skip must be a list of name prefixes (default [\"system:\"]; [] looks everyone up), not %s", kindName(n))
+		p.errorf(n, "skip must be a list of name prefixes (default [\"system:\"]; [] looks everyone up), not %s", yamlnode.Kind(n))
 		return nil
 	}
 	out := []string{}
@@ -82,7 +82,7 @@ func (p *parser) skipPrefixes(n *yaml.Node) []string {
 // in order, and lints rules that can never apply.
 func (p *parser) nameMapping(n *yaml.Node, skip []string) []identity.MapRule {
 	if n.Kind != yaml.SequenceNode {
-		p.errorf(n, "namemapping must be a list of rules {pattern: REGEXP, replacement: NAME}, not %s", kindName(n))
+		p.errorf(n, "namemapping must be a list of rules {pattern: REGEXP, replacement: NAME}, not %s", yamlnode.Kind(n))
 		return nil
 	}
 	type rule struct {
@@ -386,7 +386,7 @@ func sample(sb *strings.Builder, re *syntax.Regexp, fill rune, more bool) bool {
 // of user to groups, each mistake at its node.
 func (p *parser) userGroups(n *yaml.Node, what string) map[string][]string {
 	if n.Kind != yaml.MappingNode {
-		p.errorf(n, "%s must map each user to a list of groups, not %s", what, kindName(n))
+		p.errorf(n, "%s must map each user to a list of groups, not %s", what, yamlnode.Kind(n))
 		return nil
 	}
 	out := map[string][]string{}
@@ -402,7 +402,7 @@ func (p *parser) userGroups(n *yaml.Node, what string) map[string][]string {
 		}
 		var groups []string
 		if v.Kind != yaml.SequenceNode && !(v.Kind == yaml.ScalarNode && v.Tag == "!!null") {
-			p.errorf(v, "%s: the groups of %s must be a list (an empty list: no groups), not %s", what, k.Value, kindName(v))
+			p.errorf(v, "%s: the groups of %s must be a list (an empty list: no groups), not %s", what, k.Value, yamlnode.Kind(v))
 			continue
 		}
 		for _, g := range v.Content {

@@ -5,6 +5,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/usherhq/usher/internal/yamlnode"
 	"github.com/usherhq/usher/placement"
 	"github.com/usherhq/usher/policy"
 )
@@ -41,7 +42,7 @@ func (p *parser) placementRules(partition string, n *yaml.Node) *placement.Rules
 		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
-		p.errorf(n, "placementrules must be a list of rules, not %s", kindName(n))
+		p.errorf(n, "placementrules must be a list of rules, not %s", yamlnode.Kind(n))
 		return nil
 	}
 	var specs []placement.Spec
@@ -81,7 +82,7 @@ func (p *parser) placementRule(n *yaml.Node) (placement.Spec, *ruleNodes, bool) 
 		"create": func(k, v *yaml.Node) {
 			rn.create = v
 			if err := v.Decode(&s.Create); err != nil {
-				p.errorf(v, "create must be true or false, not %s", kindName(v))
+				p.errorf(v, "create must be true or false, not %s", yamlnode.Kind(v))
 			}
 		},
 		"filter": func(k, v *yaml.Node) {
@@ -110,7 +111,7 @@ func (p *parser) placementRule(n *yaml.Node) (placement.Spec, *ruleNodes, bool) 
 
 func (p *parser) stringList(n *yaml.Node, what string) []string {
 	if n.Kind != yaml.SequenceNode {
-		p.errorf(n, "%s must be a list of names, not %s", what, kindName(n))
+		p.errorf(n, "%s must be a list of names, not %s", what, yamlnode.Kind(n))
 		return nil
 	}
 	out := make([]string, 0, len(n.Content))

@@ -290,7 +290,7 @@ func readManifests(path string, b []byte, read []*yaml.Node) (*source, bool, err
 			if len(docs) == 1 {
 				return nil, false, nil
 			}
-			return nil, true, fmt.Errorf("%s:%d:%d: document %d is %s, not a ConfigMap", path, root.Line, root.Column, i+1, kindName(root))
+			return nil, true, fmt.Errorf("%s:%d:%d: document %d is %s, not a ConfigMap", path, root.Line, root.Column, i+1, yamlnode.Kind(root))
 		}
 		l, ok, err := readLayer(path, b, root)
 		if err != nil {
@@ -354,7 +354,7 @@ func readLayer(path string, b []byte, root *yaml.Node) (layer, bool, error) {
 	case yamlnode.Value(root, "yunikornDefaults") != nil:
 		data, l.name = yamlnode.Value(root, "yunikornDefaults"), DefaultsConfigMap
 		if data.Kind != yaml.MappingNode {
-			return l, true, fmt.Errorf("%s:%d:%d: yunikornDefaults must be a mapping of ConfigMap keys, not %s", path, data.Line, data.Column, kindName(data))
+			return l, true, fmt.Errorf("%s:%d:%d: yunikornDefaults must be a mapping of ConfigMap keys, not %s", path, data.Line, data.Column, yamlnode.Kind(data))
 		}
 	case yamlnode.Value(root, "partitions") == nil && looksLikeData(root):
 		data = root
@@ -365,7 +365,7 @@ func readLayer(path string, b []byte, root *yaml.Node) (layer, bool, error) {
 	for i := 0; i+1 < len(data.Content); i += 2 {
 		k, v := data.Content[i], data.Content[i+1]
 		if v.Kind != yaml.ScalarNode {
-			return l, true, fmt.Errorf("%s:%d:%d: ConfigMap key %s must hold a string, not %s", path, v.Line, v.Column, k.Value, kindName(v))
+			return l, true, fmt.Errorf("%s:%d:%d: ConfigMap key %s must hold a string, not %s", path, v.Line, v.Column, k.Value, yamlnode.Kind(v))
 		}
 		l.data[k.Value] = keyValue{value: v.Value, file: path, node: v, raw: b, cm: l.name}
 	}

@@ -192,7 +192,7 @@ func (p *parser) mergeUsher(root *yaml.Node, text string) {
 			}
 			for _, un := range v.Content {
 				if un.Kind != yaml.MappingNode {
-					p.errorf(un, "%s: a partition must be a mapping, not %s", UsherKey, kindName(un))
+					p.errorf(un, "%s: a partition must be a mapping, not %s", UsherKey, yamlnode.Kind(un))
 					continue
 				}
 				name := partitionName(un)

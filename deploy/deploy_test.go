@@ -115,7 +115,7 @@ func registration(t *testing.T, serveArgs []string, cfg string, files map[string
 		args = append(args, a)
 	}
 	var out, errOut bytes.Buffer
-	if code := cli.Run(context.Background(), &cli.Env{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }}, args); code != 0 {
+	if code := cli.Run(context.Background(), &cli.Env{Stdout: &out, Stderr: &errOut, LookupEnv: func(string) (string, bool) { return "", false }}, args); code != 0 {
 		t.Fatalf("usher %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())
 	}
 	ms, err := decodeAll("usher "+strings.Join(args, " "), out.Bytes())

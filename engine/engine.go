@@ -69,21 +69,10 @@ type Result struct {
 type Generation struct {
 	cfg   *config.Config
 	parts map[string]*partition
-	// bound pairs the first partitions' compiled policy with their
-	// partition, so a decision finds both with one map lookup.
-	bound []binding
 	// key is unique per generation: a group cache keeps each user's
 	// prepared identity under it.
 	key uint64
 }
-
-type binding struct {
-	cp *policy.CompiledPartition
-	p  *partition
-}
-
-// maxBound is how many partitions Generation.bound holds.
-const maxBound = 4
 
 // generations numbers the generations of the process (Generation.key).
 var generations atomic.Uint64
@@ -177,13 +166,6 @@ func New(cfg *config.Config, prev *Generation) (*Generation, error) {
 		}
 		next.parts[name] = part
 	}
-	for _, name := range cfg.Snapshot.Partitions() {
-		if cp, err := cfg.Snapshot.Partition(name); err == nil {
-			if p, ok := next.parts[name]; ok && len(next.bound) < maxBound {
-				next.bound = append(next.bound, binding{cp, p})
-			}
-		}
-	}
 	return next, nil
 }
 
@@ -254,11 +236,6 @@ func (g *Generation) lookup(name string) (*policy.CompiledPartition, *partition,
 	cp, err := g.cfg.Snapshot.Partition(name)
 	if err != nil {
 		return nil, nil, err
-	}
-	for _, b := range g.bound {
-		if b.cp == cp {
-			return cp, b.p, nil
-		}
 	}
 	return cp, g.parts[cp.Name()], nil
 }

@@ -36,12 +36,6 @@ func Via(base Source, chain ...string) Source {
 	return base + " via " + Source(strings.Join(chain, " > "))
 }
 
-// Base is the resolver that found the group, without the nesting chain.
-func (s Source) Base() Source {
-	b, _, _ := strings.Cut(string(s), " ")
-	return Source(b)
-}
-
 // Info is a user and its groups. Resolvers and caches share an Info:
 // nobody modifies one after it is returned.
 type Info struct {

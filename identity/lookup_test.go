@@ -134,8 +134,8 @@ func TestVia(t *testing.T) {
 		t.Errorf("Via(ldap) = %q", got)
 	}
 	s := identity.Via("ldap", "emea-team", "data-eng-emea")
-	if s != "ldap via emea-team > data-eng-emea" || s.Base() != "ldap" {
-		t.Errorf("Via = %q, Base %q", s, s.Base())
+	if s != "ldap via emea-team > data-eng-emea" {
+		t.Errorf("Via = %q", s)
 	}
 }
 

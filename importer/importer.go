@@ -164,15 +164,15 @@ func (d *diags) yarnACL(text string, at pos, what string) (acl.ACL, bool) {
 	}
 	cut := -1
 	for _, w := range warns {
-		if strings.Contains(w.Msg, "second space") {
+		if w.Kind == acl.Ignored {
 			cut = w.Offset
 		}
 	}
 	for _, w := range warns {
-		if w.Offset == cut && strings.HasPrefix(w.Msg, "empty ") {
+		if w.Offset == cut && w.Kind == acl.Empty {
 			continue // "u g1, g2": the empty entry is the truncation's doing
 		}
-		if !strings.Contains(w.Msg, "second space") {
+		if w.Kind != acl.Ignored {
 			d.warnf(at.advance(text, w.Offset), "%s %q: %s", what, text, w.Msg)
 			continue
 		}

@@ -185,19 +185,6 @@ func (a Action) verb() string {
 	return "submit to"
 }
 
-// Err returns nil when the decision allows, else a *DeniedError.
-func (d Decision) Err() error {
-	if d.Allowed {
-		return nil
-	}
-	return &DeniedError{Decision: d}
-}
-
-// DeniedError is a denial as an error, to be matched with errors.As.
-type DeniedError struct{ Decision Decision }
-
-func (e *DeniedError) Error() string { return "access denied: " + e.Decision.Reason() }
-
 // ErrUnknownPartition and ErrUnknownQueue are wrapped by the errors of
 // lookups that name something the configuration does not have.
 var (

@@ -22,6 +22,7 @@ import (
 
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/application"
+	"github.com/usherhq/usher/internal/yamlnode"
 	"github.com/usherhq/usher/policy"
 )
 
@@ -224,7 +225,7 @@ func (p fileParser) yamlError(err error) error {
 // It returns each given key's value node, for positions.
 func (p fileParser) decode(n *yaml.Node, prefix string, dst any) (map[string]*yaml.Node, error) {
 	if n.Kind != yaml.MappingNode {
-		return nil, p.errAt(n, "want a mapping, got %s", kindName(n))
+		return nil, p.errAt(n, "want a mapping, got %s", yamlnode.Kind(n))
 	}
 	st := reflect.ValueOf(dst).Elem()
 	fields := map[string]any{}
@@ -273,31 +274,16 @@ func (p fileParser) decode(n *yaml.Node, prefix string, dst any) (map[string]*ya
 	return at, errors.Join(bad...)
 }
 
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.AliasNode:
-		return "an alias"
-	}
-	if n.Tag == "!!null" {
-		return "nothing"
-	}
-	return fmt.Sprintf("%q", n.Value)
-}
-
 func (p fileParser) str(n *yaml.Node, what string) (string, error) {
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		return "", p.errAt(n, "%s: want a string, got %s", what, kindName(n))
+		return "", p.errAt(n, "%s: want a string, got %s", what, yamlnode.Kind(n))
 	}
 	return n.Value, nil
 }
 
 func (p fileParser) strMap(n *yaml.Node, what string) (map[string]string, error) {
 	if n.Kind != yaml.MappingNode {
-		return nil, p.errAt(n, "%s: want a mapping of NAME: VALUE, got %s", what, kindName(n))
+		return nil, p.errAt(n, "%s: want a mapping of NAME: VALUE, got %s", what, yamlnode.Kind(n))
 	}
 	out := map[string]string{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -312,7 +298,7 @@ func (p fileParser) strMap(n *yaml.Node, what string) (map[string]string, error)
 
 func (p fileParser) strList(n *yaml.Node, what string) ([]string, error) {
 	if n.Kind != yaml.SequenceNode {
-		return nil, p.errAt(n, "%s: want a list of names, got %s", what, kindName(n))
+		return nil, p.errAt(n, "%s: want a list of names, got %s", what, yamlnode.Kind(n))
 	}
 	out := []string{}
 	for _, e := range n.Content {
@@ -328,7 +314,7 @@ func (p fileParser) strList(n *yaml.Node, what string) ([]string, error) {
 // object decodes a YAML subtree (a manifest, an AdmissionReview) to JSON.
 func (p fileParser) object(n *yaml.Node, what string) ([]byte, error) {
 	if n.Kind != yaml.MappingNode {
-		return nil, p.errAt(n, "%s: want an object, got %s", what, kindName(n))
+		return nil, p.errAt(n, "%s: want an object, got %s", what, yamlnode.Kind(n))
 	}
 	var v any
 	if err := n.Decode(&v); err != nil {
@@ -565,7 +551,7 @@ func (p fileParser) reviewSpec(n *yaml.Node) (*reviewSpec, error) {
 	}
 	if code := r.Code; code != nil {
 		if code.Kind != yaml.ScalarNode || code.Tag != "!!int" {
-			return nil, p.errAt(code, "code: want an HTTP status code, got %s", kindName(code))
+			return nil, p.errAt(code, "code: want an HTTP status code, got %s", yamlnode.Kind(code))
 		}
 		if err := code.Decode(&r.code); err != nil || r.code < 100 || r.code > 599 {
 			return nil, p.errAt(code, "code: want an HTTP status code, got %s", code.Value)
@@ -574,7 +560,7 @@ func (p fileParser) reviewSpec(n *yaml.Node) (*reviewSpec, error) {
 	if patched := r.Patched; patched != nil {
 		var b bool
 		if patched.Kind != yaml.ScalarNode || patched.Tag != "!!bool" || patched.Decode(&b) != nil {
-			return nil, p.errAt(patched, "patched: want true or false, got %s", kindName(patched))
+			return nil, p.errAt(patched, "patched: want true or false, got %s", yamlnode.Kind(patched))
 		}
 		r.patched = &b
 	}

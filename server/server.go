@@ -48,6 +48,7 @@ import (
 	"github.com/usherhq/usher/cluster"
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/impact"
+	"github.com/usherhq/usher/internal/defaults"
 	"github.com/usherhq/usher/internal/pki"
 	"github.com/usherhq/usher/serving"
 )
@@ -164,22 +165,22 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	}
-	orDefault(&o.ReloadInterval, 2*time.Second)
-	orDefault(&o.ShutdownTimeout, 10*time.Second)
-	orDefault(&o.MaxAccessBody, 64<<10)
-	orDefault(&o.MaxReviewBody, admission.DefaultMaxBodyBytes)
-	orDefault(&o.MaxGroups, admission.DefaultMaxGroups)
-	orDefault(&o.BodyMemory, 48<<20)
-	orDefault(&o.SmallBodyReserve, 8<<20)
-	orDefault(&o.SmallBody, 256<<10)
-	orDefault(&o.BodyReadTimeout, 10*time.Second)
-	orDefault(&o.WriteTimeout, 30*time.Second)
-	orDefault(&o.ReadHeaderTimeout, 5*time.Second)
-	orDefault(&o.MaxHeaderBytes, 64<<10)
-	orDefault(&o.MaxConcurrentStreams, 100)
-	orDefault(&o.MaxConns, 1024)
-	orDefault(&o.MaxStreamBuffer, 256<<10)
-	orDefault(&o.MaxConnBuffer, 512<<10)
+	defaults.Positive(&o.ReloadInterval, 2*time.Second)
+	defaults.Positive(&o.ShutdownTimeout, 10*time.Second)
+	defaults.Positive(&o.MaxAccessBody, 64<<10)
+	defaults.Positive(&o.MaxReviewBody, admission.DefaultMaxBodyBytes)
+	defaults.Positive(&o.MaxGroups, admission.DefaultMaxGroups)
+	defaults.Positive(&o.BodyMemory, 48<<20)
+	defaults.Positive(&o.SmallBodyReserve, 8<<20)
+	defaults.Positive(&o.SmallBody, 256<<10)
+	defaults.Positive(&o.BodyReadTimeout, 10*time.Second)
+	defaults.Positive(&o.WriteTimeout, 30*time.Second)
+	defaults.Positive(&o.ReadHeaderTimeout, 5*time.Second)
+	defaults.Positive(&o.MaxHeaderBytes, 64<<10)
+	defaults.Positive(&o.MaxConcurrentStreams, 100)
+	defaults.Positive(&o.MaxConns, 1024)
+	defaults.Positive(&o.MaxStreamBuffer, 256<<10)
+	defaults.Positive(&o.MaxConnBuffer, 512<<10)
 	if o.Getenv == nil {
 		o.Getenv = os.LookupEnv
 	}
@@ -190,13 +191,6 @@ func (o Options) withDefaults() Options {
 		o.WebhookClientCNs = []string{"kube-apiserver"}
 	}
 	return o
-}
-
-// orDefault sets *p to def when it is zero or negative.
-func orDefault[T int | int64 | time.Duration](p *T, def T) {
-	if *p <= 0 {
-		*p = def
-	}
 }
 
 // Server is a running or ready-to-run usher service.

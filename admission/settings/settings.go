@@ -24,27 +24,7 @@ const (
 	DirectoryGroupsAnnotation = "usher.io/directory-groups"
 )
 
-// Config is the admissionController block of the usher configuration:
-//
-//	admissionController:
-//	  accessControl:
-//	    bypassAuth: false
-//	    trustControllers: true
-//	    systemUsers: ["^system:serviceaccount:kube-system:", "^system:kube-controller-manager$"]
-//	    externalUsers: ""
-//	    externalGroups: ""
-//	  processNamespaces: []
-//	  bypassNamespaces: ["^kube-system$"]
-//	  enforceQueueACLs: false
-//	  queueSources: [...]
-//	  queueMapping: {...}
-//	  partition: default
-//	  enforceDeleteACLs: false
-//	  enforceQueueACLsMode: deny   # or warn
-//	  enforceDeleteACLsMode: deny  # or warn
-//	  modifyACLAnnotation: usher.io/modify-acl
-//	  stampGroups: decided         # or given
-//	  stampGroupsOnError: given    # or deny
+// Config is the admissionController block of the usher configuration.
 //
 // The zero value is the default configuration (Defaulted). Nil (unset) and
 // empty (none) differ for the pattern lists and QueueSources.

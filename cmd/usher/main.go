@@ -15,7 +15,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Run(ctx, &cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, LookupEnv: os.LookupEnv}, os.Args[1:])
+	code := cli.Run(ctx, &cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, LookupEnv: os.LookupEnv}, os.Args[1:])
 	stop()
 	os.Exit(code)
 }

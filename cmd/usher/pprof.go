@@ -3,6 +3,6 @@
 package main
 
 // Built with -tags pprof (hack/wire.sh WIRE_PROFILE=DIR), this binary
-// serves net/http/pprof at $USHER_PPROF_ADDR (internal/pprofserve). A
+// serves net/http/pprof at $USHER_PPROF_ADDR (hack/pprofserve). A
 // build without the tag has none of this.
-import _ "github.com/usherhq/usher/internal/pprofserve"
+import _ "github.com/usherhq/usher/hack/pprofserve"

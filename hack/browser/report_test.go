@@ -47,7 +47,7 @@ func TestReportInChromium(t *testing.T) {
 	t.Chdir(testdata) // the page names the files as given
 	var page, errs bytes.Buffer
 	args := []string{"report", "--config", "queues.yaml", "--against", "old.yaml", "--user", "alice", "--tag", "namespace=ml"}
-	if code := cli.Run(context.Background(), &cli.Env{Stdout: &page, Stderr: &errs, Getenv: func(string) string { return "" }}, args); code != 0 {
+	if code := cli.Run(context.Background(), &cli.Env{Stdout: &page, Stderr: &errs, LookupEnv: func(string) (string, bool) { return "", false }}, args); code != 0 {
 		t.Fatalf("usher report: exit %d: %s", code, errs.String())
 	}
 	file := filepath.Join(t.TempDir(), "report.html")

@@ -616,21 +616,15 @@ func (d *Scanner) number() {
 	case i < len(s) && s[i] == '0':
 		i++
 	case i < len(s) && '1' <= s[i] && s[i] <= '9':
-		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			i++
-		}
+		i = digits(s, i)
 	default:
 		d.i = i
 		d.Fail("invalid number")
 		return
 	}
 	if i < len(s) && s[i] == '.' {
-		i++
-		n := i
-		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			i++
-		}
-		if i == n {
+		n := i + 1
+		if i = digits(s, n); i == n {
 			d.i = i
 			d.Fail("invalid number: no digits after decimal point")
 			return
@@ -642,16 +636,22 @@ func (d *Scanner) number() {
 			i++
 		}
 		n := i
-		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			i++
-		}
-		if i == n {
+		if i = digits(s, n); i == n {
 			d.i = i
 			d.Fail("invalid number: no digits in exponent")
 			return
 		}
 	}
 	d.i = i
+}
+
+// digits returns the index of the first byte at or after i that is not a
+// decimal digit.
+func digits(s string, i int) int {
+	for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // RawValue skips one value and returns its text (without surrounding white

@@ -19,7 +19,7 @@ const module = "github.com/usherhq/usher"
 // "/..." stands for every package below it.
 var layers = [][]string{
 	{"internal/..."},
-	{"acl", "auth", "hack/authtest", "hack/slapdtest", "hack/benchcpu", "hack/queuegen"},
+	{"acl", "auth", "hack/authtest", "hack/slapdtest", "hack/benchcpu", "hack/queuegen", "hack/pprofserve"},
 	{"policy", "identity"},
 	{"placement", "application", "identity/cache", "identity/ldap", "admission/settings"},
 	{"identity/resolvers"},

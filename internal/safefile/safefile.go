@@ -23,17 +23,6 @@ var Timeout = 5 * time.Second
 // breaks.
 var ErrNotRegular = errors.New("not a regular file")
 
-// Copy writes the content of the regular file at path to w: at most limit
-// bytes, within Timeout.
-func Copy(w io.Writer, path string, limit int64) (int64, error) {
-	f, _, err := open(path, limit, false)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	return copyLimited(w, f, path, limit)
-}
-
 // Read returns the content of the regular file at path, of at most limit
 // bytes, read within Timeout. With legacy above 0, a file that breaks
 // these rules but that releases before them read (a file of any type, of

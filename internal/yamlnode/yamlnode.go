@@ -4,6 +4,7 @@ package yamlnode
 
 import (
 	"bytes"
+	"fmt"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -33,4 +34,23 @@ func Encode(n *yaml.Node) []byte {
 	}
 	e.Close()
 	return b.Bytes()
+}
+
+// Kind names what n is, for messages: "a mapping", "a list", "empty",
+// "the value \"x\"".
+func Kind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return "empty"
+		}
+		return fmt.Sprintf("the value %q", n.Value)
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "nothing"
 }

@@ -242,7 +242,7 @@ func (e *env) post(t *testing.T, path, body string, cert *tls.Certificate) []byt
 func cliAnswer(t *testing.T, args []string) placedAnswer {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := cli.Run(context.Background(), &cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}, args)
+	code := cli.Run(context.Background(), &cli.Env{Stdout: &out, Stderr: &errb, LookupEnv: func(string) (string, bool) { return "", false }}, args)
 	var o decision.Output
 	if err := json.Unmarshal(out.Bytes(), &o); err != nil || o.Placement == nil || code == 2 {
 		t.Fatalf("usher %s: exit %d %v\n%s%s", strings.Join(args, " "), code, err, out.String(), errb.String())

@@ -31,7 +31,7 @@ Examples:
 
 func newAccessCommand(env *Env) *cobra.Command {
 	d := &decisionFlags{out: "text"}
-	cmd, fs := newCommand(env, groupDecide, "access --user U [--groups G1,G2] [flags]",
+	cmd, fs := newCommand(groupDecide, "access --user U [--groups G1,G2] [flags]",
 		"every queue of a partition with the user's submit and admin rights", accessHelp)
 	fs.StringVar(&d.config, "config", "", configFlagHelp)
 	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
@@ -162,7 +162,7 @@ Examples:
 `
 
 func newLintCommand(env *Env) *cobra.Command {
-	cmd, fs := newCommand(env, groupConfig, "lint PATH... [flags]",
+	cmd, fs := newCommand(groupConfig, "lint PATH... [flags]",
 		"check configurations (files, ConfigMap manifests, mounted ConfigMaps): FILE:LINE:COL: message", lintHelp)
 	cmd.Args = cobra.ArbitraryArgs
 	var l lintRun

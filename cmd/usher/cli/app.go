@@ -55,7 +55,7 @@ type appFlags struct {
 
 func newAppCommand(env *Env) *cobra.Command {
 	f := &appFlags{}
-	cmd, fs := newCommand(env, groupDecide, "app --queue PATH --owner U --user U --action view|modify|kill|move [flags]",
+	cmd, fs := newCommand(groupDecide, "app --queue PATH --owner U --user U --action view|modify|kill|move [flags]",
 		"may this user view, modify, kill or move an application? (YARN application ACLs)", appHelp)
 	fs.StringVar(&f.config, "config", "", configFlagHelp)
 	fs.StringVar(&f.partition, "partition", policy.DefaultPartition, "partition `NAME`")

@@ -28,7 +28,7 @@ func TestServeAuditLogFile(t *testing.T) {
 	var out, errb syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Run(ctx, &cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }},
+		done <- cli.Run(ctx, &cli.Env{Stdout: &out, Stderr: &errb, LookupEnv: noEnv},
 			[]string{"serve", "--config", yunikornACL, "--addr", "127.0.0.1:0", "--access-auth", "none", "--webhook-auth", "none",
 				"--ca-out", caPath, "--audit-log", auditPath})
 	}()
@@ -112,7 +112,7 @@ func TestServeAuditToStderr(t *testing.T) {
 			var out, errb syncBuffer
 			done := make(chan int, 1)
 			go func() {
-				done <- cli.Run(ctx, &cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }},
+				done <- cli.Run(ctx, &cli.Env{Stdout: &out, Stderr: &errb, LookupEnv: noEnv},
 					[]string{"serve", "--config", yunikornACL, "--addr", flag, "--access-auth", "none", "--webhook-auth", "none",
 						"--ca-out", caPath, "--log-level", level})
 			}()

@@ -38,11 +38,9 @@ const (
 // Env is what a command may touch.
 type Env struct {
 	Stdout, Stderr io.Writer
-	Getenv         func(string) string
 	// LookupEnv reads a variable and says whether it is set (the
 	// ADMISSION_CONTROLLER_* overrides: set and empty differs from unset).
-	// Default: os.LookupEnv when Getenv is os.Getenv or nil, else Getenv
-	// with "" read as unset.
+	// Default: os.LookupEnv.
 	LookupEnv func(string) (string, bool)
 
 	// cmdPath is the path of the command running ("usher check"), the
@@ -180,7 +178,7 @@ Examples:
 // newDecisionCommand is check or explain: the decision flags, then runDecision.
 func newDecisionCommand(env *Env, name, short, help string, explain bool) *cobra.Command {
 	d := &decisionFlags{}
-	cmd, fs := newCommand(env, groupDecide, name+" --user U [--queue PATH | --place [--queue Q] [--tag NAME=VALUE]...] [flags]", short, help)
+	cmd, fs := newCommand(groupDecide, name+" --user U [--queue PATH | --place [--queue Q] [--tag NAME=VALUE]...] [flags]", short, help)
 	d.register(fs)
 	completeQueues(cmd, "queue")
 	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runDecision(ctx, env, d, explain) })

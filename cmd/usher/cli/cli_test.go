@@ -13,10 +13,13 @@ import (
 	"github.com/usherhq/usher/cmd/usher/cli"
 )
 
+// noEnv is an empty environment.
+func noEnv(string) (string, bool) { return "", false }
+
 func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = cli.Run(context.Background(), &cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}, args)
+	code = cli.Run(context.Background(), &cli.Env{Stdout: &out, Stderr: &errb, LookupEnv: noEnv}, args)
 	return out.String(), errb.String(), code
 }
 

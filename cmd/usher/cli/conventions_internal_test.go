@@ -13,9 +13,12 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// noEnv is an empty environment.
+func noEnv(string) (string, bool) { return "", false }
+
 func runArgs(args ...string) (stdout, stderr string, code int) {
 	var out, errb bytes.Buffer
-	code = Run(context.Background(), &Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}, args)
+	code = Run(context.Background(), &Env{Stdout: &out, Stderr: &errb, LookupEnv: noEnv}, args)
 	return out.String(), errb.String(), code
 }
 

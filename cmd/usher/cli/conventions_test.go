@@ -218,7 +218,7 @@ func TestServeInheritedSocket(t *testing.T) {
 	var out, errb syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Run(ctx, &cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }},
+		done <- cli.Run(ctx, &cli.Env{Stdout: &out, Stderr: &errb, LookupEnv: noEnv},
 			[]string{"serve", "--config", yunikornACL, "--addr", flag, "--access-auth", "none", "--webhook-auth", "none", "--ca-out", caPath})
 	}()
 	serving := `"msg":"usher serving","addr":"` + addr + `"`
@@ -359,7 +359,7 @@ func TestCompletionAnswers(t *testing.T) {
 
 func runCtx(ctx context.Context, args ...string) (stdout, stderr string, code int) {
 	var out, errb strings.Builder
-	code = cli.Run(ctx, &cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}, args)
+	code = cli.Run(ctx, &cli.Env{Stdout: &out, Stderr: &errb, LookupEnv: noEnv}, args)
 	return out.String(), errb.String(), code
 }
 

@@ -79,7 +79,7 @@ type diffFlags struct {
 
 func newDiffCommand(env *Env) *cobra.Command {
 	f := &diffFlags{tags: tagFlags{}}
-	cmd, fs := newCommand(env, groupConfig, "diff OLD NEW [flags]", "who gains and who loses queue rights between two configurations", diffHelp)
+	cmd, fs := newCommand(groupConfig, "diff OLD NEW [flags]", "who gains and who loses queue rights between two configurations", diffHelp)
 	cmd.Args = cobra.ArbitraryArgs
 	fs.Var(f.tags, "tag", "application tag `NAME=VALUE` of every request placed (for tag rules), repeatable")
 	fs.StringVar(&f.subjectsFile, "subjects", "", "`FILE` of users with their groups to compare too, as a users-to-groups file: USER: GROUP, GROUP…")

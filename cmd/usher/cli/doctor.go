@@ -44,7 +44,7 @@ type doctorFlags struct {
 
 func newDoctorCommand(env *Env) *cobra.Command {
 	f := &doctorFlags{}
-	cmd, fs := newCommand(env, groupServe, "doctor [--kubeconfig FILE] [--namespace NS] [--release NAME]",
+	cmd, fs := newCommand(groupServe, "doctor [--kubeconfig FILE] [--namespace NS] [--release NAME]",
 		"check an installation of usher in a cluster, with a fix for each problem", doctorHelp)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig `FILE` (default: $KUBECONFIG, else ~/.kube/config)")
 	fs.StringVar(&f.in.Namespace, "namespace", "usher-system", "usher's `NAMESPACE`")

@@ -45,7 +45,7 @@ unreadable file.
 `
 
 func newImportCommand(env *Env) *cobra.Command {
-	cmd, _ := newCommand(env, groupConfig, "import yarn|spark [flags]", "turn YARN or Spark ACL settings into usher YAML", importHelp)
+	cmd, _ := newCommand(groupConfig, "import yarn|spark [flags]", "turn YARN or Spark ACL settings into usher YAML", importHelp)
 	cmd.Args = cobra.ArbitraryArgs
 	cmd.AddCommand(newImportYARNCommand(env), newImportSparkCommand(env))
 	cmd.RunE = groupRun
@@ -59,7 +59,7 @@ type importYARNFlags struct {
 
 func newImportYARNCommand(env *Env) *cobra.Command {
 	f := &importYARNFlags{}
-	cmd, fs := newCommand(env, "", "yarn (--fair-scheduler FILE | --capacity-scheduler FILE) [flags]",
+	cmd, fs := newCommand("", "yarn (--fair-scheduler FILE | --capacity-scheduler FILE) [flags]",
 		"a YARN scheduler's queue ACLs (Fair or Capacity Scheduler) as usher YAML", importHelp)
 	fs.StringVar(&f.fair, "fair-scheduler", "", "the Fair Scheduler's allocation `FILE` (fair-scheduler.xml)")
 	fs.StringVar(&f.capacity, "capacity-scheduler", "", "the Capacity Scheduler's `FILE` (capacity-scheduler.xml)")
@@ -121,7 +121,7 @@ type importSparkFlags struct {
 
 func newImportSparkCommand(env *Env) *cobra.Command {
 	f := &importSparkFlags{}
-	cmd, fs := newCommand(env, "", "spark --defaults FILE [--into FILE] [flags]",
+	cmd, fs := newCommand("", "spark --defaults FILE [--into FILE] [flags]",
 		"Spark's application ACLs (spark-defaults.conf) as usher YAML", importHelp)
 	fs.StringVar(&f.defaults, "defaults", "", "spark-defaults.conf `FILE` (required)")
 	fs.StringVar(&f.into, "into", "", "usher configuration `FILE` to add the application ACLs to (default: the embedded default configuration)")

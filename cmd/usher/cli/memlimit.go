@@ -29,8 +29,8 @@ const (
 // (the runtime has read it; 0 is returned), then an explicit
 // --memory-limit ("0": none), then for "auto" the container's limit times
 // containerShare, or fallbackLimit.
-func memoryLimit(flag string, getenv func(string) string, cgroup memlimit.Provider) (limit int64, why string, err error) {
-	if v := getenv("GOMEMLIMIT"); v != "" {
+func memoryLimit(flag string, lookupEnv func(string) (string, bool), cgroup memlimit.Provider) (limit int64, why string, err error) {
+	if v, _ := lookupEnv("GOMEMLIMIT"); v != "" {
 		return 0, "GOMEMLIMIT=" + v, nil
 	}
 	if flag != memoryLimitAuto {
@@ -54,8 +54,8 @@ func memoryLimit(flag string, getenv func(string) string, cgroup memlimit.Provid
 // setMemoryLimit applies memoryLimit to the runtime and logs the result.
 // GOGC stays Go's default unless set: the soft limit, not a larger GOGC,
 // lets the heap grow, so a large configuration cannot multiply it.
-func setMemoryLimit(flag string, getenv func(string) string, log *slog.Logger) error {
-	limit, why, err := memoryLimit(flag, getenv, memlimit.FromCgroup)
+func setMemoryLimit(flag string, lookupEnv func(string) (string, bool), log *slog.Logger) error {
+	limit, why, err := memoryLimit(flag, lookupEnv, memlimit.FromCgroup)
 	if err != nil {
 		return err
 	}

@@ -9,14 +9,14 @@ import (
 )
 
 func TestMemoryLimit(t *testing.T) {
-	env := func(kv ...string) func(string) string {
-		return func(k string) string {
+	env := func(kv ...string) func(string) (string, bool) {
+		return func(k string) (string, bool) {
 			for i := 0; i+1 < len(kv); i += 2 {
 				if kv[i] == k {
-					return kv[i+1]
+					return kv[i+1], true
 				}
 			}
-			return ""
+			return "", false
 		}
 	}
 	container := memlimit.Limit(256 << 20)
@@ -24,7 +24,7 @@ func TestMemoryLimit(t *testing.T) {
 	unreadable := func() (uint64, error) { return 0, errors.New("no cgroup mount") }
 	tests := []struct {
 		flag   string
-		getenv func(string) string
+		lookup func(string) (string, bool)
 		cgroup memlimit.Provider
 		want   int64
 		why    string
@@ -39,7 +39,7 @@ func TestMemoryLimit(t *testing.T) {
 		{"64Mi", env("GOMEMLIMIT", "1GiB"), container, 0, "GOMEMLIMIT=1GiB"},
 	}
 	for _, tt := range tests {
-		got, why, err := memoryLimit(tt.flag, tt.getenv, tt.cgroup)
+		got, why, err := memoryLimit(tt.flag, tt.lookup, tt.cgroup)
 		if err != nil || got != tt.want || !strings.Contains(why, tt.why) {
 			t.Errorf("%s: %d %q %v, want %d %q", tt.flag, got, why, err, tt.want, tt.why)
 		}
@@ -55,7 +55,7 @@ func TestMemoryLimit(t *testing.T) {
 // runs in through the library's reader of /proc/self/mountinfo and
 // memory.max: whatever it finds, auto derives a positive limit.
 func TestMemoryLimitFromThisCgroup(t *testing.T) {
-	got, why, err := memoryLimit("auto", func(string) string { return "" }, memlimit.FromCgroup)
+	got, why, err := memoryLimit("auto", noEnv, memlimit.FromCgroup)
 	if err != nil || got <= 0 {
 		t.Fatalf("%d %q %v", got, why, err)
 	}

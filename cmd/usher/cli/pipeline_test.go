@@ -18,7 +18,7 @@ func runEnv(t *testing.T, vars map[string]string, args ...string) (stdout, stder
 	t.Helper()
 	var out, errb bytes.Buffer
 	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
-	env := &cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(k string) string { v, _ := lookup(k); return v }, LookupEnv: lookup}
+	env := &cli.Env{Stdout: &out, Stderr: &errb, LookupEnv: lookup}
 	code = cli.Run(context.Background(), env, args)
 	return out.String(), errb.String(), code
 }

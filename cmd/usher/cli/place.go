@@ -66,7 +66,7 @@ func (t tagFlags) Set(s string) error {
 
 func newPlaceCommand(env *Env) *cobra.Command {
 	d := &decisionFlags{tags: tagFlags{}, out: "text"}
-	cmd, fs := newCommand(env, groupDecide, "place --user U [--queue Q] [--tag NAME=VALUE]... [flags]",
+	cmd, fs := newCommand(groupDecide, "place --user U [--queue Q] [--tag NAME=VALUE]... [flags]",
 		"where will this user's application go? the queue placement rules choose", placeHelp)
 	fs.StringVar(&d.config, "config", "", configFlagHelp)
 	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")

@@ -41,7 +41,7 @@ Example:
 
 func newWhoCanCommand(env *Env) *cobra.Command {
 	d := &decisionFlags{out: "text"}
-	cmd, fs := newCommand(env, groupDecide, "who-can --queue Q [--action submit|admin] [flags]",
+	cmd, fs := newCommand(groupDecide, "who-can --queue Q [--action submit|admin] [flags]",
 		"every user and group that may submit to (or administer) a queue, and through which ACL", whoCanHelp)
 	fs.StringVar(&d.config, "config", "", configFlagHelp)
 	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
@@ -94,7 +94,7 @@ Example:
 func newReportCommand(env *Env) *cobra.Command {
 	d := &decisionFlags{tags: tagFlags{}, action: "submit"}
 	var against string
-	cmd, fs := newCommand(env, groupConfig, "report [--against OLD] [--user U [--groups G] [--queue Q]] [flags] > report.html",
+	cmd, fs := newCommand(groupConfig, "report [--against OLD] [--user U [--groups G] [--queue Q]] [flags] > report.html",
 		"an HTML page of the queue tree, who may do what, a rights diff and a placement", reportHelp)
 	fs.StringVar(&d.config, "config", "", configFlagHelp)
 	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")

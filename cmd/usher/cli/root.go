@@ -28,15 +28,7 @@ func Run(ctx context.Context, env *Env, args []string) int {
 	e := *env
 	env = &e
 	if env.LookupEnv == nil {
-		if env.Getenv == nil {
-			env.LookupEnv = os.LookupEnv
-		} else {
-			get := env.Getenv
-			env.LookupEnv = func(k string) (string, bool) { v := get(k); return v, v != "" }
-		}
-	}
-	if env.Getenv == nil {
-		env.Getenv = os.Getenv
+		env.LookupEnv = os.LookupEnv
 	}
 	root := newRootCommand(env)
 	root.SetArgs(args)
@@ -283,7 +275,7 @@ func newHelpCommand() *cobra.Command {
 
 // newCommand returns a command named by the first word of use, in group,
 // whose flags the caller adds to fs and whose body it sets with setBody.
-func newCommand(env *Env, group, use, short, long string) (*cobra.Command, *pflag.FlagSet) {
+func newCommand(group, use, short, long string) (*cobra.Command, *pflag.FlagSet) {
 	cmd := &cobra.Command{
 		Use:     use,
 		Short:   short,

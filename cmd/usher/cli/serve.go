@@ -125,7 +125,7 @@ func newServeCommand(env *Env) *cobra.Command {
 	opts := &f.opts
 	logFormat, logLevel, caOut, accessAuth, privileged, auditLog := &f.logFormat, &f.logLevel, &f.caOut, &f.accessAuth, &f.privileged, &f.auditLog
 	noAudit, authCacheTTL, memLimit, bodyMemory := &f.noAudit, &f.authCacheTTL, &f.memLimit, &f.bodyMemory
-	cmd, fs := newCommand(env, groupServe, "serve [--config FILE | --config-map NAMESPACE/NAME] [--addr HOST:PORT] [--tls-cert FILE --tls-key FILE] [flags]",
+	cmd, fs := newCommand(groupServe, "serve [--config FILE | --config-map NAMESPACE/NAME] [--addr HOST:PORT] [--tls-cert FILE --tls-key FILE] [flags]",
 		"run the decision API and the Kubernetes admission webhook", serveHelp)
 	fs.StringVar(&opts.ConfigPath, "config", "", configFlagHelp)
 	fs.Func("config-map", "read and watch the configuration in the ConfigMap `NAMESPACE/NAME` through the Kubernetes API "+
@@ -268,7 +268,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 		env.errorf("--max-groups %d: want a positive number", opts.MaxGroups)
 		return ExitUsage
 	}
-	if err := setMemoryLimit(memLimit, env.Getenv, opts.Logger); err != nil {
+	if err := setMemoryLimit(memLimit, env.LookupEnv, opts.Logger); err != nil {
 		env.errorf("%v", err)
 		return ExitUsage
 	}

@@ -37,7 +37,7 @@ const splitExamples = `  # YuniKorn's ConfigMap, whose queues.yaml YuniKorn refu
   usher split queues.yaml`
 
 func newSplitCommand(env *Env) *cobra.Command {
-	cmd, fs := newCommand(env, groupConfig, "split FILE [-o FILE]",
+	cmd, fs := newCommand(groupConfig, "split FILE [-o FILE]",
 		"split a configuration into queues.yaml, which YuniKorn reads, and usher.yaml", splitHelp)
 	cmd.Example = splitExamples
 	cmd.Args = cobra.ArbitraryArgs

@@ -53,7 +53,7 @@ Example: a test file beside examples/teams.yaml (examples/*_test.yaml has more)
 
 func newTestCommand(env *Env) *cobra.Command {
 	var format string
-	cmd, fs := newCommand(env, groupConfig, "test [DIR|FILE]... [flags]",
+	cmd, fs := newCommand(groupConfig, "test [DIR|FILE]... [flags]",
 		"run policy tests: expected decisions, placements and admission reviews (*_test.yaml)", testHelp)
 	cmd.Args = cobra.ArbitraryArgs
 	// Flags may come before or after the paths: usher test examples/ -o junit.

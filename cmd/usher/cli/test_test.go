@@ -195,7 +195,7 @@ func TestPolicyTestMalformedFile(t *testing.T) {
 		"missing config file": {"config: nope.yaml\ncases:\n  - {name: a, user: u, expect: allowed}\n",
 			":1:9: config: stat "},
 		"groups not a list": {"config: q.yaml\ncases:\n  - name: a\n    user: u\n    groups: dev\n    expect: allowed\n",
-			`:5:13: groups: want a list of names, got "dev"`},
+			`:5:13: groups: want a list of names, got the value "dev"`},
 		"unknown action": {"config: q.yaml\ncases:\n  - name: a\n    user: u\n    action: delete\n    expect: allowed\n",
 			`:5:13: action: "delete" is not submit, admin, view, modify, kill, move or place`},
 		"repeated name": {"config: q.yaml\ncases:\n  - {name: a, user: u, expect: allowed}\n  - {name: a, user: v, expect: denied}\n",

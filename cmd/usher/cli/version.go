@@ -64,7 +64,7 @@ func buildInfo(version, commit string, bi *debug.BuildInfo, ok bool) BuildInfo {
 }
 
 func newVersionCommand(env *Env) *cobra.Command {
-	cmd, _ := newCommand(env, "", "version", "print the version, the commit and the Go version (also: usher --version)",
+	cmd, _ := newCommand("", "version", "print the version, the commit and the Go version (also: usher --version)",
 		"Print usher's version, the commit it was built from (\"(modified)\" when\nthe checkout had uncommitted changes) and the Go version.")
 	return setBody(env, cmd, func(context.Context, []string) int {
 		fmt.Fprint(env.Stdout, versionText(CurrentBuild()))

@@ -91,7 +91,7 @@ func webhookFlags(fs *pflag.FlagSet, in *admission.Install) func() error {
 func newWebhookCommand(env *Env) *cobra.Command {
 	var path string
 	var in admission.Install
-	cmd, fs := newCommand(env, groupConfig, "webhook [--config FILE] [flags]",
+	cmd, fs := newCommand(groupConfig, "webhook [--config FILE] [flags]",
 		"print the webhook configurations that register usher for a configuration (GitOps)", webhookHelp)
 	fs.StringVar(&path, "config", "", configFlagHelp)
 	finish := webhookFlags(fs, &in)

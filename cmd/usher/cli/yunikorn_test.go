@@ -112,7 +112,7 @@ func TestServeWithoutConfigSaysSo(t *testing.T) {
 	var out, errb syncBuffer
 	done := make(chan int)
 	go func() {
-		done <- cli.Run(ctx, &cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }},
+		done <- cli.Run(ctx, &cli.Env{Stdout: &out, Stderr: &errb, LookupEnv: noEnv},
 			[]string{"serve", "--addr", "127.0.0.1:0", "--access-auth", "none", "--webhook-auth", "none", "--log-format", "text"})
 	}()
 	deadline := time.Now().Add(20 * time.Second)
