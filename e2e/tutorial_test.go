@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -155,8 +156,26 @@ func TestTutorial(t *testing.T) {
 	if !standIn {
 		t.Error("docs/tutorial.md has no command run as a tenant (kubectl --as)")
 	}
+	// A mermaid block draws what the last command before it printed.
+	drawn, lines := 0, strings.Split(string(page), "\n")
+	for i, l := range lines {
+		if l != "```mermaid" {
+			continue
+		}
+		end := slices.Index(lines[i:], "```")
+		last := slices.IndexFunc(steps, func(s tutorialStep) bool { return s.line > i })
+		if last < 0 {
+			last = len(steps)
+		}
+		last--
+		if drawn++; end < 0 || last < 0 || normalOutput(strings.Join(lines[i+1:i+end], "\n")) != normalOutput(got[last]) {
+			t.Errorf("docs/tutorial.md:%d: the mermaid block is not what the command before it prints", i+1)
+		}
+	}
+	if drawn == 0 {
+		t.Error("docs/tutorial.md draws no picture (a mermaid block)")
+	}
 	if *updateTutorial {
-		lines := strings.Split(string(page), "\n")
 		for i := len(steps) - 1; i >= 0; i-- {
 			out := strings.Split(strings.TrimRight(got[i], "\n"), "\n")
 			if got[i] == "" {
