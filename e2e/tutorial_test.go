@@ -55,7 +55,6 @@ func tutorialSteps(page string) []tutorialStep {
 			steps[len(steps)-1].out += l + "\n"
 			steps[len(steps)-1].to = i + 1
 		}
-
 	}
 	return steps
 }
@@ -89,6 +88,7 @@ func normalOutput(out string) string {
 // usher-namespaces condition keeps them to namespace tutorial, so the
 // other tests' namespaces are untouched).
 func TestTutorial(t *testing.T) {
+	t.Parallel()
 	ctx := ctxFor(t, 5*time.Minute)
 	root, err := RepoRoot()
 	if err != nil {
@@ -133,8 +133,7 @@ func TestTutorial(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		c := exec.CommandContext(ctx, "bash", "-c", "helm uninstall usher --namespace usher-system --ignore-not-found; "+
-			"kubectl delete namespace tutorial usher-system --ignore-not-found --wait=false; "+
-			"kubectl delete mutatingwebhookconfiguration,validatingwebhookconfiguration usher-tutorial --ignore-not-found")
+			"kubectl delete namespace tutorial usher-system --ignore-not-found --wait=false")
 		c.Dir, c.Env = dir, env
 		if out, err := c.CombinedOutput(); err != nil {
 			t.Logf("cleanup: %v\n%s", err, out)
@@ -205,6 +204,13 @@ func standInForReplicas(t *testing.T, ctx context.Context, usher string) {
 	if err != nil {
 		t.Fatalf("usher webhook: %v", err)
 	}
+	t.Cleanup(func() { // before usher stops
+		_, errOut, err := cluster.RunKubectl(context.Background(), Admin, nil, "delete", "mutatingwebhookconfiguration,validatingwebhookconfiguration",
+			"usher-tutorial", "--ignore-not-found")
+		if err != nil {
+			t.Errorf("deleting the webhooks: %v\n%s", err, errOut)
+		}
+	})
 	if out, errOut, err := cluster.RunKubectl(ctx, Admin, hooks, "apply", "-f", "-"); err != nil {
 		t.Fatalf("kubectl apply of usher webhook's output: %v\n%s%s", err, out, errOut)
 	}
