@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/usherhq/usher/hack/slapdtest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -75,10 +76,11 @@ func normalOutput(out string) string {
 // TestTutorial follows docs/tutorial.md: it runs every command of the
 // page's console blocks, in order, with kubectl, helm and usher on PATH and
 // the cluster's admin kubeconfig, in a directory holding the repository's
-// examples/ and deploy/, and requires the output the page shows (stdout
+// examples/ and deploy/ (and OpenLDAP's slapd, on a port of its own, as
+// the directory of examples/tutorial/ldap.yaml), and requires the output the page shows (stdout
 // and stderr; the helm release date aside). So the page cannot go stale:
 // the chart install, the allowed pod and the denial as the tenant sees it,
-// the policy tests, the users-to-groups file and the pictures.
+// the policy tests, the users-to-groups file, LDAP and the pictures.
 //
 // This control plane has no nodes, so the replicas the chart installs never
 // run and never register the webhooks. Before the first command that acts
@@ -113,10 +115,37 @@ func TestTutorial(t *testing.T) {
 	bin, dir := t.TempDir(), t.TempDir()
 	for name, target := range map[string]string{
 		filepath.Join(bin, "usher"): usher, filepath.Join(bin, "kubectl"): cluster.Kubectl,
-		filepath.Join(bin, "helm"):     helmPath(ctx, t, root),
-		filepath.Join(dir, "examples"): filepath.Join(root, "examples"), filepath.Join(dir, "deploy"): filepath.Join(root, "deploy"),
+		filepath.Join(bin, "helm"): helmPath(ctx, t, root), filepath.Join(dir, "deploy"): filepath.Join(root, "deploy"),
 	} {
 		if err := os.Symlink(target, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The directory of examples/tutorial/ldap.yaml: slapd holding
+	// people.ldif, its address in the file, its CA and usher's password
+	// beside it.
+	examples := filepath.Join(dir, "examples")
+	if err := os.CopyFS(examples, os.DirFS(filepath.Join(root, "examples"))); err != nil {
+		t.Fatal(err)
+	}
+	ldap := slapdtest.New(t)
+	ldif, err := os.ReadFile(filepath.Join(examples, "tutorial", "people.ldif"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ldap.AddLDIF(t, string(ldif))
+	ldapYAML, err := os.ReadFile(filepath.Join(examples, "tutorial", "ldap.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	password, err := os.ReadFile(ldap.ServicePasswordFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{
+		"ldap.yaml": bytes.Replace(ldapYAML, []byte("ldap://localhost:389"), []byte(ldap.URL), 1), "ldap-ca.pem": ldap.CAPEM, "ldap-password": password,
+	} {
+		if err := os.WriteFile(filepath.Join(examples, "tutorial", name), data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -127,7 +156,7 @@ func TestTutorial(t *testing.T) {
 		var out bytes.Buffer
 		c.Stdout, c.Stderr = &out, &out
 		c.Run() // the page shows the failures it means (a denial, a failing test)
-		return out.String()
+		return strings.ReplaceAll(out.String(), ldap.URL, "ldap://localhost:389")
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
