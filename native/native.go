@@ -165,9 +165,11 @@ func resourcesAt(meta string) string {
 // exprs builds the CEL expressions of one configuration.
 type exprs struct{ c *settings.Compiled }
 
+// Fields of request the API server leaves out when empty are read with has().
 const (
 	user   = "request.userInfo.username"
 	groups = "(has(request.userInfo.groups) ? request.userInfo.groups : [])"
+	sub    = "(has(request.subResource) ? request.subResource : '')"
 )
 
 // annotations is the optional map of the annotations of obj's pods' metadata.
@@ -311,7 +313,7 @@ var validStamp = func() string {
 func (e exprs) validations(stamp bool) []arv1.Validation {
 	k, d := strconv.Quote(settings.UserInfoAnnotation), strconv.Quote(settings.DirectoryGroupsAnnotation)
 	info := annotation("object", settings.UserInfoAnnotation)
-	create := "request.operation != 'CREATE' || request.subResource != '' || request.resource.resource == 'bindings' || "
+	create := "request.operation != 'CREATE' || " + sub + " != '' || request.resource.resource == 'bindings' || "
 	guard := func(key string) string {
 		return "request.operation != 'UPDATE' || " + annotation("object", key) + " == " + annotation("oldObject", key)
 	}
@@ -320,10 +322,10 @@ func (e exprs) validations(stamp bool) []arv1.Validation {
 			Message: "usher floor: annotation " + settings.UserInfoAnnotation + " may not be added, removed or changed on UPDATE (objects, pod templates, status)"},
 		{Expression: guard(settings.DirectoryGroupsAnnotation), Reason: ptr(metav1.StatusReasonForbidden),
 			Message: "usher floor: annotation " + settings.DirectoryGroupsAnnotation + " may not be added, removed or changed on UPDATE"},
-		{Expression: "!(request.subResource == 'binding' || request.resource.resource == 'bindings') || !object.?metadata.?annotations.orValue({}).exists(a, a in [" + k + ", " + d + "])",
+		{Expression: "!(" + sub + " == 'binding' || request.resource.resource == 'bindings') || !object.?metadata.?annotations.orValue({}).exists(a, a in [" + k + ", " + d + "])",
 			Reason: ptr(metav1.StatusReasonForbidden), Message: "usher floor: a Binding may not carry annotation " + settings.UserInfoAnnotation + " or " + settings.DirectoryGroupsAnnotation},
 		{Expression: create + "!" + e.trusted() + " || !" + info + ".hasValue() || size(" + info + ".value()) <= " + strconv.Itoa(MaxStampBytes) +
-			" && " + info + ".value().matches(" + strconv.Quote(validStamp) + ")", Reason: ptr(metav1.StatusReasonBadRequest),
+			" && " + info + ".value().matches(" + strconv.Quote(validStamp) + ")", Reason: ptr(metav1.StatusReasonInvalid),
 			Message: "usher floor: annotation " + settings.UserInfoAnnotation + ` is not valid: want {"user":"…","groups":["…"]} with exactly these members, valid UTF-8 without U+FFFD, at most 64 KiB`},
 	}
 	unstamped := "(request.resource.resource == 'replicasets' && " + anyMatch(e.c.SystemUsers, user) + ")"

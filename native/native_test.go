@@ -10,6 +10,7 @@ import (
 	celgo "github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	arv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
@@ -60,8 +61,12 @@ func request(op, resource, sub, user string, groups ...string) map[string]any {
 		}
 		ui["groups"] = gs
 	}
-	return map[string]any{"operation": op, "namespace": "team", "subResource": sub,
+	r := map[string]any{"operation": op, "namespace": "team",
 		"resource": map[string]any{"group": "", "version": "v1", "resource": resource}, "userInfo": ui}
+	if sub != "" { // the API server leaves out what is empty
+		r["subResource"] = sub
+	}
+	return r
 }
 
 var stampProgram = sync1(func() celgo.Program { return program(&testing.T{}, native.Stamp(), celgo.StringType) })
@@ -211,6 +216,11 @@ func TestValidations(t *testing.T) {
 	f, err := native.Compile(compiled(t, settings.Config{AccessControl: settings.AccessControl{ExternalUsers: settings.Patterns{"^airflow$"}}}), true)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, v := range f.Validating.Spec.Validations {
+		if r := *v.Reason; r != metav1.StatusReasonForbidden && r != metav1.StatusReasonInvalid {
+			t.Errorf("reason %s: the API server takes Forbidden, Invalid or RequestEntityTooLarge", r)
+		}
 	}
 	alice := string(settings.AppendUserInfo(nil, "alice", []string{"dev"}))
 	ui := settings.UserInfoAnnotation
