@@ -108,7 +108,9 @@ var _ DeleteAuthorizer = DeleteAuthorizerFunc(nil)
 func (u UserInfo) String() string { return string(settings.AppendUserInfo(nil, u.User, u.Groups)) }
 
 // MarshalJSON encodes u as the annotation's JSON (groups always present).
-func (u UserInfo) MarshalJSON() ([]byte, error) { return settings.AppendUserInfo(nil, u.User, u.Groups), nil }
+func (u UserInfo) MarshalJSON() ([]byte, error) {
+	return settings.AppendUserInfo(nil, u.User, u.Groups), nil
+}
 
 var _ json.Marshaler = UserInfo{}
 

@@ -143,7 +143,9 @@ func (p *parser) webhookOnly(c *Config, loc locator) {
 			p.errorf(nodes[1], "partition %s: placementrules: webhook only: placement of the queues the admission checks read", part.Name)
 		}
 	}
-	note := func(setting, msg string) { loc.err(&settings.SettingError{Setting: setting, Index: -1, Msg: "webhook only: " + msg}, "") }
+	note := func(setting, msg string) {
+		loc.err(&settings.SettingError{Setting: setting, Index: -1, Msg: "webhook only: " + msg}, "")
+	}
 	if a.EnforceQueue {
 		note("admissionController.enforceQueueACLs", "the queue ACLs at admission (queueSources, queueMapping, directory groups)")
 	}

@@ -238,9 +238,29 @@ func TestNativeFloorWithWebhook(t *testing.T) {
 	e := startUsher(t, ctx, nativeConfig)
 	alone := e.namespace(ctx, "webhook")
 	label := fmt.Sprintf("f%d", time.Now().UnixNano()%1e9)
-	both := floorNamespace(t, ctx, map[string]string{usherNSLabel: e.label, floorLabel: label})
-	e.register(ctx, alone)
+	both := floorNamespace(t, ctx, map[string]string{floorLabel: label})
 	installFloor(t, ctx, nativeConfig, label, both)
+	e.register(ctx, alone)
+	admin := client(t, Admin)
+	nsObj, err := admin.CoreV1().Namespaces().Get(ctx, both, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsObj.Labels[usherNSLabel] = e.label
+	if _, err := admin.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The floor alone refuses alice's own stamp with other groups; the
+	// webhook replaces it with hers, which the floor then admits.
+	own := map[string]string{UserInfoAnnotation: stampOf(Alice, "other")}
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	err = Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
+		p, err := client(t, Alice).CoreV1().Pods(both).Create(ctx, Pod(both, "both-probe", own), dry)
+		return err == nil && p.Annotations[UserInfoAnnotation] == stampOf(Alice, aliceGroups...), nil
+	})
+	if err != nil {
+		t.Fatalf("usher's webhook never took effect in %s beside the floor: %v", both, err)
+	}
 
 	type requester struct {
 		user   string
@@ -251,17 +271,17 @@ func TestNativeFloorWithWebhook(t *testing.T) {
 		corpus = append(corpus, requester{odd, []string{"system:masters", odd + "-group", "<g>"}})
 	}
 	for i, r := range corpus {
-		c := client(t, r.user)
-		if r.groups != nil {
-			var err error
-			if c, err = cluster.ClientAs(Admin, r.user, r.groups...); err != nil {
-				t.Fatal(err)
-			}
+		var c kubernetes.Interface
+		if r.groups == nil {
+			c = client(t, r.user)
+		} else if c, err = cluster.ClientAs(Admin, r.user, r.groups...); err != nil {
+			t.Fatal(err)
 		}
 		objects := []struct {
 			name string
 			ann  map[string]string
-		}{{"plain", nil}, {"alices", map[string]string{UserInfoAnnotation: stampOf(Alice, aliceGroups...)}}, {"variant", map[string]string{UserInfoAnnotation: `{"User":"alice"}`}}}
+		}{{"plain", nil}, {"alices", map[string]string{UserInfoAnnotation: stampOf(Alice, aliceGroups...)}}, {"variant", map[string]string{UserInfoAnnotation: `{"User":"alice"}`}},
+			{"own", map[string]string{UserInfoAnnotation: stampOf(r.user, "other")}}}
 		for _, o := range objects {
 			var got [2]string
 			var errs [2]error
@@ -270,6 +290,9 @@ func TestNativeFloorWithWebhook(t *testing.T) {
 				if errs[j] = err; err == nil {
 					got[j] = p.Annotations[UserInfoAnnotation]
 				}
+			}
+			if o.name == "plain" && (errs[0] != nil || !strings.HasPrefix(got[0], stampOf(r.user)[:len(stampOf(r.user))-3])) {
+				t.Errorf("%q creating pod %s: %v, stamp %q", r.user, o.name, errs[0], got[0])
 			}
 			if got[0] != got[1] || (errs[0] == nil) != (errs[1] == nil) {
 				t.Errorf("%q creating pod %s: webhook alone %q (%v), with the floor %q (%v)", r.user, o.name, got[0], errs[0], got[1], errs[1])
