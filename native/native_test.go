@@ -109,18 +109,38 @@ func TestStampBytes(t *testing.T) {
 	checkStamp(t, "alice", []string{})
 }
 
-// FuzzStamp feeds the same names to both writers; names the floor leaves
-// to the webhook (U+FFFD, invalid UTF-8) are skipped, as its
-// matchCondition skips them.
+// encodableProgram is the floor's matchCondition that leaves to the
+// webhook the names CEL cannot write as it does.
+var encodableProgram = sync1(func() celgo.Program {
+	t := &testing.T{}
+	f, _ := native.Compile(compiled(t, settings.Config{}), true)
+	for _, mc := range f.Mutating.Spec.MatchConditions {
+		if mc.Name == "encodable" {
+			return program(t, mc.Expression, celgo.BoolType)
+		}
+	}
+	panic("no encodable condition")
+})
+
+// FuzzStamp feeds the same names to both writers: the floor stamps a
+// requester only when it writes the webhook's bytes, and leaves exactly
+// the names holding U+FFFD or invalid UTF-8 to the webhook.
 func FuzzStamp(f *testing.F) {
-	for _, s := range []string{"alice", "\u2028", "\xff", "<>&", "\x00\x1f", "é\u0301", "a\"\\", "\ufffd"} {
+	for _, s := range []string{"alice", "\u2028", "\xff", "<>&", "\x00\x1f", "é\u0301", "a\"\\", "\ufffd", "\xc8"} {
 		f.Add(s, s)
 	}
 	f.Fuzz(func(t *testing.T, user, group string) {
-		if strings.ContainsRune(user+group, utf8.RuneError) || user == "" {
+		if user == "" {
 			return
 		}
-		checkStamp(t, user, []string{group, "system:authenticated"})
+		enc, _ := eval(t, encodableProgram(), map[string]any{"request": request("CREATE", "pods", "", user, group, "system:authenticated")})
+		odd := func(s string) bool { return !utf8.ValidString(s) || strings.ContainsRune(s, utf8.RuneError) }
+		if enc != !(odd(user) || odd(group)) {
+			t.Fatalf("user %q group %q: encodable %v", user, group, enc)
+		}
+		if enc == true {
+			checkStamp(t, user, []string{group, "system:authenticated"})
+		}
 	})
 }
 
