@@ -410,3 +410,28 @@ func TestCost(t *testing.T) {
 		}
 	}
 }
+
+// FuzzValidStamp: a trusted setter's user.info passes the floor exactly
+// when admission.ParseUserInfo accepts it, U+FFFD aside (which the floor
+// refuses: CEL cannot tell it from invalid UTF-8).
+func FuzzValidStamp(f *testing.F) {
+	fl, _ := native.Compile(compiled(f, settings.Config{}), false)
+	var check celgo.Program
+	for _, v := range fl.Validating.Spec.Validations {
+		if strings.Contains(v.Message, "is not valid") {
+			check = newPolicy(f, fl.Validating.Spec.Variables).program(f, v.Expression)
+		}
+	}
+	for _, s := range []string{`{"user":"a","groups":["b"]}`, `{"groups":null,"user":"a"}`, `{"user":"\ud800\udc00"}`, `{"user":"a","User":"b"}`, " {\"user\" :\"a\"}\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		vars := map[string]any{"request": request("CREATE", "pods", "", "airflow"), "object": pod(map[string]string{settings.UserInfoAnnotation: s}),
+			"variables": map[string]any{"userTrusted": true, "groupTrusted": false}}
+		got, _ := eval(t, check, vars)
+		_, err := admission.ParseUserInfo(s)
+		if want := err == nil && !strings.ContainsRune(s, utf8.RuneError) && len(s) <= native.MaxStampBytes; got != want {
+			t.Fatalf("%q: floor admits %v, ParseUserInfo: %v", s, got, err)
+		}
+	})
+}
