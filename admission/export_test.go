@@ -105,10 +105,12 @@ func (f DeleteAuthorizerFunc) AuthorizeDelete(ctx context.Context, req DeleteReq
 var _ DeleteAuthorizer = DeleteAuthorizerFunc(nil)
 
 // String renders the annotation value, the inverse of ParseUserInfo.
-func (u UserInfo) String() string { return string(appendUserInfo(nil, u.User, u.Groups)) }
+func (u UserInfo) String() string { return string(settings.AppendUserInfo(nil, u.User, u.Groups)) }
 
 // MarshalJSON encodes u as the annotation's JSON (groups always present).
-func (u UserInfo) MarshalJSON() ([]byte, error) { return appendUserInfo(nil, u.User, u.Groups), nil }
+func (u UserInfo) MarshalJSON() ([]byte, error) {
+	return settings.AppendUserInfo(nil, u.User, u.Groups), nil
+}
 
 var _ json.Marshaler = UserInfo{}
 

@@ -70,12 +70,11 @@ func Registration(c settings.Config, in Install) (*arv1.MutatingWebhookConfigura
 	rules := func(suffix string, ops ...arv1.OperationType) []arv1.RuleWithOperations {
 		scope := arv1.NamespacedScope
 		var out []arv1.RuleWithOperations
-		for _, g := range []struct{ group, resources string }{{"", "pods replicationcontrollers"}, {"apps", "deployments replicasets daemonsets statefulsets"}, {"batch", "jobs cronjobs"}} {
-			r := arv1.RuleWithOperations{Operations: ops, Rule: arv1.Rule{APIGroups: []string{g.group}, APIVersions: []string{"v1"}, Scope: &scope}}
-			for _, res := range strings.Fields(g.resources) {
-				r.Resources = append(r.Resources, res+suffix)
+		for _, w := range settings.Workloads {
+			if len(out) == 0 || out[len(out)-1].APIGroups[0] != w.Group {
+				out = append(out, arv1.RuleWithOperations{Operations: ops, Rule: arv1.Rule{APIGroups: []string{w.Group}, APIVersions: []string{"v1"}, Scope: &scope}})
 			}
-			out = append(out, r)
+			out[len(out)-1].Resources = append(out[len(out)-1].Resources, w.Resource+suffix)
 		}
 		return out
 	}

@@ -79,13 +79,13 @@ func stamp(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *admi
 	if write {
 		dir = []byte(directoryUnavailable)
 		if in != nil {
-			groups, dir = in.Groups, appendList(nil, directoryOnly(in))
+			groups, dir = in.Groups, settings.AppendList(nil, directoryOnly(in))
 		}
 	} else if how != stampKept && pm.has(slotDirGroups) {
 		return userInfoDenial(k, deny(CauseUserInfoForged, httpStatusForbidden, "usher: user %q may not set annotation %s on %s: only usher writes it, beside the user.info it stamps",
 			req.UserInfo.Username, DirectoryGroupsAnnotation, place(k, req, ov))), check
 	}
-	info := appendUserInfo((*buf)[:0], who.user, groups)
+	info := settings.AppendUserInfo((*buf)[:0], who.user, groups)
 	if hook == hookValidate {
 		// /validate writes nothing: the stamp must be the one /mutate writes.
 		if how == stampSame {

@@ -117,26 +117,6 @@ func (u UserInfo) sameIdentity(user string, groups []string) bool {
 	return u.User == user && sets.New(u.Groups...).Equal(sets.New(groups...))
 }
 
-// appendUserInfo appends {"user":…,"groups":[…]}.
-func appendUserInfo(dst []byte, user string, groups []string) []byte {
-	dst = append(dst, `{"user":`...)
-	dst = jsonscan.AppendString(dst, user)
-	dst = append(dst, `,"groups":`...)
-	return append(appendList(dst, groups), '}')
-}
-
-// appendList appends the JSON array of ss.
-func appendList(dst []byte, ss []string) []byte {
-	dst = append(dst, '[')
-	for i, s := range ss {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = jsonscan.AppendString(dst, s)
-	}
-	return append(dst, ']')
-}
-
 // escapePointer escapes one reference token of a JSON Pointer (RFC 6901).
 func escapePointer(token string) string {
 	if !strings.ContainsAny(token, "~/") {

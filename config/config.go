@@ -69,6 +69,10 @@ type Config struct {
 	// MissingGroup is the group service.policyGroup names when the
 	// ConfigMap lacks its key (the partitions are then YuniKorn's default).
 	MissingGroup string
+	// WebhookOnly lists, at each setting, what the configuration asks
+	// that the native floor cannot do and only the webhook does
+	// (docs/native.md).
+	WebhookOnly []Diagnostic
 }
 
 // Partition is one partition's policy and identity settings.
@@ -122,6 +126,9 @@ type parser struct {
 	queueNode map[string]*yaml.Node // partition/queue path -> name node
 	known     map[string]bool       // groups the resolvers know
 	placement []placementUse        // placementrules to check against the queues
+	// partNodes holds each partition's groups and placementrules nodes,
+	// by lowercase name, for WebhookOnly.
+	partNodes map[string][2]*yaml.Node
 	// reported holds the tagged values reported (tagged), which
 	// yunikornCheck does not report again.
 	reported map[*yaml.Node]bool
@@ -316,13 +323,14 @@ func (p *parser) str(n *yaml.Node, what string) (string, bool) {
 
 func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 	var part Partition
-	var queues, nameNode, dqNode, rulesNode *yaml.Node
+	var queues, nameNode, dqNode, rulesNode, groupsNode *yaml.Node
 	ok := p.mapping(n, "partition", map[string]func(k, v *yaml.Node){
 		"name":         func(k, v *yaml.Node) { part.Name, _ = p.str(v, "partition name"); nameNode = v },
 		"queues":       func(k, v *yaml.Node) { queues = v },
 		"adminacl":     func(k, v *yaml.Node) { part.AdminACL = p.acl(k, v, "partition adminacl") },
 		"defaultqueue": func(k, v *yaml.Node) { part.DefaultQueue, _ = p.str(v, "defaultqueue"); dqNode = v },
 		"groups": func(k, v *yaml.Node) {
+			groupsNode = v
 			if s, ok := p.str(v, "groups"); ok {
 				m, err := identity.ParseMode(s)
 				if err != nil {
@@ -359,6 +367,10 @@ func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 		part.Placement = p.placementRules(part.Name, rulesNode)
 	}
 	prefix := strings.ToLower(part.Name) + "/"
+	if p.partNodes == nil {
+		p.partNodes = map[string][2]*yaml.Node{}
+	}
+	p.partNodes[strings.ToLower(part.Name)] = [2]*yaml.Node{groupsNode, rulesNode}
 	part.Root = p.topQueues(part.Name, queues, prefix)
 	if part.DefaultQueue != "" {
 		if _, ok := p.queueNode[prefix+policy.NormalizeQueue(part.DefaultQueue)]; !ok {

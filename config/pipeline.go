@@ -9,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/usherhq/usher/admission/settings"
+	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/internal/yamlnode"
 )
 
@@ -110,7 +111,7 @@ func parse(src *source, opts []Option) (*Config, error) {
 	c, adm := p.document(src.queues, src.doc)
 	// The admission settings are read even when the partitions have
 	// errors, so that every mistake is reported at once.
-	p.admission(c, src, adm, o.lookup)
+	loc := p.admission(c, src, adm, o.lookup)
 	if src.missing != "" {
 		p.missingGroup(c, src)
 	}
@@ -119,15 +120,48 @@ func parse(src *source, opts []Option) (*Config, error) {
 		return nil, &InvalidError{Diagnostics: errs, Warnings: p.warnings()}
 	}
 	c.Warnings = p.warnings()
+	p.webhookOnly(c, loc)
 	return c, nil
+}
+
+// webhookOnly sets c.WebhookOnly: what c asks of the admission webhook
+// that the native floor cannot do, each where it is set.
+func (p *parser) webhookOnly(c *Config, loc locator) {
+	a, mark := c.Admission, len(p.list)
+	if a == nil || loc == nil {
+		return
+	}
+	for _, part := range c.Partitions {
+		nodes := p.partNodes[strings.ToLower(part.Name)]
+		if !strings.EqualFold(part.Name, a.Partition) {
+			continue
+		}
+		if part.Groups != identity.ModeGiven && !a.StampGiven {
+			p.errorf(nodes[0], "partition %s: groups %s: webhook only: the CREATE stamp with the directory's groups (stampGroups: decided); the floor guards the stamp only", part.Name, part.Groups)
+		}
+		if part.Placement != nil && (a.EnforceQueue || a.EnforceDelete) {
+			p.errorf(nodes[1], "partition %s: placementrules: webhook only: placement of the queues the admission checks read", part.Name)
+		}
+	}
+	note := func(setting, msg string) {
+		loc.err(&settings.SettingError{Setting: setting, Index: -1, Msg: "webhook only: " + msg}, "")
+	}
+	if a.EnforceQueue {
+		note("admissionController.enforceQueueACLs", "the queue ACLs at admission (queueSources, queueMapping, directory groups)")
+	}
+	if a.EnforceDelete {
+		note("admissionController.enforceDeleteACLs", "the kill rule: DELETE, evictions, Bindings, adoptions and the modify ACL's delegation ("+a.ModifyACLKey+")")
+	}
+	c.WebhookOnly = slices.Clone(p.list[mark:])
+	p.list = p.list[:mark]
 }
 
 // admission reads the admission settings (block adm, or a ConfigMap's
 // flat keys), resolves them once and checks what they name in the
 // partitions, each problem where it was written.
-func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(string) (string, bool)) {
+func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(string) (string, bool)) (loc locator) {
 	var raw settings.Config
-	var loc locator = yamlLocator{p: p, block: adm}
+	loc = yamlLocator{p: p, block: adm}
 	if adm != nil && !p.strict(adm, "admissionController", &raw) {
 		return
 	}
@@ -176,6 +210,7 @@ func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(s
 	for _, r := range references(raw, c.Snapshot) {
 		loc.err(&r.SettingError, r.at)
 	}
+	return loc
 }
 
 // locator reports a problem of an admission setting where it was

@@ -23,7 +23,7 @@ var layers = [][]string{
 	{"policy", "identity"},
 	{"placement", "application", "identity/cache", "identity/ldap", "admission/settings"},
 	{"identity/resolvers"},
-	{"config", "cluster"},
+	{"config", "cluster", "native"},
 	{"engine", "impact", "importer", "admission", "decision"},
 	{"serving", "answer"},
 	{"server", "policytest", "doctor", "report"},
@@ -38,6 +38,7 @@ var forbidden = [][2]string{
 	{"engine", "admission"},
 	{"admission", "server"},
 	{"policytest", "cmd/usher/cli"},
+	{"native", "admission"},
 }
 
 func layerOf(pkg string) int {

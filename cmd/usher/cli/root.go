@@ -146,7 +146,7 @@ func newRootCommand(env *Env) *cobra.Command {
 	root.SetCompletionCommandGroupID("")
 	root.AddCommand(
 		newCheckCommand(env), newExplainCommand(env), newPlaceCommand(env), newAccessCommand(env), newAppCommand(env),
-		newLintCommand(env), newTestCommand(env), newDiffCommand(env), newImportCommand(env), newSplitCommand(env), newWebhookCommand(env),
+		newLintCommand(env), newTestCommand(env), newDiffCommand(env), newImportCommand(env), newSplitCommand(env), newWebhookCommand(env), newNativeCommand(env),
 		newServeCommand(env), newDoctorCommand(env),
 		newVersionCommand(env),
 	)

@@ -1,0 +1,44 @@
+package settings
+
+import "github.com/usherhq/usher/internal/jsonscan"
+
+// Workload is a kind the webhooks govern: its API group, resource and
+// kind, and the path of its pods' metadata.
+type Workload struct {
+	Group, Resource, Kind, Meta string
+}
+
+// Workloads are the kinds the webhooks and the native floor govern, in
+// the order the registrations list them.
+var Workloads = [...]Workload{
+	{"", "pods", "Pod", "metadata"},
+	{"", "replicationcontrollers", "ReplicationController", "spec.template.metadata"},
+	{"apps", "deployments", "Deployment", "spec.template.metadata"},
+	{"apps", "replicasets", "ReplicaSet", "spec.template.metadata"},
+	{"apps", "daemonsets", "DaemonSet", "spec.template.metadata"},
+	{"apps", "statefulsets", "StatefulSet", "spec.template.metadata"},
+	{"batch", "jobs", "Job", "spec.template.metadata"},
+	{"batch", "cronjobs", "CronJob", "spec.jobTemplate.spec.template.metadata"},
+}
+
+// AppendUserInfo appends the stamp {"user":…,"groups":[…]} in the
+// canonical encoding (docs/native.md): encoding/json's, HTML escaping
+// included, which the native floor's CEL writes too.
+func AppendUserInfo(dst []byte, user string, groups []string) []byte {
+	dst = append(dst, `{"user":`...)
+	dst = jsonscan.AppendString(dst, user)
+	dst = append(dst, `,"groups":`...)
+	return append(AppendList(dst, groups), '}')
+}
+
+// AppendList appends the JSON array of ss.
+func AppendList(dst []byte, ss []string) []byte {
+	dst = append(dst, '[')
+	for i, s := range ss {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonscan.AppendString(dst, s)
+	}
+	return append(dst, ']')
+}

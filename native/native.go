@@ -1,0 +1,349 @@
+// Package native compiles the admission settings into the API server's
+// own admission policies, the native floor (docs/native.md): a
+// MutatingAdmissionPolicy that stamps user.info from request.userInfo as
+// the webhook does where the webhook stamps the groups the API server
+// gave, and a ValidatingAdmissionPolicy that refuses a forged, malformed
+// or changed stamp with the webhook's trust rules. What only the webhook
+// can do is listed by config.Config.WebhookOnly.
+package native
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	arv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/usherhq/usher/admission/settings"
+	"github.com/usherhq/usher/internal/jsonscan"
+)
+
+// Floor is the native floor of one configuration. Mutating and
+// MutatingBinding are nil when the floor guards only.
+type Floor struct {
+	Mutating          *arv1.MutatingAdmissionPolicy
+	MutatingBinding   *arv1.MutatingAdmissionPolicyBinding
+	Validating        *arv1.ValidatingAdmissionPolicy
+	ValidatingBinding *arv1.ValidatingAdmissionPolicyBinding
+}
+
+// Objects returns the floor's objects in the order to apply them.
+func (f *Floor) Objects() []any {
+	out := []any{f.Validating, f.ValidatingBinding}
+	if f.Mutating != nil {
+		out = append(out, f.Mutating, f.MutatingBinding)
+	}
+	return out
+}
+
+// Name names the policies and their bindings.
+const Name = "usher-floor"
+
+// Limits of the floor (docs/limits.md): usher native refuses past
+// MaxUserPatternBytes of patterns matched against the user name
+// (systemUsers and externalUsers) or MaxGroupPatternBytes against the
+// groups (externalGroups); a request whose stamp is past MaxStampGroups
+// or MaxStampBytes is not stamped, as the webhook refuses it.
+const (
+	MaxUserPatternBytes  = 512
+	MaxGroupPatternBytes = 256
+	MaxStampGroups       = 2048
+	MaxStampBytes        = 64 << 10
+)
+
+// Compile renders the floor of c; stamp says whether it stamps CREATE (the
+// partition's groups are the API server's), else it guards only.
+func Compile(c *settings.Compiled, stamp bool) (*Floor, error) {
+	size := func(ms ...settings.Matcher) (n int) {
+		for _, m := range ms {
+			for _, re := range m {
+				n += len(re.String())
+			}
+		}
+		return n
+	}
+	for _, l := range []struct {
+		what   string
+		n, max int
+	}{{"systemUsers and externalUsers", size(c.SystemUsers, c.ExternalUsers), MaxUserPatternBytes}, {"externalGroups", size(c.ExternalGroups), MaxGroupPatternBytes}} {
+		if l.n > l.max {
+			return nil, fmt.Errorf("admissionController.accessControl: %s hold %d bytes of patterns; the native floor matches at most %d bytes "+
+				"within the API server's CEL cost limit (docs/limits.md): shorten or merge them", l.what, l.n, l.max)
+		}
+	}
+	e := exprs{c: c}
+	f := &Floor{}
+	kinds := rules(arv1.Create, arv1.Update)
+	kinds = append(kinds, arv1.NamedRuleWithOperations{RuleWithOperations: arv1.RuleWithOperations{Operations: []arv1.OperationType{arv1.Create},
+		Rule: arv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/binding", "bindings"}}}})
+	for _, r := range rules(arv1.Update) {
+		for i := range r.Resources {
+			r.Resources[i] += "/status"
+		}
+		kinds = append(kinds, r)
+	}
+	fail := arv1.Fail
+	v := &arv1.ValidatingAdmissionPolicy{Spec: arv1.ValidatingAdmissionPolicySpec{FailurePolicy: &fail,
+		MatchConstraints: &arv1.MatchResources{ResourceRules: kinds},
+		MatchConditions:  []arv1.MatchCondition{{Name: settings.NamespaceConditionName, Expression: settings.NamespaceCondition(c.Config())}},
+		Validations:      e.validations(stamp), Variables: e.variables(stamp)}}
+	v.TypeMeta, v.ObjectMeta = meta("ValidatingAdmissionPolicy", Name)
+	vb := &arv1.ValidatingAdmissionPolicyBinding{Spec: arv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: Name,
+		ValidationActions: []arv1.ValidationAction{arv1.Deny}}}
+	vb.TypeMeta, vb.ObjectMeta = meta("ValidatingAdmissionPolicyBinding", Name)
+	f.Validating, f.ValidatingBinding = v, vb
+	if !stamp {
+		return f, nil
+	}
+	m := &arv1.MutatingAdmissionPolicy{Spec: arv1.MutatingAdmissionPolicySpec{FailurePolicy: &fail,
+		MatchConstraints:   &arv1.MatchResources{ResourceRules: rules(arv1.Create)},
+		MatchConditions:    e.stampConditions(),
+		ReinvocationPolicy: arv1.NeverReinvocationPolicy, Variables: []arv1.Variable{{Name: "stamp", Expression: Stamp()}}}}
+	for _, meta := range metas() {
+		m.Spec.Mutations = append(m.Spec.Mutations, arv1.Mutation{PatchType: arv1.PatchTypeApplyConfiguration,
+			ApplyConfiguration: &arv1.ApplyConfiguration{Expression: e.apply(meta)}})
+	}
+	m.TypeMeta, m.ObjectMeta = meta("MutatingAdmissionPolicy", Name)
+	mb := &arv1.MutatingAdmissionPolicyBinding{Spec: arv1.MutatingAdmissionPolicyBindingSpec{PolicyName: Name}}
+	mb.TypeMeta, mb.ObjectMeta = meta("MutatingAdmissionPolicyBinding", Name)
+	f.Mutating, f.MutatingBinding = m, mb
+	return f, nil
+}
+
+func meta(kind, name string) (metav1.TypeMeta, metav1.ObjectMeta) {
+	return metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: kind}, metav1.ObjectMeta{Name: name,
+		Labels: map[string]string{"app.kubernetes.io/name": "usher", "app.kubernetes.io/managed-by": "usher"}}
+}
+
+// rules are the workload kinds the webhooks govern, for ops.
+func rules(ops ...arv1.OperationType) []arv1.NamedRuleWithOperations {
+	scope := arv1.NamespacedScope
+	var out []arv1.NamedRuleWithOperations
+	for _, w := range settings.Workloads {
+		if len(out) == 0 || out[len(out)-1].APIGroups[0] != w.Group {
+			out = append(out, arv1.NamedRuleWithOperations{RuleWithOperations: arv1.RuleWithOperations{Operations: ops,
+				Rule: arv1.Rule{APIGroups: []string{w.Group}, APIVersions: []string{"v1"}, Scope: &scope}}})
+		}
+		out[len(out)-1].Resources = append(out[len(out)-1].Resources, w.Resource)
+	}
+	return out
+}
+
+// metas lists the distinct paths of the pods' metadata.
+func metas() []string {
+	var out []string
+	for _, w := range settings.Workloads {
+		if !contains(out, w.Meta) {
+			out = append(out, w.Meta)
+		}
+	}
+	return out
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// resourcesAt is a CEL test of request.resource.resource for the kinds
+// whose pods' metadata is at meta.
+func resourcesAt(meta string) string {
+	var rs []string
+	for _, w := range settings.Workloads {
+		if w.Meta == meta {
+			rs = append(rs, strconv.Quote(w.Resource))
+		}
+	}
+	return "request.resource.resource in [" + strings.Join(rs, ", ") + "]"
+}
+
+// exprs builds the CEL expressions of one configuration.
+type exprs struct{ c *settings.Compiled }
+
+// Fields of request the API server leaves out when empty are read with has().
+const (
+	user   = "request.userInfo.username"
+	groups = "(has(request.userInfo.groups) ? request.userInfo.groups : [])"
+	sub    = "(has(request.subResource) ? request.subResource : '')"
+)
+
+// annotations is the optional map of the annotations of obj's pods' metadata.
+func annotations(obj string) string {
+	expr := obj + ".?metadata.?annotations" // Pod, and a Binding's
+	for _, m := range metas() {
+		if m != "metadata" {
+			expr = "(" + resourcesAt(m) + " ? " + obj + ".?" + strings.ReplaceAll(m, ".", ".?") + ".?annotations : " + expr + ")"
+		}
+	}
+	return expr
+}
+
+// annotation is the optional value of annotation key on obj's pods.
+func annotation(obj, key string) string {
+	return annotations(obj) + "[?" + strconv.Quote(key) + "]"
+}
+
+// anyMatch is true when a pattern of m matches the string s.
+func anyMatch(m settings.Matcher, s string) string {
+	if len(m) == 0 {
+		return "false"
+	}
+	ps := make([]string, len(m))
+	for i, re := range m {
+		ps[i] = strconv.Quote(re.String()) // CEL's escapes are a superset of strconv.Quote's
+	}
+	return "[" + strings.Join(ps, ", ") + "].exists(p, " + s + ".matches(p))"
+}
+
+// variables are the ValidatingAdmissionPolicy's: each is its own
+// expression within the API server's per-expression cost limit.
+func (e exprs) variables(stamp bool) []arv1.Variable {
+	c := e.c
+	u := anyMatch(c.ExternalUsers, user)
+	if c.BypassAuth {
+		u = "true"
+	}
+	if c.TrustControllers && len(c.SystemUsers) > 0 {
+		u += " || " + anyMatch(c.SystemUsers, user)
+	}
+	g := "false"
+	if len(c.ExternalGroups) > 0 {
+		g = groups + ".exists(g, " + anyMatch(c.ExternalGroups, "g") + ")"
+	}
+	out := []arv1.Variable{{Name: "userTrusted", Expression: u}, {Name: "groupTrusted", Expression: g}}
+	if stamp {
+		out = append(out, arv1.Variable{Name: "stamp", Expression: Stamp()})
+	}
+	return out
+}
+
+// trusted is true when the requester may supply user.info (create.go's order).
+func (e exprs) trusted() string { return "(variables.userTrusted || variables.groupTrusted)" }
+
+// quote is the CEL expression of s as a JSON string in the canonical
+// encoding: each character jsonscan.AppendString escapes is replaced by
+// its escape, backslash first. Invalid UTF-8 (which it writes as \ufffd)
+// cannot be told from U+FFFD in CEL: encodable leaves such names to the
+// webhook.
+func quote(s string) string {
+	expr := s
+	for _, r := range escaped() {
+		esc := string(jsonscan.AppendString(nil, string(r)))
+		expr += ".replace(" + strconv.Quote(string(r)) + ", " + strconv.Quote(esc[1:len(esc)-1]) + ")"
+	}
+	return `'"' + ` + expr + ` + '"'`
+}
+
+// escaped lists the characters the canonical encoding escapes, backslash first.
+func escaped() []rune {
+	out := []rune{'\\', '"', '<', '>', '&', '\u2028', '\u2029'}
+	for r := rune(0); r < 0x20; r++ {
+		out = append(out, r)
+	}
+	return out
+}
+
+// Stamp is the CEL expression of the stamp of the request's user.
+func Stamp() string {
+	return `'{"user":' + ` + quote(user) + ` + ',"groups":[' + ` + groups + ".map(g, " + quote("g") + `).join(',') + ']}'`
+}
+
+// encodable is true when CEL writes the requester's stamp byte for byte
+// as the webhook does: no U+FFFD (nor invalid UTF-8, which RE2 reads as
+// U+FFFD), a user, and at most MaxStampGroups groups.
+func encodable() string {
+	return fmt.Sprintf(`%s != '' && !%s.matches('\uFFFD') && size(%s) <= %d && !%s.exists(g, g.matches('\uFFFD'))`, user, user, groups, MaxStampGroups, groups)
+}
+
+// stampConditions select the CREATEs the webhook would stamp with the
+// API server's groups: namespace filters, no user.info, not a ReplicaSet
+// a controller creates, not a legacy label under bypassAuth, encodable.
+func (e exprs) stampConditions() []arv1.MatchCondition {
+	out := []arv1.MatchCondition{{Name: settings.NamespaceConditionName, Expression: settings.NamespaceCondition(e.c.Config())},
+		{Name: "unstamped", Expression: "!" + annotation("object", settings.UserInfoAnnotation) + ".hasValue()"},
+		{Name: "encodable", Expression: encodable()}}
+	if len(e.c.SystemUsers) > 0 {
+		out = append(out, arv1.MatchCondition{Name: "not-controller-replicaset",
+			Expression: "!(request.resource.resource == 'replicasets' && " + anyMatch(e.c.SystemUsers, user) + ")"})
+	}
+	if e.c.BypassAuth {
+		out = append(out, arv1.MatchCondition{Name: "no-legacy-label", Expression: "!" + legacy()})
+	}
+	return out
+}
+
+// legacy is true when the pods carry YuniKorn's legacy user label.
+func legacy() string {
+	return strings.ReplaceAll(annotations("object"), ".?annotations", ".?labels") + "[?'yunikorn.apache.org/username'].hasValue()"
+}
+
+// apply is the ApplyConfiguration that stamps the pods' metadata at meta
+// (an empty one for the other kinds, or a stamp past MaxStampBytes).
+func (e exprs) apply(meta string) string {
+	parts := strings.Split(meta, ".")
+	body := "{" + strconv.Quote(settings.UserInfoAnnotation) + ": variables.stamp}"
+	body = "Object." + meta + "{annotations: " + body + "}"
+	for i := len(parts) - 1; i >= 0; i-- {
+		typ := "Object"
+		if i > 0 {
+			typ += "." + strings.Join(parts[:i], ".")
+		}
+		body = typ + "{" + parts[i] + ": " + body + "}"
+	}
+	return fmt.Sprintf("%s && size(bytes(variables.stamp)) <= %d ? %s : Object{}", resourcesAt(meta), MaxStampBytes, body)
+}
+
+// validStamp is the regular expression of a user.info that
+// admission.ParseUserInfo accepts, written without U+FFFD.
+var validStamp = func() string {
+	ws := `[ \t\n\r]*`
+	str := `"(?:[^"\\\x00-\x1f\x{FFFD}]|\\["\\/bfnrt]|\\u(?:[0-9a-cA-CefEF][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}|[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}))+"`
+	u := `"user"` + ws + ":" + ws + str
+	g := `"groups"` + ws + ":" + ws + `(?:null|\[` + ws + `(?:` + str + `(?:` + ws + `,` + ws + str + `)*)?` + ws + `\])`
+	return `^` + ws + `\{` + ws + `(?:` + u + `(?:` + ws + `,` + ws + g + `)?|` + g + ws + `,` + ws + u + `)` + ws + `\}` + ws + `$`
+}()
+
+// validations are the ValidatingAdmissionPolicy's rules; with stamp, an
+// untrusted CREATE must carry exactly the stamp the floor writes.
+func (e exprs) validations(stamp bool) []arv1.Validation {
+	k, d := strconv.Quote(settings.UserInfoAnnotation), strconv.Quote(settings.DirectoryGroupsAnnotation)
+	info := annotation("object", settings.UserInfoAnnotation)
+	create := "request.operation != 'CREATE' || " + sub + " != '' || request.resource.resource == 'bindings' || "
+	guard := func(key string) string {
+		return "request.operation != 'UPDATE' || " + annotation("object", key) + " == " + annotation("oldObject", key)
+	}
+	out := []arv1.Validation{
+		{Expression: guard(settings.UserInfoAnnotation), Reason: ptr(metav1.StatusReasonForbidden),
+			Message: "usher floor: annotation " + settings.UserInfoAnnotation + " may not be added, removed or changed on UPDATE (objects, pod templates, status)"},
+		{Expression: guard(settings.DirectoryGroupsAnnotation), Reason: ptr(metav1.StatusReasonForbidden),
+			Message: "usher floor: annotation " + settings.DirectoryGroupsAnnotation + " may not be added, removed or changed on UPDATE"},
+		{Expression: "!(" + sub + " == 'binding' || request.resource.resource == 'bindings') || !object.?metadata.?annotations.orValue({}).exists(a, a in [" + k + ", " + d + "])",
+			Reason: ptr(metav1.StatusReasonForbidden), Message: "usher floor: a Binding may not carry annotation " + settings.UserInfoAnnotation + " or " + settings.DirectoryGroupsAnnotation},
+		{Expression: create + "!" + e.trusted() + " || !" + info + ".hasValue() || size(" + info + ".value()) <= " + strconv.Itoa(MaxStampBytes) +
+			" && " + info + ".value().matches(" + strconv.Quote(validStamp) + ")", Reason: ptr(metav1.StatusReasonInvalid),
+			Message: "usher floor: annotation " + settings.UserInfoAnnotation + ` is not valid: want {"user":"…","groups":["…"]} with exactly these members, valid UTF-8 without U+FFFD, at most 64 KiB`},
+	}
+	unstamped := "(request.resource.resource == 'replicasets' && " + anyMatch(e.c.SystemUsers, user) + ")"
+	if e.c.BypassAuth {
+		unstamped += " || " + legacy()
+	}
+	own := info + ".orValue('').startsWith('{\"user\":' + " + quote(user) + " + ',\"groups\":')"
+	msg := "usher floor: annotation " + settings.UserInfoAnnotation + " must name the requester: "
+	if stamp {
+		own = encodable() + " && " + info + ".orValue('') == variables.stamp"
+		msg = "usher floor: annotation " + settings.UserInfoAnnotation + " must be the stamp of the requester's own identity (remove it and it is stamped; " +
+			"a user name or group holding U+FFFD or invalid UTF-8 is stamped by the webhook only): "
+		out = append(out, arv1.Validation{Expression: create + e.trusted() + " || !" + annotation("object", settings.DirectoryGroupsAnnotation) + ".hasValue()",
+			Reason: ptr(metav1.StatusReasonForbidden), Message: "usher floor: only usher writes annotation " + settings.DirectoryGroupsAnnotation})
+	}
+	own = create + e.trusted() + " || !" + info + ".hasValue() && (" + unstamped + ") || " + own
+	msg += "only controllers matching systemUsers, users matching externalUsers and members of groups matching externalGroups may supply another"
+	return append(out, arv1.Validation{Expression: own, Reason: ptr(metav1.StatusReasonForbidden), Message: msg})
+}
+
+func ptr[T any](v T) *T { return &v }
