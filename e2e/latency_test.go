@@ -43,6 +43,7 @@ type latencySettings struct {
 	kinds            []string      // pod, deployment (USHER_E2E_LATENCY_KINDS)
 	warmup, duration time.Duration // per phase (USHER_E2E_LATENCY_WARMUP 5s, USHER_E2E_LATENCY_DURATION 20s)
 	rounds           int           // USHER_E2E_LATENCY_ROUNDS, default 1
+	modes            []string      // USHER_E2E_LATENCY_MODES: webhook, floor, both (default webhook), each against off
 	out              string        // USHER_E2E_LATENCY_OUT: write the table there too
 }
 
@@ -50,7 +51,7 @@ func latencySettingsFromEnv(t *testing.T) latencySettings {
 	t.Helper()
 	s := latencySettings{
 		rates: []int{50, 200}, kinds: []string{"pod", "deployment"},
-		warmup: 5 * time.Second, duration: 20 * time.Second, rounds: 1,
+		warmup: 5 * time.Second, duration: 20 * time.Second, rounds: 1, modes: []string{"webhook"},
 		out: os.Getenv(LatencyEnv + "_OUT"),
 	}
 	if v := os.Getenv(LatencyEnv + "_RATES"); v != "" {
@@ -68,6 +69,14 @@ func latencySettingsFromEnv(t *testing.T) latencySettings {
 		for _, k := range s.kinds {
 			if k != "pod" && k != "deployment" {
 				t.Fatalf("%s_KINDS=%q: %q is neither pod nor deployment", LatencyEnv, v, k)
+			}
+		}
+	}
+	if v := os.Getenv(LatencyEnv + "_MODES"); v != "" {
+		s.modes = strings.Split(v, ",")
+		for _, m := range s.modes {
+			if m != "webhook" && m != "floor" && m != "both" {
+				t.Fatalf("%s_MODES=%q: %q is none of webhook, floor, both", LatencyEnv, v, m)
 			}
 		}
 	}
@@ -145,8 +154,12 @@ func (c *latencyCell) add(o latencyCell) {
 type latencyKey struct {
 	kind string
 	rate int
-	on   bool
+	mode string // off, webhook (usher's webhooks), floor (the policies of usher native), both
 }
+
+// callsWebhooks and usesFloor say what a mode installs for its namespace.
+func callsWebhooks(mode string) bool { return mode == "webhook" || mode == "both" }
+func usesFloor(mode string) bool     { return mode == "floor" || mode == "both" }
 
 // TestUsherLatency measures what usher's webhooks add to pod and
 // Deployment CREATE through the real kube-apiserver: alice creates objects
@@ -175,6 +188,15 @@ func TestUsherLatency(t *testing.T) {
 	e := startUsherWith(t, ctx, baseConfig, "--access-auth", "none")
 	probe := e.namespace(ctx, "lat-probe")
 	e.register(ctx, probe)
+	if slices.ContainsFunc(s.modes, usesFloor) {
+		// The floor of the same configuration, bound to the namespaces
+		// labelled floorLabel=e.label.
+		fp, err := cluster.NewNamespace(ctx, "lat-floor-probe", map[string]string{floorLabel: e.label})
+		if err != nil {
+			t.Fatal(err)
+		}
+		installFloor(t, ctx, baseConfig, e.label, fp)
+	}
 
 	// One client for every phase, its rate limiter off (client-go's
 	// defaults, 5 QPS with bursts of 10, would be the bottleneck).
@@ -195,21 +217,21 @@ func TestUsherLatency(t *testing.T) {
 	for round := 0; round < s.rounds; round++ {
 		for _, kind := range s.kinds {
 			for _, rate := range s.rates {
-				// Alternate which goes first, so that a trend in the
-				// machine's load does not favour one side.
-				order := []bool{false, true}
+				// Alternate the order, so that a trend in the machine's
+				// load does not favour one side.
+				order := append([]string{"off"}, s.modes...)
 				if round%2 == 1 {
-					order = []bool{true, false}
+					slices.Reverse(order)
 				}
-				for _, on := range order {
-					c := e.latencyPhase(t, ctx, alice, kind, rate, on, s)
-					k := latencyKey{kind, rate, on}
+				for _, mode := range order {
+					c := e.latencyPhase(t, ctx, alice, kind, rate, mode, s)
+					k := latencyKey{kind, rate, mode}
 					if cells[k] == nil {
 						cells[k] = &latencyCell{}
 					}
 					cells[k].add(c)
-					t.Logf("round %d %s %d/s usher=%v: %d creates, p50 %s p99 %s, %d errors, load %s",
-						round+1, kind, rate, on, len(c.lat), pct(c.lat, 0.50), pct(c.lat, 0.99), c.errs, loadAvg())
+					t.Logf("round %d %s %d/s %s: %d creates, p50 %s p99 %s, %d errors, load %s",
+						round+1, kind, rate, mode, len(c.lat), pct(c.lat, 0.50), pct(c.lat, 0.99), c.errs, loadAvg())
 				}
 			}
 		}
@@ -223,21 +245,24 @@ func TestUsherLatency(t *testing.T) {
 	}
 	for k, c := range cells {
 		if c.errs > 0 {
-			t.Errorf("%s at %d/s (usher %v): %d of %d creates failed, first: %v", k.kind, k.rate, k.on, c.errs, c.sent, c.firstErr)
+			t.Errorf("%s at %d/s (%s): %d of %d creates failed, first: %v", k.kind, k.rate, k.mode, c.errs, c.sent, c.firstErr)
 		}
 	}
 }
 
 // latencyPhase runs one phase: a fresh namespace (selected by usher's
-// webhooks when on), warm-up, the measured window, then the namespace is
-// deleted and waited for.
-func (e *usherEnv) latencyPhase(t *testing.T, ctx context.Context, alice kubernetes.Interface, kind string, rate int, on bool, s latencySettings) latencyCell {
+// webhooks, the floor's bindings, both or neither, as mode says), warm-up,
+// the measured window, then the namespace is deleted and waited for.
+func (e *usherEnv) latencyPhase(t *testing.T, ctx context.Context, alice kubernetes.Interface, kind string, rate int, mode string, s latencySettings) latencyCell {
 	t.Helper()
-	label := "off-" + e.label
-	if on {
-		label = e.label
+	labels := map[string]string{usherNSLabel: "off-" + e.label, floorLabel: "off-" + e.label}
+	if callsWebhooks(mode) {
+		labels[usherNSLabel] = e.label
 	}
-	ns, err := cluster.NewNamespace(ctx, "lat-"+kind, map[string]string{usherNSLabel: label})
+	if usesFloor(mode) {
+		labels[floorLabel] = e.label
+	}
+	ns, err := cluster.NewNamespace(ctx, "lat-"+kind, labels)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,13 +311,13 @@ func (e *usherEnv) latencyPhase(t *testing.T, ctx context.Context, alice kuberne
 	} else {
 		c.scrapesFailed++
 	}
-	if !on && c.apiMutate.Count()+c.apiValidate.Count() > 0 {
-		t.Errorf("%s at %d/s without usher: the API server called usher's webhooks %v times", kind, rate, c.apiMutate.Count()+c.apiValidate.Count())
+	if !callsWebhooks(mode) && c.apiMutate.Count()+c.apiValidate.Count() > 0 {
+		t.Errorf("%s at %d/s (%s): the API server called usher's webhooks %v times", kind, rate, mode, c.apiMutate.Count()+c.apiValidate.Count())
 	}
 	// The baseline scrape starts as the first measured create leaves, so
 	// the first few calls may fall before it: allow a tenth.
-	if on && b.apiOK && after.apiOK && c.apiMutate.Count() < 0.9*float64(c.sent-c.errs) {
-		t.Errorf("%s at %d/s with usher: %d creates but the API server called /mutate %v times", kind, rate, c.sent-c.errs, c.apiMutate.Count())
+	if callsWebhooks(mode) && b.apiOK && after.apiOK && c.apiMutate.Count() < 0.9*float64(c.sent-c.errs) {
+		t.Errorf("%s at %d/s (%s): %d creates but the API server called /mutate %v times", kind, rate, mode, c.sent-c.errs, c.apiMutate.Count())
 	}
 	return c
 }
@@ -493,63 +518,58 @@ func latencyTable(s latencySettings, cells map[latencyKey]*latencyCell, load0, l
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d round(s) of %s warm-up + %s measured per cell; load average %s at start, %s at end; took %s\n\n",
 		s.rounds, s.warmup, s.duration, load0, load1, took.Round(time.Second))
-	b.WriteString("Client-side CREATE latency (ms), alice, open loop:\n\n")
-	b.WriteString("| kind | rate | achieved/s | creates | without usher p50 / p99 | with usher p50 / p99 | added p50 / p99 | late sends | errors |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
-	for _, kind := range s.kinds {
-		for _, rate := range s.rates {
-			off, on := cells[latencyKey{kind, rate, false}], cells[latencyKey{kind, rate, true}]
-			if off == nil || on == nil {
-				continue
+	// each calls row for every (kind, rate) with a cell for off and mode.
+	each := func(row func(kind string, rate int, mode string, off, on *latencyCell)) {
+		for _, kind := range s.kinds {
+			for _, rate := range s.rates {
+				for _, mode := range s.modes {
+					off, on := cells[latencyKey{kind, rate, "off"}], cells[latencyKey{kind, rate, mode}]
+					if off != nil && on != nil {
+						row(kind, rate, mode, off, on)
+					}
+				}
 			}
-			fmt.Fprintf(&b, "| %s | %d/s | %.0f / %.0f | %d / %d | %s / %s | %s / %s | %s / %s | %d / %d | %d / %d |\n",
-				kind, rate,
-				float64(off.sent)/off.span.Seconds(), float64(on.sent)/on.span.Seconds(),
-				len(off.lat), len(on.lat),
-				ms(pct(off.lat, 0.5)), ms(pct(off.lat, 0.99)),
-				ms(pct(on.lat, 0.5)), ms(pct(on.lat, 0.99)),
-				ms(pct(on.lat, 0.5)-pct(off.lat, 0.5)), ms(pct(on.lat, 0.99)-pct(off.lat, 0.99)),
-				off.late, on.late, off.errs, on.errs)
 		}
 	}
+	b.WriteString("Client-side CREATE latency (ms), alice, open loop; mode: usher's webhooks, the floor (usher native's policies) or both, against neither (off):\n\n")
+	b.WriteString("| kind | rate | mode | achieved/s off, mode | creates | off p50 / p99 | mode p50 / p99 | added p50 / p99 | late sends | errors |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	each(func(kind string, rate int, mode string, off, on *latencyCell) {
+		fmt.Fprintf(&b, "| %s | %d/s | %s | %.0f / %.0f | %d / %d | %s / %s | %s / %s | %s / %s | %d / %d | %d / %d |\n",
+			kind, rate, mode,
+			float64(off.sent)/off.span.Seconds(), float64(on.sent)/on.span.Seconds(),
+			len(off.lat), len(on.lat),
+			ms(pct(off.lat, 0.5)), ms(pct(off.lat, 0.99)),
+			ms(pct(on.lat, 0.5)), ms(pct(on.lat, 0.99)),
+			ms(pct(on.lat, 0.5)-pct(off.lat, 0.5)), ms(pct(on.lat, 0.99)-pct(off.lat, 0.99)),
+			off.late, on.late, off.errs, on.errs)
+	})
 	b.WriteString("\nusher's webhooks, as the API server timed them (" + apiserverWebhookHistogram + ", CREATE)\n")
 	b.WriteString("and as usher timed them (" + usherRequestHistogram + "), ms: p50 / p99 (mean), estimated from the buckets:\n\n")
-	b.WriteString("| kind | rate | calls /mutate, /validate | API server /mutate | API server /validate | usher /mutate | usher /validate | APF wait without usher | APF wait with usher | scrapes failed |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, kind := range s.kinds {
-		for _, rate := range s.rates {
-			off, on := cells[latencyKey{kind, rate, false}], cells[latencyKey{kind, rate, true}]
-			if off == nil || on == nil {
-				continue
-			}
-			fmt.Fprintf(&b, "| %s | %d/s | %.0f, %.0f | %s | %s | %s | %s | %s | %s | %d |\n", kind, rate,
-				on.apiMutate.Count(), on.apiValidate.Count(),
-				histCell(on.apiMutate), histCell(on.apiValidate), histCell(on.usherMutate), histCell(on.usherValidate),
-				histCell(off.apfWait), histCell(on.apfWait), off.scrapesFailed+on.scrapesFailed)
-		}
-	}
-	b.WriteString("\nCPU time per measured create (µs), without usher / with usher, and the API server's connections to usher\n")
+	b.WriteString("| kind | rate | mode | calls /mutate, /validate | API server /mutate | API server /validate | usher /mutate | usher /validate | APF wait off | APF wait mode | scrapes failed |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	each(func(kind string, rate int, mode string, off, on *latencyCell) {
+		fmt.Fprintf(&b, "| %s | %d/s | %s | %.0f, %.0f | %s | %s | %s | %s | %s | %s | %d |\n", kind, rate, mode,
+			on.apiMutate.Count(), on.apiValidate.Count(),
+			histCell(on.apiMutate), histCell(on.apiValidate), histCell(on.usherMutate), histCell(on.usherValidate),
+			histCell(off.apfWait), histCell(on.apfWait), off.scrapesFailed+on.scrapesFailed)
+	})
+	b.WriteString("\nCPU time per measured create (µs), off / mode, and the API server's connections to usher\n")
 	b.WriteString("(established at the start and at the end of the measured windows; kept: those of the start still open at the end):\n\n")
-	b.WriteString("| kind | rate | kube-apiserver | etcd | kube-controller-manager | usher | connections start, end, kept |\n")
-	b.WriteString("|---|---|---|---|---|---|---|\n")
+	b.WriteString("| kind | rate | mode | kube-apiserver | etcd | kube-controller-manager | usher | connections start, end, kept |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	perCreate := func(c *latencyCell, proc string) string {
 		if c.sent == 0 {
 			return "–"
 		}
 		return fmt.Sprintf("%.0f", float64(c.cpu[proc])/1e3/float64(c.sent))
 	}
-	for _, kind := range s.kinds {
-		for _, rate := range s.rates {
-			off, on := cells[latencyKey{kind, rate, false}], cells[latencyKey{kind, rate, true}]
-			if off == nil || on == nil {
-				continue
-			}
-			fmt.Fprintf(&b, "| %s | %d/s | %s / %s | %s / %s | %s / %s | %s | %d, %d, %d |\n", kind, rate,
-				perCreate(off, "kube-apiserver"), perCreate(on, "kube-apiserver"),
-				perCreate(off, "etcd"), perCreate(on, "etcd"),
-				perCreate(off, "kube-controller-manager"), perCreate(on, "kube-controller-manager"),
-				perCreate(on, "usher"), on.connsStart, on.connsEnd, on.connsKept)
-		}
-	}
+	each(func(kind string, rate int, mode string, off, on *latencyCell) {
+		fmt.Fprintf(&b, "| %s | %d/s | %s | %s / %s | %s / %s | %s / %s | %s | %d, %d, %d |\n", kind, rate, mode,
+			perCreate(off, "kube-apiserver"), perCreate(on, "kube-apiserver"),
+			perCreate(off, "etcd"), perCreate(on, "etcd"),
+			perCreate(off, "kube-controller-manager"), perCreate(on, "kube-controller-manager"),
+			perCreate(on, "usher"), on.connsStart, on.connsEnd, on.connsKept)
+	})
 	return b.String()
 }
