@@ -20,11 +20,14 @@ const (
 	Error Severity = iota
 	// Warning is legal but probably not what was meant.
 	Warning
+	// Note informs and never fails: a setting only the webhook enforces
+	// (Config.WebhookOnly).
+	Note
 )
 
-// MarshalText renders "error" or "warning".
+// MarshalText renders "error", "warning" or "note".
 func (s Severity) MarshalText() ([]byte, error) {
-	return []byte([...]string{"error", "warning"}[s]), nil
+	return []byte([...]string{"error", "warning", "note"}[s]), nil
 }
 
 // The codes of errors (Diagnostic.Code); the others are in Codes.
@@ -56,6 +59,12 @@ var Codes = map[string]string{
 	"unknownuser-default": "unknownuser left at its default (deny) where a directory is configured",
 	"admission-setting":   "an admission setting that weakens identity checks, or a pattern not anchored",
 	"policy-group":        "service.policyGroup names a key the ConfigMap lacks",
+	"webhook-only":        "a note: what a setting asks only usher's webhook does, not the native floor (docs/native.md)",
+}
+
+func (s Severity) String() string {
+	b, _ := s.MarshalText()
+	return string(b)
 }
 
 // Diagnostic is a problem found in a configuration file, with its
@@ -83,8 +92,8 @@ func (d Diagnostic) String() string {
 		fmt.Fprintf(&b, ":%d:%d", d.Line, max(d.Col, 1))
 	}
 	b.WriteString(": ")
-	if d.Severity == Warning {
-		b.WriteString("warning: ")
+	if d.Severity != Error {
+		b.WriteString(d.Severity.String() + ": ")
 	}
 	b.WriteString(d.Msg)
 	return b.String()

@@ -153,6 +153,9 @@ func (p *parser) webhookOnly(c *Config, loc locator) {
 		note("admissionController.enforceDeleteACLs", "the kill rule: DELETE, evictions, Bindings, adoptions and the modify ACL's delegation ("+a.ModifyACLKey+")")
 	}
 	c.WebhookOnly = slices.Clone(p.list[mark:])
+	for i := range c.WebhookOnly {
+		c.WebhookOnly[i].Severity, c.WebhookOnly[i].Code = Note, "webhook-only"
+	}
 	p.list = p.list[:mark]
 }
 

@@ -137,8 +137,10 @@ with names, duplicate entries, names differing only in case, leaf queues
 and parent-only subtrees nobody can submit to, placement rules that can
 never place, users-to-groups file lines skip keeps unread, unknownuser
 left unsaid where a directory is configured, and trust patterns not
-anchored at both ends (with the pattern to write instead). Every problem
-is reported in one run. What usher serve still loads but a later
+anchored at both ends (with the pattern to write instead). Notes ("note:
+webhook only: …") name each setting only usher's webhook enforces, which
+the native floor of "usher native" cannot (docs/native.md); they never
+fail. Every problem is reported in one run. What usher serve still loads but a later
 release refuses (docs/upgrade.md: a users-to-groups file that is not a
 regular file, say) is an error here. At most 100 errors and 100 warnings
 are listed, then how many more there are.
@@ -215,19 +217,17 @@ func (l *lintRun) one(env *Env, path string) int {
 		env.errorf("%v", err)
 		return ExitUsage
 	default:
-		diags = slices.Clone(cfg.Warnings)
+		diags = append(slices.Clone(cfg.Warnings), cfg.WebhookOnly...)
 	}
-	// Errors and warnings come sorted apart; interleave them.
-	nerr := 0
+	// Errors, warnings and notes come sorted apart; interleave them.
+	var n [3]int
 	for _, d := range config.Sort(diags) {
 		if l.output == "text" {
 			fmt.Fprintln(env.Stdout, d)
 		}
-		if d.Severity == config.Error {
-			nerr++
-		}
+		n[d.Severity]++
 	}
-	nwarn := len(diags) - nerr
+	nerr, nwarn := n[config.Error], n[config.Warning]
 	l.nerr, l.nwarn, l.diags = l.nerr+nerr, l.nwarn+nwarn, append(l.diags, diags...)
 	switch {
 	case nerr > 0:

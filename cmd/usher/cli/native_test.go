@@ -38,11 +38,23 @@ func TestNativeFollowsConfiguration(t *testing.T) {
 	if code != 0 || strings.Count(out, "\n---\n") != 1 || strings.Contains(out, "MutatingAdmissionPolicy") {
 		t.Fatalf("code %d, want the validating policy only:\n%s\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"merge.yaml:3:13: partition default: groups merge: webhook only: the CREATE stamp",
-		"merge.yaml:12:21: admissionController.enforceQueueACLs: webhook only: the queue ACLs", "merge.yaml:13:22: admissionController.enforceDeleteACLs: webhook only: the kill rule"} {
+	notes := []string{"merge.yaml:3:13: note: partition default: groups merge: webhook only: the CREATE stamp",
+		"merge.yaml:12:21: note: admissionController.enforceQueueACLs: webhook only: the queue ACLs",
+		"merge.yaml:13:22: note: admissionController.enforceDeleteACLs: webhook only: the kill rule"}
+	for _, want := range notes {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
+	}
+	// lint lists the same notes, and they fail nothing, --strict included.
+	out, errOut, code = run(t, "lint", "--strict", merge)
+	for _, want := range notes {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("lint --strict: code %d, stdout lacks %q:\n%s%s", code, want, out, errOut)
+		}
+	}
+	if out, _, code = run(t, "lint", "-o", "sarif", merge); code != 0 || strings.Count(out, `"level": "note"`) != 3 {
+		t.Errorf("lint -o sarif: code %d, want 3 notes:\n%s", code, out)
 	}
 
 	big := writeFile(t, dir, "big.yaml", "partitions:\n  - name: default\n"+queues+"admissionController:\n  accessControl:\n    externalGroups: \""+strings.Repeat("^team-[a-z]+-x$,", 20)+"\"\n")
