@@ -75,6 +75,22 @@ type Config struct {
 	WebhookOnly []Diagnostic
 }
 
+// FloorStamps says whether the native floor of c stamps CREATE: the
+// admission partition stamps the groups the API server gives (groups:
+// given, or stampGroups: given), which CEL can write.
+func (c *Config) FloorStamps() bool {
+	a := c.Admission
+	if a == nil {
+		return true // the defaults: partition default, groups given
+	}
+	for _, p := range c.Partitions {
+		if strings.EqualFold(p.Name, a.Partition) && p.Groups == identity.ModeGiven {
+			return true
+		}
+	}
+	return a.StampGiven
+}
+
 // Partition is one partition's policy and identity settings.
 type Partition struct {
 	policy.Partition

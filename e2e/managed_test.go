@@ -16,6 +16,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -402,4 +403,60 @@ func TestChartWebhookWriter(t *testing.T) {
 	if _, err := api.Update(ctx, other, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}); !apierrors.IsForbidden(err) {
 		t.Errorf("usher's service account updating another's webhook configuration: %v, want Forbidden", err)
 	}
+}
+
+// TestManagedNativeFloor: with --manage-native-floor usher applies the
+// floor usher native prints beside its webhooks, bound to the namespaces
+// they select; with usher stopped and its webhook configurations gone,
+// the API server alone still stamps alice's pods and refuses bob's forged
+// stamp.
+func TestManagedNativeFloor(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t, 4*time.Minute)
+	m := newManaged(t, ctx, baseConfig)
+	ns := m.namespace(ctx, "managed-floor")
+	floor := m.name + "-floor"
+	api := m.admin.AdmissionregistrationV1()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = api.MutatingAdmissionPolicyBindings().Delete(ctx, floor, metav1.DeleteOptions{})
+		_ = api.MutatingAdmissionPolicies().Delete(ctx, floor, metav1.DeleteOptions{})
+		_ = api.ValidatingAdmissionPolicyBindings().Delete(ctx, floor, metav1.DeleteOptions{})
+		_ = api.ValidatingAdmissionPolicies().Delete(ctx, floor, metav1.DeleteOptions{})
+	})
+	if err := m.restart(ctx, "--manage-native-floor"); err != nil {
+		t.Fatal(err)
+	}
+	var mb *admissionregistrationv1.MutatingAdmissionPolicyBinding
+	if err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
+		_, err := api.ValidatingAdmissionPolicyBindings().Get(ctx, floor, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		mb, err = api.MutatingAdmissionPolicyBindings().Get(ctx, floor, metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("the floor %s was never applied: %v", floor, err)
+	}
+	if sel := mb.Spec.MatchResources.NamespaceSelector; sel == nil || sel.MatchLabels[usherNSLabel] != m.label {
+		t.Fatalf("the floor's binding selects %v, want the webhooks' namespaces (%s=%s)", sel, usherNSLabel, m.label)
+	}
+
+	// usher gone, and its webhooks with it: the floor alone answers.
+	m.u.Stop()
+	_ = api.MutatingWebhookConfigurations().Delete(ctx, m.name, metav1.DeleteOptions{})
+	_ = api.ValidatingWebhookConfigurations().Delete(ctx, m.name, metav1.DeleteOptions{})
+	want := stampOf(Alice, aliceGroups...)
+	bob := client(t, Bob)
+	var last error
+	if err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
+		var p *corev1.Pod
+		p, last = client(t, Alice).CoreV1().Pods(ns).Create(ctx, Pod(ns, "floor-only", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return last == nil && p.Annotations[UserInfoAnnotation] == want, nil
+	}); err != nil {
+		t.Fatalf("with usher down, alice's pod is not stamped %s by the floor (last: %v): %v", want, last, err)
+	}
+	_, err := bob.CoreV1().Pods(ns).Create(ctx, Pod(ns, "forged", map[string]string{UserInfoAnnotation: want}), metav1.CreateOptions{})
+	wantFloorDenied(t, "bob's pod stamped as alice with usher down", err)
 }

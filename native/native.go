@@ -40,6 +40,18 @@ func (f *Floor) Objects() []any {
 // Name names the policies and their bindings.
 const Name = "usher-floor"
 
+// Bind names the floor's objects name and binds them to the namespaces
+// sel selects (nil: every namespace), as usher serve --manage-native-floor
+// does with the webhooks' own selector.
+func (f *Floor) Bind(name string, sel *metav1.LabelSelector) {
+	f.Validating.Name, f.ValidatingBinding.Name, f.ValidatingBinding.Spec.PolicyName = name, name, name
+	f.ValidatingBinding.Spec.MatchResources = &arv1.MatchResources{NamespaceSelector: sel}
+	if f.Mutating != nil {
+		f.Mutating.Name, f.MutatingBinding.Name, f.MutatingBinding.Spec.PolicyName = name, name, name
+		f.MutatingBinding.Spec.MatchResources = &arv1.MatchResources{NamespaceSelector: sel}
+	}
+}
+
 // Limits of the floor (docs/limits.md): usher native refuses past
 // MaxUserPatternBytes of patterns matched against the user name
 // (systemUsers and externalUsers) or MaxGroupPatternBytes against the

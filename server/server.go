@@ -156,6 +156,10 @@ type Options struct {
 	ManageWebhooks bool
 	Webhooks       admission.Install
 	WebhookOwner   string
+	// NativeFloor, with ManageWebhooks, also keeps the native floor of
+	// the configuration in service (usher native) applied as NAME-floor,
+	// bound to the namespaces the webhooks select.
+	NativeFloor bool
 }
 
 func (o Options) withDefaults() Options {
@@ -252,6 +256,9 @@ func New(opts Options) (*Server, error) {
 	s.bodies.shared.limit, s.bodies.small.limit, s.bodies.smallBody = opts.BodyMemory, opts.SmallBodyReserve, opts.SmallBody
 	// Loaded once; each user says what it does without them.
 	s.kube, s.kubeErr = cluster.Load(opts.Kubeconfig)
+	if opts.NativeFloor && !opts.ManageWebhooks {
+		return nil, errors.New("--manage-native-floor needs --manage-webhooks")
+	}
 	if opts.ManageWebhooks && s.kubeErr != nil {
 		return nil, fmt.Errorf("--manage-webhooks needs cluster credentials: %w", s.kubeErr)
 	}

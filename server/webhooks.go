@@ -7,17 +7,21 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	arv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	admissionregistrationv1 "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/admission/settings"
+	"github.com/usherhq/usher/native"
 )
 
 // manageWebhooks runs once this replica serves: as the leader of the
@@ -114,6 +118,54 @@ func (s *Server) applyWebhooks(ctx context.Context, cs kubernetes.Interface) err
 	if rv := got.ResourceVersion + "/" + gotV.ResourceVersion; rv != s.webhookRV {
 		s.webhookRV = rv
 		s.log.Info("webhooks: registered", "mutating", m.Name, "validating", v.Name, "resourceVersions", rv)
+	}
+	if s.opts.NativeFloor {
+		return s.applyFloor(ctx, api, m.Webhooks[0].NamespaceSelector, m.OwnerReferences, opts)
+	}
+	return nil
+}
+
+// applyFloor applies the native floor of the generation in service, bound
+// to the namespaces sel selects; a floor that only guards (the partition's
+// groups are the directory's) removes the stamping policy applied before.
+func (s *Server) applyFloor(ctx context.Context, api admissionregistrationv1.AdmissionregistrationV1Interface, sel *metav1.LabelSelector,
+	refs []metav1.OwnerReference, opts metav1.PatchOptions) error {
+	cfg := s.serving.Current().Config()
+	a := cfg.Admission
+	if a == nil {
+		a, _ = settings.Config{}.Compile()
+	}
+	f, err := native.Compile(a, cfg.FloorStamps())
+	if err != nil { // until the configuration changes: retrying cannot help
+		s.log.Error("webhooks: the native floor is not applied", "err", err)
+		return nil
+	}
+	name := s.opts.Webhooks.Name + "-floor"
+	f.Bind(name, sel)
+	for _, o := range f.Objects() {
+		o.(metav1.Object).SetOwnerReferences(refs)
+		data, _ := json.Marshal(o)
+		var err error
+		switch o.(type) {
+		case *arv1.ValidatingAdmissionPolicy:
+			_, err = api.ValidatingAdmissionPolicies().Patch(ctx, name, types.ApplyPatchType, data, opts)
+		case *arv1.ValidatingAdmissionPolicyBinding:
+			_, err = api.ValidatingAdmissionPolicyBindings().Patch(ctx, name, types.ApplyPatchType, data, opts)
+		case *arv1.MutatingAdmissionPolicy:
+			_, err = api.MutatingAdmissionPolicies().Patch(ctx, name, types.ApplyPatchType, data, opts)
+		case *arv1.MutatingAdmissionPolicyBinding:
+			_, err = api.MutatingAdmissionPolicyBindings().Patch(ctx, name, types.ApplyPatchType, data, opts)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if f.Mutating == nil {
+		for _, del := range []func(context.Context, string, metav1.DeleteOptions) error{api.MutatingAdmissionPolicyBindings().Delete, api.MutatingAdmissionPolicies().Delete} {
+			if err := del(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
 	}
 	return nil
 }

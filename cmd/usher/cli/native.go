@@ -3,13 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
 	"github.com/usherhq/usher/admission/settings"
-	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/native"
 )
 
@@ -50,11 +48,7 @@ func newNativeCommand(env *Env) *cobra.Command {
 		if a == nil {
 			a, _ = settings.Config{}.Compile()
 		}
-		stamp := a.StampGiven
-		for _, p := range cfg.Partitions {
-			stamp = stamp || strings.EqualFold(p.Name, a.Partition) && p.Groups == identity.ModeGiven
-		}
-		f, err := native.Compile(a, stamp)
+		f, err := native.Compile(a, cfg.FloorStamps())
 		if err != nil {
 			env.errorf("%v", err)
 			return ExitUsage

@@ -182,6 +182,8 @@ func newServeCommand(env *Env) *cobra.Command {
 	fs.BoolVar(&opts.ManageWebhooks, "manage-webhooks", false, "register the webhooks (the objects usher webhook prints for the configuration in service and the flags below) "+
 		"once this replica serves, as the leader of the Lease NAME-webhooks in --namespace, and keep them registered: re-applied on every reload, "+
 		"when someone changes or deletes them, and every minute; never deleted (default: you register them)")
+	fs.BoolVar(&opts.NativeFloor, "manage-native-floor", false, "with --manage-webhooks, also keep the native floor applied (the admission policies usher native prints, "+
+		"named NAME-floor, bound to the namespaces the webhooks select): the API server then stamps and guards user.info itself while no replica answers (docs/native.md)")
 	fs.StringVar(&opts.WebhookOwner, "webhook-owner", "", "ClusterRole `NAME` that owns the registered webhooks, so that deleting it (helm uninstall) deletes them")
 	f.webhooks = webhookFlags(fs, &opts.Webhooks)
 	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runServe(ctx, env, f) })
