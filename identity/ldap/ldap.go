@@ -70,17 +70,13 @@ var _ identity.Resolver = (*Resolver)(nil)
 // Resolver. It does not connect, so a directory that is down at start-up
 // is not fatal.
 func New(cfg Config) (*Resolver, error) {
-	return newResolver(cfg, time.Now)
-}
-
-func newResolver(cfg Config, now func() time.Time) (*Resolver, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
 	r := &Resolver{
 		cfg:       cfg,
-		now:       now,
+		now:       time.Now,
 		downUntil: make([]time.Time, len(cfg.URLs)),
 		timeLimit: int(math.Ceil(cfg.Timeout.Seconds())),
 		timeout:   fmt.Errorf("timed out after %v (timeout): %w", cfg.Timeout, context.DeadlineExceeded),
@@ -411,11 +407,6 @@ func (r *Resolver) inChain(ctx context.Context, c *conn, user string, entry *gol
 	return all, nil
 }
 
-// userFilter returns the user filter for user, the name escaped.
-func (r *Resolver) userFilter(user string) string {
-	return strings.ReplaceAll(r.cfg.UserFilter, UserPlaceholder, goldap.EscapeFilter(user))
-}
-
 func (r *Resolver) findUser(ctx context.Context, c *conn, user string) (*goldap.Entry, error) {
 	var attrs []string
 	if r.cfg.UserNameAttr != NoUserNameAttr {
@@ -427,7 +418,7 @@ func (r *Resolver) findUser(ctx context.Context, c *conn, user string) (*goldap.
 	if len(attrs) == 0 {
 		attrs = []string{"1.1"} // RFC 4511: no attributes
 	}
-	filter := r.userFilter(user)
+	filter := strings.ReplaceAll(r.cfg.UserFilter, UserPlaceholder, goldap.EscapeFilter(user))
 	// A size limit of 2 is enough to tell one match from several.
 	res, err := r.search(ctx, c, fmt.Sprintf("search for user %q", user), goldap.NewSearchRequest(
 		r.cfg.UserBaseDN, goldap.ScopeWholeSubtree, goldap.NeverDerefAliases, 2, r.timeLimit, false, filter, attrs, nil))

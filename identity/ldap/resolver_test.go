@@ -406,10 +406,11 @@ func TestFailover(t *testing.T) {
 	cfg := baseConfig(s, GroupSearchMember)
 	cfg.URLs = []string{dead, s.URL}
 	now := time.Unix(1_000_000, 0)
-	r, err := newResolver(cfg, func() time.Time { return now })
+	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.now = func() time.Time { return now }
 	t.Cleanup(func() { r.Close() })
 
 	mustResolve(t, r, "alice", "dev", "ops")
