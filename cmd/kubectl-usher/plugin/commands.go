@@ -210,15 +210,11 @@ func printDecision(w io.Writer, a *AccessAnswer) {
 		fmt.Fprintf(w, "decided by: %s entry %q in %s of %s\n", a.DecidedBy.Kind, a.DecidedBy.Entry, a.DecidedBy.ACL, a.DecidedBy.Queue)
 	}
 	for _, r := range a.Requirements {
-		met := "not met"
-		if r.Met {
-			met = "met"
-		}
 		line := fmt.Sprintf("requirement %s", r.Need)
 		if r.Queue != "" {
 			line += " on " + r.Queue
 		}
-		line += ": " + met
+		line += ": " + map[bool]string{true: "met", false: "not met"}[r.Met]
 		if r.By != "" {
 			line += " (" + r.By + ")"
 		}

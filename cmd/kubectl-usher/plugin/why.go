@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -348,11 +349,7 @@ func queueMarker(obj *unstructured.Unstructured) *Marker {
 		return nil
 	}
 	for _, mk := range yunikornMarkers {
-		field := "labels"
-		if mk.kind == "annotation" {
-			field = "annotations"
-		}
-		v, ok, _ := unstructured.NestedString(obj.Object, append(append([]string{}, path...), field, mk.key)...)
+		v, ok, _ := unstructured.NestedString(obj.Object, slices.Concat(path, []string{mk.kind + "s", mk.key})...) // labels or annotations
 		if ok && v != "" {
 			return &Marker{Kind: mk.kind, Key: mk.key, Value: v, On: on}
 		}
