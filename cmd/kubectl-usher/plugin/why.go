@@ -349,7 +349,8 @@ func queueMarker(obj *unstructured.Unstructured) *Marker {
 		return nil
 	}
 	for _, mk := range yunikornMarkers {
-		v, ok, _ := unstructured.NestedString(obj.Object, slices.Concat(path, []string{mk.kind + "s", mk.key})...) // labels or annotations
+		// mk.kind + "s": labels or annotations.
+		v, ok, _ := unstructured.NestedString(obj.Object, slices.Concat(path, []string{mk.kind + "s", mk.key})...)
 		if ok && v != "" {
 			return &Marker{Kind: mk.kind, Key: mk.key, Value: v, On: on}
 		}
