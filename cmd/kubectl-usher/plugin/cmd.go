@@ -29,6 +29,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/usherhq/usher/decision"
 )
 
 // Exit codes.
@@ -221,7 +223,7 @@ func (o *options) subject(ctx context.Context) (who Identity, self bool, err err
 
 // ask sends req to usher about the subject (the caller, or --as and
 // --as-group), whose identity and self are subject's.
-func (o *options) ask(ctx context.Context, req accessRequest) (ans *AccessAnswer, who Identity, self bool, err error) {
+func (o *options) ask(ctx context.Context, req decision.AccessRequest) (ans *decision.Output, who Identity, self bool, err error) {
 	if who, self, err = o.subject(ctx); err != nil {
 		return nil, who, self, err
 	}
