@@ -19,8 +19,8 @@
 //     both, a request naming no queue is placed by the old and new rules
 //     for every subject; those placed elsewhere, or refused by one side,
 //     are reported. It costs subjects times rules, never queues.
-//   - The result is deterministic; it costs time in proportion to the ACL
-//     entries and the changes, not to queues times subjects.
+//   - The result is deterministic; rights cost time in proportion to the
+//     ACL entries and the changes, not to queues times subjects.
 package impact
 
 import (
