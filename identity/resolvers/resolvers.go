@@ -67,9 +67,6 @@ type CacheSettings struct {
 // that answer alike. Keys are comparable with ==.
 type Key struct{ s string }
 
-// String renders the key, for tests and debugging.
-func (k Key) String() string { return k.s }
-
 // Key returns the key of s: every setting that changes an answer.
 func (s Settings) Key() Key {
 	var b strings.Builder
