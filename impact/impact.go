@@ -245,32 +245,6 @@ func Summarize(old, new *config.Config, max int) Summary {
 	return s
 }
 
-// String renders the summary as one line: "no access changes" or
-// "access changes: 3 gained, 1 lost in 2 queues; +submit user bob on
-// default/root.a, …".
-func (s Summary) String() string {
-	if s.Gained+s.Lost == 0 {
-		if s.Placements > 0 {
-			return "no access changes; " + plural(s.Placements, "placement") + " changed"
-		}
-		return "no access changes"
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "access changes: %d gained, %d lost in %d queues", s.Gained, s.Lost, s.Queues)
-	if s.Placements > 0 {
-		b.WriteString(", " + plural(s.Placements, "placement") + " changed")
-	}
-	sep := "; "
-	for _, c := range s.First {
-		b.WriteString(sep + c.String())
-		sep = ", "
-	}
-	if n := s.Gained + s.Lost - len(s.First); n > 0 && len(s.First) > 0 {
-		fmt.Fprintf(&b, ", and %d more", n)
-	}
-	return b.String()
-}
-
 // LogValue makes a Summary a structured log attribute.
 func (s Summary) LogValue() slog.Value {
 	attrs := []slog.Attr{slog.Int("gained", s.Gained), slog.Int("lost", s.Lost), slog.Int("queues", s.Queues), slog.Int("placements", s.Placements)}
