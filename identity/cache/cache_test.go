@@ -343,8 +343,8 @@ func TestStale(t *testing.T) {
 	clk.advance(6 * time.Minute) // expired; asking again fails: the last good answer
 	want("v0")
 	checkCalls(t, r, 2)
-	if s := c.Stats(); s.Fallbacks != 1 || s.Failures != 1 {
-		t.Fatalf("stats %+v: want 1 fallback", s)
+	if s := c.Stats(); s.Failures != 1 {
+		t.Fatalf("stats %+v: want 1 failure", s)
 	}
 
 	clk.advance(29 * time.Second) // not time to retry yet
@@ -433,7 +433,7 @@ func TestTimeout(t *testing.T) {
 				t.Errorf("second lookup: %v, want the cached %v", again, err)
 			}
 			checkCalls(t, r, 1)
-			if s := c.Stats(); s.Timeouts != 1 || s.Failures != 1 || s.NegativeHits != 1 {
+			if s := c.Stats(); s.Failures != 1 || s.NegativeHits != 1 {
 				t.Errorf("stats %+v", s)
 			}
 		})
@@ -480,9 +480,6 @@ func TestCallerCancellation(t *testing.T) {
 	checkCalls(t, r, 1)
 	mustResolve(t, c, "alice") // the answer was stored for everyone
 	checkCalls(t, r, 1)
-	if s := c.Stats(); s.Cancelled != 1 {
-		t.Errorf("stats %+v: want 1 cancelled", s)
-	}
 
 	t.Run("already cancelled", func(t *testing.T) {
 		r := directory()
@@ -507,8 +504,8 @@ func TestPanic(t *testing.T) {
 		}
 	}
 	checkCalls(t, r, 1) // the failure is cached like any other
-	if s := c.Stats(); s.Panics != 1 || s.Failures != 1 {
-		t.Errorf("stats %+v: want 1 panic", s)
+	if s := c.Stats(); s.Failures != 1 {
+		t.Errorf("stats %+v: want 1 failure", s)
 	}
 	if len(observed) != 1 || observed[0] == nil {
 		t.Errorf("ObserveCall saw %v", observed)
