@@ -49,30 +49,23 @@ func (c PlacementChange) Subject() string {
 	return Change{Kind: c.Kind, Name: c.Name, Groups: c.Groups}.Subject()
 }
 
-// RulesFunc returns a partition's placement rules, nil when there is no
-// such partition.
-type RulesFunc func(partition string) *placement.Rules
-
-// RulesOf returns the placement rules of c's partitions (the implicit
-// provided rule where a partition configures none).
-func RulesOf(c *config.Config) RulesFunc {
-	return func(name string) *placement.Rules {
-		if c == nil {
-			return nil
-		}
-		for i := range c.Partitions {
-			if strings.EqualFold(c.Partitions[i].Name, name) {
-				return c.Partitions[i].PlacementRules()
-			}
-		}
+// rulesOf returns the placement rules of c's partition name (the implicit
+// provided rule where it configures none), nil when there is none.
+func rulesOf(c *config.Config, name string) *placement.Rules {
+	if c == nil {
 		return nil
 	}
+	for i := range c.Partitions {
+		if strings.EqualFold(c.Partitions[i].Name, name) {
+			return c.Partitions[i].PlacementRules()
+		}
+	}
+	return nil
 }
 
 // DiffConfigs is Diff of two configurations, placement rules included;
 // nil has no partitions.
 func DiffConfigs(old, new *config.Config, opts Options) *Result {
-	opts.OldRules, opts.NewRules = RulesOf(old), RulesOf(new)
 	var so, sn *policy.Snapshot
 	if old != nil {
 		so = old.Snapshot
@@ -80,7 +73,7 @@ func DiffConfigs(old, new *config.Config, opts Options) *Result {
 	if new != nil {
 		sn = new.Snapshot
 	}
-	return Diff(so, sn, opts)
+	return diff(so, sn, old, new, opts)
 }
 
 // memberName is the user name a member of a group is placed as: a name
