@@ -26,7 +26,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -117,7 +116,8 @@ to it. See docs/kubectl-usher.md.`,
 	root.SetIn(streams.In)
 	root.CompletionOptions.HiddenDefaultCmd = true
 	pf := root.PersistentFlags()
-	o.kube.AddFlags(pf)
+	pf.StringVar(&o.kube.kubeconfig, clientcmd.RecommendedConfigPathFlag, "", "path to the kubeconfig file to use")
+	clientcmd.BindOverrideFlags(&o.kube.overrides, pf, clientcmd.RecommendedConfigOverrideFlags(""))
 	pf.StringVar(&o.usher.Server, "usher-server", getenv(EnvServer), "usher's address, https://HOST[:PORT] (default: https://SERVICE.NAMESPACE.svc from --usher-service and --usher-namespace; $"+EnvServer+")")
 	pf.StringVar(&o.usher.CAFile, "usher-certificate-authority", getenv(EnvCA), "PEM file of the CA that signed usher's serving certificate (default: the system's roots; $"+EnvCA+")")
 	pf.StringVar(&o.usher.ServerName, "usher-tls-server-name", getenv(EnvServerName), "name to check usher's serving certificate against (default: the host of --usher-server; $"+EnvServerName+")")
@@ -147,11 +147,6 @@ type kubeFlags struct {
 	kubeconfig string
 	overrides  clientcmd.ConfigOverrides
 	cc         clientcmd.ClientConfig
-}
-
-func (k *kubeFlags) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&k.kubeconfig, clientcmd.RecommendedConfigPathFlag, "", "path to the kubeconfig file to use")
-	clientcmd.BindOverrideFlags(&k.overrides, fs, clientcmd.RecommendedConfigOverrideFlags(""))
 }
 
 // clientConfig is the kubeconfig as the flags select it, loaded once.
