@@ -61,9 +61,6 @@ type Options struct {
 	// Timeout bounds one resolver call; one that ignores its context is
 	// abandoned then. Default 10s.
 	Timeout time.Duration
-	// ObserveCall, if set, is called after every resolver call with its
-	// duration and error, on the goroutine of the call.
-	ObserveCall func(d time.Duration, err error)
 }
 
 // withDefaults returns o with its defaults set; the only place they are
@@ -310,13 +307,9 @@ func (c *Cache) call(ctx context.Context, user string) (identity.Info, error) {
 	case errors.Is(err, ttlcache.ErrTimeout):
 		err = fmt.Errorf("%s: groups of %q: %w", c.opts.Name, user, err)
 	}
-	d := time.Since(start)
-	c.callTime.Add(int64(d))
+	c.callTime.Add(int64(time.Since(start)))
 	if err != nil {
 		c.failures.Add(1)
-	}
-	if c.opts.ObserveCall != nil {
-		c.opts.ObserveCall(d, err)
 	}
 	return info, err
 }
