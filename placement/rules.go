@@ -115,6 +115,9 @@ func Implicit() *Rules {
 	return &Rules{rules: []*rule{{kind: Provided, filter: filter{allow: true, empty: true}}}, implicit: true}
 }
 
+// Len returns the number of rules.
+func (rs *Rules) Len() int { return len(rs.rules) }
+
 // IsImplicit reports whether the rules are the implicit provided rule of
 // a partition that configures none.
 func (rs *Rules) IsImplicit() bool { return rs.implicit }
