@@ -61,7 +61,6 @@ type options struct {
 	service   string
 	partition string
 	output    string
-	getenv    func(string) string
 }
 
 // errNo is returned by a command whose answer is no: it exits 1 without
@@ -89,7 +88,7 @@ func run(ctx context.Context, args []string, streams Streams, getenv func(string
 }
 
 func newRoot(streams Streams, getenv func(string) string) *cobra.Command {
-	o := &options{streams: streams, getenv: getenv}
+	o := &options{streams: streams}
 	root := &cobra.Command{
 		Use:         "kubectl-usher",
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl usher"},
