@@ -15,12 +15,8 @@ import (
 	"github.com/usherhq/usher/policy"
 )
 
-// The constructors below build decision.Output for the commands and for
-// /v1/access alike, so that /v1/access answers what the command asking
-// the same question prints; command is that command.
-
-// Decided is the answer of a queue decision; steps, with trail, are its
-// ACL trail.
+// Decided is command's answer to a queue decision; steps, with trail,
+// are its ACL trail.
 func Decided(command string, res engine.Result, steps []policy.Step, trail bool) *decision.Output {
 	out := &decision.Output{Command: command, Allowed: res.Allowed, Reason: res.Reason(), Partition: res.Partition,
 		Queue: res.Queue, Action: res.Action.String(), Identity: decision.IdentityOf(res.Identity), DecidedBy: decidedBy(res.Decision)}

@@ -76,31 +76,22 @@ func aclTrail(w io.Writer, action policy.Action, queue string, steps []policy.St
 		width = max(width, len(s.Queue))
 	}
 	for _, s := range steps {
-		where := s.Queue
+		where, aclName := s.Queue, string(s.ACL)
 		if s.ACL == policy.ClusterAdminACL {
-			where = "partition"
+			where, aclName = "partition", "adminacl"
 		}
-		aclName := string(s.ACL)
-		if s.ACL == policy.ClusterAdminACL {
-			aclName = "adminacl"
-		}
-		var rule, verdict string
-		switch {
-		case s.Rule == nil:
-			rule, verdict = "(not set)", "grants nothing"
-		default:
+		rule, verdict := "(not set)", "grants nothing"
+		if s.Rule != nil {
 			rule = fmt.Sprintf("%q", s.Rule.String())
-			switch {
-			case !s.Reached:
-				verdict = "not reached"
-			case s.Match.Allowed():
-				verdict = fmt.Sprintf("MATCH: %s %q  <- decided", s.Match.Kind, s.Match.Name)
-			default:
-				verdict = "no match"
-			}
 		}
-		if s.Rule == nil && !s.Reached {
+		switch {
+		case !s.Reached:
 			verdict = "not reached"
+		case s.Rule == nil:
+		case s.Match.Allowed():
+			verdict = fmt.Sprintf("MATCH: %s %q  <- decided", s.Match.Kind, s.Match.Name)
+		default:
+			verdict = "no match"
 		}
 		fmt.Fprintf(w, "  %-*s  %-9s  %-24s  %s\n", width, where, aclName, rule, verdict)
 	}

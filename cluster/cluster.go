@@ -1,12 +1,11 @@
 // Package cluster holds usher's cluster credentials, loaded once, and the
-// reads of other cluster objects built on them: today one-GET lookups
-// (the adoption rule's owner, docs/delete.md). usher serve hands the one
-// Client to everything that talks to the API server: TokenReviews and
-// SubjectAccessReviews, the ConfigMap source, denial Events, and these
-// reads.
+// reads of other cluster objects built on them (one-GET lookups such as
+// the adoption rule's owner, docs/delete.md). usher serve hands the one
+// Client to everything that talks to the API server.
 package cluster
 
 import (
+	"cmp"
 	"context"
 
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -30,9 +29,7 @@ func Load(kubeconfig string) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rc.UserAgent == "" {
-		rc.UserAgent = "usher"
-	}
+	rc.UserAgent = cmp.Or(rc.UserAgent, "usher")
 	core, err := corev1client.NewForConfig(rc)
 	if err != nil {
 		return nil, err

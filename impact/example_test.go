@@ -40,7 +40,8 @@ partitions:
 	})
 	r.Old, r.New = "old.yaml", "new.yaml"
 	impact.WriteText(os.Stdout, r)
-	fmt.Println(impact.Summarize(old, new, 1))
+	s := impact.Summarize(old, new, 1)
+	fmt.Println(s.Gained, s.Lost, s.First)
 	// Output:
 	// --- old.yaml
 	// +++ new.yaml
@@ -54,5 +55,5 @@ partitions:
 	//   root.prod.ml (queue removed)
 	// -   submit  user alice
 	// 2 rights gained, 3 rights lost, starting in 3 queues
-	// access changes: 2 gained, 2 lost in 3 queues; +submit group sre on default/root (3 queues), and 3 more
+	// 2 2 [+submit group sre on default/root (3 queues)]
 }

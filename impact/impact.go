@@ -19,8 +19,8 @@
 //     both, a request naming no queue is placed by the old and new rules
 //     for every subject; those placed elsewhere, or refused by one side,
 //     are reported. It costs subjects times rules, never queues.
-//   - The result is deterministic; it costs time in proportion to the ACL
-//     entries and the changes, not to queues times subjects.
+//   - The result is deterministic; rights cost time in proportion to the
+//     ACL entries and the changes, not to queues times subjects.
 package impact
 
 import (
@@ -126,16 +126,19 @@ func (r *Result) Changed() bool { return r.Gained+r.Lost+r.Placements > 0 }
 // Options tune a comparison. The zero value compares the named users and
 // groups and everyone.
 type Options struct {
-	Subjects []Subject // users with their groups to compare as well
-	// OldRules and NewRules give each side's placement rules by partition;
-	// with both, placement is compared too.
-	OldRules, NewRules RulesFunc
-	Tags               map[string]string // of every placed request
+	Subjects []Subject         // users with their groups to compare as well
+	Tags     map[string]string // of every placed request
 }
 
-// Diff compares the old and the new policy. Either may be nil, meaning a
-// policy with no partitions.
+// Diff compares the rights of the old and the new policy. Either may be
+// nil, meaning a policy with no partitions.
 func Diff(old, new *policy.Snapshot, opts Options) *Result {
+	return diff(old, new, nil, nil, opts)
+}
+
+// diff compares rights, and placement where the configurations oc and nc
+// both have the partition.
+func diff(old, new *policy.Snapshot, oc, nc *config.Config, opts Options) *Result {
 	res := &Result{Partitions: []PartitionDiff{}, Tags: opts.Tags}
 	names := []string{}
 	seen := map[string]bool{}
@@ -153,9 +156,8 @@ func Diff(old, new *policy.Snapshot, opts Options) *Result {
 	for _, name := range names {
 		po, pn := partition(old, name), partition(new, name)
 		d, keys := diffPartition(po, pn, opts.Subjects)
-		if po != nil && pn != nil && opts.OldRules != nil && opts.NewRules != nil {
-			ro, rn := opts.OldRules(name), opts.NewRules(name)
-			if ro != nil && rn != nil {
+		if po != nil && pn != nil {
+			if ro, rn := rulesOf(oc, name), rulesOf(nc, name); ro != nil && rn != nil {
 				if pc := diffPlacement(po, pn, ro, rn, keys, opts.Tags); len(pc) > 0 {
 					d.Placement = pc
 					res.Placements += len(pc)
@@ -243,32 +245,6 @@ func Summarize(old, new *config.Config, max int) Summary {
 		}
 	}
 	return s
-}
-
-// String renders the summary as one line: "no access changes" or
-// "access changes: 3 gained, 1 lost in 2 queues; +submit user bob on
-// default/root.a, …".
-func (s Summary) String() string {
-	if s.Gained+s.Lost == 0 {
-		if s.Placements > 0 {
-			return "no access changes; " + plural(s.Placements, "placement") + " changed"
-		}
-		return "no access changes"
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "access changes: %d gained, %d lost in %d queues", s.Gained, s.Lost, s.Queues)
-	if s.Placements > 0 {
-		b.WriteString(", " + plural(s.Placements, "placement") + " changed")
-	}
-	sep := "; "
-	for _, c := range s.First {
-		b.WriteString(sep + c.String())
-		sep = ", "
-	}
-	if n := s.Gained + s.Lost - len(s.First); n > 0 && len(s.First) > 0 {
-		fmt.Fprintf(&b, ", and %d more", n)
-	}
-	return b.String()
 }
 
 // LogValue makes a Summary a structured log attribute.

@@ -49,30 +49,23 @@ func (c PlacementChange) Subject() string {
 	return Change{Kind: c.Kind, Name: c.Name, Groups: c.Groups}.Subject()
 }
 
-// RulesFunc returns a partition's placement rules, nil when there is no
-// such partition.
-type RulesFunc func(partition string) *placement.Rules
-
-// RulesOf returns the placement rules of c's partitions (the implicit
-// provided rule where a partition configures none).
-func RulesOf(c *config.Config) RulesFunc {
-	return func(name string) *placement.Rules {
-		if c == nil {
-			return nil
-		}
-		for i := range c.Partitions {
-			if strings.EqualFold(c.Partitions[i].Name, name) {
-				return c.Partitions[i].PlacementRules()
-			}
-		}
+// rulesOf returns the placement rules of c's partition name (the implicit
+// provided rule where it configures none), nil when there is none.
+func rulesOf(c *config.Config, name string) *placement.Rules {
+	if c == nil {
 		return nil
 	}
+	for i := range c.Partitions {
+		if strings.EqualFold(c.Partitions[i].Name, name) {
+			return c.Partitions[i].PlacementRules()
+		}
+	}
+	return nil
 }
 
 // DiffConfigs is Diff of two configurations, placement rules included;
 // nil has no partitions.
 func DiffConfigs(old, new *config.Config, opts Options) *Result {
-	opts.OldRules, opts.NewRules = RulesOf(old), RulesOf(new)
 	var so, sn *policy.Snapshot
 	if old != nil {
 		so = old.Snapshot
@@ -80,7 +73,7 @@ func DiffConfigs(old, new *config.Config, opts Options) *Result {
 	if new != nil {
 		sn = new.Snapshot
 	}
-	return Diff(so, sn, opts)
+	return diff(so, sn, old, new, opts)
 }
 
 // memberName is the user name a member of a group is placed as: a name
@@ -114,7 +107,6 @@ func diffPlacement(po, pn *policy.CompiledPartition, ro, rn *placement.Rules, ke
 		}
 	}
 	users := acl.UserSubjects(names)
-	short := newShortcut(po, pn, ro, rn, tags)
 	for _, k := range keys {
 		var sub *acl.Subject
 		switch k.kind {
@@ -127,12 +119,6 @@ func diffPlacement(po, pn *policy.CompiledPartition, ro, rn *placement.Rules, ke
 			sub = acl.NewSubject(memberName, []string{k.name})
 		case GivenSubject:
 			sub = acl.NewSubject(k.given.User, k.given.Groups)
-		}
-		// A user placed as anyone is does not move when anyone does
-		// not; one that does is placed all the same, for its own reasons
-		// (which ACL entry let it in).
-		if k.kind == User && !noShortcut && short.same && short.applies(sub) {
-			continue
 		}
 		req := placement.Request{Subject: sub, Tags: tags}
 		a, b := ro.Place(po, req), rn.Place(pn, req)
@@ -192,65 +178,4 @@ func withFilterNames(keys []keyInfo, rules ...*placement.Rules) []keyInfo {
 	add(User, fu)
 	add(Group, fg)
 	return keys
-}
-
-// noShortcut turns the shortcut off, for tests that compare.
-var noShortcut bool
-
-// shortcut places named users without groups at the cost of a few
-// decisions each. When no rule reads the user's name (no user rule, no
-// user regular expression), a user without groups that no filter names
-// goes through the same rules to the same queues as anyone else without
-// groups, and fares differently only where an ACL lets it in and not
-// them: on the queues where they were denied. Everything else about the
-// placement (tags, queue names, existence, filters by group) is the same
-// for both.
-type shortcut struct {
-	ok bool
-	// same: anyone is placed alike on both sides.
-	same     bool
-	res      [2]placement.Result // anyone's placement on each side, without trail
-	denied   []policy.QueueRef   // where anyone was denied, on either side
-	filtered map[string]bool     // users the filters name
-}
-
-func newShortcut(po, pn *policy.CompiledPartition, ro, rn *placement.Rules, tags map[string]string) *shortcut {
-	s := &shortcut{}
-	if ro.ReadsUserName() || rn.ReadsUserName() {
-		return s
-	}
-	s.ok, s.filtered = true, map[string]bool{}
-	anyone := acl.NewSubject(memberName, nil)
-	for i, side := range []struct {
-		cp *policy.CompiledPartition
-		rs *placement.Rules
-	}{{po, ro}, {pn, rn}} {
-		us, _ := side.rs.Names()
-		for _, u := range us {
-			s.filtered[u] = true
-		}
-		s.res[i] = side.rs.Explain(side.cp, placement.Request{Subject: anyone, Tags: tags})
-		for _, st := range s.res[i].Trail {
-			if st.Outcome != placement.Denied || st.Queue == placement.RecoveryQueue {
-				continue
-			}
-			q := st.Queue
-			if st.Create {
-				q = st.Ancestor
-			}
-			if ref, err := side.cp.Lookup(q); err == nil {
-				s.denied = append(s.denied, ref)
-			}
-		}
-		s.res[i].Trail = nil
-	}
-	s.same = s.res[0].Placed == s.res[1].Placed && s.res[0].Queue == s.res[1].Queue
-	return s
-}
-
-// applies reports whether sub, a named user without groups, is placed as
-// anyone is.
-func (s *shortcut) applies(sub *acl.Subject) bool {
-	return s.ok && !s.filtered[sub.User()] &&
-		!slices.ContainsFunc(s.denied, func(ref policy.QueueRef) bool { return ref.Decide(sub, policy.Submit).Allowed })
 }

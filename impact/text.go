@@ -8,16 +8,10 @@ import (
 	"strings"
 )
 
-// WriteText writes the result for people, like a diff: a header naming
-// the two policies, then per partition each queue where changes start,
-// with one line per change, "+" for a gain and "-" for a loss, and where
-// the change applies; a count at the end.
-//
-//	--- old.yaml
-//	+++ new.yaml
-//	partition default
-//	  root.prod
-//	-   submit  group dev             root.prod and all 3 queues below
+// WriteText writes the result for people, like a diff (see Example): a
+// header naming the two policies, then per partition each queue where
+// changes start, with one line per change, "+" for a gain and "-" for a
+// loss, and where the change applies; a count at the end.
 func WriteText(w io.Writer, r *Result) error {
 	var b strings.Builder
 	if r.Old != "" || r.New != "" {

@@ -116,9 +116,7 @@ func fairRule(e *element, name string, root *Queue, nested bool, d *diags) (plac
 		return placement.Spec{Name: "secondaryGroup"}, true
 	case "default":
 		q, _ := e.attr("queue")
-		q = strings.TrimSpace(q)
-		q = cmp.Or(q, placement.DefaultQueue)
-		q = qualify(q)
+		q = qualify(cmp.Or(strings.TrimSpace(q), placement.DefaultQueue))
 		if f := find(root, policy.RootQueue, q); !nested && f != nil && (len(f.Children) > 0 || f.Parent) {
 			d.warnf(e.at, "placement rule default names the parent queue %s, where YARN places no application: not imported", q)
 			return placement.Spec{}, false
@@ -226,10 +224,7 @@ func capacityPlacement(props *properties, root *Queue, d *diags) []Rule {
 	if p == nil || strings.TrimSpace(p.value) == "" {
 		return nil
 	}
-	override := false
-	if o := props.get(csOverride); o != nil {
-		override = strings.EqualFold(strings.TrimSpace(o.value), "true")
-	}
+	override := props.get(csOverride).isTrue()
 	var rules []Rule
 	if !override {
 		rules = append(rules, Rule{Spec: placement.Spec{Name: string(placement.Provided)},
@@ -245,8 +240,7 @@ func capacityPlacement(props *properties, root *Queue, d *diags) []Rule {
 			From: csOverride + " is true: the mappings come before a queue the application names"})
 	}
 	markParents(rules, root, func(path string) bool {
-		a := props.get(csPrefix + path + ".auto-create-child-queue.enabled")
-		return a != nil && strings.EqualFold(strings.TrimSpace(a.value), "true")
+		return props.get(csPrefix + path + ".auto-create-child-queue.enabled").isTrue()
 	}, d, p.valueAt)
 	d.warnf(p.valueAt, "%s", fallThroughWarning)
 	return rules
@@ -310,9 +304,7 @@ func capacityMapping(m string, at pos, root *Queue, props *properties, d *diags)
 		pq := capacityQueue(parent, at, root, d)
 		spec.Parent = &placement.Spec{Name: string(placement.Fixed), Value: pq}
 		// A leaf queue made on demand needs the parent's auto-creation.
-		if a := props.get(csPrefix + pq + ".auto-create-child-queue.enabled"); a != nil && strings.EqualFold(strings.TrimSpace(a.value), "true") {
-			spec.Create = true
-		}
+		spec.Create = props.get(csPrefix + pq + ".auto-create-child-queue.enabled").isTrue()
 	}
 	return spec, true
 }

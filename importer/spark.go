@@ -32,9 +32,7 @@ type segment struct {
 // position and the entry skipped.
 func readProperties(src Source, d *diags) []entry {
 	var out []entry
-	data := string(src.Data)
-	data = strings.TrimPrefix(data, "\uFEFF")
-	lines := strings.SplitAfter(data, "\n")
+	lines := strings.SplitAfter(strings.TrimPrefix(string(src.Data), "\uFEFF"), "\n")
 	for i := 0; i < len(lines); i++ {
 		lineNo := i + 1
 		raw := strings.TrimRight(lines[i], "\r\n")

@@ -135,6 +135,11 @@ func (p *property) items(fn func(item string, at pos)) {
 	}
 }
 
+// isTrue reports whether p is set to true, as Hadoop's getBoolean reads it.
+func (p *property) isTrue() bool {
+	return p != nil && strings.EqualFold(strings.TrimSpace(p.value), "true")
+}
+
 // properties is a Hadoop configuration file: the value in force for each
 // name (the last one, as Hadoop reads them) and the names in file order.
 type properties struct {

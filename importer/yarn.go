@@ -127,16 +127,15 @@ func fairScheduler(src Source, d *diags) (*Queue, pos, *element) {
 			explicitRoot = e
 		}
 	}
+	root := &Queue{Name: policy.RootQueue}
 	if explicitRoot != nil {
 		if len(queues) > 1 {
 			d.errorf(explicitRoot.at, "the root queue is configured, so every other queue must be inside it (YARN refuses this file)")
 			return nil, pos{}, nil
 		}
-		root := &Queue{Name: policy.RootQueue}
 		fairQueueBody(explicitRoot, root, policy.RootQueue, d)
 		return root, explicitRoot.at, top
 	}
-	root := &Queue{Name: policy.RootQueue}
 	fairChildren(queues, root, policy.RootQueue, d)
 	return root, pos{file: src.Name}, top
 }
@@ -444,7 +443,7 @@ func capacityLimits(props *properties, yarnPath, path string, q *Queue, d *diags
 			d.warnf(p.valueAt, "queue %s: ordering-policy %q is not imported: YuniKorn orders a leaf queue's applications fifo or fair (application.sort.policy) and shares fairly between queues", path, p.value)
 		}
 	}
-	if p := get("disable_preemption"); p != nil && strings.EqualFold(strings.TrimSpace(p.value), "true") {
+	if p := get("disable_preemption"); p.isTrue() {
 		q.props = append(q.props, prop{"preemption.policy", "disabled", p.valueAt.String()})
 	}
 }

@@ -315,25 +315,3 @@ func (rs *Rules) Names() (users, groups []string) {
 	}
 	return slices.Sorted(maps.Keys(us)), slices.Sorted(maps.Keys(gs))
 }
-
-// ReadsUserName reports whether the placement of a user without groups,
-// whom no filter lists by name, can depend on the user's name: a user
-// rule, or a filter's regular expression on users, in a rule whose filter
-// can let such a user through. When it cannot, two such users are placed
-// alike wherever the ACLs treat them alike.
-func (rs *Rules) ReadsUserName() bool {
-	for _, r := range rs.rules {
-		// Without groups and unlisted, only a regular expression on users
-		// can match: otherwise the filter answers the opposite of its type
-		// (its type, when it is empty).
-		if f := &r.filter; f.userRE == nil && f.allow == !f.empty {
-			continue // lets no such user through
-		}
-		for ; r != nil; r = r.parent {
-			if r.kind == User || r.filter.userRE != nil {
-				return true
-			}
-		}
-	}
-	return false
-}

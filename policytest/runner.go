@@ -227,9 +227,8 @@ func (r *caseRunner) decision(ctx context.Context, c testCase) CaseReport {
 	if !cr.settle(c.Expect, res.Allowed, err) {
 		return cr
 	}
-	if d := c.decided; d != nil {
-		by := res.By
-		r.checkDecided(&cr, d, by.Queue, string(by.ACL), by.Match, "")
+	if c.decided != nil {
+		r.checkDecided(&cr, c.decided, res.By.Queue, string(res.By.ACL), res.By.Match, "")
 	}
 	return cr
 }

@@ -61,9 +61,6 @@ type Options struct {
 	// Timeout bounds one resolver call; one that ignores its context is
 	// abandoned then. Default 10s.
 	Timeout time.Duration
-	// ObserveCall, if set, is called after every resolver call with its
-	// duration and error, on the goroutine of the call.
-	ObserveCall func(d time.Duration, err error)
 }
 
 // withDefaults returns o with its defaults set; the only place they are
@@ -89,14 +86,10 @@ type Stats struct {
 	NegativeHits uint64 // a cached failure
 	StaleHits    uint64 // the last good answer, while the resolver fails
 	Misses       uint64 // waited for a resolver call
-	Cancelled    uint64 // misses whose caller's context ended first
 
-	Calls     uint64 // resolver calls, background refreshes included
-	Failures  uint64 // errors, timeouts, panics
-	Timeouts  uint64
-	Panics    uint64
-	Fallbacks uint64 // failed calls answered with the last good answer
-	CallTime  time.Duration
+	Calls    uint64 // resolver calls, background refreshes included
+	Failures uint64 // errors, timeouts, panics
+	CallTime time.Duration
 
 	Evictions uint64 // entries removed to stay within MaxEntries
 }
@@ -114,9 +107,8 @@ type Cache struct {
 	mu  sync.Mutex
 	gen atomic.Uint64
 
-	hits, negHits, staleHits, misses, cancelled         atomic.Uint64
-	calls, failures, timeouts, panics, fallbacks, evict atomic.Uint64
-	callTime                                            atomic.Int64
+	hits, negHits, staleHits, misses, calls, failures, evict atomic.Uint64
+	callTime                                                 atomic.Int64
 
 	// refreshed, set by tests, is called after a background refresh.
 	refreshed func(user string)
@@ -232,7 +224,6 @@ func (c *Cache) miss(ctx context.Context, user string) (identity.Info, error) {
 	c.misses.Add(1)
 	a, err := c.tab.Do(ctx, user, func(ctx context.Context) (*entry, error) { return c.fill(ctx, user), nil })
 	if err != nil {
-		c.cancelled.Add(1)
 		return identity.Info{}, err
 	}
 	return a.info, a.err
@@ -286,7 +277,6 @@ func (c *Cache) fill(ctx context.Context, user string) *entry {
 		c.put(user, a)
 	case cur != nil && cur.err == nil && now.Before(cur.keep) && !errors.Is(err, identity.ErrUnknownUser):
 		// An outage: serve the last good answer and retry later.
-		c.fallbacks.Add(1)
 		a = &entry{info: cur.info, expires: cur.expires, keep: cur.keep, stale: true, retryAt: now.Add(max(c.opts.NegativeTTL, 0))}
 		c.put(user, a)
 	case c.opts.NegativeTTL < 0:
@@ -313,19 +303,13 @@ func (c *Cache) call(ctx context.Context, user string) (identity.Info, error) {
 	info, err := ttlcache.Call(ctx, c.opts.Timeout, func(ctx context.Context) (identity.Info, error) { return c.r.Resolve(ctx, user) })
 	switch {
 	case errors.Is(err, ttlcache.ErrPanic):
-		c.panics.Add(1)
 		err = fmt.Errorf("%s: groups of %q: resolver %w", c.opts.Name, user, err)
 	case errors.Is(err, ttlcache.ErrTimeout):
-		c.timeouts.Add(1)
 		err = fmt.Errorf("%s: groups of %q: %w", c.opts.Name, user, err)
 	}
-	d := time.Since(start)
-	c.callTime.Add(int64(d))
+	c.callTime.Add(int64(time.Since(start)))
 	if err != nil {
 		c.failures.Add(1)
-	}
-	if c.opts.ObserveCall != nil {
-		c.opts.ObserveCall(d, err)
 	}
 	return info, err
 }
@@ -349,12 +333,8 @@ func (c *Cache) Stats() Stats {
 		NegativeHits: c.negHits.Load(),
 		StaleHits:    c.staleHits.Load(),
 		Misses:       c.misses.Load(),
-		Cancelled:    c.cancelled.Load(),
 		Calls:        c.calls.Load(),
 		Failures:     c.failures.Load(),
-		Timeouts:     c.timeouts.Load(),
-		Panics:       c.panics.Load(),
-		Fallbacks:    c.fallbacks.Load(),
 		CallTime:     time.Duration(c.callTime.Load()),
 		Evictions:    c.evict.Load(),
 	}

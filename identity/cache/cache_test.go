@@ -192,7 +192,7 @@ func TestDefaults(t *testing.T) {
 	got := Options{}.withDefaults()
 	want := Options{Name: "resolver", PositiveTTL: 300 * time.Second, NegativeTTL: 30 * time.Second,
 		MaxEntries: 10000, Timeout: 10 * time.Second}
-	if got.ObserveCall != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("defaults = %+v, want %+v", got, want)
 	}
 	set := Options{Name: "ldap", PositiveTTL: time.Minute, NegativeTTL: -1, StaleTTL: time.Hour, MaxEntries: 5, Timeout: time.Second}
@@ -343,8 +343,8 @@ func TestStale(t *testing.T) {
 	clk.advance(6 * time.Minute) // expired; asking again fails: the last good answer
 	want("v0")
 	checkCalls(t, r, 2)
-	if s := c.Stats(); s.Fallbacks != 1 || s.Failures != 1 {
-		t.Fatalf("stats %+v: want 1 fallback", s)
+	if s := c.Stats(); s.Failures != 1 {
+		t.Fatalf("stats %+v: want 1 failure", s)
 	}
 
 	clk.advance(29 * time.Second) // not time to retry yet
@@ -433,7 +433,7 @@ func TestTimeout(t *testing.T) {
 				t.Errorf("second lookup: %v, want the cached %v", again, err)
 			}
 			checkCalls(t, r, 1)
-			if s := c.Stats(); s.Timeouts != 1 || s.Failures != 1 || s.NegativeHits != 1 {
+			if s := c.Stats(); s.Failures != 1 || s.NegativeHits != 1 {
 				t.Errorf("stats %+v", s)
 			}
 		})
@@ -480,9 +480,6 @@ func TestCallerCancellation(t *testing.T) {
 	checkCalls(t, r, 1)
 	mustResolve(t, c, "alice") // the answer was stored for everyone
 	checkCalls(t, r, 1)
-	if s := c.Stats(); s.Cancelled != 1 {
-		t.Errorf("stats %+v: want 1 cancelled", s)
-	}
 
 	t.Run("already cancelled", func(t *testing.T) {
 		r := directory()
@@ -498,8 +495,7 @@ func TestCallerCancellation(t *testing.T) {
 
 func TestPanic(t *testing.T) {
 	r := &resolver{fn: func(context.Context, string) (identity.Info, error) { panic("boom") }}
-	var observed []error
-	c := newCache(r, Options{Name: "ldap", ObserveCall: func(_ time.Duration, err error) { observed = append(observed, err) }}, newClock().now)
+	c := newCache(r, Options{Name: "ldap"}, newClock().now)
 	for range 3 {
 		_, err := c.Resolve(context.Background(), "alice")
 		if err == nil || err.Error() != `ldap: groups of "alice": resolver panicked: boom` {
@@ -507,11 +503,8 @@ func TestPanic(t *testing.T) {
 		}
 	}
 	checkCalls(t, r, 1) // the failure is cached like any other
-	if s := c.Stats(); s.Panics != 1 || s.Failures != 1 {
-		t.Errorf("stats %+v: want 1 panic", s)
-	}
-	if len(observed) != 1 || observed[0] == nil {
-		t.Errorf("ObserveCall saw %v", observed)
+	if s := c.Stats(); s.Failures != 1 {
+		t.Errorf("stats %+v: want 1 failure", s)
 	}
 }
 

@@ -44,17 +44,15 @@ func ExampleNew_complete() {
 }
 
 // With StaleTTL, an outage of the directory does not lock users out at
-// once; ObserveCall feeds a latency histogram.
+// once.
 func ExampleOptions() {
-	var calls int
 	c := cache.New(identity.None(), cache.Options{
-		Name:        "ldap",
-		StaleTTL:    15 * time.Minute,
-		Timeout:     2 * time.Second,
-		ObserveCall: func(d time.Duration, err error) { calls++ },
+		Name:     "ldap",
+		StaleTTL: 15 * time.Minute,
+		Timeout:  2 * time.Second,
 	})
 	c.Resolve(context.Background(), "alice")
-	fmt.Println(calls, c.Len())
+	fmt.Println(c.Stats().Calls, c.Len())
 	// Output: 1 1
 }
 

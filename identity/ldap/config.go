@@ -130,14 +130,11 @@ type Config struct {
 	LowerCaseGroups bool `yaml:"lowercasegroups"`
 }
 
-// MaxNestedGroups is the largest NestedGroups.
-const MaxNestedGroups = 10
-
-// MaxNestedChunk is how many group DNs one nested search ORs together.
-const MaxNestedChunk = 50
-
-// InChainRule is Active Directory's LDAP_MATCHING_RULE_IN_CHAIN.
-const InChainRule = "1.2.840.113556.1.4.1941"
+const (
+	MaxNestedGroups = 10                        // the largest NestedGroups
+	MaxNestedChunk  = 50                        // group DNs one nested search ORs together
+	InChainRule     = "1.2.840.113556.1.4.1941" // Active Directory's LDAP_MATCHING_RULE_IN_CHAIN
+)
 
 // WithDefaults returns c with its defaults set; they are applied here and
 // nowhere else.

@@ -70,17 +70,13 @@ var _ identity.Resolver = (*Resolver)(nil)
 // Resolver. It does not connect, so a directory that is down at start-up
 // is not fatal.
 func New(cfg Config) (*Resolver, error) {
-	return newResolver(cfg, time.Now)
-}
-
-func newResolver(cfg Config, now func() time.Time) (*Resolver, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
 	r := &Resolver{
 		cfg:       cfg,
-		now:       now,
+		now:       time.Now,
 		downUntil: make([]time.Time, len(cfg.URLs)),
 		timeLimit: int(math.Ceil(cfg.Timeout.Seconds())),
 		timeout:   fmt.Errorf("timed out after %v (timeout): %w", cfg.Timeout, context.DeadlineExceeded),
@@ -168,9 +164,7 @@ func (r *Resolver) Close() error {
 // Resolve returns the groups of user, sorted, each with Source "ldap",
 // identity.Via for a nested group, or SourceInChain.
 func (r *Resolver) Resolve(ctx context.Context, user string) (identity.Info, error) {
-	start := r.now()
 	groups, err := r.resolve(ctx, user)
-	r.stats.record(r.now().Sub(start), err)
 	if err != nil {
 		return identity.Info{}, err
 	}
@@ -411,11 +405,6 @@ func (r *Resolver) inChain(ctx context.Context, c *conn, user string, entry *gol
 	return all, nil
 }
 
-// userFilter returns the user filter for user, the name escaped.
-func (r *Resolver) userFilter(user string) string {
-	return strings.ReplaceAll(r.cfg.UserFilter, UserPlaceholder, goldap.EscapeFilter(user))
-}
-
 func (r *Resolver) findUser(ctx context.Context, c *conn, user string) (*goldap.Entry, error) {
 	var attrs []string
 	if r.cfg.UserNameAttr != NoUserNameAttr {
@@ -427,7 +416,7 @@ func (r *Resolver) findUser(ctx context.Context, c *conn, user string) (*goldap.
 	if len(attrs) == 0 {
 		attrs = []string{"1.1"} // RFC 4511: no attributes
 	}
-	filter := r.userFilter(user)
+	filter := strings.ReplaceAll(r.cfg.UserFilter, UserPlaceholder, goldap.EscapeFilter(user))
 	// A size limit of 2 is enough to tell one match from several.
 	res, err := r.search(ctx, c, fmt.Sprintf("search for user %q", user), goldap.NewSearchRequest(
 		r.cfg.UserBaseDN, goldap.ScopeWholeSubtree, goldap.NeverDerefAliases, 2, r.timeLimit, false, filter, attrs, nil))
@@ -655,44 +644,8 @@ func describe(err error) string {
 	return text
 }
 
-// Stats are counters since New, for metrics.
-type Stats struct {
-	Lookups      uint64 // Resolve calls
-	UnknownUsers uint64 // lookups that ended in identity.ErrUnknownUser
-	Failures     uint64 // lookups that ended in any other error
-	LookupTime   time.Duration
-	// Dials counts connections opened and bound; DialFailures counts
-	// attempts that failed, one per server tried.
-	Dials, DialFailures uint64
-	OpenConns           int // idle or in use
-	Searches            uint64
-}
-
-// Stats returns the counters.
-func (r *Resolver) Stats() Stats {
-	return Stats{
-		Lookups:      r.stats.lookups.Load(),
-		UnknownUsers: r.stats.unknown.Load(),
-		Failures:     r.stats.failures.Load(),
-		LookupTime:   time.Duration(r.stats.nanos.Load()),
-		Dials:        r.stats.dials.Load(),
-		DialFailures: r.stats.dialFailures.Load(),
-		OpenConns:    r.pool.open(),
-		Searches:     r.stats.searches.Load(),
-	}
-}
-
+// counters are the Resolver's connections and searches since New, which
+// its tests read (Stats).
 type counters struct {
-	lookups, unknown, failures, nanos, dials, dialFailures, searches atomic.Uint64
-}
-
-func (c *counters) record(d time.Duration, err error) {
-	c.lookups.Add(1)
-	c.nanos.Add(uint64(max(d, 0)))
-	switch {
-	case errors.Is(err, identity.ErrUnknownUser):
-		c.unknown.Add(1)
-	case err != nil:
-		c.failures.Add(1)
-	}
+	dials, dialFailures, searches atomic.Uint64
 }

@@ -130,13 +130,6 @@ func (p *pool) close() {
 	p.flush()
 }
 
-// open returns the number of connections idle or in use.
-func (p *pool) open() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.idle) + len(p.slots)
-}
-
 // dial connects to the first server that answers, those that failed in
 // the last downFor last. A refused bind stops the search: the credentials,
 // not the network, are wrong.

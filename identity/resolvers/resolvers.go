@@ -12,6 +12,7 @@
 package resolvers
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -66,18 +67,11 @@ type CacheSettings struct {
 // that answer alike. Keys are comparable with ==.
 type Key struct{ s string }
 
-// String renders the key, for tests and debugging.
-func (k Key) String() string { return k.s }
-
 // Key returns the key of s: every setting that changes an answer.
 func (s Settings) Key() Key {
 	var b strings.Builder
-	typ := s.Type
-	if typ == "" {
-		typ = TypeNone
-	}
-	c := s.Cache
-	fmt.Fprintf(&b, "type=%s cache=%d/%d/%d/%d", typ, c.PositiveTTL, c.NegativeTTL, c.StaleTTL, c.MaxEntries)
+	typ := cmp.Or(s.Type, TypeNone)
+	fmt.Fprintf(&b, "type=%s cache=%v", typ, s.Cache)
 	switch typ {
 	case TypeFile:
 		fmt.Fprintf(&b, " file=%q sha256=%x", s.File, s.FileDigest)
@@ -87,12 +81,7 @@ func (s Settings) Key() Key {
 		}
 	case TypeLDAP:
 		if l := s.LDAP; l != nil {
-			fmt.Fprintf(&b, " urls=%q starttls=%t cafile=%q servername=%q insecure=%t binddn=%q pwfile=%q pwenv=%q"+
-				" userbase=%q userfilter=%q usernameattr=%q groupsearch=%q memberof=%q groupbase=%q groupfilter=%q"+
-				" memberattr=%q groupnameattr=%q timeout=%d pool=%d sizelimit=%d nested=%d inchain=%t lower=%t",
-				l.URLs, l.StartTLS, l.CAFile, l.ServerName, l.InsecureSkipVerify, l.BindDN, l.BindPasswordFile, l.BindPasswordEnv,
-				l.UserBaseDN, l.UserFilter, l.UserNameAttr, l.GroupSearch, l.MemberOfAttr, l.GroupBaseDN, l.GroupFilter,
-				l.MemberAttr, l.GroupNameAttr, l.Timeout, l.PoolSize, l.SizeLimit, l.NestedGroups, l.InChain, l.LowerCaseGroups)
+			fmt.Fprintf(&b, " ldap=%#v", *l) // every field, strings quoted
 		}
 	}
 	return Key{b.String()}

@@ -21,16 +21,6 @@ import (
 	"github.com/usherhq/usher/decision"
 )
 
-// The body and the answer of POST /v1/access are usher's wire types
-// (package decision), shared with the server without linking it.
-type (
-	accessRequest     = decision.AccessRequest
-	accessApplication = decision.AccessApplication
-	// AccessAnswer is the answer of POST /v1/access, as the plugin prints
-	// it with -o json: the object usher check, explain or app prints.
-	AccessAnswer = decision.Output
-)
-
 // APIError is an answer of usher other than 200: the status and usher's
 // error text.
 type APIError struct {
@@ -98,7 +88,7 @@ func newUsherClient(kube *rest.Config, uc usherConfig) (*usherClient, error) {
 const maxAnswer = 8 << 20
 
 // access asks POST /v1/access.
-func (c *usherClient) access(ctx context.Context, req accessRequest) (*AccessAnswer, error) {
+func (c *usherClient) access(ctx context.Context, req decision.AccessRequest) (*decision.Output, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -130,7 +120,7 @@ func (c *usherClient) access(ctx context.Context, req accessRequest) (*AccessAns
 		id := cmp.Or(e.RequestID, resp.Header.Get("X-Request-Id"))
 		return nil, &APIError{Status: resp.StatusCode, Message: msg, RequestID: id}
 	}
-	var out AccessAnswer
+	var out decision.Output
 	if err := json.Unmarshal(data, &out); err != nil {
 		return nil, fmt.Errorf("usher's answer is not the JSON of /v1/access: %w", err)
 	}

@@ -26,9 +26,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/usherhq/usher/decision"
 )
 
 // Exit codes.
@@ -60,7 +61,6 @@ type options struct {
 	service   string
 	partition string
 	output    string
-	getenv    func(string) string
 }
 
 // errNo is returned by a command whose answer is no: it exits 1 without
@@ -88,7 +88,7 @@ func run(ctx context.Context, args []string, streams Streams, getenv func(string
 }
 
 func newRoot(streams Streams, getenv func(string) string) *cobra.Command {
-	o := &options{streams: streams, getenv: getenv}
+	o := &options{streams: streams}
 	root := &cobra.Command{
 		Use:         "kubectl-usher",
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl usher"},
@@ -115,7 +115,8 @@ to it. See docs/kubectl-usher.md.`,
 	root.SetIn(streams.In)
 	root.CompletionOptions.HiddenDefaultCmd = true
 	pf := root.PersistentFlags()
-	o.kube.AddFlags(pf)
+	pf.StringVar(&o.kube.kubeconfig, clientcmd.RecommendedConfigPathFlag, "", "path to the kubeconfig file to use")
+	clientcmd.BindOverrideFlags(&o.kube.overrides, pf, clientcmd.RecommendedConfigOverrideFlags(""))
 	pf.StringVar(&o.usher.Server, "usher-server", getenv(EnvServer), "usher's address, https://HOST[:PORT] (default: https://SERVICE.NAMESPACE.svc from --usher-service and --usher-namespace; $"+EnvServer+")")
 	pf.StringVar(&o.usher.CAFile, "usher-certificate-authority", getenv(EnvCA), "PEM file of the CA that signed usher's serving certificate (default: the system's roots; $"+EnvCA+")")
 	pf.StringVar(&o.usher.ServerName, "usher-tls-server-name", getenv(EnvServerName), "name to check usher's serving certificate against (default: the host of --usher-server; $"+EnvServerName+")")
@@ -145,11 +146,6 @@ type kubeFlags struct {
 	kubeconfig string
 	overrides  clientcmd.ConfigOverrides
 	cc         clientcmd.ClientConfig
-}
-
-func (k *kubeFlags) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&k.kubeconfig, clientcmd.RecommendedConfigPathFlag, "", "path to the kubeconfig file to use")
-	clientcmd.BindOverrideFlags(&k.overrides, fs, clientcmd.RecommendedConfigOverrideFlags(""))
 }
 
 // clientConfig is the kubeconfig as the flags select it, loaded once.
@@ -221,7 +217,7 @@ func (o *options) subject(ctx context.Context) (who Identity, self bool, err err
 
 // ask sends req to usher about the subject (the caller, or --as and
 // --as-group), whose identity and self are subject's.
-func (o *options) ask(ctx context.Context, req accessRequest) (ans *AccessAnswer, who Identity, self bool, err error) {
+func (o *options) ask(ctx context.Context, req decision.AccessRequest) (ans *decision.Output, who Identity, self bool, err error) {
 	if who, self, err = o.subject(ctx); err != nil {
 		return nil, who, self, err
 	}

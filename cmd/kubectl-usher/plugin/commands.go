@@ -38,7 +38,7 @@ user; usher answers only if you may create accessreviews in API group
 usher.io.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ans, who, self, err := o.ask(cmd.Context(), accessRequest{Partition: o.partition, Queues: true})
+			ans, who, self, err := o.ask(cmd.Context(), decision.AccessRequest{Partition: o.partition, Queues: true})
 			if err != nil {
 				return err
 			}
@@ -132,7 +132,7 @@ answers only if you may create accessreviews in API group usher.io.`,
 		ValidArgs: slices.Concat(queueActions, appActions),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			action, queue := args[0], args[1]
-			req := accessRequest{Partition: o.partition, Action: action, Explain: f.explain || o.output != "text"}
+			req := decision.AccessRequest{Partition: o.partition, Action: action, Explain: f.explain || o.output != "text"}
 			switch {
 			case slices.Contains(queueActions, action):
 				if f.owner != "" || f.app != "" || f.target != "" || f.viewACL != "" || f.modifyACL != "" {
@@ -148,7 +148,7 @@ answers only if you may create accessreviews in API group usher.io.`,
 					return fmt.Errorf("--target QUEUE is given for move, and only for move")
 				}
 				req.Explain = false // application decisions carry requirements, not a trail
-				req.Application = &accessApplication{ID: f.app, Owner: f.owner, Queue: queue}
+				req.Application = &decision.AccessApplication{ID: f.app, Owner: f.owner, Queue: queue}
 				if cmd.Flags().Changed("view-acl") {
 					req.Application.ViewACL = &f.viewACL
 				}
@@ -203,22 +203,18 @@ func yesNo(b bool) string {
 }
 
 // printDecision prints the reason, the groups and the trail of a decision.
-func printDecision(w io.Writer, a *AccessAnswer) {
+func printDecision(w io.Writer, a *decision.Output) {
 	fmt.Fprintf(w, "reason: %s\n", a.Reason)
 	fmt.Fprintf(w, "user %s, groups %s, partition %s\n", a.Identity.User, groupsText(a.Identity.Groups), a.Partition)
 	if a.DecidedBy != nil {
 		fmt.Fprintf(w, "decided by: %s entry %q in %s of %s\n", a.DecidedBy.Kind, a.DecidedBy.Entry, a.DecidedBy.ACL, a.DecidedBy.Queue)
 	}
 	for _, r := range a.Requirements {
-		met := "not met"
-		if r.Met {
-			met = "met"
-		}
 		line := fmt.Sprintf("requirement %s", r.Need)
 		if r.Queue != "" {
 			line += " on " + r.Queue
 		}
-		line += ": " + met
+		line += ": " + map[bool]string{true: "met", false: "not met"}[r.Met]
 		if r.By != "" {
 			line += " (" + r.By + ")"
 		}
@@ -287,7 +283,7 @@ YAML for scripts. With --as USER (and --as-group), that user's rights;
 usher answers only if you may create accessreviews in API group usher.io.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ans, _, _, err := o.ask(cmd.Context(), accessRequest{Partition: o.partition, Queues: true})
+			ans, _, _, err := o.ask(cmd.Context(), decision.AccessRequest{Partition: o.partition, Queues: true})
 			if err != nil {
 				return err
 			}

@@ -120,7 +120,7 @@ func TestOneAnswerForASubmission(t *testing.T) {
 			}
 			if c.marker != "" {
 				r := e.run(c.user, "", "can-i", "submit", c.marker, "-n", "e2e", "-o", "json")
-				var a AccessAnswer
+				var a decision.Output
 				if err := json.Unmarshal([]byte(r.out), &a); err != nil || a.Placement == nil {
 					t.Fatalf("can-i: %v\n%s%s", err, r.out, r.errOut)
 				}

@@ -21,6 +21,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/usherhq/usher/decision"
 	"github.com/usherhq/usher/hack/authtest"
 	"github.com/usherhq/usher/server"
 )
@@ -282,7 +283,7 @@ func TestCanI(t *testing.T) {
 		"trail:", `root.dev submitacl " dev": matched group dev`)
 	r = e.run("alice", "", "can-i", "submit", "root.ops", "-o", "json")
 	r.want(t, 1)
-	var a AccessAnswer
+	var a decision.Output
 	if err := json.Unmarshal([]byte(r.out), &a); err != nil || a.Allowed || a.Trail == nil || len(a.Trail.Placement) == 0 {
 		t.Fatalf("-o json: %v %+v\n%s", err, a, r.out)
 	}

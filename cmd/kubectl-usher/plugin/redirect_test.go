@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/usherhq/usher/decision"
 )
 
 // A redirect from --usher-server is not followed: following it would send
@@ -35,7 +37,7 @@ func TestNoRedirects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.access(context.Background(), accessRequest{User: "alice", Queue: "root", Action: "submit"})
+	_, err = c.access(context.Background(), decision.AccessRequest{User: "alice", Queue: "root", Action: "submit"})
 	if err == nil || !strings.Contains(err.Error(), elsewhere.URL) || !strings.Contains(err.Error(), "redirect") {
 		t.Errorf("error %v, want one naming the redirect to %s", err, elsewhere.URL)
 	}

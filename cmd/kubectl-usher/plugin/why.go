@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -23,6 +24,8 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/spf13/cobra"
+
+	"github.com/usherhq/usher/decision"
 )
 
 // WhyOutput is what why prints with -o json: one entry per object of the
@@ -41,7 +44,7 @@ type WhyObject struct {
 	// Marker is the YuniKorn queue marker read from the pods, if any.
 	Marker *Marker `json:"marker,omitempty"`
 	// Decision is usher's answer for the placement of the object's pods.
-	Decision *AccessAnswer `json:"decision,omitempty"`
+	Decision *decision.Output `json:"decision,omitempty"`
 }
 
 // DryRun is the outcome of a server-side dry run.
@@ -225,7 +228,7 @@ func (o *options) why(ctx context.Context, f whyFlags, objs []*unstructured.Unst
 		}
 		if path, _ := podMetaPath(obj.GetKind()); f.decision && path != nil {
 			wo.Marker = queueMarker(obj)
-			req := accessRequest{Partition: o.partition, User: who.User, Groups: who.Groups, Action: "submit",
+			req := decision.AccessRequest{Partition: o.partition, User: who.User, Groups: who.Groups, Action: "submit",
 				Place: true, Explain: true, Tags: map[string]string{"namespace": ns}}
 			if wo.Marker != nil {
 				req.Queue = wo.Marker.Value
@@ -348,11 +351,8 @@ func queueMarker(obj *unstructured.Unstructured) *Marker {
 		return nil
 	}
 	for _, mk := range yunikornMarkers {
-		field := "labels"
-		if mk.kind == "annotation" {
-			field = "annotations"
-		}
-		v, ok, _ := unstructured.NestedString(obj.Object, append(append([]string{}, path...), field, mk.key)...)
+		// mk.kind + "s": labels or annotations.
+		v, ok, _ := unstructured.NestedString(obj.Object, slices.Concat(path, []string{mk.kind + "s", mk.key})...)
 		if ok && v != "" {
 			return &Marker{Kind: mk.kind, Key: mk.key, Value: v, On: on}
 		}
