@@ -207,9 +207,12 @@ func anyMatch(m settings.Matcher, s string) string {
 	}
 	ps := make([]string, len(m))
 	for i, re := range m {
-		ps[i] = strconv.Quote(re.String()) // CEL's escapes are a superset of strconv.Quote's
+		// A constant pattern, which the API server compiles once with the
+		// policy; one held in a variable would be compiled on every call.
+		// CEL's escapes are a superset of strconv.Quote's.
+		ps[i] = s + ".matches(" + strconv.Quote(re.String()) + ")"
 	}
-	return "[" + strings.Join(ps, ", ") + "].exists(p, " + s + ".matches(p))"
+	return "(" + strings.Join(ps, " || ") + ")"
 }
 
 // variables are the ValidatingAdmissionPolicy's: each is its own
@@ -243,12 +246,15 @@ func (e exprs) trusted() string { return "(variables.userTrusted || variables.gr
 // cannot be told from U+FFFD in CEL: encodable leaves such names to the
 // webhook.
 func quote(s string) string {
-	expr := s
+	expr, class := s, ""
 	for _, r := range escaped() {
 		esc := string(jsonscan.AppendString(nil, string(r)))
 		expr += ".replace(" + strconv.Quote(string(r)) + ", " + strconv.Quote(esc[1:len(esc)-1]) + ")"
+		class += fmt.Sprintf(`\x{%x}`, r)
 	}
-	return `'"' + ` + expr + ` + '"'`
+	// The replacements only where one applies: a constant pattern is
+	// compiled once with the policy, and most names need none.
+	return `'"' + (` + s + ".matches(" + strconv.Quote("["+class+"]") + ") ? " + expr + " : " + s + `) + '"'`
 }
 
 // escaped lists the characters the canonical encoding escapes, backslash first.
