@@ -82,15 +82,19 @@ func normalOutput(out string) string {
 // the chart install, the allowed pod and the denial as the tenant sees it,
 // the policy tests, the users-to-groups file, LDAP and the pictures.
 //
-// This control plane has no nodes, so the replicas the chart installs never
-// run and never register the webhooks. Before the first command that acts
+// The pods of this control plane run nowhere (KWOK fakes them), so the
+// replicas the chart installs never run and never register the webhooks. Before the first command that acts
 // as a tenant (kubectl --as), the test stands in for them: usher serve on
 // 127.0.0.1 with the ConfigMap the chart installed, and the webhooks
 // `usher webhook` prints for it, pointed at that address (the
 // usher-namespaces condition keeps them to namespace tutorial, so the
 // other tests' namespaces are untouched).
+//
+// Not parallel: the page installs the chart as release usher, whose
+// cluster-scoped objects (ClusterRoles, admission policies) are the ones
+// the chart's and the manifests' dry runs name; it runs, and uninstalls,
+// before the parallel tests start.
 func TestTutorial(t *testing.T) {
-	t.Parallel()
 	ctx := ctxFor(t, 5*time.Minute)
 	root, err := RepoRoot()
 	if err != nil {
