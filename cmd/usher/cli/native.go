@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/native"
@@ -56,17 +54,6 @@ func newNativeCommand(env *Env) *cobra.Command {
 		for _, d := range cfg.WebhookOnly {
 			env.errorf("%s", d)
 		}
-		for i, o := range f.Objects() {
-			out, err := yaml.Marshal(o)
-			if err != nil {
-				env.errorf("%v", err)
-				return ExitUsage
-			}
-			if i > 0 {
-				fmt.Fprintln(env.Stdout, "---")
-			}
-			env.Stdout.Write(out)
-		}
-		return ExitOK
+		return printYAML(env, f.Objects()...)
 	})
 }

@@ -121,7 +121,12 @@ func runWebhook(_ context.Context, env *Env, path string, in admission.Install) 
 		}
 	}
 	m, v := admission.Registration(c, in)
-	for i, o := range []any{m, v} {
+	return printYAML(env, m, v)
+}
+
+// printYAML prints objs as one YAML stream on stdout.
+func printYAML(env *Env, objs ...any) int {
+	for i, o := range objs {
 		out, err := yaml.Marshal(o)
 		if err != nil {
 			env.errorf("%v", err)
