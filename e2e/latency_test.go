@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/usherhq/usher/hack/slapdtest"
 )
 
 // LatencyEnv switches TestUsherLatency on: it is a measurement of several
@@ -184,10 +187,23 @@ func TestUsherLatency(t *testing.T) {
 	s := latencySettingsFromEnv(t)
 	ctx := ctxFor(t, time.Duration(s.rounds*len(s.kinds)*len(s.rates))*2*(s.warmup+s.duration+4*time.Minute)+5*time.Minute)
 
+	config := baseConfig
+	if os.Getenv(LatencyEnv+"_GROUPS") == "merge" {
+		config = mergeConfig(t)
+	}
 	// --access-auth none: the test reads usher's /metrics without a token.
-	e := startUsherWith(t, ctx, baseConfig, "--access-auth", "none")
+	e := startUsherWith(t, ctx, config, "--access-auth", "none")
 	probe := e.namespace(ctx, "lat-probe")
 	e.register(ctx, probe)
+	if config != baseConfig { // the directory's group is stamped, so it is asked
+		p, err := client(t, Alice).CoreV1().Pods(probe).Create(ctx, Pod(probe, "merge-probe", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info, _, err := UserInfo(p.Annotations); err != nil || !slices.Contains(info.Groups, "analysts") {
+			t.Fatalf("groups: merge, yet alice's stamp %v lacks the directory's group analysts (%v)", info, err)
+		}
+	}
 	if slices.ContainsFunc(s.modes, usesFloor) {
 		// The floor of the same configuration, bound to the namespaces
 		// labelled floorLabel=e.label.
@@ -248,6 +264,43 @@ func TestUsherLatency(t *testing.T) {
 			t.Errorf("%s at %d/s (%s): %d of %d creates failed, first: %v", k.kind, k.rate, k.mode, c.errs, c.sent, c.firstErr)
 		}
 	}
+}
+
+// mergeConfig is baseConfig with the partition's groups merged with a
+// directory's: a slapd on loopback where alice is in group analysts, read
+// over StartTLS as usher's service account (USHER_E2E_LATENCY_GROUPS=merge).
+func mergeConfig(t *testing.T) string {
+	ldap := slapdtest.New(t)
+	ldap.AddLDIF(t, fmt.Sprintf(`dn: uid=alice,%[1]s
+objectClass: inetOrgPerson
+uid: alice
+cn: Alice
+sn: Alice
+
+dn: cn=analysts,%[2]s
+objectClass: groupOfNames
+cn: analysts
+member: uid=alice,%[1]s
+`, slapdtest.PeopleDN, slapdtest.GroupsDN))
+	ca := filepath.Join(t.TempDir(), "ldap-ca.pem")
+	if err := os.WriteFile(ca, ldap.CAPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Replace(baseConfig, "  - name: default\n", fmt.Sprintf(`  - name: default
+    groups: merge
+    usergroupresolver:
+      type: ldap
+      unknownuser: given-groups
+      ldap:
+        urls: [%q]
+        starttls: true
+        cafile: %s
+        binddn: %s
+        bindpasswordfile: %s
+        userbasedn: %s
+        groupsearch: member
+        groupbasedn: %s
+`, ldap.URL, ca, slapdtest.ServiceDN, ldap.ServicePasswordFile, slapdtest.PeopleDN, slapdtest.GroupsDN), 1)
 }
 
 // latencyPhase runs one phase: a fresh namespace (selected by usher's

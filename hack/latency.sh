@@ -13,6 +13,8 @@
 #   USHER_E2E_LATENCY_ROUNDS    rounds, alternating which side goes first (1)
 #   USHER_E2E_LATENCY_MODES     webhook,floor,both (webhook): what admits the
 #                               measured namespace, each against neither
+#   USHER_E2E_LATENCY_GROUPS    merge: the partition's groups merged with a
+#                               slapd's on loopback (default: given)
 #   USHER_E2E_LATENCY_OUT       also keep the table in this file
 # and those of hack/e2e.sh and hack/e2e-cluster.sh; for example
 #   USHER_E2E_APISERVER_ARGS='--max-requests-inflight 1600 --max-mutating-requests-inflight 800'
