@@ -40,15 +40,18 @@ func (f *Floor) Objects() []any {
 // Name names the policies and their bindings.
 const Name = "usher-floor"
 
-// Bind names the floor's objects name and binds them to the namespaces
-// sel selects (nil: every namespace), as usher serve --manage-native-floor
-// does with the webhooks' own selector.
-func (f *Floor) Bind(name string, sel *metav1.LabelSelector) {
+// Bind names the floor's objects name and binds them to the requests the
+// webhooks get: the namespaces sel selects (nil: every namespace) and the
+// requests conds match, as usher serve --manage-native-floor does with the
+// webhooks' own selector and match conditions.
+func (f *Floor) Bind(name string, sel *metav1.LabelSelector, conds []arv1.MatchCondition) {
 	f.Validating.Name, f.ValidatingBinding.Name, f.ValidatingBinding.Spec.PolicyName = name, name, name
 	f.ValidatingBinding.Spec.MatchResources = &arv1.MatchResources{NamespaceSelector: sel}
+	f.Validating.Spec.MatchConditions = append(f.Validating.Spec.MatchConditions, conds...)
 	if f.Mutating != nil {
 		f.Mutating.Name, f.MutatingBinding.Name, f.MutatingBinding.Spec.PolicyName = name, name, name
 		f.MutatingBinding.Spec.MatchResources = &arv1.MatchResources{NamespaceSelector: sel}
+		f.Mutating.Spec.MatchConditions = append(f.Mutating.Spec.MatchConditions, conds...)
 	}
 }
 
@@ -62,6 +65,11 @@ const (
 	MaxGroupPatternBytes = 256
 	MaxStampGroups       = 2048
 	MaxStampBytes        = 64 << 10
+	// MaxCheckedStampBytes bounds a stamp the floor checks with a regular
+	// expression, whose cost grows with its length: past it a requester's
+	// own stamp is refused, and a trusted setter's (a controller copying a
+	// template) is not parsed, as trusted setters may write any identity.
+	MaxCheckedStampBytes = 24 << 10
 )
 
 // Compile renders the floor of c; stamp says whether it stamps CREATE (the
@@ -342,16 +350,21 @@ func (e exprs) validations(stamp bool) []arv1.Validation {
 			Message: "usher floor: annotation " + settings.DirectoryGroupsAnnotation + " may not be added, removed or changed on UPDATE"},
 		{Expression: "!(" + sub + " == 'binding' || request.resource.resource == 'bindings') || !object.?metadata.?annotations.orValue({}).exists(a, a in [" + k + ", " + d + "])",
 			Reason: ptr(metav1.StatusReasonForbidden), Message: "usher floor: a Binding may not carry annotation " + settings.UserInfoAnnotation + " or " + settings.DirectoryGroupsAnnotation},
-		{Expression: create + "!" + e.trusted() + " || !" + info + ".hasValue() || size(" + info + ".value()) <= " + strconv.Itoa(MaxStampBytes) +
-			" && " + info + ".value().matches(" + strconv.Quote(validStamp) + ")", Reason: ptr(metav1.StatusReasonInvalid),
-			Message: "usher floor: annotation " + settings.UserInfoAnnotation + ` is not valid: want {"user":"…","groups":["…"]} with exactly these members, valid UTF-8 without U+FFFD, at most 64 KiB`},
+		{Expression: create + "!" + e.trusted() + " || !" + info + ".hasValue() || size(" + info + ".value()) > " + strconv.Itoa(MaxCheckedStampBytes) +
+			" || " + info + ".value().matches(" + strconv.Quote(validStamp) + ")", Reason: ptr(metav1.StatusReasonInvalid),
+			Message: "usher floor: annotation " + settings.UserInfoAnnotation + ` is not valid: want {"user":"…","groups":["…"]} with exactly these members, valid UTF-8 without U+FFFD`},
 	}
 	unstamped := "(request.resource.resource == 'replicasets' && " + anyMatch(e.c.SystemUsers, user) + ")"
 	if e.c.BypassAuth {
 		unstamped += " || " + legacy()
 	}
-	own := info + ".orValue('').startsWith('{\"user\":' + " + quote(user) + " + ',\"groups\":')"
-	msg := "usher floor: annotation " + settings.UserInfoAnnotation + " must name the requester: "
+	// Guarding only, the floor cannot know the directory's groups the
+	// webhook stamps: a stamp must name the requester, canonically, with
+	// exactly the two members (so no later duplicate names another user).
+	own := info + ".orValue('').startsWith('{\"user\":' + " + quote(user) + " + ',\"groups\":') && size(" + info + ".value()) <= " +
+		strconv.Itoa(MaxCheckedStampBytes) + " && " + info + ".value().matches(" + strconv.Quote(validStamp) + ")"
+	msg := "usher floor: annotation " + settings.UserInfoAnnotation + fmt.Sprintf(" must name the requester, as {\"user\":\"…\",\"groups\":[…]} within %d KiB: ",
+		MaxCheckedStampBytes>>10)
 	if stamp {
 		own = encodable() + " && " + info + ".orValue('') == variables.stamp"
 		msg = "usher floor: annotation " + settings.UserInfoAnnotation + " must be the stamp of the requester's own identity (remove it and it is stamped; " +

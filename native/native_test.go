@@ -279,6 +279,62 @@ func TestValidations(t *testing.T) {
 	}
 }
 
+// TestGuardOnlyRefusesForgery: guarding only (the partition's groups are
+// the directory's, which the floor cannot know), an untrusted requester's
+// stamp must name them canonically with exactly the two members: a later
+// duplicate or case-variant member, which encoding/json (YuniKorn's reader)
+// would take, is refused, as is a stamp past MaxCheckedStampBytes; their
+// own stamp with groups the floor cannot check is admitted (docs/native.md).
+func TestGuardOnlyRefusesForgery(t *testing.T) {
+	f, err := native.Compile(compiled(t, settings.Config{}), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	many := make([]string, 1000)
+	for i := range many {
+		many[i] = fmt.Sprintf("group-%04d-%s", i, strings.Repeat("x", 14))
+	}
+	for _, c := range []struct {
+		stamp string
+		want  bool
+	}{
+		{`{"user":"bob","groups":[],"user":"alice"}`, false},
+		{`{"user":"bob","groups":[],"User":"alice","Groups":["admins"]}`, false},
+		{`{"user":"bob","groups":x`, false},
+		{`{"user":"alice","groups":[]}`, false},
+		{`{"user":"bob","groups":["dev","analysts"]}`, true},
+		{string(settings.AppendUserInfo(nil, "bob", many)), false},
+	} {
+		vars := map[string]any{"request": request("CREATE", "pods", "", "bob", "dev"), "object": pod(map[string]string{settings.UserInfoAnnotation: c.stamp}), "oldObject": types.NullValue}
+		if got := admits(t, f.Validating, vars); got != c.want {
+			t.Errorf("%.80s (%d bytes): admitted %v, want %v", c.stamp, len(c.stamp), got, c.want)
+		}
+	}
+}
+
+// TestTrustedBigStamp: a controller copying a template's stamp of 40 KiB
+// (past MaxCheckedStampBytes, within the webhook's 64 KiB) is admitted
+// within the API server's cost limit, so a Deployment with it still gets
+// its ReplicaSet and pods.
+func TestTrustedBigStamp(t *testing.T) {
+	f, err := native.Compile(compiled(t, settings.Config{}), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	many := make([]string, 1400)
+	for i := range many {
+		many[i] = fmt.Sprintf("group-%04d-%s", i, strings.Repeat("x", 14))
+	}
+	stamp := string(settings.AppendUserInfo(nil, "alice", many))
+	rc := "system:serviceaccount:kube-system:replicaset-controller"
+	for _, obj := range []map[string]any{pod(map[string]string{settings.UserInfoAnnotation: stamp}), deployment(map[string]string{settings.UserInfoAnnotation: stamp})} {
+		vars := map[string]any{"request": request("CREATE", "pods", "", rc), "object": obj, "oldObject": types.NullValue}
+		if !admits(t, f.Validating, vars) {
+			t.Errorf("the ReplicaSet controller's copy of a %d-byte stamp is refused", len(stamp))
+		}
+	}
+}
+
 // TestValidStamp: a trusted setter's user.info passes the floor's pattern
 // exactly when admission.ParseUserInfo accepts it (U+FFFD aside).
 func TestValidStamp(t *testing.T) {

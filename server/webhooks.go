@@ -141,7 +141,7 @@ func (s *Server) applyFloor(ctx context.Context, api admissionregistrationv1.Adm
 		return nil
 	}
 	name := s.opts.Webhooks.Name + "-floor"
-	f.Bind(name, sel)
+	f.Bind(name, sel, s.opts.Webhooks.MatchConditions)
 	for _, o := range f.Objects() {
 		o.(metav1.Object).SetOwnerReferences(refs)
 		data, _ := json.Marshal(o)
