@@ -300,3 +300,99 @@ func TestNativeFloorWithWebhook(t *testing.T) {
 		}
 	}
 }
+
+// TestNativeGuardOnlyRefusesForgery: where the floor guards only (the
+// partition's groups are the directory's), bob's stamp must name him
+// canonically with exactly its two members, so a later duplicate or a
+// case-variant member, which a JSON reader such as YuniKorn's takes, does
+// not name alice. (Groups the floor cannot check: docs/native.md.)
+func TestNativeGuardOnlyRefusesForgery(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t, 3*time.Minute)
+	label := fmt.Sprintf("g%d", time.Now().UnixNano()%1e9)
+	ns := floorNamespace(t, ctx, map[string]string{floorLabel: label})
+	bin, err := BuildUsher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "usher.yaml")
+	if err := os.WriteFile(cfg, []byte(strings.Replace(nativeConfig, "  - name: default\n", "  - name: default\n    groups: merge\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(ctx, bin, "native", "--config", cfg).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(out), "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("usher native printed %d documents where it guards only, want 2", len(docs))
+	}
+	var v admissionregistrationv1.ValidatingAdmissionPolicy
+	var vb admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), &v); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), &vb); err != nil {
+		t.Fatal(err)
+	}
+	name := "usher-floor-" + label
+	v.Name, vb.Name, vb.Spec.PolicyName = name, name, name
+	vb.Spec.MatchResources = &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{floorLabel: label}}}
+	reg := client(t, Admin).AdmissionregistrationV1()
+	if _, err := reg.ValidatingAdmissionPolicies().Create(ctx, &v, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.ValidatingAdmissionPolicyBindings().Create(ctx, &vb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = reg.ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = reg.ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	bob := client(t, Bob)
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	if err := Eventually(ctx, 90*time.Second, func(ctx context.Context) (bool, error) {
+		_, err := bob.CoreV1().Pods(ns).Create(ctx, Pod(ns, "probe", map[string]string{UserInfoAnnotation: stampOf(Alice)}), dry)
+		return err != nil && strings.Contains(err.Error(), "usher floor"), nil
+	}); err != nil {
+		t.Fatalf("the floor never took effect in %s: %v", ns, err)
+	}
+	for _, s := range []string{`{"user":"bob","groups":[],"user":"alice"}`, `{"user":"bob","groups":[],"User":"alice","Groups":["system:masters"]}`} {
+		_, err := bob.CoreV1().Pods(ns).Create(ctx, Pod(ns, "forged", map[string]string{UserInfoAnnotation: s}), dry)
+		wantFloorDenied(t, "bob's pod stamped "+s, err)
+	}
+}
+
+// TestNativeBigStamp: alice with 1,400 groups (a 40 KiB stamp, within the
+// webhook's 64 KiB) creates a Deployment with only the floor installed,
+// and the ReplicaSet controller, copying the template's stamp, makes its
+// pod: the floor does not parse a trusted setter's stamp past what its CEL
+// cost limit allows.
+func TestNativeBigStamp(t *testing.T) {
+	t.Parallel()
+	ctx := ctxFor(t, 3*time.Minute)
+	label := fmt.Sprintf("b%d", time.Now().UnixNano()%1e9)
+	ns := floorNamespace(t, ctx, map[string]string{floorLabel: label})
+	installFloor(t, ctx, nativeConfig, label, ns)
+	groups := make([]string, 1400)
+	for i := range groups {
+		groups[i] = fmt.Sprintf("corp-engineering-team-%04d", i)
+	}
+	alice, err := cluster.ClientAs(Admin, Alice, groups...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.AppsV1().Deployments(ns).Create(ctx, Deployment(ns, "big", 1, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("alice's Deployment: %v", err)
+	}
+	admin := client(t, Admin)
+	if err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
+		pods, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=big"})
+		return err == nil && len(pods.Items) > 0, nil
+	}); err != nil {
+		evs, _ := admin.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedCreate"})
+		t.Fatalf("no pod of alice's Deployment was made (%v): %v", err, evs)
+	}
+}
