@@ -104,6 +104,18 @@ func TestUsherConfigMapWatch(t *testing.T) {
 	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The API server's authorizer learns of the binding from its own
+	// watch: wait until the service account may read the ConfigMap.
+	sa, err := cluster.ClientAs(Admin, "system:serviceaccount:"+ns+":usher", "system:serviceaccounts", "system:serviceaccounts:"+ns, "system:authenticated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
+		_, err := sa.CoreV1().ConfigMaps(ns).Get(ctx, "usher-config", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("usher's service account never got to read usher-config: %v", err)
+	}
 
 	// Two replicas.
 	var envs []*usherEnv
