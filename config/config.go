@@ -79,10 +79,7 @@ type Config struct {
 // admission partition stamps the groups the API server gives (groups:
 // given, or stampGroups: given), which CEL can write.
 func (c *Config) FloorStamps() bool {
-	a := c.Admission
-	if a == nil {
-		return true // the defaults: partition default, groups given
-	}
+	a := c.Admission // set in every configuration Load returns
 	for _, p := range c.Partitions {
 		if strings.EqualFold(p.Name, a.Partition) && p.Groups == identity.ModeGiven {
 			return true

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/usherhq/usher/admission"
-	"github.com/usherhq/usher/admission/settings"
+	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/native"
 )
 
@@ -89,11 +89,8 @@ func (s *Server) applyWebhooks(ctx context.Context, cs kubernetes.Interface) err
 			return err
 		}
 	}
-	var c settings.Config
-	if a := s.serving.Current().Config().Admission; a != nil {
-		c = a.Config()
-	}
-	m, v := admission.Registration(c, in)
+	cfg := s.serving.Current().Config() // one generation for the webhooks and the floor
+	m, v := admission.Registration(cfg.Admission.Config(), in)
 	if s.opts.WebhookOwner != "" {
 		owner, err := cs.RbacV1().ClusterRoles().Get(ctx, s.opts.WebhookOwner, metav1.GetOptions{})
 		if err != nil {
@@ -120,22 +117,17 @@ func (s *Server) applyWebhooks(ctx context.Context, cs kubernetes.Interface) err
 		s.log.Info("webhooks: registered", "mutating", m.Name, "validating", v.Name, "resourceVersions", rv)
 	}
 	if s.opts.NativeFloor {
-		return s.applyFloor(ctx, api, m.Webhooks[0].NamespaceSelector, m.OwnerReferences, opts)
+		return s.applyFloor(ctx, api, cfg, m.Webhooks[0].NamespaceSelector, m.OwnerReferences, opts)
 	}
 	return nil
 }
 
-// applyFloor applies the native floor of the generation in service, bound
+// applyFloor applies the native floor of cfg, the generation in service, bound
 // to the namespaces sel selects; a floor that only guards (the partition's
 // groups are the directory's) removes the stamping policy applied before.
-func (s *Server) applyFloor(ctx context.Context, api admissionregistrationv1.AdmissionregistrationV1Interface, sel *metav1.LabelSelector,
-	refs []metav1.OwnerReference, opts metav1.PatchOptions) error {
-	cfg := s.serving.Current().Config()
-	a := cfg.Admission
-	if a == nil {
-		a, _ = settings.Config{}.Compile()
-	}
-	f, err := native.Compile(a, cfg.FloorStamps())
+func (s *Server) applyFloor(ctx context.Context, api admissionregistrationv1.AdmissionregistrationV1Interface, cfg *config.Config,
+	sel *metav1.LabelSelector, refs []metav1.OwnerReference, opts metav1.PatchOptions) error {
+	f, err := native.Compile(cfg.Admission, cfg.FloorStamps())
 	if err != nil { // until the configuration changes: retrying cannot help
 		s.log.Error("webhooks: the native floor is not applied", "err", err)
 		return nil

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/native"
 )
 
@@ -42,11 +41,7 @@ func newNativeCommand(env *Env) *cobra.Command {
 			env.errorf("invalid configuration:\n%v", err)
 			return ExitUsage
 		}
-		a := cfg.Admission
-		if a == nil {
-			a, _ = settings.Config{}.Compile()
-		}
-		f, err := native.Compile(a, cfg.FloorStamps())
+		f, err := native.Compile(cfg.Admission, cfg.FloorStamps())
 		if err != nil {
 			env.errorf("%v", err)
 			return ExitUsage
