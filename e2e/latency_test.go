@@ -187,15 +187,15 @@ func TestUsherLatency(t *testing.T) {
 	s := latencySettingsFromEnv(t)
 	ctx := ctxFor(t, time.Duration(s.rounds*len(s.kinds)*len(s.rates))*2*(s.warmup+s.duration+4*time.Minute)+5*time.Minute)
 
-	config := baseConfig
-	if os.Getenv(LatencyEnv+"_GROUPS") == "merge" {
+	config, merge := baseConfig, os.Getenv(LatencyEnv+"_GROUPS") == "merge"
+	if merge {
 		config = mergeConfig(t)
 	}
 	// --access-auth none: the test reads usher's /metrics without a token.
 	e := startUsherWith(t, ctx, config, "--access-auth", "none")
 	probe := e.namespace(ctx, "lat-probe")
 	e.register(ctx, probe)
-	if config != baseConfig { // the directory's group is stamped, so it is asked
+	if merge { // the directory's group is stamped, so it is asked
 		p, err := client(t, Alice).CoreV1().Pods(probe).Create(ctx, Pod(probe, "merge-probe", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			t.Fatal(err)
