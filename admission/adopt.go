@@ -21,7 +21,7 @@ type OwnerLookup func(ctx context.Context, path string) ([]byte, error)
 
 // WithOwnerLookup sets how the adoption rule reads a new owner. Default:
 // none, and every adoption it decides is denied.
-func WithOwnerLookup(l OwnerLookup) Option { return func(h *Handler) { h.owners = l } }
+func WithOwnerLookup(l OwnerLookup) Option { return func(h *Handler) { h.reads.owners = l } }
 
 // adopt decides a trusted controller's UPDATE of ownerReferences: each
 // stamped owner it adds must carry the object's user.info, or its user

@@ -31,6 +31,8 @@ type Record struct {
 	Lookup                           string // NoteLookup's notes
 	Decided, Sources                 []string
 	Degraded                         bool    // the stamp holds the API server's groups only
+	Propagation                      string  // "propagated by PROPAGATOR from KIND "NS/NAME"": whose identity a propagator copied
+	UnstampedParent                  string  // the parent without user.info whose child got its propagator's identity
 	Denial                           *Denial // of a denied or warned review
 }
 
@@ -100,6 +102,12 @@ func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
 	if r.Degraded {
 		dst = append(dst, slog.Bool("degraded", true))
 	}
+	if r.Propagation != "" {
+		dst = append(dst, slog.String("propagation", clip.String(r.Propagation, clip.Text)))
+	}
+	if r.UnstampedParent != "" {
+		dst = append(dst, slog.String("unstampedParent", clip.String(r.UnstampedParent, clip.Text)))
+	}
 	if r.Denial != nil {
 		dst = append(dst, r.denialAttr())
 	}
@@ -138,7 +146,7 @@ func (r *Record) denialAttr() slog.Attr {
 }
 
 // NumAuditAttrs is the most attributes AppendAttrs appends.
-const NumAuditAttrs = 24
+const NumAuditAttrs = 26
 
 func (h *Handler) record(ctx context.Context, hook hookKind, req *admissionv1.AdmissionRequest, dc *decision) {
 	if h.audit == nil {
@@ -159,6 +167,9 @@ func (h *Handler) record(ctx context.Context, hook hookKind, req *admissionv1.Ad
 		Warned:     dc.warned,
 		Lookup:     dc.lookup,
 		Degraded:   dc.degraded,
+
+		Propagation:     dc.propagation,
+		UnstampedParent: dc.unstampedParent,
 	}
 	if in := dc.decided; in != nil {
 		r.Decided, r.Sources = in.Groups, make([]string, len(in.Groups))
@@ -205,7 +216,7 @@ func complete(st *State, req *admissionv1.AdmissionRequest, obj, old string, pre
 		dc.group, dc.kind = "", "Pod"
 		return
 	}
-	k := lookupKind(req.Kind.Group, req.Kind.Kind)
+	k := st.cfg.lookupKind(req.Kind.Group, req.Kind.Kind)
 	if k == nil {
 		return
 	}

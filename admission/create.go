@@ -2,13 +2,15 @@ package admission
 
 import (
 	"context"
+	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
 )
 
-// create stamps the submitter's identity, or keeps a trusted submitter's
-// user.info, and checks the queues with enforceQueueACLs.
-func create(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, obj string, pre *views, buf *[]byte) decision {
+// create stamps the submitter's identity, keeps a trusted submitter's
+// user.info or copies a propagator's parent's, and checks the queues
+// with enforceQueueACLs.
+func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, obj string, pre *views, buf *[]byte) decision {
 	c := st.cfg
 	ov := &pre.obj
 	if err := view(c, k, obj, ov, pre.objDone, "request.object"); err != nil {
@@ -24,7 +26,25 @@ func create(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *adm
 	var dc decision
 	var ui *UserInfo
 	how := stampNew
+	var pr *propagation
+	if p := c.Propagator(user); p != nil && !trusted(c, user, groups) {
+		var denied *decision
+		if pr, denied = parentOf(ctx, rd, p, k, req, ov, pre.podUID); denied != nil {
+			return *denied
+		}
+		if !pr.stamped && c.UnstampedDeny {
+			return deny(CausePropagationDenied, httpStatusForbidden, "usher: %s, the parent of %s, carries no annotation %s, so there is no identity "+
+				"for %q to copy (unstampedParents: deny)", pr.parent, place(k, req, ov), UserInfoAnnotation, user)
+		}
+	}
 	switch {
+	case pr != nil && pr.stamped:
+		var denied *decision
+		if who, ui, how, denied = propagated(pr, hook, k, req, ov, pre); denied != nil {
+			return *denied
+		}
+		dc = allow(RulePropagated)
+		dc.propagation = pr.String()
 	case pm.has(slotUserInfo):
 		u, n, err := parseUserInfo(pm.val(slotUserInfo), pre.lim.keep())
 		if err != nil {
@@ -88,9 +108,17 @@ func create(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *adm
 		who = submitter{user: user, groups: groups}
 		dc = allow(RuleStamped)
 	}
+	if pr != nil && !pr.stamped && hook == hookMutate {
+		dc.unstampedParent = pr.parent
+		dc.addWarning(fmt.Sprintf("usher: %s, the parent of %s, carries no annotation %s: %s is stamped with %q, the propagator's own identity "+
+			"(unstampedParents: propagatorIdentity)", pr.parent, place(k, req, ov), UserInfoAnnotation, place(k, req, ov), user))
+	}
 	dc, check := stamp(ctx, st, hook, k, req, ov, who, ui, how, dc, buf)
 	if !dc.allowed {
 		return dc
+	}
+	if len(k.templates) > 0 && hook == hookMutate {
+		dc.patch = stampTemplates(k, pm, obj, dc.patch)
 	}
 	return queueChecked(ctx, st, k, req, ov, check, dc)
 }
@@ -103,6 +131,11 @@ func queueChecked(ctx context.Context, st *State, k *kindInfo, req *admissionv1.
 		return withQueueCheck(ctx, st, k, req, ov, nil, id, dc)
 	}
 	return dc
+}
+
+// trusted reports whether user may set any user.info.
+func trusted(c *compiled, user string, groups []string) bool {
+	return c.BypassAuth || (c.TrustControllers && c.SystemUsers.Match(user)) || c.ExternalUsers.Match(user) || c.ExternalGroups.MatchAny(groups)
 }
 
 // untrustedHint explains who may set the annotation.

@@ -41,6 +41,7 @@ type views struct {
 	objDone, oldDone bool
 	lim              *groupLimit
 	groups           int
+	podUID           string // userInfo.extra's podUIDExtra, when it holds exactly one value
 }
 
 // Member names of the objects decodeReview reads, by index.
@@ -162,7 +163,7 @@ func decodeRequest(d *jsonscan.Scanner, body []byte, r *decodedReview, c *compil
 func objectAhead(d *jsonscan.Scanner, c *compiled, kindSeen bool, req *admissionv1.AdmissionRequest, o *objectView, done *bool) (start, end int) {
 	start = d.SkipSpace()
 	if c != nil && kindSeen && d.Err() == nil && d.Peek() == '{' {
-		if k := lookupKind(req.Kind.Group, req.Kind.Kind); k != nil {
+		if k := c.lookupKind(req.Kind.Group, req.Kind.Kind); k != nil {
 			saved := *d
 			objectValue(d, k, &c.wantKeys, o)
 			if d.Err() == nil {
@@ -200,8 +201,12 @@ func decodeGroupVersion(d *jsonscan.Scanner, field string, keys *jsonscan.Keys, 
 	}
 }
 
+// podUIDExtra is the pod a service-account token is bound to, in the
+// request's userInfo.extra (the API server sets it from the token).
+const podUIDExtra = "authentication.kubernetes.io/pod-uid"
+
 // decodeUserInfo reads request.userInfo, keeping at most v.lim's groups
-// and counting them all. Extra is checked, not kept: no rule reads it.
+// and counting them all. Of extra only podUIDExtra is kept.
 func decodeUserInfo(d *jsonscan.Scanner, u *authenticationv1.UserInfo, v *views) {
 	m := d.MembersOrNull("request.userInfo", userInfoKeys)
 	for i := m.Next(); i >= 0; i = m.Next() {
@@ -217,10 +222,17 @@ func decodeUserInfo(d *jsonscan.Scanner, u *authenticationv1.UserInfo, v *views)
 				continue
 			}
 			for f := true; ; {
-				if _, ok := d.Next(&f); !ok {
+				key, ok := d.NextRaw(&f)
+				if !ok {
 					break
 				}
-				d.StringList("request.userInfo.extra", 0)
+				if key != podUIDExtra {
+					d.StringList("request.userInfo.extra", 0)
+					continue
+				}
+				if uids, n := d.StringList("request.userInfo.extra", 1); n == 1 {
+					v.podUID = uids[0]
+				}
 			}
 		}
 	}

@@ -57,7 +57,7 @@ func (k hookKind) String() string {
 // Handler reviews AdmissionReviews for /mutate and /validate, safe for concurrent use.
 type Handler struct {
 	state   func() *State
-	owners  OwnerLookup
+	reads   reads
 	audit   func(Record)
 	caller  func(context.Context) string
 	maxBody int64
@@ -163,7 +163,7 @@ func (h *Handler) review(ctx context.Context, st *State, hook hookKind, rv *deco
 		// The caller has gone: no authorizer or resolver is asked.
 		dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: the request ended before it was decided (%v); denied", context.Cause(ctx))
 	default:
-		dc = decide(ctx, st, h.owners, hook, req, rv.obj, rv.old, pre, buf)
+		dc = decide(ctx, st, &h.reads, hook, req, rv.obj, rv.old, pre, buf)
 	}
 	dc.lookup = notes.String()
 	complete(st, req, rv.obj, rv.old, pre, &dc)
@@ -180,7 +180,7 @@ type submitter struct {
 }
 
 // decide is the admission logic.
-func decide(ctx context.Context, st *State, owners OwnerLookup, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views, buf *[]byte) decision {
+func decide(ctx context.Context, st *State, rd *reads, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views, buf *[]byte) decision {
 	c := st.cfg
 	if isEviction(req) {
 		return evict(ctx, st, req)
@@ -188,7 +188,7 @@ func decide(ctx context.Context, st *State, owners OwnerLookup, hook hookKind, r
 	if isBinding(req) {
 		return bind(ctx, st, req, obj)
 	}
-	k := lookupKind(req.Kind.Group, req.Kind.Kind)
+	k := c.lookupKind(req.Kind.Group, req.Kind.Kind)
 	if k == nil {
 		return allow(RuleKindNotHandled)
 	}
@@ -206,9 +206,9 @@ func decide(ctx context.Context, st *State, owners OwnerLookup, hook hookKind, r
 	}
 	switch req.Operation {
 	case admissionv1.Create:
-		return create(ctx, st, hook, k, req, obj, pre, buf)
+		return create(ctx, st, rd, hook, k, req, obj, pre, buf)
 	case admissionv1.Update:
-		return update(ctx, st, owners, k, req, obj, old, pre)
+		return update(ctx, st, rd.owners, k, req, obj, old, pre)
 	}
 	return remove(ctx, st, k, req, old, pre)
 }

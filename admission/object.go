@@ -28,13 +28,19 @@ type kindInfo struct {
 	metaPath, where string
 	// JSON pointers of the annotations, user.info and DirectoryGroupsAnnotation.
 	annotationsPath, annotationPath, dirPath string
+	// templates are a custom resource's template paths (settings.Kind).
+	templates [][]string
+}
+
+func (k *kindInfo) setPaths() {
+	k.annotationsPath = k.metaPath + "/annotations"
+	k.annotationPath = k.annotationsPath + "/" + escapePointer(UserInfoAnnotation)
+	k.dirPath = k.annotationsPath + "/" + escapePointer(DirectoryGroupsAnnotation)
 }
 
 func init() {
 	for i := range kinds {
-		kinds[i].annotationsPath = kinds[i].metaPath + "/annotations"
-		kinds[i].annotationPath = kinds[i].annotationsPath + "/" + escapePointer(UserInfoAnnotation)
-		kinds[i].dirPath = kinds[i].annotationsPath + "/" + escapePointer(DirectoryGroupsAnnotation)
+		kinds[i].setPaths()
 	}
 }
 
@@ -73,6 +79,20 @@ const (
 type compiled struct {
 	*settings.Compiled
 	wantKeys
+	custom []kindInfo // the custom resources, read as a pod is: their own metadata
+}
+
+// lookupKind is the package's lookupKind, then c's custom resources.
+func (c *compiled) lookupKind(group, kind string) *kindInfo {
+	if k := lookupKind(group, kind); k != nil {
+		return k
+	}
+	for i := range c.custom {
+		if c.custom[i].kind == kind && c.custom[i].group == group {
+			return &c.custom[i]
+		}
+	}
+	return nil
 }
 
 // wantKeys are the labels and annotations the decoder reads, and the number of slots.
@@ -98,7 +118,14 @@ func compile(c *settings.Compiled) *compiled {
 			w.labels = append(w.labels, k)
 		}
 	}
-	return &compiled{c, w}
+	out := &compiled{Compiled: c, wantKeys: w}
+	for _, ck := range c.CustomKinds {
+		k := kindInfo{group: ck.Group, kind: ck.Kind, apiVersion: ck.APIVersion(), layout: layoutPod, metaPath: "/metadata",
+			where: ck.Kind, templates: ck.Templates}
+		k.setPaths()
+		out.custom = append(out.custom, k)
+	}
+	return out
 }
 
 // metaView is what the webhook reads from one ObjectMeta.

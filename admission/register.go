@@ -44,7 +44,8 @@ type Install struct {
 const ManagedBy = "usher"
 
 // Registration renders the webhook configurations that register /mutate,
-// /validate (with the status and Binding webhooks, and DELETE and
+// /validate for the workloads and c's custom resources (with the status
+// and Binding webhooks, and DELETE and
 // evictions when c enforces the kill rule) and /validate-config for the
 // admission settings c: the one source of deploy/webhooks.yaml, of usher
 // webhook and of what usher serve --manage-webhooks applies.
@@ -75,6 +76,10 @@ func Registration(c settings.Config, in Install) (*arv1.MutatingWebhookConfigura
 				out = append(out, arv1.RuleWithOperations{Operations: ops, Rule: arv1.Rule{APIGroups: []string{w.Group}, APIVersions: []string{"v1"}, Scope: &scope}})
 			}
 			out[len(out)-1].Resources = append(out[len(out)-1].Resources, w.Resource+suffix)
+		}
+		for _, r := range c.CustomResources {
+			out = append(out, arv1.RuleWithOperations{Operations: ops, Rule: arv1.Rule{APIGroups: []string{r.Group}, APIVersions: []string{r.Version},
+				Resources: []string{r.Resource + suffix}, Scope: &scope}})
 		}
 		return out
 	}

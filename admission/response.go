@@ -35,6 +35,7 @@ type decision struct {
 	lookup                            string
 	decided                           *identity.Info
 	degraded                          bool
+	propagation, unstampedParent      string // as in Record
 }
 
 // warnOf records on dc, an allow, that warn mode admitted denied.
@@ -252,6 +253,7 @@ const (
 	CauseInvalidObject     Cause = "InvalidObject"     // the object cannot be read, or the request names no user
 	CauseInvalidRequest    Cause = "InvalidRequest"    // not a usable AdmissionReview, or too many groups
 	CauseDecisionFailed    Cause = "DecisionFailed"    // usher could not decide and fails closed
+	CausePropagationDenied Cause = "PropagationDenied" // a propagator's object names no parent it may copy from, or carries another identity
 )
 
 // Causes lists every Cause, in the order above.

@@ -27,6 +27,7 @@ const (
 	RuleBindingByAdmin
 	RuleWarnedDelete // enforceDeleteACLsMode warn: the denial's message is a warning
 	RuleRestamped
+	RulePropagated // a propagator's object carries, or gets, its parent's user.info
 
 	numRules
 )
@@ -53,6 +54,7 @@ var ruleText = [numRules]string{
 	RuleBindingByAdmin:       "binding by an admin of every queue",
 	RuleWarnedDelete:         "warn mode: the kill rule would deny it",
 	RuleRestamped:            "replaced user.info naming the submitter with the identity usher decides",
+	RulePropagated:           "user.info of the parent, copied by a propagator",
 }
 
 // String is the rule's reason as the audit record shows it.

@@ -152,8 +152,12 @@ func directoryOnly(in *identity.Info) []string {
 
 // directoryGroups returns the groups pm's DirectoryGroupsAnnotation lists.
 func directoryGroups(pm *metaView) ([]string, error) {
-	v := pm.val(slotDirGroups)
-	if !pm.has(slotDirGroups) || v == directoryUnavailable {
+	return parseDirectoryGroups(pm.val(slotDirGroups), pm.has(slotDirGroups))
+}
+
+// parseDirectoryGroups reads the value v of DirectoryGroupsAnnotation, if set.
+func parseDirectoryGroups(v string, set bool) ([]string, error) {
+	if !set || v == directoryUnavailable {
 		return nil, nil
 	}
 	d := jsonscan.New(v)

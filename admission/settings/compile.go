@@ -27,6 +27,12 @@ type Compiled struct {
 	SystemUsers, ExternalUsers, ExternalGroups Matcher
 	Sources                                    []Source
 
+	// CustomKinds, Propagators and UnstampedDeny are customResources,
+	// accessControl.propagators and unstampedParents: deny.
+	CustomKinds   []Kind
+	Propagators   []CompiledPropagator
+	UnstampedDeny bool
+
 	processNS, bypassNS Matcher
 	table               []QueueMappingEntry
 	template            template
@@ -211,6 +217,7 @@ func (c Config) Compile() (*Compiled, error) {
 		}
 	}
 	out.table = c.QueueMapping.Table
+	errs = append(errs, compileOperators(&c, out)...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

@@ -92,6 +92,10 @@ type Config struct {
 	// (default) stamps the API server's groups with a warning, marked
 	// "unavailable", so an outage never blocks pods; "deny" refuses.
 	StampGroupsOnError string `yaml:"stampGroupsOnError"`
+
+	// CustomResources are the custom resource kinds stamped and guarded
+	// beside pods and workloads. Default: none.
+	CustomResources []CustomResource `yaml:"customResources"`
 }
 
 // Values of StampGroups and StampGroupsOnError.
@@ -130,6 +134,16 @@ type AccessControl struct {
 	// ExternalGroups matches groups whose members are trusted to supply the
 	// annotation. Default: none.
 	ExternalGroups Patterns `yaml:"externalGroups"`
+
+	// Propagators may copy the user.info of the parent (by controller
+	// ownerReference) onto what they create, never write another one.
+	// Default: none.
+	Propagators []Propagator `yaml:"propagators"`
+
+	// UnstampedParents is what a propagator's object gets when its parent
+	// carries no user.info: "propagatorIdentity" (default) the
+	// propagator's own, with a warning; "deny" a denial.
+	UnstampedParents string `yaml:"unstampedParents"`
 }
 
 // Patterns is a list of regular expressions: in YAML a list, or one

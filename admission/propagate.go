@@ -1,0 +1,152 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/usherhq/usher/admission/settings"
+)
+
+// Parent is what a propagation reads of a parent object: its uid and
+// annotations (only user.info and DirectoryGroupsAnnotation are read).
+type Parent struct {
+	UID         string
+	Annotations map[string]string
+}
+
+// ParentLookup reads the parent of kind k named namespace/name; ok is
+// false when there is none.
+type ParentLookup func(ctx context.Context, k settings.Kind, namespace, name string) (p Parent, ok bool, err error)
+
+// WithParentLookup sets how propagators' parents are read (usher serve:
+// an informer cache, one GET on a miss). Default: none, and every
+// propagation is denied.
+func WithParentLookup(l ParentLookup) Option { return func(h *Handler) { h.reads.parents = l } }
+
+// reads are the handler's reads of other cluster objects.
+type reads struct {
+	owners  OwnerLookup
+	parents ParentLookup
+}
+
+// propagation is a propagator's CREATE: the parent its object names by
+// controller ownerReference, and the parent's stamp.
+type propagation struct {
+	parent, by string // `SparkApplication "team-a/etl"`, the propagator
+	info, dir  string // the parent's user.info and DirectoryGroupsAnnotation
+	stamped    bool   // the parent carries user.info
+}
+
+func (p *propagation) String() string { return "propagated by " + p.by + " from " + p.parent }
+
+// parentOf finds and reads the parent of a propagator's object: its
+// controller ownerReference of a kind p names, with the uid the API
+// server holds (a name alone never counts); a Pod parent must be the pod
+// the requester's token is bound to.
+func parentOf(ctx context.Context, rd *reads, p *settings.CompiledPropagator, k *kindInfo, req *admissionv1.AdmissionRequest,
+	ov *objectView, podUID string) (*propagation, *decision) {
+	by, what := req.UserInfo.Username, place(k, req, ov)
+	refuse := func(format string, args ...any) (*propagation, *decision) {
+		dc := deny(CausePropagationDenied, httpStatusForbidden, "usher: %q propagates identities: "+format, append([]any{by}, args...)...)
+		return nil, &dc
+	}
+	var refs []metav1.OwnerReference
+	if ov.top.owners != "" {
+		if err := json.Unmarshal([]byte(ov.top.owners), &refs); err != nil {
+			dc := deny(CauseInvalidObject, httpStatusBadRequest, "usher: request.object.metadata.ownerReferences: %v", err)
+			return nil, &dc
+		}
+	}
+	kinds := make([]string, len(p.Parents))
+	for i, pk := range p.Parents {
+		kinds[i] = pk.String()
+	}
+	var ref *metav1.OwnerReference
+	for i := range refs {
+		if refs[i].Controller != nil && *refs[i].Controller {
+			ref = &refs[i]
+		}
+	}
+	if ref == nil {
+		return refuse("%s names no parent by a controller ownerReference, so there is no identity it may copy (its parents: %s)",
+			what, strings.Join(kinds, ", "))
+	}
+	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+	var kind *settings.Kind
+	for i := range p.Parents {
+		if p.Parents[i].Group == gv.Group && p.Parents[i].Kind == ref.Kind {
+			kind = &p.Parents[i]
+		}
+	}
+	pr := &propagation{by: by, parent: ref.Kind + " " + strconv.Quote(req.Namespace+"/"+ref.Name)}
+	switch {
+	case kind == nil:
+		return refuse("the controller of %s is %s %s, not one of its parents (%s)", what, ref.APIVersion, pr.parent, strings.Join(kinds, ", "))
+	case kind.Group == "" && kind.Kind == "Pod" && podUID != string(ref.UID):
+		return refuse("it copies only from the pod its token is bound to (userInfo.extra %s %q), and %s is owned by %s (uid %q)",
+			podUIDExtra, podUID, what, pr.parent, ref.UID)
+	case rd.parents == nil:
+		dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot read %s, the parent of %s: usher has no cluster credentials "+
+			"to read it (--kubeconfig, or the pod's service account); denied (usher fails closed)", pr.parent, what)
+		return nil, &dc
+	}
+	got, ok, err := rd.parents(ctx, *kind, req.Namespace, ref.Name)
+	switch {
+	case err != nil:
+		dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot read %s, the parent of %s: %v; denied (usher fails closed)", pr.parent, what, err)
+		return nil, &dc
+	case !ok:
+		return refuse("%s names parent %s, which does not exist", what, pr.parent)
+	case got.UID != string(ref.UID):
+		return refuse("%s names parent %s with uid %q, but that object's uid is %q", what, pr.parent, ref.UID, got.UID)
+	}
+	pr.info, pr.stamped = got.Annotations[UserInfoAnnotation]
+	pr.dir = got.Annotations[DirectoryGroupsAnnotation]
+	return pr, nil
+}
+
+// propagated decides what a propagator's CREATE runs as: its parent's
+// identity (the parent's directory groups looked up again, as for any
+// kept stamp), given that the object carries that identity or none.
+func propagated(pr *propagation, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView, pre *views) (submitter, *UserInfo, stampHow, *decision) {
+	pm := ov.pod()
+	u, err := ParseUserInfo(pr.info)
+	if err != nil {
+		dc := deny(CausePropagationDenied, httpStatusForbidden, "usher: %s, the parent of %s, carries an invalid annotation %s: %v",
+			pr.parent, place(k, req, ov), UserInfoAnnotation, err)
+		return submitter{}, nil, 0, &dc
+	}
+	listed, err := parseDirectoryGroups(pr.dir, pr.dir != "")
+	if err != nil {
+		dc := deny(CausePropagationDenied, httpStatusForbidden, "usher: %s, the parent of %s, carries an invalid annotation %s: %v",
+			pr.parent, place(k, req, ov), DirectoryGroupsAnnotation, err)
+		return submitter{}, nil, 0, &dc
+	}
+	who := submitter{user: u.User, groups: without(u.Groups, listed)}
+	if !pm.has(slotUserInfo) {
+		if hook == hookValidate {
+			dc := deny(CauseUserInfoMissing, httpStatusForbidden, "usher: %s has no annotation %s: the usher mutating webhook did not stamp it "+
+				"(register /mutate for %s CREATE with failurePolicy: Fail)", place(k, req, ov), UserInfoAnnotation, k.kind)
+			return who, nil, 0, &dc
+		}
+		return who, nil, stampNew, nil
+	}
+	got, n, err := parseUserInfo(pm.val(slotUserInfo), pre.lim.keep())
+	if err == nil && n > len(got.Groups) {
+		dc := pre.lim.refuse("annotation", CauseUserInfoInvalid, "annotation "+UserInfoAnnotation+" on "+place(k, req, ov), n)
+		return who, nil, 0, &dc
+	}
+	if err != nil || !got.sameIdentity(u.User, u.Groups) {
+		dc := deny(CausePropagationDenied, httpStatusForbidden, "usher: %q may not set annotation %s naming %s on %s: it may only copy "+
+			"the identity of its parent %s, which is user %q with %d groups", req.UserInfo.Username, UserInfoAnnotation, errString(pm.val(slotUserInfo)),
+			place(k, req, ov), pr.parent, u.User, len(u.Groups))
+		return who, nil, 0, &dc
+	}
+	return who, &got, stampKept, nil
+}

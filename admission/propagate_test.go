@@ -1,0 +1,242 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/usherhq/usher/admission/settings"
+)
+
+var (
+	sparkOperator = authenticationv1.UserInfo{Username: "system:serviceaccount:spark-operator:spark-operator",
+		Groups: []string{"system:serviceaccounts", "system:authenticated"}}
+	sparkDriver = authenticationv1.UserInfo{Username: "system:serviceaccount:team-a:spark",
+		Groups: []string{"system:serviceaccounts", "system:authenticated"}}
+	bobInfo = `{"user":"bob","groups":["system:authenticated"]}`
+)
+
+// operatorsConfig governs Kubeflow's SparkApplication, whose operator
+// copies from it and whose drivers copy from themselves.
+func operatorsConfig(unstamped string) settings.Config {
+	return settings.Config{
+		CustomResources: []settings.CustomResource{{Group: "sparkoperator.k8s.io", Version: "v1beta2", Kind: "SparkApplication",
+			Resource: "sparkapplications", Templates: []string{"spec.driver", "spec.executor"}}},
+		AccessControl: settings.AccessControl{
+			Propagators: []settings.Propagator{
+				{Users: settings.Patterns{"^system:serviceaccount:spark-operator:spark-operator$"}, Parents: []string{"sparkoperator.k8s.io/SparkApplication"}},
+				{Users: settings.Patterns{"^system:serviceaccount:[^:]+:spark$"}, Parents: []string{"Pod"}},
+			},
+			UnstampedParents: unstamped,
+		},
+	}
+}
+
+// parents is a ParentLookup over a fixed set of objects by "Kind ns/name".
+type parents map[string]Parent
+
+func (ps parents) lookup(_ context.Context, k settings.Kind, ns, name string) (Parent, bool, error) {
+	if name == "broken" {
+		return Parent{}, false, errors.New("the API server did not answer")
+	}
+	p, ok := ps[k.Kind+" "+ns+"/"+name]
+	return p, ok, nil
+}
+
+func ownedPod(ann map[string]string, refs ...metav1.OwnerReference) *corev1.Pod {
+	return &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "obj", Namespace: "team-a", Annotations: ann, OwnerReferences: refs},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "spark"}}}}
+}
+
+func controllerRef(apiVersion, kind, name, uid string) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(uid), Controller: boolPtr(true)}
+}
+
+func TestPropagatorsCopyNeverInvent(t *testing.T) {
+	ps := parents{
+		"SparkApplication team-a/etl":     {UID: "app-1", Annotations: m(UserInfoAnnotation, aliceInfo)},
+		"SparkApplication team-a/bob-etl": {UID: "app-2", Annotations: m(UserInfoAnnotation, bobInfo)},
+		"SparkApplication team-a/old":     {UID: "app-3"},
+		"Pod team-a/etl-driver":           {UID: "driver-1", Annotations: m(UserInfoAnnotation, aliceInfo)},
+		"Pod team-a/bob-driver":           {UID: "driver-2", Annotations: m(UserInfoAnnotation, bobInfo)},
+	}
+	etl := controllerRef("sparkoperator.k8s.io/v1beta2", "SparkApplication", "etl", "app-1")
+	driver := controllerRef("v1", "Pod", "etl-driver", "driver-1")
+	boundTo := func(u authenticationv1.UserInfo, uid string) authenticationv1.UserInfo {
+		u.Extra = map[string]authenticationv1.ExtraValue{podUIDExtra: {uid}, "authentication.kubernetes.io/pod-name": {"etl-driver"}}
+		return u
+	}
+	kc := kindCaseOf(t, "Pod")
+	for _, tc := range []struct {
+		name      string
+		unstamped string
+		user      authenticationv1.UserInfo
+		pod       *corev1.Pod
+		cause     Cause   // "" allowed
+		want      string  // the stamp after the patch, or a phrase of the denial
+		record    *Record // fields of the audit record checked when set
+	}{
+		{name: "operator copies alice's stamp", user: sparkOperator, pod: ownedPod(m(UserInfoAnnotation, aliceInfo), etl), want: aliceInfo,
+			record: &Record{Identity: "alice@EXAMPLE.COM", Propagation: `propagated by system:serviceaccount:spark-operator:spark-operator from SparkApplication "team-a/etl"`}},
+		{name: "operator's pod without a stamp gets the parent's", user: sparkOperator, pod: ownedPod(nil, etl), want: aliceInfo},
+		{name: "operator may not write bob", user: sparkOperator, pod: ownedPod(m(UserInfoAnnotation, bobInfo), etl),
+			cause: CausePropagationDenied, want: `naming "{\"user\":\"bob\"`},
+		{name: "no owner", user: sparkOperator, pod: ownedPod(nil), cause: CausePropagationDenied, want: "names no parent by a controller ownerReference"},
+		{name: "an owner that is not the controller", user: sparkOperator, cause: CausePropagationDenied, want: "names no parent",
+			pod: ownedPod(nil, metav1.OwnerReference{APIVersion: "sparkoperator.k8s.io/v1beta2", Kind: "SparkApplication", Name: "etl", UID: "app-1"})},
+		{name: "a kind it may not copy from", user: sparkOperator, pod: ownedPod(nil, controllerRef("apps/v1", "ReplicaSet", "etl", "rs-1")),
+			cause: CausePropagationDenied, want: "not one of its parents (sparkoperator.k8s.io/SparkApplication)"},
+		{name: "a parent that does not exist", user: sparkOperator, pod: ownedPod(nil, controllerRef("sparkoperator.k8s.io/v1beta2", "SparkApplication", "gone", "x")),
+			cause: CausePropagationDenied, want: `SparkApplication "team-a/gone", which does not exist`},
+		{name: "a name alone never counts", user: sparkOperator, pod: ownedPod(nil, controllerRef("sparkoperator.k8s.io/v1beta2", "SparkApplication", "etl", "app-9")),
+			cause: CausePropagationDenied, want: `but that object's uid is "app-1"`},
+		{name: "a parent that cannot be read", user: sparkOperator, pod: ownedPod(nil, controllerRef("sparkoperator.k8s.io/v1beta2", "SparkApplication", "broken", "x")),
+			cause: CauseDecisionFailed, want: "fails closed"},
+		{name: "unstamped parent: the propagator's identity", user: sparkOperator, pod: ownedPod(nil, controllerRef("sparkoperator.k8s.io/v1beta2", "SparkApplication", "old", "app-3")),
+			want:   `{"user":"system:serviceaccount:spark-operator:spark-operator","groups":["system:serviceaccounts","system:authenticated"]}`,
+			record: &Record{Identity: sparkOperator.Username, UnstampedParent: `SparkApplication "team-a/old"`}},
+		{name: "unstamped parent: deny", unstamped: settings.UnstampedDeny, user: sparkOperator, cause: CausePropagationDenied, want: "unstampedParents: deny",
+			pod: ownedPod(nil, controllerRef("sparkoperator.k8s.io/v1beta2", "SparkApplication", "old", "app-3"))},
+		{name: "driver makes its executor", user: boundTo(sparkDriver, "driver-1"), pod: ownedPod(nil, driver), want: aliceInfo},
+		{name: "driver may not name bob", user: boundTo(sparkDriver, "driver-1"), pod: ownedPod(m(UserInfoAnnotation, bobInfo), driver),
+			cause: CausePropagationDenied, want: `its parent Pod "team-a/etl-driver", which is user "alice@EXAMPLE.COM"`},
+		{name: "alice's driver may not make bob's driver's executors", user: boundTo(sparkDriver, "driver-1"),
+			pod: ownedPod(nil, controllerRef("v1", "Pod", "bob-driver", "driver-2")), cause: CausePropagationDenied, want: "copies only from the pod its token is bound to"},
+		{name: "a token bound to no pod", user: sparkDriver, pod: ownedPod(nil, driver), cause: CausePropagationDenied, want: "copies only from the pod its token is bound to"},
+		{name: "others are unchanged", user: bob, pod: ownedPod(m(UserInfoAnnotation, aliceInfo), etl), cause: CauseUserInfoForged, want: "may not set annotation"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []Record
+			h := newTestHandler(mustCompile(t, operatorsConfig(tc.unstamped)), WithParentLookup(ps.lookup), WithAudit(func(r Record) { got = append(got, r) }))
+			req := request(t, kc, admissionv1.Create, "team-a", tc.user, tc.pod, nil)
+			resp := run(t, h, hookMutate, req)
+			if tc.cause != "" {
+				if resp.Allowed || resp.Result == nil || !strings.Contains(resp.Result.Message, tc.want) || got[0].Denial == nil || got[0].Denial.Reason != tc.cause {
+					t.Fatalf("want a denial %s containing %q, got %+v (%+v)", tc.cause, tc.want, resp.Result, got)
+				}
+				return
+			}
+			if !resp.Allowed {
+				t.Fatalf("denied: %s", resp.Result.Message)
+			}
+			doc := req.Object.Raw
+			if len(resp.Patch) > 0 {
+				var err error
+				if doc, err = applyPatch(doc, resp.Patch); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var pod corev1.Pod
+			if err := json.Unmarshal(doc, &pod); err != nil {
+				t.Fatal(err)
+			}
+			if s := pod.Annotations[UserInfoAnnotation]; s != tc.want {
+				t.Fatalf("stamp %s, want %s", s, tc.want)
+			}
+			// /validate agrees with the stamped pod.
+			req.Object.Raw = doc
+			if v := run(t, h, hookValidate, req); !v.Allowed {
+				t.Fatalf("/validate denies the stamped pod: %s", v.Result.Message)
+			}
+			if r := tc.record; r != nil {
+				if got[0].Identity != r.Identity || got[0].Propagation != r.Propagation || got[0].UnstampedParent != r.UnstampedParent {
+					t.Fatalf("record %+v, want %+v", got[0], *r)
+				}
+				if r.UnstampedParent != "" && !strings.Contains(strings.Join(resp.Warnings, " "), "unstampedParents: propagatorIdentity") {
+					t.Fatalf("no warning: %q", resp.Warnings)
+				}
+			}
+		})
+	}
+}
+
+func TestPropagationWithoutCredentialsFailsClosed(t *testing.T) {
+	h := newTestHandler(mustCompile(t, operatorsConfig("")))
+	req := request(t, kindCaseOf(t, "Pod"), admissionv1.Create, "team-a", sparkOperator, ownedPod(nil,
+		controllerRef("sparkoperator.k8s.io/v1beta2", "SparkApplication", "etl", "app-1")), nil)
+	if resp := run(t, h, hookMutate, req); resp.Allowed || !strings.Contains(resp.Result.Message, "no cluster credentials") {
+		t.Fatalf("want a denial, got %+v", resp.Result)
+	}
+}
+
+func sparkApp(ann map[string]string, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication",
+		"metadata": map[string]any{"name": "obj", "namespace": "team-a"}, "spec": spec}}
+	u.SetAnnotations(ann)
+	return u
+}
+
+func TestCustomResourcesAreStampedWithTheirTemplates(t *testing.T) {
+	h := newTestHandler(mustCompile(t, operatorsConfig("")))
+	kc := kindCase{kind: "SparkApplication", group: "sparkoperator.k8s.io", version: "v1beta2", resource: "sparkapplications"}
+	app := sparkApp(nil, map[string]any{"type": "Scala",
+		"driver":   map[string]any{"cores": 1, "annotations": map[string]any{"team": "a", UserInfoAnnotation: bobInfo}},
+		"executor": map[string]any{"instances": 2}})
+	req := request(t, kc, admissionv1.Create, "team-a", alice, app, nil)
+	resp := run(t, h, hookMutate, req)
+	if !resp.Allowed {
+		t.Fatalf("denied: %s", resp.Result.Message)
+	}
+	doc, err := applyPatch(req.Object.Raw, resp.Patch)
+	if err != nil {
+		t.Fatalf("%v\npatch %s", err, resp.Patch)
+	}
+	var got struct {
+		Metadata metav1.ObjectMeta
+		Spec     struct{ Driver, Executor struct{ Annotations map[string]string } }
+	}
+	if err := json.Unmarshal(doc, &got); err != nil {
+		t.Fatal(err)
+	}
+	for where, ann := range map[string]map[string]string{"metadata": got.Metadata.Annotations, "spec.driver": got.Spec.Driver.Annotations,
+		"spec.executor": got.Spec.Executor.Annotations} {
+		if ann[UserInfoAnnotation] != aliceInfo {
+			t.Errorf("%s: user.info %q, want alice's", where, ann[UserInfoAnnotation])
+		}
+	}
+	if got.Spec.Driver.Annotations["team"] != "a" {
+		t.Errorf("the driver's other annotations are lost: %v", got.Spec.Driver.Annotations)
+	}
+	// The stamp cannot change afterwards.
+	req.Object.Raw = doc
+	if v := run(t, h, hookValidate, req); !v.Allowed {
+		t.Fatalf("/validate: %s", v.Result.Message)
+	}
+	old := sparkApp(m(UserInfoAnnotation, aliceInfo), map[string]any{})
+	upd := request(t, kc, admissionv1.Update, "team-a", alice, sparkApp(m(UserInfoAnnotation, bobInfo), map[string]any{}), old)
+	if v := run(t, h, hookValidate, upd); v.Allowed || v.Result.Details == nil || v.Result.Details.Causes[0].Type != metav1.CauseType(CauseUserInfoChanged) {
+		t.Fatalf("want UserInfoChanged, got %+v", v.Result)
+	}
+	// Kinds that are not configured are left alone.
+	other := kindCase{kind: "RayJob", group: "ray.io", version: "v1", resource: "rayjobs"}
+	if v := run(t, h, hookMutate, request(t, other, admissionv1.Create, "team-a", alice, sparkApp(nil, nil), nil)); !v.Allowed || len(v.Patch) > 0 {
+		t.Fatalf("an unconfigured kind was changed: %+v", v)
+	}
+}
+
+func TestOperatorSettingsErrors(t *testing.T) {
+	c := operatorsConfig("sometimes")
+	c.AccessControl.Propagators = append(c.AccessControl.Propagators, settings.Propagator{Users: settings.Patterns{"("}, Parents: []string{"ray.io/RayCluster"}})
+	c.CustomResources = append(c.CustomResources, settings.CustomResource{Group: "apps", Version: "v1", Kind: "Thing", Resource: "Things"})
+	_, err := c.Compile()
+	var paths []string
+	for _, se := range settings.SettingErrors(err) {
+		paths = append(paths, se.Path())
+	}
+	want := "admissionController.customResources[1].group admissionController.customResources[1].resource " +
+		"admissionController.accessControl.propagators[2].users admissionController.accessControl.propagators[2].parents " +
+		"admissionController.accessControl.unstampedParents"
+	if strings.Join(paths, " ") != want {
+		t.Fatalf("errors at %q\nwant %q\n%v", strings.Join(paths, " "), want, err)
+	}
+}

@@ -1,0 +1,108 @@
+package admission
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strconv"
+)
+
+// stampTemplates appends to patch (a JSON Patch, or nil) the operations
+// that give each template of custom resource k in obj the object's
+// user.info and DirectoryGroupsAnnotation as patch leaves them, so that
+// the operator copies them onto the pods it makes. The parent check
+// guards those pods: a template changed later only gets them denied.
+func stampTemplates(k *kindInfo, pm *metaView, obj string, patch []byte) []byte {
+	info, dir := pm.val(slotUserInfo), pm.val(slotDirGroups)
+	hasInfo, hasDir := pm.has(slotUserInfo), pm.has(slotDirGroups)
+	var ops []struct {
+		Path  string
+		Value json.RawMessage
+	}
+	_ = json.Unmarshal(patch, &ops) // usher's own patch
+	for _, op := range ops {
+		var ann map[string]string
+		switch op.Path {
+		case k.annotationPath:
+			hasInfo = json.Unmarshal(op.Value, &info) == nil
+		case k.dirPath:
+			hasDir = json.Unmarshal(op.Value, &dir) == nil
+		case k.annotationsPath:
+			_ = json.Unmarshal(op.Value, &ann)
+		case k.metaPath:
+			var m struct{ Annotations map[string]string }
+			_ = json.Unmarshal(op.Value, &m)
+			ann = m.Annotations
+		}
+		if v, ok := ann[UserInfoAnnotation]; ok {
+			info, hasInfo = v, true
+		}
+		if v, ok := ann[DirectoryGroupsAnnotation]; ok {
+			dir, hasDir = v, true
+		}
+	}
+	if !hasInfo {
+		return patch
+	}
+	want := map[string]string{UserInfoAnnotation: info}
+	if hasDir {
+		want[DirectoryGroupsAnnotation] = dir
+	}
+	var o any
+	if json.Unmarshal([]byte(obj), &o) != nil {
+		return patch
+	}
+	type op struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		Value any    `json:"value"`
+	}
+	var add []op
+	for _, path := range k.templates {
+		eachAt(o, path, "", func(ptr string, m map[string]any) {
+			ann, ok := m["annotations"].(map[string]any)
+			if !ok {
+				add = append(add, op{"add", ptr + "/annotations", want})
+				return
+			}
+			for _, key := range slices.Sorted(maps.Keys(want)) {
+				if ann[key] != want[key] {
+					add = append(add, op{"add", ptr + "/annotations/" + escapePointer(key), want[key]})
+				}
+			}
+		})
+	}
+	if len(add) == 0 {
+		return patch
+	}
+	b, _ := json.Marshal(add)
+	if len(patch) == 0 {
+		return b
+	}
+	return append(append(slices.Clip(patch[:len(patch)-1]), ','), b[1:]...)
+}
+
+// eachAt calls f with the JSON Pointer and value of every object at path
+// under v ("*": every member or item), in order.
+func eachAt(v any, path []string, ptr string, f func(string, map[string]any)) {
+	m, isMap := v.(map[string]any)
+	switch {
+	case len(path) == 0:
+		if isMap {
+			f(ptr, m)
+		}
+	case isMap && path[0] == "*":
+		for _, key := range slices.Sorted(maps.Keys(m)) {
+			eachAt(m[key], path[1:], ptr+"/"+escapePointer(key), f)
+		}
+	case isMap:
+		if next, ok := m[path[0]]; ok {
+			eachAt(next, path[1:], ptr+"/"+escapePointer(path[0]), f)
+		}
+	case path[0] == "*":
+		list, _ := v.([]any)
+		for i, item := range list {
+			eachAt(item, path[1:], ptr+"/"+strconv.Itoa(i), f)
+		}
+	}
+}
