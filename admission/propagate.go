@@ -20,9 +20,9 @@ type Parent struct {
 	Annotations map[string]string
 }
 
-// ParentLookup reads the parent of kind k named namespace/name; ok is
-// false when there is none.
-type ParentLookup func(ctx context.Context, k settings.Kind, namespace, name string) (p Parent, ok bool, err error)
+// ParentLookup reads the parent of kind k named namespace/name, which
+// the reference says has uid; ok is false when there is none.
+type ParentLookup func(ctx context.Context, k settings.Kind, namespace, name, uid string) (p Parent, ok bool, err error)
 
 // WithParentLookup sets how propagators' parents are read (usher serve:
 // an informer cache, one GET on a miss). Default: none, and every
@@ -96,7 +96,7 @@ func parentOf(ctx context.Context, rd *reads, p *settings.CompiledPropagator, k 
 			"to read it (--kubeconfig, or the pod's service account); denied (usher fails closed)", pr.parent, what)
 		return nil, &dc
 	}
-	got, ok, err := rd.parents(ctx, *kind, req.Namespace, ref.Name)
+	got, ok, err := rd.parents(ctx, *kind, req.Namespace, ref.Name, string(ref.UID))
 	switch {
 	case err != nil:
 		dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot read %s, the parent of %s: %v; denied (usher fails closed)", pr.parent, what, err)

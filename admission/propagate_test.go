@@ -44,7 +44,7 @@ func operatorsConfig(unstamped string) settings.Config {
 // parents is a ParentLookup over a fixed set of objects by "Kind ns/name".
 type parents map[string]Parent
 
-func (ps parents) lookup(_ context.Context, k settings.Kind, ns, name string) (Parent, bool, error) {
+func (ps parents) lookup(_ context.Context, k settings.Kind, ns, name, _ string) (Parent, bool, error) {
 	if name == "broken" {
 		return Parent{}, false, errors.New("the API server did not answer")
 	}

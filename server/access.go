@@ -309,6 +309,9 @@ func (s *Server) auditReview(rec admission.Record) {
 	if rec.Degraded {
 		s.metrics.degradedStamps.Inc()
 	}
+	if rec.UnstampedParent != "" {
+		s.metrics.unstamped.WithLabelValues(admission.MetricKind(rec.Kind)).Inc()
+	}
 	if d := rec.Denial; d != nil {
 		s.metrics.denials.WithLabelValues(string(d.Reason), fmt.Sprint(d.Warned)).Inc()
 	}

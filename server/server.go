@@ -44,6 +44,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/auth"
 	"github.com/usherhq/usher/cluster"
 	"github.com/usherhq/usher/config"
@@ -199,21 +200,23 @@ func (o Options) withDefaults() Options {
 
 // Server is a running or ready-to-run usher service.
 type Server struct {
-	opts       Options
-	log        *slog.Logger
-	serving    *serving.Store
-	admission  *admission.Handler
-	metrics    *metrics
-	registry   *prometheus.Registry
-	tlsConfig  *tls.Config
-	access     accessAuth
-	webhook    webhookAuth
-	kube       *cluster.Client // nil with kubeErr when the credentials did not load
-	kubeErr    error
-	cm         *cmSource     // with Options.ConfigMaps
-	events     *denialEvents // nil when off
-	configInfo *prometheus.GaugeVec
-	CAPEM      []byte // the certificate of a self-signed server, else nil
+	opts        Options
+	log         *slog.Logger
+	serving     *serving.Store
+	admission   *admission.Handler
+	metrics     *metrics
+	registry    *prometheus.Registry
+	tlsConfig   *tls.Config
+	access      accessAuth
+	webhook     webhookAuth
+	kube        *cluster.Client // nil with kubeErr when the credentials did not load
+	kubeErr     error
+	parents     *cluster.Parents // with kube; its informers stop with stopParents
+	stopParents context.CancelFunc
+	cm          *cmSource     // with Options.ConfigMaps
+	events      *denialEvents // nil when off
+	configInfo  *prometheus.GaugeVec
+	CAPEM       []byte // the certificate of a self-signed server, else nil
 
 	reloadMu            sync.Mutex
 	lastSum             [32]byte
@@ -311,7 +314,17 @@ func New(opts Options) (*Server, error) {
 		admission.WithMaxGroups(opts.MaxGroups, func(source string) { s.metrics.groupsOver.WithLabelValues(source).Inc() }),
 	}
 	if s.kube != nil {
-		hopts = append(hopts, admission.WithOwnerLookup(s.kube.Get))
+		ctx, stop := context.WithCancel(context.Background())
+		if s.parents, err = s.kube.NewParents(ctx); err != nil {
+			stop()
+			return nil, err
+		}
+		s.stopParents = stop
+		hopts = append(hopts, admission.WithOwnerLookup(s.kube.Get), admission.WithParentLookup(
+			func(ctx context.Context, k settings.Kind, ns, name, uid string) (admission.Parent, bool, error) {
+				p, ok, err := s.parents.Get(ctx, k, ns, name, uid)
+				return admission.Parent(p), ok, err
+			}))
 	}
 	s.admission = admission.NewHandler(s.serving.Admission, hopts...)
 	s.setGeneration(snap.gen, s.lastSum, cfg)
@@ -467,6 +480,9 @@ func (s *Server) Run(ctx context.Context) error {
 	for _, l := range lns {
 		go func() { errc <- s.httpServer.ServeTLS(l, "", "") }()
 	}
+	if s.stopParents != nil {
+		defer s.stopParents()
+	}
 	mctx, stop := context.WithCancel(ctx)
 	managed := make(chan struct{})
 	go func() {
@@ -588,6 +604,11 @@ func (s *Server) setGeneration(gen string, sum [32]byte, cfg *config.Config) {
 		}
 	}
 	s.status.Store(st)
+	if s.parents != nil && cfg.Admission != nil {
+		for _, p := range cfg.Admission.Propagators {
+			s.parents.Watch(p.Parents...)
+		}
+	}
 	s.configInfo.Reset()
 	s.configInfo.WithLabelValues(gen, shortSum(sum)).Set(1)
 }

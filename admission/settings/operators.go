@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -59,6 +60,11 @@ func (k Kind) APIVersion() string {
 		return k.Version
 	}
 	return k.Group + "/" + k.Version
+}
+
+// GVR is the kind's group, version and resource.
+func (k Kind) GVR() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: k.Group, Version: k.Version, Resource: k.Resource}
 }
 
 // CompiledPropagator is a Propagator with its patterns compiled and its
