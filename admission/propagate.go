@@ -67,28 +67,33 @@ func parentOf(ctx context.Context, rd *reads, p *settings.CompiledPropagator, k 
 	for i, pk := range p.Parents {
 		kinds[i] = pk.String()
 	}
+	// The controller reference of a parent kind, else the only reference
+	// of one (YuniKorn's placeholders and some operators set no controller).
 	var ref *metav1.OwnerReference
-	for i := range refs {
-		if refs[i].Controller != nil && *refs[i].Controller {
-			ref = &refs[i]
-		}
-	}
-	if ref == nil {
-		return refuse("%s names no parent by a controller ownerReference, so there is no identity it may copy (its parents: %s)",
-			what, strings.Join(kinds, ", "))
-	}
-	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
 	var kind *settings.Kind
-	for i := range p.Parents {
-		if p.Parents[i].Group == gv.Group && p.Parents[i].Kind == ref.Kind {
-			kind = &p.Parents[i]
+	candidates := 0
+	for i := range refs {
+		gv, _ := schema.ParseGroupVersion(refs[i].APIVersion)
+		for j := range p.Parents {
+			if p.Parents[j].Group != gv.Group || p.Parents[j].Kind != refs[i].Kind {
+				continue
+			}
+			if candidates++; ref == nil || (refs[i].Controller != nil && *refs[i].Controller) {
+				ref, kind = &refs[i], &p.Parents[j]
+			}
 		}
+	}
+	controller := ref != nil && ref.Controller != nil && *ref.Controller
+	switch {
+	case ref == nil:
+		return refuse("%s names no parent of the kinds it copies from (%s) by an ownerReference, so there is no identity it may copy",
+			what, strings.Join(kinds, ", "))
+	case candidates > 1 && !controller:
+		return refuse("%s names %d possible parents by ownerReferences and none is its controller: which identity it copies would be a guess", what, candidates)
 	}
 	pr := &propagation{by: by, parent: ref.Kind + " " + strconv.Quote(req.Namespace+"/"+ref.Name)}
 	switch {
-	case kind == nil:
-		return refuse("the controller of %s is %s %s, not one of its parents (%s)", what, ref.APIVersion, pr.parent, strings.Join(kinds, ", "))
-	case kind.Group == "" && kind.Kind == "Pod" && podUID != string(ref.UID):
+	case kind.Group == "" && kind.Kind == "Pod" && !p.AnyPod && podUID != string(ref.UID):
 		return refuse("it copies only from the pod its token is bound to (userInfo.extra %s %q), and %s is owned by %s (uid %q)",
 			podUIDExtra, podUID, what, pr.parent, ref.UID)
 	case rd.parents == nil:

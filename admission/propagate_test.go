@@ -22,7 +22,8 @@ var (
 		Groups: []string{"system:serviceaccounts", "system:authenticated"}}
 	sparkDriver = authenticationv1.UserInfo{Username: "system:serviceaccount:team-a:spark",
 		Groups: []string{"system:serviceaccounts", "system:authenticated"}}
-	bobInfo = `{"user":"bob","groups":["system:authenticated"]}`
+	yunikorn = authenticationv1.UserInfo{Username: "system:serviceaccount:yunikorn:yunikorn-admin", Groups: []string{"system:serviceaccounts", "system:authenticated"}}
+	bobInfo  = `{"user":"bob","groups":["system:authenticated"]}`
 )
 
 // operatorsConfig governs Kubeflow's SparkApplication, whose operator
@@ -35,6 +36,7 @@ func operatorsConfig(unstamped string) settings.Config {
 			Propagators: []settings.Propagator{
 				{Users: settings.Patterns{"^system:serviceaccount:spark-operator:spark-operator$"}, Parents: []string{"sparkoperator.k8s.io/SparkApplication"}},
 				{Users: settings.Patterns{"^system:serviceaccount:[^:]+:spark$"}, Parents: []string{"Pod"}},
+				{Users: settings.Patterns{"^system:serviceaccount:yunikorn:yunikorn-admin$"}, Parents: []string{"Pod"}, PodParents: settings.PodParentsAny},
 			},
 			UnstampedParents: unstamped,
 		},
@@ -56,6 +58,10 @@ func ownedPod(ann map[string]string, refs ...metav1.OwnerReference) *corev1.Pod 
 	return &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: "obj", Namespace: "team-a", Annotations: ann, OwnerReferences: refs},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "spark"}}}}
+}
+
+func owner(apiVersion, kind, name, uid string) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(uid)}
 }
 
 func controllerRef(apiVersion, kind, name, uid string) metav1.OwnerReference {
@@ -91,11 +97,20 @@ func TestPropagatorsCopyNeverInvent(t *testing.T) {
 		{name: "operator's pod without a stamp gets the parent's", user: sparkOperator, pod: ownedPod(nil, etl), want: aliceInfo},
 		{name: "operator may not write bob", user: sparkOperator, pod: ownedPod(m(UserInfoAnnotation, bobInfo), etl),
 			cause: CausePropagationDenied, want: `naming "{\"user\":\"bob\"`},
-		{name: "no owner", user: sparkOperator, pod: ownedPod(nil), cause: CausePropagationDenied, want: "names no parent by a controller ownerReference"},
-		{name: "an owner that is not the controller", user: sparkOperator, cause: CausePropagationDenied, want: "names no parent",
-			pod: ownedPod(nil, metav1.OwnerReference{APIVersion: "sparkoperator.k8s.io/v1beta2", Kind: "SparkApplication", Name: "etl", UID: "app-1"})},
+		{name: "no owner", user: sparkOperator, pod: ownedPod(nil), cause: CausePropagationDenied,
+			want: "names no parent of the kinds it copies from (sparkoperator.k8s.io/SparkApplication)"},
+		{name: "the only owner of a parent kind, not a controller", user: sparkOperator, want: aliceInfo,
+			pod: ownedPod(nil, controllerRef("apps/v1", "ReplicaSet", "etl", "rs-1"), owner("sparkoperator.k8s.io/v1beta2", "SparkApplication", "etl", "app-1"))},
+		{name: "two owners and no controller", user: sparkOperator, cause: CausePropagationDenied, want: "none is its controller",
+			pod: ownedPod(nil, owner("sparkoperator.k8s.io/v1beta2", "SparkApplication", "etl", "app-1"), owner("sparkoperator.k8s.io/v1beta2", "SparkApplication", "bob-etl", "app-2"))},
+		{name: "the controller decides", user: sparkOperator, want: aliceInfo,
+			pod: ownedPod(nil, owner("sparkoperator.k8s.io/v1beta2", "SparkApplication", "bob-etl", "app-2"), etl)},
 		{name: "a kind it may not copy from", user: sparkOperator, pod: ownedPod(nil, controllerRef("apps/v1", "ReplicaSet", "etl", "rs-1")),
-			cause: CausePropagationDenied, want: "not one of its parents (sparkoperator.k8s.io/SparkApplication)"},
+			cause: CausePropagationDenied, want: "names no parent of the kinds it copies from"},
+		{name: "YuniKorn's placeholder gets its originator's identity", user: yunikorn, want: aliceInfo,
+			pod: ownedPod(nil, owner("v1", "Pod", "etl-driver", "driver-1"))},
+		{name: "a placeholder for a pod that is not there", user: yunikorn, cause: CausePropagationDenied, want: "but that object's uid",
+			pod: ownedPod(nil, owner("v1", "Pod", "etl-driver", "driver-9"))},
 		{name: "a parent that does not exist", user: sparkOperator, pod: ownedPod(nil, controllerRef("sparkoperator.k8s.io/v1beta2", "SparkApplication", "gone", "x")),
 			cause: CausePropagationDenied, want: `SparkApplication "team-a/gone", which does not exist`},
 		{name: "a name alone never counts", user: sparkOperator, pod: ownedPod(nil, controllerRef("sparkoperator.k8s.io/v1beta2", "SparkApplication", "etl", "app-9")),
@@ -193,7 +208,9 @@ func TestCustomResourcesAreStampedWithTheirTemplates(t *testing.T) {
 	}
 	var got struct {
 		Metadata metav1.ObjectMeta
-		Spec     struct{ Driver, Executor struct{ Annotations map[string]string } }
+		Spec     struct {
+			Driver, Executor struct{ Annotations map[string]string }
+		}
 	}
 	if err := json.Unmarshal(doc, &got); err != nil {
 		t.Fatal(err)
@@ -226,7 +243,8 @@ func TestCustomResourcesAreStampedWithTheirTemplates(t *testing.T) {
 
 func TestOperatorSettingsErrors(t *testing.T) {
 	c := operatorsConfig("sometimes")
-	c.AccessControl.Propagators = append(c.AccessControl.Propagators, settings.Propagator{Users: settings.Patterns{"("}, Parents: []string{"ray.io/RayCluster"}})
+	c.AccessControl.Propagators = append(c.AccessControl.Propagators, settings.Propagator{Users: settings.Patterns{"("}, Parents: []string{"ray.io/RayCluster"},
+		PodParents: "some"})
 	c.CustomResources = append(c.CustomResources, settings.CustomResource{Group: "apps", Version: "v1", Kind: "Thing", Resource: "Things"})
 	_, err := c.Compile()
 	var paths []string
@@ -234,7 +252,8 @@ func TestOperatorSettingsErrors(t *testing.T) {
 		paths = append(paths, se.Path())
 	}
 	want := "admissionController.customResources[1].group admissionController.customResources[1].resource " +
-		"admissionController.accessControl.propagators[2].users admissionController.accessControl.propagators[2].parents " +
+		"admissionController.accessControl.propagators[3].users admissionController.accessControl.propagators[3].podParents " +
+		"admissionController.accessControl.propagators[3].parents " +
 		"admissionController.accessControl.unstampedParents"
 	if strings.Join(paths, " ") != want {
 		t.Fatalf("errors at %q\nwant %q\n%v", strings.Join(paths, " "), want, err)

@@ -32,7 +32,18 @@ type Propagator struct {
 	// Parents are the kinds it copies from: Pod, or GROUP/KIND of a
 	// workload or of customResources (sparkoperator.k8s.io/SparkApplication).
 	Parents []string `yaml:"parents"`
+	// PodParents is which pods it may copy from: "bound" (default) only
+	// the pod its service-account token is bound to (a Spark driver making
+	// its executors); "any" a pod in the object's namespace (YuniKorn's
+	// scheduler making placeholders for an application's first pod).
+	PodParents string `yaml:"podParents"`
 }
+
+// Values of podParents.
+const (
+	PodParentsBound = "bound"
+	PodParentsAny   = "any"
+)
 
 // Values of unstampedParents.
 const (
@@ -72,6 +83,7 @@ func (k Kind) GVR() schema.GroupVersionResource {
 type CompiledPropagator struct {
 	Users   Matcher
 	Parents []Kind
+	AnyPod  bool // podParents: any
 }
 
 // Propagator returns the first propagator user matches, or nil.
@@ -132,7 +144,10 @@ func compileOperators(c *Config, out *Compiled) (errs []error) {
 		if len(p.Users) == 0 {
 			errs = append(errs, settingErr(props, i, "users", "required: the patterns of the service accounts that propagate"))
 		}
-		cp := CompiledPropagator{Users: users}
+		cp := CompiledPropagator{Users: users, AnyPod: p.PodParents == PodParentsAny}
+		if p.PodParents != "" && p.PodParents != PodParentsBound && !cp.AnyPod {
+			errs = append(errs, settingErr(props, i, "podParents", "%q: want %s or %s", p.PodParents, PodParentsBound, PodParentsAny))
+		}
 		for _, name := range p.Parents {
 			k, ok := out.kindNamed(name)
 			if !ok {
