@@ -149,6 +149,13 @@ func (p *parser) webhookOnly(c *Config, loc locator) {
 	if a.EnforceQueue {
 		note("admissionController.enforceQueueACLs", "the queue ACLs at admission (queueSources, queueMapping, directory groups)")
 	}
+	if len(a.Propagators) > 0 {
+		note("admissionController.accessControl.propagators", "the parent check: the floor lets propagators set user.info and leaves "+
+			"what they create unstamped; only the webhook copies the parent's stamp and refuses another (docs/operators.md)")
+	}
+	if len(a.CustomKinds) > 0 {
+		note("admissionController.customResources", "custom resources are stamped and guarded by the webhook only")
+	}
 	if a.EnforceDelete {
 		note("admissionController.enforceDeleteACLs", "the kill rule: DELETE, evictions, Bindings, adoptions and the modify ACL's delegation ("+a.ModifyACLKey+")")
 	}

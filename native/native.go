@@ -86,7 +86,7 @@ func Compile(c *settings.Compiled, stamp bool) (*Floor, error) {
 	for _, l := range []struct {
 		what   string
 		n, max int
-	}{{"systemUsers and externalUsers", size(c.SystemUsers, c.ExternalUsers), MaxUserPatternBytes}, {"externalGroups", size(c.ExternalGroups), MaxGroupPatternBytes}} {
+	}{{"systemUsers, externalUsers and propagators", size(c.SystemUsers, c.ExternalUsers, propagators(c)), MaxUserPatternBytes}, {"externalGroups", size(c.ExternalGroups), MaxGroupPatternBytes}} {
 		if l.n > l.max {
 			return nil, fmt.Errorf("admissionController.accessControl: %s hold %d bytes of patterns; the native floor matches at most %d bytes "+
 				"within the API server's CEL cost limit (docs/limits.md): shorten or merge them", l.what, l.n, l.max)
@@ -234,6 +234,10 @@ func (e exprs) variables(stamp bool) []arv1.Variable {
 	if c.TrustControllers && len(c.SystemUsers) > 0 {
 		u += " || " + anyMatch(c.SystemUsers, user)
 	}
+	if ps := propagators(c); len(ps) > 0 {
+		// Only the webhook can read the parent a propagator copies from.
+		u += " || " + anyMatch(ps, user)
+	}
 	g := "false"
 	if len(c.ExternalGroups) > 0 {
 		g = groups + ".exists(g, " + anyMatch(c.ExternalGroups, "g") + ")"
@@ -299,6 +303,19 @@ func (e exprs) stampConditions() []arv1.MatchCondition {
 	}
 	if e.c.BypassAuth {
 		out = append(out, arv1.MatchCondition{Name: "no-legacy-label", Expression: "!" + legacy()})
+	}
+	if ps := propagators(e.c); len(ps) > 0 {
+		// The webhook copies the parent's stamp.
+		out = append(out, arv1.MatchCondition{Name: "not-propagator", Expression: "!" + anyMatch(ps, user)})
+	}
+	return out
+}
+
+// propagators are the patterns of c's propagators.
+func propagators(c *settings.Compiled) settings.Matcher {
+	var out settings.Matcher
+	for _, p := range c.Propagators {
+		out = append(out, p.Users...)
 	}
 	return out
 }

@@ -469,6 +469,7 @@ func (c Config) Warnings() []Warning {
 			ws = append(ws, k.lint.lint(k.setting, *k.field(&c).(*Patterns))...)
 		}
 	}
+	ws = append(ws, operatorsTrusted(c.AccessControl.ExternalUsers)...)
 	if c.AccessControl.BypassAuth {
 		add("admissionController.accessControl.bypassAuth",
 			"is true: any submitter may set yunikorn.apache.org/user.info to any identity; use only in a trusted cluster")
@@ -498,6 +499,35 @@ func (k patternKey) lint(setting string, ps Patterns) []Warning {
 		}
 		if msg, fix, bad := k.lintPattern(p); bad {
 			ws = append(ws, Warning{Setting: setting, Pattern: p, Index: i, Message: msg, Fix: fix})
+		}
+	}
+	return ws
+}
+
+// knownOperators are the service accounts operators create pods with in
+// their projects' default installs (examples/operators).
+var knownOperators = [...]string{
+	"system:serviceaccount:spark-operator:spark-operator-controller", "system:serviceaccount:default:spark-operator",
+	"system:serviceaccount:default:kuberay-operator", "system:serviceaccount:kubeflow:training-operator",
+	"system:serviceaccount:argo:argo", "system:serviceaccount:yunikorn:yunikorn-admin",
+}
+
+// operatorsTrusted warns of externalUsers patterns that match an
+// operator, which propagators would trust with less.
+func operatorsTrusted(ps Patterns) []Warning {
+	var ws []Warning
+	for i, p := range ps {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			continue // Compile reports it
+		}
+		for _, op := range knownOperators {
+			if re.MatchString(op) {
+				ws = append(ws, Warning{Setting: "admissionController.accessControl.externalUsers", Pattern: p, Index: i, Message: fmt.Sprintf(
+					"pattern %q matches the operator %s: externalUsers lets it write any identity at all; under propagators it may only "+
+						"copy the identity of the object each pod is made for (docs/operators.md)", p, op)})
+				break
+			}
 		}
 	}
 	return ws

@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -272,4 +273,17 @@ func FuzzLintPattern(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestOperatorInExternalUsers(t *testing.T) {
+	ws := Config{AccessControl: AccessControl{ExternalUsers: Patterns{"^system:serviceaccount:airflow:", "^system:serviceaccount:spark-operator:"}}}.Warnings()
+	var got []string
+	for _, w := range ws {
+		if strings.Contains(w.Message, "propagators") {
+			got = append(got, fmt.Sprintf("%d %s", w.Index, w.Pattern))
+		}
+	}
+	if len(got) != 1 || got[0] != "1 ^system:serviceaccount:spark-operator:" {
+		t.Fatalf("warnings %q", got)
+	}
 }
