@@ -518,8 +518,8 @@ func operatorsTrusted(ps Patterns) []Warning {
 	var ws []Warning
 	for i, p := range ps {
 		re, err := regexp.Compile(p)
-		if err != nil {
-			continue // Compile reports it
+		if err != nil || !strings.HasPrefix(p, "^") {
+			continue // Compile, or the anchoring lint, reports it
 		}
 		for _, op := range knownOperators {
 			if re.MatchString(op) {
