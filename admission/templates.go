@@ -60,6 +60,10 @@ func stampTemplates(k *kindInfo, pm *metaView, obj string, patch []byte) []byte 
 	var add []op
 	for _, path := range k.templates {
 		eachAt(o, path, "", func(ptr string, m map[string]any) {
+			if m == nil {
+				add = append(add, op{"add", ptr, map[string]any{"annotations": want}})
+				return
+			}
 			ann, ok := m["annotations"].(map[string]any)
 			if !ok {
 				add = append(add, op{"add", ptr + "/annotations", want})
@@ -83,7 +87,9 @@ func stampTemplates(k *kindInfo, pm *metaView, obj string, patch []byte) []byte 
 }
 
 // eachAt calls f with the JSON Pointer and value of every object at path
-// under v ("*": every member or item), in order.
+// under v ("*": every member or item), in order; with nil for a last
+// member missing from an object that is there (a template without
+// metadata).
 func eachAt(v any, path []string, ptr string, f func(string, map[string]any)) {
 	m, isMap := v.(map[string]any)
 	switch {
@@ -98,6 +104,8 @@ func eachAt(v any, path []string, ptr string, f func(string, map[string]any)) {
 	case isMap:
 		if next, ok := m[path[0]]; ok {
 			eachAt(next, path[1:], ptr+"/"+escapePointer(path[0]), f)
+		} else if len(path) == 1 {
+			f(ptr+"/"+escapePointer(path[0]), nil)
 		}
 	case path[0] == "*":
 		list, _ := v.([]any)

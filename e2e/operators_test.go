@@ -26,7 +26,7 @@ import (
 // operatorsConfig governs SparkApplications, RayJobs and RayClusters, and
 // trusts their operators, Spark's drivers and YuniKorn's scheduler to copy
 // identities from their parents.
-const operatorsConfig = baseConfig + `  customResources:
+const operatorsConfig = baseConfig + operatorsAccess + `  customResources:
     - {group: sparkoperator.k8s.io, version: v1beta2, kind: SparkApplication, resource: sparkapplications, templates: [spec.driver, spec.executor]}
     - {group: ray.io, version: v1, kind: RayJob, resource: rayjobs,
        templates: [spec.rayClusterSpec.headGroupSpec.template.metadata, "spec.rayClusterSpec.workerGroupSpecs.*.template.metadata"]}
@@ -151,7 +151,7 @@ func TestOperatorsPropagate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := startUsherWith(t, ctx, operatorsConfig+operatorsAccess, "--kubeconfig", kubeconfig)
+	e := startUsherWith(t, ctx, operatorsConfig, "--kubeconfig", kubeconfig)
 	ns := e.namespace(ctx, "operators")
 	e.register(ctx, ns)
 	admin := e.admin
@@ -238,7 +238,7 @@ func TestOperatorsPropagate(t *testing.T) {
 		wantIdentity(t, "the operator's unstamped driver", p.Annotations, Alice, aliceGroups...)
 	}
 	_, err = operator.CoreV1().Pods(ns).Create(ctx, pod("forged-driver", "spark", map[string]string{UserInfoAnnotation: bobInfo}, sparkOwner(app)), metav1.CreateOptions{})
-	wantDenied(t, "the operator writing bob's stamp on alice's driver", err, "may only copy the identity of its parent", `SparkApplication \"`+ns+`/etl\"`)
+	wantDenied(t, "the operator writing bob's stamp on alice's driver", err, "may only copy the identity of its parent", `SparkApplication "`+ns+`/etl"`)
 	_, err = operator.CoreV1().Pods(ns).Create(ctx, pod("orphan", "spark", nil, nil), metav1.CreateOptions{})
 	wantDenied(t, "the operator's pod without an owner", err, "names no parent")
 	bobDriver, err := operator.CoreV1().Pods(ns).Create(ctx, pod("bob-driver", "spark", nil, sparkOwner(bobApp)), metav1.CreateOptions{})
