@@ -63,6 +63,11 @@ var keys = []key{
 	{setting: prefix + "modifyACLAnnotation", field: func(c *Config) any { return &c.ModifyACLAnnotation }},
 	{setting: prefix + "stampGroups", field: func(c *Config) any { return &c.StampGroups }},
 	{setting: prefix + "stampGroupsOnError", field: func(c *Config) any { return &c.StampGroupsOnError }},
+	{setting: prefix + "customResources", want: "a YAML list of {group, version, kind, resource, templates}",
+		field: func(c *Config) any { return &c.CustomResources }},
+	{setting: prefix + "accessControl.propagators", want: "a YAML list of {users, parents, podParents}",
+		field: func(c *Config) any { return &c.AccessControl.Propagators }},
+	{setting: prefix + "accessControl.unstampedParents", field: func(c *Config) any { return &c.AccessControl.UnstampedParents }},
 }
 
 // set parses v, the value of name (a ConfigMap key or a variable), into

@@ -287,3 +287,22 @@ func TestOperatorInExternalUsers(t *testing.T) {
 		t.Fatalf("warnings %q", got)
 	}
 }
+
+func TestOperatorKeysFromConfigMap(t *testing.T) {
+	c, err := FromConfigMap(map[string]string{
+		"admissionController.customResources":                "- {group: ray.io, version: v1, kind: RayJob, resource: rayjobs, templates: [spec.rayClusterSpec.headGroupSpec.template.metadata]}",
+		"admissionController.accessControl.propagators":      "- {users: '^system:serviceaccount:ray:kuberay-operator$', parents: [ray.io/RayJob]}",
+		"admissionController.accessControl.unstampedParents": "deny",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := c.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cc.Propagator("system:serviceaccount:ray:kuberay-operator")
+	if p == nil || len(p.Parents) != 1 || p.Parents[0].Resource != "rayjobs" || !cc.UnstampedDeny || cc.Custom("ray.io", "RayJob") == nil {
+		t.Fatalf("compiled %+v", cc)
+	}
+}
