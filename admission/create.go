@@ -118,7 +118,7 @@ func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInf
 		return dc
 	}
 	if len(k.templates) > 0 && hook == hookMutate {
-		dc.patch = stampTemplates(k, pm, obj, dc.patch)
+		dc.patch = stampTemplates(k, pm, obj, dc.patch, &dc.written)
 	}
 	return queueChecked(ctx, st, k, req, ov, check, dc)
 }

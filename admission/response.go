@@ -36,6 +36,9 @@ type decision struct {
 	decided                           *identity.Info
 	degraded                          bool
 	propagation, unstampedParent      string // as in Record
+	// written is the user.info and DirectoryGroupsAnnotation a custom
+	// resource's patch writes, for its templates.
+	written [2]string
 }
 
 // warnOf records on dc, an allow, that warn mode admitted denied.

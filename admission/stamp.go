@@ -109,6 +109,9 @@ func stamp(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *admi
 	if denied := stampLimits(k, req, ov, info, dir, len(groups)); denied != nil {
 		return *denied, check
 	}
+	if len(k.templates) > 0 {
+		dc.written = [2]string{string(info), string(dir)}
+	}
 	n := len(info)
 	b := appendStampPatch(info, k, pm, info[:n], dir)
 	*buf = b

@@ -8,45 +8,25 @@ import (
 )
 
 // stampTemplates appends to patch (a JSON Patch, or nil) the operations
-// that give each template of custom resource k in obj the object's
-// user.info and DirectoryGroupsAnnotation as patch leaves them, so that
-// the operator copies them onto the pods it makes. The parent check
-// guards those pods: a template changed later only gets them denied.
-func stampTemplates(k *kindInfo, pm *metaView, obj string, patch []byte) []byte {
-	info, dir := pm.val(slotUserInfo), pm.val(slotDirGroups)
-	hasInfo, hasDir := pm.has(slotUserInfo), pm.has(slotDirGroups)
-	var ops []struct {
-		Path  string
-		Value json.RawMessage
-	}
-	_ = json.Unmarshal(patch, &ops) // usher's own patch
-	for _, op := range ops {
-		var ann map[string]string
-		switch op.Path {
-		case k.annotationPath:
-			hasInfo = json.Unmarshal(op.Value, &info) == nil
-		case k.dirPath:
-			hasDir = json.Unmarshal(op.Value, &dir) == nil
-		case k.annotationsPath:
-			_ = json.Unmarshal(op.Value, &ann)
-		case k.metaPath:
-			var m struct{ Annotations map[string]string }
-			_ = json.Unmarshal(op.Value, &m)
-			ann = m.Annotations
+// that give each template of custom resource k in obj the stamp the
+// object carries after the patch (written: usher's, else pm's), so that
+// the operator copies it onto the pods it makes. The parent check guards
+// those pods: a template changed later only gets them denied.
+func stampTemplates(k *kindInfo, pm *metaView, obj string, patch []byte, written *[2]string) []byte {
+	want := map[string]string{}
+	switch {
+	case written[0] != "":
+		want[UserInfoAnnotation] = written[0]
+		if written[1] != "" {
+			want[DirectoryGroupsAnnotation] = written[1]
 		}
-		if v, ok := ann[UserInfoAnnotation]; ok {
-			info, hasInfo = v, true
-		}
-		if v, ok := ann[DirectoryGroupsAnnotation]; ok {
-			dir, hasDir = v, true
-		}
-	}
-	if !hasInfo {
+	case !pm.has(slotUserInfo):
 		return patch
-	}
-	want := map[string]string{UserInfoAnnotation: info}
-	if hasDir {
-		want[DirectoryGroupsAnnotation] = dir
+	default:
+		want[UserInfoAnnotation] = pm.val(slotUserInfo)
+		if pm.has(slotDirGroups) {
+			want[DirectoryGroupsAnnotation] = pm.val(slotDirGroups)
+		}
 	}
 	var o any
 	if json.Unmarshal([]byte(obj), &o) != nil {
