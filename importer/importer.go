@@ -85,11 +85,8 @@ type Config struct {
 	Root         *Queue
 	AdminACL     *Setting // yarn.admin.acl
 	Applications ApplicationACLs
-	// Placement are the rules translated from YARN's placement policy or
-	// queue mappings.
-	Placement []Rule
-	// Warnings are what was not carried over exactly, or defaulted.
-	Warnings []config.Diagnostic
+	Placement    []Rule              // from YARN's placement policy or queue mappings
+	Warnings     []config.Diagnostic // what was not carried over exactly, or defaulted
 }
 
 // pos is a position in an input file; line 0 means the whole file.
@@ -318,8 +315,10 @@ func MergeApplicationACLs(base Source, partition string, apps ApplicationACLs) (
 		return nil, fmt.Errorf("%s: no partition %q to add the application ACLs to", base.Name, partition)
 	}
 	node := apps.node()
-	if err := checkApplicationACLs(node); err != nil {
-		return nil, err
+	check := mapping("name", plain("check"), "applicationacls", node, "queues", sequence(mapping("name", plain("root"))))
+	out := yamlnode.Encode(&yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{mapping("partitions", sequence(check))}})
+	if _, err := config.Parse("<applicationacls>", out); err != nil {
+		return nil, fmt.Errorf("importer: the applicationacls written do not load (a bug): %v", err)
 	}
 	at, replaced := len(target.Content), false
 	for i := 0; i+1 < len(target.Content); i += 2 {
@@ -334,14 +333,4 @@ func MergeApplicationACLs(base Source, partition string, apps ApplicationACLs) (
 		target.Content = slices.Insert(target.Content, at, plain("applicationacls"), node)
 	}
 	return yamlnode.Encode(&doc), nil
-}
-
-// checkApplicationACLs checks that an applicationacls block loads.
-func checkApplicationACLs(node *yaml.Node) error {
-	part := mapping("name", plain("check"), "applicationacls", node, "queues", sequence(mapping("name", plain("root"))))
-	out := yamlnode.Encode(&yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{mapping("partitions", sequence(part))}})
-	if _, err := config.Parse("<applicationacls>", out); err != nil {
-		return fmt.Errorf("importer: the applicationacls written do not load (a bug): %v", err)
-	}
-	return nil
 }

@@ -260,10 +260,8 @@ func noEquivalent(setting string) string {
 }
 
 // fairDefaults reads the fair-scheduler.xml settings for every queue or
-// user: the queue defaults fill in each queue that sets none (not root's
-// resources), the user limits go on root, and the default scheduling
-// policy (fair unless set; YuniKorn's is fifo) becomes root's
-// application.sort.policy.
+// user; the default scheduling policy (fair unless set; YuniKorn's is
+// fifo) becomes root's application.sort.policy.
 func fairDefaults(top *element, root *Queue, d *diags) {
 	sortPolicy := prop{"application.sort.policy", "fair", "the Fair Scheduler's default schedulingPolicy (YuniKorn's default is fifo)"}
 	for _, e := range top.kids {
@@ -386,7 +384,7 @@ func capacityScheduler(src Source, d *diags) (*Queue, pos, *properties) {
 			capacityGlobal(p, rest, root, d)
 		case strings.Contains(key, ".") && (csRead[last] || strings.HasPrefix(last, "acl_")) && !strings.HasPrefix(key, "accessible-node-labels.") && !strings.HasPrefix(key, "leaf-queue-template."):
 			path = rest[:len(rest)-len(last)-1]
-			d.warnf(p.at, "%s is ignored: queue %s is not in the hierarchy (no %s%s lists it)", p.name, path, csPrefix, parentOf(path)+csQueues)
+			d.warnf(p.at, "%s is ignored: queue %s is not in the hierarchy (no %s%s lists it)", p.name, path, csPrefix, path[:strings.LastIndexByte(path, '.')]+csQueues)
 		case csRead[key]:
 		case key == "state":
 			if !strings.EqualFold(strings.TrimSpace(p.value), "RUNNING") {
@@ -462,13 +460,6 @@ func capacityGlobal(p *property, key string, root *Queue, d *diags) {
 	case key == "maximum-applications", key == "maximum-am-resource-percent", key == "user-limit-factor", key == "minimum-user-limit-percent":
 		d.warnf(p.at, "%s is not imported: %s", p.name, noEquivalent(key))
 	}
-}
-
-func parentOf(path string) string {
-	if i := strings.LastIndexByte(path, '.'); i >= 0 {
-		return path[:i]
-	}
-	return path
 }
 
 func capacityACL(p *property, path, key string, d *diags) *Setting {
