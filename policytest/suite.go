@@ -436,15 +436,12 @@ func (p fileParser) testCase(n *yaml.Node) (testCase, error) {
 			return c, p.errAt(app, "targetQueue is only used with action move")
 		}
 	}
-	switch c.kind {
-	case casePlace:
+	if c.kind == casePlace {
 		if c.Expect != "rejected" && !strings.Contains(c.Expect, ".") && !strings.EqualFold(c.Expect, "root") {
 			return c, p.errAt(expect, "expect: a placement case expects rejected or the queue it is placed in (root.a.b), not %q", c.Expect)
 		}
-	default:
-		if c.Expect != "allowed" && c.Expect != "denied" {
-			return c, p.errAt(expect, "expect: want allowed or denied, not %q", c.Expect)
-		}
+	} else if c.Expect != "allowed" && c.Expect != "denied" {
+		return c, p.errAt(expect, "expect: want allowed or denied, not %q", c.Expect)
 	}
 	if c.DecidedBy != nil {
 		if c.kind == casePlace {
