@@ -213,8 +213,7 @@ func (c ChangeAt) String() string {
 	return s
 }
 
-// Summary is a short account of a comparison, for a log line and a
-// metric.
+// Summary is a short account of a comparison, for a log line and a metric.
 type Summary struct {
 	Gained, Lost int
 	Placements   int        // subjects placed differently
