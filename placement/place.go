@@ -23,9 +23,7 @@ type Outcome int
 const (
 	NoQueue Outcome = iota // the rule produced no queue name (Step.Miss)
 	NotLeaf                // the queue is a parent queue
-	// Denied: the user may not submit to the queue (or, for a queue to
-	// create, to its nearest existing ancestor).
-	Denied
+	Denied                 // the user may not submit there (to create it: to its nearest existing ancestor)
 	Placed
 	Failed // a rule error stopped placement
 )
@@ -53,10 +51,9 @@ const (
 	MissNoGroup       // the user has no (primary or secondary) group
 )
 
-// Step is one rule tried, in order. Rule is -1 for the root.default
-// fallback.
+// Step is one rule tried, in order.
 type Step struct {
-	Rule    int
+	Rule    int // -1 for the root.default fallback
 	Outcome Outcome
 	Queue   string // the queue produced, "" for none
 	// Miss says why no queue was produced; MissBy names the parent rule
