@@ -148,8 +148,8 @@ func (d *diags) err() error {
 }
 
 // yarnACL parses a YARN ACL text found at `at`, reporting at positions
-// inside it; what names the setting.
-func (d *diags) yarnACL(text string, at pos, what string) (acl.ACL, bool) {
+// inside it; what names the setting. It returns nil for an invalid ACL.
+func (d *diags) yarnACL(text string, at pos, what string) *Setting {
 	a, warns, err := acl.Parse(text, acl.YARN)
 	if err != nil {
 		if se, ok := err.(*acl.SyntaxError); ok {
@@ -157,7 +157,7 @@ func (d *diags) yarnACL(text string, at pos, what string) (acl.ACL, bool) {
 		} else {
 			d.errorf(at, "%s %q: %v", what, text, err)
 		}
-		return acl.ACL{}, false
+		return nil
 	}
 	cut := -1
 	for _, w := range warns {
@@ -176,7 +176,7 @@ func (d *diags) yarnACL(text string, at pos, what string) (acl.ACL, bool) {
 		d.warnf(at.advance(text, w.Offset), "%s %q: YARN ignores everything after the second space: %q is dropped and the ACL imported as %q%s",
 			what, text, text[w.Offset:], a.String(), hadoopReading(text, a))
 	}
-	return a, true
+	return &Setting{ACL: a, From: at.String()}
 }
 
 // hadoopReading says how Hadoop's AccessControlList reads the groups of

@@ -312,11 +312,10 @@ func fairACL(f *element, prev *Setting, path string, d *diags) *Setting {
 		d.errorf(f.at, `%s is empty, which YARN fails to load: write "*" for everyone or " " (one space) for nobody`, what)
 		return prev
 	}
-	a, ok := d.yarnACL(f.text, f.textAt, what)
-	if !ok {
-		return prev
+	if s := d.yarnACL(f.text, f.textAt, what); s != nil {
+		return s
 	}
-	return &Setting{ACL: a, From: f.textAt.String()}
+	return prev
 }
 
 // Capacity Scheduler property names.
@@ -466,11 +465,7 @@ func capacityACL(p *property, path, key string, d *diags) *Setting {
 	if p == nil {
 		return nil
 	}
-	a, ok := d.yarnACL(p.value, p.valueAt, fmt.Sprintf("queue %s: %s", path, key))
-	if !ok {
-		return nil
-	}
-	return &Setting{ACL: a, From: p.valueAt.String()}
+	return d.yarnACL(p.value, p.valueAt, fmt.Sprintf("queue %s: %s", path, key))
 }
 
 // yarnSite reads yarn.acl.enable, yarn.admin.acl and
@@ -497,8 +492,9 @@ func yarnSite(src Source, c *Config, fair bool, d *diags) {
 	if p := props.get("yarn.admin.acl"); p == nil {
 		c.AdminACL = &Setting{ACL: acl.MustParse("*"), From: fromAdminDefault}
 		d.warnf(pos{file: src.Name}, `yarn.admin.acl is not set: Hadoop's default "*" makes every user a cluster admin, who may submit to, administer and kill in every queue; imported as adminacl "*" (set yarn.admin.acl, or the adminacl here, to restrict)`)
-	} else if a, ok := d.yarnACL(p.value, p.valueAt, "yarn.admin.acl"); ok {
-		c.AdminACL = &Setting{ACL: a, From: "yarn.admin.acl (" + p.valueAt.String() + ")"}
+	} else if s := d.yarnACL(p.value, p.valueAt, "yarn.admin.acl"); s != nil {
+		s.From = "yarn.admin.acl (" + s.From + ")"
+		c.AdminACL = s
 	}
 	if p := props.get("yarn.resourcemanager.scheduler.class"); p != nil {
 		class := strings.TrimSpace(p.value)
