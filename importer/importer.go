@@ -55,9 +55,8 @@ func ReadSource(path string) (Source, error) {
 
 // Setting is an imported ACL with where it came from.
 type Setting struct {
-	ACL acl.ACL
-	// From is the comment beside the ACL: FILE:LINE, or the default.
-	From string
+	ACL  acl.ACL
+	From string // the comment beside the ACL: FILE:LINE, or the default
 }
 
 // Queue is an imported queue. Submit and Admin are nil when not set.
@@ -65,8 +64,7 @@ type Queue struct {
 	Name          string
 	Submit, Admin *Setting
 	Children      []*Queue
-	// Parent marks a queue without children as a parent (parent: true).
-	Parent bool
+	Parent        bool // a queue without children written as parent: true
 	limits
 }
 

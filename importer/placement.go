@@ -20,14 +20,10 @@ import (
 // Rule is an imported placement rule with where it came from.
 type Rule struct {
 	Spec placement.Spec
-	// From is written as a comment above the rule: FILE:LINE and the
-	// YARN rule.
-	From string
+	From string // the comment above the rule: FILE:LINE and the YARN rule
 }
 
-// fallThroughWarning is said once per import that writes rules: YARN
-// checks the ACL of the queue its placement chose and rejects the
-// application there; YuniKorn tries the next rule.
+// fallThroughWarning is said once per import that writes rules.
 const fallThroughWarning = "placement rules are imported; one difference applies to all of them: YARN checks the submit ACL " +
 	"of the queue placement chose and rejects the application when it is denied there, while YuniKorn (and usher) skip a rule " +
 	"whose queue the user may not submit to and try the next one, then root.default"

@@ -89,9 +89,8 @@ func rootDefaults(root *Queue, at pos, d *diags) {
 	}
 }
 
-// yarnQueueName is narrower than policy.ValidQueueName: a name with ':',
-// '#', '/' or '@', which YARN's queue-mappings and ACLs read specially,
-// is looked at by a person rather than carried over.
+// yarnQueueName is narrower than policy.ValidQueueName: YARN's mappings
+// and ACLs read ':', '#', '/' and '@' specially.
 var yarnQueueName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // queueName checks a YARN queue name for usher; path is the parent's.
@@ -327,8 +326,7 @@ const (
 )
 
 // capacityScheduler reads a capacity-scheduler.xml: the hierarchy from
-// yarn.scheduler.capacity.<path>.queues starting at root, the ACLs from
-// <path>.acl_submit_applications and <path>.acl_administer_queue.
+// the .queues properties starting at root, each queue's ACLs and limits.
 func capacityScheduler(src Source, d *diags) (*Queue, pos, *properties) {
 	props := readConfiguration(src, d, "capacity-scheduler.xml")
 	if props == nil {
@@ -404,8 +402,7 @@ func capacityScheduler(src Source, d *diags) (*Queue, pos, *properties) {
 var csRead = map[string]bool{"queues": true, "acl_submit_applications": true, "acl_administer_queue": true, "capacity": true, "maximum-capacity": true,
 	"max-parallel-apps": true, "ordering-policy": true, "disable_preemption": true, "auto-create-child-queue.enabled": true}
 
-// capacityLimits reads a Capacity Scheduler queue's limits: capacities,
-// max-parallel-apps, a leaf's ordering-policy and disable_preemption.
+// capacityLimits reads a Capacity Scheduler queue's limits.
 func capacityLimits(props *properties, yarnPath, path string, q *Queue, d *diags) {
 	get := func(key string) *property { return props.get(csPrefix + yarnPath + "." + key) }
 	for _, t := range []struct {
@@ -445,9 +442,7 @@ func capacityLimits(props *properties, yarnPath, path string, q *Queue, d *diags
 	}
 }
 
-// capacityGlobal reads a Capacity Scheduler setting outside the queues:
-// max-parallel-apps fills in each queue's, the user limits go on root,
-// defaults of limits not imported are warned about.
+// capacityGlobal reads a Capacity Scheduler setting outside the queues.
 func capacityGlobal(p *property, key string, root *Queue, d *diags) {
 	switch {
 	case key == "max-parallel-apps":
