@@ -522,9 +522,8 @@ func (r *Report) Add(fr FileReport) {
 	}
 }
 
-// WriteText writes one line per case, a failure with its problems, the
-// reproducing command and the trail, and the summary "N passed, M
-// failed".
+// WriteText writes one line per case, with a failure's problems,
+// reproducing command and trail, then the summary "N passed, M failed".
 func (rep Report) WriteText(w io.Writer) {
 	for _, f := range rep.Files {
 		fmt.Fprintf(w, "%s (config %s)\n", f.File, f.Config)
@@ -563,9 +562,8 @@ func shellJoin(args []string) string {
 	return strings.Join(out, " ")
 }
 
-// settle records the verdict of a decision case: the error, or allowed or
-// denied against the expectation. It reports whether the case may go on
-// to check what decided.
+// settle records a decision case's verdict, or its error, against the
+// expectation; it reports whether what decided is worth checking.
 func (cr *CaseReport) settle(expect string, allowed bool, err error) bool {
 	if err != nil {
 		cr.Got = "error: " + err.Error()
