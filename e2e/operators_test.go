@@ -142,7 +142,8 @@ func serviceAccountUser(ns, name string) string { return "system:serviceaccount:
 // driver makes executors as alice, not as bob nor for bob's driver;
 // YuniKorn's placeholder for the driver gets alice; alice cannot change
 // her SparkApplication's stamp; a RayJob's RayCluster and its head pod
-// carry alice through KubeRay's operator.
+// carry alice through KubeRay's operator; a Deployment's pods are stamped
+// as before.
 func TestOperatorsPropagate(t *testing.T) {
 	t.Parallel()
 	ctx := ctxFor(t, 4*time.Minute)
@@ -316,6 +317,13 @@ func TestOperatorsPropagate(t *testing.T) {
 		t.Errorf("KubeRay's head pod: %v", err)
 	} else {
 		wantIdentity(t, "the head pod", head.Annotations, Alice, aliceGroups...)
+	}
+	// A Deployment's pods are stamped as they always were.
+	if _, err := client(t, Alice).AppsV1().Deployments(ns).Create(ctx, Deployment(ns, "web", 1, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range waitPods(ctx, t, admin, ns, "app=web", 1, 90*time.Second) {
+		wantIdentity(t, "the Deployment's pod", p.Annotations, Alice, aliceGroups...)
 	}
 	// A name alone never counts: a RayCluster naming alice's RayJob with another uid.
 	yes := true
