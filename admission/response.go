@@ -263,7 +263,7 @@ const (
 func Causes() []Cause {
 	return []Cause{CauseQueueSubmitDenied, CauseUnknownQueue, CauseUserInfoForged, CauseUserInfoInvalid,
 		CauseUserInfoMissing, CauseUserInfoChanged, CauseKillDenied, CauseEvictionDenied, CauseBindingDenied,
-		CauseInvalidObject, CauseInvalidRequest, CauseDecisionFailed}
+		CauseInvalidObject, CauseInvalidRequest, CauseDecisionFailed, CausePropagationDenied}
 }
 
 // Checks of Denial.Check: which rule the ACLs were asked under.

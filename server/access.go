@@ -310,7 +310,7 @@ func (s *Server) auditReview(rec admission.Record) {
 		s.metrics.degradedStamps.Inc()
 	}
 	if rec.UnstampedParent != "" {
-		s.metrics.unstamped.WithLabelValues(admission.MetricKind(rec.Kind)).Inc()
+		s.metrics.unstamped.Inc()
 	}
 	if d := rec.Denial; d != nil {
 		s.metrics.denials.WithLabelValues(string(d.Reason), fmt.Sprint(d.Warned)).Inc()

@@ -31,7 +31,7 @@ type metrics struct {
 	webhookCallers  *prometheus.CounterVec
 	webhookMode     *prometheus.GaugeVec
 	degradedStamps  prometheus.Counter
-	unstamped       *prometheus.CounterVec
+	unstamped       prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry, st *serving.Store) *metrics {
@@ -94,9 +94,8 @@ func newMetrics(reg *prometheus.Registry, st *serving.Store) *metrics {
 		Name: "usher_shed_connections_total",
 		Help: "Connections closed as soon as accepted because MaxConns were open.",
 	})
-	m.unstamped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "usher_unstamped_parents_total",
-		Help: "Objects propagators created from a parent without user.info, stamped with the propagator's identity (unstampedParents: propagatorIdentity), by kind."},
-		[]string{"kind"})
+	m.unstamped = prometheus.NewCounter(prometheus.CounterOpts{Name: "usher_unstamped_parents_total",
+		Help: "Objects propagators created from a parent without user.info, stamped with the propagator's identity (unstampedParents: propagatorIdentity); the audit record names the parent."})
 	m.degradedStamps = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "usher_admission_degraded_stamps_total",
 		Help: "Objects stamped with the API server's groups only because the directory did not answer (stampGroupsOnError: given); the stamp is marked usher.io/directory-groups: unavailable.",
