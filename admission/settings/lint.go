@@ -121,28 +121,10 @@ func sequences(re *syntax.Regexp, limit int) ([][]*syntax.Regexp, bool) {
 	return [][]*syntax.Regexp{{re}}, true
 }
 
-// zeroWidth reports atoms that match no text and do not anchor.
-func zeroWidth(re *syntax.Regexp) bool {
-	switch re.Op {
-	case syntax.OpEmptyMatch, syntax.OpWordBoundary, syntax.OpNoWordBoundary:
-		return true
-	}
-	return false
-}
-
 // wildcard reports an unbounded repetition of any character: .* .+ .{2,}
 func wildcard(re *syntax.Regexp) bool {
-	switch re.Op {
-	case syntax.OpStar, syntax.OpPlus:
-	case syntax.OpRepeat:
-		if re.Max != -1 {
-			return false
-		}
-	default:
-		return false
-	}
-	sub := re.Sub[0]
-	return sub.Op == syntax.OpAnyChar || sub.Op == syntax.OpAnyCharNotNL
+	unbounded := re.Op == syntax.OpStar || re.Op == syntax.OpPlus || re.Op == syntax.OpRepeat && re.Max == -1
+	return unbounded && (re.Sub[0].Op == syntax.OpAnyChar || re.Sub[0].Op == syntax.OpAnyCharNotNL)
 }
 
 // verdict classifies one sequence; matches is false when it can match
@@ -183,12 +165,11 @@ func verdict(seq []*syntax.Regexp) (v seqVerdict, matches bool) {
 	var body []*syntax.Regexp
 	for _, a := range seq[lo:max(lo, hi)] {
 		switch a.Op {
-		case syntax.OpBeginText, syntax.OpEndText, syntax.OpBeginLine, syntax.OpEndLine:
-			continue
+		case syntax.OpBeginText, syntax.OpEndText, syntax.OpBeginLine, syntax.OpEndLine,
+			syntax.OpEmptyMatch, syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+			continue // anchors and atoms that match no text
 		}
-		if !zeroWidth(a) {
-			body = append(body, a)
-		}
+		body = append(body, a)
 	}
 	if len(body) > 0 && wildcard(body[0]) {
 		if v.start == endAnchored {

@@ -1,9 +1,7 @@
 // Package settings holds the admission webhook's settings apart from the
-// webhook (as yunikorn-k8shim keeps pkg/admission/conf): the schema and
-// its defaults, the ConfigMap keys and ADMISSION_CONTROLLER_* variables in
-// one table (keys.go), validation into Compiled with typed errors
-// (SettingError, KeyError), the pattern lint and the namespace
-// matchCondition.
+// webhook (as yunikorn-k8shim keeps pkg/admission/conf): the schema, its
+// defaults, its ConfigMap keys and variables, validation into Compiled,
+// the pattern lint and the namespace matchCondition.
 //
 // The regular expressions are used as written with regexp.MatchString, as
 // YuniKorn uses them: "admin" also matches "notadmin"; Warnings reports
@@ -46,10 +44,8 @@ type Config struct {
 	EnforceQueueACLs bool `yaml:"enforceQueueACLs"`
 
 	// EnforceQueueACLsMode is what a failed queue check does: "deny"
-	// (default) refuses; "warn" admits with the denial's message as an
-	// admission warning and an audit record (Kyverno's Audit mode,
-	// Gatekeeper's warn). Failures to decide and a forged user.info are
-	// always denied.
+	// (default) refuses; "warn" admits with the denial as a warning and an
+	// audit record. Failures to decide and a forged user.info always deny.
 	EnforceQueueACLsMode string `yaml:"enforceQueueACLsMode"`
 
 	// QueueSources lists, in order, the labels and annotations that name a
@@ -66,9 +62,7 @@ type Config struct {
 	Partition string `yaml:"partition"`
 
 	// EnforceDeleteACLs turns on YARN's kill rule for DELETE of pods and
-	// workloads: only the owner in user.info, its modify ACL, queue admins,
-	// cluster and application admins and trusted controllers may delete
-	// (docs/delete.md). Default: false.
+	// workloads (docs/delete.md). Default: false.
 	EnforceDeleteACLs bool `yaml:"enforceDeleteACLs"`
 
 	// EnforceDeleteACLsMode is EnforceQueueACLsMode for the kill rule:
@@ -80,17 +74,16 @@ type Config struct {
 	// delete the workload. Default: "usher.io/modify-acl".
 	ModifyACLAnnotation string `yaml:"modifyACLAnnotation"`
 
-	// StampGroups is which groups the user.info stamp carries with groups
-	// mode resolve or merge: "decided" (default) the groups usher decided
-	// with, the directory's also in DirectoryGroupsAnnotation, so YuniKorn
-	// sees the identity usher judged; "given" the API server's, as
-	// YuniKorn's admission controller stamps.
+	// StampGroups is which groups the stamp carries with groups mode
+	// resolve or merge: "decided" (default) those usher judged with, the
+	// directory's also in DirectoryGroupsAnnotation; "given" the API
+	// server's, as YuniKorn's admission controller stamps.
 	StampGroups string `yaml:"stampGroups"`
 
 	// StampGroupsOnError is what a CREATE does when the directory cannot
 	// answer and enforceQueueACLs is off (on, it is denied): "given"
-	// (default) stamps the API server's groups with a warning, marked
-	// "unavailable", so an outage never blocks pods; "deny" refuses.
+	// (default) stamps the API server's groups, marked "unavailable", with
+	// a warning, so an outage never blocks pods; "deny" refuses.
 	StampGroupsOnError string `yaml:"stampGroupsOnError"`
 
 	// CustomResources are the custom resource kinds stamped and guarded
@@ -111,12 +104,11 @@ const (
 	ModeWarn = "warn"
 )
 
-// AccessControl holds YuniKorn's admissionController.accessControl
-// settings: who may supply the user.info annotation.
+// AccessControl says who may supply the user.info annotation.
 type AccessControl struct {
 	// BypassAuth lets every submitter supply a valid user.info and leaves
 	// objects with the legacy username label unstamped, as YuniKorn's "User
-	// & Group Resolution" page describes. Default: false.
+	// & Group Resolution" page says. Default: false.
 	BypassAuth bool `yaml:"bypassAuth"`
 
 	// TrustControllers lets SystemUsers (the controllers that copy it into
@@ -147,8 +139,8 @@ type AccessControl struct {
 }
 
 // Patterns is a list of regular expressions: in YAML a list, or one
-// comma-separated string (YuniKorn's form, also the ConfigMap keys' and
-// variables'). Blank entries are dropped; nil is unset, empty is none.
+// comma-separated string (YuniKorn's form). Blank entries are dropped;
+// nil is unset, empty is none.
 type Patterns []string
 
 // ParsePatterns splits a comma-separated string, trimming each; a blank
@@ -191,8 +183,7 @@ func (p *Patterns) UnmarshalYAML(n *yaml.Node) error {
 	}
 }
 
-// NodeError is a YAML value of the wrong shape at its line and column;
-// Decode returns it unchanged, for errors.As.
+// NodeError is a YAML value of the wrong shape at its line and column.
 type NodeError struct {
 	Line, Column int
 	Msg          string
@@ -206,16 +197,14 @@ type QueueSource struct {
 	Kind string `yaml:"kind"`
 	// Key is the label or annotation key, e.g. kueue.x-k8s.io/queue-name.
 	Key string `yaml:"key"`
-	// Scheduler names the scheduler that reads this marker, for messages,
-	// QueueMapping.Table and the {scheduler} placeholder.
+	// Scheduler names the scheduler that reads this marker.
 	Scheduler string `yaml:"scheduler"`
 	// Template, when set, replaces QueueMapping.Template for this source.
 	Template string `yaml:"template"`
-	// Level is where the scheduler reads this marker, so a workload is
-	// checked against the queue its pods run in: "pod" (YuniKorn: only
-	// the pod template's marker counts, and pods without one run in the
-	// default queue) or "workload" (Kueue, Volcano, KAI: every level
-	// counts). Default: "pod" for yunikorn, "workload" otherwise.
+	// Level is where the scheduler reads this marker: "pod" (YuniKorn:
+	// only the pods' marker counts, pods without one run in the default
+	// queue) or "workload" (Kueue, Volcano, KAI: every level counts).
+	// Default: "pod" for yunikorn, "workload" otherwise.
 	Level string `yaml:"level"`
 }
 
@@ -225,8 +214,7 @@ const (
 	LevelWorkload = "workload"
 )
 
-// defaultQueueSources are the batch schedulers' queue markers, in the
-// order they are read.
+// defaultQueueSources are the batch schedulers' queue markers.
 var defaultQueueSources = []QueueSource{
 	{Kind: "label", Key: "yunikorn.apache.org/queue", Scheduler: "yunikorn", Level: LevelPod},
 	{Kind: "annotation", Key: "yunikorn.apache.org/queue", Scheduler: "yunikorn", Level: LevelPod},
@@ -278,14 +266,12 @@ const (
 )
 
 // defaultSystemUsers are the per-controller service accounts and the
-// shared controller-manager user (YuniKorn's user/group lookup design
-// requires both). Defaulted copies it.
+// shared controller-manager user (YuniKorn's user/group lookup design).
 var defaultSystemUsers = Patterns{"^system:serviceaccount:kube-system:", "^system:kube-controller-manager$"}
 
 var defaultBypassNamespaces = Patterns{"^kube-system$"}
 
-// Defaulted returns a copy of c with every unset field set to its
-// default, the one place defaults are applied.
+// Defaulted returns c with every unset field set to its default.
 func (c Config) Defaulted() Config {
 	t := DefaultTrustControllers
 	if c.AccessControl.TrustControllers != nil {
