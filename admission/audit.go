@@ -9,9 +9,8 @@ import (
 	"github.com/usherhq/usher/internal/clip"
 )
 
-// Record is what the handler reports to the audit hook for every review;
-// docs/audit.md describes each field. Its strings may share memory with
-// the request and are safe to keep; Groups must not be modified.
+// Record is what the audit hook gets of every review (docs/audit.md). Its
+// strings may share memory with the request; Groups must not be modified.
 type Record struct {
 	Webhook                          string // "mutate" or "validate"
 	Caller                           string // WithCaller's answer
@@ -36,9 +35,8 @@ type Record struct {
 	Denial                           *Denial // of a denied or warned review
 }
 
-// Denial is a denial in its stable shape, for machines: the audit record
-// and usher's Event carry it; docs/decision.schema.json ($defs/admissionDenial)
-// describes its JSON. Fields named as in Record mean the same.
+// Denial is a denial in its stable shape, for machines, in the audit record
+// and usher's Event (docs/decision.schema.json, $defs/admissionDenial).
 type Denial struct {
 	Reason    Cause  `json:"reason"`
 	Message   string `json:"message"` // for a warned denial, the warning
@@ -65,9 +63,8 @@ const (
 	CallerUnchecked  = "unchecked"  // --webhook-auth none
 )
 
-// AppendAttrs appends the record's attributes to dst with fixed keys
-// (docs/audit.md), empty optional ones left out. Requester-chosen strings
-// and lists are clipped so that a request cannot make a record arbitrarily large.
+// AppendAttrs appends the record's attributes to dst (docs/audit.md),
+// empty optional ones left out and requester-chosen strings clipped.
 func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
 	dst = append(dst, slog.String("webhook", r.Webhook))
 	if r.Caller != "" {
@@ -205,8 +202,8 @@ func (h *Handler) record(ctx context.Context, hook hookKind, req *admissionv1.Ad
 }
 
 // complete fills in the object's name, group and kind (the Pod for an
-// eviction or Binding) and, when queue markers are read and no check set
-// one, its first queue, whichever path decided; never the outcome.
+// eviction or Binding) and, when markers are read and no check set one,
+// its first queue; never the outcome.
 func complete(st *State, req *admissionv1.AdmissionRequest, obj, old string, pre *views, dc *decision) {
 	dc.group, dc.kind = req.Kind.Group, req.Kind.Kind
 	if req.Name != "" {

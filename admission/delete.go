@@ -106,10 +106,8 @@ func killRule(ctx context.Context, st *State, k *kindInfo, req *admissionv1.Admi
 }
 
 // killInputsChanged names what an UPDATE from ov to nv changes of what
-// decides who may delete it ("" for nothing): ownerReferences (the
-// garbage collector deletes an orphan: a DELETE by proxy), the modify
-// ACL, the queue markers at every level and, with bypassAuth, the legacy
-// label (docs/delete.md).
+// decides who may delete it, "" for nothing (docs/delete.md); owners
+// count, as the garbage collector deletes an orphan: a DELETE by proxy.
 func (c *compiled) killInputsChanged(k *kindInfo, ov, nv *objectView) string {
 	var changed []string
 	add := func(s string) {
@@ -156,9 +154,8 @@ func isEviction(req *admissionv1.AdmissionRequest) bool {
 	return req.SubResource == "eviction" && req.Resource.Group == "" && req.Resource.Resource == "pods"
 }
 
-// evict decides an eviction, a DELETE the kill rule would not see, whose
-// review does not carry the pod: only trusted deleters and whoever may
-// kill every application may (docs/delete.md, Evictions).
+// evict decides an eviction, a DELETE whose review does not carry the
+// pod: only trusted deleters and whoever may kill any application may.
 func evict(ctx context.Context, st *State, req *admissionv1.AdmissionRequest) decision {
 	c := st.cfg
 	switch {
@@ -178,23 +175,20 @@ func evict(ctx context.Context, st *State, req *admissionv1.AdmissionRequest) de
 	if st.del == nil {
 		return killCheck(deny(CauseDecisionFailed, httpStatusInternal, errNoDeleteAuthzFormat, user, "evict", pod))
 	}
-	ok, reason, err := killsEverything(ctx, st, user, groups)
-	if err != nil {
-		dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may evict %s: %v; denied (usher fails closed)", user, pod, err)
-		dc.queue = "root"
-		return killCheck(dc)
+	var dc decision
+	switch ok, reason, err := killsEverything(ctx, st, user, groups); {
+	case err != nil:
+		dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may evict %s: %v; denied (usher fails closed)", user, pod, err)
+	case ok:
+		dc = allowBecause(RuleEvictionByAdmin, reason)
+	default:
+		dc = deny(CauseEvictionDenied, httpStatusForbidden, "usher: user %q may not evict %s: with enforceDeleteACLs on, an eviction deletes a pod "+
+			"without the kill rule seeing it, so only trusted controllers, members of %s, cluster admins, application admins "+
+			"and admins of root may evict; delete the pod instead (its owner, the members of its modify ACL and the admins "+
+			"of its queue may)", user, pod, mastersGroup)
 	}
-	if ok {
-		dc := allowBecause(RuleEvictionByAdmin, reason)
-		dc.queue = "root"
-		return killCheck(dc)
-	}
-	dc := deny(CauseEvictionDenied, httpStatusForbidden, "usher: user %q may not evict %s: with enforceDeleteACLs on, an eviction deletes a pod "+
-		"without the kill rule seeing it, so only trusted controllers, members of %s, cluster admins, application admins "+
-		"and admins of root may evict; delete the pod instead (its owner, the members of its modify ACL and the admins "+
-		"of its queue may)", user, pod, mastersGroup)
 	dc.queue = "root"
-	return deleteMode(c, killCheck(dc))
+	return deleteMode(c, killCheck(dc)) // only a refusal (403) may be warned
 }
 
 // killsEverything asks st.del whether the requester may kill an unowned
@@ -222,10 +216,9 @@ func isBinding(req *admissionv1.AdmissionRequest) bool {
 }
 
 // bind decides a Binding, whose labels and annotations the API server
-// copies onto the pod without an UPDATE review: it may never set
-// user.info; with enforceDeleteACLs, what decides deletion only as evict
-// allows; with enforceQueueACLs, no queue marker (warned in warn mode), as
-// the review does not carry the pod whose identity the queue is checked for.
+// copies onto the pod without an UPDATE review and which does not carry
+// the pod: never user.info, what decides deletion only as evict allows,
+// and no queue marker with enforceQueueACLs.
 func bind(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, obj string) decision {
 	c := st.cfg
 	switch {
@@ -271,8 +264,7 @@ func bind(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, obj
 	return dc
 }
 
-// bindKill decides the fields of a Binding that decide who may delete the
-// pod (m), with enforceDeleteACLs.
+// bindKill decides, with enforceDeleteACLs, a Binding's fields that decide who may delete.
 func bindKill(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, m *metaView, pod string) decision {
 	c, user, groups := st.cfg, req.UserInfo.Username, req.UserInfo.Groups
 	if !c.EnforceDelete {

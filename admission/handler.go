@@ -32,12 +32,10 @@ const (
 	httpStatusInternal    = 500
 )
 
-// DefaultMaxBodyBytes is WithMaxBodyBytes's default: an UPDATE carries
-// two objects of up to the API server's 3 MiB each.
+// DefaultMaxBodyBytes is WithMaxBodyBytes's default: an UPDATE carries two objects of up to 3 MiB.
 const DefaultMaxBodyBytes = 7 << 20
 
-// DefaultMaxGroups is WithMaxGroups's default: users of large Active
-// Directory forests carry over a thousand groups.
+// DefaultMaxGroups is WithMaxGroups's default: large Active Directory users carry over a thousand groups.
 const DefaultMaxGroups = 2048
 
 type hookKind uint8
@@ -137,8 +135,7 @@ func WithMaxGroups(max int, over func(source string)) Option {
 }
 
 // NewHandler returns a handler that runs each review with the State that
-// state returns when it starts, so settings and authorizers swap together.
-// state must be quick, safe for concurrent use and never return nil.
+// state (quick, concurrency-safe, never nil) returns when it starts.
 func NewHandler(state func() *State, opts ...Option) *Handler {
 	h := &Handler{state: state, maxBody: DefaultMaxBodyBytes, groups: groupLimit{max: DefaultMaxGroups}}
 	for _, o := range opts {

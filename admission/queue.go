@@ -80,9 +80,8 @@ func userInfoDenial(k *kindInfo, dc decision) decision {
 	return dc
 }
 
-// providedQueue is the queue YuniKorn's provided rule reads from a
-// marker: outside root, dots become "_dot_" ("ml.training" is
-// root.ml_dot_training).
+// providedQueue is the queue YuniKorn's provided rule reads from a marker:
+// outside root, dots become "_dot_" ("ml.training" is root.ml_dot_training).
 func providedQueue(v string) string {
 	if v == "" || v == "root" || strings.HasPrefix(v, "root.") {
 		return v
@@ -91,11 +90,10 @@ func providedQueue(v string) string {
 }
 
 // targets lists the distinct queues the object's pods may run in, pod
-// level first: pod-level sources on the pods only, workload-level ones at
-// every level, every marker counting (usher cannot know which scheduler
+// level first, every marker counting (usher cannot know which scheduler
 // acts), and the default queue ("") when a pod-level scheduler finds none
-// of its markers or no marker names a queue. With placing (the queue
-// check), YuniKorn's markers are left to its placement rules.
+// of its markers or none names a queue. With placing (the queue check),
+// YuniKorn's markers are left to its placement rules.
 func (c *compiled) targets(k *kindInfo, ns string, o *objectView, placing bool, dst []target) ([]target, error) {
 	type level struct {
 		m    *metaView
@@ -174,10 +172,14 @@ func (c *compiled) unmarkedPodScheduler(pm *metaView) string {
 	return ""
 }
 
-// withQueueCheck returns dc after the queue check of nv (and ov on
-// UPDATE) under id: with its queue, with the denial as a warning in warn
-// mode, or the denial.
+// withQueueCheck returns dc for id after, with enforceQueueACLs, the queue
+// check of nv (and ov on UPDATE), objects controllers make included: with
+// its queue, with the denial as a warning in warn mode, or the denial.
 func withQueueCheck(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc decision) decision {
+	dc.identity = id.user
+	if !st.cfg.EnforceQueue {
+		return dc
+	}
 	switch denied := checkQueues(ctx, st, k, req, nv, ov, id, &dc); {
 	case denied == nil:
 	case st.cfg.QueueWarn && denied.warnable():
@@ -190,8 +192,7 @@ func withQueueCheck(ctx context.Context, st *State, k *kindInfo, req *admissionv
 }
 
 // checkQueues authorizes id for every queue the object asks for (on
-// UPDATE, those ov did not), setting dc's queue to the first and warning
-// for each marker placement overrides; or it returns a denial.
+// UPDATE, those ov did not), setting dc's queue to the first; or denies.
 func checkQueues(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc *decision) *decision {
 	c := st.cfg
 	ns := req.Namespace

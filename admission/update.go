@@ -73,9 +73,5 @@ func update(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req
 	} else if c.BypassAuth && np.has(slotLegacy) {
 		id = submitter{user: np.val(slotLegacy)}
 	}
-	dc.identity = id.user
-	if c.EnforceQueue {
-		return withQueueCheck(ctx, st, k, req, nv, ov, id, dc)
-	}
-	return dc
+	return withQueueCheck(ctx, st, k, req, nv, ov, id, dc)
 }
