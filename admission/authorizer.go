@@ -29,8 +29,7 @@ type SubmitDecision struct {
 	Allowed bool
 	Reason  string // shown on a denial; with Asked it says why placement chose Queue
 	Queue   string // the queue placement chose ("" when no placement decided)
-	// Asked is the queue the marker names when placement chose another:
-	// the response warns naming both.
+	// Asked is the queue the marker names when placement chose another: the response warns naming both.
 	Asked string
 }
 
@@ -40,15 +39,13 @@ type QueueAuthorizer interface {
 	AuthorizeSubmit(ctx context.Context, req SubmitRequest) (SubmitDecision, error)
 }
 
-// DeleteRequest asks whether a user may delete (kill) a workload, by
-// YARN's kill rule (docs/delete.md).
+// DeleteRequest asks whether a user may delete (kill) a workload, by YARN's kill rule (docs/delete.md).
 type DeleteRequest struct {
 	Partition string
 	// Queue is the workload's queue marker's path, "" for the default
 	// queue; it may name a queue that does not exist.
 	Queue string
-	// Owner is the user its user.info (or, with bypassAuth, legacy label)
-	// records, "" for none.
+	// Owner is the user its user.info (or, with bypassAuth, legacy label) records, "" for none.
 	Owner     string
 	ModifyACL *string // its modify ACL annotation in YARN syntax; nil when absent, "" allows nobody
 	// User and Groups are the requester; Groups must not be modified.

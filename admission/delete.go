@@ -128,19 +128,11 @@ func (c *compiled) killInputsChanged(k *kindInfo, ov, nv *objectView) string {
 	if c.BypassAuth && differ(op, np, slotLegacy) {
 		add("label " + LegacyUserLabel)
 	}
-	levels := [3][2]*metaView{{op, np}}
-	n := 1
-	if k.layout == layoutCronJob {
-		levels[n] = [2]*metaView{&ov.job, &nv.job}
-		n++
-	}
-	if k.layout != layoutPod {
-		levels[n] = [2]*metaView{&ov.top, &nv.top}
-		n++
-	}
+	olds, _, n := ov.markerLevels(k)
+	news, _, _ := nv.markerLevels(k)
 	for i := range c.Sources {
-		for _, l := range levels[:n] {
-			if differ(l[0], l[1], slotMarkers+i) {
+		for l := range n {
+			if differ(olds[l], news[l], slotMarkers+i) {
 				add(c.Sources[i].Kind + " " + c.Sources[i].Key)
 				break
 			}

@@ -46,10 +46,7 @@ const (
 )
 
 func (k hookKind) String() string {
-	if k == hookValidate {
-		return "validate"
-	}
-	return "mutate"
+	return [...]string{hookMutate: "mutate", hookValidate: "validate"}[k]
 }
 
 // Handler reviews AdmissionReviews for /mutate and /validate, safe for concurrent use.

@@ -110,8 +110,7 @@ func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(sc.out)
 }
 
-// UIDRecorder is a ResponseWriter told the review's UID once decoded (an
-// edge that recovers panics).
+// UIDRecorder is a ResponseWriter told the review's UID once decoded (an edge that recovers panics).
 type UIDRecorder interface{ RecordUID(uid string) }
 
 // WriteFailure answers the review uid with a denial (code 500), for an

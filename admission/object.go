@@ -55,8 +55,7 @@ var kinds = [...]kindInfo{
 	{group: "", kind: "ReplicationController", apiVersion: "v1", layout: layoutTemplate, metaPath: "/spec/template/metadata", where: "pod template"},
 }
 
-// lookupKind returns the handled kind, or nil; the group matters (Volcano's
-// Job is not a batch/v1 Job).
+// lookupKind returns the handled kind, or nil; the group matters (Volcano's Job is not a batch/v1 Job).
 func lookupKind(group, kind string) *kindInfo {
 	for i := range kinds {
 		if kinds[i].kind == kind && kinds[i].group == group {
@@ -413,8 +412,7 @@ func objectName(req *admissionv1.AdmissionRequest, o *objectView) string {
 	return strconv.Quote(name)
 }
 
-// nameOf is the request's name, else the object's (a collection delete),
-// else its generateName and "*".
+// nameOf is the request's name, else the object's (a collection delete), else its generateName and "*".
 func nameOf(req *admissionv1.AdmissionRequest, o *objectView) string {
 	switch {
 	case req.Name != "":

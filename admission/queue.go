@@ -95,37 +95,22 @@ func providedQueue(v string) string {
 // of its markers or none names a queue. With placing (the queue check),
 // YuniKorn's markers are left to its placement rules.
 func (c *compiled) targets(k *kindInfo, ns string, o *objectView, placing bool, dst []target) ([]target, error) {
-	type level struct {
-		m    *metaView
-		name string
-	}
-	var levels [3]level
-	n := 0
-	levels[n] = level{o.pod(), k.where}
-	n++
-	if k.layout == layoutCronJob {
-		levels[n] = level{&o.job, "job template"}
-		n++
-	}
-	if k.layout != layoutPod {
-		levels[n] = level{&o.top, k.kind}
-		n++
-	}
-	for li, l := range levels[:n] {
+	levels, names, n := o.markerLevels(k)
+	for li, m := range levels[:n] {
 		for i := range c.Sources {
 			src := &c.Sources[i]
 			if src.PodLevel && li > 0 {
 				continue // not read by its scheduler
 			}
-			v := l.m.val(slotMarkers + i)
-			if !l.m.has(slotMarkers+i) || v == "" {
+			v := m.val(slotMarkers + i)
+			if !m.has(slotMarkers+i) || v == "" {
 				continue
 			}
 			q, place, err := c.MapQueue(src, v, ns, placing)
 			if err != nil {
-				return nil, fmt.Errorf("%s %s=%s on the %s maps to no queue: %w", src.Kind, src.Key, errString(v), l.name, err)
+				return nil, fmt.Errorf("%s %s=%s on the %s maps to no queue: %w", src.Kind, src.Key, errString(v), names[li], err)
 			}
-			dst = appendTarget(dst, target{queue: q, src: src, level: l.name, value: v, marker: true, place: place})
+			dst = appendTarget(dst, target{queue: q, src: src, level: names[li], value: v, marker: true, place: place})
 		}
 	}
 	if sched := c.unmarkedPodScheduler(o.pod()); sched != "" || len(dst) == 0 {
@@ -140,6 +125,22 @@ func (c *compiled) targets(k *kindInfo, ns string, o *objectView, placing bool, 
 		dst = appendTarget(dst, target{level: where, scheduler: sched, place: placing && sched == settings.SchedulerYuniKorn})
 	}
 	return dst, nil
+}
+
+// markerLevels returns the metadata whose queue markers count, the pods'
+// first, then a CronJob's job template's and a workload's own, and names them.
+func (o *objectView) markerLevels(k *kindInfo) (levels [3]*metaView, names [3]string, n int) {
+	levels[0], names[0] = o.pod(), k.where
+	n = 1
+	if k.layout == layoutCronJob {
+		levels[n], names[n] = &o.job, "job template"
+		n++
+	}
+	if k.layout != layoutPod {
+		levels[n], names[n] = &o.top, k.kind
+		n++
+	}
+	return levels, names, n
 }
 
 // appendTarget appends t unless dst already asks the same question.

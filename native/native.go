@@ -156,8 +156,7 @@ func metas() []string {
 	return out
 }
 
-// resourcesAt is a CEL test of request.resource.resource for the kinds
-// whose pods' metadata is at meta.
+// resourcesAt is a CEL test of request.resource.resource for the kinds whose pods' metadata is at meta.
 func resourcesAt(meta string) string {
 	var rs []string
 	for _, w := range settings.Workloads {

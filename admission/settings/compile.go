@@ -241,8 +241,7 @@ func (c *Compiled) ProcessNamespace(ns string) bool {
 	return len(c.processNS) == 0 || c.processNS.Match(ns)
 }
 
-// template is a parsed queue-mapping template: literal texts and
-// placeholders; nil is none.
+// template is a parsed queue-mapping template: literal texts and placeholders; nil is none.
 type template []string
 
 func parseTemplate(s string) (template, error) {
@@ -292,8 +291,7 @@ func (t template) expand(value, namespace, scheduler string) string {
 	return b.String()
 }
 
-// checkQueuePath checks that q is "root" or "root." followed by non-empty
-// dot-separated names.
+// checkQueuePath checks that q is "root" or "root." followed by non-empty dot-separated names.
 func checkQueuePath(q string) error {
 	if q != "root" && !strings.HasPrefix(q, "root.") {
 		return fmt.Errorf("%s is not a queue path: want root or root.<name>...", clip.Quote(q, 200))

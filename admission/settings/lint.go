@@ -19,13 +19,11 @@ import (
 type patternKey struct {
 	noun string // user, group, namespace
 	verb string // trusts, matches
-	// prefixEnd lists the runes a deliberately open prefix may end with;
-	// empty: both ends are required.
+	// prefixEnd lists the runes a deliberately open prefix may end with; empty: both ends are required.
 	prefixEnd string
 }
 
-// maxSequences bounds the sequences a pattern expands into; more is
-// reported as too complex to check.
+// maxSequences bounds the sequences a pattern expands into; more is reported as too complex to check.
 const maxSequences = 256
 
 // anchorState says how one end of a sequence is bounded.
@@ -127,11 +125,9 @@ func wildcard(re *syntax.Regexp) bool {
 	return unbounded && (re.Sub[0].Op == syntax.OpAnyChar || re.Sub[0].Op == syntax.OpAnyCharNotNL)
 }
 
-// verdict classifies one sequence; matches is false when it can match
-// nothing.
+// verdict classifies one sequence; matches is false when it can match nothing.
 func verdict(seq []*syntax.Regexp) (v seqVerdict, matches bool) {
-	// Any \A in a concatenation pins the match to the start, any \z to
-	// the end.
+	// Any \A in a concatenation pins the match to the start, any \z to the end.
 	begin, end := -1, -1
 	for i, a := range seq {
 		switch a.Op {
@@ -331,8 +327,7 @@ func (k patternKey) fixAlternative(a string, pr patternProblem) (string, bool) {
 	return a, true
 }
 
-// fixIsRight checks a rewrite compiles, passes the lint and matches every
-// literal name of the original.
+// fixIsRight checks a rewrite compiles, passes the lint and matches every literal name of the original.
 func (k patternKey) fixIsRight(orig, fix string) bool {
 	re, err := regexp.Compile(fix)
 	if err != nil {
@@ -423,8 +418,7 @@ func matchesEverything(re *regexp.Regexp) bool {
 
 // Warning is a setting that is legal but probably not what was meant.
 type Warning struct {
-	// Setting is the YAML path; Variable the variable that gave the
-	// value, if one did (Resolve).
+	// Setting is the YAML path; Variable the variable that gave the value, if one did (Resolve).
 	Setting, Variable string
 	Message           string
 	// Pattern is the pattern at Index of the setting's list ("" for the
@@ -520,8 +514,7 @@ const (
 	controllerManagerUser = "system:kube-controller-manager"
 )
 
-// deletesByControllersTrusted reports whether c (defaulted) trusts the
-// garbage collector.
+// deletesByControllersTrusted reports whether c (defaulted) trusts the garbage collector.
 func deletesByControllersTrusted(c Config) bool {
 	if !*c.AccessControl.TrustControllers {
 		return false

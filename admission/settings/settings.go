@@ -65,8 +65,7 @@ type Config struct {
 	// workloads (docs/delete.md). Default: false.
 	EnforceDeleteACLs bool `yaml:"enforceDeleteACLs"`
 
-	// EnforceDeleteACLsMode is EnforceQueueACLsMode for the kill rule:
-	// "deny" (default) or "warn".
+	// EnforceDeleteACLsMode is EnforceQueueACLsMode for the kill rule: "deny" (default) or "warn".
 	EnforceDeleteACLsMode string `yaml:"enforceDeleteACLsMode"`
 
 	// ModifyACLAnnotation holds a workload's modify ACL in YARN syntax
@@ -123,8 +122,7 @@ type AccessControl struct {
 	// ends such as Airflow or Livy). Default: none.
 	ExternalUsers Patterns `yaml:"externalUsers"`
 
-	// ExternalGroups matches groups whose members are trusted to supply the
-	// annotation. Default: none.
+	// ExternalGroups matches groups whose members are trusted to supply the annotation. Default: none.
 	ExternalGroups Patterns `yaml:"externalGroups"`
 
 	// Propagators may copy the user.info of the parent (by controller
@@ -239,8 +237,7 @@ var defaultQueueSources = []QueueSource{
 // LocalQueues: "root.{namespace}.{value}"); a result that is no queue path
 // denies the object.
 type QueueMapping struct {
-	// Template is the template for sources without their own. Default: none
-	// (rule 4).
+	// Template is the template for sources without their own. Default: none (rule 4).
 	Template string `yaml:"template"`
 	// Table lists explicit mappings, tried first, in order.
 	Table []QueueMappingEntry `yaml:"table"`
