@@ -222,19 +222,15 @@ func complete(st *State, req *admissionv1.AdmissionRequest, obj, old string, pre
 	if dc.name != "" && !needQueue {
 		return
 	}
-	var ov *objectView
+	ov, s, done, field := &pre.obj, obj, pre.objDone, "request.object"
 	switch req.Operation {
 	case admissionv1.Create, admissionv1.Update:
-		if view(c, k, obj, &pre.obj, pre.objDone, "request.object") != nil {
-			return
-		}
-		ov = &pre.obj
 	case admissionv1.Delete:
-		if view(c, k, old, &pre.old, pre.oldDone, "request.oldObject") != nil {
-			return
-		}
-		ov = &pre.old
+		ov, s, done, field = &pre.old, old, pre.oldDone, "request.oldObject"
 	default:
+		return
+	}
+	if view(c, k, s, ov, done, field) != nil {
 		return
 	}
 	if dc.name == "" {

@@ -232,14 +232,3 @@ func decodeUserInfo(d *jsonscan.Scanner, u *authenticationv1.UserInfo, v *views)
 		}
 	}
 }
-
-// bindingKind reads a v1 Binding as a pod's metadata.
-var bindingKind = kindInfo{kind: "Binding", apiVersion: "v1", layout: layoutPod}
-
-// parseBinding reads the labels and annotations of a v1 Binding into meta.
-func parseBinding(s string, c *compiled, meta *metaView) error {
-	var o objectView
-	err := parseObject(s, &bindingKind, &c.wantKeys, &o, "request.object")
-	*meta = o.top
-	return err
-}

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strconv"
@@ -97,10 +98,8 @@ func killRule(ctx context.Context, st *State, k *kindInfo, req *admissionv1.Admi
 			first = reason
 		}
 	}
-	if first == "" {
-		first = "not the owner, not in its modify ACL, not an admin of its queue, not a cluster admin"
-	}
-	dc := deny(CauseKillDenied, httpStatusForbidden, "usher: user %q may not %s %s %s: %s%s", user, verb, k.kind, objectName(req, o), first, note)
+	dc := deny(CauseKillDenied, httpStatusForbidden, "usher: user %q may not %s %s %s: %s%s", user, verb, k.kind, objectName(req, o),
+		cmp.Or(first, "not the owner, not in its modify ACL, not an admin of its queue, not a cluster admin"), note)
 	dc.identity, dc.queue, dc.check = owner, recordQueue(ts[0].queue), CheckKill
 	return deleteMode(c, dc)
 }
@@ -207,6 +206,9 @@ func isBinding(req *admissionv1.AdmissionRequest) bool {
 		req.Resource.Resource == "bindings" && req.SubResource == ""
 }
 
+// bindingKind reads a v1 Binding's metadata as a pod's.
+var bindingKind = kindInfo{kind: "Binding", apiVersion: "v1", layout: layoutPod}
+
 // bind decides a Binding, whose labels and annotations the API server
 // copies onto the pod without an UPDATE review and which does not carry
 // the pod: never user.info, what decides deletion only as evict allows,
@@ -219,16 +221,14 @@ func bind(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, obj
 	case !c.ProcessNamespace(req.Namespace):
 		return allow(RuleNamespaceBypassed)
 	}
-	var m metaView
-	if err := parseBinding(obj, c, &m); err != nil {
+	var o objectView
+	if err := parseObject(obj, &bindingKind, &c.wantKeys, &o, "request.object"); err != nil {
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: %v", err)
 	}
+	m := &o.top
 	user := req.UserInfo.Username
 	pod := "Pod " + strconv.Quote(req.Namespace+"/"+req.Name)
-	for _, a := range [...]struct {
-		slot int
-		key  string
-	}{{slotUserInfo, UserInfoAnnotation}, {slotDirGroups, DirectoryGroupsAnnotation}} {
+	for _, a := range stampKeys {
 		if m.has(a.slot) {
 			dc := deny(CauseUserInfoChanged, httpStatusForbidden, "usher: user %q may not set annotation %s on %s through a Binding: "+
 				"it records who submitted the pod and cannot change after creation", user, a.key, pod)
@@ -236,7 +236,7 @@ func bind(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, obj
 			return dc
 		}
 	}
-	dc := bindKill(ctx, st, req, &m, pod)
+	dc := bindKill(ctx, st, req, m, pod)
 	if !dc.allowed || !c.EnforceQueue {
 		return dc
 	}

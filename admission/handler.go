@@ -135,6 +135,7 @@ func WithMaxGroups(max int, over func(source string)) Option {
 // state (quick, concurrency-safe, never nil) returns when it starts.
 func NewHandler(state func() *State, opts ...Option) *Handler {
 	h := &Handler{state: state, maxBody: DefaultMaxBodyBytes, groups: groupLimit{max: DefaultMaxGroups}}
+	h.pool.New = func() any { return new(scratch) }
 	for _, o := range opts {
 		o(h)
 	}

@@ -55,10 +55,7 @@ func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.httpError(w, r, x.hook, httpStatusTooLarge, fmt.Sprintf("the body (%d bytes) is larger than the limit of %d bytes", r.ContentLength, h.maxBody))
 		return
 	}
-	sc, _ := h.pool.Get().(*scratch)
-	if sc == nil {
-		sc = &scratch{}
-	}
+	sc := h.pool.Get().(*scratch)
 	defer h.putScratch(sc)
 	body, err := readBody(r.Body, sc.body, r.ContentLength, h.maxBody)
 	sc.body = body

@@ -177,6 +177,9 @@ type wantKey struct {
 	slot int
 }
 
+// stampKeys are the annotations usher writes.
+var stampKeys = [...]wantKey{{UserInfoAnnotation, slotUserInfo}, {DirectoryGroupsAnnotation, slotDirGroups}}
+
 // Paths named in errors, built once so that the success path builds none.
 type metaPaths struct {
 	meta, name, genName, labels, annotations, deletionTimestamp, ownerReferences string

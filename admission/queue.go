@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -232,10 +233,8 @@ func checkQueues(ctx context.Context, st *State, k *kindInfo, req *admissionv1.A
 			return &dc
 		}
 		if !d.Allowed {
-			if d.Reason == "" {
-				d.Reason = "no ACL allows it"
-			}
-			dc := deny(CauseQueueSubmitDenied, httpStatusForbidden, "usher: user %q may not submit to %s: %s", id.user, t.describe(c.Partition), d.Reason)
+			dc := deny(CauseQueueSubmitDenied, httpStatusForbidden, "usher: user %q may not submit to %s: %s", id.user, t.describe(c.Partition),
+				cmp.Or(d.Reason, "no ACL allows it"))
 			dc.queue, dc.check, dc.field = t.record(), CheckSubmit, t.field(k)
 			return &dc
 		}

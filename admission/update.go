@@ -19,11 +19,8 @@ func update(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: %v", err)
 	}
 	np, op := nv.pod(), ov.pod()
-	for _, slot := range [...]int{slotUserInfo, slotDirGroups} {
-		key := UserInfoAnnotation
-		if slot == slotDirGroups {
-			key = DirectoryGroupsAnnotation
-		}
+	for _, a := range stampKeys {
+		slot, key := a.slot, a.key
 		oldHas, newHas := op.has(slot), np.has(slot)
 		if oldHas == newHas && op.val(slot) == np.val(slot) {
 			continue
