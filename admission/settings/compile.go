@@ -119,14 +119,10 @@ func (c Config) Compile() (*Compiled, error) {
 	}
 	var errs []error
 	mode := func(setting, v string) bool {
-		switch v {
-		case "", ModeDeny:
-			return false
-		case ModeWarn:
-			return true
+		if v != "" && v != ModeDeny && v != ModeWarn {
+			errs = append(errs, settingErr(setting, -1, "", "%q is not a mode: want %s or %s", v, ModeDeny, ModeWarn))
 		}
-		errs = append(errs, settingErr(setting, -1, "", "%q is not a mode: want %s or %s", v, ModeDeny, ModeWarn))
-		return false
+		return v == ModeWarn
 	}
 	out.QueueWarn = mode("admissionController.enforceQueueACLsMode", c.EnforceQueueACLsMode)
 	out.DeleteWarn = mode("admissionController.enforceDeleteACLsMode", c.EnforceDeleteACLsMode)
@@ -163,11 +159,8 @@ func (c Config) Compile() (*Compiled, error) {
 	for i, s := range c.QueueSources {
 		const setting = "admissionController.queueSources"
 		cs := Source{QueueSource: s}
-		switch s.Kind {
-		case "label":
-		case "annotation":
-			cs.Annotation = true
-		default:
+		cs.Annotation = s.Kind == "annotation"
+		if s.Kind != "label" && !cs.Annotation {
 			errs = append(errs, settingErr(setting, i, "kind", "%q is not a marker kind: want label or annotation", s.Kind))
 		}
 		switch s.Level {

@@ -288,15 +288,10 @@ func (k patternKey) lintPattern(p string) (msg, fix string, warn bool) {
 				pr.alt = a
 			}
 			f, ok := k.fixAlternative(a, apr)
-			if !ok {
-				fixable = false
-			}
+			fixable = fixable && ok
 			alts[i] = f
 		}
-		if pr.alt == "" {
-			// The parser splits it differently: no rewrite.
-			fixable = false
-		}
+		fixable = fixable && pr.alt != "" // else the parser splits it differently: no rewrite
 	} else if fixable {
 		f, ok := k.fixAlternative(p, pr)
 		fixable = ok
@@ -330,11 +325,8 @@ func (k patternKey) fixAlternative(a string, pr patternProblem) (string, bool) {
 // fixIsRight checks a rewrite compiles, passes the lint and matches every literal name of the original.
 func (k patternKey) fixIsRight(orig, fix string) bool {
 	re, err := regexp.Compile(fix)
-	if err != nil {
-		return false
-	}
 	vs, ok := analyse(fix)
-	if !ok {
+	if err != nil || !ok {
 		return false
 	}
 	if _, bad := k.check(vs); bad {

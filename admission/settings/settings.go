@@ -3,9 +3,8 @@
 // defaults, its ConfigMap keys and variables, validation into Compiled,
 // the pattern lint and the namespace matchCondition.
 //
-// The regular expressions are used as written with regexp.MatchString, as
-// YuniKorn uses them: "admin" also matches "notadmin"; Warnings reports
-// patterns that are not anchored.
+// Regular expressions are unanchored, as YuniKorn uses them: "admin" also
+// matches "notadmin"; Warnings reports patterns that are not anchored.
 package settings
 
 import (
@@ -22,10 +21,8 @@ const (
 	DirectoryGroupsAnnotation = "usher.io/directory-groups"
 )
 
-// Config is the admissionController block of the usher configuration.
-//
-// The zero value is the default configuration (Defaulted). Nil (unset) and
-// empty (none) differ for the pattern lists and QueueSources.
+// Config is the admissionController block of the usher configuration; the
+// zero value is the default. Nil (unset) and empty (none) lists differ.
 type Config struct {
 	// AccessControl says who may supply the user.info annotation.
 	AccessControl AccessControl `yaml:"accessControl"`
@@ -38,9 +35,8 @@ type Config struct {
 	// checked first. Default (unset): "^kube-system$".
 	BypassNamespaces Patterns `yaml:"bypassNamespaces"`
 
-	// EnforceQueueACLs turns on the queue check: the queue read from
-	// QueueSources and mapped by QueueMapping must let the effective
-	// identity submit. Default: false.
+	// EnforceQueueACLs turns on the queue check: the queues of the markers
+	// must let the effective identity submit. Default: false.
 	EnforceQueueACLs bool `yaml:"enforceQueueACLs"`
 
 	// EnforceQueueACLsMode is what a failed queue check does: "deny"
@@ -48,10 +44,9 @@ type Config struct {
 	// audit record. Failures to decide and a forged user.info always deny.
 	EnforceQueueACLsMode string `yaml:"enforceQueueACLsMode"`
 
-	// QueueSources lists, in order, the labels and annotations that name a
-	// workload's queue. Default (unset): the markers of YuniKorn, Kueue,
-	// Volcano and KAI (defaultQueueSources); an empty list reads none, so
-	// every object targets the default queue.
+	// QueueSources lists the labels and annotations that name a workload's
+	// queue. Default (unset): the markers of YuniKorn, Kueue, Volcano and
+	// KAI; an empty list reads none: every object targets the default queue.
 	QueueSources []QueueSource `yaml:"queueSources"`
 
 	// QueueMapping turns a marker's value into a queue path. Default: the
@@ -69,8 +64,7 @@ type Config struct {
 	EnforceDeleteACLsMode string `yaml:"enforceDeleteACLsMode"`
 
 	// ModifyACLAnnotation holds a workload's modify ACL in YARN syntax
-	// ("bob,carol data-eng"), read where user.info is; its members may
-	// delete the workload. Default: "usher.io/modify-acl".
+	// ("bob,carol data-eng"), read where user.info is. Default: "usher.io/modify-acl".
 	ModifyACLAnnotation string `yaml:"modifyACLAnnotation"`
 
 	// StampGroups is which groups the stamp carries with groups mode
@@ -126,8 +120,7 @@ type AccessControl struct {
 	ExternalGroups Patterns `yaml:"externalGroups"`
 
 	// Propagators may copy the user.info of the parent (by controller
-	// ownerReference) onto what they create, never write another one.
-	// Default: none.
+	// ownerReference) onto what they create, never write another. Default: none.
 	Propagators []Propagator `yaml:"propagators"`
 
 	// UnstampedParents is what a propagator's object gets when its parent
