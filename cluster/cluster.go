@@ -20,8 +20,7 @@ type Client struct {
 	Core   *corev1client.CoreV1Client
 }
 
-// Load loads the credentials as auth.LoadKubeConfig does (the kubeconfig
-// file when one is given, else the pod's service account); it returns
+// Load loads the credentials as auth.LoadKubeConfig does, or returns
 // auth.ErrNoCluster when there are none.
 func Load(kubeconfig string) (*Client, error) {
 	rc, err := auth.LoadKubeConfig(kubeconfig)

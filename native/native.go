@@ -88,7 +88,6 @@ func Compile(c *settings.Compiled, stamp bool) (*Floor, error) {
 				"within the API server's CEL cost limit (docs/limits.md): shorten or merge them", l.what, l.n, l.max)
 		}
 	}
-	f := &Floor{}
 	kinds := rules(arv1.Create, arv1.Update)
 	kinds = append(kinds, arv1.NamedRuleWithOperations{RuleWithOperations: arv1.RuleWithOperations{Operations: []arv1.OperationType{arv1.Create},
 		Rule: arv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/binding", "bindings"}}}})
@@ -107,7 +106,7 @@ func Compile(c *settings.Compiled, stamp bool) (*Floor, error) {
 	vb := &arv1.ValidatingAdmissionPolicyBinding{Spec: arv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: Name,
 		ValidationActions: []arv1.ValidationAction{arv1.Deny}}}
 	vb.TypeMeta, vb.ObjectMeta = meta("ValidatingAdmissionPolicyBinding", Name)
-	f.Validating, f.ValidatingBinding = v, vb
+	f := &Floor{Validating: v, ValidatingBinding: vb}
 	if !stamp {
 		return f, nil
 	}
