@@ -66,10 +66,13 @@ const (
 // AppendAttrs appends the record's attributes to dst (docs/audit.md),
 // empty optional ones left out and requester-chosen strings clipped.
 func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
-	dst = append(dst, slog.String("webhook", r.Webhook))
-	if r.Caller != "" {
-		dst = append(dst, slog.String("caller", r.Caller))
+	optional := func(key, v string, max int) {
+		if v != "" {
+			dst = append(dst, slog.String(key, clip.String(v, max)))
+		}
 	}
+	dst = append(dst, slog.String("webhook", r.Webhook))
+	optional("caller", r.Caller, clip.Name)
 	dst = append(dst,
 		slog.String("uid", clip.String(r.UID, clip.Name)),
 		slog.String("operation", clip.String(r.Operation, clip.Name)),
@@ -80,9 +83,7 @@ func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
 		slog.Any("groups", clip.Strings(r.Groups, clip.Name, clip.Count)),
 		slog.String("identity", clip.String(r.Identity, clip.Name)),
 		slog.String("queue", clip.String(r.Queue, clip.Name)))
-	if r.QueueAsked != "" {
-		dst = append(dst, slog.String("queueAsked", clip.String(r.QueueAsked, clip.Name)))
-	}
+	optional("queueAsked", r.QueueAsked, clip.Name)
 	dst = append(dst,
 		slog.Bool("allowed", r.Allowed),
 		slog.Bool("patched", r.Patched),
@@ -99,12 +100,8 @@ func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
 	if r.Degraded {
 		dst = append(dst, slog.Bool("degraded", true))
 	}
-	if r.Propagation != "" {
-		dst = append(dst, slog.String("propagation", clip.String(r.Propagation, clip.Text)))
-	}
-	if r.UnstampedParent != "" {
-		dst = append(dst, slog.String("unstampedParent", clip.String(r.UnstampedParent, clip.Text)))
-	}
+	optional("propagation", r.Propagation, clip.Text)
+	optional("unstampedParent", r.UnstampedParent, clip.Text)
 	if r.Denial != nil {
 		dst = append(dst, r.denialAttr())
 	}

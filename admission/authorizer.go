@@ -67,9 +67,8 @@ type IdentityResolver interface {
 	Identify(ctx context.Context, partition, user string, groups []string) (identity.Info, error)
 }
 
-// Authorizers are what a review asks besides its settings, all answering
-// from one configuration. A nil Queue or Delete fails its check closed;
-// without Identity the API server's groups are used as given.
+// Authorizers answer a review from one configuration. A nil Queue or
+// Delete fails its check closed; without Identity the given groups are used.
 type Authorizers struct {
 	Queue    QueueAuthorizer
 	Delete   DeleteAuthorizer

@@ -37,8 +37,7 @@ func (c *compiled) trustedDeleter(user string, groups []string) Trust {
 		return TrustExternalUser
 	case c.ExternalGroups.MatchAny(groups):
 		return TrustExternalGroup
-	}
-	if slices.Contains(groups, mastersGroup) {
+	case slices.Contains(groups, mastersGroup):
 		return TrustMasters
 	}
 	return TrustNone
@@ -199,11 +198,8 @@ var nobody = ""
 
 // isBinding reports whether req binds a pod: pods/binding or bindings.
 func isBinding(req *admissionv1.AdmissionRequest) bool {
-	if req.Resource.Group != "" {
-		return false
-	}
-	return req.Resource.Resource == "pods" && req.SubResource == "binding" ||
-		req.Resource.Resource == "bindings" && req.SubResource == ""
+	return req.Resource.Group == "" && (req.Resource.Resource == "pods" && req.SubResource == "binding" ||
+		req.Resource.Resource == "bindings" && req.SubResource == "")
 }
 
 // bindingKind reads a v1 Binding's metadata as a pod's.

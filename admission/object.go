@@ -337,9 +337,7 @@ func parseMeta(d *jsonscan.Scanner, p *metaPaths, w *wantKeys, m *metaView) {
 		case 2:
 			parseStringMap(d, p.labels, w.labels, w.slots, m)
 		case 3:
-			if d.Peek() == '{' {
-				m.annotations = true
-			}
+			m.annotations = d.Peek() == '{'
 			start := d.Pos()
 			parseStringMap(d, p.annotations, w.annotations, w.slots, m)
 			m.annotationsText = d.Input()[start:d.Pos()]

@@ -20,8 +20,7 @@ type target struct {
 	value     string
 	marker    bool
 	scheduler string // for the default queue: the pod-level scheduler without a marker
-	// place: YuniKorn's placement rules decide; queue is the raw marker value.
-	place bool
+	place     bool   // YuniKorn's placement rules decide; queue is the raw marker value
 }
 
 // same reports whether t asks the same question as o.

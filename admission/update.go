@@ -61,7 +61,6 @@ func update(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req
 			}
 		}
 	}
-	dc := allow(RuleUnchanged)
 	id := submitter{user: req.UserInfo.Username, groups: req.UserInfo.Groups}
 	if np.has(slotUserInfo) {
 		if ui, err := ParseUserInfo(np.val(slotUserInfo)); err == nil {
@@ -70,5 +69,5 @@ func update(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req
 	} else if c.BypassAuth && np.has(slotLegacy) {
 		id = submitter{user: np.val(slotLegacy)}
 	}
-	return withQueueCheck(ctx, st, k, req, nv, ov, id, dc)
+	return withQueueCheck(ctx, st, k, req, nv, ov, id, allow(RuleUnchanged))
 }
