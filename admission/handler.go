@@ -98,9 +98,6 @@ func NewState(cfg *settings.Compiled, a Authorizers) *State {
 	return &State{cfg: compile(cfg), authz: a.Queue, del: a.Delete, ident: a.Identity}
 }
 
-// Config returns the compiled admission settings of s.
-func (s *State) Config() *settings.Compiled { return s.cfg.Compiled }
-
 // Option configures a Handler.
 type Option func(*Handler)
 
