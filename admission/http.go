@@ -167,9 +167,6 @@ func readBody(r io.Reader, buf []byte, size, max int64) ([]byte, error) {
 	}
 	for {
 		if len(buf) == cap(buf) {
-			if int64(len(buf)) > max {
-				return buf, errTooLarge
-			}
 			buf = append(buf, 0)[:len(buf)]
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])

@@ -21,9 +21,8 @@ type Install struct {
 	// when set, is called instead (usher outside the cluster).
 	Namespace, Service, URL string
 	Port                    int32
-	// CABundle is the webhooks' caBundle, read from CABundleFile.
-	CABundle     []byte
-	CABundleFile string
+	CABundle                []byte // the webhooks' caBundle, read from CABundleFile
+	CABundleFile            string
 	// FailurePolicy is that of the workload webhooks; ConfigFailurePolicy
 	// that of validate-config.usher.io, which guards ConfigMaps
 	// (NAMESPACE/NAME; none: no such webhook).
@@ -34,8 +33,7 @@ type Install struct {
 	// with OptIn, only namespaces carrying its labels are served.
 	ExcludedNamespaces []string
 	OptIn              map[string]string
-	// MatchConditions follow usher-namespaces on every workload webhook.
-	MatchConditions []arv1.MatchCondition
+	MatchConditions    []arv1.MatchCondition // follow usher-namespaces on every workload webhook
 }
 
 // ManagedBy is the label value of the objects Registration renders.

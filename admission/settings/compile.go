@@ -272,14 +272,13 @@ func (t template) expand(value, namespace, scheduler string) string {
 	for _, p := range t {
 		switch p {
 		case "{value}":
-			b.WriteString(value)
+			p = value
 		case "{namespace}":
-			b.WriteString(namespace)
+			p = namespace
 		case "{scheduler}":
-			b.WriteString(scheduler)
-		default:
-			b.WriteString(p)
+			p = scheduler
 		}
+		b.WriteString(p)
 	}
 	return b.String()
 }

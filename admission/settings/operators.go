@@ -25,8 +25,7 @@ type CustomResource struct {
 // Propagator is a requester trusted to copy its parent's user.info onto
 // what it creates, never to write another.
 type Propagator struct {
-	// Users matches the requester, as externalUsers does.
-	Users Patterns `yaml:"users"`
+	Users Patterns `yaml:"users"` // matches the requester, as externalUsers does
 	// Parents are the kinds it copies from: Pod, or GROUP/KIND of a
 	// workload or of customResources (sparkoperator.k8s.io/SparkApplication).
 	Parents []string `yaml:"parents"`

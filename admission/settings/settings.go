@@ -184,14 +184,10 @@ func (e *NodeError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e
 
 // QueueSource is one place a workload names its target queue.
 type QueueSource struct {
-	// Kind is "label" or "annotation".
-	Kind string `yaml:"kind"`
-	// Key is the label or annotation key, e.g. kueue.x-k8s.io/queue-name.
-	Key string `yaml:"key"`
-	// Scheduler names the scheduler that reads this marker.
-	Scheduler string `yaml:"scheduler"`
-	// Template, when set, replaces QueueMapping.Template for this source.
-	Template string `yaml:"template"`
+	Kind      string `yaml:"kind"`      // "label" or "annotation"
+	Key       string `yaml:"key"`       // the label or annotation key, e.g. kueue.x-k8s.io/queue-name
+	Scheduler string `yaml:"scheduler"` // the scheduler that reads this marker
+	Template  string `yaml:"template"`  // when set, replaces QueueMapping.Template for this source
 	// Level is where the scheduler reads this marker: "pod" (YuniKorn:
 	// only the pods' marker counts, pods without one run in the default
 	// queue) or "workload" (Kueue, Volcano, KAI: every level counts).
@@ -230,22 +226,16 @@ var defaultQueueSources = []QueueSource{
 // LocalQueues: "root.{namespace}.{value}"); a result that is no queue path
 // denies the object.
 type QueueMapping struct {
-	// Template is the template for sources without their own. Default: none (rule 4).
-	Template string `yaml:"template"`
-	// Table lists explicit mappings, tried first, in order.
-	Table []QueueMappingEntry `yaml:"table"`
+	Template string              `yaml:"template"` // for sources without their own. Default: none (rule 4)
+	Table    []QueueMappingEntry `yaml:"table"`    // explicit mappings, tried first, in order
 }
 
 // QueueMappingEntry maps one marker value to a queue.
 type QueueMappingEntry struct {
-	// Scheduler limits the entry to sources of this scheduler; empty: any.
-	Scheduler string `yaml:"scheduler"`
-	// Namespace limits the entry to objects in this namespace; empty: any.
-	Namespace string `yaml:"namespace"`
-	// Value is the marker value to match exactly. Required.
-	Value string `yaml:"value"`
-	// Queue is the queue path. Required.
-	Queue string `yaml:"queue"`
+	Scheduler string `yaml:"scheduler"` // limits the entry to sources of this scheduler; empty: any
+	Namespace string `yaml:"namespace"` // limits the entry to objects in this namespace; empty: any
+	Value     string `yaml:"value"`     // the marker value to match exactly; required
+	Queue     string `yaml:"queue"`     // the queue path; required
 }
 
 // Defaults for the settings documented on Config and AccessControl.
