@@ -226,6 +226,3 @@ func (dc *decision) details() *metav1.StatusDetails {
 		Causes: []metav1.StatusCause{{Type: metav1.CauseType(dc.cause), Message: dc.queue, Field: dc.field}}}
 	return d
 }
-
-// Config returns the compiled admission settings of s.
-func (s *State) Config() *settings.Compiled { return s.cfg.Compiled }

@@ -98,6 +98,9 @@ func NewState(cfg *settings.Compiled, a Authorizers) *State {
 	return &State{cfg: compile(cfg), authz: a.Queue, del: a.Delete, ident: a.Identity}
 }
 
+// Config returns the compiled admission settings of s.
+func (s *State) Config() *settings.Compiled { return s.cfg.Compiled }
+
 // Option configures a Handler.
 type Option func(*Handler)
 
@@ -184,19 +187,14 @@ func decide(ctx context.Context, st *State, rd *reads, hook hookKind, req *admis
 	if k == nil {
 		return allow(RuleKindNotHandled)
 	}
-	switch req.Operation {
-	case admissionv1.Create, admissionv1.Update:
-	case admissionv1.Delete:
-		if !c.EnforceDelete {
-			return allow(RuleOperationNotHandled)
-		}
-	default:
+	op := req.Operation
+	if op != admissionv1.Create && op != admissionv1.Update && (op != admissionv1.Delete || !c.EnforceDelete) {
 		return allow(RuleOperationNotHandled)
 	}
 	if !c.ProcessNamespace(req.Namespace) {
 		return allow(RuleNamespaceBypassed)
 	}
-	switch req.Operation {
+	switch op {
 	case admissionv1.Create:
 		return create(ctx, st, rd, hook, k, req, obj, pre, buf)
 	case admissionv1.Update:

@@ -119,15 +119,14 @@ func parentOf(ctx context.Context, rd *reads, p *settings.CompiledPropagator, k 
 func propagated(pr *propagation, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView, pre *views) (submitter, *UserInfo, stampHow, *decision) {
 	pm := ov.pod()
 	u, err := ParseUserInfo(pr.info)
-	if err != nil {
-		dc := deny(CausePropagationDenied, httpStatusForbidden, "usher: %s, the parent of %s, carries an invalid annotation %s: %v",
-			pr.parent, place(k, req, ov), UserInfoAnnotation, err)
-		return submitter{}, nil, 0, &dc
+	invalid, listed := UserInfoAnnotation, []string(nil)
+	if err == nil {
+		invalid = DirectoryGroupsAnnotation
+		listed, err = parseDirectoryGroups(pr.dir, pr.dir != "")
 	}
-	listed, err := parseDirectoryGroups(pr.dir, pr.dir != "")
 	if err != nil {
 		dc := deny(CausePropagationDenied, httpStatusForbidden, "usher: %s, the parent of %s, carries an invalid annotation %s: %v",
-			pr.parent, place(k, req, ov), DirectoryGroupsAnnotation, err)
+			pr.parent, place(k, req, ov), invalid, err)
 		return submitter{}, nil, 0, &dc
 	}
 	who := submitter{user: u.User, groups: without(u.Groups, listed)}

@@ -51,8 +51,7 @@ type patternProblem struct {
 	verdict  seqVerdict
 	startBad bool
 	endBad   bool
-	// prefix: the end is open at a separator the key does not accept.
-	prefix bool
+	prefix   bool // the end is open at a separator the key does not accept
 }
 
 // analyse returns the verdict of every sequence p can match; false when
