@@ -228,10 +228,7 @@ func (c *Compiled) Config() Config { return c.cfg }
 
 // ProcessNamespace reports whether objects in ns are handled.
 func (c *Compiled) ProcessNamespace(ns string) bool {
-	if c.bypassNS.Match(ns) {
-		return false
-	}
-	return len(c.processNS) == 0 || c.processNS.Match(ns)
+	return !c.bypassNS.Match(ns) && (len(c.processNS) == 0 || c.processNS.Match(ns))
 }
 
 // template is a parsed queue-mapping template: literal texts and placeholders; nil is none.

@@ -220,9 +220,7 @@ func splitAlternatives(p string) []string {
 		case c == '\\':
 			i++
 		case class:
-			if c == ']' {
-				class = false
-			}
+			class = c != ']'
 		case c == '[':
 			class = true
 			if strings.HasPrefix(p[i+1:], "]") || strings.HasPrefix(p[i+1:], "^]") {
@@ -325,10 +323,7 @@ func (k patternKey) fixAlternative(a string, pr patternProblem) (string, bool) {
 func (k patternKey) fixIsRight(orig, fix string) bool {
 	re, err := regexp.Compile(fix)
 	vs, ok := analyse(fix)
-	if err != nil || !ok {
-		return false
-	}
-	if _, bad := k.check(vs); bad {
+	if _, bad := k.check(vs); err != nil || !ok || bad {
 		return false
 	}
 	ovs, _ := analyse(orig)
