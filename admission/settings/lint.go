@@ -8,14 +8,12 @@ import (
 	"strings"
 )
 
-// patternKey is the anchoring rule of a pattern setting. The lint reads
-// the parsed expression, so "^trusted$|admins" is caught: every way the
-// pattern can match must be anchored with ^ or \A and $ or \z, except a
-// prefix the key accepts: ending with ':' for the user and group settings
-// ("^system:serviceaccount:kube-system:"), with '-' for processNamespaces
-// (YuniKorn documents "^spark-"); bypassNamespaces needs whole names, as
-// a prefix would bypass every namespace anyone names to match it. A
-// wildcard next to an anchor, or (?m), leaves that end open.
+// patternKey is the anchoring rule of a pattern setting, read from the
+// parsed expression ("^trusted$|admins" is caught): every way to match must
+// be anchored (^ or \A, $ or \z), except a prefix ending with ':' for users
+// and groups or '-' for processNamespaces ("^spark-"); bypassNamespaces needs
+// whole names (a prefix bypasses any namespace named to match it). A wildcard
+// next to an anchor, or (?m), leaves that end open.
 type patternKey struct {
 	noun string // user, group, namespace
 	verb string // trusts, matches

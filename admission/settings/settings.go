@@ -39,9 +39,9 @@ type Config struct {
 	// must let the effective identity submit. Default: false.
 	EnforceQueueACLs bool `yaml:"enforceQueueACLs"`
 
-	// EnforceQueueACLsMode is what a failed queue check does: "deny"
-	// (default) refuses; "warn" admits with the denial as a warning and an
-	// audit record. Failures to decide and a forged user.info always deny.
+	// EnforceQueueACLsMode is what a failed queue check does: "deny" (default),
+	// or "warn": admitted with a warning and an audit record. Failures to
+	// decide and a forged user.info always deny.
 	EnforceQueueACLsMode string `yaml:"enforceQueueACLsMode"`
 
 	// QueueSources lists the labels and annotations that name a workload's
@@ -67,16 +67,14 @@ type Config struct {
 	// ("bob,carol data-eng"), read where user.info is. Default: "usher.io/modify-acl".
 	ModifyACLAnnotation string `yaml:"modifyACLAnnotation"`
 
-	// StampGroups is which groups the stamp carries with groups mode
-	// resolve or merge: "decided" (default) those usher judged with, the
-	// directory's also in DirectoryGroupsAnnotation; "given" the API
-	// server's, as YuniKorn's admission controller stamps.
+	// StampGroups is which groups the stamp carries with groups mode resolve
+	// or merge: "decided" (default) those usher judged with, the directory's
+	// listed in DirectoryGroupsAnnotation; "given" the API server's, as YuniKorn stamps.
 	StampGroups string `yaml:"stampGroups"`
 
-	// StampGroupsOnError is what a CREATE does when the directory cannot
-	// answer and enforceQueueACLs is off (on, it is denied): "given"
-	// (default) stamps the API server's groups, marked "unavailable", with
-	// a warning, so an outage never blocks pods; "deny" refuses.
+	// StampGroupsOnError is what a CREATE does when the directory cannot answer
+	// and enforceQueueACLs is off (on, it is denied): "given" (default) stamps
+	// the API server's groups, marked "unavailable", with a warning; "deny" refuses.
 	StampGroupsOnError string `yaml:"stampGroupsOnError"`
 
 	// CustomResources are the custom resource kinds stamped and guarded
@@ -100,8 +98,7 @@ const (
 // AccessControl says who may supply the user.info annotation.
 type AccessControl struct {
 	// BypassAuth lets every submitter supply a valid user.info and leaves
-	// objects with the legacy username label unstamped, as YuniKorn's "User
-	// & Group Resolution" page says. Default: false.
+	// objects with the legacy username label unstamped, as YuniKorn does. Default: false.
 	BypassAuth bool `yaml:"bypassAuth"`
 
 	// TrustControllers lets SystemUsers (the controllers that copy it into
@@ -123,9 +120,8 @@ type AccessControl struct {
 	// ownerReference) onto what they create, never write another. Default: none.
 	Propagators []Propagator `yaml:"propagators"`
 
-	// UnstampedParents is what a propagator's object gets when its parent
-	// carries no user.info: "propagatorIdentity" (default) the
-	// propagator's own, with a warning; "deny" a denial.
+	// UnstampedParents is what a propagator's object gets when its parent has no
+	// user.info: "propagatorIdentity" (default) its own, warned; "deny" a denial.
 	UnstampedParents string `yaml:"unstampedParents"`
 }
 
@@ -188,10 +184,9 @@ type QueueSource struct {
 	Key       string `yaml:"key"`       // the label or annotation key, e.g. kueue.x-k8s.io/queue-name
 	Scheduler string `yaml:"scheduler"` // the scheduler that reads this marker
 	Template  string `yaml:"template"`  // when set, replaces QueueMapping.Template for this source
-	// Level is where the scheduler reads this marker: "pod" (YuniKorn:
-	// only the pods' marker counts, pods without one run in the default
-	// queue) or "workload" (Kueue, Volcano, KAI: every level counts).
-	// Default: "pod" for yunikorn, "workload" otherwise.
+	// Level is where the scheduler reads this marker: "pod" (YuniKorn: only
+	// the pods' marker counts; pods without one run in the default queue) or
+	// "workload" (every level counts). Default: "pod" for yunikorn, else "workload".
 	Level string `yaml:"level"`
 }
 
