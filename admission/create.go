@@ -77,7 +77,7 @@ func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInf
 		if how != stampSame {
 			// A trusted stamp's directory groups are looked up again: a
 			// snapshot must not become a permanent grant.
-			listed, err := directoryGroups(pm)
+			listed, err := parseDirectoryGroups(pm.val(slotDirGroups), pm.has(slotDirGroups))
 			if err != nil {
 				return userInfoDenial(k, deny(CauseUserInfoInvalid, httpStatusBadRequest, "usher: annotation %s on %s is not valid: %v",
 					DirectoryGroupsAnnotation, place(k, req, ov), err))
@@ -92,18 +92,16 @@ func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInf
 		// YuniKorn's rule: the scheduler reads the label.
 		dc = allow(RuleLegacyLabel)
 		dc.warning = legacyLabelWarning
-		return queueChecked(ctx, st, k, req, ov, submitter{user: pm.val(slotLegacy)}, dc)
+		return withQueueCheck(ctx, st, k, req, ov, nil, submitter{user: pm.val(slotLegacy)}, dc)
 	case k.kind == "ReplicaSet" && c.SystemUsers.Match(user):
 		// YuniKorn's rule: a stamped template would never match the
 		// Deployment's, which would create ReplicaSets without end.
-		return queueChecked(ctx, st, k, req, ov, submitter{user: user, groups: groups}, allow(RuleControllerReplicaSet))
+		return withQueueCheck(ctx, st, k, req, ov, nil, submitter{user: user, groups: groups}, allow(RuleControllerReplicaSet))
 	case user == "":
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: request.userInfo.username is empty: there is no identity to record on %s %s",
 			k.kind, objectName(req, ov))
 	case hook == hookValidate:
-		return userInfoDenial(k, deny(CauseUserInfoMissing, httpStatusForbidden, "usher: %s has no annotation %s: the usher mutating webhook did not stamp it "+
-			"(register /mutate for %s CREATE with failurePolicy: Fail)",
-			place(k, req, ov), UserInfoAnnotation, k.kind))
+		return userInfoDenial(k, notStamped(k, req, ov))
 	default:
 		who = submitter{user: user, groups: groups}
 		dc = allow(RuleStamped)
@@ -120,17 +118,13 @@ func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInf
 	if len(k.templates) > 0 && hook == hookMutate {
 		dc.patch = stampTemplates(k, pm, obj, dc.patch, &dc.written)
 	}
-	return queueChecked(ctx, st, k, req, ov, check, dc)
+	return withQueueCheck(ctx, st, k, req, ov, nil, check, dc)
 }
 
-// queueChecked returns dc for id, with the queue check when
-// enforceQueueACLs is on; objects controllers make are checked too.
-func queueChecked(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView, id submitter, dc decision) decision {
-	dc.identity = id.user
-	if st.cfg.EnforceQueue {
-		return withQueueCheck(ctx, st, k, req, ov, nil, id, dc)
-	}
-	return dc
+// notStamped denies on /validate an object /mutate did not stamp.
+func notStamped(k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView) decision {
+	return deny(CauseUserInfoMissing, httpStatusForbidden, "usher: %s has no annotation %s: the usher mutating webhook did not stamp it "+
+		"(register /mutate for %s CREATE with failurePolicy: Fail)", place(k, req, ov), UserInfoAnnotation, k.kind)
 }
 
 // trusted reports whether user may set any user.info.

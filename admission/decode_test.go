@@ -230,8 +230,9 @@ func TestDuplicateMembersRefusedEverywhere(t *testing.T) {
 			t.Errorf("%s: err %v, want a duplicate member", tc.obj, err)
 		}
 	}
-	var m metaView
-	if err := parseBinding(`{"apiVersion":"v1","kind":"Binding","kind":"Binding"}`, compile(c), &m); err == nil || !strings.Contains(err.Error(), "duplicate member") {
+	var o objectView
+	err := parseObject(`{"apiVersion":"v1","kind":"Binding","kind":"Binding"}`, &bindingKind, &compile(c).wantKeys, &o, "request.object")
+	if err == nil || !strings.Contains(err.Error(), "duplicate member") {
 		t.Errorf("Binding: err %v, want a duplicate member", err)
 	}
 }

@@ -32,12 +32,10 @@ const (
 	httpStatusInternal    = 500
 )
 
-// DefaultMaxBodyBytes is WithMaxBodyBytes's default: an UPDATE carries
-// two objects of up to the API server's 3 MiB each.
+// DefaultMaxBodyBytes is WithMaxBodyBytes's default: an UPDATE carries two objects of up to 3 MiB.
 const DefaultMaxBodyBytes = 7 << 20
 
-// DefaultMaxGroups is WithMaxGroups's default: users of large Active
-// Directory forests carry over a thousand groups.
+// DefaultMaxGroups is WithMaxGroups's default: large Active Directory users carry over a thousand groups.
 const DefaultMaxGroups = 2048
 
 type hookKind uint8
@@ -48,10 +46,7 @@ const (
 )
 
 func (k hookKind) String() string {
-	if k == hookValidate {
-		return "validate"
-	}
-	return "mutate"
+	return [...]string{hookMutate: "mutate", hookValidate: "validate"}[k]
 }
 
 // Handler reviews AdmissionReviews for /mutate and /validate, safe for concurrent use.
@@ -137,10 +132,10 @@ func WithMaxGroups(max int, over func(source string)) Option {
 }
 
 // NewHandler returns a handler that runs each review with the State that
-// state returns when it starts, so settings and authorizers swap together.
-// state must be quick, safe for concurrent use and never return nil.
+// state (quick, concurrency-safe, never nil) returns when it starts.
 func NewHandler(state func() *State, opts ...Option) *Handler {
 	h := &Handler{state: state, maxBody: DefaultMaxBodyBytes, groups: groupLimit{max: DefaultMaxGroups}}
+	h.pool.New = func() any { return new(scratch) }
 	for _, o := range opts {
 		o(h)
 	}
@@ -192,19 +187,14 @@ func decide(ctx context.Context, st *State, rd *reads, hook hookKind, req *admis
 	if k == nil {
 		return allow(RuleKindNotHandled)
 	}
-	switch req.Operation {
-	case admissionv1.Create, admissionv1.Update:
-	case admissionv1.Delete:
-		if !c.EnforceDelete {
-			return allow(RuleOperationNotHandled)
-		}
-	default:
+	op := req.Operation
+	if op != admissionv1.Create && op != admissionv1.Update && (op != admissionv1.Delete || !c.EnforceDelete) {
 		return allow(RuleOperationNotHandled)
 	}
 	if !c.ProcessNamespace(req.Namespace) {
 		return allow(RuleNamespaceBypassed)
 	}
-	switch req.Operation {
+	switch op {
 	case admissionv1.Create:
 		return create(ctx, st, rd, hook, k, req, obj, pre, buf)
 	case admissionv1.Update:

@@ -13,8 +13,8 @@ import (
 	"github.com/usherhq/usher/admission/settings"
 )
 
-// Parent is what a propagation reads of a parent object: its uid and
-// annotations (only user.info and DirectoryGroupsAnnotation are read).
+// Parent is a propagator's parent object: its uid and annotations (of
+// which user.info and DirectoryGroupsAnnotation are read).
 type Parent struct {
 	UID         string
 	Annotations map[string]string
@@ -24,9 +24,8 @@ type Parent struct {
 // the reference says has uid; ok is false when there is none.
 type ParentLookup func(ctx context.Context, k settings.Kind, namespace, name, uid string) (p Parent, ok bool, err error)
 
-// WithParentLookup sets how propagators' parents are read (usher serve:
-// an informer cache, one GET on a miss). Default: none, and every
-// propagation is denied.
+// WithParentLookup sets how propagators' parents are read. Default:
+// none, and every propagation is denied.
 func WithParentLookup(l ParentLookup) Option { return func(h *Handler) { h.reads.parents = l } }
 
 // reads are the handler's reads of other cluster objects.
@@ -45,10 +44,9 @@ type propagation struct {
 
 func (p *propagation) String() string { return "propagated by " + p.by + " from " + p.parent }
 
-// parentOf finds and reads the parent of a propagator's object: its
-// controller ownerReference of a kind p names, with the uid the API
-// server holds (a name alone never counts); a Pod parent must be the pod
-// the requester's token is bound to.
+// parentOf reads the parent of a propagator's object: its controller
+// ownerReference of a kind p names, with the uid the API server holds; a
+// Pod parent must be the pod the requester's token is bound to.
 func parentOf(ctx context.Context, rd *reads, p *settings.CompiledPropagator, k *kindInfo, req *admissionv1.AdmissionRequest,
 	ov *objectView, podUID string) (*propagation, *decision) {
 	by, what := req.UserInfo.Username, place(k, req, ov)
@@ -116,28 +114,25 @@ func parentOf(ctx context.Context, rd *reads, p *settings.CompiledPropagator, k 
 	return pr, nil
 }
 
-// propagated decides what a propagator's CREATE runs as: its parent's
-// identity (the parent's directory groups looked up again, as for any
-// kept stamp), given that the object carries that identity or none.
+// propagated decides that a propagator's CREATE runs as its parent's
+// identity (as a kept stamp), if the object carries that identity or none.
 func propagated(pr *propagation, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView, pre *views) (submitter, *UserInfo, stampHow, *decision) {
 	pm := ov.pod()
 	u, err := ParseUserInfo(pr.info)
-	if err != nil {
-		dc := deny(CausePropagationDenied, httpStatusForbidden, "usher: %s, the parent of %s, carries an invalid annotation %s: %v",
-			pr.parent, place(k, req, ov), UserInfoAnnotation, err)
-		return submitter{}, nil, 0, &dc
+	invalid, listed := UserInfoAnnotation, []string(nil)
+	if err == nil {
+		invalid = DirectoryGroupsAnnotation
+		listed, err = parseDirectoryGroups(pr.dir, pr.dir != "")
 	}
-	listed, err := parseDirectoryGroups(pr.dir, pr.dir != "")
 	if err != nil {
 		dc := deny(CausePropagationDenied, httpStatusForbidden, "usher: %s, the parent of %s, carries an invalid annotation %s: %v",
-			pr.parent, place(k, req, ov), DirectoryGroupsAnnotation, err)
+			pr.parent, place(k, req, ov), invalid, err)
 		return submitter{}, nil, 0, &dc
 	}
 	who := submitter{user: u.User, groups: without(u.Groups, listed)}
 	if !pm.has(slotUserInfo) {
 		if hook == hookValidate {
-			dc := deny(CauseUserInfoMissing, httpStatusForbidden, "usher: %s has no annotation %s: the usher mutating webhook did not stamp it "+
-				"(register /mutate for %s CREATE with failurePolicy: Fail)", place(k, req, ov), UserInfoAnnotation, k.kind)
+			dc := notStamped(k, req, ov)
 			return who, nil, 0, &dc
 		}
 		return who, nil, stampNew, nil

@@ -65,8 +65,7 @@ func (r Rule) String() string {
 	return "unknown rule"
 }
 
-// Trust says why a requester may delete anything without the kill rule;
-// trustText says what each means.
+// Trust says why a requester may delete anything without the kill rule; trustText says what each means.
 type Trust uint8
 
 const (

@@ -8,10 +8,8 @@ import (
 )
 
 // stampTemplates appends to patch (a JSON Patch, or nil) the operations
-// that give each template of custom resource k in obj the stamp the
-// object carries after the patch (written: usher's, else pm's), so that
-// the operator copies it onto the pods it makes. The parent check guards
-// those pods: a template changed later only gets them denied.
+// that give each template of custom resource k the object's stamp after
+// the patch (written, else pm's), for the operator to copy onto its pods.
 func stampTemplates(k *kindInfo, pm *metaView, obj string, patch []byte, written *[2]string) []byte {
 	want := map[string]string{}
 	switch {
@@ -67,9 +65,8 @@ func stampTemplates(k *kindInfo, pm *metaView, obj string, patch []byte, written
 }
 
 // eachAt calls f with the JSON Pointer and value of every object at path
-// under v ("*": every member or item), in order; with nil for a last
-// member missing from an object that is there (a template without
-// metadata).
+// under v ("*": every member or item), in order; nil for a missing last
+// member (a template without metadata).
 func eachAt(v any, path []string, ptr string, f func(string, map[string]any)) {
 	m, isMap := v.(map[string]any)
 	switch {

@@ -15,9 +15,8 @@ import (
 )
 
 // Parents reads the parents propagators copy identities from: a
-// metadata-only informer per kind, started on the first question about
-// it, that keeps of each object its name, uid and the two annotations
-// usher writes; a parent it does not hold yet is read with one GET.
+// metadata-only informer per kind, started on first use, keeps each
+// object's name, uid and usher's two annotations; a miss is one GET.
 type Parents struct {
 	client metadata.Interface
 	ctx    context.Context

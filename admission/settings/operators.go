@@ -9,9 +9,7 @@ import (
 )
 
 // CustomResource is a custom resource kind the webhooks stamp and guard
-// as they do a pod: user.info on its own metadata at CREATE (and on the
-// templates it names), unchanged on UPDATE and status writes
-// (docs/operators.md).
+// as a pod, on its own metadata and the templates it names (docs/operators.md).
 type CustomResource struct {
 	Group    string `yaml:"group"`
 	Version  string `yaml:"version"`
@@ -24,11 +22,10 @@ type CustomResource struct {
 	Templates []string `yaml:"templates"`
 }
 
-// Propagator is a requester trusted to copy an identity, never to
-// invent one: what it creates may carry only the user.info of its parent.
+// Propagator is a requester trusted to copy its parent's user.info onto
+// what it creates, never to write another.
 type Propagator struct {
-	// Users matches the requester, as externalUsers does.
-	Users Patterns `yaml:"users"`
+	Users Patterns `yaml:"users"` // matches the requester, as externalUsers does
 	// Parents are the kinds it copies from: Pod, or GROUP/KIND of a
 	// workload or of customResources (sparkoperator.k8s.io/SparkApplication).
 	Parents []string `yaml:"parents"`
@@ -78,8 +75,7 @@ func (k Kind) GVR() schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: k.Group, Version: k.Version, Resource: k.Resource}
 }
 
-// CompiledPropagator is a Propagator with its patterns compiled and its
-// parents resolved.
+// CompiledPropagator is a compiled Propagator.
 type CompiledPropagator struct {
 	Users   Matcher
 	Parents []Kind
@@ -106,8 +102,7 @@ func (c *Compiled) Custom(group, kind string) *Kind {
 	return nil
 }
 
-// compileOperators checks and compiles customResources, propagators and
-// unstampedParents into out.
+// compileOperators compiles customResources, propagators and unstampedParents into out.
 func compileOperators(c *Config, out *Compiled) (errs []error) {
 	const crs = "admissionController.customResources"
 	for i, r := range c.CustomResources {
