@@ -11,7 +11,7 @@ import (
 )
 
 // remove reviews a DELETE by the kill rule; old is request.oldObject.
-func remove(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, old string, pre *views) decision {
+func remove(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissionv1.AdmissionRequest, old string, pre *views) decision {
 	c := st.cfg
 	if t := c.trustedDeleter(req.UserInfo.Username, req.UserInfo.Groups); t != TrustNone {
 		return allowTrusted(verbDelete, t)
@@ -23,6 +23,19 @@ func remove(ctx context.Context, st *State, k *kindInfo, req *admissionv1.Admiss
 	if ov.top.deleting {
 		// It only completes what an allowed DELETE began.
 		return allow(RuleTerminating)
+	}
+	if p := c.Propagator(req.UserInfo.Username); p != nil && ov.pod().has(slotUserInfo) {
+		// A propagator may delete what it may create: its parent's identity.
+		pr, denied := parentOf(ctx, rd, p, k, req, ov, pre.podUID)
+		if denied == nil && pr.stamped {
+			u, err1 := ParseUserInfo(pr.info)
+			got, err2 := ParseUserInfo(ov.pod().val(slotUserInfo))
+			if err1 == nil && err2 == nil && got.sameIdentity(u.User, u.Groups) {
+				dc := allow(RulePropagatorDelete)
+				dc.identity, dc.propagation = u.User, pr.String()
+				return dc
+			}
+		}
 	}
 	return killRule(ctx, st, k, req, ov, "delete")
 }

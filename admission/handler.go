@@ -200,5 +200,5 @@ func decide(ctx context.Context, st *State, rd *reads, hook hookKind, req *admis
 	case admissionv1.Update:
 		return update(ctx, st, rd.owners, k, req, obj, old, pre)
 	}
-	return remove(ctx, st, k, req, old, pre)
+	return remove(ctx, st, rd, k, req, old, pre)
 }

@@ -175,6 +175,38 @@ func TestPropagatorsCopyNeverInvent(t *testing.T) {
 	}
 }
 
+// TestPropagatorsDeleteWhatTheyMay: with the kill rule on, a propagator
+// may delete what it may create (an object carrying its parent's
+// identity) and nothing else: alice's driver deletes its executor, not
+// bob's driver's.
+func TestPropagatorsDeleteWhatTheyMay(t *testing.T) {
+	ps := parents{
+		"Pod team-a/etl-driver": {UID: "driver-1", Annotations: m(UserInfoAnnotation, aliceInfo)},
+		"Pod team-a/bob-driver": {UID: "driver-2", Annotations: m(UserInfoAnnotation, bobInfo)},
+	}
+	cfg := operatorsConfig("")
+	cfg.EnforceDeleteACLs = true
+	killRule := DeleteAuthorizerFunc(func(context.Context, DeleteRequest) (bool, string, error) { return false, "not the owner", nil })
+	h := newTestHandler(mustCompile(t, cfg), WithParentLookup(ps.lookup), WithDeleteAuthorizer(killRule))
+	driver := sparkDriver
+	driver.Extra = map[string]authenticationv1.ExtraValue{podUIDExtra: {"driver-1"}}
+	kc := kindCaseOf(t, "Pod")
+	for _, tc := range []struct {
+		name  string
+		pod   *corev1.Pod
+		allow bool
+	}{
+		{"its executor", ownedPod(m(UserInfoAnnotation, aliceInfo), controllerRef("v1", "Pod", "etl-driver", "driver-1")), true},
+		{"bob's driver's executor", ownedPod(m(UserInfoAnnotation, bobInfo), controllerRef("v1", "Pod", "bob-driver", "driver-2")), false},
+		{"an executor of its own with another identity", ownedPod(m(UserInfoAnnotation, bobInfo), controllerRef("v1", "Pod", "etl-driver", "driver-1")), false},
+	} {
+		req := request(t, kc, admissionv1.Delete, "team-a", driver, nil, tc.pod)
+		if resp := run(t, h, hookValidate, req); resp.Allowed != tc.allow {
+			t.Errorf("%s: allowed %v, want %v (%+v)", tc.name, resp.Allowed, tc.allow, resp.Result)
+		}
+	}
+}
+
 func TestPropagationWithoutCredentialsFailsClosed(t *testing.T) {
 	h := newTestHandler(mustCompile(t, operatorsConfig("")))
 	req := request(t, kindCaseOf(t, "Pod"), admissionv1.Create, "team-a", sparkOperator, ownedPod(nil,

@@ -28,6 +28,7 @@ const (
 	RuleWarnedDelete // enforceDeleteACLsMode warn: the denial's message is a warning
 	RuleRestamped
 	RulePropagated // a propagator's object carries, or gets, its parent's user.info
+	RulePropagatorDelete
 
 	numRules
 )
@@ -55,6 +56,7 @@ var ruleText = [numRules]string{
 	RuleWarnedDelete:         "warn mode: the kill rule would deny it",
 	RuleRestamped:            "replaced user.info naming the submitter with the identity usher decides",
 	RulePropagated:           "user.info of the parent, copied by a propagator",
+	RulePropagatorDelete:     "delete by a propagator of an object carrying its parent's user.info",
 }
 
 // String is the rule's reason as the audit record shows it.
