@@ -118,11 +118,10 @@ func (e *InvalidError) Error() string {
 // the rest are counted in a last line.
 const maxDiagnostics = 100
 
-// place names the file a document was read from.
+// place names the file a document was read from, and where in it the
+// document starts (source.lineOff).
 type place struct {
-	file string
-	// lineOff and colOff place the document inside file (a ConfigMap
-	// manifest's literal block); zero for a file of its own.
+	file            string
 	lineOff, colOff int
 }
 
@@ -140,8 +139,7 @@ type diags struct {
 	place
 	usher place
 	list  []Diagnostic
-	// kept and dropped count the diagnostics listed and left out, by
-	// severity.
+	// kept and dropped count, by severity, the diagnostics listed and left out.
 	kept, dropped [2]int
 }
 
@@ -251,13 +249,11 @@ func Sort(list []Diagnostic) []Diagnostic {
 
 func (d *diags) errors() []Diagnostic { return d.of(Error, "errors") }
 
-// errorCount is how many errors were found so far.
 func (d *diags) errorCount() int { return d.kept[Error] + d.dropped[Error] }
 
 func (d *diags) warnings() []Diagnostic { return d.of(Warning, "warnings") }
 
-// of lists the diagnostics of severity sev in order, and how many more
-// there are.
+// of lists the diagnostics of severity sev in order, then how many more.
 func (d *diags) of(sev Severity, what string) []Diagnostic {
 	var out []Diagnostic
 	for _, x := range Sort(d.list) {

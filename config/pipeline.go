@@ -17,13 +17,10 @@ import (
 type Option func(*options)
 
 type options struct {
-	lookup func(string) (string, bool)
-	// strict makes what a later release refuses an error (Strict).
-	strict bool
-	// request: the configuration arrived in a request (InRequest), and
-	// served is the configuration in service, or nil.
-	request bool
-	served  *Config
+	lookup  func(string) (string, bool)
+	strict  bool    // Strict
+	request bool    // InRequest, served
+	served  *Config // the configuration in service, or nil
 }
 
 func newOptions(opts []Option) options {
@@ -71,8 +68,7 @@ func Load(path string, opts ...Option) (*Config, error) {
 	return LoadFiles(f, opts...)
 }
 
-// LoadFiles runs Load's pipeline on what Read read, without reading it
-// again.
+// LoadFiles runs Load's pipeline on what Read read.
 func LoadFiles(f *Files, opts ...Option) (*Config, error) {
 	src, err := f.source()
 	if err != nil {
@@ -98,10 +94,11 @@ func FromConfigMap(name string, data map[string]string, opts ...Option) (*Config
 	return parse(src, opts)
 }
 
-// parse runs the pipeline on src.
 func parse(src *source, opts []Option) (*Config, error) {
 	o := newOptions(opts)
-	p := &parser{diags: diags{place: place{src.name, src.lineOff, src.colOff}}, dir: src.dir, o: o, src: src}
+	p := &parser{diags: diags{place: place{src.name, src.lineOff, src.colOff}}, dir: src.dir, o: o, src: src,
+		queueNode: map[string]*yaml.Node{}, known: map[string]bool{},
+		partNodes: map[string][2]*yaml.Node{}, reported: map[*yaml.Node]bool{}}
 	if src.usher != nil {
 		p.diags.usher = src.usher.placeOf(UsherKey)
 	}
@@ -216,8 +213,7 @@ func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(s
 	return loc
 }
 
-// locator reports a problem of an admission setting where it was
-// written.
+// locator reports a problem of an admission setting where it is written.
 type locator interface {
 	// err reports se at its setting, list item and field, or at the
 	// setting at when not "".

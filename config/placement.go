@@ -10,9 +10,8 @@ import (
 	"github.com/usherhq/usher/policy"
 )
 
-// PlacementRules returns the partition's placement rules: those of its
-// placementrules list, or YuniKorn's implicit provided rule without create
-// when it configures none.
+// PlacementRules returns the partition's placementrules, or YuniKorn's
+// implicit provided rule without create when it configures none.
 func (p *Partition) PlacementRules() *placement.Rules {
 	if p.Placement == nil {
 		return placement.Implicit()
@@ -34,9 +33,8 @@ type placementUse struct {
 	nodes     []*ruleNodes
 }
 
-// placementRules parses a partition's placementrules list, YuniKorn's
-// schema: name, create, value, filter (type, users, groups) and a nested
-// parent rule. Mistakes are positioned errors, likely mistakes warnings.
+// placementRules parses a partition's placementrules list, in YuniKorn's
+// schema.
 func (p *parser) placementRules(partition string, n *yaml.Node) *placement.Rules {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return nil

@@ -40,8 +40,7 @@ func (c *Config) Suggest(partition, queue string, err error) string {
 
 func (c *Config) queueHint(cp *policy.CompiledPartition, queue string) string {
 	q := strings.ToLower(strings.TrimSpace(queue))
-	var parts []string
-	var exact []string
+	var parts, exact []string
 	qualified := strings.HasPrefix(q, policy.RootQueue+".") || q == policy.RootQueue
 	want := q
 	if !qualified {
@@ -57,8 +56,7 @@ func (c *Config) queueHint(cp *policy.CompiledPartition, queue string) string {
 		parts = append(parts, "did you mean "+suggest.Or(names[:min(len(names), 3)])+"?")
 	}
 	placed := policy.RootQueue + "." + strings.ReplaceAll(q, ".", placement.DotReplacement)
-	// Where the placement's queue is the first name suggested, it adds
-	// nothing.
+	// Said unless it is the first name suggested.
 	if !qualified && q != "" && (len(names) == 0 || names[0] != placed) {
 		implicit := !slices.ContainsFunc(c.Partitions, func(p Partition) bool {
 			return strings.EqualFold(p.Name, cp.Name()) && p.Placement != nil

@@ -154,9 +154,6 @@ func usherHome(at, key string) string {
 // explicit tag other than !!str, which YuniKorn's YAML decoder reads
 // otherwise: !!binary decoded, or a !!null, !!int, … it refuses.
 func (p *parser) tagged(n *yaml.Node, what, text string) {
-	if p.reported == nil {
-		p.reported = map[*yaml.Node]bool{}
-	}
 	p.reported[n] = true
 	var yk string
 	reads := ""
@@ -170,8 +167,7 @@ func (p *parser) tagged(n *yaml.Node, what, text string) {
 
 // mergeUsher adds a ConfigMap's usher.yaml document (text) to the
 // partitions document root, each partition's keys to the partition of
-// the same name; a key set twice, not usher's, or of an unknown partition
-// is an error.
+// the same name.
 func (p *parser) mergeUsher(root *yaml.Node, text string) {
 	doc := new(yaml.Node)
 	if err := yaml.Unmarshal([]byte(text), doc); err != nil {
@@ -216,8 +212,7 @@ func (p *parser) mergeUsher(root *yaml.Node, text string) {
 	})
 }
 
-// mergeKey adds the key k of usher.yaml, with its value v, to the
-// mapping into.
+// mergeKey adds the key k of usher.yaml, with its value v, to into.
 func (p *parser) mergeKey(into, k, v *yaml.Node) {
 	if k.Value != "admissionController" && !usherKeys[k.Value] {
 		p.errorf(k, "%s: %q belongs in the partitions document, which YuniKorn reads; %s holds usher's own keys (admissionController, and a partition's adminacl, applicationacls, defaultqueue, groups and usergroupresolver)", UsherKey, k.Value, UsherKey)
@@ -264,10 +259,9 @@ func (p *parser) missingGroup(c *Config, src *source) {
 }
 
 // Split returns the data of a ConfigMap holding the configuration at path
-// in two keys: the partitions' key, which YuniKorn's scheduler reads, and
-// UsherKey with what its strict decoder does not know (the admission
-// settings and usher's partition keys); moved lists what moved. A
-// configuration with errors or a UsherKey already is not split.
+// in two keys: the partitions', which YuniKorn's scheduler reads, and
+// UsherKey with what its strict decoder does not know; moved lists what
+// moved. A configuration with errors, or with a UsherKey already, is not split.
 func Split(path string) (data []byte, moved []string, err error) {
 	f, err := Read(path)
 	if err != nil {
