@@ -34,14 +34,10 @@ import (
 type Action uint8
 
 const (
-	// View is reading the application: its logs, statistics and ACLs.
-	View Action = iota + 1
-	// Modify is changing the application (priority, timeouts, ...).
-	Modify
-	// Kill is killing the application.
+	View   Action = iota + 1 // read its logs, statistics and ACLs
+	Modify                   // change its priority, timeouts, ...
 	Kill
-	// Move is moving the application to another queue.
-	Move
+	Move // to another queue
 )
 
 var actionNames = [...]string{View: "view", Modify: "modify", Kill: "kill", Move: "move"}
@@ -65,15 +61,12 @@ func ParseAction(s string) (Action, error) {
 
 // Application is an application as far as access decisions go.
 type Application struct {
-	// ID names the application in reasons. Optional.
-	ID string
-	// Owner is the submitter. Required unless Unowned.
-	Owner string
+	ID    string // names the application in reasons; optional
+	Owner string // the submitter; required unless Unowned
 	// Unowned: no owner was recorded (a workload created before usher
 	// stamped it); Owner is empty and nobody is the owner.
 	Unowned bool
-	// Queue is the queue path; "" is the partition's default queue.
-	Queue string
+	Queue   string // the queue path; "" is the partition's default queue
 	// UnknownQueueAsRoot decides an application whose Queue the partition
 	// does not have (a workload's marker is not checked against the
 	// configuration) as if it ran in root. A Move's target is never
@@ -146,21 +139,14 @@ func (n Need) String() string {
 
 // Step is one check of a decision, in the order checks are made.
 type Step struct {
-	Rule Rule
-	// Queue is the queue checked, for QueueAdmin and QueueSubmit.
-	Queue string
-	// ACL is the ACL checked, nil when not set (or a ClusterAdmin step not
-	// reached).
-	ACL *acl.ACL
-	// Default: ACL is the partition's default (applicationacls).
-	Default bool
-	// Reached is false for checks after the one that decided.
-	Reached bool
+	Rule    Rule
+	Queue   string   // the queue checked, for QueueAdmin and QueueSubmit
+	ACL     *acl.ACL // the ACL checked; nil when unset or a ClusterAdmin step not reached
+	Default bool     // ACL is the partition's default (applicationacls)
+	Reached bool     // false for checks after the one that decided
 	Allowed bool
-	// Match is the entry that allowed: the owner's name, the ACL entry.
-	Match acl.Match
-	// Grant is the queue ACL entry that allowed, for the queue rules.
-	Grant policy.Grant
+	Match   acl.Match    // the entry that allowed: the owner's name, the ACL entry
+	Grant   policy.Grant // the queue ACL entry that allowed, for the queue rules
 }
 
 // Requirement is something a decision needs, with the checks made for it.
@@ -182,13 +168,11 @@ func (r Requirement) By() (Step, bool) {
 // Decision is the answer to "may this user do this with this application".
 // The zero value denies.
 type Decision struct {
-	Allowed bool
-	Action  Action
-	// User is the user who asked.
-	User      string
-	Partition string
-	// Application is the application's ID, Owner its owner.
-	Application, Owner string
+	Allowed            bool
+	Action             Action
+	User               string // who asked
+	Partition          string
+	Application, Owner string // the application's ID and owner
 	// Queue is the canonical path of the application's queue; Target that
 	// of the queue a Move goes to.
 	Queue, Target string
@@ -216,9 +200,8 @@ func (d Decision) By() (s Step, ok bool) {
 var ErrNoOwner = errors.New("application has no owner")
 
 // Decide answers whether sub may perform action on app; target is the
-// queue a Move goes to, empty for the other actions. The error is for bad
-// input only (an unknown queue wraps policy.ErrUnknownQueue), with a
-// Decision that denies.
+// queue a Move goes to. The error is for bad input only (an unknown queue
+// wraps policy.ErrUnknownQueue), with a Decision that denies.
 func (p Policy) Decide(app Application, sub *acl.Subject, action Action, target string) (Decision, error) {
 	d := Decision{Action: action, Application: app.ID, Owner: app.Owner, Queue: app.Queue, Target: target}
 	switch {
