@@ -21,8 +21,7 @@ import (
 	"github.com/usherhq/usher/decision"
 )
 
-// APIError is an answer of usher other than 200: the status and usher's
-// error text.
+// APIError is an answer of usher other than 200.
 type APIError struct {
 	Status    int
 	Message   string
@@ -38,8 +37,7 @@ func (e *APIError) Error() string {
 }
 
 // usherClient sends questions to usher's /v1/access with the caller's
-// kubeconfig credentials (bearer token, exec plugin or client
-// certificate), over TLS checked against usher's CA.
+// kubeconfig credentials, over TLS checked against usher's CA.
 type usherClient struct {
 	base string
 	http *http.Client
@@ -53,10 +51,8 @@ type usherConfig struct {
 }
 
 // newUsherClient derives a client for usher from the caller's API server
-// configuration kube: the same credentials, but usher's address and CA,
-// and no impersonation (usher does not read impersonation headers; asking
-// about someone else is said in the body and usher checks the caller's
-// permission).
+// configuration kube: the same credentials, but usher's address and CA, and
+// no impersonation (asking about someone else is said in the body).
 func newUsherClient(kube *rest.Config, uc usherConfig) (*usherClient, error) {
 	u, err := url.Parse(uc.Server)
 	if err != nil || u.Scheme != "https" || u.Host == "" {

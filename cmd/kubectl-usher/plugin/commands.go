@@ -16,11 +16,9 @@ import (
 
 // WhoamiOutput is what whoami prints with -o json.
 type WhoamiOutput struct {
-	// Kubernetes is the identity the API server sees (absent with --as).
-	Kubernetes *Identity `json:"kubernetes,omitempty"`
-	// Usher is the identity usher decides with in Partition.
-	Usher     decision.Identity `json:"usher"`
-	Partition string            `json:"partition"`
+	Kubernetes *Identity         `json:"kubernetes,omitempty"` // as the API server sees it (absent with --as)
+	Usher      decision.Identity `json:"usher"`                // as usher decides with it in Partition
+	Partition  string            `json:"partition"`
 }
 
 func newWhoami(o *options) *cobra.Command {
@@ -73,9 +71,7 @@ usher.io.`,
 	return cmd
 }
 
-// describeSource says where a group usher decides with came from: given
-// with the question (the API server's groups, or --as-group), or found by
-// the partition's resolver.
+// describeSource says where a group usher decides with came from.
 func describeSource(s string, self bool) string {
 	switch {
 	case s == "given" && self:
@@ -86,21 +82,15 @@ func describeSource(s string, self bool) string {
 	return s + " (usher's directory)"
 }
 
-// Actions on a queue, and on an application (the application actions of
-// /v1/access).
+// Actions on a queue, and on an application.
 var (
 	queueActions = []string{"submit", "admin"}
 	appActions   = []string{"view", "modify", "kill", "move"}
 )
 
 type canIFlags struct {
-	quiet     bool
-	explain   bool
-	owner     string
-	app       string
-	target    string
-	viewACL   string
-	modifyACL string
+	quiet, explain                         bool
+	owner, app, target, viewACL, modifyACL string
 }
 
 func newCanI(o *options) *cobra.Command {
