@@ -20,25 +20,21 @@ import (
 
 // Grant is one ACL entry that lets someone act on a queue.
 type Grant struct {
-	Queue string `json:"queue,omitempty"` // "" for the partition's adminacl
-	ACL   string `json:"acl"`             // submitacl, adminacl or partition adminacl
-	Kind  string `json:"kind"`            // user, group or wildcard
-	Name  string `json:"name"`            // "*" for the wildcard
-	// Members are the group's members the partition's resolver lists.
-	Members []string `json:"members,omitempty"`
+	Queue   string   `json:"queue,omitempty"`   // "" for the partition's adminacl
+	ACL     string   `json:"acl"`               // submitacl, adminacl or partition adminacl
+	Kind    string   `json:"kind"`              // user, group or wildcard
+	Name    string   `json:"name"`              // "*" for the wildcard
+	Members []string `json:"members,omitempty"` // the group's members its resolver lists
 }
 
 // WhoCan is every ACL entry that allows an action on a queue, in the order
-// a decision checks them (the queue's, then its parents', then the
-// partition's adminacl).
+// a decision checks them.
 type WhoCan struct {
 	Partition string  `json:"partition"`
 	Queue     string  `json:"queue"`
 	Action    string  `json:"action"`
 	Grants    []Grant `json:"grants"`
-	// Members says where group members come from, or why they are not
-	// listed.
-	Members string `json:"members"`
+	Members   string  `json:"members"` // where group members come from, or why they are not listed
 }
 
 // Who answers who may perform action on queue of partition in cfg.
@@ -97,8 +93,7 @@ func membersOf(cfg *config.Config, partition string) (lister, string) {
 	return nil, fmt.Sprintf("not enumerated: the %s resolver cannot list a group's members", cmp.Or(r.Type, resolvers.TypeNone))
 }
 
-// Text writes w for people: one line per entry, a group's with its
-// members.
+// Text writes w for people: a line per entry, a group's with its members.
 func (w *WhoCan) Text(out io.Writer) {
 	fmt.Fprintf(out, "who may %s %s (partition %s), in check order:\n", w.Action, w.Queue, w.Partition)
 	if len(w.Grants) == 0 {
