@@ -43,19 +43,16 @@ type Env struct {
 	// Default: os.LookupEnv.
 	LookupEnv func(string) (string, bool)
 
-	// cmdPath is the path of the command running ("usher check"), the
-	// prefix of its messages on stderr.
-	cmdPath string
+	cmdPath string // the path of the command running, its messages' prefix
 }
 
 // decisionFlags are the flags shared by check and explain.
 type decisionFlags struct {
 	config, partition, queue, user, groups, action string
-	// place: the placement rules choose the queue (--place, --tag).
-	place bool
+
+	place bool // the placement rules choose the queue (--place, --tag)
 	tags  tagFlags
-	// out is -o: text, json or yaml.
-	out outputFlag
+	out   outputFlag // -o
 }
 
 func (d *decisionFlags) register(fs *pflag.FlagSet) {
@@ -91,11 +88,9 @@ const configFlagHelp = "configuration `FILE`: a usher YAML file, a ConfigMap man
 	"Helm values with yunikornDefaults or a mounted ConfigMap directory, read as usher serve reads it, ADMISSION_CONTROLLER_* variables applied " +
 	"(default: the embedded default, YuniKorn's, where root allows everyone; a line on stderr says so)"
 
-// loadConfig reads a configuration (or the embedded default) through the
-// pipeline usher serve uses, with the ADMISSION_CONTROLLER_* overrides and
-// opts. Without a path it says on stderr, in one line, that the answer
-// comes from the embedded default, so that a forgotten --config is not
-// taken for the cluster's answer.
+// loadConfig reads a configuration as usher serve does, with opts. Without
+// a path it says on stderr that the answer comes from the embedded default,
+// so that a forgotten --config is not taken for the cluster's answer.
 func loadConfig(env *Env, path string, opts ...config.Option) (*config.Config, error) {
 	if path == "" {
 		env.errorf("%s", defaultNote)
@@ -103,13 +98,11 @@ func loadConfig(env *Env, path string, opts ...config.Option) (*config.Config, e
 	return config.Load(path, append(opts, config.WithEnv(env.LookupEnv))...)
 }
 
-// defaultNote is the line every command that takes --config prints when it
-// is left out.
+// defaultNote is the line a command prints when --config is left out.
 const defaultNote = "no --config given: using the embedded default configuration (YuniKorn's default: partition default, where root lets everyone submit and the tag rule places an application in root.NAMESPACE)"
 
 // printLookupError prints err (from a decision about partition and queue)
-// and, for an unknown partition or queue, the closest existing names and
-// where YuniKorn's placement would put the queue marker.
+// and, for an unknown partition or queue, config.Suggest's hint.
 func printLookupError(env *Env, cfg *config.Config, partition, queue string, err error) {
 	env.errorf("%v", err)
 	if hint := cfg.Suggest(partition, queue, err); hint != "" {
@@ -175,8 +168,12 @@ Examples:
   usher check --config queues.yaml --place --queue ml.training --user john
 `
 
-// newDecisionCommand is check or explain: the decision flags, then runDecision.
-func newDecisionCommand(env *Env, name, short, help string, explain bool) *cobra.Command {
+// newDecisionCommand is check or, with explain, explain.
+func newDecisionCommand(env *Env, explain bool) *cobra.Command {
+	name, short, help := "check", "may this user do this on this queue? prints allowed or denied", checkHelp
+	if explain {
+		name, short, help = "explain", "like check, and shows which queue and which ACL entry decided", explainHelp
+	}
 	d := &decisionFlags{}
 	cmd, fs := newCommand(groupDecide, name+" --user U [--queue PATH | --place [--queue Q] [--tag NAME=VALUE]...] [flags]", short, help)
 	d.register(fs)
@@ -184,20 +181,10 @@ func newDecisionCommand(env *Env, name, short, help string, explain bool) *cobra
 	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runDecision(ctx, env, d, explain) })
 }
 
-func newCheckCommand(env *Env) *cobra.Command {
-	return newDecisionCommand(env, "check", "may this user do this on this queue? prints allowed or denied", checkHelp, false)
-}
-
-func newExplainCommand(env *Env) *cobra.Command {
-	return newDecisionCommand(env, "explain", "like check, and shows which queue and which ACL entry decided", explainHelp, true)
-}
-
-// placeRequest is the placement question of the flags.
 func (d *decisionFlags) placeRequest(req engine.Request, explain bool) engine.PlaceRequest {
 	return engine.PlaceRequest{Partition: req.Partition, Queue: req.Queue, Tags: d.tags, User: req.User, Groups: req.Groups, Explain: explain}
 }
 
-// runDecision is check, or with explain, explain.
 func runDecision(ctx context.Context, env *Env, d *decisionFlags, explain bool) int {
 	req, ok := d.request(env)
 	if !ok {
@@ -257,7 +244,6 @@ func runDecision(ctx context.Context, env *Env, d *decisionFlags, explain bool) 
 	return decisionCode(res.Allowed)
 }
 
-// decisionCode is the exit code of an answer.
 func decisionCode(allowed bool) int {
 	if allowed {
 		return ExitOK

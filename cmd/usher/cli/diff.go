@@ -71,7 +71,6 @@ Example:
   usher diff examples/placement.yaml examples/diff/placement-next.yaml --tag namespace=ml
 `
 
-// diffFlags are the flags of usher diff.
 type diffFlags struct {
 	subjectsFile, output string
 	tags                 tagFlags

@@ -52,7 +52,6 @@ func newImportCommand(env *Env) *cobra.Command {
 	return cmd
 }
 
-// importYARNFlags are the flags of usher import yarn.
 type importYARNFlags struct {
 	fair, capacity, site, spark, partition, out string
 }
@@ -114,7 +113,6 @@ func importYARN(env *Env, f *importYARNFlags) int {
 	return writeImport(env, f.out, data)
 }
 
-// importSparkFlags are the flags of usher import spark.
 type importSparkFlags struct {
 	defaults, into, partition, out string
 }
@@ -170,9 +168,8 @@ func printDiagnostics(env *Env, ds []config.Diagnostic) {
 	}
 }
 
-// importFailed prints an import error: positioned diagnostics exit 1,
-// anything else is bad usage. The warnings the error carries are printed
-// too when withWarnings is set.
+// importFailed prints an import error, and with withWarnings its warnings:
+// positioned diagnostics exit 1, anything else is bad usage.
 func importFailed(env *Env, err error, withWarnings bool) int {
 	var invalid *config.InvalidError
 	if errors.As(err, &invalid) {

@@ -56,9 +56,6 @@ type exitCode int
 
 func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
 
-// body is a command's work: it returns the exit code.
-type body func(ctx context.Context, args []string) int
-
 // errorf prints a message on stderr, prefixed with the path of the command
 // running ("usher check: "), adding the final newline when format has none.
 func (env *Env) errorf(format string, a ...any) {
@@ -69,7 +66,6 @@ func (env *Env) errorf(format string, a ...any) {
 	fmt.Fprintf(env.Stderr, "%s: %s", env.commandPath(), msg)
 }
 
-// commandPath is the path of the command running, "usher" before one is.
 func (env *Env) commandPath() string {
 	if env.cmdPath == "" {
 		return "usher"
@@ -145,14 +141,14 @@ func newRootCommand(env *Env) *cobra.Command {
 	root.SetHelpCommandGroupID("")
 	root.SetCompletionCommandGroupID("")
 	root.AddCommand(
-		newCheckCommand(env), newExplainCommand(env), newPlaceCommand(env), newAccessCommand(env), newAppCommand(env),
+		newDecisionCommand(env, false), newDecisionCommand(env, true), newPlaceCommand(env), newAccessCommand(env), newAppCommand(env),
 		newLintCommand(env), newTestCommand(env), newDiffCommand(env), newImportCommand(env), newSplitCommand(env), newWebhookCommand(env), newNativeCommand(env),
 		newServeCommand(env), newDoctorCommand(env),
 		newVersionCommand(env),
 	)
 	root.AddCommand(newWhoCanCommand(env), newReportCommand(env))
 	// Cobra adds these when it runs; added now, they are in the tree
-	// that tests walk. completion: bash, zsh, fish and powershell.
+	// that tests walk.
 	root.SetHelpCommand(newHelpCommand())
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
@@ -229,9 +225,8 @@ func usage(c *cobra.Command) error {
 	return err
 }
 
-// groupRun is the work of a command that only groups others (usher
-// import, usher completion): without a subcommand its help, with an
-// unknown one a usage error.
+// groupRun is the work of a command that only groups others: its help,
+// or a usage error for an unknown subcommand.
 func groupRun(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return unknownCommand(cmd, args[0])
@@ -289,7 +284,7 @@ func newCommand(group, use, short, long string) (*cobra.Command, *pflag.FlagSet)
 
 // setBody makes b the work of cmd: the command path of env's messages is
 // cmd's, and b's exit code is Run's.
-func setBody(env *Env, cmd *cobra.Command, b body) *cobra.Command {
+func setBody(env *Env, cmd *cobra.Command, b func(ctx context.Context, args []string) int) *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		env.cmdPath = cmd.CommandPath()
 		if code := b(cmd.Context(), args); code != ExitOK {
@@ -311,8 +306,7 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	return fmt.Errorf("unexpected argument %q (flags start with --)", args[0])
 }
 
-// unknownCommand is the error of a mistyped subcommand of cmd, with the
-// nearest ones.
+// unknownCommand is the error of a mistyped subcommand of cmd.
 func unknownCommand(cmd *cobra.Command, name string) error {
 	msg := fmt.Sprintf("unknown command %q", name)
 	if cmd.SuggestionsMinimumDistance <= 0 {

@@ -10,12 +10,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Version and Commit name the build. Release builds set them with
-// -ldflags "-X github.com/usherhq/usher/cmd/usher/cli.Version=v1.2.3
-// -X github.com/usherhq/usher/cmd/usher/cli.Commit=<sha>" (the Dockerfile
-// does); left empty, they come from the build information Go records: the
-// module version for `go install ...@v1.2.3`, and vcs.revision and
-// vcs.modified for a build from a checkout.
+// Version and Commit name the build; release builds set them with -ldflags
+// -X (the Dockerfile does). Left empty, they come from the build
+// information Go records (the module version, vcs.revision, vcs.modified).
 var (
 	Version = ""
 	Commit  = ""
@@ -30,9 +27,8 @@ type BuildInfo struct {
 	Platform  string
 }
 
-// CurrentBuild returns the build information of the running binary: the
-// -ldflags values where set, the Go build information otherwise, "dev" and
-// "unknown" where neither says.
+// CurrentBuild returns the build information of the running binary, "dev"
+// and "unknown" where neither -ldflags nor Go's build information says.
 func CurrentBuild() BuildInfo {
 	bi, ok := debug.ReadBuildInfo()
 	return buildInfo(Version, Commit, bi, ok)
