@@ -51,12 +51,10 @@ const MaxFileSize = 64 << 20
 //go:embed default.yaml
 var defaultYAML []byte
 
-// DefaultYAML returns the embedded default configuration, yunikorn-core's
-// DefaultSchedulerConfig.
+// DefaultYAML returns the embedded default, yunikorn-core's DefaultSchedulerConfig.
 func DefaultYAML() []byte { return slices.Clone(defaultYAML) }
 
-// Config is a parsed, validated and compiled configuration, immutable once
-// returned.
+// Config is a parsed, validated and compiled configuration, immutable once returned.
 type Config struct {
 	File       string // the name used in diagnostics
 	Partitions []Partition
@@ -488,8 +486,7 @@ func (p *parser) resources(n *yaml.Node) {
 	p.mapping(n, "resources", map[string]func(k, v *yaml.Node){"guaranteed": nil, "max": nil})
 }
 
-// acl parses an ACL value in the YuniKorn dialect, reporting errors and
-// warnings at their position inside the scalar.
+// acl parses an ACL value (YuniKorn dialect), each problem at its place in the scalar.
 func (p *parser) acl(k, n *yaml.Node, what string) *acl.ACL {
 	text, ok := p.str(n, what)
 	if !ok {

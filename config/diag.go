@@ -83,8 +83,7 @@ type Diagnostic struct {
 	Upgrade bool `json:"-"`
 }
 
-// String renders FILE:LINE:COL: message, with "warning: " before the
-// message of a warning.
+// String renders FILE:LINE:COL: message, "warning: " before a warning's message.
 func (d Diagnostic) String() string {
 	var b strings.Builder
 	b.WriteString(d.File)
@@ -114,8 +113,7 @@ func (e *InvalidError) Error() string {
 	return strings.Join(lines, "\n")
 }
 
-// maxDiagnostics is how many errors, and how many warnings, are listed;
-// the rest are counted in a last line.
+// maxDiagnostics is how many errors, and warnings, are listed; the rest are counted.
 const maxDiagnostics = 100
 
 // place names the file a document was read from, and where in it the
@@ -133,8 +131,7 @@ const usherLine = 1 << 30
 // docLine is the line of a node inside its own document.
 func docLine(line int) int { return line % usherLine }
 
-// diags collects diagnostics for the partitions document and the
-// usher.yaml key merged into it.
+// diags collects diagnostics of the partitions document and its merged usher.yaml.
 type diags struct {
 	place
 	usher place
@@ -187,12 +184,10 @@ func (d *diags) push(x Diagnostic) {
 	d.list = append(d.list, x)
 }
 
-// RefusingRelease is the release that refuses what Diagnostic.Upgrade
-// warns about (docs/upgrade.md).
+// RefusingRelease is the release that refuses what Diagnostic.Upgrade warns about.
 const RefusingRelease = "v0.3"
 
-// upgrade reports what a later release refuses: an error with Strict,
-// else a warning that says so.
+// upgrade reports what a later release refuses: an error with Strict, else a warning.
 func (p *parser) upgrade(n *yaml.Node, format string, args ...any) {
 	if p.o.strict {
 		p.report(n, Diagnostic{Severity: Error, Code: CodeUpgrade, Msg: fmt.Sprintf(format, args...)})
@@ -247,14 +242,10 @@ func Sort(list []Diagnostic) []Diagnostic {
 	return list
 }
 
-func (d *diags) errors() []Diagnostic { return d.of(Error, "errors") }
-
 func (d *diags) errorCount() int { return d.kept[Error] + d.dropped[Error] }
 
-func (d *diags) warnings() []Diagnostic { return d.of(Warning, "warnings") }
-
 // of lists the diagnostics of severity sev in order, then how many more.
-func (d *diags) of(sev Severity, what string) []Diagnostic {
+func (d *diags) of(sev Severity) []Diagnostic {
 	var out []Diagnostic
 	for _, x := range Sort(d.list) {
 		if x.Severity == sev {
@@ -262,7 +253,7 @@ func (d *diags) of(sev Severity, what string) []Diagnostic {
 		}
 	}
 	if n := d.dropped[sev]; n > 0 {
-		out = append(out, Diagnostic{File: d.file, Severity: sev, Code: CodeTruncated, Msg: fmt.Sprintf("and %d more %s", n, what)})
+		out = append(out, Diagnostic{File: d.file, Severity: sev, Code: CodeTruncated, Msg: fmt.Sprintf("and %d more %ss", n, sev)})
 	}
 	return out
 }

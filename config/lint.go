@@ -77,8 +77,7 @@ func (p *parser) checkKeys(n *yaml.Node, top, what string, t reflect.Type) {
 	}
 }
 
-// checkValue reports why n does not decode into a t: at the node a
-// settings.NodeError names, else at n.
+// checkValue reports why n does not decode into a t, at the node a NodeError names.
 func (p *parser) checkValue(n *yaml.Node, top string, t reflect.Type) {
 	err := n.Decode(reflect.New(t).Interface())
 	var ne *settings.NodeError
@@ -90,8 +89,7 @@ func (p *parser) checkValue(n *yaml.Node, top string, t reflect.Type) {
 	}
 }
 
-// decodeMsg is why yaml.v3 cannot decode n, without the "line N: " of n:
-// the diagnostic is placed at n.
+// decodeMsg is why yaml.v3 cannot decode n, less the "line N: " (it is placed at n).
 func decodeMsg(n *yaml.Node, err error) string {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {

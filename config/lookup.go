@@ -419,8 +419,7 @@ func (p *parser) userGroups(n *yaml.Node, what string) map[string][]string {
 	return out
 }
 
-// placeLDAPError reports an error of ldap.Config.Validate at its key, else
-// at the block.
+// placeLDAPError reports an ldap.Config.Validate error at its key, else the block.
 func (p *parser) placeLDAPError(n *yaml.Node, err error) {
 	var fe *ldap.FieldError
 	if errors.As(err, &fe) {

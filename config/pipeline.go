@@ -50,8 +50,7 @@ func InRequest(served *Config) Option {
 	return func(o *options) { o.strict, o.request, o.served = true, true, served }
 }
 
-// EnvFile is the file name diagnostics about ADMISSION_CONTROLLER_*
-// variables carry.
+// EnvFile is the file name of diagnostics about ADMISSION_CONTROLLER_* variables.
 const EnvFile = "environment"
 
 // Load reads the configuration at path ("" is the embedded default)
@@ -113,16 +112,15 @@ func parse(src *source, opts []Option) (*Config, error) {
 		p.missingGroup(c, src)
 	}
 	p.lint(c) // with errors too: every problem at once
-	if errs := p.errors(); len(errs) > 0 {
-		return nil, &InvalidError{Diagnostics: errs, Warnings: p.warnings()}
+	if errs := p.of(Error); len(errs) > 0 {
+		return nil, &InvalidError{Diagnostics: errs, Warnings: p.of(Warning)}
 	}
-	c.Warnings = p.warnings()
+	c.Warnings = p.of(Warning)
 	p.webhookOnly(c, loc)
 	return c, nil
 }
 
-// webhookOnly sets c.WebhookOnly: what c asks of the admission webhook
-// that the native floor cannot do, each where it is set.
+// webhookOnly sets c.WebhookOnly, each where it is set.
 func (p *parser) webhookOnly(c *Config, loc locator) {
 	a, mark := c.Admission, len(p.list)
 	if a == nil || loc == nil {
@@ -235,8 +233,7 @@ func (l yamlLocator) err(se *settings.SettingError, at string) {
 	l.p.errorf(n, "%s", se)
 }
 
-// configMapLocator places settings at the flat ConfigMap key that sets
-// them.
+// configMapLocator places settings at the flat ConfigMap key that sets them.
 type configMapLocator struct {
 	p   *parser
 	src *source

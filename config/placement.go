@@ -25,16 +25,14 @@ type ruleNodes struct {
 	parent                                          *ruleNodes
 }
 
-// placementUse is a partition's parsed placementrules, checked against its
-// queues once the policy is compiled.
+// placementUse is a partition's placementrules, checked once the policy is compiled.
 type placementUse struct {
 	partition string
 	rules     *placement.Rules
 	nodes     []*ruleNodes
 }
 
-// placementRules parses a partition's placementrules list, in YuniKorn's
-// schema.
+// placementRules parses a partition's placementrules list (YuniKorn's schema).
 func (p *parser) placementRules(partition string, n *yaml.Node) *placement.Rules {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return nil
@@ -155,8 +153,7 @@ func entry(list *yaml.Node, i int) *yaml.Node {
 	return list
 }
 
-// checkPlacement checks each partition's placement rules against its
-// compiled queues, as YuniKorn's validator does.
+// checkPlacement checks the placement rules against the compiled queues, as YuniKorn does.
 func (p *parser) checkPlacement(snap *policy.Snapshot) {
 	for _, u := range p.placement {
 		cp, err := snap.Partition(u.partition)

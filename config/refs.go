@@ -10,8 +10,7 @@ import (
 	"github.com/usherhq/usher/policy"
 )
 
-// refProblem is an admission setting that names something the partitions
-// do not have.
+// refProblem is an admission setting naming something the partitions lack.
 type refProblem struct {
 	settings.SettingError
 	// at is the setting whose position is reported, when not the

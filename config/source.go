@@ -350,8 +350,7 @@ func looksLikeData(n *yaml.Node) bool {
 	return false
 }
 
-// blockIndent is the indentation of the first non-blank line after line
-// (1-based) in b.
+// blockIndent is the indentation of the first non-blank line after line (1-based) in b.
 func blockIndent(b []byte, line int) int {
 	lines := strings.Split(string(b), "\n")
 	for _, l := range lines[min(line, len(lines)):] {

@@ -89,8 +89,7 @@ var ykFields = sync.OnceValue(func() map[reflect.Type]map[string]reflect.Type {
 	return out
 })
 
-// usherKeys are the partition keys of usher's own, which usher.yaml
-// holds.
+// usherKeys are usher's own partition keys, which usher.yaml holds.
 var usherKeys = map[string]bool{"adminacl": true, "applicationacls": true, "defaultqueue": true, "groups": true, "usergroupresolver": true}
 
 // yunikornCheck reports what of n, in one of YuniKorn's ConfigMaps, makes
@@ -227,8 +226,7 @@ func (p *parser) mergeKey(into, k, v *yaml.Node) {
 	into.Content = append(into.Content, k, v)
 }
 
-// partitionName is the name of the partition mapping n, as YuniKorn's
-// validator names it.
+// partitionName is the name of partition mapping n, as YuniKorn's validator names it.
 func partitionName(n *yaml.Node) string {
 	if name := yamlnode.Value(n, "name"); name != nil && name.Value != "" {
 		return name.Value
