@@ -101,8 +101,7 @@ func loadConfig(env *Env, path string, opts ...config.Option) (*config.Config, e
 // defaultNote is the line a command prints when --config is left out.
 const defaultNote = "no --config given: using the embedded default configuration (YuniKorn's default: partition default, where root lets everyone submit and the tag rule places an application in root.NAMESPACE)"
 
-// printLookupError prints err (from a decision about partition and queue)
-// and, for an unknown partition or queue, config.Suggest's hint.
+// printLookupError prints err and, for an unknown partition or queue, config.Suggest's hint.
 func printLookupError(env *Env, cfg *config.Config, partition, queue string, err error) {
 	env.errorf("%v", err)
 	if hint := cfg.Suggest(partition, queue, err); hint != "" {
@@ -110,8 +109,7 @@ func printLookupError(env *Env, cfg *config.Config, partition, queue string, err
 	}
 }
 
-// loadServing loads the configuration (or the embedded default) and builds
-// what serves it, as usher serve does, printing the reason on failure.
+// loadServing builds what serves the configuration, as usher serve does, or says why not.
 func loadServing(env *Env, path string) (*serving.State, bool) {
 	cfg, err := loadConfig(env, path)
 	if err != nil {

@@ -46,10 +46,8 @@ unreadable file.
 
 func newImportCommand(env *Env) *cobra.Command {
 	cmd, _ := newCommand(groupConfig, "import yarn|spark [flags]", "turn YARN or Spark ACL settings into usher YAML", importHelp)
-	cmd.Args = cobra.ArbitraryArgs
 	cmd.AddCommand(newImportYARNCommand(env), newImportSparkCommand(env))
-	cmd.RunE = groupRun
-	return cmd
+	return cmd // newRootCommand makes it run groupRun
 }
 
 type importYARNFlags struct {

@@ -10,8 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// The Go runtime's soft memory limit of usher serve (docs/limits.md, "The
-// Go runtime's soft limit").
+// The Go runtime's soft memory limit of usher serve (docs/limits.md).
 const (
 	memoryLimitAuto = "auto" // the default of --memory-limit: from the container's
 	// containerShare is the share of the container's memory limit the Go

@@ -56,8 +56,7 @@ type exitCode int
 
 func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
 
-// errorf prints a message on stderr, prefixed with the path of the command
-// running ("usher check: "), adding the final newline when format has none.
+// errorf prints a line on stderr, prefixed with the command's path ("usher check: ").
 func (env *Env) errorf(format string, a ...any) {
 	msg := fmt.Sprintf(format, a...)
 	if !strings.HasSuffix(msg, "\n") {
@@ -103,8 +102,7 @@ const rootExamples = `  usher check   --config queues.yaml --queue root.test --u
   usher serve   --config queues.yaml --webhook-auth none   # local use; in a cluster: --webhook-client-ca
   source <(usher completion bash)`
 
-// newRootCommand builds the usher command tree; its commands print on
-// env's writers.
+// newRootCommand builds the usher command tree, printing on env's writers.
 func newRootCommand(env *Env) *cobra.Command {
 	root := &cobra.Command{
 		Use:     "usher",
@@ -176,8 +174,7 @@ func newRootCommand(env *Env) *cobra.Command {
 // usageWidth is the width flag descriptions are wrapped to in the help.
 const usageWidth = 100
 
-// usage prints the usage of c, as cobra does, with the flag descriptions
-// wrapped to usageWidth columns.
+// usage prints c's usage as cobra does, the flag descriptions wrapped to usageWidth.
 func usage(c *cobra.Command) error {
 	var b strings.Builder
 	b.WriteString("Usage:")
@@ -234,8 +231,7 @@ func groupRun(cmd *cobra.Command, args []string) error {
 	return cmd.Help()
 }
 
-// newHelpCommand is cobra's help command, except that an unknown command
-// is a usage error (exit 2, on stderr).
+// newHelpCommand is cobra's help command, but an unknown command is a usage error.
 func newHelpCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "help [command]",
@@ -381,8 +377,7 @@ func nearestFlags(fs *pflag.FlagSet, typed string) []string {
 	return near
 }
 
-// completeQueues completes the queue flags of cmd with the queues of
-// --partition in the configuration of --config, if any.
+// completeQueues completes cmd's queue flags with the queues of --partition in --config.
 func completeQueues(cmd *cobra.Command, flags ...string) {
 	complete := func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		path, _ := cmd.Flags().GetString("config")
