@@ -142,8 +142,7 @@ type Identity struct {
 	Groups []string `json:"groups"`
 }
 
-// selfSubjectReview asks the API server who the caller is
-// (authentication.k8s.io/v1 SelfSubjectReview, as kubectl auth whoami).
+// selfSubjectReview asks the API server who the caller is, as kubectl auth whoami.
 func selfSubjectReview(ctx context.Context, kube *rest.Config) (Identity, error) {
 	cs, err := kubernetes.NewForConfig(kube)
 	if err != nil {

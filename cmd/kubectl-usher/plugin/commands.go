@@ -158,7 +158,7 @@ answers only if you may create accessreviews in API group usher.io.`,
 			}
 			if !f.quiet {
 				err = o.print(ans, func(w io.Writer) {
-					fmt.Fprintln(w, yesNo(ans.Allowed))
+					fmt.Fprintln(w, map[bool]string{true: "yes", false: "no"}[ans.Allowed])
 					if f.explain {
 						printDecision(w, ans)
 					}
@@ -183,13 +183,6 @@ answers only if you may create accessreviews in API group usher.io.`,
 	fl.StringVar(&f.viewACL, "view-acl", "", "the application's view ACL, YARN syntax (absent: the partition's default)")
 	fl.StringVar(&f.modifyACL, "modify-acl", "", "the application's modify ACL, YARN syntax (absent: the partition's default)")
 	return cmd
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
 }
 
 // printDecision prints the reason, the groups and the trail of a decision.

@@ -364,8 +364,7 @@ func podMetaPath(kind string) ([]string, string) {
 	return nil, ""
 }
 
-// warningCollector keeps the warnings of the API server's answers (the
-// admission webhooks' warnings come back this way).
+// warningCollector keeps the API server's warnings (the webhooks' come back this way).
 type warningCollector struct {
 	mu   sync.Mutex
 	msgs []string
