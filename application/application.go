@@ -84,8 +84,7 @@ type Defaults struct {
 	Admin, View, Modify *acl.ACL
 }
 
-// Policy is what application decisions need: the compiled queue policy of
-// a partition and the partition's application ACL defaults.
+// Policy is what application decisions need: a partition's queue policy and defaults.
 type Policy struct {
 	Partition *policy.CompiledPartition
 	Defaults  Defaults
@@ -165,8 +164,7 @@ func (r Requirement) By() (Step, bool) {
 	return Step{}, false
 }
 
-// Decision is the answer to "may this user do this with this application".
-// The zero value denies.
+// Decision is the answer to "may this user do this with this application"; zero denies.
 type Decision struct {
 	Allowed            bool
 	Action             Action
@@ -312,8 +310,7 @@ func (p Policy) rights(queue string, app Application, sub *acl.Subject, action A
 	return r
 }
 
-// aclStep checks the application's own ACL, or the partition's default
-// when it sets none.
+// aclStep checks the application's own ACL, or the partition's default without one.
 func aclStep(rule Rule, own, def *acl.ACL, sub *acl.Subject) Step {
 	a := cmp.Or(own, def)
 	st := Step{Rule: rule, ACL: a, Default: own == nil && def != nil}
