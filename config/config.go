@@ -16,9 +16,7 @@
 //   - Unknown keys are errors, with a hint; keys of YuniKorn's schema that
 //     only the scheduler uses are accepted; placementrules are checked.
 //   - ACLs use the YuniKorn dialect. Warnings point out what is legal but
-//     probably wrong: a group-only ACL whose leading space YAML dropped, "*"
-//     mixed with names, duplicates, names differing only in case, a leaf
-//     queue nobody can submit to.
+//     probably wrong (Codes lists them).
 package config
 
 import (
@@ -618,9 +616,8 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 			"write unknownuser: deny to keep that, or unknownuser: given-groups to decide on the groups Kubernetes supplied", r.Type)
 	}
 	for _, extra := range []struct {
-		node *yaml.Node
-		key  string
-		typ  string
+		node     *yaml.Node
+		key, typ string
 	}{{fileNode, "file", "file"}, {usersNode, "users", "test"}, {ldapNode, "ldap", "ldap"}} {
 		if extra.node != nil && r.Type != extra.typ {
 			p.errorf(extra.node, "usergroupresolver: %s is only used by type %s, but the type is %q", extra.key, extra.typ, r.Type)

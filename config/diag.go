@@ -16,19 +16,17 @@ import (
 type Severity int
 
 const (
-	// Error makes the configuration invalid.
-	Error Severity = iota
-	// Warning is legal but probably not what was meant.
-	Warning
+	Error   Severity = iota // makes the configuration invalid
+	Warning                 // legal but probably not what was meant
 	// Note informs and never fails: a setting only the webhook enforces
 	// (Config.WebhookOnly).
 	Note
 )
 
-// MarshalText renders "error", "warning" or "note".
-func (s Severity) MarshalText() ([]byte, error) {
-	return []byte([...]string{"error", "warning", "note"}[s]), nil
-}
+// String renders "error", "warning" or "note".
+func (s Severity) String() string { return [...]string{"error", "warning", "note"}[s] }
+
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // The codes of errors (Diagnostic.Code); the others are in Codes.
 const (
@@ -60,11 +58,6 @@ var Codes = map[string]string{
 	"admission-setting":   "an admission setting that weakens identity checks, or a pattern not anchored",
 	"policy-group":        "service.policyGroup names a key the ConfigMap lacks",
 	"webhook-only":        "a note: what a setting asks only usher's webhook does, not the native floor (docs/native.md)",
-}
-
-func (s Severity) String() string {
-	b, _ := s.MarshalText()
-	return string(b)
 }
 
 // Diagnostic is a problem found in a configuration file, with its
