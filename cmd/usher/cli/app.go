@@ -131,8 +131,7 @@ func runApp(ctx context.Context, env *Env, f *appFlags) int {
 		Partition: f.partition, User: f.user, Groups: groups, App: app, Action: action, Target: f.target,
 	})
 	if err != nil {
-		// The queue that does not exist: the application's, or the
-		// target of a move.
+		// The unknown queue: the application's, or a move's target.
 		queue := app.Queue
 		if cp, perr := e.Snapshot().Partition(f.partition); perr == nil && f.target != "" && (queue == "" || cp.Has(queue)) {
 			queue = f.target

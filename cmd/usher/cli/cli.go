@@ -46,7 +46,7 @@ type Env struct {
 	cmdPath string // the path of the command running, its messages' prefix
 }
 
-// decisionFlags are the flags shared by check and explain.
+// decisionFlags are the flags of the decision commands.
 type decisionFlags struct {
 	config, partition, queue, user, groups, action string
 

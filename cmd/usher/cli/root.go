@@ -16,12 +16,10 @@ import (
 )
 
 // Run runs the usher command with args (without the program name) and
-// returns the exit code.
-//
-// The conventions are kubectl's: help goes to stdout with exit status 0;
-// a failure goes to stderr, prefixed with the command's path ("usher
-// check: ..."); a mistyped command or flag is answered with the nearest
-// ones. Flags are --long; -o is the one shorthand.
+// returns the exit code. The conventions are kubectl's: help goes to stdout
+// with exit status 0; a failure to stderr, prefixed with the command's path;
+// a mistyped command or flag is answered with the nearest ones. Flags are
+// --long; -o is the one shorthand.
 func Run(ctx context.Context, env *Env, args []string) int {
 	// A copy: the caller's Env stays as it was, and concurrent Runs
 	// sharing one Env do not race on the defaults or the command path.

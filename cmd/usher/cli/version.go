@@ -20,11 +20,9 @@ var (
 
 // BuildInfo is what `usher version` prints.
 type BuildInfo struct {
-	Version   string
-	Commit    string
-	Modified  bool
-	GoVersion string
-	Platform  string
+	Version, Commit     string
+	Modified            bool
+	GoVersion, Platform string
 }
 
 // CurrentBuild returns the build information of the running binary, "dev"
