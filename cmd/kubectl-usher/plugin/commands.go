@@ -48,11 +48,8 @@ usher.io.`,
 				out.Kubernetes = &who
 			}
 			return o.print(out, func(w io.Writer) {
-				if self {
-					fmt.Fprintf(w, "Kubernetes (SelfSubjectReview)\n  user:    %s\n  groups:  %s\n\n", who.User, joinOr(who.Groups, "(none)"))
-				} else {
-					fmt.Fprintf(w, "asked about (--as)\n  user:    %s\n  groups:  %s\n\n", who.User, joinOr(who.Groups, "(none)"))
-				}
+				title := map[bool]string{true: "Kubernetes (SelfSubjectReview)", false: "asked about (--as)"}[self]
+				fmt.Fprintf(w, "%s\n  user:    %s\n  groups:  %s\n\n", title, who.User, joinOr(who.Groups, "(none)"))
 				fmt.Fprintf(w, "usher (partition %s)\n  user:    %s\n", ans.Partition, ans.Identity.User)
 				if len(ans.Identity.Groups) == 0 {
 					fmt.Fprintln(w, "  groups:  (none)")
