@@ -5,8 +5,7 @@
 // Every command and usher serve read a configuration through one
 // pipeline, Load: source, parse once, environment, validate, compile
 // (docs/architecture.md). Errors are placed at FILE:LINE:COL with
-// errors.As; only a YAML syntax error's line is read from yaml.v3's text,
-// which has no typed form.
+// errors.As, but for a YAML syntax error's line (yamlError).
 //
 // Rules this package enforces:
 //   - Every mistake is reported, all at once; a configuration with an

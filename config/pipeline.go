@@ -154,9 +154,8 @@ func (p *parser) webhookOnly(c *Config, loc locator) {
 	p.list = p.list[:mark]
 }
 
-// admission reads the admission settings (block adm, or a ConfigMap's
-// flat keys), resolves them once and checks what they name in the
-// partitions, each problem where it was written.
+// admission reads the admission settings (block adm, or a ConfigMap's flat
+// keys) and checks what they name, each problem where it was written.
 func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(string) (string, bool)) (loc locator) {
 	var raw settings.Config
 	loc = yamlLocator{p: p, block: adm}

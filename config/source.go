@@ -21,9 +21,8 @@ import (
 // yunikorn-configs ConfigMap, when service.policyGroup is not set.
 const QueuesKey = "queues.yaml"
 
-// PolicyGroupKey is YuniKorn's ConfigMap key naming the policy group: the
-// partitions are read from the key "<group>.yaml" (default "queues", so
-// queues.yaml).
+// PolicyGroupKey is YuniKorn's ConfigMap key naming the policy group, whose
+// partitions are in the key "<group>.yaml" (default queues.yaml).
 const PolicyGroupKey = "service.policyGroup"
 
 // YuniKorn's two ConfigMaps: the Helm chart writes its yunikornDefaults
@@ -303,8 +302,7 @@ func documents(b []byte) []*yaml.Node {
 }
 
 // readLayer reads one document: a ConfigMap manifest, the Helm chart's
-// values with yunikornDefaults (the chart writes them into the
-// yunikorn-defaults ConfigMap), or a ConfigMap's data on its own
+// values with yunikornDefaults, or a ConfigMap's data on its own
 // (looksLikeData); ok false for anything else.
 func readLayer(path string, b []byte, root *yaml.Node) (layer, bool, error) {
 	var l layer
