@@ -197,7 +197,6 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 		env.errorf("--log-level: %v", err)
 		return ExitUsage
 	}
-	hopts := &slog.HandlerOptions{Level: level}
 	var newHandler func(io.Writer, *slog.HandlerOptions) slog.Handler
 	switch f.logFormat {
 	case "json":
@@ -216,7 +215,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 	e := *env
 	e.Stderr = logs
 	env = &e
-	opts.Logger = slog.New(newHandler(logs, hopts))
+	opts.Logger = slog.New(newHandler(logs, &slog.HandlerOptions{Level: level}))
 	opts.AuditDropped = logs.Dropped
 	if f.auditLog != "" && !f.noAudit {
 		var w io.Writer = env.Stdout
