@@ -259,10 +259,8 @@ func printWhy(w io.Writer, wo WhyObject) {
 	}
 	fmt.Fprintf(w, "%s %s\n", wo.Kind, where)
 	if d := wo.DryRun; d != nil {
-		if d.Admitted {
-			fmt.Fprintln(w, "  admission (server-side dry run): admitted")
-		} else {
-			fmt.Fprintln(w, "  admission (server-side dry run): refused")
+		fmt.Fprintln(w, "  admission (server-side dry run):", map[bool]string{true: "admitted", false: "refused"}[d.Admitted])
+		if !d.Admitted {
 			fmt.Fprintf(w, "    %s\n", d.Message)
 		}
 		for _, warn := range d.Warnings {
