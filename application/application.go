@@ -42,11 +42,14 @@ const (
 
 var actionNames = [...]string{View: "view", Modify: "modify", Kill: "kill", Move: "move"}
 
-func (a Action) String() string {
-	if a >= View && a <= Move {
-		return actionNames[a]
+func (a Action) String() string { return nameOf(actionNames[:], a, "Action") }
+
+// nameOf is names[v], or typ(v) for a value without a name.
+func nameOf[T ~uint8](names []string, v T, typ string) string {
+	if int(v) < len(names) && names[v] != "" {
+		return names[v]
 	}
-	return fmt.Sprintf("Action(%d)", int(a))
+	return fmt.Sprintf("%s(%d)", typ, int(v))
 }
 
 // ParseAction parses view, modify, kill or move.
@@ -108,12 +111,7 @@ var ruleNames = [...]string{
 	ModifyACL: "modify ACL", ViewACL: "view ACL", QueueSubmit: "queue submit",
 }
 
-func (r Rule) String() string {
-	if r >= Owner && r <= QueueSubmit {
-		return ruleNames[r]
-	}
-	return fmt.Sprintf("Rule(%d)", int(r))
-}
+func (r Rule) String() string { return nameOf(ruleNames[:], r, "Rule") }
 
 // Need is one requirement of a decision: NeedAction for View, Modify and
 // Kill; the other three, all to be met, for Move.
@@ -129,12 +127,7 @@ const (
 var needNames = [...]string{NeedAction: "action", NeedSourceQueue: "submit to the queue it runs in",
 	NeedTargetQueue: "submit to the target queue", NeedModify: "modify the application"}
 
-func (n Need) String() string {
-	if n >= NeedAction && n <= NeedModify {
-		return needNames[n]
-	}
-	return fmt.Sprintf("Need(%d)", int(n))
-}
+func (n Need) String() string { return nameOf(needNames[:], n, "Need") }
 
 // Step is one check of a decision, in the order checks are made.
 type Step struct {
