@@ -155,11 +155,10 @@ func usherHome(at, key string) string {
 func (p *parser) tagged(n *yaml.Node, what, text string) {
 	p.reported[n] = true
 	var yk string
-	reads := ""
-	if err := n.Decode(&yk); err != nil {
+	err := n.Decode(&yk)
+	reads := fmt.Sprintf("reads %q", yk)
+	if err != nil {
 		reads = "refuses the whole file (" + decodeMsg(n, err) + ")"
-	} else {
-		reads = fmt.Sprintf("reads %q", yk)
 	}
 	p.upgrade(n, "%s is tagged %s: usher reads the text %q, YuniKorn's YAML decoder %s; write the value without the tag", what, n.Tag, text, reads)
 }
