@@ -25,6 +25,7 @@ import (
 	_ "embed"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -559,7 +560,9 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 			p.errorf(n, "usergroupresolver type file needs file: the path of a users-to-groups file")
 			break
 		}
-		r.File = absPath(p.dir, r.File)
+		if !filepath.IsAbs(r.File) {
+			r.File = filepath.Join(p.dir, r.File)
+		}
 		if p.o.request {
 			r.Table, r.FileDigest = p.o.served.table(r.File)
 			if r.Table == nil {

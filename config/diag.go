@@ -94,8 +94,7 @@ func (d Diagnostic) String() string {
 // InvalidError lists every error of an invalid configuration.
 type InvalidError struct {
 	Diagnostics []Diagnostic // errors only, in file order
-	// Warnings found before parsing stopped, for lint.
-	Warnings []Diagnostic
+	Warnings    []Diagnostic // found before parsing stopped, for lint
 }
 
 func (e *InvalidError) Error() string {

@@ -2,7 +2,6 @@ package config
 
 import (
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -358,12 +357,4 @@ func patternOffset(s string, index int) (int, bool) {
 		off += len(part) + 1
 	}
 	return 0, false
-}
-
-// absPath makes a path inside the configuration absolute against dir.
-func absPath(dir, path string) string {
-	if filepath.IsAbs(path) {
-		return path
-	}
-	return filepath.Join(dir, path)
 }

@@ -13,10 +13,7 @@ import (
 // PlacementRules returns the partition's placementrules, or YuniKorn's
 // implicit provided rule without create when it configures none.
 func (p *Partition) PlacementRules() *placement.Rules {
-	if p.Placement == nil {
-		return placement.Implicit()
-	}
-	return p.Placement
+	return cmp.Or(p.Placement, placement.Implicit())
 }
 
 // ruleNodes are the YAML nodes of one placement rule, for positions.

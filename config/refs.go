@@ -13,9 +13,7 @@ import (
 // refProblem is an admission setting naming something the partitions lack.
 type refProblem struct {
 	settings.SettingError
-	// at is the setting whose position is reported, when not the
-	// setting itself (a default that is not written down).
-	at string
+	at string // the setting whose position is reported, if not this one (a default not written)
 }
 
 // references checks what the admission settings name in the partitions;
