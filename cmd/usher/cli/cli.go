@@ -199,10 +199,7 @@ func runDecision(ctx context.Context, env *Env, d *decisionFlags, explain bool) 
 	if !ok {
 		return ExitUsage
 	}
-	cmd := "check"
-	if explain {
-		cmd = "explain"
-	}
+	cmd := map[bool]string{false: "check", true: "explain"}[explain]
 	if d.place {
 		res, err := e.Place(ctx, d.placeRequest(req, explain))
 		if err != nil {

@@ -139,16 +139,14 @@ func newRootCommand(env *Env) *cobra.Command {
 	root.AddCommand(
 		newDecisionCommand(env, false), newDecisionCommand(env, true), newPlaceCommand(env), newAccessCommand(env), newAppCommand(env),
 		newLintCommand(env), newTestCommand(env), newDiffCommand(env), newImportCommand(env), newSplitCommand(env), newWebhookCommand(env), newNativeCommand(env),
-		newServeCommand(env), newDoctorCommand(env),
-		newVersionCommand(env),
+		newServeCommand(env), newDoctorCommand(env), newVersionCommand(env), newWhoCanCommand(env), newReportCommand(env),
 	)
-	root.AddCommand(newWhoCanCommand(env), newReportCommand(env))
 	// Cobra adds these when it runs; added now, they are in the tree
 	// that tests walk.
 	root.SetHelpCommand(newHelpCommand())
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
-	// A command that only groups others (completion) prints its help when
+	// A command that only groups others (import, completion) prints its help when
 	// given none, and refuses an unknown one, as usher itself does.
 	for _, c := range root.Commands() {
 		if c.HasSubCommands() && !c.Runnable() {
