@@ -153,9 +153,5 @@ func selfSubjectReview(ctx context.Context, kube *rest.Config) (Identity, error)
 		return Identity{}, fmt.Errorf("asking the API server who you are (SelfSubjectReview): %w", err)
 	}
 	ui := r.Status.UserInfo
-	groups := ui.Groups
-	if groups == nil {
-		groups = []string{}
-	}
-	return Identity{User: ui.Username, UID: ui.UID, Groups: groups}, nil
+	return Identity{User: ui.Username, UID: ui.UID, Groups: orEmpty(ui.Groups)}, nil
 }

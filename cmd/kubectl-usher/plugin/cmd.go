@@ -237,6 +237,14 @@ func (o *options) ask(ctx context.Context, req decision.AccessRequest) (ans *dec
 // systemAuthenticated is the group of every authenticated user.
 const systemAuthenticated = "system:authenticated"
 
+// orEmpty is s, or an empty list for nil: JSON [] rather than null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 func joinOr(list []string, none string) string {
 	if len(list) == 0 {
 		return none

@@ -40,10 +40,8 @@ usher.io.`,
 			if err != nil {
 				return err
 			}
-			out := WhoamiOutput{Usher: decision.Identity{User: ans.Identity.User, Groups: ans.Identity.Groups}, Partition: ans.Partition}
-			if out.Usher.Groups == nil {
-				out.Usher.Groups = []decision.Group{}
-			}
+			out := WhoamiOutput{Partition: ans.Partition,
+				Usher: decision.Identity{User: ans.Identity.User, Groups: orEmpty(ans.Identity.Groups)}}
 			if self {
 				out.Kubernetes = &who
 			}
@@ -267,13 +265,8 @@ usher answers only if you may create accessreviews in API group usher.io.`,
 			if err != nil {
 				return err
 			}
-			out := QueuesOutput{Partition: ans.Partition, Identity: decision.Identity{User: ans.Identity.User, Groups: ans.Identity.Groups}, Queues: ans.Queues}
-			if out.Queues == nil {
-				out.Queues = []decision.QueueRights{}
-			}
-			if out.Identity.Groups == nil {
-				out.Identity.Groups = []decision.Group{}
-			}
+			out := QueuesOutput{Partition: ans.Partition, Queues: orEmpty(ans.Queues),
+				Identity: decision.Identity{User: ans.Identity.User, Groups: orEmpty(ans.Identity.Groups)}}
 			return o.print(out, func(w io.Writer) {
 				fmt.Fprintf(w, "partition %s, user %s, groups %s\n\n", ans.Partition, ans.Identity.User, groupsText(ans.Identity.Groups))
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
