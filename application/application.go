@@ -75,9 +75,7 @@ type Application struct {
 	// configuration) as if it ran in root. A Move's target is never
 	// replaced.
 	UnknownQueueAsRoot bool
-	// ViewACL and ModifyACL are the application's own ACLs; nil: the
-	// partition's default applies.
-	ViewACL, ModifyACL *acl.ACL
+	ViewACL, ModifyACL *acl.ACL // the application's own; nil: the partition's default
 }
 
 // Defaults are a partition's applicationacls (Spark's spark-defaults.conf):
@@ -164,9 +162,7 @@ type Decision struct {
 	User               string // who asked
 	Partition          string
 	Application, Owner string // the application's ID and owner
-	// Queue is the canonical path of the application's queue; Target that
-	// of the queue a Move goes to.
-	Queue, Target string
+	Queue, Target      string // canonical paths: the application's queue, a Move's target
 	// UnknownQueue is the queue the application named when it was decided
 	// in root instead (Application.UnknownQueueAsRoot).
 	UnknownQueue string
