@@ -78,8 +78,7 @@ func Who(cfg *config.Config, partition, queue string, action policy.Action) (*Wh
 // lister lists a group's members: a file or test resolver's table.
 type lister interface{ Members(group string) []string }
 
-// membersOf returns the lister of the partition's resolver, nil when it
-// has none, and a note saying which.
+// membersOf returns the partition resolver's lister (nil without one) and a note.
 func membersOf(cfg *config.Config, partition string) (lister, string) {
 	i := slices.IndexFunc(cfg.Partitions, func(p config.Partition) bool { return strings.EqualFold(p.Name, partition) })
 	r := cfg.Partitions[i].Resolver
