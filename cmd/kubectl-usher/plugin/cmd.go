@@ -188,10 +188,9 @@ func (o *options) usherClient() (*usherClient, error) {
 	return newUsherClient(cfg, uc)
 }
 
-// subject is the identity a question is about: the caller as the API
-// server sees it, or the user and groups of --as and --as-group. For --as
-// the groups are those given plus system:authenticated, as the API server
-// gives an impersonated user.
+// subject is the identity a question is about: the caller as the API server
+// sees it, or --as and --as-group, with system:authenticated added as the
+// API server adds it to an impersonated user.
 func (o *options) subject(ctx context.Context) (who Identity, self bool, err error) {
 	if o.impersonating() {
 		if o.asUser() == "" {
