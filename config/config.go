@@ -116,7 +116,6 @@ type parser struct {
 	diags
 	o         options
 	src       *source
-	dir       string
 	acls      []aclUse
 	queueNode map[string]*yaml.Node    // partition/queue path -> name node
 	known     map[string]bool          // groups the resolvers know
@@ -561,7 +560,7 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 			break
 		}
 		if !filepath.IsAbs(r.File) {
-			r.File = filepath.Join(p.dir, r.File)
+			r.File = filepath.Join(p.src.dir, r.File)
 		}
 		if p.o.request {
 			r.Table, r.FileDigest = p.o.served.table(r.File)

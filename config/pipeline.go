@@ -94,7 +94,7 @@ func FromConfigMap(name string, data map[string]string, opts ...Option) (*Config
 
 func parse(src *source, opts []Option) (*Config, error) {
 	o := newOptions(opts)
-	p := &parser{diags: diags{place: place{src.name, src.lineOff, src.colOff}}, dir: src.dir, o: o, src: src,
+	p := &parser{diags: diags{place: place{src.name, src.lineOff, src.colOff}}, o: o, src: src,
 		queueNode: map[string]*yaml.Node{}, known: map[string]bool{},
 		partNodes: map[string][2]*yaml.Node{}, reported: map[*yaml.Node]bool{}}
 	if src.usher != nil {
