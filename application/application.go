@@ -64,16 +64,13 @@ func ParseAction(s string) (Action, error) {
 
 // Application is an application as far as access decisions go.
 type Application struct {
-	ID    string // names the application in reasons; optional
-	Owner string // the submitter; required unless Unowned
-	// Unowned: no owner was recorded (a workload created before usher
-	// stamped it); Owner is empty and nobody is the owner.
-	Unowned bool
+	ID      string // names the application in reasons; optional
+	Owner   string // the submitter; required unless Unowned
+	Unowned bool   // no owner was recorded (a workload older than usher's stamp); Owner is ""
 	Queue   string // the queue path; "" is the partition's default queue
 	// UnknownQueueAsRoot decides an application whose Queue the partition
-	// does not have (a workload's marker is not checked against the
-	// configuration) as if it ran in root. A Move's target is never
-	// replaced.
+	// lacks (a workload's marker is unchecked) as if it ran in root; a
+	// Move's target is never replaced.
 	UnknownQueueAsRoot bool
 	ViewACL, ModifyACL *acl.ACL // the application's own; nil: the partition's default
 }
@@ -163,10 +160,8 @@ type Decision struct {
 	Partition          string
 	Application, Owner string // the application's ID and owner
 	Queue, Target      string // canonical paths: the application's queue, a Move's target
-	// UnknownQueue is the queue the application named when it was decided
-	// in root instead (Application.UnknownQueueAsRoot).
-	UnknownQueue string
-	Requirements []Requirement
+	UnknownQueue       string // the queue named, when decided in root instead (UnknownQueueAsRoot)
+	Requirements       []Requirement
 }
 
 // By returns the step that granted the action: for Move, the one that
