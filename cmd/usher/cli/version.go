@@ -35,9 +35,7 @@ func CurrentBuild() BuildInfo {
 func buildInfo(version, commit string, bi *debug.BuildInfo, ok bool) BuildInfo {
 	b := BuildInfo{Version: version, Commit: commit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if ok && bi != nil {
-		if bi.GoVersion != "" {
-			b.GoVersion = bi.GoVersion
-		}
+		b.GoVersion = cmp.Or(bi.GoVersion, b.GoVersion)
 		if b.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 			b.Version = bi.Main.Version
 		}
