@@ -63,14 +63,13 @@ var Codes = map[string]string{
 // Diagnostic is a problem found in a configuration file, with its
 // position; its JSON form is usher lint -o json's (docs/lint.md).
 type Diagnostic struct {
-	File     string   `json:"file"`
-	Line     int      `json:"line"`   // 1-based; 0 when unknown
-	Col      int      `json:"column"` // 1-based; 0 when unknown
-	Severity Severity `json:"severity"`
-	Code     string   `json:"code"` // one of Codes
-	Msg      string   `json:"message"`
-	// Suggestion is what to write instead, when one is known.
-	Suggestion string `json:"suggestion,omitempty"`
+	File       string   `json:"file"`
+	Line       int      `json:"line"`   // 1-based; 0 when unknown
+	Col        int      `json:"column"` // 1-based; 0 when unknown
+	Severity   Severity `json:"severity"`
+	Code       string   `json:"code"` // one of Codes
+	Msg        string   `json:"message"`
+	Suggestion string   `json:"suggestion,omitempty"` // what to write instead, when known
 	// Upgrade marks a warning about what this release still loads and a
 	// later one refuses (docs/upgrade.md); with Strict it is an error.
 	Upgrade bool `json:"-"`
@@ -161,8 +160,7 @@ func (d *diags) pos(line, col int) (string, int, int) {
 }
 
 // push records x unless maxDiagnostics of its severity are listed, its
-// message cut to clip.Text bytes (it may quote a value of any length);
-// an error without a code is CodeInvalid.
+// message cut to clip.Text bytes (it may quote a value of any length).
 func (d *diags) push(x Diagnostic) {
 	if x.Code == "" && x.Severity == Error {
 		x.Code = CodeInvalid
@@ -250,9 +248,8 @@ func (d *diags) of(sev Severity) []Diagnostic {
 	return out
 }
 
-// yamlError reports a YAML syntax error at its line; base is added to
-// the line (usherLine for the usher.yaml key). yaml.v3 has no typed
-// syntax error: it writes the line only into the text, "yaml: line N:
+// yamlError reports a YAML syntax error at its line plus base (usherLine for
+// usher.yaml). yaml.v3 writes the line only into its text, "yaml: line N:
 // problem", whose problem is the parser's words, never the document's.
 func (d *diags) yamlError(err error, base int) {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")

@@ -178,9 +178,8 @@ func (p *parser) lintUsersAsGroups() {
 }
 
 // lintCase warns about names that differ only in case from a name of the
-// same kind written before. Two such names differ from their lower case
-// in one of them at least, so only the lower case forms of names that
-// have upper case letters are tracked, and nothing when no name has one.
+// same kind written before. One of two such names has upper case letters,
+// so only those names' lower case forms are tracked, none when no name has one.
 func (p *parser) lintCase() {
 	type key struct {
 		group bool

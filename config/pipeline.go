@@ -41,10 +41,9 @@ func WithEnv(lookup func(string) (string, bool)) Option {
 // (Diagnostic.Upgrade, docs/upgrade.md). Default: a warning.
 func Strict() Option { return func(o *options) { o.strict = true } }
 
-// InRequest reads a configuration that arrived in a request
-// (/validate-config) without opening any file: a users-to-groups file
-// served (the configuration in service, or nil) reads is taken from it,
-// any other is a warning, unread. It implies Strict.
+// InRequest reads a configuration that arrived in a request (/validate-config)
+// without opening any file: a users-to-groups file served (the configuration
+// in service, or nil) reads is taken from it, any other a warning; implies Strict.
 func InRequest(served *Config) Option {
 	return func(o *options) { o.strict, o.request, o.served = true, true, served }
 }

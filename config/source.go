@@ -183,9 +183,8 @@ func (f *Files) source() (src *source, err error) {
 }
 
 // dataSource picks the partitions (queuesKey) and usher.yaml out of a
-// ConfigMap's data; the partitions of a missing key are YuniKorn's default,
-// as its scheduler serves them (parser.missingGroup). The other keys are
-// kept for the admission settings.
+// ConfigMap's data, keeping the other keys for the admission settings; a
+// missing key's partitions are YuniKorn's default (parser.missingGroup).
 func dataSource(origin, dir string, data map[string]keyValue) (*source, error) {
 	key := queuesKey(data)
 	var usher *keyValue
@@ -229,11 +228,10 @@ type layer struct {
 }
 
 // readManifests reads b's documents (read) as ConfigMaps (readLayer) and
-// says (ok) whether they are; a single mapping holding partitions is a
-// usher YAML file (ok false). Several documents, or the items of a List (as
-// kubectl get configmap A B -o yaml writes them), are merged as YuniKorn
-// merges its two: yunikorn-defaults first, then the others in order, a
-// later key winning.
+// says (ok) whether they are; a single mapping holding partitions is a usher
+// YAML file (ok false). Several documents, or a List's items (kubectl get
+// configmap A B -o yaml), are merged as YuniKorn merges its two:
+// yunikorn-defaults first, then the others in order, a later key winning.
 func readManifests(path string, b []byte, read []*yaml.Node) (*source, bool, error) {
 	var docs []*yaml.Node
 	for _, doc := range read {
@@ -389,10 +387,9 @@ func (s *source) flat() (map[string]string, bool) {
 	return out, len(out) > 0
 }
 
-// readFile reads a file the configuration is or names: a regular file of
-// at most limit bytes (package safefile). Unless strict, a file that breaks
-// these rules but that earlier releases read (one of any type, of up to
-// MaxFileSize bytes) is read, and broke says why it will be refused.
+// readFile reads a file the configuration is or names: a regular file of at
+// most limit bytes (package safefile). Unless strict, one that earlier
+// releases read (any type, up to MaxFileSize) is read, and broke says why not.
 func (o options) readFile(path string, limit int64) (data []byte, broke, err error) {
 	var legacy int64
 	if !o.strict {

@@ -11,10 +11,9 @@ import (
 	"github.com/usherhq/usher/policy"
 )
 
-// Suggest returns what to say after an error naming an unknown partition
-// or queue, else "": the closest names and, for a path not starting with
-// "root.", the queue YuniKorn's provided rule would put that marker in
-// (ml.training is root.ml_dot_training).
+// Suggest returns what to say after an error naming an unknown partition or
+// queue, else "": the closest names and, for a path not starting with "root.",
+// the queue YuniKorn's provided rule puts that marker in (root.ml_dot_training).
 func (c *Config) Suggest(partition, queue string, err error) string {
 	if c == nil || c.Snapshot == nil {
 		return ""

@@ -11,10 +11,9 @@ import (
 	"github.com/usherhq/usher/internal/yamlnode"
 )
 
-// ykConfig mirrors yunikorn-core's SchedulerConfig
-// (pkg/common/configs/config.go): the keys its strict decoder
-// (KnownFields) knows, a field's name in lower case, and the types it
-// decodes their values into.
+// ykConfig mirrors yunikorn-core's SchedulerConfig (pkg/common/configs/config.go):
+// the keys its strict decoder knows, a field's name in lower case, and the
+// types it decodes their values into.
 type ykConfig struct {
 	Partitions []struct {
 		Name           string
@@ -92,10 +91,9 @@ var ykFields = sync.OnceValue(func() map[reflect.Type]map[string]reflect.Type {
 // usherKeys are usher's own partition keys, which usher.yaml holds.
 var usherKeys = map[string]bool{"adminacl": true, "applicationacls": true, "defaultqueue": true, "groups": true, "usergroupresolver": true}
 
-// yunikornCheck reports what of n, in one of YuniKorn's ConfigMaps, makes
-// YuniKorn's scheduler refuse the whole file: a key its strict decoder
-// does not know, or a value it cannot decode into t. at is the mapping n
-// is in: "", "partition", or the key above.
+// yunikornCheck reports what of n makes YuniKorn's scheduler refuse the whole
+// file: a key its strict decoder does not know, or a value it cannot decode
+// into t. at is the mapping n is in: "", "partition", or the key above.
 func (p *parser) yunikornCheck(n *yaml.Node, t reflect.Type, at string) {
 	switch {
 	case n.Line >= usherLine || p.reported[n]: // usher.yaml's; reported
@@ -255,10 +253,9 @@ func (p *parser) missingGroup(c *Config, src *source) {
 		PolicyGroupKey, src.missing, src.missing, then)}, -1, "")
 }
 
-// Split returns the data of a ConfigMap holding the configuration at path
-// in two keys: the partitions', which YuniKorn's scheduler reads, and
-// UsherKey with what its strict decoder does not know; moved lists what
-// moved. A configuration with errors, or with a UsherKey already, is not split.
+// Split returns the data of a ConfigMap holding the configuration at path in
+// two keys: the partitions', which YuniKorn reads, and UsherKey with what its
+// strict decoder does not know (moved). One with errors or a UsherKey is not split.
 func Split(path string) (data []byte, moved []string, err error) {
 	f, err := Read(path)
 	if err != nil {
