@@ -67,9 +67,8 @@ type Config struct {
 	WebhookOnly []Diagnostic
 }
 
-// FloorStamps says whether the native floor of c stamps CREATE: the
-// admission partition stamps the groups the API server gives, which CEL
-// can write.
+// FloorStamps says whether c's native floor stamps CREATE: the admission
+// partition stamps the groups the API server gives, which CEL can write.
 func (c *Config) FloorStamps() bool {
 	a := c.Admission // set in every configuration Load returns
 	for _, p := range c.Partitions {
@@ -366,8 +365,7 @@ func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 }
 
 // topQueues reads a partition's top-level queues as YuniKorn's
-// checkQueuesStructure does: a single queue named root is the root;
-// others get a root inserted above them, with a warning.
+// checkQueuesStructure does: unless one root, a root is inserted above them.
 func (p *parser) topQueues(partName string, queues *yaml.Node, prefix string) *policy.Queue {
 	first := queues.Content[0]
 	if len(queues.Content) == 1 {

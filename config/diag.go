@@ -114,9 +114,8 @@ type place struct {
 	lineOff, colOff int
 }
 
-// usherLine is added to the line of every node of a ConfigMap's
-// usher.yaml key merged into the partitions document (mergeUsher), so
-// that a diagnostic about it names that key.
+// usherLine is added to the line of every node of a merged usher.yaml key
+// (mergeUsher), so that a diagnostic about it names that key.
 const usherLine = 1 << 30
 
 // docLine is the line of a node inside its own document.

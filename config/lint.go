@@ -32,8 +32,7 @@ func (p *parser) strict(n *yaml.Node, what string, target any) bool {
 }
 
 // checkKeys walks n as yaml.v3 decodes it into t, down to each value it
-// decodes alone, so an error is placed at its node; what names the key,
-// top the block.
+// decodes alone, to place an error at its node; what names the key, top the block.
 func (p *parser) checkKeys(n *yaml.Node, top, what string, t reflect.Type) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -237,9 +236,8 @@ var (
 	yunikornACLGroup = regexp.MustCompile(`^[_a-zA-Z][a-zA-Z0-9_-]*$`)
 )
 
-// lintYuniKornNames warns about each ACL entry YuniKorn's ACL parser
-// drops: a workload only it admits is admitted by usher and refused by
-// the scheduler.
+// lintYuniKornNames warns about each ACL entry YuniKorn's ACL parser drops:
+// a workload only it admits is admitted by usher and refused by the scheduler.
 func (p *parser) lintYuniKornNames() {
 	for _, u := range p.acls {
 		for gi, names := range [2][]string{u.rule.Users(), u.rule.Groups()} {

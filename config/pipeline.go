@@ -51,9 +51,8 @@ func InRequest(served *Config) Option {
 // EnvFile is the file name of diagnostics about ADMISSION_CONTROLLER_* variables.
 const EnvFile = "environment"
 
-// Load reads the configuration at path ("" is the embedded default)
-// through the one pipeline (see the package comment). An invalid one is
-// an *InvalidError listing every mistake at FILE:LINE:COL.
+// Load reads the configuration at path ("" is the embedded default) through
+// the one pipeline; an invalid one is an *InvalidError listing every mistake.
 func Load(path string, opts ...Option) (*Config, error) {
 	if path == "" {
 		return parse(&source{name: "<embedded default>", dir: ".", queues: defaultYAML}, opts)

@@ -85,9 +85,8 @@ type keyValue struct {
 	cm    string     // the name of the ConfigMap holding it, if known
 }
 
-// Files is a configuration as read from its path, once: the file, or
-// the keys of the directory where a ConfigMap is mounted. Its sum and the
-// configuration LoadFiles parses come from the same bytes.
+// Files is a configuration as read from its path once (a file, or a mounted
+// ConfigMap's keys): its sum and what LoadFiles parses are the same bytes.
 type Files struct {
 	path  string
 	dir   bool

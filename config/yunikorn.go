@@ -147,9 +147,8 @@ func usherHome(at, key string) string {
 	return "remove it"
 }
 
-// tagged reports a value usher reads (as text, what) written with an
-// explicit tag other than !!str, which YuniKorn's YAML decoder reads
-// otherwise: !!binary decoded, or a !!null, !!int, … it refuses.
+// tagged reports a value usher reads (as text, what) tagged other than
+// !!str, which YuniKorn's YAML decoder reads otherwise, or refuses.
 func (p *parser) tagged(n *yaml.Node, what, text string) {
 	p.reported[n] = true
 	var yk string
@@ -161,9 +160,8 @@ func (p *parser) tagged(n *yaml.Node, what, text string) {
 	p.upgrade(n, "%s is tagged %s: usher reads the text %q, YuniKorn's YAML decoder %s; write the value without the tag", what, n.Tag, text, reads)
 }
 
-// mergeUsher adds a ConfigMap's usher.yaml document (text) to the
-// partitions document root, each partition's keys to the partition of
-// the same name.
+// mergeUsher adds a ConfigMap's usher.yaml (text) to the partitions document
+// root, each partition's keys to the partition of the same name.
 func (p *parser) mergeUsher(root *yaml.Node, text string) {
 	doc := new(yaml.Node)
 	if err := yaml.Unmarshal([]byte(text), doc); err != nil {
@@ -239,9 +237,8 @@ func shiftLines(n *yaml.Node) {
 	}
 }
 
-// missingGroup reports that service.policyGroup names a key the
-// ConfigMap lacks, so everyone may submit everywhere: an error while
-// queue or delete ACLs are enforced, else a warning.
+// missingGroup reports that service.policyGroup names a key the ConfigMap
+// lacks: an error while queue or delete ACLs are enforced, else a warning.
 func (p *parser) missingGroup(c *Config, src *source) {
 	c.MissingGroup = src.missing
 	sev, then := Warning, "so does usher"
