@@ -38,9 +38,8 @@ const (
 // Env is what a command may touch.
 type Env struct {
 	Stdout, Stderr io.Writer
-	// LookupEnv reads a variable and says whether it is set (the
-	// ADMISSION_CONTROLLER_* overrides: set and empty differs from unset).
-	// Default: os.LookupEnv.
+	// LookupEnv reads a variable, saying whether it is set (for the overrides,
+	// set and empty is not unset). Default: os.LookupEnv.
 	LookupEnv func(string) (string, bool)
 
 	cmdPath string // the path of the command running, its messages' prefix
@@ -88,9 +87,8 @@ const configFlagHelp = "configuration `FILE`: a usher YAML file, a ConfigMap man
 	"Helm values with yunikornDefaults or a mounted ConfigMap directory, read as usher serve reads it, ADMISSION_CONTROLLER_* variables applied " +
 	"(default: the embedded default, YuniKorn's, where root allows everyone; a line on stderr says so)"
 
-// loadConfig reads a configuration as usher serve does, with opts. Without
-// a path it says on stderr that the answer comes from the embedded default,
-// so that a forgotten --config is not taken for the cluster's answer.
+// loadConfig reads a configuration as usher serve does. Without a path it says
+// on stderr that the default is used: a forgotten --config is not the cluster's.
 func loadConfig(env *Env, path string, opts ...config.Option) (*config.Config, error) {
 	if path == "" {
 		env.errorf("%s", defaultNote)

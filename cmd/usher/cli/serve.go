@@ -228,9 +228,8 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 			defer file.Close()
 			w = file
 		}
-		// Audit records have their own batches, flushed before the file
-		// is closed (defers run last in, first out), and are written
-		// at any --log-level.
+		// Audit records have their own batches, flushed before the file is
+		// closed (defers run last in, first out), at any --log-level.
 		audit := server.NewBufferedWriter(w, 100*time.Millisecond)
 		defer audit.Close()
 		opts.Logger = slog.New(server.SplitAudit(opts.Logger.Handler(), newHandler(audit, &slog.HandlerOptions{Level: slog.LevelInfo})))
