@@ -104,9 +104,8 @@ func Access(res engine.AccessResult) *Graph {
 	return g
 }
 
-// Diff is usher diff's answer: an arrow from whoever gains (green) or
-// loses (red) a right to the queue where it starts, and from whoever is
-// placed elsewhere to the old and the new queue.
+// Diff is usher diff's answer: arrows from whoever gains (green) or loses (red) a
+// right to the queue where it starts, and from whoever moves to the old and new queue.
 func Diff(res *impact.Result) *Graph {
 	g := &Graph{Title: fmt.Sprintf("rights from %s to %s", res.Old, res.New)}
 	at := map[string]int{}

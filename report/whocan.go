@@ -1,7 +1,6 @@
-// Package report shows people what a configuration means: who may act on
-// a queue (usher who-can), the answers of usher access, diff and place as
-// Graphviz DOT and Mermaid pictures, and one self-contained HTML page of
-// all three (usher report).
+// Package report shows people what a configuration means: who may act on a
+// queue (usher who-can), usher access, diff and place as Graphviz DOT and
+// Mermaid pictures, and one self-contained HTML page of all three (usher report).
 package report
 
 import (
@@ -27,8 +26,7 @@ type Grant struct {
 	Members []string `json:"members,omitempty"` // the group's members its resolver lists
 }
 
-// WhoCan is every ACL entry that allows an action on a queue, in the order
-// a decision checks them.
+// WhoCan is every ACL entry allowing an action on a queue, in decision order.
 type WhoCan struct {
 	Partition string  `json:"partition"`
 	Queue     string  `json:"queue"`
