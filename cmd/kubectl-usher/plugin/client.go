@@ -36,8 +36,7 @@ func (e *APIError) Error() string {
 	return msg
 }
 
-// usherClient sends questions to usher's /v1/access with the caller's
-// kubeconfig credentials, over TLS checked against usher's CA.
+// usherClient asks usher's /v1/access with the caller's kubeconfig credentials.
 type usherClient struct {
 	base string
 	http *http.Client
@@ -50,9 +49,8 @@ type usherConfig struct {
 	ServerName string // checked against usher's certificate; empty: the host of Server
 }
 
-// newUsherClient derives a client for usher from the caller's API server
-// configuration kube: the same credentials, but usher's address and CA, and
-// no impersonation (asking about someone else is said in the body).
+// newUsherClient derives a client for usher from the caller's API server config
+// kube: its credentials, usher's address and CA, no impersonation (said in the body).
 func newUsherClient(kube *rest.Config, uc usherConfig) (*usherClient, error) {
 	u, err := url.Parse(uc.Server)
 	if err != nil || u.Scheme != "https" || u.Host == "" {
@@ -123,8 +121,7 @@ func (c *usherClient) access(ctx context.Context, req decision.AccessRequest) (*
 	return &out, nil
 }
 
-// reachError explains a connection failure, with how to reach usher from
-// outside the cluster when the default in-cluster address was used.
+// reachError explains a connection failure, and how to reach usher from outside.
 func reachError(base string, err error) error {
 	var dns *net.DNSError
 	if errors.As(err, &dns) && strings.HasSuffix(strings.TrimSuffix(dns.Name, "."), ".svc") {

@@ -166,9 +166,8 @@ func (o *options) why(ctx context.Context, f whyFlags, objs []*unstructured.Unst
 			return err
 		}
 		if o.impersonating() {
-			// The API server checks the impersonation on every request;
-			// asking it once first tells a refused impersonation (an
-			// error) from a refused object (an answer).
+			// The API server checks the impersonation on every request; asking
+			// once first tells a refused impersonation from a refused object.
 			if _, err := selfSubjectReview(ctx, cfg); err != nil {
 				return fmt.Errorf("--as %s: %w", o.asUser(), err)
 			}
