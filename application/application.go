@@ -75,9 +75,8 @@ type Application struct {
 	ViewACL, ModifyACL *acl.ACL // the application's own; nil: the partition's default
 }
 
-// Defaults are a partition's applicationacls (Spark's spark-defaults.conf):
-// the application admins, and the view and modify ACLs of applications
-// that set none. Nil allows nobody.
+// Defaults are a partition's applicationacls (Spark's spark-defaults.conf): the
+// application admins, and the ACLs of applications setting none; nil allows nobody.
 type Defaults struct {
 	Admin, View, Modify *acl.ACL
 }
