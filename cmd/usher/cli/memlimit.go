@@ -13,10 +13,9 @@ import (
 // The Go runtime's soft memory limit of usher serve (docs/limits.md).
 const (
 	memoryLimitAuto = "auto" // the default of --memory-limit: from the container's
-	// containerShare is the share of the container's memory limit the Go
-	// heap may use before the collector works harder: the rest is for what
-	// the runtime does not count (stacks, TLS and HTTP/2 buffers) and for
-	// a reload, which holds two configurations for a moment.
+	// containerShare is the share of the container's memory limit the Go heap
+	// may use before the collector works harder; the rest is for what the runtime
+	// does not count (stacks, TLS and HTTP/2 buffers) and a reload's two configurations.
 	containerShare = 0.5
 	fallbackLimit  = 128 << 20 // outside a container with a memory limit
 )

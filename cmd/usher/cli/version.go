@@ -10,9 +10,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Version and Commit name the build; release builds set them with -ldflags
-// -X (the Dockerfile does). Left empty, they come from the build
-// information Go records (the module version, vcs.revision, vcs.modified).
+// Version and Commit name the build, set by release builds with -ldflags -X; left
+// empty, they come from Go's build information (module version, vcs.revision).
 var (
 	Version = ""
 	Commit  = ""
