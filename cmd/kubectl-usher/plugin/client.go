@@ -21,8 +21,7 @@ import (
 	"github.com/usherhq/usher/decision"
 )
 
-// APIError is an answer of usher other than 200: the status and usher's
-// error text.
+// APIError is an answer of usher other than 200.
 type APIError struct {
 	Status    int
 	Message   string
@@ -37,9 +36,7 @@ func (e *APIError) Error() string {
 	return msg
 }
 
-// usherClient sends questions to usher's /v1/access with the caller's
-// kubeconfig credentials (bearer token, exec plugin or client
-// certificate), over TLS checked against usher's CA.
+// usherClient asks usher's /v1/access with the caller's kubeconfig credentials.
 type usherClient struct {
 	base string
 	http *http.Client
@@ -52,11 +49,8 @@ type usherConfig struct {
 	ServerName string // checked against usher's certificate; empty: the host of Server
 }
 
-// newUsherClient derives a client for usher from the caller's API server
-// configuration kube: the same credentials, but usher's address and CA,
-// and no impersonation (usher does not read impersonation headers; asking
-// about someone else is said in the body and usher checks the caller's
-// permission).
+// newUsherClient derives a client for usher from the caller's API server config
+// kube: its credentials, usher's address and CA, no impersonation (said in the body).
 func newUsherClient(kube *rest.Config, uc usherConfig) (*usherClient, error) {
 	u, err := url.Parse(uc.Server)
 	if err != nil || u.Scheme != "https" || u.Host == "" {
@@ -127,8 +121,7 @@ func (c *usherClient) access(ctx context.Context, req decision.AccessRequest) (*
 	return &out, nil
 }
 
-// reachError explains a connection failure, with how to reach usher from
-// outside the cluster when the default in-cluster address was used.
+// reachError explains a connection failure, and how to reach usher from outside.
 func reachError(base string, err error) error {
 	var dns *net.DNSError
 	if errors.As(err, &dns) && strings.HasSuffix(strings.TrimSuffix(dns.Name, "."), ".svc") {
@@ -146,8 +139,7 @@ type Identity struct {
 	Groups []string `json:"groups"`
 }
 
-// selfSubjectReview asks the API server who the caller is
-// (authentication.k8s.io/v1 SelfSubjectReview, as kubectl auth whoami).
+// selfSubjectReview asks the API server who the caller is, as kubectl auth whoami.
 func selfSubjectReview(ctx context.Context, kube *rest.Config) (Identity, error) {
 	cs, err := kubernetes.NewForConfig(kube)
 	if err != nil {
@@ -158,9 +150,5 @@ func selfSubjectReview(ctx context.Context, kube *rest.Config) (Identity, error)
 		return Identity{}, fmt.Errorf("asking the API server who you are (SelfSubjectReview): %w", err)
 	}
 	ui := r.Status.UserInfo
-	groups := ui.Groups
-	if groups == nil {
-		groups = []string{}
-	}
-	return Identity{User: ui.Username, UID: ui.UID, Groups: groups}, nil
+	return Identity{User: ui.Username, UID: ui.UID, Groups: orEmpty(ui.Groups)}, nil
 }

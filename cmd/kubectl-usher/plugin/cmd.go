@@ -63,12 +63,10 @@ type options struct {
 	output    string
 }
 
-// errNo is returned by a command whose answer is no: it exits 1 without
-// an error message.
+// errNo is returned by a command whose answer is no: exit 1, no message.
 var errNo = errors.New("no")
 
-// Main runs the plugin with args (without the program name) and returns
-// the exit code.
+// Main runs the plugin with args (without the program name) and returns the exit code.
 func Main(ctx context.Context, args []string, streams Streams) int {
 	return run(ctx, args, streams, os.Getenv)
 }
@@ -140,8 +138,7 @@ func (o *options) addOutput(cmd *cobra.Command) {
 }
 
 // kubeFlags are kubectl's own flags for the API server and the caller's
-// credentials (--kubeconfig, --context, -n, --as, --as-group, --token, ...),
-// read the way kubectl reads them (client-go's clientcmd).
+// credentials, read the way kubectl reads them (client-go's clientcmd).
 type kubeFlags struct {
 	kubeconfig string
 	overrides  clientcmd.ConfigOverrides
@@ -158,7 +155,6 @@ func (k *kubeFlags) clientConfig() clientcmd.ClientConfig {
 	return k.cc
 }
 
-// impersonating reports whether --as or --as-group was given.
 func (o *options) impersonating() bool {
 	return o.asUser() != "" || len(o.asGroups()) > 0
 }
@@ -192,10 +188,9 @@ func (o *options) usherClient() (*usherClient, error) {
 	return newUsherClient(cfg, uc)
 }
 
-// subject is the identity a question is about: the caller as the API
-// server sees it, or the user and groups of --as and --as-group. For --as
-// the groups are those given plus system:authenticated, as the API server
-// gives an impersonated user.
+// subject is the identity a question is about: the caller as the API server
+// sees it, or --as and --as-group, with system:authenticated added as the
+// API server adds it to an impersonated user.
 func (o *options) subject(ctx context.Context) (who Identity, self bool, err error) {
 	if o.impersonating() {
 		if o.asUser() == "" {
@@ -238,9 +233,16 @@ func (o *options) ask(ctx context.Context, req decision.AccessRequest) (ans *dec
 	return ans, who, self, err
 }
 
-// systemAuthenticated is the group the API server gives every
-// authenticated user.
+// systemAuthenticated is the group of every authenticated user.
 const systemAuthenticated = "system:authenticated"
+
+// orEmpty is s, or an empty list for nil: JSON [] rather than null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
 
 func joinOr(list []string, none string) string {
 	if len(list) == 0 {
