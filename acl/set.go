@@ -9,7 +9,7 @@ import (
 )
 
 // seed is fixed for the life of the process so that Subjects and Sets built
-// at different times hash names alike. It is never written after start.
+// at different times hash names alike.
 var seed = maphash.MakeSeed()
 
 // hash is maphash with the low 7 bits cleared, so that NewSubject can
@@ -192,22 +192,17 @@ func NewSubject(user string, groups []string) *Subject {
 // User returns the user name.
 func (s *Subject) User() string { return s.user }
 
-// Groups returns the groups as given to NewSubject; the slice must not be
-// modified.
+// Groups returns the groups as given to NewSubject; do not modify them.
 func (s *Subject) Groups() []string { return s.groups }
 
 // Kind says what kind of entry matched.
 type Kind uint8
 
 const (
-	// None means no entry matched: the ACL denies.
-	None Kind = iota
-	// MatchWildcard is the "*" ACL.
-	MatchWildcard
-	// MatchUser is an entry of the user list.
-	MatchUser
-	// MatchGroup is an entry of the group list.
-	MatchGroup
+	None          Kind = iota // no entry matched: the ACL denies
+	MatchWildcard             // the "*" ACL
+	MatchUser                 // an entry of the user list
+	MatchGroup                // an entry of the group list
 )
 
 var kindNames = [...]string{None: "none", MatchWildcard: "wildcard", MatchUser: "user", MatchGroup: "group"}
@@ -221,15 +216,10 @@ func (k Kind) String() string {
 
 // Match tells which entry allowed a subject.
 type Match struct {
-	// Kind is None when nothing matched.
-	Kind Kind
-	// Name is the matching user or group name, or "*".
-	Name string
-	// List is the index, among the ACLs given to Union, of the ACL that
-	// holds the entry (0 for a single ACL).
-	List int
-	// Index is the position of the entry in its user or group list.
-	Index int
+	Kind  Kind   // None when nothing matched
+	Name  string // the matching user or group name, or "*"
+	List  int    // the index of the entry's ACL among those given to Union
+	Index int    // the position of the entry in its user or group list
 }
 
 // Allowed reports whether the match allows access.
@@ -304,8 +294,7 @@ func Union(acls ...*ACL) Set {
 	return s
 }
 
-// Allows reports whether any ACL of the set allows sub. It does not
-// allocate.
+// Allows reports whether any ACL of the set allows sub, without allocating.
 func (s *Set) Allows(sub *Subject) bool {
 	if s.all || find(s.users, sub.uh, sub.user) >= 0 {
 		return true
