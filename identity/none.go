@@ -9,9 +9,6 @@ func None() Resolver { return noneResolver{} }
 
 type noneResolver struct{}
 
-var _ Resolver = noneResolver{}
-
-// Resolve returns user with the single group user.
 func (noneResolver) Resolve(_ context.Context, user string) (Info, error) {
 	if user == "" {
 		return Info{}, unknownUser(SourceNone, user)
@@ -19,5 +16,4 @@ func (noneResolver) Resolve(_ context.Context, user string) (Info, error) {
 	return Info{User: user, Groups: []string{user}, Sources: []Source{SourceNone}}, nil
 }
 
-// String names the resolver in logs.
 func (noneResolver) String() string { return string(SourceNone) }

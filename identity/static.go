@@ -25,9 +25,6 @@ type table struct {
 	lines  map[string]int // the line of each user, for a file (FileEntries)
 }
 
-var _ Resolver = (*table)(nil)
-
-// Resolve returns the groups the table lists for user.
 func (t *table) Resolve(_ context.Context, user string) (Info, error) {
 	in, ok := t.users[user]
 	if !ok {

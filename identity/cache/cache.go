@@ -47,8 +47,7 @@ type Options struct {
 	// Name names the wrapped resolver in the errors the cache makes itself
 	// (timeouts and panics). Default "resolver".
 	Name string
-	// PositiveTTL is how long a success is kept. Default 300s; negative:
-	// not kept.
+	// PositiveTTL is how long a success is kept. Default 300s; negative: not kept.
 	PositiveTTL time.Duration
 	// NegativeTTL is how long a failure is kept, and how often a user
 	// served stale answers is retried. Default 30s; negative: not kept.
@@ -63,8 +62,7 @@ type Options struct {
 	Timeout time.Duration
 }
 
-// withDefaults returns o with its defaults set; the only place they are
-// applied.
+// withDefaults returns o with its defaults set.
 func (o Options) withDefaults() Options {
 	o.Name = cmp.Or(o.Name, DefaultName)
 	o.PositiveTTL = cmp.Or(o.PositiveTTL, DefaultPositiveTTL)
@@ -114,8 +112,6 @@ type Cache struct {
 	refreshed func(user string)
 }
 
-var _ identity.Resolver = (*Cache)(nil)
-
 // entry is the cached answer for one user; apart from the atomics, never
 // modified once stored.
 type entry struct {
@@ -136,13 +132,8 @@ type entry struct {
 
 // New returns a cache in front of r with opts (see Options for defaults).
 func New(r identity.Resolver, opts Options) *Cache {
-	return newCache(r, opts, time.Now)
-}
-
-// newCache is New with a clock, so tests step time instead of sleeping.
-func newCache(r identity.Resolver, opts Options, now func() time.Time) *Cache {
 	opts = opts.withDefaults()
-	return &Cache{r: r, opts: opts, now: now, tab: ttlcache.New[*entry](opts.MaxEntries, now)}
+	return &Cache{r: r, opts: opts, now: time.Now, tab: ttlcache.New[*entry](opts.MaxEntries, time.Now)}
 }
 
 // Resolve returns the groups of user, from the cache or from the
