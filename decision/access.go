@@ -1,9 +1,7 @@
 package decision
 
-// The request of POST /v1/access; the server and kubectl-usher share it,
-// so that the plugin keeps no copy that drifts.
-
-// AccessRequest is the body of POST /v1/access. Without Application it
+// AccessRequest is the body of POST /v1/access, shared by the server and
+// kubectl-usher so that no copy drifts. Without Application it
 // asks about a queue (action submit or admin); with it, about a running
 // application (action view, modify, kill or move, with TargetQueue for a
 // move).
