@@ -37,11 +37,7 @@ func ExplainPlaced(w io.Writer, res *engine.PlaceResult) {
 	placementTrail(w, res.Rules, res.Result)
 	decision.IdentityText(w, res.Identity)
 	if res.Placed {
-		decisive := res.Queue
-		if res.Create {
-			decisive = res.Final.Ancestor
-		}
-		aclTrail(w, policy.Submit, decisive, res.Steps)
+		aclTrail(w, policy.Submit, res.Decisive(), res.Steps)
 	}
 }
 

@@ -440,10 +440,7 @@ type PlaceResult struct {
 	Partition string // canonical
 	Identity  identity.Info
 	Rules     *placement.Rules
-	// Steps is the submit ACL trail of the queue whose ACLs decided (the
-	// placed queue, or the nearest existing ancestor of one to create);
-	// with Explain only.
-	Steps []policy.Step
+	Steps     []policy.Step // the submit ACL trail of Decisive(); with Explain only
 	// Asked is the queue the application names, read as a lower-case path
 	// under root, when it is placed in another queue ("" otherwise); Why
 	// then says why, rule by rule.
@@ -519,15 +516,20 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 	res.Result = p.rules.Explain(cp, preq)
 	res.setAsked(req.Queue)
 	if req.Explain && res.Placed {
-		decisive := res.Queue
-		if res.Create {
-			decisive = res.Final.Ancestor
-		}
-		if q, err := cp.Lookup(decisive); err == nil {
+		if q, err := cp.Lookup(res.Decisive()); err == nil {
 			_, res.Steps = q.Explain(preq.Subject, policy.Submit)
 		}
 	}
 	return res, nil
+}
+
+// Decisive is the queue whose ACLs decided a placement: the placed queue,
+// or the nearest existing ancestor of one to create.
+func (r *PlaceResult) Decisive() string {
+	if r.Create {
+		return r.Final.Ancestor
+	}
+	return r.Queue
 }
 
 // elsewhere reports whether placed (a canonical path) is another queue
