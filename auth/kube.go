@@ -113,8 +113,3 @@ func (r *KubeReviewer) CreateSubjectAccessReview(ctx context.Context, sar *autho
 	}
 	return out, nil
 }
-
-var (
-	_ TokenReviewer         = (*KubeReviewer)(nil)
-	_ SubjectAccessReviewer = (*KubeReviewer)(nil)
-)

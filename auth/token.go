@@ -29,10 +29,8 @@ type TokenOptions struct {
 	// Default 10s, as kube-apiserver's delegated authentication.
 	SuccessTTL time.Duration
 	FailureTTL time.Duration
-	// Timeout bounds one TokenReview. Default 10s.
-	Timeout time.Duration
-	// MaxEntries bounds the cache. Default 4096.
-	MaxEntries int
+	Timeout    time.Duration // bounds one TokenReview; default 10s
+	MaxEntries int           // bounds the cache; default 4096
 	// Audiences are sent with every TokenReview; a token is accepted only
 	// when the answer names one of them. Default none: the API server's.
 	Audiences []string
@@ -80,12 +78,8 @@ type tokenResult struct {
 
 // NewTokenAuthenticator returns an authenticator that asks reviewer.
 func NewTokenAuthenticator(reviewer TokenReviewer, opts TokenOptions) *TokenAuthenticator {
-	return newTokenAuthenticator(reviewer, opts, time.Now)
-}
-
-func newTokenAuthenticator(reviewer TokenReviewer, opts TokenOptions, now func() time.Time) *TokenAuthenticator {
 	opts = opts.withDefaults()
-	return &TokenAuthenticator{reviewer: reviewer, opts: opts, cache: ttlcache.New[tokenResult](opts.MaxEntries, now),
+	return &TokenAuthenticator{reviewer: reviewer, opts: opts, cache: ttlcache.New[tokenResult](opts.MaxEntries, time.Now),
 		bucket: flowcontrol.NewTokenBucketPassiveRateLimiter(opts.ReviewRate, opts.ReviewBurst)}
 }
 
@@ -151,5 +145,3 @@ func (a *TokenAuthenticator) AuthenticateToken(ctx context.Context, tok string) 
 	}
 	return res.user, res.ok, nil
 }
-
-var _ Authenticator = (*TokenAuthenticator)(nil)

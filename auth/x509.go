@@ -78,8 +78,6 @@ func (a *ClientCertAuthenticator) Verify(chain []*x509.Certificate) (User, error
 	return User{Name: leaf.Subject.CommonName, Groups: groups}, nil
 }
 
-var _ Authenticator = (*ClientCertAuthenticator)(nil)
-
 // systemAuthenticated is the group kube-apiserver gives every
 // authenticated user.
 const systemAuthenticated = "system:authenticated"
