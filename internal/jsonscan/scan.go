@@ -99,15 +99,15 @@ func (d *Scanner) describe() string {
 	}
 }
 
-func (d *Scanner) ws() {
-	for d.i < len(d.s) {
-		switch d.s[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
+func (d *Scanner) ws() { d.i = skipSpace(d.s, d.i) }
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON white space.
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
 	}
+	return i
 }
 
 // Peek skips white space and returns the next byte, or 0 at the end.
@@ -471,9 +471,7 @@ func (d *Scanner) Skip() {
 	stack := stackArr[:0] // '{' or '[' per open container
 	var c byte
 value:
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
+	i = skipSpace(s, i)
 	if i >= len(s) {
 		d.i = i
 		d.Fail("unexpected end of input")
@@ -482,9 +480,7 @@ value:
 	switch c = s[i]; c {
 	case '{', '[':
 		i++
-		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-			i++
-		}
+		i = skipSpace(s, i)
 		if i < len(s) && s[i] == c+2 { // '}' or ']'
 			i++
 			goto end
@@ -526,9 +522,7 @@ value:
 		return
 	}
 key: // inside an object, before a member's key
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
+	i = skipSpace(s, i)
 	if i >= len(s) || s[i] != '"' {
 		d.i = i
 		d.failAt(d.Peek(), "expected a string key")
@@ -539,9 +533,7 @@ key: // inside an object, before a member's key
 		return
 	}
 	i = d.i
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
+	i = skipSpace(s, i)
 	if i >= len(s) || s[i] != ':' {
 		d.i = i
 		d.failAt(d.Peek(), "expected ':' after object key")
@@ -554,9 +546,7 @@ end: // after a complete value
 		d.i = i
 		return
 	}
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
+	i = skipSpace(s, i)
 	if i < len(s) {
 		top := stack[len(stack)-1]
 		switch c = s[i]; {
