@@ -14,28 +14,25 @@ import (
 	"github.com/usherhq/usher/config"
 )
 
-// maxAdmissionWarnings caps the warnings returned to kubectl.
-const maxAdmissionWarnings = 20
-
-// maxConfigMapData is what a ConfigMap can hold in etcd; larger is refused
-// unparsed.
-const maxConfigMapData = 1 << 20
-
-// maxReviewNodes caps the YAML nodes config.NodeBound counts before
-// parsing: at yaml.v3's ~190 bytes a node, a parse holds at most 57 MiB
-// (1 MiB of the usual shape counts 254,000).
-const maxReviewNodes = 300_000
-
-// nodeCost is charged to the body budget per node counted while parsing:
-// half of 190 bytes, as the bound is above the nodes parsed.
-const nodeCost = 96
+const (
+	maxAdmissionWarnings = 20      // returned to kubectl
+	maxConfigMapData     = 1 << 20 // what etcd holds; larger is refused unparsed
+	// maxReviewNodes caps the YAML nodes config.NodeBound counts before
+	// parsing: at yaml.v3's ~190 bytes a node, a parse holds at most 57 MiB
+	// (1 MiB of the usual shape counts 254,000).
+	maxReviewNodes = 300_000
+	// nodeCost is charged to the body budget per node counted: half of 190
+	// bytes, as the bound is above the nodes parsed.
+	nodeCost = 96
+)
 
 // serveValidateConfig is /validate-config: it loads the ConfigMap being
 // written as usher serve would (merged with the other one it reads, no
 // file opened: config.InRequest) and refuses it with the diagnostics, or
-// admits it with the lint warnings (refuses it, with RefuseConfigWarnings). A ConfigMap usher does not read and a
-// deletion are admitted; data past the bounds above is refused unparsed,
-// a parse the body budget cannot hold with 429.
+// admits it with the lint warnings (refuses it, with RefuseConfigWarnings).
+// A ConfigMap usher does not read and a deletion are admitted; data past
+// the bounds above is refused unparsed, a parse the body budget cannot
+// hold with 429.
 func (s *Server) serveValidateConfig(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST an AdmissionReview", http.StatusMethodNotAllowed)
