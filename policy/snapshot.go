@@ -183,9 +183,6 @@ func (s *Snapshot) Decide(partition, queue string, sub *acl.Subject, action Acti
 
 func (p *CompiledPartition) Name() string { return p.name }
 
-// DefaultQueue returns the queue used when a request names none.
-func (p *CompiledPartition) DefaultQueue() string { return p.defaultQueue }
-
 // Has reports whether the partition has the queue.
 func (p *CompiledPartition) Has(queue string) bool {
 	_, ok := p.queues[NormalizeQueue(queue)]
