@@ -83,12 +83,10 @@ func Strings(ss []string, max, count int) []string {
 }
 
 // Detach copies each string *p and each element of list into one new
-// allocation, so that none of them shares memory with what the caller
-// read them from: a request's names are often substrings of its whole
-// body (the admission webhook reads them out of the AdmissionReview
-// without copying), and whatever is kept past the request (a cache, a
-// queued audit record) must not keep that body alive. The strings are
-// set in place; the list's copy is returned (nil for a nil list).
+// allocation: a request's names are often substrings of its whole body,
+// which whatever is kept past the request (a cache, a queued audit record)
+// must not keep alive. The strings are set in place; the list's copy is
+// returned (nil for a nil list).
 func Detach(list []string, ps ...*string) []string {
 	n := 0
 	for _, p := range ps {

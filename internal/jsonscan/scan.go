@@ -151,10 +151,7 @@ func (d *Scanner) literal(lit string) {
 
 // Object consumes '{' and reports whether an object starts here. It does
 // not consume null: callers that accept null check d.Null() first.
-func (d *Scanner) Object(field string) bool { return d.ObjectAt(field, "") }
-
-// ObjectAt is Object for the field named field+sub.
-func (d *Scanner) ObjectAt(field, sub string) bool { return d.open('{', field, sub, "an object") }
+func (d *Scanner) Object(field string) bool { return d.open('{', field, "", "an object") }
 
 // Array consumes '[' and reports whether an array starts here.
 func (d *Scanner) Array(field string) bool { return d.open('[', field, "", "an array") }
