@@ -261,13 +261,6 @@ func (s *Server) event(ref ConfigMapRef, obj *corev1.ConfigMap, typ, reason, msg
 	}
 }
 
-// loadConfigMaps loads the merged data with opts.
-func (s *Server) loadConfigMaps(objs []*corev1.ConfigMap, override *corev1.ConfigMap, opts ...config.Option) (*config.Config, [32]byte, string, ConfigMapRef, error) {
-	data, name, owner, gen := s.cm.merged(objs, override)
-	cfg, err := config.FromConfigMap(name, data, append(opts, config.WithEnv(s.opts.Getenv))...)
-	return cfg, dataSum(data), gen, owner, err
-}
-
 func shortSum(sum [32]byte) string { return hex.EncodeToString(sum[:6]) }
 
 // newConfigInfo is usher_config_info: one series, the generation in service.

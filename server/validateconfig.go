@@ -117,16 +117,12 @@ func (s *Server) reviewConfig(ctx context.Context, req *admissionv1.AdmissionReq
 		return nil
 	}
 	defer release()
-	var cfg *config.Config
-	var err error
-	name := ConfigMapRef{Namespace: cm.Namespace, Name: cm.Name}.String()
-	in := config.InRequest(s.serving.Current().Config())
+	data, name := cm.Data, ConfigMapRef{Namespace: cm.Namespace, Name: cm.Name}.String()
 	if s.cm != nil {
 		cm.ResourceVersion = "" // the change under review
-		cfg, _, name, _, err = s.loadConfigMaps(s.cm.snapshot(), &cm, in)
-	} else {
-		cfg, err = config.FromConfigMap(name, cm.Data, config.WithEnv(s.opts.Getenv), in)
+		data, name, _, _ = s.cm.merged(s.cm.snapshot(), &cm)
 	}
+	cfg, err := config.FromConfigMap(name, data, config.WithEnv(s.opts.Getenv), config.InRequest(s.serving.Current().Config()))
 	if err != nil {
 		s.log.Info("configuration change refused at admission", "configmap", name, "user", req.UserInfo.Username, "err", err)
 		resp := deny(http.StatusUnprocessableEntity, "usher: configuration refused; the configuration in service is unchanged:\n"+err.Error())
