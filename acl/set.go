@@ -31,13 +31,10 @@ type entry struct {
 // of at least n.
 //
 // Moving 32-byte entries that hold a pointer is what sorting them cost:
-// the sort orders plain integers instead, each the top bits of a name's
-// hash with the name's position in check order in the low bits, and the
-// entries are then written once, in order. Names whose hashes agree in
-// the bits kept stay in check order; a final insertion pass orders the
-// rare ones whose full hashes differ below those bits. Names are compared
-// only within a run of equal hashes, which holds one name but for a
-// collision.
+// the sort orders integers instead (a name's hash's top bits, its position
+// in check order in the low bits) and writes the entries once. A final
+// insertion pass orders the rare names whose hashes differ only below the
+// bits kept; names are compared only within a run of equal hashes.
 func sortedEntries(acls []*ACL, groups bool, n int, keys []uint64) []entry {
 	if n == 0 {
 		return nil

@@ -177,10 +177,9 @@ type attachment struct {
 }
 
 // Attached returns user's cached success and the value attached to it
-// under key, counting a hit, when Resolve would answer from the cache;
-// otherwise ok is false and the caller asks Resolve. in points at the
-// cache's own copy (sparing the hit path a copy) and must not be modified.
-// The engine keeps a user's acl.Subject so, once per answer and generation.
+// under key, counting a hit, when Resolve would answer from the cache; else
+// ok is false. in is the cache's own copy: do not modify it. The engine
+// keeps a user's acl.Subject so, once per answer and generation.
 func (c *Cache) Attached(user string, key uint64) (in *identity.Info, v any, ok bool) {
 	now := c.now()
 	e, found := c.tab.Get(user, now)
