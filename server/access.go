@@ -150,6 +150,27 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 	s.answer(w, answer.Decided(command, res, steps, req.Explain))
 }
 
+// serveQueues answers "queues": true: every queue of the partition with
+// what the user may do there, and the user's groups.
+func (s *Server) serveQueues(w http.ResponseWriter, r *http.Request, req *AccessRequest, caller auth.User) {
+	switch {
+	case req.Queue != "", req.Action != "", req.Place, req.Tags != nil, req.Application != nil, req.TargetQueue != "", req.Explain:
+		badRequest(w, http.StatusBadRequest, "queues lists every queue of the partition: give only partition, user and groups")
+		return
+	}
+	start := time.Now()
+	g := s.serving.Current()
+	res, err := g.Access(r.Context(), req.Partition, req.User, req.Groups)
+	if err != nil {
+		s.decisionError(w, r, g, caller, req, "queues", err)
+		return
+	}
+	s.metrics.decisionLatency.Observe(time.Since(start).Seconds())
+	s.audit("access", "user", res.Identity.User, "groups", res.Identity.Groups, "partition", res.Partition, "action", "queues", "allowed", true,
+		"caller", caller.Name, "requestID", requestID(r))
+	s.answer(w, answer.Queues(res))
+}
+
 // countDecision counts a decision by action and outcome, and its latency.
 func (s *Server) countDecision(action string, allowed bool, start time.Time) {
 	outcome := "denied"
