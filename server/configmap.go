@@ -173,12 +173,6 @@ func (c *cmSource) object(objs []*corev1.ConfigMap, r ConfigMapRef) *corev1.Conf
 	return nil
 }
 
-// ref returns the ref of ns/name and whether usher reads it.
-func (c *cmSource) ref(ns, name string) (ConfigMapRef, bool) {
-	r := ConfigMapRef{Namespace: ns, Name: name}
-	return r, slices.Contains(c.refs, r)
-}
-
 // run watches the ConfigMaps and reloads on every change until ctx is done.
 func (c *cmSource) run(ctx context.Context, reload func()) {
 	var wg sync.WaitGroup

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -90,10 +91,9 @@ func (s *Server) reviewConfig(ctx context.Context, req *admissionv1.AdmissionReq
 	if cm.Name == "" {
 		cm.Name = req.Name
 	}
-	if s.cm != nil {
-		if _, ok := s.cm.ref(cm.Namespace, cm.Name); !ok {
-			return allow // not usher's: the registration should not send it
-		}
+	ref := ConfigMapRef{Namespace: cm.Namespace, Name: cm.Name}
+	if s.cm != nil && !slices.Contains(s.cm.refs, ref) {
+		return allow // not usher's: the registration should not send it
 	}
 	size := 0
 	for k, v := range cm.Data {
@@ -117,7 +117,7 @@ func (s *Server) reviewConfig(ctx context.Context, req *admissionv1.AdmissionReq
 		return nil
 	}
 	defer release()
-	data, name := cm.Data, ConfigMapRef{Namespace: cm.Namespace, Name: cm.Name}.String()
+	data, name := cm.Data, ref.String()
 	if s.cm != nil {
 		cm.ResourceVersion = "" // the change under review
 		data, name, _, _ = s.cm.merged(s.cm.snapshot(), &cm)
