@@ -140,10 +140,14 @@ func New(cfg *config.Config, prev *Generation) (*Generation, error) {
 	}
 	next := &Generation{cfg: cfg, parts: make(map[string]*partition, len(cfg.Partitions)), key: generations.Add(1)}
 	var created []*resolvers.Resolver
+	var prevParts map[string]*partition
+	if prev != nil {
+		prevParts = prev.parts
+	}
 	for _, p := range cfg.Partitions {
 		name := strings.ToLower(p.Name)
 		part := &partition{mode: p.Groups, policy: &p.Resolver.Policy, defaults: p.Applications, rules: p.PlacementRules()}
-		if old, ok := prev.partition(name); ok && old.resolver.Key == p.Resolver.Key() {
+		if old, ok := prevParts[name]; ok && old.resolver.Key == p.Resolver.Key() {
 			part.resolver = old.resolver
 		} else {
 			r, err := resolvers.New(p.Resolver)
@@ -176,14 +180,6 @@ func (g *Generation) Retire(next *Generation, grace time.Duration) {
 	if len(retired) > 0 {
 		time.AfterFunc(grace, func() { closeAll(retired) })
 	}
-}
-
-func (g *Generation) partition(lname string) (*partition, bool) {
-	if g == nil {
-		return nil, false
-	}
-	p, ok := g.parts[lname]
-	return p, ok
 }
 
 // Close releases the resolvers' connections.
