@@ -81,14 +81,10 @@ func sortedEntries(acls []*ACL, groups bool, n int, keys []uint64) []entry {
 		}
 		// t[i:j] share a hash, in rank order: keep each name's first.
 		run := len(out)
-	next:
 		for _, e := range t[i:j] {
-			for _, kept := range out[run:] {
-				if kept.name == e.name {
-					continue next
-				}
+			if !slices.ContainsFunc(out[run:], func(kept entry) bool { return kept.name == e.name }) {
+				out = append(out, e)
 			}
-			out = append(out, e)
 		}
 		i = j
 	}
@@ -186,7 +182,6 @@ func NewSubject(user string, groups []string) *Subject {
 	return s
 }
 
-// User returns the user name.
 func (s *Subject) User() string { return s.user }
 
 // Groups returns the groups as given to NewSubject; do not modify them.
