@@ -8,6 +8,7 @@
 package clip
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -59,17 +60,8 @@ func mark(n int) string { return "…[cut " + strconv.Itoa(n) + " bytes]" }
 // bytes each; else a copy with each element cut by String and, past count
 // elements, a last element "…[cut N more]".
 func Strings(ss []string, max, count int) []string {
-	if len(ss) <= count {
-		ok := true
-		for _, s := range ss {
-			if len(s) > max {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return ss
-		}
+	if len(ss) <= count && !slices.ContainsFunc(ss, func(s string) bool { return len(s) > max }) {
+		return ss
 	}
 	n := min(len(ss), count)
 	out := make([]string, 0, n+1)

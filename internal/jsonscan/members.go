@@ -2,6 +2,7 @@ package jsonscan
 
 import (
 	"math/bits"
+	"slices"
 	"strconv"
 )
 
@@ -33,15 +34,11 @@ func NewKeys(names ...string) *Keys {
 	if len(names) > maxKeys {
 		panic("jsonscan: more than 64 keys")
 	}
-	for i, n := range names {
-		for _, m := range names[:i] {
-			if n == m {
-				panic("jsonscan: repeated key " + strconv.Quote(n))
-			}
-		}
-	}
 	k := &Keys{names: names}
 	for i, n := range names {
+		if slices.Contains(names[:i], n) {
+			panic("jsonscan: repeated key " + strconv.Quote(n))
+		}
 		k.buckets[bucket(n)] |= 1 << i
 	}
 	return k

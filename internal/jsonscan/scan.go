@@ -28,11 +28,9 @@ func New(s string) Scanner { return Scanner{s: s} }
 // Err returns the first error recorded, or nil.
 func (d *Scanner) Err() error { return d.err }
 
-// Input returns the text being scanned.
+// Input and Pos return the text being scanned and the byte offset reached.
 func (d *Scanner) Input() string { return d.s }
-
-// Pos returns the byte offset the scanner is at.
-func (d *Scanner) Pos() int { return d.i }
+func (d *Scanner) Pos() int      { return d.i }
 
 // SkipSpace skips white space and returns the offset of the next value.
 func (d *Scanner) SkipSpace() int {
