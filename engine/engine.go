@@ -199,7 +199,6 @@ func closeAll(rs []*resolvers.Resolver) error {
 	return errors.Join(errs...)
 }
 
-// Config returns the generation's configuration.
 func (g *Generation) Config() *config.Config { return g.cfg }
 
 // Snapshot returns the generation's compiled policy.

@@ -62,7 +62,6 @@ func New(cfg *config.Config, log *slog.Logger) (*Store, error) {
 	return s, nil
 }
 
-// Current returns the State in service.
 func (s *Store) Current() *State { return s.cur.Load() }
 
 // Admission returns the admission state in service, for admission.NewHandler.
