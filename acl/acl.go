@@ -436,7 +436,10 @@ func (p *parser) list(s string, base int, groups, trim bool) error {
 		p.b.all = true
 		return nil
 	}
-	kind := kindName(groups)
+	kind := "user"
+	if groups {
+		kind = "group"
+	}
 	at := base
 	for _, raw := range strings.Split(s, ",") {
 		name, lead := raw, 0
@@ -468,13 +471,6 @@ func (p *parser) entry(name string, at int, groups bool, kind string) error {
 		p.warn(Duplicate, at, fmt.Sprintf("duplicate %s %q", kind, name))
 	}
 	return nil
-}
-
-func kindName(groups bool) string {
-	if groups {
-		return "group"
-	}
-	return "user"
 }
 
 type builder struct {
