@@ -1,6 +1,7 @@
 package answer
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -111,11 +112,7 @@ func placementTrail(w io.Writer, rules *placement.Rules, res placement.Result) {
 
 func appTrail(w io.Writer, in identity.Info, app application.Application, d application.Decision) {
 	decision.IdentityText(w, in)
-	name := app.ID
-	if name == "" {
-		name = "(no id)"
-	}
-	fmt.Fprintf(w, "\napplication %s: owner %s, queue %s\n", name, d.Owner, d.Queue)
+	fmt.Fprintf(w, "\napplication %s: owner %s, queue %s\n", cmp.Or(app.ID, "(no id)"), d.Owner, d.Queue)
 	if d.Action != application.Move {
 		fmt.Fprintf(w, "\nchecks for %v (in this order; the first that allows decides):\n", d.Action)
 		appSteps(w, d, d.Requirements[0].Steps, "  ")
