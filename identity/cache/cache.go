@@ -30,6 +30,7 @@ import (
 	"unsafe"
 
 	"github.com/usherhq/usher/identity"
+	"github.com/usherhq/usher/internal/defaults"
 	"github.com/usherhq/usher/internal/ttlcache"
 )
 
@@ -68,12 +69,8 @@ func (o Options) withDefaults() Options {
 	o.PositiveTTL = cmp.Or(o.PositiveTTL, DefaultPositiveTTL)
 	o.NegativeTTL = cmp.Or(o.NegativeTTL, DefaultNegativeTTL)
 	o.StaleTTL = max(o.StaleTTL, 0)
-	if o.MaxEntries <= 0 {
-		o.MaxEntries = DefaultMaxEntries
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
+	defaults.Positive(&o.MaxEntries, DefaultMaxEntries)
+	defaults.Positive(&o.Timeout, DefaultTimeout)
 	return o
 }
 
