@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -144,11 +145,7 @@ func (c *cmSource) merged(objs []*corev1.ConfigMap, override *corev1.ConfigMap) 
 			versions = append(versions, r.String()+"@absent")
 			continue
 		}
-		rv := cm.ResourceVersion
-		if rv == "" {
-			rv = "new"
-		}
-		versions = append(versions, r.String()+"@"+rv)
+		versions = append(versions, r.String()+"@"+cmp.Or(cm.ResourceVersion, "new"))
 		maps.Copy(data, cm.Data)
 		for k := range cm.Data {
 			owners[k] = r
