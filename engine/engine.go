@@ -415,8 +415,7 @@ type PlaceRequest struct {
 	// Queue is the queue the application names, as YuniKorn's provided
 	// rule receives it (unqualified); "" when it names none.
 	Queue string
-	// Tags are the application's tags; names match without regard to case.
-	Tags map[string]string
+	Tags  map[string]string // names match without regard to case
 	// Namespace, when set, is the namespace tag as YuniKorn's shim passes
 	// it, overriding one in Tags.
 	Namespace string
@@ -442,8 +441,7 @@ type PlaceResult struct {
 	Asked string
 	// Default is set when the application names no queue in a partition
 	// without placementrules: it goes to the partition's default queue, as
-	// YuniKorn's admission controller labels such pods
-	// (filtering.defaultQueue).
+	// YuniKorn's admission controller labels such pods (filtering.defaultQueue).
 	Default bool
 	named   string // as given
 }
