@@ -34,14 +34,12 @@ type TokenOptions struct {
 	// Audiences are sent with every TokenReview; a token is accepted only
 	// when the answer names one of them. Default none: the API server's.
 	Audiences []string
-	// ReviewRate and ReviewBurst bound the TokenReviews of tokens the
-	// cache does not hold (beyond: ErrTooManyReviews). Default 50 a
-	// second, bursts of 100.
+	// ReviewRate and ReviewBurst bound the TokenReviews of tokens the cache
+	// does not hold (beyond: ErrTooManyReviews). Default 50/s, bursts of 100.
 	ReviewRate  float32
 	ReviewBurst int
-	// Count, when set, is called for each token the cache does not hold
-	// with the outcome: authenticated, unauthenticated, error or
-	// ratelimited.
+	// Count, when set, is called for each token the cache does not hold with
+	// the outcome: authenticated, unauthenticated, error or ratelimited.
 	Count func(result string)
 }
 
