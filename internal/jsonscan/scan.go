@@ -252,10 +252,7 @@ func (d *Scanner) StringField(field string) string { return d.StringAt(field, ""
 
 // StringAt is StringField for the field named field+sub.
 func (d *Scanner) StringAt(field, sub string) string {
-	if d.Null() {
-		return ""
-	}
-	if d.err != nil {
+	if d.Null() || d.err != nil {
 		return ""
 	}
 	if d.Peek() != '"' {
