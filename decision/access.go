@@ -1,10 +1,9 @@
 package decision
 
 // AccessRequest is the body of POST /v1/access, shared by the server and
-// kubectl-usher so that no copy drifts. Without Application it
-// asks about a queue (action submit or admin); with it, about a running
-// application (action view, modify, kill or move, with TargetQueue for a
-// move).
+// kubectl-usher so that no copy drifts. Without Application it asks about
+// a queue (action submit or admin); with it, about a running application
+// (action view, modify, kill or move, with TargetQueue for a move).
 type AccessRequest struct {
 	Partition   string             `json:"partition,omitempty"`
 	Queue       string             `json:"queue,omitempty"`
