@@ -162,11 +162,10 @@ func NewSubject(user string, groups []string) *Subject {
 		s.bloom[w1] |= b1
 		s.bloom[w2] |= b2
 	}
-	// Sorting by hash alone is enough: find compares the names of every
-	// entry with the hash it looks for, and a duplicate group left in
-	// place changes no answer. Up to 128 groups, sort integers carrying
-	// each group's index in their low bits: several times faster than
-	// sorting the entries.
+	// Sorting by hash alone is enough: find compares the names of every entry
+	// with the hash it looks for, and a duplicate group left in place changes
+	// no answer. Up to 128 groups, sort integers carrying each group's index
+	// in their low bits: several times faster than sorting the entries.
 	if len(groups) <= idxMask+1 {
 		var keys [idxMask + 1]uint64
 		for i, e := range s.sorted {
