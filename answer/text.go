@@ -16,8 +16,7 @@ import (
 	"github.com/usherhq/usher/policy"
 )
 
-// Verdict writes the first two lines of an answer: allowed or denied, and
-// why.
+// Verdict writes the first two lines of an answer: allowed or denied, and why.
 func Verdict(w io.Writer, allowed bool, reason string) {
 	fmt.Fprintf(w, "%s\n%s\n", map[bool]string{true: "allowed", false: "denied"}[allowed], reason)
 }
