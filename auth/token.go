@@ -22,8 +22,7 @@ type TokenReviewer interface {
 	CreateTokenReview(ctx context.Context, tr *authenticationv1.TokenReview) (*authenticationv1.TokenReview, error)
 }
 
-// TokenOptions configure a TokenAuthenticator; zero values take the
-// defaults.
+// TokenOptions configure a TokenAuthenticator; zero values take the defaults.
 type TokenOptions struct {
 	// SuccessTTL and FailureTTL are how long an answer is remembered.
 	// Default 10s, as kube-apiserver's delegated authentication.
