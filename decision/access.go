@@ -12,9 +12,8 @@ type AccessRequest struct {
 	Action      string             `json:"action,omitempty"`
 	Application *AccessApplication `json:"application,omitempty"`
 	TargetQueue string             `json:"targetQueue,omitempty"`
-	// Place runs the placement rules, Queue being the queue the
-	// application names and Tags its tags; the decision is submit on the
-	// queue placed in.
+	// Place runs the placement rules, Queue being the queue the application
+	// names and Tags its tags; the decision is submit on the queue placed in.
 	Place bool              `json:"place,omitempty"`
 	Tags  map[string]string `json:"tags,omitempty"`
 	// Explain returns the trail; the answer is then explain's, else check's.

@@ -41,8 +41,7 @@ type Identity struct {
 	Lookup *Lookup `json:"lookup,omitempty"` // absent when the resolver was asked for User
 }
 
-// Lookup is how the resolver was consulted for an identity
-// (identity.Lookup).
+// Lookup is how the resolver was consulted for an identity (identity.Lookup).
 type Lookup struct {
 	DirectoryName string `json:"directoryName,omitempty"`
 	Rule          int    `json:"rule,omitempty"`
