@@ -163,9 +163,8 @@ func New(cfg *config.Config, prev *Generation) (*Generation, error) {
 	return next, nil
 }
 
-// Retire is called once next, built on g, serves instead of g: the
-// resolvers next did not keep are closed after grace, so that lookups in
-// flight finish.
+// Retire is called once next, built on g, serves instead of g: the resolvers
+// next did not keep are closed after grace, so that lookups in flight finish.
 func (g *Generation) Retire(next *Generation, grace time.Duration) {
 	kept := map[*resolvers.Resolver]bool{}
 	for _, p := range next.parts {
