@@ -79,8 +79,7 @@ type Resolver interface {
 	Resolve(ctx context.Context, user string) (Info, error)
 }
 
-// Mode says how the groups supplied with a request and the resolver's
-// combine.
+// Mode says how the groups supplied with a request and the resolver's combine.
 type Mode int
 
 // The modes, as the package comment says; ModeGiven is YuniKorn's behaviour.

@@ -156,8 +156,7 @@ func (p *Policy) Skipped(user string) (string, bool) {
 	return "", false
 }
 
-// Complete is identity.Complete under the policy. A nil p is the zero
-// Policy.
+// Complete is identity.Complete under the policy. A nil p is the zero Policy.
 func (p *Policy) Complete(ctx context.Context, mode Mode, r Resolver, user string, groups []string) (Info, error) {
 	if p == nil {
 		p = &Policy{}
@@ -193,8 +192,7 @@ func (p *Policy) Complete(ctx context.Context, mode Mode, r Resolver, user strin
 	return in, nil
 }
 
-// overrideResolver answers every user with its groups, marked
-// SourceOverride.
+// overrideResolver answers every user with its groups, marked SourceOverride.
 type overrideResolver []string
 
 func (o overrideResolver) Resolve(_ context.Context, user string) (Info, error) {

@@ -2,9 +2,8 @@ package identity
 
 import "context"
 
-// None returns the default resolver, as YuniKorn's "no resolver": the
-// user's only group is named like the user. An empty name is an unknown
-// user.
+// None returns the default resolver, as YuniKorn's "no resolver": the user's
+// only group is named like the user. An empty name is an unknown user.
 func None() Resolver { return noneResolver{} }
 
 type noneResolver struct{}

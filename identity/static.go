@@ -56,8 +56,7 @@ func (t *table) KnownGroups() []string {
 	return slices.Sorted(maps.Keys(seen))
 }
 
-// Members returns the users the table lists in group, sorted (usher
-// who-can).
+// Members returns the users the table lists in group, sorted (usher who-can).
 func (t *table) Members(group string) []string {
 	var out []string
 	for user, in := range t.users {

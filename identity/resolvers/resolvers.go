@@ -111,8 +111,7 @@ func New(s Settings) (*Resolver, error) {
 	r := &Resolver{Key: s.Key()}
 	var base identity.Resolver
 	var timeout time.Duration // the cache's default unless set below
-	typ := s.Type
-	switch typ {
+	switch s.Type {
 	case "", TypeNone:
 		r.Resolver = identity.None()
 		return r, nil
@@ -141,7 +140,7 @@ func New(s Settings) (*Resolver, error) {
 		return nil, fmt.Errorf("unknown resolver type %q", s.Type)
 	}
 	r.Cache = cache.New(base, cache.Options{
-		Name:        typ,
+		Name:        s.Type,
 		PositiveTTL: s.Cache.PositiveTTL,
 		NegativeTTL: s.Cache.NegativeTTL,
 		StaleTTL:    s.Cache.StaleTTL,
