@@ -86,9 +86,8 @@ func (d *Scanner) Members(field string, keys *Keys) Members {
 	return Members{d: d, keys: keys, first: true, open: d.Object(field)}
 }
 
-// MembersOrNull is Members for a value that may also be null, which reads
-// as an object without members (as encoding/json leaves the target
-// unset).
+// MembersOrNull is Members for a value that may also be null, which reads as
+// an object without members (as encoding/json leaves the target unset).
 func (d *Scanner) MembersOrNull(field string, keys *Keys) Members {
 	if d.Null() {
 		return Members{d: d, keys: keys}

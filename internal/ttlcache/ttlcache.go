@@ -1,9 +1,8 @@
 // Package ttlcache is usher's one cache of answers by key, for the group
-// cache (identity/cache) and the API server's answers (auth): each value
-// kept until a time its caller chooses, at most a fixed number of them
-// (the clock algorithm evicts), and one call per missing key shared by
-// all its concurrent callers, detached from them, bounded in time, a
-// panic an error.
+// cache (identity/cache) and the API server's answers (auth): each value kept
+// until a time its caller chooses, at most a fixed number of them (the clock
+// algorithm evicts), and one call per missing key shared by all its
+// concurrent callers, detached from them, bounded in time, a panic an error.
 package ttlcache
 
 import (
