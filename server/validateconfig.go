@@ -28,12 +28,11 @@ const (
 )
 
 // serveValidateConfig is /validate-config: it loads the ConfigMap being
-// written as usher serve would (merged with the other one it reads, no
-// file opened: config.InRequest) and refuses it with the diagnostics, or
-// admits it with the lint warnings (refuses it, with RefuseConfigWarnings).
-// A ConfigMap usher does not read and a deletion are admitted; data past
-// the bounds above is refused unparsed, a parse the body budget cannot
-// hold with 429.
+// written as usher serve would (merged with the other one it reads, no file
+// opened: config.InRequest) and refuses it with the diagnostics, or admits it
+// with the lint warnings (refuses it, with RefuseConfigWarnings). A ConfigMap
+// usher does not read and a deletion are admitted; data past the bounds above
+// is refused unparsed, a parse the body budget cannot hold with 429.
 func (s *Server) serveValidateConfig(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST an AdmissionReview", http.StatusMethodNotAllowed)
