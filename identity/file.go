@@ -11,7 +11,7 @@ import (
 )
 
 const (
-	MaxFileSize   = 16 << 20 // the largest users-to-groups file read: 300,000 users with a dozen groups
+	MaxFileSize   = 16 << 20 // the largest users-to-groups file: ~300,000 users, a dozen groups each
 	maxFileErrors = 10       // problems ParseFile reports before giving up
 )
 

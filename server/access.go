@@ -28,9 +28,8 @@ import (
 
 // The wire types of POST /v1/access, shared with the kubectl plugin.
 type (
-	AccessRequest     = decision.AccessRequest
-	AccessApplication = decision.AccessApplication
-	AccessResponse    = decision.Output
+	AccessRequest  = decision.AccessRequest
+	AccessResponse = decision.Output
 )
 
 // badRequest answers with the JSON error body (package httperr).

@@ -139,7 +139,8 @@ type Options struct {
 	// PrivilegedGroups may ask about anyone and read /metrics without a
 	// SubjectAccessReview. Default (nil) ["system:masters"]; empty: none.
 	PrivilegedGroups []string
-	// TokenReviewCache and SubjectAccessReviewCache tune the caches of the API server's answers.
+	// TokenReviewCache and SubjectAccessReviewCache tune the caches of the
+	// API server's answers.
 	TokenReviewCache         auth.TokenOptions
 	SubjectAccessReviewCache auth.SAROptions
 

@@ -121,7 +121,8 @@ func (s *Server) reviewConfig(ctx context.Context, req *admissionv1.AdmissionReq
 		cm.ResourceVersion = "" // the change under review
 		data, name, _, _ = s.cm.merged(s.cm.snapshot(), &cm)
 	}
-	cfg, err := config.FromConfigMap(name, data, config.WithEnv(s.opts.Getenv), config.InRequest(s.serving.Current().Config()))
+	in := config.InRequest(s.serving.Current().Config())
+	cfg, err := config.FromConfigMap(name, data, config.WithEnv(s.opts.Getenv), in)
 	if err != nil {
 		s.log.Info("configuration change refused at admission", "configmap", name, "user", req.UserInfo.Username, "err", err)
 		resp := deny(http.StatusUnprocessableEntity, "usher: configuration refused; the configuration in service is unchanged:\n"+err.Error())
