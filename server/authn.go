@@ -39,7 +39,6 @@ type accessAuth struct {
 	authz       auth.Authorizer
 	kube        bool
 	clientCerts bool
-	modes       string
 }
 
 // setupAccessAuth builds what Options.AccessAuth asks for.
@@ -58,11 +57,11 @@ func (s *Server) setupAccessAuth() error {
 		}
 		want[m] = true
 	}
+	joined := strings.Join(modes, ",")
 	if (want[AccessAuthNone] || want[AccessAuthAuto]) && len(want) > 1 {
-		return fmt.Errorf("--access-auth %s: auto and none cannot be combined with other values", strings.Join(modes, ","))
+		return fmt.Errorf("--access-auth %s: auto and none cannot be combined with other values", joined)
 	}
 	a := &s.access
-	a.modes = strings.Join(modes, ",")
 	if want[AccessAuthNone] {
 		a.off = true
 		s.log.Warn("AUTHENTICATION IS OFF (--access-auth none): anyone who can reach this server gets any user's decisions and directory groups from /v1/access and reads /metrics; use it for local use and tests only")
@@ -70,7 +69,7 @@ func (s *Server) setupAccessAuth() error {
 	}
 	auto := want[AccessAuthAuto]
 	if o.ClientCAFile != "" && !auto && !want[AccessAuthClientCert] {
-		return fmt.Errorf("--client-ca is given but --access-auth %s does not include client-cert", a.modes)
+		return fmt.Errorf("--client-ca is given but --access-auth %s does not include client-cert", joined)
 	}
 	var authns []auth.Authenticator
 	var authzs []auth.Authorizer

@@ -72,26 +72,23 @@ type Options struct {
 	WebhookAddr     string
 	WebhookListener net.Listener
 	// WebhookAuth is WebhookAuthClientCert (default), WebhookAuthReport
-	// or WebhookAuthNone (webhookauth.go).
-	WebhookAuth string
-	// WebhookClientCAFile is the PEM bundle of the CAs of the API server's
-	// client certificate, never ClientCAFile's; required by
-	// WebhookAuthClientCert.
+	// or WebhookAuthNone. WebhookClientCAFile is the PEM bundle of the CAs
+	// of the API server's client certificate (never ClientCAFile's),
+	// required by WebhookAuthClientCert; WebhookClientCNs are its allowed
+	// common names, default ["kube-apiserver"].
+	WebhookAuth         string
 	WebhookClientCAFile string
-	// WebhookClientCNs are its allowed common names. Default ["kube-apiserver"].
-	WebhookClientCNs []string
+	WebhookClientCNs    []string
 	// TLSCertFile and TLSKeyFile: both or neither. Default: a self-signed
 	// certificate for localhost, 127.0.0.1 and ::1.
 	TLSCertFile, TLSKeyFile string
 	Logger                  *slog.Logger // logs and audit records; default JSON to stderr
 	AuditLog                io.Writer    // when set, receives the audit records instead of Logger
 	NoAudit                 bool         // switches the audit records off
-	// NoDenialEvents switches off the Event of each admission denial
-	// (events.go), else recorded whenever cluster credentials load.
-	NoDenialEvents bool
-	// AuditDropped, when set, counts the audit lines the sink dropped
-	// (usher_audit_records_dropped_total).
-	AuditDropped    func() uint64
+	// NoDenialEvents switches off the Event of each admission denial,
+	// else recorded whenever cluster credentials load.
+	NoDenialEvents  bool
+	AuditDropped    func() uint64 // the audit lines the sink dropped, when set
 	ReloadInterval  time.Duration // how often the file is checked; default 2s
 	ShutdownTimeout time.Duration // bounds graceful shutdown; default 10s
 	MaxAccessBody   int64         // caps a /v1/access request; default 64 KiB
@@ -103,13 +100,12 @@ type Options struct {
 	// with warnings too (--validate-config-warnings=refuse); default:
 	// admitted, the warnings returned to kubectl.
 	RefuseConfigWarnings bool
-	// BodyMemory is what the bodies being read may hold at once (shed.go);
-	// a request that does not fit gets 429 before its body is read.
-	// Default 48 MiB: six bodies of the API server's 3 MiB.
+	// BodyMemory is what the bodies being read may hold at once; a request
+	// that does not fit gets 429 unread. Default 48 MiB: six bodies of 3 MiB.
 	BodyMemory int64
 	// SmallBodyReserve is memory beside BodyMemory for bodies of at most
-	// SmallBody bytes, so ordinary reviews pass while large bodies take
-	// all of BodyMemory. Default 8 MiB and 256 KiB.
+	// SmallBody bytes, so ordinary reviews pass while large bodies take all
+	// of BodyMemory. Default 8 MiB and 256 KiB.
 	SmallBodyReserve int64
 	SmallBody        int64
 	// BodyReadTimeout bounds a body's arrival once it has memory.
@@ -121,13 +117,11 @@ type Options struct {
 	ReadHeaderTimeout    time.Duration // bounds reading headers; default 5s
 	MaxHeaderBytes       int           // caps a request's headers; default 64 KiB
 	MaxConcurrentStreams int           // caps the HTTP/2 streams of a connection; default 100
-	// MaxConns caps the open connections, a quarter of them the webhook
-	// listener's own so a flood on one port does not close the other.
-	// Default 1024.
+	// MaxConns caps the open connections (default 1024), a quarter of them
+	// the webhook listener's own so a flood on one port does not close the other.
 	MaxConns int
 	// MaxStreamBuffer and MaxConnBuffer are the HTTP/2 flow-control
-	// windows, memory the body budget does not see. Default 256 KiB and
-	// 512 KiB.
+	// windows, memory the body budget does not see. Default 256 and 512 KiB.
 	MaxStreamBuffer, MaxConnBuffer int
 	// Getenv reads ADMISSION_CONTROLLER_* overrides. Default os.LookupEnv.
 	Getenv func(string) (string, bool)
@@ -145,8 +139,8 @@ type Options struct {
 	// PrivilegedGroups may ask about anyone and read /metrics without a
 	// SubjectAccessReview. Default (nil) ["system:masters"]; empty: none.
 	PrivilegedGroups []string
-	// TokenReviewCache and SubjectAccessReviewCache tune the caches of
-	// the API server's answers (auth.TokenOptions, auth.SAROptions).
+	// TokenReviewCache and SubjectAccessReviewCache tune the caches of the
+	// API server's answers.
 	TokenReviewCache         auth.TokenOptions
 	SubjectAccessReviewCache auth.SAROptions
 
