@@ -439,7 +439,7 @@ type doctorCheck struct{ Name, Status, Detail, Fix string }
 // given), the others are ok.
 func wantChecks(t *testing.T, what string, got map[string]doctorCheck, want map[string][]string) {
 	t.Helper()
-	for _, name := range []string{"webhook-callers", "webhook-configurations", "ca-bundles", "certificate-expiry", "service", "configuration", "rbac", "api-server-reaches-webhook"} {
+	for _, name := range []string{"webhook-callers", "webhook-configurations", "ca-bundles", "certificate-expiry", "service", "configuration", "rbac", "api-server-reaches-webhook", "unstamped-parents"} {
 		c, ok := got[name]
 		w := want[name]
 		status := "ok"
