@@ -29,7 +29,7 @@ func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInf
 	var pr *propagation
 	if p := c.Propagator(user); p != nil && !trusted(c, user, groups) {
 		var denied *decision
-		if pr, denied = parentOf(ctx, rd, p, k, req, ov, pre.podUID); denied != nil {
+		if pr, denied = parentOf(ctx, rd, p, k, req, ov, obj, pre.podUID); denied != nil {
 			return *denied
 		}
 		if !pr.stamped && c.UnstampedDeny {

@@ -26,7 +26,7 @@ func remove(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissi
 	}
 	if p := c.Propagator(req.UserInfo.Username); p != nil && ov.pod().has(slotUserInfo) {
 		// A propagator may delete what it may create: its parent's identity.
-		pr, denied := parentOf(ctx, rd, p, k, req, ov, pre.podUID)
+		pr, denied := parentOf(ctx, rd, p, k, req, ov, old, pre.podUID)
 		if denied == nil && pr.stamped {
 			u, err1 := ParseUserInfo(pr.info)
 			got, err2 := ParseUserInfo(ov.pod().val(slotUserInfo))

@@ -48,7 +48,7 @@ func (p *propagation) String() string { return "propagated by " + p.by + " from 
 // ownerReference of a kind p names, with the uid the API server holds; a
 // Pod parent must be the pod the requester's token is bound to.
 func parentOf(ctx context.Context, rd *reads, p *settings.CompiledPropagator, k *kindInfo, req *admissionv1.AdmissionRequest,
-	ov *objectView, podUID string) (*propagation, *decision) {
+	ov *objectView, raw, podUID string) (*propagation, *decision) {
 	by, what := req.UserInfo.Username, place(k, req, ov)
 	refuse := func(format string, args ...any) (*propagation, *decision) {
 		dc := deny(CausePropagationDenied, httpStatusForbidden, "usher: %q propagates identities: "+format, append([]any{by}, args...)...)
@@ -82,6 +82,16 @@ func parentOf(ctx context.Context, rd *reads, p *settings.CompiledPropagator, k 
 		}
 	}
 	controller := ref != nil && ref.Controller != nil && *ref.Controller
+	weak := ""
+	if ref == nil && p.Label != "" {
+		var o struct {
+			Metadata struct{ Labels map[string]string }
+		}
+		_ = json.Unmarshal([]byte(raw), &o) // the API server sent it: valid
+		if name := o.Metadata.Labels[p.Label]; name != "" {
+			ref, kind, weak = &metav1.OwnerReference{Kind: p.Parents[0].Kind, Name: name}, &p.Parents[0], " (weak link: label "+p.Label+")"
+		}
+	}
 	switch {
 	case ref == nil:
 		return refuse("%s names no parent of the kinds it copies from (%s) by an ownerReference, so there is no identity it may copy",
@@ -89,7 +99,7 @@ func parentOf(ctx context.Context, rd *reads, p *settings.CompiledPropagator, k 
 	case candidates > 1 && !controller:
 		return refuse("%s names %d possible parents by ownerReferences and none is its controller: which identity it copies would be a guess", what, candidates)
 	}
-	pr := &propagation{by: by, parent: ref.Kind + " " + strconv.Quote(req.Namespace+"/"+ref.Name)}
+	pr := &propagation{by: by, parent: ref.Kind + " " + strconv.Quote(req.Namespace+"/"+ref.Name) + weak}
 	switch {
 	case kind.Group == "" && kind.Kind == "Pod" && !p.AnyPod && podUID != string(ref.UID):
 		return refuse("it copies only from the pod its token is bound to (userInfo.extra %s %q), and %s is owned by %s (uid %q)",
@@ -106,7 +116,7 @@ func parentOf(ctx context.Context, rd *reads, p *settings.CompiledPropagator, k 
 		return nil, &dc
 	case !ok:
 		return refuse("%s names parent %s, which does not exist", what, pr.parent)
-	case got.UID != string(ref.UID):
+	case weak == "" && got.UID != string(ref.UID):
 		return refuse("%s names parent %s with uid %q, but that object's uid is %q", what, pr.parent, ref.UID, got.UID)
 	}
 	pr.info, pr.stamped = got.Annotations[UserInfoAnnotation]

@@ -207,6 +207,32 @@ func TestPropagatorsDeleteWhatTheyMay(t *testing.T) {
 	}
 }
 
+// TestWeakLink: an operator that sets no ownerReference names its parent
+// by a label; the link is weak (no uid) and the record says so.
+func TestWeakLink(t *testing.T) {
+	cfg := operatorsConfig("")
+	cfg.AccessControl.Propagators = []settings.Propagator{{Users: settings.Patterns{"^system:serviceaccount:spark-operator:spark-operator$"},
+		Parents: []string{"sparkoperator.k8s.io/SparkApplication"}, ParentLabel: "sparkoperator.k8s.io/app-name"}}
+	ps := parents{"SparkApplication team-a/etl": {UID: "app-1", Annotations: m(UserInfoAnnotation, aliceInfo)}}
+	var got []Record
+	h := newTestHandler(mustCompile(t, cfg), WithParentLookup(ps.lookup), WithAudit(func(r Record) { got = append(got, r) }))
+	p := ownedPod(nil)
+	p.Labels = m("sparkoperator.k8s.io/app-name", "etl")
+	resp := run(t, h, hookMutate, request(t, kindCaseOf(t, "Pod"), admissionv1.Create, "team-a", sparkOperator, p, nil))
+	if !resp.Allowed || !strings.Contains(string(resp.Patch), "alice@EXAMPLE.COM") ||
+		got[0].Propagation != `propagated by system:serviceaccount:spark-operator:spark-operator from SparkApplication "team-a/etl" (weak link: label sparkoperator.k8s.io/app-name)` {
+		t.Fatalf("%+v %s %+v", resp.Result, resp.Patch, got)
+	}
+	p.Labels = m("sparkoperator.k8s.io/app-name", "gone")
+	if resp := run(t, h, hookMutate, request(t, kindCaseOf(t, "Pod"), admissionv1.Create, "team-a", sparkOperator, p, nil)); resp.Allowed {
+		t.Fatal("a label naming no parent was allowed")
+	}
+	cfg.AccessControl.Propagators[0].Parents = []string{"Pod"}
+	if _, err := cfg.Compile(); err == nil || !strings.Contains(err.Error(), "parentLabel") {
+		t.Fatalf("a weak link to pods: %v", err)
+	}
+}
+
 func TestPropagationWithoutCredentialsFailsClosed(t *testing.T) {
 	h := newTestHandler(mustCompile(t, operatorsConfig("")))
 	req := request(t, kindCaseOf(t, "Pod"), admissionv1.Create, "team-a", sparkOperator, ownedPod(nil,

@@ -71,13 +71,14 @@ func (p *Parents) informer(gvr schema.GroupVersionResource) cache.SharedIndexInf
 }
 
 // Get returns the parent of kind k named namespace/name; ok is false when
-// there is none. A cached object with another uid than uid is read again.
+// there is none. A cached object with another uid than uid (when set) is
+// read again.
 func (p *Parents) Get(ctx context.Context, k settings.Kind, namespace, name, uid string) (Parent, bool, error) {
 	gvr := k.GVR()
 	inf := p.informer(gvr)
 	if inf.HasSynced() {
 		if obj, ok, _ := inf.GetStore().GetByKey(namespace + "/" + name); ok {
-			if m, ok := obj.(*metav1.PartialObjectMetadata); ok && string(m.UID) == uid {
+			if m, ok := obj.(*metav1.PartialObjectMetadata); ok && (uid == "" || string(m.UID) == uid) {
 				return Parent{UID: string(m.UID), Annotations: m.Annotations}, true, nil
 			}
 		}

@@ -34,6 +34,10 @@ type Propagator struct {
 	// its executors); "any" a pod in the object's namespace (YuniKorn's
 	// scheduler making placeholders for an application's first pod).
 	PodParents string `yaml:"podParents"`
+	// ParentLabel is a label naming the parent in the object's namespace,
+	// for operators that set no ownerReference; it needs one parent kind,
+	// not Pod, and is a weak link: no uid proves it.
+	ParentLabel string `yaml:"parentLabel"`
 }
 
 // Values of podParents.
@@ -79,7 +83,8 @@ func (k Kind) GVR() schema.GroupVersionResource {
 type CompiledPropagator struct {
 	Users   Matcher
 	Parents []Kind
-	AnyPod  bool // podParents: any
+	AnyPod  bool   // podParents: any
+	Label   string // parentLabel
 }
 
 // Propagator returns the first propagator user matches, or nil.
@@ -139,7 +144,10 @@ func compileOperators(c *Config, out *Compiled) (errs []error) {
 		if len(p.Users) == 0 {
 			errs = append(errs, settingErr(props, i, "users", "required: the patterns of the service accounts that propagate"))
 		}
-		cp := CompiledPropagator{Users: users, AnyPod: p.PodParents == PodParentsAny}
+		cp := CompiledPropagator{Users: users, AnyPod: p.PodParents == PodParentsAny, Label: p.ParentLabel}
+		if p.ParentLabel != "" && (len(p.Parents) != 1 || p.Parents[0] == "Pod") {
+			errs = append(errs, settingErr(props, i, "parentLabel", "needs exactly one parent kind, not Pod (pods are named by ownerReference and token)"))
+		}
 		if p.PodParents != "" && p.PodParents != PodParentsBound && !cp.AnyPod {
 			errs = append(errs, settingErr(props, i, "podParents", "%q: want %s or %s", p.PodParents, PodParentsBound, PodParentsAny))
 		}
