@@ -437,6 +437,15 @@ func (r *run) rbac(ctx context.Context) Check {
 			needs = append(needs, need{"enforceDeleteACLs' adoption rule", "get", g, res, "", ""})
 		}
 	}
+	if r.cfg != nil {
+		for _, p := range r.cfg.Admission.Propagators {
+			for _, k := range p.Parents {
+				for _, v := range []string{"get", "list", "watch"} {
+					needs = append(needs, need{"propagators' parents", v, k.Group, k.Resource, "", ""})
+				}
+			}
+		}
+	}
 	user := "system:serviceaccount:" + r.in.Namespace + ":" + sa
 	c := Check{Name: "rbac", Status: OK, Detail: fmt.Sprintf("%s holds the %d permissions its features need", user, len(needs))}
 	var missing []string
