@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/usherhq/usher/auth"
@@ -39,6 +41,7 @@ type accessAuth struct {
 	authz       auth.Authorizer
 	kube        bool
 	clientCerts bool
+	proxied     bool // the aggregation layer's front proxy (Options.AggregatedAPI)
 }
 
 // setupAccessAuth builds what Options.AccessAuth asks for.
@@ -112,6 +115,24 @@ func (s *Server) setupAccessAuth() error {
 		authns = append([]auth.Authenticator{cc}, authns...)
 		a.clientCerts = true
 	}
+	if o.AggregatedAPI {
+		if s.kube == nil {
+			return fmt.Errorf("--aggregated-api needs cluster credentials to read the front proxy's CA: %w", s.kubeErr)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cm, err := s.kube.Core.ConfigMaps("kube-system").Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("--aggregated-api: reading kube-system/extension-apiserver-authentication: %w", err)
+		}
+		rh, err := auth.NewRequestHeader(cm.Data)
+		if err != nil {
+			return fmt.Errorf("--aggregated-api: %w", err)
+		}
+		// First: a proxied request carries the API server's certificate only.
+		authns = append([]auth.Authenticator{rh}, authns...)
+		a.proxied = true
+	}
 	a.authz = auth.UnionAuthorizer(authzs...)
 	switch len(authns) {
 	case 0:
@@ -122,7 +143,7 @@ func (s *Server) setupAccessAuth() error {
 	default:
 		a.authn = auth.Union(authns...)
 	}
-	s.log.Info("access authentication", "kubernetes", a.kube, "clientCert", a.clientCerts, "privilegedGroups", privileged)
+	s.log.Info("access authentication", "kubernetes", a.kube, "clientCert", a.clientCerts, "aggregatedAPI", a.proxied, "privilegedGroups", privileged)
 	return nil
 }
 

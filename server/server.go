@@ -136,6 +136,11 @@ type Options struct {
 	// ClientCAFile is the PEM bundle of the CAs of callers' client
 	// certificates (user: the CN, groups: the organizations). Default "": none.
 	ClientCAFile string
+	// AggregatedAPI serves /v1/access as access.usher.io/v1alpha1
+	// accessreviews to kube-apiserver's aggregation layer, which
+	// authenticates the caller and names it in headers vouched for by its
+	// front-proxy certificate (docs/kubectl-usher.md). Default: false.
+	AggregatedAPI bool
 	// PrivilegedGroups may ask about anyone and read /metrics without a
 	// SubjectAccessReview. Default (nil) ["system:masters"]; empty: none.
 	PrivilegedGroups []string
@@ -331,7 +336,7 @@ func New(opts Options) (*Server, error) {
 	if err := s.setupTLS(); err != nil {
 		return nil, err
 	}
-	if s.access.clientCerts || s.webhook.ca != nil {
+	if s.access.clientCerts || s.access.proxied || s.webhook.ca != nil {
 		// Verified by the handlers: each path has CAs of its own.
 		s.tlsConfig.ClientAuth = tls.RequestClientCert
 	}
@@ -390,7 +395,13 @@ func (s *Server) webhookListener() bool {
 func (s *Server) routes(webhooks, others bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	if others {
-		mux.Handle("/v1/access", s.instrument("access", withRequestID(s.limitBody("access", s.opts.MaxAccessBody, http.HandlerFunc(s.serveAccess)))))
+		access := s.instrument("access", withRequestID(s.limitBody("access", s.opts.MaxAccessBody, http.HandlerFunc(s.serveAccess))))
+		mux.Handle("/v1/access", access)
+		if s.opts.AggregatedAPI {
+			mux.Handle("/apis/"+AggregatedGroupVersion+"/accessreviews", access)
+			mux.Handle("GET /apis/"+AggregatedGroupVersion, discovery)
+			mux.Handle("GET /apis/"+aggregatedGroup, discovery)
+		}
 		metrics := promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})
 		mux.Handle("/metrics", withRequestID(s.guardMetrics(metrics)))
 	}

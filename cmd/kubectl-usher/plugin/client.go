@@ -38,8 +38,8 @@ func (e *APIError) Error() string {
 
 // usherClient asks usher's /v1/access with the caller's kubeconfig credentials.
 type usherClient struct {
-	base string
-	http *http.Client
+	base, path string // path: "" for /v1/access
+	http       *http.Client
 }
 
 // usherConfig is how the plugin reaches usher.
@@ -87,7 +87,7 @@ func (c *usherClient) access(ctx context.Context, req decision.AccessRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/v1/access", bytes.NewReader(body))
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+cmp.Or(c.path, "/v1/access"), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -105,11 +105,16 @@ func (c *usherClient) access(ctx context.Context, req decision.AccessRequest) (*
 	if resp.StatusCode != http.StatusOK {
 		var e struct {
 			Error     string `json:"error"`
+			Message   string `json:"message"` // the API server's Status
 			RequestID string `json:"requestID"`
 		}
 		msg := strings.TrimSpace(string(data))
-		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			msg = e.Error
+		if json.Unmarshal(data, &e) == nil && cmp.Or(e.Error, e.Message) != "" {
+			msg = cmp.Or(e.Error, e.Message)
+		}
+		if c.path != "" && resp.StatusCode == http.StatusNotFound {
+			msg += "; the API server serves no access.usher.io: usher is installed without its aggregated API " +
+				"(chart value aggregatedAPI.enabled), or give --usher-server (docs/kubectl-usher.md)"
 		}
 		id := cmp.Or(e.RequestID, resp.Header.Get("X-Request-Id"))
 		return nil, &APIError{Status: resp.StatusCode, Message: msg, RequestID: id}

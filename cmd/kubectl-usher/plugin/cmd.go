@@ -16,7 +16,6 @@
 package plugin
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -57,8 +56,6 @@ type options struct {
 	streams   Streams
 	kube      kubeFlags
 	usher     usherConfig
-	namespace string // usher's namespace, for the default --usher-server
-	service   string
 	partition string
 	output    string
 }
@@ -97,9 +94,10 @@ whether you may submit to or administer a queue (can-i), what admission
 would decide for a manifest (why), and every queue with your rights
 (queues).
 
-usher is reached at --usher-server (default: its Service in the cluster,
-https://usher.usher-system.svc); from outside the cluster forward a port
-to it. See docs/kubectl-usher.md.`,
+usher is asked through the API server (the aggregated API access.usher.io,
+which usher serve --aggregated-api serves), with no flags and from any
+kubeconfig; --usher-server asks usher at its own address instead. See
+docs/kubectl-usher.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Example: `  kubectl usher whoami
@@ -115,11 +113,9 @@ to it. See docs/kubectl-usher.md.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&o.kube.kubeconfig, clientcmd.RecommendedConfigPathFlag, "", "path to the kubeconfig file to use")
 	clientcmd.BindOverrideFlags(&o.kube.overrides, pf, clientcmd.RecommendedConfigOverrideFlags(""))
-	pf.StringVar(&o.usher.Server, "usher-server", getenv(EnvServer), "usher's address, https://HOST[:PORT] (default: https://SERVICE.NAMESPACE.svc from --usher-service and --usher-namespace; $"+EnvServer+")")
+	pf.StringVar(&o.usher.Server, "usher-server", getenv(EnvServer), "usher's address, https://HOST[:PORT], to ask usher directly (default: through the API server, access.usher.io; $"+EnvServer+")")
 	pf.StringVar(&o.usher.CAFile, "usher-certificate-authority", getenv(EnvCA), "PEM file of the CA that signed usher's serving certificate (default: the system's roots; $"+EnvCA+")")
 	pf.StringVar(&o.usher.ServerName, "usher-tls-server-name", getenv(EnvServerName), "name to check usher's serving certificate against (default: the host of --usher-server; $"+EnvServerName+")")
-	pf.StringVar(&o.namespace, "usher-namespace", "usher-system", "namespace of usher's Service")
-	pf.StringVar(&o.service, "usher-service", "usher", "name of usher's Service")
 	pf.StringVar(&o.partition, "partition", "", "partition to ask about (default: usher's default partition)")
 	root.AddCommand(newWhoami(o), newCanI(o), newWhy(o), newQueues(o))
 	return root
@@ -183,9 +179,15 @@ func (o *options) usherClient() (*usherClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	uc := o.usher
-	uc.Server = cmp.Or(uc.Server, fmt.Sprintf("https://%s.%s.svc", o.service, o.namespace))
-	return newUsherClient(cfg, uc)
+	if o.usher.Server != "" {
+		return newUsherClient(cfg, o.usher)
+	}
+	// Through the API server: its credentials go to the API server only.
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &usherClient{base: strings.TrimSuffix(cfg.Host, "/") + "/apis/access.usher.io/v1alpha1", path: "/accessreviews", http: hc}, nil
 }
 
 // subject is the identity a question is about: the caller as the API server

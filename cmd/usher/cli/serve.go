@@ -160,6 +160,9 @@ func newServeCommand(env *Env) *cobra.Command {
 	fs.StringVar(&f.accessAuth, "access-auth", server.AccessAuthAuto, "`MODES` callers of /v1/access and /metrics authenticate with: kubernetes, client-cert (or both, comma separated), auto or none")
 	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig `FILE` whose credentials send TokenReviews and SubjectAccessReviews and read --config-map (default: the pod's service account when running in a pod)")
 	fs.StringVar(&opts.ClientCAFile, "client-ca", "", "PEM `FILE` of the CA whose client certificates authenticate callers (default: client certificates are not accepted)")
+	fs.BoolVar(&opts.AggregatedAPI, "aggregated-api", false, "also serve /v1/access as access.usher.io/v1alpha1 accessreviews through the API server's "+
+		"aggregation layer (an APIService; the front proxy's CA is read from kube-system/extension-apiserver-authentication), so that "+
+		"kubectl usher needs no flags (docs/kubectl-usher.md)")
 	fs.StringVar(&f.privileged, "access-privileged-groups", "system:masters", "comma separated `GROUPS` whose members may ask about anyone and read /metrics without a SubjectAccessReview (\"\" for none)")
 	fs.Func("token-audiences", "comma separated `AUDIENCES` usher's TokenReviews ask for; a bearer token is accepted only when the API server "+
 		"says it was issued for one of them (default: none, the API server's own, which kubeconfig credentials are issued for)", func(v string) error {
