@@ -532,7 +532,7 @@ func TestDoctor(t *testing.T) {
 		}
 		got, code := in.doctorRun(ctx, "-o", "json")
 		wantChecks(t, "broken ConfigMap", got, map[string][]string{"certificate-expiry": expiry,
-			"configuration": {"fail", "configmap/" + in.ns + "/usher-config", "bypassAuth", "usher lint"},
+			"configuration":     {"fail", "configmap/" + in.ns + "/usher-config", "bypassAuth", "usher lint"},
 			"unstamped-parents": {"warn", "not checked"}})
 		if code != 1 {
 			t.Errorf("broken ConfigMap: exit %d, want 1", code)
