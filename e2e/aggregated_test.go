@@ -75,7 +75,7 @@ func TestKubectlUsherThroughTheAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := startUsherWith(t, ctx, baseConfig, "--kubeconfig", kubeconfig, "--access-auth", "kubernetes", "--aggregated-api")
+	e := startUsherWith(t, ctx, "partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: \"*\"\n        queues: [{name: dev}]\n", "--kubeconfig", kubeconfig, "--access-auth", "kubernetes", "--aggregated-api")
 	_, port, _ := net.SplitHostPort(e.u.Addr)
 	manifests := []byte(aggregatedManifests(port, e.u.Cert.CABundle))
 	if _, stderr, err := cluster.RunKubectl(ctx, Admin, manifests, "apply", "-f", "-"); err != nil {
@@ -108,10 +108,10 @@ func TestKubectlUsherThroughTheAPIServer(t *testing.T) {
 	if out, code := run(Alice, "whoami"); code != 0 || !strings.Contains(out, "user:    alice") || !strings.Contains(out, "dev, system:authenticated") {
 		t.Errorf("alice's whoami through the API server: exit %d\n%s", code, out)
 	}
-	if out, code := run(Alice, "can-i", "submit", "root"); code != 0 || !strings.Contains(out, "yes") {
+	if out, code := run(Alice, "can-i", "submit", "root.dev"); code != 0 || !strings.Contains(out, "yes") {
 		t.Errorf("alice's can-i: exit %d\n%s", code, out)
 	}
-	if out, code := run(Bob, "can-i", "submit", "root", "--as", Alice, "--as-group", "dev"); code != 2 || !strings.Contains(out, "403") {
+	if out, code := run(Bob, "can-i", "submit", "root.dev", "--as", Alice, "--as-group", "dev"); code != 2 || !strings.Contains(out, "403") {
 		t.Errorf("bob asking about alice: exit %d, want 2 with usher's 403\n%s", code, out)
 	}
 
