@@ -317,3 +317,38 @@ func TestOperatorSettingsErrors(t *testing.T) {
 		t.Fatalf("errors at %q\nwant %q\n%v", strings.Join(paths, " "), want, err)
 	}
 }
+
+// A workload's stamp is on its pod template; its own metadata, which is
+// all the parents' cache keeps, is the submitter's to write. alice's Job
+// naming bob at its top level must not give bob's identity to a pod a
+// propagator makes for it: workloads are no parent kind.
+func TestWorkloadParentsAreRefused(t *testing.T) {
+	cfg := operatorsConfig("")
+	cfg.AccessControl.Propagators = []settings.Propagator{{Users: settings.Patterns{"^system:serviceaccount:spark-operator:spark-operator$"},
+		Parents: []string{"batch/Job"}}}
+	c, err := cfg.Compile()
+	if err == nil {
+		h := newTestHandler(c, WithParentLookup(func(_ context.Context, k settings.Kind, ns, name, _ string) (Parent, bool, error) {
+			return Parent{UID: "job-1", Annotations: m(UserInfoAnnotation, bobInfo)}, true, nil // the Job's metadata
+		}))
+		kc := kindCaseOf(t, "Job")
+		job := kc.build(nil, nil, nil)
+		job.(metav1.Object).SetAnnotations(m(UserInfoAnnotation, bobInfo))
+		req := request(t, kc, admissionv1.Create, "team-a", alice, job, nil)
+		resp := run(t, h, hookMutate, req)
+		if resp.Allowed {
+			req.Object.Raw, err = applyPatch(req.Object.Raw, resp.Patch)
+			resp = run(t, h, hookValidate, req)
+		}
+		if !resp.Allowed || err != nil || !strings.Contains(string(req.Object.Raw), `"annotations":{"yunikorn.apache.org/user.info":"{\"user\":\"bob\"`) {
+			t.Skipf("alice may not name bob on her Job: %+v %v", resp.Result, err)
+		}
+		pod := ownedPod(m(UserInfoAnnotation, bobInfo), controllerRef("batch/v1", "Job", "obj", "job-1"))
+		if resp := run(t, h, hookMutate, request(t, kindCaseOf(t, "Pod"), admissionv1.Create, "team-a", sparkOperator, pod, nil)); resp.Allowed {
+			t.Fatal("alice's Job, naming bob in its own metadata, gave bob's identity to the propagator's pod")
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "parents") {
+		t.Fatalf("a workload parent: %v", err)
+	}
+}
