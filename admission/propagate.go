@@ -158,5 +158,10 @@ func propagated(pr *propagation, hook hookKind, k *kindInfo, req *admissionv1.Ad
 			place(k, req, ov), pr.parent, u.User, len(u.Groups))
 		return who, nil, 0, &dc
 	}
+	if pm.has(slotDirGroups) && pm.val(slotDirGroups) != pr.dir {
+		dc := deny(CausePropagationDenied, httpStatusForbidden, "usher: %q may not set annotation %s %s on %s: it may only copy that of its parent %s, %s",
+			req.UserInfo.Username, DirectoryGroupsAnnotation, errString(pm.val(slotDirGroups)), place(k, req, ov), pr.parent, errString(pr.dir))
+		return who, nil, 0, &dc
+	}
 	return who, &got, stampKept, nil
 }

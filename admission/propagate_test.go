@@ -352,3 +352,29 @@ func TestWorkloadParentsAreRefused(t *testing.T) {
 		t.Fatalf("a workload parent: %v", err)
 	}
 }
+
+// A propagator copies the parent's usher.io/directory-groups with its
+// user.info, or none: beside the parent's user.info it may not write a
+// list of its own, which decides the groups looked up again for what the
+// object makes.
+func TestPropagatorMayNotInventDirectoryGroups(t *testing.T) {
+	ps := parents{"SparkApplication team-a/etl": {UID: "app-1", Annotations: m(UserInfoAnnotation, aliceInfo, DirectoryGroupsAnnotation, `["dev.team"]`)}}
+	h := newTestHandler(mustCompile(t, operatorsConfig("")), WithParentLookup(ps.lookup))
+	etl := controllerRef("sparkoperator.k8s.io/v1beta2", "SparkApplication", "etl", "app-1")
+	for _, dir := range []string{`["dev.team"]`, `[]`, `["system:authenticated"]`} {
+		pod := ownedPod(m(UserInfoAnnotation, aliceInfo, DirectoryGroupsAnnotation, dir), etl)
+		req := request(t, kindCaseOf(t, "Pod"), admissionv1.Create, "team-a", sparkOperator, pod, nil)
+		resp := run(t, h, hookMutate, req)
+		if resp.Allowed && len(resp.Patch) > 0 {
+			req.Object.Raw, _ = applyPatch(req.Object.Raw, resp.Patch)
+		}
+		var got corev1.Pod
+		_ = json.Unmarshal(req.Object.Raw, &got)
+		if resp.Allowed && got.Annotations[DirectoryGroupsAnnotation] != `["dev.team"]` {
+			t.Errorf("the propagator's pod keeps %s %s beside its parent's user.info, whose list is [\"dev.team\"]", DirectoryGroupsAnnotation, dir)
+		}
+		if !resp.Allowed && dir == `["dev.team"]` {
+			t.Errorf("a faithful copy was denied: %s", resp.Result.Message)
+		}
+	}
+}
