@@ -40,7 +40,7 @@ func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInf
 	switch {
 	case pr != nil && pr.stamped:
 		var denied *decision
-		if who, ui, how, denied = propagated(pr, hook, k, req, ov, pre); denied != nil {
+		if who, ui, how, denied = propagated(pr, hook, k, req, ov, pre, st.ident != nil && !c.StampGiven); denied != nil {
 			return *denied
 		}
 		dc = allow(RulePropagated)

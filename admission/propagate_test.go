@@ -378,3 +378,59 @@ func TestPropagatorMayNotInventDirectoryGroups(t *testing.T) {
 		}
 	}
 }
+
+// With a directory, usher restamps what it keeps with the groups it
+// decides: a driver made after alice joined "gpu" carries her new groups,
+// and /validate, which sees that restamp, must agree with /mutate rather
+// than compare it with the SparkApplication's older stamp (so must /mutate
+// when reinvoked after a sidecar injector). Another user is still refused;
+// a stamp naming alice is written again as usher decides, so groups the
+// operator adds are dropped, never kept.
+func TestPropagatedRestampedWithTheDirectory(t *testing.T) {
+	parentInfo := `{"user":"alice@EXAMPLE.COM","groups":["dev.team","system:authenticated","ml"]}`
+	ps := parents{"SparkApplication team-a/etl": {UID: "app-1", Annotations: m(UserInfoAnnotation, parentInfo, DirectoryGroupsAnnotation, `["ml"]`)}}
+	h := stampHandler(t, operatorsConfig(""), &fakeDirectory{table: map[string][]string{alice.Username: {"ml", "gpu"}}}, nil, &auditSink{})
+	h.reads.parents = ps.lookup
+	etl := controllerRef("sparkoperator.k8s.io/v1beta2", "SparkApplication", "etl", "app-1")
+	now := `{"user":"alice@EXAMPLE.COM","groups":["dev.team","system:authenticated","ml","gpu"]}`
+	for _, tc := range []struct {
+		name string
+		ann  map[string]string
+		want string // the stamp, or "" for a denial
+	}{
+		{"no stamp", nil, now},
+		{"the parent's stamp", m(UserInfoAnnotation, parentInfo, DirectoryGroupsAnnotation, `["ml"]`), now},
+		{"groups of its own", m(UserInfoAnnotation, `{"user":"alice@EXAMPLE.COM","groups":["admins"]}`), now},
+		{"bob", m(UserInfoAnnotation, bobInfo), ""},
+	} {
+		req := request(t, kindCaseOf(t, "Pod"), admissionv1.Create, "team-a", sparkOperator, ownedPod(tc.ann, etl), nil)
+		resp := run(t, h, hookMutate, req)
+		if tc.want == "" {
+			if resp.Allowed {
+				t.Errorf("%s: allowed", tc.name)
+			}
+			continue
+		}
+		if !resp.Allowed {
+			t.Errorf("%s: /mutate: %s", tc.name, resp.Result.Message)
+			continue
+		}
+		req.Object.Raw, _ = applyPatch(req.Object.Raw, resp.Patch)
+		var pod corev1.Pod
+		_ = json.Unmarshal(req.Object.Raw, &pod)
+		if got := pod.Annotations[UserInfoAnnotation]; got != tc.want {
+			t.Errorf("%s: stamp %s, want %s", tc.name, got, tc.want)
+		}
+		for hook, name := range map[hookKind]string{hookValidate: "/validate", hookMutate: "/mutate reinvoked"} {
+			if v := run(t, h, hook, req); !v.Allowed || len(v.Patch) > 0 {
+				t.Errorf("%s: %s refuses or changes usher's own stamp: %+v %s", tc.name, name, v.Result, v.Patch)
+			}
+		}
+	}
+	// /validate refuses what /mutate would not have written.
+	req := request(t, kindCaseOf(t, "Pod"), admissionv1.Create, "team-a", sparkOperator,
+		ownedPod(m(UserInfoAnnotation, `{"user":"alice@EXAMPLE.COM","groups":["admins"]}`), etl), nil)
+	if v := run(t, h, hookValidate, req); v.Allowed {
+		t.Error("/validate admits groups the operator wrote")
+	}
+}
