@@ -199,6 +199,10 @@ func TestPropagatorsDeleteWhatTheyMay(t *testing.T) {
 		{"its executor", ownedPod(m(UserInfoAnnotation, aliceInfo), controllerRef("v1", "Pod", "etl-driver", "driver-1")), true},
 		{"bob's driver's executor", ownedPod(m(UserInfoAnnotation, bobInfo), controllerRef("v1", "Pod", "bob-driver", "driver-2")), false},
 		{"an executor of its own with another identity", ownedPod(m(UserInfoAnnotation, bobInfo), controllerRef("v1", "Pod", "etl-driver", "driver-1")), false},
+		// Restamped with the groups the directory gave alice since (the
+		// kill rule's owner is the user, too).
+		{"its executor with alice's later groups", ownedPod(m(UserInfoAnnotation, `{"user":"alice@EXAMPLE.COM","groups":["gpu"]}`),
+			controllerRef("v1", "Pod", "etl-driver", "driver-1")), true},
 	} {
 		req := request(t, kc, admissionv1.Delete, "team-a", driver, nil, tc.pod)
 		if resp := run(t, h, hookValidate, req); resp.Allowed != tc.allow {
