@@ -85,7 +85,7 @@ func TestServiceWebhooks(t *testing.T) {
 // user.info are listed, in the namespaces usher processes only.
 func TestUnstampedParents(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "usher-config", Namespace: "usher-system"}, Data: map[string]string{
-		"queues.yaml": "partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: \"*\"\n",
+		"queues.yaml":                                   "partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: \"*\"\n",
 		"admissionController.customResources":           "- {group: ray.io, version: v1, kind: RayJob, resource: rayjobs}",
 		"admissionController.accessControl.propagators": "- {users: '^system:serviceaccount:ray:kuberay-operator$', parents: [ray.io/RayJob]}",
 	}}
