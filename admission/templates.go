@@ -35,17 +35,18 @@ func stampTemplates(k *kindInfo, pm *metaView, obj string, patch []byte, written
 	ann, _ := json.Marshal(want)
 	meta := `{"annotations":` + string(ann) + `}`
 	var ops []byte
-	add := func(ptr, value string) {
+	ptr := make([]byte, 0, 512) // the pointers, reallocated only past this length
+	add := func(ptr []byte, suffix, value string) {
 		if len(ops) <= maxTemplatesPatch {
-			ops = append(jsonscan.AppendString(append(ops, `,{"op":"add","path":`...), ptr), `,"value":`...)
+			ops = append(jsonscan.AppendString(append(ops, `,{"op":"add","path":`...), append(ptr, suffix...)), `,"value":`...)
 			ops = append(append(ops, value...), '}')
 		}
 	}
 	for _, path := range k.templates {
 		d := jsonscan.New(obj)
-		eachAt(&d, path, "", func(ptr string, missing bool) {
+		eachAt(&d, path, ptr[:0], func(ptr []byte, missing bool) {
 			if missing {
-				add(ptr, meta)
+				add(ptr, "", meta)
 				return
 			}
 			seen, found := make([]bool, len(keys)), false
@@ -74,12 +75,12 @@ func stampTemplates(k *kindInfo, pm *metaView, obj string, patch []byte, written
 				}
 			}
 			if !found {
-				add(ptr+"/annotations", string(ann))
+				add(ptr, "/annotations", string(ann))
 				return
 			}
 			for i, key := range keys {
 				if !seen[i] {
-					add(ptr+"/annotations/"+escapePointer(key), string(jsonscan.AppendString(nil, vals[i])))
+					add(ptr, "/annotations/"+escapePointer(key), string(jsonscan.AppendString(nil, vals[i])))
 				}
 			}
 		})
@@ -100,8 +101,9 @@ func stampTemplates(k *kindInfo, pm *metaView, obj string, patch []byte, written
 
 // eachAt consumes the value at d, calling f at every object at path under
 // it ("*": every member or item) with d before that object, or with
-// missing for a missing last member (a template without metadata).
-func eachAt(d *jsonscan.Scanner, path []string, ptr string, f func(ptr string, missing bool)) {
+// missing for a missing last member (a template without metadata); ptr,
+// the JSON Pointer so far, is f's until f returns.
+func eachAt(d *jsonscan.Scanner, path []string, ptr []byte, f func(ptr []byte, missing bool)) {
 	switch c := d.Peek(); {
 	case len(path) == 0 && c == '{':
 		f(ptr, false)
@@ -115,18 +117,18 @@ func eachAt(d *jsonscan.Scanner, path []string, ptr string, f func(ptr string, m
 			}
 			if path[0] == "*" || key == path[0] {
 				found = true
-				eachAt(d, path[1:], ptr+"/"+escapePointer(key), f)
+				eachAt(d, path[1:], append(append(ptr, '/'), escapePointer(key)...), f)
 			} else {
 				d.Skip()
 			}
 		}
 		if !found && len(path) == 1 && path[0] != "*" {
-			f(ptr+"/"+escapePointer(path[0]), true)
+			f(append(append(ptr, '/'), escapePointer(path[0])...), true)
 		}
 	case len(path) > 0 && c == '[' && path[0] == "*":
 		d.Array("")
 		for i, first := 0, true; d.Elem(&first); i++ {
-			eachAt(d, path[1:], ptr+"/"+strconv.Itoa(i), f)
+			eachAt(d, path[1:], strconv.AppendInt(append(ptr, '/'), int64(i), 10), f)
 		}
 	default:
 		d.Skip()
