@@ -40,7 +40,7 @@ func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInf
 	switch {
 	case pr != nil && pr.stamped:
 		var denied *decision
-		if who, ui, how, denied = propagated(pr, hook, k, req, ov, pre); denied != nil {
+		if who, ui, how, denied = propagated(pr, hook, k, req, ov, pre, st.ident != nil && !c.StampGiven); denied != nil {
 			return *denied
 		}
 		dc = allow(RulePropagated)
@@ -116,7 +116,11 @@ func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInf
 		return dc
 	}
 	if len(k.templates) > 0 && hook == hookMutate {
-		dc.patch = stampTemplates(k, pm, obj, dc.patch, &dc.written)
+		var ok bool
+		if dc.patch, ok = stampTemplates(k, pm, obj, dc.patch, &dc.written); !ok {
+			return deny(CauseInvalidObject, httpStatusBadRequest, "usher: %s %s has so many templates that stamping each would pass %d MiB, "+
+				"the API server's limit of a request", k.kind, objectName(req, ov), maxTemplatesPatch>>20)
+		}
 	}
 	return withQueueCheck(ctx, st, k, req, ov, nil, check, dc)
 }

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/usherhq/usher/internal/jsonscan"
 
@@ -216,8 +217,8 @@ func decodeUserInfo(d *jsonscan.Scanner, u *authenticationv1.UserInfo, v *views)
 			if d.Null() || !d.Object("request.userInfo.extra") {
 				continue
 			}
-			for f := true; ; {
-				key, ok := d.NextRaw(&f)
+			for f, seen := true, false; ; {
+				key, ok := d.Next(&f)
 				if !ok {
 					break
 				}
@@ -225,6 +226,10 @@ func decodeUserInfo(d *jsonscan.Scanner, u *authenticationv1.UserInfo, v *views)
 					d.StringList("request.userInfo.extra", 0)
 					continue
 				}
+				if seen {
+					d.Fail("duplicate member " + strconv.Quote(key))
+				}
+				seen = true
 				if uids, n := d.StringList("request.userInfo.extra", 1); n == 1 {
 					v.podUID = uids[0]
 				}

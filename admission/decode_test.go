@@ -206,6 +206,9 @@ func TestDuplicateMembersRefusedEverywhere(t *testing.T) {
 		review(`{"uid":"u","userInfo":{"username":"a","username":"b"}}`),
 		review(`{"uid":"u","userInfo":{"groups":[],"groups":["g"]}}`),
 		review(`{"uid":"u","dryRun":true,"dryRun":false}`),
+		// The pod a token is bound to, which propagators copy from.
+		review(`{"uid":"u","userInfo":{"extra":{"authentication.kubernetes.io/pod-uid":["a"],"authentication.kubernetes.io/pod-uid":["a","b"]}}}`),
+		review(`{"uid":"u","userInfo":{"extra":{"authentication.kubernetes.io/pod-uid":["a"],"authentication.kubernetes.io\/pod-uid":["b"]}}}`),
 		review(`{"uid":"u","object":null,"object":{}}`),
 	} {
 		var rv decodedReview

@@ -125,8 +125,10 @@ func parentOf(ctx context.Context, rd *reads, p *settings.CompiledPropagator, k 
 }
 
 // propagated decides that a propagator's CREATE runs as its parent's
-// identity (as a kept stamp), if the object carries that identity or none.
-func propagated(pr *propagation, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView, pre *views) (submitter, *UserInfo, stampHow, *decision) {
+// identity (as a kept stamp), if the object carries that identity or none;
+// with rewrite (usher stamps the groups it decides), the parent's user
+// with any groups, restamped as usher decides.
+func propagated(pr *propagation, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView, pre *views, rewrite bool) (submitter, *UserInfo, stampHow, *decision) {
 	pm := ov.pod()
 	u, err := ParseUserInfo(pr.info)
 	invalid, listed := UserInfoAnnotation, []string(nil)
@@ -152,10 +154,20 @@ func propagated(pr *propagation, hook hookKind, k *kindInfo, req *admissionv1.Ad
 		dc := pre.lim.refuse("annotation", CauseUserInfoInvalid, "annotation "+UserInfoAnnotation+" on "+place(k, req, ov), n)
 		return who, nil, 0, &dc
 	}
+	if rewrite && err == nil && got.User == u.User {
+		// What /mutate wrote, or writes again (a reinvocation, the
+		// directory's answer changed since the parent's stamp): sameStamp.
+		return who, &got, stampSame, nil
+	}
 	if err != nil || !got.sameIdentity(u.User, u.Groups) {
 		dc := deny(CausePropagationDenied, httpStatusForbidden, "usher: %q may not set annotation %s naming %s on %s: it may only copy "+
 			"the identity of its parent %s, which is user %q with %d groups", req.UserInfo.Username, UserInfoAnnotation, errString(pm.val(slotUserInfo)),
 			place(k, req, ov), pr.parent, u.User, len(u.Groups))
+		return who, nil, 0, &dc
+	}
+	if pm.has(slotDirGroups) && pm.val(slotDirGroups) != pr.dir {
+		dc := deny(CausePropagationDenied, httpStatusForbidden, "usher: %q may not set annotation %s %s on %s: it may only copy that of its parent %s, %s",
+			req.UserInfo.Username, DirectoryGroupsAnnotation, errString(pm.val(slotDirGroups)), place(k, req, ov), pr.parent, errString(pr.dir))
 		return who, nil, 0, &dc
 	}
 	return who, &got, stampKept, nil

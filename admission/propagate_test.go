@@ -199,6 +199,10 @@ func TestPropagatorsDeleteWhatTheyMay(t *testing.T) {
 		{"its executor", ownedPod(m(UserInfoAnnotation, aliceInfo), controllerRef("v1", "Pod", "etl-driver", "driver-1")), true},
 		{"bob's driver's executor", ownedPod(m(UserInfoAnnotation, bobInfo), controllerRef("v1", "Pod", "bob-driver", "driver-2")), false},
 		{"an executor of its own with another identity", ownedPod(m(UserInfoAnnotation, bobInfo), controllerRef("v1", "Pod", "etl-driver", "driver-1")), false},
+		// Restamped with the groups the directory gave alice since (the
+		// kill rule's owner is the user, too).
+		{"its executor with alice's later groups", ownedPod(m(UserInfoAnnotation, `{"user":"alice@EXAMPLE.COM","groups":["gpu"]}`),
+			controllerRef("v1", "Pod", "etl-driver", "driver-1")), true},
 	} {
 		req := request(t, kc, admissionv1.Delete, "team-a", driver, nil, tc.pod)
 		if resp := run(t, h, hookValidate, req); resp.Allowed != tc.allow {
@@ -315,5 +319,122 @@ func TestOperatorSettingsErrors(t *testing.T) {
 		"admissionController.accessControl.unstampedParents"
 	if strings.Join(paths, " ") != want {
 		t.Fatalf("errors at %q\nwant %q\n%v", strings.Join(paths, " "), want, err)
+	}
+}
+
+// A workload's stamp is on its pod template; its own metadata, which is
+// all the parents' cache keeps, is the submitter's to write. alice's Job
+// naming bob at its top level must not give bob's identity to a pod a
+// propagator makes for it: workloads are no parent kind.
+func TestWorkloadParentsAreRefused(t *testing.T) {
+	cfg := operatorsConfig("")
+	cfg.AccessControl.Propagators = []settings.Propagator{{Users: settings.Patterns{"^system:serviceaccount:spark-operator:spark-operator$"},
+		Parents: []string{"batch/Job"}}}
+	c, err := cfg.Compile()
+	if err == nil {
+		h := newTestHandler(c, WithParentLookup(func(_ context.Context, k settings.Kind, ns, name, _ string) (Parent, bool, error) {
+			return Parent{UID: "job-1", Annotations: m(UserInfoAnnotation, bobInfo)}, true, nil // the Job's metadata
+		}))
+		kc := kindCaseOf(t, "Job")
+		job := kc.build(nil, nil, nil)
+		job.(metav1.Object).SetAnnotations(m(UserInfoAnnotation, bobInfo))
+		req := request(t, kc, admissionv1.Create, "team-a", alice, job, nil)
+		resp := run(t, h, hookMutate, req)
+		if resp.Allowed {
+			req.Object.Raw, err = applyPatch(req.Object.Raw, resp.Patch)
+			resp = run(t, h, hookValidate, req)
+		}
+		if !resp.Allowed || err != nil || !strings.Contains(string(req.Object.Raw), `"annotations":{"yunikorn.apache.org/user.info":"{\"user\":\"bob\"`) {
+			t.Skipf("alice may not name bob on her Job: %+v %v", resp.Result, err)
+		}
+		pod := ownedPod(m(UserInfoAnnotation, bobInfo), controllerRef("batch/v1", "Job", "obj", "job-1"))
+		if resp := run(t, h, hookMutate, request(t, kindCaseOf(t, "Pod"), admissionv1.Create, "team-a", sparkOperator, pod, nil)); resp.Allowed {
+			t.Fatal("alice's Job, naming bob in its own metadata, gave bob's identity to the propagator's pod")
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "parents") {
+		t.Fatalf("a workload parent: %v", err)
+	}
+}
+
+// A propagator copies the parent's usher.io/directory-groups with its
+// user.info, or none: beside the parent's user.info it may not write a
+// list of its own, which decides the groups looked up again for what the
+// object makes.
+func TestPropagatorMayNotInventDirectoryGroups(t *testing.T) {
+	ps := parents{"SparkApplication team-a/etl": {UID: "app-1", Annotations: m(UserInfoAnnotation, aliceInfo, DirectoryGroupsAnnotation, `["dev.team"]`)}}
+	h := newTestHandler(mustCompile(t, operatorsConfig("")), WithParentLookup(ps.lookup))
+	etl := controllerRef("sparkoperator.k8s.io/v1beta2", "SparkApplication", "etl", "app-1")
+	for _, dir := range []string{`["dev.team"]`, `[]`, `["system:authenticated"]`} {
+		pod := ownedPod(m(UserInfoAnnotation, aliceInfo, DirectoryGroupsAnnotation, dir), etl)
+		req := request(t, kindCaseOf(t, "Pod"), admissionv1.Create, "team-a", sparkOperator, pod, nil)
+		resp := run(t, h, hookMutate, req)
+		if resp.Allowed && len(resp.Patch) > 0 {
+			req.Object.Raw, _ = applyPatch(req.Object.Raw, resp.Patch)
+		}
+		var got corev1.Pod
+		_ = json.Unmarshal(req.Object.Raw, &got)
+		if resp.Allowed && got.Annotations[DirectoryGroupsAnnotation] != `["dev.team"]` {
+			t.Errorf("the propagator's pod keeps %s %s beside its parent's user.info, whose list is [\"dev.team\"]", DirectoryGroupsAnnotation, dir)
+		}
+		if !resp.Allowed && dir == `["dev.team"]` {
+			t.Errorf("a faithful copy was denied: %s", resp.Result.Message)
+		}
+	}
+}
+
+// With a directory, usher restamps what it keeps with the groups it
+// decides: a driver made after alice joined "gpu" carries her new groups,
+// and /validate, which sees that restamp, must agree with /mutate rather
+// than compare it with the SparkApplication's older stamp (so must /mutate
+// when reinvoked after a sidecar injector). Another user is still refused;
+// a stamp naming alice is written again as usher decides, so groups the
+// operator adds are dropped, never kept.
+func TestPropagatedRestampedWithTheDirectory(t *testing.T) {
+	parentInfo := `{"user":"alice@EXAMPLE.COM","groups":["dev.team","system:authenticated","ml"]}`
+	ps := parents{"SparkApplication team-a/etl": {UID: "app-1", Annotations: m(UserInfoAnnotation, parentInfo, DirectoryGroupsAnnotation, `["ml"]`)}}
+	h := stampHandler(t, operatorsConfig(""), &fakeDirectory{table: map[string][]string{alice.Username: {"ml", "gpu"}}}, nil, &auditSink{})
+	h.reads.parents = ps.lookup
+	etl := controllerRef("sparkoperator.k8s.io/v1beta2", "SparkApplication", "etl", "app-1")
+	now := `{"user":"alice@EXAMPLE.COM","groups":["dev.team","system:authenticated","ml","gpu"]}`
+	for _, tc := range []struct {
+		name string
+		ann  map[string]string
+		want string // the stamp, or "" for a denial
+	}{
+		{"no stamp", nil, now},
+		{"the parent's stamp", m(UserInfoAnnotation, parentInfo, DirectoryGroupsAnnotation, `["ml"]`), now},
+		{"groups of its own", m(UserInfoAnnotation, `{"user":"alice@EXAMPLE.COM","groups":["admins"]}`), now},
+		{"bob", m(UserInfoAnnotation, bobInfo), ""},
+	} {
+		req := request(t, kindCaseOf(t, "Pod"), admissionv1.Create, "team-a", sparkOperator, ownedPod(tc.ann, etl), nil)
+		resp := run(t, h, hookMutate, req)
+		if tc.want == "" {
+			if resp.Allowed {
+				t.Errorf("%s: allowed", tc.name)
+			}
+			continue
+		}
+		if !resp.Allowed {
+			t.Errorf("%s: /mutate: %s", tc.name, resp.Result.Message)
+			continue
+		}
+		req.Object.Raw, _ = applyPatch(req.Object.Raw, resp.Patch)
+		var pod corev1.Pod
+		_ = json.Unmarshal(req.Object.Raw, &pod)
+		if got := pod.Annotations[UserInfoAnnotation]; got != tc.want {
+			t.Errorf("%s: stamp %s, want %s", tc.name, got, tc.want)
+		}
+		for hook, name := range map[hookKind]string{hookValidate: "/validate", hookMutate: "/mutate reinvoked"} {
+			if v := run(t, h, hook, req); !v.Allowed || len(v.Patch) > 0 {
+				t.Errorf("%s: %s refuses or changes usher's own stamp: %+v %s", tc.name, name, v.Result, v.Patch)
+			}
+		}
+	}
+	// /validate refuses what /mutate would not have written.
+	req := request(t, kindCaseOf(t, "Pod"), admissionv1.Create, "team-a", sparkOperator,
+		ownedPod(m(UserInfoAnnotation, `{"user":"alice@EXAMPLE.COM","groups":["admins"]}`), etl), nil)
+	if v := run(t, h, hookValidate, req); v.Allowed {
+		t.Error("/validate admits groups the operator wrote")
 	}
 }

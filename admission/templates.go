@@ -2,92 +2,135 @@ package admission
 
 import (
 	"encoding/json"
-	"maps"
 	"slices"
 	"strconv"
+
+	"github.com/usherhq/usher/internal/jsonscan"
 )
+
+// maxTemplatesPatch bounds the patch stamping a custom resource's
+// templates: the API server takes no larger request, so stores no larger object.
+const maxTemplatesPatch = 3 << 20
 
 // stampTemplates appends to patch (a JSON Patch, or nil) the operations
 // that give each template of custom resource k the object's stamp after
-// the patch (written, else pm's), for the operator to copy onto its pods.
-func stampTemplates(k *kindInfo, pm *metaView, obj string, patch []byte, written *[2]string) []byte {
-	want := map[string]string{}
+// the patch (written, else pm's), for the operator to copy onto its pods;
+// false when they would pass maxTemplatesPatch.
+func stampTemplates(k *kindInfo, pm *metaView, obj string, patch []byte, written *[2]string) ([]byte, bool) {
+	keys, vals := []string{UserInfoAnnotation, DirectoryGroupsAnnotation}, written[:]
 	switch {
 	case written[0] != "":
-		want[UserInfoAnnotation] = written[0]
-		if written[1] != "" {
-			want[DirectoryGroupsAnnotation] = written[1]
-		}
 	case !pm.has(slotUserInfo):
-		return patch
+		return patch, true
 	default:
-		want[UserInfoAnnotation] = pm.val(slotUserInfo)
-		if pm.has(slotDirGroups) {
-			want[DirectoryGroupsAnnotation] = pm.val(slotDirGroups)
+		vals = []string{pm.val(slotUserInfo), pm.val(slotDirGroups)}
+	}
+	if vals[1] == "" {
+		keys, vals = keys[:1], vals[:1]
+	}
+	want := map[string]string{}
+	for i, key := range keys {
+		want[key] = vals[i]
+	}
+	ann, _ := json.Marshal(want)
+	meta := `{"annotations":` + string(ann) + `}`
+	var ops []byte
+	ptr := make([]byte, 0, 512) // the pointers, reallocated only past this length
+	add := func(ptr []byte, suffix, value string) {
+		if len(ops) <= maxTemplatesPatch {
+			ops = append(jsonscan.AppendString(append(ops, `,{"op":"add","path":`...), append(ptr, suffix...)), `,"value":`...)
+			ops = append(append(ops, value...), '}')
 		}
 	}
-	var o any
-	if json.Unmarshal([]byte(obj), &o) != nil {
-		return patch
-	}
-	type op struct {
-		Op    string `json:"op"`
-		Path  string `json:"path"`
-		Value any    `json:"value"`
-	}
-	var add []op
 	for _, path := range k.templates {
-		eachAt(o, path, "", func(ptr string, m map[string]any) {
-			if m == nil {
-				add = append(add, op{"add", ptr, map[string]any{"annotations": want}})
+		d := jsonscan.New(obj)
+		eachAt(&d, path, ptr[:0], func(ptr []byte, missing bool) {
+			if missing {
+				add(ptr, "", meta)
 				return
 			}
-			ann, ok := m["annotations"].(map[string]any)
-			if !ok {
-				add = append(add, op{"add", ptr + "/annotations", want})
+			seen, found := make([]bool, len(keys)), false
+			d.Object("")
+			for first := true; ; {
+				key, ok := d.Next(&first)
+				if !ok {
+					break
+				}
+				if key != "annotations" || d.Peek() != '{' {
+					d.Skip()
+					continue
+				}
+				found = true
+				d.Object("")
+				for first := true; ; {
+					key, ok := d.Next(&first)
+					if !ok {
+						break
+					}
+					if i := slices.Index(keys, key); i >= 0 && d.Peek() == '"' {
+						seen[i] = d.StringField("") == vals[i]
+					} else {
+						d.Skip()
+					}
+				}
+			}
+			if !found {
+				add(ptr, "/annotations", string(ann))
 				return
 			}
-			for _, key := range slices.Sorted(maps.Keys(want)) {
-				if ann[key] != want[key] {
-					add = append(add, op{"add", ptr + "/annotations/" + escapePointer(key), want[key]})
+			for i, key := range keys {
+				if !seen[i] {
+					add(ptr, "/annotations/"+escapePointer(key), string(jsonscan.AppendString(nil, vals[i])))
 				}
 			}
 		})
+		if d.Err() != nil {
+			return patch, true
+		}
 	}
-	if len(add) == 0 {
-		return patch
+	switch {
+	case len(ops) > maxTemplatesPatch:
+		return nil, false
+	case len(ops) == 0:
+		return patch, true
+	case len(patch) == 0:
+		return append(append([]byte{'['}, ops[1:]...), ']'), true
 	}
-	b, _ := json.Marshal(add)
-	if len(patch) == 0 {
-		return b
-	}
-	return append(append(slices.Clip(patch[:len(patch)-1]), ','), b[1:]...)
+	return append(append(patch[:len(patch)-1:len(patch)-1], ops...), ']'), true
 }
 
-// eachAt calls f with the JSON Pointer and value of every object at path
-// under v ("*": every member or item), in order; nil for a missing last
-// member (a template without metadata).
-func eachAt(v any, path []string, ptr string, f func(string, map[string]any)) {
-	m, isMap := v.(map[string]any)
-	switch {
-	case len(path) == 0:
-		if isMap {
-			f(ptr, m)
+// eachAt consumes the value at d, calling f at every object at path under
+// it ("*": every member or item) with d before that object, or with
+// missing for a missing last member (a template without metadata); ptr,
+// the JSON Pointer so far, is f's until f returns.
+func eachAt(d *jsonscan.Scanner, path []string, ptr []byte, f func(ptr []byte, missing bool)) {
+	switch c := d.Peek(); {
+	case len(path) == 0 && c == '{':
+		f(ptr, false)
+	case len(path) > 0 && c == '{':
+		d.Object("")
+		found := false
+		for first := true; ; {
+			key, ok := d.Next(&first)
+			if !ok {
+				break
+			}
+			if path[0] == "*" || key == path[0] {
+				found = true
+				eachAt(d, path[1:], append(append(ptr, '/'), escapePointer(key)...), f)
+			} else {
+				d.Skip()
+			}
 		}
-	case isMap && path[0] == "*":
-		for _, key := range slices.Sorted(maps.Keys(m)) {
-			eachAt(m[key], path[1:], ptr+"/"+escapePointer(key), f)
+		if !found && len(path) == 1 && path[0] != "*" {
+			f(append(append(ptr, '/'), escapePointer(path[0])...), true)
 		}
-	case isMap:
-		if next, ok := m[path[0]]; ok {
-			eachAt(next, path[1:], ptr+"/"+escapePointer(path[0]), f)
-		} else if len(path) == 1 {
-			f(ptr+"/"+escapePointer(path[0]), nil)
+	case len(path) > 0 && c == '[' && path[0] == "*":
+		d.Array("")
+		for i, first := 0, true; d.Elem(&first); i++ {
+			eachAt(d, path[1:], strconv.AppendInt(append(ptr, '/'), int64(i), 10), f)
 		}
-	case path[0] == "*":
-		list, _ := v.([]any)
-		for i, item := range list {
-			eachAt(item, path[1:], ptr+"/"+strconv.Itoa(i), f)
-		}
+	default:
+		d.Skip()
 	}
 }

@@ -154,8 +154,8 @@ func compileOperators(c *Config, out *Compiled) (errs []error) {
 		for _, name := range p.Parents {
 			k, ok := out.kindNamed(name)
 			if !ok {
-				errs = append(errs, settingErr(props, i, "parents", "%q names no kind usher stamps: want Pod, GROUP/KIND of a workload "+
-					"(apps/Deployment, batch/Job) or of customResources", name))
+				errs = append(errs, settingErr(props, i, "parents", "%q: want Pod or GROUP/KIND of customResources, whose own metadata "+
+					"carries the stamp (a workload's own metadata is its submitter's to write)", name))
 			}
 			cp.Parents = append(cp.Parents, k)
 		}
@@ -175,17 +175,13 @@ func compileOperators(c *Config, out *Compiled) (errs []error) {
 	return errs
 }
 
-// kindNamed resolves Pod, GROUP/KIND of a workload, or of a custom resource.
+// kindNamed resolves Pod or GROUP/KIND of a custom resource: the kinds
+// stamped on their own metadata (a workload's stamp is on its template).
 func (c *Compiled) kindNamed(name string) (Kind, bool) {
-	group, kind, ok := strings.Cut(name, "/")
-	if !ok {
-		group, kind = "", name
+	if name == "Pod" {
+		return Kind{Version: "v1", Resource: "pods", Kind: name}, true
 	}
-	for _, w := range Workloads {
-		if w.Group == group && w.Kind == kind {
-			return Kind{Group: group, Version: "v1", Resource: w.Resource, Kind: kind}, true
-		}
-	}
+	group, kind, _ := strings.Cut(name, "/")
 	if k := c.Custom(group, kind); k != nil {
 		return *k, true
 	}

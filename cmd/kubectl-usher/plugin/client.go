@@ -69,13 +69,14 @@ func newUsherClient(kube *rest.Config, uc usherConfig) (*usherClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("a client for usher at %s: %w", uc.Server, err)
 	}
-	// The transport adds the caller's credentials to every request: a
-	// redirect would carry them wherever it points.
-	hc.CheckRedirect = func(req *http.Request, _ []*http.Request) error {
-		return fmt.Errorf("redirected to %q, which the plugin does not follow: it would send your credentials there; "+
-			"give --usher-server the address usher itself serves on", req.URL.Redacted())
-	}
+	hc.CheckRedirect = noRedirects
 	return &usherClient{base: cfg.Host, http: hc}, nil
+}
+
+// noRedirects refuses redirects: the transport adds the caller's
+// credentials to every request, so one would carry them wherever it points.
+func noRedirects(req *http.Request, _ []*http.Request) error {
+	return fmt.Errorf("redirected to %q, which the plugin does not follow: it would send your credentials there", req.URL.Redacted())
 }
 
 // maxAnswer bounds what the plugin reads of an answer.

@@ -187,6 +187,7 @@ func (o *options) usherClient() (*usherClient, error) {
 	if err != nil {
 		return nil, err
 	}
+	hc.CheckRedirect = noRedirects
 	return &usherClient{base: strings.TrimSuffix(cfg.Host, "/") + "/apis/access.usher.io/v1alpha1", path: "/accessreviews", http: hc}, nil
 }
 
