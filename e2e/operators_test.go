@@ -113,15 +113,7 @@ func (e *usherEnv) registerCustom(ctx context.Context, probe func(context.Contex
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for _, un := range []func(context.Context) error{unMutate, unValidate} {
-			if err := un(ctx); err != nil {
-				t.Error(err)
-			}
-		}
-	})
+	t.Cleanup(func() { unregister(t, unMutate); unregister(t, unValidate) })
 	var last error
 	if err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		var ann map[string]string
