@@ -97,10 +97,8 @@ func (a *ACL) compiled() *Set {
 // All reports whether the ACL is the wildcard.
 func (a *ACL) All() bool { return a.all }
 
-// Users returns the user entries in order; the slice must not be modified.
-func (a *ACL) Users() []string { return a.users }
-
-// Groups returns the group entries in order; the slice must not be modified.
+// Users and Groups return the entries in order; do not modify them.
+func (a *ACL) Users() []string  { return a.users }
 func (a *ACL) Groups() []string { return a.groups }
 
 // Empty reports whether the ACL allows nobody.
@@ -307,8 +305,7 @@ func splitClean(names []string, list string) ([]string, bool) {
 	}
 }
 
-// MustParse is Parse in the YuniKorn dialect that panics on error, for
-// tests and package level variables.
+// MustParse is Parse in the YuniKorn dialect that panics on error.
 func MustParse(text string) ACL {
 	a, _, err := Parse(text, YuniKorn)
 	if err != nil {
@@ -401,8 +398,7 @@ type Warning struct {
 	Msg    string
 }
 
-// WarningKind says what a Warning is about, so that a caller can tell
-// warnings apart without reading their text.
+// WarningKind says what a Warning is about.
 type WarningKind int
 
 const (
@@ -440,7 +436,10 @@ func (p *parser) list(s string, base int, groups, trim bool) error {
 		p.b.all = true
 		return nil
 	}
-	kind := kindName(groups)
+	kind := "user"
+	if groups {
+		kind = "group"
+	}
 	at := base
 	for _, raw := range strings.Split(s, ",") {
 		name, lead := raw, 0
@@ -472,13 +471,6 @@ func (p *parser) entry(name string, at int, groups bool, kind string) error {
 		p.warn(Duplicate, at, fmt.Sprintf("duplicate %s %q", kind, name))
 	}
 	return nil
-}
-
-func kindName(groups bool) string {
-	if groups {
-		return "group"
-	}
-	return "user"
 }
 
 type builder struct {

@@ -9,7 +9,7 @@ import (
 )
 
 // seed is fixed for the life of the process so that Subjects and Sets built
-// at different times hash names alike. It is never written after start.
+// at different times hash names alike.
 var seed = maphash.MakeSeed()
 
 // hash is maphash with the low 7 bits cleared, so that NewSubject can
@@ -31,13 +31,10 @@ type entry struct {
 // of at least n.
 //
 // Moving 32-byte entries that hold a pointer is what sorting them cost:
-// the sort orders plain integers instead, each the top bits of a name's
-// hash with the name's position in check order in the low bits, and the
-// entries are then written once, in order. Names whose hashes agree in
-// the bits kept stay in check order; a final insertion pass orders the
-// rare ones whose full hashes differ below those bits. Names are compared
-// only within a run of equal hashes, which holds one name but for a
-// collision.
+// the sort orders integers instead (a name's hash's top bits, its position
+// in check order in the low bits) and writes the entries once. A final
+// insertion pass orders the rare names whose hashes differ only below the
+// bits kept; names are compared only within a run of equal hashes.
 func sortedEntries(acls []*ACL, groups bool, n int, keys []uint64) []entry {
 	if n == 0 {
 		return nil
@@ -84,14 +81,10 @@ func sortedEntries(acls []*ACL, groups bool, n int, keys []uint64) []entry {
 		}
 		// t[i:j] share a hash, in rank order: keep each name's first.
 		run := len(out)
-	next:
 		for _, e := range t[i:j] {
-			for _, kept := range out[run:] {
-				if kept.name == e.name {
-					continue next
-				}
+			if !slices.ContainsFunc(out[run:], func(kept entry) bool { return kept.name == e.name }) {
+				out = append(out, e)
 			}
-			out = append(out, e)
 		}
 		i = j
 	}
@@ -169,11 +162,10 @@ func NewSubject(user string, groups []string) *Subject {
 		s.bloom[w1] |= b1
 		s.bloom[w2] |= b2
 	}
-	// Sorting by hash alone is enough: find compares the names of every
-	// entry with the hash it looks for, and a duplicate group left in
-	// place changes no answer. Up to 128 groups, sort integers carrying
-	// each group's index in their low bits: several times faster than
-	// sorting the entries.
+	// Sorting by hash alone is enough: find compares the names of every entry
+	// with the hash it looks for, and a duplicate group left in place changes
+	// no answer. Up to 128 groups, sort integers carrying each group's index
+	// in their low bits: several times faster than sorting the entries.
 	if len(groups) <= idxMask+1 {
 		var keys [idxMask + 1]uint64
 		for i, e := range s.sorted {
@@ -189,25 +181,19 @@ func NewSubject(user string, groups []string) *Subject {
 	return s
 }
 
-// User returns the user name.
 func (s *Subject) User() string { return s.user }
 
-// Groups returns the groups as given to NewSubject; the slice must not be
-// modified.
+// Groups returns the groups as given to NewSubject; do not modify them.
 func (s *Subject) Groups() []string { return s.groups }
 
 // Kind says what kind of entry matched.
 type Kind uint8
 
 const (
-	// None means no entry matched: the ACL denies.
-	None Kind = iota
-	// MatchWildcard is the "*" ACL.
-	MatchWildcard
-	// MatchUser is an entry of the user list.
-	MatchUser
-	// MatchGroup is an entry of the group list.
-	MatchGroup
+	None          Kind = iota // no entry matched: the ACL denies
+	MatchWildcard             // the "*" ACL
+	MatchUser                 // an entry of the user list
+	MatchGroup                // an entry of the group list
 )
 
 var kindNames = [...]string{None: "none", MatchWildcard: "wildcard", MatchUser: "user", MatchGroup: "group"}
@@ -221,15 +207,10 @@ func (k Kind) String() string {
 
 // Match tells which entry allowed a subject.
 type Match struct {
-	// Kind is None when nothing matched.
-	Kind Kind
-	// Name is the matching user or group name, or "*".
-	Name string
-	// List is the index, among the ACLs given to Union, of the ACL that
-	// holds the entry (0 for a single ACL).
-	List int
-	// Index is the position of the entry in its user or group list.
-	Index int
+	Kind  Kind   // None when nothing matched
+	Name  string // the matching user or group name, or "*"
+	List  int    // the index of the entry's ACL among those given to Union
+	Index int    // the position of the entry in its user or group list
 }
 
 // Allowed reports whether the match allows access.
@@ -304,8 +285,7 @@ func Union(acls ...*ACL) Set {
 	return s
 }
 
-// Allows reports whether any ACL of the set allows sub. It does not
-// allocate.
+// Allows reports whether any ACL of the set allows sub, without allocating.
 func (s *Set) Allows(sub *Subject) bool {
 	if s.all || find(s.users, sub.uh, sub.user) >= 0 {
 		return true

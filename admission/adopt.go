@@ -15,18 +15,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// OwnerLookup reads the object at an API path
-// (/apis/apps/v1/namespaces/NS/replicasets/NAME), for the adoption rule.
+// OwnerLookup reads the object at an API path, for the adoption rule.
 type OwnerLookup func(ctx context.Context, path string) ([]byte, error)
 
 // WithOwnerLookup sets how the adoption rule reads a new owner. Default:
 // none, and every adoption it decides is denied.
-func WithOwnerLookup(l OwnerLookup) Option { return func(h *Handler) { h.owners = l } }
+func WithOwnerLookup(l OwnerLookup) Option { return func(h *Handler) { h.reads.owners = l } }
 
 // adopt decides a trusted controller's UPDATE of ownerReferences: each
-// stamped owner it adds must carry the object's user.info, or its user
-// must be allowed to kill the object, or bob's ReplicaSet could adopt
-// alice's pod and scale it away (docs/delete.md, Adoption).
+// owner it adds must carry the object's user.info or a user who may kill
+// it, or bob's ReplicaSet could adopt alice's pod (docs/delete.md).
 func adopt(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req *admissionv1.AdmissionRequest, ov, nv *objectView) decision {
 	var was, now []metav1.OwnerReference
 	if ov.top.owners != "" {

@@ -9,9 +9,8 @@ import (
 	"github.com/usherhq/usher/internal/clip"
 )
 
-// Record is what the handler reports to the audit hook for every review;
-// docs/audit.md describes each field. Its strings may share memory with
-// the request and are safe to keep; Groups must not be modified.
+// Record is what the audit hook gets of every review (docs/audit.md). Its
+// strings may share memory with the request; Groups must not be modified.
 type Record struct {
 	Webhook                          string // "mutate" or "validate"
 	Caller                           string // WithCaller's answer
@@ -31,12 +30,13 @@ type Record struct {
 	Lookup                           string // NoteLookup's notes
 	Decided, Sources                 []string
 	Degraded                         bool    // the stamp holds the API server's groups only
+	Propagation                      string  // "propagated by PROPAGATOR from KIND "NS/NAME"": whose identity a propagator copied
+	UnstampedParent                  string  // the parent without user.info whose child got its propagator's identity
 	Denial                           *Denial // of a denied or warned review
 }
 
-// Denial is a denial in its stable shape, for machines: the audit record
-// and usher's Event carry it; docs/decision.schema.json ($defs/admissionDenial)
-// describes its JSON. Fields named as in Record mean the same.
+// Denial is a denial in its stable shape, for machines, in the audit record
+// and usher's Event (docs/decision.schema.json, $defs/admissionDenial).
 type Denial struct {
 	Reason    Cause  `json:"reason"`
 	Message   string `json:"message"` // for a warned denial, the warning
@@ -63,14 +63,16 @@ const (
 	CallerUnchecked  = "unchecked"  // --webhook-auth none
 )
 
-// AppendAttrs appends the record's attributes to dst with fixed keys
-// (docs/audit.md), empty optional ones left out. Requester-chosen strings
-// and lists are clipped so that a request cannot make a record arbitrarily large.
+// AppendAttrs appends the record's attributes to dst (docs/audit.md),
+// empty optional ones left out and requester-chosen strings clipped.
 func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
-	dst = append(dst, slog.String("webhook", r.Webhook))
-	if r.Caller != "" {
-		dst = append(dst, slog.String("caller", r.Caller))
+	optional := func(key, v string, max int) {
+		if v != "" {
+			dst = append(dst, slog.String(key, clip.String(v, max)))
+		}
 	}
+	dst = append(dst, slog.String("webhook", r.Webhook))
+	optional("caller", r.Caller, clip.Name)
 	dst = append(dst,
 		slog.String("uid", clip.String(r.UID, clip.Name)),
 		slog.String("operation", clip.String(r.Operation, clip.Name)),
@@ -81,9 +83,7 @@ func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
 		slog.Any("groups", clip.Strings(r.Groups, clip.Name, clip.Count)),
 		slog.String("identity", clip.String(r.Identity, clip.Name)),
 		slog.String("queue", clip.String(r.Queue, clip.Name)))
-	if r.QueueAsked != "" {
-		dst = append(dst, slog.String("queueAsked", clip.String(r.QueueAsked, clip.Name)))
-	}
+	optional("queueAsked", r.QueueAsked, clip.Name)
 	dst = append(dst,
 		slog.Bool("allowed", r.Allowed),
 		slog.Bool("patched", r.Patched),
@@ -100,6 +100,8 @@ func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
 	if r.Degraded {
 		dst = append(dst, slog.Bool("degraded", true))
 	}
+	optional("propagation", r.Propagation, clip.Text)
+	optional("unstampedParent", r.UnstampedParent, clip.Text)
 	if r.Denial != nil {
 		dst = append(dst, r.denialAttr())
 	}
@@ -138,7 +140,7 @@ func (r *Record) denialAttr() slog.Attr {
 }
 
 // NumAuditAttrs is the most attributes AppendAttrs appends.
-const NumAuditAttrs = 24
+const NumAuditAttrs = 26
 
 func (h *Handler) record(ctx context.Context, hook hookKind, req *admissionv1.AdmissionRequest, dc *decision) {
 	if h.audit == nil {
@@ -159,6 +161,9 @@ func (h *Handler) record(ctx context.Context, hook hookKind, req *admissionv1.Ad
 		Warned:     dc.warned,
 		Lookup:     dc.lookup,
 		Degraded:   dc.degraded,
+
+		Propagation:     dc.propagation,
+		UnstampedParent: dc.unstampedParent,
 	}
 	if in := dc.decided; in != nil {
 		r.Decided, r.Sources = in.Groups, make([]string, len(in.Groups))
@@ -194,8 +199,8 @@ func (h *Handler) record(ctx context.Context, hook hookKind, req *admissionv1.Ad
 }
 
 // complete fills in the object's name, group and kind (the Pod for an
-// eviction or Binding) and, when queue markers are read and no check set
-// one, its first queue, whichever path decided; never the outcome.
+// eviction or Binding) and, when markers are read and no check set one,
+// its first queue; never the outcome.
 func complete(st *State, req *admissionv1.AdmissionRequest, obj, old string, pre *views, dc *decision) {
 	dc.group, dc.kind = req.Kind.Group, req.Kind.Kind
 	if req.Name != "" {
@@ -205,7 +210,7 @@ func complete(st *State, req *admissionv1.AdmissionRequest, obj, old string, pre
 		dc.group, dc.kind = "", "Pod"
 		return
 	}
-	k := lookupKind(req.Kind.Group, req.Kind.Kind)
+	k := st.cfg.lookupKind(req.Kind.Group, req.Kind.Kind)
 	if k == nil {
 		return
 	}
@@ -214,19 +219,15 @@ func complete(st *State, req *admissionv1.AdmissionRequest, obj, old string, pre
 	if dc.name != "" && !needQueue {
 		return
 	}
-	var ov *objectView
+	ov, s, done, field := &pre.obj, obj, pre.objDone, "request.object"
 	switch req.Operation {
 	case admissionv1.Create, admissionv1.Update:
-		if view(c, k, obj, &pre.obj, pre.objDone, "request.object") != nil {
-			return
-		}
-		ov = &pre.obj
 	case admissionv1.Delete:
-		if view(c, k, old, &pre.old, pre.oldDone, "request.oldObject") != nil {
-			return
-		}
-		ov = &pre.old
+		ov, s, done, field = &pre.old, old, pre.oldDone, "request.oldObject"
 	default:
+		return
+	}
+	if view(c, k, s, ov, done, field) != nil {
 		return
 	}
 	if dc.name == "" {

@@ -10,35 +10,26 @@ import (
 // value (as apiserver's authorizer.Attributes) so no two strings can be swapped.
 type SubmitRequest struct {
 	Partition string
-	// Queue is a queue path ("root.a.b"), or "" for the partition's
-	// default queue.
-	Queue string
+	Queue     string // a queue path ("root.a.b"), or "" for the partition's default queue
 	// User and Groups are the submitter (stamped, an accepted user.info,
 	// or the legacy label's user); nil Groups may be resolved. Groups must
 	// not be modified.
-	User   string
-	Groups []string
-	// Decided: Groups are the review's IdentityResolver answer, used as
-	// they are, without asking a directory.
-	Decided bool
-	// Place: a YuniKorn marker, whose queue the partition's placement
-	// rules choose. Queue is then the marker's raw value (the provided
-	// rule's input, "" for none) and the authorizer answers the placed
-	// queue (SubmitDecision.Queue); docs/placement.md.
-	Place bool
-	// Namespace is the namespace tag the placement rules see (with Place).
-	Namespace string
+	User    string
+	Groups  []string
+	Decided bool // Groups are the review's IdentityResolver answer: no directory is asked
+	// Place: the partition's placement rules choose the queue of a YuniKorn
+	// marker, whose raw value Queue is ("" for none); the authorizer
+	// answers the placed queue (SubmitDecision.Queue); docs/placement.md.
+	Place     bool
+	Namespace string // the namespace tag the placement rules see (with Place)
 }
 
 // SubmitDecision is a QueueAuthorizer's answer; the zero value denies.
 type SubmitDecision struct {
 	Allowed bool
-	// Reason is shown on a denial; with Asked it says why placement chose Queue.
-	Reason string
-	// Queue is the queue placement chose ("" when no placement decided).
-	Queue string
-	// Asked is the queue the marker names when placement chose another:
-	// the response warns naming both.
+	Reason  string // shown on a denial; with Asked it says why placement chose Queue
+	Queue   string // the queue placement chose ("" when no placement decided)
+	// Asked is the queue the marker names when placement chose another: the response warns naming both.
 	Asked string
 }
 
@@ -48,19 +39,15 @@ type QueueAuthorizer interface {
 	AuthorizeSubmit(ctx context.Context, req SubmitRequest) (SubmitDecision, error)
 }
 
-// DeleteRequest asks whether a user may delete (kill) a workload, by
-// YARN's kill rule (docs/delete.md).
+// DeleteRequest asks whether a user may delete (kill) a workload, by YARN's kill rule (docs/delete.md).
 type DeleteRequest struct {
 	Partition string
 	// Queue is the workload's queue marker's path, "" for the default
 	// queue; it may name a queue that does not exist.
 	Queue string
-	// Owner is the user its user.info (or, with bypassAuth, legacy label)
-	// records, "" for none.
-	Owner string
-	// ModifyACL is its modify ACL annotation in YARN syntax; nil when
-	// absent, "" allows nobody.
-	ModifyACL *string
+	// Owner is the user its user.info (or, with bypassAuth, legacy label) records, "" for none.
+	Owner     string
+	ModifyACL *string // its modify ACL annotation in YARN syntax; nil when absent, "" allows nobody
 	// User and Groups are the requester; Groups must not be modified.
 	User   string
 	Groups []string
@@ -80,9 +67,8 @@ type IdentityResolver interface {
 	Identify(ctx context.Context, partition, user string, groups []string) (identity.Info, error)
 }
 
-// Authorizers are what a review asks besides its settings, all answering
-// from one configuration. A nil Queue or Delete fails its check closed;
-// without Identity the API server's groups are used as given.
+// Authorizers answer a review from one configuration. A nil Queue or
+// Delete fails its check closed; without Identity the given groups are used.
 type Authorizers struct {
 	Queue    QueueAuthorizer
 	Delete   DeleteAuthorizer

@@ -2,13 +2,15 @@ package admission
 
 import (
 	"context"
+	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
 )
 
-// create stamps the submitter's identity, or keeps a trusted submitter's
-// user.info, and checks the queues with enforceQueueACLs.
-func create(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, obj string, pre *views, buf *[]byte) decision {
+// create stamps the submitter's identity, keeps a trusted submitter's
+// user.info or copies a propagator's parent's, and checks the queues
+// with enforceQueueACLs.
+func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, obj string, pre *views, buf *[]byte) decision {
 	c := st.cfg
 	ov := &pre.obj
 	if err := view(c, k, obj, ov, pre.objDone, "request.object"); err != nil {
@@ -24,7 +26,25 @@ func create(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *adm
 	var dc decision
 	var ui *UserInfo
 	how := stampNew
+	var pr *propagation
+	if p := c.Propagator(user); p != nil && !trusted(c, user, groups) {
+		var denied *decision
+		if pr, denied = parentOf(ctx, rd, p, k, req, ov, obj, pre.podUID); denied != nil {
+			return *denied
+		}
+		if !pr.stamped && c.UnstampedDeny {
+			return deny(CausePropagationDenied, httpStatusForbidden, "usher: %s, the parent of %s, carries no annotation %s, so there is no identity "+
+				"for %q to copy (unstampedParents: deny)", pr.parent, place(k, req, ov), UserInfoAnnotation, user)
+		}
+	}
 	switch {
+	case pr != nil && pr.stamped:
+		var denied *decision
+		if who, ui, how, denied = propagated(pr, hook, k, req, ov, pre, st.ident != nil && !c.StampGiven); denied != nil {
+			return *denied
+		}
+		dc = allow(RulePropagated)
+		dc.propagation = pr.String()
 	case pm.has(slotUserInfo):
 		u, n, err := parseUserInfo(pm.val(slotUserInfo), pre.lim.keep())
 		if err != nil {
@@ -57,7 +77,7 @@ func create(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *adm
 		if how != stampSame {
 			// A trusted stamp's directory groups are looked up again: a
 			// snapshot must not become a permanent grant.
-			listed, err := directoryGroups(pm)
+			listed, err := parseDirectoryGroups(pm.val(slotDirGroups), pm.has(slotDirGroups))
 			if err != nil {
 				return userInfoDenial(k, deny(CauseUserInfoInvalid, httpStatusBadRequest, "usher: annotation %s on %s is not valid: %v",
 					DirectoryGroupsAnnotation, place(k, req, ov), err))
@@ -72,37 +92,48 @@ func create(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *adm
 		// YuniKorn's rule: the scheduler reads the label.
 		dc = allow(RuleLegacyLabel)
 		dc.warning = legacyLabelWarning
-		return queueChecked(ctx, st, k, req, ov, submitter{user: pm.val(slotLegacy)}, dc)
+		return withQueueCheck(ctx, st, k, req, ov, nil, submitter{user: pm.val(slotLegacy)}, dc)
 	case k.kind == "ReplicaSet" && c.SystemUsers.Match(user):
 		// YuniKorn's rule: a stamped template would never match the
 		// Deployment's, which would create ReplicaSets without end.
-		return queueChecked(ctx, st, k, req, ov, submitter{user: user, groups: groups}, allow(RuleControllerReplicaSet))
+		return withQueueCheck(ctx, st, k, req, ov, nil, submitter{user: user, groups: groups}, allow(RuleControllerReplicaSet))
 	case user == "":
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: request.userInfo.username is empty: there is no identity to record on %s %s",
 			k.kind, objectName(req, ov))
 	case hook == hookValidate:
-		return userInfoDenial(k, deny(CauseUserInfoMissing, httpStatusForbidden, "usher: %s has no annotation %s: the usher mutating webhook did not stamp it "+
-			"(register /mutate for %s CREATE with failurePolicy: Fail)",
-			place(k, req, ov), UserInfoAnnotation, k.kind))
+		return userInfoDenial(k, notStamped(k, req, ov))
 	default:
 		who = submitter{user: user, groups: groups}
 		dc = allow(RuleStamped)
+	}
+	if pr != nil && !pr.stamped && hook == hookMutate {
+		dc.unstampedParent = pr.parent
+		dc.addWarning(fmt.Sprintf("usher: %s, the parent of %s, carries no annotation %s: %s is stamped with %q, the propagator's own identity "+
+			"(unstampedParents: propagatorIdentity)", pr.parent, place(k, req, ov), UserInfoAnnotation, place(k, req, ov), user))
 	}
 	dc, check := stamp(ctx, st, hook, k, req, ov, who, ui, how, dc, buf)
 	if !dc.allowed {
 		return dc
 	}
-	return queueChecked(ctx, st, k, req, ov, check, dc)
+	if len(k.templates) > 0 && hook == hookMutate {
+		var ok bool
+		if dc.patch, ok = stampTemplates(k, pm, obj, dc.patch, &dc.written); !ok {
+			return deny(CauseInvalidObject, httpStatusBadRequest, "usher: %s %s has so many templates that stamping each would pass %d MiB, "+
+				"the API server's limit of a request", k.kind, objectName(req, ov), maxTemplatesPatch>>20)
+		}
+	}
+	return withQueueCheck(ctx, st, k, req, ov, nil, check, dc)
 }
 
-// queueChecked returns dc for id, with the queue check when
-// enforceQueueACLs is on; objects controllers make are checked too.
-func queueChecked(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView, id submitter, dc decision) decision {
-	dc.identity = id.user
-	if st.cfg.EnforceQueue {
-		return withQueueCheck(ctx, st, k, req, ov, nil, id, dc)
-	}
-	return dc
+// notStamped denies on /validate an object /mutate did not stamp.
+func notStamped(k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView) decision {
+	return deny(CauseUserInfoMissing, httpStatusForbidden, "usher: %s has no annotation %s: the usher mutating webhook did not stamp it "+
+		"(register /mutate for %s CREATE with failurePolicy: Fail)", place(k, req, ov), UserInfoAnnotation, k.kind)
+}
+
+// trusted reports whether user may set any user.info.
+func trusted(c *compiled, user string, groups []string) bool {
+	return c.BypassAuth || (c.TrustControllers && c.SystemUsers.Match(user)) || c.ExternalUsers.Match(user) || c.ExternalGroups.MatchAny(groups)
 }
 
 // untrustedHint explains who may set the annotation.

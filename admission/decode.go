@@ -2,6 +2,7 @@ package admission
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/usherhq/usher/internal/jsonscan"
 
@@ -17,9 +18,9 @@ const (
 	reviewKind       = "AdmissionReview"
 )
 
-// decodedReview is an AdmissionReview decoded by decodeReview; obj and old
-// are the texts of request.object and request.oldObject ("" when absent or
-// null), sharing memory with the body as req's Raw fields do.
+// decodedReview is an AdmissionReview; obj and old are the texts of
+// request.object and request.oldObject ("" when absent or null), sharing
+// memory with the body as req's Raw fields do.
 type decodedReview struct {
 	apiVersion, kind string
 	hasRequest       bool
@@ -28,10 +29,7 @@ type decodedReview struct {
 	reqResource      metav1.GroupVersionResource
 	dryRun           bool
 	obj, old         string
-
-	// views holds the objects parsed in the same pass when request.kind
-	// came first (the API server's order).
-	views views
+	views            views // parsed in the same pass when request.kind came first (the API server's order)
 }
 
 // views are the request objects parsed ahead, and the group limit lim
@@ -41,6 +39,7 @@ type views struct {
 	objDone, oldDone bool
 	lim              *groupLimit
 	groups           int
+	podUID           string // userInfo.extra's podUIDExtra, when it holds exactly one value
 }
 
 // Member names of the objects decodeReview reads, by index.
@@ -156,13 +155,12 @@ func decodeRequest(d *jsonscan.Scanner, body []byte, r *decodedReview, c *compil
 	}
 }
 
-// objectAhead skips the object value at the scanner and returns its
-// offsets, parsing it into o (done) on the way when request.kind names a
-// handled kind; a failure is left to the handler.
+// objectAhead skips the object at the scanner and returns its offsets,
+// parsing it into o (done) when request.kind named a handled kind.
 func objectAhead(d *jsonscan.Scanner, c *compiled, kindSeen bool, req *admissionv1.AdmissionRequest, o *objectView, done *bool) (start, end int) {
 	start = d.SkipSpace()
 	if c != nil && kindSeen && d.Err() == nil && d.Peek() == '{' {
-		if k := lookupKind(req.Kind.Group, req.Kind.Kind); k != nil {
+		if k := c.lookupKind(req.Kind.Group, req.Kind.Kind); k != nil {
 			saved := *d
 			objectValue(d, k, &c.wantKeys, o)
 			if d.Err() == nil {
@@ -200,8 +198,11 @@ func decodeGroupVersion(d *jsonscan.Scanner, field string, keys *jsonscan.Keys, 
 	}
 }
 
+// podUIDExtra is the userInfo.extra of the pod a service-account token is bound to.
+const podUIDExtra = "authentication.kubernetes.io/pod-uid"
+
 // decodeUserInfo reads request.userInfo, keeping at most v.lim's groups
-// and counting them all. Extra is checked, not kept: no rule reads it.
+// (counting them all) and of extra only podUIDExtra.
 func decodeUserInfo(d *jsonscan.Scanner, u *authenticationv1.UserInfo, v *views) {
 	m := d.MembersOrNull("request.userInfo", userInfoKeys)
 	for i := m.Next(); i >= 0; i = m.Next() {
@@ -216,23 +217,23 @@ func decodeUserInfo(d *jsonscan.Scanner, u *authenticationv1.UserInfo, v *views)
 			if d.Null() || !d.Object("request.userInfo.extra") {
 				continue
 			}
-			for f := true; ; {
-				if _, ok := d.Next(&f); !ok {
+			for f, seen := true, false; ; {
+				key, ok := d.Next(&f)
+				if !ok {
 					break
 				}
-				d.StringList("request.userInfo.extra", 0)
+				if key != podUIDExtra {
+					d.StringList("request.userInfo.extra", 0)
+					continue
+				}
+				if seen {
+					d.Fail("duplicate member " + strconv.Quote(key))
+				}
+				seen = true
+				if uids, n := d.StringList("request.userInfo.extra", 1); n == 1 {
+					v.podUID = uids[0]
+				}
 			}
 		}
 	}
-}
-
-// bindingKind reads a v1 Binding as a pod's metadata.
-var bindingKind = kindInfo{kind: "Binding", apiVersion: "v1", layout: layoutPod}
-
-// parseBinding reads the labels and annotations of a v1 Binding into meta.
-func parseBinding(s string, c *compiled, meta *metaView) error {
-	var o objectView
-	err := parseObject(s, &bindingKind, &c.wantKeys, &o, "request.object")
-	*meta = o.top
-	return err
 }

@@ -206,6 +206,9 @@ func TestDuplicateMembersRefusedEverywhere(t *testing.T) {
 		review(`{"uid":"u","userInfo":{"username":"a","username":"b"}}`),
 		review(`{"uid":"u","userInfo":{"groups":[],"groups":["g"]}}`),
 		review(`{"uid":"u","dryRun":true,"dryRun":false}`),
+		// The pod a token is bound to, which propagators copy from.
+		review(`{"uid":"u","userInfo":{"extra":{"authentication.kubernetes.io/pod-uid":["a"],"authentication.kubernetes.io/pod-uid":["a","b"]}}}`),
+		review(`{"uid":"u","userInfo":{"extra":{"authentication.kubernetes.io/pod-uid":["a"],"authentication.kubernetes.io\/pod-uid":["b"]}}}`),
 		review(`{"uid":"u","object":null,"object":{}}`),
 	} {
 		var rv decodedReview
@@ -230,8 +233,9 @@ func TestDuplicateMembersRefusedEverywhere(t *testing.T) {
 			t.Errorf("%s: err %v, want a duplicate member", tc.obj, err)
 		}
 	}
-	var m metaView
-	if err := parseBinding(`{"apiVersion":"v1","kind":"Binding","kind":"Binding"}`, compile(c), &m); err == nil || !strings.Contains(err.Error(), "duplicate member") {
+	var o objectView
+	err := parseObject(`{"apiVersion":"v1","kind":"Binding","kind":"Binding"}`, &bindingKind, &compile(c).wantKeys, &o, "request.object")
+	if err == nil || !strings.Contains(err.Error(), "duplicate member") {
 		t.Errorf("Binding: err %v, want a duplicate member", err)
 	}
 }

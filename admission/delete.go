@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strconv"
@@ -10,7 +11,7 @@ import (
 )
 
 // remove reviews a DELETE by the kill rule; old is request.oldObject.
-func remove(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, old string, pre *views) decision {
+func remove(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissionv1.AdmissionRequest, old string, pre *views) decision {
 	c := st.cfg
 	if t := c.trustedDeleter(req.UserInfo.Username, req.UserInfo.Groups); t != TrustNone {
 		return allowTrusted(verbDelete, t)
@@ -22,6 +23,19 @@ func remove(ctx context.Context, st *State, k *kindInfo, req *admissionv1.Admiss
 	if ov.top.deleting {
 		// It only completes what an allowed DELETE began.
 		return allow(RuleTerminating)
+	}
+	if p := c.Propagator(req.UserInfo.Username); p != nil && ov.pod().has(slotUserInfo) {
+		// A propagator may delete what it may create: its parent's user.
+		pr, denied := parentOf(ctx, rd, p, k, req, ov, old, pre.podUID)
+		if denied == nil && pr.stamped {
+			u, err1 := ParseUserInfo(pr.info)
+			got, err2 := ParseUserInfo(ov.pod().val(slotUserInfo))
+			if err1 == nil && err2 == nil && got.User == u.User { // its groups may be a later restamp's
+				dc := allow(RulePropagatorDelete)
+				dc.identity, dc.propagation = u.User, pr.String()
+				return dc
+			}
+		}
 	}
 	return killRule(ctx, st, k, req, ov, "delete")
 }
@@ -36,8 +50,7 @@ func (c *compiled) trustedDeleter(user string, groups []string) Trust {
 		return TrustExternalUser
 	case c.ExternalGroups.MatchAny(groups):
 		return TrustExternalGroup
-	}
-	if slices.Contains(groups, mastersGroup) {
+	case slices.Contains(groups, mastersGroup):
 		return TrustMasters
 	}
 	return TrustNone
@@ -97,19 +110,15 @@ func killRule(ctx context.Context, st *State, k *kindInfo, req *admissionv1.Admi
 			first = reason
 		}
 	}
-	if first == "" {
-		first = "not the owner, not in its modify ACL, not an admin of its queue, not a cluster admin"
-	}
-	dc := deny(CauseKillDenied, httpStatusForbidden, "usher: user %q may not %s %s %s: %s%s", user, verb, k.kind, objectName(req, o), first, note)
+	dc := deny(CauseKillDenied, httpStatusForbidden, "usher: user %q may not %s %s %s: %s%s", user, verb, k.kind, objectName(req, o),
+		cmp.Or(first, "not the owner, not in its modify ACL, not an admin of its queue, not a cluster admin"), note)
 	dc.identity, dc.queue, dc.check = owner, recordQueue(ts[0].queue), CheckKill
 	return deleteMode(c, dc)
 }
 
 // killInputsChanged names what an UPDATE from ov to nv changes of what
-// decides who may delete it ("" for nothing): ownerReferences (the
-// garbage collector deletes an orphan: a DELETE by proxy), the modify
-// ACL, the queue markers at every level and, with bypassAuth, the legacy
-// label (docs/delete.md).
+// decides who may delete it, "" for nothing (docs/delete.md); owners
+// count, as the garbage collector deletes an orphan: a DELETE by proxy.
 func (c *compiled) killInputsChanged(k *kindInfo, ov, nv *objectView) string {
 	var changed []string
 	add := func(s string) {
@@ -130,19 +139,11 @@ func (c *compiled) killInputsChanged(k *kindInfo, ov, nv *objectView) string {
 	if c.BypassAuth && differ(op, np, slotLegacy) {
 		add("label " + LegacyUserLabel)
 	}
-	levels := [3][2]*metaView{{op, np}}
-	n := 1
-	if k.layout == layoutCronJob {
-		levels[n] = [2]*metaView{&ov.job, &nv.job}
-		n++
-	}
-	if k.layout != layoutPod {
-		levels[n] = [2]*metaView{&ov.top, &nv.top}
-		n++
-	}
+	olds, _, n := ov.markerLevels(k)
+	news, _, _ := nv.markerLevels(k)
 	for i := range c.Sources {
-		for _, l := range levels[:n] {
-			if differ(l[0], l[1], slotMarkers+i) {
+		for l := range n {
+			if differ(olds[l], news[l], slotMarkers+i) {
 				add(c.Sources[i].Kind + " " + c.Sources[i].Key)
 				break
 			}
@@ -156,9 +157,8 @@ func isEviction(req *admissionv1.AdmissionRequest) bool {
 	return req.SubResource == "eviction" && req.Resource.Group == "" && req.Resource.Resource == "pods"
 }
 
-// evict decides an eviction, a DELETE the kill rule would not see, whose
-// review does not carry the pod: only trusted deleters and whoever may
-// kill every application may (docs/delete.md, Evictions).
+// evict decides an eviction, a DELETE whose review does not carry the
+// pod: only trusted deleters and whoever may kill any application may.
 func evict(ctx context.Context, st *State, req *admissionv1.AdmissionRequest) decision {
 	c := st.cfg
 	switch {
@@ -178,23 +178,20 @@ func evict(ctx context.Context, st *State, req *admissionv1.AdmissionRequest) de
 	if st.del == nil {
 		return killCheck(deny(CauseDecisionFailed, httpStatusInternal, errNoDeleteAuthzFormat, user, "evict", pod))
 	}
-	ok, reason, err := killsEverything(ctx, st, user, groups)
-	if err != nil {
-		dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may evict %s: %v; denied (usher fails closed)", user, pod, err)
-		dc.queue = "root"
-		return killCheck(dc)
+	var dc decision
+	switch ok, reason, err := killsEverything(ctx, st, user, groups); {
+	case err != nil:
+		dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may evict %s: %v; denied (usher fails closed)", user, pod, err)
+	case ok:
+		dc = allowBecause(RuleEvictionByAdmin, reason)
+	default:
+		dc = deny(CauseEvictionDenied, httpStatusForbidden, "usher: user %q may not evict %s: with enforceDeleteACLs on, an eviction deletes a pod "+
+			"without the kill rule seeing it, so only trusted controllers, members of %s, cluster admins, application admins "+
+			"and admins of root may evict; delete the pod instead (its owner, the members of its modify ACL and the admins "+
+			"of its queue may)", user, pod, mastersGroup)
 	}
-	if ok {
-		dc := allowBecause(RuleEvictionByAdmin, reason)
-		dc.queue = "root"
-		return killCheck(dc)
-	}
-	dc := deny(CauseEvictionDenied, httpStatusForbidden, "usher: user %q may not evict %s: with enforceDeleteACLs on, an eviction deletes a pod "+
-		"without the kill rule seeing it, so only trusted controllers, members of %s, cluster admins, application admins "+
-		"and admins of root may evict; delete the pod instead (its owner, the members of its modify ACL and the admins "+
-		"of its queue may)", user, pod, mastersGroup)
 	dc.queue = "root"
-	return deleteMode(c, killCheck(dc))
+	return deleteMode(c, killCheck(dc)) // only a refusal (403) may be warned
 }
 
 // killsEverything asks st.del whether the requester may kill an unowned
@@ -214,18 +211,17 @@ var nobody = ""
 
 // isBinding reports whether req binds a pod: pods/binding or bindings.
 func isBinding(req *admissionv1.AdmissionRequest) bool {
-	if req.Resource.Group != "" {
-		return false
-	}
-	return req.Resource.Resource == "pods" && req.SubResource == "binding" ||
-		req.Resource.Resource == "bindings" && req.SubResource == ""
+	return req.Resource.Group == "" && (req.Resource.Resource == "pods" && req.SubResource == "binding" ||
+		req.Resource.Resource == "bindings" && req.SubResource == "")
 }
 
+// bindingKind reads a v1 Binding's metadata as a pod's.
+var bindingKind = kindInfo{kind: "Binding", apiVersion: "v1", layout: layoutPod}
+
 // bind decides a Binding, whose labels and annotations the API server
-// copies onto the pod without an UPDATE review: it may never set
-// user.info; with enforceDeleteACLs, what decides deletion only as evict
-// allows; with enforceQueueACLs, no queue marker (warned in warn mode), as
-// the review does not carry the pod whose identity the queue is checked for.
+// copies onto the pod without an UPDATE review and which does not carry
+// the pod: never user.info, what decides deletion only as evict allows,
+// and no queue marker with enforceQueueACLs.
 func bind(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, obj string) decision {
 	c := st.cfg
 	switch {
@@ -234,16 +230,14 @@ func bind(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, obj
 	case !c.ProcessNamespace(req.Namespace):
 		return allow(RuleNamespaceBypassed)
 	}
-	var m metaView
-	if err := parseBinding(obj, c, &m); err != nil {
+	var o objectView
+	if err := parseObject(obj, &bindingKind, &c.wantKeys, &o, "request.object"); err != nil {
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: %v", err)
 	}
+	m := &o.top
 	user := req.UserInfo.Username
 	pod := "Pod " + strconv.Quote(req.Namespace+"/"+req.Name)
-	for _, a := range [...]struct {
-		slot int
-		key  string
-	}{{slotUserInfo, UserInfoAnnotation}, {slotDirGroups, DirectoryGroupsAnnotation}} {
+	for _, a := range stampKeys {
 		if m.has(a.slot) {
 			dc := deny(CauseUserInfoChanged, httpStatusForbidden, "usher: user %q may not set annotation %s on %s through a Binding: "+
 				"it records who submitted the pod and cannot change after creation", user, a.key, pod)
@@ -251,7 +245,7 @@ func bind(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, obj
 			return dc
 		}
 	}
-	dc := bindKill(ctx, st, req, &m, pod)
+	dc := bindKill(ctx, st, req, m, pod)
 	if !dc.allowed || !c.EnforceQueue {
 		return dc
 	}
@@ -271,8 +265,7 @@ func bind(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, obj
 	return dc
 }
 
-// bindKill decides the fields of a Binding that decide who may delete the
-// pod (m), with enforceDeleteACLs.
+// bindKill decides, with enforceDeleteACLs, a Binding's fields that decide who may delete.
 func bindKill(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, m *metaView, pod string) decision {
 	c, user, groups := st.cfg, req.UserInfo.Username, req.UserInfo.Groups
 	if !c.EnforceDelete {

@@ -173,6 +173,9 @@ func (h *Handler) Validate(ctx context.Context, req *admissionv1.AdmissionReques
 func (h *Handler) respond(ctx context.Context, hook hookKind, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	rv := &decodedReview{req: *req, obj: string(req.Object.Raw), old: string(req.OldObject.Raw)}
 	rv.views.lim = &h.groups
+	if uids := req.UserInfo.Extra[podUIDExtra]; len(uids) == 1 {
+		rv.views.podUID = uids[0]
+	}
 	var buf []byte
 	dc := h.review(ctx, h.state(), hook, rv, &buf)
 	return dc.toResponse(string(req.UID))

@@ -32,12 +32,10 @@ const (
 	httpStatusInternal    = 500
 )
 
-// DefaultMaxBodyBytes is WithMaxBodyBytes's default: an UPDATE carries
-// two objects of up to the API server's 3 MiB each.
+// DefaultMaxBodyBytes is WithMaxBodyBytes's default: an UPDATE carries two objects of up to 3 MiB.
 const DefaultMaxBodyBytes = 7 << 20
 
-// DefaultMaxGroups is WithMaxGroups's default: users of large Active
-// Directory forests carry over a thousand groups.
+// DefaultMaxGroups is WithMaxGroups's default: large Active Directory users carry over a thousand groups.
 const DefaultMaxGroups = 2048
 
 type hookKind uint8
@@ -48,16 +46,13 @@ const (
 )
 
 func (k hookKind) String() string {
-	if k == hookValidate {
-		return "validate"
-	}
-	return "mutate"
+	return [...]string{hookMutate: "mutate", hookValidate: "validate"}[k]
 }
 
 // Handler reviews AdmissionReviews for /mutate and /validate, safe for concurrent use.
 type Handler struct {
 	state   func() *State
-	owners  OwnerLookup
+	reads   reads
 	audit   func(Record)
 	caller  func(context.Context) string
 	maxBody int64
@@ -137,10 +132,10 @@ func WithMaxGroups(max int, over func(source string)) Option {
 }
 
 // NewHandler returns a handler that runs each review with the State that
-// state returns when it starts, so settings and authorizers swap together.
-// state must be quick, safe for concurrent use and never return nil.
+// state (quick, concurrency-safe, never nil) returns when it starts.
 func NewHandler(state func() *State, opts ...Option) *Handler {
 	h := &Handler{state: state, maxBody: DefaultMaxBodyBytes, groups: groupLimit{max: DefaultMaxGroups}}
+	h.pool.New = func() any { return new(scratch) }
 	for _, o := range opts {
 		o(h)
 	}
@@ -163,7 +158,7 @@ func (h *Handler) review(ctx context.Context, st *State, hook hookKind, rv *deco
 		// The caller has gone: no authorizer or resolver is asked.
 		dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: the request ended before it was decided (%v); denied", context.Cause(ctx))
 	default:
-		dc = decide(ctx, st, h.owners, hook, req, rv.obj, rv.old, pre, buf)
+		dc = decide(ctx, st, &h.reads, hook, req, rv.obj, rv.old, pre, buf)
 	}
 	dc.lookup = notes.String()
 	complete(st, req, rv.obj, rv.old, pre, &dc)
@@ -180,7 +175,7 @@ type submitter struct {
 }
 
 // decide is the admission logic.
-func decide(ctx context.Context, st *State, owners OwnerLookup, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views, buf *[]byte) decision {
+func decide(ctx context.Context, st *State, rd *reads, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views, buf *[]byte) decision {
 	c := st.cfg
 	if isEviction(req) {
 		return evict(ctx, st, req)
@@ -188,27 +183,22 @@ func decide(ctx context.Context, st *State, owners OwnerLookup, hook hookKind, r
 	if isBinding(req) {
 		return bind(ctx, st, req, obj)
 	}
-	k := lookupKind(req.Kind.Group, req.Kind.Kind)
+	k := c.lookupKind(req.Kind.Group, req.Kind.Kind)
 	if k == nil {
 		return allow(RuleKindNotHandled)
 	}
-	switch req.Operation {
-	case admissionv1.Create, admissionv1.Update:
-	case admissionv1.Delete:
-		if !c.EnforceDelete {
-			return allow(RuleOperationNotHandled)
-		}
-	default:
+	op := req.Operation
+	if op != admissionv1.Create && op != admissionv1.Update && (op != admissionv1.Delete || !c.EnforceDelete) {
 		return allow(RuleOperationNotHandled)
 	}
 	if !c.ProcessNamespace(req.Namespace) {
 		return allow(RuleNamespaceBypassed)
 	}
-	switch req.Operation {
+	switch op {
 	case admissionv1.Create:
-		return create(ctx, st, hook, k, req, obj, pre, buf)
+		return create(ctx, st, rd, hook, k, req, obj, pre, buf)
 	case admissionv1.Update:
-		return update(ctx, st, owners, k, req, obj, old, pre)
+		return update(ctx, st, rd.owners, k, req, obj, old, pre)
 	}
-	return remove(ctx, st, k, req, old, pre)
+	return remove(ctx, st, rd, k, req, old, pre)
 }

@@ -20,10 +20,9 @@ func (h *Handler) MutateHTTP() http.Handler { return httpHandler{h, hookMutate} 
 func (h *Handler) ValidateHTTP() http.Handler { return httpHandler{h, hookValidate} }
 
 // httpHandler is the HTTP edge: only POST (else 405) of application/json
-// (else 415), the body capped (413) or failed with a read error's
-// HTTPStatus; a body that is not a v1 AdmissionReview with a request UID
-// gets 400 (the failurePolicy applies), any other review 200 with its UID,
-// told to a UIDRecorder once decoded.
+// (else 415), the body capped (413); a body that is not a v1
+// AdmissionReview with a request UID gets 400 (the failurePolicy
+// applies), any other review 200 with its UID.
 type httpHandler struct {
 	h    *Handler
 	hook hookKind
@@ -56,10 +55,7 @@ func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.httpError(w, r, x.hook, httpStatusTooLarge, fmt.Sprintf("the body (%d bytes) is larger than the limit of %d bytes", r.ContentLength, h.maxBody))
 		return
 	}
-	sc, _ := h.pool.Get().(*scratch)
-	if sc == nil {
-		sc = &scratch{}
-	}
+	sc := h.pool.Get().(*scratch)
 	defer h.putScratch(sc)
 	body, err := readBody(r.Body, sc.body, r.ContentLength, h.maxBody)
 	sc.body = body
@@ -111,8 +107,7 @@ func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(sc.out)
 }
 
-// UIDRecorder is a ResponseWriter of an edge that recovers panics, told
-// the UID of the review once decoded.
+// UIDRecorder is a ResponseWriter told the review's UID once decoded (an edge that recovers panics).
 type UIDRecorder interface{ RecordUID(uid string) }
 
 // WriteFailure answers the review uid with a denial (code 500), for an
@@ -136,8 +131,7 @@ func (h *Handler) putScratch(sc *scratch) {
 	h.pool.Put(sc)
 }
 
-// httpError answers a request that is not a decodable review and reports
-// it to the audit hook.
+// httpError answers, and audits, a request that is not a decodable review.
 func (h *Handler) httpError(w http.ResponseWriter, r *http.Request, hook hookKind, code int, msg string) {
 	dc := decision{code: int32(code), cause: CauseInvalidRequest, message: msg}
 	dc.bound()
@@ -153,8 +147,7 @@ func isJSON(ct string) bool {
 	return strings.EqualFold(strings.TrimSpace(ct), "application/json")
 }
 
-// statusError is a body read error that says how to answer (a shedding
-// server's 429).
+// statusError is a body read error that says how to answer (a shedding server's 429).
 type statusError interface {
 	error
 	HTTPStatus() int
@@ -174,9 +167,6 @@ func readBody(r io.Reader, buf []byte, size, max int64) ([]byte, error) {
 	}
 	for {
 		if len(buf) == cap(buf) {
-			if int64(len(buf)) > max {
-				return buf, errTooLarge
-			}
 			buf = append(buf, 0)[:len(buf)]
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])

@@ -4,8 +4,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 )
 
-// OtherLabel is the metric label value of a kind or operation the webhook
-// does not know.
+// OtherLabel is the metric label of a kind or operation the webhook does not know.
 const OtherLabel = "other"
 
 // MetricKind returns a handled kind, "" or OtherLabel, so that an invented

@@ -9,9 +9,8 @@ import (
 
 type lookupKey struct{}
 
-// lookupNotes collects a review's NoteLookup notes for Record.Lookup, so
-// a decision on half an identity is never unrecorded. It is the review's
-// context too, so that carrying it costs one allocation.
+// lookupNotes collects a review's NoteLookup notes for Record.Lookup; it
+// is the review's context too, so that carrying it costs one allocation.
 type lookupNotes struct {
 	context.Context
 	mu    sync.Mutex
@@ -26,8 +25,8 @@ func (n *lookupNotes) Value(key any) any {
 }
 
 // NoteLookup records, once, how the submitter of ctx's review was
-// identified when it was more than asking the resolver for the user (a
-// mapping rule, an override, an unknown user); outside a review, nothing.
+// identified beyond asking for the user (a mapping rule, an override, an
+// unknown user); outside a review, nothing.
 func NoteLookup(ctx context.Context, note string) {
 	n, _ := ctx.Value(lookupKey{}).(*lookupNotes)
 	if n == nil || note == "" {

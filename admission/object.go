@@ -28,13 +28,19 @@ type kindInfo struct {
 	metaPath, where string
 	// JSON pointers of the annotations, user.info and DirectoryGroupsAnnotation.
 	annotationsPath, annotationPath, dirPath string
+	// templates are a custom resource's template paths (settings.Kind).
+	templates [][]string
+}
+
+func (k *kindInfo) setPaths() {
+	k.annotationsPath = k.metaPath + "/annotations"
+	k.annotationPath = k.annotationsPath + "/" + escapePointer(UserInfoAnnotation)
+	k.dirPath = k.annotationsPath + "/" + escapePointer(DirectoryGroupsAnnotation)
 }
 
 func init() {
 	for i := range kinds {
-		kinds[i].annotationsPath = kinds[i].metaPath + "/annotations"
-		kinds[i].annotationPath = kinds[i].annotationsPath + "/" + escapePointer(UserInfoAnnotation)
-		kinds[i].dirPath = kinds[i].annotationsPath + "/" + escapePointer(DirectoryGroupsAnnotation)
+		kinds[i].setPaths()
 	}
 }
 
@@ -49,8 +55,7 @@ var kinds = [...]kindInfo{
 	{group: "", kind: "ReplicationController", apiVersion: "v1", layout: layoutTemplate, metaPath: "/spec/template/metadata", where: "pod template"},
 }
 
-// lookupKind returns the handled kind, or nil; the group matters (Volcano's
-// batch.volcano.sh Job is not a batch/v1 Job).
+// lookupKind returns the handled kind, or nil; the group matters (Volcano's Job is not a batch/v1 Job).
 func lookupKind(group, kind string) *kindInfo {
 	for i := range kinds {
 		if kinds[i].kind == kind && kinds[i].group == group {
@@ -60,7 +65,7 @@ func lookupKind(group, kind string) *kindInfo {
 	return nil
 }
 
-// Slots in metaView.vals. The first four are fixed; queue markers follow.
+// Slots in metaView.vals.
 const (
 	slotUserInfo  = 0 // annotation yunikorn.apache.org/user.info
 	slotLegacy    = 1 // label yunikorn.apache.org/username
@@ -73,6 +78,20 @@ const (
 type compiled struct {
 	*settings.Compiled
 	wantKeys
+	custom []kindInfo // the custom resources, read as a pod is: their own metadata
+}
+
+// lookupKind is lookupKind, then c's custom resources.
+func (c *compiled) lookupKind(group, kind string) *kindInfo {
+	if k := lookupKind(group, kind); k != nil {
+		return k
+	}
+	for i := range c.custom {
+		if c.custom[i].kind == kind && c.custom[i].group == group {
+			return &c.custom[i]
+		}
+	}
+	return nil
 }
 
 // wantKeys are the labels and annotations the decoder reads, and the number of slots.
@@ -98,17 +117,23 @@ func compile(c *settings.Compiled) *compiled {
 			w.labels = append(w.labels, k)
 		}
 	}
-	return &compiled{c, w}
+	out := &compiled{Compiled: c, wantKeys: w}
+	for _, ck := range c.CustomKinds {
+		k := kindInfo{group: ck.Group, kind: ck.Kind, apiVersion: ck.APIVersion(), layout: layoutPod, metaPath: "/metadata",
+			where: ck.Kind, templates: ck.Templates}
+		k.setPaths()
+		out.custom = append(out.custom, k)
+	}
+	return out
 }
 
 // metaView is what the webhook reads from one ObjectMeta.
 type metaView struct {
-	present     bool // metadata is an object
-	annotations bool // metadata.annotations is an object
-	deleting    bool // metadata.deletionTimestamp is set
-	name        string
-	// owners is the text of metadata.ownerReferences ("" when absent, null or empty).
-	owners          string
+	present         bool // metadata is an object
+	annotations     bool // metadata.annotations is an object
+	deleting        bool // metadata.deletionTimestamp is set
+	name            string
+	owners          string // the text of metadata.ownerReferences ("" when absent, null or empty)
 	genName         string
 	annotationsText string
 	vals            []slotVal // the wanted keys found, by slot
@@ -152,7 +177,10 @@ type wantKey struct {
 	slot int
 }
 
-// Paths named in errors, built once so that the success path builds no strings.
+// stampKeys are the annotations usher writes.
+var stampKeys = [...]wantKey{{UserInfoAnnotation, slotUserInfo}, {DirectoryGroupsAnnotation, slotDirGroups}}
+
+// Paths named in errors, built once so that the success path builds none.
 type metaPaths struct {
 	meta, name, genName, labels, annotations, deletionTimestamp, ownerReferences string
 }
@@ -186,8 +214,8 @@ var (
 )
 
 // parseObject reads a request object of kind k, checking its kind and the
-// types on the path to the pod metadata, and the rest for JSON syntax
-// only (the API server has decoded it already); field names it in errors.
+// types on the path to the pod metadata, the rest for JSON syntax only
+// (the API server has decoded it); field names it in errors.
 func parseObject(s string, k *kindInfo, w *wantKeys, o *objectView, field string) error {
 	if s == "" {
 		return fmt.Errorf("%s is empty: want a %s", field, k.kind)
@@ -309,9 +337,7 @@ func parseMeta(d *jsonscan.Scanner, p *metaPaths, w *wantKeys, m *metaView) {
 		case 2:
 			parseStringMap(d, p.labels, w.labels, w.slots, m)
 		case 3:
-			if d.Peek() == '{' {
-				m.annotations = true
-			}
+			m.annotations = d.Peek() == '{'
 			start := d.Pos()
 			parseStringMap(d, p.annotations, w.annotations, w.slots, m)
 			m.annotationsText = d.Input()[start:d.Pos()]
@@ -330,7 +356,7 @@ func parseMeta(d *jsonscan.Scanner, p *metaPaths, w *wantKeys, m *metaView) {
 	}
 }
 
-// parseStringMap reads a map of strings (null values as "", as encoding/json
+// parseStringMap reads a map of strings (null as "", as encoding/json
 // does) into m's wanted slots; a wanted key twice is an error.
 func parseStringMap(d *jsonscan.Scanner, field string, want []wantKey, slots int, m *metaView) {
 	if d.Null() || !d.Object(field) {
@@ -370,8 +396,7 @@ func parseStringMap(d *jsonscan.Scanner, field string, want []wantKey, slots int
 	}
 }
 
-// place names where the user.info annotation lives, for messages:
-// `Pod "team-a/p"` or `the pod template of Deployment "team-a/web"`.
+// place names where user.info lives: `the pod template of Deployment "team-a/web"`.
 func place(k *kindInfo, req *admissionv1.AdmissionRequest, o *objectView) string {
 	if k.layout == layoutPod {
 		return k.kind + " " + objectName(req, o)
@@ -388,8 +413,7 @@ func objectName(req *admissionv1.AdmissionRequest, o *objectView) string {
 	return strconv.Quote(name)
 }
 
-// nameOf is the request's name, else the object's (a collection delete),
-// else its generateName followed by "*".
+// nameOf is the request's name, else the object's (a collection delete), else its generateName and "*".
 func nameOf(req *admissionv1.AdmissionRequest, o *objectView) string {
 	switch {
 	case req.Name != "":

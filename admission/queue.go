@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -19,8 +20,7 @@ type target struct {
 	value     string
 	marker    bool
 	scheduler string // for the default queue: the pod-level scheduler without a marker
-	// place: YuniKorn's placement rules decide; queue is the raw marker value.
-	place bool
+	place     bool   // YuniKorn's placement rules decide; queue is the raw marker value
 }
 
 // same reports whether t asks the same question as o.
@@ -80,9 +80,8 @@ func userInfoDenial(k *kindInfo, dc decision) decision {
 	return dc
 }
 
-// providedQueue is the queue YuniKorn's provided rule reads from a
-// marker: outside root, dots become "_dot_" ("ml.training" is
-// root.ml_dot_training).
+// providedQueue is the queue YuniKorn's provided rule reads from a marker:
+// outside root, dots become "_dot_" ("ml.training" is root.ml_dot_training).
 func providedQueue(v string) string {
 	if v == "" || v == "root" || strings.HasPrefix(v, "root.") {
 		return v
@@ -91,43 +90,27 @@ func providedQueue(v string) string {
 }
 
 // targets lists the distinct queues the object's pods may run in, pod
-// level first: pod-level sources on the pods only, workload-level ones at
-// every level, every marker counting (usher cannot know which scheduler
+// level first, every marker counting (usher cannot know which scheduler
 // acts), and the default queue ("") when a pod-level scheduler finds none
-// of its markers or no marker names a queue. With placing (the queue
-// check), YuniKorn's markers are left to its placement rules.
+// of its markers or none names a queue. With placing (the queue check),
+// YuniKorn's markers are left to its placement rules.
 func (c *compiled) targets(k *kindInfo, ns string, o *objectView, placing bool, dst []target) ([]target, error) {
-	type level struct {
-		m    *metaView
-		name string
-	}
-	var levels [3]level
-	n := 0
-	levels[n] = level{o.pod(), k.where}
-	n++
-	if k.layout == layoutCronJob {
-		levels[n] = level{&o.job, "job template"}
-		n++
-	}
-	if k.layout != layoutPod {
-		levels[n] = level{&o.top, k.kind}
-		n++
-	}
-	for li, l := range levels[:n] {
+	levels, names, n := o.markerLevels(k)
+	for li, m := range levels[:n] {
 		for i := range c.Sources {
 			src := &c.Sources[i]
 			if src.PodLevel && li > 0 {
 				continue // not read by its scheduler
 			}
-			v := l.m.val(slotMarkers + i)
-			if !l.m.has(slotMarkers+i) || v == "" {
+			v := m.val(slotMarkers + i)
+			if !m.has(slotMarkers+i) || v == "" {
 				continue
 			}
 			q, place, err := c.MapQueue(src, v, ns, placing)
 			if err != nil {
-				return nil, fmt.Errorf("%s %s=%s on the %s maps to no queue: %w", src.Kind, src.Key, errString(v), l.name, err)
+				return nil, fmt.Errorf("%s %s=%s on the %s maps to no queue: %w", src.Kind, src.Key, errString(v), names[li], err)
 			}
-			dst = appendTarget(dst, target{queue: q, src: src, level: l.name, value: v, marker: true, place: place})
+			dst = appendTarget(dst, target{queue: q, src: src, level: names[li], value: v, marker: true, place: place})
 		}
 	}
 	if sched := c.unmarkedPodScheduler(o.pod()); sched != "" || len(dst) == 0 {
@@ -142,6 +125,22 @@ func (c *compiled) targets(k *kindInfo, ns string, o *objectView, placing bool, 
 		dst = appendTarget(dst, target{level: where, scheduler: sched, place: placing && sched == settings.SchedulerYuniKorn})
 	}
 	return dst, nil
+}
+
+// markerLevels returns the metadata whose queue markers count, the pods'
+// first, then a CronJob's job template's and a workload's own, and names them.
+func (o *objectView) markerLevels(k *kindInfo) (levels [3]*metaView, names [3]string, n int) {
+	levels[0], names[0] = o.pod(), k.where
+	n = 1
+	if k.layout == layoutCronJob {
+		levels[n], names[n] = &o.job, "job template"
+		n++
+	}
+	if k.layout != layoutPod {
+		levels[n], names[n] = &o.top, k.kind
+		n++
+	}
+	return levels, names, n
 }
 
 // appendTarget appends t unless dst already asks the same question.
@@ -174,10 +173,14 @@ func (c *compiled) unmarkedPodScheduler(pm *metaView) string {
 	return ""
 }
 
-// withQueueCheck returns dc after the queue check of nv (and ov on
-// UPDATE) under id: with its queue, with the denial as a warning in warn
-// mode, or the denial.
+// withQueueCheck returns dc for id after, with enforceQueueACLs, the queue
+// check of nv (and ov on UPDATE), objects controllers make included: with
+// its queue, with the denial as a warning in warn mode, or the denial.
 func withQueueCheck(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc decision) decision {
+	dc.identity = id.user
+	if !st.cfg.EnforceQueue {
+		return dc
+	}
 	switch denied := checkQueues(ctx, st, k, req, nv, ov, id, &dc); {
 	case denied == nil:
 	case st.cfg.QueueWarn && denied.warnable():
@@ -190,8 +193,7 @@ func withQueueCheck(ctx context.Context, st *State, k *kindInfo, req *admissionv
 }
 
 // checkQueues authorizes id for every queue the object asks for (on
-// UPDATE, those ov did not), setting dc's queue to the first and warning
-// for each marker placement overrides; or it returns a denial.
+// UPDATE, those ov did not), setting dc's queue to the first; or denies.
 func checkQueues(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc *decision) *decision {
 	c := st.cfg
 	ns := req.Namespace
@@ -230,10 +232,8 @@ func checkQueues(ctx context.Context, st *State, k *kindInfo, req *admissionv1.A
 			return &dc
 		}
 		if !d.Allowed {
-			if d.Reason == "" {
-				d.Reason = "no ACL allows it"
-			}
-			dc := deny(CauseQueueSubmitDenied, httpStatusForbidden, "usher: user %q may not submit to %s: %s", id.user, t.describe(c.Partition), d.Reason)
+			dc := deny(CauseQueueSubmitDenied, httpStatusForbidden, "usher: user %q may not submit to %s: %s", id.user, t.describe(c.Partition),
+				cmp.Or(d.Reason, "no ACL allows it"))
 			dc.queue, dc.check, dc.field = t.record(), CheckSubmit, t.field(k)
 			return &dc
 		}

@@ -12,8 +12,7 @@ import (
 )
 
 // Install says where usher runs and how its webhooks are registered
-// (usher serve and usher webhook take it from their flags, with the
-// defaults stated there).
+// (from the flags of usher serve and usher webhook, which state the defaults).
 type Install struct {
 	// Name names the ValidatingWebhookConfiguration, and the
 	// MutatingWebhookConfiguration unless MutatingName is set.
@@ -22,10 +21,8 @@ type Install struct {
 	// when set, is called instead (usher outside the cluster).
 	Namespace, Service, URL string
 	Port                    int32
-	// CABundle is the webhooks' caBundle, read from CABundleFile by the
-	// commands.
-	CABundle     []byte
-	CABundleFile string
+	CABundle                []byte // the webhooks' caBundle, read from CABundleFile
+	CABundleFile            string
 	// FailurePolicy is that of the workload webhooks; ConfigFailurePolicy
 	// that of validate-config.usher.io, which guards ConfigMaps
 	// (NAMESPACE/NAME; none: no such webhook).
@@ -36,18 +33,16 @@ type Install struct {
 	// with OptIn, only namespaces carrying its labels are served.
 	ExcludedNamespaces []string
 	OptIn              map[string]string
-	// MatchConditions follow usher-namespaces on every workload webhook.
-	MatchConditions []arv1.MatchCondition
+	MatchConditions    []arv1.MatchCondition // follow usher-namespaces on every workload webhook
 }
 
 // ManagedBy is the label value of the objects Registration renders.
 const ManagedBy = "usher"
 
-// Registration renders the webhook configurations that register /mutate,
-// /validate (with the status and Binding webhooks, and DELETE and
-// evictions when c enforces the kill rule) and /validate-config for the
-// admission settings c: the one source of deploy/webhooks.yaml, of usher
-// webhook and of what usher serve --manage-webhooks applies.
+// Registration renders the webhook configurations of /mutate, /validate
+// (workloads, c's custom resources, status and Bindings; DELETE and
+// evictions with the kill rule) and /validate-config: the one source of
+// deploy/webhooks.yaml, usher webhook and usher serve --manage-webhooks.
 func Registration(c settings.Config, in Install) (*arv1.MutatingWebhookConfiguration, *arv1.ValidatingWebhookConfiguration) {
 	meta := func(kind, name string) (metav1.TypeMeta, metav1.ObjectMeta) {
 		return metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: kind}, metav1.ObjectMeta{Name: name,
@@ -75,6 +70,10 @@ func Registration(c settings.Config, in Install) (*arv1.MutatingWebhookConfigura
 				out = append(out, arv1.RuleWithOperations{Operations: ops, Rule: arv1.Rule{APIGroups: []string{w.Group}, APIVersions: []string{"v1"}, Scope: &scope}})
 			}
 			out[len(out)-1].Resources = append(out[len(out)-1].Resources, w.Resource+suffix)
+		}
+		for _, r := range c.CustomResources {
+			out = append(out, arv1.RuleWithOperations{Operations: ops, Rule: arv1.Rule{APIGroups: []string{r.Group}, APIVersions: []string{r.Version},
+				Resources: []string{r.Resource + suffix}, Scope: &scope}})
 		}
 		return out
 	}

@@ -21,9 +21,7 @@ type decision struct {
 	trust   Trust
 	verb    trustedVerb
 	code    int32
-	// message is a denial's, or the authorizer's reason of an allow by
-	// RuleKillRule, RuleEvictionByAdmin or RuleBindingByAdmin.
-	message string
+	message string // a denial's, or the authorizer's reason of an allow
 	// The rest are as in Denial and Record; group and kind are set by complete.
 	cause                             Cause
 	check, field                      string
@@ -35,6 +33,8 @@ type decision struct {
 	lookup                            string
 	decided                           *identity.Info
 	degraded                          bool
+	propagation, unstampedParent      string
+	written                           [2]string // the patch's user.info and DirectoryGroupsAnnotation, for templates
 }
 
 // warnOf records on dc, an allow, that warn mode admitted denied.
@@ -119,7 +119,7 @@ func (dc *decision) statusReason() metav1.StatusReason {
 }
 
 // Keys of a (warned) denial's audit annotations, which the API server
-// writes to its audit log prefixed with the webhook's name.
+// logs prefixed with the webhook's name.
 const (
 	AuditKeyDecision = "decision" // "denied" or "warned"
 	AuditKeyReason   = "reason"   // the Cause
@@ -133,7 +133,7 @@ func (dc *decision) decisionWord() string {
 	return "denied"
 }
 
-// detailName is the status details' name: "" for the generateName form ("spark-*").
+// detailName is the status details' name: "" for a generateName ("spark-*").
 func detailName(name string) string {
 	if strings.HasSuffix(name, "*") {
 		return ""
@@ -210,8 +210,7 @@ func appendReview(dst []byte, uid types.UID, dc *decision) []byte {
 }
 
 // Bounds of a decision's message or warning and of a name, queue or
-// identity: /mutate sees an object before the API server validates it,
-// so any may quote megabytes.
+// identity: /mutate sees objects the API server has not validated.
 const (
 	maxDecisionMessage = 2 << 10
 	maxDecisionField   = 512
@@ -235,7 +234,7 @@ func (dc *decision) bound() {
 func errString(s string) string { return clip.Quote(s, 200) }
 
 // Cause says why usher denied a review, from a closed set a client may
-// switch on (docs/audit.md); the message is for people and may change.
+// switch on (docs/audit.md), unlike the message.
 type Cause string
 
 // The causes of a denial. docs/audit.md describes each.
@@ -252,13 +251,14 @@ const (
 	CauseInvalidObject     Cause = "InvalidObject"     // the object cannot be read, or the request names no user
 	CauseInvalidRequest    Cause = "InvalidRequest"    // not a usable AdmissionReview, or too many groups
 	CauseDecisionFailed    Cause = "DecisionFailed"    // usher could not decide and fails closed
+	CausePropagationDenied Cause = "PropagationDenied" // a propagator's object names no parent it may copy from, or carries another identity
 )
 
 // Causes lists every Cause, in the order above.
 func Causes() []Cause {
 	return []Cause{CauseQueueSubmitDenied, CauseUnknownQueue, CauseUserInfoForged, CauseUserInfoInvalid,
 		CauseUserInfoMissing, CauseUserInfoChanged, CauseKillDenied, CauseEvictionDenied, CauseBindingDenied,
-		CauseInvalidObject, CauseInvalidRequest, CauseDecisionFailed}
+		CauseInvalidObject, CauseInvalidRequest, CauseDecisionFailed, CausePropagationDenied}
 }
 
 // Checks of Denial.Check: which rule the ACLs were asked under.

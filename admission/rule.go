@@ -27,6 +27,8 @@ const (
 	RuleBindingByAdmin
 	RuleWarnedDelete // enforceDeleteACLsMode warn: the denial's message is a warning
 	RuleRestamped
+	RulePropagated // a propagator's object carries, or gets, its parent's user.info
+	RulePropagatorDelete
 
 	numRules
 )
@@ -53,6 +55,8 @@ var ruleText = [numRules]string{
 	RuleBindingByAdmin:       "binding by an admin of every queue",
 	RuleWarnedDelete:         "warn mode: the kill rule would deny it",
 	RuleRestamped:            "replaced user.info naming the submitter with the identity usher decides",
+	RulePropagated:           "user.info of the parent, copied by a propagator",
+	RulePropagatorDelete:     "delete by a propagator of an object carrying its parent's user.info",
 }
 
 // String is the rule's reason as the audit record shows it.
@@ -63,8 +67,7 @@ func (r Rule) String() string {
 	return "unknown rule"
 }
 
-// Trust says why a requester may delete anything without the kill rule;
-// trustText says what each means.
+// Trust says why a requester may delete anything without the kill rule; trustText says what each means.
 type Trust uint8
 
 const (

@@ -15,16 +15,14 @@ import (
 	"github.com/usherhq/usher/internal/jsonscan"
 )
 
-// DirectoryGroupsAnnotation lists, beside a stamp, the groups that came
-// from usher's directory, so pods made from a template get the
-// directory's groups of the moment (docs/identity.md); "unavailable"
-// marks a degraded stamp. It is guarded as user.info is.
+// DirectoryGroupsAnnotation lists, beside a stamp, the groups from usher's
+// directory, looked up again for pods made from a template (docs/identity.md);
+// "unavailable" marks a degraded stamp. It is guarded as user.info is.
 const DirectoryGroupsAnnotation = settings.DirectoryGroupsAnnotation
 
 const directoryUnavailable = "unavailable"
 
-// Limits of a stamp: past them a review is denied, never stamped with a
-// cut list.
+// Limits of a stamp: past them a review is denied, never stamped with a cut list.
 const (
 	MaxStampGroups = 2048
 	MaxStampBytes  = 64 << 10
@@ -41,9 +39,8 @@ const (
 )
 
 // stamp decides the identity of a CREATE allowed by dc, asking the
-// IdentityResolver once about who (the API server's groups, or a kept
-// stamp's without its directory groups), and returns dc with the patch,
-// or the denial, and the identity the queue check uses.
+// IdentityResolver once about who, and returns dc with the patch (or the
+// denial) and the identity the queue check uses.
 func stamp(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView,
 	who submitter, ui *UserInfo, how stampHow, dc decision, buf *[]byte) (decision, submitter) {
 	c := st.cfg
@@ -109,6 +106,9 @@ func stamp(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *admi
 	if denied := stampLimits(k, req, ov, info, dir, len(groups)); denied != nil {
 		return *denied, check
 	}
+	if len(k.templates) > 0 {
+		dc.written = [2]string{string(info), string(dir)}
+	}
 	n := len(info)
 	b := appendStampPatch(info, k, pm, info[:n], dir)
 	*buf = b
@@ -116,12 +116,11 @@ func stamp(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *admi
 	return dc, check
 }
 
-// sameStamp says what differs between ui (with pm's
-// DirectoryGroupsAnnotation) and the stamp /mutate writes, "" for nothing;
-// without the directory's answer, the groups it does not list as the
-// directory's must be the requester's own.
+// sameStamp says what differs between ui (with pm's DirectoryGroupsAnnotation)
+// and the stamp /mutate writes, "" for nothing; without the directory's
+// answer, the groups not listed as the directory's must be the requester's.
 func sameStamp(ui *UserInfo, pm *metaView, who submitter, in *identity.Info, groups []string, write bool) string {
-	listed, err := directoryGroups(pm)
+	listed, err := parseDirectoryGroups(pm.val(slotDirGroups), pm.has(slotDirGroups))
 	switch {
 	case err != nil:
 		return "beside an invalid " + DirectoryGroupsAnnotation
@@ -150,10 +149,9 @@ func directoryOnly(in *identity.Info) []string {
 	return out
 }
 
-// directoryGroups returns the groups pm's DirectoryGroupsAnnotation lists.
-func directoryGroups(pm *metaView) ([]string, error) {
-	v := pm.val(slotDirGroups)
-	if !pm.has(slotDirGroups) || v == directoryUnavailable {
+// parseDirectoryGroups reads the value v of DirectoryGroupsAnnotation, if set.
+func parseDirectoryGroups(v string, set bool) ([]string, error) {
+	if !set || v == directoryUnavailable {
 		return nil, nil
 	}
 	d := jsonscan.New(v)
@@ -181,8 +179,7 @@ func without(list, drop []string) []string {
 	return slices.DeleteFunc(append([]string{}, list...), sets.New(drop...).Has)
 }
 
-// stampLimits denies a stamp (info with groups, and dir) past its limits
-// or the API server's total of annotations.
+// stampLimits denies a stamp past its limits or the API server's total of annotations.
 func stampLimits(k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView, info, dir []byte, groups int) *decision {
 	if groups > MaxStampGroups || len(info) > MaxStampBytes {
 		dc := userInfoDenial(k, deny(CauseUserInfoInvalid, httpStatusBadRequest, "usher: the identity to stamp on %s holds %d groups in %d bytes: "+

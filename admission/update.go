@@ -19,11 +19,8 @@ func update(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: %v", err)
 	}
 	np, op := nv.pod(), ov.pod()
-	for _, slot := range [...]int{slotUserInfo, slotDirGroups} {
-		key := UserInfoAnnotation
-		if slot == slotDirGroups {
-			key = DirectoryGroupsAnnotation
-		}
+	for _, a := range stampKeys {
+		slot, key := a.slot, a.key
 		oldHas, newHas := op.has(slot), np.has(slot)
 		if oldHas == newHas && op.val(slot) == np.val(slot) {
 			continue
@@ -64,7 +61,6 @@ func update(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req
 			}
 		}
 	}
-	dc := allow(RuleUnchanged)
 	id := submitter{user: req.UserInfo.Username, groups: req.UserInfo.Groups}
 	if np.has(slotUserInfo) {
 		if ui, err := ParseUserInfo(np.val(slotUserInfo)); err == nil {
@@ -73,9 +69,5 @@ func update(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req
 	} else if c.BypassAuth && np.has(slotLegacy) {
 		id = submitter{user: np.val(slotLegacy)}
 	}
-	dc.identity = id.user
-	if c.EnforceQueue {
-		return withQueueCheck(ctx, st, k, req, nv, ov, id, dc)
-	}
-	return dc
+	return withQueueCheck(ctx, st, k, req, nv, ov, id, allow(RuleUnchanged))
 }

@@ -28,10 +28,9 @@ type UserInfo struct {
 
 // ParseUserInfo parses and checks an annotation value: one JSON object of
 // exactly a non-empty "user" and optional "groups" (null or non-empty
-// strings), each once, names written plainly, valid UTF-8 and no lone
-// surrogate escape. YuniKorn's encoding/json folds member names and lets
-// the last win, so {"user":"me","User":"alice"} must not be judged as "me"
-// and run as "alice" (docs/security.md).
+// strings), each once, written plainly, valid UTF-8 without lone
+// surrogates. YuniKorn's encoding/json folds member names and lets the
+// last win: {"user":"me","User":"alice"} would run as "alice" (docs/security.md).
 func ParseUserInfo(s string) (UserInfo, error) {
 	u, _, err := parseUserInfo(s, math.MaxInt)
 	return u, err
@@ -125,9 +124,8 @@ func escapePointer(token string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(token)
 }
 
-// appendStampPatch appends the JSON Patch that sets user.info to info (and
-// DirectoryGroupsAnnotation to a non-nil dir) on k's pod metadata,
-// creating the annotations map or the metadata when absent or null.
+// appendStampPatch appends the JSON Patch that sets user.info to info
+// (and DirectoryGroupsAnnotation to a non-nil dir) on k's pod metadata.
 func appendStampPatch(dst []byte, k *kindInfo, m *metaView, info, dir []byte) []byte {
 	dst = append(dst, `[{"op":"add","path":`...)
 	entries := func(dst []byte) []byte {

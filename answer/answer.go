@@ -63,8 +63,7 @@ func AppDecided(d application.Decision, in identity.Info, checks bool) *decision
 		TargetQueue: d.Target, Requirements: decision.Requirements(d, checks)}
 }
 
-// Queues is the answer listing every queue of a partition with a user's
-// rights.
+// Queues is the answer listing every queue of a partition with a user's rights.
 func Queues(res engine.AccessResult) *decision.Output {
 	return &decision.Output{Command: "access", Allowed: true, Partition: res.Partition, Identity: decision.IdentityOf(res.Identity),
 		Reason: fmt.Sprintf("the rights of %s on every queue of partition %s", res.Identity.User, res.Partition),

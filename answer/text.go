@@ -1,6 +1,7 @@
 package answer
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -15,8 +16,7 @@ import (
 	"github.com/usherhq/usher/policy"
 )
 
-// Verdict writes the first two lines of an answer: allowed or denied, and
-// why.
+// Verdict writes the first two lines of an answer: allowed or denied, and why.
 func Verdict(w io.Writer, allowed bool, reason string) {
 	fmt.Fprintf(w, "%s\n%s\n", map[bool]string{true: "allowed", false: "denied"}[allowed], reason)
 }
@@ -37,11 +37,7 @@ func ExplainPlaced(w io.Writer, res *engine.PlaceResult) {
 	placementTrail(w, res.Rules, res.Result)
 	decision.IdentityText(w, res.Identity)
 	if res.Placed {
-		decisive := res.Queue
-		if res.Create {
-			decisive = res.Final.Ancestor
-		}
-		aclTrail(w, policy.Submit, decisive, res.Steps)
+		aclTrail(w, policy.Submit, res.Decisive(), res.Steps)
 	}
 }
 
@@ -115,11 +111,7 @@ func placementTrail(w io.Writer, rules *placement.Rules, res placement.Result) {
 
 func appTrail(w io.Writer, in identity.Info, app application.Application, d application.Decision) {
 	decision.IdentityText(w, in)
-	name := app.ID
-	if name == "" {
-		name = "(no id)"
-	}
-	fmt.Fprintf(w, "\napplication %s: owner %s, queue %s\n", name, d.Owner, d.Queue)
+	fmt.Fprintf(w, "\napplication %s: owner %s, queue %s\n", cmp.Or(app.ID, "(no id)"), d.Owner, d.Queue)
 	if d.Action != application.Move {
 		fmt.Fprintf(w, "\nchecks for %v (in this order; the first that allows decides):\n", d.Action)
 		appSteps(w, d, d.Requirements[0].Steps, "  ")

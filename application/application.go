@@ -34,23 +34,22 @@ import (
 type Action uint8
 
 const (
-	// View is reading the application: its logs, statistics and ACLs.
-	View Action = iota + 1
-	// Modify is changing the application (priority, timeouts, ...).
-	Modify
-	// Kill is killing the application.
+	View   Action = iota + 1 // read its logs, statistics and ACLs
+	Modify                   // change its priority, timeouts, ...
 	Kill
-	// Move is moving the application to another queue.
-	Move
+	Move // to another queue
 )
 
 var actionNames = [...]string{View: "view", Modify: "modify", Kill: "kill", Move: "move"}
 
-func (a Action) String() string {
-	if a >= View && a <= Move {
-		return actionNames[a]
+func (a Action) String() string { return nameOf(actionNames[:], a, "Action") }
+
+// nameOf is names[v], or typ(v) for a value without a name.
+func nameOf[T ~uint8](names []string, v T, typ string) string {
+	if int(v) < len(names) && names[v] != "" {
+		return names[v]
 	}
-	return fmt.Sprintf("Action(%d)", int(a))
+	return fmt.Sprintf("%s(%d)", typ, int(v))
 }
 
 // ParseAction parses view, modify, kill or move.
@@ -65,34 +64,24 @@ func ParseAction(s string) (Action, error) {
 
 // Application is an application as far as access decisions go.
 type Application struct {
-	// ID names the application in reasons. Optional.
-	ID string
-	// Owner is the submitter. Required unless Unowned.
-	Owner string
-	// Unowned: no owner was recorded (a workload created before usher
-	// stamped it); Owner is empty and nobody is the owner.
-	Unowned bool
-	// Queue is the queue path; "" is the partition's default queue.
-	Queue string
+	ID      string // names the application in reasons; optional
+	Owner   string // the submitter; required unless Unowned
+	Unowned bool   // no owner was recorded (a workload older than usher's stamp); Owner is ""
+	Queue   string // the queue path; "" is the partition's default queue
 	// UnknownQueueAsRoot decides an application whose Queue the partition
-	// does not have (a workload's marker is not checked against the
-	// configuration) as if it ran in root. A Move's target is never
-	// replaced.
+	// lacks (a workload's marker is unchecked) as if it ran in root; a
+	// Move's target is never replaced.
 	UnknownQueueAsRoot bool
-	// ViewACL and ModifyACL are the application's own ACLs; nil: the
-	// partition's default applies.
-	ViewACL, ModifyACL *acl.ACL
+	ViewACL, ModifyACL *acl.ACL // the application's own; nil: the partition's default
 }
 
-// Defaults are a partition's applicationacls (Spark's spark-defaults.conf):
-// the application admins, and the view and modify ACLs of applications
-// that set none. Nil allows nobody.
+// Defaults are a partition's applicationacls (Spark's spark-defaults.conf): the
+// application admins, and the ACLs of applications setting none; nil allows nobody.
 type Defaults struct {
 	Admin, View, Modify *acl.ACL
 }
 
-// Policy is what application decisions need: the compiled queue policy of
-// a partition and the partition's application ACL defaults.
+// Policy is what application decisions need: a partition's queue policy and defaults.
 type Policy struct {
 	Partition *policy.CompiledPartition
 	Defaults  Defaults
@@ -116,12 +105,7 @@ var ruleNames = [...]string{
 	ModifyACL: "modify ACL", ViewACL: "view ACL", QueueSubmit: "queue submit",
 }
 
-func (r Rule) String() string {
-	if r >= Owner && r <= QueueSubmit {
-		return ruleNames[r]
-	}
-	return fmt.Sprintf("Rule(%d)", int(r))
-}
+func (r Rule) String() string { return nameOf(ruleNames[:], r, "Rule") }
 
 // Need is one requirement of a decision: NeedAction for View, Modify and
 // Kill; the other three, all to be met, for Move.
@@ -137,30 +121,18 @@ const (
 var needNames = [...]string{NeedAction: "action", NeedSourceQueue: "submit to the queue it runs in",
 	NeedTargetQueue: "submit to the target queue", NeedModify: "modify the application"}
 
-func (n Need) String() string {
-	if n >= NeedAction && n <= NeedModify {
-		return needNames[n]
-	}
-	return fmt.Sprintf("Need(%d)", int(n))
-}
+func (n Need) String() string { return nameOf(needNames[:], n, "Need") }
 
 // Step is one check of a decision, in the order checks are made.
 type Step struct {
-	Rule Rule
-	// Queue is the queue checked, for QueueAdmin and QueueSubmit.
-	Queue string
-	// ACL is the ACL checked, nil when not set (or a ClusterAdmin step not
-	// reached).
-	ACL *acl.ACL
-	// Default: ACL is the partition's default (applicationacls).
-	Default bool
-	// Reached is false for checks after the one that decided.
-	Reached bool
+	Rule    Rule
+	Queue   string   // the queue checked, for QueueAdmin and QueueSubmit
+	ACL     *acl.ACL // the ACL checked; nil when unset or a ClusterAdmin step not reached
+	Default bool     // ACL is the partition's default (applicationacls)
+	Reached bool     // false for checks after the one that decided
 	Allowed bool
-	// Match is the entry that allowed: the owner's name, the ACL entry.
-	Match acl.Match
-	// Grant is the queue ACL entry that allowed, for the queue rules.
-	Grant policy.Grant
+	Match   acl.Match    // the entry that allowed: the owner's name, the ACL entry
+	Grant   policy.Grant // the queue ACL entry that allowed, for the queue rules
 }
 
 // Requirement is something a decision needs, with the checks made for it.
@@ -179,23 +151,16 @@ func (r Requirement) By() (Step, bool) {
 	return Step{}, false
 }
 
-// Decision is the answer to "may this user do this with this application".
-// The zero value denies.
+// Decision is the answer to "may this user do this with this application"; zero denies.
 type Decision struct {
-	Allowed bool
-	Action  Action
-	// User is the user who asked.
-	User      string
-	Partition string
-	// Application is the application's ID, Owner its owner.
-	Application, Owner string
-	// Queue is the canonical path of the application's queue; Target that
-	// of the queue a Move goes to.
-	Queue, Target string
-	// UnknownQueue is the queue the application named when it was decided
-	// in root instead (Application.UnknownQueueAsRoot).
-	UnknownQueue string
-	Requirements []Requirement
+	Allowed            bool
+	Action             Action
+	User               string // who asked
+	Partition          string
+	Application, Owner string // the application's ID and owner
+	Queue, Target      string // canonical paths: the application's queue, a Move's target
+	UnknownQueue       string // the queue named, when decided in root instead (UnknownQueueAsRoot)
+	Requirements       []Requirement
 }
 
 // By returns the step that granted the action: for Move, the one that
@@ -216,9 +181,8 @@ func (d Decision) By() (s Step, ok bool) {
 var ErrNoOwner = errors.New("application has no owner")
 
 // Decide answers whether sub may perform action on app; target is the
-// queue a Move goes to, empty for the other actions. The error is for bad
-// input only (an unknown queue wraps policy.ErrUnknownQueue), with a
-// Decision that denies.
+// queue a Move goes to. The error is for bad input only (an unknown queue
+// wraps policy.ErrUnknownQueue), with a Decision that denies.
 func (p Policy) Decide(app Application, sub *acl.Subject, action Action, target string) (Decision, error) {
 	d := Decision{Action: action, Application: app.ID, Owner: app.Owner, Queue: app.Queue, Target: target}
 	switch {
@@ -329,8 +293,7 @@ func (p Policy) rights(queue string, app Application, sub *acl.Subject, action A
 	return r
 }
 
-// aclStep checks the application's own ACL, or the partition's default
-// when it sets none.
+// aclStep checks the application's own ACL, or the partition's default without one.
 func aclStep(rule Rule, own, def *acl.ACL, sub *acl.Subject) Step {
 	a := cmp.Or(own, def)
 	st := Step{Rule: rule, ACL: a, Default: own == nil && def != nil}

@@ -45,7 +45,6 @@ type Authenticator interface {
 // AuthenticatorFunc adapts a function to Authenticator.
 type AuthenticatorFunc func(r *http.Request) (User, bool, error)
 
-// AuthenticateRequest calls f.
 func (f AuthenticatorFunc) AuthenticateRequest(r *http.Request) (User, bool, error) { return f(r) }
 
 // Union returns the first authenticator's answer that authenticates the
@@ -75,7 +74,6 @@ const (
 	NoOpinion // left to the next authorizer of a union
 )
 
-// String returns deny, allow or no opinion.
 func (d Decision) String() string {
 	switch d {
 	case Allow:
@@ -124,7 +122,6 @@ type Authorizer interface {
 // AuthorizerFunc adapts a function to Authorizer.
 type AuthorizerFunc func(ctx context.Context, a Attributes) (Decision, string, error)
 
-// Authorize calls f.
 func (f AuthorizerFunc) Authorize(ctx context.Context, a Attributes) (Decision, string, error) {
 	return f(ctx, a)
 }
@@ -164,8 +161,3 @@ func PrivilegedGroups(groups ...string) Authorizer {
 		return NoOpinion, "", nil
 	})
 }
-
-var (
-	_ Authenticator = AuthenticatorFunc(nil)
-	_ Authorizer    = AuthorizerFunc(nil)
-)

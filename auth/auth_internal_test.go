@@ -11,7 +11,23 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+
+	"github.com/usherhq/usher/internal/ttlcache"
 )
+
+// newTokenAuthenticator and newSARAuthorizer are the constructors with a
+// clock, so tests step time instead of sleeping.
+func newTokenAuthenticator(reviewer TokenReviewer, opts TokenOptions, now func() time.Time) *TokenAuthenticator {
+	a := NewTokenAuthenticator(reviewer, opts)
+	a.cache = ttlcache.New[tokenResult](a.opts.MaxEntries, now)
+	return a
+}
+
+func newSARAuthorizer(reviewer SubjectAccessReviewer, opts SAROptions, now func() time.Time) *SARAuthorizer {
+	z := NewSARAuthorizer(reviewer, opts)
+	z.cache = ttlcache.New[sarResult](z.opts.MaxEntries, now)
+	return z
+}
 
 // clock is a fake clock the tests step.
 type clock struct {

@@ -54,10 +54,8 @@ type KubeReviewer struct {
 // delegated authentication does.
 func NewKubeReviewer(cfg *rest.Config) (*KubeReviewer, error) {
 	scheme := runtime.NewScheme()
-	if err := authenticationv1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := authorizationv1.AddToScheme(scheme); err != nil {
+	add := runtime.NewSchemeBuilder(authenticationv1.AddToScheme, authorizationv1.AddToScheme)
+	if err := add.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	codecs := serializer.NewCodecFactory(scheme)
@@ -113,8 +111,3 @@ func (r *KubeReviewer) CreateSubjectAccessReview(ctx context.Context, sar *autho
 	}
 	return out, nil
 }
-
-var (
-	_ TokenReviewer         = (*KubeReviewer)(nil)
-	_ SubjectAccessReviewer = (*KubeReviewer)(nil)
-)

@@ -21,12 +21,10 @@ type SubjectAccessReviewer interface {
 type SAROptions struct {
 	// AllowTTL and DenyTTL are how long an answer is remembered. Default
 	// 10s, as kube-apiserver's delegated authorization.
-	AllowTTL time.Duration
-	DenyTTL  time.Duration
-	// Timeout bounds one SubjectAccessReview. Default 10s.
-	Timeout time.Duration
-	// MaxEntries bounds the cache. Default 4096.
-	MaxEntries int
+	AllowTTL   time.Duration
+	DenyTTL    time.Duration
+	Timeout    time.Duration // bounds one SubjectAccessReview; default 10s
+	MaxEntries int           // bounds the cache; default 4096
 }
 
 func (o SAROptions) withDefaults() SAROptions {
@@ -52,12 +50,8 @@ type sarResult struct {
 
 // NewSARAuthorizer returns an authorizer that asks reviewer.
 func NewSARAuthorizer(reviewer SubjectAccessReviewer, opts SAROptions) *SARAuthorizer {
-	return newSARAuthorizer(reviewer, opts, time.Now)
-}
-
-func newSARAuthorizer(reviewer SubjectAccessReviewer, opts SAROptions, now func() time.Time) *SARAuthorizer {
 	opts = opts.withDefaults()
-	return &SARAuthorizer{reviewer: reviewer, opts: opts, cache: ttlcache.New[sarResult](opts.MaxEntries, now)}
+	return &SARAuthorizer{reviewer: reviewer, opts: opts, cache: ttlcache.New[sarResult](opts.MaxEntries, time.Now)}
 }
 
 // Spec returns the SubjectAccessReview spec that asks about a.
@@ -109,5 +103,3 @@ func (z *SARAuthorizer) Authorize(ctx context.Context, a Attributes) (Decision, 
 	}
 	return res.d, res.reason, nil
 }
-
-var _ Authorizer = (*SARAuthorizer)(nil)

@@ -22,28 +22,23 @@ type TokenReviewer interface {
 	CreateTokenReview(ctx context.Context, tr *authenticationv1.TokenReview) (*authenticationv1.TokenReview, error)
 }
 
-// TokenOptions configure a TokenAuthenticator; zero values take the
-// defaults.
+// TokenOptions configure a TokenAuthenticator; zero values take the defaults.
 type TokenOptions struct {
 	// SuccessTTL and FailureTTL are how long an answer is remembered.
 	// Default 10s, as kube-apiserver's delegated authentication.
 	SuccessTTL time.Duration
 	FailureTTL time.Duration
-	// Timeout bounds one TokenReview. Default 10s.
-	Timeout time.Duration
-	// MaxEntries bounds the cache. Default 4096.
-	MaxEntries int
+	Timeout    time.Duration // bounds one TokenReview; default 10s
+	MaxEntries int           // bounds the cache; default 4096
 	// Audiences are sent with every TokenReview; a token is accepted only
 	// when the answer names one of them. Default none: the API server's.
 	Audiences []string
-	// ReviewRate and ReviewBurst bound the TokenReviews of tokens the
-	// cache does not hold (beyond: ErrTooManyReviews). Default 50 a
-	// second, bursts of 100.
+	// ReviewRate and ReviewBurst bound the TokenReviews of tokens the cache
+	// does not hold (beyond: ErrTooManyReviews). Default 50/s, bursts of 100.
 	ReviewRate  float32
 	ReviewBurst int
-	// Count, when set, is called for each token the cache does not hold
-	// with the outcome: authenticated, unauthenticated, error or
-	// ratelimited.
+	// Count, when set, is called for each token the cache does not hold with
+	// the outcome: authenticated, unauthenticated, error or ratelimited.
 	Count func(result string)
 }
 
@@ -80,12 +75,8 @@ type tokenResult struct {
 
 // NewTokenAuthenticator returns an authenticator that asks reviewer.
 func NewTokenAuthenticator(reviewer TokenReviewer, opts TokenOptions) *TokenAuthenticator {
-	return newTokenAuthenticator(reviewer, opts, time.Now)
-}
-
-func newTokenAuthenticator(reviewer TokenReviewer, opts TokenOptions, now func() time.Time) *TokenAuthenticator {
 	opts = opts.withDefaults()
-	return &TokenAuthenticator{reviewer: reviewer, opts: opts, cache: ttlcache.New[tokenResult](opts.MaxEntries, now),
+	return &TokenAuthenticator{reviewer: reviewer, opts: opts, cache: ttlcache.New[tokenResult](opts.MaxEntries, time.Now),
 		bucket: flowcontrol.NewTokenBucketPassiveRateLimiter(opts.ReviewRate, opts.ReviewBurst)}
 }
 
@@ -151,5 +142,3 @@ func (a *TokenAuthenticator) AuthenticateToken(ctx context.Context, tok string) 
 	}
 	return res.user, res.ok, nil
 }
-
-var _ Authenticator = (*TokenAuthenticator)(nil)

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"time"
 )
 
 // ClientCertAuthenticator authenticates a TLS client certificate that
@@ -19,7 +18,6 @@ import (
 // server calling the webhooks with its own) must not break the handshake.
 type ClientCertAuthenticator struct {
 	roots *x509.CertPool
-	now   func() time.Time
 }
 
 // NewClientCertAuthenticator reads the PEM CA bundle in caFile.
@@ -32,7 +30,7 @@ func NewClientCertAuthenticator(caFile string) (*ClientCertAuthenticator, error)
 	if !pool.AppendCertsFromPEM(pem) {
 		return nil, fmt.Errorf("client CA: %s holds no PEM certificate", caFile)
 	}
-	return &ClientCertAuthenticator{roots: pool, now: time.Now}, nil
+	return &ClientCertAuthenticator{roots: pool}, nil
 }
 
 // AuthenticateRequest implements Authenticator. A request without a client
@@ -57,7 +55,6 @@ func (a *ClientCertAuthenticator) Verify(chain []*x509.Certificate) (User, error
 	opts := x509.VerifyOptions{
 		Roots:         a.roots,
 		Intermediates: x509.NewCertPool(),
-		CurrentTime:   a.now(),
 		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
 	for _, c := range chain[1:] {
@@ -77,8 +74,6 @@ func (a *ClientCertAuthenticator) Verify(chain []*x509.Certificate) (User, error
 	}
 	return User{Name: leaf.Subject.CommonName, Groups: groups}, nil
 }
-
-var _ Authenticator = (*ClientCertAuthenticator)(nil)
 
 // systemAuthenticated is the group kube-apiserver gives every
 // authenticated user.

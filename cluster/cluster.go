@@ -1,7 +1,6 @@
 // Package cluster holds usher's cluster credentials, loaded once, and the
-// reads of other cluster objects built on them (one-GET lookups such as
-// the adoption rule's owner, docs/delete.md). usher serve hands the one
-// Client to everything that talks to the API server.
+// reads of other cluster objects built on them (the adoption rule's
+// owner, propagators' parents), shared by all that talk to the API server.
 package cluster
 
 import (
@@ -21,8 +20,7 @@ type Client struct {
 	Core   *corev1client.CoreV1Client
 }
 
-// Load loads the credentials as auth.LoadKubeConfig does (the kubeconfig
-// file when one is given, else the pod's service account); it returns
+// Load loads the credentials as auth.LoadKubeConfig does, or returns
 // auth.ErrNoCluster when there are none.
 func Load(kubeconfig string) (*Client, error) {
 	rc, err := auth.LoadKubeConfig(kubeconfig)
@@ -37,9 +35,8 @@ func Load(kubeconfig string) (*Client, error) {
 	return &Client{Config: rc, Core: core}, nil
 }
 
-// Get reads the object at an API path
-// (/apis/apps/v1/namespaces/NS/replicasets/NAME) with one GET, and returns
-// its JSON as the API server serves it.
+// Get returns the JSON of the object at an API path
+// (/apis/apps/v1/namespaces/NS/replicasets/NAME), read with one GET.
 func (c *Client) Get(ctx context.Context, path string) ([]byte, error) {
 	return c.Core.RESTClient().Get().AbsPath(path).DoRaw(ctx)
 }

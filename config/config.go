@@ -5,8 +5,7 @@
 // Every command and usher serve read a configuration through one
 // pipeline, Load: source, parse once, environment, validate, compile
 // (docs/architecture.md). Errors are placed at FILE:LINE:COL with
-// errors.As; only a YAML syntax error's line is read from yaml.v3's text,
-// which has no typed form.
+// errors.As, but for a YAML syntax error's line (yamlError).
 //
 // Rules this package enforces:
 //   - Every mistake is reported, all at once; a configuration with an
@@ -16,9 +15,7 @@
 //   - Unknown keys are errors, with a hint; keys of YuniKorn's schema that
 //     only the scheduler uses are accepted; placementrules are checked.
 //   - ACLs use the YuniKorn dialect. Warnings point out what is legal but
-//     probably wrong: a group-only ACL whose leading space YAML dropped, "*"
-//     mixed with names, duplicates, names differing only in case, a leaf
-//     queue nobody can submit to.
+//     probably wrong (Codes lists them).
 package config
 
 import (
@@ -28,6 +25,7 @@ import (
 	_ "embed"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -51,33 +49,26 @@ const MaxFileSize = 64 << 20
 //go:embed default.yaml
 var defaultYAML []byte
 
-// DefaultYAML returns the embedded default configuration, yunikorn-core's
-// DefaultSchedulerConfig: root open to everyone, applications placed in
-// root.NAMESPACE.
+// DefaultYAML returns the embedded default, yunikorn-core's DefaultSchedulerConfig.
 func DefaultYAML() []byte { return slices.Clone(defaultYAML) }
 
-// Config is a parsed, validated and compiled configuration. It is
-// immutable once returned.
+// Config is a parsed, validated and compiled configuration, immutable once returned.
 type Config struct {
 	File       string // the name used in diagnostics
 	Partitions []Partition
 	Snapshot   *policy.Snapshot
-	// Admission holds the admission settings in force, environment
-	// included.
-	Admission *settings.Compiled
-	Warnings  []Diagnostic // in file order
+	Admission  *settings.Compiled // the admission settings, environment included
+	Warnings   []Diagnostic       // in file order
 	// MissingGroup is the group service.policyGroup names when the
 	// ConfigMap lacks its key (the partitions are then YuniKorn's default).
 	MissingGroup string
-	// WebhookOnly lists, at each setting, what the configuration asks
-	// that the native floor cannot do and only the webhook does
-	// (docs/native.md).
+	// WebhookOnly lists, at each setting, what only the webhook does and
+	// the native floor cannot (docs/native.md).
 	WebhookOnly []Diagnostic
 }
 
-// FloorStamps says whether the native floor of c stamps CREATE: the
-// admission partition stamps the groups the API server gives (groups:
-// given, or stampGroups: given), which CEL can write.
+// FloorStamps says whether c's native floor stamps CREATE: the admission
+// partition stamps the groups the API server gives, which CEL can write.
 func (c *Config) FloorStamps() bool {
 	a := c.Admission // set in every configuration Load returns
 	for _, p := range c.Partitions {
@@ -91,22 +82,14 @@ func (c *Config) FloorStamps() bool {
 // Partition is one partition's policy and identity settings.
 type Partition struct {
 	policy.Partition
-	// Groups says how groups supplied with a request combine with the
-	// resolver's (default given).
-	Groups       identity.Mode
-	Resolver     Resolver
+	Groups       identity.Mode        // how a request's groups combine with the resolver's (default given)
+	Resolver     Resolver             // its users-to-groups file read with the configuration
 	Applications application.Defaults // the applicationacls block
-	// Placement holds the compiled placementrules; nil when none are
-	// configured (see PlacementRules).
-	Placement *placement.Rules
+	Placement    *placement.Rules     // the placementrules; nil when none (see PlacementRules)
 }
 
-// Resolver is a partition's usergroupresolver block, validated; a
-// users-to-groups file is read with the configuration.
+// Resolver is a partition's usergroupresolver block, validated.
 type Resolver = resolvers.Settings
-
-// CacheSettings configures a partition's group cache.
-type CacheSettings = resolvers.CacheSettings
 
 // table returns the users-to-groups table c reads from file, and its
 // digest; nil when c is nil or reads no such file.
@@ -125,26 +108,19 @@ type aclUse struct {
 	node *yaml.Node
 	rule *acl.ACL
 	what string
-	// trap: the value starts more than one space after the colon (a
-	// warning says so already).
-	trap bool
+	trap bool // the value starts more than one space after the colon (warned already)
 }
 
 type parser struct {
 	diags
 	o         options
 	src       *source
-	dir       string
 	acls      []aclUse
-	queueNode map[string]*yaml.Node // partition/queue path -> name node
-	known     map[string]bool       // groups the resolvers know
-	placement []placementUse        // placementrules to check against the queues
-	// partNodes holds each partition's groups and placementrules nodes,
-	// by lowercase name, for WebhookOnly.
-	partNodes map[string][2]*yaml.Node
-	// reported holds the tagged values reported (tagged), which
-	// yunikornCheck does not report again.
-	reported map[*yaml.Node]bool
+	queueNode map[string]*yaml.Node    // partition/queue path -> name node
+	known     map[string]bool          // groups the resolvers know
+	placement []placementUse           // placementrules to check against the queues
+	partNodes map[string][2]*yaml.Node // lowercase partition name -> its groups and placementrules nodes
+	reported  map[*yaml.Node]bool      // tagged values reported, which yunikornCheck skips
 }
 
 // maxNodes is the most YAML nodes a configuration may have: ten times
@@ -214,8 +190,6 @@ func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Nod
 		p.errorf(root, "the configuration must be a mapping with a partitions key, not %s", yamlnode.Kind(root))
 		return c, nil
 	}
-	p.queueNode = map[string]*yaml.Node{}
-	p.known = map[string]bool{}
 	var parts *yaml.Node
 	p.mapping(root, "configuration", map[string]func(k, v *yaml.Node){
 		"partitions":          func(k, v *yaml.Node) { parts = v },
@@ -380,9 +354,6 @@ func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 		part.Placement = p.placementRules(part.Name, rulesNode)
 	}
 	prefix := strings.ToLower(part.Name) + "/"
-	if p.partNodes == nil {
-		p.partNodes = map[string][2]*yaml.Node{}
-	}
 	p.partNodes[strings.ToLower(part.Name)] = [2]*yaml.Node{groupsNode, rulesNode}
 	part.Root = p.topQueues(part.Name, queues, prefix)
 	if part.DefaultQueue != "" {
@@ -394,8 +365,7 @@ func (p *parser) partition(n *yaml.Node) (Partition, bool) {
 }
 
 // topQueues reads a partition's top-level queues as YuniKorn's
-// checkQueuesStructure does: a single queue named root is the root;
-// others get a root inserted above them, with a warning.
+// checkQueuesStructure does: unless one root, a root is inserted above them.
 func (p *parser) topQueues(partName string, queues *yaml.Node, prefix string) *policy.Queue {
 	first := queues.Content[0]
 	if len(queues.Content) == 1 {
@@ -437,8 +407,7 @@ type queueRead struct {
 	isParent                       bool
 }
 
-// queueKeys are the keys of a queue and their handlers; nil accepts the
-// key without reading it.
+// queueKeys are a queue's keys and their handlers; nil accepts a key unread.
 var queueKeys = map[string]func(p *parser, r *queueRead, k, v *yaml.Node){
 	"name":   func(p *parser, r *queueRead, k, v *yaml.Node) { r.q.Name, _ = p.str(v, "queue name"); r.nameNode = v },
 	"queues": func(p *parser, r *queueRead, k, v *yaml.Node) { r.children = v },
@@ -512,8 +481,7 @@ func (p *parser) resources(n *yaml.Node) {
 	p.mapping(n, "resources", map[string]func(k, v *yaml.Node){"guaranteed": nil, "max": nil})
 }
 
-// acl parses an ACL value in the YuniKorn dialect, reporting errors and
-// warnings at their position inside the scalar.
+// acl parses an ACL value (YuniKorn dialect), each problem at its place in the scalar.
 func (p *parser) acl(k, n *yaml.Node, what string) *acl.ACL {
 	text, ok := p.str(n, what)
 	if !ok {
@@ -558,11 +526,10 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 	var fileNode, usersNode, ldapNode, typeNode *yaml.Node
 	var lookup lookupNodes
 	keys := map[string]func(k, v *yaml.Node){
-		"type":  func(k, v *yaml.Node) { r.Type, _ = p.str(v, "resolver type"); typeNode = v },
-		"file":  func(k, v *yaml.Node) { r.File, _ = p.str(v, "file"); fileNode = v },
-		"users": func(k, v *yaml.Node) { usersNode = v },
-		"ldap":  func(k, v *yaml.Node) { ldapNode = v },
-		// The lookup policy's keys (lookupPolicy).
+		"type":        func(k, v *yaml.Node) { r.Type, _ = p.str(v, "resolver type"); typeNode = v },
+		"file":        func(k, v *yaml.Node) { r.File, _ = p.str(v, "file"); fileNode = v },
+		"users":       func(k, v *yaml.Node) { usersNode = v },
+		"ldap":        func(k, v *yaml.Node) { ldapNode = v },
 		"skip":        func(k, v *yaml.Node) { lookup.skip = v },
 		"unknownuser": func(k, v *yaml.Node) { lookup.unknown = v },
 		"namemapping": func(k, v *yaml.Node) { lookup.mapping = v },
@@ -590,7 +557,9 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 			p.errorf(n, "usergroupresolver type file needs file: the path of a users-to-groups file")
 			break
 		}
-		r.File = absPath(p.dir, r.File)
+		if !filepath.IsAbs(r.File) {
+			r.File = filepath.Join(p.src.dir, r.File)
+		}
 		if p.o.request {
 			r.Table, r.FileDigest = p.o.served.table(r.File)
 			if r.Table == nil {
@@ -646,9 +615,8 @@ func (p *parser) resolver(n *yaml.Node) Resolver {
 			"write unknownuser: deny to keep that, or unknownuser: given-groups to decide on the groups Kubernetes supplied", r.Type)
 	}
 	for _, extra := range []struct {
-		node *yaml.Node
-		key  string
-		typ  string
+		node     *yaml.Node
+		key, typ string
 	}{{fileNode, "file", "file"}, {usersNode, "users", "test"}, {ldapNode, "ldap", "ldap"}} {
 		if extra.node != nil && r.Type != extra.typ {
 			p.errorf(extra.node, "usergroupresolver: %s is only used by type %s, but the type is %q", extra.key, extra.typ, r.Type)

@@ -16,19 +16,17 @@ import (
 type Severity int
 
 const (
-	// Error makes the configuration invalid.
-	Error Severity = iota
-	// Warning is legal but probably not what was meant.
-	Warning
+	Error   Severity = iota // makes the configuration invalid
+	Warning                 // legal but probably not what was meant
 	// Note informs and never fails: a setting only the webhook enforces
 	// (Config.WebhookOnly).
 	Note
 )
 
-// MarshalText renders "error", "warning" or "note".
-func (s Severity) MarshalText() ([]byte, error) {
-	return []byte([...]string{"error", "warning", "note"}[s]), nil
-}
+// String renders "error", "warning" or "note".
+func (s Severity) String() string { return [...]string{"error", "warning", "note"}[s] }
+
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // The codes of errors (Diagnostic.Code); the others are in Codes.
 const (
@@ -62,29 +60,22 @@ var Codes = map[string]string{
 	"webhook-only":        "a note: what a setting asks only usher's webhook does, not the native floor (docs/native.md)",
 }
 
-func (s Severity) String() string {
-	b, _ := s.MarshalText()
-	return string(b)
-}
-
 // Diagnostic is a problem found in a configuration file, with its
 // position; its JSON form is usher lint -o json's (docs/lint.md).
 type Diagnostic struct {
-	File     string   `json:"file"`
-	Line     int      `json:"line"`   // 1-based; 0 when unknown
-	Col      int      `json:"column"` // 1-based; 0 when unknown
-	Severity Severity `json:"severity"`
-	Code     string   `json:"code"` // one of Codes
-	Msg      string   `json:"message"`
-	// Suggestion is what to write instead, when one is known.
-	Suggestion string `json:"suggestion,omitempty"`
+	File       string   `json:"file"`
+	Line       int      `json:"line"`   // 1-based; 0 when unknown
+	Col        int      `json:"column"` // 1-based; 0 when unknown
+	Severity   Severity `json:"severity"`
+	Code       string   `json:"code"` // one of Codes
+	Msg        string   `json:"message"`
+	Suggestion string   `json:"suggestion,omitempty"` // what to write instead, when known
 	// Upgrade marks a warning about what this release still loads and a
 	// later one refuses (docs/upgrade.md); with Strict it is an error.
 	Upgrade bool `json:"-"`
 }
 
-// String renders FILE:LINE:COL: message, with "warning: " before the
-// message of a warning.
+// String renders FILE:LINE:COL: message, "warning: " before a warning's message.
 func (d Diagnostic) String() string {
 	var b strings.Builder
 	b.WriteString(d.File)
@@ -102,8 +93,7 @@ func (d Diagnostic) String() string {
 // InvalidError lists every error of an invalid configuration.
 type InvalidError struct {
 	Diagnostics []Diagnostic // errors only, in file order
-	// Warnings found before parsing stopped, for lint.
-	Warnings []Diagnostic
+	Warnings    []Diagnostic // found before parsing stopped, for lint
 }
 
 func (e *InvalidError) Error() string {
@@ -114,34 +104,29 @@ func (e *InvalidError) Error() string {
 	return strings.Join(lines, "\n")
 }
 
-// maxDiagnostics is how many errors, and how many warnings, are listed;
-// the rest are counted in a last line.
+// maxDiagnostics is how many errors, and warnings, are listed; the rest are counted.
 const maxDiagnostics = 100
 
-// place names the file a document was read from.
+// place names the file a document was read from, and where in it the
+// document starts (source.lineOff).
 type place struct {
-	file string
-	// lineOff and colOff place the document inside file (a ConfigMap
-	// manifest's literal block); zero for a file of its own.
+	file            string
 	lineOff, colOff int
 }
 
-// usherLine is added to the line of every node of a ConfigMap's
-// usher.yaml key merged into the partitions document (mergeUsher), so
-// that a diagnostic about it names that key.
+// usherLine is added to the line of every node of a merged usher.yaml key
+// (mergeUsher), so that a diagnostic about it names that key.
 const usherLine = 1 << 30
 
 // docLine is the line of a node inside its own document.
 func docLine(line int) int { return line % usherLine }
 
-// diags collects diagnostics for the partitions document and the
-// usher.yaml key merged into it.
+// diags collects diagnostics of the partitions document and its merged usher.yaml.
 type diags struct {
 	place
 	usher place
 	list  []Diagnostic
-	// kept and dropped count the diagnostics listed and left out, by
-	// severity.
+	// kept and dropped count, by severity, the diagnostics listed and left out.
 	kept, dropped [2]int
 }
 
@@ -174,8 +159,7 @@ func (d *diags) pos(line, col int) (string, int, int) {
 }
 
 // push records x unless maxDiagnostics of its severity are listed, its
-// message cut to clip.Text bytes (it may quote a value of any length);
-// an error without a code is CodeInvalid.
+// message cut to clip.Text bytes (it may quote a value of any length).
 func (d *diags) push(x Diagnostic) {
 	if x.Code == "" && x.Severity == Error {
 		x.Code = CodeInvalid
@@ -189,12 +173,10 @@ func (d *diags) push(x Diagnostic) {
 	d.list = append(d.list, x)
 }
 
-// RefusingRelease is the release that refuses what Diagnostic.Upgrade
-// warns about (docs/upgrade.md).
+// RefusingRelease is the release that refuses what Diagnostic.Upgrade warns about.
 const RefusingRelease = "v0.3"
 
-// upgrade reports what a later release refuses: an error with Strict,
-// else a warning that says so.
+// upgrade reports what a later release refuses: an error with Strict, else a warning.
 func (p *parser) upgrade(n *yaml.Node, format string, args ...any) {
 	if p.o.strict {
 		p.report(n, Diagnostic{Severity: Error, Code: CodeUpgrade, Msg: fmt.Sprintf(format, args...)})
@@ -249,16 +231,10 @@ func Sort(list []Diagnostic) []Diagnostic {
 	return list
 }
 
-func (d *diags) errors() []Diagnostic { return d.of(Error, "errors") }
-
-// errorCount is how many errors were found so far.
 func (d *diags) errorCount() int { return d.kept[Error] + d.dropped[Error] }
 
-func (d *diags) warnings() []Diagnostic { return d.of(Warning, "warnings") }
-
-// of lists the diagnostics of severity sev in order, and how many more
-// there are.
-func (d *diags) of(sev Severity, what string) []Diagnostic {
+// of lists the diagnostics of severity sev in order, then how many more.
+func (d *diags) of(sev Severity) []Diagnostic {
 	var out []Diagnostic
 	for _, x := range Sort(d.list) {
 		if x.Severity == sev {
@@ -266,14 +242,13 @@ func (d *diags) of(sev Severity, what string) []Diagnostic {
 		}
 	}
 	if n := d.dropped[sev]; n > 0 {
-		out = append(out, Diagnostic{File: d.file, Severity: sev, Code: CodeTruncated, Msg: fmt.Sprintf("and %d more %s", n, what)})
+		out = append(out, Diagnostic{File: d.file, Severity: sev, Code: CodeTruncated, Msg: fmt.Sprintf("and %d more %ss", n, sev)})
 	}
 	return out
 }
 
-// yamlError reports a YAML syntax error at its line; base is added to
-// the line (usherLine for the usher.yaml key). yaml.v3 has no typed
-// syntax error: it writes the line only into the text, "yaml: line N:
+// yamlError reports a YAML syntax error at its line plus base (usherLine for
+// usher.yaml). yaml.v3 writes the line only into its text, "yaml: line N:
 // problem", whose problem is the parser's words, never the document's.
 func (d *diags) yamlError(err error, base int) {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")

@@ -31,9 +31,8 @@ func (p *parser) strict(n *yaml.Node, what string, target any) bool {
 	return true
 }
 
-// checkKeys walks n as yaml.v3 decodes it into t, down to each value
-// it decodes alone (a scalar, or a type with its own decoder), so an
-// error is placed at its node; what names the key, top the block.
+// checkKeys walks n as yaml.v3 decodes it into t, down to each value it
+// decodes alone, to place an error at its node; what names the key, top the block.
 func (p *parser) checkKeys(n *yaml.Node, top, what string, t reflect.Type) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -77,8 +76,7 @@ func (p *parser) checkKeys(n *yaml.Node, top, what string, t reflect.Type) {
 	}
 }
 
-// checkValue reports why n does not decode into a t: at the node a
-// settings.NodeError names, else at n.
+// checkValue reports why n does not decode into a t, at the node a NodeError names.
 func (p *parser) checkValue(n *yaml.Node, top string, t reflect.Type) {
 	err := n.Decode(reflect.New(t).Interface())
 	var ne *settings.NodeError
@@ -90,9 +88,7 @@ func (p *parser) checkValue(n *yaml.Node, top string, t reflect.Type) {
 	}
 }
 
-// decodeMsg is why yaml.v3 cannot decode n, a value it decodes alone
-// (checkKeys), without the "line N: " of n it starts with: the
-// diagnostic is placed at n.
+// decodeMsg is why yaml.v3 cannot decode n, less the "line N: " (it is placed at n).
 func decodeMsg(n *yaml.Node, err error) string {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
@@ -131,10 +127,7 @@ func (p *parser) ldap(n *yaml.Node) *ldap.Config {
 	return &c
 }
 
-// lint adds the warnings that need the whole file: ACLs whose leading space
-// YAML dropped, names differing only in case, names YuniKorn's ACL parser
-// drops, queues nobody can submit to, and resolver settings that leave
-// entries of a users-to-groups file unread or deny unknown users unsaid.
+// lint adds the warnings that need the whole file.
 func (p *parser) lint(c *Config) {
 	p.lintUsersAsGroups()
 	p.lintCase()
@@ -184,9 +177,8 @@ func (p *parser) lintUsersAsGroups() {
 }
 
 // lintCase warns about names that differ only in case from a name of the
-// same kind written before. Two such names differ from their lower case
-// in one of them at least, so only the lower case forms of names that
-// have upper case letters are tracked, and nothing when no name has one.
+// same kind written before. One of two such names has upper case letters,
+// so only those names' lower case forms are tracked, none when no name has one.
 func (p *parser) lintCase() {
 	type key struct {
 		group bool
@@ -244,10 +236,8 @@ var (
 	yunikornACLGroup = regexp.MustCompile(`^[_a-zA-Z][a-zA-Z0-9_-]*$`)
 )
 
-// lintYuniKornNames warns about each ACL entry YuniKorn's ACL parser
-// drops: usher grants what it says, YuniKorn's ACL check and placement
-// grant nothing by it, so a workload only it admits is admitted by usher
-// and refused by the scheduler.
+// lintYuniKornNames warns about each ACL entry YuniKorn's ACL parser drops:
+// a workload only it admits is admitted by usher and refused by the scheduler.
 func (p *parser) lintYuniKornNames() {
 	for _, u := range p.acls {
 		for gi, names := range [2][]string{u.rule.Users(), u.rule.Groups()} {

@@ -137,9 +137,8 @@ func (p *parser) nameMapping(n *yaml.Node, skip []string) []identity.MapRule {
 	return out
 }
 
-// badTemplate says what is wrong with a replacement for re: a reference to
-// a group the pattern does not have (which regexp expands to nothing), or
-// nothing at all ("").
+// badTemplate says what is wrong with a replacement for re, or "": a
+// reference to a group the pattern lacks (regexp expands it to nothing).
 func badTemplate(re *regexp.Regexp, repl string) string {
 	if repl == "" {
 		return "is empty: the directory name would be empty"
@@ -261,9 +260,7 @@ func mustRunes(re *syntax.Regexp) []rune {
 }
 
 // shadows says how an earlier rule a (pattern apat) matches every name a
-// later rule b (pattern bpat) matches, or "" when it cannot tell: the same
-// pattern, a pattern matching every name, a literal b that a matches, or
-// a matching every sample of b (b without alternation).
+// later rule b (pattern bpat) matches, or "" when it cannot tell.
 func shadows(a identity.MapRule, apat string, b identity.MapRule, bpat string) string {
 	if apat == bpat {
 		return "has the same pattern"
@@ -422,8 +419,7 @@ func (p *parser) userGroups(n *yaml.Node, what string) map[string][]string {
 	return out
 }
 
-// placeLDAPError reports an error of ldap.Config.Validate at the key it is
-// about (errors.As, never the message text), else at the block.
+// placeLDAPError reports an ldap.Config.Validate error at its key, else the block.
 func (p *parser) placeLDAPError(n *yaml.Node, err error) {
 	var fe *ldap.FieldError
 	if errors.As(err, &fe) {

@@ -2,7 +2,6 @@ package config
 
 import (
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -17,13 +16,10 @@ import (
 type Option func(*options)
 
 type options struct {
-	lookup func(string) (string, bool)
-	// strict makes what a later release refuses an error (Strict).
-	strict bool
-	// request: the configuration arrived in a request (InRequest), and
-	// served is the configuration in service, or nil.
-	request bool
-	served  *Config
+	lookup  func(string) (string, bool)
+	strict  bool    // Strict
+	request bool    // InRequest, served
+	served  *Config // the configuration in service, or nil
 }
 
 func newOptions(opts []Option) options {
@@ -45,21 +41,18 @@ func WithEnv(lookup func(string) (string, bool)) Option {
 // (Diagnostic.Upgrade, docs/upgrade.md). Default: a warning.
 func Strict() Option { return func(o *options) { o.strict = true } }
 
-// InRequest reads a configuration that arrived in a request
-// (/validate-config) without opening any file: a users-to-groups file
-// served (the configuration in service, or nil) reads is taken from it,
-// any other is a warning, unread. It implies Strict.
+// InRequest reads a configuration that arrived in a request (/validate-config)
+// without opening any file: a users-to-groups file served (the configuration
+// in service, or nil) reads is taken from it, any other a warning; implies Strict.
 func InRequest(served *Config) Option {
 	return func(o *options) { o.strict, o.request, o.served = true, true, served }
 }
 
-// EnvFile is the file name diagnostics about ADMISSION_CONTROLLER_*
-// variables carry.
+// EnvFile is the file name of diagnostics about ADMISSION_CONTROLLER_* variables.
 const EnvFile = "environment"
 
-// Load reads the configuration at path ("" is the embedded default)
-// through the one pipeline (see the package comment). An invalid one is
-// an *InvalidError listing every mistake at FILE:LINE:COL.
+// Load reads the configuration at path ("" is the embedded default) through
+// the one pipeline; an invalid one is an *InvalidError listing every mistake.
 func Load(path string, opts ...Option) (*Config, error) {
 	if path == "" {
 		return parse(&source{name: "<embedded default>", dir: ".", queues: defaultYAML}, opts)
@@ -71,8 +64,7 @@ func Load(path string, opts ...Option) (*Config, error) {
 	return LoadFiles(f, opts...)
 }
 
-// LoadFiles runs Load's pipeline on what Read read, without reading it
-// again.
+// LoadFiles runs Load's pipeline on what Read read.
 func LoadFiles(f *Files, opts ...Option) (*Config, error) {
 	src, err := f.source()
 	if err != nil {
@@ -98,10 +90,11 @@ func FromConfigMap(name string, data map[string]string, opts ...Option) (*Config
 	return parse(src, opts)
 }
 
-// parse runs the pipeline on src.
 func parse(src *source, opts []Option) (*Config, error) {
 	o := newOptions(opts)
-	p := &parser{diags: diags{place: place{src.name, src.lineOff, src.colOff}}, dir: src.dir, o: o, src: src}
+	p := &parser{diags: diags{place: place{src.name, src.lineOff, src.colOff}}, o: o, src: src,
+		queueNode: map[string]*yaml.Node{}, known: map[string]bool{},
+		partNodes: map[string][2]*yaml.Node{}, reported: map[*yaml.Node]bool{}}
 	if src.usher != nil {
 		p.diags.usher = src.usher.placeOf(UsherKey)
 	}
@@ -116,16 +109,15 @@ func parse(src *source, opts []Option) (*Config, error) {
 		p.missingGroup(c, src)
 	}
 	p.lint(c) // with errors too: every problem at once
-	if errs := p.errors(); len(errs) > 0 {
-		return nil, &InvalidError{Diagnostics: errs, Warnings: p.warnings()}
+	if errs := p.of(Error); len(errs) > 0 {
+		return nil, &InvalidError{Diagnostics: errs, Warnings: p.of(Warning)}
 	}
-	c.Warnings = p.warnings()
+	c.Warnings = p.of(Warning)
 	p.webhookOnly(c, loc)
 	return c, nil
 }
 
-// webhookOnly sets c.WebhookOnly: what c asks of the admission webhook
-// that the native floor cannot do, each where it is set.
+// webhookOnly sets c.WebhookOnly, each where it is set.
 func (p *parser) webhookOnly(c *Config, loc locator) {
 	a, mark := c.Admission, len(p.list)
 	if a == nil || loc == nil {
@@ -149,6 +141,13 @@ func (p *parser) webhookOnly(c *Config, loc locator) {
 	if a.EnforceQueue {
 		note("admissionController.enforceQueueACLs", "the queue ACLs at admission (queueSources, queueMapping, directory groups)")
 	}
+	if len(a.Propagators) > 0 {
+		note("admissionController.accessControl.propagators", "the parent check: the floor lets propagators set user.info and leaves "+
+			"what they create unstamped; only the webhook copies the parent's stamp and refuses another (docs/operators.md)")
+	}
+	if len(a.CustomKinds) > 0 {
+		note("admissionController.customResources", "custom resources are stamped and guarded by the webhook only")
+	}
 	if a.EnforceDelete {
 		note("admissionController.enforceDeleteACLs", "the kill rule: DELETE, evictions, Bindings, adoptions and the modify ACL's delegation ("+a.ModifyACLKey+")")
 	}
@@ -159,9 +158,8 @@ func (p *parser) webhookOnly(c *Config, loc locator) {
 	p.list = p.list[:mark]
 }
 
-// admission reads the admission settings (block adm, or a ConfigMap's
-// flat keys), resolves them once and checks what they name in the
-// partitions, each problem where it was written.
+// admission reads the admission settings (block adm, or a ConfigMap's flat
+// keys) and checks what they name, each problem where it was written.
 func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(string) (string, bool)) (loc locator) {
 	var raw settings.Config
 	loc = yamlLocator{p: p, block: adm}
@@ -216,8 +214,7 @@ func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(s
 	return loc
 }
 
-// locator reports a problem of an admission setting where it was
-// written.
+// locator reports a problem of an admission setting where it is written.
 type locator interface {
 	// err reports se at its setting, list item and field, or at the
 	// setting at when not "".
@@ -239,8 +236,7 @@ func (l yamlLocator) err(se *settings.SettingError, at string) {
 	l.p.errorf(n, "%s", se)
 }
 
-// configMapLocator places settings at the flat ConfigMap key that sets
-// them.
+// configMapLocator places settings at the flat ConfigMap key that sets them.
 type configMapLocator struct {
 	p   *parser
 	src *source
@@ -366,12 +362,4 @@ func patternOffset(s string, index int) (int, bool) {
 		off += len(part) + 1
 	}
 	return 0, false
-}
-
-// absPath makes a path inside the configuration absolute against dir.
-func absPath(dir, path string) string {
-	if filepath.IsAbs(path) {
-		return path
-	}
-	return filepath.Join(dir, path)
 }

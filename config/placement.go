@@ -10,14 +10,10 @@ import (
 	"github.com/usherhq/usher/policy"
 )
 
-// PlacementRules returns the partition's placement rules: those of its
-// placementrules list, or YuniKorn's implicit provided rule without create
-// when it configures none.
+// PlacementRules returns the partition's placementrules, or YuniKorn's
+// implicit provided rule without create when it configures none.
 func (p *Partition) PlacementRules() *placement.Rules {
-	if p.Placement == nil {
-		return placement.Implicit()
-	}
-	return p.Placement
+	return cmp.Or(p.Placement, placement.Implicit())
 }
 
 // ruleNodes are the YAML nodes of one placement rule, for positions.
@@ -26,17 +22,14 @@ type ruleNodes struct {
 	parent                                          *ruleNodes
 }
 
-// placementUse is a partition's parsed placementrules, checked against its
-// queues once the policy is compiled.
+// placementUse is a partition's placementrules, checked once the policy is compiled.
 type placementUse struct {
 	partition string
 	rules     *placement.Rules
 	nodes     []*ruleNodes
 }
 
-// placementRules parses a partition's placementrules list, YuniKorn's
-// schema: name, create, value, filter (type, users, groups) and a nested
-// parent rule. Mistakes are positioned errors, likely mistakes warnings.
+// placementRules parses a partition's placementrules list (YuniKorn's schema).
 func (p *parser) placementRules(partition string, n *yaml.Node) *placement.Rules {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return nil
@@ -157,8 +150,7 @@ func entry(list *yaml.Node, i int) *yaml.Node {
 	return list
 }
 
-// checkPlacement checks each partition's placement rules against its
-// compiled queues, as YuniKorn's validator does.
+// checkPlacement checks the placement rules against the compiled queues, as YuniKorn does.
 func (p *parser) checkPlacement(snap *policy.Snapshot) {
 	for _, u := range p.placement {
 		cp, err := snap.Partition(u.partition)

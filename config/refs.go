@@ -10,20 +10,15 @@ import (
 	"github.com/usherhq/usher/policy"
 )
 
-// refProblem is an admission setting that names something the partitions
-// do not have.
+// refProblem is an admission setting naming something the partitions lack.
 type refProblem struct {
 	settings.SettingError
-	// at is the setting whose position is reported, when not the
-	// setting itself (a default that is not written down).
-	at string
+	at string // the setting whose position is reported, if not this one (a default not written)
 }
 
-// references checks what the admission settings name in the partitions
-// (the partition, the table's queues and schedulers, the templates'
-// queues); raw is before defaults, so a default partition counts only
-// when a check uses it. Each would deny every workload it applies to, so
-// each is an error.
+// references checks what the admission settings name in the partitions;
+// raw is before defaults, so a default partition counts only when a check
+// uses it. Each would deny every workload it applies to: an error.
 func references(raw settings.Config, snap *policy.Snapshot) []refProblem {
 	c := raw.Defaulted()
 	var out []refProblem
@@ -47,9 +42,7 @@ func references(raw settings.Config, snap *policy.Snapshot) []refProblem {
 				c.Partition, names, check)
 			out[len(out)-1].at = "admissionController." + check
 		}
-		// Without the partition the queues below cannot be checked; the
-		// mapping is then unused.
-		return out
+		return out // the queues below are in no partition
 	}
 	pname := part.Name()
 	template := func(add func(format string, args ...any), t string) {

@@ -21,9 +21,8 @@ import (
 // yunikorn-configs ConfigMap, when service.policyGroup is not set.
 const QueuesKey = "queues.yaml"
 
-// PolicyGroupKey is YuniKorn's ConfigMap key naming the policy group: the
-// partitions are read from the key "<group>.yaml" (default "queues", so
-// queues.yaml).
+// PolicyGroupKey is YuniKorn's ConfigMap key naming the policy group, whose
+// partitions are in the key "<group>.yaml" (default queues.yaml).
 const PolicyGroupKey = "service.policyGroup"
 
 // YuniKorn's two ConfigMaps: the Helm chart writes its yunikornDefaults
@@ -34,10 +33,8 @@ const (
 	ConfigsConfigMap  = "yunikorn-configs"
 )
 
-// UsherKey is the ConfigMap key holding usher's own settings, outside
-// the partitions document YuniKorn's scheduler reads (docs/yunikorn.md):
-// the admissionController block, and the partitions' keys YuniKorn does
-// not know, each merged into the partition of the same name (mergeUsher).
+// UsherKey is the ConfigMap key holding usher's own settings, outside the
+// partitions document YuniKorn's scheduler reads (docs/yunikorn.md).
 const UsherKey = "usher.yaml"
 
 // yunikornName reports whether a ConfigMap named name (or NS/name) is
@@ -59,34 +56,20 @@ func queuesKey(data map[string]keyValue) string {
 // source is a configuration as read from where it lives, before parsing:
 // the queues document and, for a ConfigMap, its other keys.
 type source struct {
-	// name is the file name diagnostics of the queues document carry.
-	name string
-	// dir is the directory relative paths inside the document are
-	// resolved against.
-	dir string
-	// queues is the usher YAML document (a ConfigMap's queues.yaml key).
-	queues []byte
+	name   string // the file name diagnostics of the queues document carry
+	dir    string // relative paths inside the document are against it
+	queues []byte // the usher YAML document (a ConfigMap's queues.yaml key)
 	// doc is queues as read while the forms were told apart (a usher
 	// YAML file of one document); nil: parse reads queues.
 	doc *yaml.Node
-	// lineOff and colOff place the queues document inside the file named
-	// name: a literal block scalar of a ConfigMap manifest starts on the
-	// line after lineOff, indented by colOff.
+	// lineOff and colOff place the queues document in its file: a
+	// manifest's literal block starts after line lineOff, indented colOff.
 	lineOff, colOff int
-	// keys holds a ConfigMap's keys other than queues.yaml; nil for a
-	// usher YAML file.
-	keys map[string]keyValue
-	// origin names the ConfigMap as a whole: its directory, manifest or
-	// name.
-	origin string
-	// broke lists the files read that break a rule a later release
-	// enforces (options.readFile).
-	broke []error
-	// yunikorn: the partitions are in one of YuniKorn's ConfigMaps,
-	// which its scheduler reads (yunikornCheck).
-	yunikorn bool
-	// usher is the ConfigMap's usher.yaml key (UsherKey), if any.
-	usher *keyValue
+	keys            map[string]keyValue // a ConfigMap's keys but queues.yaml; nil for a file
+	origin          string              // the ConfigMap as a whole: its directory, manifest or name
+	broke           []error             // files read that break a rule of a later release (options.readFile)
+	yunikorn        bool                // the partitions are in one of YuniKorn's ConfigMaps (yunikornCheck)
+	usher           *keyValue           // the ConfigMap's usher.yaml key, if any
 	// missing is the group service.policyGroup names when the ConfigMap
 	// lacks its key: queues is then YuniKorn's default configuration.
 	missing string
@@ -102,9 +85,8 @@ type keyValue struct {
 	cm    string     // the name of the ConfigMap holding it, if known
 }
 
-// Files is a configuration as read from its path, once: the file, or
-// the keys of the directory where a ConfigMap is mounted. Its sum and the
-// configuration LoadFiles parses come from the same bytes.
+// Files is a configuration as read from its path once (a file, or a mounted
+// ConfigMap's keys): its sum and what LoadFiles parses are the same bytes.
 type Files struct {
 	path  string
 	dir   bool
@@ -118,10 +100,8 @@ type file struct {
 }
 
 // Read reads path, a file or a directory where a ConfigMap is mounted,
-// for LoadFiles. Kubernetes mounts each key as a symlink into a ..data
-// directory that points at a timestamped ..YYYY_MM_DD… directory; the
-// entries starting with ".." are that bookkeeping and are skipped, the
-// keys are read through their links.
+// for LoadFiles. The entries starting with ".." are kubelet's bookkeeping
+// (..data and the timestamped directory it links to) and are skipped.
 func Read(path string, opts ...Option) (*Files, error) {
 	o := newOptions(opts)
 	st, err := os.Stat(path)
@@ -174,9 +154,7 @@ func (f *Files) Sum() [32]byte {
 }
 
 // source tells apart the forms f may hold: a directory where a ConfigMap
-// is mounted, a ConfigMap manifest (one, or several documents: see
-// readManifests), the Helm chart's values with yunikornDefaults, a
-// ConfigMap's data written as YAML, or a usher YAML file.
+// is mounted, ConfigMaps written as YAML (readManifests), or a usher YAML file.
 func (f *Files) source() (src *source, err error) {
 	if f.dir {
 		data := map[string]keyValue{}
@@ -203,13 +181,9 @@ func (f *Files) source() (src *source, err error) {
 	return src, err
 }
 
-// dataSource picks the partitions out of a ConfigMap's data: the key
-// service.policyGroup names ("<group>.yaml"), queues.yaml by default, and
-// usher's usher.yaml. When the key service.policyGroup names is missing,
-// the partitions are YuniKorn's default configuration, as YuniKorn's
-// scheduler serves it (parser.missingGroup). The other keys are kept for
-// the admission settings; keys only YuniKorn's scheduler reads
-// (service.*, log.*, other groups) are ignored.
+// dataSource picks the partitions (queuesKey) and usher.yaml out of a
+// ConfigMap's data, keeping the other keys for the admission settings; a
+// missing key's partitions are YuniKorn's default (parser.missingGroup).
 func dataSource(origin, dir string, data map[string]keyValue) (*source, error) {
 	key := queuesKey(data)
 	var usher *keyValue
@@ -252,22 +226,11 @@ type layer struct {
 	data map[string]keyValue
 }
 
-// readManifests reads b as YuniKorn's configuration written the ways
-// YuniKorn takes it, and says (ok) whether it is one:
-//   - a ConfigMap manifest (kind: ConfigMap), its keys in data;
-//   - the Helm chart's values, a mapping with yunikornDefaults (the chart
-//     writes them into the yunikorn-defaults ConfigMap);
-//   - a ConfigMap's data on its own: a mapping without partitions whose
-//     keys are YuniKorn's (a "….yaml" key, service.*, admissionController.*).
-//
-// Several documents (separated by ---), or the items of a kind: List (as
-// kubectl get configmap yunikorn-defaults yunikorn-configs -o yaml writes
-// them), are several ConfigMaps, merged as
-// YuniKorn merges its two: yunikorn-defaults first, then the others in the
-// order written, a later key winning over an earlier one (so
-// yunikorn-configs wins over yunikorn-defaults). A file with one mapping
-// holding partitions is a usher YAML file (ok false). read is b's
-// documents (documents).
+// readManifests reads b's documents (read) as ConfigMaps (readLayer) and
+// says (ok) whether they are; a single mapping holding partitions is a usher
+// YAML file (ok false). Several documents, or a List's items (kubectl get
+// configmap A B -o yaml), are merged as YuniKorn merges its two:
+// yunikorn-defaults first, then the others in order, a later key winning.
 func readManifests(path string, b []byte, read []*yaml.Node) (*source, bool, error) {
 	var docs []*yaml.Node
 	for _, doc := range read {
@@ -275,7 +238,6 @@ func readManifests(path string, b []byte, read []*yaml.Node) (*source, bool, err
 			continue
 		}
 		root := doc.Content[0]
-		// kubectl get configmap A B -o yaml writes a List of both.
 		if kind := yamlnode.Value(root, "kind"); kind != nil && kind.Value == "List" {
 			if items := yamlnode.Value(root, "items"); items != nil && items.Kind == yaml.SequenceNode {
 				docs = append(docs, items.Content...)
@@ -307,7 +269,6 @@ func readManifests(path string, b []byte, read []*yaml.Node) (*source, bool, err
 	if len(layers) == 0 {
 		return nil, false, nil
 	}
-	// yunikorn-defaults first, then the others in order.
 	data := map[string]keyValue{}
 	for _, defaults := range []bool{true, false} {
 		for _, l := range layers {
@@ -337,8 +298,9 @@ func documents(b []byte) []*yaml.Node {
 	}
 }
 
-// readLayer reads one document: a ConfigMap manifest, Helm values with
-// yunikornDefaults, or a ConfigMap's data; ok false for anything else.
+// readLayer reads one document: a ConfigMap manifest, the Helm chart's
+// values with yunikornDefaults, or a ConfigMap's data on its own
+// (looksLikeData); ok false for anything else.
 func readLayer(path string, b []byte, root *yaml.Node) (layer, bool, error) {
 	var l layer
 	var data *yaml.Node
@@ -372,9 +334,7 @@ func readLayer(path string, b []byte, root *yaml.Node) (layer, bool, error) {
 	return l, true, nil
 }
 
-// looksLikeData reports whether a mapping's keys are a YuniKorn
-// ConfigMap's: one ends in .yaml, or starts with service. or
-// admissionController.
+// looksLikeData reports whether a mapping's keys are a YuniKorn ConfigMap's.
 func looksLikeData(n *yaml.Node) bool {
 	for i := 0; i < len(n.Content); i += 2 {
 		k := n.Content[i].Value
@@ -385,8 +345,7 @@ func looksLikeData(n *yaml.Node) bool {
 	return false
 }
 
-// blockIndent is the indentation of the first non-blank line after line
-// (1-based) in b.
+// blockIndent is the indentation of the first non-blank line after line (1-based) in b.
 func blockIndent(b []byte, line int) int {
 	lines := strings.Split(string(b), "\n")
 	for _, l := range lines[min(line, len(lines)):] {
@@ -427,10 +386,9 @@ func (s *source) flat() (map[string]string, bool) {
 	return out, len(out) > 0
 }
 
-// readFile reads a file the configuration is or names: a regular file of
-// at most limit bytes (package safefile). Unless strict, a file that breaks
-// these rules but that earlier releases read (one of any type, of up to
-// MaxFileSize bytes) is read, and broke says why it will be refused.
+// readFile reads a file the configuration is or names: a regular file of at
+// most limit bytes (package safefile). Unless strict, one that earlier
+// releases read (any type, up to MaxFileSize) is read, and broke says why not.
 func (o options) readFile(path string, limit int64) (data []byte, broke, err error) {
 	var legacy int64
 	if !o.strict {

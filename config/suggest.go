@@ -11,10 +11,9 @@ import (
 	"github.com/usherhq/usher/policy"
 )
 
-// Suggest returns what to say after an error naming an unknown partition
-// or queue, else "": the closest names and, for a path not starting with
-// "root.", the queue YuniKorn's provided rule would put that marker in
-// (ml.training is root.ml_dot_training).
+// Suggest returns what to say after an error naming an unknown partition or
+// queue, else "": the closest names and, for a path not starting with "root.",
+// the queue YuniKorn's provided rule puts that marker in (root.ml_dot_training).
 func (c *Config) Suggest(partition, queue string, err error) string {
 	if c == nil || c.Snapshot == nil {
 		return ""
@@ -40,8 +39,7 @@ func (c *Config) Suggest(partition, queue string, err error) string {
 
 func (c *Config) queueHint(cp *policy.CompiledPartition, queue string) string {
 	q := strings.ToLower(strings.TrimSpace(queue))
-	var parts []string
-	var exact []string
+	var parts, exact []string
 	qualified := strings.HasPrefix(q, policy.RootQueue+".") || q == policy.RootQueue
 	want := q
 	if !qualified {
@@ -57,8 +55,7 @@ func (c *Config) queueHint(cp *policy.CompiledPartition, queue string) string {
 		parts = append(parts, "did you mean "+suggest.Or(names[:min(len(names), 3)])+"?")
 	}
 	placed := policy.RootQueue + "." + strings.ReplaceAll(q, ".", placement.DotReplacement)
-	// Where the placement's queue is the first name suggested, it adds
-	// nothing.
+	// Said unless it is the first name suggested.
 	if !qualified && q != "" && (len(names) == 0 || names[0] != placed) {
 		implicit := !slices.ContainsFunc(c.Partitions, func(p Partition) bool {
 			return strings.EqualFold(p.Name, cp.Name()) && p.Placement != nil

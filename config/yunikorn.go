@@ -11,10 +11,9 @@ import (
 	"github.com/usherhq/usher/internal/yamlnode"
 )
 
-// ykConfig mirrors yunikorn-core's SchedulerConfig
-// (pkg/common/configs/config.go): the keys its strict decoder
-// (KnownFields) knows, a field's name in lower case, and the types it
-// decodes their values into.
+// ykConfig mirrors yunikorn-core's SchedulerConfig (pkg/common/configs/config.go):
+// the keys its strict decoder knows, a field's name in lower case, and the
+// types it decodes their values into.
 type ykConfig struct {
 	Partitions []struct {
 		Name           string
@@ -89,14 +88,12 @@ var ykFields = sync.OnceValue(func() map[reflect.Type]map[string]reflect.Type {
 	return out
 })
 
-// usherKeys are the partition keys of usher's own, which usher.yaml
-// holds.
+// usherKeys are usher's own partition keys, which usher.yaml holds.
 var usherKeys = map[string]bool{"adminacl": true, "applicationacls": true, "defaultqueue": true, "groups": true, "usergroupresolver": true}
 
-// yunikornCheck reports what of n, in one of YuniKorn's ConfigMaps, makes
-// YuniKorn's scheduler refuse the whole file: a key its strict decoder
-// does not know, or a value it cannot decode into t. at is the mapping n
-// is in: "", "partition", or the key above.
+// yunikornCheck reports what of n makes YuniKorn's scheduler refuse the whole
+// file: a key its strict decoder does not know, or a value it cannot decode
+// into t. at is the mapping n is in: "", "partition", or the key above.
 func (p *parser) yunikornCheck(n *yaml.Node, t reflect.Type, at string) {
 	switch {
 	case n.Line >= usherLine || p.reported[n]: // usher.yaml's; reported
@@ -150,28 +147,21 @@ func usherHome(at, key string) string {
 	return "remove it"
 }
 
-// tagged reports a value usher reads (as text, what) written with an
-// explicit tag other than !!str, which YuniKorn's YAML decoder reads
-// otherwise: !!binary decoded, or a !!null, !!int, … it refuses.
+// tagged reports a value usher reads (as text, what) tagged other than
+// !!str, which YuniKorn's YAML decoder reads otherwise, or refuses.
 func (p *parser) tagged(n *yaml.Node, what, text string) {
-	if p.reported == nil {
-		p.reported = map[*yaml.Node]bool{}
-	}
 	p.reported[n] = true
 	var yk string
-	reads := ""
-	if err := n.Decode(&yk); err != nil {
+	err := n.Decode(&yk)
+	reads := fmt.Sprintf("reads %q", yk)
+	if err != nil {
 		reads = "refuses the whole file (" + decodeMsg(n, err) + ")"
-	} else {
-		reads = fmt.Sprintf("reads %q", yk)
 	}
 	p.upgrade(n, "%s is tagged %s: usher reads the text %q, YuniKorn's YAML decoder %s; write the value without the tag", what, n.Tag, text, reads)
 }
 
-// mergeUsher adds a ConfigMap's usher.yaml document (text) to the
-// partitions document root, each partition's keys to the partition of
-// the same name; a key set twice, not usher's, or of an unknown partition
-// is an error.
+// mergeUsher adds a ConfigMap's usher.yaml (text) to the partitions document
+// root, each partition's keys to the partition of the same name.
 func (p *parser) mergeUsher(root *yaml.Node, text string) {
 	doc := new(yaml.Node)
 	if err := yaml.Unmarshal([]byte(text), doc); err != nil {
@@ -216,8 +206,7 @@ func (p *parser) mergeUsher(root *yaml.Node, text string) {
 	})
 }
 
-// mergeKey adds the key k of usher.yaml, with its value v, to the
-// mapping into.
+// mergeKey adds the key k of usher.yaml, with its value v, to into.
 func (p *parser) mergeKey(into, k, v *yaml.Node) {
 	if k.Value != "admissionController" && !usherKeys[k.Value] {
 		p.errorf(k, "%s: %q belongs in the partitions document, which YuniKorn reads; %s holds usher's own keys (admissionController, and a partition's adminacl, applicationacls, defaultqueue, groups and usergroupresolver)", UsherKey, k.Value, UsherKey)
@@ -232,8 +221,7 @@ func (p *parser) mergeKey(into, k, v *yaml.Node) {
 	into.Content = append(into.Content, k, v)
 }
 
-// partitionName is the name of the partition mapping n, as YuniKorn's
-// validator names it.
+// partitionName is the name of partition mapping n, as YuniKorn's validator names it.
 func partitionName(n *yaml.Node) string {
 	if name := yamlnode.Value(n, "name"); name != nil && name.Value != "" {
 		return name.Value
@@ -249,9 +237,8 @@ func shiftLines(n *yaml.Node) {
 	}
 }
 
-// missingGroup reports that service.policyGroup names a key the
-// ConfigMap lacks, so everyone may submit everywhere: an error while
-// queue or delete ACLs are enforced, else a warning.
+// missingGroup reports that service.policyGroup names a key the ConfigMap
+// lacks: an error while queue or delete ACLs are enforced, else a warning.
 func (p *parser) missingGroup(c *Config, src *source) {
 	c.MissingGroup = src.missing
 	sev, then := Warning, "so does usher"
@@ -263,11 +250,9 @@ func (p *parser) missingGroup(c *Config, src *source) {
 		PolicyGroupKey, src.missing, src.missing, then)}, -1, "")
 }
 
-// Split returns the data of a ConfigMap holding the configuration at path
-// in two keys: the partitions' key, which YuniKorn's scheduler reads, and
-// UsherKey with what its strict decoder does not know (the admission
-// settings and usher's partition keys); moved lists what moved. A
-// configuration with errors or a UsherKey already is not split.
+// Split returns the data of a ConfigMap holding the configuration at path in
+// two keys: the partitions', which YuniKorn reads, and UsherKey with what its
+// strict decoder does not know (moved). One with errors or a UsherKey is not split.
 func Split(path string) (data []byte, moved []string, err error) {
 	f, err := Read(path)
 	if err != nil {

@@ -1,12 +1,9 @@
 package decision
 
-// The request of POST /v1/access; the server and kubectl-usher share it,
-// so that the plugin keeps no copy that drifts.
-
-// AccessRequest is the body of POST /v1/access. Without Application it
-// asks about a queue (action submit or admin); with it, about a running
-// application (action view, modify, kill or move, with TargetQueue for a
-// move).
+// AccessRequest is the body of POST /v1/access, shared by the server and
+// kubectl-usher so that no copy drifts. Without Application it asks about
+// a queue (action submit or admin); with it, about a running application
+// (action view, modify, kill or move, with TargetQueue for a move).
 type AccessRequest struct {
 	Partition   string             `json:"partition,omitempty"`
 	Queue       string             `json:"queue,omitempty"`
@@ -15,9 +12,8 @@ type AccessRequest struct {
 	Action      string             `json:"action,omitempty"`
 	Application *AccessApplication `json:"application,omitempty"`
 	TargetQueue string             `json:"targetQueue,omitempty"`
-	// Place runs the placement rules, Queue being the queue the
-	// application names and Tags its tags; the decision is submit on the
-	// queue placed in.
+	// Place runs the placement rules, Queue being the queue the application
+	// names and Tags its tags; the decision is submit on the queue placed in.
 	Place bool              `json:"place,omitempty"`
 	Tags  map[string]string `json:"tags,omitempty"`
 	// Explain returns the trail; the answer is then explain's, else check's.

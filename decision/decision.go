@@ -1,7 +1,7 @@
 // Package decision holds the one machine-readable shape of a decision and
 // its trail: what usher's decision commands print with -o json and what
 // POST /v1/access answers. These types are the source of truth of
-// docs/decision.schema.json.
+// docs/decision.schema.json, which describes every field.
 package decision
 
 import (
@@ -16,28 +16,18 @@ import (
 
 // Output is one decision's answer, a command's or /v1/access's.
 type Output struct {
-	// Command is the command that answers the question (for /v1/access,
-	// the one that would).
-	Command string `json:"command"`
-	// Allowed is the answer: for place, whether the application was
-	// placed; for access, always true.
-	Allowed   bool   `json:"allowed"`
-	Reason    string `json:"reason"`
-	Partition string `json:"partition"`
-	// Queue is the queue decided on, "" when none was.
-	Queue string `json:"queue,omitempty"`
-	// Action is submit or admin, or the application action for app.
-	Action   string   `json:"action,omitempty"`
-	Identity Identity `json:"identity"`
-	// DecidedBy is the ACL entry that allowed, absent when denied.
-	DecidedBy *DecidedBy `json:"decidedBy,omitempty"`
-	Placement *Placement `json:"placement,omitempty"`
-	// Trail is how the decision was reached (explain, place, app).
-	Trail *Trail `json:"trail,omitempty"`
-	// Queues are every queue with the user's rights (access).
-	Queues []QueueRights `json:"queues,omitempty"`
-	// Application, Owner, TargetQueue and Requirements describe an
-	// application decision (app).
+	Command   string        `json:"command"` // that answers (for /v1/access, that would)
+	Allowed   bool          `json:"allowed"` // for place, whether placed; for access, always true
+	Reason    string        `json:"reason"`
+	Partition string        `json:"partition"`
+	Queue     string        `json:"queue,omitempty"`
+	Action    string        `json:"action,omitempty"`
+	Identity  Identity      `json:"identity"`
+	DecidedBy *DecidedBy    `json:"decidedBy,omitempty"` // absent when denied
+	Placement *Placement    `json:"placement,omitempty"`
+	Trail     *Trail        `json:"trail,omitempty"`  // explain, place, app
+	Queues    []QueueRights `json:"queues,omitempty"` // access
+	// Application, Owner, TargetQueue and Requirements are app's.
 	Application  string        `json:"application,omitempty"`
 	Owner        string        `json:"owner,omitempty"`
 	TargetQueue  string        `json:"targetQueue,omitempty"`
@@ -48,19 +38,16 @@ type Output struct {
 type Identity struct {
 	User   string  `json:"user"`
 	Groups []Group `json:"groups"`
-	// Lookup is absent when the resolver was asked for User.
-	Lookup *Lookup `json:"lookup,omitempty"`
+	Lookup *Lookup `json:"lookup,omitempty"` // absent when the resolver was asked for User
 }
 
-// Lookup is how the resolver was consulted for an identity
-// (identity.Lookup).
+// Lookup is how the resolver was consulted for an identity (identity.Lookup).
 type Lookup struct {
 	DirectoryName string `json:"directoryName,omitempty"`
 	Rule          int    `json:"rule,omitempty"`
 	Outcome       string `json:"outcome,omitempty"`
 	Detail        string `json:"detail,omitempty"`
-	// Summary is the lookup in one sentence, as explain prints it.
-	Summary string `json:"summary"`
+	Summary       string `json:"summary"` // as explain prints it
 }
 
 // Group is a group and where it came from (identity.Source).
@@ -71,17 +58,12 @@ type Group struct {
 
 // Placement is the outcome of the placement rules.
 type Placement struct {
-	Placed bool `json:"placed"`
-	// Create is true when YuniKorn creates Queue on submission.
+	Placed bool   `json:"placed"`
 	Queue  string `json:"queue,omitempty"`
-	Create bool   `json:"create,omitempty"`
-	// Asked is the queue the application names when placement put it in
-	// another (engine.PlaceResult.Asked).
-	Asked string `json:"asked,omitempty"`
-	// Rule names the rule that placed, or the step that ended placement.
-	Rule string `json:"rule"`
-	// Reason is the placement's own reason (the answer's says more).
-	Reason string `json:"reason,omitempty"`
+	Create bool   `json:"create,omitempty"` // YuniKorn creates Queue on submission
+	Asked  string `json:"asked,omitempty"`  // engine.PlaceResult.Asked
+	Rule   string `json:"rule"`             // the rule that placed, or the step that ended placement
+	Reason string `json:"reason,omitempty"` // the placement's own (the answer's says more)
 }
 
 // Trail is every check made, in order: the placement rules tried (when
@@ -93,27 +75,21 @@ type Trail struct {
 
 // PlacementStep is one placement rule tried.
 type PlacementStep struct {
-	// Rule is the rule's number from 1, 0 for the root.default fallback.
-	Rule     int    `json:"rule"`
+	Rule     int    `json:"rule"` // from 1, 0 for the root.default fallback
 	Describe string `json:"describe"`
-	// Outcome is "placed", "denied", "no queue", "not leaf" or "failed".
-	Outcome string `json:"outcome"`
-	Queue   string `json:"queue,omitempty"`
-	Reason  string `json:"reason"`
+	Outcome  string `json:"outcome"` // placement.Outcome
+	Queue    string `json:"queue,omitempty"`
+	Reason   string `json:"reason"`
 }
 
 // ACLStep is one ACL consulted, in check order (policy.Step).
 type ACLStep struct {
-	// Queue is "" for the partition adminacl.
-	Queue string `json:"queue,omitempty"`
-	// ACL is submitacl, adminacl or "partition adminacl".
-	ACL string `json:"acl"`
-	// Set is false when the ACL is not configured.
-	Set     bool   `json:"set"`
+	Queue   string `json:"queue,omitempty"` // "" for the partition adminacl
+	ACL     string `json:"acl"`             // policy.ACLName
+	Set     bool   `json:"set"`             // false when the ACL is not configured
 	Entry   string `json:"entry,omitempty"`
 	Reached bool   `json:"reached"`
-	// Matched is true for the ACL that allowed, with its entry.
-	Matched bool   `json:"matched"`
+	Matched bool   `json:"matched"` // the ACL that allowed, with its entry
 	Match   *Match `json:"match,omitempty"`
 }
 
@@ -148,29 +124,25 @@ func QueueRightsOf(queues []policy.QueueAccess) []QueueRights {
 // Requirement is something an application decision needs, whether it
 // was met, and (with the trail) every check made for it.
 type Requirement struct {
-	Need  string `json:"need"` // application.Need
-	Queue string `json:"queue,omitempty"`
-	Met   bool   `json:"met"`
-	// By names the check that met it, with the entry.
-	By string `json:"by,omitempty"`
-	// Checks are the checks, in order; the first that allows decides.
-	Checks []AppCheck `json:"checks,omitempty"`
+	Need   string     `json:"need"` // application.Need
+	Queue  string     `json:"queue,omitempty"`
+	Met    bool       `json:"met"`
+	By     string     `json:"by,omitempty"`     // the check that met it, with the entry
+	Checks []AppCheck `json:"checks,omitempty"` // in order; the first that allows decides
 }
 
 // AppCheck is one check of an application decision (application.Step).
 type AppCheck struct {
 	Check string `json:"check"`
 	Queue string `json:"queue,omitempty"`
-	// Set and Entry are the ACL checked, if any; Default is true for the
-	// partition's applicationacls default.
-	Set     bool   `json:"set"`
-	Entry   string `json:"entry,omitempty"`
-	Default bool   `json:"default,omitempty"`
-	Reached bool   `json:"reached"`
-	Matched bool   `json:"matched"`
-	Match   *Match `json:"match,omitempty"`
-	// GrantQueue and GrantACL are the queue ACL that allowed.
-	GrantQueue string `json:"grantQueue,omitempty"`
+	// Set and Entry are the ACL checked, if any.
+	Set        bool   `json:"set"`
+	Entry      string `json:"entry,omitempty"`
+	Default    bool   `json:"default,omitempty"` // the partition's applicationacls default
+	Reached    bool   `json:"reached"`
+	Matched    bool   `json:"matched"`
+	Match      *Match `json:"match,omitempty"`
+	GrantQueue string `json:"grantQueue,omitempty"` // with GrantACL, the queue ACL that allowed
 	GrantACL   string `json:"grantACL,omitempty"`
 }
 

@@ -23,7 +23,9 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 
 	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/config"
@@ -70,6 +72,7 @@ type hook struct {
 
 type run struct {
 	kube  kubernetes.Interface
+	meta  metadata.Interface
 	in    Install
 	dep   *appsv1.Deployment
 	hooks []hook
@@ -78,14 +81,59 @@ type run struct {
 }
 
 // Run runs every check, in order.
-func Run(ctx context.Context, kube kubernetes.Interface, in Install) []Check {
-	r := &run{kube: kube, in: in}
+func Run(ctx context.Context, kube kubernetes.Interface, meta metadata.Interface, in Install) []Check {
+	r := &run{kube: kube, meta: meta, in: in}
 	dep, derr := kube.AppsV1().Deployments(in.Namespace).Get(ctx, in.Name(), metav1.GetOptions{})
 	if derr == nil {
 		r.dep = dep
 	}
 	return []Check{r.callers(derr), r.webhooks(ctx), r.caBundles(ctx), r.expiry(), r.service(ctx),
-		r.configuration(ctx), r.rbac(ctx), r.reach(ctx)}
+		r.configuration(ctx), r.rbac(ctx), r.reach(ctx), r.parents(ctx)}
+}
+
+// parents lists the parents propagators copy from that carry no
+// user.info, in the namespaces usher processes: their kind was governed
+// after they were made, so what propagators make from them gets the
+// propagator's identity or is denied (unstampedParents).
+func (r *run) parents(ctx context.Context) Check {
+	c := Check{Name: "unstamped-parents", Status: OK, Detail: "no propagators"}
+	if r.cfg == nil {
+		c.Status, c.Detail = Warn, "not checked: the configuration did not load"
+		return c
+	}
+	a, seen := r.cfg.Admission, map[schema.GroupVersionResource]bool{}
+	var found []string
+	for _, p := range a.Propagators {
+		for _, k := range p.Parents {
+			if seen[k.GVR()] {
+				continue
+			}
+			seen[k.GVR()] = true
+			opts := metav1.ListOptions{Limit: 500}
+			for {
+				list, err := r.meta.Resource(k.GVR()).List(ctx, opts)
+				if err != nil {
+					c.Status, c.Detail = Warn, fmt.Sprintf("cannot list %s: %v", k.Resource, err)
+					return c
+				}
+				for _, o := range list.Items {
+					if _, ok := o.Annotations[settings.UserInfoAnnotation]; !ok && a.ProcessNamespace(o.Namespace) {
+						found = append(found, k.Kind+" "+o.Namespace+"/"+o.Name)
+					}
+				}
+				if opts.Continue = list.Continue; opts.Continue == "" {
+					break
+				}
+			}
+		}
+	}
+	c.Detail = fmt.Sprintf("every parent of %d kinds carries user.info", len(seen))
+	if len(found) > 0 {
+		c.Status, c.Detail = Warn, fmt.Sprintf("%d parents carry no user.info: %s", len(found), strings.Join(found[:min(len(found), 5)], ", "))
+		c.Fix = "they were made before usher governed their kind: what propagators make from them runs as the propagator " +
+			"(unstampedParents: propagatorIdentity) or is denied (deny); let them finish, or recreate them (docs/operators.md)"
+	}
+	return c
 }
 
 func (r *run) fixInstall(what string) string {
@@ -387,6 +435,15 @@ func (r *run) rbac(ctx context.Context) Check {
 		for _, gr := range []string{"/replicationcontrollers", "apps/deployments", "apps/replicasets", "apps/daemonsets", "apps/statefulsets", "batch/jobs", "batch/cronjobs"} {
 			g, res, _ := strings.Cut(gr, "/")
 			needs = append(needs, need{"enforceDeleteACLs' adoption rule", "get", g, res, "", ""})
+		}
+	}
+	if r.cfg != nil {
+		for _, p := range r.cfg.Admission.Propagators {
+			for _, k := range p.Parents {
+				for _, v := range []string{"get", "list", "watch"} {
+					needs = append(needs, need{"propagators' parents", v, k.Group, k.Resource, "", ""})
+				}
+			}
 		}
 	}
 	user := "system:serviceaccount:" + r.in.Namespace + ":" + sa

@@ -9,7 +9,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
 
 	"github.com/usherhq/usher/doctor"
 	"github.com/usherhq/usher/internal/pki"
@@ -51,7 +53,7 @@ func TestServiceWebhooks(t *testing.T) {
 	run := func(bundle []byte, fp *admissionregistrationv1.FailurePolicyType) map[string]doctor.Check {
 		m, v := webhooks(bundle, fp)
 		out := map[string]doctor.Check{}
-		for _, c := range doctor.Run(context.Background(), fake.NewClientset(dep, secret, m, v), in) {
+		for _, c := range doctor.Run(context.Background(), fake.NewClientset(dep, secret, m, v), nil, in) {
 			out[c.Name] = c
 		}
 		return out
@@ -77,4 +79,33 @@ func TestServiceWebhooks(t *testing.T) {
 	got = run(other.PEM, &ignore)
 	want("another CA", got["ca-bundles"], doctor.Fail, "mutate.usher.io", "unknown authority", "caBundle")
 	want("failurePolicy Ignore", got["webhook-configurations"], doctor.Warn, "Ignore")
+}
+
+// TestUnstampedParents: the parents propagators copy from that carry no
+// user.info are listed, in the namespaces usher processes only.
+func TestUnstampedParents(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "usher-config", Namespace: "usher-system"}, Data: map[string]string{
+		"queues.yaml":                                   "partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: \"*\"\n",
+		"admissionController.customResources":           "- {group: ray.io, version: v1, kind: RayJob, resource: rayjobs}",
+		"admissionController.accessControl.propagators": "- {users: '^system:serviceaccount:ray:kuberay-operator$', parents: [ray.io/RayJob]}",
+	}}
+	gv := schema.GroupVersion{Group: "ray.io", Version: "v1"}
+	scheme := metadatafake.NewTestScheme()
+	scheme.AddKnownTypeWithName(gv.WithKind("RayJob"), &metav1.PartialObjectMetadata{})
+	scheme.AddKnownTypeWithName(gv.WithKind("RayJobList"), &metav1.PartialObjectMetadataList{})
+	job := func(ns, name string, ann map[string]string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "ray.io/v1", Kind: "RayJob"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: ann}}
+	}
+	meta := metadatafake.NewSimpleMetadataClient(scheme, job("team-a", "stamped", map[string]string{"yunikorn.apache.org/user.info": `{"user":"alice"}`}),
+		job("team-a", "old", nil), job("kube-system", "bypassed", nil))
+	var got doctor.Check
+	for _, c := range doctor.Run(context.Background(), fake.NewClientset(cm), meta, doctor.Install{Namespace: "usher-system", Release: "usher"}) {
+		if c.Name == "unstamped-parents" {
+			got = c
+		}
+	}
+	if got.Status != doctor.Warn || got.Detail != "1 parents carry no user.info: RayJob team-a/old" || !strings.Contains(got.Fix, "unstampedParents") {
+		t.Fatalf("%+v", got)
+	}
 }

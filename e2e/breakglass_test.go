@@ -439,7 +439,7 @@ type doctorCheck struct{ Name, Status, Detail, Fix string }
 // given), the others are ok.
 func wantChecks(t *testing.T, what string, got map[string]doctorCheck, want map[string][]string) {
 	t.Helper()
-	for _, name := range []string{"webhook-callers", "webhook-configurations", "ca-bundles", "certificate-expiry", "service", "configuration", "rbac", "api-server-reaches-webhook"} {
+	for _, name := range []string{"webhook-callers", "webhook-configurations", "ca-bundles", "certificate-expiry", "service", "configuration", "rbac", "api-server-reaches-webhook", "unstamped-parents"} {
 		c, ok := got[name]
 		w := want[name]
 		status := "ok"
@@ -532,7 +532,8 @@ func TestDoctor(t *testing.T) {
 		}
 		got, code := in.doctorRun(ctx, "-o", "json")
 		wantChecks(t, "broken ConfigMap", got, map[string][]string{"certificate-expiry": expiry,
-			"configuration": {"fail", "configmap/" + in.ns + "/usher-config", "bypassAuth", "usher lint"}})
+			"configuration":     {"fail", "configmap/" + in.ns + "/usher-config", "bypassAuth", "usher lint"},
+			"unstamped-parents": {"warn", "not checked"}})
 		if code != 1 {
 			t.Errorf("broken ConfigMap: exit %d, want 1", code)
 		}

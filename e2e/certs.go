@@ -50,7 +50,7 @@ func (c *Cluster) IssueServingCert(dir string) (ServingCert, error) {
 		return ServingCert{}, fmt.Errorf("e2e: CA %s: the key cannot sign", c.CAFile)
 	}
 	ca := &pki.CA{Cert: pair.Leaf, PEM: pki.CertPEM(pair), Key: key}
-	cert, err := ca.Issue(pki.Spec{CommonName: "usher-e2e-webhook", Hosts: []string{"127.0.0.1", "localhost"}})
+	cert, err := ca.Issue(pki.Spec{CommonName: "usher-e2e-webhook", Hosts: []string{"127.0.0.1", "localhost", aggregatedServiceName}})
 	if err != nil {
 		return ServingCert{}, fmt.Errorf("e2e: signing webhook certificate: %w", err)
 	}

@@ -1080,16 +1080,11 @@ func (f *fuzzer) memory() *fuzzViolation {
 	if cmd == nil {
 		return &fuzzViolation{"unanswered", "usher is not running"}
 	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	hwm, err := procStatusBytes(cmd.Process.Pid, "VmHWM")
 	if err != nil {
 		return &fuzzViolation{"unanswered", fmt.Sprintf("usher (pid %d): %v", cmd.Process.Pid, err)}
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			f.hwm = max(f.hwm, kb<<10)
-		}
-	}
+	f.hwm = max(f.hwm, hwm)
 	if f.hwm > fuzzMemoryCeiling {
 		return &fuzzViolation{"memory", fmt.Sprintf("usher's VmHWM is %d MiB, over %d MiB", f.hwm>>20, fuzzMemoryCeiling>>20)}
 	}

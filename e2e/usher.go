@@ -260,15 +260,24 @@ func (u *UsherProcess) Get(ctx context.Context, path string) (body string, code 
 // and, when token is not empty, "Authorization: Bearer token"; it returns
 // the body and status code of the answer.
 func (u *UsherProcess) Do(ctx context.Context, method, path, token, body string) (string, int, error) {
+	h := map[string]string{}
+	if body != "" {
+		h["Content-Type"] = "application/json"
+	}
+	if token != "" {
+		h["Authorization"] = "Bearer " + token
+	}
+	return u.DoHeaders(ctx, method, path, h, body)
+}
+
+// DoHeaders is Do with the request's headers.
+func (u *UsherProcess) DoHeaders(ctx context.Context, method, path string, headers map[string]string, body string) (string, int, error) {
 	req, err := http.NewRequestWithContext(ctx, method, u.URL()+path, strings.NewReader(body))
 	if err != nil {
 		return "", 0, err
 	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	for k, v := range headers {
+		req.Header.Set(k, v)
 	}
 	resp, err := u.https.Do(req)
 	if err != nil {

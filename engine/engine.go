@@ -41,26 +41,21 @@ import (
 	"github.com/usherhq/usher/policy"
 )
 
-// Request is an access question.
+// Request is an access question. Partition defaults to "default", Queue
+// ("") to the partition's default queue, Action to submit; User is required.
 type Request struct {
-	// Partition defaults to "default".
 	Partition string
-	// Queue is a queue path; "" is the partition's default queue.
-	Queue string
-	// User is required.
-	User string
-	// Groups are the groups supplied with the request, if any.
-	Groups []string
+	Queue     string
+	User      string
+	Groups    []string // supplied with the request, if any
 	// Decided says Groups are the whole identity already (Identify's answer).
 	Decided bool
-	// Action defaults to submit.
-	Action policy.Action
+	Action  policy.Action
 }
 
 // Result is a decision with the identity it was made for.
 type Result struct {
 	policy.Decision
-	// Identity holds the groups used, each with where it came from.
 	Identity identity.Info
 }
 
@@ -69,24 +64,19 @@ type Result struct {
 type Generation struct {
 	cfg   *config.Config
 	parts map[string]*partition
-	// key is unique per generation: a group cache keeps each user's
-	// prepared identity under it.
-	key uint64
+	key   uint64 // unique: a group cache keeps each user's prepared identity under it
 }
 
 // generations numbers the generations of the process (Generation.key).
 var generations atomic.Uint64
 
 type partition struct {
-	mode identity.Mode
-	// policy is the generation's, whether or not the resolver was kept.
-	policy   *identity.Policy
+	mode     identity.Mode
+	policy   *identity.Policy // the generation's, whether or not the resolver was kept
 	resolver *resolvers.Resolver
 	defaults application.Defaults
 	rules    *placement.Rules
-	// given keeps the prepared identity of users whose groups are not in
-	// the resolver's cache.
-	given givenCache
+	given    givenCache // users whose groups are not in the resolver's cache
 }
 
 // givenCache maps a user to the identity last prepared from groups
@@ -100,9 +90,9 @@ type givenCache struct {
 	bytes atomic.Int64 // names put since the last emptying, replaced entries too
 }
 
+// givenEntry's groups are as supplied (the cache's own copy), or with
+// resolved, as the resolver answered (in is then unset).
 type givenEntry struct {
-	// groups are as supplied (the cache's own copy), or with resolved,
-	// as the resolver answered (in is then unset).
 	groups   []string
 	resolved bool
 	in       identity.Info
@@ -150,10 +140,14 @@ func New(cfg *config.Config, prev *Generation) (*Generation, error) {
 	}
 	next := &Generation{cfg: cfg, parts: make(map[string]*partition, len(cfg.Partitions)), key: generations.Add(1)}
 	var created []*resolvers.Resolver
+	var prevParts map[string]*partition
+	if prev != nil {
+		prevParts = prev.parts
+	}
 	for _, p := range cfg.Partitions {
 		name := strings.ToLower(p.Name)
 		part := &partition{mode: p.Groups, policy: &p.Resolver.Policy, defaults: p.Applications, rules: p.PlacementRules()}
-		if old, ok := prev.partition(name); ok && old.resolver.Key == p.Resolver.Key() {
+		if old, ok := prevParts[name]; ok && old.resolver.Key == p.Resolver.Key() {
 			part.resolver = old.resolver
 		} else {
 			r, err := resolvers.New(p.Resolver)
@@ -169,9 +163,8 @@ func New(cfg *config.Config, prev *Generation) (*Generation, error) {
 	return next, nil
 }
 
-// Retire is called once next, built on g, serves instead of g: the
-// resolvers next did not keep are closed after grace, so that lookups in
-// flight finish.
+// Retire is called once next, built on g, serves instead of g: the resolvers
+// next did not keep are closed after grace, so that lookups in flight finish.
 func (g *Generation) Retire(next *Generation, grace time.Duration) {
 	kept := map[*resolvers.Resolver]bool{}
 	for _, p := range next.parts {
@@ -188,16 +181,7 @@ func (g *Generation) Retire(next *Generation, grace time.Duration) {
 	}
 }
 
-func (g *Generation) partition(lname string) (*partition, bool) {
-	if g == nil {
-		return nil, false
-	}
-	p, ok := g.parts[lname]
-	return p, ok
-}
-
-// Close releases the resolvers' connections. The generation must not be
-// used afterwards.
+// Close releases the resolvers' connections.
 func (g *Generation) Close() error {
 	rs := make([]*resolvers.Resolver, 0, len(g.parts))
 	for _, p := range g.parts {
@@ -214,14 +198,12 @@ func closeAll(rs []*resolvers.Resolver) error {
 	return errors.Join(errs...)
 }
 
-// Config returns the generation's configuration.
 func (g *Generation) Config() *config.Config { return g.cfg }
 
 // Snapshot returns the generation's compiled policy.
 func (g *Generation) Snapshot() *policy.Snapshot { return g.cfg.Snapshot }
 
-// CacheStats returns the group cache counters of each partition that has a
-// cache.
+// CacheStats returns the group cache counters of each partition with a cache.
 func (g *Generation) CacheStats() map[string]cache.Stats {
 	out := map[string]cache.Stats{}
 	for name, p := range g.parts {
@@ -252,7 +234,6 @@ func (g *Generation) Identify(ctx context.Context, partitionName, user string, g
 	return identify(ctx, p, user, groups, false)
 }
 
-// GroupsMode returns the groups mode of a partition.
 func (g *Generation) GroupsMode(partitionName string) (identity.Mode, error) {
 	_, p, err := g.lookup(partitionName)
 	if err != nil {
@@ -286,7 +267,6 @@ type GroupsError struct {
 
 func (e *GroupsError) Error() string { return fmt.Sprintf("groups of %s: %v", e.User, e.Err) }
 
-// Unwrap returns the resolver's error.
 func (e *GroupsError) Unwrap() error { return e.Err }
 
 // Check decides req. A non-nil error (unknown partition or queue, invalid
@@ -319,13 +299,17 @@ func (g *Generation) decide(ctx context.Context, req *Request, trail bool, res *
 	if err != nil {
 		return nil, err
 	}
+	var steps []policy.Step
+	res.Decision, steps = ask(q, sub, req.Action, trail)
+	return steps, nil
+}
+
+// ask decides action on q for sub, with the trail of ACLs when trail.
+func ask(q policy.QueueRef, sub *acl.Subject, action policy.Action, trail bool) (policy.Decision, []policy.Step) {
 	if trail {
-		var steps []policy.Step
-		res.Decision, steps = q.Explain(sub, req.Action)
-		return steps, nil
+		return q.Explain(sub, action)
 	}
-	res.Decision = q.Decide(sub, req.Action)
-	return nil, nil
+	return q.Decide(sub, action), nil
 }
 
 // identify is identify for decisions, keeping the user's Subject: with the
@@ -373,8 +357,7 @@ func (g *Generation) identify(ctx context.Context, p *partition, user string, gr
 	return sub, nil
 }
 
-// AccessResult is every queue of a partition with what a user may do
-// there.
+// AccessResult is every queue of a partition with what a user may do there.
 type AccessResult struct {
 	Partition string // canonical
 	Identity  identity.Info
@@ -407,9 +390,8 @@ type AppRequest struct {
 	Target    string
 }
 
-// DecideApplication resolves the user's groups and decides req with the
-// partition's queue policy and application ACL defaults. An error comes
-// with a Decision that denies.
+// DecideApplication decides req with the partition's queue policy and
+// application ACL defaults. An error comes with a Decision that denies.
 func (g *Generation) DecideApplication(ctx context.Context, req AppRequest) (application.Decision, identity.Info, error) {
 	cp, p, err := g.lookup(req.Partition)
 	if err != nil {
@@ -432,8 +414,7 @@ type PlaceRequest struct {
 	// Queue is the queue the application names, as YuniKorn's provided
 	// rule receives it (unqualified); "" when it names none.
 	Queue string
-	// Tags are the application's tags; names match without regard to case.
-	Tags map[string]string
+	Tags  map[string]string // names match without regard to case
 	// Namespace, when set, is the namespace tag as YuniKorn's shim passes
 	// it, overriding one in Tags.
 	Namespace string
@@ -451,23 +432,17 @@ type PlaceResult struct {
 	placement.Result
 	Partition string // canonical
 	Identity  identity.Info
-	// Rules are the rules that ran.
-	Rules *placement.Rules
-	// Steps is the submit ACL trail of the queue whose ACLs decided (the
-	// placed queue, or the nearest existing ancestor of one to create);
-	// with Explain only.
-	Steps []policy.Step
+	Rules     *placement.Rules
+	Steps     []policy.Step // the submit ACL trail of Decisive(); with Explain only
 	// Asked is the queue the application names, read as a lower-case path
 	// under root, when it is placed in another queue ("" otherwise); Why
 	// then says why, rule by rule.
 	Asked string
 	// Default is set when the application names no queue in a partition
 	// without placementrules: it goes to the partition's default queue, as
-	// YuniKorn's admission controller labels such pods
-	// (filtering.defaultQueue).
+	// YuniKorn's admission controller labels such pods (filtering.defaultQueue).
 	Default bool
-	// named is the queue the application names, as given.
-	named string
+	named   string // as given
 }
 
 // RuleName names the rule that placed (or, rejected, the step that ended
@@ -486,9 +461,8 @@ func (r *PlaceResult) RuleName() string {
 	return fmt.Sprintf("rule %d: %s", i+1, r.Rules.Describe(i))
 }
 
-// Place decides a submission: the queue YuniKorn's placement rules put
-// the application in, and whether the user may submit there. A rejection
-// is a result with Placed false; an error comes with a result not placed.
+// Place decides a submission: the queue YuniKorn's placement rules put the
+// application in, and whether the user may submit there.
 func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, error) {
 	res := PlaceResult{Partition: req.Partition}
 	res.Rule = -1
@@ -505,13 +479,8 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 	res.Identity = in
 	if req.Queue == "" && p.rules.IsImplicit() {
 		q, _ := cp.Lookup("") // the default queue exists
-		var d policy.Decision
-		if req.Explain {
-			d, res.Steps = q.Explain(sub, policy.Submit)
-		} else {
-			d = q.Decide(sub, policy.Submit)
-		}
-		res.Default, res.Decision = true, d
+		d, steps := ask(q, sub, policy.Submit, req.Explain)
+		res.Default, res.Decision, res.Steps = true, d, steps
 		res.Final = placement.Step{Rule: -1, Outcome: placement.Denied, Queue: q.Path(), Decision: d}
 		if d.Allowed {
 			res.Placed, res.Queue, res.Final.Outcome = true, q.Path(), placement.Placed
@@ -539,15 +508,20 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 	res.Result = p.rules.Explain(cp, preq)
 	res.setAsked(req.Queue)
 	if req.Explain && res.Placed {
-		decisive := res.Queue
-		if res.Create {
-			decisive = res.Final.Ancestor
-		}
-		if q, err := cp.Lookup(decisive); err == nil {
+		if q, err := cp.Lookup(res.Decisive()); err == nil {
 			_, res.Steps = q.Explain(preq.Subject, policy.Submit)
 		}
 	}
 	return res, nil
+}
+
+// Decisive is the queue whose ACLs decided a placement: the placed queue,
+// or the nearest existing ancestor of one to create.
+func (r *PlaceResult) Decisive() string {
+	if r.Create {
+		return r.Final.Ancestor
+	}
+	return r.Queue
 }
 
 // elsewhere reports whether placed (a canonical path) is another queue

@@ -403,6 +403,15 @@ gen_pki() {
 			-subj "/CN=kube-apiserver" 2>/dev/null
 		openssl x509 -req -in webhook-client.csr -CA webhook-client-ca.crt -CAkey webhook-client-ca.key -CAcreateserial \
 			-days 30 -sha256 -extfile webhook-client.ext -out webhook-client.crt 2>/dev/null
+		# The aggregation layer's front proxy: kube-apiserver presents
+		# front-proxy-client.crt to aggregated API servers and names the
+		# user in X-Remote-* headers (usher serve --aggregated-api).
+		openssl req -x509 -newkey rsa:2048 -nodes -days 30 -sha256 \
+			-keyout front-proxy-ca.key -out front-proxy-ca.crt -subj "/CN=usher-e2e-front-proxy-ca" 2>/dev/null
+		openssl req -newkey rsa:2048 -nodes -sha256 -keyout front-proxy-client.key -out front-proxy-client.csr \
+			-subj "/CN=front-proxy-client" 2>/dev/null
+		openssl x509 -req -in front-proxy-client.csr -CA front-proxy-ca.crt -CAkey front-proxy-ca.key -CAcreateserial \
+			-days 30 -sha256 -extfile webhook-client.ext -out front-proxy-client.crt 2>/dev/null
 		# A serving certificate for 127.0.0.1 from the cluster CA, for
 		# kube-scheduler's port and Kueue's webhook (tls.crt and tls.key,
 		# the names Kueue's webhook server reads from its certDir).
@@ -556,6 +565,10 @@ apiserver_args() {
 		--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT"
 		--cert-dir "$STATE/pki" --tls-cert-file "$STATE/pki/apiserver.crt" --tls-private-key-file "$STATE/pki/apiserver.key"
 		--client-ca-file "$STATE/pki/ca.crt"
+		--requestheader-client-ca-file "$STATE/pki/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client
+		--requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group
+		--requestheader-extra-headers-prefix X-Remote-Extra-
+		--proxy-client-cert-file "$STATE/pki/front-proxy-client.crt" --proxy-client-key-file "$STATE/pki/front-proxy-client.key"
 		--token-auth-file "$STATE/auth/tokens.csv"
 		--authorization-mode RBAC
 		--enable-admission-plugins MutatingAdmissionWebhook,ValidatingAdmissionWebhook
@@ -891,6 +904,7 @@ write_env() {
 		echo "export USHER_E2E_CA_FILE=$(q "$STATE/pki/ca.crt")"
 		echo "export USHER_E2E_CA_KEY_FILE=$(q "$STATE/pki/ca.key")"
 		echo "export USHER_E2E_WEBHOOK_CLIENT_CA_FILE=$(q "$STATE/pki/webhook-client-ca.crt")"
+		echo "export USHER_E2E_FRONT_PROXY=1"
 		echo "export USHER_E2E_WEBHOOK_CLIENT_CERT_FILE=$(q "$STATE/pki/webhook-client.crt")"
 		echo "export USHER_E2E_WEBHOOK_CLIENT_KEY_FILE=$(q "$STATE/pki/webhook-client.key")"
 		echo "export USHER_E2E_ETCD=$(q "http://127.0.0.1:$ETCD_PORT")"
@@ -938,7 +952,7 @@ cmd_up() {
 	esac
 	if running; then
 		if grep -qF "USHER_E2E_KCM_SA_CREDENTIALS='${USHER_E2E_KCM_SA_CREDENTIALS:-true}'" "$STATE/env" &&
-			grep -q USHER_E2E_WEBHOOK_CLIENT_CA_FILE "$STATE/env"; then
+			grep -q USHER_E2E_WEBHOOK_CLIENT_CA_FILE "$STATE/env" && grep -q USHER_E2E_FRONT_PROXY "$STATE/env"; then
 			log "already up ($STATE)"
 			return 0
 		fi

@@ -10,12 +10,10 @@ import (
 	"unicode/utf8"
 )
 
-// MaxFileSize is the largest users-to-groups file usher reads: about
-// 300,000 users with a dozen groups each.
-const MaxFileSize = 16 << 20
-
-// maxFileErrors is how many problems ParseFile reports before giving up.
-const maxFileErrors = 10
+const (
+	MaxFileSize   = 16 << 20 // the largest users-to-groups file: ~300,000 users, a dozen groups each
+	maxFileErrors = 10       // problems ParseFile reports before giving up
+)
 
 // ParseFile reads a users-to-groups file from r; name is the file name used
 // in messages. The format is one line per user:
@@ -92,7 +90,6 @@ type FileError struct {
 	Msg  string // what is wrong, without quoting the file
 }
 
-// Error renders the problem as FILE:LINE:COL: message.
 func (e *FileError) Error() string {
 	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
 }

@@ -39,14 +39,10 @@ func Via(base Source, chain ...string) Source {
 // Info is a user and its groups. Resolvers and caches share an Info:
 // nobody modifies one after it is returned.
 type Info struct {
-	User string // case sensitive
-	// Groups are in a stable order, without duplicates.
-	Groups []string
-	// Sources, when not empty, says where each group came from.
-	Sources []Source
-	// Lookup says how the resolver was consulted, when that was more than
-	// asking it for User.
-	Lookup Lookup
+	User    string   // case sensitive
+	Groups  []string // in a stable order, without duplicates
+	Sources []Source // when not empty, where each group came from
+	Lookup  Lookup   // how the resolver was consulted, when not just asked for User
 }
 
 // SourceOf returns where group i came from, or "" when unknown.
@@ -83,18 +79,13 @@ type Resolver interface {
 	Resolve(ctx context.Context, user string) (Info, error)
 }
 
-// Mode says how the groups supplied with a request and the resolver's
-// combine.
+// Mode says how the groups supplied with a request and the resolver's combine.
 type Mode int
 
+// The modes, as the package comment says; ModeGiven is YuniKorn's behaviour.
 const (
-	// ModeGiven uses the supplied groups as they are; the resolver is asked
-	// only when none are supplied. This is YuniKorn's behaviour.
 	ModeGiven Mode = iota
-	// ModeResolve ignores supplied groups and asks the resolver only.
 	ModeResolve
-	// ModeMerge uses the supplied groups followed by the resolver's,
-	// without duplicates.
 	ModeMerge
 )
 
@@ -155,7 +146,7 @@ func Complete(ctx context.Context, mode Mode, r Resolver, user string, groups []
 	return complete(ctx, mode, r, user, user, groups)
 }
 
-// complete is Complete asking r for name (Policy's name mapping).
+// complete is Complete asking r for name (Policy's mapping).
 func complete(ctx context.Context, mode Mode, r Resolver, user, name string, groups []string) (Info, error) {
 	if mode == ModeGiven && len(groups) > 0 {
 		return Given(user, groups), nil

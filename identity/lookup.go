@@ -34,10 +34,8 @@ var DefaultSkip = []string{"system:"}
 type Unknown int
 
 const (
-	// UnknownDeny fails the lookup (the default).
-	UnknownDeny Unknown = iota
-	// UnknownGivenGroups decides on the supplied groups alone.
-	UnknownGivenGroups
+	UnknownDeny        Unknown = iota // fails the lookup (the default)
+	UnknownGivenGroups                // decides on the supplied groups alone
 )
 
 var unknownNames = [...]string{UnknownDeny: "deny", UnknownGivenGroups: "given-groups"}
@@ -70,13 +68,10 @@ const (
 // Lookup says how the groups of an identity were found; the zero value is
 // "the resolver was asked for the user's name".
 type Lookup struct {
-	// Name is the name a mapping rule gave; "" when none did.
-	Name string
-	// Rule is the mapping rule that changed it, from 1.
-	Rule    int
+	Name    string // the name a mapping rule gave; "" when none did
+	Rule    int    // that mapping rule, from 1
 	Outcome Outcome
-	// Detail is the skip prefix, or the resolver's "no such user" answer.
-	Detail string
+	Detail  string // the skip prefix, or the resolver's "no such user" answer
 }
 
 // String renders the lookup for people and audit records; "" for the
@@ -126,15 +121,12 @@ func (r MapRule) Apply(name string) (string, bool) {
 // Policy is a partition's lookup policy. The zero value looks everyone up
 // under their own name and denies on "no such user".
 type Policy struct {
-	// Skip lists name prefixes that are never looked up.
-	Skip    []string
+	Skip    []string // name prefixes never looked up
 	Unknown Unknown
 	// Mapping is tried in order; the first rule that matches gives the
 	// directory name.
-	Mapping []MapRule
-	// Overrides maps an authenticated name to the groups that replace the
-	// resolver's answer.
-	Overrides map[string][]string
+	Mapping   []MapRule
+	Overrides map[string][]string // authenticated name -> the groups that replace the resolver's
 }
 
 // DirectoryName returns the name the resolver is asked for user and the
@@ -164,8 +156,7 @@ func (p *Policy) Skipped(user string) (string, bool) {
 	return "", false
 }
 
-// Complete is identity.Complete under the policy. A nil p is the zero
-// Policy.
+// Complete is identity.Complete under the policy. A nil p is the zero Policy.
 func (p *Policy) Complete(ctx context.Context, mode Mode, r Resolver, user string, groups []string) (Info, error) {
 	if p == nil {
 		p = &Policy{}
@@ -201,8 +192,7 @@ func (p *Policy) Complete(ctx context.Context, mode Mode, r Resolver, user strin
 	return in, nil
 }
 
-// overrideResolver answers every user with its groups, marked
-// SourceOverride.
+// overrideResolver answers every user with its groups, marked SourceOverride.
 type overrideResolver []string
 
 func (o overrideResolver) Resolve(_ context.Context, user string) (Info, error) {

@@ -2,16 +2,12 @@ package identity
 
 import "context"
 
-// None returns the default resolver, as YuniKorn's "no resolver": the
-// user's only group is named like the user. An empty name is an unknown
-// user.
+// None returns the default resolver, as YuniKorn's "no resolver": the user's
+// only group is named like the user. An empty name is an unknown user.
 func None() Resolver { return noneResolver{} }
 
 type noneResolver struct{}
 
-var _ Resolver = noneResolver{}
-
-// Resolve returns user with the single group user.
 func (noneResolver) Resolve(_ context.Context, user string) (Info, error) {
 	if user == "" {
 		return Info{}, unknownUser(SourceNone, user)
@@ -19,5 +15,4 @@ func (noneResolver) Resolve(_ context.Context, user string) (Info, error) {
 	return Info{User: user, Groups: []string{user}, Sources: []Source{SourceNone}}, nil
 }
 
-// String names the resolver in logs.
 func (noneResolver) String() string { return string(SourceNone) }

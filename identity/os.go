@@ -30,9 +30,6 @@ type osResolver struct {
 	lookupGroup func(gid string) (*user.Group, error)
 }
 
-var _ Resolver = (*osResolver)(nil)
-
-// Resolve looks name up in the system's user and group databases.
 func (r *osResolver) Resolve(ctx context.Context, name string) (Info, error) {
 	if err := ctx.Err(); err != nil {
 		return Info{}, fmt.Errorf("os: groups of %q: %w", name, err)
@@ -94,5 +91,4 @@ func (r *osResolver) resolve(name string) (Info, error) {
 	return newInfo(name, groups, SourceOS), nil
 }
 
-// String names the resolver in logs.
 func (*osResolver) String() string { return string(SourceOS) }

@@ -25,9 +25,6 @@ type table struct {
 	lines  map[string]int // the line of each user, for a file (FileEntries)
 }
 
-var _ Resolver = (*table)(nil)
-
-// Resolve returns the groups the table lists for user.
 func (t *table) Resolve(_ context.Context, user string) (Info, error) {
 	in, ok := t.users[user]
 	if !ok {
@@ -59,8 +56,7 @@ func (t *table) KnownGroups() []string {
 	return slices.Sorted(maps.Keys(seen))
 }
 
-// Members returns the users the table lists in group, sorted (usher
-// who-can).
+// Members returns the users the table lists in group, sorted (usher who-can).
 func (t *table) Members(group string) []string {
 	var out []string
 	for user, in := range t.users {

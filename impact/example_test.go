@@ -35,7 +35,7 @@ partitions:
             queues:
               - name: etl
 `))
-	r := impact.Diff(old.Snapshot, new.Snapshot, impact.Options{
+	r := impact.DiffConfigs(old, new, impact.Options{
 		Subjects: []impact.Subject{{User: "bob", Groups: []string{"dev"}}},
 	})
 	r.Old, r.New = "old.yaml", "new.yaml"

@@ -109,8 +109,7 @@ type PartitionDiff struct {
 
 // Result is the whole comparison.
 type Result struct {
-	// Old and New name the two policies (file names); Diff leaves them
-	// empty.
+	// Old and New name the two policies (file names), set by the caller.
 	Old        string            `json:"old,omitempty"`
 	New        string            `json:"new,omitempty"`
 	Partitions []PartitionDiff   `json:"partitions"` // those with changes
@@ -128,12 +127,6 @@ func (r *Result) Changed() bool { return r.Gained+r.Lost+r.Placements > 0 }
 type Options struct {
 	Subjects []Subject         // users with their groups to compare as well
 	Tags     map[string]string // of every placed request
-}
-
-// Diff compares the rights of the old and the new policy. Either may be
-// nil, meaning a policy with no partitions.
-func Diff(old, new *policy.Snapshot, opts Options) *Result {
-	return diff(old, new, nil, nil, opts)
 }
 
 // diff compares rights, and placement where the configurations oc and nc
@@ -220,8 +213,7 @@ func (c ChangeAt) String() string {
 	return s
 }
 
-// Summary is a short account of a comparison, for a log line and a
-// metric.
+// Summary is a short account of a comparison, for a log line and a metric.
 type Summary struct {
 	Gained, Lost int
 	Placements   int        // subjects placed differently

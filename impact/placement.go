@@ -63,8 +63,8 @@ func rulesOf(c *config.Config, name string) *placement.Rules {
 	return nil
 }
 
-// DiffConfigs is Diff of two configurations, placement rules included;
-// nil has no partitions.
+// DiffConfigs compares the rights and the placement of two
+// configurations; nil has no partitions.
 func DiffConfigs(old, new *config.Config, opts Options) *Result {
 	var so, sn *policy.Snapshot
 	if old != nil {

@@ -16,10 +16,9 @@ type Subject struct {
 // MaxSubjects is the most subjects ParseSubjects reads.
 const MaxSubjects = 100000
 
-// ParseSubjects reads users with their groups in the format of a
-// users-to-groups file, with the same parser (identity.ParseFile,
-// docs/identity.md): "alice: dev, ops", one user a line. name is used
-// in error messages (name:LINE:COL: message).
+// ParseSubjects reads users with their groups, "alice: dev, ops" one a
+// line, with the users-to-groups file parser (identity.ParseFile); name
+// is the file name in error messages.
 func ParseSubjects(name string, r io.Reader) ([]Subject, error) {
 	t, err := identity.ParseFile(r, name)
 	if err != nil {

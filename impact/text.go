@@ -8,10 +8,7 @@ import (
 	"strings"
 )
 
-// WriteText writes the result for people, like a diff (see Example): a
-// header naming the two policies, then per partition each queue where
-// changes start, with one line per change, "+" for a gain and "-" for a
-// loss, and where the change applies; a count at the end.
+// WriteText writes the result for people, like a diff (see Example).
 func WriteText(w io.Writer, r *Result) error {
 	var b strings.Builder
 	if r.Old != "" || r.New != "" {

@@ -55,9 +55,8 @@ func ReadSource(path string) (Source, error) {
 
 // Setting is an imported ACL with where it came from.
 type Setting struct {
-	ACL acl.ACL
-	// From is the comment beside the ACL: FILE:LINE, or the default.
-	From string
+	ACL  acl.ACL
+	From string // the comment beside the ACL: FILE:LINE, or the default
 }
 
 // Queue is an imported queue. Submit and Admin are nil when not set.
@@ -65,8 +64,7 @@ type Queue struct {
 	Name          string
 	Submit, Admin *Setting
 	Children      []*Queue
-	// Parent marks a queue without children as a parent (parent: true).
-	Parent bool
+	Parent        bool // a queue without children written as parent: true
 	limits
 }
 
@@ -85,11 +83,8 @@ type Config struct {
 	Root         *Queue
 	AdminACL     *Setting // yarn.admin.acl
 	Applications ApplicationACLs
-	// Placement are the rules translated from YARN's placement policy or
-	// queue mappings.
-	Placement []Rule
-	// Warnings are what was not carried over exactly, or defaulted.
-	Warnings []config.Diagnostic
+	Placement    []Rule              // from YARN's placement policy or queue mappings
+	Warnings     []config.Diagnostic // what was not carried over exactly, or defaulted
 }
 
 // pos is a position in an input file; line 0 means the whole file.
@@ -151,8 +146,8 @@ func (d *diags) err() error {
 }
 
 // yarnACL parses a YARN ACL text found at `at`, reporting at positions
-// inside it; what names the setting.
-func (d *diags) yarnACL(text string, at pos, what string) (acl.ACL, bool) {
+// inside it; what names the setting. It returns nil for an invalid ACL.
+func (d *diags) yarnACL(text string, at pos, what string) *Setting {
 	a, warns, err := acl.Parse(text, acl.YARN)
 	if err != nil {
 		if se, ok := err.(*acl.SyntaxError); ok {
@@ -160,7 +155,7 @@ func (d *diags) yarnACL(text string, at pos, what string) (acl.ACL, bool) {
 		} else {
 			d.errorf(at, "%s %q: %v", what, text, err)
 		}
-		return acl.ACL{}, false
+		return nil
 	}
 	cut := -1
 	for _, w := range warns {
@@ -179,7 +174,7 @@ func (d *diags) yarnACL(text string, at pos, what string) (acl.ACL, bool) {
 		d.warnf(at.advance(text, w.Offset), "%s %q: YARN ignores everything after the second space: %q is dropped and the ACL imported as %q%s",
 			what, text, text[w.Offset:], a.String(), hadoopReading(text, a))
 	}
-	return a, true
+	return &Setting{ACL: a, From: at.String()}
 }
 
 // hadoopReading says how Hadoop's AccessControlList reads the groups of
@@ -318,8 +313,10 @@ func MergeApplicationACLs(base Source, partition string, apps ApplicationACLs) (
 		return nil, fmt.Errorf("%s: no partition %q to add the application ACLs to", base.Name, partition)
 	}
 	node := apps.node()
-	if err := checkApplicationACLs(node); err != nil {
-		return nil, err
+	check := mapping("name", plain("check"), "applicationacls", node, "queues", sequence(mapping("name", plain("root"))))
+	out := yamlnode.Encode(&yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{mapping("partitions", sequence(check))}})
+	if _, err := config.Parse("<applicationacls>", out); err != nil {
+		return nil, fmt.Errorf("importer: the applicationacls written do not load (a bug): %v", err)
 	}
 	at, replaced := len(target.Content), false
 	for i := 0; i+1 < len(target.Content); i += 2 {
@@ -334,14 +331,4 @@ func MergeApplicationACLs(base Source, partition string, apps ApplicationACLs) (
 		target.Content = slices.Insert(target.Content, at, plain("applicationacls"), node)
 	}
 	return yamlnode.Encode(&doc), nil
-}
-
-// checkApplicationACLs checks that an applicationacls block loads.
-func checkApplicationACLs(node *yaml.Node) error {
-	part := mapping("name", plain("check"), "applicationacls", node, "queues", sequence(mapping("name", plain("root"))))
-	out := yamlnode.Encode(&yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{mapping("partitions", sequence(part))}})
-	if _, err := config.Parse("<applicationacls>", out); err != nil {
-		return fmt.Errorf("importer: the applicationacls written do not load (a bug): %v", err)
-	}
-	return nil
 }

@@ -313,9 +313,8 @@ func dropGuaranteed(q *Queue, path, k, why string, d *diags) {
 	}
 }
 
-// fitUsers keeps the user limits of the root queue within its
-// maxapplications, as YuniKorn's validator requires, and puts the
-// wildcard last.
+// fitUsers keeps the root queue's user limits within its maxapplications,
+// as YuniKorn's validator requires, and puts the wildcard last.
 func fitUsers(root *Queue, d *diags) {
 	for i, u := range root.users {
 		if n := root.maxApps.n; n > 0 && u.n > n {

@@ -20,23 +20,15 @@ import (
 // Rule is an imported placement rule with where it came from.
 type Rule struct {
 	Spec placement.Spec
-	// From is written as a comment above the rule: FILE:LINE and the
-	// YARN rule.
-	From string
+	From string // the comment above the rule: FILE:LINE and the YARN rule
 }
 
-// fallThroughWarning is said once per import that writes rules: YARN
-// checks the ACL of the queue its placement chose and rejects the
-// application there; YuniKorn tries the next rule.
+// fallThroughWarning is said once per import that writes rules.
 const fallThroughWarning = "placement rules are imported; one difference applies to all of them: YARN checks the submit ACL " +
 	"of the queue placement chose and rejects the application when it is denied there, while YuniKorn (and usher) skip a rule " +
 	"whose queue the user may not submit to and try the next one, then root.default"
 
 // fairPlacement translates a fair-scheduler.xml's <queuePlacementPolicy>.
-// Fair Scheduler rules: specified, user, primaryGroup,
-// secondaryGroupExistingQueue, nestedUserQueue (with a nested rule),
-// default (queue attribute, root.default when absent) and reject; create
-// defaults to true.
 func fairPlacement(top *element, root *Queue, d *diags) []Rule {
 	var policyElem *element
 	for _, e := range top.kids {
@@ -60,7 +52,7 @@ func fairPlacement(top *element, root *Queue, d *diags) []Rule {
 		}
 		if name == "reject" {
 			rejected = true
-			if has(root, placement.DefaultQueue) {
+			if find(root, placement.DefaultQueue) != nil {
 				d.warnf(e.at, "placement rule reject: YuniKorn has no reject rule; after the last rule it tries root.default, which exists here, "+
 					"so applications YARN rejects run in root.default if the user may submit there: restrict root.default's submitacl, or remove the queue")
 			} else {
@@ -117,12 +109,12 @@ func fairRule(e *element, name string, root *Queue, nested bool, d *diags) (plac
 	case "default":
 		q, _ := e.attr("queue")
 		q = qualify(cmp.Or(strings.TrimSpace(q), placement.DefaultQueue))
-		if f := find(root, policy.RootQueue, q); !nested && f != nil && (len(f.Children) > 0 || f.Parent) {
+		if f := find(root, q); !nested && f != nil && (len(f.Children) > 0 || f.Parent) {
 			d.warnf(e.at, "placement rule default names the parent queue %s, where YARN places no application: not imported", q)
 			return placement.Spec{}, false
 		}
 		d.warnf(e.at, "placement rule default becomes fixed %s: YARN stops at its default rule, YuniKorn tries root.default when the user may not submit to %s", q, q)
-		return placement.Spec{Name: string(placement.Fixed), Value: q, Create: create && !has(root, q)}, true
+		return placement.Spec{Name: string(placement.Fixed), Value: q, Create: create && find(root, q) == nil}, true
 	case "nestedUserQueue":
 		i := slices.IndexFunc(e.kids, func(k *element) bool { return k.name == "rule" })
 		if i < 0 {
@@ -155,24 +147,14 @@ func qualify(q string) string {
 	return policy.RootQueue + "." + q
 }
 
-// has reports whether the imported hierarchy has the queue path.
-func has(root *Queue, path string) bool {
-	return find(root, policy.RootQueue, path) != nil
-}
-
-func find(q *Queue, at, path string) *Queue {
-	if at == path {
-		return q
-	}
-	if !strings.HasPrefix(path, at+".") {
-		return nil
-	}
-	for _, c := range q.Children {
-		if f := find(c, at+"."+strings.ToLower(c.Name), path); f != nil {
-			return f
+// find returns the queue at path in the imported hierarchy, nil when none.
+func find(root *Queue, path string) (found *Queue) {
+	each(root, policy.RootQueue, func(q *Queue, p string) {
+		if p == path {
+			found = q
 		}
-	}
-	return nil
+	})
+	return found
 }
 
 // markParents makes each childless queue a fixed parent rule names a
@@ -184,7 +166,7 @@ func markParents(rules []Rule, root *Queue, declared func(path string) bool, d *
 			if s.Parent.Name != string(placement.Fixed) {
 				continue
 			}
-			q := find(root, policy.RootQueue, s.Parent.Value)
+			q := find(root, s.Parent.Value)
 			if q == nil || len(q.Children) > 0 || q.Parent {
 				continue
 			}
@@ -196,29 +178,15 @@ func markParents(rules []Rule, root *Queue, declared func(path string) bool, d *
 	}
 }
 
-// leafPaths finds the paths of queues named leaf (the Capacity Scheduler
-// names queues in mappings by their leaf name, unique in older versions).
-func leafPaths(q *Queue, at, leaf string, out []string) []string {
-	for _, c := range q.Children {
-		p := at + "." + strings.ToLower(c.Name)
-		if strings.EqualFold(c.Name, leaf) {
-			out = append(out, p)
-		}
-		out = leafPaths(c, p, leaf, out)
-	}
-	return out
-}
-
 // Capacity Scheduler placement properties.
 const (
 	csMappings = csPrefix + "queue-mappings"
 	csOverride = csPrefix + "queue-mappings-override.enable"
 )
 
-// capacityPlacement translates yarn.scheduler.capacity.queue-mappings
-// (u:USER:QUEUE, g:GROUP:QUEUE, tried in order); without
-// queue-mappings-override.enable a queue the application names comes
-// first.
+// capacityPlacement translates yarn.scheduler.capacity.queue-mappings;
+// without queue-mappings-override.enable a queue the application names
+// comes first.
 func capacityPlacement(props *properties, root *Queue, d *diags) []Rule {
 	p := props.get(csMappings)
 	if p == nil || strings.TrimSpace(p.value) == "" {
@@ -283,9 +251,7 @@ func capacityMapping(m string, at pos, root *Queue, props *properties, d *diags)
 			d.warnf(at, "queue mapping %q: %s is not translated; not imported", m, leaf)
 			return placement.Spec{}, false
 		}
-		spec = placement.Spec{Name: string(placement.Fixed), Value: capacityQueue(target, at, root, d)}
-		spec.Filter = filter
-		return spec, true
+		return placement.Spec{Name: string(placement.Fixed), Value: capacityQueue(target, at, root, d), Filter: filter}, true
 	}
 	spec.Filter = filter
 	switch parent {
@@ -315,7 +281,14 @@ func capacityQueue(q string, at pos, root *Queue, d *diags) string {
 	if strings.Contains(q, ".") {
 		return qualify(q)
 	}
-	paths := leafPaths(root, policy.RootQueue, q, nil)
+	// The Capacity Scheduler names queues in mappings by their leaf name,
+	// unique in older versions.
+	var paths []string
+	each(root, policy.RootQueue, func(c *Queue, p string) {
+		if p != policy.RootQueue && strings.EqualFold(c.Name, q) {
+			paths = append(paths, p)
+		}
+	})
 	switch len(paths) {
 	case 1:
 		return paths[0]
@@ -328,8 +301,7 @@ func capacityQueue(q string, at pos, root *Queue, d *diags) string {
 	return qualify(q)
 }
 
-// rulesNode renders the rules as the placementrules list, each with its
-// provenance comment.
+// rulesNode renders the rules as the placementrules list.
 func rulesNode(rules []Rule) *yaml.Node {
 	list := sequence()
 	for _, r := range rules {

@@ -89,9 +89,8 @@ func rootDefaults(root *Queue, at pos, d *diags) {
 	}
 }
 
-// yarnQueueName is narrower than policy.ValidQueueName: a name with ':',
-// '#', '/' or '@', which YARN's queue-mappings and ACLs read specially,
-// is looked at by a person rather than carried over.
+// yarnQueueName is narrower than policy.ValidQueueName: YARN's mappings
+// and ACLs read ':', '#', '/' and '@' specially.
 var yarnQueueName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // queueName checks a YARN queue name for usher; path is the parent's.
@@ -260,10 +259,8 @@ func noEquivalent(setting string) string {
 }
 
 // fairDefaults reads the fair-scheduler.xml settings for every queue or
-// user: the queue defaults fill in each queue that sets none (not root's
-// resources), the user limits go on root, and the default scheduling
-// policy (fair unless set; YuniKorn's is fifo) becomes root's
-// application.sort.policy.
+// user; the default scheduling policy (fair unless set; YuniKorn's is
+// fifo) becomes root's application.sort.policy.
 func fairDefaults(top *element, root *Queue, d *diags) {
 	sortPolicy := prop{"application.sort.policy", "fair", "the Fair Scheduler's default schedulingPolicy (YuniKorn's default is fifo)"}
 	for _, e := range top.kids {
@@ -314,11 +311,10 @@ func fairACL(f *element, prev *Setting, path string, d *diags) *Setting {
 		d.errorf(f.at, `%s is empty, which YARN fails to load: write "*" for everyone or " " (one space) for nobody`, what)
 		return prev
 	}
-	a, ok := d.yarnACL(f.text, f.textAt, what)
-	if !ok {
-		return prev
+	if s := d.yarnACL(f.text, f.textAt, what); s != nil {
+		return s
 	}
-	return &Setting{ACL: a, From: f.textAt.String()}
+	return prev
 }
 
 // Capacity Scheduler property names.
@@ -330,8 +326,7 @@ const (
 )
 
 // capacityScheduler reads a capacity-scheduler.xml: the hierarchy from
-// yarn.scheduler.capacity.<path>.queues starting at root, the ACLs from
-// <path>.acl_submit_applications and <path>.acl_administer_queue.
+// the .queues properties starting at root, each queue's ACLs and limits.
 func capacityScheduler(src Source, d *diags) (*Queue, pos, *properties) {
 	props := readConfiguration(src, d, "capacity-scheduler.xml")
 	if props == nil {
@@ -386,7 +381,7 @@ func capacityScheduler(src Source, d *diags) (*Queue, pos, *properties) {
 			capacityGlobal(p, rest, root, d)
 		case strings.Contains(key, ".") && (csRead[last] || strings.HasPrefix(last, "acl_")) && !strings.HasPrefix(key, "accessible-node-labels.") && !strings.HasPrefix(key, "leaf-queue-template."):
 			path = rest[:len(rest)-len(last)-1]
-			d.warnf(p.at, "%s is ignored: queue %s is not in the hierarchy (no %s%s lists it)", p.name, path, csPrefix, parentOf(path)+csQueues)
+			d.warnf(p.at, "%s is ignored: queue %s is not in the hierarchy (no %s%s lists it)", p.name, path, csPrefix, path[:strings.LastIndexByte(path, '.')]+csQueues)
 		case csRead[key]:
 		case key == "state":
 			if !strings.EqualFold(strings.TrimSpace(p.value), "RUNNING") {
@@ -407,8 +402,7 @@ func capacityScheduler(src Source, d *diags) (*Queue, pos, *properties) {
 var csRead = map[string]bool{"queues": true, "acl_submit_applications": true, "acl_administer_queue": true, "capacity": true, "maximum-capacity": true,
 	"max-parallel-apps": true, "ordering-policy": true, "disable_preemption": true, "auto-create-child-queue.enabled": true}
 
-// capacityLimits reads a Capacity Scheduler queue's limits: capacities,
-// max-parallel-apps, a leaf's ordering-policy and disable_preemption.
+// capacityLimits reads a Capacity Scheduler queue's limits.
 func capacityLimits(props *properties, yarnPath, path string, q *Queue, d *diags) {
 	get := func(key string) *property { return props.get(csPrefix + yarnPath + "." + key) }
 	for _, t := range []struct {
@@ -448,9 +442,7 @@ func capacityLimits(props *properties, yarnPath, path string, q *Queue, d *diags
 	}
 }
 
-// capacityGlobal reads a Capacity Scheduler setting outside the queues:
-// max-parallel-apps fills in each queue's, the user limits go on root,
-// defaults of limits not imported are warned about.
+// capacityGlobal reads a Capacity Scheduler setting outside the queues.
 func capacityGlobal(p *property, key string, root *Queue, d *diags) {
 	switch {
 	case key == "max-parallel-apps":
@@ -464,22 +456,11 @@ func capacityGlobal(p *property, key string, root *Queue, d *diags) {
 	}
 }
 
-func parentOf(path string) string {
-	if i := strings.LastIndexByte(path, '.'); i >= 0 {
-		return path[:i]
-	}
-	return path
-}
-
 func capacityACL(p *property, path, key string, d *diags) *Setting {
 	if p == nil {
 		return nil
 	}
-	a, ok := d.yarnACL(p.value, p.valueAt, fmt.Sprintf("queue %s: %s", path, key))
-	if !ok {
-		return nil
-	}
-	return &Setting{ACL: a, From: p.valueAt.String()}
+	return d.yarnACL(p.value, p.valueAt, fmt.Sprintf("queue %s: %s", path, key))
 }
 
 // yarnSite reads yarn.acl.enable, yarn.admin.acl and
@@ -506,8 +487,9 @@ func yarnSite(src Source, c *Config, fair bool, d *diags) {
 	if p := props.get("yarn.admin.acl"); p == nil {
 		c.AdminACL = &Setting{ACL: acl.MustParse("*"), From: fromAdminDefault}
 		d.warnf(pos{file: src.Name}, `yarn.admin.acl is not set: Hadoop's default "*" makes every user a cluster admin, who may submit to, administer and kill in every queue; imported as adminacl "*" (set yarn.admin.acl, or the adminacl here, to restrict)`)
-	} else if a, ok := d.yarnACL(p.value, p.valueAt, "yarn.admin.acl"); ok {
-		c.AdminACL = &Setting{ACL: a, From: "yarn.admin.acl (" + p.valueAt.String() + ")"}
+	} else if s := d.yarnACL(p.value, p.valueAt, "yarn.admin.acl"); s != nil {
+		s.From = "yarn.admin.acl (" + s.From + ")"
+		c.AdminACL = s
 	}
 	if p := props.get("yarn.resourcemanager.scheduler.class"); p != nil {
 		class := strings.TrimSpace(p.value)

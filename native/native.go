@@ -1,14 +1,15 @@
 // Package native compiles the admission settings into the API server's
 // own admission policies, the native floor (docs/native.md): a
-// MutatingAdmissionPolicy that stamps user.info from request.userInfo as
-// the webhook does where the webhook stamps the groups the API server
-// gave, and a ValidatingAdmissionPolicy that refuses a forged, malformed
-// or changed stamp with the webhook's trust rules. What only the webhook
-// can do is listed by config.Config.WebhookOnly.
+// MutatingAdmissionPolicy that stamps user.info from request.userInfo
+// where the webhook would stamp the API server's groups, and a
+// ValidatingAdmissionPolicy that refuses a forged, malformed or changed
+// stamp with the webhook's trust rules (config.Config.WebhookOnly lists
+// what only the webhook does).
 package native
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,9 +42,7 @@ func (f *Floor) Objects() []any {
 const Name = "usher-floor"
 
 // Bind names the floor's objects name and binds them to the requests the
-// webhooks get: the namespaces sel selects (nil: every namespace) and the
-// requests conds match, as usher serve --manage-native-floor does with the
-// webhooks' own selector and match conditions.
+// webhooks get: the namespaces sel selects (nil: all) that conds match.
 func (f *Floor) Bind(name string, sel *metav1.LabelSelector, conds []arv1.MatchCondition) {
 	f.Validating.Name, f.ValidatingBinding.Name, f.ValidatingBinding.Spec.PolicyName = name, name, name
 	f.ValidatingBinding.Spec.MatchResources = &arv1.MatchResources{NamespaceSelector: sel}
@@ -55,20 +54,17 @@ func (f *Floor) Bind(name string, sel *metav1.LabelSelector, conds []arv1.MatchC
 	}
 }
 
-// Limits of the floor (docs/limits.md): usher native refuses past
-// MaxUserPatternBytes of patterns matched against the user name
-// (systemUsers and externalUsers) or MaxGroupPatternBytes against the
-// groups (externalGroups); a request whose stamp is past MaxStampGroups
-// or MaxStampBytes is not stamped, as the webhook refuses it.
+// Limits of the floor (docs/limits.md): usher native refuses patterns
+// past the bytes matched against the user name or the groups; a stamp
+// past MaxStampGroups or MaxStampBytes is left to the webhook, which refuses it.
 const (
 	MaxUserPatternBytes  = 512
 	MaxGroupPatternBytes = 256
 	MaxStampGroups       = 2048
 	MaxStampBytes        = 64 << 10
-	// MaxCheckedStampBytes bounds a stamp the floor checks with a regular
-	// expression, whose cost grows with its length: past it a requester's
-	// own stamp is refused, and a trusted setter's (a controller copying a
-	// template) is not parsed, as trusted setters may write any identity.
+	// MaxCheckedStampBytes bounds a stamp checked by regular expression,
+	// whose cost grows with its length: past it a requester's own stamp is
+	// refused and a trusted setter's (who may write any identity) not parsed.
 	MaxCheckedStampBytes = 24 << 10
 )
 
@@ -86,14 +82,12 @@ func Compile(c *settings.Compiled, stamp bool) (*Floor, error) {
 	for _, l := range []struct {
 		what   string
 		n, max int
-	}{{"systemUsers and externalUsers", size(c.SystemUsers, c.ExternalUsers), MaxUserPatternBytes}, {"externalGroups", size(c.ExternalGroups), MaxGroupPatternBytes}} {
+	}{{"systemUsers, externalUsers and propagators", size(c.SystemUsers, c.ExternalUsers, propagators(c)), MaxUserPatternBytes}, {"externalGroups", size(c.ExternalGroups), MaxGroupPatternBytes}} {
 		if l.n > l.max {
 			return nil, fmt.Errorf("admissionController.accessControl: %s hold %d bytes of patterns; the native floor matches at most %d bytes "+
 				"within the API server's CEL cost limit (docs/limits.md): shorten or merge them", l.what, l.n, l.max)
 		}
 	}
-	e := exprs{c: c}
-	f := &Floor{}
 	kinds := rules(arv1.Create, arv1.Update)
 	kinds = append(kinds, arv1.NamedRuleWithOperations{RuleWithOperations: arv1.RuleWithOperations{Operations: []arv1.OperationType{arv1.Create},
 		Rule: arv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/binding", "bindings"}}}})
@@ -107,22 +101,22 @@ func Compile(c *settings.Compiled, stamp bool) (*Floor, error) {
 	v := &arv1.ValidatingAdmissionPolicy{Spec: arv1.ValidatingAdmissionPolicySpec{FailurePolicy: &fail,
 		MatchConstraints: &arv1.MatchResources{ResourceRules: kinds},
 		MatchConditions:  []arv1.MatchCondition{{Name: settings.NamespaceConditionName, Expression: settings.NamespaceCondition(c.Config())}},
-		Validations:      e.validations(stamp), Variables: e.variables(stamp)}}
+		Validations:      validations(c, stamp), Variables: variables(c, stamp)}}
 	v.TypeMeta, v.ObjectMeta = meta("ValidatingAdmissionPolicy", Name)
 	vb := &arv1.ValidatingAdmissionPolicyBinding{Spec: arv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: Name,
 		ValidationActions: []arv1.ValidationAction{arv1.Deny}}}
 	vb.TypeMeta, vb.ObjectMeta = meta("ValidatingAdmissionPolicyBinding", Name)
-	f.Validating, f.ValidatingBinding = v, vb
+	f := &Floor{Validating: v, ValidatingBinding: vb}
 	if !stamp {
 		return f, nil
 	}
 	m := &arv1.MutatingAdmissionPolicy{Spec: arv1.MutatingAdmissionPolicySpec{FailurePolicy: &fail,
 		MatchConstraints:   &arv1.MatchResources{ResourceRules: rules(arv1.Create)},
-		MatchConditions:    e.stampConditions(),
+		MatchConditions:    stampConditions(c),
 		ReinvocationPolicy: arv1.NeverReinvocationPolicy, Variables: []arv1.Variable{{Name: "stamp", Expression: Stamp()}}}}
 	for _, meta := range metas() {
 		m.Spec.Mutations = append(m.Spec.Mutations, arv1.Mutation{PatchType: arv1.PatchTypeApplyConfiguration,
-			ApplyConfiguration: &arv1.ApplyConfiguration{Expression: e.apply(meta)}})
+			ApplyConfiguration: &arv1.ApplyConfiguration{Expression: apply(meta)}})
 	}
 	m.TypeMeta, m.ObjectMeta = meta("MutatingAdmissionPolicy", Name)
 	mb := &arv1.MutatingAdmissionPolicyBinding{Spec: arv1.MutatingAdmissionPolicyBindingSpec{PolicyName: Name}}
@@ -154,24 +148,14 @@ func rules(ops ...arv1.OperationType) []arv1.NamedRuleWithOperations {
 func metas() []string {
 	var out []string
 	for _, w := range settings.Workloads {
-		if !contains(out, w.Meta) {
+		if !slices.Contains(out, w.Meta) {
 			out = append(out, w.Meta)
 		}
 	}
 	return out
 }
 
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// resourcesAt is a CEL test of request.resource.resource for the kinds
-// whose pods' metadata is at meta.
+// resourcesAt is a CEL test of request.resource.resource for the kinds whose pods' metadata is at meta.
 func resourcesAt(meta string) string {
 	var rs []string
 	for _, w := range settings.Workloads {
@@ -182,14 +166,13 @@ func resourcesAt(meta string) string {
 	return "request.resource.resource in [" + strings.Join(rs, ", ") + "]"
 }
 
-// exprs builds the CEL expressions of one configuration.
-type exprs struct{ c *settings.Compiled }
-
 // Fields of request the API server leaves out when empty are read with has().
 const (
 	user   = "request.userInfo.username"
 	groups = "(has(request.userInfo.groups) ? request.userInfo.groups : [])"
 	sub    = "(has(request.subResource) ? request.subResource : '')"
+	// trusted is true when the requester may supply user.info.
+	trusted = "(variables.userTrusted || variables.groupTrusted)"
 )
 
 // annotations is the optional map of the annotations of obj's pods' metadata.
@@ -215,24 +198,26 @@ func anyMatch(m settings.Matcher, s string) string {
 	}
 	ps := make([]string, len(m))
 	for i, re := range m {
-		// A constant pattern, which the API server compiles once with the
-		// policy; one held in a variable would be compiled on every call.
-		// CEL's escapes are a superset of strconv.Quote's.
+		// A constant pattern is compiled once with the policy, a variable
+		// one on every call. CEL's escapes are a superset of strconv.Quote's.
 		ps[i] = s + ".matches(" + strconv.Quote(re.String()) + ")"
 	}
 	return "(" + strings.Join(ps, " || ") + ")"
 }
 
-// variables are the ValidatingAdmissionPolicy's: each is its own
-// expression within the API server's per-expression cost limit.
-func (e exprs) variables(stamp bool) []arv1.Variable {
-	c := e.c
+// variables are the ValidatingAdmissionPolicy's, each within the API
+// server's per-expression cost limit.
+func variables(c *settings.Compiled, stamp bool) []arv1.Variable {
 	u := anyMatch(c.ExternalUsers, user)
 	if c.BypassAuth {
 		u = "true"
 	}
 	if c.TrustControllers && len(c.SystemUsers) > 0 {
 		u += " || " + anyMatch(c.SystemUsers, user)
+	}
+	if ps := propagators(c); len(ps) > 0 {
+		// Only the webhook can read the parent a propagator copies from.
+		u += " || " + anyMatch(ps, user)
 	}
 	g := "false"
 	if len(c.ExternalGroups) > 0 {
@@ -245,14 +230,9 @@ func (e exprs) variables(stamp bool) []arv1.Variable {
 	return out
 }
 
-// trusted is true when the requester may supply user.info (create.go's order).
-func (e exprs) trusted() string { return "(variables.userTrusted || variables.groupTrusted)" }
-
 // quote is the CEL expression of s as a JSON string in the canonical
-// encoding: each character jsonscan.AppendString escapes is replaced by
-// its escape, backslash first. Invalid UTF-8 (which it writes as \ufffd)
-// cannot be told from U+FFFD in CEL: encodable leaves such names to the
-// webhook.
+// encoding. Invalid UTF-8 (written as \ufffd) cannot be told from U+FFFD
+// in CEL: encodable leaves such names to the webhook.
 func quote(s string) string {
 	expr, class := s, ""
 	for _, r := range escaped() {
@@ -260,8 +240,7 @@ func quote(s string) string {
 		expr += ".replace(" + strconv.Quote(string(r)) + ", " + strconv.Quote(esc[1:len(esc)-1]) + ")"
 		class += fmt.Sprintf(`\x{%x}`, r)
 	}
-	// The replacements only where one applies: a constant pattern is
-	// compiled once with the policy, and most names need none.
+	// A constant pattern (compiled once) tells the few names that need replacing.
 	return `'"' + (` + s + ".matches(" + strconv.Quote("["+class+"]") + ") ? " + expr + " : " + s + `) + '"'`
 }
 
@@ -289,16 +268,29 @@ func encodable() string {
 // stampConditions select the CREATEs the webhook would stamp with the
 // API server's groups: namespace filters, no user.info, not a ReplicaSet
 // a controller creates, not a legacy label under bypassAuth, encodable.
-func (e exprs) stampConditions() []arv1.MatchCondition {
-	out := []arv1.MatchCondition{{Name: settings.NamespaceConditionName, Expression: settings.NamespaceCondition(e.c.Config())},
+func stampConditions(c *settings.Compiled) []arv1.MatchCondition {
+	out := []arv1.MatchCondition{{Name: settings.NamespaceConditionName, Expression: settings.NamespaceCondition(c.Config())},
 		{Name: "unstamped", Expression: "!" + annotation("object", settings.UserInfoAnnotation) + ".hasValue()"},
 		{Name: "encodable", Expression: encodable()}}
-	if len(e.c.SystemUsers) > 0 {
+	if len(c.SystemUsers) > 0 {
 		out = append(out, arv1.MatchCondition{Name: "not-controller-replicaset",
-			Expression: "!(request.resource.resource == 'replicasets' && " + anyMatch(e.c.SystemUsers, user) + ")"})
+			Expression: "!(request.resource.resource == 'replicasets' && " + anyMatch(c.SystemUsers, user) + ")"})
 	}
-	if e.c.BypassAuth {
+	if c.BypassAuth {
 		out = append(out, arv1.MatchCondition{Name: "no-legacy-label", Expression: "!" + legacy()})
+	}
+	if ps := propagators(c); len(ps) > 0 {
+		// The webhook copies the parent's stamp.
+		out = append(out, arv1.MatchCondition{Name: "not-propagator", Expression: "!" + anyMatch(ps, user)})
+	}
+	return out
+}
+
+// propagators are the patterns of c's propagators.
+func propagators(c *settings.Compiled) settings.Matcher {
+	var out settings.Matcher
+	for _, p := range c.Propagators {
+		out = append(out, p.Users...)
 	}
 	return out
 }
@@ -310,7 +302,7 @@ func legacy() string {
 
 // apply is the ApplyConfiguration that stamps the pods' metadata at meta
 // (an empty one for the other kinds, or a stamp past MaxStampBytes).
-func (e exprs) apply(meta string) string {
+func apply(meta string) string {
 	parts := strings.Split(meta, ".")
 	body := "{" + strconv.Quote(settings.UserInfoAnnotation) + ": variables.stamp}"
 	body = "Object." + meta + "{annotations: " + body + "}"
@@ -336,7 +328,7 @@ var validStamp = func() string {
 
 // validations are the ValidatingAdmissionPolicy's rules; with stamp, an
 // untrusted CREATE must carry exactly the stamp the floor writes.
-func (e exprs) validations(stamp bool) []arv1.Validation {
+func validations(c *settings.Compiled, stamp bool) []arv1.Validation {
 	k, d := strconv.Quote(settings.UserInfoAnnotation), strconv.Quote(settings.DirectoryGroupsAnnotation)
 	info := annotation("object", settings.UserInfoAnnotation)
 	create := "request.operation != 'CREATE' || " + sub + " != '' || request.resource.resource == 'bindings' || "
@@ -350,12 +342,12 @@ func (e exprs) validations(stamp bool) []arv1.Validation {
 			Message: "usher floor: annotation " + settings.DirectoryGroupsAnnotation + " may not be added, removed or changed on UPDATE"},
 		{Expression: "!(" + sub + " == 'binding' || request.resource.resource == 'bindings') || !object.?metadata.?annotations.orValue({}).exists(a, a in [" + k + ", " + d + "])",
 			Reason: ptr(metav1.StatusReasonForbidden), Message: "usher floor: a Binding may not carry annotation " + settings.UserInfoAnnotation + " or " + settings.DirectoryGroupsAnnotation},
-		{Expression: create + "!" + e.trusted() + " || !" + info + ".hasValue() || size(" + info + ".value()) > " + strconv.Itoa(MaxCheckedStampBytes) +
+		{Expression: create + "!" + trusted + " || !" + info + ".hasValue() || size(" + info + ".value()) > " + strconv.Itoa(MaxCheckedStampBytes) +
 			" || " + info + ".value().matches(" + strconv.Quote(validStamp) + ")", Reason: ptr(metav1.StatusReasonInvalid),
 			Message: "usher floor: annotation " + settings.UserInfoAnnotation + ` is not valid: want {"user":"…","groups":["…"]} with exactly these members, valid UTF-8 without U+FFFD`},
 	}
-	unstamped := "(request.resource.resource == 'replicasets' && " + anyMatch(e.c.SystemUsers, user) + ")"
-	if e.c.BypassAuth {
+	unstamped := "(request.resource.resource == 'replicasets' && " + anyMatch(c.SystemUsers, user) + ")"
+	if c.BypassAuth {
 		unstamped += " || " + legacy()
 	}
 	// Guarding only, the floor cannot know the directory's groups the
@@ -369,10 +361,10 @@ func (e exprs) validations(stamp bool) []arv1.Validation {
 		own = encodable() + " && " + info + ".orValue('') == variables.stamp"
 		msg = "usher floor: annotation " + settings.UserInfoAnnotation + " must be the stamp of the requester's own identity (remove it and it is stamped; " +
 			"a user name or group holding U+FFFD or invalid UTF-8 is stamped by the webhook only): "
-		out = append(out, arv1.Validation{Expression: create + e.trusted() + " || !" + annotation("object", settings.DirectoryGroupsAnnotation) + ".hasValue()",
+		out = append(out, arv1.Validation{Expression: create + trusted + " || !" + annotation("object", settings.DirectoryGroupsAnnotation) + ".hasValue()",
 			Reason: ptr(metav1.StatusReasonForbidden), Message: "usher floor: only usher writes annotation " + settings.DirectoryGroupsAnnotation})
 	}
-	own = create + e.trusted() + " || !" + info + ".hasValue() && (" + unstamped + ") || " + own
+	own = create + trusted + " || !" + info + ".hasValue() && (" + unstamped + ") || " + own
 	msg += "only controllers matching systemUsers, users matching externalUsers and members of groups matching externalGroups may supply another"
 	return append(out, arv1.Validation{Expression: own, Reason: ptr(metav1.StatusReasonForbidden), Message: msg})
 }

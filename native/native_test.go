@@ -491,3 +491,41 @@ func FuzzValidStamp(f *testing.F) {
 		}
 	})
 }
+
+// TestPropagatorsLeftToTheWebhook: the floor lets a propagator's copied
+// stamp through (only the webhook can read its parent) and does not stamp
+// what a propagator creates with the propagator's own identity, which the
+// webhook would then have to refuse as another identity than the parent's.
+func TestPropagatorsLeftToTheWebhook(t *testing.T) {
+	op := "system:serviceaccount:spark-operator:spark-operator-controller"
+	f, err := native.Compile(compiled(t, settings.Config{AccessControl: settings.AccessControl{
+		Propagators: []settings.Propagator{{Users: settings.Patterns{"^" + op + "$"}, Parents: []string{"Pod"}}}}}), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := string(settings.AppendUserInfo(nil, "alice", []string{"dev"}))
+	for _, c := range []struct {
+		user string
+		want bool
+	}{{op, true}, {"bob", false}} {
+		vars := map[string]any{"request": request("CREATE", "pods", "", c.user), "object": pod(map[string]string{settings.UserInfoAnnotation: alice}), "oldObject": types.NullValue}
+		if got := admits(t, f.Validating, vars); got != c.want {
+			t.Errorf("%s copies alice's stamp: admitted %v, want %v", c.user, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		user  string
+		stamp bool
+	}{{op, false}, {"bob", true}} {
+		vars := map[string]any{"request": request("CREATE", "pods", "", c.user), "object": pod(nil)}
+		stamps := true
+		for _, mc := range f.Mutating.Spec.MatchConditions {
+			if ok, _ := eval(t, program(t, mc.Expression, celgo.BoolType), vars); ok != true {
+				stamps = false
+			}
+		}
+		if stamps != c.stamp {
+			t.Errorf("%s's unstamped pod: the floor stamps it %v, want %v", c.user, stamps, c.stamp)
+		}
+	}
+}

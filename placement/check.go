@@ -72,8 +72,7 @@ func everyone(cp *policy.CompiledPartition, path string) bool {
 		}
 		path = path[:i]
 	}
-	ref, _ := cp.Lookup(path)
-	return ref.Decide(acl.NewSubject("", nil), policy.Submit).Allowed
+	return cp.Allows(path, acl.NewSubject("", nil), policy.Submit)
 }
 
 func checkPath(cp *policy.CompiledPartition, path string, create, dynamic bool) string {

@@ -85,10 +85,6 @@ func (c *compiler) filter(s FilterSpec, depth int) filter {
 	case "deny":
 		f.allow = false
 		if s.Type != "deny" {
-			// YuniKorn's validator accepts any case; its filter compares
-			// with "deny" exactly and so reads "Deny" as allow, letting
-			// only the listed users through. usher honours what was
-			// written.
 			c.add(depth, "filter.type", -1, true, "filter type %q: usher reads it as deny, but YuniKorn's scheduler compares with lower-case \"deny\" only and treats %q as allow (only the listed users and groups would pass); write deny", s.Type, s.Type)
 		}
 	default:

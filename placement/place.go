@@ -23,9 +23,7 @@ type Outcome int
 const (
 	NoQueue Outcome = iota // the rule produced no queue name (Step.Miss)
 	NotLeaf                // the queue is a parent queue
-	// Denied: the user may not submit to the queue (or, for a queue to
-	// create, to its nearest existing ancestor).
-	Denied
+	Denied                 // the user may not submit there (to create it: to its nearest existing ancestor)
 	Placed
 	Failed // a rule error stopped placement
 )
@@ -53,10 +51,9 @@ const (
 	MissNoGroup       // the user has no (primary or secondary) group
 )
 
-// Step is one rule tried, in order. Rule is -1 for the root.default
-// fallback.
+// Step is one rule tried, in order.
 type Step struct {
-	Rule    int
+	Rule    int // -1 for the root.default fallback
 	Outcome Outcome
 	Queue   string // the queue produced, "" for none
 	// Miss says why no queue was produced; MissBy names the parent rule
@@ -219,38 +216,33 @@ func judge(cp *policy.CompiledPartition, sub *acl.Subject, st *Step) (placed boo
 	}
 	// Has before Lookup: a miss is common here, and Lookup's error costs
 	// an allocation.
+	var ref policy.QueueRef
 	if cp.Has(st.Queue) {
-		ref, _ := cp.Lookup(st.Queue)
+		ref, _ = cp.Lookup(st.Queue)
 		if !ref.Leaf() {
 			st.Outcome = NotLeaf
 			return false, nil
 		}
-		st.Decision = ref.Decide(sub, policy.Submit)
-		if !st.Decision.Allowed {
-			st.Outcome = Denied
-			return false, nil
+	} else {
+		st.Create = true
+		cur := st.Queue
+		for !cp.Has(cur) || cur == st.Queue {
+			i := strings.LastIndexByte(cur, '.')
+			if i < 0 {
+				st.Outcome, st.Miss = NoQueue, MissNotExist
+				return false, nil
+			}
+			cur = cur[:i]
 		}
-		st.Outcome = Placed
-		return true, nil
+		ref, _ = cp.Lookup(cur)
+		st.Ancestor = ref.Path()
 	}
-	st.Create = true
-	cur := st.Queue
-	for !cp.Has(cur) || cur == st.Queue {
-		i := strings.LastIndexByte(cur, '.')
-		if i < 0 {
-			st.Outcome, st.Miss = NoQueue, MissNotExist
-			return false, nil
-		}
-		cur = cur[:i]
-	}
-	ref, _ := cp.Lookup(cur)
-	st.Ancestor = ref.Path()
 	st.Decision = ref.Decide(sub, policy.Submit)
 	if !st.Decision.Allowed {
 		st.Outcome = Denied
 		return false, nil
 	}
-	if ref.Leaf() {
+	if st.Create && ref.Leaf() {
 		return false, fmt.Errorf("%s cannot be created: its nearest existing ancestor %s is a leaf queue", st.Queue, ref.Path())
 	}
 	st.Outcome = Placed
@@ -275,12 +267,10 @@ func (r *rule) place(cp *policy.CompiledPartition, req *Request, st *Step) (stri
 	case Fixed:
 		child = r.value
 	case Tag:
-		v := tag(req.Tags, r.value)
-		if v == "" {
+		if child = tag(req.Tags, r.value); child == "" {
 			st.Miss, st.Detail = MissNoTag, r.value
 			return "", nil
 		}
-		child = v
 	case PrimaryGroup:
 		if len(groups) == 0 {
 			st.Miss = MissNoGroup

@@ -170,15 +170,12 @@ func (r *rule) String() string {
 // Problem is a mistake (or, with Warning set, a likely mistake) in a rule
 // list, located so that a configuration parser can point at it.
 type Problem struct {
-	// Rule is the index of the top-level rule.
-	Rule int
-	// Depth is 0 for the rule itself, 1 for its parent rule, and so on.
-	Depth int
+	Rule  int // the index of the top-level rule
+	Depth int // 0 for the rule itself, 1 for its parent rule, and so on
 	// Field is "" (the whole rule), "name", "value", "create",
 	// "filter.type", "filter.users" or "filter.groups".
-	Field string
-	// Entry is the index in filter.users or filter.groups, -1 otherwise.
-	Entry   int
+	Field   string
+	Entry   int // the index in filter.users or filter.groups, -1 otherwise
 	Warning bool
 	Msg     string
 }
@@ -195,9 +192,8 @@ func (p Problem) Error() string {
 }
 
 // Compile validates specs as YuniKorn's configuration validator and rule
-// constructors do, and compiles them. Problems holds every error and
-// warning; Rules is nil when any of them is an error. An empty list
-// compiles to Implicit().
+// constructors do, and compiles them; Rules is nil when any Problem is an
+// error. An empty list compiles to Implicit().
 func Compile(specs []Spec) (*Rules, []Problem) {
 	if len(specs) == 0 {
 		return Implicit(), nil
@@ -236,13 +232,11 @@ func (c *compiler) compile(s *Spec, depth int) *rule {
 		return nil
 	}
 	r := &rule{kind: Kind(strings.ToLower(s.Name)), create: s.Create}
-	if r.kind == SecondaryGroup {
-		r.create = false
-	}
 	switch r.kind {
 	case PrimaryGroup, SecondaryGroup:
 		c.add(depth, "name", -1, true, "%s is an usher extension (YARN Fair Scheduler's rule), not a YuniKorn rule: YuniKorn's scheduler cannot build it (a new partition then rejects every application, a reload is refused)", s.Name)
 		if r.kind == SecondaryGroup && s.Create {
+			r.create = false
 			c.add(depth, "create", -1, true, "the secondaryGroup rule only uses existing queues: create is ignored")
 		}
 		if s.Value != "" {
@@ -298,9 +292,8 @@ func (c *compiler) compile(s *Spec, depth int) *rule {
 	return r
 }
 
-// Names returns the user and group names the rules' filters list by name
-// (not those a regular expression matches), parent rules included,
-// sorted and without repeats.
+// Names returns the user and group names the rules' filters (parent rules
+// included) list by name, not by a regular expression; sorted, unique.
 func (rs *Rules) Names() (users, groups []string) {
 	us, gs := map[string]bool{}, map[string]bool{}
 	for _, r := range rs.rules {

@@ -29,20 +29,17 @@ import (
 	"github.com/usherhq/usher/acl"
 )
 
-// RootQueue is the name of every partition's root queue.
-const RootQueue = "root"
-
-// DefaultPartition is the partition used when a request names none.
-const DefaultPartition = "default"
+const (
+	RootQueue        = "root"    // every partition's root queue
+	DefaultPartition = "default" // used when a request names none
+)
 
 // Action is what a user wants to do on a queue.
 type Action int
 
 const (
-	// Submit is adding an application to a queue.
-	Submit Action = iota
-	// Admin is administering a queue and its applications (killing them).
-	Admin
+	Submit Action = iota // adding an application to a queue
+	Admin                // administering a queue and its applications (killing them)
 )
 
 func (a Action) String() string {
@@ -78,13 +75,11 @@ type Queue struct {
 
 // Partition is a partition as configured.
 type Partition struct {
-	Name string
-	Root *Queue
-	// AdminACL, when set, makes its members admins of every queue, as
-	// YARN's yarn.admin.acl does.
-	AdminACL *acl.ACL
-	// DefaultQueue is the queue used when a request names none. Empty means
-	// root.default when that queue exists, else root.
+	Name     string
+	Root     *Queue
+	AdminACL *acl.ACL // admins of every queue, as YARN's yarn.admin.acl
+	// DefaultQueue is used when a request names none; "" is root.default
+	// when that queue exists, else root.
 	DefaultQueue string
 }
 
@@ -92,20 +87,16 @@ type Partition struct {
 type ACLName string
 
 const (
-	// SubmitACL is a queue's submitacl.
-	SubmitACL ACLName = "submitacl"
-	// AdminACL is a queue's adminacl.
-	AdminACL ACLName = "adminacl"
-	// ClusterAdminACL is the partition's adminacl.
-	ClusterAdminACL ACLName = "partition adminacl"
+	SubmitACL       ACLName = "submitacl"          // a queue's
+	AdminACL        ACLName = "adminacl"           // a queue's
+	ClusterAdminACL ACLName = "partition adminacl" // the partition's
 )
 
 // Origin is one ACL in check order: which queue, which of its ACLs.
 type Origin struct {
 	Queue string
 	ACL   ACLName
-	// Rule is the ACL itself, nil when it is not set.
-	Rule *acl.ACL
+	Rule  *acl.ACL // nil when not set
 }
 
 // Grant is the entry that allowed a decision.
@@ -144,8 +135,7 @@ type Decision struct {
 	Queue     string
 	Action    Action
 	User      string
-	// By is the ACL entry that allowed the action; zero when denied.
-	By Grant
+	By        Grant // the ACL entry that allowed the action; zero when denied
 }
 
 // Reason renders the decision as one sentence.

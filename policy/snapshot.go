@@ -51,9 +51,7 @@ type compiledQueue struct {
 	leaf   bool
 	spec   *Queue
 	parent *compiledQueue
-	// grants is set when an ACL of the queue or an ancestor names anyone
-	// (the partition admin ACL aside).
-	grants bool
+	grants bool // an ACL of the queue or an ancestor names anyone (the partition's aside)
 }
 
 // aclRef is one ACL of a queue: its submit or its admin ACL. The zero
@@ -183,11 +181,7 @@ func (s *Snapshot) Decide(partition, queue string, sub *acl.Subject, action Acti
 	return p.Decide(queue, sub, action)
 }
 
-// Name returns the partition's name.
 func (p *CompiledPartition) Name() string { return p.name }
-
-// DefaultQueue returns the queue used when a request names none.
-func (p *CompiledPartition) DefaultQueue() string { return p.defaultQueue }
 
 // Has reports whether the partition has the queue.
 func (p *CompiledPartition) Has(queue string) bool {
@@ -310,10 +304,8 @@ func (p *CompiledPartition) Allows(queue string, sub *acl.Subject, action Action
 // Step is one ACL of an explanation trail.
 type Step struct {
 	Origin
-	// Match is the entry that allowed, Kind None when the ACL did not.
-	Match acl.Match
-	// Reached is false for ACLs after the deciding one.
-	Reached bool
+	Match   acl.Match // the entry that allowed, Kind None when the ACL did not
+	Reached bool      // false for ACLs after the deciding one
 }
 
 // Explain returns the decision together with the whole trail: every ACL

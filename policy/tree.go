@@ -6,18 +6,14 @@ import "github.com/usherhq/usher/acl"
 // ACLs, not the inherited ones. Tools that compare configurations (the
 // impact diff) walk these.
 type QueueInfo struct {
-	// Path is the canonical (lower case) path, e.g. root.a.b.
-	Path string
-	// Parent is the parent's path, "" for root.
-	Parent string
-	// SubmitACL and AdminACL are the queue's own ACLs, nil when not set.
+	Path      string // canonical (lower case): root.a.b
+	Parent    string // "" for root
 	SubmitACL *acl.ACL
 	AdminACL  *acl.ACL
 }
 
 // Tree returns every queue of the partition with its own ACLs, depth
-// first in configured order, so a parent always comes before its
-// children.
+// first in configured order: a parent before its children.
 func (p *CompiledPartition) Tree() []QueueInfo {
 	out := make([]QueueInfo, len(p.order))
 	for i, q := range p.order {

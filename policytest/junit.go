@@ -71,14 +71,10 @@ func (rep Report) WriteJUnit(w io.Writer) error {
 		out.Suites = append(out.Suites, s)
 	}
 	out.Time = fmt.Sprintf("%.3f", total)
-	if _, err := io.WriteString(w, xml.Header); err != nil {
+	b, err := xml.MarshalIndent(out, "", "  ")
+	if err != nil {
 		return err
 	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(out); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
+	_, err = fmt.Fprintf(w, "%s%s\n", xml.Header, b)
 	return err
 }

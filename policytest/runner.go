@@ -90,17 +90,14 @@ type FileReport struct {
 }
 
 type CaseReport struct {
-	Name string `json:"name"`
-	Line int    `json:"line"`
-	// Kind is decision, application, placement or admission.
-	Kind     string `json:"kind"`
-	Passed   bool   `json:"passed"`
-	Expected string `json:"expected"`
-	Got      string `json:"got"`
-	// Problems lists each expectation not met.
-	Problems []string `json:"problems,omitempty"`
-	// Reproduce is the usher command that shows the same decision.
-	Reproduce string `json:"reproduce,omitempty"`
+	Name      string   `json:"name"`
+	Line      int      `json:"line"`
+	Kind      string   `json:"kind"` // decision, application, placement or admission
+	Passed    bool     `json:"passed"`
+	Expected  string   `json:"expected"`
+	Got       string   `json:"got"`
+	Problems  []string `json:"problems,omitempty"`  // each expectation not met
+	Reproduce string   `json:"reproduce,omitempty"` // the usher command that shows the same decision
 	// Trail is what the reproducing command prints, or the admission
 	// response and audit record; only for failures.
 	Trail   string        `json:"trail,omitempty"`
@@ -208,14 +205,13 @@ func (r *caseRunner) decision(ctx context.Context, c testCase) CaseReport {
 	action, _ := policy.ParseAction(c.Action)
 	req := engine.Request{Partition: c.Partition, Queue: c.Queue, User: c.User, Groups: c.Groups, Action: action}
 	res, err := r.e.Check(ctx, req)
-	args := r.baseArgs("explain", c)
+	cr.args = r.baseArgs("explain", c)
 	if c.Queue != "" {
-		args = append(args, "--queue", c.Queue)
+		cr.args = append(cr.args, "--queue", c.Queue)
 	}
 	if c.Action != "submit" {
-		args = append(args, "--action", c.Action)
+		cr.args = append(cr.args, "--action", c.Action)
 	}
-	cr.args = args
 	cr.explain = func(w io.Writer) {
 		res, steps, err := r.e.Explain(ctx, req)
 		if err != nil {
@@ -262,8 +258,7 @@ func (r *caseRunner) application(ctx context.Context, c testCase) CaseReport {
 	cr := CaseReport{Kind: "application", Expected: c.Expect}
 	action, _ := application.ParseAction(c.Action)
 	app := application.Application{ID: c.app.ID, Owner: c.app.Owner, Queue: c.app.Queue}
-	args := r.baseArgs("app", c)
-	args = append(args, "--owner", c.app.Owner, "--action", c.Action)
+	args := append(r.baseArgs("app", c), "--owner", c.app.Owner, "--action", c.Action)
 	for _, f := range []struct {
 		flag string
 		v    string
@@ -289,8 +284,7 @@ func (r *caseRunner) application(ctx context.Context, c testCase) CaseReport {
 		}
 		*f.dst = &a
 	}
-	args = append(args, "--explain")
-	cr.args = args
+	cr.args = append(args, "--explain")
 	d, in, err := r.e.DecideApplication(ctx, engine.AppRequest{Partition: c.Partition, User: c.User, Groups: c.Groups,
 		App: app, Action: action, Target: c.app.TargetQueue})
 	cr.explain = func(w io.Writer) {
@@ -312,14 +306,13 @@ func (r *caseRunner) application(ctx context.Context, c testCase) CaseReport {
 
 func (r *caseRunner) place(ctx context.Context, c testCase) CaseReport {
 	cr := CaseReport{Kind: "placement", Expected: c.Expect}
-	args := r.baseArgs("place", c)
+	cr.args = r.baseArgs("place", c)
 	if c.Queue != "" {
-		args = append(args, "--queue", c.Queue)
+		cr.args = append(cr.args, "--queue", c.Queue)
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Tags)) {
-		args = append(args, "--tag", k+"="+c.Tags[k])
+		cr.args = append(cr.args, "--tag", k+"="+c.Tags[k])
 	}
-	cr.args = args
 	res, err := r.e.Place(ctx, engine.PlaceRequest{Partition: c.Partition, Queue: c.Queue, Tags: c.Tags, User: c.User, Groups: c.Groups, Explain: true})
 	cr.explain = func(w io.Writer) {
 		if err != nil {
@@ -455,11 +448,10 @@ func buildReview(i int, c testCase) ([]byte, error) {
 		UserInfo:  authenticationv1.UserInfo{Username: c.User, Groups: c.Groups},
 	}
 	req.RequestKind, req.RequestResource = &req.Kind, &req.Resource
-	switch {
-	case spec.Operation == "DELETE" && spec.oldObject == nil:
+	if spec.Operation == "DELETE" && spec.oldObject == nil {
 		// The API server sends the object being deleted as oldObject.
 		req.OldObject = runtime.RawExtension{Raw: spec.object}
-	default:
+	} else {
 		req.Object = runtime.RawExtension{Raw: spec.object}
 		if spec.oldObject != nil {
 			req.OldObject = runtime.RawExtension{Raw: spec.oldObject}
@@ -530,9 +522,8 @@ func (r *Report) Add(fr FileReport) {
 	}
 }
 
-// WriteText writes one line per case, a failure with its problems, the
-// reproducing command and the trail, and the summary "N passed, M
-// failed".
+// WriteText writes one line per case, with a failure's problems,
+// reproducing command and trail, then the summary "N passed, M failed".
 func (rep Report) WriteText(w io.Writer) {
 	for _, f := range rep.Files {
 		fmt.Fprintf(w, "%s (config %s)\n", f.File, f.Config)
@@ -571,9 +562,8 @@ func shellJoin(args []string) string {
 	return strings.Join(out, " ")
 }
 
-// settle records the verdict of a decision case: the error, or allowed or
-// denied against the expectation. It reports whether the case may go on
-// to check what decided.
+// settle records a decision case's verdict, or its error, against the
+// expectation; it reports whether what decided is worth checking.
 func (cr *CaseReport) settle(expect string, allowed bool, err error) bool {
 	if err != nil {
 		cr.Got = "error: " + err.Error()

@@ -183,7 +183,6 @@ func Read(path string) (*File, error) {
 		}
 		return nil, p.errAt(at, "cases: want a list of one or more cases")
 	}
-	// Every case is checked, so that all its mistakes are reported at once.
 	names := map[string]int{}
 	var errs []error
 	for _, n := range casesNode.Content {
@@ -220,9 +219,8 @@ func (p fileParser) yamlError(err error) error {
 }
 
 // decode checks that n is a mapping whose keys are the yaml tags of the
-// struct dst points to, and sets each field from its key's value: a
-// string, a list of strings, a mapping of strings, or the node itself.
-// It returns each given key's value node, for positions.
+// struct dst points to and sets each field from its key's value; it
+// returns each given key's value node, for positions.
 func (p fileParser) decode(n *yaml.Node, prefix string, dst any) (map[string]*yaml.Node, error) {
 	if n.Kind != yaml.MappingNode {
 		return nil, p.errAt(n, "want a mapping, got %s", yamlnode.Kind(n))
@@ -436,15 +434,12 @@ func (p fileParser) testCase(n *yaml.Node) (testCase, error) {
 			return c, p.errAt(app, "targetQueue is only used with action move")
 		}
 	}
-	switch c.kind {
-	case casePlace:
+	if c.kind == casePlace {
 		if c.Expect != "rejected" && !strings.Contains(c.Expect, ".") && !strings.EqualFold(c.Expect, "root") {
 			return c, p.errAt(expect, "expect: a placement case expects rejected or the queue it is placed in (root.a.b), not %q", c.Expect)
 		}
-	default:
-		if c.Expect != "allowed" && c.Expect != "denied" {
-			return c, p.errAt(expect, "expect: want allowed or denied, not %q", c.Expect)
-		}
+	} else if c.Expect != "allowed" && c.Expect != "denied" {
+		return c, p.errAt(expect, "expect: want allowed or denied, not %q", c.Expect)
 	}
 	if c.DecidedBy != nil {
 		if c.kind == casePlace {

@@ -50,8 +50,7 @@ func (g *Graph) node(label string, c Class) int {
 // mermaidText escapes a quoted Mermaid label.
 var mermaidText = strings.NewReplacer(`"`, "#quot;", "<", "#lt;", ">", "#gt;", "#", "#35;", "\n", "<br/>")
 
-// Write writes g as format: dot (a Graphviz digraph) or mermaid (a
-// Mermaid flowchart).
+// Write writes g as a Graphviz digraph (format dot) or a Mermaid flowchart.
 func (g *Graph) Write(w io.Writer, format string) error {
 	var b strings.Builder
 	if format == "dot" {
@@ -90,8 +89,7 @@ func class(ok bool) Class {
 	return map[bool]Class{true: Yes, false: No}[ok]
 }
 
-// Access is the queue tree of usher access, green where the user may
-// submit.
+// Access is the queue tree of usher access, green where the user may submit.
 func Access(res engine.AccessResult) *Graph {
 	g := &Graph{Title: fmt.Sprintf("rights of %s in partition %s", res.Identity.User, res.Partition)}
 	at := map[string]int{}
@@ -106,9 +104,8 @@ func Access(res engine.AccessResult) *Graph {
 	return g
 }
 
-// Diff is usher diff's answer: an arrow from whoever gains (green) or
-// loses (red) a right to the queue where it starts, and from whoever is
-// placed elsewhere to the old and the new queue.
+// Diff is usher diff's answer: arrows from whoever gains (green) or loses (red) a
+// right to the queue where it starts, and from whoever moves to the old and new queue.
 func Diff(res *impact.Result) *Graph {
 	g := &Graph{Title: fmt.Sprintf("rights from %s to %s", res.Old, res.New)}
 	at := map[string]int{}
@@ -138,8 +135,7 @@ func Diff(res *impact.Result) *Graph {
 	return g
 }
 
-// Place is usher place's answer: the request, each rule tried, and where
-// the application goes.
+// Place is usher place's answer: the request, each rule tried, where it goes.
 func Place(res *engine.PlaceResult) *Graph {
 	g := &Graph{Title: "placement of an application of " + res.Identity.User}
 	prev := g.node(fmt.Sprintf("user %s\ngroups %s", res.Identity.User, strings.Join(res.Identity.Groups, ", ")), "")

@@ -30,8 +30,7 @@ table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border-bottom:1px solid
 .g{display:inline-block;margin:1px 4px 1px 0;padding:0 5px;border-radius:4px;background:#ddf4ff}.g.inh{background:#f6f8fa;color:#57606a}
 .m{color:#57606a;font-size:12px}.gain{background:#dafbe1}.loss{background:#ffebe9}pre span{display:block}code,pre{font-size:13px}`
 
-// Write writes the page: HTML with its style inline and no script or
-// outside resource.
+// Write writes the page: HTML, its style inline, no script or outside resource.
 func (p *Page) Write(w io.Writer) error {
 	cp, err := p.Config.Snapshot.Partition(p.Partition)
 	if err != nil {

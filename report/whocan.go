@@ -1,7 +1,6 @@
-// Package report shows people what a configuration means: who may act on
-// a queue (usher who-can), the answers of usher access, diff and place as
-// Graphviz DOT and Mermaid pictures, and one self-contained HTML page of
-// all three (usher report).
+// Package report shows people what a configuration means: who may act on a
+// queue (usher who-can), usher access, diff and place as Graphviz DOT and
+// Mermaid pictures, and one self-contained HTML page of all three (usher report).
 package report
 
 import (
@@ -20,25 +19,20 @@ import (
 
 // Grant is one ACL entry that lets someone act on a queue.
 type Grant struct {
-	Queue string `json:"queue,omitempty"` // "" for the partition's adminacl
-	ACL   string `json:"acl"`             // submitacl, adminacl or partition adminacl
-	Kind  string `json:"kind"`            // user, group or wildcard
-	Name  string `json:"name"`            // "*" for the wildcard
-	// Members are the group's members the partition's resolver lists.
-	Members []string `json:"members,omitempty"`
+	Queue   string   `json:"queue,omitempty"`   // "" for the partition's adminacl
+	ACL     string   `json:"acl"`               // submitacl, adminacl or partition adminacl
+	Kind    string   `json:"kind"`              // user, group or wildcard
+	Name    string   `json:"name"`              // "*" for the wildcard
+	Members []string `json:"members,omitempty"` // the group's members its resolver lists
 }
 
-// WhoCan is every ACL entry that allows an action on a queue, in the order
-// a decision checks them (the queue's, then its parents', then the
-// partition's adminacl).
+// WhoCan is every ACL entry allowing an action on a queue, in decision order.
 type WhoCan struct {
 	Partition string  `json:"partition"`
 	Queue     string  `json:"queue"`
 	Action    string  `json:"action"`
 	Grants    []Grant `json:"grants"`
-	// Members says where group members come from, or why they are not
-	// listed.
-	Members string `json:"members"`
+	Members   string  `json:"members"` // where group members come from, or why they are not listed
 }
 
 // Who answers who may perform action on queue of partition in cfg.
@@ -82,8 +76,7 @@ func Who(cfg *config.Config, partition, queue string, action policy.Action) (*Wh
 // lister lists a group's members: a file or test resolver's table.
 type lister interface{ Members(group string) []string }
 
-// membersOf returns the lister of the partition's resolver, nil when it
-// has none, and a note saying which.
+// membersOf returns the partition resolver's lister (nil without one) and a note.
 func membersOf(cfg *config.Config, partition string) (lister, string) {
 	i := slices.IndexFunc(cfg.Partitions, func(p config.Partition) bool { return strings.EqualFold(p.Name, partition) })
 	r := cfg.Partitions[i].Resolver
@@ -97,8 +90,7 @@ func membersOf(cfg *config.Config, partition string) (lister, string) {
 	return nil, fmt.Sprintf("not enumerated: the %s resolver cannot list a group's members", cmp.Or(r.Type, resolvers.TypeNone))
 }
 
-// Text writes w for people: one line per entry, a group's with its
-// members.
+// Text writes w for people: a line per entry, a group's with its members.
 func (w *WhoCan) Text(out io.Writer) {
 	fmt.Fprintf(out, "who may %s %s (partition %s), in check order:\n", w.Action, w.Queue, w.Partition)
 	if len(w.Grants) == 0 {

@@ -28,9 +28,8 @@ import (
 
 // The wire types of POST /v1/access, shared with the kubectl plugin.
 type (
-	AccessRequest     = decision.AccessRequest
-	AccessApplication = decision.AccessApplication
-	AccessResponse    = decision.Output
+	AccessRequest  = decision.AccessRequest
+	AccessResponse = decision.Output
 )
 
 // badRequest answers with the JSON error body (package httperr).
@@ -148,6 +147,27 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 		command = "explain"
 	}
 	s.answer(w, answer.Decided(command, res, steps, req.Explain))
+}
+
+// serveQueues answers "queues": true: every queue of the partition with
+// what the user may do there, and the user's groups.
+func (s *Server) serveQueues(w http.ResponseWriter, r *http.Request, req *AccessRequest, caller auth.User) {
+	switch {
+	case req.Queue != "", req.Action != "", req.Place, req.Tags != nil, req.Application != nil, req.TargetQueue != "", req.Explain:
+		badRequest(w, http.StatusBadRequest, "queues lists every queue of the partition: give only partition, user and groups")
+		return
+	}
+	start := time.Now()
+	g := s.serving.Current()
+	res, err := g.Access(r.Context(), req.Partition, req.User, req.Groups)
+	if err != nil {
+		s.decisionError(w, r, g, caller, req, "queues", err)
+		return
+	}
+	s.metrics.decisionLatency.Observe(time.Since(start).Seconds())
+	s.audit("access", "user", res.Identity.User, "groups", res.Identity.Groups, "partition", res.Partition, "action", "queues", "allowed", true,
+		"caller", caller.Name, "requestID", requestID(r))
+	s.answer(w, answer.Queues(res))
 }
 
 // countDecision counts a decision by action and outcome, and its latency.
@@ -308,6 +328,9 @@ func (s *Server) auditReview(rec admission.Record) {
 	s.metrics.reviews.WithLabelValues(admission.MetricKind(rec.Kind), admission.MetricOperation(rec.Operation), outcomeOf(rec)).Inc()
 	if rec.Degraded {
 		s.metrics.degradedStamps.Inc()
+	}
+	if rec.UnstampedParent != "" {
+		s.metrics.unstamped.Inc()
 	}
 	if d := rec.Denial; d != nil {
 		s.metrics.denials.WithLabelValues(string(d.Reason), fmt.Sprint(d.Warned)).Inc()

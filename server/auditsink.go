@@ -23,16 +23,14 @@ func (h *splitHandler) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 func (h *splitHandler) Handle(ctx context.Context, r slog.Record) error {
+	to := h.logs
 	if r.Message == AuditMessage {
-		if !h.audit.Enabled(ctx, r.Level) {
-			return nil
-		}
-		return h.audit.Handle(ctx, r)
+		to = h.audit
 	}
-	if !h.logs.Enabled(ctx, r.Level) {
+	if !to.Enabled(ctx, r.Level) {
 		return nil
 	}
-	return h.logs.Handle(ctx, r)
+	return to.Handle(ctx, r)
 }
 
 func (h *splitHandler) WithAttrs(as []slog.Attr) slog.Handler {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/usherhq/usher/auth"
@@ -39,7 +41,7 @@ type accessAuth struct {
 	authz       auth.Authorizer
 	kube        bool
 	clientCerts bool
-	modes       string
+	proxied     bool // the aggregation layer's front proxy (Options.AggregatedAPI)
 }
 
 // setupAccessAuth builds what Options.AccessAuth asks for.
@@ -58,11 +60,11 @@ func (s *Server) setupAccessAuth() error {
 		}
 		want[m] = true
 	}
+	joined := strings.Join(modes, ",")
 	if (want[AccessAuthNone] || want[AccessAuthAuto]) && len(want) > 1 {
-		return fmt.Errorf("--access-auth %s: auto and none cannot be combined with other values", strings.Join(modes, ","))
+		return fmt.Errorf("--access-auth %s: auto and none cannot be combined with other values", joined)
 	}
 	a := &s.access
-	a.modes = strings.Join(modes, ",")
 	if want[AccessAuthNone] {
 		a.off = true
 		s.log.Warn("AUTHENTICATION IS OFF (--access-auth none): anyone who can reach this server gets any user's decisions and directory groups from /v1/access and reads /metrics; use it for local use and tests only")
@@ -70,7 +72,7 @@ func (s *Server) setupAccessAuth() error {
 	}
 	auto := want[AccessAuthAuto]
 	if o.ClientCAFile != "" && !auto && !want[AccessAuthClientCert] {
-		return fmt.Errorf("--client-ca is given but --access-auth %s does not include client-cert", a.modes)
+		return fmt.Errorf("--client-ca is given but --access-auth %s does not include client-cert", joined)
 	}
 	var authns []auth.Authenticator
 	var authzs []auth.Authorizer
@@ -113,6 +115,24 @@ func (s *Server) setupAccessAuth() error {
 		authns = append([]auth.Authenticator{cc}, authns...)
 		a.clientCerts = true
 	}
+	if o.AggregatedAPI {
+		if s.kube == nil {
+			return fmt.Errorf("--aggregated-api needs cluster credentials to read the front proxy's CA: %w", s.kubeErr)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cm, err := s.kube.Core.ConfigMaps("kube-system").Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("--aggregated-api: reading kube-system/extension-apiserver-authentication: %w", err)
+		}
+		rh, err := auth.NewRequestHeader(cm.Data)
+		if err != nil {
+			return fmt.Errorf("--aggregated-api: %w", err)
+		}
+		// First: a proxied request carries the API server's certificate only.
+		authns = append([]auth.Authenticator{rh}, authns...)
+		a.proxied = true
+	}
 	a.authz = auth.UnionAuthorizer(authzs...)
 	switch len(authns) {
 	case 0:
@@ -123,7 +143,7 @@ func (s *Server) setupAccessAuth() error {
 	default:
 		a.authn = auth.Union(authns...)
 	}
-	s.log.Info("access authentication", "kubernetes", a.kube, "clientCert", a.clientCerts, "privilegedGroups", privileged)
+	s.log.Info("access authentication", "kubernetes", a.kube, "clientCert", a.clientCerts, "aggregatedAPI", a.proxied, "privilegedGroups", privileged)
 	return nil
 }
 

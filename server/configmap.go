@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -144,11 +145,7 @@ func (c *cmSource) merged(objs []*corev1.ConfigMap, override *corev1.ConfigMap) 
 			versions = append(versions, r.String()+"@absent")
 			continue
 		}
-		rv := cm.ResourceVersion
-		if rv == "" {
-			rv = "new"
-		}
-		versions = append(versions, r.String()+"@"+rv)
+		versions = append(versions, r.String()+"@"+cmp.Or(cm.ResourceVersion, "new"))
 		maps.Copy(data, cm.Data)
 		for k := range cm.Data {
 			owners[k] = r
@@ -171,12 +168,6 @@ func (c *cmSource) object(objs []*corev1.ConfigMap, r ConfigMapRef) *corev1.Conf
 		return objs[i]
 	}
 	return nil
-}
-
-// ref returns the ref of ns/name and whether usher reads it.
-func (c *cmSource) ref(ns, name string) (ConfigMapRef, bool) {
-	r := ConfigMapRef{Namespace: ns, Name: name}
-	return r, slices.Contains(c.refs, r)
 }
 
 // run watches the ConfigMaps and reloads on every change until ctx is done.
@@ -259,13 +250,6 @@ func (s *Server) event(ref ConfigMapRef, obj *corev1.ConfigMap, typ, reason, msg
 	if _, err := c.client.Events(ref.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 		s.log.Warn("could not record an Event on the ConfigMap", "configmap", ref.String(), "reason", reason, "err", err)
 	}
-}
-
-// loadConfigMaps loads the merged data with opts.
-func (s *Server) loadConfigMaps(objs []*corev1.ConfigMap, override *corev1.ConfigMap, opts ...config.Option) (*config.Config, [32]byte, string, ConfigMapRef, error) {
-	data, name, owner, gen := s.cm.merged(objs, override)
-	cfg, err := config.FromConfigMap(name, data, append(opts, config.WithEnv(s.opts.Getenv))...)
-	return cfg, dataSum(data), gen, owner, err
 }
 
 func shortSum(sum [32]byte) string { return hex.EncodeToString(sum[:6]) }

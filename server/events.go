@@ -26,20 +26,19 @@ import (
 // (docs/audit.md).
 const DenialEventAnnotation = "usher.io/denial"
 
-const reportingController = "usher.io/usher"
-
-// The rate limits of denial Events per namespace; unverified senders,
-// who may forge denials, have half of them and a shared bucket.
 const (
+	reportingController = "usher.io/usher"
+	// The rate limits of denial Events per namespace; unverified senders,
+	// who may forge denials, have half of them and a shared bucket.
 	eventBurst      = 25
 	eventQPS        = 0.1
 	unverifiedBurst = 25
 	unverifiedQPS   = 1
+	// maxEventMessage keeps a message under the API server's 1 KiB with the
+	// correlator's "(combined from similar events): " prefix.
+	maxEventMessage = 900
+	eventNamespaces = 4096 // the namespaces whose buckets are kept
 )
-
-// maxEventMessage keeps a message under the API server's 1 KiB with the
-// correlator's "(combined from similar events): " prefix.
-const maxEventMessage = 900
 
 // denialEvents records every (warned) admission denial as an Event on the
 // object's namespace, off the request path: rate limits apply before
@@ -53,8 +52,6 @@ type denialEvents struct {
 
 // eventBuckets are a namespace's token buckets: verified, unverified.
 type eventBuckets [2]flowcontrol.PassiveRateLimiter
-
-const eventNamespaces = 4096
 
 // newDenialEvents starts a broadcaster that writes Events through client.
 func newDenialEvents(client corev1client.EventsGetter, instance string, log *slog.Logger) *denialEvents {

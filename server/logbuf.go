@@ -7,10 +7,9 @@ import (
 	"time"
 )
 
-// BufferedWriter batches log and audit lines and never makes its caller
-// wait for w, so a stalled log pipe holds no review up. Lines reach w at
-// 64 KiB, every interval and on Close; past MaxPending they are dropped
-// and counted.
+// BufferedWriter batches log and audit lines and never makes its caller wait
+// for w, so a stalled log pipe holds no review up. Lines reach w at 64 KiB,
+// every interval and on Close; past MaxPending they are dropped and counted.
 type BufferedWriter struct {
 	w       io.Writer
 	mu      sync.Mutex // guards pending and spare

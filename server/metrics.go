@@ -31,6 +31,7 @@ type metrics struct {
 	webhookCallers  *prometheus.CounterVec
 	webhookMode     *prometheus.GaugeVec
 	degradedStamps  prometheus.Counter
+	unstamped       prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry, st *serving.Store) *metrics {
@@ -93,6 +94,8 @@ func newMetrics(reg *prometheus.Registry, st *serving.Store) *metrics {
 		Name: "usher_shed_connections_total",
 		Help: "Connections closed as soon as accepted because MaxConns were open.",
 	})
+	m.unstamped = prometheus.NewCounter(prometheus.CounterOpts{Name: "usher_unstamped_parents_total",
+		Help: "Objects propagators created from a parent without user.info, stamped with the propagator's identity (unstampedParents: propagatorIdentity); the audit record names the parent."})
 	m.degradedStamps = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "usher_admission_degraded_stamps_total",
 		Help: "Objects stamped with the API server's groups only because the directory did not answer (stampGroupsOnError: given); the stamp is marked usher.io/directory-groups: unavailable.",
@@ -116,7 +119,7 @@ func newMetrics(reg *prometheus.Registry, st *serving.Store) *metrics {
 		m.tokenReviews.WithLabelValues(r)
 	}
 	reg.MustRegister(m.accessChanges, m.decisions, m.decisionLatency, m.reviews, m.denials, m.requests, m.reloads, m.lastReload, m.panics, m.accessAuth, m.shed, m.groupsOver, m.tokenReviews, m.connsRefused, m.webhookCallers, m.webhookMode,
-		m.degradedStamps, cacheCollector{st}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.degradedStamps, m.unstamped, cacheCollector{st}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

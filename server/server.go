@@ -44,6 +44,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/auth"
 	"github.com/usherhq/usher/cluster"
 	"github.com/usherhq/usher/config"
@@ -71,26 +72,23 @@ type Options struct {
 	WebhookAddr     string
 	WebhookListener net.Listener
 	// WebhookAuth is WebhookAuthClientCert (default), WebhookAuthReport
-	// or WebhookAuthNone (webhookauth.go).
-	WebhookAuth string
-	// WebhookClientCAFile is the PEM bundle of the CAs of the API server's
-	// client certificate, never ClientCAFile's; required by
-	// WebhookAuthClientCert.
+	// or WebhookAuthNone. WebhookClientCAFile is the PEM bundle of the CAs
+	// of the API server's client certificate (never ClientCAFile's),
+	// required by WebhookAuthClientCert; WebhookClientCNs are its allowed
+	// common names, default ["kube-apiserver"].
+	WebhookAuth         string
 	WebhookClientCAFile string
-	// WebhookClientCNs are its allowed common names. Default ["kube-apiserver"].
-	WebhookClientCNs []string
+	WebhookClientCNs    []string
 	// TLSCertFile and TLSKeyFile: both or neither. Default: a self-signed
 	// certificate for localhost, 127.0.0.1 and ::1.
 	TLSCertFile, TLSKeyFile string
 	Logger                  *slog.Logger // logs and audit records; default JSON to stderr
 	AuditLog                io.Writer    // when set, receives the audit records instead of Logger
 	NoAudit                 bool         // switches the audit records off
-	// NoDenialEvents switches off the Event of each admission denial
-	// (events.go), else recorded whenever cluster credentials load.
-	NoDenialEvents bool
-	// AuditDropped, when set, counts the audit lines the sink dropped
-	// (usher_audit_records_dropped_total).
-	AuditDropped    func() uint64
+	// NoDenialEvents switches off the Event of each admission denial,
+	// else recorded whenever cluster credentials load.
+	NoDenialEvents  bool
+	AuditDropped    func() uint64 // the audit lines the sink dropped, when set
 	ReloadInterval  time.Duration // how often the file is checked; default 2s
 	ShutdownTimeout time.Duration // bounds graceful shutdown; default 10s
 	MaxAccessBody   int64         // caps a /v1/access request; default 64 KiB
@@ -102,13 +100,12 @@ type Options struct {
 	// with warnings too (--validate-config-warnings=refuse); default:
 	// admitted, the warnings returned to kubectl.
 	RefuseConfigWarnings bool
-	// BodyMemory is what the bodies being read may hold at once (shed.go);
-	// a request that does not fit gets 429 before its body is read.
-	// Default 48 MiB: six bodies of the API server's 3 MiB.
+	// BodyMemory is what the bodies being read may hold at once; a request
+	// that does not fit gets 429 unread. Default 48 MiB: six bodies of 3 MiB.
 	BodyMemory int64
 	// SmallBodyReserve is memory beside BodyMemory for bodies of at most
-	// SmallBody bytes, so ordinary reviews pass while large bodies take
-	// all of BodyMemory. Default 8 MiB and 256 KiB.
+	// SmallBody bytes, so ordinary reviews pass while large bodies take all
+	// of BodyMemory. Default 8 MiB and 256 KiB.
 	SmallBodyReserve int64
 	SmallBody        int64
 	// BodyReadTimeout bounds a body's arrival once it has memory.
@@ -120,13 +117,11 @@ type Options struct {
 	ReadHeaderTimeout    time.Duration // bounds reading headers; default 5s
 	MaxHeaderBytes       int           // caps a request's headers; default 64 KiB
 	MaxConcurrentStreams int           // caps the HTTP/2 streams of a connection; default 100
-	// MaxConns caps the open connections, a quarter of them the webhook
-	// listener's own so a flood on one port does not close the other.
-	// Default 1024.
+	// MaxConns caps the open connections (default 1024), a quarter of them
+	// the webhook listener's own so a flood on one port does not close the other.
 	MaxConns int
 	// MaxStreamBuffer and MaxConnBuffer are the HTTP/2 flow-control
-	// windows, memory the body budget does not see. Default 256 KiB and
-	// 512 KiB.
+	// windows, memory the body budget does not see. Default 256 and 512 KiB.
 	MaxStreamBuffer, MaxConnBuffer int
 	// Getenv reads ADMISSION_CONTROLLER_* overrides. Default os.LookupEnv.
 	Getenv func(string) (string, bool)
@@ -141,11 +136,16 @@ type Options struct {
 	// ClientCAFile is the PEM bundle of the CAs of callers' client
 	// certificates (user: the CN, groups: the organizations). Default "": none.
 	ClientCAFile string
+	// AggregatedAPI serves /v1/access as access.usher.io/v1alpha1
+	// accessreviews to kube-apiserver's aggregation layer, which
+	// authenticates the caller and names it in headers vouched for by its
+	// front-proxy certificate (docs/kubectl-usher.md). Default: false.
+	AggregatedAPI bool
 	// PrivilegedGroups may ask about anyone and read /metrics without a
 	// SubjectAccessReview. Default (nil) ["system:masters"]; empty: none.
 	PrivilegedGroups []string
-	// TokenReviewCache and SubjectAccessReviewCache tune the caches of
-	// the API server's answers (auth.TokenOptions, auth.SAROptions).
+	// TokenReviewCache and SubjectAccessReviewCache tune the caches of the
+	// API server's answers.
 	TokenReviewCache         auth.TokenOptions
 	SubjectAccessReviewCache auth.SAROptions
 
@@ -199,21 +199,23 @@ func (o Options) withDefaults() Options {
 
 // Server is a running or ready-to-run usher service.
 type Server struct {
-	opts       Options
-	log        *slog.Logger
-	serving    *serving.Store
-	admission  *admission.Handler
-	metrics    *metrics
-	registry   *prometheus.Registry
-	tlsConfig  *tls.Config
-	access     accessAuth
-	webhook    webhookAuth
-	kube       *cluster.Client // nil with kubeErr when the credentials did not load
-	kubeErr    error
-	cm         *cmSource     // with Options.ConfigMaps
-	events     *denialEvents // nil when off
-	configInfo *prometheus.GaugeVec
-	CAPEM      []byte // the certificate of a self-signed server, else nil
+	opts        Options
+	log         *slog.Logger
+	serving     *serving.Store
+	admission   *admission.Handler
+	metrics     *metrics
+	registry    *prometheus.Registry
+	tlsConfig   *tls.Config
+	access      accessAuth
+	webhook     webhookAuth
+	kube        *cluster.Client // nil with kubeErr when the credentials did not load
+	kubeErr     error
+	parents     *cluster.Parents // with kube; its informers stop with stopParents
+	stopParents context.CancelFunc
+	cm          *cmSource     // with Options.ConfigMaps
+	events      *denialEvents // nil when off
+	configInfo  *prometheus.GaugeVec
+	CAPEM       []byte // the certificate of a self-signed server, else nil
 
 	reloadMu            sync.Mutex
 	lastSum             [32]byte
@@ -311,7 +313,17 @@ func New(opts Options) (*Server, error) {
 		admission.WithMaxGroups(opts.MaxGroups, func(source string) { s.metrics.groupsOver.WithLabelValues(source).Inc() }),
 	}
 	if s.kube != nil {
-		hopts = append(hopts, admission.WithOwnerLookup(s.kube.Get))
+		ctx, stop := context.WithCancel(context.Background())
+		if s.parents, err = s.kube.NewParents(ctx); err != nil {
+			stop()
+			return nil, err
+		}
+		s.stopParents = stop
+		hopts = append(hopts, admission.WithOwnerLookup(s.kube.Get), admission.WithParentLookup(
+			func(ctx context.Context, k settings.Kind, ns, name, uid string) (admission.Parent, bool, error) {
+				p, ok, err := s.parents.Get(ctx, k, ns, name, uid)
+				return admission.Parent(p), ok, err
+			}))
 	}
 	s.admission = admission.NewHandler(s.serving.Admission, hopts...)
 	s.setGeneration(snap.gen, s.lastSum, cfg)
@@ -324,7 +336,7 @@ func New(opts Options) (*Server, error) {
 	if err := s.setupTLS(); err != nil {
 		return nil, err
 	}
-	if s.access.clientCerts || s.webhook.ca != nil {
+	if s.access.clientCerts || s.access.proxied || s.webhook.ca != nil {
 		// Verified by the handlers: each path has CAs of its own.
 		s.tlsConfig.ClientAuth = tls.RequestClientCert
 	}
@@ -383,7 +395,13 @@ func (s *Server) webhookListener() bool {
 func (s *Server) routes(webhooks, others bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	if others {
-		mux.Handle("/v1/access", s.instrument("access", withRequestID(s.limitBody("access", s.opts.MaxAccessBody, http.HandlerFunc(s.serveAccess)))))
+		access := s.instrument("access", withRequestID(s.limitBody("access", s.opts.MaxAccessBody, http.HandlerFunc(s.serveAccess))))
+		mux.Handle("/v1/access", access)
+		if s.opts.AggregatedAPI {
+			mux.Handle("/apis/"+AggregatedGroupVersion+"/accessreviews", access)
+			mux.Handle("GET /apis/"+AggregatedGroupVersion, discovery)
+			mux.Handle("GET /apis/"+aggregatedGroup, discovery)
+		}
 		metrics := promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})
 		mux.Handle("/metrics", withRequestID(s.guardMetrics(metrics)))
 	}
@@ -466,6 +484,9 @@ func (s *Server) Run(ctx context.Context) error {
 	errc := make(chan error, len(lns))
 	for _, l := range lns {
 		go func() { errc <- s.httpServer.ServeTLS(l, "", "") }()
+	}
+	if s.stopParents != nil {
+		defer s.stopParents()
 	}
 	mctx, stop := context.WithCancel(ctx)
 	managed := make(chan struct{})
@@ -588,6 +609,11 @@ func (s *Server) setGeneration(gen string, sum [32]byte, cfg *config.Config) {
 		}
 	}
 	s.status.Store(st)
+	if s.parents != nil && cfg.Admission != nil {
+		for _, p := range cfg.Admission.Propagators {
+			s.parents.Watch(p.Parents...)
+		}
+	}
 	s.configInfo.Reset()
 	s.configInfo.WithLabelValues(gen, shortSum(sum)).Set(1)
 }

@@ -74,9 +74,11 @@ func (shedError) Error() string {
 
 func (shedError) HTTPStatus() int { return http.StatusTooManyRequests }
 
-var errShed error = shedError{}
-
-var retryAfter = []string{"1"}
+var (
+	errShed    error = shedError{}
+	retryAfter       = []string{"1"}
+	closeConn        = []string{"close"}
+)
 
 // limitBody makes h's body, of at most maxBody bytes, draw on the budget;
 // h must refuse a larger declared length without reading.
@@ -148,8 +150,6 @@ func (s *Server) shed(w http.ResponseWriter) {
 
 // discardLimit is what net/http reads of an unread body to keep a connection.
 const discardLimit = 256 << 10
-
-var closeConn = []string{"close"}
 
 // meteredBody reads a request's body, charging one of unknown length a
 // grain ahead of the bytes read, and lifts the read deadline at its end.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,12 +44,7 @@ func (f fileSource) read(getenv func(string) (string, bool)) (snapshot, error) {
 	return snapshot{sum: files.Sum(), gen: "file", load: func() (*config.Config, error) { return config.LoadFiles(files, env) }}, nil
 }
 
-func (f fileSource) name() string {
-	if f == "" {
-		return "<embedded default>"
-	}
-	return string(f)
-}
+func (f fileSource) name() string { return cmp.Or(string(f), "<embedded default>") }
 
 func (c *cmSource) read(getenv func(string) (string, bool)) (snapshot, error) {
 	objs := c.snapshot()

@@ -19,8 +19,6 @@ type certSource struct {
 	cert    *tls.Certificate
 	stamp   fileStamp
 	checked time.Time
-	now     func() time.Time
-	every   time.Duration
 }
 
 type fileStamp struct {
@@ -41,7 +39,7 @@ func stampOf(certFile, keyFile string) (fileStamp, error) {
 }
 
 func newCertSource(certFile, keyFile string, log *slog.Logger) (*certSource, error) {
-	s := &certSource{certFile: certFile, keyFile: keyFile, log: log, now: time.Now, every: time.Second}
+	s := &certSource{certFile: certFile, keyFile: keyFile, log: log}
 	if err := s.load(); err != nil {
 		return nil, err
 	}
@@ -67,9 +65,9 @@ func (s *certSource) load() error {
 // a second when they changed; a pair that does not load (the key not yet
 // written) keeps the previous one.
 func (s *certSource) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	now := s.now()
+	now := time.Now()
 	s.mu.RLock()
-	cert, due := s.cert, now.Sub(s.checked) >= s.every
+	cert, due := s.cert, now.Sub(s.checked) >= time.Second
 	s.mu.RUnlock()
 	if !due {
 		return cert, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -14,28 +15,24 @@ import (
 	"github.com/usherhq/usher/config"
 )
 
-// maxAdmissionWarnings caps the warnings returned to kubectl.
-const maxAdmissionWarnings = 20
-
-// maxConfigMapData is what a ConfigMap can hold in etcd; larger is refused
-// unparsed.
-const maxConfigMapData = 1 << 20
-
-// maxReviewNodes caps the YAML nodes config.NodeBound counts before
-// parsing: at yaml.v3's ~190 bytes a node, a parse holds at most 57 MiB
-// (1 MiB of the usual shape counts 254,000).
-const maxReviewNodes = 300_000
-
-// nodeCost is charged to the body budget per node counted while parsing:
-// half of 190 bytes, as the bound is above the nodes parsed.
-const nodeCost = 96
+const (
+	maxAdmissionWarnings = 20      // returned to kubectl
+	maxConfigMapData     = 1 << 20 // what etcd holds; larger is refused unparsed
+	// maxReviewNodes caps the YAML nodes config.NodeBound counts before
+	// parsing: at yaml.v3's ~190 bytes a node, a parse holds at most 57 MiB
+	// (1 MiB of the usual shape counts 254,000).
+	maxReviewNodes = 300_000
+	// nodeCost is charged to the body budget per node counted: half of 190
+	// bytes, as the bound is above the nodes parsed.
+	nodeCost = 96
+)
 
 // serveValidateConfig is /validate-config: it loads the ConfigMap being
-// written as usher serve would (merged with the other one it reads, no
-// file opened: config.InRequest) and refuses it with the diagnostics, or
-// admits it with the lint warnings (refuses it, with RefuseConfigWarnings). A ConfigMap usher does not read and a
-// deletion are admitted; data past the bounds above is refused unparsed,
-// a parse the body budget cannot hold with 429.
+// written as usher serve would (merged with the other one it reads, no file
+// opened: config.InRequest) and refuses it with the diagnostics, or admits it
+// with the lint warnings (refuses it, with RefuseConfigWarnings). A ConfigMap
+// usher does not read and a deletion are admitted; data past the bounds above
+// is refused unparsed, a parse the body budget cannot hold with 429.
 func (s *Server) serveValidateConfig(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST an AdmissionReview", http.StatusMethodNotAllowed)
@@ -93,10 +90,9 @@ func (s *Server) reviewConfig(ctx context.Context, req *admissionv1.AdmissionReq
 	if cm.Name == "" {
 		cm.Name = req.Name
 	}
-	if s.cm != nil {
-		if _, ok := s.cm.ref(cm.Namespace, cm.Name); !ok {
-			return allow // not usher's: the registration should not send it
-		}
+	ref := ConfigMapRef{Namespace: cm.Namespace, Name: cm.Name}
+	if s.cm != nil && !slices.Contains(s.cm.refs, ref) {
+		return allow // not usher's: the registration should not send it
 	}
 	size := 0
 	for k, v := range cm.Data {
@@ -120,16 +116,13 @@ func (s *Server) reviewConfig(ctx context.Context, req *admissionv1.AdmissionReq
 		return nil
 	}
 	defer release()
-	var cfg *config.Config
-	var err error
-	name := ConfigMapRef{Namespace: cm.Namespace, Name: cm.Name}.String()
-	in := config.InRequest(s.serving.Current().Config())
+	data, name := cm.Data, ref.String()
 	if s.cm != nil {
 		cm.ResourceVersion = "" // the change under review
-		cfg, _, name, _, err = s.loadConfigMaps(s.cm.snapshot(), &cm, in)
-	} else {
-		cfg, err = config.FromConfigMap(name, cm.Data, config.WithEnv(s.opts.Getenv), in)
+		data, name, _, _ = s.cm.merged(s.cm.snapshot(), &cm)
 	}
+	in := config.InRequest(s.serving.Current().Config())
+	cfg, err := config.FromConfigMap(name, data, config.WithEnv(s.opts.Getenv), in)
 	if err != nil {
 		s.log.Info("configuration change refused at admission", "configmap", name, "user", req.UserInfo.Username, "err", err)
 		resp := deny(http.StatusUnprocessableEntity, "usher: configuration refused; the configuration in service is unchanged:\n"+err.Error())

@@ -31,12 +31,6 @@ type authorizer struct {
 	log *slog.Logger
 }
 
-var (
-	_ admission.QueueAuthorizer  = authorizer{}
-	_ admission.DeleteAuthorizer = authorizer{}
-	_ admission.IdentityResolver = authorizer{}
-)
-
 // AuthorizeSubmit decides a submission; a placement request as
 // engine.Place does, on the queue the placement rules choose.
 func (a authorizer) AuthorizeSubmit(ctx context.Context, r admission.SubmitRequest) (admission.SubmitDecision, error) {

@@ -46,9 +46,8 @@ func Build(cfg *config.Config, prev *State, log *slog.Logger) (*State, error) {
 
 // Store holds the State in service. It is safe for concurrent use.
 type Store struct {
-	cur   atomic.Pointer[State]
-	log   *slog.Logger
-	grace time.Duration // how long a replaced resolver stays open
+	cur atomic.Pointer[State]
+	log *slog.Logger
 }
 
 // New returns a Store serving cfg.
@@ -57,12 +56,11 @@ func New(cfg *config.Config, log *slog.Logger) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{log: log, grace: time.Minute}
+	s := &Store{log: log}
 	s.cur.Store(st)
 	return s, nil
 }
 
-// Current returns the State in service.
 func (s *Store) Current() *State { return s.cur.Load() }
 
 // Admission returns the admission state in service, for admission.NewHandler.
@@ -77,7 +75,7 @@ func (s *Store) Swap(cfg *config.Config) error {
 		return err
 	}
 	s.cur.Store(next)
-	old.Retire(next.Generation, s.grace)
+	old.Retire(next.Generation, time.Minute) // a replaced resolver stays open a minute
 	return nil
 }
 

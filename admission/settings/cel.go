@@ -5,15 +5,13 @@ import (
 	"strings"
 )
 
-// NamespaceConditionName is the name of the matchCondition that carries
-// the namespace settings into a webhook registration.
+// NamespaceConditionName names the matchCondition of the namespace settings.
 const NamespaceConditionName = "usher-namespaces"
 
-// NamespaceCondition returns the CEL expression of a webhook
-// matchCondition true exactly for the namespaces usher processes, so the
-// API server leaves the others alone even while usher is away. CEL's
-// matches() is RE2, unanchored like regexp.MatchString. usher checks the
-// settings on every review too, so a stale condition only costs calls.
+// NamespaceCondition returns the CEL matchCondition true exactly for the
+// namespaces usher processes, so the API server leaves the others alone
+// even while usher is away (RE2, unanchored like regexp.MatchString).
+// usher checks every review too: a stale condition only costs calls.
 func NamespaceCondition(c Config) string {
 	d := c.Defaulted()
 	var parts []string
@@ -29,8 +27,7 @@ func NamespaceCondition(c Config) string {
 	return strings.Join(parts, " && ")
 }
 
-// celAnyMatch is a CEL expression true when request.namespace matches one
-// of ps.
+// celAnyMatch is true when request.namespace matches one of ps.
 func celAnyMatch(ps Patterns) string {
 	quoted := make([]string, len(ps))
 	for i, p := range ps {

@@ -12,20 +12,23 @@ import (
 	"github.com/usherhq/usher/internal/clip"
 )
 
-// Compiled is a validated Config with its patterns compiled and its queue
-// mapping prepared; immutable, safe for concurrent use.
+// Compiled is a validated Config, prepared for the webhook; immutable.
 type Compiled struct {
 	cfg Config
 
 	BypassAuth, TrustControllers bool
 	EnforceQueue, EnforceDelete  bool
 	QueueWarn, DeleteWarn        bool // the modes are warn
-	// StampGiven: stampGroups is given; StampDeny: stampGroupsOnError is
-	// deny.
+	// stampGroups is given; stampGroupsOnError is deny.
 	StampGiven, StampDeny                      bool
 	ModifyACLKey, Partition                    string
 	SystemUsers, ExternalUsers, ExternalGroups Matcher
 	Sources                                    []Source
+
+	// customResources, accessControl.propagators, unstampedParents: deny.
+	CustomKinds   []Kind
+	Propagators   []CompiledPropagator
+	UnstampedDeny bool
 
 	processNS, bypassNS Matcher
 	table               []QueueMappingEntry
@@ -55,8 +58,8 @@ func (m Matcher) MatchAny(ss []string) bool {
 }
 
 // SettingError is a setting that cannot be used, at its place: the YAML
-// path, the list item (Index, -1 for none) and the key inside it (Field),
-// or the variable that gave the value (Resolve).
+// path or the variable that gave it, the list item (Index, -1 for none)
+// and the key inside it (Field).
 type SettingError struct {
 	Setting, Variable string
 	Index             int
@@ -116,14 +119,10 @@ func (c Config) Compile() (*Compiled, error) {
 	}
 	var errs []error
 	mode := func(setting, v string) bool {
-		switch v {
-		case "", ModeDeny:
-			return false
-		case ModeWarn:
-			return true
+		if v != "" && v != ModeDeny && v != ModeWarn {
+			errs = append(errs, settingErr(setting, -1, "", "%q is not a mode: want %s or %s", v, ModeDeny, ModeWarn))
 		}
-		errs = append(errs, settingErr(setting, -1, "", "%q is not a mode: want %s or %s", v, ModeDeny, ModeWarn))
-		return false
+		return v == ModeWarn
 	}
 	out.QueueWarn = mode("admissionController.enforceQueueACLsMode", c.EnforceQueueACLsMode)
 	out.DeleteWarn = mode("admissionController.enforceDeleteACLsMode", c.EnforceDeleteACLsMode)
@@ -160,11 +159,8 @@ func (c Config) Compile() (*Compiled, error) {
 	for i, s := range c.QueueSources {
 		const setting = "admissionController.queueSources"
 		cs := Source{QueueSource: s}
-		switch s.Kind {
-		case "label":
-		case "annotation":
-			cs.Annotation = true
-		default:
+		cs.Annotation = s.Kind == "annotation"
+		if s.Kind != "label" && !cs.Annotation {
 			errs = append(errs, settingErr(setting, i, "kind", "%q is not a marker kind: want label or annotation", s.Kind))
 		}
 		switch s.Level {
@@ -211,14 +207,14 @@ func (c Config) Compile() (*Compiled, error) {
 		}
 	}
 	out.table = c.QueueMapping.Table
+	errs = append(errs, compileOperators(&c, out)...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return out, nil
 }
 
-// MustCompile is Compile for configurations known to be valid; it panics
-// on error.
+// MustCompile is Compile for configurations known to be valid.
 func MustCompile(c Config) *Compiled {
 	out, err := c.Compile()
 	if err != nil {
@@ -232,15 +228,10 @@ func (c *Compiled) Config() Config { return c.cfg }
 
 // ProcessNamespace reports whether objects in ns are handled.
 func (c *Compiled) ProcessNamespace(ns string) bool {
-	if c.bypassNS.Match(ns) {
-		return false
-	}
-	return len(c.processNS) == 0 || c.processNS.Match(ns)
+	return !c.bypassNS.Match(ns) && (len(c.processNS) == 0 || c.processNS.Match(ns))
 }
 
-// template is a parsed queue-mapping template: literal texts and the
-// placeholders {value}, {namespace} and {scheduler}; nil is none (the
-// template "").
+// template is a parsed queue-mapping template: literal texts and placeholders; nil is none.
 type template []string
 
 func parseTemplate(s string) (template, error) {
@@ -278,20 +269,18 @@ func (t template) expand(value, namespace, scheduler string) string {
 	for _, p := range t {
 		switch p {
 		case "{value}":
-			b.WriteString(value)
+			p = value
 		case "{namespace}":
-			b.WriteString(namespace)
+			p = namespace
 		case "{scheduler}":
-			b.WriteString(scheduler)
-		default:
-			b.WriteString(p)
+			p = scheduler
 		}
+		b.WriteString(p)
 	}
 	return b.String()
 }
 
-// checkQueuePath checks that q is "root" or "root." followed by non-empty
-// dot-separated names.
+// checkQueuePath checks that q is "root" or "root." followed by non-empty dot-separated names.
 func checkQueuePath(q string) error {
 	if q != "root" && !strings.HasPrefix(q, "root.") {
 		return fmt.Errorf("%s is not a queue path: want root or root.<name>...", clip.Quote(q, 200))
@@ -308,9 +297,8 @@ func checkQueuePath(q string) error {
 }
 
 // MapQueue maps a marker value read by source s in namespace ns to a
-// queue path. While placing, a YuniKorn marker no table entry or template
-// maps is returned as it is with place true: YuniKorn's shim passes it to
-// the placement rules unchanged.
+// queue path. While placing, a YuniKorn marker nothing maps is returned
+// with place true: YuniKorn's shim passes it to the placement rules.
 func (c *Compiled) MapQueue(s *Source, value, ns string, placing bool) (queue string, place bool, err error) {
 	for i := range c.table {
 		e := &c.table[i]
@@ -334,8 +322,7 @@ func (c *Compiled) MapQueue(s *Source, value, ns string, placing bool) (queue st
 	return q, false, checkQueuePath(q)
 }
 
-// SchedulerYuniKorn is the scheduler whose markers go through its
-// placement rules.
+// SchedulerYuniKorn is the scheduler whose markers go through placement rules.
 const SchedulerYuniKorn = "yunikorn"
 
 // compilePatterns compiles ps; errors name the setting and the item.

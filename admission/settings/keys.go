@@ -11,8 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Environment variables that override settings (the names of YuniKorn's
-// user/group lookup design; see Resolve).
+// Environment variables that override settings (YuniKorn's names).
 const (
 	EnvBypassAuth        = "ADMISSION_CONTROLLER_BYPASS_AUTH"
 	EnvTrustControllers  = "ADMISSION_CONTROLLER_TRUST_CONTROLLERS"
@@ -63,10 +62,14 @@ var keys = []key{
 	{setting: prefix + "modifyACLAnnotation", field: func(c *Config) any { return &c.ModifyACLAnnotation }},
 	{setting: prefix + "stampGroups", field: func(c *Config) any { return &c.StampGroups }},
 	{setting: prefix + "stampGroupsOnError", field: func(c *Config) any { return &c.StampGroupsOnError }},
+	{setting: prefix + "customResources", want: "a YAML list of {group, version, kind, resource, templates}",
+		field: func(c *Config) any { return &c.CustomResources }},
+	{setting: prefix + "accessControl.propagators", want: "a YAML list of {users, parents, podParents}",
+		field: func(c *Config) any { return &c.AccessControl.Propagators }},
+	{setting: prefix + "accessControl.unstampedParents", field: func(c *Config) any { return &c.AccessControl.UnstampedParents }},
 }
 
-// set parses v, the value of name (a ConfigMap key or a variable), into
-// k's field of c.
+// set parses v, the value of name (a ConfigMap key or a variable), into c.
 func (k *key) set(c *Config, name, v string) error {
 	switch p := k.field(c).(type) {
 	case *bool:
@@ -123,11 +126,9 @@ var ignoredConfigMapKeys = map[string]bool{
 }
 
 // FromConfigMap reads the flat admissionController.* keys of a
-// YuniKorn-style ConfigMap: booleans, comma-separated pattern lists,
-// queueSources and queueMapping as YAML; YuniKorn's filtering.* names of
-// the namespace settings too (one name of each). Other keys are ignored;
-// an unknown admissionController.* key is an error, so no typo is
-// silently dropped.
+// YuniKorn-style ConfigMap (YuniKorn's filtering.* names too, one name of
+// each). Other keys are ignored; an unknown admissionController.* key is
+// an error, so no typo is silently dropped.
 func FromConfigMap(data map[string]string) (Config, error) {
 	var c Config
 	var errs []error
@@ -157,9 +158,8 @@ func FromConfigMap(data map[string]string) (Config, error) {
 }
 
 // Resolve applies the ADMISSION_CONTROLLER_* variables read with lookup
-// (nil reads none) to c, even when empty, and compiles it. Both names of
-// trustControllers must agree. A bad variable is a *KeyError; an error or
-// warning about a setting a variable gave names the variable.
+// (nil reads none) to c, even when empty, and compiles it. A bad variable
+// is a *KeyError; errors and warnings name the variable that set a setting.
 func Resolve(c Config, lookup func(string) (string, bool)) (*Compiled, []Warning, error) {
 	env := map[string]string{} // setting -> the variable that set it
 	var errs []error
@@ -193,7 +193,7 @@ func Resolve(c Config, lookup func(string) (string, bool)) (*Compiled, []Warning
 	if len(errs) > 0 {
 		return nil, nil, errors.Join(errs...)
 	}
-	// The warnings come with a compile error too: all at once.
+	// Warnings come with a compile error too: all at once.
 	out, err := c.Compile()
 	ws := c.Warnings()
 	for i := range ws {

@@ -8,24 +8,20 @@ import (
 	"strings"
 )
 
-// patternKey is the anchoring rule of a pattern setting. The lint reads
-// the parsed expression, so "^trusted$|admins" is caught: every way the
-// pattern can match must be anchored with ^ or \A and $ or \z, except a
-// prefix the key accepts: ending with ':' for the user and group settings
-// ("^system:serviceaccount:kube-system:"), with '-' for processNamespaces
-// (YuniKorn documents "^spark-"); bypassNamespaces needs whole names, as
-// a prefix would bypass every namespace anyone names to match it. A
-// wildcard next to an anchor, or (?m), leaves that end open.
+// patternKey is the anchoring rule of a pattern setting, read from the
+// parsed expression ("^trusted$|admins" is caught): every way to match must
+// be anchored (^ or \A, $ or \z), except a prefix ending with ':' for users
+// and groups or '-' for processNamespaces ("^spark-"); bypassNamespaces needs
+// whole names (a prefix bypasses any namespace named to match it). A wildcard
+// next to an anchor, or (?m), leaves that end open.
 type patternKey struct {
 	noun string // user, group, namespace
 	verb string // trusts, matches
-	// prefixEnd lists the runes a deliberately open prefix may end with;
-	// empty: both ends are required.
+	// prefixEnd lists the runes a deliberately open prefix may end with; empty: both ends are required.
 	prefixEnd string
 }
 
-// maxSequences bounds the sequences a pattern expands into; more is
-// reported as too complex to check.
+// maxSequences bounds the sequences a pattern expands into; more is reported as too complex to check.
 const maxSequences = 256
 
 // anchorState says how one end of a sequence is bounded.
@@ -53,8 +49,7 @@ type patternProblem struct {
 	verdict  seqVerdict
 	startBad bool
 	endBad   bool
-	// prefix: the end is open at a separator the key does not accept.
-	prefix bool
+	prefix   bool // the end is open at a separator the key does not accept
 }
 
 // analyse returns the verdict of every sequence p can match; false when
@@ -121,35 +116,15 @@ func sequences(re *syntax.Regexp, limit int) ([][]*syntax.Regexp, bool) {
 	return [][]*syntax.Regexp{{re}}, true
 }
 
-// zeroWidth reports atoms that match no text and do not anchor.
-func zeroWidth(re *syntax.Regexp) bool {
-	switch re.Op {
-	case syntax.OpEmptyMatch, syntax.OpWordBoundary, syntax.OpNoWordBoundary:
-		return true
-	}
-	return false
-}
-
 // wildcard reports an unbounded repetition of any character: .* .+ .{2,}
 func wildcard(re *syntax.Regexp) bool {
-	switch re.Op {
-	case syntax.OpStar, syntax.OpPlus:
-	case syntax.OpRepeat:
-		if re.Max != -1 {
-			return false
-		}
-	default:
-		return false
-	}
-	sub := re.Sub[0]
-	return sub.Op == syntax.OpAnyChar || sub.Op == syntax.OpAnyCharNotNL
+	unbounded := re.Op == syntax.OpStar || re.Op == syntax.OpPlus || re.Op == syntax.OpRepeat && re.Max == -1
+	return unbounded && (re.Sub[0].Op == syntax.OpAnyChar || re.Sub[0].Op == syntax.OpAnyCharNotNL)
 }
 
-// verdict classifies one sequence; matches is false when it can match
-// nothing.
+// verdict classifies one sequence; matches is false when it can match nothing.
 func verdict(seq []*syntax.Regexp) (v seqVerdict, matches bool) {
-	// Any \A in a concatenation pins the match to the start, any \z to
-	// the end.
+	// Any \A in a concatenation pins the match to the start, any \z to the end.
 	begin, end := -1, -1
 	for i, a := range seq {
 		switch a.Op {
@@ -183,12 +158,11 @@ func verdict(seq []*syntax.Regexp) (v seqVerdict, matches bool) {
 	var body []*syntax.Regexp
 	for _, a := range seq[lo:max(lo, hi)] {
 		switch a.Op {
-		case syntax.OpBeginText, syntax.OpEndText, syntax.OpBeginLine, syntax.OpEndLine:
-			continue
+		case syntax.OpBeginText, syntax.OpEndText, syntax.OpBeginLine, syntax.OpEndLine,
+			syntax.OpEmptyMatch, syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+			continue // anchors and atoms that match no text
 		}
-		if !zeroWidth(a) {
-			body = append(body, a)
-		}
+		body = append(body, a)
 	}
 	if len(body) > 0 && wildcard(body[0]) {
 		if v.start == endAnchored {
@@ -244,9 +218,7 @@ func splitAlternatives(p string) []string {
 		case c == '\\':
 			i++
 		case class:
-			if c == ']' {
-				class = false
-			}
+			class = c != ']'
 		case c == '[':
 			class = true
 			if strings.HasPrefix(p[i+1:], "]") || strings.HasPrefix(p[i+1:], "^]") {
@@ -311,15 +283,10 @@ func (k patternKey) lintPattern(p string) (msg, fix string, warn bool) {
 				pr.alt = a
 			}
 			f, ok := k.fixAlternative(a, apr)
-			if !ok {
-				fixable = false
-			}
+			fixable = fixable && ok
 			alts[i] = f
 		}
-		if pr.alt == "" {
-			// The parser splits it differently: no rewrite.
-			fixable = false
-		}
+		fixable = fixable && pr.alt != "" // else the parser splits it differently: no rewrite
 	} else if fixable {
 		f, ok := k.fixAlternative(p, pr)
 		fixable = ok
@@ -350,18 +317,11 @@ func (k patternKey) fixAlternative(a string, pr patternProblem) (string, bool) {
 	return a, true
 }
 
-// fixIsRight checks a rewrite compiles, passes the lint and matches every
-// literal name of the original.
+// fixIsRight checks a rewrite compiles, passes the lint and matches every literal name of the original.
 func (k patternKey) fixIsRight(orig, fix string) bool {
 	re, err := regexp.Compile(fix)
-	if err != nil {
-		return false
-	}
 	vs, ok := analyse(fix)
-	if !ok {
-		return false
-	}
-	if _, bad := k.check(vs); bad {
+	if _, bad := k.check(vs); err != nil || !ok || bad {
 		return false
 	}
 	ovs, _ := analyse(orig)
@@ -442,8 +402,7 @@ func matchesEverything(re *regexp.Regexp) bool {
 
 // Warning is a setting that is legal but probably not what was meant.
 type Warning struct {
-	// Setting is the YAML path; Variable the variable that gave the
-	// value, if one did (Resolve).
+	// Setting is the YAML path; Variable the variable that gave the value, if one did (Resolve).
 	Setting, Variable string
 	Message           string
 	// Pattern is the pattern at Index of the setting's list ("" for the
@@ -469,6 +428,7 @@ func (c Config) Warnings() []Warning {
 			ws = append(ws, k.lint.lint(k.setting, *k.field(&c).(*Patterns))...)
 		}
 	}
+	ws = append(ws, operatorsTrusted(c.AccessControl.ExternalUsers)...)
 	if c.AccessControl.BypassAuth {
 		add("admissionController.accessControl.bypassAuth",
 			"is true: any submitter may set yunikorn.apache.org/user.info to any identity; use only in a trusted cluster")
@@ -503,14 +463,42 @@ func (k patternKey) lint(setting string, ps Patterns) []Warning {
 	return ws
 }
 
+// knownOperators are the service accounts operators create pods with in
+// their projects' default installs (examples/operators).
+var knownOperators = [...]string{
+	"system:serviceaccount:spark-operator:spark-operator-controller", "system:serviceaccount:default:spark-operator",
+	"system:serviceaccount:default:kuberay-operator", "system:serviceaccount:kubeflow:training-operator",
+	"system:serviceaccount:argo:argo", "system:serviceaccount:yunikorn:yunikorn-admin",
+}
+
+// operatorsTrusted warns of externalUsers patterns that match an
+// operator, which propagators would trust with less.
+func operatorsTrusted(ps Patterns) []Warning {
+	var ws []Warning
+	for i, p := range ps {
+		re, err := regexp.Compile(p)
+		if err != nil || !strings.HasPrefix(p, "^") {
+			continue // Compile, or the anchoring lint, reports it
+		}
+		for _, op := range knownOperators {
+			if re.MatchString(op) {
+				ws = append(ws, Warning{Setting: "admissionController.accessControl.externalUsers", Pattern: p, Index: i, Message: fmt.Sprintf(
+					"pattern %q matches the operator %s: externalUsers lets it write any identity at all; under propagators it may only "+
+						"copy the identity of the object each pod is made for (docs/operators.md)", p, op)})
+				break
+			}
+		}
+	}
+	return ws
+}
+
 // The identities the garbage collector deletes with.
 const (
 	garbageCollectorUser  = "system:serviceaccount:kube-system:generic-garbage-collector"
 	controllerManagerUser = "system:kube-controller-manager"
 )
 
-// deletesByControllersTrusted reports whether c (defaulted) trusts the
-// garbage collector.
+// deletesByControllersTrusted reports whether c (defaulted) trusts the garbage collector.
 func deletesByControllersTrusted(c Config) bool {
 	if !*c.AccessControl.TrustControllers {
 		return false

@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -272,4 +273,36 @@ func FuzzLintPattern(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestOperatorInExternalUsers(t *testing.T) {
+	ws := Config{AccessControl: AccessControl{ExternalUsers: Patterns{"^system:serviceaccount:airflow:", "^system:serviceaccount:spark-operator:"}}}.Warnings()
+	var got []string
+	for _, w := range ws {
+		if strings.Contains(w.Message, "propagators") {
+			got = append(got, fmt.Sprintf("%d %s", w.Index, w.Pattern))
+		}
+	}
+	if len(got) != 1 || got[0] != "1 ^system:serviceaccount:spark-operator:" {
+		t.Fatalf("warnings %q", got)
+	}
+}
+
+func TestOperatorKeysFromConfigMap(t *testing.T) {
+	c, err := FromConfigMap(map[string]string{
+		"admissionController.customResources":                "- {group: ray.io, version: v1, kind: RayJob, resource: rayjobs, templates: [spec.rayClusterSpec.headGroupSpec.template.metadata]}",
+		"admissionController.accessControl.propagators":      "- {users: '^system:serviceaccount:ray:kuberay-operator$', parents: [ray.io/RayJob]}",
+		"admissionController.accessControl.unstampedParents": "deny",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := c.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := cc.Propagator("system:serviceaccount:ray:kuberay-operator")
+	if p == nil || len(p.Parents) != 1 || p.Parents[0].Resource != "rayjobs" || !cc.UnstampedDeny || cc.Custom("ray.io", "RayJob") == nil {
+		t.Fatalf("compiled %+v", cc)
+	}
 }

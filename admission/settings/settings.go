@@ -1,13 +1,10 @@
 // Package settings holds the admission webhook's settings apart from the
-// webhook (as yunikorn-k8shim keeps pkg/admission/conf): the schema and
-// its defaults, the ConfigMap keys and ADMISSION_CONTROLLER_* variables in
-// one table (keys.go), validation into Compiled with typed errors
-// (SettingError, KeyError), the pattern lint and the namespace
-// matchCondition.
+// webhook (as yunikorn-k8shim keeps pkg/admission/conf): the schema, its
+// defaults, its ConfigMap keys and variables, validation into Compiled,
+// the pattern lint and the namespace matchCondition.
 //
-// The regular expressions are used as written with regexp.MatchString, as
-// YuniKorn uses them: "admin" also matches "notadmin"; Warnings reports
-// patterns that are not anchored.
+// Regular expressions are unanchored, as YuniKorn uses them: "admin" also
+// matches "notadmin"; Warnings reports patterns that are not anchored.
 package settings
 
 import (
@@ -24,10 +21,8 @@ const (
 	DirectoryGroupsAnnotation = "usher.io/directory-groups"
 )
 
-// Config is the admissionController block of the usher configuration.
-//
-// The zero value is the default configuration (Defaulted). Nil (unset) and
-// empty (none) differ for the pattern lists and QueueSources.
+// Config is the admissionController block of the usher configuration; the
+// zero value is the default. Nil (unset) and empty (none) lists differ.
 type Config struct {
 	// AccessControl says who may supply the user.info annotation.
 	AccessControl AccessControl `yaml:"accessControl"`
@@ -40,22 +35,18 @@ type Config struct {
 	// checked first. Default (unset): "^kube-system$".
 	BypassNamespaces Patterns `yaml:"bypassNamespaces"`
 
-	// EnforceQueueACLs turns on the queue check: the queue read from
-	// QueueSources and mapped by QueueMapping must let the effective
-	// identity submit. Default: false.
+	// EnforceQueueACLs turns on the queue check: the queues of the markers
+	// must let the effective identity submit. Default: false.
 	EnforceQueueACLs bool `yaml:"enforceQueueACLs"`
 
-	// EnforceQueueACLsMode is what a failed queue check does: "deny"
-	// (default) refuses; "warn" admits with the denial's message as an
-	// admission warning and an audit record (Kyverno's Audit mode,
-	// Gatekeeper's warn). Failures to decide and a forged user.info are
-	// always denied.
+	// EnforceQueueACLsMode is what a failed queue check does: "deny" (default),
+	// or "warn": admitted with a warning and an audit record. Failures to
+	// decide and a forged user.info always deny.
 	EnforceQueueACLsMode string `yaml:"enforceQueueACLsMode"`
 
-	// QueueSources lists, in order, the labels and annotations that name a
-	// workload's queue. Default (unset): the markers of YuniKorn, Kueue,
-	// Volcano and KAI (defaultQueueSources); an empty list reads none, so
-	// every object targets the default queue.
+	// QueueSources lists the labels and annotations that name a workload's
+	// queue. Default (unset): the markers of YuniKorn, Kueue, Volcano and
+	// KAI; an empty list reads none: every object targets the default queue.
 	QueueSources []QueueSource `yaml:"queueSources"`
 
 	// QueueMapping turns a marker's value into a queue path. Default: the
@@ -66,32 +57,29 @@ type Config struct {
 	Partition string `yaml:"partition"`
 
 	// EnforceDeleteACLs turns on YARN's kill rule for DELETE of pods and
-	// workloads: only the owner in user.info, its modify ACL, queue admins,
-	// cluster and application admins and trusted controllers may delete
-	// (docs/delete.md). Default: false.
+	// workloads (docs/delete.md). Default: false.
 	EnforceDeleteACLs bool `yaml:"enforceDeleteACLs"`
 
-	// EnforceDeleteACLsMode is EnforceQueueACLsMode for the kill rule:
-	// "deny" (default) or "warn".
+	// EnforceDeleteACLsMode is EnforceQueueACLsMode for the kill rule: "deny" (default) or "warn".
 	EnforceDeleteACLsMode string `yaml:"enforceDeleteACLsMode"`
 
 	// ModifyACLAnnotation holds a workload's modify ACL in YARN syntax
-	// ("bob,carol data-eng"), read where user.info is; its members may
-	// delete the workload. Default: "usher.io/modify-acl".
+	// ("bob,carol data-eng"), read where user.info is. Default: "usher.io/modify-acl".
 	ModifyACLAnnotation string `yaml:"modifyACLAnnotation"`
 
-	// StampGroups is which groups the user.info stamp carries with groups
-	// mode resolve or merge: "decided" (default) the groups usher decided
-	// with, the directory's also in DirectoryGroupsAnnotation, so YuniKorn
-	// sees the identity usher judged; "given" the API server's, as
-	// YuniKorn's admission controller stamps.
+	// StampGroups is which groups the stamp carries with groups mode resolve
+	// or merge: "decided" (default) those usher judged with, the directory's
+	// listed in DirectoryGroupsAnnotation; "given" the API server's, as YuniKorn stamps.
 	StampGroups string `yaml:"stampGroups"`
 
-	// StampGroupsOnError is what a CREATE does when the directory cannot
-	// answer and enforceQueueACLs is off (on, it is denied): "given"
-	// (default) stamps the API server's groups with a warning, marked
-	// "unavailable", so an outage never blocks pods; "deny" refuses.
+	// StampGroupsOnError is what a CREATE does when the directory cannot answer
+	// and enforceQueueACLs is off (on, it is denied): "given" (default) stamps
+	// the API server's groups, marked "unavailable", with a warning; "deny" refuses.
 	StampGroupsOnError string `yaml:"stampGroupsOnError"`
+
+	// CustomResources are the custom resource kinds stamped and guarded
+	// beside pods and workloads. Default: none.
+	CustomResources []CustomResource `yaml:"customResources"`
 }
 
 // Values of StampGroups and StampGroupsOnError.
@@ -107,12 +95,10 @@ const (
 	ModeWarn = "warn"
 )
 
-// AccessControl holds YuniKorn's admissionController.accessControl
-// settings: who may supply the user.info annotation.
+// AccessControl says who may supply the user.info annotation.
 type AccessControl struct {
 	// BypassAuth lets every submitter supply a valid user.info and leaves
-	// objects with the legacy username label unstamped, as YuniKorn's "User
-	// & Group Resolution" page describes. Default: false.
+	// objects with the legacy username label unstamped, as YuniKorn does. Default: false.
 	BypassAuth bool `yaml:"bypassAuth"`
 
 	// TrustControllers lets SystemUsers (the controllers that copy it into
@@ -127,14 +113,21 @@ type AccessControl struct {
 	// ends such as Airflow or Livy). Default: none.
 	ExternalUsers Patterns `yaml:"externalUsers"`
 
-	// ExternalGroups matches groups whose members are trusted to supply the
-	// annotation. Default: none.
+	// ExternalGroups matches groups whose members are trusted to supply the annotation. Default: none.
 	ExternalGroups Patterns `yaml:"externalGroups"`
+
+	// Propagators may copy the user.info of the parent (by controller
+	// ownerReference) onto what they create, never write another. Default: none.
+	Propagators []Propagator `yaml:"propagators"`
+
+	// UnstampedParents is what a propagator's object gets when its parent has no
+	// user.info: "propagatorIdentity" (default) its own, warned; "deny" a denial.
+	UnstampedParents string `yaml:"unstampedParents"`
 }
 
 // Patterns is a list of regular expressions: in YAML a list, or one
-// comma-separated string (YuniKorn's form, also the ConfigMap keys' and
-// variables'). Blank entries are dropped; nil is unset, empty is none.
+// comma-separated string (YuniKorn's form). Blank entries are dropped;
+// nil is unset, empty is none.
 type Patterns []string
 
 // ParsePatterns splits a comma-separated string, trimming each; a blank
@@ -177,8 +170,7 @@ func (p *Patterns) UnmarshalYAML(n *yaml.Node) error {
 	}
 }
 
-// NodeError is a YAML value of the wrong shape at its line and column;
-// Decode returns it unchanged, for errors.As.
+// NodeError is a YAML value of the wrong shape at its line and column.
 type NodeError struct {
 	Line, Column int
 	Msg          string
@@ -188,20 +180,13 @@ func (e *NodeError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e
 
 // QueueSource is one place a workload names its target queue.
 type QueueSource struct {
-	// Kind is "label" or "annotation".
-	Kind string `yaml:"kind"`
-	// Key is the label or annotation key, e.g. kueue.x-k8s.io/queue-name.
-	Key string `yaml:"key"`
-	// Scheduler names the scheduler that reads this marker, for messages,
-	// QueueMapping.Table and the {scheduler} placeholder.
-	Scheduler string `yaml:"scheduler"`
-	// Template, when set, replaces QueueMapping.Template for this source.
-	Template string `yaml:"template"`
-	// Level is where the scheduler reads this marker, so a workload is
-	// checked against the queue its pods run in: "pod" (YuniKorn: only
-	// the pod template's marker counts, and pods without one run in the
-	// default queue) or "workload" (Kueue, Volcano, KAI: every level
-	// counts). Default: "pod" for yunikorn, "workload" otherwise.
+	Kind      string `yaml:"kind"`      // "label" or "annotation"
+	Key       string `yaml:"key"`       // the label or annotation key, e.g. kueue.x-k8s.io/queue-name
+	Scheduler string `yaml:"scheduler"` // the scheduler that reads this marker
+	Template  string `yaml:"template"`  // when set, replaces QueueMapping.Template for this source
+	// Level is where the scheduler reads this marker: "pod" (YuniKorn: only
+	// the pods' marker counts; pods without one run in the default queue) or
+	// "workload" (every level counts). Default: "pod" for yunikorn, else "workload".
 	Level string `yaml:"level"`
 }
 
@@ -211,8 +196,7 @@ const (
 	LevelWorkload = "workload"
 )
 
-// defaultQueueSources are the batch schedulers' queue markers, in the
-// order they are read.
+// defaultQueueSources are the batch schedulers' queue markers.
 var defaultQueueSources = []QueueSource{
 	{Kind: "label", Key: "yunikorn.apache.org/queue", Scheduler: "yunikorn", Level: LevelPod},
 	{Kind: "annotation", Key: "yunikorn.apache.org/queue", Scheduler: "yunikorn", Level: LevelPod},
@@ -237,23 +221,16 @@ var defaultQueueSources = []QueueSource{
 // LocalQueues: "root.{namespace}.{value}"); a result that is no queue path
 // denies the object.
 type QueueMapping struct {
-	// Template is the template for sources without their own. Default: none
-	// (rule 4).
-	Template string `yaml:"template"`
-	// Table lists explicit mappings, tried first, in order.
-	Table []QueueMappingEntry `yaml:"table"`
+	Template string              `yaml:"template"` // for sources without their own. Default: none (rule 4)
+	Table    []QueueMappingEntry `yaml:"table"`    // explicit mappings, tried first, in order
 }
 
 // QueueMappingEntry maps one marker value to a queue.
 type QueueMappingEntry struct {
-	// Scheduler limits the entry to sources of this scheduler; empty: any.
-	Scheduler string `yaml:"scheduler"`
-	// Namespace limits the entry to objects in this namespace; empty: any.
-	Namespace string `yaml:"namespace"`
-	// Value is the marker value to match exactly. Required.
-	Value string `yaml:"value"`
-	// Queue is the queue path. Required.
-	Queue string `yaml:"queue"`
+	Scheduler string `yaml:"scheduler"` // limits the entry to sources of this scheduler; empty: any
+	Namespace string `yaml:"namespace"` // limits the entry to objects in this namespace; empty: any
+	Value     string `yaml:"value"`     // the marker value to match exactly; required
+	Queue     string `yaml:"queue"`     // the queue path; required
 }
 
 // Defaults for the settings documented on Config and AccessControl.
@@ -264,14 +241,12 @@ const (
 )
 
 // defaultSystemUsers are the per-controller service accounts and the
-// shared controller-manager user (YuniKorn's user/group lookup design
-// requires both). Defaulted copies it.
+// shared controller-manager user (YuniKorn's user/group lookup design).
 var defaultSystemUsers = Patterns{"^system:serviceaccount:kube-system:", "^system:kube-controller-manager$"}
 
 var defaultBypassNamespaces = Patterns{"^kube-system$"}
 
-// Defaulted returns a copy of c with every unset field set to its
-// default, the one place defaults are applied.
+// Defaulted returns c with every unset field set to its default.
 func (c Config) Defaulted() Config {
 	t := DefaultTrustControllers
 	if c.AccessControl.TrustControllers != nil {

@@ -2,14 +2,12 @@ package settings
 
 import "github.com/usherhq/usher/internal/jsonscan"
 
-// Workload is a kind the webhooks govern: its API group, resource and
-// kind, and the path of its pods' metadata.
+// Workload is a kind the webhooks govern, with the path of its pods' metadata.
 type Workload struct {
 	Group, Resource, Kind, Meta string
 }
 
-// Workloads are the kinds the webhooks and the native floor govern, in
-// the order the registrations list them.
+// Workloads are the kinds the webhooks and the native floor govern.
 var Workloads = [...]Workload{
 	{"", "pods", "Pod", "metadata"},
 	{"", "replicationcontrollers", "ReplicationController", "spec.template.metadata"},

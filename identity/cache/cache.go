@@ -30,6 +30,7 @@ import (
 	"unsafe"
 
 	"github.com/usherhq/usher/identity"
+	"github.com/usherhq/usher/internal/defaults"
 	"github.com/usherhq/usher/internal/ttlcache"
 )
 
@@ -47,8 +48,7 @@ type Options struct {
 	// Name names the wrapped resolver in the errors the cache makes itself
 	// (timeouts and panics). Default "resolver".
 	Name string
-	// PositiveTTL is how long a success is kept. Default 300s; negative:
-	// not kept.
+	// PositiveTTL is how long a success is kept. Default 300s; negative: not kept.
 	PositiveTTL time.Duration
 	// NegativeTTL is how long a failure is kept, and how often a user
 	// served stale answers is retried. Default 30s; negative: not kept.
@@ -63,19 +63,14 @@ type Options struct {
 	Timeout time.Duration
 }
 
-// withDefaults returns o with its defaults set; the only place they are
-// applied.
+// withDefaults returns o with its defaults set.
 func (o Options) withDefaults() Options {
 	o.Name = cmp.Or(o.Name, DefaultName)
 	o.PositiveTTL = cmp.Or(o.PositiveTTL, DefaultPositiveTTL)
 	o.NegativeTTL = cmp.Or(o.NegativeTTL, DefaultNegativeTTL)
 	o.StaleTTL = max(o.StaleTTL, 0)
-	if o.MaxEntries <= 0 {
-		o.MaxEntries = DefaultMaxEntries
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout
-	}
+	defaults.Positive(&o.MaxEntries, DefaultMaxEntries)
+	defaults.Positive(&o.Timeout, DefaultTimeout)
 	return o
 }
 
@@ -114,8 +109,6 @@ type Cache struct {
 	refreshed func(user string)
 }
 
-var _ identity.Resolver = (*Cache)(nil)
-
 // entry is the cached answer for one user; apart from the atomics, never
 // modified once stored.
 type entry struct {
@@ -136,13 +129,8 @@ type entry struct {
 
 // New returns a cache in front of r with opts (see Options for defaults).
 func New(r identity.Resolver, opts Options) *Cache {
-	return newCache(r, opts, time.Now)
-}
-
-// newCache is New with a clock, so tests step time instead of sleeping.
-func newCache(r identity.Resolver, opts Options, now func() time.Time) *Cache {
 	opts = opts.withDefaults()
-	return &Cache{r: r, opts: opts, now: now, tab: ttlcache.New[*entry](opts.MaxEntries, now)}
+	return &Cache{r: r, opts: opts, now: time.Now, tab: ttlcache.New[*entry](opts.MaxEntries, time.Now)}
 }
 
 // Resolve returns the groups of user, from the cache or from the
@@ -186,10 +174,9 @@ type attachment struct {
 }
 
 // Attached returns user's cached success and the value attached to it
-// under key, counting a hit, when Resolve would answer from the cache;
-// otherwise ok is false and the caller asks Resolve. in points at the
-// cache's own copy (sparing the hit path a copy) and must not be modified.
-// The engine keeps a user's acl.Subject so, once per answer and generation.
+// under key, counting a hit, when Resolve would answer from the cache; else
+// ok is false. in is the cache's own copy: do not modify it. The engine
+// keeps a user's acl.Subject so, once per answer and generation.
 func (c *Cache) Attached(user string, key uint64) (in *identity.Info, v any, ok bool) {
 	now := c.now()
 	e, found := c.tab.Get(user, now)

@@ -12,7 +12,15 @@ import (
 	"time"
 
 	"github.com/usherhq/usher/identity"
+	"github.com/usherhq/usher/internal/ttlcache"
 )
+
+// newCache is New with a clock, so tests step time instead of sleeping.
+func newCache(r identity.Resolver, opts Options, now func() time.Time) *Cache {
+	c := New(r, opts)
+	c.now, c.tab = now, ttlcache.New[*entry](c.opts.MaxEntries, now)
+	return c
+}
 
 // clock is a fake clock the tests step by hand.
 type clock struct {

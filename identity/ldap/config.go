@@ -53,80 +53,57 @@ const (
 )
 
 // Config configures a Resolver: the ldap: block of a partition's
-// usergroupresolver (keys are the lower-cased field names). It holds no
+// usergroupresolver (keys are the lower-cased field names; docs/ldap.md
+// lists them with their defaults, which WithDefaults sets). It holds no
 // secret, so it may be printed or logged as it is.
 type Config struct {
 	// URLs are the servers, ldap:// or ldaps://, tried in order; one that
 	// failed is tried after the others for 30 seconds. Required.
-	URLs []string `yaml:"urls"`
-	// StartTLS upgrades ldap:// connections before binding. Default false.
-	StartTLS bool `yaml:"starttls"`
-	// CAFile is a PEM bundle of the CAs that may sign the servers'
-	// certificates. Default: the system's trusted CAs.
-	CAFile string `yaml:"cafile"`
-	// ServerName is the name the server certificate must carry. Default:
-	// the host of the URL.
-	ServerName string `yaml:"servername"`
+	URLs       []string `yaml:"urls"`
+	StartTLS   bool     `yaml:"starttls"`   // upgrade ldap:// connections before binding
+	CAFile     string   `yaml:"cafile"`     // PEM bundle of the servers' CAs; default: the system's
+	ServerName string   `yaml:"servername"` // the server certificate's name; default: the URL's host
 	// InsecureSkipVerify accepts any server certificate (testing only: anyone
-	// on the path can then read the bind password). Default false.
+	// on the path can then read the bind password).
 	InsecureSkipVerify bool `yaml:"insecureskipverify"`
-	// BindDN is the account the resolver binds as; with it, exactly one of
-	// BindPasswordFile and BindPasswordEnv. Default: anonymous.
+	// BindDN is the account the resolver binds as, with exactly one of
+	// BindPasswordFile and BindPasswordEnv; anonymous when empty.
 	BindDN string `yaml:"binddn"`
-	// BindPasswordFile holds the bind password (a trailing newline is
-	// ignored); read again for every new connection, so a rotated secret
-	// is picked up without a restart.
+	// BindPasswordFile holds the bind password, read again for every new
+	// connection, so a rotated secret is picked up without a restart.
 	BindPasswordFile string `yaml:"bindpasswordfile"`
-	// BindPasswordEnv names an environment variable holding the bind
-	// password, read once by New.
-	BindPasswordEnv string `yaml:"bindpasswordenv"`
-	// UserBaseDN is where user entries are searched (subtree). Required.
-	UserBaseDN string `yaml:"userbasedn"`
-	// UserFilter finds the one user entry; {user} is replaced by the
-	// escaped user name. Default "(uid={user})".
-	UserFilter string `yaml:"userfilter"`
+	BindPasswordEnv  string `yaml:"bindpasswordenv"` // read once by New
+	UserBaseDN       string `yaml:"userbasedn"`      // where users are searched (subtree); required
+	UserFilter       string `yaml:"userfilter"`      // finds the one user entry; {user} is the escaped name
 	// UserNameAttr must hold the user name exactly: LDAP matches names
 	// ignoring case, usher does not, so without it "ALICE" would get
-	// alice's groups. Default "uid"; "none" turns the check off.
-	UserNameAttr string `yaml:"usernameattr"`
-	// GroupSearch is memberof, member or memberuid. Default member.
-	GroupSearch GroupSearch `yaml:"groupsearch"`
-	// MemberOfAttr holds the group DNs on the user entry (memberof only).
-	// Default "memberOf".
-	MemberOfAttr string `yaml:"memberofattr"`
+	// alice's groups. NoUserNameAttr turns the check off.
+	UserNameAttr string      `yaml:"usernameattr"`
+	GroupSearch  GroupSearch `yaml:"groupsearch"`
+	MemberOfAttr string      `yaml:"memberofattr"` // the group DNs on the user entry (memberof only)
 	// GroupBaseDN is where groups are searched (subtree). Required for
 	// member and memberuid; with memberof, only groups under it count.
 	GroupBaseDN string `yaml:"groupbasedn"`
-	// GroupFilter selects group entries, ANDed with the membership clause.
-	// Default "(objectClass=groupOfNames)" for member,
-	// "(objectClass=posixGroup)" for memberuid.
-	GroupFilter string `yaml:"groupfilter"`
-	// MemberAttr lists a group's members: user DNs for member, user names
-	// for memberuid. Default "member" for member, "memberUid" for memberuid.
-	MemberAttr string `yaml:"memberattr"`
+	GroupFilter string `yaml:"groupfilter"` // ANDed with the membership clause
+	MemberAttr  string `yaml:"memberattr"`  // a group's members: user DNs, or names for memberuid
 	// GroupNameAttr gives a group's name: the RDN value when it is the
 	// RDN's attribute, else its first value (with memberof, one more read
-	// per group). Default "cn".
+	// per group).
 	GroupNameAttr string `yaml:"groupnameattr"`
 	// Timeout bounds one lookup, from waiting for a connection to the last
-	// search. Default 5s.
-	Timeout time.Duration `yaml:"timeout"`
-	// PoolSize is the most connections open at once. Default 4.
-	PoolSize int `yaml:"poolsize"`
-	// SizeLimit is the most groups a user may have; more is an error, never
-	// a truncated list. Default 1000.
-	SizeLimit int `yaml:"sizelimit"`
+	// search.
+	Timeout   time.Duration `yaml:"timeout"`
+	PoolSize  int           `yaml:"poolsize"`  // the most connections open at once
+	SizeLimit int           `yaml:"sizelimit"` // the most groups of a user; more is an error
 	// NestedGroups is how many levels of groups in groups are expanded,
-	// one search a level (groupOfNames: member or memberof). Default 0,
-	// at most MaxNestedGroups.
+	// one search a level (groupOfNames: member or memberof).
 	NestedGroups int `yaml:"nestedgroups"`
 	// InChain asks Active Directory to expand nesting itself with
 	// LDAP_MATCHING_RULE_IN_CHAIN (other servers answer with no groups or
-	// an error). Not with nestedgroups nor memberuid. Default false.
+	// an error).
 	InChain bool `yaml:"inchain"`
 	// LowerCaseGroups lower-cases the group names the directory gives
-	// (Active Directory keeps the case they were created with). Default
-	// false.
+	// (Active Directory keeps the case they were created with).
 	LowerCaseGroups bool `yaml:"lowercasegroups"`
 }
 
@@ -271,16 +248,13 @@ func (c Config) Validate() error {
 		}
 	}
 
-	for _, f := range []struct {
-		name     string
-		value    any
-		negative bool
-	}{{"timeout", c.Timeout, c.Timeout < 0}, {"poolsize", c.PoolSize, c.PoolSize < 0}, {"sizelimit", c.SizeLimit, c.SizeLimit < 0}} {
-		if f.negative {
-			return fieldError(f.name, "%v is negative", f.value)
-		}
-	}
 	switch {
+	case c.Timeout < 0:
+		return fieldError("timeout", "%v is negative", c.Timeout)
+	case c.PoolSize < 0:
+		return fieldError("poolsize", "%v is negative", c.PoolSize)
+	case c.SizeLimit < 0:
+		return fieldError("sizelimit", "%v is negative", c.SizeLimit)
 	case c.NestedGroups < 0 || c.NestedGroups > MaxNestedGroups:
 		return fieldError("nestedgroups", "%d is not a depth from 0 to %d", c.NestedGroups, MaxNestedGroups)
 	case c.NestedGroups > 0 && c.GroupSearch == GroupSearchMemberUID:

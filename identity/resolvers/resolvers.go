@@ -36,18 +36,14 @@ const (
 
 // Settings are a partition's usergroupresolver block, validated.
 type Settings struct {
-	// Type is none (the default, also ""), os, file, test or ldap.
-	Type string
-	// File is the users-to-groups file of type file, absolute.
-	File string
+	Type string // none (the default, also ""), os, file, test or ldap
+	File string // the users-to-groups file of type file, absolute
 	// Table is File parsed with the configuration, FileDigest its SHA-256.
 	Table      identity.Resolver
 	FileDigest [32]byte
-	// Users is the table of type test.
-	Users map[string][]string
-	// LDAP is the ldap block of type ldap, defaults applied and validated.
-	LDAP  *ldap.Config
-	Cache CacheSettings
+	Users      map[string][]string // the table of type test
+	LDAP       *ldap.Config        // type ldap's block, defaults applied and validated
+	Cache      CacheSettings
 	// Policy is who is looked up and under which name. It is applied above
 	// the cache, per generation, so it is not part of Key: the cache is
 	// keyed by the name the resolver is asked for.
@@ -95,8 +91,7 @@ type Resolver struct {
 	closer io.Closer
 }
 
-// Close releases the resolver's connections (ldap); the resolver must not
-// be used afterwards.
+// Close releases the resolver's connections (ldap).
 func (r *Resolver) Close() error {
 	if r.closer == nil {
 		return nil
@@ -116,8 +111,7 @@ func New(s Settings) (*Resolver, error) {
 	r := &Resolver{Key: s.Key()}
 	var base identity.Resolver
 	var timeout time.Duration // the cache's default unless set below
-	typ := s.Type
-	switch typ {
+	switch s.Type {
 	case "", TypeNone:
 		r.Resolver = identity.None()
 		return r, nil
@@ -146,7 +140,7 @@ func New(s Settings) (*Resolver, error) {
 		return nil, fmt.Errorf("unknown resolver type %q", s.Type)
 	}
 	r.Cache = cache.New(base, cache.Options{
-		Name:        typ,
+		Name:        s.Type,
 		PositiveTTL: s.Cache.PositiveTTL,
 		NegativeTTL: s.Cache.NegativeTTL,
 		StaleTTL:    s.Cache.StaleTTL,

@@ -8,6 +8,7 @@
 package clip
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -59,17 +60,8 @@ func mark(n int) string { return "…[cut " + strconv.Itoa(n) + " bytes]" }
 // bytes each; else a copy with each element cut by String and, past count
 // elements, a last element "…[cut N more]".
 func Strings(ss []string, max, count int) []string {
-	if len(ss) <= count {
-		ok := true
-		for _, s := range ss {
-			if len(s) > max {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return ss
-		}
+	if len(ss) <= count && !slices.ContainsFunc(ss, func(s string) bool { return len(s) > max }) {
+		return ss
 	}
 	n := min(len(ss), count)
 	out := make([]string, 0, n+1)
@@ -83,12 +75,10 @@ func Strings(ss []string, max, count int) []string {
 }
 
 // Detach copies each string *p and each element of list into one new
-// allocation, so that none of them shares memory with what the caller
-// read them from: a request's names are often substrings of its whole
-// body (the admission webhook reads them out of the AdmissionReview
-// without copying), and whatever is kept past the request (a cache, a
-// queued audit record) must not keep that body alive. The strings are
-// set in place; the list's copy is returned (nil for a nil list).
+// allocation: a request's names are often substrings of its whole body,
+// which whatever is kept past the request (a cache, a queued audit record)
+// must not keep alive. The strings are set in place; the list's copy is
+// returned (nil for a nil list).
 func Detach(list []string, ps ...*string) []string {
 	n := 0
 	for _, p := range ps {

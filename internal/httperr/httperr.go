@@ -42,8 +42,7 @@ func Append(dst []byte, msg, requestID string) []byte {
 	return append(dst, "}\n"...)
 }
 
-// NewRequestID returns a random id that ties an answer to its log
-// records.
+// NewRequestID returns a random id that ties an answer to its log records.
 func NewRequestID() string {
 	var b [8]byte
 	rand.Read(b[:])

@@ -65,9 +65,8 @@ func AppendString[T string | []byte](dst []byte, s T) []byte {
 }
 
 // HasLoneSurrogate reports whether the JSON text s, already checked by a
-// Scanner, holds a \u escape of a UTF-16 surrogate that is not half of a
-// pair. encoding/json reads it as U+FFFD; other decoders keep it, drop it
-// or fail.
+// Scanner, holds a \u escape of a UTF-16 surrogate that is not half of a pair.
+// encoding/json reads it as U+FFFD; other decoders keep it, drop it or fail.
 func HasLoneSurrogate(s string) bool {
 	for i := strings.IndexByte(s, '\\'); i >= 0 && i < len(s); {
 		if s[i] != '\\' {

@@ -2,6 +2,7 @@ package jsonscan
 
 import (
 	"math/bits"
+	"slices"
 	"strconv"
 )
 
@@ -33,15 +34,11 @@ func NewKeys(names ...string) *Keys {
 	if len(names) > maxKeys {
 		panic("jsonscan: more than 64 keys")
 	}
-	for i, n := range names {
-		for _, m := range names[:i] {
-			if n == m {
-				panic("jsonscan: repeated key " + strconv.Quote(n))
-			}
-		}
-	}
 	k := &Keys{names: names}
 	for i, n := range names {
+		if slices.Contains(names[:i], n) {
+			panic("jsonscan: repeated key " + strconv.Quote(n))
+		}
 		k.buckets[bucket(n)] |= 1 << i
 	}
 	return k
@@ -89,9 +86,8 @@ func (d *Scanner) Members(field string, keys *Keys) Members {
 	return Members{d: d, keys: keys, first: true, open: d.Object(field)}
 }
 
-// MembersOrNull is Members for a value that may also be null, which reads
-// as an object without members (as encoding/json leaves the target
-// unset).
+// MembersOrNull is Members for a value that may also be null, which reads as
+// an object without members (as encoding/json leaves the target unset).
 func (d *Scanner) MembersOrNull(field string, keys *Keys) Members {
 	if d.Null() {
 		return Members{d: d, keys: keys}

@@ -28,11 +28,9 @@ func New(s string) Scanner { return Scanner{s: s} }
 // Err returns the first error recorded, or nil.
 func (d *Scanner) Err() error { return d.err }
 
-// Input returns the text being scanned.
+// Input and Pos return the text being scanned and the byte offset reached.
 func (d *Scanner) Input() string { return d.s }
-
-// Pos returns the byte offset the scanner is at.
-func (d *Scanner) Pos() int { return d.i }
+func (d *Scanner) Pos() int      { return d.i }
 
 // SkipSpace skips white space and returns the offset of the next value.
 func (d *Scanner) SkipSpace() int {
@@ -99,15 +97,15 @@ func (d *Scanner) describe() string {
 	}
 }
 
-func (d *Scanner) ws() {
-	for d.i < len(d.s) {
-		switch d.s[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
+func (d *Scanner) ws() { d.i = skipSpace(d.s, d.i) }
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON white space.
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
 	}
+	return i
 }
 
 // Peek skips white space and returns the next byte, or 0 at the end.
@@ -151,10 +149,7 @@ func (d *Scanner) literal(lit string) {
 
 // Object consumes '{' and reports whether an object starts here. It does
 // not consume null: callers that accept null check d.Null() first.
-func (d *Scanner) Object(field string) bool { return d.ObjectAt(field, "") }
-
-// ObjectAt is Object for the field named field+sub.
-func (d *Scanner) ObjectAt(field, sub string) bool { return d.open('{', field, sub, "an object") }
+func (d *Scanner) Object(field string) bool { return d.open('{', field, "", "an object") }
 
 // Array consumes '[' and reports whether an array starts here.
 func (d *Scanner) Array(field string) bool { return d.open('[', field, "", "an array") }
@@ -257,10 +252,7 @@ func (d *Scanner) StringField(field string) string { return d.StringAt(field, ""
 
 // StringAt is StringField for the field named field+sub.
 func (d *Scanner) StringAt(field, sub string) string {
-	if d.Null() {
-		return ""
-	}
-	if d.err != nil {
+	if d.Null() || d.err != nil {
 		return ""
 	}
 	if d.Peek() != '"' {
@@ -471,9 +463,7 @@ func (d *Scanner) Skip() {
 	stack := stackArr[:0] // '{' or '[' per open container
 	var c byte
 value:
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
+	i = skipSpace(s, i)
 	if i >= len(s) {
 		d.i = i
 		d.Fail("unexpected end of input")
@@ -482,9 +472,7 @@ value:
 	switch c = s[i]; c {
 	case '{', '[':
 		i++
-		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-			i++
-		}
+		i = skipSpace(s, i)
 		if i < len(s) && s[i] == c+2 { // '}' or ']'
 			i++
 			goto end
@@ -526,9 +514,7 @@ value:
 		return
 	}
 key: // inside an object, before a member's key
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
+	i = skipSpace(s, i)
 	if i >= len(s) || s[i] != '"' {
 		d.i = i
 		d.failAt(d.Peek(), "expected a string key")
@@ -539,9 +525,7 @@ key: // inside an object, before a member's key
 		return
 	}
 	i = d.i
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
+	i = skipSpace(s, i)
 	if i >= len(s) || s[i] != ':' {
 		d.i = i
 		d.failAt(d.Peek(), "expected ':' after object key")
@@ -554,9 +538,7 @@ end: // after a complete value
 		d.i = i
 		return
 	}
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
+	i = skipSpace(s, i)
 	if i < len(s) {
 		top := stack[len(stack)-1]
 		switch c = s[i]; {

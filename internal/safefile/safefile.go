@@ -1,9 +1,8 @@
 // Package safefile reads the files usher reads on its own filesystem (the
-// configuration, a users-to-groups table, a CA bundle): only a regular
-// file, never a device or a pipe (looked at without opening it, then
-// opened without blocking and looked at again), read within Timeout and up
-// to a cap its caller sizes for its purpose. No error quotes the file's
-// content.
+// configuration, a users-to-groups table, a CA bundle): only a regular file,
+// never a device or a pipe (looked at without opening it, then opened without
+// blocking and looked at again), read within Timeout and up to a cap its
+// caller sizes for its purpose. No error quotes the file's content.
 package safefile
 
 import (
@@ -19,8 +18,7 @@ import (
 // Timeout bounds the reading of one file.
 var Timeout = 5 * time.Second
 
-// ErrNotRegular is the rule a device, a pipe, a socket or a directory
-// breaks.
+// ErrNotRegular is the rule a device, a pipe, a socket or a directory breaks.
 var ErrNotRegular = errors.New("not a regular file")
 
 // Read returns the content of the regular file at path, of at most limit

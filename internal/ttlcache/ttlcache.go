@@ -1,9 +1,8 @@
 // Package ttlcache is usher's one cache of answers by key, for the group
-// cache (identity/cache) and the API server's answers (auth): each value
-// kept until a time its caller chooses, at most a fixed number of them
-// (the clock algorithm evicts), and one call per missing key shared by
-// all its concurrent callers, detached from them, bounded in time, a
-// panic an error.
+// cache (identity/cache) and the API server's answers (auth): each value kept
+// until a time its caller chooses, at most a fixed number of them (the clock
+// algorithm evicts), and one call per missing key shared by all its
+// concurrent callers, detached from them, bounded in time, a panic an error.
 package ttlcache
 
 import (
@@ -16,12 +15,12 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// ErrTimeout is wrapped, with context.DeadlineExceeded, by the error of a
-// call that did not answer within its timeout (Call).
-var ErrTimeout = errors.New("no answer")
-
-// ErrPanic is wrapped by the error of a call that panicked.
-var ErrPanic = errors.New("panicked")
+// ErrTimeout (with context.DeadlineExceeded) and ErrPanic are wrapped by
+// the error of a call that did not answer within its timeout or panicked.
+var (
+	ErrTimeout = errors.New("no answer")
+	ErrPanic   = errors.New("panicked")
+)
 
 // Cache holds values of type V by key. It is safe for concurrent use.
 type Cache[V any] struct {
@@ -115,8 +114,7 @@ func (c *Cache[V]) remove(e *entry[V]) {
 	delete(c.m, e.key)
 }
 
-// Len returns the number of values kept, expired ones not yet evicted
-// included.
+// Len returns the number of values kept, expired ones included.
 func (c *Cache[V]) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

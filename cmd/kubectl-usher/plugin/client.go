@@ -21,8 +21,7 @@ import (
 	"github.com/usherhq/usher/decision"
 )
 
-// APIError is an answer of usher other than 200: the status and usher's
-// error text.
+// APIError is an answer of usher other than 200.
 type APIError struct {
 	Status    int
 	Message   string
@@ -37,12 +36,10 @@ func (e *APIError) Error() string {
 	return msg
 }
 
-// usherClient sends questions to usher's /v1/access with the caller's
-// kubeconfig credentials (bearer token, exec plugin or client
-// certificate), over TLS checked against usher's CA.
+// usherClient asks usher's /v1/access with the caller's kubeconfig credentials.
 type usherClient struct {
-	base string
-	http *http.Client
+	base, path string // path: "" for /v1/access
+	http       *http.Client
 }
 
 // usherConfig is how the plugin reaches usher.
@@ -52,11 +49,8 @@ type usherConfig struct {
 	ServerName string // checked against usher's certificate; empty: the host of Server
 }
 
-// newUsherClient derives a client for usher from the caller's API server
-// configuration kube: the same credentials, but usher's address and CA,
-// and no impersonation (usher does not read impersonation headers; asking
-// about someone else is said in the body and usher checks the caller's
-// permission).
+// newUsherClient derives a client for usher from the caller's API server config
+// kube: its credentials, usher's address and CA, no impersonation (said in the body).
 func newUsherClient(kube *rest.Config, uc usherConfig) (*usherClient, error) {
 	u, err := url.Parse(uc.Server)
 	if err != nil || u.Scheme != "https" || u.Host == "" {
@@ -75,13 +69,14 @@ func newUsherClient(kube *rest.Config, uc usherConfig) (*usherClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("a client for usher at %s: %w", uc.Server, err)
 	}
-	// The transport adds the caller's credentials to every request: a
-	// redirect would carry them wherever it points.
-	hc.CheckRedirect = func(req *http.Request, _ []*http.Request) error {
-		return fmt.Errorf("redirected to %q, which the plugin does not follow: it would send your credentials there; "+
-			"give --usher-server the address usher itself serves on", req.URL.Redacted())
-	}
+	hc.CheckRedirect = noRedirects
 	return &usherClient{base: cfg.Host, http: hc}, nil
+}
+
+// noRedirects refuses redirects: the transport adds the caller's
+// credentials to every request, so one would carry them wherever it points.
+func noRedirects(req *http.Request, _ []*http.Request) error {
+	return fmt.Errorf("redirected to %q, which the plugin does not follow: it would send your credentials there", req.URL.Redacted())
 }
 
 // maxAnswer bounds what the plugin reads of an answer.
@@ -93,7 +88,7 @@ func (c *usherClient) access(ctx context.Context, req decision.AccessRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/v1/access", bytes.NewReader(body))
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+cmp.Or(c.path, "/v1/access"), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -111,11 +106,16 @@ func (c *usherClient) access(ctx context.Context, req decision.AccessRequest) (*
 	if resp.StatusCode != http.StatusOK {
 		var e struct {
 			Error     string `json:"error"`
+			Message   string `json:"message"` // the API server's Status
 			RequestID string `json:"requestID"`
 		}
 		msg := strings.TrimSpace(string(data))
-		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			msg = e.Error
+		if json.Unmarshal(data, &e) == nil && cmp.Or(e.Error, e.Message) != "" {
+			msg = cmp.Or(e.Error, e.Message)
+		}
+		if c.path != "" && resp.StatusCode == http.StatusNotFound {
+			msg += "; the API server serves no access.usher.io: usher is installed without its aggregated API " +
+				"(chart value aggregatedAPI.enabled), or give --usher-server (docs/kubectl-usher.md)"
 		}
 		id := cmp.Or(e.RequestID, resp.Header.Get("X-Request-Id"))
 		return nil, &APIError{Status: resp.StatusCode, Message: msg, RequestID: id}
@@ -127,8 +127,7 @@ func (c *usherClient) access(ctx context.Context, req decision.AccessRequest) (*
 	return &out, nil
 }
 
-// reachError explains a connection failure, with how to reach usher from
-// outside the cluster when the default in-cluster address was used.
+// reachError explains a connection failure, and how to reach usher from outside.
 func reachError(base string, err error) error {
 	var dns *net.DNSError
 	if errors.As(err, &dns) && strings.HasSuffix(strings.TrimSuffix(dns.Name, "."), ".svc") {
@@ -146,8 +145,7 @@ type Identity struct {
 	Groups []string `json:"groups"`
 }
 
-// selfSubjectReview asks the API server who the caller is
-// (authentication.k8s.io/v1 SelfSubjectReview, as kubectl auth whoami).
+// selfSubjectReview asks the API server who the caller is, as kubectl auth whoami.
 func selfSubjectReview(ctx context.Context, kube *rest.Config) (Identity, error) {
 	cs, err := kubernetes.NewForConfig(kube)
 	if err != nil {
@@ -158,9 +156,5 @@ func selfSubjectReview(ctx context.Context, kube *rest.Config) (Identity, error)
 		return Identity{}, fmt.Errorf("asking the API server who you are (SelfSubjectReview): %w", err)
 	}
 	ui := r.Status.UserInfo
-	groups := ui.Groups
-	if groups == nil {
-		groups = []string{}
-	}
-	return Identity{User: ui.Username, UID: ui.UID, Groups: groups}, nil
+	return Identity{User: ui.Username, UID: ui.UID, Groups: orEmpty(ui.Groups)}, nil
 }

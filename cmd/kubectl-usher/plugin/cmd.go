@@ -16,7 +16,6 @@
 package plugin
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -57,18 +56,14 @@ type options struct {
 	streams   Streams
 	kube      kubeFlags
 	usher     usherConfig
-	namespace string // usher's namespace, for the default --usher-server
-	service   string
 	partition string
 	output    string
 }
 
-// errNo is returned by a command whose answer is no: it exits 1 without
-// an error message.
+// errNo is returned by a command whose answer is no: exit 1, no message.
 var errNo = errors.New("no")
 
-// Main runs the plugin with args (without the program name) and returns
-// the exit code.
+// Main runs the plugin with args (without the program name) and returns the exit code.
 func Main(ctx context.Context, args []string, streams Streams) int {
 	return run(ctx, args, streams, os.Getenv)
 }
@@ -99,9 +94,10 @@ whether you may submit to or administer a queue (can-i), what admission
 would decide for a manifest (why), and every queue with your rights
 (queues).
 
-usher is reached at --usher-server (default: its Service in the cluster,
-https://usher.usher-system.svc); from outside the cluster forward a port
-to it. See docs/kubectl-usher.md.`,
+usher is asked through the API server (the aggregated API access.usher.io,
+which usher serve --aggregated-api serves), with no flags and from any
+kubeconfig; --usher-server asks usher at its own address instead. See
+docs/kubectl-usher.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Example: `  kubectl usher whoami
@@ -117,11 +113,9 @@ to it. See docs/kubectl-usher.md.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&o.kube.kubeconfig, clientcmd.RecommendedConfigPathFlag, "", "path to the kubeconfig file to use")
 	clientcmd.BindOverrideFlags(&o.kube.overrides, pf, clientcmd.RecommendedConfigOverrideFlags(""))
-	pf.StringVar(&o.usher.Server, "usher-server", getenv(EnvServer), "usher's address, https://HOST[:PORT] (default: https://SERVICE.NAMESPACE.svc from --usher-service and --usher-namespace; $"+EnvServer+")")
+	pf.StringVar(&o.usher.Server, "usher-server", getenv(EnvServer), "usher's address, https://HOST[:PORT], to ask usher directly (default: through the API server, access.usher.io; $"+EnvServer+")")
 	pf.StringVar(&o.usher.CAFile, "usher-certificate-authority", getenv(EnvCA), "PEM file of the CA that signed usher's serving certificate (default: the system's roots; $"+EnvCA+")")
 	pf.StringVar(&o.usher.ServerName, "usher-tls-server-name", getenv(EnvServerName), "name to check usher's serving certificate against (default: the host of --usher-server; $"+EnvServerName+")")
-	pf.StringVar(&o.namespace, "usher-namespace", "usher-system", "namespace of usher's Service")
-	pf.StringVar(&o.service, "usher-service", "usher", "name of usher's Service")
 	pf.StringVar(&o.partition, "partition", "", "partition to ask about (default: usher's default partition)")
 	root.AddCommand(newWhoami(o), newCanI(o), newWhy(o), newQueues(o))
 	return root
@@ -140,8 +134,7 @@ func (o *options) addOutput(cmd *cobra.Command) {
 }
 
 // kubeFlags are kubectl's own flags for the API server and the caller's
-// credentials (--kubeconfig, --context, -n, --as, --as-group, --token, ...),
-// read the way kubectl reads them (client-go's clientcmd).
+// credentials, read the way kubectl reads them (client-go's clientcmd).
 type kubeFlags struct {
 	kubeconfig string
 	overrides  clientcmd.ConfigOverrides
@@ -158,7 +151,6 @@ func (k *kubeFlags) clientConfig() clientcmd.ClientConfig {
 	return k.cc
 }
 
-// impersonating reports whether --as or --as-group was given.
 func (o *options) impersonating() bool {
 	return o.asUser() != "" || len(o.asGroups()) > 0
 }
@@ -187,15 +179,21 @@ func (o *options) usherClient() (*usherClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	uc := o.usher
-	uc.Server = cmp.Or(uc.Server, fmt.Sprintf("https://%s.%s.svc", o.service, o.namespace))
-	return newUsherClient(cfg, uc)
+	if o.usher.Server != "" {
+		return newUsherClient(cfg, o.usher)
+	}
+	// Through the API server: its credentials go to the API server only.
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	hc.CheckRedirect = noRedirects
+	return &usherClient{base: strings.TrimSuffix(cfg.Host, "/") + "/apis/access.usher.io/v1alpha1", path: "/accessreviews", http: hc}, nil
 }
 
-// subject is the identity a question is about: the caller as the API
-// server sees it, or the user and groups of --as and --as-group. For --as
-// the groups are those given plus system:authenticated, as the API server
-// gives an impersonated user.
+// subject is the identity a question is about: the caller as the API server
+// sees it, or --as and --as-group, with system:authenticated added as the
+// API server adds it to an impersonated user.
 func (o *options) subject(ctx context.Context) (who Identity, self bool, err error) {
 	if o.impersonating() {
 		if o.asUser() == "" {
@@ -238,9 +236,16 @@ func (o *options) ask(ctx context.Context, req decision.AccessRequest) (ans *dec
 	return ans, who, self, err
 }
 
-// systemAuthenticated is the group the API server gives every
-// authenticated user.
+// systemAuthenticated is the group of every authenticated user.
 const systemAuthenticated = "system:authenticated"
+
+// orEmpty is s, or an empty list for nil: JSON [] rather than null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
 
 func joinOr(list []string, none string) string {
 	if len(list) == 0 {

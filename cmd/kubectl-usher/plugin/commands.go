@@ -16,11 +16,9 @@ import (
 
 // WhoamiOutput is what whoami prints with -o json.
 type WhoamiOutput struct {
-	// Kubernetes is the identity the API server sees (absent with --as).
-	Kubernetes *Identity `json:"kubernetes,omitempty"`
-	// Usher is the identity usher decides with in Partition.
-	Usher     decision.Identity `json:"usher"`
-	Partition string            `json:"partition"`
+	Kubernetes *Identity         `json:"kubernetes,omitempty"` // as the API server sees it (absent with --as)
+	Usher      decision.Identity `json:"usher"`                // as usher decides with it in Partition
+	Partition  string            `json:"partition"`
 }
 
 func newWhoami(o *options) *cobra.Command {
@@ -42,19 +40,14 @@ usher.io.`,
 			if err != nil {
 				return err
 			}
-			out := WhoamiOutput{Usher: decision.Identity{User: ans.Identity.User, Groups: ans.Identity.Groups}, Partition: ans.Partition}
-			if out.Usher.Groups == nil {
-				out.Usher.Groups = []decision.Group{}
-			}
+			out := WhoamiOutput{Partition: ans.Partition,
+				Usher: decision.Identity{User: ans.Identity.User, Groups: orEmpty(ans.Identity.Groups)}}
 			if self {
 				out.Kubernetes = &who
 			}
 			return o.print(out, func(w io.Writer) {
-				if self {
-					fmt.Fprintf(w, "Kubernetes (SelfSubjectReview)\n  user:    %s\n  groups:  %s\n\n", who.User, joinOr(who.Groups, "(none)"))
-				} else {
-					fmt.Fprintf(w, "asked about (--as)\n  user:    %s\n  groups:  %s\n\n", who.User, joinOr(who.Groups, "(none)"))
-				}
+				title := map[bool]string{true: "Kubernetes (SelfSubjectReview)", false: "asked about (--as)"}[self]
+				fmt.Fprintf(w, "%s\n  user:    %s\n  groups:  %s\n\n", title, who.User, joinOr(who.Groups, "(none)"))
 				fmt.Fprintf(w, "usher (partition %s)\n  user:    %s\n", ans.Partition, ans.Identity.User)
 				if len(ans.Identity.Groups) == 0 {
 					fmt.Fprintln(w, "  groups:  (none)")
@@ -73,9 +66,7 @@ usher.io.`,
 	return cmd
 }
 
-// describeSource says where a group usher decides with came from: given
-// with the question (the API server's groups, or --as-group), or found by
-// the partition's resolver.
+// describeSource says where a group usher decides with came from.
 func describeSource(s string, self bool) string {
 	switch {
 	case s == "given" && self:
@@ -86,21 +77,15 @@ func describeSource(s string, self bool) string {
 	return s + " (usher's directory)"
 }
 
-// Actions on a queue, and on an application (the application actions of
-// /v1/access).
+// Actions on a queue, and on an application.
 var (
 	queueActions = []string{"submit", "admin"}
 	appActions   = []string{"view", "modify", "kill", "move"}
 )
 
 type canIFlags struct {
-	quiet     bool
-	explain   bool
-	owner     string
-	app       string
-	target    string
-	viewACL   string
-	modifyACL string
+	quiet, explain                         bool
+	owner, app, target, viewACL, modifyACL string
 }
 
 func newCanI(o *options) *cobra.Command {
@@ -168,7 +153,7 @@ answers only if you may create accessreviews in API group usher.io.`,
 			}
 			if !f.quiet {
 				err = o.print(ans, func(w io.Writer) {
-					fmt.Fprintln(w, yesNo(ans.Allowed))
+					fmt.Fprintln(w, map[bool]string{true: "yes", false: "no"}[ans.Allowed])
 					if f.explain {
 						printDecision(w, ans)
 					}
@@ -193,13 +178,6 @@ answers only if you may create accessreviews in API group usher.io.`,
 	fl.StringVar(&f.viewACL, "view-acl", "", "the application's view ACL, YARN syntax (absent: the partition's default)")
 	fl.StringVar(&f.modifyACL, "modify-acl", "", "the application's modify ACL, YARN syntax (absent: the partition's default)")
 	return cmd
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
 }
 
 // printDecision prints the reason, the groups and the trail of a decision.
@@ -287,13 +265,8 @@ usher answers only if you may create accessreviews in API group usher.io.`,
 			if err != nil {
 				return err
 			}
-			out := QueuesOutput{Partition: ans.Partition, Identity: decision.Identity{User: ans.Identity.User, Groups: ans.Identity.Groups}, Queues: ans.Queues}
-			if out.Queues == nil {
-				out.Queues = []decision.QueueRights{}
-			}
-			if out.Identity.Groups == nil {
-				out.Identity.Groups = []decision.Group{}
-			}
+			out := QueuesOutput{Partition: ans.Partition, Queues: orEmpty(ans.Queues),
+				Identity: decision.Identity{User: ans.Identity.User, Groups: orEmpty(ans.Identity.Groups)}}
 			return o.print(out, func(w io.Writer) {
 				fmt.Fprintf(w, "partition %s, user %s, groups %s\n\n", ans.Partition, ans.Identity.User, groupsText(ans.Identity.Groups))
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

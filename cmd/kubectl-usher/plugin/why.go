@@ -28,23 +28,19 @@ import (
 	"github.com/usherhq/usher/decision"
 )
 
-// WhyOutput is what why prints with -o json: one entry per object of the
-// manifest.
+// WhyOutput is what why prints with -o json: an entry per object.
 type WhyOutput struct {
 	Objects []WhyObject `json:"objects"`
 }
 
 // WhyObject is what admission would decide for one object.
 type WhyObject struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-	// DryRun is the API server's answer to a server-side dry-run create.
-	DryRun *DryRun `json:"dryRun,omitempty"`
-	// Marker is the YuniKorn queue marker read from the pods, if any.
-	Marker *Marker `json:"marker,omitempty"`
-	// Decision is usher's answer for the placement of the object's pods.
-	Decision *decision.Output `json:"decision,omitempty"`
+	Kind      string           `json:"kind"`
+	Namespace string           `json:"namespace,omitempty"`
+	Name      string           `json:"name"`
+	DryRun    *DryRun          `json:"dryRun,omitempty"`   // the API server's answer to a server-side dry-run create
+	Marker    *Marker          `json:"marker,omitempty"`   // the YuniKorn queue marker of the pods, if any
+	Decision  *decision.Output `json:"decision,omitempty"` // usher's answer for the placement of the pods
 }
 
 // DryRun is the outcome of a server-side dry run.
@@ -70,9 +66,8 @@ var yunikornMarkers = []struct{ kind, key string }{
 }
 
 type whyFlags struct {
-	file     string
-	dryRun   bool
-	decision bool
+	file             string
+	dryRun, decision bool
 }
 
 func newWhy(o *options) *cobra.Command {
@@ -162,20 +157,17 @@ func (o *options) why(ctx context.Context, f whyFlags, objs []*unstructured.Unst
 	if err != nil {
 		return err
 	}
-	var (
-		dyn      dynamic.Interface
-		mapper   meta.RESTMapper
-		warnings = &warningCollector{}
-	)
+	var dyn dynamic.Interface
+	var mapper meta.RESTMapper
+	warnings := &warningCollector{}
 	if f.dryRun {
 		cfg, err := o.restConfig(true)
 		if err != nil {
 			return err
 		}
 		if o.impersonating() {
-			// The API server checks the impersonation on every request;
-			// asking it once first tells a refused impersonation (an
-			// error) from a refused object (an answer).
+			// The API server checks the impersonation on every request; asking
+			// once first tells a refused impersonation from a refused object.
 			if _, err := selfSubjectReview(ctx, cfg); err != nil {
 				return fmt.Errorf("--as %s: %w", o.asUser(), err)
 			}
@@ -190,10 +182,8 @@ func (o *options) why(ctx context.Context, f whyFlags, objs []*unstructured.Unst
 		}
 		mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 	}
-	var (
-		uc  *usherClient
-		who Identity
-	)
+	var uc *usherClient
+	var who Identity
 	if f.decision {
 		if who, _, err = o.subject(ctx); err != nil {
 			return err
@@ -268,10 +258,8 @@ func printWhy(w io.Writer, wo WhyObject) {
 	}
 	fmt.Fprintf(w, "%s %s\n", wo.Kind, where)
 	if d := wo.DryRun; d != nil {
-		if d.Admitted {
-			fmt.Fprintln(w, "  admission (server-side dry run): admitted")
-		} else {
-			fmt.Fprintln(w, "  admission (server-side dry run): refused")
+		fmt.Fprintln(w, "  admission (server-side dry run):", map[bool]string{true: "admitted", false: "refused"}[d.Admitted])
+		if !d.Admitted {
 			fmt.Fprintf(w, "    %s\n", d.Message)
 		}
 		for _, warn := range d.Warnings {
@@ -373,8 +361,7 @@ func podMetaPath(kind string) ([]string, string) {
 	return nil, ""
 }
 
-// warningCollector keeps the warnings of the API server's answers (the
-// admission webhooks' warnings come back this way).
+// warningCollector keeps the API server's warnings (the webhooks' come back this way).
 type warningCollector struct {
 	mu   sync.Mutex
 	msgs []string
@@ -389,7 +376,6 @@ func (c *warningCollector) HandleWarningHeader(code int, _ string, text string) 
 	c.mu.Unlock()
 }
 
-// take returns the warnings kept and forgets them.
 func (c *warningCollector) take() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()

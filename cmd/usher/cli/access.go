@@ -113,11 +113,10 @@ func grantedBy(q policy.QueueAccess) string {
 	default:
 		who = "user " + who
 	}
-	where := d.By.Queue
 	if d.By.ACL == policy.ClusterAdminACL {
 		return who + " in the partition adminacl"
 	}
-	return fmt.Sprintf("%s in %s of %s", who, d.By.ACL, where)
+	return fmt.Sprintf("%s in %s of %s", who, d.By.ACL, d.By.Queue)
 }
 
 const lintHelp = `Checks configurations and prints each problem as
@@ -204,8 +203,7 @@ func (l *lintRun) run(env *Env, args []string) int {
 	return code
 }
 
-// one lints the configuration at path, prints its diagnostics (text) or
-// keeps them, and prints a summary line.
+// one lints the configuration at path and prints a summary line.
 func (l *lintRun) one(env *Env, path string) int {
 	cfg, err := loadConfig(env, path, config.Strict())
 	var invalid *config.InvalidError

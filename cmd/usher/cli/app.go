@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/answer"
@@ -45,12 +44,12 @@ Examples:
             --action move --target-queue root.marketing --explain
 `
 
-// appFlags are the flags of usher app; set holds the names of those given.
+// appFlags are the flags of usher app; changed says whether one was given.
 type appFlags struct {
 	decisionFlags
 	owner, id, target, viewACL, modifyACL string
 	explain                               bool
-	set                                   map[string]bool
+	changed                               func(name string) bool
 }
 
 func newAppCommand(env *Env) *cobra.Command {
@@ -71,11 +70,8 @@ func newAppCommand(env *Env) *cobra.Command {
 	fs.BoolVar(&f.explain, "explain", false, "show the identity used and every check made")
 	f.out.register(fs)
 	completeQueues(cmd, "queue", "target-queue")
-	return setBody(env, cmd, func(ctx context.Context, _ []string) int {
-		f.set = map[string]bool{}
-		fs.Visit(func(fl *pflag.Flag) { f.set[fl.Name] = true })
-		return runApp(ctx, env, f)
-	})
+	f.changed = fs.Changed
+	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runApp(ctx, env, f) })
 }
 
 func runApp(ctx context.Context, env *Env, f *appFlags) int {
@@ -113,7 +109,7 @@ func runApp(ctx context.Context, env *Env, f *appFlags) int {
 		name, text string
 		dst        **acl.ACL
 	}{{"view-acl", f.viewACL, &app.ViewACL}, {"modify-acl", f.modifyACL, &app.ModifyACL}} {
-		if !f.set[fl.name] {
+		if !f.changed(fl.name) {
 			continue
 		}
 		a, warns, err := acl.Parse(fl.text, acl.YARN)
@@ -135,8 +131,7 @@ func runApp(ctx context.Context, env *Env, f *appFlags) int {
 		Partition: f.partition, User: f.user, Groups: groups, App: app, Action: action, Target: f.target,
 	})
 	if err != nil {
-		// The queue that does not exist: the application's, or the
-		// target of a move.
+		// The unknown queue: the application's, or a move's target.
 		queue := app.Queue
 		if cp, perr := e.Snapshot().Partition(f.partition); perr == nil && f.target != "" && (queue == "" || cp.Has(queue)) {
 			queue = f.target

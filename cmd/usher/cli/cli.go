@@ -38,24 +38,20 @@ const (
 // Env is what a command may touch.
 type Env struct {
 	Stdout, Stderr io.Writer
-	// LookupEnv reads a variable and says whether it is set (the
-	// ADMISSION_CONTROLLER_* overrides: set and empty differs from unset).
-	// Default: os.LookupEnv.
+	// LookupEnv reads a variable, saying whether it is set (for the overrides,
+	// set and empty is not unset). Default: os.LookupEnv.
 	LookupEnv func(string) (string, bool)
 
-	// cmdPath is the path of the command running ("usher check"), the
-	// prefix of its messages on stderr.
-	cmdPath string
+	cmdPath string // the path of the command running, its messages' prefix
 }
 
-// decisionFlags are the flags shared by check and explain.
+// decisionFlags are the flags of the decision commands.
 type decisionFlags struct {
 	config, partition, queue, user, groups, action string
-	// place: the placement rules choose the queue (--place, --tag).
-	place bool
+
+	place bool // the placement rules choose the queue (--place, --tag)
 	tags  tagFlags
-	// out is -o: text, json or yaml.
-	out outputFlag
+	out   outputFlag // -o
 }
 
 func (d *decisionFlags) register(fs *pflag.FlagSet) {
@@ -91,11 +87,8 @@ const configFlagHelp = "configuration `FILE`: a usher YAML file, a ConfigMap man
 	"Helm values with yunikornDefaults or a mounted ConfigMap directory, read as usher serve reads it, ADMISSION_CONTROLLER_* variables applied " +
 	"(default: the embedded default, YuniKorn's, where root allows everyone; a line on stderr says so)"
 
-// loadConfig reads a configuration (or the embedded default) through the
-// pipeline usher serve uses, with the ADMISSION_CONTROLLER_* overrides and
-// opts. Without a path it says on stderr, in one line, that the answer
-// comes from the embedded default, so that a forgotten --config is not
-// taken for the cluster's answer.
+// loadConfig reads a configuration as usher serve does. Without a path it says
+// on stderr that the default is used: a forgotten --config is not the cluster's.
 func loadConfig(env *Env, path string, opts ...config.Option) (*config.Config, error) {
 	if path == "" {
 		env.errorf("%s", defaultNote)
@@ -103,13 +96,10 @@ func loadConfig(env *Env, path string, opts ...config.Option) (*config.Config, e
 	return config.Load(path, append(opts, config.WithEnv(env.LookupEnv))...)
 }
 
-// defaultNote is the line every command that takes --config prints when it
-// is left out.
+// defaultNote is the line a command prints when --config is left out.
 const defaultNote = "no --config given: using the embedded default configuration (YuniKorn's default: partition default, where root lets everyone submit and the tag rule places an application in root.NAMESPACE)"
 
-// printLookupError prints err (from a decision about partition and queue)
-// and, for an unknown partition or queue, the closest existing names and
-// where YuniKorn's placement would put the queue marker.
+// printLookupError prints err and, for an unknown partition or queue, config.Suggest's hint.
 func printLookupError(env *Env, cfg *config.Config, partition, queue string, err error) {
 	env.errorf("%v", err)
 	if hint := cfg.Suggest(partition, queue, err); hint != "" {
@@ -117,8 +107,7 @@ func printLookupError(env *Env, cfg *config.Config, partition, queue string, err
 	}
 }
 
-// loadServing loads the configuration (or the embedded default) and builds
-// what serves it, as usher serve does, printing the reason on failure.
+// loadServing builds what serves the configuration, as usher serve does, or says why not.
 func loadServing(env *Env, path string) (*serving.State, bool) {
 	cfg, err := loadConfig(env, path)
 	if err != nil {
@@ -175,8 +164,12 @@ Examples:
   usher check --config queues.yaml --place --queue ml.training --user john
 `
 
-// newDecisionCommand is check or explain: the decision flags, then runDecision.
-func newDecisionCommand(env *Env, name, short, help string, explain bool) *cobra.Command {
+// newDecisionCommand is check or, with explain, explain.
+func newDecisionCommand(env *Env, explain bool) *cobra.Command {
+	name, short, help := "check", "may this user do this on this queue? prints allowed or denied", checkHelp
+	if explain {
+		name, short, help = "explain", "like check, and shows which queue and which ACL entry decided", explainHelp
+	}
 	d := &decisionFlags{}
 	cmd, fs := newCommand(groupDecide, name+" --user U [--queue PATH | --place [--queue Q] [--tag NAME=VALUE]...] [flags]", short, help)
 	d.register(fs)
@@ -184,20 +177,10 @@ func newDecisionCommand(env *Env, name, short, help string, explain bool) *cobra
 	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runDecision(ctx, env, d, explain) })
 }
 
-func newCheckCommand(env *Env) *cobra.Command {
-	return newDecisionCommand(env, "check", "may this user do this on this queue? prints allowed or denied", checkHelp, false)
-}
-
-func newExplainCommand(env *Env) *cobra.Command {
-	return newDecisionCommand(env, "explain", "like check, and shows which queue and which ACL entry decided", explainHelp, true)
-}
-
-// placeRequest is the placement question of the flags.
 func (d *decisionFlags) placeRequest(req engine.Request, explain bool) engine.PlaceRequest {
 	return engine.PlaceRequest{Partition: req.Partition, Queue: req.Queue, Tags: d.tags, User: req.User, Groups: req.Groups, Explain: explain}
 }
 
-// runDecision is check, or with explain, explain.
 func runDecision(ctx context.Context, env *Env, d *decisionFlags, explain bool) int {
 	req, ok := d.request(env)
 	if !ok {
@@ -214,10 +197,7 @@ func runDecision(ctx context.Context, env *Env, d *decisionFlags, explain bool) 
 	if !ok {
 		return ExitUsage
 	}
-	cmd := "check"
-	if explain {
-		cmd = "explain"
-	}
+	cmd := map[bool]string{false: "check", true: "explain"}[explain]
 	if d.place {
 		res, err := e.Place(ctx, d.placeRequest(req, explain))
 		if err != nil {
@@ -257,7 +237,6 @@ func runDecision(ctx context.Context, env *Env, d *decisionFlags, explain bool) 
 	return decisionCode(res.Allowed)
 }
 
-// decisionCode is the exit code of an answer.
 func decisionCode(allowed bool) int {
 	if allowed {
 		return ExitOK

@@ -71,7 +71,6 @@ Example:
   usher diff examples/placement.yaml examples/diff/placement-next.yaml --tag namespace=ml
 `
 
-// diffFlags are the flags of usher diff.
 type diffFlags struct {
 	subjectsFile, output string
 	tags                 tagFlags
@@ -99,12 +98,10 @@ func runDiff(_ context.Context, env *Env, f *diffFlags, files []string) int {
 	opts := impact.Options{Tags: f.tags}
 	if f.subjectsFile != "" {
 		r, err := os.Open(f.subjectsFile)
-		if err != nil {
-			env.errorf("--subjects: %v", err)
-			return ExitUsage
+		if err == nil {
+			opts.Subjects, err = impact.ParseSubjects(f.subjectsFile, r)
+			r.Close()
 		}
-		opts.Subjects, err = impact.ParseSubjects(f.subjectsFile, r)
-		r.Close()
 		if err != nil {
 			env.errorf("--subjects: %v", err)
 			return ExitUsage

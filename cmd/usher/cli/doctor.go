@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/usherhq/usher/doctor"
@@ -64,15 +65,19 @@ func runDoctor(ctx context.Context, env *Env, f *doctorFlags) int {
 	rules.ExplicitPath = f.kubeconfig
 	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
 	var kube *kubernetes.Clientset
+	var meta metadata.Interface
 	if err == nil {
 		rc.UserAgent, rc.Timeout = "usher-doctor", 20*time.Second
 		kube, err = kubernetes.NewForConfig(rc)
+	}
+	if err == nil {
+		meta, err = metadata.NewForConfig(rc)
 	}
 	if err != nil {
 		env.errorf("--kubeconfig: %v", err)
 		return ExitUsage
 	}
-	checks := doctor.Run(ctx, kube, f.in)
+	checks := doctor.Run(ctx, kube, meta, f.in)
 	if f.output == "json" {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetEscapeHTML(false)

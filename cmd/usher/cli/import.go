@@ -46,13 +46,10 @@ unreadable file.
 
 func newImportCommand(env *Env) *cobra.Command {
 	cmd, _ := newCommand(groupConfig, "import yarn|spark [flags]", "turn YARN or Spark ACL settings into usher YAML", importHelp)
-	cmd.Args = cobra.ArbitraryArgs
 	cmd.AddCommand(newImportYARNCommand(env), newImportSparkCommand(env))
-	cmd.RunE = groupRun
-	return cmd
+	return cmd // newRootCommand makes it run groupRun
 }
 
-// importYARNFlags are the flags of usher import yarn.
 type importYARNFlags struct {
 	fair, capacity, site, spark, partition, out string
 }
@@ -114,7 +111,6 @@ func importYARN(env *Env, f *importYARNFlags) int {
 	return writeImport(env, f.out, data)
 }
 
-// importSparkFlags are the flags of usher import spark.
 type importSparkFlags struct {
 	defaults, into, partition, out string
 }
@@ -170,9 +166,8 @@ func printDiagnostics(env *Env, ds []config.Diagnostic) {
 	}
 }
 
-// importFailed prints an import error: positioned diagnostics exit 1,
-// anything else is bad usage. The warnings the error carries are printed
-// too when withWarnings is set.
+// importFailed prints an import error, and with withWarnings its warnings:
+// positioned diagnostics exit 1, anything else is bad usage.
 func importFailed(env *Env, err error, withWarnings bool) int {
 	var invalid *config.InvalidError
 	if errors.As(err, &invalid) {

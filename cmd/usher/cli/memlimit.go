@@ -10,25 +10,18 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// The Go runtime's soft memory limit of usher serve (docs/limits.md, "The
-// Go runtime's soft limit").
+// The Go runtime's soft memory limit of usher serve (docs/limits.md).
 const (
-	// memoryLimitAuto, the default of --memory-limit, derives the limit
-	// from the container's.
-	memoryLimitAuto = "auto"
-	// containerShare is the share of the container's memory limit the Go
-	// heap may use before the collector works harder: the rest is for what
-	// the runtime does not count (stacks, TLS and HTTP/2 buffers) and for
-	// a reload, which holds two configurations for a moment.
+	memoryLimitAuto = "auto" // the default of --memory-limit: from the container's
+	// containerShare is the share of the container's memory limit the Go heap
+	// may use before the collector works harder; the rest is for what the runtime
+	// does not count (stacks, TLS and HTTP/2 buffers) and a reload's two configurations.
 	containerShare = 0.5
-	// fallbackLimit is the limit outside a container with a memory limit.
-	fallbackLimit = 128 << 20
+	fallbackLimit  = 128 << 20 // outside a container with a memory limit
 )
 
 // memoryLimit is the soft limit usher serve sets and why: GOMEMLIMIT wins
-// (the runtime has read it; 0 is returned), then an explicit
-// --memory-limit ("0": none), then for "auto" the container's limit times
-// containerShare, or fallbackLimit.
+// (the runtime has read it; 0 is returned), then --memory-limit.
 func memoryLimit(flag string, lookupEnv func(string) (string, bool), cgroup memlimit.Provider) (limit int64, why string, err error) {
 	if v, _ := lookupEnv("GOMEMLIMIT"); v != "" {
 		return 0, "GOMEMLIMIT=" + v, nil

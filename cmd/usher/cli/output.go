@@ -35,11 +35,9 @@ func (o *outputFlag) register(fs *pflag.FlagSet) {
 	fs.VarP(o, "output", "o", outputHelp)
 }
 
-// machine reports whether the output is JSON or YAML.
 func (o outputFlag) machine() bool { return o == "json" || o == "yaml" }
 
-// write prints out (a *decision.Output, or who-can's answer) as JSON or
-// YAML on stdout; the exit code comes from the caller.
+// write prints out as JSON or YAML on stdout.
 func (o outputFlag) write(env *Env, out any) {
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err == nil && o == "yaml" {

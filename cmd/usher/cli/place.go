@@ -76,8 +76,7 @@ func newPlaceCommand(env *Env) *cobra.Command {
 	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runPlace(ctx, env, d) })
 }
 
-// placeOf asks e's placement rules req, with the trail; false after
-// saying why it cannot be asked.
+// placeOf asks e's placement rules req, with the trail; false after saying why not.
 func (d *decisionFlags) placeOf(ctx context.Context, env *Env, e *serving.State, req engine.Request) (engine.PlaceResult, bool) {
 	res, err := e.Place(ctx, d.placeRequest(req, true))
 	if err != nil {

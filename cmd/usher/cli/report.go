@@ -23,7 +23,6 @@ func (o *outputFlag) setPicture(s string) error {
 	return o.Set(s)
 }
 
-// picture reports whether the output is a picture, dot or mermaid.
 func (o outputFlag) picture() bool { return o == "dot" || o == "mermaid" }
 
 const whoCanHelp = `Lists every ACL entry that lets someone submit to (or administer) a queue,

@@ -16,12 +16,10 @@ import (
 )
 
 // Run runs the usher command with args (without the program name) and
-// returns the exit code.
-//
-// The conventions are kubectl's: help goes to stdout with exit status 0;
-// a failure goes to stderr, prefixed with the command's path ("usher
-// check: ..."); a mistyped command or flag is answered with the nearest
-// ones. Flags are --long; -o is the one shorthand.
+// returns the exit code. The conventions are kubectl's: help goes to stdout
+// with exit status 0; a failure to stderr, prefixed with the command's path;
+// a mistyped command or flag is answered with the nearest ones. Flags are
+// --long; -o is the one shorthand.
 func Run(ctx context.Context, env *Env, args []string) int {
 	// A copy: the caller's Env stays as it was, and concurrent Runs
 	// sharing one Env do not race on the defaults or the command path.
@@ -56,11 +54,7 @@ type exitCode int
 
 func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
 
-// body is a command's work: it returns the exit code.
-type body func(ctx context.Context, args []string) int
-
-// errorf prints a message on stderr, prefixed with the path of the command
-// running ("usher check: "), adding the final newline when format has none.
+// errorf prints a line on stderr, prefixed with the command's path ("usher check: ").
 func (env *Env) errorf(format string, a ...any) {
 	msg := fmt.Sprintf(format, a...)
 	if !strings.HasSuffix(msg, "\n") {
@@ -69,7 +63,6 @@ func (env *Env) errorf(format string, a ...any) {
 	fmt.Fprintf(env.Stderr, "%s: %s", env.commandPath(), msg)
 }
 
-// commandPath is the path of the command running, "usher" before one is.
 func (env *Env) commandPath() string {
 	if env.cmdPath == "" {
 		return "usher"
@@ -107,8 +100,7 @@ const rootExamples = `  usher check   --config queues.yaml --queue root.test --u
   usher serve   --config queues.yaml --webhook-auth none   # local use; in a cluster: --webhook-client-ca
   source <(usher completion bash)`
 
-// newRootCommand builds the usher command tree; its commands print on
-// env's writers.
+// newRootCommand builds the usher command tree, printing on env's writers.
 func newRootCommand(env *Env) *cobra.Command {
 	root := &cobra.Command{
 		Use:     "usher",
@@ -145,18 +137,16 @@ func newRootCommand(env *Env) *cobra.Command {
 	root.SetHelpCommandGroupID("")
 	root.SetCompletionCommandGroupID("")
 	root.AddCommand(
-		newCheckCommand(env), newExplainCommand(env), newPlaceCommand(env), newAccessCommand(env), newAppCommand(env),
+		newDecisionCommand(env, false), newDecisionCommand(env, true), newPlaceCommand(env), newAccessCommand(env), newAppCommand(env),
 		newLintCommand(env), newTestCommand(env), newDiffCommand(env), newImportCommand(env), newSplitCommand(env), newWebhookCommand(env), newNativeCommand(env),
-		newServeCommand(env), newDoctorCommand(env),
-		newVersionCommand(env),
+		newServeCommand(env), newDoctorCommand(env), newVersionCommand(env), newWhoCanCommand(env), newReportCommand(env),
 	)
-	root.AddCommand(newWhoCanCommand(env), newReportCommand(env))
 	// Cobra adds these when it runs; added now, they are in the tree
-	// that tests walk. completion: bash, zsh, fish and powershell.
+	// that tests walk.
 	root.SetHelpCommand(newHelpCommand())
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
-	// A command that only groups others (completion) prints its help when
+	// A command that only groups others (import, completion) prints its help when
 	// given none, and refuses an unknown one, as usher itself does.
 	for _, c := range root.Commands() {
 		if c.HasSubCommands() && !c.Runnable() {
@@ -180,8 +170,7 @@ func newRootCommand(env *Env) *cobra.Command {
 // usageWidth is the width flag descriptions are wrapped to in the help.
 const usageWidth = 100
 
-// usage prints the usage of c, as cobra does, with the flag descriptions
-// wrapped to usageWidth columns.
+// usage prints c's usage as cobra does, the flag descriptions wrapped to usageWidth.
 func usage(c *cobra.Command) error {
 	var b strings.Builder
 	b.WriteString("Usage:")
@@ -229,9 +218,8 @@ func usage(c *cobra.Command) error {
 	return err
 }
 
-// groupRun is the work of a command that only groups others (usher
-// import, usher completion): without a subcommand its help, with an
-// unknown one a usage error.
+// groupRun is the work of a command that only groups others: its help,
+// or a usage error for an unknown subcommand.
 func groupRun(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return unknownCommand(cmd, args[0])
@@ -239,8 +227,7 @@ func groupRun(cmd *cobra.Command, args []string) error {
 	return cmd.Help()
 }
 
-// newHelpCommand is cobra's help command, except that an unknown command
-// is a usage error (exit 2, on stderr).
+// newHelpCommand is cobra's help command, but an unknown command is a usage error.
 func newHelpCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "help [command]",
@@ -289,7 +276,7 @@ func newCommand(group, use, short, long string) (*cobra.Command, *pflag.FlagSet)
 
 // setBody makes b the work of cmd: the command path of env's messages is
 // cmd's, and b's exit code is Run's.
-func setBody(env *Env, cmd *cobra.Command, b body) *cobra.Command {
+func setBody(env *Env, cmd *cobra.Command, b func(ctx context.Context, args []string) int) *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		env.cmdPath = cmd.CommandPath()
 		if code := b(cmd.Context(), args); code != ExitOK {
@@ -311,8 +298,7 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	return fmt.Errorf("unexpected argument %q (flags start with --)", args[0])
 }
 
-// unknownCommand is the error of a mistyped subcommand of cmd, with the
-// nearest ones.
+// unknownCommand is the error of a mistyped subcommand of cmd.
 func unknownCommand(cmd *cobra.Command, name string) error {
 	msg := fmt.Sprintf("unknown command %q", name)
 	if cmd.SuggestionsMinimumDistance <= 0 {
@@ -387,8 +373,7 @@ func nearestFlags(fs *pflag.FlagSet, typed string) []string {
 	return near
 }
 
-// completeQueues completes the queue flags of cmd with the queues of
-// --partition in the configuration of --config, if any.
+// completeQueues completes cmd's queue flags with the queues of --partition in --config.
 func completeQueues(cmd *cobra.Command, flags ...string) {
 	complete := func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		path, _ := cmd.Flags().GetString("config")

@@ -27,8 +27,7 @@ func sarif(diags []config.Diagnostic) any {
 		if d.Line > 0 {
 			loc["region"] = obj{"startLine": d.Line, "startColumn": max(d.Col, 1)}
 		}
-		level, _ := d.Severity.MarshalText()
-		results = append(results, obj{"ruleId": d.Code, "ruleIndex": i, "level": string(level), "message": text(d.Msg),
+		results = append(results, obj{"ruleId": d.Code, "ruleIndex": i, "level": d.Severity.String(), "message": text(d.Msg),
 			"locations": []obj{{"physicalLocation": loc}}})
 	}
 	driver := obj{"name": "usher", "informationUri": "https://github.com/usherhq/usher", "version": CurrentBuild().Version, "rules": rules}

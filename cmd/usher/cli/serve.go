@@ -109,7 +109,6 @@ Examples:
   usher serve --audit-log /var/log/usher/audit.log   # audit records apart from the logs
 `
 
-// serveFlags are the flags of usher serve.
 type serveFlags struct {
 	opts                                                         server.Options
 	logFormat, logLevel, caOut, accessAuth, privileged, auditLog string
@@ -123,8 +122,6 @@ type serveFlags struct {
 func newServeCommand(env *Env) *cobra.Command {
 	f := &serveFlags{}
 	opts := &f.opts
-	logFormat, logLevel, caOut, accessAuth, privileged, auditLog := &f.logFormat, &f.logLevel, &f.caOut, &f.accessAuth, &f.privileged, &f.auditLog
-	noAudit, authCacheTTL, memLimit, bodyMemory := &f.noAudit, &f.authCacheTTL, &f.memLimit, &f.bodyMemory
 	cmd, fs := newCommand(groupServe, "serve [--config FILE | --config-map NAMESPACE/NAME] [--addr HOST:PORT] [--tls-cert FILE --tls-key FILE] [flags]",
 		"run the decision API and the Kubernetes admission webhook", serveHelp)
 	fs.StringVar(&opts.ConfigPath, "config", "", configFlagHelp)
@@ -150,31 +147,34 @@ func newServeCommand(env *Env) *cobra.Command {
 	fs.StringSliceVar(&opts.WebhookClientCNs, "webhook-client-cn", []string{"kube-apiserver"}, "common `NAMES` (comma separated) the webhooks' client certificate may have")
 	fs.StringVar(&opts.TLSCertFile, "tls-cert", "", "serving certificate `FILE` (PEM), re-read when it changes")
 	fs.StringVar(&opts.TLSKeyFile, "tls-key", "", "private key `FILE` (PEM)")
-	fs.StringVar(caOut, "ca-out", "", "write the self-signed certificate's PEM to `FILE`")
-	fs.BoolVar(noAudit, "no-audit", false, "do not write an audit record per decision")
+	fs.StringVar(&f.caOut, "ca-out", "", "write the self-signed certificate's PEM to `FILE`")
+	fs.BoolVar(&f.noAudit, "no-audit", false, "do not write an audit record per decision")
 	fs.BoolVar(&opts.NoDenialEvents, "no-denial-events", false, "do not record a Kubernetes Event on the object for each admission denial "+
 		"(docs/audit.md; by default they are recorded whenever usher has cluster credentials)")
-	fs.StringVar(auditLog, "audit-log", "", "write audit records to `FILE` (appended to, created 0600) or to stdout (-), "+
+	fs.StringVar(&f.auditLog, "audit-log", "", "write audit records to `FILE` (appended to, created 0600) or to stdout (-), "+
 		"apart from the operational logs and whatever --log-level says (default: in the log stream on stderr)")
 	fs.StringVar(&f.configWarnings, "validate-config-warnings", "admit", "what /validate-config does with a configuration that has warnings: "+
 		"admit (they are returned to kubectl) or refuse (as with errors; docs/configuration-sources.md)")
 	fs.DurationVar(&opts.ReloadInterval, "reload-interval", 2*time.Second, "how often to check the configuration for changes")
 	fs.DurationVar(&opts.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to let requests in flight finish on shutdown")
-	fs.StringVar(accessAuth, "access-auth", server.AccessAuthAuto, "`MODES` callers of /v1/access and /metrics authenticate with: kubernetes, client-cert (or both, comma separated), auto or none")
+	fs.StringVar(&f.accessAuth, "access-auth", server.AccessAuthAuto, "`MODES` callers of /v1/access and /metrics authenticate with: kubernetes, client-cert (or both, comma separated), auto or none")
 	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "kubeconfig `FILE` whose credentials send TokenReviews and SubjectAccessReviews and read --config-map (default: the pod's service account when running in a pod)")
 	fs.StringVar(&opts.ClientCAFile, "client-ca", "", "PEM `FILE` of the CA whose client certificates authenticate callers (default: client certificates are not accepted)")
-	fs.StringVar(privileged, "access-privileged-groups", "system:masters", "comma separated `GROUPS` whose members may ask about anyone and read /metrics without a SubjectAccessReview (\"\" for none)")
+	fs.BoolVar(&opts.AggregatedAPI, "aggregated-api", false, "also serve /v1/access as access.usher.io/v1alpha1 accessreviews through the API server's "+
+		"aggregation layer (an APIService; the front proxy's CA is read from kube-system/extension-apiserver-authentication), so that "+
+		"kubectl usher needs no flags (docs/kubectl-usher.md)")
+	fs.StringVar(&f.privileged, "access-privileged-groups", "system:masters", "comma separated `GROUPS` whose members may ask about anyone and read /metrics without a SubjectAccessReview (\"\" for none)")
 	fs.Func("token-audiences", "comma separated `AUDIENCES` usher's TokenReviews ask for; a bearer token is accepted only when the API server "+
 		"says it was issued for one of them (default: none, the API server's own, which kubeconfig credentials are issued for)", func(v string) error {
 		opts.TokenReviewCache.Audiences = append(opts.TokenReviewCache.Audiences, splitList(v)...)
 		return nil
 	})
-	fs.DurationVar(authCacheTTL, "access-auth-cache-ttl", 10*time.Second, "how long answers of TokenReviews and SubjectAccessReviews are cached")
-	fs.StringVar(logFormat, "log-format", "json", "log `FORMAT`: json or text")
-	fs.StringVar(logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn or error")
-	fs.StringVar(memLimit, "memory-limit", memoryLimitAuto, "soft memory `LIMIT` of the Go runtime: auto (half the container's memory limit, "+
+	fs.DurationVar(&f.authCacheTTL, "access-auth-cache-ttl", 10*time.Second, "how long answers of TokenReviews and SubjectAccessReviews are cached")
+	fs.StringVar(&f.logFormat, "log-format", "json", "log `FORMAT`: json or text")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn or error")
+	fs.StringVar(&f.memLimit, "memory-limit", memoryLimitAuto, "soft memory `LIMIT` of the Go runtime: auto (half the container's memory limit, "+
 		"128Mi outside a container with one), a Kubernetes quantity, or 0 for none; GOMEMLIMIT in the environment wins")
-	fs.StringVar(bodyMemory, "body-memory", "48Mi", "memory the request bodies in flight may hold at once (a Kubernetes `QUANTITY`); "+
+	fs.StringVar(&f.bodyMemory, "body-memory", "48Mi", "memory the request bodies in flight may hold at once (a Kubernetes `QUANTITY`); "+
 		"beyond it requests are refused with 429")
 	fs.DurationVar(&opts.BodyReadTimeout, "body-read-timeout", 10*time.Second, "how long a request body may take to arrive")
 	fs.IntVar(&opts.MaxGroups, "max-groups", admission.DefaultMaxGroups, "the most `GROUPS` a review's requester, a user.info annotation it supplies "+
@@ -195,22 +195,19 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 		return ExitUsage
 	}
 	opts := f.opts
-	logFormat, logLevel, caOut, accessAuth, privileged, auditLog := f.logFormat, f.logLevel, f.caOut, f.accessAuth, f.privileged, f.auditLog
-	noAudit, authCacheTTL, memLimit, bodyMemory := f.noAudit, f.authCacheTTL, f.memLimit, f.bodyMemory
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		env.errorf("--log-level: %v", err)
 		return ExitUsage
 	}
-	hopts := &slog.HandlerOptions{Level: level}
 	var newHandler func(io.Writer, *slog.HandlerOptions) slog.Handler
-	switch logFormat {
+	switch f.logFormat {
 	case "json":
 		newHandler = func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewJSONHandler(w, o) }
 	case "text":
 		newHandler = func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewTextHandler(w, o) }
 	default:
-		env.errorf("--log-format %q: want json or text", logFormat)
+		env.errorf("--log-format %q: want json or text", f.logFormat)
 		return ExitUsage
 	}
 	// Logs and audit records are written in batches (at least every 100ms).
@@ -221,43 +218,42 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 	e := *env
 	e.Stderr = logs
 	env = &e
-	opts.Logger = slog.New(newHandler(logs, hopts))
+	opts.Logger = slog.New(newHandler(logs, &slog.HandlerOptions{Level: level}))
 	opts.AuditDropped = logs.Dropped
-	if auditLog != "" && !noAudit {
+	if f.auditLog != "" && !f.noAudit {
 		var w io.Writer = env.Stdout
-		if auditLog != "-" {
-			f, err := os.OpenFile(auditLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if f.auditLog != "-" {
+			file, err := os.OpenFile(f.auditLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 			if err != nil {
 				env.errorf("--audit-log: %v", err)
 				return ExitUsage
 			}
-			defer f.Close()
-			w = f
+			defer file.Close()
+			w = file
 		}
-		// Audit records have their own batches, flushed before the file
-		// is closed (defers run last in, first out), and are written
-		// at any --log-level.
+		// Audit records have their own batches, flushed before the file is
+		// closed (defers run last in, first out), at any --log-level.
 		audit := server.NewBufferedWriter(w, 100*time.Millisecond)
 		defer audit.Close()
 		opts.Logger = slog.New(server.SplitAudit(opts.Logger.Handler(), newHandler(audit, &slog.HandlerOptions{Level: slog.LevelInfo})))
 		opts.AuditDropped = audit.Dropped
 	}
-	opts.NoAudit = noAudit
-	opts.AccessAuth = splitList(accessAuth)
-	opts.PrivilegedGroups = splitList(privileged)
+	opts.NoAudit = f.noAudit
+	opts.AccessAuth = splitList(f.accessAuth)
+	opts.PrivilegedGroups = splitList(f.privileged)
 	if opts.PrivilegedGroups == nil {
 		opts.PrivilegedGroups = []string{}
 	}
-	if authCacheTTL <= 0 {
-		env.errorf("--access-auth-cache-ttl %v: want a positive duration", authCacheTTL)
+	if f.authCacheTTL <= 0 {
+		env.errorf("--access-auth-cache-ttl %v: want a positive duration", f.authCacheTTL)
 		return ExitUsage
 	}
-	opts.TokenReviewCache.SuccessTTL, opts.TokenReviewCache.FailureTTL = authCacheTTL, authCacheTTL
-	opts.SubjectAccessReviewCache.AllowTTL, opts.SubjectAccessReviewCache.DenyTTL = authCacheTTL, authCacheTTL
+	opts.TokenReviewCache.SuccessTTL, opts.TokenReviewCache.FailureTTL = f.authCacheTTL, f.authCacheTTL
+	opts.SubjectAccessReviewCache.AllowTTL, opts.SubjectAccessReviewCache.DenyTTL = f.authCacheTTL, f.authCacheTTL
 	opts.Getenv = env.LookupEnv
-	bm, err := resource.ParseQuantity(bodyMemory)
+	bm, err := resource.ParseQuantity(f.bodyMemory)
 	if err != nil || bm.Sign() <= 0 {
-		env.errorf("--body-memory %q: want a quantity such as 48Mi", bodyMemory)
+		env.errorf("--body-memory %q: want a quantity such as 48Mi", f.bodyMemory)
 		return ExitUsage
 	}
 	opts.BodyMemory = bm.Value()
@@ -270,7 +266,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 		env.errorf("--max-groups %d: want a positive number", opts.MaxGroups)
 		return ExitUsage
 	}
-	if err := setMemoryLimit(memLimit, env.LookupEnv, opts.Logger); err != nil {
+	if err := setMemoryLimit(f.memLimit, env.LookupEnv, opts.Logger); err != nil {
 		env.errorf("%v", err)
 		return ExitUsage
 	}
@@ -287,15 +283,14 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 		env.errorf("%v", err)
 		return ExitUsage
 	}
-	if caOut != "" && srv.CAPEM != nil {
-		if err := os.WriteFile(caOut, srv.CAPEM, 0o644); err != nil {
+	if f.caOut != "" && srv.CAPEM != nil {
+		if err := os.WriteFile(f.caOut, srv.CAPEM, 0o644); err != nil {
 			env.errorf("--ca-out: %v", err)
 			return ExitUsage
 		}
 	}
 	if err := srv.Run(ctx); err != nil {
-		// Not listening (--addr, --webhook-addr) is a startup error like a
-		// bad flag.
+		// Not listening (--addr, --webhook-addr) is a startup error.
 		env.errorf("%v", err)
 		return ExitUsage
 	}

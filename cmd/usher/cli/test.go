@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -99,9 +98,7 @@ func runTest(ctx context.Context, env *Env, format string, roots []string) int {
 	}
 	switch format {
 	case "json":
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		enc.Encode(rep)
+		outputFlag("json").write(env, rep)
 	case "junit":
 		rep.WriteJUnit(env.Stdout)
 	default:

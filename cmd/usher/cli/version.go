@@ -10,12 +10,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Version and Commit name the build. Release builds set them with
-// -ldflags "-X github.com/usherhq/usher/cmd/usher/cli.Version=v1.2.3
-// -X github.com/usherhq/usher/cmd/usher/cli.Commit=<sha>" (the Dockerfile
-// does); left empty, they come from the build information Go records: the
-// module version for `go install ...@v1.2.3`, and vcs.revision and
-// vcs.modified for a build from a checkout.
+// Version and Commit name the build, set by release builds with -ldflags -X; left
+// empty, they come from Go's build information (module version, vcs.revision).
 var (
 	Version = ""
 	Commit  = ""
@@ -23,16 +19,13 @@ var (
 
 // BuildInfo is what `usher version` prints.
 type BuildInfo struct {
-	Version   string
-	Commit    string
-	Modified  bool
-	GoVersion string
-	Platform  string
+	Version, Commit     string
+	Modified            bool
+	GoVersion, Platform string
 }
 
-// CurrentBuild returns the build information of the running binary: the
-// -ldflags values where set, the Go build information otherwise, "dev" and
-// "unknown" where neither says.
+// CurrentBuild returns the build information of the running binary, "dev"
+// and "unknown" where neither -ldflags nor Go's build information says.
 func CurrentBuild() BuildInfo {
 	bi, ok := debug.ReadBuildInfo()
 	return buildInfo(Version, Commit, bi, ok)
@@ -41,9 +34,7 @@ func CurrentBuild() BuildInfo {
 func buildInfo(version, commit string, bi *debug.BuildInfo, ok bool) BuildInfo {
 	b := BuildInfo{Version: version, Commit: commit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if ok && bi != nil {
-		if bi.GoVersion != "" {
-			b.GoVersion = bi.GoVersion
-		}
+		b.GoVersion = cmp.Or(bi.GoVersion, b.GoVersion)
 		if b.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 			b.Version = bi.Main.Version
 		}

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/usherhq/usher/admission"
-	"github.com/usherhq/usher/admission/settings"
 )
 
 const webhookHelp = `Print, as YAML, the MutatingWebhookConfiguration and the
@@ -110,17 +109,13 @@ func runWebhook(_ context.Context, env *Env, path string, in admission.Install) 
 		env.errorf("invalid configuration:\n%v", err)
 		return ExitUsage
 	}
-	var c settings.Config
-	if cfg.Admission != nil {
-		c = cfg.Admission.Config()
-	}
 	if in.CABundleFile != "" {
 		if in.CABundle, err = os.ReadFile(in.CABundleFile); err != nil {
 			env.errorf("--ca-bundle-file: %v", err)
 			return ExitUsage
 		}
 	}
-	m, v := admission.Registration(c, in)
+	m, v := admission.Registration(cfg.Admission.Config(), in)
 	return printYAML(env, m, v)
 }
 

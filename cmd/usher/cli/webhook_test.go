@@ -104,3 +104,29 @@ func writeFile(t *testing.T, dir, name, data string) string {
 	}
 	return p
 }
+
+// TestWebhookCustomResources: usher webhook registers the configured
+// custom resources on every hook that guards a workload: CREATE on
+// mutate, CREATE and UPDATE on validate, their status on validate-status.
+func TestWebhookCustomResources(t *testing.T) {
+	cfg := writeFile(t, t.TempDir(), "ops.yaml", "partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: \"*\"\n"+
+		"admissionController:\n  customResources:\n    - {group: ray.io, version: v1, kind: RayJob, resource: rayjobs}\n")
+	m, v := webhookObjects(t, "--config", cfg)
+	find := func(rules []arv1.RuleWithOperations, resource string) []arv1.OperationType {
+		for _, r := range rules {
+			if r.APIGroups[0] == "ray.io" && r.APIVersions[0] == "v1" && r.Resources[0] == resource {
+				return r.Operations
+			}
+		}
+		return nil
+	}
+	if ops := find(m.Webhooks[0].Rules, "rayjobs"); len(ops) != 1 || ops[0] != arv1.Create {
+		t.Errorf("mutate: rayjobs %v, want CREATE", ops)
+	}
+	if ops := find(v.Webhooks[0].Rules, "rayjobs"); len(ops) != 2 {
+		t.Errorf("validate: rayjobs %v, want CREATE and UPDATE", ops)
+	}
+	if ops := find(v.Webhooks[1].Rules, "rayjobs/status"); len(ops) != 1 || ops[0] != arv1.Update {
+		t.Errorf("validate-status: rayjobs/status %v, want UPDATE", ops)
+	}
+}

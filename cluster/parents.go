@@ -1,0 +1,109 @@
+package cluster
+
+import (
+	"context"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/usherhq/usher/admission/settings"
+)
+
+// Parents reads the parents propagators copy identities from: a
+// metadata-only informer per kind, started on first use, keeps each
+// object's name, uid and usher's two annotations; a miss is one GET.
+type Parents struct {
+	client metadata.Interface
+	ctx    context.Context
+	mu     sync.Mutex
+	kinds  map[schema.GroupVersionResource]cache.SharedIndexInformer
+}
+
+// Parent is what Parents keeps of an object.
+type Parent struct {
+	UID         string
+	Annotations map[string]string // user.info and usher.io/directory-groups, when set
+}
+
+// NewParents reads with c's credentials; its informers stop with ctx.
+func (c *Client) NewParents(ctx context.Context) (*Parents, error) {
+	mc, err := metadata.NewForConfig(c.Config)
+	if err != nil {
+		return nil, err
+	}
+	return NewParentsFor(ctx, mc), nil
+}
+
+// NewParentsFor reads through client.
+func NewParentsFor(ctx context.Context, client metadata.Interface) *Parents {
+	return &Parents{client: client, ctx: ctx, kinds: map[schema.GroupVersionResource]cache.SharedIndexInformer{}}
+}
+
+// Watch starts the informers of kinds (already started ones are kept).
+func (p *Parents) Watch(kinds ...settings.Kind) {
+	for _, k := range kinds {
+		p.informer(k.GVR())
+	}
+}
+
+func (p *Parents) informer(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if inf := p.kinds[gvr]; inf != nil {
+		return inf
+	}
+	inf := metadatainformer.NewFilteredMetadataInformer(p.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	_ = inf.SetTransform(func(obj any) (any, error) {
+		if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+			return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID,
+				ResourceVersion: m.ResourceVersion, Annotations: stampOf(m.Annotations)}}, nil
+		}
+		return obj, nil
+	})
+	go inf.RunWithContext(p.ctx)
+	p.kinds[gvr] = inf
+	return inf
+}
+
+// Get returns the parent of kind k named namespace/name; ok is false when
+// there is none. A cached object with another uid than uid (when set) is
+// read again.
+func (p *Parents) Get(ctx context.Context, k settings.Kind, namespace, name, uid string) (Parent, bool, error) {
+	gvr := k.GVR()
+	inf := p.informer(gvr)
+	if inf.HasSynced() {
+		if obj, ok, _ := inf.GetStore().GetByKey(namespace + "/" + name); ok {
+			if m, ok := obj.(*metav1.PartialObjectMetadata); ok && (uid == "" || string(m.UID) == uid) {
+				return Parent{UID: string(m.UID), Annotations: m.Annotations}, true, nil
+			}
+		}
+	}
+	// Not synced yet, or created since the last event: ask once.
+	m, err := p.client.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return Parent{}, false, nil
+	case err != nil:
+		return Parent{}, false, err
+	}
+	return Parent{UID: string(m.UID), Annotations: stampOf(m.Annotations)}, true, nil
+}
+
+// stampOf returns the annotations usher writes of ann, nil for none.
+func stampOf(ann map[string]string) map[string]string {
+	var out map[string]string
+	for _, key := range [...]string{settings.UserInfoAnnotation, settings.DirectoryGroupsAnnotation} {
+		if v, ok := ann[key]; ok {
+			if out == nil {
+				out = make(map[string]string, 2)
+			}
+			out[key] = v
+		}
+	}
+	return out
+}
