@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"context"
+	"runtime/debug"
 	"sync"
+	"unique"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,12 +62,17 @@ func (p *Parents) informer(gvr schema.GroupVersionResource) cache.SharedIndexInf
 	inf := metadatainformer.NewFilteredMetadataInformer(p.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	_ = inf.SetTransform(func(obj any) (any, error) {
 		if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-			return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID,
-				ResourceVersion: m.ResourceVersion, Annotations: stampOf(m.Annotations)}}, nil
+			return kept(m), nil
 		}
 		return obj, nil
 	})
 	go inf.RunWithContext(p.ctx)
+	go func() {
+		// The first list is garbage once kept: give it back now.
+		if cache.WaitForCacheSync(p.ctx.Done(), inf.HasSynced) {
+			debug.FreeOSMemory()
+		}
+	}()
 	p.kinds[gvr] = inf
 	return inf
 }
@@ -93,6 +100,33 @@ func (p *Parents) Get(ctx context.Context, k settings.Kind, namespace, name, uid
 	}
 	return Parent{UID: string(m.UID), Annotations: stampOf(m.Annotations)}, true, nil
 }
+
+// kept is what the cache keeps of m: its name, namespace and uid, and
+// its stamp annotations in a map shared, read-only, by every object with
+// the same stamp (a map costs more than the rest: 50,000 pods of a
+// hundred users hold a hundred maps), up to maxShared stamps.
+func kept(m *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+	ann := stampOf(m.Annotations)
+	if ann != nil {
+		key := ann[settings.UserInfoAnnotation] + "\x00" + ann[settings.DirectoryGroupsAnnotation]
+		sharedMu.Lock()
+		if s, ok := shared[key]; ok {
+			ann = s
+		} else if len(shared) < maxShared {
+			shared[key] = ann
+		}
+		sharedMu.Unlock()
+	}
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: unique.Make(m.Namespace).Value(),
+		UID: m.UID, Annotations: ann}}
+}
+
+const maxShared = 1 << 14
+
+var (
+	sharedMu sync.Mutex
+	shared   = map[string]map[string]string{}
+)
 
 // stampOf returns the annotations usher writes of ann, nil for none.
 func stampOf(ann map[string]string) map[string]string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,9 +76,11 @@ func BenchmarkParentCache(b *testing.B) {
 		runtime.ReadMemStats(&before)
 		store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 		for i := range 10000 {
-			m := sparkApp(fmt.Sprintf("app-%05d", i), fmt.Sprintf("0b7f6c3e-52a1-4c8e-9d1a-%012d", i), map[string]string{settings.UserInfoAnnotation: stamp})
-			_ = store.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID,
-				ResourceVersion: "123456", Annotations: stampOf(m.Annotations)}})
+			// As decoded: every string its own copy; 100 users.
+			info := strings.Replace(stamp, "alice", fmt.Sprintf("user-%03d", i%100), 1)
+			m := sparkApp(fmt.Sprintf("app-%05d", i), fmt.Sprintf("0b7f6c3e-52a1-4c8e-9d1a-%012d", i), map[string]string{settings.UserInfoAnnotation: info})
+			m.Namespace, m.ResourceVersion = strings.Clone("team-a"), "123456"
+			_ = store.Add(kept(m))
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
