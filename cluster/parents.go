@@ -24,6 +24,7 @@ type Parents struct {
 	ctx    context.Context
 	mu     sync.Mutex
 	kinds  map[schema.GroupVersionResource]cache.SharedIndexInformer
+	shared stamps
 }
 
 // Parent is what Parents keeps of an object.
@@ -43,7 +44,8 @@ func (c *Client) NewParents(ctx context.Context) (*Parents, error) {
 
 // NewParentsFor reads through client.
 func NewParentsFor(ctx context.Context, client metadata.Interface) *Parents {
-	return &Parents{client: client, ctx: ctx, kinds: map[schema.GroupVersionResource]cache.SharedIndexInformer{}}
+	return &Parents{client: client, ctx: ctx, kinds: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+		shared: stamps{maps: map[stampKey]map[string]string{}}}
 }
 
 // Watch starts the informers of kinds (already started ones are kept).
@@ -62,7 +64,7 @@ func (p *Parents) informer(gvr schema.GroupVersionResource) cache.SharedIndexInf
 	inf := metadatainformer.NewFilteredMetadataInformer(p.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	_ = inf.SetTransform(func(obj any) (any, error) {
 		if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-			return kept(m), nil
+			return p.shared.kept(m), nil
 		}
 		return obj, nil
 	})
@@ -101,32 +103,41 @@ func (p *Parents) Get(ctx context.Context, k settings.Kind, namespace, name, uid
 	return Parent{UID: string(m.UID), Annotations: stampOf(m.Annotations)}, true, nil
 }
 
-// kept is what the cache keeps of m: its name, namespace and uid, and
-// its stamp annotations in a map shared, read-only, by every object with
-// the same stamp (a map costs more than the rest: 50,000 pods of a
-// hundred users hold a hundred maps), up to maxShared stamps.
-func kept(m *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
-	ann := stampOf(m.Annotations)
-	if ann != nil {
-		key := ann[settings.UserInfoAnnotation] + "\x00" + ann[settings.DirectoryGroupsAnnotation]
-		sharedMu.Lock()
-		if s, ok := shared[key]; ok {
-			ann = s
-		} else if len(shared) < maxShared {
-			shared[key] = ann
-		}
-		sharedMu.Unlock()
-	}
-	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: unique.Make(m.Namespace).Value(),
-		UID: m.UID, Annotations: ann}}
+// stamps holds the stamp maps objects share, read-only: a map costs
+// more than the rest of a cached object, and 50,000 pods of a hundred
+// users hold a hundred maps; up to maxShared stamps.
+type stamps struct {
+	mu   sync.Mutex
+	maps map[stampKey]map[string]string
+}
+
+// stampKey is a stamp map's contents, absent annotations told from empty ones.
+type stampKey struct {
+	info, dir       string
+	hasInfo, hasDir bool
 }
 
 const maxShared = 1 << 14
 
-var (
-	sharedMu sync.Mutex
-	shared   = map[string]map[string]string{}
-)
+// kept is what the cache keeps of m: its name, namespace and uid, and a
+// shared map of its stamp annotations.
+func (s *stamps) kept(m *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+	ann := stampOf(m.Annotations)
+	if ann != nil {
+		var k stampKey
+		k.info, k.hasInfo = ann[settings.UserInfoAnnotation]
+		k.dir, k.hasDir = ann[settings.DirectoryGroupsAnnotation]
+		s.mu.Lock()
+		if shared, ok := s.maps[k]; ok {
+			ann = shared
+		} else if len(s.maps) < maxShared {
+			s.maps[k] = ann
+		}
+		s.mu.Unlock()
+	}
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: unique.Make(m.Namespace).Value(),
+		UID: m.UID, Annotations: ann}}
+}
 
 // stampOf returns the annotations usher writes of ann, nil for none.
 func stampOf(ann map[string]string) map[string]string {
