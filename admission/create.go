@@ -131,9 +131,11 @@ func notStamped(k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView) 
 		"(register /mutate for %s CREATE with failurePolicy: Fail)", place(k, req, ov), UserInfoAnnotation, k.kind)
 }
 
-// trusted reports whether user may set any user.info.
+// trusted reports whether user may set any user.info: the trusted
+// deleters but system:masters, whom create does not trust with it.
 func trusted(c *compiled, user string, groups []string) bool {
-	return c.BypassAuth || (c.TrustControllers && c.SystemUsers.Match(user)) || c.ExternalUsers.Match(user) || c.ExternalGroups.MatchAny(groups)
+	t := c.trustedDeleter(user, groups)
+	return c.BypassAuth || t != TrustNone && t != TrustMasters
 }
 
 // untrustedHint explains who may set the annotation.

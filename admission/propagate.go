@@ -34,8 +34,8 @@ type reads struct {
 	parents ParentLookup
 }
 
-// propagation is a propagator's CREATE: the parent its object names by
-// controller ownerReference, and the parent's stamp.
+// propagation is a propagator's CREATE: the parent its object names, and
+// the parent's stamp.
 type propagation struct {
 	parent, by string // `SparkApplication "team-a/etl"`, the propagator
 	info, dir  string // the parent's user.info and DirectoryGroupsAnnotation
@@ -45,8 +45,9 @@ type propagation struct {
 func (p *propagation) String() string { return "propagated by " + p.by + " from " + p.parent }
 
 // parentOf reads the parent of a propagator's object: its controller
-// ownerReference of a kind p names, with the uid the API server holds; a
-// Pod parent must be the pod the requester's token is bound to.
+// ownerReference of a kind p names, else the only one of such a kind, with
+// the uid the API server holds (or, weakly, p's label); a Pod parent must
+// be the pod the requester's token is bound to.
 func parentOf(ctx context.Context, rd *reads, p *settings.CompiledPropagator, k *kindInfo, req *admissionv1.AdmissionRequest,
 	ov *objectView, raw, podUID string) (*propagation, *decision) {
 	by, what := req.UserInfo.Username, place(k, req, ov)
