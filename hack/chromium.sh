@@ -26,9 +26,7 @@ find_chromium
 if [ -z "$CHROMIUM" ]; then
 	command -v apt-get >/dev/null || die "no chromium and no apt-get to install Debian's chromium package"
 	log "installing chromium"
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium </dev/null >/dev/null ||
-		die "apt-get install chromium failed"
+	apt_install chromium >/dev/null || die "apt-get install chromium failed"
 	find_chromium
 	[ -n "$CHROMIUM" ] || die "chromium is still not on PATH after installing it"
 fi

@@ -67,9 +67,7 @@ install_packages() {
 	[ ${#pkgs[@]} -gt 0 ] || return 0
 	command -v apt-get >/dev/null || die "missing ${pkgs[*]} and no apt-get to install them"
 	log "installing ${pkgs[*]}"
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" </dev/null ||
-		die "apt-get install ${pkgs[*]} failed"
+	apt_install "${pkgs[@]}" || die "apt-get install ${pkgs[*]} failed"
 }
 
 # Kueue's controller reads a certificate for its metrics endpoint from this

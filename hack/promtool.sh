@@ -30,14 +30,13 @@ find_promtool
 if [ -z "$PROMTOOL" ]; then
 	command -v apt-get >/dev/null || die "no promtool and no apt-get to install Debian's prometheus package, which has it"
 	log "installing prometheus (for promtool)"
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
 	policy=/usr/sbin/policy-rc.d made_policy=
 	if [ ! -e "$policy" ]; then
 		as_root sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 755 $policy"
 		made_policy=1
 	fi
 	rc=0
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus </dev/null >/dev/null || rc=$?
+	apt_install prometheus >/dev/null || rc=$?
 	[ -z "$made_policy" ] || as_root rm -f "$policy"
 	[ $rc = 0 ] || die "apt-get install prometheus failed"
 	find_promtool
