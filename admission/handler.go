@@ -183,6 +183,9 @@ func decide(ctx context.Context, st *State, rd *reads, hook hookKind, req *admis
 	if isBinding(req) {
 		return bind(ctx, st, req, obj)
 	}
+	if req.Kind.Group == "kueue.x-k8s.io" && req.Kind.Kind == "LocalQueue" {
+		return localQueue(ctx, st, req, obj, old)
+	}
 	k := c.lookupKind(req.Kind.Group, req.Kind.Kind)
 	if k == nil {
 		return allow(RuleKindNotHandled)
@@ -198,7 +201,7 @@ func decide(ctx context.Context, st *State, rd *reads, hook hookKind, req *admis
 	case admissionv1.Create:
 		return create(ctx, st, rd, hook, k, req, obj, pre, buf)
 	case admissionv1.Update:
-		return update(ctx, st, rd.owners, k, req, obj, old, pre)
+		return update(ctx, st, rd, k, req, obj, old, pre)
 	}
 	return remove(ctx, st, rd, k, req, old, pre)
 }

@@ -29,6 +29,7 @@ const (
 	RuleRestamped
 	RulePropagated // a propagator's object carries, or gets, its parent's user.info
 	RulePropagatorDelete
+	RuleLocalQueue // its writer may submit to the queue its ClusterQueue maps to
 
 	numRules
 )
@@ -57,6 +58,7 @@ var ruleText = [numRules]string{
 	RuleRestamped:            "replaced user.info naming the submitter with the identity usher decides",
 	RulePropagated:           "user.info of the parent, copied by a propagator",
 	RulePropagatorDelete:     "delete by a propagator of an object carrying its parent's user.info",
+	RuleLocalQueue:           "LocalQueue whose ClusterQueue maps to a queue its writer may submit to",
 }
 
 // String is the rule's reason as the audit record shows it.
@@ -103,13 +105,14 @@ const (
 	verbDelete trustedVerb = iota
 	verbEviction
 	verbBinding
+	verbLocalQueue
 	numVerbs
 )
 
 // trustedReasons holds every trusted deleter's reason ("delete by a
 // trusted controller"), built once so that recording one allocates nothing.
 var trustedReasons = func() (t [numVerbs][numTrusts]string) {
-	for v, verb := range [numVerbs]string{"delete", "eviction", "binding"} {
+	for v, verb := range [numVerbs]string{"delete", "eviction", "binding", "LocalQueue write"} {
 		for tr := range numTrusts {
 			t[v][tr] = verb + " by " + tr.String()
 		}

@@ -416,8 +416,9 @@ type PlaceRequest struct {
 	Queue string
 	Tags  map[string]string // names match without regard to case
 	// Namespace, when set, is the namespace tag as YuniKorn's shim passes
-	// it, overriding one in Tags.
-	Namespace string
+	// it, and ParentQueue with it the namespace.parentqueue tag, each
+	// overriding one in Tags.
+	Namespace, ParentQueue string
 	User      string
 	Groups    []string
 	Decided   bool
@@ -489,13 +490,16 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 	}
 	preq := placement.Request{Subject: sub, Queue: req.Queue, Tags: req.Tags}
 	if req.Namespace != "" && p.rules.ReadsTags() {
-		preq.Tags = make(map[string]string, len(req.Tags)+1)
+		preq.Tags = make(map[string]string, len(req.Tags)+2)
 		for k, v := range req.Tags {
-			if !strings.EqualFold(k, tagNamespace) {
+			if !strings.EqualFold(k, tagNamespace) && (req.ParentQueue == "" || !strings.EqualFold(k, tagParentQueue)) {
 				preq.Tags[k] = v
 			}
 		}
 		preq.Tags[tagNamespace] = req.Namespace
+		if req.ParentQueue != "" {
+			preq.Tags[tagParentQueue] = req.ParentQueue
+		}
 	}
 	if !req.Explain {
 		// A rejection, and a placement elsewhere than the queue named,
@@ -586,5 +590,6 @@ func (r *PlaceResult) Why() string {
 }
 
 // tagNamespace is the tag YuniKorn's Kubernetes shim sets to the
-// application's namespace.
-const tagNamespace = "namespace"
+// application's namespace; tagParentQueue, from its Namespace's
+// yunikorn.apache.org/parentqueue annotation.
+const tagNamespace, tagParentQueue = "namespace", "namespace.parentqueue"
