@@ -419,9 +419,9 @@ type PlaceRequest struct {
 	// it, and ParentQueue with it the namespace.parentqueue tag, each
 	// overriding one in Tags.
 	Namespace, ParentQueue string
-	User      string
-	Groups    []string
-	Decided   bool
+	User                   string
+	Groups                 []string
+	Decided                bool
 	// Explain keeps the whole placement trail and the ACL trail of the
 	// decisive queue (PlaceResult.Steps); a rejection always has its trail.
 	Explain bool
