@@ -22,9 +22,9 @@ type SubmitRequest struct {
 	// answers the placed queue (SubmitDecision.Queue); docs/placement.md.
 	Place     bool
 	Namespace string // the namespace tag the placement rules see (with Place)
-	// ParentQueue is the namespace.parentqueue tag (with Place): the
-	// Namespace's yunikorn.apache.org/parentqueue annotation, "" for none.
-	ParentQueue string
+	// ParentQueue reads the namespace.parentqueue tag (with Place), if
+	// the rules read it; nil: the tag is absent.
+	ParentQueue ParentQueueLookup
 }
 
 // SubmitDecision is a QueueAuthorizer's answer; the zero value denies.

@@ -84,21 +84,20 @@ func TestLocalQueueWriteNeedsSubmitOnItsQueue(t *testing.T) {
 	wantAllowed(t, run(t, off, hookValidate, lq(admissionv1.Create, "alice", "prod", "")))
 }
 
-// The Namespace's yunikorn.apache.org/parentqueue reaches the placement
-// of a YuniKorn marker as SubmitRequest.ParentQueue; a Namespace that
-// cannot be read fails closed.
+// The lookup of the Namespace's yunikorn.apache.org/parentqueue reaches
+// the placement of a YuniKorn marker (SubmitRequest.ParentQueue), which
+// reads it when its rules do; a failed read fails closed.
 func TestParentQueueReachesPlacement(t *testing.T) {
 	pod := kindCaseOf(t, "Pod")
 	authz := &fakeAuthz{allowed: map[string][]string{alice.Username: {"root.web"}}}
-	cfg := mustCompile(t, settings.Config{EnforceQueueACLs: true})
-	read := func(err error) Option {
-		return WithParentQueueLookup(func(_ context.Context, ns string) (string, error) { return "root.prod." + ns, err })
-	}
+	h := newTestHandler(mustCompile(t, settings.Config{EnforceQueueACLs: true}), WithAuthorizer(authz),
+		WithParentQueueLookup(func(_ context.Context, ns string) (string, error) { return "root.prod." + ns, nil }))
 	req := request(t, pod, admissionv1.Create, "team-a", alice, pod.build(m("queue", "web"), nil, nil), nil)
-	wantAllowed(t, run(t, newTestHandler(cfg, WithAuthorizer(authz), read(nil)), hookMutate, req))
-	if r := authz.reqs[0]; !r.Place || r.ParentQueue != "root.prod.team-a" || r.Namespace != "team-a" {
-		t.Errorf("request %+v, want a placement with ParentQueue root.prod.team-a", r)
+	wantAllowed(t, run(t, h, hookMutate, req))
+	r := authz.reqs[0]
+	if pq, _ := r.ParentQueue(context.Background(), r.Namespace); !r.Place || pq != "root.prod.team-a" {
+		t.Errorf("request %+v reads parent queue %q, want a placement reading root.prod.team-a", r, pq)
 	}
-	wantDenied(t, run(t, newTestHandler(cfg, WithAuthorizer(authz), read(errors.New("timeout"))), hookMutate, req), 500,
-		`cannot read Namespace "team-a" for YuniKorn's placement: timeout`)
+	authz.err = errors.New(`cannot read Namespace "team-a" for tag namespace.parentqueue: timeout`)
+	wantDenied(t, run(t, h, hookMutate, req), 500, `cannot read Namespace "team-a" for tag namespace.parentqueue: timeout; denied (usher fails closed)`)
 }

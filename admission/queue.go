@@ -236,19 +236,10 @@ func checkQueues(ctx context.Context, st *State, rd *reads, k *kindInfo, req *ad
 		dc.check = CheckSubmit
 		return &dc
 	}
-	var parentQueue string
 	for i := range ts {
 		t := &ts[i]
-		if t.place && rd.parentQueue != nil && parentQueue == "" {
-			var err error
-			if parentQueue, err = rd.parentQueue(ctx, ns); err != nil {
-				dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot read Namespace %q for YuniKorn's placement: %v; denied (usher fails closed)", ns, err)
-				dc.check = CheckSubmit
-				return &dc
-			}
-		}
 		d, err := st.authz.AuthorizeSubmit(ctx, SubmitRequest{Partition: c.Partition, Queue: t.queue, User: id.user, Groups: id.groups,
-			Decided: id.decided, Place: t.place, Namespace: ns, ParentQueue: parentQueue})
+			Decided: id.decided, Place: t.place, Namespace: ns, ParentQueue: rd.parentQueue})
 		if err != nil {
 			dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may submit to %s: %v; denied (usher fails closed)",
 				id.user, t.describe(c.Partition), err)

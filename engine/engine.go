@@ -416,12 +416,14 @@ type PlaceRequest struct {
 	Queue string
 	Tags  map[string]string // names match without regard to case
 	// Namespace, when set, is the namespace tag as YuniKorn's shim passes
-	// it, and ParentQueue with it the namespace.parentqueue tag, each
-	// overriding one in Tags.
-	Namespace, ParentQueue string
-	User                   string
-	Groups                 []string
-	Decided                bool
+	// it, overriding one in Tags; ParentQueue, when set with it, reads the
+	// namespace.parentqueue tag (the Namespace's
+	// yunikorn.apache.org/parentqueue) when a rule reads that tag.
+	Namespace   string
+	ParentQueue func(ctx context.Context, namespace string) (string, error)
+	User        string
+	Groups      []string
+	Decided     bool
 	// Explain keeps the whole placement trail and the ACL trail of the
 	// decisive queue (PlaceResult.Steps); a rejection always has its trail.
 	Explain bool
@@ -491,14 +493,19 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 	preq := placement.Request{Subject: sub, Queue: req.Queue, Tags: req.Tags}
 	if req.Namespace != "" && p.rules.ReadsTags() {
 		preq.Tags = make(map[string]string, len(req.Tags)+2)
+		reads := req.ParentQueue != nil && p.rules.ReadsTags(tagParentQueue)
 		for k, v := range req.Tags {
-			if !strings.EqualFold(k, tagNamespace) && (req.ParentQueue == "" || !strings.EqualFold(k, tagParentQueue)) {
+			if !strings.EqualFold(k, tagNamespace) && (!reads || !strings.EqualFold(k, tagParentQueue)) {
 				preq.Tags[k] = v
 			}
 		}
 		preq.Tags[tagNamespace] = req.Namespace
-		if req.ParentQueue != "" {
-			preq.Tags[tagParentQueue] = req.ParentQueue
+		if reads {
+			pq, err := req.ParentQueue(ctx, req.Namespace)
+			if err != nil {
+				return res, fmt.Errorf("cannot read Namespace %q for tag %s: %w", req.Namespace, tagParentQueue, err)
+			}
+			preq.Tags[tagParentQueue] = pq
 		}
 	}
 	if !req.Explain {

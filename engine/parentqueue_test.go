@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/usherhq/usher/engine"
@@ -35,16 +36,20 @@ func TestPlaceUnderTheNamespaceParentQueue(t *testing.T) {
             submitacl: "*"
 `)
 	ctx := context.Background()
+	pq := func(v string, err error) func(context.Context, string) (string, error) {
+		return func(context.Context, string) (string, error) { return v, err }
+	}
 	for _, tt := range []struct {
 		req    engine.PlaceRequest
 		placed bool
 		queue  string
 	}{
-		{engine.PlaceRequest{Namespace: "web", ParentQueue: "root.prod", User: "bob", Groups: []string{"ops"}}, true, "root.prod.web"},
-		{engine.PlaceRequest{Namespace: "web", ParentQueue: "root.prod", User: "alice", Groups: []string{"dev"}}, true, "root.default"},
-		{engine.PlaceRequest{Namespace: "web", ParentQueue: "dev", User: "alice", Groups: []string{"dev"},
+		{engine.PlaceRequest{Namespace: "web", ParentQueue: pq("root.prod", nil), User: "bob", Groups: []string{"ops"}}, true, "root.prod.web"},
+		{engine.PlaceRequest{Namespace: "web", ParentQueue: pq("root.prod", nil), User: "alice", Groups: []string{"dev"}}, true, "root.default"},
+		{engine.PlaceRequest{Namespace: "web", ParentQueue: pq("dev", nil), User: "alice", Groups: []string{"dev"},
 			Tags: map[string]string{"namespace.parentqueue": "root.prod"}}, true, "root.dev.web"},
 		{engine.PlaceRequest{Namespace: "web", User: "bob", Groups: []string{"ops"}}, true, "root.default"},
+		{engine.PlaceRequest{Namespace: "web", ParentQueue: pq("", nil), User: "bob", Groups: []string{"ops"}}, true, "root.default"},
 	} {
 		res, err := e.Place(ctx, tt.req)
 		if err != nil {
@@ -53,5 +58,14 @@ func TestPlaceUnderTheNamespaceParentQueue(t *testing.T) {
 		if res.Placed != tt.placed || res.Queue != tt.queue {
 			t.Errorf("%+v: placed %v in %q, want %v in %q (%s)", tt.req, res.Placed, res.Queue, tt.placed, tt.queue, res.Reason())
 		}
+	}
+	_, err := e.Place(ctx, engine.PlaceRequest{Namespace: "web", ParentQueue: pq("", errors.New("forbidden")), User: "bob"})
+	if err == nil || err.Error() != `cannot read Namespace "web" for tag namespace.parentqueue: forbidden` {
+		t.Errorf("a failed read: %v", err)
+	}
+	// Rules that do not read the tag do not read the Namespace.
+	_, err = newEngine(t, placeYAML).Place(ctx, engine.PlaceRequest{Namespace: "web", ParentQueue: pq("", errors.New("read")), User: "alice"})
+	if err != nil {
+		t.Errorf("rules without the tag read it: %v", err)
 	}
 }
