@@ -99,6 +99,14 @@ admissionController:
 	ns := e.namespace(ctx, "denial")
 	kubeconfig := usherServiceAccount(t, ctx, e, ns, t.TempDir())
 	bindShipped(t, ctx, e, roles, "usher-event-recorder", "system:serviceaccount:"+ns+":usher")
+	// The Job's kueue.x-k8s.io/queue-name names LocalQueue ops, of ClusterQueue ops (root.ops).
+	bindShipped(t, ctx, e, roles, "usher-owner-reader", "system:serviceaccount:"+ns+":usher")
+	dyn, err := cluster.Dynamic(Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createKueue(ctx, t, dyn, LocalQueues, ns, map[string]any{"kind": "LocalQueue", "metadata": map[string]any{"name": "ops", "namespace": ns},
+		"spec": map[string]any{"clusterQueue": "ops"}})
 	label := e.label
 	e = startUsherWith(t, ctx, config, "--kubeconfig", kubeconfig)
 	e.label = label
