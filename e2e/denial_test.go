@@ -56,8 +56,8 @@ func denialEvents(ctx context.Context, t *testing.T, e *usherEnv, ns, kind, name
 }
 
 // TestDenial: a denial reaches the people who submit, in one stable shape
-// everywhere. usher runs as a service account bound to the ClusterRole
-// usher-event-recorder that deploy/rbac.yaml ships (and
+// everywhere. usher runs as a service account bound to the ClusterRoles
+// usher-event-recorder and usher-owner-reader that deploy/rbac.yaml ships (and
 // system:auth-delegator), with enforceQueueACLs; alice (group dev) creates
 // a Job in queue ops (group ops only):
 //
