@@ -161,7 +161,7 @@ func (h *Handler) review(ctx context.Context, st *State, hook hookKind, rv *deco
 		dc = decide(ctx, st, &h.reads, hook, req, rv.obj, rv.old, pre, buf)
 	}
 	dc.lookup = notes.String()
-	complete(st, req, rv.obj, rv.old, pre, &dc)
+	complete(ctx, st, &h.reads, req, rv.obj, rv.old, pre, &dc)
 	dc.bound()
 	h.record(ctx, hook, req, &dc)
 	return dc

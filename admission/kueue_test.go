@@ -45,6 +45,14 @@ func TestKueueMarkerMapsThroughItsLocalQueue(t *testing.T) {
 		`cannot read LocalQueue "team-a/team": forbidden`)
 	// Without a lookup (no cluster) the marker maps by name, as before.
 	wantAllowed(t, submit(newTestHandler(cfg, WithAuthorizer(authz)), "team"))
+	// An update that changes no marker records the LocalQueue's queue too.
+	var rec Record
+	h = newTestHandler(cfg, WithAuthorizer(authz), localQueues(lqs, nil), WithAudit(func(r Record) { rec = r }))
+	obj := job.build(m("kueue.x-k8s.io/queue-name", "team"), nil, nil)
+	wantAllowed(t, run(t, h, hookValidate, request(t, job, admissionv1.Update, "team-a", alice, obj, obj)))
+	if rec.Queue != "root.research" {
+		t.Errorf("the update's record names queue %q, want root.research", rec.Queue)
+	}
 }
 
 // Creating a LocalQueue, or changing its ClusterQueue, needs submit on the
