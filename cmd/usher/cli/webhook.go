@@ -23,8 +23,9 @@ with webhooks.manage=false; docs/install.md).
 What the configuration decides: the usher-namespaces matchCondition, from
 bypassNamespaces and processNamespaces (with the ADMISSION_CONTROLLER_*
 overrides), so that the API server never calls usher where it has nothing
-to do (docs/security.md, "Blast radius"); and with enforceDeleteACLs, DELETE
-and pods/eviction on validate.usher.io (docs/delete.md). The flags say
+to do (docs/security.md, "Blast radius"); with enforceDeleteACLs, DELETE
+and pods/eviction on validate.usher.io (docs/delete.md); with
+enforceQueueACLs, Kueue's LocalQueues there (docs/placement.md). The flags say
 where usher runs. Re-run it and apply the output whenever the configuration
 or the CA changes.
 
