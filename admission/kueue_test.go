@@ -3,7 +3,9 @@ package admission
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -108,4 +110,25 @@ func TestParentQueueReachesPlacement(t *testing.T) {
 	}
 	authz.err = errors.New(`cannot read Namespace "team-a" for tag namespace.parentqueue: timeout`)
 	wantDenied(t, run(t, h, hookMutate, req), 500, `cannot read Namespace "team-a" for tag namespace.parentqueue: timeout; denied (usher fails closed)`)
+}
+
+// With enforceQueueACLs, validate.usher.io receives LocalQueue CREATE and
+// UPDATE in both versions Kueue serves; without, it does not.
+func TestRegistrationSendsLocalQueues(t *testing.T) {
+	for _, enforce := range []bool{false, true} {
+		_, v := Registration(settings.Config{EnforceQueueACLs: enforce}, Install{})
+		var got []string
+		for _, r := range v.Webhooks[0].Rules {
+			if slices.Contains(r.APIGroups, "kueue.x-k8s.io") {
+				got = append(got, fmt.Sprint(r.APIVersions, r.Resources, r.Operations))
+			}
+		}
+		want := []string(nil)
+		if enforce {
+			want = []string{"[v1beta1 v1beta2] [localqueues] [CREATE UPDATE]"}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("enforceQueueACLs %v: LocalQueue rules %q, want %q", enforce, got, want)
+		}
+	}
 }
