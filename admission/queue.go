@@ -22,7 +22,7 @@ type target struct {
 	marker    bool
 	scheduler string // for the default queue: the pod-level scheduler without a marker
 	place     bool   // YuniKorn's placement rules decide; queue is the raw marker value
-	// clusterQueue is the ClusterQueue of a Kueue marker's LocalQueue, whose mapping queue is.
+	// clusterQueue is the ClusterQueue of a Kueue marker's LocalQueue; queue is its mapping.
 	clusterQueue string
 }
 

@@ -20,6 +20,7 @@ import (
 // Parents reads the parents propagators copy identities from: a
 // metadata-only informer per kind, started on first use, keeps each
 // object's name, uid and usher's two annotations; a miss is one GET.
+// It reads Namespaces and LocalQueues for placement the same way.
 type Parents struct {
 	client metadata.Interface
 	dyn    dynamic.Interface // for LocalQueues
