@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/usherhq/usher/admission/settings"
 )
 
 // ClusterQueueLookup reads the spec.clusterQueue of Kueue's LocalQueue
@@ -54,10 +56,10 @@ func (c *compiled) viaLocalQueues(ctx context.Context, rd *reads, ns string, ts 
 // of every Job that names it. Trusted deleters are not asked.
 func localQueue(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, obj, old string) decision {
 	c := st.cfg
-	var src = -1
+	var src *settings.Source
 	for i := range c.Sources {
-		if c.Sources[i].Scheduler == schedulerKueue && src < 0 {
-			src = i
+		if c.Sources[i].Scheduler == schedulerKueue && src == nil {
+			src = &c.Sources[i]
 		}
 	}
 	var spec, was struct {
@@ -66,7 +68,7 @@ func localQueue(ctx context.Context, st *State, req *admissionv1.AdmissionReques
 		} `json:"spec"`
 	}
 	switch {
-	case !c.EnforceQueue || src < 0:
+	case !c.EnforceQueue || src == nil:
 		return allow(RuleKindNotHandled)
 	case req.Operation != admissionv1.Create && req.Operation != admissionv1.Update:
 		return allow(RuleOperationNotHandled)
@@ -81,8 +83,8 @@ func localQueue(ctx context.Context, st *State, req *admissionv1.AdmissionReques
 	if tr := c.trustedDeleter(user, groups); tr != TrustNone {
 		return allowTrusted(verbLocalQueue, tr)
 	}
-	t := target{src: &c.Sources[src], marker: true, level: "LocalQueue", value: spec.Spec.ClusterQueue, clusterQueue: spec.Spec.ClusterQueue}
-	q, _, err := c.MapQueue(t.src, t.value, req.Namespace, false)
+	cq := spec.Spec.ClusterQueue
+	q, _, err := c.MapQueue(src, cq, req.Namespace, false)
 	lq := "LocalQueue " + errString(req.Namespace+"/"+req.Name)
 	var dc decision
 	switch {
@@ -100,7 +102,7 @@ func localQueue(ctx context.Context, st *State, req *admissionv1.AdmissionReques
 			dc = allow(RuleLocalQueue)
 		default:
 			dc = deny(CauseQueueSubmitDenied, httpStatusForbidden, "usher: user %q may not point %s at ClusterQueue %s: it maps to queue %s of partition %q, "+
-				"where every Job naming the LocalQueue runs, and %s", user, lq, errString(t.value), errString(q), c.Partition, d.Reason)
+				"where every Job naming the LocalQueue runs, and %s", user, lq, errString(cq), errString(q), c.Partition, d.Reason)
 		}
 	}
 	dc.queue, dc.check, dc.field, dc.identity = recordQueue(q), CheckSubmit, "spec.clusterQueue", user
