@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime/debug"
 	"sync"
+	"time"
 	"unique"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,18 +15,31 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/usherhq/usher/admission/settings"
+	"github.com/usherhq/usher/internal/ttlcache"
 )
 
 // Parents reads the parents propagators copy identities from: a
 // metadata-only informer per kind, started on first use, keeps each
 // object's name, uid and usher's two annotations; a miss is one GET.
+// Pods are not watched: a cluster's pods outnumber every other parent
+// kind (an informer of 50,000 cost usher 64 MiB, docs/benchmarks.md), so
+// a pod is read by GET and kept for podTTL, checked against the uid asked.
 type Parents struct {
 	client metadata.Interface
 	ctx    context.Context
 	mu     sync.Mutex
 	kinds  map[schema.GroupVersionResource]cache.SharedIndexInformer
 	shared stamps
+	pods   *ttlcache.Cache[Parent]
 }
+
+// podTTL is how long a pod read by GET answers: a burst of executors
+// created by one driver costs one GET. A pod's stamp never changes and a
+// recreated pod has another uid, so only a weak link (no uid) can read a
+// deleted pod's stamp, for this long.
+const podTTL = 30 * time.Second
+
+var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 
 // Parent is what Parents keeps of an object.
 type Parent struct {
@@ -45,13 +59,15 @@ func (c *Client) NewParents(ctx context.Context) (*Parents, error) {
 // NewParentsFor reads through client.
 func NewParentsFor(ctx context.Context, client metadata.Interface) *Parents {
 	return &Parents{client: client, ctx: ctx, kinds: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
-		shared: stamps{maps: map[stampKey]map[string]string{}}}
+		shared: stamps{maps: map[stampKey]map[string]string{}}, pods: ttlcache.New[Parent](4096, nil)}
 }
 
 // Watch starts the informers of kinds (already started ones are kept).
 func (p *Parents) Watch(kinds ...settings.Kind) {
 	for _, k := range kinds {
-		p.informer(k.GVR())
+		if k.GVR() != podsGVR {
+			p.informer(k.GVR())
+		}
 	}
 }
 
@@ -84,6 +100,17 @@ func (p *Parents) informer(gvr schema.GroupVersionResource) cache.SharedIndexInf
 // read again.
 func (p *Parents) Get(ctx context.Context, k settings.Kind, namespace, name, uid string) (Parent, bool, error) {
 	gvr := k.GVR()
+	if gvr == podsGVR {
+		key := namespace + "/" + name
+		if got, ok := p.pods.Get(key, time.Now()); ok && (uid == "" || got.UID == uid) {
+			return got, true, nil
+		}
+		got, ok, err := p.get(ctx, gvr, namespace, name)
+		if ok {
+			p.pods.Put(key, got, time.Now().Add(podTTL))
+		}
+		return got, ok, err
+	}
 	inf := p.informer(gvr)
 	if inf.HasSynced() {
 		if obj, ok, _ := inf.GetStore().GetByKey(namespace + "/" + name); ok {
@@ -93,6 +120,10 @@ func (p *Parents) Get(ctx context.Context, k settings.Kind, namespace, name, uid
 		}
 	}
 	// Not synced yet, or created since the last event: ask once.
+	return p.get(ctx, gvr, namespace, name)
+}
+
+func (p *Parents) get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (Parent, bool, error) {
 	m, err := p.client.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):

@@ -106,3 +106,39 @@ func TestSharedStampsKeepWhatEachObjectHas(t *testing.T) {
 		t.Error("objects with the same stamp do not share one map")
 	}
 }
+
+func TestPodParentsByGetNotWatched(t *testing.T) {
+	pods := settings.Kind{Version: "v1", Resource: "pods", Kind: "Pod"}
+	pod := func(uid string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Name: "driver", Namespace: "team-a", UID: types.UID(uid),
+				Annotations: map[string]string{settings.UserInfoAnnotation: `{"user":"alice","groups":[]}`}}}
+	}
+	scheme := metadatafake.NewTestScheme()
+	scheme.AddKnownTypeWithName(schema.GroupVersion{Version: "v1"}.WithKind("Pod"), &metav1.PartialObjectMetadata{})
+	client := metadatafake.NewSimpleMetadataClient(scheme, pod("u1"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := NewParentsFor(ctx, client)
+	p.Watch(pods)
+	gets := func() (n int) {
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "get" {
+				n++
+			}
+		}
+		return n
+	}
+	for range 3 {
+		if got, ok, err := p.Get(ctx, pods, "team-a", "driver", "u1"); !ok || err != nil || got.UID != "u1" {
+			t.Fatalf("got %+v %v %v", got, ok, err)
+		}
+	}
+	if len(p.kinds) != 0 || gets() != 1 {
+		t.Fatalf("pods are read by one GET and never watched: %d informers, %d GETs, actions %v", len(p.kinds), gets(), client.Actions())
+	}
+	// Another uid than the one kept is read again.
+	if _, ok, err := p.Get(ctx, pods, "team-a", "driver", "u2"); err != nil || !ok || gets() != 2 {
+		t.Fatalf("ok %v err %v, %d GETs", ok, err, gets())
+	}
+}
