@@ -214,14 +214,14 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestEviction(t *testing.T) {
-	t.Run("second chance", func(t *testing.T) {
+	t.Run("least recently used", func(t *testing.T) {
 		r := directory()
 		c := newCache(r, Options{MaxEntries: 3}, newClock().now)
 		for _, u := range []string{"a", "b", "c"} {
 			mustResolve(t, c, u)
 		}
-		mustResolve(t, c, "a") // a is looked up again: it survives the hand
-		mustResolve(t, c, "d") // full: the hand passes a and evicts b
+		mustResolve(t, c, "a") // a is looked up again: it survives
+		mustResolve(t, c, "d") // full: b, the least recently used, goes
 		checkCalls(t, r, 4)
 		if c.Len() != 3 || c.Stats().Evictions != 1 {
 			t.Fatalf("Len = %d, stats %+v; want 3 entries, 1 eviction", c.Len(), c.Stats())
