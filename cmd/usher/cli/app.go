@@ -34,7 +34,8 @@ spark.ui.view.acls=a,b with spark.ui.view.acls.groups=g is --view-acl "a,b g".
 An ACL not given takes the partition's applicationacls default; an empty
 one ("") allows nobody.
 
-Exit status: as check.
+Exit status: 0 allowed, 1 denied, 2 bad usage, an invalid configuration or
+a failure to find the user's groups (the reason is on stderr).
 
 Examples:
   usher app --config queues.yaml --queue root.test --owner john --user jane --action kill
