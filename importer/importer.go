@@ -268,11 +268,8 @@ func (q *Queue) node() *yaml.Node {
 func plain(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
 
 func setting(s *Setting) *yaml.Node {
-	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s.ACL.String(), Style: yaml.DoubleQuotedStyle}
-	if s.From != "" {
-		n.LineComment = "# " + s.From
-	}
-	return n
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s.ACL.String(), Style: yaml.DoubleQuotedStyle,
+		LineComment: comment(s.From)}
 }
 
 func mapping(kv ...any) *yaml.Node {
