@@ -219,11 +219,11 @@ func complete(st *State, req *admissionv1.AdmissionRequest, obj, old string, pre
 	if dc.name != "" && !needQueue {
 		return
 	}
-	ov, s, done, field := &pre.obj, obj, pre.objDone, "request.object"
+	ov, s, done, field := &pre.obj, obj, &pre.objDone, "request.object"
 	switch req.Operation {
 	case admissionv1.Create, admissionv1.Update:
 	case admissionv1.Delete:
-		ov, s, done, field = &pre.old, old, pre.oldDone, "request.oldObject"
+		ov, s, done, field = &pre.old, old, &pre.oldDone, "request.oldObject"
 	default:
 		return
 	}

@@ -13,7 +13,7 @@ import (
 func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, obj string, pre *views, buf *[]byte) decision {
 	c := st.cfg
 	ov := &pre.obj
-	if err := view(c, k, obj, ov, pre.objDone, "request.object"); err != nil {
+	if err := view(c, k, obj, ov, &pre.objDone, "request.object"); err != nil {
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: %v", err)
 	}
 	if k.layout != layoutPod && !ov.hasTemplate {

@@ -17,7 +17,7 @@ func remove(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissi
 		return allowTrusted(verbDelete, t)
 	}
 	ov := &pre.old
-	if err := view(c, k, old, ov, pre.oldDone, "request.oldObject"); err != nil {
+	if err := view(c, k, old, ov, &pre.oldDone, "request.oldObject"); err != nil {
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: cannot tell who may delete %s %s: %v", k.kind, objectName(req, ov), err)
 	}
 	if ov.top.deleting {

@@ -424,11 +424,15 @@ func nameOf(req *admissionv1.AdmissionRequest, o *objectView) string {
 	return o.top.name
 }
 
-// view parses s into o unless done already did.
-func view(c *compiled, k *kindInfo, s string, o *objectView, done bool, field string) error {
-	if done {
-		return checkObjectKind(o, k, field)
+// view parses s into o unless done (nil: never) says it has been.
+func view(c *compiled, k *kindInfo, s string, o *objectView, done *bool, field string) error {
+	if done != nil && *done {
+		return nil
 	}
 	*o = objectView{}
-	return parseObject(s, k, &c.wantKeys, o, field)
+	err := parseObject(s, k, &c.wantKeys, o, field)
+	if done != nil {
+		*done = err == nil
+	}
+	return err
 }
