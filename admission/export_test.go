@@ -174,6 +174,7 @@ func (h *Handler) respond(ctx context.Context, hook hookKind, req *admissionv1.A
 	if uids := req.UserInfo.Extra[podUIDExtra]; len(uids) == 1 {
 		rv.views.podUID = uids[0]
 	}
-	dc := h.review(ctx, h.state(), hook, rv)
+	var buf []byte
+	dc := h.review(ctx, h.state(), hook, rv, &buf)
 	return dc.toResponse(req.UID)
 }

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"math"
+	"sync"
 
 	admissionv1 "k8s.io/api/admission/v1"
 
@@ -18,6 +19,7 @@ const (
 	errNoAuthorizerMessage = "enforceQueueACLs is on but no queue authorizer is configured: denied (usher fails closed)"
 	errNoDeleteAuthzFormat = "usher: enforceDeleteACLs is on but no delete authorizer is configured: user %q may not %s %s (usher fails closed)"
 	defaultQueueInRecord   = "(default)"
+	maxPooledBufferBytes   = 1 << 20
 )
 
 // Status codes of denials and HTTP errors.
@@ -55,6 +57,7 @@ type Handler struct {
 	caller  func(context.Context) string
 	maxBody int64
 	groups  groupLimit
+	pool    sync.Pool
 }
 
 // groupLimit caps the groups a review may name (WithMaxGroups).
@@ -132,14 +135,15 @@ func WithMaxGroups(max int, over func(source string)) Option {
 // state (quick, concurrency-safe, never nil) returns when it starts.
 func NewHandler(state func() *State, opts ...Option) *Handler {
 	h := &Handler{state: state, maxBody: DefaultMaxBodyBytes, groups: groupLimit{max: DefaultMaxGroups}}
+	h.pool.New = func() any { return new(scratch) }
 	for _, o := range opts {
 		o(h)
 	}
 	return h
 }
 
-// review decides rv with st and reports it.
-func (h *Handler) review(ctx context.Context, st *State, hook hookKind, rv *decodedReview) decision {
+// review decides rv with st, building the patch in buf, and reports it.
+func (h *Handler) review(ctx context.Context, st *State, hook hookKind, rv *decodedReview, buf *[]byte) decision {
 	req, pre := &rv.req, &rv.views
 	var notes *lookupNotes
 	if h.audit != nil && (st.cfg.EnforceQueue || st.cfg.EnforceDelete || st.ident != nil) {
@@ -154,7 +158,7 @@ func (h *Handler) review(ctx context.Context, st *State, hook hookKind, rv *deco
 		// The caller has gone: no authorizer or resolver is asked.
 		dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: the request ended before it was decided (%v); denied", context.Cause(ctx))
 	default:
-		dc = decide(ctx, st, &h.reads, hook, req, rv.obj, rv.old, pre)
+		dc = decide(ctx, st, &h.reads, hook, req, rv.obj, rv.old, pre, buf)
 	}
 	dc.lookup = notes.String()
 	complete(st, req, rv.obj, rv.old, pre, &dc)
@@ -171,7 +175,7 @@ type submitter struct {
 }
 
 // decide is the admission logic.
-func decide(ctx context.Context, st *State, rd *reads, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views) decision {
+func decide(ctx context.Context, st *State, rd *reads, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views, buf *[]byte) decision {
 	c := st.cfg
 	if isEviction(req) {
 		return evict(ctx, st, req)
@@ -192,7 +196,7 @@ func decide(ctx context.Context, st *State, rd *reads, hook hookKind, req *admis
 	}
 	switch op {
 	case admissionv1.Create:
-		return create(ctx, st, rd, hook, k, req, obj, pre)
+		return create(ctx, st, rd, hook, k, req, obj, pre, buf)
 	case admissionv1.Update:
 		return update(ctx, st, rd.owners, k, req, obj, old, pre)
 	}

@@ -28,6 +28,12 @@ type httpHandler struct {
 	hook hookKind
 }
 
+// scratch holds the per-request buffers, pooled.
+type scratch struct {
+	body, patch []byte
+	rv          decodedReview
+}
+
 var (
 	jsonContentType = []string{"application/json"}
 	allowPost       = []string{http.MethodPost}
@@ -49,7 +55,10 @@ func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.httpError(w, r, x.hook, httpStatusTooLarge, fmt.Sprintf("the body (%d bytes) is larger than the limit of %d bytes", r.ContentLength, h.maxBody))
 		return
 	}
-	body, err := readBody(r.Body, r.ContentLength, h.maxBody)
+	sc := h.pool.Get().(*scratch)
+	defer h.putScratch(sc)
+	body, err := readBody(r.Body, sc.body, r.ContentLength, h.maxBody)
+	sc.body = body
 	if err != nil {
 		var st statusError
 		switch {
@@ -68,7 +77,8 @@ func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s := string(body)
 	st := h.state()
-	rv := &decodedReview{views: views{lim: &h.groups}}
+	rv := &sc.rv // zeroed by putScratch
+	rv.views.lim = &h.groups
 	if err := decodeReview(s, body, rv); err != nil {
 		h.httpError(w, r, x.hook, httpStatusBadRequest, "the body is not an AdmissionReview: "+err.Error())
 		return
@@ -90,7 +100,7 @@ func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if u, ok := w.(UIDRecorder); ok {
 		u.RecordUID(string(rv.req.UID))
 	}
-	dc := h.review(r.Context(), st, x.hook, rv)
+	dc := h.review(r.Context(), st, x.hook, rv, &sc.patch)
 	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(encodeReview(rv.req.UID, &dc))
@@ -107,6 +117,14 @@ func WriteFailure(w http.ResponseWriter, uid string, recovered any) {
 	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(encodeReview(types.UID(uid), &dc))
+}
+
+func (h *Handler) putScratch(sc *scratch) {
+	if cap(sc.body) > maxPooledBufferBytes {
+		sc.body = nil
+	}
+	sc.rv = decodedReview{}
+	h.pool.Put(sc)
 }
 
 // httpError answers, and audits, a request that is not a decodable review.
@@ -131,24 +149,32 @@ type statusError interface {
 	HTTPStatus() int
 }
 
-// readBody reads r, failing with errTooLarge past limit bytes; a declared
-// length (at most limit) sizes the buffer once.
-func readBody(r io.Reader, size, limit int64) ([]byte, error) {
-	buf := make([]byte, 0, max(size, 0)+512) // room to see the end
+// readBody reads r into buf, failing with errTooLarge past max bytes; a
+// declared length sizes the buffer once.
+func readBody(r io.Reader, buf []byte, size, max int64) ([]byte, error) {
+	buf = buf[:0]
+	if r == nil {
+		return buf, nil
+	}
+	if size > 0 && size <= max && int64(cap(buf)) <= size {
+		// +1: room to see the end; rounded up so that a pooled buffer
+		// fits the next body of about the same size.
+		buf = make([]byte, 0, (size+1+4095)&^4095)
+	}
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > limit {
-			return nil, errTooLarge
+		if int64(len(buf)) > max {
+			return buf, errTooLarge
 		}
 		if err == io.EOF {
 			return buf, nil
 		}
 		if err != nil {
-			return nil, err
+			return buf, err
 		}
 	}
 }

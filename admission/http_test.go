@@ -312,7 +312,7 @@ func TestReadBodyDeclaredLength(t *testing.T) {
 	allocs := testing.AllocsPerRun(5, func() {
 		var err error
 		rd.Reset(body)
-		got, err = readBody(rd, int64(len(body)), 7<<20)
+		got, err = readBody(rd, nil, int64(len(body)), 7<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -320,7 +320,7 @@ func TestReadBodyDeclaredLength(t *testing.T) {
 	if allocs != 1 || !bytes.Equal(got, body) || cap(got) > len(body)+8192 {
 		t.Errorf("%v allocations, %d bytes read into a buffer of %d", allocs, len(got), cap(got))
 	}
-	if _, err := readBody(bytes.NewReader(body), 10, 1<<20); err != errTooLarge {
+	if _, err := readBody(bytes.NewReader(body), nil, 10, 1<<20); err != errTooLarge {
 		t.Errorf("a body longer than declared and than the cap: %v", err)
 	}
 }
