@@ -174,7 +174,6 @@ func (h *Handler) respond(ctx context.Context, hook hookKind, req *admissionv1.A
 	if uids := req.UserInfo.Extra[podUIDExtra]; len(uids) == 1 {
 		rv.views.podUID = uids[0]
 	}
-	var buf []byte
-	dc := h.review(ctx, h.state(), hook, rv, &buf)
+	dc := h.review(ctx, h.state(), hook, rv)
 	return dc.toResponse(req.UID)
 }

@@ -30,8 +30,8 @@ type httpHandler struct {
 
 // scratch holds the per-request buffers, pooled.
 type scratch struct {
-	body, patch []byte
-	rv          decodedReview
+	body []byte
+	rv   decodedReview
 }
 
 var (
@@ -100,7 +100,7 @@ func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if u, ok := w.(UIDRecorder); ok {
 		u.RecordUID(string(rv.req.UID))
 	}
-	dc := h.review(r.Context(), st, x.hook, rv, &sc.patch)
+	dc := h.review(r.Context(), st, x.hook, rv)
 	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(encodeReview(rv.req.UID, &dc))

@@ -25,7 +25,7 @@ func TestPatchEncoding(t *testing.T) {
 	doc := []byte(`{"metadata":{"annotations":{"x":"y"}}}`)
 	var m metaView
 	m.present, m.annotations = true, true
-	out, err := applyPatch(doc, appendStampPatch(nil, lookupKind("", "Pod"), &m, []byte(aliceInfo), nil))
+	out, err := applyPatch(doc, stampPatch(lookupKind("", "Pod"), &m, []byte(aliceInfo), nil))
 	if err != nil || string(out) != `{"metadata":{"annotations":{"x":"y","yunikorn.apache.org/user.info":"`+jsonEscape(aliceInfo)+`"}}}` {
 		t.Fatalf("patched %s (%v)", out, err)
 	}

@@ -42,7 +42,7 @@ const (
 // IdentityResolver once about who, and returns dc with the patch (or the
 // denial) and the identity the queue check uses.
 func stamp(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView,
-	who submitter, ui *UserInfo, how stampHow, dc decision, buf *[]byte) (decision, submitter) {
+	who submitter, ui *UserInfo, how stampHow, dc decision) (decision, submitter) {
 	c := st.cfg
 	pm := ov.pod()
 	check := who
@@ -82,7 +82,7 @@ func stamp(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *admi
 		return userInfoDenial(k, deny(CauseUserInfoForged, httpStatusForbidden, "usher: user %q may not set annotation %s on %s: only usher writes it, beside the user.info it stamps",
 			req.UserInfo.Username, DirectoryGroupsAnnotation, place(k, req, ov))), check
 	}
-	info := settings.AppendUserInfo((*buf)[:0], who.user, groups)
+	info := settings.AppendUserInfo(nil, who.user, groups)
 	if hook == hookValidate {
 		// /validate writes nothing: the stamp must be the one /mutate writes.
 		if how == stampSame {
@@ -109,10 +109,7 @@ func stamp(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *admi
 	if len(k.templates) > 0 {
 		dc.written = [2]string{string(info), string(dir)}
 	}
-	n := len(info)
-	b := appendStampPatch(info, k, pm, info[:n], dir)
-	*buf = b
-	dc.patch = b[n:]
+	dc.patch = stampPatch(k, pm, info, dir)
 	return dc, check
 }
 
