@@ -88,15 +88,10 @@ func Compile(c *settings.Compiled, stamp bool) (*Floor, error) {
 				"within the API server's CEL cost limit (docs/limits.md): shorten or merge them", l.what, l.n, l.max)
 		}
 	}
-	kinds := rules(arv1.Create, arv1.Update)
+	kinds := rules("", arv1.Create, arv1.Update)
 	kinds = append(kinds, arv1.NamedRuleWithOperations{RuleWithOperations: arv1.RuleWithOperations{Operations: []arv1.OperationType{arv1.Create},
 		Rule: arv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/binding", "bindings"}}}})
-	for _, r := range rules(arv1.Update) {
-		for i := range r.Resources {
-			r.Resources[i] += "/status"
-		}
-		kinds = append(kinds, r)
-	}
+	kinds = append(kinds, rules("/status", arv1.Update)...)
 	fail := arv1.Fail
 	v := &arv1.ValidatingAdmissionPolicy{Spec: arv1.ValidatingAdmissionPolicySpec{FailurePolicy: &fail,
 		MatchConstraints: &arv1.MatchResources{ResourceRules: kinds},
@@ -111,7 +106,7 @@ func Compile(c *settings.Compiled, stamp bool) (*Floor, error) {
 		return f, nil
 	}
 	m := &arv1.MutatingAdmissionPolicy{Spec: arv1.MutatingAdmissionPolicySpec{FailurePolicy: &fail,
-		MatchConstraints:   &arv1.MatchResources{ResourceRules: rules(arv1.Create)},
+		MatchConstraints:   &arv1.MatchResources{ResourceRules: rules("", arv1.Create)},
 		MatchConditions:    stampConditions(c),
 		ReinvocationPolicy: arv1.NeverReinvocationPolicy, Variables: []arv1.Variable{{Name: "stamp", Expression: Stamp()}}}}
 	for _, meta := range metas() {
@@ -130,16 +125,11 @@ func meta(kind, name string) (metav1.TypeMeta, metav1.ObjectMeta) {
 		Labels: map[string]string{"app.kubernetes.io/name": "usher", "app.kubernetes.io/managed-by": "usher"}}
 }
 
-// rules are the workload kinds the webhooks govern, for ops.
-func rules(ops ...arv1.OperationType) []arv1.NamedRuleWithOperations {
-	scope := arv1.NamespacedScope
+// rules are the workload kinds the webhooks govern (their subresource suffix), for ops.
+func rules(suffix string, ops ...arv1.OperationType) []arv1.NamedRuleWithOperations {
 	var out []arv1.NamedRuleWithOperations
-	for _, w := range settings.Workloads {
-		if len(out) == 0 || out[len(out)-1].APIGroups[0] != w.Group {
-			out = append(out, arv1.NamedRuleWithOperations{RuleWithOperations: arv1.RuleWithOperations{Operations: ops,
-				Rule: arv1.Rule{APIGroups: []string{w.Group}, APIVersions: []string{"v1"}, Scope: &scope}}})
-		}
-		out[len(out)-1].Resources = append(out[len(out)-1].Resources, w.Resource)
+	for _, r := range settings.WorkloadRules(suffix, ops...) {
+		out = append(out, arv1.NamedRuleWithOperations{RuleWithOperations: r})
 	}
 	return out
 }
