@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 
@@ -56,10 +57,12 @@ var kinds = [...]kindInfo{
 }
 
 // lookupKind returns the handled kind, or nil; the group matters (Volcano's Job is not a batch/v1 Job).
-func lookupKind(group, kind string) *kindInfo {
-	for i := range kinds {
-		if kinds[i].kind == kind && kinds[i].group == group {
-			return &kinds[i]
+func lookupKind(group, kind string) *kindInfo { return findKind(kinds[:], group, kind) }
+
+func findKind(ks []kindInfo, group, kind string) *kindInfo {
+	for i := range ks {
+		if ks[i].kind == kind && ks[i].group == group {
+			return &ks[i]
 		}
 	}
 	return nil
@@ -83,15 +86,7 @@ type compiled struct {
 
 // lookupKind is lookupKind, then c's custom resources.
 func (c *compiled) lookupKind(group, kind string) *kindInfo {
-	if k := lookupKind(group, kind); k != nil {
-		return k
-	}
-	for i := range c.custom {
-		if c.custom[i].kind == kind && c.custom[i].group == group {
-			return &c.custom[i]
-		}
-	}
-	return nil
+	return cmp.Or(lookupKind(group, kind), findKind(c.custom, group, kind))
 }
 
 // wantKeys are the labels and annotations the decoder reads, and the number of slots.
