@@ -220,16 +220,6 @@ func parseObject(s string, k *kindInfo, w *wantKeys, o *objectView, field string
 		d.Object("")
 		return fmt.Errorf("%s is not a JSON object: %w", field, d.Err())
 	}
-	objectValue(&d, k, w, o)
-	d.End()
-	if d.Err() != nil {
-		return fmt.Errorf("%s is not a valid %s: %w", field, k.kind, d.Err())
-	}
-	return checkObjectKind(o, k, field)
-}
-
-// objectValue parses the object at the scanner's position into o.
-func objectValue(d *jsonscan.Scanner, k *kindInfo, w *wantKeys, o *objectView) {
 	o.layout = k.layout
 	m := d.Members("", objectKeys)
 	for i := m.Next(); i >= 0; i = m.Next() {
@@ -239,34 +229,28 @@ func objectValue(d *jsonscan.Scanner, k *kindInfo, w *wantKeys, o *objectView) {
 		case 1:
 			o.kind = d.StringField("kind")
 		case 2:
-			parseMeta(d, &topMetaPaths, w, &o.top)
+			parseMeta(&d, &topMetaPaths, w, &o.top)
 		case 3:
 			switch k.layout {
 			case layoutPod:
-				objectOrNull(d, "spec")
+				objectOrNull(&d, "spec")
 			case layoutTemplate:
-				parseWorkloadSpec(d, &workloadSpecPaths, w, o)
+				parseWorkloadSpec(&d, &workloadSpecPaths, w, o)
 			case layoutCronJob:
-				parseCronSpec(d, w, o)
+				parseCronSpec(&d, w, o)
 			}
 		}
 	}
-}
-
-// checkObjectKind checks that a parsed object is of kind k.
-func checkObjectKind(o *objectView, k *kindInfo, field string) error {
-	if o.kind != k.kind || o.apiVersion != k.apiVersion {
-		return fmt.Errorf("%s is a %s, want %s %s as request.kind says",
-			field, describeGVK(o.apiVersion, o.kind), k.apiVersion, k.kind)
+	d.End()
+	switch {
+	case d.Err() != nil:
+		return fmt.Errorf("%s is not a valid %s: %w", field, k.kind, d.Err())
+	case o.kind == k.kind && o.apiVersion == k.apiVersion:
+		return nil
+	case o.kind == "" && o.apiVersion == "":
+		return fmt.Errorf("%s is a object without apiVersion and kind, want %s %s as request.kind says", field, k.apiVersion, k.kind)
 	}
-	return nil
-}
-
-func describeGVK(apiVersion, kind string) string {
-	if apiVersion == "" && kind == "" {
-		return "object without apiVersion and kind"
-	}
-	return strconv.Quote(apiVersion) + " " + strconv.Quote(kind)
+	return fmt.Errorf("%s is a %q %q, want %s %s as request.kind says", field, o.apiVersion, o.kind, k.apiVersion, k.kind)
 }
 
 // objectOrNull checks that the value is an object or null and skips it.
