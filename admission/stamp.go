@@ -22,12 +22,6 @@ const DirectoryGroupsAnnotation = settings.DirectoryGroupsAnnotation
 
 const directoryUnavailable = "unavailable"
 
-// Limits of a stamp: past them a review is denied, never stamped with a cut list.
-const (
-	MaxStampGroups = 2048
-	MaxStampBytes  = 64 << 10
-)
-
 // stampHow says what usher may do with a CREATE's user.info.
 type stampHow uint8
 
@@ -178,10 +172,10 @@ func without(list, drop []string) []string {
 
 // stampLimits denies a stamp past its limits or the API server's total of annotations.
 func stampLimits(k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView, info, dir []byte, groups int) *decision {
-	if groups > MaxStampGroups || len(info) > MaxStampBytes {
+	if groups > settings.MaxStampGroups || len(info) > settings.MaxStampBytes {
 		dc := userInfoDenial(k, deny(CauseUserInfoInvalid, httpStatusBadRequest, "usher: the identity to stamp on %s holds %d groups in %d bytes: "+
 			"a stamp holds at most %d groups and %d KiB, and usher never cuts the list it decided with",
-			place(k, req, ov), groups, len(info), MaxStampGroups, MaxStampBytes>>10))
+			place(k, req, ov), groups, len(info), settings.MaxStampGroups, settings.MaxStampBytes>>10))
 		return &dc
 	}
 	pm := ov.pod()

@@ -55,13 +55,10 @@ func (f *Floor) Bind(name string, sel *metav1.LabelSelector, conds []arv1.MatchC
 }
 
 // Limits of the floor (docs/limits.md): usher native refuses patterns
-// past the bytes matched against the user name or the groups; a stamp
-// past MaxStampGroups or MaxStampBytes is left to the webhook, which refuses it.
+// past the bytes matched against the user name or the groups.
 const (
 	MaxUserPatternBytes  = 512
 	MaxGroupPatternBytes = 256
-	MaxStampGroups       = 2048
-	MaxStampBytes        = 64 << 10
 	// MaxCheckedStampBytes bounds a stamp checked by regular expression,
 	// whose cost grows with its length: past it a requester's own stamp is
 	// refused and a trusted setter's (who may write any identity) not parsed.
@@ -250,9 +247,9 @@ func Stamp() string {
 
 // encodable is true when CEL writes the requester's stamp byte for byte
 // as the webhook does: no U+FFFD (nor invalid UTF-8, which RE2 reads as
-// U+FFFD), a user, and at most MaxStampGroups groups.
+// U+FFFD), a user, and at most settings.MaxStampGroups groups.
 func encodable() string {
-	return fmt.Sprintf(`%s != '' && !%s.matches('\uFFFD') && size(%s) <= %d && !%s.exists(g, g.matches('\uFFFD'))`, user, user, groups, MaxStampGroups, groups)
+	return fmt.Sprintf(`%s != '' && !%s.matches('\uFFFD') && size(%s) <= %d && !%s.exists(g, g.matches('\uFFFD'))`, user, user, groups, settings.MaxStampGroups, groups)
 }
 
 // stampConditions select the CREATEs the webhook would stamp with the
@@ -291,7 +288,7 @@ func legacy() string {
 }
 
 // apply is the ApplyConfiguration that stamps the pods' metadata at meta
-// (an empty one for the other kinds, or a stamp past MaxStampBytes).
+// (an empty one for the other kinds, or a stamp past settings.MaxStampBytes).
 func apply(meta string) string {
 	parts := strings.Split(meta, ".")
 	body := "{" + strconv.Quote(settings.UserInfoAnnotation) + ": variables.stamp}"
@@ -303,7 +300,7 @@ func apply(meta string) string {
 		}
 		body = typ + "{" + parts[i] + ": " + body + "}"
 	}
-	return fmt.Sprintf("%s && size(bytes(variables.stamp)) <= %d ? %s : Object{}", resourcesAt(meta), MaxStampBytes, body)
+	return fmt.Sprintf("%s && size(bytes(variables.stamp)) <= %d ? %s : Object{}", resourcesAt(meta), settings.MaxStampBytes, body)
 }
 
 // validStamp is the regular expression of a user.info that

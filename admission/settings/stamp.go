@@ -23,6 +23,13 @@ var Workloads = [...]Workload{
 	{"batch", "cronjobs", "CronJob", "spec.jobTemplate.spec.template.metadata"},
 }
 
+// Limits of a stamp: past them the webhook denies it, never stamping a cut
+// list, and the native floor leaves it to the webhook.
+const (
+	MaxStampGroups = 2048
+	MaxStampBytes  = 64 << 10
+)
+
 // WorkloadRules are the webhook rules of Workloads for ops, one per API
 // group; suffix ("/status") names a subresource.
 func WorkloadRules(suffix string, ops ...arv1.OperationType) []arv1.RuleWithOperations {
