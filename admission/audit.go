@@ -234,9 +234,8 @@ func complete(st *State, req *admissionv1.AdmissionRequest, obj, old string, pre
 	if !needQueue {
 		return
 	}
-	var arr [4]target
 	placing := req.Operation != admissionv1.Delete
-	if ts, err := c.targets(k, req.Namespace, ov, placing, arr[:0]); err == nil && len(ts) > 0 {
+	if ts, err := c.targets(k, req.Namespace, ov, placing); err == nil && len(ts) > 0 {
 		dc.queue = ts[0].record()
 	}
 }

@@ -80,10 +80,9 @@ func killRule(ctx context.Context, st *State, k *kindInfo, req *admissionv1.Admi
 	if pm.has(slotModifyACL) {
 		modifyACL = &pm.vals[slotModifyACL].s
 	}
-	var arr [4]target
-	ts, err := c.targets(k, req.Namespace, o, false, arr[:0])
+	ts, err := c.targets(k, req.Namespace, o, false)
 	if err != nil {
-		ts = append(arr[:0], target{queue: "root"}) // root's admins admin every queue
+		ts = []target{{queue: "root"}} // root's admins admin every queue
 		note += "; " + err.Error() + ", so only admins of root count as its queue admins"
 	}
 	if st.del == nil {
