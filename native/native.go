@@ -55,13 +55,10 @@ func (f *Floor) Bind(name string, sel *metav1.LabelSelector, conds []arv1.MatchC
 }
 
 // Limits of the floor (docs/limits.md): usher native refuses patterns
-// past the bytes matched against the user name or the groups; a stamp
-// past MaxStampGroups or MaxStampBytes is left to the webhook, which refuses it.
+// past the bytes matched against the user name or the groups.
 const (
 	MaxUserPatternBytes  = 512
 	MaxGroupPatternBytes = 256
-	MaxStampGroups       = 2048
-	MaxStampBytes        = 64 << 10
 	// MaxCheckedStampBytes bounds a stamp checked by regular expression,
 	// whose cost grows with its length: past it a requester's own stamp is
 	// refused and a trusted setter's (who may write any identity) not parsed.
@@ -88,15 +85,10 @@ func Compile(c *settings.Compiled, stamp bool) (*Floor, error) {
 				"within the API server's CEL cost limit (docs/limits.md): shorten or merge them", l.what, l.n, l.max)
 		}
 	}
-	kinds := rules(arv1.Create, arv1.Update)
+	kinds := rules("", arv1.Create, arv1.Update)
 	kinds = append(kinds, arv1.NamedRuleWithOperations{RuleWithOperations: arv1.RuleWithOperations{Operations: []arv1.OperationType{arv1.Create},
 		Rule: arv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/binding", "bindings"}}}})
-	for _, r := range rules(arv1.Update) {
-		for i := range r.Resources {
-			r.Resources[i] += "/status"
-		}
-		kinds = append(kinds, r)
-	}
+	kinds = append(kinds, rules("/status", arv1.Update)...)
 	fail := arv1.Fail
 	v := &arv1.ValidatingAdmissionPolicy{Spec: arv1.ValidatingAdmissionPolicySpec{FailurePolicy: &fail,
 		MatchConstraints: &arv1.MatchResources{ResourceRules: kinds},
@@ -111,7 +103,7 @@ func Compile(c *settings.Compiled, stamp bool) (*Floor, error) {
 		return f, nil
 	}
 	m := &arv1.MutatingAdmissionPolicy{Spec: arv1.MutatingAdmissionPolicySpec{FailurePolicy: &fail,
-		MatchConstraints:   &arv1.MatchResources{ResourceRules: rules(arv1.Create)},
+		MatchConstraints:   &arv1.MatchResources{ResourceRules: rules("", arv1.Create)},
 		MatchConditions:    stampConditions(c),
 		ReinvocationPolicy: arv1.NeverReinvocationPolicy, Variables: []arv1.Variable{{Name: "stamp", Expression: Stamp()}}}}
 	for _, meta := range metas() {
@@ -130,16 +122,11 @@ func meta(kind, name string) (metav1.TypeMeta, metav1.ObjectMeta) {
 		Labels: map[string]string{"app.kubernetes.io/name": "usher", "app.kubernetes.io/managed-by": "usher"}}
 }
 
-// rules are the workload kinds the webhooks govern, for ops.
-func rules(ops ...arv1.OperationType) []arv1.NamedRuleWithOperations {
-	scope := arv1.NamespacedScope
+// rules are the workload kinds the webhooks govern (their subresource suffix), for ops.
+func rules(suffix string, ops ...arv1.OperationType) []arv1.NamedRuleWithOperations {
 	var out []arv1.NamedRuleWithOperations
-	for _, w := range settings.Workloads {
-		if len(out) == 0 || out[len(out)-1].APIGroups[0] != w.Group {
-			out = append(out, arv1.NamedRuleWithOperations{RuleWithOperations: arv1.RuleWithOperations{Operations: ops,
-				Rule: arv1.Rule{APIGroups: []string{w.Group}, APIVersions: []string{"v1"}, Scope: &scope}}})
-		}
-		out[len(out)-1].Resources = append(out[len(out)-1].Resources, w.Resource)
+	for _, r := range settings.WorkloadRules(suffix, ops...) {
+		out = append(out, arv1.NamedRuleWithOperations{RuleWithOperations: r})
 	}
 	return out
 }
@@ -260,9 +247,9 @@ func Stamp() string {
 
 // encodable is true when CEL writes the requester's stamp byte for byte
 // as the webhook does: no U+FFFD (nor invalid UTF-8, which RE2 reads as
-// U+FFFD), a user, and at most MaxStampGroups groups.
+// U+FFFD), a user, and at most settings.MaxStampGroups groups.
 func encodable() string {
-	return fmt.Sprintf(`%s != '' && !%s.matches('\uFFFD') && size(%s) <= %d && !%s.exists(g, g.matches('\uFFFD'))`, user, user, groups, MaxStampGroups, groups)
+	return fmt.Sprintf(`%s != '' && !%s.matches('\uFFFD') && size(%s) <= %d && !%s.exists(g, g.matches('\uFFFD'))`, user, user, groups, settings.MaxStampGroups, groups)
 }
 
 // stampConditions select the CREATEs the webhook would stamp with the
@@ -301,7 +288,7 @@ func legacy() string {
 }
 
 // apply is the ApplyConfiguration that stamps the pods' metadata at meta
-// (an empty one for the other kinds, or a stamp past MaxStampBytes).
+// (an empty one for the other kinds, or a stamp past settings.MaxStampBytes).
 func apply(meta string) string {
 	parts := strings.Split(meta, ".")
 	body := "{" + strconv.Quote(settings.UserInfoAnnotation) + ": variables.stamp}"
@@ -313,7 +300,7 @@ func apply(meta string) string {
 		}
 		body = typ + "{" + parts[i] + ": " + body + "}"
 	}
-	return fmt.Sprintf("%s && size(bytes(variables.stamp)) <= %d ? %s : Object{}", resourcesAt(meta), MaxStampBytes, body)
+	return fmt.Sprintf("%s && size(bytes(variables.stamp)) <= %d ? %s : Object{}", resourcesAt(meta), settings.MaxStampBytes, body)
 }
 
 // validStamp is the regular expression of a user.info that
