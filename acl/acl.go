@@ -67,8 +67,8 @@ type ACL struct {
 	set    *lazySet // nil for the zero ACL
 }
 
-// lazySet is an ACL's compiled Set, built on its first check: queues are
-// checked through the sets policy compiles, so most are never built.
+// lazySet is an ACL's compiled Set, built on its first check: most ACLs of
+// a large configuration are never checked.
 type lazySet struct {
 	p  atomic.Pointer[Set]
 	mu sync.Mutex
@@ -89,7 +89,7 @@ func (a *ACL) compiled() *Set {
 	if s := a.set.p.Load(); s != nil {
 		return s
 	}
-	s := Union(a)
+	s := compile(a)
 	a.set.p.Store(&s)
 	return &s
 }
