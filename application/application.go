@@ -265,7 +265,7 @@ func (p Policy) rights(queue string, app Application, sub *acl.Subject, action A
 	}
 	add(owner)
 	// One admin decision covers the queue adminacls, then the partition's;
-	// a denial is explained to record the partition adminacl in the trail.
+	// a denial records the partition adminacl in the trail.
 	qa, ca := Step{Rule: QueueAdmin, Queue: queue}, Step{Rule: ClusterAdmin}
 	if !r.Met {
 		admin, _ := p.Partition.Decide(queue, sub, policy.Admin)
@@ -275,12 +275,7 @@ func (p Policy) rights(queue string, app Application, sub *acl.Subject, action A
 		case admin.Allowed:
 			qa.Allowed, qa.Match, qa.Grant = true, admin.By.Match, admin.By
 		default:
-			_, trail, _ := p.Partition.Explain(queue, sub, policy.Admin)
-			for _, s := range trail {
-				if s.ACL == policy.ClusterAdminACL {
-					ca.ACL = s.Rule
-				}
-			}
+			ca.ACL = p.Partition.AdminACL()
 		}
 	}
 	add(qa)

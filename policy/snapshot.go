@@ -311,16 +311,6 @@ type Step struct {
 // Explain returns the decision together with the whole trail: every ACL
 // that applies to the queue, in check order, and what each said. Queues
 // on the path whose ACL is not set appear with a nil Rule.
-func (p *CompiledPartition) Explain(queue string, sub *acl.Subject, action Action) (Decision, []Step, error) {
-	r, err := p.Lookup(queue)
-	if err != nil {
-		return Decision{Partition: p.name, Queue: queue, Action: action, User: sub.User()}, nil, err
-	}
-	d, steps := r.Explain(sub, action)
-	return d, steps, nil
-}
-
-// Explain is CompiledPartition.Explain for the queue.
 func (r QueueRef) Explain(sub *acl.Subject, action Action) (Decision, []Step) {
 	d := r.Decide(sub, action)
 	var steps []Step
