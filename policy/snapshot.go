@@ -198,13 +198,6 @@ func (p *CompiledPartition) Queues() []string {
 	return out
 }
 
-// QueuePath returns the canonical path of queue ("" is the default queue),
-// or an error wrapping ErrUnknownQueue.
-func (p *CompiledPartition) QueuePath(queue string) (string, error) {
-	r, err := p.Lookup(queue)
-	return r.Path(), err
-}
-
 // QueueRef is a queue of a compiled partition, looked up once, so that a
 // caller who must know the queue exists before it decides (before asking a
 // resolver, say) does not look it up again.
@@ -289,16 +282,6 @@ func (r QueueRef) Decide(sub *acl.Subject, action Action) Decision {
 		}
 	}
 	return d
-}
-
-// Allows is Decide without the details, for callers that need only the
-// answer. Unknown queues are denied.
-func (p *CompiledPartition) Allows(queue string, sub *acl.Subject, action Action) bool {
-	r, err := p.Lookup(queue)
-	if err != nil {
-		return false
-	}
-	return r.Decide(sub, action).Allowed
 }
 
 // Step is one ACL of an explanation trail.
