@@ -227,24 +227,18 @@ func parseClean(users, groups string, hasGroups bool) (ACL, bool) {
 	if len(a.groups) == 0 {
 		a.groups = nil
 	}
-	// A duplicate goes to the general parser, which reports it; a long list
-	// finds them by sorted hashes (a collision goes there too).
-	var dup bool
-	if nu+ng <= 16 {
-		dup = hasDuplicates(a.users) || hasDuplicates(a.groups)
-	} else {
-		keys := make([]uint64, 0, max(nu, ng))
-		dup = hashDuplicates(a.users, keys) || hashDuplicates(a.groups, keys)
-	}
-	if dup {
+	// A duplicate goes to the general parser, which reports it; they are
+	// found by sorted hashes (a collision goes there too).
+	keys := make([]uint64, 0, max(nu, ng))
+	if hashDuplicates(a.users, keys) || hashDuplicates(a.groups, keys) {
 		return ACL{}, false
 	}
 	a.set = new(lazySet)
 	return a, true
 }
 
-// hashDuplicates reports whether two names of a long list have the same
-// hash, with keys as scratch space.
+// hashDuplicates reports whether two names of a list have the same hash,
+// with keys as scratch space.
 func hashDuplicates(names []string, keys []uint64) bool {
 	keys = keys[:0]
 	for _, n := range names {
@@ -252,16 +246,6 @@ func hashDuplicates(names []string, keys []uint64) bool {
 	}
 	slices.Sort(keys)
 	return len(slices.Compact(keys)) < len(keys)
-}
-
-// hasDuplicates reports whether a short list names a name twice.
-func hasDuplicates(names []string) bool {
-	for i, n := range names {
-		if slices.Contains(names[:i], n) {
-			return true
-		}
-	}
-	return false
 }
 
 // entries is the number of entries of a comma separated list.

@@ -111,10 +111,10 @@ func TestFirstChecksRace(t *testing.T) {
 	}
 }
 
-// TestCleanParserAgreesOnLongLists is TestCleanParserAgrees for lists past
-// the short-list limit, whose duplicates the clean parser finds by sorted
-// hashes: a duplicate anywhere sends the list to the general parser, and
-// a list without one parses as the general parser parses it, set included.
+// TestCleanParserAgreesOnLongLists is TestCleanParserAgrees for long lists,
+// whose duplicates the clean parser finds by sorted hashes: a duplicate
+// anywhere sends the list to the general parser, and a list without one
+// parses as the general parser parses it, set included.
 func TestCleanParserAgreesOnLongLists(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{17, 18, 40, 300} {
