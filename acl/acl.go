@@ -29,7 +29,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -70,8 +69,8 @@ type ACL struct {
 // lazySet is an ACL's compiled Set, built on its first check: most ACLs of
 // a large configuration are never checked.
 type lazySet struct {
-	p  atomic.Pointer[Set]
-	mu sync.Mutex
+	once sync.Once
+	s    *Set
 }
 
 var noSet Set
@@ -81,17 +80,11 @@ func (a *ACL) compiled() *Set {
 	if a.set == nil {
 		return &noSet
 	}
-	if s := a.set.p.Load(); s != nil {
-		return s
-	}
-	a.set.mu.Lock()
-	defer a.set.mu.Unlock()
-	if s := a.set.p.Load(); s != nil {
-		return s
-	}
-	s := compile(a)
-	a.set.p.Store(&s)
-	return &s
+	a.set.once.Do(func() {
+		s := compile(a)
+		a.set.s = &s
+	})
+	return a.set.s
 }
 
 // All reports whether the ACL is the wildcard.
