@@ -54,27 +54,6 @@ type compiledQueue struct {
 	grants bool // an ACL of the queue or an ancestor names anyone (the partition's aside)
 }
 
-// aclRef is one ACL of a queue: its submit or its admin ACL. The zero
-// aclRef is no ACL.
-type aclRef struct {
-	q     *compiledQueue
-	admin bool
-}
-
-func (r aclRef) rule() *acl.ACL {
-	if r.admin {
-		return r.q.spec.AdminACL
-	}
-	return r.q.spec.SubmitACL
-}
-
-func (r aclRef) name() ACLName {
-	if r.admin {
-		return AdminACL
-	}
-	return SubmitACL
-}
-
 // Compile checks the structure of the partitions (names, a root named
 // root, unique siblings and partitions) and compiles them into a Snapshot.
 func Compile(parts []Partition) (*Snapshot, error) {
@@ -209,11 +188,18 @@ type QueueRef struct {
 // Lookup finds queue ("" is the partition's default queue), or returns an
 // error wrapping ErrUnknownQueue.
 func (p *CompiledPartition) Lookup(queue string) (QueueRef, error) {
-	q, err := p.lookup(queue)
-	if err != nil {
-		return QueueRef{}, err
+	if queue == "" {
+		queue = p.defaultQueue
 	}
-	return QueueRef{p, q}, nil
+	// Paths are usually written in lower case already: look up first,
+	// normalize only on a miss.
+	if q, ok := p.queues[queue]; ok {
+		return QueueRef{p, q}, nil
+	}
+	if q, ok := p.queues[NormalizeQueue(queue)]; ok {
+		return QueueRef{p, q}, nil
+	}
+	return QueueRef{}, fmt.Errorf("queue %q in partition %s: %w", queue, p.name, ErrUnknownQueue)
 }
 
 // Path returns the queue's canonical path ("" for the zero QueueRef).
@@ -227,21 +213,6 @@ func (r QueueRef) Path() string {
 // Leaf reports whether the queue is a leaf: it has no children and is not
 // marked as a parent. Applications run in leaf queues only.
 func (r QueueRef) Leaf() bool { return r.q != nil && r.q.leaf }
-
-func (p *CompiledPartition) lookup(queue string) (*compiledQueue, error) {
-	if queue == "" {
-		queue = p.defaultQueue
-	}
-	// Paths are usually written in lower case already: look up first,
-	// normalize only on a miss.
-	if q, ok := p.queues[queue]; ok {
-		return q, nil
-	}
-	if q, ok := p.queues[NormalizeQueue(queue)]; ok {
-		return q, nil
-	}
-	return nil, fmt.Errorf("queue %q in partition %s: %w", queue, p.name, ErrUnknownQueue)
-}
 
 // Decide answers whether sub may perform action on queue ("" is the
 // partition's default queue). It does not allocate. The error is non-nil
@@ -262,14 +233,13 @@ func (r QueueRef) Decide(sub *acl.Subject, action Action) Decision {
 	d := Decision{Partition: r.p.name, Queue: q.path, Action: action, User: sub.User()}
 	list := 0
 	for c := q; c != nil; c = c.parent {
-		for _, ref := range [2]aclRef{{c, false}, {c, true}} {
-			rule := ref.rule()
-			if rule == nil || (action == Admin && !ref.admin) {
+		for i, rule := range [2]*acl.ACL{c.spec.SubmitACL, c.spec.AdminACL} {
+			if rule == nil || (action == Admin && i == 0) {
 				continue
 			}
 			if m := rule.Match(sub); m.Allowed() {
 				m.List = list
-				d.Allowed, d.By = true, Grant{Origin: Origin{c.path, ref.name(), rule}, Match: m}
+				d.Allowed, d.By = true, Grant{Origin: Origin{c.path, [2]ACLName{SubmitACL, AdminACL}[i], rule}, Match: m}
 				return d
 			}
 			list++
