@@ -225,7 +225,8 @@ func (p Policy) Decide(app Application, sub *acl.Subject, action Action, target 
 		return d, nil
 	}
 	t, err := p.Partition.Lookup(target)
-	if d.Target = t.Path(); err != nil {
+	d.Target = t.Path()
+	if err != nil {
 		return d, fmt.Errorf("target: %w", err)
 	}
 	mod := p.rights(q, app, sub, Modify)
