@@ -149,17 +149,6 @@ func (s *Snapshot) Partition(name string) (*CompiledPartition, error) {
 	return nil, fmt.Errorf("partition %q: %w", name, ErrUnknownPartition)
 }
 
-// Decide answers whether sub may perform action on queue of partition.
-// The error is non-nil only for an unknown partition or queue; the
-// decision then denies.
-func (s *Snapshot) Decide(partition, queue string, sub *acl.Subject, action Action) (Decision, error) {
-	p, err := s.Partition(partition)
-	if err != nil {
-		return Decision{Partition: partition, Queue: queue, Action: action, User: sub.User()}, err
-	}
-	return p.Decide(queue, sub, action)
-}
-
 func (p *CompiledPartition) Name() string { return p.name }
 
 // Has reports whether the partition has the queue.
