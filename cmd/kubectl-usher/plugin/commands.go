@@ -279,7 +279,7 @@ usher answers only if you may create accessreviews in API group usher.io.`,
 					if !q.Submit && !q.Admin {
 						why = ""
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", decision.TreeLabel(out.Queues, i), mark(q.Submit), mark(q.Admin), why)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", decision.TreeLabel(out.Queues, i), mark[q.Submit], mark[q.Admin], why)
 				}
 				tw.Flush()
 			})
@@ -289,12 +289,7 @@ usher answers only if you may create accessreviews in API group usher.io.`,
 	return cmd
 }
 
-func mark(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "-"
-}
+var mark = map[bool]string{true: "yes", false: "-"}
 
 // print writes v as JSON or YAML, or calls text.
 func (o *options) print(v any, text func(io.Writer)) error {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/decision"
 )
 
@@ -153,7 +154,7 @@ func readManifest(file string, stdin io.Reader) ([]*unstructured.Unstructured, e
 }
 
 func (o *options) why(ctx context.Context, f whyFlags, objs []*unstructured.Unstructured) error {
-	defaultNS, _, err := o.kube.clientConfig().Namespace()
+	defaultNS, _, err := o.clientConfig().Namespace()
 	if err != nil {
 		return err
 	}
@@ -169,7 +170,7 @@ func (o *options) why(ctx context.Context, f whyFlags, objs []*unstructured.Unst
 			// The API server checks the impersonation on every request; asking
 			// once first tells a refused impersonation from a refused object.
 			if _, err := selfSubjectReview(ctx, cfg); err != nil {
-				return fmt.Errorf("--as %s: %w", o.asUser(), err)
+				return fmt.Errorf("--as %s: %w", o.overrides.AuthInfo.Impersonate, err)
 			}
 		}
 		cfg.WarningHandler = warnings
@@ -348,15 +349,13 @@ func queueMarker(obj *unstructured.Unstructured) *Marker {
 	return nil
 }
 
-// podMetaPath is where the metadata of obj's pods is.
+// podMetaPath is where the metadata of obj's pods is: the workloads the
+// webhooks govern.
 func podMetaPath(kind string) ([]string, string) {
-	switch kind {
-	case "Pod":
-		return []string{"metadata"}, "Pod"
-	case "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "ReplicationController":
-		return []string{"spec", "template", "metadata"}, "pod template"
-	case "CronJob":
-		return []string{"spec", "jobTemplate", "spec", "template", "metadata"}, "pod template"
+	for _, w := range settings.Workloads {
+		if w.Kind == kind {
+			return strings.Split(w.Meta, "."), map[bool]string{true: "Pod", false: "pod template"}[kind == "Pod"]
+		}
 	}
 	return nil, ""
 }
