@@ -66,6 +66,14 @@ type options struct {
 // errNo is returned by a command whose answer is no: exit 1, no message.
 var errNo = errors.New("no")
 
+// verdict is err, or errNo for an answer that is no.
+func verdict(err error, yes bool) error {
+	if err == nil && !yes {
+		return errNo
+	}
+	return err
+}
+
 // Main runs the plugin with args (without the program name) and returns the exit code.
 func Main(ctx context.Context, args []string, streams Streams) int {
 	return run(ctx, args, streams, os.Getenv)

@@ -158,14 +158,8 @@ answers only if you may create accessreviews in API group usher.io.`,
 						printDecision(w, ans)
 					}
 				})
-				if err != nil {
-					return err
-				}
 			}
-			if !ans.Allowed {
-				return errNo
-			}
-			return nil
+			return verdict(err, ans.Allowed)
 		},
 	}
 	o.addOutput(cmd)
@@ -198,7 +192,7 @@ func printDecision(w io.Writer, a *decision.Output) {
 		}
 		fmt.Fprintln(w, line)
 	}
-	printTrail(w, a.Trail)
+	printTrail(w, "", a.Trail)
 }
 
 // groupsText is "g1 (source), g2 (source)", or "(none)".
@@ -210,14 +204,15 @@ func groupsText(gs []decision.Group) string {
 	return joinOr(groups, "(none)")
 }
 
-// printTrail prints the placement rules tried, then the ACLs consulted.
-func printTrail(w io.Writer, t *decision.Trail) {
+// printTrail prints the placement rules tried, then the ACLs consulted,
+// each line after indent.
+func printTrail(w io.Writer, indent string, t *decision.Trail) {
 	if t == nil {
 		return
 	}
-	fmt.Fprintln(w, "trail:")
+	fmt.Fprintln(w, indent+"trail:")
 	for _, p := range t.Placement {
-		line := fmt.Sprintf("  placement rule %d %s: %s", p.Rule, p.Describe, p.Outcome)
+		line := fmt.Sprintf("%s  placement rule %d %s: %s", indent, p.Rule, p.Describe, p.Outcome)
 		if p.Queue != "" {
 			line += " " + p.Queue
 		}
@@ -240,7 +235,7 @@ func printTrail(w io.Writer, t *decision.Trail) {
 		if s.Set {
 			entry = fmt.Sprintf(" %q", s.Entry)
 		}
-		fmt.Fprintf(w, "  %s %s%s: %s\n", s.Queue, s.ACL, entry, state)
+		fmt.Fprintf(w, "%s  %s %s%s: %s\n", indent, s.Queue, s.ACL, entry, state)
 	}
 }
 

@@ -59,13 +59,6 @@ type Marker struct {
 	On    string `json:"on"`
 }
 
-// yunikornMarkers are where YuniKorn reads a pod's queue, in its order.
-var yunikornMarkers = []struct{ kind, key string }{
-	{"label", "yunikorn.apache.org/queue"},
-	{"annotation", "yunikorn.apache.org/queue"},
-	{"label", "queue"},
-}
-
 type whyFlags struct {
 	file             string
 	dryRun, decision bool
@@ -243,13 +236,7 @@ func (o *options) why(ctx context.Context, f whyFlags, objs []*unstructured.Unst
 			printWhy(w, wo)
 		}
 	})
-	if err != nil {
-		return err
-	}
-	if refused {
-		return errNo
-	}
-	return nil
+	return verdict(err, !refused)
 }
 
 func printWhy(w io.Writer, wo WhyObject) {
@@ -295,11 +282,7 @@ func printWhy(w io.Writer, wo WhyObject) {
 	}
 	fmt.Fprintf(w, "  usher's decision for %s: %s\n", a.Identity.User, map[bool]string{true: "allowed", false: "denied"}[a.Allowed])
 	fmt.Fprintf(w, "    %s\n", a.Reason)
-	var b strings.Builder
-	printTrail(&b, a.Trail)
-	for line := range strings.Lines(b.String()) {
-		fmt.Fprint(w, "  "+line)
-	}
+	printTrail(w, "  ", a.Trail)
 }
 
 // dryRunCreate creates obj in ns with dryRun=All. A refusal by admission
@@ -339,11 +322,12 @@ func queueMarker(obj *unstructured.Unstructured) *Marker {
 	if path == nil {
 		return nil
 	}
-	for _, mk := range yunikornMarkers {
-		// mk.kind + "s": labels or annotations.
-		v, ok, _ := unstructured.NestedString(obj.Object, slices.Concat(path, []string{mk.kind + "s", mk.key})...)
-		if ok && v != "" {
-			return &Marker{Kind: mk.kind, Key: mk.key, Value: v, On: on}
+	// YuniKorn's default markers, in the order it reads them.
+	for _, mk := range (settings.Config{}).Defaulted().QueueSources {
+		// mk.Kind + "s": labels or annotations.
+		v, ok, _ := unstructured.NestedString(obj.Object, slices.Concat(path, []string{mk.Kind + "s", mk.Key})...)
+		if ok && v != "" && mk.Scheduler == "yunikorn" {
+			return &Marker{Kind: mk.Kind, Key: mk.Key, Value: v, On: on}
 		}
 	}
 	return nil
