@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -78,12 +77,6 @@ func (p *Parents) informer(gvr schema.GroupVersionResource) cache.SharedIndexInf
 	inf := metadatainformer.NewFilteredMetadataInformer(p.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	_ = inf.SetTransform(kept)
 	go inf.RunWithContext(p.ctx)
-	go func() {
-		// The first list is garbage once kept: give it back now.
-		if cache.WaitForCacheSync(p.ctx.Done(), inf.HasSynced) {
-			debug.FreeOSMemory()
-		}
-	}()
 	p.kinds[gvr] = inf
 	return inf
 }
