@@ -29,11 +29,7 @@ func newWhoami(o *options) *cobra.Command {
 SelfSubjectReview, as kubectl auth whoami), then the groups usher decides
 with in the partition, each with its source: "given" for the groups the
 API server gave, a resolver's name (ldap, file, os) for those usher found
-in its directory.
-
-With --as USER (and --as-group), shows what usher decides with for that
-user; usher answers only if you may create accessreviews in API group
-usher.io.`,
+in its directory.` + asHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ans, who, self, err := o.ask(cmd.Context(), decision.AccessRequest{Partition: o.partition, Queues: true})
@@ -65,6 +61,12 @@ usher.io.`,
 	o.addOutput(cmd)
 	return cmd
 }
+
+// asHelp ends the help of the commands that may ask about someone else.
+const asHelp = `
+
+With --as USER (and --as-group), the question is about that user; usher
+answers only if you may create accessreviews in API group usher.io.`
 
 // describeSource says where a group usher decides with came from.
 func describeSource(s string, self bool) string {
@@ -105,10 +107,7 @@ runs in, with the namespace as the namespace tag (usher place). When they
 put it elsewhere than QUEUE, a warning on stderr names that queue and
 why.
 
-Exit status: 0 yes, 1 no, 2 when the question could not be answered.
-
-With --as USER (and --as-group) the question is about that user; usher
-answers only if you may create accessreviews in API group usher.io.`,
+Exit status: 0 yes, 1 no, 2 when the question could not be answered.` + asHelp,
 		Example: `  kubectl usher can-i submit root.ml
   kubectl usher can-i admin root.ops --explain
   kubectl usher can-i kill root.ops --owner bob
@@ -252,8 +251,7 @@ func newQueues(o *options) *cobra.Command {
 		Short: "List every queue with what you may do there",
 		Long: `Lists every queue of the partition with whether you may submit to it
 and administer it (usher access, for yourself): a tree to read, or JSON or
-YAML for scripts. With --as USER (and --as-group), that user's rights;
-usher answers only if you may create accessreviews in API group usher.io.`,
+YAML for scripts.` + asHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ans, _, _, err := o.ask(cmd.Context(), decision.AccessRequest{Partition: o.partition, Queues: true})
