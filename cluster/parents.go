@@ -19,9 +19,8 @@ import (
 // Parents reads the parents propagators copy identities from: a
 // metadata-only informer per kind, started on first use, keeps each
 // object's name, uid and usher's two annotations; a miss is one GET.
-// Pods are not watched: a cluster's pods outnumber every other parent
-// kind (an informer of 50,000 cost usher 64 MiB, docs/benchmarks.md), so
-// a pod is read by GET and kept for podTTL, checked against the uid asked.
+// Pods are not watched: they outnumber every other parent kind
+// (docs/benchmarks.md), so a pod is read by GET and kept for podTTL.
 type Parents struct {
 	client metadata.Interface
 	ctx    context.Context
