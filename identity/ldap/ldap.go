@@ -151,9 +151,6 @@ func readPasswordFile(path string) (string, error) {
 	return pw, nil
 }
 
-// Config returns the configuration in use, with defaults applied.
-func (r *Resolver) Config() Config { return r.cfg }
-
 // Close closes the idle connections; connections in use are closed when
 // their lookup ends. Lookups after Close fail.
 func (r *Resolver) Close() error {

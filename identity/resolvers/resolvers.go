@@ -128,7 +128,7 @@ func New(s Settings) (*Resolver, error) {
 		base, r.Closer = l, l
 		// The resolver bounds a lookup itself and says so in its error; the
 		// cache's bound is a backstop that never cuts that short.
-		timeout = 2 * l.Config().Timeout
+		timeout = 2 * s.LDAP.WithDefaults().Timeout
 	default:
 		return nil, fmt.Errorf("unknown resolver type %q", s.Type)
 	}
