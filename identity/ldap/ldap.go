@@ -32,7 +32,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -60,8 +59,6 @@ type Resolver struct {
 
 	downMu    sync.Mutex
 	downUntil []time.Time // per URL: tried last until then
-
-	stats counters
 }
 
 var _ identity.Resolver = (*Resolver)(nil)
@@ -579,7 +576,6 @@ func (r *Resolver) bindName() string {
 // search runs req on c. Errors the server answered with are returned as
 // they are, with the partial result; any other marks c broken.
 func (r *Resolver) search(ctx context.Context, c *conn, what string, req *goldap.SearchRequest) (*goldap.SearchResult, error) {
-	r.stats.searches.Add(1)
 	res, err := c.l.Search(req)
 	switch {
 	case err == nil || answered(err) && goldap.IsErrorAnyOf(err, goldap.LDAPResultSizeLimitExceeded, goldap.LDAPResultNoSuchObject):
@@ -639,10 +635,4 @@ func describe(err error) string {
 		text += " (" + detail + ")"
 	}
 	return text
-}
-
-// counters are the Resolver's connections and searches since New, which
-// its tests read (Stats).
-type counters struct {
-	dials, dialFailures, searches atomic.Uint64
 }
