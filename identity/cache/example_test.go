@@ -55,11 +55,3 @@ func ExampleOptions() {
 	fmt.Println(c.Stats().Calls, c.Len())
 	// Output: 1 1
 }
-
-func ExampleCache_Invalidate() {
-	c := cache.New(identity.None(), cache.Options{})
-	c.Resolve(context.Background(), "alice")
-	c.Invalidate("alice") // the next lookup asks the resolver again
-	fmt.Println(c.Len())
-	// Output: 0
-}
