@@ -109,15 +109,6 @@ func NewMapRule(pattern, replacement string) (MapRule, error) {
 	return MapRule{Pattern: re, Replacement: replacement}, nil
 }
 
-// Apply returns the name rule maps name to, and whether it matched.
-func (r MapRule) Apply(name string) (string, bool) {
-	m := r.Pattern.FindStringSubmatchIndex(name)
-	if m == nil {
-		return "", false
-	}
-	return string(r.Pattern.ExpandString(nil, r.Replacement, name, m)), true
-}
-
 // Policy is a partition's lookup policy. The zero value looks everyone up
 // under their own name and denies on "no such user".
 type Policy struct {
@@ -134,10 +125,11 @@ type Policy struct {
 // is an error.
 func (p *Policy) DirectoryName(user string) (string, int, error) {
 	for i, r := range p.Mapping {
-		name, ok := r.Apply(user)
-		if !ok {
+		m := r.Pattern.FindStringSubmatchIndex(user)
+		if m == nil {
 			continue
 		}
+		name := string(r.Pattern.ExpandString(nil, r.Replacement, user, m))
 		if err := acl.ValidName(name); err != nil {
 			return "", i + 1, fmt.Errorf("mapping rule %d turned %q into an invalid name: %w", i+1, user, err)
 		}
