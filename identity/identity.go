@@ -130,13 +130,9 @@ func (in *Info) add(groups []string, src func(i int) Source) {
 	}
 }
 
-// Complete returns the identity of user, combining the supplied groups
-// with r's as mode says; a nil r is an error only when it is needed.
-func Complete(ctx context.Context, mode Mode, r Resolver, user string, groups []string) (Info, error) {
-	return complete(ctx, mode, r, user, user, groups)
-}
-
-// complete is Complete asking r for name (Policy's mapping).
+// complete returns the identity of user, combining the supplied groups
+// with those r gives name as mode says; a nil r is an error only when it
+// is needed.
 func complete(ctx context.Context, mode Mode, r Resolver, user, name string, groups []string) (Info, error) {
 	if mode == ModeGiven && len(groups) > 0 {
 		return Given(user, groups), nil

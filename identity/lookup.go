@@ -148,7 +148,9 @@ func (p *Policy) Skipped(user string) (string, bool) {
 	return "", false
 }
 
-// Complete is identity.Complete under the policy. A nil p is the zero Policy.
+// Complete returns the identity of user under the policy, combining the
+// supplied groups with r's as mode says; a nil r is an error only when it
+// is needed. A nil p is the zero Policy.
 func (p *Policy) Complete(ctx context.Context, mode Mode, r Resolver, user string, groups []string) (Info, error) {
 	if p == nil {
 		p = &Policy{}
@@ -157,7 +159,7 @@ func (p *Policy) Complete(ctx context.Context, mode Mode, r Resolver, user strin
 		return Given(user, groups), nil
 	}
 	if gs, ok := p.Overrides[user]; ok {
-		in, err := Complete(ctx, mode, overrideResolver(gs), user, groups)
+		in, err := complete(ctx, mode, overrideResolver(gs), user, user, groups)
 		in.Lookup.Outcome = OutcomeOverride
 		return in, err
 	}

@@ -38,7 +38,7 @@ func ExampleNew() {
 // default mode) or when the partition resolves or merges groups.
 func ExampleNew_complete() {
 	c := cache.New(identity.Static(map[string][]string{"alice": {"ldap-dev"}}), cache.Options{})
-	in, _ := identity.Complete(context.Background(), identity.ModeMerge, c, "alice", []string{"system:authenticated"})
+	in, _ := (*identity.Policy)(nil).Complete(context.Background(), identity.ModeMerge, c, "alice", []string{"system:authenticated"})
 	fmt.Println(in)
 	// Output: alice [system:authenticated(given) ldap-dev(test)]
 }
