@@ -67,5 +67,3 @@ func (r *osResolver) Resolve(_ context.Context, name string) (Info, error) {
 	}
 	return newInfo(name, groups, SourceOS), nil
 }
-
-func (*osResolver) String() string { return string(SourceOS) }
