@@ -401,7 +401,11 @@ func TestTimeout(t *testing.T) {
 			if _, again := c.Resolve(context.Background(), "alice"); again != err {
 				t.Errorf("second lookup: %v, want the cached %v", again, err)
 			}
-			checkCalls(t, r, 1)
+			// At most one call: under load the timeout may pass before the
+			// call's goroutine starts it.
+			if n := r.calls.Load(); n > 1 {
+				t.Errorf("resolver called %d times, want at most 1", n)
+			}
 			if s := c.Stats(); s.Failures != 1 || s.NegativeHits != 1 {
 				t.Errorf("stats %+v", s)
 			}
