@@ -108,14 +108,3 @@ const (
 	verbLocalQueue
 	numVerbs
 )
-
-// trustedReasons holds every trusted deleter's reason ("delete by a
-// trusted controller"), built once so that recording one allocates nothing.
-var trustedReasons = func() (t [numVerbs][numTrusts]string) {
-	for v, verb := range [numVerbs]string{"delete", "eviction", "binding", "LocalQueue write"} {
-		for tr := range numTrusts {
-			t[v][tr] = verb + " by " + tr.String()
-		}
-	}
-	return t
-}()
