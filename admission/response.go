@@ -252,6 +252,7 @@ const (
 	CauseInvalidRequest    Cause = "InvalidRequest"    // not a usable AdmissionReview, or too many groups
 	CauseDecisionFailed    Cause = "DecisionFailed"    // usher could not decide and fails closed
 	CausePropagationDenied Cause = "PropagationDenied" // a propagator's object names no parent it may copy from, or carries another identity
+	CauseQueueAdminDenied  Cause = "QueueAdminDenied"  // delegatedAdministration: a Namespace's steering annotation names a queue the writer may not administer
 )
 
 // Causes lists every Cause, in the order above.

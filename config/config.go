@@ -65,6 +65,9 @@ type Config struct {
 	// WebhookOnly lists, at each setting, what only the webhook does and
 	// the native floor cannot (docs/native.md).
 	WebhookOnly []Diagnostic
+	// Digests hash each partition's and queue's own YAML, child queues
+	// left out, by "partition" and "partition/queue.path" in lower case.
+	Digests map[string][32]byte
 }
 
 // FloorStamps says whether c's native floor stamps CREATE: the admission
@@ -121,6 +124,8 @@ type parser struct {
 	placement []placementUse           // placementrules to check against the queues
 	partNodes map[string][2]*yaml.Node // lowercase partition name -> its groups and placementrules nodes
 	reported  map[*yaml.Node]bool      // tagged values reported, which yunikornCheck skips
+	digests   map[string][32]byte      // Config.Digests
+	digested  int                      // YAML nodes digested through aliases
 }
 
 // maxNodes is the most YAML nodes a configuration may have: ten times
@@ -217,7 +222,9 @@ func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Nod
 		}
 		seen[lname] = pn
 		c.Partitions = append(c.Partitions, part)
+		p.digest(lname, pn)
 	}
+	c.Digests = p.digests
 	if p.src.yunikorn {
 		p.yunikornCheck(root, reflect.TypeFor[ykConfig](), "")
 	}
@@ -455,6 +462,7 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 		return nil
 	}
 	p.queueNode[key] = nameNode
+	p.digest(key, n)
 	if children != nil {
 		if children.Kind != yaml.SequenceNode {
 			p.errorf(children, "queues of %s must be a list, not %s", path, yamlnode.Kind(children))

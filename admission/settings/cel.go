@@ -29,10 +29,28 @@ func NamespaceCondition(c Config) string {
 
 // celAnyMatch is true when request.namespace matches one of ps.
 func celAnyMatch(ps Patterns) string {
-	quoted := make([]string, len(ps))
-	for i, p := range ps {
-		// CEL's string escapes are a superset of strconv.Quote's.
-		quoted[i] = strconv.Quote(p)
+	return celList(ps) + ".exists(p, request.namespace.matches(p))"
+}
+
+// DelegationConditionName names the matchCondition of DelegationCondition.
+const DelegationConditionName = "usher-untrusted-setters"
+
+// DelegationCondition is false for system:masters and c's trustedSetters,
+// whose writes the API server admits without calling usher, so that an
+// usher that cannot answer never locks them out.
+func DelegationCondition(c Config) string {
+	groups := append([]string{"system:masters"}, c.TrustedSetters.Groups...)
+	expr := "!((has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in " + celList(groups) + "))"
+	if len(c.TrustedSetters.Users) > 0 {
+		expr += " || request.userInfo.username in " + celList(c.TrustedSetters.Users)
 	}
-	return "[" + strings.Join(quoted, ", ") + "].exists(p, request.namespace.matches(p))"
+	return expr + ")"
+}
+
+func celList(ss []string) string {
+	quoted := make([]string, len(ss))
+	for i, s := range ss {
+		quoted[i] = strconv.Quote(s) // CEL's string escapes are a superset of strconv.Quote's
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
 }
