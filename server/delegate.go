@@ -102,7 +102,7 @@ func (s *Server) checkRegistration(cfg *config.Config) {
 			open = i < 0 || v.Webhooks[i].FailurePolicy == nil || *v.Webhooks[i].FailurePolicy != arv1.Fail
 		}
 		if open {
-			s.log.Error("delegatedAdministration is enforce but ValidatingWebhookConfiguration "+s.opts.Webhooks.Name+
+			s.log.Error("delegatedAdministration is enforce but ValidatingWebhookConfiguration " + s.opts.Webhooks.Name +
 				" does not register validate-config.usher.io with failurePolicy Fail: usher only warns until it does (apply what usher webhook prints)")
 		}
 	}
