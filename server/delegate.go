@@ -63,9 +63,9 @@ func (s *Server) mayNotChange(ctx context.Context, cur *serving.State, cfg *conf
 	return edits, why
 }
 
-// delegation decides cfg, the configuration req writes, under the
-// delegatedAdministration in service: nil to admit, a denial, or in warn
-// mode (or while the registration fails open) warnings to admit with.
+// delegation decides cfg, the configuration u writes, under the
+// delegatedAdministration in service: nothing to admit, a denial, or in
+// warn mode (or while the registration fails open) warnings to admit with.
 func (s *Server) delegation(ctx context.Context, cur *serving.State, cfg *config.Config, name string, u authenticationv1.UserInfo) (warn []string, denied bool) {
 	a := cur.Config().Admission
 	if !a.Delegated || a.TrustedSetter(u.Username, u.Groups) {
@@ -78,9 +78,14 @@ func (s *Server) delegation(ctx context.Context, cur *serving.State, cfg *config
 	if len(why) == 0 {
 		return nil, false
 	}
-	msg := fmt.Sprintf("usher: user %q may not make these changes (delegatedAdministration, docs/delegated-administration.md):\n  %s",
-		u.Username, strings.Join(why, "\n  "))
-	return []string{msg}, enforce
+	if enforce {
+		return []string{fmt.Sprintf("usher: user %q may not make these changes (delegatedAdministration, docs/delegated-administration.md):\n  %s",
+			u.Username, strings.Join(why, "\n  "))}, true
+	}
+	for _, w := range why { // one a line: a warning header holds no newline
+		warn = append(warn, fmt.Sprintf("usher: user %q may not make this change, admitted (delegatedAdministration is not enforced): %s", u.Username, w))
+	}
+	return warn, false
 }
 
 // checkRegistration, under delegatedAdministration enforce, reads the
