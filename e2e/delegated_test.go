@@ -6,11 +6,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -252,6 +254,14 @@ func TestDelegatedAdministration(t *testing.T) {
 	})
 
 	t.Run("fails closed, but never for system:masters", func(t *testing.T) {
+		if err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) { // enforce is registered again
+			v, err := admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+			return err == nil && slices.ContainsFunc(v.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool {
+				return w.Name == "validate-config.usher.io" && *w.FailurePolicy == admissionregistrationv1.Fail
+			}), nil
+		}); err != nil {
+			t.Fatal("validate-config.usher.io never registered with failurePolicy Fail")
+		}
 		u.Stop()
 		if err := update(Alice, true, "adminacl: alice\n", "adminacl: alice\n            submitacl: alice\n"); err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
 			t.Errorf("alice while usher is down: %v, want the webhook's failure", err)
