@@ -24,7 +24,10 @@ What the configuration decides: the usher-namespaces matchCondition, from
 bypassNamespaces and processNamespaces (with the ADMISSION_CONTROLLER_*
 overrides), so that the API server never calls usher where it has nothing
 to do (docs/security.md, "Blast radius"); and with enforceDeleteACLs, DELETE
-and pods/eviction on validate.usher.io (docs/delete.md). The flags say
+and pods/eviction on validate.usher.io (docs/delete.md); with
+delegatedAdministration, validate-namespace.usher.io and, with enforce,
+validate-config.usher.io failing closed but for system:masters and the
+trusted setters (docs/delegated-administration.md). The flags say
 where usher runs. Re-run it and apply the output whenever the configuration
 or the CA changes.
 
