@@ -259,7 +259,7 @@ const (
 func Causes() []Cause {
 	return []Cause{CauseQueueSubmitDenied, CauseUnknownQueue, CauseUserInfoForged, CauseUserInfoInvalid,
 		CauseUserInfoMissing, CauseUserInfoChanged, CauseKillDenied, CauseEvictionDenied, CauseBindingDenied,
-		CauseInvalidObject, CauseInvalidRequest, CauseDecisionFailed, CausePropagationDenied}
+		CauseInvalidObject, CauseInvalidRequest, CauseDecisionFailed, CausePropagationDenied, CauseQueueAdminDenied}
 }
 
 // Checks of Denial.Check: which rule the ACLs were asked under.
