@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ParentQueueAnnotation names the parent queue of a namespace's queue in
@@ -33,27 +34,22 @@ func steering(ctx context.Context, st *State, req *admissionv1.AdmissionRequest,
 	case st.authz == nil:
 		return deny(CauseDecisionFailed, httpStatusInternal, "usher: delegatedAdministration is on but no queue authorizer is configured: denied (usher fails closed)")
 	}
-	var nv, ov struct {
-		Metadata struct {
-			Name        string            `json:"name"`
-			Annotations map[string]string `json:"annotations"`
-		} `json:"metadata"`
-	}
+	var nv, ov metav1.PartialObjectMetadata
 	if err := json.Unmarshal([]byte(obj), &nv); err != nil {
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: request.object is not a Namespace: %v", err)
 	}
 	if old != "" && json.Unmarshal([]byte(old), &ov) != nil {
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: request.oldObject is not a Namespace")
 	}
-	parent := cmp.Or(nv.Metadata.Annotations[ParentQueueAnnotation], "root")
+	parent := cmp.Or(nv.Annotations[ParentQueueAnnotation], "root")
 	for _, key := range steeringAnnotations {
-		v, had := ov.Metadata.Annotations[key]
-		if nv2, has := nv.Metadata.Annotations[key]; had == has && v == nv2 {
+		v, had := ov.Annotations[key]
+		if nv2, has := nv.Annotations[key]; had == has && v == nv2 {
 			continue
 		}
 		queue := parent
 		if key != ParentQueueAnnotation {
-			queue = parent + "." + nv.Metadata.Name
+			queue = parent + "." + nv.Name
 		}
 		d, err := st.authz.AuthorizeSubmit(ctx, SubmitRequest{Partition: c.Partition, Queue: queue, User: user, Groups: req.UserInfo.Groups, Admin: true})
 		if err != nil {
@@ -63,7 +59,7 @@ func steering(ctx context.Context, st *State, req *admissionv1.AdmissionRequest,
 			continue
 		}
 		dc := deny(CauseQueueAdminDenied, httpStatusForbidden, "usher: user %q may not set annotation %s on namespace %q (delegatedAdministration): %s",
-			user, key, nv.Metadata.Name, d.Reason)
+			user, key, nv.Name, d.Reason)
 		dc.queue, dc.field = queue, "metadata.annotations["+key+"]"
 		if c.DelegatedWarn {
 			out := allow(RuleQueueAdmin)

@@ -65,8 +65,9 @@ type Config struct {
 	// WebhookOnly lists, at each setting, what only the webhook does and
 	// the native floor cannot (docs/native.md).
 	WebhookOnly []Diagnostic
-	// Digests hash each partition's and queue's own YAML, child queues
-	// left out, by "partition" and "partition/queue.path" in lower case.
+	// Digests hash each partition's (with its resolver's file) and queue's
+	// own YAML, child queues left out, by "partition" and
+	// "partition/queue.path" in lower case.
 	Digests map[string][32]byte
 }
 
@@ -222,7 +223,8 @@ func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Nod
 		}
 		seen[lname] = pn
 		c.Partitions = append(c.Partitions, part)
-		p.digest(lname, pn)
+		d := p.digest(pn) // and the resolver's file
+		p.digests[lname] = sha256.Sum256(append(d[:], part.Resolver.FileDigest[:]...))
 	}
 	c.Digests = p.digests
 	if p.src.yunikorn {
@@ -462,7 +464,7 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 		return nil
 	}
 	p.queueNode[key] = nameNode
-	p.digest(key, n)
+	p.digests[key] = p.digest(n)
 	if children != nil {
 		if children.Kind != yaml.SequenceNode {
 			p.errorf(children, "queues of %s must be a list, not %s", path, yamlnode.Kind(children))

@@ -7,9 +7,9 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// digest records in p.digests[key] the hash of n's YAML, aliases expanded,
-// without its queues key: a partition's or a queue's own settings.
-func (p *parser) digest(key string, n *yaml.Node) {
+// digest hashes n's YAML, aliases expanded, without its queues key: a
+// partition's or a queue's own settings.
+func (p *parser) digest(n *yaml.Node) [32]byte {
 	h := sha256.New()
 	var walk func(n *yaml.Node, aliased bool)
 	walk = func(n *yaml.Node, aliased bool) {
@@ -38,8 +38,5 @@ func (p *parser) digest(key string, n *yaml.Node) {
 		}
 		walk(n.Content[i], false)
 	}
-	if p.digests == nil {
-		p.digests = map[string][32]byte{}
-	}
-	p.digests[key] = [32]byte(h.Sum(nil))
+	return [32]byte(h.Sum(nil))
 }

@@ -94,7 +94,7 @@ func parse(src *source, opts []Option) (*Config, error) {
 	o := newOptions(opts)
 	p := &parser{diags: diags{place: place{src.name, src.lineOff, src.colOff}}, o: o, src: src,
 		queueNode: map[string]*yaml.Node{}, known: map[string]bool{},
-		partNodes: map[string][2]*yaml.Node{}, reported: map[*yaml.Node]bool{}}
+		partNodes: map[string][2]*yaml.Node{}, reported: map[*yaml.Node]bool{}, digests: map[string][32]byte{}}
 	if src.usher != nil {
 		p.diags.usher = src.usher.placeOf(UsherKey)
 	}

@@ -1,11 +1,11 @@
 package impact
 
 import (
+	"cmp"
 	"reflect"
 	"strings"
 
 	"github.com/usherhq/usher/config"
-	"github.com/usherhq/usher/identity/resolvers"
 )
 
 // Edit is one change between two configurations that delegated
@@ -21,22 +21,19 @@ type Edit struct {
 }
 
 func (e Edit) String() string {
-	what := "the admission settings"
+	what := "partition " + e.Partition
 	switch {
 	case e.Queue != "":
 		what = "queue " + e.Partition + "/" + e.Queue
-	case e.Partition != "":
-		what = "partition " + e.Partition
+	case e.Partition == "":
+		what = "the admission settings"
 	}
-	if e.Status == Both {
-		return "changes " + what
-	}
-	return string(e.Status) + " " + what
+	return cmp.Or(string(e.Status), "changes") + " " + what
 }
 
 // Edits lists the admission settings when they changed, the partitions
 // and queues added or removed (of a subtree, its top only) and those
-// whose own YAML (config.Digests) or resolver changed.
+// whose own YAML (config.Digests) changed.
 func Edits(old, new *config.Config) []Edit {
 	var out []Edit
 	if !reflect.DeepEqual(old.Admission.Config(), new.Admission.Config()) {
@@ -54,7 +51,7 @@ func Edits(old, new *config.Config) []Edit {
 			continue
 		}
 		key := strings.ToLower(name) + "/"
-		if old.Digests[key[:len(key)-1]] != new.Digests[key[:len(key)-1]] || resolverKey(old, name) != resolverKey(new, name) {
+		if old.Digests[key[:len(key)-1]] != new.Digests[key[:len(key)-1]] {
 			out = append(out, Edit{Partition: name, Status: Both})
 		}
 		for _, q := range pn.Queues() {
@@ -77,13 +74,4 @@ func Edits(old, new *config.Config) []Edit {
 // parentPath is the path of q's parent queue, "" for root.
 func parentPath(q string) string {
 	return q[:max(strings.LastIndexByte(q, '.'), 0)]
-}
-
-func resolverKey(c *config.Config, partition string) resolvers.Key {
-	for _, p := range c.Partitions {
-		if strings.EqualFold(p.Name, partition) {
-			return p.Resolver.Key()
-		}
-	}
-	return resolvers.Key{}
 }

@@ -20,65 +20,54 @@ import (
 	"github.com/usherhq/usher/serving"
 )
 
-// mayNotChange lists why the writer u may not make each change from the
-// configuration in service, cur, to cfg under delegatedAdministration
-// (docs/delegated-administration.md): the edits it needs a right for that
-// u lacks in cur's policy, with u's groups resolved as the webhook
-// resolves them; and any admin right u would lose.
-func (s *Server) mayNotChange(ctx context.Context, cur *serving.State, cfg *config.Config, u authenticationv1.UserInfo) (edits []impact.Edit, why []string) {
+// delegation decides, under the delegatedAdministration of cur (in
+// service), whether u may change cur's configuration into cfg
+// (docs/delegated-administration.md): each edit needs admin, in cur's
+// policy, for u with its groups resolved as the webhooks resolve them, and
+// no admin right of u may be lost. It returns nothing to admit, a denial,
+// or in warn mode (or while the registration fails open) the warnings.
+func (s *Server) delegation(ctx context.Context, cur *serving.State, cfg *config.Config, name string, u authenticationv1.UserInfo) (warn []string, denied bool) {
 	old := cur.Config()
-	if edits = impact.Edits(old, cfg); len(edits) == 0 {
-		return nil, nil
+	a := old.Admission
+	if !a.Delegated || a.TrustedSetter(u.Username, u.Groups) {
+		return nil, false
 	}
-	in, err := cur.Identify(ctx, old.Admission.Partition, u.Username, u.Groups)
-	if err != nil {
+	edits, why := impact.Edits(old, cfg), []string(nil)
+	in, err := cur.Identify(ctx, a.Partition, u.Username, u.Groups)
+	switch {
+	case len(edits) == 0:
+	case err != nil:
 		s.log.Error("delegated administration: group lookup failed", "user", u.Username, "err", err)
-		return edits, []string{fmt.Sprintf("the groups of user %q cannot be established, so no change can be authorized", u.Username)}
-	}
-	sub := acl.NewSubject(u.Username, in.Groups)
-	for _, e := range edits {
-		cp, err := old.Snapshot.Partition(e.Partition)
-		if err != nil { // a new partition, or the admission settings
-			cp, err = old.Snapshot.Partition(old.Admission.Partition)
+		why = []string{fmt.Sprintf("the groups of user %q cannot be established, so no change can be authorized", u.Username)}
+	default:
+		sub := acl.NewSubject(u.Username, in.Groups)
+		for _, e := range edits {
+			cp, err := old.Snapshot.Partition(e.Partition)
+			if err != nil { // a new partition, or the admission settings
+				cp, err = old.Snapshot.Partition(a.Partition)
+			}
+			switch {
+			case err != nil:
+				why = append(why, fmt.Sprintf("%s: needs the adminacl of partition %q, which is not configured", e, a.Partition))
+			case e.Admin != "" && !cp.Allows(e.Admin, sub, policy.Admin):
+				why = append(why, fmt.Sprintf("%s: needs admin on %s/%s (no adminacl of it or its parents names you)", e, cp.Name(), e.Admin))
+			case e.Admin == "" && (cp.AdminACL() == nil || !cp.AdminACL().Allows(sub)):
+				why = append(why, fmt.Sprintf("%s: needs the adminacl of partition %s", e, cp.Name()))
+			}
 		}
-		switch {
-		case err != nil:
-			why = append(why, fmt.Sprintf("%s: needs the adminacl of partition %q, which is not configured", e, old.Admission.Partition))
-		case e.Admin != "" && !cp.Allows(e.Admin, sub, policy.Admin):
-			why = append(why, fmt.Sprintf("%s: needs admin on %s/%s (no adminacl of it or its parents names you)", e, cp.Name(), e.Admin))
-		case e.Admin == "" && (cp.AdminACL() == nil || !cp.AdminACL().Allows(sub)):
-			why = append(why, fmt.Sprintf("%s: needs the adminacl of partition %s", e, cp.Name()))
-		}
-	}
-	r := impact.DiffConfigs(old, cfg, impact.Options{Subjects: []impact.Subject{{User: u.Username, Groups: in.Groups}}})
-	for _, p := range r.Partitions {
-		for _, q := range p.Queues {
-			for _, c := range q.Changes {
-				if c.Kind == impact.GivenSubject && !c.Gained && c.Right == "admin" && p.Status == impact.Both && q.Status == impact.Both {
-					why = append(why, fmt.Sprintf("removes your own admin right on %s/%s", p.Name, q.Queue))
+		for _, p := range impact.DiffConfigs(old, cfg, impact.Options{Subjects: []impact.Subject{{User: u.Username, Groups: in.Groups}}}).Partitions {
+			for _, q := range p.Queues {
+				for _, c := range q.Changes {
+					if c.Kind == impact.GivenSubject && !c.Gained && c.Right == "admin" && p.Status == impact.Both && q.Status == impact.Both {
+						why = append(why, fmt.Sprintf("removes your own admin right on %s/%s", p.Name, q.Queue))
+					}
 				}
 			}
 		}
 	}
-	return edits, why
-}
-
-// delegation decides cfg, the configuration u writes, under the
-// delegatedAdministration in service: nothing to admit, a denial, or in
-// warn mode (or while the registration fails open) warnings to admit with.
-func (s *Server) delegation(ctx context.Context, cur *serving.State, cfg *config.Config, name string, u authenticationv1.UserInfo) (warn []string, denied bool) {
-	a := cur.Config().Admission
-	if !a.Delegated || a.TrustedSetter(u.Username, u.Groups) {
-		return nil, false
-	}
-	edits, why := s.mayNotChange(ctx, cur, cfg, u)
 	enforce := !a.DelegatedWarn && !s.failOpen.Load()
-	s.log.Info("configuration change under delegated administration", "configmap", name, "user", u.Username,
-		"changes", edits, "refused", why, "enforced", enforce)
-	if len(why) == 0 {
-		return nil, false
-	}
-	if enforce {
+	s.log.Info("configuration change under delegated administration", "configmap", name, "user", u.Username, "changes", edits, "refused", why, "enforced", enforce)
+	if enforce && len(why) > 0 {
 		return []string{fmt.Sprintf("usher: user %q may not make these changes (delegatedAdministration, docs/delegated-administration.md):\n  %s",
 			u.Username, strings.Join(why, "\n  "))}, true
 	}
@@ -88,24 +77,23 @@ func (s *Server) delegation(ctx context.Context, cur *serving.State, cfg *config
 	return warn, false
 }
 
-// checkRegistration, under delegatedAdministration enforce, reads the
-// live registration of validate-config.usher.io unless usher registers it
-// itself: failing open (not failurePolicy Fail), usher only warns until
-// it is fixed, and logs an error. Unreadable, it is taken as rendered.
+// checkRegistration, under delegatedAdministration enforce and unless usher
+// registers its webhooks itself, reads the live validate-config.usher.io:
+// failing open (no failurePolicy Fail), usher only warns, and logs why.
+// Unreadable, it is taken as usher webhook renders it.
 func (s *Server) checkRegistration(cfg *config.Config) {
 	open := false
 	if cfg.Admission.Config().DelegatedAdministration == settings.DelegationEnforce && !s.opts.ManageWebhooks && s.kubeErr == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		cs, err := kubernetes.NewForConfig(s.kube.Config)
 		var v *arv1.ValidatingWebhookConfiguration
+		cs, err := kubernetes.NewForConfig(s.kube.Config)
 		if err == nil {
 			v, err = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, s.opts.Webhooks.Name, metav1.GetOptions{})
 		}
-		if err == nil {
-			i := slices.IndexFunc(v.Webhooks, func(w arv1.ValidatingWebhook) bool { return w.Name == "validate-config.usher.io" })
-			open = i < 0 || v.Webhooks[i].FailurePolicy == nil || *v.Webhooks[i].FailurePolicy != arv1.Fail
-		}
+		open = err == nil && !slices.ContainsFunc(v.Webhooks, func(w arv1.ValidatingWebhook) bool {
+			return w.Name == "validate-config.usher.io" && w.FailurePolicy != nil && *w.FailurePolicy == arv1.Fail
+		})
 		if open {
 			s.log.Error("delegatedAdministration is enforce but ValidatingWebhookConfiguration " + s.opts.Webhooks.Name +
 				" does not register validate-config.usher.io with failurePolicy Fail: usher only warns until it does (apply what usher webhook prints)")
