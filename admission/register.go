@@ -107,7 +107,7 @@ func Registration(c settings.Config, in Install) (*arv1.MutatingWebhookConfigura
 	}}
 	v.TypeMeta, v.ObjectMeta = meta("ValidatingWebhookConfiguration", in.Name)
 	fail, cluster := arv1.Fail, arv1.ClusterScope
-	trusted := arv1.MatchCondition{Name: settings.DelegationConditionName, Expression: settings.DelegationCondition(c)}
+	trusted := arv1.MatchCondition{Name: "usher-untrusted-setters", Expression: settings.DelegationCondition(c)}
 	if c.Defaulted().DelegatedAdministration != settings.DelegationOff {
 		// Only writes that change an annotation YuniKorn steers by reach usher.
 		keys := "['" + strings.Join(steeringAnnotations, "', '") + "']"

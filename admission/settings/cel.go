@@ -32,10 +32,7 @@ func celAnyMatch(ps Patterns) string {
 	return celList(ps) + ".exists(p, request.namespace.matches(p))"
 }
 
-// DelegationConditionName names the matchCondition of DelegationCondition.
-const DelegationConditionName = "usher-untrusted-setters"
-
-// DelegationCondition is false for system:masters and c's trustedSetters,
+// DelegationCondition (usher-untrusted-setters) is false for system:masters and c's trustedSetters,
 // whose writes the API server admits without calling usher, so that an
 // usher that cannot answer never locks them out.
 func DelegationCondition(c Config) string {

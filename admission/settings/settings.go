@@ -99,11 +99,7 @@ type TrustedSetters struct {
 }
 
 // Values of DelegatedAdministration.
-const (
-	DelegationOff     = "off"
-	DelegationWarn    = "warn"
-	DelegationEnforce = "enforce"
-)
+const DelegationOff, DelegationWarn, DelegationEnforce = "off", "warn", "enforce"
 
 // Values of StampGroups and StampGroupsOnError.
 const (
