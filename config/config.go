@@ -67,7 +67,7 @@ type Config struct {
 	WebhookOnly []Diagnostic
 	// Digests hash each partition's (with its resolver's file) and queue's
 	// own YAML, child queues left out, by "partition" and
-	// "partition/queue.path" in lower case.
+	// "partition/queue.path" in lower case; "" the ConfigMap's other keys.
 	Digests map[string][32]byte
 }
 

@@ -3,6 +3,8 @@ package config
 import (
 	"crypto/sha256"
 	"fmt"
+	"maps"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -37,6 +39,15 @@ func (p *parser) digest(n *yaml.Node) [32]byte {
 			continue
 		}
 		walk(n.Content[i], false)
+	}
+	return [32]byte(h.Sum(nil))
+}
+
+// keysDigest hashes a ConfigMap's keys but the partitions': Digests[""].
+func keysDigest(keys map[string]keyValue) [32]byte {
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		fmt.Fprintf(h, "%q=%q;", k, keys[k].value)
 	}
 	return [32]byte(h.Sum(nil))
 }

@@ -102,6 +102,7 @@ func parse(src *source, opts []Option) (*Config, error) {
 		p.upgrade(nil, "%v", broke)
 	}
 	c, adm := p.document(src.queues, src.doc)
+	p.digests[""] = keysDigest(src.keys)
 	// The admission settings are read even when the partitions have
 	// errors, so that every mistake is reported at once.
 	loc := p.admission(c, src, adm, o.lookup)

@@ -26,17 +26,18 @@ func (e Edit) String() string {
 	case e.Queue != "":
 		what = "queue " + e.Partition + "/" + e.Queue
 	case e.Partition == "":
-		what = "the admission settings"
+		what = "the admission settings or the ConfigMap's other keys"
 	}
 	return cmp.Or(string(e.Status), "changes") + " " + what
 }
 
-// Edits lists the admission settings when they changed, the partitions
+// Edits lists the admission settings and the ConfigMap's other keys (as
+// one) when they changed, the partitions
 // and queues added or removed (of a subtree, its top only) and those
 // whose own YAML (config.Digests) changed.
 func Edits(old, new *config.Config) []Edit {
 	var out []Edit
-	if !reflect.DeepEqual(old.Admission.Config(), new.Admission.Config()) {
+	if !reflect.DeepEqual(old.Admission.Config(), new.Admission.Config()) || old.Digests[""] != new.Digests[""] {
 		out = append(out, Edit{Status: Both})
 	}
 	for _, name := range new.Snapshot.Partitions() {

@@ -55,7 +55,7 @@ func TestEdits(t *testing.T) {
 			[]string{"removed queue default/root.teama: root"}},
 		{"placement rules", "name: provided", "name: user", []string{"changes partition default: "}},
 		{"partition adminacl", "adminacl: root-admin", "adminacl: bob", []string{"changes partition default: "}},
-		{"admission settings", "", "admissionController:\n  enforceQueueACLs: true\n", []string{"changes the admission settings: "}},
+		{"admission settings", "", "admissionController:\n  enforceQueueACLs: true\n", []string{"changes the admission settings or the ConfigMap's other keys: "}},
 		{"a partition", "", "  - name: gpu\n    queues: [{name: root}]\n", []string{"added partition gpu: "}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

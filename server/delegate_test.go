@@ -53,9 +53,12 @@ func reviewAs(t *testing.T, kind, op, user string, groups []string, obj, old any
 	return string(b)
 }
 
-func configMapOf(queues string) map[string]any {
-	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "usher", "namespace": "usher-system"},
-		"data": map[string]string{"queues.yaml": queues}}
+func configMapOf(queues string, keys ...string) map[string]any {
+	data := map[string]string{"queues.yaml": queues}
+	for i := 0; i+1 < len(keys); i += 2 {
+		data[keys[i]] = keys[i+1]
+	}
+	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "usher", "namespace": "usher-system"}, "data": data}
 }
 
 // Under delegatedAdministration (the one in service), a write of usher's
@@ -78,22 +81,24 @@ func TestValidateConfigDelegated(t *testing.T) {
 		groups     []string
 		queues     string
 		want       string // in the denial; "" admits
+		keys       []string
 	}{
-		{"a queue admin (by directory group) adds a child", "carol", nil, child, ""},
+		{"a queue admin (by directory group) adds a child", "carol", nil, child, "", nil},
 		{"the queue admin changes a queue it does not administer", "carol", nil, prod,
 			`user "carol" may not make these changes (delegatedAdministration, docs/delegated-administration.md):` +
-				"\n  changes queue default/root.prod: needs admin on default/root"},
-		{"the queue's own admin changes it: needs its parent's (stricter than YARN-5949)", "alice", nil, prod, "changes queue default/root.prod: needs admin on default/root"},
+				"\n  changes queue default/root.prod: needs admin on default/root", nil},
+		{"the queue's own admin changes it: needs its parent's (stricter than YARN-5949)", "alice", nil, prod, "changes queue default/root.prod: needs admin on default/root", nil},
 		{"turning delegation off is decided by the setting in service", "carol", nil, delegatedConfig("off"),
-			"changes the admission settings: needs the adminacl of partition default"},
+			"changes the admission settings or the ConfigMap's other keys: needs the adminacl of partition default", nil},
 		{"the partition admin removes its own admin right", "bob", nil, strings.Replace(delegatedConfig("enforce"), "adminacl: bob", "adminacl: alice", 1),
-			"removes your own admin right on default/root"},
-		{"the partition admin", "bob", nil, prod, ""},
-		{"a trusted setter", "flux", nil, delegatedConfig("off"), ""},
-		{"system:masters", "root", []string{"system:masters"}, delegatedConfig("off"), ""},
+			"removes your own admin right on default/root", nil},
+		{"the partition admin", "bob", nil, prod, "", nil},
+		{"a key YuniKorn reads", "carol", nil, delegatedConfig("enforce"), "changes the admission settings or the ConfigMap's other keys: needs the adminacl", []string{"service.schedulingInterval", "1s"}},
+		{"a trusted setter", "flux", nil, delegatedConfig("off"), "", nil},
+		{"system:masters", "root", []string{"system:masters"}, delegatedConfig("off"), "", nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			r := postConfigReview(t, h, reviewAs(t, "ConfigMap", "UPDATE", tt.user, tt.groups, configMapOf(tt.queues), nil))
+			r := postConfigReview(t, h, reviewAs(t, "ConfigMap", "UPDATE", tt.user, tt.groups, configMapOf(tt.queues, tt.keys...), nil))
 			switch {
 			case tt.want == "" && !r.Allowed:
 				t.Fatalf("refused: %s", r.Result.Message)
