@@ -77,13 +77,16 @@ func (s *Server) delegation(ctx context.Context, cur *serving.State, cfg *config
 	return warn, false
 }
 
-// checkRegistration, under delegatedAdministration enforce and unless usher
-// registers its webhooks itself, reads the live validate-config.usher.io:
-// failing open (no failurePolicy Fail), usher only warns, and logs why.
-// Unreadable, it is taken as usher webhook renders it.
+// checkRegistration, under delegatedAdministration enforce, reads the
+// live validate-config.usher.io (or, with --manage-webhooks, what usher
+// registers): failing open (no failurePolicy Fail), usher only warns, and
+// logs why. Unreadable, it is taken as usher webhook renders it.
 func (s *Server) checkRegistration(cfg *config.Config) {
 	open := false
-	if cfg.Admission.Config().DelegatedAdministration == settings.DelegationEnforce && !s.opts.ManageWebhooks && s.kubeErr == nil {
+	switch enforce := cfg.Admission.Config().DelegatedAdministration == settings.DelegationEnforce; {
+	case enforce && s.opts.ManageWebhooks:
+		open = len(s.opts.Webhooks.ConfigMaps) == 0
+	case enforce && s.kubeErr == nil:
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		var v *arv1.ValidatingWebhookConfiguration
@@ -94,10 +97,10 @@ func (s *Server) checkRegistration(cfg *config.Config) {
 		open = err == nil && !slices.ContainsFunc(v.Webhooks, func(w arv1.ValidatingWebhook) bool {
 			return w.Name == "validate-config.usher.io" && w.FailurePolicy != nil && *w.FailurePolicy == arv1.Fail
 		})
-		if open {
-			s.log.Error("delegatedAdministration is enforce but ValidatingWebhookConfiguration " + s.opts.Webhooks.Name +
-				" does not register validate-config.usher.io with failurePolicy Fail: usher only warns until it does (apply what usher webhook prints)")
-		}
+	}
+	if open {
+		s.log.Error("delegatedAdministration is enforce but ValidatingWebhookConfiguration " + s.opts.Webhooks.Name +
+			" does not register validate-config.usher.io with failurePolicy Fail: usher only warns until it does (--guard-config-map; apply what usher webhook prints)")
 	}
 	s.failOpen.Store(open)
 }
