@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/usherhq/usher/hack/authtest"
 	"github.com/usherhq/usher/server"
 )
 
@@ -162,5 +163,23 @@ func TestNamespaceSteering(t *testing.T) {
 				t.Fatalf("got %v %+v, want a denial with %q", r.Allowed, r.Status, tt.want)
 			}
 		})
+	}
+}
+
+// Enforcing while usher registers its webhooks without a ConfigMap to
+// guard (no --guard-config-map) would fail open: usher says so and only
+// warns.
+func TestDelegatedFailsOpen(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "usher.yaml")
+	writeFile(t, cfg, delegatedConfig("enforce"))
+	h := start(t, server.Options{ConfigPath: cfg, ManageWebhooks: true, Kubeconfig: authtest.New(t).Kubeconfig(t, dir)}, nil)
+	if !strings.Contains(h.logs.String(), "does not register validate-config.usher.io with failurePolicy Fail") {
+		t.Errorf("no error logged:\n%s", h.logs.String())
+	}
+	prod := strings.Replace(delegatedConfig("enforce"), "fifo", "fair", 1)
+	r := postConfigReview(t, h, reviewAs(t, "ConfigMap", "UPDATE", "carol", nil, configMapOf(prod), nil))
+	if !r.Allowed || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "changes queue default/root.prod") {
+		t.Fatalf("allowed %v, warnings %q", r.Allowed, r.Warnings)
 	}
 }
