@@ -24,6 +24,7 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"fmt"
+	"hash"
 	"maps"
 	"path/filepath"
 	"reflect"
@@ -127,6 +128,8 @@ type parser struct {
 	reported  map[*yaml.Node]bool      // tagged values reported, which yunikornCheck skips
 	digests   map[string][32]byte      // Config.Digests
 	digested  int                      // YAML nodes digested through aliases
+	hash      hash.Hash                // of digest, and its buffer
+	buf       []byte
 }
 
 // maxNodes is the most YAML nodes a configuration may have: ten times
