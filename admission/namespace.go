@@ -9,14 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// ParentQueueAnnotation names the parent queue of a namespace's queue in
-// YuniKorn's shim (its namespace.parentqueue placement tag).
-const ParentQueueAnnotation = "yunikorn.apache.org/parentqueue"
-
 // steeringAnnotations are the Namespace annotations yunikorn-k8shim reads
-// (pkg/common/constants): the parent queue, then the namespace queue's
-// quotas and limits, namespace.max.* its legacy names.
-var steeringAnnotations = []string{ParentQueueAnnotation, "yunikorn.apache.org/namespace.quota", "yunikorn.apache.org/namespace.guaranteed",
+// (pkg/common/constants): the parent queue (its namespace.parentqueue
+// tag), then the namespace queue's quotas and limits (namespace.max.* legacy).
+var steeringAnnotations = []string{"yunikorn.apache.org/parentqueue", "yunikorn.apache.org/namespace.quota", "yunikorn.apache.org/namespace.guaranteed",
 	"yunikorn.apache.org/namespace.maxApps", "yunikorn.apache.org/namespace.max.cpu", "yunikorn.apache.org/namespace.max.memory"}
 
 // steering decides a CREATE or UPDATE of a Namespace under
@@ -41,14 +37,14 @@ func steering(ctx context.Context, st *State, req *admissionv1.AdmissionRequest,
 	if old != "" && json.Unmarshal([]byte(old), &ov) != nil {
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: request.oldObject is not a Namespace")
 	}
-	parent := cmp.Or(nv.Annotations[ParentQueueAnnotation], "root")
+	parent := cmp.Or(nv.Annotations[steeringAnnotations[0]], "root")
 	for _, key := range steeringAnnotations {
 		v, had := ov.Annotations[key]
 		if nv2, has := nv.Annotations[key]; had == has && v == nv2 {
 			continue
 		}
 		queue := parent
-		if key != ParentQueueAnnotation {
+		if key != steeringAnnotations[0] {
 			queue = parent + "." + nv.Name
 		}
 		d, err := st.authz.AuthorizeSubmit(ctx, SubmitRequest{Partition: c.Partition, Queue: queue, User: user, Groups: req.UserInfo.Groups, Admin: true})

@@ -109,7 +109,6 @@ func Registration(c settings.Config, in Install) (*arv1.MutatingWebhookConfigura
 	fail, cluster := arv1.Fail, arv1.ClusterScope
 	trusted := arv1.MatchCondition{Name: "usher-untrusted-setters", Expression: settings.DelegationCondition(c)}
 	if c.Defaulted().DelegatedAdministration != settings.DelegationOff {
-		// Only writes that change an annotation YuniKorn steers by reach usher.
 		keys := "['" + strings.Join(steeringAnnotations, "', '") + "']"
 		v.Webhooks = append(v.Webhooks, hook("validate-namespace.usher.io", "/validate", []arv1.RuleWithOperations{{Operations: []arv1.OperationType{arv1.Create, arv1.Update},
 			Rule: arv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"namespaces"}, Scope: &cluster}}},
@@ -130,7 +129,6 @@ func Registration(c settings.Config, in Install) (*arv1.MutatingWebhookConfigura
 			[]arv1.MatchCondition{{Name: "usher-config", Expression: expr}})
 		h.FailurePolicy, h.SideEffects = &in.ConfigFailurePolicy, &none
 		if c.Defaulted().DelegatedAdministration == settings.DelegationEnforce {
-			// Fail closed, but never for the cluster's administrators (docs/delegated-administration.md).
 			h.FailurePolicy, h.MatchConditions = &fail, append(h.MatchConditions, trusted)
 		}
 		h.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: slices.Compact(slices.Sorted(slices.Values(nss)))}}}

@@ -28,9 +28,8 @@ func (p *parser) digest(n *yaml.Node) (out [32]byte) {
 	return out
 }
 
-// hashNode writes n to p.hash in pre-order, each node as its kind, its
-// number of children, its tag and its value; past maxNodes nodes reached
-// through aliases, it reports an error.
+// hashNode writes n to p.hash in pre-order: kind, children, tag, value;
+// past maxNodes nodes reached through aliases, an error.
 func (p *parser) hashNode(n *yaml.Node, aliased bool) {
 	if aliased {
 		if p.digested++; p.digested == maxNodes {

@@ -20,12 +20,9 @@ import (
 	"github.com/usherhq/usher/serving"
 )
 
-// delegation decides, under the delegatedAdministration of cur (in
-// service), whether u may change cur's configuration into cfg
-// (docs/delegated-administration.md): each edit needs admin, in cur's
-// policy, for u with its groups resolved as the webhooks resolve them, and
-// no admin right of u may be lost. It returns nothing to admit, a denial,
-// or in warn mode (or while the registration fails open) the warnings.
+// delegation decides u's change of cur (in service) into cfg under cur's
+// delegatedAdministration (docs/delegated-administration.md): nothing to
+// admit, a denial, or in warn mode (or failing open) the warnings.
 func (s *Server) delegation(ctx context.Context, cur *serving.State, cfg *config.Config, name string, u authenticationv1.UserInfo) (warn []string, denied bool) {
 	old := cur.Config()
 	a := old.Admission
@@ -43,12 +40,10 @@ func (s *Server) delegation(ctx context.Context, cur *serving.State, cfg *config
 		sub := acl.NewSubject(u.Username, in.Groups)
 		for _, e := range edits {
 			cp, err := old.Snapshot.Partition(e.Partition)
-			if err != nil { // a new partition, or the admission settings
-				cp, err = old.Snapshot.Partition(a.Partition)
+			if err != nil { // a new partition, or the admission settings: Identify found a.Partition
+				cp, _ = old.Snapshot.Partition(a.Partition)
 			}
 			switch {
-			case err != nil:
-				why = append(why, fmt.Sprintf("%s: needs the adminacl of partition %q, which is not configured", e, a.Partition))
 			case e.Admin != "" && !cp.Allows(e.Admin, sub, policy.Admin):
 				why = append(why, fmt.Sprintf("%s: needs admin on %s/%s (no adminacl of it or its parents names you)", e, cp.Name(), e.Admin))
 			case e.Admin == "" && (cp.AdminACL() == nil || !cp.AdminACL().Allows(sub)):

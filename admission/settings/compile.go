@@ -209,12 +209,10 @@ func (c Config) Compile() (*Compiled, error) {
 		}
 	}
 	out.table = c.QueueMapping.Table
-	switch c.DelegatedAdministration {
-	case DelegationWarn, DelegationEnforce:
-		out.Delegated, out.DelegatedWarn = true, c.DelegatedAdministration == DelegationWarn
-	case DelegationOff:
-	default:
-		errs = append(errs, settingErr("admissionController.delegatedAdministration", -1, "", "%q: want off, warn or enforce", c.DelegatedAdministration))
+	d := c.DelegatedAdministration
+	out.Delegated, out.DelegatedWarn = d != DelegationOff, d == DelegationWarn
+	if d != DelegationOff && d != DelegationWarn && d != DelegationEnforce {
+		errs = append(errs, settingErr("admissionController.delegatedAdministration", -1, "", "%q: want off, warn or enforce", d))
 	}
 	for j, names := range [][]string{c.TrustedSetters.Users, c.TrustedSetters.Groups} {
 		for i, n := range names {
