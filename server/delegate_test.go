@@ -166,6 +166,27 @@ func TestNamespaceSteering(t *testing.T) {
 	}
 }
 
+// In warn mode a namespace steered under a queue the writer may not
+// administer is admitted, with the reason as a warning.
+func TestNamespaceSteeringWarn(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "usher.yaml")
+	writeFile(t, cfg, delegatedConfig("warn"))
+	h := start(t, server.Options{ConfigPath: cfg}, nil)
+	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "ml",
+		"annotations": map[string]string{"yunikorn.apache.org/parentqueue": "root.prod"}}}
+	_, out := h.post("/validate", "application/json", reviewAs(t, "Namespace", "CREATE", "carol", nil, ns, nil))
+	var rr struct {
+		Response struct {
+			Allowed  bool
+			Warnings []string
+		}
+	}
+	if json.Unmarshal([]byte(out), &rr) != nil || !rr.Response.Allowed || len(rr.Response.Warnings) != 1 ||
+		!strings.Contains(rr.Response.Warnings[0], "carol may not administer root.prod") {
+		t.Fatalf("got %s", out)
+	}
+}
+
 // Enforcing while usher registers its webhooks without a ConfigMap to
 // guard (no --guard-config-map) would fail open: usher says so and only
 // warns.
