@@ -263,8 +263,12 @@ func TestDelegatedAdministration(t *testing.T) {
 			t.Fatal("validate-config.usher.io never registered with failurePolicy Fail")
 		}
 		u.Stop()
-		if err := update(Alice, true, "adminacl: alice\n", "adminacl: alice\n            submitacl: alice\n"); err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
-			t.Errorf("alice while usher is down: %v, want the webhook's failure", err)
+		var last error
+		if err := Eventually(ctx, 90*time.Second, func(ctx context.Context) (bool, error) { // the API server's copy follows
+			last = update(Alice, true, "adminacl: alice\n", "adminacl: alice\n            submitacl: alice\n")
+			return last != nil && strings.Contains(last.Error(), "failed calling webhook"), nil
+		}); err != nil {
+			t.Fatalf("alice while usher is down: %v, want the webhook's failure", last)
 		}
 		if err := update(Admin, false, "fair", "fifo"); err != nil {
 			t.Fatalf("system:masters while usher is down: %v", err)
