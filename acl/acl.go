@@ -29,7 +29,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -67,11 +66,11 @@ type ACL struct {
 	set    *lazySet // nil for the zero ACL
 }
 
-// lazySet is an ACL's compiled Set, built on its first check: queues are
-// checked through the sets policy compiles, so most are never built.
+// lazySet is an ACL's compiled Set, built on its first check: most ACLs of
+// a large configuration are never checked.
 type lazySet struct {
-	p  atomic.Pointer[Set]
-	mu sync.Mutex
+	once sync.Once
+	s    *Set
 }
 
 var noSet Set
@@ -81,17 +80,11 @@ func (a *ACL) compiled() *Set {
 	if a.set == nil {
 		return &noSet
 	}
-	if s := a.set.p.Load(); s != nil {
-		return s
-	}
-	a.set.mu.Lock()
-	defer a.set.mu.Unlock()
-	if s := a.set.p.Load(); s != nil {
-		return s
-	}
-	s := Union(a)
-	a.set.p.Store(&s)
-	return &s
+	a.set.once.Do(func() {
+		s := compile(a)
+		a.set.s = &s
+	})
+	return a.set.s
 }
 
 // All reports whether the ACL is the wildcard.
@@ -117,20 +110,6 @@ func (a ACL) String() string {
 	default:
 		return strings.Join(a.users, ",") + " " + strings.Join(a.groups, ",")
 	}
-}
-
-// Equal reports whether a and b allow exactly the same users and groups,
-// whatever the order of their entries.
-func (a *ACL) Equal(b *ACL) bool {
-	if a.all || b.all {
-		return a.all == b.all
-	}
-	return sameSet(a.users, b.users) && sameSet(a.groups, b.groups)
-}
-
-// sameSet compares two lists without duplicates as sets.
-func sameSet(x, y []string) bool {
-	return len(x) == len(y) && slices.Equal(slices.Sorted(slices.Values(x)), slices.Sorted(slices.Values(y)))
 }
 
 // Allows reports whether the ACL allows s. It does not allocate.
@@ -241,24 +220,18 @@ func parseClean(users, groups string, hasGroups bool) (ACL, bool) {
 	if len(a.groups) == 0 {
 		a.groups = nil
 	}
-	// A duplicate goes to the general parser, which reports it; a long list
-	// finds them by sorted hashes (a collision goes there too).
-	var dup bool
-	if nu+ng <= 16 {
-		dup = hasDuplicates(a.users) || hasDuplicates(a.groups)
-	} else {
-		keys := make([]uint64, 0, max(nu, ng))
-		dup = hashDuplicates(a.users, keys) || hashDuplicates(a.groups, keys)
-	}
-	if dup {
+	// A duplicate goes to the general parser, which reports it; they are
+	// found by sorted hashes (a collision goes there too).
+	keys := make([]uint64, 0, max(nu, ng))
+	if hashDuplicates(a.users, keys) || hashDuplicates(a.groups, keys) {
 		return ACL{}, false
 	}
 	a.set = new(lazySet)
 	return a, true
 }
 
-// hashDuplicates reports whether two names of a long list have the same
-// hash, with keys as scratch space.
+// hashDuplicates reports whether two names of a list have the same hash,
+// with keys as scratch space.
 func hashDuplicates(names []string, keys []uint64) bool {
 	keys = keys[:0]
 	for _, n := range names {
@@ -266,16 +239,6 @@ func hashDuplicates(names []string, keys []uint64) bool {
 	}
 	slices.Sort(keys)
 	return len(slices.Compact(keys)) < len(keys)
-}
-
-// hasDuplicates reports whether a short list names a name twice.
-func hasDuplicates(names []string) bool {
-	for i, n := range names {
-		if slices.Contains(names[:i], n) {
-			return true
-		}
-	}
-	return false
 }
 
 // entries is the number of entries of a comma separated list.

@@ -3,8 +3,6 @@ package acl
 import (
 	"cmp"
 	"hash/maphash"
-	"math"
-	"math/bits"
 	"slices"
 )
 
@@ -18,82 +16,25 @@ func hash(s string) uint64 { return maphash.String(seed, s) &^ idxMask }
 
 const idxMask = 127
 
-// entry is a name with its hash and, in a Set, its rank in check order.
+// entry is a name with its hash and its index in its ACL list.
 type entry struct {
-	h    uint64
-	rank uint64
-	name string
+	h     uint64
+	index int
+	name  string
 }
 
-// sortedEntries returns the users (or groups) of acls as entries sorted
-// by hash, ranked in check order, keeping of entries with the same name
-// the one with the lowest rank. n is their number; keys is scratch space
-// of at least n.
-//
-// Moving 32-byte entries that hold a pointer is what sorting them cost:
-// the sort orders integers instead (a name's hash's top bits, its position
-// in check order in the low bits) and writes the entries once. A final
-// insertion pass orders the rare names whose hashes differ only below the
-// bits kept; names are compared only within a run of equal hashes.
-func sortedEntries(acls []*ACL, groups bool, n int, keys []uint64) []entry {
-	if n == 0 {
+// sortedEntries returns names as entries sorted by hash, then index.
+func sortedEntries(names []string) []entry {
+	if len(names) == 0 {
 		return nil
 	}
-	list, kind := (*ACL).userList, MatchUser
-	if groups {
-		list, kind = (*ACL).groupList, MatchGroup
+	t := make([]entry, len(names))
+	for i, n := range names {
+		t[i] = entry{h: hash(n), index: i, name: n}
 	}
-	low := uint64(1)<<bits.Len(uint(n-1)) - 1
-	keys = keys[:n]
-	var startBuf [32]int
-	starts := startBuf[:0] // position of each ACL's first name
-	pos := 0
-	for _, a := range acls {
-		starts = append(starts, pos)
-		for _, name := range list(a) {
-			keys[pos] = hash(name)&^low | uint64(pos)
-			pos++
-		}
-	}
-	slices.Sort(keys)
-	t := make([]entry, n)
-	for j, k := range keys {
-		p := int(k & low)
-		li := 0
-		if len(starts) > 1 {
-			li, _ = slices.BinarySearch(starts, p+1)
-			li--
-		}
-		i := p - starts[li]
-		name := list(acls[li])[i]
-		t[j] = entry{h: hash(name), rank: rank(li, kind, i), name: name}
-	}
-	for i := 1; i < len(t); i++ {
-		for k := i; k > 0 && t[k].h < t[k-1].h; k-- {
-			t[k], t[k-1] = t[k-1], t[k]
-		}
-	}
-	out := t[:0]
-	for i := 0; i < len(t); {
-		j := i + 1
-		for j < len(t) && t[j].h == t[i].h {
-			j++
-		}
-		// t[i:j] share a hash, in rank order: keep each name's first.
-		run := len(out)
-		for _, e := range t[i:j] {
-			if !slices.ContainsFunc(out[run:], func(kept entry) bool { return kept.name == e.name }) {
-				out = append(out, e)
-			}
-		}
-		i = j
-	}
-	clear(t[len(out):])
-	return out
+	slices.SortFunc(t, func(a, b entry) int { return cmp.Or(cmp.Compare(a.h, b.h), cmp.Compare(a.index, b.index)) })
+	return t
 }
-
-func (a *ACL) userList() []string  { return a.users }
-func (a *ACL) groupList() []string { return a.groups }
 
 // search returns the first index whose hash is at least h.
 func search(t []entry, h uint64) int {
@@ -209,23 +150,19 @@ func (k Kind) String() string {
 type Match struct {
 	Kind  Kind   // None when nothing matched
 	Name  string // the matching user or group name, or "*"
-	List  int    // the index of the entry's ACL among those given to Union
+	List  int    // the index of the entry's ACL in check order (policy sets it)
 	Index int    // the position of the entry in its user or group list
 }
 
 // Allowed reports whether the match allows access.
 func (m Match) Allowed() bool { return m.Kind != None }
 
-// Set is the union of ACLs compiled for lookup, remembering the order in
-// which they would be checked one after the other: a match reports the
-// entry that a walk through the ACLs in order (each checked wildcard, user,
-// groups) would have found first. The zero Set allows nobody.
+// Set is an ACL compiled for lookup. The zero Set allows nobody.
 type Set struct {
-	all     bool
-	allRank uint64
-	users   []entry
-	groups  []entry  // sorted by hash, for lookups
-	ranked  []ranked // the same groups sorted by rank, for scans in check order
+	all    bool
+	users  []entry
+	groups []entry  // sorted by hash, for lookups
+	ranked []ranked // the same groups in list order, for scans in check order
 }
 
 // ranked is a group with its bloom filter bits worked out once.
@@ -235,117 +172,59 @@ type ranked struct {
 	b1, b2 uint64
 }
 
-const noRank = math.MaxUint64
-
-func rank(list int, k Kind, index int) uint64 {
-	return uint64(list)<<40 | uint64(k)<<32 | uint64(uint32(index))
-}
-
-func unrank(r uint64) (list int, k Kind, index int) {
-	return int(r >> 40), Kind(r >> 32 & 0xff), int(uint32(r))
-}
-
-// Union compiles acls, in check order, into one Set. ACLs after the first
-// wildcard are left out: they could never be the first to match.
-func Union(acls ...*ACL) Set {
-	var s Set
-	for li, a := range acls {
-		if a.all {
-			s.all, s.allRank = true, rank(li, MatchWildcard, 0)
-			acls = acls[:li]
-			break
-		}
-	}
-	nu, ng := 0, 0
-	for _, a := range acls {
-		nu += len(a.users)
-		ng += len(a.groups)
-	}
-	keys := make([]uint64, max(nu, ng))
-	s.users = sortedEntries(acls, false, nu, keys)
-	s.groups = sortedEntries(acls, true, ng, keys)
-	// Positions in check order are where an ACL's groups start plus the
-	// group's index: placing each kept group there and closing the gaps
-	// left by duplicates puts them in check order without sorting.
-	var startBuf [32]int
-	start := startBuf[:0]
-	for li, n := 0, 0; li < len(acls); li++ {
-		start = append(start, n)
-		n += len(acls[li].groups)
-	}
-	s.ranked = make([]ranked, ng)
+// compile builds the Set of a.
+func compile(a *ACL) Set {
+	s := Set{all: a.all, users: sortedEntries(a.users), groups: sortedEntries(a.groups)}
+	s.ranked = make([]ranked, len(s.groups))
 	for _, e := range s.groups {
-		list, _, index := unrank(e.rank)
 		w1, b1, w2, b2 := bloomBits(e.h)
-		s.ranked[start[list]+index] = ranked{entry: e, w1: uint8(w1), w2: uint8(w2), b1: b1, b2: b2}
-	}
-	if len(s.groups) < ng {
-		s.ranked = slices.DeleteFunc(s.ranked, func(r ranked) bool { return r.name == "" })
+		s.ranked[e.index] = ranked{entry: e, w1: uint8(w1), w2: uint8(w2), b1: b1, b2: b2}
 	}
 	return s
 }
 
-// Allows reports whether any ACL of the set allows sub, without allocating.
-func (s *Set) Allows(sub *Subject) bool {
-	if s.all || find(s.users, sub.uh, sub.user) >= 0 {
-		return true
-	}
-	r, _ := s.bestGroup(sub, true)
-	return r != noRank
-}
+// Allows reports whether the ACL allows sub, without allocating.
+func (s *Set) Allows(sub *Subject) bool { return s.Match(sub).Allowed() }
 
-// Match returns the entry that allows sub and comes first in check order,
-// or a Match of Kind None. It does not allocate.
+// Match returns the entry that allows sub first in check order (wildcard,
+// user, the first listed group), or a Match of Kind None. It does not allocate.
 func (s *Set) Match(sub *Subject) Match {
-	best, name := uint64(noRank), ""
 	if s.all {
-		best, name = s.allRank, Wildcard
+		return Match{Kind: MatchWildcard, Name: Wildcard}
 	}
-	if i := find(s.users, sub.uh, sub.user); i >= 0 && s.users[i].rank < best {
-		best, name = s.users[i].rank, s.users[i].name
+	if i := find(s.users, sub.uh, sub.user); i >= 0 {
+		return Match{Kind: MatchUser, Name: s.users[i].name, Index: s.users[i].index}
 	}
-	if best>>40 != 0 || best == noRank { // a group of an earlier ACL could still come first
-		if r, n := s.bestGroup(sub, false); r < best {
-			best, name = r, n
-		}
+	if e := s.firstGroup(sub); e != nil {
+		return Match{Kind: MatchGroup, Name: e.name, Index: e.index}
 	}
-	if best == noRank {
-		return Match{}
-	}
-	list, kind, index := unrank(best)
-	return Match{Kind: kind, Name: name, List: list, Index: index}
+	return Match{}
 }
 
-// bestGroup returns the lowest rank of a group shared by the set and the
-// subject, or noRank. With first set it returns on the first shared group.
-// When the set is not much longer than the subject's groups it scans the
-// set in check order, ruling most groups out with the subject's bloom
-// filter, and stops at the first shared one, which is the best; otherwise
-// it looks each of the subject's groups up in the set.
-func (s *Set) bestGroup(subject *Subject, first bool) (uint64, string) {
-	best, name, sub := uint64(noRank), "", subject.sorted
+// firstGroup returns the first listed group the subject is in, or nil.
+// When the list is not much longer than the subject's groups it scans the
+// list in order, ruling most groups out with the subject's bloom filter;
+// otherwise it looks each of the subject's groups up in the list.
+func (s *Set) firstGroup(subject *Subject) *entry {
+	sub := subject.sorted
 	if len(sub) == 0 {
-		return best, name
+		return nil
 	}
 	if len(s.ranked) <= 8*len(sub) {
 		bloom := &subject.bloom
 		for i := range s.ranked {
 			e := &s.ranked[i]
 			if bloom[e.w1&15]&e.b1 != 0 && bloom[e.w2&15]&e.b2 != 0 && find(sub, e.h, e.name) >= 0 {
-				return e.rank, e.name
+				return &e.entry
 			}
 		}
-		return best, name
+		return nil
 	}
+	var best *entry
 	for _, g := range sub {
-		if i := find(s.groups, g.h, g.name); i >= 0 && s.groups[i].rank < best {
-			if best, name = s.groups[i].rank, s.groups[i].name; first {
-				break
-			}
+		if i := find(s.groups, g.h, g.name); i >= 0 && (best == nil || s.groups[i].index < best.index) {
+			best = &s.groups[i]
 		}
 	}
-	return best, name
+	return best
 }
-
-// Empty reports whether the set allows nobody at all.
-func (s *Set) Empty() bool { return !s.all && len(s.users) == 0 && len(s.groups) == 0 }

@@ -1,7 +1,6 @@
 package acl
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"runtime"
@@ -85,49 +84,6 @@ func TestCleanParserAgrees(t *testing.T) {
 	}
 }
 
-// TestUnionKeepsFirstOfDuplicates checks that a name listed by several
-// ACLs (and twice in one) matches at its first place in check order, with
-// more names than fit the sort's position bits many times over.
-func TestUnionKeepsFirstOfDuplicates(t *testing.T) {
-	var acls []*ACL
-	for l := range 5 {
-		users := groupsN(300, "u")
-		groups := append(groupsN(300, "g"), fmt.Sprintf("only%d", l))
-		slices.Reverse(groups)
-		a, err := New(users, groups)
-		if err != nil {
-			t.Fatal(err)
-		}
-		acls = append(acls, &a)
-	}
-	s := Union(acls...)
-	if len(s.users) != 300 || len(s.groups) != 305 || len(s.ranked) != 305 {
-		t.Fatalf("%d users, %d groups, %d ranked", len(s.users), len(s.groups), len(s.ranked))
-	}
-	for i := 1; i < len(s.ranked); i++ {
-		if s.ranked[i].rank <= s.ranked[i-1].rank {
-			t.Fatalf("ranked out of order at %d", i)
-		}
-	}
-	for i := 1; i < len(s.groups); i++ {
-		if s.groups[i].h < s.groups[i-1].h {
-			t.Fatalf("groups out of hash order at %d", i)
-		}
-	}
-	m := s.Match(NewSubject("u07", []string{"only3", "g05"}))
-	if m.Kind != MatchUser || m.List != 0 || m.Index != 7 {
-		t.Fatalf("%+v", m)
-	}
-	m = s.Match(NewSubject("x", []string{"only3", "g05"}))
-	if m.Kind != MatchGroup || m.Name != "g05" || m.List != 0 || m.Index != 300-5 {
-		t.Fatalf("%+v", m)
-	}
-	m = s.Match(NewSubject("x", []string{"only3"}))
-	if m.Kind != MatchGroup || m.List != 3 || m.Index != 0 {
-		t.Fatalf("%+v", m)
-	}
-}
-
 // TestFirstChecksRace checks an ACL whose set is built on its first check
 // from many goroutines at once, and copies of it, under the race detector.
 func TestFirstChecksRace(t *testing.T) {
@@ -155,10 +111,10 @@ func TestFirstChecksRace(t *testing.T) {
 	}
 }
 
-// TestCleanParserAgreesOnLongLists is TestCleanParserAgrees for lists past
-// the short-list limit, whose duplicates the clean parser finds by sorted
-// hashes: a duplicate anywhere sends the list to the general parser, and
-// a list without one parses as the general parser parses it, set included.
+// TestCleanParserAgreesOnLongLists is TestCleanParserAgrees for long lists,
+// whose duplicates the clean parser finds by sorted hashes: a duplicate
+// anywhere sends the list to the general parser, and a list without one
+// parses as the general parser parses it, set included.
 func TestCleanParserAgreesOnLongLists(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{17, 18, 40, 300} {

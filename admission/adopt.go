@@ -65,7 +65,7 @@ func adopt(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req 
 		}
 		var ownerView objectView
 		if err == nil {
-			err = view(st.cfg, ok, string(raw), &ownerView, false, "the owner")
+			err = view(st.cfg, ok, string(raw), &ownerView, nil, "the owner")
 		}
 		if err != nil {
 			return deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot tell whose %s is to adopt %s: %v; denied (usher fails closed)", owner, what, err)

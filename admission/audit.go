@@ -66,13 +66,8 @@ const (
 // AppendAttrs appends the record's attributes to dst (docs/audit.md),
 // empty optional ones left out and requester-chosen strings clipped.
 func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
-	optional := func(key, v string, max int) {
-		if v != "" {
-			dst = append(dst, slog.String(key, clip.String(v, max)))
-		}
-	}
 	dst = append(dst, slog.String("webhook", r.Webhook))
-	optional("caller", r.Caller, clip.Name)
+	dst = appendString(dst, "caller", r.Caller, clip.Name)
 	dst = append(dst,
 		slog.String("uid", clip.String(r.UID, clip.Name)),
 		slog.String("operation", clip.String(r.Operation, clip.Name)),
@@ -83,7 +78,7 @@ func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
 		slog.Any("groups", clip.Strings(r.Groups, clip.Name, clip.Count)),
 		slog.String("identity", clip.String(r.Identity, clip.Name)),
 		slog.String("queue", clip.String(r.Queue, clip.Name)))
-	optional("queueAsked", r.QueueAsked, clip.Name)
+	dst = appendString(dst, "queueAsked", r.QueueAsked, clip.Name)
 	dst = append(dst,
 		slog.Bool("allowed", r.Allowed),
 		slog.Bool("patched", r.Patched),
@@ -100,8 +95,8 @@ func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
 	if r.Degraded {
 		dst = append(dst, slog.Bool("degraded", true))
 	}
-	optional("propagation", r.Propagation, clip.Text)
-	optional("unstampedParent", r.UnstampedParent, clip.Text)
+	dst = appendString(dst, "propagation", r.Propagation, clip.Text)
+	dst = appendString(dst, "unstampedParent", r.UnstampedParent, clip.Text)
 	if r.Denial != nil {
 		dst = append(dst, r.denialAttr())
 	}
@@ -112,31 +107,34 @@ func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
 func (r *Record) denialAttr() slog.Attr {
 	d := r.Denial
 	as := make([]slog.Attr, 0, 15)
-	str := func(k, v string, max int) {
-		if v != "" {
-			as = append(as, slog.String(k, clip.String(v, max)))
-		}
-	}
 	as = append(as, slog.String("reason", string(d.Reason)))
-	str("message", d.Message, clip.Text)
+	as = appendString(as, "message", d.Message, clip.Text)
 	as = append(as, slog.Int("code", int(d.Code)))
 	if d.Warned {
 		as = append(as, slog.Bool("warned", true))
 	}
-	str("operation", d.Operation, clip.Name)
-	str("group", d.Group, clip.Name)
-	str("kind", d.Kind, clip.Name)
-	str("namespace", d.Namespace, clip.Name)
-	str("name", d.Name, clip.Name)
+	as = appendString(as, "operation", d.Operation, clip.Name)
+	as = appendString(as, "group", d.Group, clip.Name)
+	as = appendString(as, "kind", d.Kind, clip.Name)
+	as = appendString(as, "namespace", d.Namespace, clip.Name)
+	as = appendString(as, "name", d.Name, clip.Name)
 	as = append(as, slog.String("user", clip.String(d.User, clip.Name)))
-	str("identity", d.Identity, clip.Name)
-	str("queue", d.Queue, clip.Name)
-	str("check", d.Check, clip.Name)
-	str("field", d.Field, clip.Name)
+	as = appendString(as, "identity", d.Identity, clip.Name)
+	as = appendString(as, "queue", d.Queue, clip.Name)
+	as = appendString(as, "check", d.Check, clip.Name)
+	as = appendString(as, "field", d.Field, clip.Name)
 	if d.DryRun {
 		as = append(as, slog.Bool("dryRun", true))
 	}
 	return slog.Attr{Key: "denial", Value: slog.GroupValue(as...)}
+}
+
+// appendString appends key=v clipped to max, unless v is empty.
+func appendString(dst []slog.Attr, key, v string, max int) []slog.Attr {
+	if v == "" {
+		return dst
+	}
+	return append(dst, slog.String(key, clip.String(v, max)))
 }
 
 // NumAuditAttrs is the most attributes AppendAttrs appends.
@@ -219,11 +217,11 @@ func complete(st *State, req *admissionv1.AdmissionRequest, obj, old string, pre
 	if dc.name != "" && !needQueue {
 		return
 	}
-	ov, s, done, field := &pre.obj, obj, pre.objDone, "request.object"
+	ov, s, done, field := &pre.obj, obj, &pre.objDone, "request.object"
 	switch req.Operation {
 	case admissionv1.Create, admissionv1.Update:
 	case admissionv1.Delete:
-		ov, s, done, field = &pre.old, old, pre.oldDone, "request.oldObject"
+		ov, s, done, field = &pre.old, old, &pre.oldDone, "request.oldObject"
 	default:
 		return
 	}
@@ -236,9 +234,8 @@ func complete(st *State, req *admissionv1.AdmissionRequest, obj, old string, pre
 	if !needQueue {
 		return
 	}
-	var arr [4]target
 	placing := req.Operation != admissionv1.Delete
-	if ts, err := c.targets(k, req.Namespace, ov, placing, arr[:0]); err == nil && len(ts) > 0 {
+	if ts, err := c.targets(k, req.Namespace, ov, placing); err == nil && len(ts) > 0 {
 		dc.queue = ts[0].record()
 	}
 }

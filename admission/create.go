@@ -10,10 +10,10 @@ import (
 // create stamps the submitter's identity, keeps a trusted submitter's
 // user.info or copies a propagator's parent's, and checks the queues
 // with enforceQueueACLs.
-func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, obj string, pre *views, buf *[]byte) decision {
+func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, obj string, pre *views) decision {
 	c := st.cfg
 	ov := &pre.obj
-	if err := view(c, k, obj, ov, pre.objDone, "request.object"); err != nil {
+	if err := view(c, k, obj, ov, &pre.objDone, "request.object"); err != nil {
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: %v", err)
 	}
 	if k.layout != layoutPod && !ov.hasTemplate {
@@ -111,7 +111,7 @@ func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInf
 		dc.addWarning(fmt.Sprintf("usher: %s, the parent of %s, carries no annotation %s: %s is stamped with %q, the propagator's own identity "+
 			"(unstampedParents: propagatorIdentity)", pr.parent, place(k, req, ov), UserInfoAnnotation, place(k, req, ov), user))
 	}
-	dc, check := stamp(ctx, st, hook, k, req, ov, who, ui, how, dc, buf)
+	dc, check := stamp(ctx, st, hook, k, req, ov, who, ui, how, dc)
 	if !dc.allowed {
 		return dc
 	}

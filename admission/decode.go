@@ -29,10 +29,10 @@ type decodedReview struct {
 	reqResource      metav1.GroupVersionResource
 	dryRun           bool
 	obj, old         string
-	views            views // parsed in the same pass when request.kind came first (the API server's order)
+	views            views
 }
 
-// views are the request objects parsed ahead, and the group limit lim
+// views are the request objects once parsed, and the group limit lim
 // (nil: none) of request.userInfo, of which groups were counted.
 type views struct {
 	obj, old         objectView
@@ -72,7 +72,7 @@ const (
 
 // decodeReview decodes body (and s, the same bytes) sharing its memory; a
 // duplicate member is an error, as encoding/json would keep the last.
-func decodeReview(s string, body []byte, r *decodedReview, c *compiled) error {
+func decodeReview(s string, body []byte, r *decodedReview) error {
 	d := jsonscan.New(s)
 	if d.Null() {
 		return errors.New("the body is null, want an AdmissionReview object")
@@ -87,7 +87,7 @@ func decodeReview(s string, body []byte, r *decodedReview, c *compiled) error {
 		case 2:
 			if !d.Null() {
 				r.hasRequest = true
-				decodeRequest(&d, body, r, c)
+				decodeRequest(&d, body, r)
 			}
 		}
 	}
@@ -95,9 +95,8 @@ func decodeReview(s string, body []byte, r *decodedReview, c *compiled) error {
 	return d.Err()
 }
 
-func decodeRequest(d *jsonscan.Scanner, body []byte, r *decodedReview, c *compiled) {
+func decodeRequest(d *jsonscan.Scanner, body []byte, r *decodedReview) {
 	req := &r.req
-	s := d.Input()
 	m := d.Members("request", requestKeys)
 	for i := m.Next(); i >= 0; i = m.Next() {
 		switch i {
@@ -130,49 +129,30 @@ func decodeRequest(d *jsonscan.Scanner, body []byte, r *decodedReview, c *compil
 		case reqUserInfo:
 			decodeUserInfo(d, &req.UserInfo, &r.views)
 		case reqObject:
-			a, b := objectAhead(d, c, m.Seen(reqKind), req, &r.views.obj, &r.views.objDone)
-			if raw := s[a:b]; raw != "null" && d.Err() == nil {
-				r.obj = raw
-				req.Object.Raw = body[a:b:b]
-			}
+			r.obj = rawValue(d, body, &req.Object.Raw)
 		case reqOldObject:
-			a, b := objectAhead(d, c, m.Seen(reqKind), req, &r.views.old, &r.views.oldDone)
-			if raw := s[a:b]; raw != "null" && d.Err() == nil {
-				r.old = raw
-				req.OldObject.Raw = body[a:b:b]
-			}
+			r.old = rawValue(d, body, &req.OldObject.Raw)
 		case reqDryRun:
 			if v, set := d.BoolField("request.dryRun"); set {
 				r.dryRun = v
 				req.DryRun = &r.dryRun
 			}
 		case reqOptions:
-			a, b := d.RawValue()
-			if raw := s[a:b]; raw != "null" && d.Err() == nil {
-				req.Options.Raw = body[a:b:b]
-			}
+			rawValue(d, body, &req.Options.Raw)
 		}
 	}
 }
 
-// objectAhead skips the object at the scanner and returns its offsets,
-// parsing it into o (done) when request.kind named a handled kind.
-func objectAhead(d *jsonscan.Scanner, c *compiled, kindSeen bool, req *admissionv1.AdmissionRequest, o *objectView, done *bool) (start, end int) {
-	start = d.SkipSpace()
-	if c != nil && kindSeen && d.Err() == nil && d.Peek() == '{' {
-		if k := c.lookupKind(req.Kind.Group, req.Kind.Kind); k != nil {
-			saved := *d
-			objectValue(d, k, &c.wantKeys, o)
-			if d.Err() == nil {
-				*done = true
-				return start, d.Pos()
-			}
-			*d = saved
-			*o = objectView{}
-		}
+// rawValue skips the value at the scanner and returns its text, setting
+// dst to the same bytes of body; "" and dst unset when it is null.
+func rawValue(d *jsonscan.Scanner, body []byte, dst *[]byte) string {
+	a, b := d.RawValue()
+	raw := d.Input()[a:b]
+	if raw == "null" || d.Err() != nil {
+		return ""
 	}
-	d.Skip()
-	return start, d.Pos()
+	*dst = body[a:b:b]
+	return raw
 }
 
 func decodeGVK(d *jsonscan.Scanner, field string, gvk *metav1.GroupVersionKind) {

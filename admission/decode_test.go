@@ -56,7 +56,7 @@ func TestDecodeReviewMatchesEncodingJSON(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got decodedReview
-			if err := decodeReview(string(body), body, &got, nil); err != nil {
+			if err := decodeReview(string(body), body, &got); err != nil {
 				t.Fatal(err)
 			}
 			if got.apiVersion != want.APIVersion || got.kind != want.Kind {
@@ -73,46 +73,6 @@ func TestDecodeReviewMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
-// TestDecodeReviewParsesObjectsAhead: with a configuration, the objects are
-// parsed during the review pass, exactly as parsing them afterwards would.
-func TestDecodeReviewParsesObjectsAhead(t *testing.T) {
-	c := mustCompile(t, settings.Config{EnforceQueueACLs: true})
-	for name, body := range reviewFixtures(t) {
-		t.Run(name, func(t *testing.T) {
-			var rv decodedReview
-			if err := decodeReview(string(body), body, &rv, compile(c)); err != nil {
-				t.Fatal(err)
-			}
-			k := lookupKind(rv.req.Kind.Group, rv.req.Kind.Kind)
-			for _, o := range []struct {
-				raw  string
-				view *objectView
-				done bool
-			}{{rv.obj, &rv.views.obj, rv.views.objDone}, {rv.old, &rv.views.old, rv.views.oldDone}} {
-				var want objectView
-				err := errNoKind
-				if k != nil {
-					err = parseObject(o.raw, k, &compile(c).wantKeys, &want, "x")
-				}
-				if o.raw == "" || k == nil || (err != nil && !strings.Contains(err.Error(), "request.kind says")) {
-					if o.done {
-						t.Fatalf("object parsed ahead although it does not parse (%v)", err)
-					}
-					continue
-				}
-				if !o.done {
-					t.Fatalf("object not parsed ahead")
-				}
-				if !reflect.DeepEqual(*o.view, want) {
-					t.Fatalf("views differ:\n got %+v\nwant %+v", *o.view, want)
-				}
-			}
-		})
-	}
-}
-
-var errNoKind = os.ErrNotExist
-
 // FuzzDecodeReview: decoding never panics; a body the scanner accepts is
 // one encoding/json accepts too, into the same request (unless the body
 // relies on encoding/json's case-insensitive key matching, which usher,
@@ -124,10 +84,9 @@ func FuzzDecodeReview(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","userInfo":{"username":"x","groups":["g"],"extra":{}},"object":{"apiVersion":"v1","kind":"Pod"}}}`))
-	c := settings.MustCompile(settings.Config{EnforceQueueACLs: true, EnforceDeleteACLs: true})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var got decodedReview
-		if err := decodeReview(string(body), body, &got, compile(c)); err != nil {
+		if err := decodeReview(string(body), body, &got); err != nil {
 			return
 		}
 		var want admissionv1.AdmissionReview
@@ -212,7 +171,7 @@ func TestDuplicateMembersRefusedEverywhere(t *testing.T) {
 		review(`{"uid":"u","object":null,"object":{}}`),
 	} {
 		var rv decodedReview
-		err := decodeReview(body, []byte(body), &rv, compile(c))
+		err := decodeReview(body, []byte(body), &rv)
 		if err == nil || !strings.Contains(err.Error(), "duplicate member") {
 			t.Errorf("%s: err %v, want a duplicate member", body, err)
 		}

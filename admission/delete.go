@@ -17,7 +17,7 @@ func remove(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissi
 		return allowTrusted(verbDelete, t)
 	}
 	ov := &pre.old
-	if err := view(c, k, old, ov, pre.oldDone, "request.oldObject"); err != nil {
+	if err := view(c, k, old, ov, &pre.oldDone, "request.oldObject"); err != nil {
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: cannot tell who may delete %s %s: %v", k.kind, objectName(req, ov), err)
 	}
 	if ov.top.deleting {
@@ -80,10 +80,9 @@ func killRule(ctx context.Context, st *State, k *kindInfo, req *admissionv1.Admi
 	if pm.has(slotModifyACL) {
 		modifyACL = &pm.vals[slotModifyACL].s
 	}
-	var arr [4]target
-	ts, err := c.targets(k, req.Namespace, o, false, arr[:0])
+	ts, err := c.targets(k, req.Namespace, o, false)
 	if err != nil {
-		ts = append(arr[:0], target{queue: "root"}) // root's admins admin every queue
+		ts = []target{{queue: "root"}} // root's admins admin every queue
 		note += "; " + err.Error() + ", so only admins of root count as its queue admins"
 	}
 	if st.del == nil {

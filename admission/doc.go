@@ -21,8 +21,8 @@
 //     adds {"user":…,"groups":[…]} from the request's userInfo. With an
 //     IdentityResolver and stampGroups decided, the groups are the ones it
 //     decides, asked once per review, and DirectoryGroupsAnnotation lists
-//     the directory's (docs/identity.md). A stamp past MaxStampGroups,
-//     MaxStampBytes or the API server's 256 KiB of annotations is denied.
+//     the directory's (docs/identity.md). A stamp past settings.MaxStampGroups,
+//     settings.MaxStampBytes or the API server's 256 KiB of annotations is denied.
 //     When the directory cannot answer, the review is denied with
 //     enforceQueueACLs or stampGroupsOnError deny, else stamped with the
 //     API server's groups, marked degraded and warned. Objects created by

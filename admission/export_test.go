@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/internal/jsonscan"
@@ -176,53 +174,6 @@ func (h *Handler) respond(ctx context.Context, hook hookKind, req *admissionv1.A
 	if uids := req.UserInfo.Extra[podUIDExtra]; len(uids) == 1 {
 		rv.views.podUID = uids[0]
 	}
-	var buf []byte
-	dc := h.review(ctx, h.state(), hook, rv, &buf)
-	return dc.toResponse(string(req.UID))
-}
-
-// toResponse builds the AdmissionResponse for the decision (the
-// constructors Allowed, Patched and Denied in one place). A denial's
-// status carries the structured details (details), and a denial or a
-// warned denial the audit annotations (auditAnnotations).
-func (dc *decision) toResponse(uid string) *admissionv1.AdmissionResponse {
-	resp := &admissionv1.AdmissionResponse{UID: types.UID(uid), Allowed: dc.allowed}
-	if !dc.allowed {
-		resp.Result = &metav1.Status{
-			Status:  metav1.StatusFailure,
-			Message: dc.reason(),
-			Reason:  dc.statusReason(),
-			Details: dc.details(),
-			Code:    dc.code,
-		}
-	}
-	if len(dc.patch) > 0 {
-		resp.Patch = append([]byte(nil), dc.patch...)
-		pt := admissionv1.PatchTypeJSONPatch
-		resp.PatchType = &pt
-	}
-	if dc.cause != "" {
-		resp.AuditAnnotations = map[string]string{AuditKeyDecision: dc.decisionWord(), AuditKeyReason: string(dc.cause)}
-		if dc.queue != "" {
-			resp.AuditAnnotations[AuditKeyQueue] = dc.queue
-		}
-	}
-	if dc.warning != "" {
-		resp.Warnings = []string{dc.warning}
-	}
-	return resp
-}
-
-// details is a denial's metav1.StatusDetails: the object (name, group,
-// kind; no name for an object created with generateName, which has none
-// yet) and one cause whose type is the Cause, whose field is the field
-// that decided and whose message is the queue. nil when the denial has no
-// cause.
-func (dc *decision) details() *metav1.StatusDetails {
-	if dc.cause == "" {
-		return nil
-	}
-	d := &metav1.StatusDetails{Name: detailName(dc.name), Group: dc.group, Kind: dc.kind,
-		Causes: []metav1.StatusCause{{Type: metav1.CauseType(dc.cause), Message: dc.queue, Field: dc.field}}}
-	return d
+	dc := h.review(ctx, h.state(), hook, rv)
+	return dc.toResponse(req.UID)
 }

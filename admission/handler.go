@@ -142,13 +142,13 @@ func NewHandler(state func() *State, opts ...Option) *Handler {
 	return h
 }
 
-// review decides rv with st, building the patch in buf, and reports it.
-func (h *Handler) review(ctx context.Context, st *State, hook hookKind, rv *decodedReview, buf *[]byte) decision {
+// review decides rv with st and reports it.
+func (h *Handler) review(ctx context.Context, st *State, hook hookKind, rv *decodedReview) decision {
 	req, pre := &rv.req, &rv.views
 	var notes *lookupNotes
 	if h.audit != nil && (st.cfg.EnforceQueue || st.cfg.EnforceDelete || st.ident != nil) {
-		notes = &lookupNotes{Context: ctx}
-		ctx = notes
+		notes = &lookupNotes{}
+		ctx = context.WithValue(ctx, lookupKey{}, notes)
 	}
 	var dc decision
 	switch n := max(pre.groups, len(req.UserInfo.Groups)); {
@@ -158,7 +158,7 @@ func (h *Handler) review(ctx context.Context, st *State, hook hookKind, rv *deco
 		// The caller has gone: no authorizer or resolver is asked.
 		dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: the request ended before it was decided (%v); denied", context.Cause(ctx))
 	default:
-		dc = decide(ctx, st, &h.reads, hook, req, rv.obj, rv.old, pre, buf)
+		dc = decide(ctx, st, &h.reads, hook, req, rv.obj, rv.old, pre)
 	}
 	dc.lookup = notes.String()
 	complete(st, req, rv.obj, rv.old, pre, &dc)
@@ -175,7 +175,7 @@ type submitter struct {
 }
 
 // decide is the admission logic.
-func decide(ctx context.Context, st *State, rd *reads, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views, buf *[]byte) decision {
+func decide(ctx context.Context, st *State, rd *reads, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views) decision {
 	c := st.cfg
 	if isEviction(req) {
 		return evict(ctx, st, req)
@@ -199,7 +199,7 @@ func decide(ctx context.Context, st *State, rd *reads, hook hookKind, req *admis
 	}
 	switch op {
 	case admissionv1.Create:
-		return create(ctx, st, rd, hook, k, req, obj, pre, buf)
+		return create(ctx, st, rd, hook, k, req, obj, pre)
 	case admissionv1.Update:
 		return update(ctx, st, rd.owners, k, req, obj, old, pre)
 	}

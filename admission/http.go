@@ -30,8 +30,8 @@ type httpHandler struct {
 
 // scratch holds the per-request buffers, pooled.
 type scratch struct {
-	body, out, patch []byte
-	rv               decodedReview
+	body []byte
+	rv   decodedReview
 }
 
 var (
@@ -79,7 +79,7 @@ func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := h.state()
 	rv := &sc.rv // zeroed by putScratch
 	rv.views.lim = &h.groups
-	if err := decodeReview(s, body, rv, st.cfg); err != nil {
+	if err := decodeReview(s, body, rv); err != nil {
 		h.httpError(w, r, x.hook, httpStatusBadRequest, "the body is not an AdmissionReview: "+err.Error())
 		return
 	}
@@ -100,11 +100,10 @@ func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if u, ok := w.(UIDRecorder); ok {
 		u.RecordUID(string(rv.req.UID))
 	}
-	dc := h.review(r.Context(), st, x.hook, rv, &sc.patch)
-	sc.out = appendReview(sc.out[:0], rv.req.UID, &dc)
+	dc := h.review(r.Context(), st, x.hook, rv)
 	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(sc.out)
+	_, _ = w.Write(encodeReview(rv.req.UID, &dc))
 }
 
 // UIDRecorder is a ResponseWriter told the review's UID once decoded (an edge that recovers panics).
@@ -117,15 +116,12 @@ func WriteFailure(w http.ResponseWriter, uid string, recovered any) {
 	dc.bound()
 	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(appendReview(nil, types.UID(uid), &dc))
+	_, _ = w.Write(encodeReview(types.UID(uid), &dc))
 }
 
 func (h *Handler) putScratch(sc *scratch) {
 	if cap(sc.body) > maxPooledBufferBytes {
 		sc.body = nil
-	}
-	if cap(sc.out) > maxPooledBufferBytes {
-		sc.out = nil
 	}
 	sc.rv = decodedReview{}
 	h.pool.Put(sc)

@@ -9,19 +9,10 @@ import (
 
 type lookupKey struct{}
 
-// lookupNotes collects a review's NoteLookup notes for Record.Lookup; it
-// is the review's context too, so that carrying it costs one allocation.
+// lookupNotes collects a review's NoteLookup notes for Record.Lookup.
 type lookupNotes struct {
-	context.Context
 	mu    sync.Mutex
 	notes []string
-}
-
-func (n *lookupNotes) Value(key any) any {
-	if key == (lookupKey{}) {
-		return n
-	}
-	return n.Context.Value(key)
 }
 
 // NoteLookup records, once, how the submitter of ctx's review was

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 
@@ -56,10 +57,12 @@ var kinds = [...]kindInfo{
 }
 
 // lookupKind returns the handled kind, or nil; the group matters (Volcano's Job is not a batch/v1 Job).
-func lookupKind(group, kind string) *kindInfo {
-	for i := range kinds {
-		if kinds[i].kind == kind && kinds[i].group == group {
-			return &kinds[i]
+func lookupKind(group, kind string) *kindInfo { return findKind(kinds[:], group, kind) }
+
+func findKind(ks []kindInfo, group, kind string) *kindInfo {
+	for i := range ks {
+		if ks[i].kind == kind && ks[i].group == group {
+			return &ks[i]
 		}
 	}
 	return nil
@@ -83,15 +86,7 @@ type compiled struct {
 
 // lookupKind is lookupKind, then c's custom resources.
 func (c *compiled) lookupKind(group, kind string) *kindInfo {
-	if k := lookupKind(group, kind); k != nil {
-		return k
-	}
-	for i := range c.custom {
-		if c.custom[i].kind == kind && c.custom[i].group == group {
-			return &c.custom[i]
-		}
-	}
-	return nil
+	return cmp.Or(lookupKind(group, kind), findKind(c.custom, group, kind))
 }
 
 // wantKeys are the labels and annotations the decoder reads, and the number of slots.
@@ -225,16 +220,6 @@ func parseObject(s string, k *kindInfo, w *wantKeys, o *objectView, field string
 		d.Object("")
 		return fmt.Errorf("%s is not a JSON object: %w", field, d.Err())
 	}
-	objectValue(&d, k, w, o)
-	d.End()
-	if d.Err() != nil {
-		return fmt.Errorf("%s is not a valid %s: %w", field, k.kind, d.Err())
-	}
-	return checkObjectKind(o, k, field)
-}
-
-// objectValue parses the object at the scanner's position into o.
-func objectValue(d *jsonscan.Scanner, k *kindInfo, w *wantKeys, o *objectView) {
 	o.layout = k.layout
 	m := d.Members("", objectKeys)
 	for i := m.Next(); i >= 0; i = m.Next() {
@@ -244,34 +229,28 @@ func objectValue(d *jsonscan.Scanner, k *kindInfo, w *wantKeys, o *objectView) {
 		case 1:
 			o.kind = d.StringField("kind")
 		case 2:
-			parseMeta(d, &topMetaPaths, w, &o.top)
+			parseMeta(&d, &topMetaPaths, w, &o.top)
 		case 3:
 			switch k.layout {
 			case layoutPod:
-				objectOrNull(d, "spec")
+				objectOrNull(&d, "spec")
 			case layoutTemplate:
-				parseWorkloadSpec(d, &workloadSpecPaths, w, o)
+				parseWorkloadSpec(&d, &workloadSpecPaths, w, o)
 			case layoutCronJob:
-				parseCronSpec(d, w, o)
+				parseCronSpec(&d, w, o)
 			}
 		}
 	}
-}
-
-// checkObjectKind checks that a parsed object is of kind k.
-func checkObjectKind(o *objectView, k *kindInfo, field string) error {
-	if o.kind != k.kind || o.apiVersion != k.apiVersion {
-		return fmt.Errorf("%s is a %s, want %s %s as request.kind says",
-			field, describeGVK(o.apiVersion, o.kind), k.apiVersion, k.kind)
+	d.End()
+	switch {
+	case d.Err() != nil:
+		return fmt.Errorf("%s is not a valid %s: %w", field, k.kind, d.Err())
+	case o.kind == k.kind && o.apiVersion == k.apiVersion:
+		return nil
+	case o.kind == "" && o.apiVersion == "":
+		return fmt.Errorf("%s is a object without apiVersion and kind, want %s %s as request.kind says", field, k.apiVersion, k.kind)
 	}
-	return nil
-}
-
-func describeGVK(apiVersion, kind string) string {
-	if apiVersion == "" && kind == "" {
-		return "object without apiVersion and kind"
-	}
-	return strconv.Quote(apiVersion) + " " + strconv.Quote(kind)
+	return fmt.Errorf("%s is a %q %q, want %s %s as request.kind says", field, o.apiVersion, o.kind, k.apiVersion, k.kind)
 }
 
 // objectOrNull checks that the value is an object or null and skips it.
@@ -424,11 +403,15 @@ func nameOf(req *admissionv1.AdmissionRequest, o *objectView) string {
 	return o.top.name
 }
 
-// view parses s into o unless done already did.
-func view(c *compiled, k *kindInfo, s string, o *objectView, done bool, field string) error {
-	if done {
-		return checkObjectKind(o, k, field)
+// view parses s into o unless done (nil: never) says it has been.
+func view(c *compiled, k *kindInfo, s string, o *objectView, done *bool, field string) error {
+	if done != nil && *done {
+		return nil
 	}
 	*o = objectView{}
-	return parseObject(s, k, &c.wantKeys, o, field)
+	err := parseObject(s, k, &c.wantKeys, o, field)
+	if done != nil {
+		*done = err == nil
+	}
+	return err
 }

@@ -94,7 +94,8 @@ func providedQueue(v string) string {
 // acts), and the default queue ("") when a pod-level scheduler finds none
 // of its markers or none names a queue. With placing (the queue check),
 // YuniKorn's markers are left to its placement rules.
-func (c *compiled) targets(k *kindInfo, ns string, o *objectView, placing bool, dst []target) ([]target, error) {
+func (c *compiled) targets(k *kindInfo, ns string, o *objectView, placing bool) ([]target, error) {
+	var dst []target
 	levels, names, n := o.markerLevels(k)
 	for li, m := range levels[:n] {
 		for i := range c.Sources {
@@ -197,16 +198,14 @@ func withQueueCheck(ctx context.Context, st *State, k *kindInfo, req *admissionv
 func checkQueues(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc *decision) *decision {
 	c := st.cfg
 	ns := req.Namespace
-	var arr [4]target
-	ts, err := c.targets(k, ns, nv, true, arr[:0])
+	ts, err := c.targets(k, ns, nv, true)
 	if err != nil {
 		dc := deny(CauseUnknownQueue, httpStatusBadRequest, "usher: %s %s: %v", k.kind, objectName(req, nv), err)
 		dc.check = CheckSubmit
 		return &dc
 	}
 	if ov != nil {
-		var oldArr [4]target
-		olds, err := c.targets(k, ns, ov, true, oldArr[:0])
+		olds, err := c.targets(k, ns, ov, true)
 		if err == nil {
 			ts = slices.DeleteFunc(ts, func(t target) bool {
 				return slices.ContainsFunc(olds, func(o target) bool { return o.same(&t) })

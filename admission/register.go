@@ -64,13 +64,7 @@ func Registration(c settings.Config, in Install) (*arv1.MutatingWebhookConfigura
 	}
 	rules := func(suffix string, ops ...arv1.OperationType) []arv1.RuleWithOperations {
 		scope := arv1.NamespacedScope
-		var out []arv1.RuleWithOperations
-		for _, w := range settings.Workloads {
-			if len(out) == 0 || out[len(out)-1].APIGroups[0] != w.Group {
-				out = append(out, arv1.RuleWithOperations{Operations: ops, Rule: arv1.Rule{APIGroups: []string{w.Group}, APIVersions: []string{"v1"}, Scope: &scope}})
-			}
-			out[len(out)-1].Resources = append(out[len(out)-1].Resources, w.Resource+suffix)
-		}
+		out := settings.WorkloadRules(suffix, ops...)
 		for _, r := range c.CustomResources {
 			out = append(out, arv1.RuleWithOperations{Operations: ops, Rule: arv1.Rule{APIGroups: []string{r.Group}, APIVersions: []string{r.Version},
 				Resources: []string{r.Resource + suffix}, Scope: &scope}})

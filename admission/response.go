@@ -1,20 +1,19 @@
 package admission
 
 import (
-	"encoding/base64"
+	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/internal/clip"
-	"github.com/usherhq/usher/internal/jsonscan"
 )
 
-// decision is the one outcome of a review, rendered by appendReview and Handler.record.
+// decision is the one outcome of a review, rendered by encodeReview and Handler.record.
 type decision struct {
 	allowed bool
 	rule    Rule
@@ -94,7 +93,7 @@ func (dc *decision) reason() string {
 	case !dc.allowed:
 		return dc.message
 	case dc.rule == RuleTrustedDeleter && dc.verb < numVerbs && dc.trust < numTrusts:
-		return trustedReasons[dc.verb][dc.trust]
+		return [numVerbs]string{"delete", "eviction", "binding"}[dc.verb] + " by " + dc.trust.String()
 	case dc.rule == RuleKillRule && dc.message != "":
 		return dc.message
 	case (dc.rule == RuleEvictionByAdmin || dc.rule == RuleBindingByAdmin) && dc.message != "":
@@ -141,72 +140,40 @@ func detailName(name string) string {
 	return name
 }
 
-// appendReview appends the AdmissionReview answering uid with dc, as encoding/json would.
-func appendReview(dst []byte, uid types.UID, dc *decision) []byte {
-	dst = append(dst, `{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","response":{"uid":`...)
-	dst = jsonscan.AppendString(dst, string(uid))
-	if dc.allowed {
-		dst = append(dst, `,"allowed":true`...)
-	} else {
-		dst = append(dst, `,"allowed":false,"status":{"metadata":{},"status":"Failure","message":`...)
-		dst = jsonscan.AppendString(dst, dc.reason())
-		dst = append(dst, `,"reason":`...)
-		dst = jsonscan.AppendString(dst, string(dc.statusReason()))
+// encodeReview encodes the AdmissionReview answering uid with dc, and a newline.
+func encodeReview(uid types.UID, dc *decision) []byte {
+	b, _ := json.Marshal(&admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: reviewAPIVersion, Kind: reviewKind},
+		Response: dc.toResponse(uid),
+	})
+	return append(b, '\n')
+}
+
+// toResponse builds the AdmissionResponse for dc: a denial's status
+// carries the structured details, a denial or a warned denial the audit annotations.
+func (dc *decision) toResponse(uid types.UID) *admissionv1.AdmissionResponse {
+	resp := &admissionv1.AdmissionResponse{UID: uid, Allowed: dc.allowed}
+	if !dc.allowed {
+		resp.Result = &metav1.Status{Status: metav1.StatusFailure, Message: dc.reason(), Reason: dc.statusReason(), Code: dc.code}
 		if dc.cause != "" {
-			dst = append(dst, `,"details":{`...)
-			sep := byte(0)
-			member := func(key, v string) {
-				if v == "" {
-					return
-				}
-				if sep != 0 {
-					dst = append(dst, sep)
-				}
-				sep = ','
-				dst = append(dst, '"')
-				dst = append(dst, key...)
-				dst = append(dst, `":`...)
-				dst = jsonscan.AppendString(dst, v)
-			}
-			member("name", detailName(dc.name))
-			member("group", dc.group)
-			member("kind", dc.kind)
-			if sep != 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(dst, `"causes":[{`...)
-			sep = 0
-			member("reason", string(dc.cause))
-			member("message", dc.queue)
-			member("field", dc.field)
-			dst = append(dst, "}]}"...)
+			resp.Result.Details = &metav1.StatusDetails{Name: detailName(dc.name), Group: dc.group, Kind: dc.kind,
+				Causes: []metav1.StatusCause{{Type: metav1.CauseType(dc.cause), Message: dc.queue, Field: dc.field}}}
 		}
-		dst = append(dst, `,"code":`...)
-		dst = strconv.AppendInt(dst, int64(dc.code), 10)
-		dst = append(dst, '}')
 	}
 	if len(dc.patch) > 0 {
-		dst = append(dst, `,"patch":"`...)
-		dst = base64.StdEncoding.AppendEncode(dst, dc.patch)
-		dst = append(dst, `","patchType":"JSONPatch"`...)
+		pt := admissionv1.PatchTypeJSONPatch
+		resp.Patch, resp.PatchType = dc.patch, &pt
 	}
 	if dc.cause != "" {
-		dst = append(dst, `,"auditAnnotations":{"`+AuditKeyDecision+`":`...)
-		dst = jsonscan.AppendString(dst, dc.decisionWord())
+		resp.AuditAnnotations = map[string]string{AuditKeyDecision: dc.decisionWord(), AuditKeyReason: string(dc.cause)}
 		if dc.queue != "" {
-			dst = append(dst, `,"`+AuditKeyQueue+`":`...)
-			dst = jsonscan.AppendString(dst, dc.queue)
+			resp.AuditAnnotations[AuditKeyQueue] = dc.queue
 		}
-		dst = append(dst, `,"`+AuditKeyReason+`":`...)
-		dst = jsonscan.AppendString(dst, string(dc.cause))
-		dst = append(dst, '}')
 	}
 	if dc.warning != "" {
-		dst = append(dst, `,"warnings":[`...)
-		dst = jsonscan.AppendString(dst, dc.warning)
-		dst = append(dst, ']')
+		resp.Warnings = []string{dc.warning}
 	}
-	return append(dst, "}}\n"...)
+	return resp
 }
 
 // Bounds of a decision's message or warning and of a name, queue or

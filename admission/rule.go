@@ -109,14 +109,3 @@ const (
 	verbBinding
 	numVerbs
 )
-
-// trustedReasons holds every trusted deleter's reason ("delete by a
-// trusted controller"), built once so that recording one allocates nothing.
-var trustedReasons = func() (t [numVerbs][numTrusts]string) {
-	for v, verb := range [numVerbs]string{"delete", "eviction", "binding"} {
-		for tr := range numTrusts {
-			t[v][tr] = verb + " by " + tr.String()
-		}
-	}
-	return t
-}()

@@ -22,12 +22,6 @@ const DirectoryGroupsAnnotation = settings.DirectoryGroupsAnnotation
 
 const directoryUnavailable = "unavailable"
 
-// Limits of a stamp: past them a review is denied, never stamped with a cut list.
-const (
-	MaxStampGroups = 2048
-	MaxStampBytes  = 64 << 10
-)
-
 // stampHow says what usher may do with a CREATE's user.info.
 type stampHow uint8
 
@@ -42,7 +36,7 @@ const (
 // IdentityResolver once about who, and returns dc with the patch (or the
 // denial) and the identity the queue check uses.
 func stamp(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView,
-	who submitter, ui *UserInfo, how stampHow, dc decision, buf *[]byte) (decision, submitter) {
+	who submitter, ui *UserInfo, how stampHow, dc decision) (decision, submitter) {
 	c := st.cfg
 	pm := ov.pod()
 	check := who
@@ -82,7 +76,7 @@ func stamp(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *admi
 		return userInfoDenial(k, deny(CauseUserInfoForged, httpStatusForbidden, "usher: user %q may not set annotation %s on %s: only usher writes it, beside the user.info it stamps",
 			req.UserInfo.Username, DirectoryGroupsAnnotation, place(k, req, ov))), check
 	}
-	info := settings.AppendUserInfo((*buf)[:0], who.user, groups)
+	info := settings.AppendUserInfo(nil, who.user, groups)
 	if hook == hookValidate {
 		// /validate writes nothing: the stamp must be the one /mutate writes.
 		if how == stampSame {
@@ -109,10 +103,7 @@ func stamp(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *admi
 	if len(k.templates) > 0 {
 		dc.written = [2]string{string(info), string(dir)}
 	}
-	n := len(info)
-	b := appendStampPatch(info, k, pm, info[:n], dir)
-	*buf = b
-	dc.patch = b[n:]
+	dc.patch = stampPatch(k, pm, info, dir)
 	return dc, check
 }
 
@@ -181,10 +172,10 @@ func without(list, drop []string) []string {
 
 // stampLimits denies a stamp past its limits or the API server's total of annotations.
 func stampLimits(k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView, info, dir []byte, groups int) *decision {
-	if groups > MaxStampGroups || len(info) > MaxStampBytes {
+	if groups > settings.MaxStampGroups || len(info) > settings.MaxStampBytes {
 		dc := userInfoDenial(k, deny(CauseUserInfoInvalid, httpStatusBadRequest, "usher: the identity to stamp on %s holds %d groups in %d bytes: "+
 			"a stamp holds at most %d groups and %d KiB, and usher never cuts the list it decided with",
-			place(k, req, ov), groups, len(info), MaxStampGroups, MaxStampBytes>>10))
+			place(k, req, ov), groups, len(info), settings.MaxStampGroups, settings.MaxStampBytes>>10))
 		return &dc
 	}
 	pm := ov.pod()

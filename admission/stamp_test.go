@@ -35,7 +35,7 @@ func (f *fakeDirectory) Identify(_ context.Context, _, user string, groups []str
 	if f.err != nil {
 		return identity.Info{}, f.err
 	}
-	return identity.Complete(context.Background(), identity.ModeMerge, resolverFunc(func(_ context.Context, u string) (identity.Info, error) {
+	return (*identity.Policy)(nil).Complete(context.Background(), identity.ModeMerge, resolverFunc(func(_ context.Context, u string) (identity.Info, error) {
 		in := identity.Info{User: u, Groups: f.table[u]}
 		for range in.Groups {
 			in.Sources = append(in.Sources, "file")

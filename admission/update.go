@@ -12,10 +12,10 @@ import (
 func update(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req *admissionv1.AdmissionRequest, obj, old string, pre *views) decision {
 	c := st.cfg
 	nv, ov := &pre.obj, &pre.old
-	if err := view(c, k, obj, nv, pre.objDone, "request.object"); err != nil {
+	if err := view(c, k, obj, nv, &pre.objDone, "request.object"); err != nil {
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: %v", err)
 	}
-	if err := view(c, k, old, ov, pre.oldDone, "request.oldObject"); err != nil {
+	if err := view(c, k, old, ov, &pre.oldDone, "request.oldObject"); err != nil {
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: %v", err)
 	}
 	np, op := nv.pod(), ov.pod()

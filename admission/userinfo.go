@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -124,41 +125,30 @@ func escapePointer(token string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(token)
 }
 
-// appendStampPatch appends the JSON Patch that sets user.info to info
-// (and DirectoryGroupsAnnotation to a non-nil dir) on k's pod metadata.
-func appendStampPatch(dst []byte, k *kindInfo, m *metaView, info, dir []byte) []byte {
-	dst = append(dst, `[{"op":"add","path":`...)
-	entries := func(dst []byte) []byte {
-		dst = jsonscan.AppendString(dst, UserInfoAnnotation)
-		dst = append(dst, ':')
-		dst = jsonscan.AppendString(dst, info)
-		if dir != nil {
-			dst = append(dst, ',')
-			dst = jsonscan.AppendString(dst, DirectoryGroupsAnnotation)
-			dst = append(dst, ':')
-			dst = jsonscan.AppendString(dst, dir)
-		}
-		return dst
+// stampPatch is the JSON Patch that sets user.info to info (and
+// DirectoryGroupsAnnotation to a non-nil dir) on k's pod metadata.
+func stampPatch(k *kindInfo, m *metaView, info, dir []byte) []byte {
+	type op struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		Value any    `json:"value"`
 	}
+	ann := struct {
+		Info string `json:"yunikorn.apache.org/user.info"`
+		Dir  string `json:"usher.io/directory-groups,omitempty"`
+	}{string(info), string(dir)}
+	var ops []op
 	switch {
 	case m.annotations:
-		dst = jsonscan.AppendString(dst, k.annotationPath)
-		dst = append(dst, `,"value":`...)
-		dst = jsonscan.AppendString(dst, info)
+		ops = append(ops, op{"add", k.annotationPath, ann.Info})
 		if dir != nil {
-			dst = append(dst, `},{"op":"add","path":`...)
-			dst = jsonscan.AppendString(dst, k.dirPath)
-			dst = append(dst, `,"value":`...)
-			dst = jsonscan.AppendString(dst, dir)
+			ops = append(ops, op{"add", k.dirPath, ann.Dir})
 		}
 	case m.present:
-		dst = jsonscan.AppendString(dst, k.annotationsPath)
-		dst = append(dst, `,"value":{`...)
-		dst = append(entries(dst), '}')
+		ops = append(ops, op{"add", k.annotationsPath, ann})
 	default:
-		dst = jsonscan.AppendString(dst, k.metaPath)
-		dst = append(dst, `,"value":{"annotations":{`...)
-		dst = append(entries(dst), "}}"...)
+		ops = append(ops, op{"add", k.metaPath, map[string]any{"annotations": ann}})
 	}
-	return append(dst, "}]"...)
+	b, _ := json.Marshal(ops)
+	return b
 }

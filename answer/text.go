@@ -9,7 +9,6 @@ import (
 
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/application"
-	"github.com/usherhq/usher/decision"
 	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/placement"
@@ -25,7 +24,7 @@ func Verdict(w io.Writer, allowed bool, reason string) {
 // verdict, the identity and every ACL consulted.
 func Explain(w io.Writer, res engine.Result, steps []policy.Step) {
 	Verdict(w, res.Allowed, res.Reason())
-	decision.IdentityText(w, res.Identity)
+	identityText(w, res.Identity)
 	aclTrail(w, res.Action, res.Queue, steps)
 }
 
@@ -35,7 +34,7 @@ func Explain(w io.Writer, res engine.Result, steps []policy.Step) {
 func ExplainPlaced(w io.Writer, res *engine.PlaceResult) {
 	Verdict(w, res.Placed, PlaceReason(res))
 	placementTrail(w, res.Rules, res.Result)
-	decision.IdentityText(w, res.Identity)
+	identityText(w, res.Identity)
 	if res.Placed {
 		aclTrail(w, policy.Submit, res.Decisive(), res.Steps)
 	}
@@ -110,7 +109,7 @@ func placementTrail(w io.Writer, rules *placement.Rules, res placement.Result) {
 }
 
 func appTrail(w io.Writer, in identity.Info, app application.Application, d application.Decision) {
-	decision.IdentityText(w, in)
+	identityText(w, in)
 	fmt.Fprintf(w, "\napplication %s: owner %s, queue %s\n", cmp.Or(app.ID, "(no id)"), d.Owner, d.Queue)
 	if d.Action != application.Move {
 		fmt.Fprintf(w, "\nchecks for %v (in this order; the first that allows decides):\n", d.Action)
@@ -194,5 +193,32 @@ func verdict(d application.Decision, s application.Step) string {
 		return "grants nothing"
 	default:
 		return "no match"
+	}
+}
+
+// identityText writes the identity as explain prints it: the user, how it
+// was looked up, and each group with where it came from.
+func identityText(w io.Writer, in identity.Info) {
+	fmt.Fprintf(w, "\nidentity:\n  user    %s\n", in.User)
+	if in.Lookup.Name != "" {
+		fmt.Fprintf(w, "  lookup  as %s (namemapping rule %d); ACLs match %s\n", in.Lookup.Name, in.Lookup.Rule, in.User)
+	}
+	switch in.Lookup.Outcome {
+	case identity.OutcomeSkipped:
+		fmt.Fprintf(w, "  lookup  none: names starting with %q are not looked up (skip); the given groups only\n", in.Lookup.Detail)
+	case identity.OutcomeOverride:
+		fmt.Fprintln(w, "  lookup  none: a static override gives the groups")
+	case identity.OutcomeUnknownGiven:
+		fmt.Fprintf(w, "  lookup  unknown user, decided on the given groups alone (unknownuser given-groups): %s\n", in.Lookup.Detail)
+	}
+	if len(in.Groups) == 0 {
+		fmt.Fprintln(w, "  groups  (none)")
+	}
+	for i, g := range in.Groups {
+		label := "        "
+		if i == 0 {
+			label = "  groups"
+		}
+		fmt.Fprintf(w, "%s  %s (%s)\n", label, g, in.SourceOf(i))
 	}
 }

@@ -209,47 +209,45 @@ func (p Policy) Decide(app Application, sub *acl.Subject, action Action, target 
 			return d, fmt.Errorf("application owner: %w", err)
 		}
 	}
-	queue, err := p.Partition.QueuePath(app.Queue)
+	q, err := p.Partition.Lookup(app.Queue)
 	if err != nil && app.UnknownQueueAsRoot && errors.Is(err, policy.ErrUnknownQueue) {
 		d.UnknownQueue = app.Queue
-		queue, err = p.Partition.QueuePath("root")
+		q, err = p.Partition.Lookup("root")
 	}
 	if err != nil {
 		return d, err
 	}
-	d.Queue = queue
+	d.Queue = q.Path()
 	if action != Move {
-		r := p.rights(queue, app, sub, action)
+		r := p.rights(q, app, sub, action)
 		d.Requirements = []Requirement{r}
 		d.Allowed = r.Met
 		return d, nil
 	}
-	if d.Target, err = p.Partition.QueuePath(target); err != nil {
+	t, err := p.Partition.Lookup(target)
+	d.Target = t.Path()
+	if err != nil {
 		return d, fmt.Errorf("target: %w", err)
 	}
-	mod := p.rights(queue, app, sub, Modify)
+	mod := p.rights(q, app, sub, Modify)
 	mod.Need = NeedModify
-	d.Requirements = []Requirement{
-		p.submit(NeedSourceQueue, queue, sub),
-		p.submit(NeedTargetQueue, d.Target, sub),
-		mod,
-	}
+	d.Requirements = []Requirement{submit(NeedSourceQueue, q, sub), submit(NeedTargetQueue, t, sub), mod}
 	d.Allowed = d.Requirements[0].Met && d.Requirements[1].Met && mod.Met
 	return d, nil
 }
 
-func (p Policy) submit(need Need, queue string, sub *acl.Subject) Requirement {
-	pd, _ := p.Partition.Decide(queue, sub, policy.Submit) // the queue was looked up already
-	st := Step{Rule: QueueSubmit, Queue: queue, Reached: true, Allowed: pd.Allowed}
+func submit(need Need, q policy.QueueRef, sub *acl.Subject) Requirement {
+	pd := q.Decide(sub, policy.Submit)
+	st := Step{Rule: QueueSubmit, Queue: q.Path(), Reached: true, Allowed: pd.Allowed}
 	if pd.Allowed {
 		st.Grant, st.Match = pd.By, pd.By.Match
 	}
-	return Requirement{Need: need, Queue: queue, Met: pd.Allowed, Steps: []Step{st}}
+	return Requirement{Need: need, Queue: q.Path(), Met: pd.Allowed, Steps: []Step{st}}
 }
 
 // rights makes the checks that grant action (View, Modify or Kill), in
 // order; those after the one that allowed are recorded as not reached.
-func (p Policy) rights(queue string, app Application, sub *acl.Subject, action Action) Requirement {
+func (p Policy) rights(q policy.QueueRef, app Application, sub *acl.Subject, action Action) Requirement {
 	r := Requirement{Need: NeedAction, Steps: make([]Step, 0, 6)}
 	add := func(st Step) {
 		if r.Met {
@@ -265,22 +263,17 @@ func (p Policy) rights(queue string, app Application, sub *acl.Subject, action A
 	}
 	add(owner)
 	// One admin decision covers the queue adminacls, then the partition's;
-	// a denial is explained to record the partition adminacl in the trail.
-	qa, ca := Step{Rule: QueueAdmin, Queue: queue}, Step{Rule: ClusterAdmin}
+	// a denial records the partition adminacl in the trail.
+	qa, ca := Step{Rule: QueueAdmin, Queue: q.Path()}, Step{Rule: ClusterAdmin}
 	if !r.Met {
-		admin, _ := p.Partition.Decide(queue, sub, policy.Admin)
+		admin := q.Decide(sub, policy.Admin)
 		switch {
 		case admin.Allowed && admin.By.ACL == policy.ClusterAdminACL:
 			ca.ACL, ca.Allowed, ca.Match, ca.Grant = admin.By.Rule, true, admin.By.Match, admin.By
 		case admin.Allowed:
 			qa.Allowed, qa.Match, qa.Grant = true, admin.By.Match, admin.By
 		default:
-			_, trail, _ := p.Partition.Explain(queue, sub, policy.Admin)
-			for _, s := range trail {
-				if s.ACL == policy.ClusterAdminACL {
-					ca.ACL = s.Rule
-				}
-			}
+			ca.ACL = p.Partition.AdminACL()
 		}
 	}
 	add(qa)

@@ -8,9 +8,10 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
+	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -43,23 +44,18 @@ func LoadKubeConfig(kubeconfig string) (*rest.Config, error) {
 }
 
 // KubeReviewer sends TokenReviews and SubjectAccessReviews to a
-// Kubernetes API server. It knows only those two types, so it does not
-// pull every API group's client into usher.
+// Kubernetes API server.
 type KubeReviewer struct {
-	authn, authz *rest.RESTClient
+	authn *authenticationv1client.AuthenticationV1Client
+	authz *authorizationv1client.AuthorizationV1Client
 }
 
 // NewKubeReviewer returns a reviewer using cfg, allowing (unless cfg says
 // otherwise) 200 requests a second with bursts of 400, as kube-apiserver's
 // delegated authentication does.
 func NewKubeReviewer(cfg *rest.Config) (*KubeReviewer, error) {
-	scheme := runtime.NewScheme()
-	add := runtime.NewSchemeBuilder(authenticationv1.AddToScheme, authorizationv1.AddToScheme)
-	if err := add.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	codecs := serializer.NewCodecFactory(scheme)
 	base := rest.CopyConfig(cfg)
+	base.ContentType = runtime.ContentTypeJSON
 	if base.QPS == 0 {
 		base.QPS, base.Burst = 200, 400
 	}
@@ -76,19 +72,11 @@ func NewKubeReviewer(cfg *rest.Config) (*KubeReviewer, error) {
 	hc.CheckRedirect = func(req *http.Request, _ []*http.Request) error {
 		return fmt.Errorf("the API server redirected to %q, which usher does not follow", req.URL.Redacted())
 	}
-	mk := func(gv schema.GroupVersion) (*rest.RESTClient, error) {
-		c := rest.CopyConfig(base)
-		c.GroupVersion = &gv
-		c.APIPath = "/apis"
-		c.ContentType = runtime.ContentTypeJSON
-		c.NegotiatedSerializer = codecs.WithoutConversion()
-		return rest.RESTClientForConfigAndClient(c, hc)
-	}
 	r := &KubeReviewer{}
-	if r.authn, err = mk(authenticationv1.SchemeGroupVersion); err != nil {
+	if r.authn, err = authenticationv1client.NewForConfigAndClient(base, hc); err != nil {
 		return nil, err
 	}
-	if r.authz, err = mk(authorizationv1.SchemeGroupVersion); err != nil {
+	if r.authz, err = authorizationv1client.NewForConfigAndClient(base, hc); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -96,8 +84,8 @@ func NewKubeReviewer(cfg *rest.Config) (*KubeReviewer, error) {
 
 // CreateTokenReview implements TokenReviewer.
 func (r *KubeReviewer) CreateTokenReview(ctx context.Context, tr *authenticationv1.TokenReview) (*authenticationv1.TokenReview, error) {
-	out := &authenticationv1.TokenReview{}
-	if err := r.authn.Post().Resource("tokenreviews").Body(tr).Do(ctx).Into(out); err != nil {
+	out, err := r.authn.TokenReviews().Create(ctx, tr, metav1.CreateOptions{})
+	if err != nil {
 		return nil, fmt.Errorf("tokenreview: %w", err)
 	}
 	return out, nil
@@ -105,8 +93,8 @@ func (r *KubeReviewer) CreateTokenReview(ctx context.Context, tr *authentication
 
 // CreateSubjectAccessReview implements SubjectAccessReviewer.
 func (r *KubeReviewer) CreateSubjectAccessReview(ctx context.Context, sar *authorizationv1.SubjectAccessReview) (*authorizationv1.SubjectAccessReview, error) {
-	out := &authorizationv1.SubjectAccessReview{}
-	if err := r.authz.Post().Resource("subjectaccessreviews").Body(sar).Do(ctx).Into(out); err != nil {
+	out, err := r.authz.SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+	if err != nil {
 		return nil, fmt.Errorf("subjectaccessreview: %w", err)
 	}
 	return out, nil

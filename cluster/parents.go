@@ -2,9 +2,8 @@ package cluster
 
 import (
 	"context"
-	"runtime/debug"
 	"sync"
-	"unique"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,18 +13,29 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/usherhq/usher/admission/settings"
+	"github.com/usherhq/usher/internal/ttlcache"
 )
 
 // Parents reads the parents propagators copy identities from: a
 // metadata-only informer per kind, started on first use, keeps each
 // object's name, uid and usher's two annotations; a miss is one GET.
+// Pods are not watched: they outnumber every other parent kind
+// (docs/benchmarks.md), so a pod is read by GET and kept for podTTL.
 type Parents struct {
 	client metadata.Interface
 	ctx    context.Context
 	mu     sync.Mutex
 	kinds  map[schema.GroupVersionResource]cache.SharedIndexInformer
-	shared stamps
+	pods   *ttlcache.Cache[Parent]
 }
+
+// podTTL is how long a pod read by GET answers: a burst of executors
+// created by one driver costs one GET. A pod's stamp never changes and a
+// recreated pod has another uid, so only a weak link (no uid) can read a
+// deleted pod's stamp, for this long.
+const podTTL = 30 * time.Second
+
+var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 
 // Parent is what Parents keeps of an object.
 type Parent struct {
@@ -45,13 +55,15 @@ func (c *Client) NewParents(ctx context.Context) (*Parents, error) {
 // NewParentsFor reads through client.
 func NewParentsFor(ctx context.Context, client metadata.Interface) *Parents {
 	return &Parents{client: client, ctx: ctx, kinds: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
-		shared: stamps{maps: map[stampKey]map[string]string{}}}
+		pods: ttlcache.New[Parent](4096, nil)}
 }
 
 // Watch starts the informers of kinds (already started ones are kept).
 func (p *Parents) Watch(kinds ...settings.Kind) {
 	for _, k := range kinds {
-		p.informer(k.GVR())
+		if k.GVR() != podsGVR {
+			p.informer(k.GVR())
+		}
 	}
 }
 
@@ -62,19 +74,8 @@ func (p *Parents) informer(gvr schema.GroupVersionResource) cache.SharedIndexInf
 		return inf
 	}
 	inf := metadatainformer.NewFilteredMetadataInformer(p.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-	_ = inf.SetTransform(func(obj any) (any, error) {
-		if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-			return p.shared.kept(m), nil
-		}
-		return obj, nil
-	})
+	_ = inf.SetTransform(kept)
 	go inf.RunWithContext(p.ctx)
-	go func() {
-		// The first list is garbage once kept: give it back now.
-		if cache.WaitForCacheSync(p.ctx.Done(), inf.HasSynced) {
-			debug.FreeOSMemory()
-		}
-	}()
 	p.kinds[gvr] = inf
 	return inf
 }
@@ -84,6 +85,17 @@ func (p *Parents) informer(gvr schema.GroupVersionResource) cache.SharedIndexInf
 // read again.
 func (p *Parents) Get(ctx context.Context, k settings.Kind, namespace, name, uid string) (Parent, bool, error) {
 	gvr := k.GVR()
+	if gvr == podsGVR {
+		key := namespace + "/" + name
+		if got, ok := p.pods.Get(key, time.Now()); ok && (uid == "" || got.UID == uid) {
+			return got, true, nil
+		}
+		got, ok, err := p.get(ctx, gvr, namespace, name)
+		if ok {
+			p.pods.Put(key, got, time.Now().Add(podTTL))
+		}
+		return got, ok, err
+	}
 	inf := p.informer(gvr)
 	if inf.HasSynced() {
 		if obj, ok, _ := inf.GetStore().GetByKey(namespace + "/" + name); ok {
@@ -93,6 +105,10 @@ func (p *Parents) Get(ctx context.Context, k settings.Kind, namespace, name, uid
 		}
 	}
 	// Not synced yet, or created since the last event: ask once.
+	return p.get(ctx, gvr, namespace, name)
+}
+
+func (p *Parents) get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (Parent, bool, error) {
 	m, err := p.client.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -103,40 +119,14 @@ func (p *Parents) Get(ctx context.Context, k settings.Kind, namespace, name, uid
 	return Parent{UID: string(m.UID), Annotations: stampOf(m.Annotations)}, true, nil
 }
 
-// stamps holds the stamp maps objects share, read-only: a map costs
-// more than the rest of a cached object, and 50,000 pods of a hundred
-// users hold a hundred maps; up to maxShared stamps.
-type stamps struct {
-	mu   sync.Mutex
-	maps map[stampKey]map[string]string
-}
-
-// stampKey is a stamp map's contents, absent annotations told from empty ones.
-type stampKey struct {
-	info, dir       string
-	hasInfo, hasDir bool
-}
-
-const maxShared = 1 << 14
-
-// kept is what the cache keeps of m: its name, namespace and uid, and a
-// shared map of its stamp annotations.
-func (s *stamps) kept(m *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
-	ann := stampOf(m.Annotations)
-	if ann != nil {
-		var k stampKey
-		k.info, k.hasInfo = ann[settings.UserInfoAnnotation]
-		k.dir, k.hasDir = ann[settings.DirectoryGroupsAnnotation]
-		s.mu.Lock()
-		if shared, ok := s.maps[k]; ok {
-			ann = shared
-		} else if len(s.maps) < maxShared {
-			s.maps[k] = ann
-		}
-		s.mu.Unlock()
+// kept is what the cache keeps of an object: its name, namespace, uid and
+// stamp annotations.
+func kept(obj any) (any, error) {
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace,
+			UID: m.UID, Annotations: stampOf(m.Annotations)}}, nil
 	}
-	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: unique.Make(m.Namespace).Value(),
-		UID: m.UID, Annotations: ann}}
+	return obj, nil
 }
 
 // stampOf returns the annotations usher writes of ann, nil for none.

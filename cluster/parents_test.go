@@ -75,13 +75,13 @@ func BenchmarkParentCache(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-		shared := stamps{maps: map[stampKey]map[string]string{}}
 		for i := range 10000 {
 			// As decoded: every string its own copy; 100 users.
 			info := strings.Replace(stamp, "alice", fmt.Sprintf("user-%03d", i%100), 1)
 			m := sparkApp(fmt.Sprintf("app-%05d", i), fmt.Sprintf("0b7f6c3e-52a1-4c8e-9d1a-%012d", i), map[string]string{settings.UserInfoAnnotation: info})
 			m.Namespace, m.ResourceVersion = strings.Clone("team-a"), "123456"
-			_ = store.Add(shared.kept(m))
+			k, _ := kept(m)
+			_ = store.Add(k)
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
@@ -90,19 +90,38 @@ func BenchmarkParentCache(b *testing.B) {
 	}
 }
 
-// TestSharedStampsKeepWhatEachObjectHas: objects share a stamp map only
-// when they carry the same annotations; an empty directory-groups value
-// (which admission refuses as invalid) is not read as an absent one.
-func TestSharedStampsKeepWhatEachObjectHas(t *testing.T) {
-	s := stamps{maps: map[stampKey]map[string]string{}}
-	info := `{"user":"alice","groups":[]}`
-	a := s.kept(sparkApp("a", "u1", map[string]string{settings.UserInfoAnnotation: info}))
-	b := s.kept(sparkApp("b", "u2", map[string]string{settings.UserInfoAnnotation: info, settings.DirectoryGroupsAnnotation: ""}))
-	c := s.kept(sparkApp("c", "u3", map[string]string{settings.UserInfoAnnotation: info, "other": "x"}))
-	if _, ok := b.Annotations[settings.DirectoryGroupsAnnotation]; !ok || len(a.Annotations) != 1 {
-		t.Fatalf("a %v, b %v", a.Annotations, b.Annotations)
+func TestPodParentsByGetNotWatched(t *testing.T) {
+	pods := settings.Kind{Version: "v1", Resource: "pods", Kind: "Pod"}
+	pod := func(uid string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Name: "driver", Namespace: "team-a", UID: types.UID(uid),
+				Annotations: map[string]string{settings.UserInfoAnnotation: `{"user":"alice","groups":[]}`}}}
 	}
-	if fmt.Sprintf("%p", a.Annotations) != fmt.Sprintf("%p", c.Annotations) {
-		t.Error("objects with the same stamp do not share one map")
+	scheme := metadatafake.NewTestScheme()
+	scheme.AddKnownTypeWithName(schema.GroupVersion{Version: "v1"}.WithKind("Pod"), &metav1.PartialObjectMetadata{})
+	client := metadatafake.NewSimpleMetadataClient(scheme, pod("u1"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := NewParentsFor(ctx, client)
+	p.Watch(pods)
+	gets := func() (n int) {
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "get" {
+				n++
+			}
+		}
+		return n
+	}
+	for range 3 {
+		if got, ok, err := p.Get(ctx, pods, "team-a", "driver", "u1"); !ok || err != nil || got.UID != "u1" {
+			t.Fatalf("got %+v %v %v", got, ok, err)
+		}
+	}
+	if len(p.kinds) != 0 || gets() != 1 {
+		t.Fatalf("pods are read by one GET and never watched: %d informers, %d GETs, actions %v", len(p.kinds), gets(), client.Actions())
+	}
+	// Another uid than the one kept is read again.
+	if _, ok, err := p.Get(ctx, pods, "team-a", "driver", "u2"); err != nil || !ok || gets() != 2 {
+		t.Fatalf("ok %v err %v, %d GETs", ok, err, gets())
 	}
 }

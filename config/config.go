@@ -88,13 +88,10 @@ func (c *Config) FloorStamps() bool {
 type Partition struct {
 	policy.Partition
 	Groups       identity.Mode        // how a request's groups combine with the resolver's (default given)
-	Resolver     Resolver             // its users-to-groups file read with the configuration
+	Resolver     resolvers.Settings   // its usergroupresolver block, its users-to-groups file read
 	Applications application.Defaults // the applicationacls block
 	Placement    *placement.Rules     // the placementrules; nil when none (see PlacementRules)
 }
-
-// Resolver is a partition's usergroupresolver block, validated.
-type Resolver = resolvers.Settings
 
 // table returns the users-to-groups table c reads from file, and its
 // digest; nil when c is nil or reads no such file.
@@ -534,8 +531,8 @@ func (p *parser) leadingSpace(k, n *yaml.Node) bool {
 		n.Column > k.Column+len(k.Value)+2
 }
 
-func (p *parser) resolver(n *yaml.Node) Resolver {
-	var r Resolver
+func (p *parser) resolver(n *yaml.Node) resolvers.Settings {
+	var r resolvers.Settings
 	var fileNode, usersNode, ldapNode, typeNode *yaml.Node
 	var lookup lookupNodes
 	keys := map[string]func(k, v *yaml.Node){

@@ -16,10 +16,12 @@ func (p *Partition) PlacementRules() *placement.Rules {
 	return cmp.Or(p.Placement, placement.Implicit())
 }
 
-// ruleNodes are the YAML nodes of one placement rule, for positions.
+// ruleNodes are the YAML nodes of one placement rule, for positions: the
+// rule's, and each key's by its placement.Problem Field.
 type ruleNodes struct {
-	rule, name, value, create, ftype, users, groups *yaml.Node
-	parent                                          *ruleNodes
+	rule   *yaml.Node
+	at     map[string]*yaml.Node
+	parent *ruleNodes
 }
 
 // placementUse is a partition's placementrules, checked once the policy is compiled.
@@ -68,21 +70,21 @@ func severity(warning bool) Severity {
 
 func (p *parser) placementRule(n *yaml.Node) (placement.Spec, *ruleNodes, bool) {
 	var s placement.Spec
-	rn := &ruleNodes{rule: n}
+	rn := &ruleNodes{rule: n, at: map[string]*yaml.Node{}}
 	ok := p.mapping(n, "placement rule", map[string]func(k, v *yaml.Node){
-		"name":  func(k, v *yaml.Node) { s.Name, _ = p.str(v, "rule name"); rn.name = v },
-		"value": func(k, v *yaml.Node) { s.Value, _ = p.str(v, "rule value"); rn.value = v },
+		"name":  func(k, v *yaml.Node) { s.Name, _ = p.str(v, "rule name"); rn.at["name"] = v },
+		"value": func(k, v *yaml.Node) { s.Value, _ = p.str(v, "rule value"); rn.at["value"] = v },
 		"create": func(k, v *yaml.Node) {
-			rn.create = v
+			rn.at["create"] = v
 			if err := v.Decode(&s.Create); err != nil {
 				p.errorf(v, "create must be true or false, not %s", yamlnode.Kind(v))
 			}
 		},
 		"filter": func(k, v *yaml.Node) {
 			p.mapping(v, "filter", map[string]func(k, v *yaml.Node){
-				"type":   func(k, v *yaml.Node) { s.Filter.Type, _ = p.str(v, "filter type"); rn.ftype = v },
-				"users":  func(k, v *yaml.Node) { s.Filter.Users = p.stringList(v, "filter users"); rn.users = v },
-				"groups": func(k, v *yaml.Node) { s.Filter.Groups = p.stringList(v, "filter groups"); rn.groups = v },
+				"type":   func(k, v *yaml.Node) { s.Filter.Type, _ = p.str(v, "filter type"); rn.at["filter.type"] = v },
+				"users":  func(k, v *yaml.Node) { s.Filter.Users = p.stringList(v, "filter users"); rn.at["filter.users"] = v },
+				"groups": func(k, v *yaml.Node) { s.Filter.Groups = p.stringList(v, "filter groups"); rn.at["filter.groups"] = v },
 			})
 		},
 		"parent": func(k, v *yaml.Node) {
@@ -95,7 +97,7 @@ func (p *parser) placementRule(n *yaml.Node) (placement.Spec, *ruleNodes, bool) 
 	if !ok {
 		return s, rn, false
 	}
-	if rn.name == nil {
+	if rn.at["name"] == nil {
 		p.errorf(n, "placement rule without a name: want provided, user, fixed or tag")
 		return s, rn, false
 	}
@@ -125,29 +127,11 @@ func problemNode(nodes []*ruleNodes, pr placement.Problem) *yaml.Node {
 	for d := 0; d < pr.Depth && rn.parent != nil; d++ {
 		rn = rn.parent
 	}
-	var at *yaml.Node
-	switch pr.Field {
-	case "name":
-		at = rn.name
-	case "value":
-		at = rn.value
-	case "create":
-		at = rn.create
-	case "filter.type":
-		at = rn.ftype
-	case "filter.users":
-		at = entry(rn.users, pr.Entry)
-	case "filter.groups":
-		at = entry(rn.groups, pr.Entry)
+	at := rn.at[pr.Field]
+	if i := pr.Entry; at != nil && i >= 0 && i < len(at.Content) {
+		at = at.Content[i] // an entry of filter.users or filter.groups
 	}
 	return cmp.Or(at, rn.rule)
-}
-
-func entry(list *yaml.Node, i int) *yaml.Node {
-	if list != nil && i >= 0 && i < len(list.Content) {
-		return list.Content[i]
-	}
-	return list
 }
 
 // checkPlacement checks the placement rules against the compiled queues, as YuniKorn does.

@@ -45,7 +45,10 @@ func TestSuggest(t *testing.T) {
 		{"other", "root.ml", "the partitions are default, gpu"},
 	}
 	for _, tc := range tests {
-		_, err := c.Snapshot.Decide(tc.partition, tc.queue, sub, policy.Submit)
+		p, err := c.Snapshot.Partition(tc.partition)
+		if err == nil {
+			_, err = p.Decide(tc.queue, sub, policy.Submit)
+		}
 		if err == nil {
 			t.Fatalf("%s %s: no error", tc.partition, tc.queue)
 		}

@@ -6,7 +6,6 @@ package decision
 
 import (
 	"fmt"
-	"io"
 
 	"github.com/usherhq/usher/application"
 	"github.com/usherhq/usher/identity"
@@ -157,33 +156,6 @@ func IdentityOf(in identity.Info) Identity {
 		id.Lookup = &Lookup{DirectoryName: l.Name, Rule: l.Rule, Outcome: string(l.Outcome), Detail: l.Detail, Summary: l.String()}
 	}
 	return id
-}
-
-// IdentityText writes the identity as explain prints it: the user, how it
-// was looked up, and each group with where it came from.
-func IdentityText(w io.Writer, in identity.Info) {
-	fmt.Fprintf(w, "\nidentity:\n  user    %s\n", in.User)
-	if in.Lookup.Name != "" {
-		fmt.Fprintf(w, "  lookup  as %s (namemapping rule %d); ACLs match %s\n", in.Lookup.Name, in.Lookup.Rule, in.User)
-	}
-	switch in.Lookup.Outcome {
-	case identity.OutcomeSkipped:
-		fmt.Fprintf(w, "  lookup  none: names starting with %q are not looked up (skip); the given groups only\n", in.Lookup.Detail)
-	case identity.OutcomeOverride:
-		fmt.Fprintln(w, "  lookup  none: a static override gives the groups")
-	case identity.OutcomeUnknownGiven:
-		fmt.Fprintf(w, "  lookup  unknown user, decided on the given groups alone (unknownuser given-groups): %s\n", in.Lookup.Detail)
-	}
-	if len(in.Groups) == 0 {
-		fmt.Fprintln(w, "  groups  (none)")
-	}
-	for i, g := range in.Groups {
-		label := "        "
-		if i == 0 {
-			label = "  groups"
-		}
-		fmt.Fprintf(w, "%s  %s (%s)\n", label, g, in.SourceOf(i))
-	}
 }
 
 // ACLSteps converts a policy ACL trail.

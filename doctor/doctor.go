@@ -431,10 +431,9 @@ func (r *run) rbac(ctx context.Context) Check {
 		}
 		needs = append(needs, need{"Events on its configuration", "create", "", "events", ref[0], ""})
 	}
-	if r.cfg != nil && r.cfg.Admission != nil && r.cfg.Admission.EnforceDelete {
-		for _, gr := range []string{"/replicationcontrollers", "apps/deployments", "apps/replicasets", "apps/daemonsets", "apps/statefulsets", "batch/jobs", "batch/cronjobs"} {
-			g, res, _ := strings.Cut(gr, "/")
-			needs = append(needs, need{"enforceDeleteACLs' adoption rule", "get", g, res, "", ""})
+	if r.cfg != nil && r.cfg.Admission.EnforceDelete {
+		for _, w := range settings.Workloads[1:] { // after Pod: the owners the adoption rule reads
+			needs = append(needs, need{"enforceDeleteACLs' adoption rule", "get", w.Group, w.Resource, "", ""})
 		}
 	}
 	if r.cfg != nil {

@@ -43,7 +43,7 @@ func TestReplacedResolversAreClosed(t *testing.T) {
 	closers := map[string]*countingCloser{}
 	for name, p := range e.parts {
 		closers[name] = &countingCloser{}
-		p.resolver.SetCloser(closers[name])
+		p.resolver.Closer = closers[name]
 	}
 	// "default" changes resolver type, "other" stays the same.
 	next := "partitions:\n  - name: default\n    queues: [{name: root}]\n  - name: other\n    usergroupresolver: {type: os}\n    queues: [{name: root}]\n"

@@ -172,7 +172,7 @@ func (g *Generation) Retire(next *Generation, grace time.Duration) {
 	}
 	var retired []*resolvers.Resolver
 	for _, p := range g.parts {
-		if !kept[p.resolver] && p.resolver.HoldsConnections() {
+		if !kept[p.resolver] && p.resolver.Closer != nil {
 			retired = append(retired, p.resolver)
 		}
 	}

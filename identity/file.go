@@ -35,7 +35,7 @@ func ParseFile(r io.Reader, name string) (Resolver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	p := fileParser{name: name, t: &table{source: SourceFile, name: name, users: map[string]Info{}}, lineOf: map[string]int{}}
+	p := fileParser{name: name, t: &table{source: SourceFile, name: name, users: map[string]Info{}, lines: map[string]int{}}}
 	text := string(data)
 	if strings.HasPrefix(text, "\ufeff") {
 		// A byte order mark, as some editors write: blank it out, keeping
@@ -55,7 +55,6 @@ func ParseFile(r io.Reader, name string) (Resolver, error) {
 	if len(p.errs) > 0 {
 		return nil, errors.Join(p.errs...)
 	}
-	p.t.lines = p.lineOf
 	return p.t, nil
 }
 
@@ -95,10 +94,9 @@ func (e *FileError) Error() string {
 }
 
 type fileParser struct {
-	name   string
-	t      *table
-	lineOf map[string]int // line where each user was listed
-	errs   []error
+	name string
+	t    *table
+	errs []error
 }
 
 func (p *fileParser) errorf(line, col int, format string, args ...any) {
@@ -134,11 +132,11 @@ func (p *fileParser) line(n int, line string) {
 	if !p.checkName(n, col, "user", user) {
 		return
 	}
-	if first, dup := p.lineOf[user]; dup {
+	if first, dup := p.t.lines[user]; dup {
 		p.errorf(n, col+1, "duplicate user (first listed at line %d)", first)
 		return
 	}
-	p.lineOf[user] = n
+	p.t.lines[user] = n
 
 	var groups []string
 	rest, off := line[sep+1:], sep+1

@@ -37,7 +37,7 @@ func TestGivenManyGroups(t *testing.T) {
 		res := resolverFunc(func(context.Context, string) (identity.Info, error) {
 			return identity.Info{User: "alice", Groups: more}, nil
 		})
-		merged, err := identity.Complete(context.Background(), identity.ModeMerge, res, "alice", groups)
+		merged, err := (*identity.Policy)(nil).Complete(context.Background(), identity.ModeMerge, res, "alice", groups)
 		if err != nil {
 			t.Fatal(err)
 		}

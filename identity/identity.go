@@ -115,38 +115,24 @@ func Given(user string, groups []string) Info {
 	return newInfo(user, groups, SourceGiven)
 }
 
-// dedup tells whether a group is already in a list being built: a scan
-// while the list is short, a set once it grows (linear, not quadratic, in
-// thousands of groups).
-type dedup struct{ set map[string]struct{} }
-
-const dedupScan = 32
-
-// seen reports whether g is in list, to which the caller appends g if not.
-func (d *dedup) seen(list []string, g string) bool {
-	if d.set == nil {
-		if len(list) < dedupScan {
-			return slices.Contains(list, g)
-		}
-		d.set = make(map[string]struct{}, 2*len(list))
-		for _, x := range list {
-			d.set[x] = struct{}{}
+// add appends to in the groups it does not hold yet, group i marked src(i).
+func (in *Info) add(groups []string, src func(i int) Source) {
+	seen := make(map[string]bool, len(in.Groups)+len(groups))
+	for _, g := range in.Groups {
+		seen[g] = true
+	}
+	for i, g := range groups {
+		if !seen[g] {
+			seen[g] = true
+			in.Groups = append(in.Groups, g)
+			in.Sources = append(in.Sources, src(i))
 		}
 	}
-	if _, ok := d.set[g]; ok {
-		return true
-	}
-	d.set[g] = struct{}{}
-	return false
 }
 
-// Complete returns the identity of user, combining the supplied groups
-// with r's as mode says; a nil r is an error only when it is needed.
-func Complete(ctx context.Context, mode Mode, r Resolver, user string, groups []string) (Info, error) {
-	return complete(ctx, mode, r, user, user, groups)
-}
-
-// complete is Complete asking r for name (Policy's mapping).
+// complete returns the identity of user, combining the supplied groups
+// with those r gives name as mode says; a nil r is an error only when it
+// is needed.
 func complete(ctx context.Context, mode Mode, r Resolver, user, name string, groups []string) (Info, error) {
 	if mode == ModeGiven && len(groups) > 0 {
 		return Given(user, groups), nil
@@ -161,14 +147,7 @@ func complete(ctx context.Context, mode Mode, r Resolver, user, name string, gro
 	switch mode {
 	case ModeMerge:
 		in := Given(user, groups)
-		var d dedup
-		for i, g := range resolved.Groups {
-			if d.seen(in.Groups, g) {
-				continue
-			}
-			in.Groups = append(in.Groups, g)
-			in.Sources = append(in.Sources, resolved.SourceOf(i))
-		}
+		in.add(resolved.Groups, resolved.SourceOf)
 		return in, nil
 	default: // ModeResolve, or ModeGiven without supplied groups.
 		resolved.User = user

@@ -109,15 +109,6 @@ func NewMapRule(pattern, replacement string) (MapRule, error) {
 	return MapRule{Pattern: re, Replacement: replacement}, nil
 }
 
-// Apply returns the name rule maps name to, and whether it matched.
-func (r MapRule) Apply(name string) (string, bool) {
-	m := r.Pattern.FindStringSubmatchIndex(name)
-	if m == nil {
-		return "", false
-	}
-	return string(r.Pattern.ExpandString(nil, r.Replacement, name, m)), true
-}
-
 // Policy is a partition's lookup policy. The zero value looks everyone up
 // under their own name and denies on "no such user".
 type Policy struct {
@@ -134,10 +125,11 @@ type Policy struct {
 // is an error.
 func (p *Policy) DirectoryName(user string) (string, int, error) {
 	for i, r := range p.Mapping {
-		name, ok := r.Apply(user)
-		if !ok {
+		m := r.Pattern.FindStringSubmatchIndex(user)
+		if m == nil {
 			continue
 		}
+		name := string(r.Pattern.ExpandString(nil, r.Replacement, user, m))
 		if err := acl.ValidName(name); err != nil {
 			return "", i + 1, fmt.Errorf("mapping rule %d turned %q into an invalid name: %w", i+1, user, err)
 		}
@@ -156,7 +148,9 @@ func (p *Policy) Skipped(user string) (string, bool) {
 	return "", false
 }
 
-// Complete is identity.Complete under the policy. A nil p is the zero Policy.
+// Complete returns the identity of user under the policy, combining the
+// supplied groups with r's as mode says; a nil r is an error only when it
+// is needed. A nil p is the zero Policy.
 func (p *Policy) Complete(ctx context.Context, mode Mode, r Resolver, user string, groups []string) (Info, error) {
 	if p == nil {
 		p = &Policy{}
@@ -165,7 +159,7 @@ func (p *Policy) Complete(ctx context.Context, mode Mode, r Resolver, user strin
 		return Given(user, groups), nil
 	}
 	if gs, ok := p.Overrides[user]; ok {
-		in, err := Complete(ctx, mode, overrideResolver(gs), user, groups)
+		in, err := complete(ctx, mode, overrideResolver(gs), user, user, groups)
 		in.Lookup.Outcome = OutcomeOverride
 		return in, err
 	}

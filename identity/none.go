@@ -14,5 +14,3 @@ func (noneResolver) Resolve(_ context.Context, user string) (Info, error) {
 	}
 	return Info{User: user, Groups: []string{user}, Sources: []Source{SourceNone}}, nil
 }
-
-func (noneResolver) String() string { return string(SourceNone) }

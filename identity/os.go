@@ -12,8 +12,9 @@ import (
 // then the others as the system lists them. A group id with no name keeps
 // its number. Any failure is an error, never a shorter list of groups.
 //
-// A lookup can block (an NSS module may ask a directory server): Resolve
-// returns when ctx ends, leaving the lookup to finish in the background.
+// A lookup can block (an NSS module may ask a directory server) and does
+// not heed ctx: the group cache in front of every resolver abandons it at
+// its timeout.
 func OS() Resolver {
 	return &osResolver{
 		lookupUser:  user.Lookup,
@@ -30,31 +31,7 @@ type osResolver struct {
 	lookupGroup func(gid string) (*user.Group, error)
 }
 
-func (r *osResolver) Resolve(ctx context.Context, name string) (Info, error) {
-	if err := ctx.Err(); err != nil {
-		return Info{}, fmt.Errorf("os: groups of %q: %w", name, err)
-	}
-	if ctx.Done() == nil { // ctx can never end: no need for a goroutine.
-		return r.resolve(name)
-	}
-	type answer struct {
-		in  Info
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		in, err := r.resolve(name)
-		done <- answer{in, err}
-	}()
-	select {
-	case a := <-done:
-		return a.in, a.err
-	case <-ctx.Done():
-		return Info{}, fmt.Errorf("os: groups of %q: %w", name, ctx.Err())
-	}
-}
-
-func (r *osResolver) resolve(name string) (Info, error) {
+func (r *osResolver) Resolve(_ context.Context, name string) (Info, error) {
 	if name == "" {
 		return Info{}, unknownUser(SourceOS, name)
 	}
@@ -90,5 +67,3 @@ func (r *osResolver) resolve(name string) (Info, error) {
 	}
 	return newInfo(name, groups, SourceOS), nil
 }
-
-func (*osResolver) String() string { return string(SourceOS) }

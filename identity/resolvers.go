@@ -23,14 +23,8 @@ func unknownUser(src Source, user string) error {
 // duplicates and marking every group with src. The slices are clipped so
 // that an append reallocates instead of writing into a shared answer.
 func newInfo(user string, groups []string, src Source) Info {
-	in := Info{User: user, Groups: make([]string, 0, len(groups))}
-	var d dedup
-	for _, g := range groups {
-		if !d.seen(in.Groups, g) {
-			in.Groups = append(in.Groups, g)
-		}
-	}
-	in.Groups = slices.Clip(in.Groups)
-	in.Sources = slices.Repeat([]Source{src}, len(in.Groups))
+	in := Info{User: user, Groups: make([]string, 0, len(groups)), Sources: make([]Source, 0, len(groups))}
+	in.add(groups, func(int) Source { return src })
+	in.Groups, in.Sources = slices.Clip(in.Groups), slices.Clip(in.Sources)
 	return in
 }

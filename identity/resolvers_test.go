@@ -173,23 +173,6 @@ func TestOS(t *testing.T) {
 			t.Fatalf("err = %v, want ErrUnknownUser", err)
 		}
 	})
-
-	t.Run("cancelled", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(ctx)
-		cancel()
-		if _, err := r.Resolve(ctx, "root"); !errors.Is(err, context.Canceled) {
-			t.Fatalf("err = %v, want context.Canceled", err)
-		}
-	})
-
-	t.Run("with a context that can end", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		in, err := r.Resolve(ctx, "root")
-		if err != nil || in.User != "root" || len(in.Groups) == 0 {
-			t.Fatalf("Resolve = %v, %v", in, err)
-		}
-	})
 }
 
 func sortedCopy(s []string) []string {

@@ -36,14 +36,6 @@ func (t *table) Resolve(_ context.Context, user string) (Info, error) {
 	return in, nil
 }
 
-// String names the resolver in logs: "test", or "file PATH".
-func (t *table) String() string {
-	if t.name == "" {
-		return string(t.source)
-	}
-	return string(t.source) + " " + t.name
-}
-
 // KnownGroups returns every group the table lists, sorted (lint tells
 // group names from user names with it).
 func (t *table) KnownGroups() []string {

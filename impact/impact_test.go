@@ -315,7 +315,11 @@ func checkAgainstDecisions(t *testing.T, old, new *policy.Snapshot, subjects []i
 			}
 		}
 		allows := func(p *policy.CompiledPartition, q string, sub *acl.Subject, a policy.Action) bool {
-			return p != nil && p.Allows(q, sub, a)
+			if p == nil {
+				return false
+			}
+			ref, err := p.Lookup(q)
+			return err == nil && ref.Decide(sub, a).Allowed
 		}
 		var keys []key
 		subs := map[key]*acl.Subject{}

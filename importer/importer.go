@@ -73,9 +73,6 @@ type ApplicationACLs struct {
 	Admin, View, Modify *Setting
 }
 
-// Empty reports whether no member is set.
-func (a ApplicationACLs) Empty() bool { return a.Admin == nil && a.View == nil && a.Modify == nil }
-
 // Config is an imported configuration: one partition.
 type Config struct {
 	Partition    string   // "default" when empty
@@ -211,8 +208,8 @@ func (c *Config) YAML() ([]byte, error) {
 	if c.AdminACL != nil {
 		part.Content = append(part.Content, plain("adminacl"), setting(c.AdminACL))
 	}
-	if !c.Applications.Empty() {
-		part.Content = append(part.Content, plain("applicationacls"), c.Applications.node())
+	if apps := c.Applications.node(); len(apps.Content) > 0 {
+		part.Content = append(part.Content, plain("applicationacls"), apps)
 	}
 	if len(c.Placement) > 0 {
 		part.Content = append(part.Content, plain("placementrules"), rulesNode(c.Placement))
@@ -268,11 +265,8 @@ func (q *Queue) node() *yaml.Node {
 func plain(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
 
 func setting(s *Setting) *yaml.Node {
-	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s.ACL.String(), Style: yaml.DoubleQuotedStyle}
-	if s.From != "" {
-		n.LineComment = "# " + s.From
-	}
-	return n
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s.ACL.String(), Style: yaml.DoubleQuotedStyle,
+		LineComment: comment(s.From)}
 }
 
 func mapping(kv ...any) *yaml.Node {

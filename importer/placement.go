@@ -214,6 +214,9 @@ func capacityPlacement(props *properties, root *Queue, d *diags) []Rule {
 	return rules
 }
 
+// groupRules are the usher extensions a mapping's group variables become.
+var groupRules = map[string]string{"%primary_group": "primaryGroup", "%secondary_group": "secondaryGroup"}
+
 func capacityMapping(m string, at pos, root *Queue, props *properties, d *diags) (placement.Spec, bool) {
 	parts := strings.Split(m, ":")
 	if len(parts) != 3 || (parts[0] != "u" && parts[0] != "g") {
@@ -237,15 +240,12 @@ func capacityMapping(m string, at pos, root *Queue, props *properties, d *diags)
 	if i := strings.LastIndexByte(target, '.'); i >= 0 {
 		parent, leaf = target[:i], target[i+1:]
 	}
-	switch leaf {
-	case "%user":
+	switch rule, group := groupRules[leaf]; {
+	case leaf == "%user":
 		spec = placement.Spec{Name: string(placement.User)}
-	case "%primary_group":
-		spec = placement.Spec{Name: "primaryGroup"}
-		d.warnf(at, "queue mapping %q becomes the usher extension primaryGroup (YuniKorn's scheduler has no such rule)", m)
-	case "%secondary_group":
-		spec = placement.Spec{Name: "secondaryGroup"}
-		d.warnf(at, "queue mapping %q becomes the usher extension secondaryGroup (YuniKorn's scheduler has no such rule)", m)
+	case group:
+		spec = placement.Spec{Name: rule}
+		d.warnf(at, "queue mapping %q becomes the usher extension %s (YuniKorn's scheduler has no such rule)", m, rule)
 	default:
 		if strings.HasPrefix(leaf, "%") {
 			d.warnf(at, "queue mapping %q: %s is not translated; not imported", m, leaf)
@@ -254,14 +254,11 @@ func capacityMapping(m string, at pos, root *Queue, props *properties, d *diags)
 		return placement.Spec{Name: string(placement.Fixed), Value: capacityQueue(target, at, root, d), Filter: filter}, true
 	}
 	spec.Filter = filter
-	switch parent {
-	case "":
-	case "%primary_group":
-		spec.Parent = &placement.Spec{Name: "primaryGroup"}
-		d.warnf(at, "queue mapping %q: the parent %%primary_group is the usher extension primaryGroup", m)
-	case "%secondary_group":
-		spec.Parent = &placement.Spec{Name: "secondaryGroup"}
-		d.warnf(at, "queue mapping %q: the parent %%secondary_group is the usher extension secondaryGroup", m)
+	switch rule, group := groupRules[parent]; {
+	case parent == "":
+	case group:
+		spec.Parent = &placement.Spec{Name: rule}
+		d.warnf(at, "queue mapping %q: the parent %s is the usher extension %s", m, parent, rule)
 	default:
 		if strings.Contains(parent, "%") {
 			d.warnf(at, "queue mapping %q: the parent %s is not translated; not imported", m, parent)

@@ -72,7 +72,11 @@ type queueCase struct {
 func checkQueues(t *testing.T, cfg *config.Config, cases []queueCase) {
 	t.Helper()
 	for _, c := range cases {
-		d, err := cfg.Snapshot.Decide("", c.queue, acl.NewSubject(c.user, c.groups), c.action)
+		p, err := cfg.Snapshot.Partition("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := p.Decide(c.queue, acl.NewSubject(c.user, c.groups), c.action)
 		if err != nil {
 			t.Fatal(err)
 		}

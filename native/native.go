@@ -15,6 +15,7 @@ import (
 
 	arv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/internal/jsonscan"
@@ -55,13 +56,10 @@ func (f *Floor) Bind(name string, sel *metav1.LabelSelector, conds []arv1.MatchC
 }
 
 // Limits of the floor (docs/limits.md): usher native refuses patterns
-// past the bytes matched against the user name or the groups; a stamp
-// past MaxStampGroups or MaxStampBytes is left to the webhook, which refuses it.
+// past the bytes matched against the user name or the groups.
 const (
 	MaxUserPatternBytes  = 512
 	MaxGroupPatternBytes = 256
-	MaxStampGroups       = 2048
-	MaxStampBytes        = 64 << 10
 	// MaxCheckedStampBytes bounds a stamp checked by regular expression,
 	// whose cost grows with its length: past it a requester's own stamp is
 	// refused and a trusted setter's (who may write any identity) not parsed.
@@ -71,34 +69,26 @@ const (
 // Compile renders the floor of c; stamp says whether it stamps CREATE (the
 // partition's groups are the API server's), else it guards only.
 func Compile(c *settings.Compiled, stamp bool) (*Floor, error) {
-	size := func(ms ...settings.Matcher) (n int) {
-		for _, m := range ms {
-			for _, re := range m {
-				n += len(re.String())
-			}
-		}
-		return n
-	}
 	for _, l := range []struct {
-		what   string
-		n, max int
-	}{{"systemUsers, externalUsers and propagators", size(c.SystemUsers, c.ExternalUsers, propagators(c)), MaxUserPatternBytes}, {"externalGroups", size(c.ExternalGroups), MaxGroupPatternBytes}} {
-		if l.n > l.max {
+		what string
+		m    settings.Matcher
+		max  int
+	}{{"systemUsers, externalUsers and propagators", slices.Concat(c.SystemUsers, c.ExternalUsers, propagators(c)), MaxUserPatternBytes},
+		{"externalGroups", c.ExternalGroups, MaxGroupPatternBytes}} {
+		n := 0
+		for _, re := range l.m {
+			n += len(re.String())
+		}
+		if n > l.max {
 			return nil, fmt.Errorf("admissionController.accessControl: %s hold %d bytes of patterns; the native floor matches at most %d bytes "+
-				"within the API server's CEL cost limit (docs/limits.md): shorten or merge them", l.what, l.n, l.max)
+				"within the API server's CEL cost limit (docs/limits.md): shorten or merge them", l.what, n, l.max)
 		}
 	}
-	kinds := rules(arv1.Create, arv1.Update)
+	kinds := rules("", arv1.Create, arv1.Update)
 	kinds = append(kinds, arv1.NamedRuleWithOperations{RuleWithOperations: arv1.RuleWithOperations{Operations: []arv1.OperationType{arv1.Create},
 		Rule: arv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods/binding", "bindings"}}}})
-	for _, r := range rules(arv1.Update) {
-		for i := range r.Resources {
-			r.Resources[i] += "/status"
-		}
-		kinds = append(kinds, r)
-	}
-	fail := arv1.Fail
-	v := &arv1.ValidatingAdmissionPolicy{Spec: arv1.ValidatingAdmissionPolicySpec{FailurePolicy: &fail,
+	kinds = append(kinds, rules("/status", arv1.Update)...)
+	v := &arv1.ValidatingAdmissionPolicy{Spec: arv1.ValidatingAdmissionPolicySpec{FailurePolicy: ptr.To(arv1.Fail),
 		MatchConstraints: &arv1.MatchResources{ResourceRules: kinds},
 		MatchConditions:  []arv1.MatchCondition{{Name: settings.NamespaceConditionName, Expression: settings.NamespaceCondition(c.Config())}},
 		Validations:      validations(c, stamp), Variables: variables(c, stamp)}}
@@ -110,8 +100,8 @@ func Compile(c *settings.Compiled, stamp bool) (*Floor, error) {
 	if !stamp {
 		return f, nil
 	}
-	m := &arv1.MutatingAdmissionPolicy{Spec: arv1.MutatingAdmissionPolicySpec{FailurePolicy: &fail,
-		MatchConstraints:   &arv1.MatchResources{ResourceRules: rules(arv1.Create)},
+	m := &arv1.MutatingAdmissionPolicy{Spec: arv1.MutatingAdmissionPolicySpec{FailurePolicy: ptr.To(arv1.Fail),
+		MatchConstraints:   &arv1.MatchResources{ResourceRules: rules("", arv1.Create)},
 		MatchConditions:    stampConditions(c),
 		ReinvocationPolicy: arv1.NeverReinvocationPolicy, Variables: []arv1.Variable{{Name: "stamp", Expression: Stamp()}}}}
 	for _, meta := range metas() {
@@ -130,16 +120,11 @@ func meta(kind, name string) (metav1.TypeMeta, metav1.ObjectMeta) {
 		Labels: map[string]string{"app.kubernetes.io/name": "usher", "app.kubernetes.io/managed-by": "usher"}}
 }
 
-// rules are the workload kinds the webhooks govern, for ops.
-func rules(ops ...arv1.OperationType) []arv1.NamedRuleWithOperations {
-	scope := arv1.NamespacedScope
+// rules are the workload kinds the webhooks govern (their subresource suffix), for ops.
+func rules(suffix string, ops ...arv1.OperationType) []arv1.NamedRuleWithOperations {
 	var out []arv1.NamedRuleWithOperations
-	for _, w := range settings.Workloads {
-		if len(out) == 0 || out[len(out)-1].APIGroups[0] != w.Group {
-			out = append(out, arv1.NamedRuleWithOperations{RuleWithOperations: arv1.RuleWithOperations{Operations: ops,
-				Rule: arv1.Rule{APIGroups: []string{w.Group}, APIVersions: []string{"v1"}, Scope: &scope}}})
-		}
-		out[len(out)-1].Resources = append(out[len(out)-1].Resources, w.Resource)
+	for _, r := range settings.WorkloadRules(suffix, ops...) {
+		out = append(out, arv1.NamedRuleWithOperations{RuleWithOperations: r})
 	}
 	return out
 }
@@ -260,9 +245,9 @@ func Stamp() string {
 
 // encodable is true when CEL writes the requester's stamp byte for byte
 // as the webhook does: no U+FFFD (nor invalid UTF-8, which RE2 reads as
-// U+FFFD), a user, and at most MaxStampGroups groups.
+// U+FFFD), a user, and at most settings.MaxStampGroups groups.
 func encodable() string {
-	return fmt.Sprintf(`%s != '' && !%s.matches('\uFFFD') && size(%s) <= %d && !%s.exists(g, g.matches('\uFFFD'))`, user, user, groups, MaxStampGroups, groups)
+	return fmt.Sprintf(`%s != '' && !%s.matches('\uFFFD') && size(%s) <= %d && !%s.exists(g, g.matches('\uFFFD'))`, user, user, groups, settings.MaxStampGroups, groups)
 }
 
 // stampConditions select the CREATEs the webhook would stamp with the
@@ -301,7 +286,7 @@ func legacy() string {
 }
 
 // apply is the ApplyConfiguration that stamps the pods' metadata at meta
-// (an empty one for the other kinds, or a stamp past MaxStampBytes).
+// (an empty one for the other kinds, or a stamp past settings.MaxStampBytes).
 func apply(meta string) string {
 	parts := strings.Split(meta, ".")
 	body := "{" + strconv.Quote(settings.UserInfoAnnotation) + ": variables.stamp}"
@@ -313,7 +298,7 @@ func apply(meta string) string {
 		}
 		body = typ + "{" + parts[i] + ": " + body + "}"
 	}
-	return fmt.Sprintf("%s && size(bytes(variables.stamp)) <= %d ? %s : Object{}", resourcesAt(meta), MaxStampBytes, body)
+	return fmt.Sprintf("%s && size(bytes(variables.stamp)) <= %d ? %s : Object{}", resourcesAt(meta), settings.MaxStampBytes, body)
 }
 
 // validStamp is the regular expression of a user.info that
@@ -336,14 +321,14 @@ func validations(c *settings.Compiled, stamp bool) []arv1.Validation {
 		return "request.operation != 'UPDATE' || " + annotation("object", key) + " == " + annotation("oldObject", key)
 	}
 	out := []arv1.Validation{
-		{Expression: guard(settings.UserInfoAnnotation), Reason: ptr(metav1.StatusReasonForbidden),
+		{Expression: guard(settings.UserInfoAnnotation), Reason: ptr.To(metav1.StatusReasonForbidden),
 			Message: "usher floor: annotation " + settings.UserInfoAnnotation + " may not be added, removed or changed on UPDATE (objects, pod templates, status)"},
-		{Expression: guard(settings.DirectoryGroupsAnnotation), Reason: ptr(metav1.StatusReasonForbidden),
+		{Expression: guard(settings.DirectoryGroupsAnnotation), Reason: ptr.To(metav1.StatusReasonForbidden),
 			Message: "usher floor: annotation " + settings.DirectoryGroupsAnnotation + " may not be added, removed or changed on UPDATE"},
 		{Expression: "!(" + sub + " == 'binding' || request.resource.resource == 'bindings') || !object.?metadata.?annotations.orValue({}).exists(a, a in [" + k + ", " + d + "])",
-			Reason: ptr(metav1.StatusReasonForbidden), Message: "usher floor: a Binding may not carry annotation " + settings.UserInfoAnnotation + " or " + settings.DirectoryGroupsAnnotation},
+			Reason: ptr.To(metav1.StatusReasonForbidden), Message: "usher floor: a Binding may not carry annotation " + settings.UserInfoAnnotation + " or " + settings.DirectoryGroupsAnnotation},
 		{Expression: create + "!" + trusted + " || !" + info + ".hasValue() || size(" + info + ".value()) > " + strconv.Itoa(MaxCheckedStampBytes) +
-			" || " + info + ".value().matches(" + strconv.Quote(validStamp) + ")", Reason: ptr(metav1.StatusReasonInvalid),
+			" || " + info + ".value().matches(" + strconv.Quote(validStamp) + ")", Reason: ptr.To(metav1.StatusReasonInvalid),
 			Message: "usher floor: annotation " + settings.UserInfoAnnotation + ` is not valid: want {"user":"…","groups":["…"]} with exactly these members, valid UTF-8 without U+FFFD`},
 	}
 	unstamped := "(request.resource.resource == 'replicasets' && " + anyMatch(c.SystemUsers, user) + ")"
@@ -362,11 +347,9 @@ func validations(c *settings.Compiled, stamp bool) []arv1.Validation {
 		msg = "usher floor: annotation " + settings.UserInfoAnnotation + " must be the stamp of the requester's own identity (remove it and it is stamped; " +
 			"a user name or group holding U+FFFD or invalid UTF-8 is stamped by the webhook only): "
 		out = append(out, arv1.Validation{Expression: create + trusted + " || !" + annotation("object", settings.DirectoryGroupsAnnotation) + ".hasValue()",
-			Reason: ptr(metav1.StatusReasonForbidden), Message: "usher floor: only usher writes annotation " + settings.DirectoryGroupsAnnotation})
+			Reason: ptr.To(metav1.StatusReasonForbidden), Message: "usher floor: only usher writes annotation " + settings.DirectoryGroupsAnnotation})
 	}
 	own = create + trusted + " || !" + info + ".hasValue() && (" + unstamped + ") || " + own
 	msg += "only controllers matching systemUsers, users matching externalUsers and members of groups matching externalGroups may supply another"
-	return append(out, arv1.Validation{Expression: own, Reason: ptr(metav1.StatusReasonForbidden), Message: msg})
+	return append(out, arv1.Validation{Expression: own, Reason: ptr.To(metav1.StatusReasonForbidden), Message: msg})
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -407,18 +407,18 @@ func TestCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	many := make([]string, native.MaxStampGroups)
+	many := make([]string, settings.MaxStampGroups)
 	for i := range many {
 		many[i] = fmt.Sprintf("system:serviceaccount:t%04d", i)
 	}
-	long := strings.Repeat("system:serviceaccount:team-0001:", (native.MaxStampBytes-100)/32)
+	long := strings.Repeat("system:serviceaccount:team-0001:", (settings.MaxStampBytes-100)/32)
 	for _, r := range []struct {
 		name   string
 		user   string
 		groups []string
 	}{{"long name", long, []string{"dev"}}, {"2048 groups", "alice", many}} {
 		stamp := string(settings.AppendUserInfo(nil, r.user, r.groups))
-		if len(stamp) > native.MaxStampBytes {
+		if len(stamp) > settings.MaxStampBytes {
 			t.Fatalf("%s: stamp of %d bytes", r.name, len(stamp))
 		}
 		for _, op := range []string{"CREATE", "UPDATE"} {
@@ -486,7 +486,7 @@ func FuzzValidStamp(f *testing.F) {
 			"variables": map[string]any{"userTrusted": true, "groupTrusted": false}}
 		got, _ := eval(t, check, vars)
 		_, err := admission.ParseUserInfo(s)
-		if want := err == nil && !strings.ContainsRune(s, utf8.RuneError) && len(s) <= native.MaxStampBytes; got != want {
+		if want := err == nil && !strings.ContainsRune(s, utf8.RuneError) && len(s) <= settings.MaxStampBytes; got != want {
 			t.Fatalf("%q: floor admits %v, ParseUserInfo: %v", s, got, err)
 		}
 	})

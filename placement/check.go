@@ -72,7 +72,8 @@ func everyone(cp *policy.CompiledPartition, path string) bool {
 		}
 		path = path[:i]
 	}
-	return cp.Allows(path, acl.NewSubject("", nil), policy.Submit)
+	ref, _ := cp.Lookup(path)
+	return ref.Decide(acl.NewSubject("", nil), policy.Submit).Allowed
 }
 
 func checkPath(cp *policy.CompiledPartition, path string, create, dynamic bool) string {

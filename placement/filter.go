@@ -21,28 +21,24 @@ type filter struct {
 	userN, groupsN []string // as configured, for String
 }
 
-// allows reports whether the filter lets sub through, and the entry that
-// matched ("" when none did).
-func (f *filter) allows(sub *acl.Subject) (bool, string) {
+// allows reports whether the filter lets sub through.
+func (f *filter) allows(sub *acl.Subject) bool {
 	if f.empty {
-		return f.allow, ""
+		return f.allow
 	}
 	// Every match returns the type, so the order of the checks does not
 	// change the answer.
-	if f.names != nil && f.names.Allows(sub) {
-		return f.allow, "name"
-	}
-	if f.userRE.match(sub.User()) {
-		return f.allow, "user"
+	if f.names != nil && f.names.Allows(sub) || f.userRE.match(sub.User()) {
+		return f.allow
 	}
 	if f.grpRE != nil {
 		for _, g := range sub.Groups() {
 			if f.grpRE.match(g) {
-				return f.allow, "group " + g
+				return f.allow
 			}
 		}
 	}
-	return !f.allow, ""
+	return !f.allow
 }
 
 // pattern is a filter's regular expression, matched unanchored as

@@ -283,7 +283,7 @@ func (r *rule) place(cp *policy.CompiledPartition, req *Request, st *Step) (stri
 			return "", nil
 		}
 	}
-	if ok, _ := r.filter.allows(req.Subject); !ok {
+	if !r.filter.allows(req.Subject) {
 		st.Miss = MissFiltered
 		return "", nil
 	}

@@ -54,27 +54,6 @@ type compiledQueue struct {
 	grants bool // an ACL of the queue or an ancestor names anyone (the partition's aside)
 }
 
-// aclRef is one ACL of a queue: its submit or its admin ACL. The zero
-// aclRef is no ACL.
-type aclRef struct {
-	q     *compiledQueue
-	admin bool
-}
-
-func (r aclRef) rule() *acl.ACL {
-	if r.admin {
-		return r.q.spec.AdminACL
-	}
-	return r.q.spec.SubmitACL
-}
-
-func (r aclRef) name() ACLName {
-	if r.admin {
-		return AdminACL
-	}
-	return SubmitACL
-}
-
 // Compile checks the structure of the partitions (names, a root named
 // root, unique siblings and partitions) and compiles them into a Snapshot.
 func Compile(parts []Partition) (*Snapshot, error) {
@@ -170,17 +149,6 @@ func (s *Snapshot) Partition(name string) (*CompiledPartition, error) {
 	return nil, fmt.Errorf("partition %q: %w", name, ErrUnknownPartition)
 }
 
-// Decide answers whether sub may perform action on queue of partition.
-// The error is non-nil only for an unknown partition or queue; the
-// decision then denies.
-func (s *Snapshot) Decide(partition, queue string, sub *acl.Subject, action Action) (Decision, error) {
-	p, err := s.Partition(partition)
-	if err != nil {
-		return Decision{Partition: partition, Queue: queue, Action: action, User: sub.User()}, err
-	}
-	return p.Decide(queue, sub, action)
-}
-
 func (p *CompiledPartition) Name() string { return p.name }
 
 // Has reports whether the partition has the queue.
@@ -198,13 +166,6 @@ func (p *CompiledPartition) Queues() []string {
 	return out
 }
 
-// QueuePath returns the canonical path of queue ("" is the default queue),
-// or an error wrapping ErrUnknownQueue.
-func (p *CompiledPartition) QueuePath(queue string) (string, error) {
-	r, err := p.Lookup(queue)
-	return r.Path(), err
-}
-
 // QueueRef is a queue of a compiled partition, looked up once, so that a
 // caller who must know the queue exists before it decides (before asking a
 // resolver, say) does not look it up again.
@@ -216,11 +177,18 @@ type QueueRef struct {
 // Lookup finds queue ("" is the partition's default queue), or returns an
 // error wrapping ErrUnknownQueue.
 func (p *CompiledPartition) Lookup(queue string) (QueueRef, error) {
-	q, err := p.lookup(queue)
-	if err != nil {
-		return QueueRef{}, err
+	if queue == "" {
+		queue = p.defaultQueue
 	}
-	return QueueRef{p, q}, nil
+	// Paths are usually written in lower case already: look up first,
+	// normalize only on a miss.
+	if q, ok := p.queues[queue]; ok {
+		return QueueRef{p, q}, nil
+	}
+	if q, ok := p.queues[NormalizeQueue(queue)]; ok {
+		return QueueRef{p, q}, nil
+	}
+	return QueueRef{}, fmt.Errorf("queue %q in partition %s: %w", queue, p.name, ErrUnknownQueue)
 }
 
 // Path returns the queue's canonical path ("" for the zero QueueRef).
@@ -234,21 +202,6 @@ func (r QueueRef) Path() string {
 // Leaf reports whether the queue is a leaf: it has no children and is not
 // marked as a parent. Applications run in leaf queues only.
 func (r QueueRef) Leaf() bool { return r.q != nil && r.q.leaf }
-
-func (p *CompiledPartition) lookup(queue string) (*compiledQueue, error) {
-	if queue == "" {
-		queue = p.defaultQueue
-	}
-	// Paths are usually written in lower case already: look up first,
-	// normalize only on a miss.
-	if q, ok := p.queues[queue]; ok {
-		return q, nil
-	}
-	if q, ok := p.queues[NormalizeQueue(queue)]; ok {
-		return q, nil
-	}
-	return nil, fmt.Errorf("queue %q in partition %s: %w", queue, p.name, ErrUnknownQueue)
-}
 
 // Decide answers whether sub may perform action on queue ("" is the
 // partition's default queue). It does not allocate. The error is non-nil
@@ -269,14 +222,13 @@ func (r QueueRef) Decide(sub *acl.Subject, action Action) Decision {
 	d := Decision{Partition: r.p.name, Queue: q.path, Action: action, User: sub.User()}
 	list := 0
 	for c := q; c != nil; c = c.parent {
-		for _, ref := range [2]aclRef{{c, false}, {c, true}} {
-			rule := ref.rule()
-			if rule == nil || (action == Admin && !ref.admin) {
+		for i, rule := range [2]*acl.ACL{c.spec.SubmitACL, c.spec.AdminACL} {
+			if rule == nil || (action == Admin && i == 0) {
 				continue
 			}
 			if m := rule.Match(sub); m.Allowed() {
 				m.List = list
-				d.Allowed, d.By = true, Grant{Origin: Origin{c.path, ref.name(), rule}, Match: m}
+				d.Allowed, d.By = true, Grant{Origin: Origin{c.path, [2]ACLName{SubmitACL, AdminACL}[i], rule}, Match: m}
 				return d
 			}
 			list++
@@ -291,16 +243,6 @@ func (r QueueRef) Decide(sub *acl.Subject, action Action) Decision {
 	return d
 }
 
-// Allows is Decide without the details, for callers that need only the
-// answer. Unknown queues are denied.
-func (p *CompiledPartition) Allows(queue string, sub *acl.Subject, action Action) bool {
-	r, err := p.Lookup(queue)
-	if err != nil {
-		return false
-	}
-	return r.Decide(sub, action).Allowed
-}
-
 // Step is one ACL of an explanation trail.
 type Step struct {
 	Origin
@@ -311,16 +253,6 @@ type Step struct {
 // Explain returns the decision together with the whole trail: every ACL
 // that applies to the queue, in check order, and what each said. Queues
 // on the path whose ACL is not set appear with a nil Rule.
-func (p *CompiledPartition) Explain(queue string, sub *acl.Subject, action Action) (Decision, []Step, error) {
-	r, err := p.Lookup(queue)
-	if err != nil {
-		return Decision{Partition: p.name, Queue: queue, Action: action, User: sub.User()}, nil, err
-	}
-	d, steps := r.Explain(sub, action)
-	return d, steps, nil
-}
-
-// Explain is CompiledPartition.Explain for the queue.
 func (r QueueRef) Explain(sub *acl.Subject, action Action) (Decision, []Step) {
 	d := r.Decide(sub, action)
 	var steps []Step

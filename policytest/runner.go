@@ -188,6 +188,9 @@ func (r *caseRunner) baseArgs(cmd string, c testCase) []string {
 	if len(c.Groups) > 0 {
 		args = append(args, "--groups", strings.Join(c.Groups, ","))
 	}
+	if c.Queue != "" {
+		args = append(args, "--queue", c.Queue)
+	}
 	return args
 }
 
@@ -206,9 +209,6 @@ func (r *caseRunner) decision(ctx context.Context, c testCase) CaseReport {
 	req := engine.Request{Partition: c.Partition, Queue: c.Queue, User: c.User, Groups: c.Groups, Action: action}
 	res, err := r.e.Check(ctx, req)
 	cr.args = r.baseArgs("explain", c)
-	if c.Queue != "" {
-		cr.args = append(cr.args, "--queue", c.Queue)
-	}
 	if c.Action != "submit" {
 		cr.args = append(cr.args, "--action", c.Action)
 	}
@@ -307,9 +307,6 @@ func (r *caseRunner) application(ctx context.Context, c testCase) CaseReport {
 func (r *caseRunner) place(ctx context.Context, c testCase) CaseReport {
 	cr := CaseReport{Kind: "placement", Expected: c.Expect}
 	cr.args = r.baseArgs("place", c)
-	if c.Queue != "" {
-		cr.args = append(cr.args, "--queue", c.Queue)
-	}
 	for _, k := range slices.Sorted(maps.Keys(c.Tags)) {
 		cr.args = append(cr.args, "--tag", k+"="+c.Tags[k])
 	}

@@ -24,6 +24,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -163,12 +164,8 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Addr == "" {
-		o.Addr = "127.0.0.1:8443"
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	}
+	o.Addr = cmp.Or(o.Addr, "127.0.0.1:8443")
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.NewJSONHandler(os.Stderr, nil)))
 	defaults.Positive(&o.ReloadInterval, 2*time.Second)
 	defaults.Positive(&o.ShutdownTimeout, 10*time.Second)
 	defaults.Positive(&o.MaxAccessBody, 64<<10)
@@ -188,9 +185,7 @@ func (o Options) withDefaults() Options {
 	if o.Getenv == nil {
 		o.Getenv = os.LookupEnv
 	}
-	if o.WebhookAuth == "" {
-		o.WebhookAuth = WebhookAuthClientCert
-	}
+	o.WebhookAuth = cmp.Or(o.WebhookAuth, WebhookAuthClientCert)
 	if o.WebhookClientCNs == nil {
 		o.WebhookClientCNs = []string{"kube-apiserver"}
 	}

@@ -4,7 +4,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -108,38 +107,20 @@ func (s *Server) limitBody(name string, maxBody int64, h http.Handler) http.Hand
 			}
 		}
 		// The deadline bounds the body, not the decision: lifted at EOF.
-		mb := meteredPool.Get().(*meteredBody)
-		*mb = meteredBody{body: r.Body, bb: &s.bodies, w: w, from: from, charged: cost, declared: from != nil}
+		mb := &meteredBody{body: r.Body, bb: &s.bodies, rc: http.NewResponseController(w), w: w, from: from, charged: cost, declared: from != nil}
 		r.Body = mb
 		defer func() {
-			// Never leave a pooled body in a caller's request: one that
+			// Never leave the metered body in a caller's request: one that
 			// serves it again would read through it into itself.
 			r.Body = mb.body
 			mb.release()
 			if mb.shed {
 				shed.Inc()
 			}
-			*mb = meteredBody{}
-			meteredPool.Put(mb)
 		}()
-		mb.deadline = setReadDeadline(w, time.Now().Add(s.opts.BodyReadTimeout))
+		mb.deadline = mb.rc.SetReadDeadline(time.Now().Add(s.opts.BodyReadTimeout)) == nil
 		h.ServeHTTP(w, r)
 	})
-}
-
-// setReadDeadline sets the read deadline through w and the writers it
-// wraps, as http.ResponseController does without allocating.
-func setReadDeadline(w http.ResponseWriter, deadline time.Time) bool {
-	for {
-		switch x := w.(type) {
-		case interface{ SetReadDeadline(time.Time) error }:
-			return x.SetReadDeadline(deadline) == nil
-		case interface{ Unwrap() http.ResponseWriter }:
-			w = x.Unwrap()
-		default:
-			return false
-		}
-	}
 }
 
 // shed answers 429 with Retry-After, without reading the body.
@@ -156,6 +137,7 @@ const discardLimit = 256 << 10
 type meteredBody struct {
 	body          io.ReadCloser
 	bb            *bodyBudgets
+	rc            *http.ResponseController
 	w             http.ResponseWriter
 	read, covered int64 // bytes read; bytes the charge covers
 	charged       int64 // the charge held in from
@@ -164,8 +146,6 @@ type meteredBody struct {
 	declared      bool // charged up front for its declared length
 	deadline      bool // a read deadline is set, to lift when the body is in
 }
-
-var meteredPool = sync.Pool{New: func() any { return new(meteredBody) }}
 
 func (m *meteredBody) Read(p []byte) (int, error) {
 	if m.shed {
@@ -185,7 +165,7 @@ func (m *meteredBody) Read(p []byte) (int, error) {
 	m.read += int64(n)
 	if err == io.EOF && m.deadline {
 		m.deadline = false
-		setReadDeadline(m.w, time.Time{})
+		_ = m.rc.SetReadDeadline(time.Time{})
 	}
 	return n, err
 }

@@ -11,22 +11,12 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Environment variables that override settings (YuniKorn's names).
-const (
-	EnvBypassAuth        = "ADMISSION_CONTROLLER_BYPASS_AUTH"
-	EnvTrustControllers  = "ADMISSION_CONTROLLER_TRUST_CONTROLLERS"
-	EnvBypassControllers = "ADMISSION_CONTROLLER_BYPASS_CONTROLLERS" // the design page's name for EnvTrustControllers
-	EnvSystemUsers       = "ADMISSION_CONTROLLER_SYSTEM_USERS"
-	EnvExternalUsers     = "ADMISSION_CONTROLLER_EXTERNAL_USERS"
-	EnvExternalGroups    = "ADMISSION_CONTROLLER_EXTERNAL_GROUPS"
-)
-
 // key is one setting as every source names it: its YAML path (also its
 // ConfigMap key), YuniKorn's other ConfigMap key and its variables.
 type key struct {
 	setting string
 	alias   string   // YuniKorn's ConfigMap key, when it differs
-	env     []string // variables; when two are set they must agree
+	env     []string // YuniKorn's variables (and the design page's for trustControllers); two set must agree
 	// field points into a Config; want is the YAML form of a value set() parses as YAML.
 	field func(*Config) any
 	want  string
@@ -36,16 +26,16 @@ type key struct {
 const prefix = "admissionController."
 
 var keys = []key{
-	{setting: prefix + "accessControl.bypassAuth", env: []string{EnvBypassAuth},
+	{setting: prefix + "accessControl.bypassAuth", env: []string{"ADMISSION_CONTROLLER_BYPASS_AUTH"},
 		field: func(c *Config) any { return &c.AccessControl.BypassAuth }},
-	{setting: prefix + "accessControl.trustControllers", env: []string{EnvTrustControllers, EnvBypassControllers},
-		field: func(c *Config) any { return &c.AccessControl.TrustControllers }},
-	{setting: prefix + "accessControl.systemUsers", env: []string{EnvSystemUsers}, lint: &patternKey{"user", "trusts", ":"},
-		field: func(c *Config) any { return &c.AccessControl.SystemUsers }},
-	{setting: prefix + "accessControl.externalUsers", env: []string{EnvExternalUsers}, lint: &patternKey{"user", "trusts", ":"},
-		field: func(c *Config) any { return &c.AccessControl.ExternalUsers }},
-	{setting: prefix + "accessControl.externalGroups", env: []string{EnvExternalGroups}, lint: &patternKey{"group", "trusts", ":"},
-		field: func(c *Config) any { return &c.AccessControl.ExternalGroups }},
+	{setting: prefix + "accessControl.trustControllers", env: []string{"ADMISSION_CONTROLLER_TRUST_CONTROLLERS",
+		"ADMISSION_CONTROLLER_BYPASS_CONTROLLERS"}, field: func(c *Config) any { return &c.AccessControl.TrustControllers }},
+	{setting: prefix + "accessControl.systemUsers", env: []string{"ADMISSION_CONTROLLER_SYSTEM_USERS"},
+		lint: &patternKey{"user", "trusts", ":"}, field: func(c *Config) any { return &c.AccessControl.SystemUsers }},
+	{setting: prefix + "accessControl.externalUsers", env: []string{"ADMISSION_CONTROLLER_EXTERNAL_USERS"},
+		lint: &patternKey{"user", "trusts", ":"}, field: func(c *Config) any { return &c.AccessControl.ExternalUsers }},
+	{setting: prefix + "accessControl.externalGroups", env: []string{"ADMISSION_CONTROLLER_EXTERNAL_GROUPS"},
+		lint: &patternKey{"group", "trusts", ":"}, field: func(c *Config) any { return &c.AccessControl.ExternalGroups }},
 	{setting: prefix + "processNamespaces", alias: prefix + "filtering.processNamespaces", lint: &patternKey{"namespace", "matches", "-"},
 		field: func(c *Config) any { return &c.ProcessNamespaces }},
 	{setting: prefix + "bypassNamespaces", alias: prefix + "filtering.bypassNamespaces", lint: &patternKey{"namespace", "matches", ""},

@@ -181,10 +181,10 @@ func TestProcessNamespacesAsDocumented(t *testing.T) {
 // Patterns from the environment are linted under the variable's name.
 func TestEnvWarnings(t *testing.T) {
 	env := map[string]string{
-		EnvSystemUsers:       "^system:serviceaccount:kube-system:,spark-operator",
-		EnvExternalGroups:    "^admins$",
-		EnvBypassAuth:        "true",
-		EnvBypassControllers: "false",
+		"ADMISSION_CONTROLLER_SYSTEM_USERS":       "^system:serviceaccount:kube-system:,spark-operator",
+		"ADMISSION_CONTROLLER_EXTERNAL_GROUPS":    "^admins$",
+		"ADMISSION_CONTROLLER_BYPASS_AUTH":        "true",
+		"ADMISSION_CONTROLLER_BYPASS_CONTROLLERS": "false",
 	}
 	_, ws, err := Resolve(Config{}, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {

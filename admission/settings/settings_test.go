@@ -147,20 +147,20 @@ func TestResolveEnv(t *testing.T) {
 	}{
 		{"nothing set", env(), func(c Config) bool { return reflect.DeepEqual(c, base.Defaulted()) }, ""},
 		{"no lookup", nil, func(c Config) bool { return reflect.DeepEqual(c, base.Defaulted()) }, ""},
-		{"bypass auth", env(EnvBypassAuth, "true"), func(c Config) bool { return c.AccessControl.BypassAuth }, ""},
-		{"trust controllers", env(EnvTrustControllers, "false"), func(c Config) bool { return !*c.AccessControl.TrustControllers }, ""},
-		{"the design page's name", env(EnvBypassControllers, "0"), func(c Config) bool { return !*c.AccessControl.TrustControllers }, ""},
-		{"both names agree", env(EnvBypassControllers, "FALSE", EnvTrustControllers, "f"), func(c Config) bool { return !*c.AccessControl.TrustControllers }, ""},
-		{"both names disagree", env(EnvBypassControllers, "true", EnvTrustControllers, "false"), nil,
+		{"bypass auth", env("ADMISSION_CONTROLLER_BYPASS_AUTH", "true"), func(c Config) bool { return c.AccessControl.BypassAuth }, ""},
+		{"trust controllers", env("ADMISSION_CONTROLLER_TRUST_CONTROLLERS", "false"), func(c Config) bool { return !*c.AccessControl.TrustControllers }, ""},
+		{"the design page's name", env("ADMISSION_CONTROLLER_BYPASS_CONTROLLERS", "0"), func(c Config) bool { return !*c.AccessControl.TrustControllers }, ""},
+		{"both names agree", env("ADMISSION_CONTROLLER_BYPASS_CONTROLLERS", "FALSE", "ADMISSION_CONTROLLER_TRUST_CONTROLLERS", "f"), func(c Config) bool { return !*c.AccessControl.TrustControllers }, ""},
+		{"both names disagree", env("ADMISSION_CONTROLLER_BYPASS_CONTROLLERS", "true", "ADMISSION_CONTROLLER_TRUST_CONTROLLERS", "false"), nil,
 			`ADMISSION_CONTROLLER_TRUST_CONTROLLERS: "false" and ADMISSION_CONTROLLER_BYPASS_CONTROLLERS="true" disagree`},
-		{"bad boolean", env(EnvBypassAuth, "yes"), nil, `ADMISSION_CONTROLLER_BYPASS_AUTH: invalid boolean "yes"`},
-		{"bad boolean under the design page's name", env(EnvBypassControllers, "maybe"), nil, "ADMISSION_CONTROLLER_BYPASS_CONTROLLERS"},
-		{"bad regex, named by its variable", env(EnvExternalGroups, "^ok$,a("), nil,
+		{"bad boolean", env("ADMISSION_CONTROLLER_BYPASS_AUTH", "yes"), nil, `ADMISSION_CONTROLLER_BYPASS_AUTH: invalid boolean "yes"`},
+		{"bad boolean under the design page's name", env("ADMISSION_CONTROLLER_BYPASS_CONTROLLERS", "maybe"), nil, "ADMISSION_CONTROLLER_BYPASS_CONTROLLERS"},
+		{"bad regex, named by its variable", env("ADMISSION_CONTROLLER_EXTERNAL_GROUPS", "^ok$,a("), nil,
 			`ADMISSION_CONTROLLER_EXTERNAL_GROUPS[1]: invalid regular expression "a("`},
-		{"patterns", env(EnvSystemUsers, "^a$,^b$", EnvExternalGroups, "^g$"), func(c Config) bool {
+		{"patterns", env("ADMISSION_CONTROLLER_SYSTEM_USERS", "^a$,^b$", "ADMISSION_CONTROLLER_EXTERNAL_GROUPS", "^g$"), func(c Config) bool {
 			return reflect.DeepEqual(c.AccessControl.SystemUsers, Patterns{"^a$", "^b$"}) && reflect.DeepEqual(c.AccessControl.ExternalGroups, Patterns{"^g$"})
 		}, ""},
-		{"empty overrides the file", env(EnvExternalUsers, ""), func(c Config) bool {
+		{"empty overrides the file", env("ADMISSION_CONTROLLER_EXTERNAL_USERS", ""), func(c Config) bool {
 			return c.AccessControl.ExternalUsers != nil && len(c.AccessControl.ExternalUsers) == 0
 		}, ""},
 	}

@@ -17,7 +17,7 @@ func TestAttach(t *testing.T) {
 	dir := resolverFunc(func(_ context.Context, user string) (identity.Info, error) {
 		return identity.Info{User: user, Groups: []string{fmt.Sprint("g", n.Add(1))}}, nil
 	})
-	c := cache.New(dir, cache.Options{})
+	c := cache.New(dir, cache.Options{MaxEntries: 1})
 	ctx := context.Background()
 	if _, _, ok := c.Attached("alice", 1); ok {
 		t.Fatal("attached before any answer")
@@ -38,7 +38,7 @@ func TestAttach(t *testing.T) {
 
 	// A new answer: what was worked out from the old one is not served,
 	// and cannot be attached to the new one.
-	c.Invalidate("alice")
+	c.Resolve(ctx, "bob") // evicts alice
 	second, _ := c.Resolve(ctx, "alice")
 	if _, _, ok := c.Attached("alice", 1); ok {
 		t.Error("the old answer's value survived a new answer")

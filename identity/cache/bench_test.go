@@ -91,12 +91,12 @@ func BenchmarkCacheHitParallelSameUser(b *testing.B) {
 func BenchmarkCacheMiss(b *testing.B) {
 	answer := groups64("alice")
 	dir := resolverFunc(func(context.Context, string) (identity.Info, error) { return answer, nil })
-	c := cache.New(dir, cache.Options{})
+	c := cache.New(dir, cache.Options{MaxEntries: 1}) // alice and bob evict each other
 	ctx := context.Background()
+	users := [2]string{"alice", "bob"}
 	b.ReportAllocs()
-	for b.Loop() {
-		c.Invalidate("alice")
-		if _, err := c.Resolve(ctx, "alice"); err != nil {
+	for i := 0; b.Loop(); i++ {
+		if _, err := c.Resolve(ctx, users[i%2]); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -96,11 +95,6 @@ type Cache struct {
 	opts Options
 	now  func() time.Time
 	tab  *ttlcache.Cache[*entry] // user name -> entry
-
-	// mu orders stores against Invalidate: gen changes on Invalidate, so
-	// that a resolver call started before does not store its answer after.
-	mu  sync.Mutex
-	gen atomic.Uint64
 
 	hits, negHits, staleHits, misses, calls, failures, evict atomic.Uint64
 	callTime                                                 atomic.Int64
@@ -227,7 +221,6 @@ func (c *Cache) refresh(user string) {
 // fill asks the resolver about user unless a fresh answer arrived
 // meanwhile, stores the outcome and returns what the callers get.
 func (c *Cache) fill(ctx context.Context, user string) *entry {
-	gen := c.gen.Load()
 	now := c.now()
 	if e, ok := c.tab.Get(user, now); ok && now.Before(e.expires) {
 		// A call that ended just before this one began stored it.
@@ -246,12 +239,6 @@ func (c *Cache) fill(ctx context.Context, user string) *entry {
 		}
 	}
 	a := &entry{info: info, err: err}
-
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gen.Load() != gen { // invalidated meanwhile: answer, but do not store.
-		return a
-	}
 	cur, _ := c.tab.Get(user, now)
 	switch {
 	case err == nil:
@@ -300,18 +287,6 @@ func (c *Cache) call(ctx context.Context, user string) (identity.Info, error) {
 	}
 	return info, err
 }
-
-// Invalidate forgets what the cache knows about user: the next lookup asks
-// the resolver, and a call already under way will not store its answer.
-func (c *Cache) Invalidate(user string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.tab.Delete(user)
-	c.gen.Add(1)
-}
-
-// Len returns the number of users held, expired entries included.
-func (c *Cache) Len() int { return c.tab.Len() }
 
 // Stats returns the cache's counters, each read atomically.
 func (c *Cache) Stats() Stats {

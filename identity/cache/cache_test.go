@@ -214,14 +214,14 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestEviction(t *testing.T) {
-	t.Run("second chance", func(t *testing.T) {
+	t.Run("least recently used", func(t *testing.T) {
 		r := directory()
 		c := newCache(r, Options{MaxEntries: 3}, newClock().now)
 		for _, u := range []string{"a", "b", "c"} {
 			mustResolve(t, c, u)
 		}
-		mustResolve(t, c, "a") // a is looked up again: it survives the hand
-		mustResolve(t, c, "d") // full: the hand passes a and evicts b
+		mustResolve(t, c, "a") // a is looked up again: it survives
+		mustResolve(t, c, "d") // full: b, the least recently used, goes
 		checkCalls(t, r, 4)
 		if c.Len() != 3 || c.Stats().Evictions != 1 {
 			t.Fatalf("Len = %d, stats %+v; want 3 entries, 1 eviction", c.Len(), c.Stats())
@@ -272,45 +272,6 @@ func TestEviction(t *testing.T) {
 					t.Errorf("%d evictions, %d calls, %d entries", s.Evictions, s.Calls, n)
 				}
 			})
-		}
-	})
-}
-
-func TestInvalidate(t *testing.T) {
-	r := directory()
-	c := newCache(r, Options{}, newClock().now)
-	mustResolve(t, c, "alice")
-	mustResolve(t, c, "bob")
-	c.Invalidate("alice")
-	c.Invalidate("nobody")
-	if c.Len() != 1 {
-		t.Fatalf("Len = %d, want 1", c.Len())
-	}
-	mustResolve(t, c, "alice")
-	mustResolve(t, c, "bob")
-	checkCalls(t, r, 3)
-
-	t.Run("call under way", func(t *testing.T) {
-		started, release := make(chan struct{}), make(chan struct{})
-		r := &resolver{fn: func(_ context.Context, user string) (identity.Info, error) {
-			if user == "slow" {
-				close(started)
-				<-release
-			}
-			return groupsOf(user), nil
-		}}
-		c := newCache(r, Options{}, newClock().now)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			mustResolve(t, c, "slow")
-		}()
-		<-started
-		c.Invalidate("slow")
-		close(release)
-		<-done // the caller got its answer, but it was not stored
-		if c.Len() != 0 {
-			t.Fatalf("Len = %d after invalidation during the call, want 0", c.Len())
 		}
 	})
 }
@@ -440,7 +401,11 @@ func TestTimeout(t *testing.T) {
 			if _, again := c.Resolve(context.Background(), "alice"); again != err {
 				t.Errorf("second lookup: %v, want the cached %v", again, err)
 			}
-			checkCalls(t, r, 1)
+			// At most one call: under load the timeout may pass before the
+			// call's goroutine starts it.
+			if n := r.calls.Load(); n > 1 {
+				t.Errorf("resolver called %d times, want at most 1", n)
+			}
 			if s := c.Stats(); s.Failures != 1 || s.NegativeHits != 1 {
 				t.Errorf("stats %+v", s)
 			}
@@ -536,8 +501,8 @@ func TestAnswersAreCopies(t *testing.T) {
 	}
 }
 
-// TestConcurrentMixedUsers runs lookups, failures, expiry, eviction and
-// invalidation at once; run it with -race.
+// TestConcurrentMixedUsers runs lookups, failures, expiry and eviction at
+// once; run it with -race.
 func TestConcurrentMixedUsers(t *testing.T) {
 	clk := newClock()
 	r := &resolver{fn: func(_ context.Context, user string) (identity.Info, error) {
@@ -552,11 +517,8 @@ func TestConcurrentMixedUsers(t *testing.T) {
 		wg.Go(func() {
 			for i := range 1000 {
 				user := fmt.Sprint("user", (i*(g+1))%97)
-				switch i % 50 {
-				case 0:
+				if i%50 == 0 {
 					clk.advance(100 * time.Millisecond)
-				case 1:
-					c.Invalidate(user)
 				}
 				in, err := c.Resolve(context.Background(), user)
 				if strings.HasSuffix(user, "7") {

@@ -38,7 +38,7 @@ func ExampleNew() {
 // default mode) or when the partition resolves or merges groups.
 func ExampleNew_complete() {
 	c := cache.New(identity.Static(map[string][]string{"alice": {"ldap-dev"}}), cache.Options{})
-	in, _ := identity.Complete(context.Background(), identity.ModeMerge, c, "alice", []string{"system:authenticated"})
+	in, _ := (*identity.Policy)(nil).Complete(context.Background(), identity.ModeMerge, c, "alice", []string{"system:authenticated"})
 	fmt.Println(in)
 	// Output: alice [system:authenticated(given) ldap-dev(test)]
 }
@@ -54,12 +54,4 @@ func ExampleOptions() {
 	c.Resolve(context.Background(), "alice")
 	fmt.Println(c.Stats().Calls, c.Len())
 	// Output: 1 1
-}
-
-func ExampleCache_Invalidate() {
-	c := cache.New(identity.None(), cache.Options{})
-	c.Resolve(context.Background(), "alice")
-	c.Invalidate("alice") // the next lookup asks the resolver again
-	fmt.Println(c.Len())
-	// Output: 0
 }

@@ -32,7 +32,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -60,8 +59,6 @@ type Resolver struct {
 
 	downMu    sync.Mutex
 	downUntil []time.Time // per URL: tried last until then
-
-	stats counters
 }
 
 var _ identity.Resolver = (*Resolver)(nil)
@@ -151,28 +148,11 @@ func readPasswordFile(path string) (string, error) {
 	return pw, nil
 }
 
-// Config returns the configuration in use, with defaults applied.
-func (r *Resolver) Config() Config { return r.cfg }
-
 // Close closes the idle connections; connections in use are closed when
 // their lookup ends. Lookups after Close fail.
 func (r *Resolver) Close() error {
 	r.pool.close()
 	return nil
-}
-
-// Resolve returns the groups of user, sorted, each with Source "ldap",
-// identity.Via for a nested group, or SourceInChain.
-func (r *Resolver) Resolve(ctx context.Context, user string) (identity.Info, error) {
-	groups, err := r.resolve(ctx, user)
-	if err != nil {
-		return identity.Info{}, err
-	}
-	in := identity.Info{User: user, Groups: make([]string, len(groups)), Sources: make([]identity.Source, len(groups))}
-	for i, g := range groups {
-		in.Groups[i], in.Sources[i] = g.name, g.src
-	}
-	return in, nil
 }
 
 // SourceInChain marks a group the in-chain search found that is not one of
@@ -190,14 +170,16 @@ type group struct {
 	chain []string
 }
 
-func (r *Resolver) resolve(ctx context.Context, user string) ([]group, error) {
+// Resolve returns the groups of user, sorted, each with Source "ldap",
+// identity.Via for a nested group, or SourceInChain.
+func (r *Resolver) Resolve(ctx context.Context, user string) (identity.Info, error) {
 	switch {
 	case user == "":
-		return nil, errors.New("ldap: empty user name")
+		return identity.Info{}, errors.New("ldap: empty user name")
 	case strings.IndexByte(user, 0) >= 0:
-		return nil, fmt.Errorf("ldap: user name %q contains NUL", user)
+		return identity.Info{}, fmt.Errorf("ldap: user name %q contains NUL", user)
 	case !utf8.ValidString(user):
-		return nil, fmt.Errorf("ldap: user name %q is not valid UTF-8", user)
+		return identity.Info{}, fmt.Errorf("ldap: user name %q is not valid UTF-8", user)
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, r.cfg.Timeout, r.timeout)
 	defer cancel()
@@ -205,11 +187,11 @@ func (r *Resolver) resolve(ctx context.Context, user string) ([]group, error) {
 		c, reused, err := r.pool.get(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, ctxError(ctx, fmt.Sprintf("groups of %q", user))
+				return identity.Info{}, ctxError(ctx, fmt.Sprintf("groups of %q", user))
 			}
-			return nil, err
+			return identity.Info{}, err
 		}
-		groups, err := r.lookup(ctx, c, user)
+		in, err := r.lookup(ctx, c, user)
 		r.pool.put(c)
 		// A reused connection may have died while idle (server restart,
 		// idle timeout): retry once on a fresh one.
@@ -217,17 +199,17 @@ func (r *Resolver) resolve(ctx context.Context, user string) ([]group, error) {
 			r.pool.flush()
 			continue
 		}
-		return groups, err
+		return in, err
 	}
 }
 
 // lookup runs the searches for user on c.
-func (r *Resolver) lookup(ctx context.Context, c *conn, user string) ([]group, error) {
+func (r *Resolver) lookup(ctx context.Context, c *conn, user string) (identity.Info, error) {
 	end := c.guard(ctx)
 	defer end()
 	entry, err := r.findUser(ctx, c, user)
 	if err != nil {
-		return nil, err
+		return identity.Info{}, err
 	}
 	var groups []group
 	if r.cfg.GroupSearch == GroupSearchMemberOf {
@@ -236,7 +218,7 @@ func (r *Resolver) lookup(ctx context.Context, c *conn, user string) ([]group, e
 		groups, err = r.searchGroups(ctx, c, user, entry)
 	}
 	if err != nil {
-		return nil, err
+		return identity.Info{}, err
 	}
 	for i := range groups {
 		groups[i].src = Source
@@ -248,14 +230,14 @@ func (r *Resolver) lookup(ctx context.Context, c *conn, user string) ([]group, e
 		groups, err = r.nested(ctx, c, user, groups)
 	}
 	if err != nil {
-		return nil, err
+		return identity.Info{}, err
 	}
-	return r.finish(groups), nil
+	return r.finish(user, groups), nil
 }
 
 // finish lower-cases the names (LowerCaseGroups), sorts the groups by name
-// and drops duplicate names, keeping the shortest chain.
-func (r *Resolver) finish(groups []group) []group {
+// and drops duplicate names, keeping the shortest chain: user's Info.
+func (r *Resolver) finish(user string, groups []group) identity.Info {
 	if r.cfg.LowerCaseGroups {
 		for i := range groups {
 			groups[i].name = strings.ToLower(groups[i].name)
@@ -267,7 +249,12 @@ func (r *Resolver) finish(groups []group) []group {
 		}
 		return len(a.chain) - len(b.chain)
 	})
-	return slices.CompactFunc(groups, func(a, b group) bool { return a.name == b.name })
+	groups = slices.CompactFunc(groups, func(a, b group) bool { return a.name == b.name })
+	in := identity.Info{User: user, Groups: make([]string, len(groups)), Sources: make([]identity.Source, len(groups))}
+	for i, g := range groups {
+		in.Groups[i], in.Sources[i] = g.name, g.src
+	}
+	return in
 }
 
 // dnKey is the key of a DN for telling groups apart: its normal form,
@@ -582,7 +569,6 @@ func (r *Resolver) bindName() string {
 // search runs req on c. Errors the server answered with are returned as
 // they are, with the partial result; any other marks c broken.
 func (r *Resolver) search(ctx context.Context, c *conn, what string, req *goldap.SearchRequest) (*goldap.SearchResult, error) {
-	r.stats.searches.Add(1)
 	res, err := c.l.Search(req)
 	switch {
 	case err == nil || answered(err) && goldap.IsErrorAnyOf(err, goldap.LDAPResultSizeLimitExceeded, goldap.LDAPResultNoSuchObject):
@@ -642,10 +628,4 @@ func describe(err error) string {
 		text += " (" + detail + ")"
 	}
 	return text
-}
-
-// counters are the Resolver's connections and searches since New, which
-// its tests read (Stats).
-type counters struct {
-	dials, dialFailures, searches atomic.Uint64
 }

@@ -133,6 +133,8 @@ func TestNestedGroups(t *testing.T) {
 				t.Run(fmt.Sprintf("%s depth %d", tc.user, tc.depth), func(t *testing.T) {
 					c := cfg
 					c.NestedGroups = tc.depth
+					proxy := newCounter(t, strings.TrimPrefix(s.URL, "ldap://"))
+					c.URLs = []string{proxy.URL}
 					r := newResolverT(t, c)
 					got := resolveSources(t, r, tc.user)
 					if tc.user == "wide" {
@@ -151,7 +153,7 @@ func TestNestedGroups(t *testing.T) {
 					if mode == GroupSearchMember {
 						want++
 					}
-					if got := r.Stats().Searches; got != want {
+					if got := proxy.searches.Load(); got != want {
 						t.Errorf("%d searches, want %d (one per level and chunk)", got, want)
 					}
 				})
@@ -233,6 +235,8 @@ func TestInChainSearchRuns(t *testing.T) {
 			cfg := baseConfig(s, mode)
 			cfg.GroupBaseDN = slapdtest.GroupsDN
 			cfg.InChain = true
+			proxy := newCounter(t, strings.TrimPrefix(s.URL, "ldap://"))
+			cfg.URLs = []string{proxy.URL}
 			r := newResolverT(t, cfg)
 			got := resolveSources(t, r, "nina")
 			if want := []string{"Data-Science(ldap)", "emea-team(ldap)"}; !slices.Equal(got, want) {
@@ -242,7 +246,7 @@ func TestInChainSearchRuns(t *testing.T) {
 			if mode == GroupSearchMemberOf {
 				want = 2
 			}
-			if n := r.Stats().Searches; n != want {
+			if n := proxy.searches.Load(); n != want {
 				t.Errorf("%d searches, want %d", n, want)
 			}
 		})

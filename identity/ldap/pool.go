@@ -141,10 +141,8 @@ func (r *Resolver) dial(ctx context.Context) (*conn, error) {
 		c, err := r.dialURL(ctx, u)
 		if err == nil {
 			r.markServer(i, true)
-			r.stats.dials.Add(1)
 			return c, nil
 		}
-		r.stats.dialFailures.Add(1)
 		var bad *bindError
 		if errors.As(err, &bad) {
 			return nil, err

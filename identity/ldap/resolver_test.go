@@ -312,6 +312,8 @@ func TestResolveFilterInjection(t *testing.T) {
 func TestResolveBadUserNames(t *testing.T) {
 	cfg := validConfig()
 	cfg.BindPasswordFile = writeFile(t, "pw", "x")
+	down := newCounter(t, "")
+	cfg.URLs = []string{down.URL}
 	r := newResolverT(t, cfg) // never connects: the name is refused first
 	for _, tt := range []struct{ user, want string }{
 		{"", "ldap: empty user name"},
@@ -323,8 +325,8 @@ func TestResolveBadUserNames(t *testing.T) {
 			t.Errorf("Resolve(%q) = %v, want %q", tt.user, err, tt.want)
 		}
 	}
-	if st := r.Stats(); st.Dials+st.DialFailures != 0 {
-		t.Errorf("bad names caused connections: %+v", st)
+	if n := down.conns.Load(); n != 0 {
+		t.Errorf("bad names caused %d connections", n)
 	}
 }
 
@@ -336,8 +338,8 @@ func TestWrongBindPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := baseConfig(s, GroupSearchMember)
-	cfg.URLs = []string{s.URL, s.LDAPSURL}
-	cfg.CAFile = s.CAFile
+	next := newCounter(t, strings.TrimPrefix(s.URL, "ldap://"))
+	cfg.URLs = []string{s.URL, next.URL}
 	cfg.BindPasswordFile = pwFile
 	r := newResolverT(t, cfg)
 	_, err := r.Resolve(context.Background(), "alice")
@@ -348,8 +350,8 @@ func TestWrongBindPassword(t *testing.T) {
 	if strings.Contains(err.Error(), secret) || strings.Contains(fmt.Sprintf("%+v %#v", err, err), secret) {
 		t.Fatalf("error reveals the password: %v", err)
 	}
-	if st := r.Stats(); st.DialFailures != 1 {
-		t.Errorf("DialFailures = %d: a refused bind must not fail over to the next server", st.DialFailures)
+	if n := next.conns.Load(); n != 0 {
+		t.Errorf("%d connections to the next server: a refused bind must not fail over to it", n)
 	}
 
 	// The file is read again for new connections: fixing it fixes the resolver.
@@ -402,9 +404,9 @@ func deadAddr(t testing.TB) string {
 
 func TestFailover(t *testing.T) {
 	s := newDirectory(t)
-	dead := "ldap://" + deadAddr(t)
+	down, up := newCounter(t, ""), newCounter(t, strings.TrimPrefix(s.URL, "ldap://"))
 	cfg := baseConfig(s, GroupSearchMember)
-	cfg.URLs = []string{dead, s.URL}
+	cfg.URLs = []string{down.URL, up.URL}
 	now := time.Unix(1_000_000, 0)
 	r, err := New(cfg)
 	if err != nil {
@@ -414,25 +416,26 @@ func TestFailover(t *testing.T) {
 	t.Cleanup(func() { r.Close() })
 
 	mustResolve(t, r, "alice", "dev", "ops")
-	if st := r.Stats(); st.Dials != 1 || st.DialFailures != 1 {
-		t.Fatalf("after first lookup: %+v, want one failed and one good dial", st)
+	if d, u := down.conns.Load(), up.conns.Load(); d != 1 || u != 1 {
+		t.Fatalf("after first lookup: %d dials to the server that is down, %d to the one up; want 1 and 1", d, u)
 	}
-	// The dead server is tried last for a while: a new connection goes
+	// The server that is down is tried last for a while: a new connection goes
 	// straight to the good one.
 	r.pool.flush()
 	mustResolve(t, r, "bob", "admins", "ops")
-	if st := r.Stats(); st.Dials != 2 || st.DialFailures != 1 {
-		t.Fatalf("within %v: %+v, want the dead server skipped", downFor, st)
+	if d, u := down.conns.Load(), up.conns.Load(); d != 1 || u != 2 {
+		t.Fatalf("within %v: %d and %d dials, want the server that is down skipped", downFor, d, u)
 	}
 	// Later it is tried first again, in configuration order.
 	now = now.Add(downFor + time.Second)
 	r.pool.flush()
 	mustResolve(t, r, "alice", "dev", "ops")
-	if st := r.Stats(); st.Dials != 3 || st.DialFailures != 2 {
-		t.Fatalf("after %v: %+v, want the first server retried", downFor, st)
+	if d, u := down.conns.Load(), up.conns.Load(); d != 2 || u != 3 {
+		t.Fatalf("after %v: %d and %d dials, want the first server retried", downFor, d, u)
 	}
 
 	// No server at all: one error naming each.
+	dead := "ldap://" + deadAddr(t)
 	cfg.URLs = []string{dead, "ldap://" + deadAddr(t)}
 	_, err = newResolverT(t, cfg).Resolve(context.Background(), "alice")
 	if err == nil || !strings.HasPrefix(err.Error(), "ldap: cannot connect to any server: "+dead+": ") ||
@@ -538,8 +541,8 @@ func TestOutageAndRecovery(t *testing.T) {
 	}
 	s.Start(t)
 	mustResolve(t, r, "bob", "admins", "ops")
-	if st := r.Stats(); st.OpenConns != 1 {
-		t.Fatalf("stats %+v, want one open connection", st)
+	if n := r.openConns(); n != 1 {
+		t.Fatalf("%d open connections, want one", n)
 	}
 }
 
@@ -643,6 +646,8 @@ func TestConcurrentLookups(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			cfg := baseConfig(s, mode)
 			cfg.PoolSize = 3
+			proxy := newCounter(t, strings.TrimPrefix(s.URL, "ldap://"))
+			cfg.URLs = []string{proxy.URL}
 			r := newResolverT(t, cfg)
 			want := map[string][]string{"alice": {"dev", "ops"}, "bob": {"admins", "ops"}, "carol": {}}
 			users := []string{"alice", "bob", "carol", "mallory"}
@@ -671,9 +676,8 @@ func TestConcurrentLookups(t *testing.T) {
 			for err := range errs {
 				t.Error(err)
 			}
-			st := r.Stats()
-			if st.Dials > 3 || st.OpenConns > 3 {
-				t.Errorf("stats %+v: more connections than poolsize 3", st)
+			if d, n := proxy.conns.Load(), r.openConns(); d > 3 || n > 3 {
+				t.Errorf("%d dials, %d open connections: more than poolsize 3", d, n)
 			}
 		})
 	}
@@ -687,7 +691,7 @@ func TestClose(t *testing.T) {
 	if _, err := r.Resolve(context.Background(), "alice"); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Fatalf("after Close: %v, want an error", err)
 	}
-	if n := r.Stats().OpenConns; n != 0 {
+	if n := r.openConns(); n != 0 {
 		t.Fatalf("OpenConns after Close = %d", n)
 	}
 }

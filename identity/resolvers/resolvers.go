@@ -88,23 +88,16 @@ type Resolver struct {
 	identity.Resolver
 	Cache  *cache.Cache // nil for type none
 	Key    Key
-	closer io.Closer
+	Closer io.Closer // what holds connections (ldap); nil for the other types
 }
 
-// Close releases the resolver's connections (ldap).
+// Close releases the resolver's connections.
 func (r *Resolver) Close() error {
-	if r.closer == nil {
+	if r.Closer == nil {
 		return nil
 	}
-	return r.closer.Close()
+	return r.Closer.Close()
 }
-
-// HoldsConnections reports whether Close releases anything.
-func (r *Resolver) HoldsConnections() bool { return r.closer != nil }
-
-// SetCloser replaces what Close releases (tests of callers that close
-// resolvers).
-func (r *Resolver) SetCloser(c io.Closer) { r.closer = c }
 
 // New builds the resolver s describes, with its cache.
 func New(s Settings) (*Resolver, error) {
@@ -132,10 +125,10 @@ func New(s Settings) (*Resolver, error) {
 		if err != nil {
 			return nil, err
 		}
-		base, r.closer = l, l
+		base, r.Closer = l, l
 		// The resolver bounds a lookup itself and says so in its error; the
 		// cache's bound is a backstop that never cuts that short.
-		timeout = 2 * l.Config().Timeout
+		timeout = 2 * s.LDAP.WithDefaults().Timeout
 	default:
 		return nil, fmt.Errorf("unknown resolver type %q", s.Type)
 	}

@@ -106,8 +106,8 @@ func TestNewBuildsEveryType(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tt.s.Type, err)
 		}
-		if (r.Cache != nil) != tt.cache || r.HoldsConnections() != tt.closeable || r.Key != tt.s.Key() {
-			t.Errorf("%s: cache %v, closeable %v, key %s", tt.s.Type, r.Cache != nil, r.HoldsConnections(), r.Key)
+		if (r.Cache != nil) != tt.cache || (r.Closer != nil) != tt.closeable || r.Key != tt.s.Key() {
+			t.Errorf("%s: cache %v, closeable %v, key %s", tt.s.Type, r.Cache != nil, (r.Closer != nil), r.Key)
 		}
 		if tt.user != "" {
 			in, err := r.Resolve(ctx, tt.user)

@@ -74,37 +74,20 @@ func Strings(ss []string, max, count int) []string {
 	return out
 }
 
-// Detach copies each string *p and each element of list into one new
-// allocation: a request's names are often substrings of its whole body,
-// which whatever is kept past the request (a cache, a queued audit record)
-// must not keep alive. The strings are set in place; the list's copy is
-// returned (nil for a nil list).
+// Detach copies each string *p and each element of list: a request's
+// names are often substrings of its whole body, which whatever is kept past
+// the request (a cache, a queued audit record) must not keep alive. The
+// strings are set in place; the list's copy is returned (nil for a nil list).
 func Detach(list []string, ps ...*string) []string {
-	n := 0
 	for _, p := range ps {
-		n += len(*p)
-	}
-	for _, s := range list {
-		n += len(s)
-	}
-	var b strings.Builder
-	b.Grow(n)
-	for _, p := range ps {
-		b.WriteString(*p)
-	}
-	for _, s := range list {
-		b.WriteString(s)
-	}
-	all := b.String()
-	for _, p := range ps {
-		*p, all = all[:len(*p)], all[len(*p):]
+		*p = strings.Clone(*p)
 	}
 	if list == nil {
 		return nil
 	}
 	out := make([]string, len(list))
 	for i, s := range list {
-		out[i], all = all[:len(s)], all[len(s):]
+		out[i] = strings.Clone(s)
 	}
 	return out
 }

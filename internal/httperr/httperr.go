@@ -16,30 +16,17 @@ import (
 	"github.com/usherhq/usher/internal/jsonscan"
 )
 
-var (
-	jsonContentType = []string{"application/json"}
-	noSniff         = []string{"nosniff"}
-)
-
 // Write answers with status code and the JSON error msg; requestID is
 // included when not empty.
 func Write(w http.ResponseWriter, code int, msg, requestID string) {
-	h := w.Header()
-	h["Content-Type"] = jsonContentType
-	h["X-Content-Type-Options"] = noSniff
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
-	_, _ = w.Write(Append(nil, msg, requestID))
-}
-
-// Append appends the error body to dst.
-func Append(dst []byte, msg, requestID string) []byte {
-	dst = append(dst, `{"error":`...)
-	dst = jsonscan.AppendString(dst, msg)
+	b := jsonscan.AppendString([]byte(`{"error":`), msg)
 	if requestID != "" {
-		dst = append(dst, `,"requestID":`...)
-		dst = jsonscan.AppendString(dst, requestID)
+		b = jsonscan.AppendString(append(b, `,"requestID":`...), requestID)
 	}
-	return append(dst, "}\n"...)
+	_, _ = w.Write(append(b, "}\n"...))
 }
 
 // NewRequestID returns a random id that ties an answer to its log records.

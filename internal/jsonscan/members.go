@@ -124,9 +124,6 @@ func (m *Members) Next() int {
 	}
 }
 
-// Seen reports whether the member with index i has been read so far.
-func (m *Members) Seen(i int) bool { return m.seen&(1<<i) != 0 }
-
 // StringList reads an array of strings (null elements read as "", as with
 // encoding/json) or null (nil); an empty array is a non-nil empty slice.
 // It keeps at most max strings and reads the rest without keeping them; n

@@ -1,7 +1,7 @@
 // Package ttlcache is usher's one cache of answers by key, for the group
 // cache (identity/cache) and the API server's answers (auth): each value kept
-// until a time its caller chooses, at most a fixed number of them (the clock
-// algorithm evicts), and one call per missing key shared by all its
+// until a time its caller chooses, at most a fixed number of them (the least
+// recently used goes), and one call per missing key shared by all its
 // concurrent callers, detached from them, bounded in time, a panic an error.
 package ttlcache
 
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+	"k8s.io/utils/lru"
 )
 
 // ErrTimeout (with context.DeadlineExceeded) and ErrPanic are wrapped by
@@ -24,22 +25,17 @@ var (
 
 // Cache holds values of type V by key. It is safe for concurrent use.
 type Cache[V any] struct {
-	max   int
 	now   func() time.Time
 	group singleflight.Group
+	lru   *lru.Cache // key -> kept[V]
 
-	mu   sync.Mutex
-	m    map[string]*entry[V]
-	ring []*entry[V] // the clock: every entry, each at its slot
-	hand int
+	mu      sync.Mutex // held by Put and Delete, whose lru calls may evict
+	evicted bool
 }
 
-type entry[V any] struct {
-	key  string
+type kept[V any] struct {
 	v    V
 	keep time.Time // served before keep
-	ref  bool      // served since the clock hand last passed
-	slot int
 }
 
 // New returns a cache of at most size values (at least one), reading the
@@ -48,78 +44,42 @@ func New[V any](size int, now func() time.Time) *Cache[V] {
 	if now == nil {
 		now = time.Now
 	}
-	return &Cache[V]{max: max(size, 1), now: now, m: map[string]*entry[V]{}}
+	c := &Cache[V]{now: now}
+	c.lru = lru.NewWithEvictionFunc(max(size, 1), func(lru.Key, any) { c.evicted = true })
+	return c
 }
 
 // Get returns key's value if it is kept and now is before its keep time.
 // now is the caller's reading of the cache's clock.
 func (c *Cache[V]) Get(key string, now time.Time) (v V, ok bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := c.m[key]
-	if e == nil || !now.Before(e.keep) {
+	e, ok := c.lru.Get(key)
+	if !ok || !now.Before(e.(kept[V]).keep) {
 		return v, false
 	}
-	e.ref = true
-	return e.v, true
+	return e.(kept[V]).v, true
 }
 
 // Put keeps v for key until keep, in place of key's value. When the cache
-// is full, the clock hand evicts the first entry past its keep time or not
-// served since the hand last passed it; evicted says one was.
+// is full, the least recently used value goes; evicted says one did.
 func (c *Cache[V]) Put(key string, v V, keep time.Time) (evicted bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e := c.m[key]; e != nil {
-		e.v, e.keep = v, keep
-		return false
-	}
-	if len(c.ring) >= c.max {
-		now := c.now()
-		for ; ; c.hand++ {
-			if c.hand >= len(c.ring) {
-				c.hand = 0
-			}
-			if e := c.ring[c.hand]; !now.Before(e.keep) || !e.ref {
-				c.remove(e) // the last entry moves to the hand, to be looked at next
-				break
-			}
-			c.ring[c.hand].ref = false
-		}
-		evicted = true
-	}
-	e := &entry[V]{key: key, v: v, keep: keep, slot: len(c.ring)}
-	c.m[key] = e
-	c.ring = append(c.ring, e)
-	return evicted
+	c.evicted = false
+	c.lru.Add(key, kept[V]{v, keep})
+	return c.evicted
 }
 
 // Delete drops key's value and forgets a call under way for key, so that
 // the next Do calls again.
 func (c *Cache[V]) Delete(key string) {
 	c.mu.Lock()
-	if e := c.m[key]; e != nil {
-		c.remove(e)
-	}
+	c.lru.Remove(key)
 	c.mu.Unlock()
 	c.group.Forget(key)
 }
 
-// remove deletes e. c.mu is held.
-func (c *Cache[V]) remove(e *entry[V]) {
-	last := c.ring[len(c.ring)-1]
-	c.ring[e.slot], last.slot = last, e.slot
-	c.ring[len(c.ring)-1] = nil
-	c.ring = c.ring[:len(c.ring)-1]
-	delete(c.m, e.key)
-}
-
 // Len returns the number of values kept, expired ones included.
-func (c *Cache[V]) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.ring)
-}
+func (c *Cache[V]) Len() int { return c.lru.Len() }
 
 // Do returns what fill returns for key, calling it once for all the
 // concurrent callers of key, on a context detached from ctx (its values

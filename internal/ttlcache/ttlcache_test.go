@@ -8,7 +8,7 @@ import (
 )
 
 // A value is served before its keep time only; a full cache evicts the
-// first entry past its keep time or not served since the hand passed.
+// least recently used entry.
 func TestKeepAndEviction(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := New[int](2, func() time.Time { return now })
@@ -21,14 +21,14 @@ func TestKeepAndEviction(t *testing.T) {
 		t.Fatal("no eviction in a full cache")
 	}
 	if _, ok := c.Get("b", now); ok {
-		t.Fatal("b, never served, survived the hand")
+		t.Fatal("b, never served, survived")
 	}
 	now = now.Add(2 * time.Minute)
 	if _, ok := c.Get("a", now); ok {
 		t.Fatal("a served past its keep time")
 	}
 	c.Get("c", now)
-	c.Put("d", 4, now.Add(time.Hour)) // c was served; a, past its keep time, goes
+	c.Put("d", 4, now.Add(time.Hour)) // c was served after a: a goes
 	if _, ok := c.Get("c", now); !ok || c.Len() != 2 {
 		t.Fatalf("c evicted in place of a; %d kept", c.Len())
 	}

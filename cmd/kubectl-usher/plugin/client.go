@@ -21,21 +21,6 @@ import (
 	"github.com/usherhq/usher/decision"
 )
 
-// APIError is an answer of usher other than 200.
-type APIError struct {
-	Status    int
-	Message   string
-	RequestID string
-}
-
-func (e *APIError) Error() string {
-	msg := fmt.Sprintf("usher answered %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
-	if e.RequestID != "" && !strings.Contains(e.Message, e.RequestID) {
-		msg += " (request id " + e.RequestID + ")"
-	}
-	return msg
-}
-
 // usherClient asks usher's /v1/access with the caller's kubeconfig credentials.
 type usherClient struct {
 	base, path string // path: "" for /v1/access
@@ -49,28 +34,35 @@ type usherConfig struct {
 	ServerName string // checked against usher's certificate; empty: the host of Server
 }
 
-// newUsherClient derives a client for usher from the caller's API server config
-// kube: its credentials, usher's address and CA, no impersonation (said in the body).
+// newUsherClient derives a client for usher from the caller's API server
+// config kube, without impersonation (said in the body): through the API
+// server (access.usher.io), or with uc.Server at usher's address, with
+// usher's CA.
 func newUsherClient(kube *rest.Config, uc usherConfig) (*usherClient, error) {
-	u, err := url.Parse(uc.Server)
-	if err != nil || u.Scheme != "https" || u.Host == "" {
-		return nil, fmt.Errorf("--usher-server %q: want https://HOST[:PORT]", uc.Server)
-	}
 	cfg := rest.CopyConfig(kube)
-	cfg.Host = strings.TrimSuffix(uc.Server, "/")
-	cfg.APIPath = ""
 	cfg.Impersonate = rest.ImpersonationConfig{}
-	cfg.TLSClientConfig.Insecure = false
-	cfg.TLSClientConfig.CAFile = uc.CAFile
-	cfg.TLSClientConfig.CAData = nil
-	cfg.TLSClientConfig.ServerName = uc.ServerName
-	cfg.Proxy = nil
+	c := &usherClient{base: strings.TrimSuffix(cfg.Host, "/") + "/apis/access.usher.io/v1alpha1", path: "/accessreviews"}
+	if uc.Server != "" {
+		u, err := url.Parse(uc.Server)
+		if err != nil || u.Scheme != "https" || u.Host == "" {
+			return nil, fmt.Errorf("--usher-server %q: want https://HOST[:PORT]", uc.Server)
+		}
+		cfg.Host = strings.TrimSuffix(uc.Server, "/")
+		cfg.APIPath = ""
+		cfg.TLSClientConfig.Insecure = false
+		cfg.TLSClientConfig.CAFile = uc.CAFile
+		cfg.TLSClientConfig.CAData = nil
+		cfg.TLSClientConfig.ServerName = uc.ServerName
+		cfg.Proxy = nil
+		c.base, c.path = cfg.Host, ""
+	}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("a client for usher at %s: %w", uc.Server, err)
+		return nil, fmt.Errorf("a client for usher at %s: %w", c.base, err)
 	}
 	hc.CheckRedirect = noRedirects
-	return &usherClient{base: cfg.Host, http: hc}, nil
+	c.http = hc
+	return c, nil
 }
 
 // noRedirects refuses redirects: the transport adds the caller's
@@ -117,8 +109,10 @@ func (c *usherClient) access(ctx context.Context, req decision.AccessRequest) (*
 			msg += "; the API server serves no access.usher.io: usher is installed without its aggregated API " +
 				"(chart value aggregatedAPI.enabled), or give --usher-server (docs/kubectl-usher.md)"
 		}
-		id := cmp.Or(e.RequestID, resp.Header.Get("X-Request-Id"))
-		return nil, &APIError{Status: resp.StatusCode, Message: msg, RequestID: id}
+		if id := cmp.Or(e.RequestID, resp.Header.Get("X-Request-Id")); id != "" && !strings.Contains(msg, id) {
+			msg += " (request id " + id + ")"
+		}
+		return nil, fmt.Errorf("usher answered %d %s: %s", resp.StatusCode, http.StatusText(resp.StatusCode), msg)
 	}
 	var out decision.Output
 	if err := json.Unmarshal(data, &out); err != nil {

@@ -51,17 +51,28 @@ const (
 	EnvServerName = "KUBECTL_USHER_TLS_SERVER_NAME"
 )
 
-// options are the flags every command shares.
+// options are the flags every command shares; kubeconfig and overrides
+// are kubectl's own, read the way kubectl reads them (client-go's clientcmd).
 type options struct {
-	streams   Streams
-	kube      kubeFlags
-	usher     usherConfig
-	partition string
-	output    string
+	streams    Streams
+	kubeconfig string
+	overrides  clientcmd.ConfigOverrides
+	cc         clientcmd.ClientConfig
+	usher      usherConfig
+	partition  string
+	output     string
 }
 
 // errNo is returned by a command whose answer is no: exit 1, no message.
 var errNo = errors.New("no")
+
+// verdict is err, or errNo for an answer that is no.
+func verdict(err error, yes bool) error {
+	if err == nil && !yes {
+		return errNo
+	}
+	return err
+}
 
 // Main runs the plugin with args (without the program name) and returns the exit code.
 func Main(ctx context.Context, args []string, streams Streams) int {
@@ -111,8 +122,8 @@ docs/kubectl-usher.md.`,
 	root.SetIn(streams.In)
 	root.CompletionOptions.HiddenDefaultCmd = true
 	pf := root.PersistentFlags()
-	pf.StringVar(&o.kube.kubeconfig, clientcmd.RecommendedConfigPathFlag, "", "path to the kubeconfig file to use")
-	clientcmd.BindOverrideFlags(&o.kube.overrides, pf, clientcmd.RecommendedConfigOverrideFlags(""))
+	pf.StringVar(&o.kubeconfig, clientcmd.RecommendedConfigPathFlag, "", "path to the kubeconfig file to use")
+	clientcmd.BindOverrideFlags(&o.overrides, pf, clientcmd.RecommendedConfigOverrideFlags(""))
 	pf.StringVar(&o.usher.Server, "usher-server", getenv(EnvServer), "usher's address, https://HOST[:PORT], to ask usher directly (default: through the API server, access.usher.io; $"+EnvServer+")")
 	pf.StringVar(&o.usher.CAFile, "usher-certificate-authority", getenv(EnvCA), "PEM file of the CA that signed usher's serving certificate (default: the system's roots; $"+EnvCA+")")
 	pf.StringVar(&o.usher.ServerName, "usher-tls-server-name", getenv(EnvServerName), "name to check usher's serving certificate against (default: the host of --usher-server; $"+EnvServerName+")")
@@ -133,36 +144,24 @@ func (o *options) addOutput(cmd *cobra.Command) {
 	}
 }
 
-// kubeFlags are kubectl's own flags for the API server and the caller's
-// credentials, read the way kubectl reads them (client-go's clientcmd).
-type kubeFlags struct {
-	kubeconfig string
-	overrides  clientcmd.ConfigOverrides
-	cc         clientcmd.ClientConfig
-}
-
 // clientConfig is the kubeconfig as the flags select it, loaded once.
-func (k *kubeFlags) clientConfig() clientcmd.ClientConfig {
-	if k.cc == nil {
+func (o *options) clientConfig() clientcmd.ClientConfig {
+	if o.cc == nil {
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		rules.ExplicitPath = k.kubeconfig
-		k.cc = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &k.overrides)
+		rules.ExplicitPath = o.kubeconfig
+		o.cc = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &o.overrides)
 	}
-	return k.cc
+	return o.cc
 }
 
 func (o *options) impersonating() bool {
-	return o.asUser() != "" || len(o.asGroups()) > 0
+	return o.overrides.AuthInfo.Impersonate != "" || len(o.overrides.AuthInfo.ImpersonateGroups) > 0
 }
-
-func (o *options) asUser() string { return o.kube.overrides.AuthInfo.Impersonate }
-
-func (o *options) asGroups() []string { return o.kube.overrides.AuthInfo.ImpersonateGroups }
 
 // restConfig is the caller's API server configuration; impersonate keeps
 // --as and --as-group (for requests the API server checks them on).
 func (o *options) restConfig(impersonate bool) (*rest.Config, error) {
-	cfg, err := o.kube.clientConfig().ClientConfig()
+	cfg, err := o.clientConfig().ClientConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -179,31 +178,22 @@ func (o *options) usherClient() (*usherClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.usher.Server != "" {
-		return newUsherClient(cfg, o.usher)
-	}
-	// Through the API server: its credentials go to the API server only.
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, err
-	}
-	hc.CheckRedirect = noRedirects
-	return &usherClient{base: strings.TrimSuffix(cfg.Host, "/") + "/apis/access.usher.io/v1alpha1", path: "/accessreviews", http: hc}, nil
+	return newUsherClient(cfg, o.usher)
 }
 
 // subject is the identity a question is about: the caller as the API server
 // sees it, or --as and --as-group, with system:authenticated added as the
 // API server adds it to an impersonated user.
 func (o *options) subject(ctx context.Context) (who Identity, self bool, err error) {
-	if o.impersonating() {
-		if o.asUser() == "" {
+	if as := o.overrides.AuthInfo; o.impersonating() {
+		if as.Impersonate == "" {
 			return Identity{}, false, errors.New("--as-group needs --as USER")
 		}
-		groups := append([]string{}, o.asGroups()...)
-		if o.asUser() != "system:anonymous" && !slices.Contains(groups, systemAuthenticated) {
+		groups := append([]string{}, as.ImpersonateGroups...)
+		if as.Impersonate != "system:anonymous" && !slices.Contains(groups, systemAuthenticated) {
 			groups = append(groups, systemAuthenticated)
 		}
-		return Identity{User: o.asUser(), Groups: groups}, false, nil
+		return Identity{User: as.Impersonate, Groups: groups}, false, nil
 	}
 	cfg, err := o.restConfig(false)
 	if err != nil {
@@ -226,7 +216,7 @@ func (o *options) ask(ctx context.Context, req decision.AccessRequest) (ans *dec
 	req.User, req.Groups = who.User, who.Groups
 	if req.Place {
 		// The namespace tag, as YuniKorn's shim passes it.
-		ns, _, err := o.kube.clientConfig().Namespace()
+		ns, _, err := o.clientConfig().Namespace()
 		if err != nil {
 			return nil, who, self, err
 		}

@@ -29,11 +29,7 @@ func newWhoami(o *options) *cobra.Command {
 SelfSubjectReview, as kubectl auth whoami), then the groups usher decides
 with in the partition, each with its source: "given" for the groups the
 API server gave, a resolver's name (ldap, file, os) for those usher found
-in its directory.
-
-With --as USER (and --as-group), shows what usher decides with for that
-user; usher answers only if you may create accessreviews in API group
-usher.io.`,
+in its directory.` + asHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ans, who, self, err := o.ask(cmd.Context(), decision.AccessRequest{Partition: o.partition, Queues: true})
@@ -65,6 +61,12 @@ usher.io.`,
 	o.addOutput(cmd)
 	return cmd
 }
+
+// asHelp ends the help of the commands that may ask about someone else.
+const asHelp = `
+
+With --as USER (and --as-group), the question is about that user; usher
+answers only if you may create accessreviews in API group usher.io.`
 
 // describeSource says where a group usher decides with came from.
 func describeSource(s string, self bool) string {
@@ -105,10 +107,7 @@ runs in, with the namespace as the namespace tag (usher place). When they
 put it elsewhere than QUEUE, a warning on stderr names that queue and
 why.
 
-Exit status: 0 yes, 1 no, 2 when the question could not be answered.
-
-With --as USER (and --as-group) the question is about that user; usher
-answers only if you may create accessreviews in API group usher.io.`,
+Exit status: 0 yes, 1 no, 2 when the question could not be answered.` + asHelp,
 		Example: `  kubectl usher can-i submit root.ml
   kubectl usher can-i admin root.ops --explain
   kubectl usher can-i kill root.ops --owner bob
@@ -158,14 +157,8 @@ answers only if you may create accessreviews in API group usher.io.`,
 						printDecision(w, ans)
 					}
 				})
-				if err != nil {
-					return err
-				}
 			}
-			if !ans.Allowed {
-				return errNo
-			}
-			return nil
+			return verdict(err, ans.Allowed)
 		},
 	}
 	o.addOutput(cmd)
@@ -198,7 +191,7 @@ func printDecision(w io.Writer, a *decision.Output) {
 		}
 		fmt.Fprintln(w, line)
 	}
-	printTrail(w, a.Trail)
+	printTrail(w, "", a.Trail)
 }
 
 // groupsText is "g1 (source), g2 (source)", or "(none)".
@@ -210,14 +203,15 @@ func groupsText(gs []decision.Group) string {
 	return joinOr(groups, "(none)")
 }
 
-// printTrail prints the placement rules tried, then the ACLs consulted.
-func printTrail(w io.Writer, t *decision.Trail) {
+// printTrail prints the placement rules tried, then the ACLs consulted,
+// each line after indent.
+func printTrail(w io.Writer, indent string, t *decision.Trail) {
 	if t == nil {
 		return
 	}
-	fmt.Fprintln(w, "trail:")
+	fmt.Fprintln(w, indent+"trail:")
 	for _, p := range t.Placement {
-		line := fmt.Sprintf("  placement rule %d %s: %s", p.Rule, p.Describe, p.Outcome)
+		line := fmt.Sprintf("%s  placement rule %d %s: %s", indent, p.Rule, p.Describe, p.Outcome)
 		if p.Queue != "" {
 			line += " " + p.Queue
 		}
@@ -240,7 +234,7 @@ func printTrail(w io.Writer, t *decision.Trail) {
 		if s.Set {
 			entry = fmt.Sprintf(" %q", s.Entry)
 		}
-		fmt.Fprintf(w, "  %s %s%s: %s\n", s.Queue, s.ACL, entry, state)
+		fmt.Fprintf(w, "%s  %s %s%s: %s\n", indent, s.Queue, s.ACL, entry, state)
 	}
 }
 
@@ -257,8 +251,7 @@ func newQueues(o *options) *cobra.Command {
 		Short: "List every queue with what you may do there",
 		Long: `Lists every queue of the partition with whether you may submit to it
 and administer it (usher access, for yourself): a tree to read, or JSON or
-YAML for scripts. With --as USER (and --as-group), that user's rights;
-usher answers only if you may create accessreviews in API group usher.io.`,
+YAML for scripts.` + asHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ans, _, _, err := o.ask(cmd.Context(), decision.AccessRequest{Partition: o.partition, Queues: true})
@@ -279,7 +272,7 @@ usher answers only if you may create accessreviews in API group usher.io.`,
 					if !q.Submit && !q.Admin {
 						why = ""
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", decision.TreeLabel(out.Queues, i), mark(q.Submit), mark(q.Admin), why)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", decision.TreeLabel(out.Queues, i), mark[q.Submit], mark[q.Admin], why)
 				}
 				tw.Flush()
 			})
@@ -289,12 +282,7 @@ usher answers only if you may create accessreviews in API group usher.io.`,
 	return cmd
 }
 
-func mark(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "-"
-}
+var mark = map[bool]string{true: "yes", false: "-"}
 
 // print writes v as JSON or YAML, or calls text.
 func (o *options) print(v any, text func(io.Writer)) error {

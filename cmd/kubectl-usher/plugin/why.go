@@ -25,6 +25,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/decision"
 )
 
@@ -56,13 +57,6 @@ type Marker struct {
 	Key   string `json:"key"`
 	Value string `json:"value"`
 	On    string `json:"on"`
-}
-
-// yunikornMarkers are where YuniKorn reads a pod's queue, in its order.
-var yunikornMarkers = []struct{ kind, key string }{
-	{"label", "yunikorn.apache.org/queue"},
-	{"annotation", "yunikorn.apache.org/queue"},
-	{"label", "queue"},
 }
 
 type whyFlags struct {
@@ -153,7 +147,7 @@ func readManifest(file string, stdin io.Reader) ([]*unstructured.Unstructured, e
 }
 
 func (o *options) why(ctx context.Context, f whyFlags, objs []*unstructured.Unstructured) error {
-	defaultNS, _, err := o.kube.clientConfig().Namespace()
+	defaultNS, _, err := o.clientConfig().Namespace()
 	if err != nil {
 		return err
 	}
@@ -169,7 +163,7 @@ func (o *options) why(ctx context.Context, f whyFlags, objs []*unstructured.Unst
 			// The API server checks the impersonation on every request; asking
 			// once first tells a refused impersonation from a refused object.
 			if _, err := selfSubjectReview(ctx, cfg); err != nil {
-				return fmt.Errorf("--as %s: %w", o.asUser(), err)
+				return fmt.Errorf("--as %s: %w", o.overrides.AuthInfo.Impersonate, err)
 			}
 		}
 		cfg.WarningHandler = warnings
@@ -242,13 +236,7 @@ func (o *options) why(ctx context.Context, f whyFlags, objs []*unstructured.Unst
 			printWhy(w, wo)
 		}
 	})
-	if err != nil {
-		return err
-	}
-	if refused {
-		return errNo
-	}
-	return nil
+	return verdict(err, !refused)
 }
 
 func printWhy(w io.Writer, wo WhyObject) {
@@ -294,11 +282,7 @@ func printWhy(w io.Writer, wo WhyObject) {
 	}
 	fmt.Fprintf(w, "  usher's decision for %s: %s\n", a.Identity.User, map[bool]string{true: "allowed", false: "denied"}[a.Allowed])
 	fmt.Fprintf(w, "    %s\n", a.Reason)
-	var b strings.Builder
-	printTrail(&b, a.Trail)
-	for line := range strings.Lines(b.String()) {
-		fmt.Fprint(w, "  "+line)
-	}
+	printTrail(w, "  ", a.Trail)
 }
 
 // dryRunCreate creates obj in ns with dryRun=All. A refusal by admission
@@ -338,25 +322,24 @@ func queueMarker(obj *unstructured.Unstructured) *Marker {
 	if path == nil {
 		return nil
 	}
-	for _, mk := range yunikornMarkers {
-		// mk.kind + "s": labels or annotations.
-		v, ok, _ := unstructured.NestedString(obj.Object, slices.Concat(path, []string{mk.kind + "s", mk.key})...)
-		if ok && v != "" {
-			return &Marker{Kind: mk.kind, Key: mk.key, Value: v, On: on}
+	// YuniKorn's default markers, in the order it reads them.
+	for _, mk := range (settings.Config{}).Defaulted().QueueSources {
+		// mk.Kind + "s": labels or annotations.
+		v, ok, _ := unstructured.NestedString(obj.Object, slices.Concat(path, []string{mk.Kind + "s", mk.Key})...)
+		if ok && v != "" && mk.Scheduler == "yunikorn" {
+			return &Marker{Kind: mk.Kind, Key: mk.Key, Value: v, On: on}
 		}
 	}
 	return nil
 }
 
-// podMetaPath is where the metadata of obj's pods is.
+// podMetaPath is where the metadata of obj's pods is: the workloads the
+// webhooks govern.
 func podMetaPath(kind string) ([]string, string) {
-	switch kind {
-	case "Pod":
-		return []string{"metadata"}, "Pod"
-	case "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "ReplicationController":
-		return []string{"spec", "template", "metadata"}, "pod template"
-	case "CronJob":
-		return []string{"spec", "jobTemplate", "spec", "template", "metadata"}, "pod template"
+	for _, w := range settings.Workloads {
+		if w.Kind == kind {
+			return strings.Split(w.Meta, "."), map[bool]string{true: "Pod", false: "pod template"}[kind == "Pod"]
+		}
 	}
 	return nil, ""
 }

@@ -33,8 +33,7 @@ func newAccessCommand(env *Env) *cobra.Command {
 	d := &decisionFlags{out: "text"}
 	cmd, fs := newCommand(groupDecide, "access --user U [--groups G1,G2] [flags]",
 		"every queue of a partition with the user's submit and admin rights", accessHelp)
-	fs.StringVar(&d.config, "config", "", configFlagHelp)
-	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
+	d.configFlags(fs)
 	fs.StringVar(&d.user, "user", "", "user `NAME` (required)")
 	fs.StringVar(&d.groups, "groups", "", "comma separated `GROUPS`; when empty the partition's resolver finds them")
 	// tree is the text output's old name.

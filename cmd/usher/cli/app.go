@@ -9,7 +9,6 @@ import (
 	"github.com/usherhq/usher/answer"
 	"github.com/usherhq/usher/application"
 	"github.com/usherhq/usher/engine"
-	"github.com/usherhq/usher/policy"
 )
 
 const appHelp = `Answers whether the user may view, modify, kill or move an application, as
@@ -56,8 +55,7 @@ func newAppCommand(env *Env) *cobra.Command {
 	f := &appFlags{}
 	cmd, fs := newCommand(groupDecide, "app --queue PATH --owner U --user U --action view|modify|kill|move [flags]",
 		"may this user view, modify, kill or move an application? (YARN application ACLs)", appHelp)
-	fs.StringVar(&f.config, "config", "", configFlagHelp)
-	fs.StringVar(&f.partition, "partition", policy.DefaultPartition, "partition `NAME`")
+	f.configFlags(fs)
 	fs.StringVar(&f.queue, "queue", "", "`PATH` of the queue the application runs in (default: the partition's default queue)")
 	fs.StringVar(&f.owner, "owner", "", "`USER` who owns (submitted) the application (required)")
 	fs.StringVar(&f.id, "id", "", "application `ID`, for the reason, e.g. application_1536220066338_0001")

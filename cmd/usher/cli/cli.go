@@ -55,8 +55,7 @@ type decisionFlags struct {
 }
 
 func (d *decisionFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&d.config, "config", "", configFlagHelp)
-	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
+	d.configFlags(fs)
 	fs.StringVar(&d.queue, "queue", "", "queue `PATH` such as root.a.b (default: the partition's default queue)")
 	fs.StringVar(&d.user, "user", "", "user `NAME` (required), e.g. alice or system:serviceaccount:spark:driver")
 	fs.StringVar(&d.groups, "groups", "", "comma separated `GROUPS` the user is in; when empty the partition's resolver finds them")
@@ -65,6 +64,12 @@ func (d *decisionFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&d.place, "place", false, "let the partition's placement rules choose the queue (as YuniKorn does); --queue is then the queue the application names, the provided rule's input")
 	fs.Var(d.tags, "tag", "application tag `NAME=VALUE` for placement, repeatable (the Kubernetes shim passes namespace=NS); implies --place")
 	d.out.register(fs)
+}
+
+// configFlags adds --config and --partition.
+func (d *decisionFlags) configFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&d.config, "config", "", configFlagHelp)
+	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
 }
 
 func splitGroups(s string) ([]string, error) {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/usherhq/usher/answer"
 	"github.com/usherhq/usher/engine"
-	"github.com/usherhq/usher/policy"
 	"github.com/usherhq/usher/report"
 	"github.com/usherhq/usher/serving"
 )
@@ -68,8 +67,7 @@ func newPlaceCommand(env *Env) *cobra.Command {
 	d := &decisionFlags{tags: tagFlags{}, out: "text"}
 	cmd, fs := newCommand(groupDecide, "place --user U [--queue Q] [--tag NAME=VALUE]... [flags]",
 		"where will this user's application go? the queue placement rules choose", placeHelp)
-	fs.StringVar(&d.config, "config", "", configFlagHelp)
-	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
+	d.configFlags(fs)
 	addPlaceFlags(fs, d)
 	fs.FuncP("output", "o", pictureHelp, d.out.setPicture)
 	completeQueues(cmd, "queue")

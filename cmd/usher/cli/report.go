@@ -42,8 +42,7 @@ func newWhoCanCommand(env *Env) *cobra.Command {
 	d := &decisionFlags{out: "text"}
 	cmd, fs := newCommand(groupDecide, "who-can --queue Q [--action submit|admin] [flags]",
 		"every user and group that may submit to (or administer) a queue, and through which ACL", whoCanHelp)
-	fs.StringVar(&d.config, "config", "", configFlagHelp)
-	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
+	d.configFlags(fs)
 	fs.StringVar(&d.queue, "queue", "", "queue `PATH` such as root.a.b (required)")
 	fs.StringVar(&d.action, "action", "submit", "`ACTION`: submit or admin")
 	fs.VarP(&d.out, "output", "o", "output `FORMAT`: text, json or yaml")
@@ -95,8 +94,7 @@ func newReportCommand(env *Env) *cobra.Command {
 	var against string
 	cmd, fs := newCommand(groupConfig, "report [--against OLD] [--user U [--groups G] [--queue Q]] [flags] > report.html",
 		"an HTML page of the queue tree, who may do what, a rights diff and a placement", reportHelp)
-	fs.StringVar(&d.config, "config", "", configFlagHelp)
-	fs.StringVar(&d.partition, "partition", policy.DefaultPartition, "partition `NAME`")
+	d.configFlags(fs)
 	fs.StringVar(&against, "against", "", "the old configuration `FILE` to show the rights diff from (default: no diff)")
 	addPlaceFlags(fs, d)
 	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runReport(ctx, env, d, against) })

@@ -143,9 +143,22 @@ func newRootCommand(env *Env) *cobra.Command {
 	)
 	// Cobra adds these when it runs; added now, they are in the tree
 	// that tests walk.
-	root.SetHelpCommand(newHelpCommand())
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
+	// Cobra's help command, but an unknown command is a usage error.
+	help, _, _ := root.Find([]string{"help"})
+	help.Short, help.Args = "help about any command", cobra.ArbitraryArgs
+	help.Long = "Help prints the help of any command: usher help check is usher check --help."
+	help.RunE = func(c *cobra.Command, args []string) error {
+		cmd, rest, err := c.Root().Find(args)
+		if err != nil {
+			return err
+		}
+		if len(rest) > 0 {
+			return unknownCommand(cmd, rest[0])
+		}
+		return cmd.Help()
+	}
 	// A command that only groups others (import, completion) prints its help when
 	// given none, and refuses an unknown one, as usher itself does.
 	for _, c := range root.Commands() {
@@ -225,39 +238,6 @@ func groupRun(cmd *cobra.Command, args []string) error {
 		return unknownCommand(cmd, args[0])
 	}
 	return cmd.Help()
-}
-
-// newHelpCommand is cobra's help command, but an unknown command is a usage error.
-func newHelpCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "help [command]",
-		Short: "help about any command",
-		Long:  "Help prints the help of any command: usher help check is usher check --help.",
-		Args:  cobra.ArbitraryArgs,
-		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			cmd, _, err := c.Root().Find(args)
-			if err != nil {
-				return nil, cobra.ShellCompDirectiveNoFileComp
-			}
-			var out []cobra.Completion
-			for _, sub := range cmd.Commands() {
-				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
-					out = append(out, cobra.CompletionWithDesc(sub.Name(), sub.Short))
-				}
-			}
-			return out, cobra.ShellCompDirectiveNoFileComp
-		},
-		RunE: func(c *cobra.Command, args []string) error {
-			cmd, rest, err := c.Root().Find(args)
-			if err != nil {
-				return err
-			}
-			if len(rest) > 0 {
-				return unknownCommand(cmd, rest[0])
-			}
-			return cmd.Help()
-		},
-	}
 }
 
 // newCommand returns a command named by the first word of use, in group,

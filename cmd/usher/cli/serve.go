@@ -27,30 +27,20 @@ admit only the API server to them.
 The configuration (a usher YAML file, a ConfigMap manifest, or a directory
 where a ConfigMap is mounted) is watched and reloaded when it changes; an
 invalid change is refused and the last good configuration keeps serving.
-With --config-map NAMESPACE/NAME instead, usher reads the ConfigMap through
-the Kubernetes API (--kubeconfig, or the pod's service account) and watches
-it: a change is in service within about a second on every replica. Give it
-twice (or comma separated) for YuniKorn's yunikorn-defaults and
-yunikorn-configs, merged as YuniKorn merges them (yunikorn-configs wins).
-POST /validate-config is the validating webhook of that ConfigMap: it
-refuses an invalid change at kubectl apply time with usher lint's
-FILE:LINE:COL diagnostics (docs/configuration-sources.md), and with
---validate-config-warnings=refuse a change with warnings too (such as
-"submitacl:  dev", which YAML reads as the user dev).
+With --config-map instead, usher reads the ConfigMap through the Kubernetes
+API (--kubeconfig, or the pod's service account) and watches it: a change is
+in service within about a second on every replica. POST /validate-config,
+the validating webhook of that ConfigMap, refuses an invalid change at
+kubectl apply time with usher lint's FILE:LINE:COL diagnostics
+(docs/configuration-sources.md; --validate-config-warnings).
 ADMISSION_CONTROLLER_* environment variables override the file, exactly as
 in every other command (one set to "" overrides too: an empty pattern list
 trusts nobody); "usher lint" reports what serve would read.
 
-With --manage-webhooks, usher registers its own webhooks: once this replica
-serves a good configuration, the leader among the replicas (a Lease) applies
-exactly what "usher webhook" prints for that configuration and the flags
-below, and keeps it applied; it never deletes them, so an unhealthy usher
-never opens the gate (docs/install.md). Until a replica is ready nothing is
-registered, and pods are admitted without usher.
-
---addr fd:N takes over a listening socket usher inherits instead of binding
-one: a supervisor or a test harness that holds the port keeps it across
-restarts of usher, and no other process can take it in between.
+With --manage-webhooks, usher registers its own webhooks (docs/install.md):
+until a replica serves a good configuration nothing is registered, and pods
+are admitted without usher; they are never deleted, so an unhealthy usher
+never opens the gate.
 
 Without --tls-cert/--tls-key a self-signed certificate is generated (for
 local use; its PEM is written to --ca-out when given).
@@ -92,11 +82,9 @@ names one for the webhook's host (docs/security.md):
 record says whether its caller was verified, and unverified denials have a
 smaller share of the denial Events.
 
-Request bodies share a memory budget (--body-memory); a request whose body
-does not fit is refused with 429 and Retry-After before it is read, and a
-body must arrive within --body-read-timeout. The Go runtime's soft memory
-limit is half the container's memory limit (--memory-limit; GOMEMLIMIT
-wins): usher stays under 160 MiB in a 256Mi container (docs/limits.md).
+A request whose body does not fit --body-memory is refused with 429 and
+Retry-After before it is read. With the default --memory-limit usher stays
+under 160 MiB in a 256Mi container (docs/limits.md).
 
 Examples:
   usher serve --webhook-auth none               # embedded default, https://127.0.0.1:8443, local use
@@ -200,13 +188,11 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 		env.errorf("--log-level: %v", err)
 		return ExitUsage
 	}
-	var newHandler func(io.Writer, *slog.HandlerOptions) slog.Handler
-	switch f.logFormat {
-	case "json":
-		newHandler = func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewJSONHandler(w, o) }
-	case "text":
-		newHandler = func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewTextHandler(w, o) }
-	default:
+	newHandler, ok := map[string]func(io.Writer, *slog.HandlerOptions) slog.Handler{
+		"json": func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewJSONHandler(w, o) },
+		"text": func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewTextHandler(w, o) },
+	}[f.logFormat]
+	if !ok {
 		env.errorf("--log-format %q: want json or text", f.logFormat)
 		return ExitUsage
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	arv1 "k8s.io/api/admissionregistration/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/usherhq/usher/admission"
 )
@@ -125,15 +124,10 @@ func runWebhook(_ context.Context, env *Env, path string, in admission.Install) 
 // printYAML prints objs as one YAML stream on stdout.
 func printYAML(env *Env, objs ...any) int {
 	for i, o := range objs {
-		out, err := yaml.Marshal(o)
-		if err != nil {
-			env.errorf("%v", err)
-			return ExitUsage
-		}
 		if i > 0 {
 			fmt.Fprintln(env.Stdout, "---")
 		}
-		env.Stdout.Write(out)
+		outputFlag("yaml").write(env, o)
 	}
 	return ExitOK
 }
