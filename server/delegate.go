@@ -43,8 +43,9 @@ func (s *Server) delegation(ctx context.Context, cur *serving.State, cfg *config
 			if err != nil { // a new partition, or the admission settings: Identify found a.Partition
 				cp, _ = old.Snapshot.Partition(a.Partition)
 			}
+			d, _ := cp.Decide(e.Admin, sub, policy.Admin) // an error denies
 			switch {
-			case e.Admin != "" && !cp.Allows(e.Admin, sub, policy.Admin):
+			case e.Admin != "" && !d.Allowed:
 				why = append(why, fmt.Sprintf("%s: needs admin on %s/%s (no adminacl of it or its parents names you)", e, cp.Name(), e.Admin))
 			case e.Admin == "" && (cp.AdminACL() == nil || !cp.AdminACL().Allows(sub)):
 				why = append(why, fmt.Sprintf("%s: needs the adminacl of partition %s", e, cp.Name()))
