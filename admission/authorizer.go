@@ -22,6 +22,8 @@ type SubmitRequest struct {
 	// answers the placed queue (SubmitDecision.Queue); docs/placement.md.
 	Place     bool
 	Namespace string // the namespace tag the placement rules see (with Place)
+	// Admin asks for admin instead, on Queue's nearest configured ancestor.
+	Admin bool
 }
 
 // SubmitDecision is a QueueAuthorizer's answer; the zero value denies.

@@ -183,6 +183,9 @@ func decide(ctx context.Context, st *State, rd *reads, hook hookKind, req *admis
 	if isBinding(req) {
 		return bind(ctx, st, req, obj)
 	}
+	if req.Kind.Group == "" && req.Kind.Kind == "Namespace" {
+		return steering(ctx, st, req, obj, old)
+	}
 	k := c.lookupKind(req.Kind.Group, req.Kind.Kind)
 	if k == nil {
 		return allow(RuleKindNotHandled)

@@ -29,6 +29,8 @@ const (
 	RuleRestamped
 	RulePropagated // a propagator's object carries, or gets, its parent's user.info
 	RulePropagatorDelete
+	RuleQueueAdmin    // delegatedAdministration: a Namespace's steering annotations
+	RuleTrustedSetter // delegatedAdministration: system:masters or trustedSetters
 
 	numRules
 )
@@ -57,6 +59,8 @@ var ruleText = [numRules]string{
 	RuleRestamped:            "replaced user.info naming the submitter with the identity usher decides",
 	RulePropagated:           "user.info of the parent, copied by a propagator",
 	RulePropagatorDelete:     "delete by a propagator of an object carrying its parent's user.info",
+	RuleQueueAdmin:           "steering annotations unchanged or set by an admin of the queues they name",
+	RuleTrustedSetter:        "by system:masters or a trusted setter",
 }
 
 // String is the rule's reason as the audit record shows it.
