@@ -25,6 +25,8 @@ type SubmitRequest struct {
 	// ParentQueue reads the namespace.parentqueue tag (with Place), if
 	// the rules read it; nil: the tag is absent.
 	ParentQueue ParentQueueLookup
+	// Admin asks for admin instead, on Queue's nearest configured ancestor.
+	Admin bool
 }
 
 // SubmitDecision is a QueueAuthorizer's answer; the zero value denies.

@@ -186,6 +186,9 @@ func decide(ctx context.Context, st *State, rd *reads, hook hookKind, req *admis
 	if req.Kind.Group == "kueue.x-k8s.io" && req.Kind.Kind == "LocalQueue" {
 		return localQueue(ctx, st, req, obj, old)
 	}
+	if req.Kind.Group == "" && req.Kind.Kind == "Namespace" {
+		return steering(ctx, st, req, obj, old)
+	}
 	k := c.lookupKind(req.Kind.Group, req.Kind.Kind)
 	if k == nil {
 		return allow(RuleKindNotHandled)

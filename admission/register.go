@@ -106,6 +106,15 @@ func Registration(c settings.Config, in Install) (*arv1.MutatingWebhookConfigura
 			Expression: "has(object.metadata.annotations) || (has(object.metadata.labels) && object.metadata.labels.exists(k, !k.startsWith('topology.kubernetes.io/')))"})),
 	}}
 	v.TypeMeta, v.ObjectMeta = meta("ValidatingWebhookConfiguration", in.Name)
+	fail, cluster := arv1.Fail, arv1.ClusterScope
+	trusted := arv1.MatchCondition{Name: "usher-untrusted-setters", Expression: settings.DelegationCondition(c)}
+	if c.Defaulted().DelegatedAdministration != settings.DelegationOff {
+		keys := "['" + strings.Join(steeringAnnotations, "', '") + "']"
+		v.Webhooks = append(v.Webhooks, hook("validate-namespace.usher.io", "/validate", []arv1.RuleWithOperations{{Operations: []arv1.OperationType{arv1.Create, arv1.Update},
+			Rule: arv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"namespaces"}, Scope: &cluster}}},
+			[]arv1.MatchCondition{trusted, {Name: "steering-changed", Expression: keys + ".exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations ? " +
+				"object.metadata.annotations[k] : '-') != (oldObject != null && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations ? oldObject.metadata.annotations[k] : '-'))"}}))
+	}
 	if len(in.ConfigMaps) > 0 {
 		var nss, names []string
 		for _, ref := range in.ConfigMaps {
@@ -119,6 +128,9 @@ func Registration(c settings.Config, in Install) (*arv1.MutatingWebhookConfigura
 		h := hook("validate-config.usher.io", "/validate-config", one([]string{"configmaps"}, arv1.Create, arv1.Update),
 			[]arv1.MatchCondition{{Name: "usher-config", Expression: expr}})
 		h.FailurePolicy, h.SideEffects = &in.ConfigFailurePolicy, &none
+		if c.Defaulted().DelegatedAdministration == settings.DelegationEnforce {
+			h.FailurePolicy, h.MatchConditions = &fail, append(h.MatchConditions, trusted)
+		}
 		h.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: slices.Compact(slices.Sorted(slices.Values(nss)))}}}
 		v.Webhooks = append(v.Webhooks, h)
 	}

@@ -219,13 +219,14 @@ const (
 	CauseInvalidRequest    Cause = "InvalidRequest"    // not a usable AdmissionReview, or too many groups
 	CauseDecisionFailed    Cause = "DecisionFailed"    // usher could not decide and fails closed
 	CausePropagationDenied Cause = "PropagationDenied" // a propagator's object names no parent it may copy from, or carries another identity
+	CauseQueueAdminDenied  Cause = "QueueAdminDenied"  // delegatedAdministration: a Namespace's steering annotation names a queue the writer may not administer
 )
 
 // Causes lists every Cause, in the order above.
 func Causes() []Cause {
 	return []Cause{CauseQueueSubmitDenied, CauseUnknownQueue, CauseUserInfoForged, CauseUserInfoInvalid,
 		CauseUserInfoMissing, CauseUserInfoChanged, CauseKillDenied, CauseEvictionDenied, CauseBindingDenied,
-		CauseInvalidObject, CauseInvalidRequest, CauseDecisionFailed, CausePropagationDenied}
+		CauseInvalidObject, CauseInvalidRequest, CauseDecisionFailed, CausePropagationDenied, CauseQueueAdminDenied}
 }
 
 // Checks of Denial.Check: which rule the ACLs were asked under.

@@ -133,3 +133,30 @@ func TestLDAPFilesUpgradeRules(t *testing.T) {
 		t.Errorf("in a request, no file is looked at: %v", err)
 	}
 }
+
+// The digests of delegated administration expand aliases, and stop with
+// an error past maxNodes nodes reached through them (a billion laughs
+// would otherwise be hashed).
+func TestDigestAliases(t *testing.T) {
+	defer func(n int) { maxNodes = n }(maxNodes)
+	maxNodes = 200
+	doc := "partitions:\n  - name: default\n    queues:\n      - name: root\n        properties: &p {a: 1, b: 2}\n        queues:\n"
+	for i := range 10 {
+		doc += fmt.Sprintf("          - name: q%d\n            properties: *p\n", i)
+	}
+	cfg, err := Parse("q.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed, err := Parse("q.yaml", []byte(strings.Replace(doc, "b: 2", "b: 3", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Digests["default/root.q9"] == changed.Digests["default/root.q9"] {
+		t.Error("a change of an anchor leaves the digest of a queue that aliases it")
+	}
+	doc += "          - name: laughs\n            properties: {x: &l [*p, *p, *p, *p, *p, *p, *p, *p, *p, *p], y: [*l, *l, *l, *l, *l, *l, *l, *l, *l, *l]}\n"
+	if _, err := Parse("q.yaml", []byte(doc)); err == nil || !strings.Contains(err.Error(), "aliases expand the configuration by more than 200 YAML nodes") {
+		t.Errorf("got %v", err)
+	}
+}

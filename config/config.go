@@ -24,6 +24,7 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"fmt"
+	"hash"
 	"maps"
 	"path/filepath"
 	"reflect"
@@ -65,6 +66,10 @@ type Config struct {
 	// WebhookOnly lists, at each setting, what only the webhook does and
 	// the native floor cannot (docs/native.md).
 	WebhookOnly []Diagnostic
+	// Digests hash each partition's (with its resolver's file) and queue's
+	// own YAML, child queues left out, by "partition" and
+	// "partition/queue.path" in lower case; "" the ConfigMap's other keys.
+	Digests map[string][32]byte
 }
 
 // FloorStamps says whether c's native floor stamps CREATE: the admission
@@ -118,6 +123,10 @@ type parser struct {
 	placement []placementUse           // placementrules to check against the queues
 	partNodes map[string][2]*yaml.Node // lowercase partition name -> its groups and placementrules nodes
 	reported  map[*yaml.Node]bool      // tagged values reported, which yunikornCheck skips
+	digests   map[string][32]byte      // Config.Digests
+	digested  int                      // YAML nodes digested through aliases
+	hash      hash.Hash                // of digest, and its buffer
+	buf       []byte
 }
 
 // maxNodes is the most YAML nodes a configuration may have: ten times
@@ -214,7 +223,10 @@ func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Nod
 		}
 		seen[lname] = pn
 		c.Partitions = append(c.Partitions, part)
+		d := p.digest(pn) // and the resolver's file
+		p.digests[lname] = sha256.Sum256(append(d[:], part.Resolver.FileDigest[:]...))
 	}
+	c.Digests = p.digests
 	if p.src.yunikorn {
 		p.yunikornCheck(root, reflect.TypeFor[ykConfig](), "")
 	}
@@ -452,6 +464,7 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 		return nil
 	}
 	p.queueNode[key] = nameNode
+	p.digests[key] = p.digest(n)
 	if children != nil {
 		if children.Kind != yaml.SequenceNode {
 			p.errorf(children, "queues of %s must be a list, not %s", path, yamlnode.Kind(children))

@@ -94,7 +94,7 @@ func parse(src *source, opts []Option) (*Config, error) {
 	o := newOptions(opts)
 	p := &parser{diags: diags{place: place{src.name, src.lineOff, src.colOff}}, o: o, src: src,
 		queueNode: map[string]*yaml.Node{}, known: map[string]bool{},
-		partNodes: map[string][2]*yaml.Node{}, reported: map[*yaml.Node]bool{}}
+		partNodes: map[string][2]*yaml.Node{}, reported: map[*yaml.Node]bool{}, digests: map[string][32]byte{}}
 	if src.usher != nil {
 		p.diags.usher = src.usher.placeOf(UsherKey)
 	}
@@ -102,6 +102,7 @@ func parse(src *source, opts []Option) (*Config, error) {
 		p.upgrade(nil, "%v", broke)
 	}
 	c, adm := p.document(src.queues, src.doc)
+	p.digests[""] = keysDigest(src.keys)
 	// The admission settings are read even when the partitions have
 	// errors, so that every mistake is reported at once.
 	loc := p.admission(c, src, adm, o.lookup)

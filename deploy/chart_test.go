@@ -574,7 +574,8 @@ func TestChartValueSets(t *testing.T) {
 	})
 
 	t.Run("inline configuration, warn mode, more bypassed namespaces", func(t *testing.T) {
-		r := render(t, helm, "--set", "config.mode=warn", "--set", "config.enforceQueueACLs=true",
+		r := render(t, helm, "--set", "config.mode=warn", "--set", "config.enforceQueueACLs=true", "--set", "config.delegatedAdministration=enforce",
+			"--set", "config.trustedSetters.users={system:serviceaccount:flux-system:helm-controller}",
 			"--set", "config.bypassNamespaces={^kube-system$,^monitoring$,^team-\\\\d+-sandbox$}",
 			"--set", "config.processNamespaces={^team-}",
 			"--set-string", "config.queues=partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: \"*\"\n        queues:\n          - name: ml\n            submitacl: \" ml\"\n")
@@ -588,6 +589,9 @@ func TestChartValueSets(t *testing.T) {
 		a := c.Admission.Config()
 		if !a.EnforceQueueACLs || a.EnforceQueueACLsMode != "warn" || a.EnforceDeleteACLsMode != "warn" {
 			t.Errorf("config.mode warn: enforceQueueACLs %v, modes %q %q", a.EnforceQueueACLs, a.EnforceQueueACLsMode, a.EnforceDeleteACLsMode)
+		}
+		if a.DelegatedAdministration != "enforce" || !c.Admission.TrustedSetter("system:serviceaccount:flux-system:helm-controller", nil) {
+			t.Errorf("config.delegatedAdministration enforce: %q, trusted setters %+v", a.DelegatedAdministration, a.TrustedSetters)
 		}
 		if !strings.Contains(cm.Data["queues.yaml"], "name: ml") {
 			t.Errorf("queues.yaml %q lacks the inline queue", cm.Data["queues.yaml"])
@@ -796,6 +800,8 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{[]string{"--set", "webhook.mutatingConfigurationName=Zz_Usher"}, "mutatingConfigurationName"},
 		{[]string{"--set", "image.tag=latest"}, "tag"},
 		{[]string{"--set", "config.mode=audit"}, "mode"},
+		{[]string{"--set", "config.delegatedAdministration=on"}, "delegatedAdministration"},
+		{[]string{"--set", "config.delegatedAdministration=warn", "--set", "webhook.validateConfig.enabled=false"}, "needs webhook.validateConfig.enabled"},
 		{[]string{"--set", "certificates.mode=vault"}, "mode"},
 		{[]string{"--set", "accessAuth=token"}, "accessAuth"},
 		{[]string{"--set", "webhookAuth.mode=mtls"}, "mode"},

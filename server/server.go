@@ -225,6 +225,8 @@ type Server struct {
 	// is what it applied last.
 	webhookKick chan struct{}
 	webhookRV   string
+	// failOpen: delegatedAdministration enforce only warns (checkRegistration).
+	failOpen atomic.Bool
 }
 
 type reloadStatus struct {
@@ -287,6 +289,7 @@ func New(opts Options) (*Server, error) {
 	if s.serving, err = serving.New(cfg, s.log); err != nil {
 		return nil, err
 	}
+	s.checkRegistration(cfg)
 	s.metrics = newMetrics(s.registry, s.serving)
 	s.configInfo = newConfigInfo(s.registry)
 	s.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "usher_config_upgrade_warnings",
@@ -582,6 +585,7 @@ func (s *Server) apply(cfg *config.Config, err error, gen string, sum [32]byte) 
 	s.metrics.reloads.WithLabelValues("success").Inc()
 	s.metrics.lastReload.SetToCurrentTime()
 	s.setGeneration(gen, sum, cfg)
+	s.checkRegistration(cfg)
 	s.kickWebhooks()
 	// Off the request path: the new generation already serves.
 	change := impact.Summarize(old, cfg, 5)

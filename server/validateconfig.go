@@ -121,8 +121,8 @@ func (s *Server) reviewConfig(ctx context.Context, req *admissionv1.AdmissionReq
 		cm.ResourceVersion = "" // the change under review
 		data, name, _, _ = s.cm.merged(s.cm.snapshot(), &cm)
 	}
-	in := config.InRequest(s.serving.Current().Config())
-	cfg, err := config.FromConfigMap(name, data, config.WithEnv(s.opts.Getenv), in)
+	cur := s.serving.Current()
+	cfg, err := config.FromConfigMap(name, data, config.WithEnv(s.opts.Getenv), config.InRequest(cur.Config()))
 	if err != nil {
 		s.log.Info("configuration change refused at admission", "configmap", name, "user", req.UserInfo.Username, "err", err)
 		resp := deny(http.StatusUnprocessableEntity, "usher: configuration refused; the configuration in service is unchanged:\n"+err.Error())
@@ -132,6 +132,13 @@ func (s *Server) reviewConfig(ctx context.Context, req *admissionv1.AdmissionReq
 		return resp
 	}
 	allow.Warnings = warnings(cfg.Warnings)
+	warn, denied := s.delegation(ctx, cur, cfg, name, req.UserInfo)
+	if denied {
+		resp := deny(http.StatusForbidden, warn[0])
+		resp.Result.Reason = metav1.StatusReasonForbidden
+		return resp
+	}
+	allow.Warnings = append(allow.Warnings, warn...)
 	if s.opts.RefuseConfigWarnings && len(cfg.Warnings) > 0 {
 		s.log.Info("configuration change refused at admission for its warnings", "configmap", name, "user", req.UserInfo.Username, "warnings", len(cfg.Warnings))
 		return deny(http.StatusUnprocessableEntity, "usher: configuration refused: usher serve --validate-config-warnings=refuse refuses warnings too; the configuration in service is unchanged:\n"+

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/admission"
@@ -47,7 +48,14 @@ func (a authorizer) AuthorizeSubmit(ctx context.Context, r admission.SubmitReque
 		}
 		return d, nil
 	}
-	res, err := a.g.Check(ctx, engine.Request{Partition: r.Partition, Queue: r.Queue, User: r.User, Groups: r.Groups, Decided: r.Decided, Action: policy.Submit})
+	q, action := r.Queue, policy.Submit
+	if r.Admin {
+		action = policy.Admin
+		for cp, err := a.g.Snapshot().Partition(r.Partition); err == nil && !cp.Has(q) && strings.Contains(q, "."); {
+			q = q[:strings.LastIndexByte(q, '.')]
+		}
+	}
+	res, err := a.g.Check(ctx, engine.Request{Partition: r.Partition, Queue: q, User: r.User, Groups: r.Groups, Decided: r.Decided, Action: action})
 	if err = a.groupsError(r.Partition, r.User, err); err != nil {
 		return admission.SubmitDecision{}, err
 	}

@@ -14,12 +14,13 @@ const NamespaceConditionName = "usher-namespaces"
 // usher checks every review too: a stale condition only costs calls.
 func NamespaceCondition(c Config) string {
 	d := c.Defaulted()
+	const anyMatch = ".exists(p, request.namespace.matches(p))"
 	var parts []string
 	if len(d.BypassNamespaces) > 0 {
-		parts = append(parts, "!"+celAnyMatch(d.BypassNamespaces))
+		parts = append(parts, "!"+celList(d.BypassNamespaces)+anyMatch)
 	}
 	if len(d.ProcessNamespaces) > 0 {
-		parts = append(parts, celAnyMatch(d.ProcessNamespaces))
+		parts = append(parts, celList(d.ProcessNamespaces)+anyMatch)
 	}
 	if len(parts) == 0 {
 		return "true"
@@ -27,12 +28,23 @@ func NamespaceCondition(c Config) string {
 	return strings.Join(parts, " && ")
 }
 
-// celAnyMatch is true when request.namespace matches one of ps.
-func celAnyMatch(ps Patterns) string {
-	quoted := make([]string, len(ps))
-	for i, p := range ps {
-		// CEL's string escapes are a superset of strconv.Quote's.
-		quoted[i] = strconv.Quote(p)
+// DelegationCondition (usher-untrusted-setters) is false for system:masters
+// and c's trustedSetters, whose writes the API server admits without
+// calling usher, so that an usher that cannot answer never locks them out.
+func DelegationCondition(c Config) string {
+	groups := append([]string{"system:masters"}, c.TrustedSetters.Groups...)
+	expr := "!((has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in " + celList(groups) + "))"
+	if len(c.TrustedSetters.Users) > 0 {
+		expr += " || request.userInfo.username in " + celList(c.TrustedSetters.Users)
 	}
-	return "[" + strings.Join(quoted, ", ") + "].exists(p, request.namespace.matches(p))"
+	return expr + ")"
+}
+
+// celList is ss as a CEL list of strings.
+func celList(ss []string) string {
+	quoted := make([]string, len(ss))
+	for i, s := range ss {
+		quoted[i] = strconv.Quote(s) // CEL's string escapes are a superset of strconv.Quote's
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
 }

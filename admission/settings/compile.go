@@ -29,6 +29,8 @@ type Compiled struct {
 	CustomKinds   []Kind
 	Propagators   []CompiledPropagator
 	UnstampedDeny bool
+	// Delegated: delegatedAdministration is warn or enforce; DelegatedWarn: warn.
+	Delegated, DelegatedWarn bool
 
 	processNS, bypassNS Matcher
 	table               []QueueMappingEntry
@@ -207,6 +209,18 @@ func (c Config) Compile() (*Compiled, error) {
 		}
 	}
 	out.table = c.QueueMapping.Table
+	d := c.DelegatedAdministration
+	out.Delegated, out.DelegatedWarn = d != DelegationOff, d == DelegationWarn
+	if d != DelegationOff && d != DelegationWarn && d != DelegationEnforce {
+		errs = append(errs, settingErr("admissionController.delegatedAdministration", -1, "", "%q: want off, warn or enforce", d))
+	}
+	for j, names := range [][]string{c.TrustedSetters.Users, c.TrustedSetters.Groups} {
+		for i, n := range names {
+			if n == "" || strings.TrimSpace(n) != n {
+				errs = append(errs, settingErr("admissionController.trustedSetters."+[]string{"users", "groups"}[j], i, "", "%q is not a name", n))
+			}
+		}
+	}
 	errs = append(errs, compileOperators(&c, out)...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -225,6 +239,13 @@ func MustCompile(c Config) *Compiled {
 
 // Config returns the configuration compiled, defaults filled in.
 func (c *Compiled) Config() Config { return c.cfg }
+
+// TrustedSetter reports whether user or one of groups is in system:masters
+// or trustedSetters: delegatedAdministration lets it write anything.
+func (c *Compiled) TrustedSetter(user string, groups []string) bool {
+	t := c.cfg.TrustedSetters
+	return slices.Contains(t.Users, user) || slices.ContainsFunc(groups, func(g string) bool { return g == "system:masters" || slices.Contains(t.Groups, g) })
+}
 
 // ProcessNamespace reports whether objects in ns are handled.
 func (c *Compiled) ProcessNamespace(ns string) bool {

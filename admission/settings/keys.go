@@ -57,6 +57,9 @@ var keys = []key{
 	{setting: prefix + "accessControl.propagators", want: "a YAML list of {users, parents, podParents}",
 		field: func(c *Config) any { return &c.AccessControl.Propagators }},
 	{setting: prefix + "accessControl.unstampedParents", field: func(c *Config) any { return &c.AccessControl.UnstampedParents }},
+	{setting: prefix + "delegatedAdministration", field: func(c *Config) any { return &c.DelegatedAdministration }},
+	{setting: prefix + "trustedSetters", want: "a YAML mapping with users and groups",
+		field: func(c *Config) any { return &c.TrustedSetters }},
 }
 
 // set parses v, the value of name (a ConfigMap key or a variable), into c.

@@ -80,7 +80,26 @@ type Config struct {
 	// CustomResources are the custom resource kinds stamped and guarded
 	// beside pods and workloads. Default: none.
 	CustomResources []CustomResource `yaml:"customResources"`
+
+	// DelegatedAdministration decides writes of usher's ConfigMap and of the
+	// namespace annotations YuniKorn reads by the writer's queue admin rights
+	// (docs/delegated-administration.md): "off" (default), "warn" or "enforce".
+	DelegatedAdministration string `yaml:"delegatedAdministration"`
+
+	// TrustedSetters may write anything under delegatedAdministration (the
+	// chart's upgrades, GitOps service accounts), by exact name, as
+	// system:masters may. Default: none.
+	TrustedSetters TrustedSetters `yaml:"trustedSetters"`
 }
+
+// TrustedSetters names users (service accounts too) and groups exactly.
+type TrustedSetters struct {
+	Users  []string `yaml:"users"`
+	Groups []string `yaml:"groups"`
+}
+
+// Values of DelegatedAdministration.
+const DelegationOff, DelegationWarn, DelegationEnforce = "off", "warn", "enforce"
 
 // Values of StampGroups and StampGroupsOnError.
 const (
@@ -274,5 +293,6 @@ func (c Config) Defaulted() Config {
 	c.ModifyACLAnnotation = cmp.Or(c.ModifyACLAnnotation, DefaultModifyACLAnnotation)
 	c.StampGroups = cmp.Or(c.StampGroups, StampDecided)
 	c.StampGroupsOnError = cmp.Or(c.StampGroupsOnError, StampGiven)
+	c.DelegatedAdministration = cmp.Or(c.DelegatedAdministration, DelegationOff)
 	return c
 }

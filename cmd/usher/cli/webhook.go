@@ -24,7 +24,10 @@ bypassNamespaces and processNamespaces (with the ADMISSION_CONTROLLER_*
 overrides), so that the API server never calls usher where it has nothing
 to do (docs/security.md, "Blast radius"); with enforceDeleteACLs, DELETE
 and pods/eviction on validate.usher.io (docs/delete.md); with
-enforceQueueACLs, Kueue's LocalQueues there (docs/placement.md). The flags say
+enforceQueueACLs, Kueue's LocalQueues there (docs/placement.md); with
+delegatedAdministration, validate-namespace.usher.io and, with enforce,
+validate-config.usher.io failing closed but for system:masters and the
+trusted setters (docs/delegated-administration.md). The flags say
 where usher runs. Re-run it and apply the output whenever the configuration
 or the CA changes.
 
@@ -48,7 +51,7 @@ func webhookFlags(fs *pflag.FlagSet, in *admission.Install) func() error {
 	fs.StringVar(&in.URL, "url", "", "call the webhooks at `https://HOST:PORT` instead of the Service (usher outside the cluster)")
 	fs.StringVar(&in.CABundleFile, "ca-bundle-file", "", "PEM `FILE` of the CA that verifies usher's serving certificate: the webhooks' caBundle, re-read on every apply (default: none)")
 	fs.StringVar(&fail, "failure-policy", "Fail", "failurePolicy of the workload webhooks: Fail refuses workloads while no replica answers, Ignore admits them without a trustworthy identity")
-	fs.StringVar(&cfgFail, "config-failure-policy", "Ignore", "failurePolicy of validate-config.usher.io (Ignore: a fix of the configuration is accepted while usher is down)")
+	fs.StringVar(&cfgFail, "config-failure-policy", "Ignore", "failurePolicy of validate-config.usher.io (Ignore: a fix of the configuration is accepted while usher is down); Fail whatever this says with delegatedAdministration enforce")
 	fs.Int32Var(&in.TimeoutSeconds, "timeout-seconds", 5, "timeoutSeconds of every webhook (1 to 30)")
 	fs.StringSliceVar(&in.ExcludedNamespaces, "exclude-namespaces", nil, "further `NAMESPACES` (comma separated or repeated) never sent to the workload webhooks: your CNI's and control plane's")
 	fs.StringVar(&optIn, "opt-in-label", "", "serve only namespaces labelled `KEY=VALUE` (default: every namespace not excluded)")

@@ -130,3 +130,41 @@ func TestWebhookCustomResources(t *testing.T) {
 		t.Errorf("validate-status: rayjobs/status %v, want UPDATE", ops)
 	}
 }
+
+// TestWebhookDelegated: with delegatedAdministration enforce,
+// validate-config.usher.io fails closed whatever --config-failure-policy
+// says, but its usher-untrusted-setters condition keeps system:masters
+// and the trusted setters from ever calling usher; warn and enforce
+// register validate-namespace.usher.io for the steering annotations.
+func TestWebhookDelegated(t *testing.T) {
+	dir := t.TempDir()
+	queues := "partitions:\n  - name: default\n    queues:\n      - name: root\n"
+	hooks := func(mode string) map[string]arv1.ValidatingWebhook {
+		f := writeFile(t, dir, mode+".yaml", queues+"admissionController:\n  delegatedAdministration: "+mode+"\n  trustedSetters: {users: [flux], groups: [gitops]}\n")
+		_, v := webhookObjects(t, "--config", f, "--guard-config-map", "usher-system/usher-config")
+		out := map[string]arv1.ValidatingWebhook{}
+		for _, w := range v.Webhooks {
+			out[w.Name] = w
+		}
+		return out
+	}
+	trusted := `!((has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in ["system:masters", "gitops"])) || request.userInfo.username in ["flux"])`
+	for mode, want := range map[string]struct {
+		policy     arv1.FailurePolicyType
+		conditions int
+		namespaces bool
+	}{"off": {arv1.Ignore, 1, false}, "warn": {arv1.Ignore, 1, true}, "enforce": {arv1.Fail, 2, true}} {
+		hs := hooks(mode)
+		c := hs["validate-config.usher.io"]
+		if *c.FailurePolicy != want.policy || len(c.MatchConditions) != want.conditions {
+			t.Errorf("%s: validate-config.usher.io failurePolicy %s, conditions %+v", mode, *c.FailurePolicy, c.MatchConditions)
+		}
+		if mode == "enforce" && c.MatchConditions[1].Expression != trusted {
+			t.Errorf("enforce: condition %s, want %s", c.MatchConditions[1].Expression, trusted)
+		}
+		ns, ok := hs["validate-namespace.usher.io"]
+		if ok != want.namespaces || ok && (ns.Rules[0].Resources[0] != "namespaces" || ns.MatchConditions[0].Expression != trusted) {
+			t.Errorf("%s: validate-namespace.usher.io %v %+v", mode, ok, ns)
+		}
+	}
+}
