@@ -25,7 +25,7 @@ func WithOwnerLookup(l OwnerLookup) Option { return func(h *Handler) { h.reads.o
 // adopt decides a trusted controller's UPDATE of ownerReferences: each
 // owner it adds must carry the object's user.info or a user who may kill
 // it, or bob's ReplicaSet could adopt alice's pod (docs/delete.md).
-func adopt(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req *admissionv1.AdmissionRequest, ov, nv *objectView) decision {
+func adopt(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissionv1.AdmissionRequest, ov, nv *objectView) decision {
 	var was, now []metav1.OwnerReference
 	if ov.top.owners != "" {
 		_ = json.Unmarshal([]byte(ov.top.owners), &was)
@@ -44,7 +44,7 @@ func adopt(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req 
 		}
 		owner := ok.kind + " " + strconv.Quote(ref.Name)
 		what := k.kind + " " + objectName(req, nv)
-		if owners == nil {
+		if rd.owners == nil {
 			return deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot tell whose %s is to adopt %s: usher has no cluster "+
 				"credentials to read it (--kubeconfig, or the pod's service account); denied (usher fails closed)", owner, what)
 		}
@@ -53,7 +53,7 @@ func adopt(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req 
 			path = "/api/" + ok.apiVersion
 		}
 		path += "/namespaces/" + url.PathEscape(req.Namespace) + "/" + strings.ToLower(ok.kind) + "s/" + url.PathEscape(ref.Name)
-		raw, err := owners(ctx, path)
+		raw, err := rd.owners(ctx, path)
 		var meta struct {
 			Metadata struct{ UID string } `json:"metadata"`
 		}
@@ -84,7 +84,7 @@ func adopt(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req 
 		// Decided as if the owner's submitter deleted the object.
 		as := *req
 		as.UserInfo = authenticationv1.UserInfo{Username: ui.User, Groups: ui.Groups}
-		if dc := killRule(ctx, st, k, &as, ov, "let "+owner+" adopt"); !dc.allowed {
+		if dc := killRule(ctx, st, rd, k, &as, ov, "let "+owner+" adopt"); !dc.allowed {
 			return dc
 		}
 	}

@@ -199,7 +199,7 @@ func (h *Handler) record(ctx context.Context, hook hookKind, req *admissionv1.Ad
 // complete fills in the object's name, group and kind (the Pod for an
 // eviction or Binding) and, when markers are read and no check set one,
 // its first queue; never the outcome.
-func complete(st *State, req *admissionv1.AdmissionRequest, obj, old string, pre *views, dc *decision) {
+func complete(ctx context.Context, st *State, rd *reads, req *admissionv1.AdmissionRequest, obj, old string, pre *views, dc *decision) {
 	dc.group, dc.kind = req.Kind.Group, req.Kind.Kind
 	if req.Name != "" {
 		dc.name = req.Name
@@ -235,7 +235,7 @@ func complete(st *State, req *admissionv1.AdmissionRequest, obj, old string, pre
 		return
 	}
 	placing := req.Operation != admissionv1.Delete
-	if ts, err := c.targets(k, req.Namespace, ov, placing); err == nil && len(ts) > 0 {
+	if ts, err := c.targets(k, req.Namespace, ov, placing); err == nil && len(ts) > 0 && c.viaLocalQueues(ctx, rd, req.Namespace, ts[:1]) == nil {
 		dc.queue = ts[0].record()
 	}
 }

@@ -22,6 +22,9 @@ type SubmitRequest struct {
 	// answers the placed queue (SubmitDecision.Queue); docs/placement.md.
 	Place     bool
 	Namespace string // the namespace tag the placement rules see (with Place)
+	// ParentQueue reads the namespace.parentqueue tag (with Place), if
+	// the rules read it; nil: the tag is absent.
+	ParentQueue ParentQueueLookup
 	// Admin asks for admin instead, on Queue's nearest configured ancestor.
 	Admin bool
 }

@@ -92,11 +92,11 @@ func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInf
 		// YuniKorn's rule: the scheduler reads the label.
 		dc = allow(RuleLegacyLabel)
 		dc.warning = legacyLabelWarning
-		return withQueueCheck(ctx, st, k, req, ov, nil, submitter{user: pm.val(slotLegacy)}, dc)
+		return withQueueCheck(ctx, st, rd, k, req, ov, nil, submitter{user: pm.val(slotLegacy)}, dc)
 	case k.kind == "ReplicaSet" && c.SystemUsers.Match(user):
 		// YuniKorn's rule: a stamped template would never match the
 		// Deployment's, which would create ReplicaSets without end.
-		return withQueueCheck(ctx, st, k, req, ov, nil, submitter{user: user, groups: groups}, allow(RuleControllerReplicaSet))
+		return withQueueCheck(ctx, st, rd, k, req, ov, nil, submitter{user: user, groups: groups}, allow(RuleControllerReplicaSet))
 	case user == "":
 		return deny(CauseInvalidObject, httpStatusBadRequest, "usher: request.userInfo.username is empty: there is no identity to record on %s %s",
 			k.kind, objectName(req, ov))
@@ -122,7 +122,7 @@ func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInf
 				"the API server's limit of a request", k.kind, objectName(req, ov), maxTemplatesPatch>>20)
 		}
 	}
-	return withQueueCheck(ctx, st, k, req, ov, nil, check, dc)
+	return withQueueCheck(ctx, st, rd, k, req, ov, nil, check, dc)
 }
 
 // notStamped denies on /validate an object /mutate did not stamp.

@@ -37,7 +37,7 @@ func remove(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissi
 			}
 		}
 	}
-	return killRule(ctx, st, k, req, ov, "delete")
+	return killRule(ctx, st, rd, k, req, ov, "delete")
 }
 
 // trustedDeleter says why the requester may delete anything without the
@@ -58,7 +58,7 @@ func (c *compiled) trustedDeleter(user string, groups []string) Trust {
 
 // killRule asks the DeleteAuthorizer whether the requester may kill o,
 // for each queue its markers name (an admin of any may); verb is for messages.
-func killRule(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, o *objectView, verb string) decision {
+func killRule(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissionv1.AdmissionRequest, o *objectView, verb string) decision {
 	c := st.cfg
 	user, groups := req.UserInfo.Username, req.UserInfo.Groups
 	pm := o.pod()
@@ -81,6 +81,9 @@ func killRule(ctx context.Context, st *State, k *kindInfo, req *admissionv1.Admi
 		modifyACL = &pm.vals[slotModifyACL].s
 	}
 	ts, err := c.targets(k, req.Namespace, o, false)
+	if err == nil {
+		err = c.viaLocalQueues(ctx, rd, req.Namespace, ts)
+	}
 	if err != nil {
 		ts = []target{{queue: "root"}} // root's admins admin every queue
 		note += "; " + err.Error() + ", so only admins of root count as its queue admins"

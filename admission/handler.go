@@ -161,7 +161,7 @@ func (h *Handler) review(ctx context.Context, st *State, hook hookKind, rv *deco
 		dc = decide(ctx, st, &h.reads, hook, req, rv.obj, rv.old, pre)
 	}
 	dc.lookup = notes.String()
-	complete(st, req, rv.obj, rv.old, pre, &dc)
+	complete(ctx, st, &h.reads, req, rv.obj, rv.old, pre, &dc)
 	dc.bound()
 	h.record(ctx, hook, req, &dc)
 	return dc
@@ -183,6 +183,9 @@ func decide(ctx context.Context, st *State, rd *reads, hook hookKind, req *admis
 	if isBinding(req) {
 		return bind(ctx, st, req, obj)
 	}
+	if req.Kind.Group == "kueue.x-k8s.io" && req.Kind.Kind == "LocalQueue" {
+		return localQueue(ctx, st, req, obj, old)
+	}
 	if req.Kind.Group == "" && req.Kind.Kind == "Namespace" {
 		return steering(ctx, st, req, obj, old)
 	}
@@ -201,7 +204,7 @@ func decide(ctx context.Context, st *State, rd *reads, hook hookKind, req *admis
 	case admissionv1.Create:
 		return create(ctx, st, rd, hook, k, req, obj, pre)
 	case admissionv1.Update:
-		return update(ctx, st, rd.owners, k, req, obj, old, pre)
+		return update(ctx, st, rd, k, req, obj, old, pre)
 	}
 	return remove(ctx, st, rd, k, req, old, pre)
 }

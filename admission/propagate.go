@@ -30,8 +30,10 @@ func WithParentLookup(l ParentLookup) Option { return func(h *Handler) { h.reads
 
 // reads are the handler's reads of other cluster objects.
 type reads struct {
-	owners  OwnerLookup
-	parents ParentLookup
+	owners        OwnerLookup
+	parents       ParentLookup
+	clusterQueues ClusterQueueLookup
+	parentQueue   ParentQueueLookup
 }
 
 // propagation is a propagator's CREATE: the parent its object names, and

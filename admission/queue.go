@@ -3,6 +3,7 @@ package admission
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -21,6 +22,8 @@ type target struct {
 	marker    bool
 	scheduler string // for the default queue: the pod-level scheduler without a marker
 	place     bool   // YuniKorn's placement rules decide; queue is the raw marker value
+	// clusterQueue is the ClusterQueue of a Kueue marker's LocalQueue; queue is its mapping.
+	clusterQueue string
 }
 
 // same reports whether t asks the same question as o.
@@ -38,8 +41,12 @@ func (t *target) describe(partition string) string {
 		}
 		return fmt.Sprintf("the default queue of partition %q (no queue marker on the %s)", partition, t.level)
 	}
-	return fmt.Sprintf("queue %s of partition %q (%s %s=%s on the %s, read for %s)",
-		errString(t.queue), partition, t.src.Kind, t.src.Key, errString(t.value), t.level, t.src.Scheduler)
+	var via string
+	if t.clusterQueue != "" {
+		via = fmt.Sprintf(", whose LocalQueue uses ClusterQueue %q", t.clusterQueue)
+	}
+	return fmt.Sprintf("queue %s of partition %q (%s %s=%s on the %s, read for %s%s)",
+		errString(t.queue), partition, t.src.Kind, t.src.Key, errString(t.value), t.level, t.src.Scheduler, via)
 }
 
 // record is the audit record's queue: the one checked, or the provided rule's.
@@ -177,12 +184,12 @@ func (c *compiled) unmarkedPodScheduler(pm *metaView) string {
 // withQueueCheck returns dc for id after, with enforceQueueACLs, the queue
 // check of nv (and ov on UPDATE), objects controllers make included: with
 // its queue, with the denial as a warning in warn mode, or the denial.
-func withQueueCheck(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc decision) decision {
+func withQueueCheck(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc decision) decision {
 	dc.identity = id.user
 	if !st.cfg.EnforceQueue {
 		return dc
 	}
-	switch denied := checkQueues(ctx, st, k, req, nv, ov, id, &dc); {
+	switch denied := checkQueues(ctx, st, rd, k, req, nv, ov, id, &dc); {
 	case denied == nil:
 	case st.cfg.QueueWarn && denied.warnable():
 		dc.warnOf(denied)
@@ -195,7 +202,7 @@ func withQueueCheck(ctx context.Context, st *State, k *kindInfo, req *admissionv
 
 // checkQueues authorizes id for every queue the object asks for (on
 // UPDATE, those ov did not), setting dc's queue to the first; or denies.
-func checkQueues(ctx context.Context, st *State, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc *decision) *decision {
+func checkQueues(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc *decision) *decision {
 	c := st.cfg
 	ns := req.Namespace
 	ts, err := c.targets(k, ns, nv, true)
@@ -215,6 +222,14 @@ func checkQueues(ctx context.Context, st *State, k *kindInfo, req *admissionv1.A
 			return nil
 		}
 	}
+	if err := c.viaLocalQueues(ctx, rd, ns, ts); err != nil {
+		dc := deny(CauseUnknownQueue, httpStatusBadRequest, "usher: %s %s: %v", k.kind, objectName(req, nv), err)
+		if !errors.Is(err, errNoLocalQueue) {
+			dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: %s %s: %v; denied (usher fails closed)", k.kind, objectName(req, nv), err)
+		}
+		dc.check = CheckSubmit
+		return &dc
+	}
 	if st.authz == nil {
 		dc := deny(CauseDecisionFailed, httpStatusInternal, errNoAuthorizerMessage)
 		dc.check = CheckSubmit
@@ -223,7 +238,7 @@ func checkQueues(ctx context.Context, st *State, k *kindInfo, req *admissionv1.A
 	for i := range ts {
 		t := &ts[i]
 		d, err := st.authz.AuthorizeSubmit(ctx, SubmitRequest{Partition: c.Partition, Queue: t.queue, User: id.user, Groups: id.groups,
-			Decided: id.decided, Place: t.place, Namespace: ns})
+			Decided: id.decided, Place: t.place, Namespace: ns, ParentQueue: rd.parentQueue})
 		if err != nil {
 			dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may submit to %s: %v; denied (usher fails closed)",
 				id.user, t.describe(c.Partition), err)

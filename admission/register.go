@@ -41,7 +41,7 @@ const ManagedBy = "usher"
 
 // Registration renders the webhook configurations of /mutate, /validate
 // (workloads, c's custom resources, status and Bindings; DELETE and
-// evictions with the kill rule) and /validate-config: the one source of
+// evictions with the kill rule; Kueue's LocalQueues with the queue check) and /validate-config: the one source of
 // deploy/webhooks.yaml, usher webhook and usher serve --manage-webhooks.
 func Registration(c settings.Config, in Install) (*arv1.MutatingWebhookConfiguration, *arv1.ValidatingWebhookConfiguration) {
 	meta := func(kind, name string) (metav1.TypeMeta, metav1.ObjectMeta) {
@@ -87,6 +87,12 @@ func Registration(c settings.Config, in Install) (*arv1.MutatingWebhookConfigura
 	validate := rules("", arv1.Create, arv1.Update)
 	if c.Defaulted().EnforceDeleteACLs {
 		validate = append(rules("", arv1.Create, arv1.Update, arv1.Delete), one([]string{"pods/eviction"}, arv1.Create)...)
+	}
+	if c.Defaulted().EnforceQueueACLs {
+		// A LocalQueue's ClusterQueue is the queue of every Job naming it.
+		lq := one([]string{"localqueues"}, arv1.Create, arv1.Update)
+		lq[0].APIGroups, lq[0].APIVersions = []string{"kueue.x-k8s.io"}, []string{"v1beta1", "v1beta2"}
+		validate = append(validate, lq...)
 	}
 	v := &arv1.ValidatingWebhookConfiguration{Webhooks: []arv1.ValidatingWebhook{
 		hook("validate.usher.io", "/validate", validate, conds()),

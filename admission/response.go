@@ -93,7 +93,7 @@ func (dc *decision) reason() string {
 	case !dc.allowed:
 		return dc.message
 	case dc.rule == RuleTrustedDeleter && dc.verb < numVerbs && dc.trust < numTrusts:
-		return [numVerbs]string{"delete", "eviction", "binding"}[dc.verb] + " by " + dc.trust.String()
+		return [numVerbs]string{"delete", "eviction", "binding", "LocalQueue write"}[dc.verb] + " by " + dc.trust.String()
 	case dc.rule == RuleKillRule && dc.message != "":
 		return dc.message
 	case (dc.rule == RuleEvictionByAdmin || dc.rule == RuleBindingByAdmin) && dc.message != "":

@@ -29,6 +29,7 @@ const (
 	RuleRestamped
 	RulePropagated // a propagator's object carries, or gets, its parent's user.info
 	RulePropagatorDelete
+	RuleLocalQueue    // its writer may submit to the queue its ClusterQueue maps to
 	RuleQueueAdmin    // delegatedAdministration: a Namespace's steering annotations
 	RuleTrustedSetter // delegatedAdministration: system:masters or trustedSetters
 
@@ -59,6 +60,7 @@ var ruleText = [numRules]string{
 	RuleRestamped:            "replaced user.info naming the submitter with the identity usher decides",
 	RulePropagated:           "user.info of the parent, copied by a propagator",
 	RulePropagatorDelete:     "delete by a propagator of an object carrying its parent's user.info",
+	RuleLocalQueue:           "LocalQueue whose ClusterQueue maps to a queue its writer may submit to",
 	RuleQueueAdmin:           "steering annotations unchanged or set by an admin of the queues they name",
 	RuleTrustedSetter:        "by system:masters or a trusted setter",
 }
@@ -107,5 +109,6 @@ const (
 	verbDelete trustedVerb = iota
 	verbEviction
 	verbBinding
+	verbLocalQueue
 	numVerbs
 )

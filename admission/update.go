@@ -9,7 +9,7 @@ import (
 // update refuses any change of user.info or DirectoryGroupsAnnotation;
 // with enforceDeleteACLs, what decides deletion changes only for whoever
 // may delete; with enforceQueueACLs, queues newly asked for are checked.
-func update(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req *admissionv1.AdmissionRequest, obj, old string, pre *views) decision {
+func update(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissionv1.AdmissionRequest, obj, old string, pre *views) decision {
 	c := st.cfg
 	nv, ov := &pre.obj, &pre.old
 	if err := view(c, k, obj, nv, &pre.objDone, "request.object"); err != nil {
@@ -49,12 +49,12 @@ func update(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req
 		if what := c.killInputsChanged(k, ov, nv); what != "" {
 			switch c.trustedDeleter(req.UserInfo.Username, req.UserInfo.Groups) {
 			case TrustNone:
-				if dc := killRule(ctx, st, k, req, ov, "change "+what+" on"); !dc.allowed {
+				if dc := killRule(ctx, st, rd, k, req, ov, "change "+what+" on"); !dc.allowed {
 					return dc
 				}
 			case TrustController:
 				if ov.top.owners != nv.top.owners {
-					if dc := adopt(ctx, st, owners, k, req, ov, nv); !dc.allowed {
+					if dc := adopt(ctx, st, rd, k, req, ov, nv); !dc.allowed {
 						return dc
 					}
 				}
@@ -69,5 +69,5 @@ func update(ctx context.Context, st *State, owners OwnerLookup, k *kindInfo, req
 	} else if c.BypassAuth && np.has(slotLegacy) {
 		id = submitter{user: np.val(slotLegacy)}
 	}
-	return withQueueCheck(ctx, st, k, req, nv, ov, id, allow(RuleUnchanged))
+	return withQueueCheck(ctx, st, rd, k, req, nv, ov, id, allow(RuleUnchanged))
 }

@@ -1,6 +1,7 @@
 // Package cluster holds usher's cluster credentials, loaded once, and the
 // reads of other cluster objects built on them (the adoption rule's
-// owner, propagators' parents), shared by all that talk to the API server.
+// owner, propagators' parents, what placement reads of Namespaces and
+// Kueue's LocalQueues), shared by all that talk to the API server.
 package cluster
 
 import (

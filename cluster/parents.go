@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
@@ -21,8 +22,10 @@ import (
 // object's name, uid and usher's two annotations; a miss is one GET.
 // Pods are not watched: they outnumber every other parent kind
 // (docs/benchmarks.md), so a pod is read by GET and kept for podTTL.
+// It reads Namespaces and LocalQueues for placement the same way.
 type Parents struct {
 	client metadata.Interface
+	dyn    dynamic.Interface // for LocalQueues
 	ctx    context.Context
 	mu     sync.Mutex
 	kinds  map[schema.GroupVersionResource]cache.SharedIndexInformer
@@ -49,7 +52,9 @@ func (c *Client) NewParents(ctx context.Context) (*Parents, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewParentsFor(ctx, mc), nil
+	p := NewParentsFor(ctx, mc)
+	p.dyn, err = dynamic.NewForConfig(c.Config)
+	return p, err
 }
 
 // NewParentsFor reads through client.
@@ -68,13 +73,21 @@ func (p *Parents) Watch(kinds ...settings.Kind) {
 }
 
 func (p *Parents) informer(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+	return p.start(gvr, func() cache.SharedIndexInformer {
+		return metadatainformer.NewFilteredMetadataInformer(p.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	}, kept)
+}
+
+// start returns gvr's informer, made by build and keeping what keep
+// returns of each object, started on first use.
+func (p *Parents) start(gvr schema.GroupVersionResource, build func() cache.SharedIndexInformer, keep cache.TransformFunc) cache.SharedIndexInformer {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if inf := p.kinds[gvr]; inf != nil {
 		return inf
 	}
-	inf := metadatainformer.NewFilteredMetadataInformer(p.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-	_ = inf.SetTransform(kept)
+	inf := build()
+	_ = inf.SetTransform(keep)
 	go inf.RunWithContext(p.ctx)
 	p.kinds[gvr] = inf
 	return inf
@@ -96,12 +109,9 @@ func (p *Parents) Get(ctx context.Context, k settings.Kind, namespace, name, uid
 		}
 		return got, ok, err
 	}
-	inf := p.informer(gvr)
-	if inf.HasSynced() {
-		if obj, ok, _ := inf.GetStore().GetByKey(namespace + "/" + name); ok {
-			if m, ok := obj.(*metav1.PartialObjectMetadata); ok && (uid == "" || string(m.UID) == uid) {
-				return Parent{UID: string(m.UID), Annotations: m.Annotations}, true, nil
-			}
+	if obj, ok := cached(p.informer(gvr), namespace+"/"+name); ok {
+		if m, ok := obj.(*metav1.PartialObjectMetadata); ok && (uid == "" || string(m.UID) == uid) {
+			return Parent{UID: string(m.UID), Annotations: m.Annotations}, true, nil
 		}
 	}
 	// Not synced yet, or created since the last event: ask once.

@@ -450,10 +450,12 @@ func checkRBAC(t *testing.T, roles map[string]rbacv1.ClusterRole, bindings []rba
 		"usher-metrics-reader":  {{NonResourceURLs: []string{"/metrics"}, Verbs: get}},
 		// Denial Events: create and patch Events, nothing else.
 		"usher-event-recorder": {{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}}},
-		// Adoption: get of the workload kinds, nothing else.
+		// Adoption: get of the workload kinds; placement: Namespaces and LocalQueues.
 		"usher-owner-reader": {{APIGroups: []string{""}, Resources: []string{"replicationcontrollers"}, Verbs: get},
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets", "daemonsets", "statefulsets"}, Verbs: get},
-			{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: get}},
+			{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: get},
+			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"kueue.x-k8s.io"}, Resources: []string{"localqueues"}, Verbs: []string{"get", "list", "watch"}}},
 		// --manage-webhooks: read the webhook configurations, write only
 		// usher's (create cannot be named: the policy holds it), read the
 		// owner's uid; never delete.

@@ -56,8 +56,8 @@ func denialEvents(ctx context.Context, t *testing.T, e *usherEnv, ns, kind, name
 }
 
 // TestDenial: a denial reaches the people who submit, in one stable shape
-// everywhere. usher runs as a service account bound to the ClusterRole
-// usher-event-recorder that deploy/rbac.yaml ships (and
+// everywhere. usher runs as a service account bound to the ClusterRoles
+// usher-event-recorder and usher-owner-reader that deploy/rbac.yaml ships (and
 // system:auth-delegator), with enforceQueueACLs; alice (group dev) creates
 // a Job in queue ops (group ops only):
 //
@@ -99,6 +99,14 @@ admissionController:
 	ns := e.namespace(ctx, "denial")
 	kubeconfig := usherServiceAccount(t, ctx, e, ns, t.TempDir())
 	bindShipped(t, ctx, e, roles, "usher-event-recorder", "system:serviceaccount:"+ns+":usher")
+	// The Job's kueue.x-k8s.io/queue-name names LocalQueue ops, of ClusterQueue ops (root.ops).
+	bindShipped(t, ctx, e, roles, "usher-owner-reader", "system:serviceaccount:"+ns+":usher")
+	dyn, err := cluster.Dynamic(Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createKueue(ctx, t, dyn, LocalQueues, ns, map[string]any{"kind": "LocalQueue", "metadata": map[string]any{"name": "ops", "namespace": ns},
+		"spec": map[string]any{"clusterQueue": "ops"}})
 	label := e.label
 	e = startUsherWith(t, ctx, config, "--kubeconfig", kubeconfig)
 	e.label = label

@@ -416,11 +416,14 @@ type PlaceRequest struct {
 	Queue string
 	Tags  map[string]string // names match without regard to case
 	// Namespace, when set, is the namespace tag as YuniKorn's shim passes
-	// it, overriding one in Tags.
-	Namespace string
-	User      string
-	Groups    []string
-	Decided   bool
+	// it, overriding one in Tags; ParentQueue, when set with it, reads the
+	// namespace.parentqueue tag (the Namespace's
+	// yunikorn.apache.org/parentqueue) when a rule reads that tag.
+	Namespace   string
+	ParentQueue func(ctx context.Context, namespace string) (string, error)
+	User        string
+	Groups      []string
+	Decided     bool
 	// Explain keeps the whole placement trail and the ACL trail of the
 	// decisive queue (PlaceResult.Steps); a rejection always has its trail.
 	Explain bool
@@ -489,13 +492,21 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 	}
 	preq := placement.Request{Subject: sub, Queue: req.Queue, Tags: req.Tags}
 	if req.Namespace != "" && p.rules.ReadsTags() {
-		preq.Tags = make(map[string]string, len(req.Tags)+1)
+		preq.Tags = make(map[string]string, len(req.Tags)+2)
+		reads := req.ParentQueue != nil && p.rules.ReadsTags(tagParentQueue)
 		for k, v := range req.Tags {
-			if !strings.EqualFold(k, tagNamespace) {
+			if !strings.EqualFold(k, tagNamespace) && (!reads || !strings.EqualFold(k, tagParentQueue)) {
 				preq.Tags[k] = v
 			}
 		}
 		preq.Tags[tagNamespace] = req.Namespace
+		if reads {
+			pq, err := req.ParentQueue(ctx, req.Namespace)
+			if err != nil {
+				return res, fmt.Errorf("cannot read Namespace %q for tag %s: %w", req.Namespace, tagParentQueue, err)
+			}
+			preq.Tags[tagParentQueue] = pq
+		}
 	}
 	if !req.Explain {
 		// A rejection, and a placement elsewhere than the queue named,
@@ -586,5 +597,6 @@ func (r *PlaceResult) Why() string {
 }
 
 // tagNamespace is the tag YuniKorn's Kubernetes shim sets to the
-// application's namespace.
-const tagNamespace = "namespace"
+// application's namespace; tagParentQueue, from its Namespace's
+// yunikorn.apache.org/parentqueue annotation.
+const tagNamespace, tagParentQueue = "namespace", "namespace.parentqueue"

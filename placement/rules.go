@@ -122,12 +122,13 @@ func (rs *Rules) Len() int { return len(rs.rules) }
 // a partition that configures none.
 func (rs *Rules) IsImplicit() bool { return rs.implicit }
 
-// ReadsTags reports whether a rule (or a parent rule) is a tag rule: only
-// then do the application's tags matter.
-func (rs *Rules) ReadsTags() bool {
+// ReadsTags reports whether a rule (or a parent rule) is a tag rule (on
+// tag name, when given, in lower case): only then do the application's
+// tags (that tag) matter.
+func (rs *Rules) ReadsTags(name ...string) bool {
 	for _, r := range rs.rules {
 		for ; r != nil; r = r.parent {
-			if r.kind == Tag {
+			if r.kind == Tag && (len(name) == 0 || r.value == name[0]) {
 				return true
 			}
 		}

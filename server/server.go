@@ -321,7 +321,7 @@ func New(opts Options) (*Server, error) {
 			func(ctx context.Context, k settings.Kind, ns, name, uid string) (admission.Parent, bool, error) {
 				p, ok, err := s.parents.Get(ctx, k, ns, name, uid)
 				return admission.Parent(p), ok, err
-			}))
+			}), admission.WithParentQueueLookup(s.parents.ParentQueue), admission.WithClusterQueueLookup(s.parents.ClusterQueue))
 	}
 	s.admission = admission.NewHandler(s.serving.Admission, hopts...)
 	s.setGeneration(snap.gen, s.lastSum, cfg)

@@ -36,7 +36,7 @@ type authorizer struct {
 // engine.Place does, on the queue the placement rules choose.
 func (a authorizer) AuthorizeSubmit(ctx context.Context, r admission.SubmitRequest) (admission.SubmitDecision, error) {
 	if r.Place {
-		res, err := a.g.Place(ctx, engine.PlaceRequest{Partition: r.Partition, Queue: r.Queue, Namespace: r.Namespace, User: r.User, Groups: r.Groups,
+		res, err := a.g.Place(ctx, engine.PlaceRequest{Partition: r.Partition, Queue: r.Queue, Namespace: r.Namespace, ParentQueue: r.ParentQueue, User: r.User, Groups: r.Groups,
 			Decided: r.Decided})
 		if err = a.groupsError(r.Partition, r.User, err); err != nil {
 			return admission.SubmitDecision{}, err

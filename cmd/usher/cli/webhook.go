@@ -22,8 +22,9 @@ with webhooks.manage=false; docs/install.md).
 What the configuration decides: the usher-namespaces matchCondition, from
 bypassNamespaces and processNamespaces (with the ADMISSION_CONTROLLER_*
 overrides), so that the API server never calls usher where it has nothing
-to do (docs/security.md, "Blast radius"); and with enforceDeleteACLs, DELETE
+to do (docs/security.md, "Blast radius"); with enforceDeleteACLs, DELETE
 and pods/eviction on validate.usher.io (docs/delete.md); with
+enforceQueueACLs, Kueue's LocalQueues there (docs/placement.md); with
 delegatedAdministration, validate-namespace.usher.io and, with enforce,
 validate-config.usher.io failing closed but for system:masters and the
 trusted setters (docs/delegated-administration.md). The flags say
