@@ -130,6 +130,8 @@ func Registration(c settings.Config, in Install) (*arv1.MutatingWebhookConfigura
 		h.FailurePolicy, h.SideEffects = &in.ConfigFailurePolicy, &none
 		if c.Defaulted().DelegatedAdministration == settings.DelegationEnforce {
 			h.FailurePolicy, h.MatchConditions = &fail, append(h.MatchConditions, trusted)
+			// A DELETE (no object) makes YuniKorn fall back to its defaults.
+			h.Rules[0].Operations, h.MatchConditions[0].Expression = append(h.Rules[0].Operations, arv1.Delete), strings.ReplaceAll(expr, "object.metadata.name", "request.name")
 		}
 		h.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: slices.Compact(slices.Sorted(slices.Values(nss)))}}}
 		v.Webhooks = append(v.Webhooks, h)

@@ -106,7 +106,7 @@ func TestDelegatedAdministration(t *testing.T) {
 	users := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: Alice}, {APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: Bob},
 		{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: Carol}}
 	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"usher-config"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"usher-config"}, Verbs: []string{"get", "update", "patch", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{tenant}, Verbs: []string{"get", "update", "patch"}},
 	}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -213,6 +213,8 @@ func TestDelegatedAdministration(t *testing.T) {
 			t.Fatalf("alice's change of root.prod was never refused (last: %v)", last)
 		}
 		wantDenied(t, "alice changing root.prod", last, `user "alice" may not make these changes`, deniedProd)
+		err := as(Alice).CoreV1().ConfigMaps(home).Delete(ctx, "usher-config", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		wantDenied(t, "alice deleting the ConfigMap", err, `user "alice" may not delete the ConfigMap`)
 		if err := update(Alice, false, "adminacl: alice", "adminacl: alice\n            queues: [{name: x}]"); err != nil {
 			t.Fatalf("alice adding root.teama.x: %v", err)
 		}
