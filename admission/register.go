@@ -114,6 +114,8 @@ func Registration(c settings.Config, in Install) (*arv1.MutatingWebhookConfigura
 			Rule: arv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"namespaces"}, Scope: &cluster}}},
 			[]arv1.MatchCondition{trusted, {Name: "steering-changed", Expression: keys + ".exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations ? " +
 				"object.metadata.annotations[k] : '-') != (oldObject != null && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations ? oldObject.metadata.annotations[k] : '-'))"}}))
+		// Not opted in is no way out: the opt-in label may go in the same write.
+		v.Webhooks[len(v.Webhooks)-1].NamespaceSelector = &metav1.LabelSelector{MatchExpressions: sel.MatchExpressions}
 	}
 	if len(in.ConfigMaps) > 0 {
 		var nss, names []string

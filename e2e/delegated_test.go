@@ -199,6 +199,10 @@ func TestDelegatedAdministration(t *testing.T) {
 		force := true
 		_, err = as(Alice).CoreV1().Namespaces().Patch(ctx, tenant, types.ApplyPatchType, apply, metav1.PatchOptions{FieldManager: "alice", Force: &force})
 		wantDenied(t, "alice's server-side apply", err, "alice may not administer root.prod")
+		// The opt-in label, dropped in the same write, does not take the Namespace out of the guard.
+		drop := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:null},"annotations":{"yunikorn.apache.org/parentqueue":"root.prod"}}}`, usherNSLabel))
+		_, err = as(Alice).CoreV1().Namespaces().Patch(ctx, tenant, types.MergePatchType, drop, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		wantDenied(t, "alice dropping the opt-in label as she moves her namespace", err, "alice may not administer root.prod")
 		if _, err := as(Carol).CoreV1().Namespaces().Patch(ctx, tenant, types.ApplyPatchType, apply, metav1.PatchOptions{FieldManager: "carol", Force: &force}); err != nil {
 			t.Fatalf("carol, root.prod's admin, may move it there: %v", err)
 		}
