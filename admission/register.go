@@ -115,7 +115,11 @@ func Registration(c settings.Config, in Install) (*arv1.MutatingWebhookConfigura
 			[]arv1.MatchCondition{trusted, {Name: "steering-changed", Expression: keys + ".exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations ? " +
 				"object.metadata.annotations[k] : '-') != (oldObject != null && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations ? oldObject.metadata.annotations[k] : '-'))"}}))
 		// Not opted in is no way out: the opt-in label may go in the same write.
-		v.Webhooks[len(v.Webhooks)-1].NamespaceSelector = &metav1.LabelSelector{MatchExpressions: sel.MatchExpressions}
+		ns := &v.Webhooks[len(v.Webhooks)-1]
+		ns.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: sel.MatchExpressions}
+		if c.Defaulted().DelegatedAdministration == settings.DelegationEnforce { // fails closed as validate-config.usher.io
+			ns.FailurePolicy = &fail
+		}
 	}
 	if len(in.ConfigMaps) > 0 {
 		var nss, names []string
