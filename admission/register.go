@@ -114,6 +114,12 @@ func Registration(c settings.Config, in Install) (*arv1.MutatingWebhookConfigura
 			Rule: arv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"namespaces"}, Scope: &cluster}}},
 			[]arv1.MatchCondition{trusted, {Name: "steering-changed", Expression: keys + ".exists(k, (has(object.metadata.annotations) && k in object.metadata.annotations ? " +
 				"object.metadata.annotations[k] : '-') != (oldObject != null && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations ? oldObject.metadata.annotations[k] : '-'))"}}))
+		// Not opted in is no way out: the opt-in label may go in the same write.
+		ns := &v.Webhooks[len(v.Webhooks)-1]
+		ns.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: sel.MatchExpressions}
+		if c.Defaulted().DelegatedAdministration == settings.DelegationEnforce { // fails closed as validate-config.usher.io
+			ns.FailurePolicy = &fail
+		}
 	}
 	if len(in.ConfigMaps) > 0 {
 		var nss, names []string
@@ -130,6 +136,8 @@ func Registration(c settings.Config, in Install) (*arv1.MutatingWebhookConfigura
 		h.FailurePolicy, h.SideEffects = &in.ConfigFailurePolicy, &none
 		if c.Defaulted().DelegatedAdministration == settings.DelegationEnforce {
 			h.FailurePolicy, h.MatchConditions = &fail, append(h.MatchConditions, trusted)
+			// A DELETE (no object) makes YuniKorn fall back to its defaults.
+			h.Rules[0].Operations, h.MatchConditions[0].Expression = append(h.Rules[0].Operations, arv1.Delete), strings.ReplaceAll(expr, "object.metadata.name", "request.name")
 		}
 		h.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: slices.Compact(slices.Sorted(slices.Values(nss)))}}}
 		v.Webhooks = append(v.Webhooks, h)

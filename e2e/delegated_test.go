@@ -106,7 +106,7 @@ func TestDelegatedAdministration(t *testing.T) {
 	users := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: Alice}, {APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: Bob},
 		{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: Carol}}
 	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"usher-config"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"usher-config"}, Verbs: []string{"get", "update", "patch", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, ResourceNames: []string{tenant}, Verbs: []string{"get", "update", "patch"}},
 	}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -199,6 +199,10 @@ func TestDelegatedAdministration(t *testing.T) {
 		force := true
 		_, err = as(Alice).CoreV1().Namespaces().Patch(ctx, tenant, types.ApplyPatchType, apply, metav1.PatchOptions{FieldManager: "alice", Force: &force})
 		wantDenied(t, "alice's server-side apply", err, "alice may not administer root.prod")
+		// The opt-in label, dropped in the same write, does not take the Namespace out of the guard.
+		drop := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:null},"annotations":{"yunikorn.apache.org/parentqueue":"root.prod"}}}`, usherNSLabel))
+		_, err = as(Alice).CoreV1().Namespaces().Patch(ctx, tenant, types.MergePatchType, drop, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		wantDenied(t, "alice dropping the opt-in label as she moves her namespace", err, "alice may not administer root.prod")
 		if _, err := as(Carol).CoreV1().Namespaces().Patch(ctx, tenant, types.ApplyPatchType, apply, metav1.PatchOptions{FieldManager: "carol", Force: &force}); err != nil {
 			t.Fatalf("carol, root.prod's admin, may move it there: %v", err)
 		}
@@ -213,6 +217,8 @@ func TestDelegatedAdministration(t *testing.T) {
 			t.Fatalf("alice's change of root.prod was never refused (last: %v)", last)
 		}
 		wantDenied(t, "alice changing root.prod", last, `user "alice" may not make these changes`, deniedProd)
+		err := as(Alice).CoreV1().ConfigMaps(home).Delete(ctx, "usher-config", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		wantDenied(t, "alice deleting the ConfigMap", err, `user "alice" may not delete the ConfigMap`)
 		if err := update(Alice, false, "adminacl: alice", "adminacl: alice\n            queues: [{name: x}]"); err != nil {
 			t.Fatalf("alice adding root.teama.x: %v", err)
 		}

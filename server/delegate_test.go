@@ -204,3 +204,19 @@ func TestDelegatedFailsOpen(t *testing.T) {
 		t.Fatalf("allowed %v, warnings %q", r.Allowed, r.Warnings)
 	}
 }
+
+// Deleting the ConfigMap under delegatedAdministration changes every
+// queue (YuniKorn falls back to its defaults): a tenant may not, a
+// trusted setter may.
+func TestValidateConfigDelegatedDelete(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "usher.yaml")
+	writeFile(t, cfg, delegatedConfig("enforce"))
+	h := start(t, server.Options{ConfigPath: cfg}, nil)
+	old := configMapOf(delegatedConfig("enforce"))
+	if r := postConfigReview(t, h, reviewAs(t, "ConfigMap", "DELETE", "carol", nil, nil, old)); r.Allowed {
+		t.Fatalf("carol deleted the ConfigMap (warnings %q)", r.Warnings)
+	}
+	if r := postConfigReview(t, h, reviewAs(t, "ConfigMap", "DELETE", "flux", nil, nil, old)); !r.Allowed {
+		t.Fatalf("the trusted setter may not delete: %s", r.Result.Message)
+	}
+}

@@ -75,7 +75,15 @@ func (s *Server) reviewConfig(ctx context.Context, req *admissionv1.AdmissionReq
 		return allow
 	}
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
-		if req.Operation == admissionv1.Delete {
+		a, u := s.serving.Current().Config().Admission, req.UserInfo
+		switch ours := s.cm == nil || slices.Contains(s.cm.refs, ConfigMapRef{Namespace: req.Namespace, Name: req.Name}); {
+		case req.Operation != admissionv1.Delete:
+		case ours && a.Delegated && !a.DelegatedWarn && !s.failOpen.Load() && !a.TrustedSetter(u.Username, u.Groups):
+			resp := deny(http.StatusForbidden, fmt.Sprintf("usher: user %q may not delete the ConfigMap (delegatedAdministration, docs/delegated-administration.md): "+
+				"YuniKorn falls back to its defaults, which changes every queue; only trusted setters may", u.Username))
+			resp.Result.Reason = metav1.StatusReasonForbidden
+			return resp
+		default:
 			allow.Warnings = []string{"usher keeps serving the configuration it last loaded from this ConfigMap"}
 		}
 		return allow

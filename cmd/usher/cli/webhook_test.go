@@ -3,6 +3,7 @@ package cli_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -141,7 +142,7 @@ func TestWebhookDelegated(t *testing.T) {
 	queues := "partitions:\n  - name: default\n    queues:\n      - name: root\n"
 	hooks := func(mode string) map[string]arv1.ValidatingWebhook {
 		f := writeFile(t, dir, mode+".yaml", queues+"admissionController:\n  delegatedAdministration: "+mode+"\n  trustedSetters: {users: [flux], groups: [gitops]}\n")
-		_, v := webhookObjects(t, "--config", f, "--guard-config-map", "usher-system/usher-config")
+		_, v := webhookObjects(t, "--config", f, "--guard-config-map", "usher-system/usher-config", "--failure-policy", "Ignore")
 		out := map[string]arv1.ValidatingWebhook{}
 		for _, w := range v.Webhooks {
 			out[w.Name] = w
@@ -165,6 +166,10 @@ func TestWebhookDelegated(t *testing.T) {
 		ns, ok := hs["validate-namespace.usher.io"]
 		if ok != want.namespaces || ok && (ns.Rules[0].Resources[0] != "namespaces" || ns.MatchConditions[0].Expression != trusted) {
 			t.Errorf("%s: validate-namespace.usher.io %v %+v", mode, ok, ns)
+		}
+		// Enforced, both fail closed whatever --failure-policy says, and a DELETE of the ConfigMap is decided.
+		if mode == "enforce" && (*ns.FailurePolicy != arv1.Fail || !slices.Contains(c.Rules[0].Operations, arv1.Delete)) {
+			t.Errorf("enforce: validate-namespace.usher.io failurePolicy %s, validate-config.usher.io operations %v", *ns.FailurePolicy, c.Rules[0].Operations)
 		}
 	}
 }
