@@ -79,7 +79,7 @@ func adopt(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissio
 			dc := deny(CauseKillDenied, httpStatusForbidden, "usher: %s may not adopt %s: it has no valid annotation %s on its %s, "+
 				"so it has no recorded owner whose right to delete %s could be checked", owner, what, UserInfoAnnotation, ok.where, what)
 			dc.check = CheckKill
-			return deleteMode(st.cfg, dc)
+			return warnMode(st.cfg.DeleteWarn, RuleWarnedDelete, dc)
 		}
 		// Decided as if the owner's submitter deleted the object.
 		as := *req

@@ -115,7 +115,7 @@ func killRule(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admis
 	dc := deny(CauseKillDenied, httpStatusForbidden, "usher: user %q may not %s %s %s: %s%s", user, verb, k.kind, objectName(req, o),
 		cmp.Or(first, "not the owner, not in its modify ACL, not an admin of its queue, not a cluster admin"), note)
 	dc.identity, dc.queue, dc.check = owner, recordQueue(ts[0].queue), CheckKill
-	return deleteMode(c, dc)
+	return warnMode(c.DeleteWarn, RuleWarnedDelete, dc)
 }
 
 // killInputsChanged names what an UPDATE from ov to nv changes of what
@@ -193,7 +193,7 @@ func evict(ctx context.Context, st *State, req *admissionv1.AdmissionRequest) de
 			"of its queue may)", user, pod, mastersGroup)
 	}
 	dc.queue = "root"
-	return deleteMode(c, killCheck(dc)) // only a refusal (403) may be warned
+	return warnMode(c.DeleteWarn, RuleWarnedDelete, killCheck(dc)) // only a refusal (403) may be warned
 }
 
 // killsEverything asks st.del whether the requester may kill an unowned
@@ -302,7 +302,7 @@ func bindKill(ctx context.Context, st *State, req *admissionv1.AdmissionRequest,
 	case ok:
 		return killCheck(allowBecause(RuleBindingByAdmin, reason))
 	}
-	return deleteMode(c, killCheck(deny(CauseBindingDenied, httpStatusForbidden, "usher: user %q may not set %s on %s through a Binding: with enforceDeleteACLs on, "+
+	return warnMode(c.DeleteWarn, RuleWarnedDelete, killCheck(deny(CauseBindingDenied, httpStatusForbidden, "usher: user %q may not set %s on %s through a Binding: with enforceDeleteACLs on, "+
 		"it decides who may delete the pod, and a Binding does not show whose pod it is, so only trusted controllers, "+
 		"members of %s, cluster admins, application admins and admins of root may set it this way", user, what, pod, mastersGroup)))
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
 
@@ -57,10 +58,8 @@ func (c *compiled) viaLocalQueues(ctx context.Context, rd *reads, ns string, ts 
 func localQueue(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, obj, old string) decision {
 	c := st.cfg
 	var src *settings.Source
-	for i := range c.Sources {
-		if c.Sources[i].Scheduler == schedulerKueue && src == nil {
-			src = &c.Sources[i]
-		}
+	if i := slices.IndexFunc(c.Sources, func(s settings.Source) bool { return s.Scheduler == schedulerKueue }); i >= 0 {
+		src = &c.Sources[i]
 	}
 	var spec, was struct {
 		Spec struct {
@@ -106,11 +105,5 @@ func localQueue(ctx context.Context, st *State, req *admissionv1.AdmissionReques
 		}
 	}
 	dc.queue, dc.check, dc.field, dc.identity = recordQueue(q), CheckSubmit, "spec.clusterQueue", user
-	if c.QueueWarn && dc.warnable() {
-		out := allow(RuleLocalQueue)
-		out.identity = user
-		out.warnOf(&dc)
-		return out
-	}
-	return dc
+	return warnMode(c.QueueWarn, RuleLocalQueue, dc)
 }

@@ -57,12 +57,7 @@ func steering(ctx context.Context, st *State, req *admissionv1.AdmissionRequest,
 		dc := deny(CauseQueueAdminDenied, httpStatusForbidden, "usher: user %q may not set annotation %s on namespace %q (delegatedAdministration): %s",
 			user, key, nv.Name, d.Reason)
 		dc.queue, dc.field = queue, "metadata.annotations["+key+"]"
-		if c.DelegatedWarn {
-			out := allow(RuleQueueAdmin)
-			out.warnOf(&dc)
-			return out
-		}
-		return dc
+		return warnMode(c.DelegatedWarn, RuleQueueAdmin, dc)
 	}
 	return allow(RuleQueueAdmin)
 }

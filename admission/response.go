@@ -58,12 +58,14 @@ func (dc *decision) addWarning(msg string) {
 // warnable says warn mode may admit dc: a refusal (403), never a failure to decide.
 func (dc *decision) warnable() bool { return !dc.allowed && dc.code == httpStatusForbidden }
 
-// deleteMode applies enforceDeleteACLsMode to a kill rule decision.
-func deleteMode(c *compiled, dc decision) decision {
-	if !c.DeleteWarn || !dc.warnable() {
+// warnMode applies a warn mode (enforceDeleteACLsMode, enforceQueueACLsMode,
+// delegatedAdministration) to dc: when warn, a refusal becomes an allow by
+// rule carrying the refusal as its warning.
+func warnMode(warn bool, rule Rule, dc decision) decision {
+	if !warn || !dc.warnable() {
 		return dc
 	}
-	out := allow(RuleWarnedDelete)
+	out := allow(rule)
 	out.identity, out.name = dc.identity, dc.name
 	out.warnOf(&dc)
 	return out
