@@ -15,6 +15,7 @@ import (
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/config"
+	"github.com/usherhq/usher/identity"
 	"github.com/usherhq/usher/impact"
 	"github.com/usherhq/usher/policy"
 	"github.com/usherhq/usher/serving"
@@ -30,7 +31,11 @@ func (s *Server) delegation(ctx context.Context, cur *serving.State, cfg *config
 		return nil, false
 	}
 	edits, why := impact.Edits(old, cfg), []string(nil)
-	in, err := cur.Identify(ctx, a.Partition, u.Username, u.Groups)
+	var in identity.Info
+	var err error
+	if len(edits) > 0 { // a write that changes nothing costs no group lookup
+		in, err = cur.Identify(ctx, a.Partition, u.Username, u.Groups)
+	}
 	switch {
 	case len(edits) == 0:
 	case err != nil:
@@ -61,7 +66,7 @@ func (s *Server) delegation(ctx context.Context, cur *serving.State, cfg *config
 			}
 		}
 	}
-	enforce := !a.DelegatedWarn && !s.failOpen.Load()
+	enforce := s.enforcesDelegation(a)
 	s.log.Info("configuration change under delegated administration", "configmap", name, "user", u.Username, "changes", edits, "refused", why, "enforced", enforce)
 	if enforce && len(why) > 0 {
 		return []string{fmt.Sprintf("usher: user %q may not make these changes (delegatedAdministration, docs/delegated-administration.md):\n  %s",
@@ -71,6 +76,12 @@ func (s *Server) delegation(ctx context.Context, cur *serving.State, cfg *config
 		warn = append(warn, fmt.Sprintf("usher: user %q may not make this change, admitted (delegatedAdministration is not enforced): %s", u.Username, w))
 	}
 	return warn, false
+}
+
+// enforcesDelegation says a refuses what delegated administration does not
+// allow: enforce, behind a registration that fails closed.
+func (s *Server) enforcesDelegation(a *settings.Compiled) bool {
+	return a.Delegated && !a.DelegatedWarn && !s.failOpen.Load()
 }
 
 // checkRegistration, under delegatedAdministration enforce, reads the

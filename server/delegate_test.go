@@ -114,6 +114,22 @@ func TestValidateConfigDelegated(t *testing.T) {
 		t.Errorf("no log record of the changes:\n%s", logs)
 	}
 
+	// A write that changes nothing asks the directory nothing; one that
+	// changes a queue asks it for the writer's groups.
+	misses := func(h *harness) string {
+		_, body := h.get("/metrics")
+		return metricValue(body, `usher_group_cache_misses_total{partition="default"}`)
+	}
+	n := start2("enforce")
+	postConfigReview(t, n, reviewAs(t, "ConfigMap", "UPDATE", "carol", nil, configMapOf(delegatedConfig("enforce")), nil))
+	if m := misses(n); m != "0" {
+		t.Errorf("a write without changes looked up the writer's groups: %s misses", m)
+	}
+	postConfigReview(t, n, reviewAs(t, "ConfigMap", "UPDATE", "carol", nil, configMapOf(child), nil))
+	if m := misses(n); m != "1" {
+		t.Errorf("a write with a change: %s misses, want 1", m)
+	}
+
 	w := start2("warn")
 	r := postConfigReview(t, w, reviewAs(t, "ConfigMap", "UPDATE", "carol", nil, configMapOf(strings.Replace(prod, "enforce", "warn", 1)), nil))
 	if !r.Allowed || len(r.Warnings) != 1 || !strings.HasSuffix(r.Warnings[0], "(delegatedAdministration is not enforced): changes queue default/root.prod: needs admin on default/root (no adminacl of it or its parents names you)") {

@@ -78,11 +78,9 @@ func (s *Server) reviewConfig(ctx context.Context, req *admissionv1.AdmissionReq
 		a, u := s.serving.Current().Config().Admission, req.UserInfo
 		switch ours := s.cm == nil || slices.Contains(s.cm.refs, ConfigMapRef{Namespace: req.Namespace, Name: req.Name}); {
 		case req.Operation != admissionv1.Delete:
-		case ours && a.Delegated && !a.DelegatedWarn && !s.failOpen.Load() && !a.TrustedSetter(u.Username, u.Groups):
-			resp := deny(http.StatusForbidden, fmt.Sprintf("usher: user %q may not delete the ConfigMap (delegatedAdministration, docs/delegated-administration.md): "+
+		case ours && s.enforcesDelegation(a) && !a.TrustedSetter(u.Username, u.Groups):
+			return forbid(fmt.Sprintf("usher: user %q may not delete the ConfigMap (delegatedAdministration, docs/delegated-administration.md): "+
 				"YuniKorn falls back to its defaults, which changes every queue; only trusted setters may", u.Username))
-			resp.Result.Reason = metav1.StatusReasonForbidden
-			return resp
 		default:
 			allow.Warnings = []string{"usher keeps serving the configuration it last loaded from this ConfigMap"}
 		}
@@ -142,9 +140,7 @@ func (s *Server) reviewConfig(ctx context.Context, req *admissionv1.AdmissionReq
 	allow.Warnings = warnings(cfg.Warnings)
 	warn, denied := s.delegation(ctx, cur, cfg, name, req.UserInfo)
 	if denied {
-		resp := deny(http.StatusForbidden, warn[0])
-		resp.Result.Reason = metav1.StatusReasonForbidden
-		return resp
+		return forbid(warn[0])
 	}
 	allow.Warnings = append(allow.Warnings, warn...)
 	if s.opts.RefuseConfigWarnings && len(cfg.Warnings) > 0 {
@@ -172,6 +168,13 @@ func deny(code int32, msg string) *admissionv1.AdmissionResponse {
 	return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
 		Status: metav1.StatusFailure, Code: code, Reason: metav1.StatusReasonInvalid, Message: msg,
 	}}
+}
+
+// forbid is deny for a writer who may not make the change: 403, reason Forbidden.
+func forbid(msg string) *admissionv1.AdmissionResponse {
+	resp := deny(http.StatusForbidden, msg)
+	resp.Result.Reason = metav1.StatusReasonForbidden
+	return resp
 }
 
 func warnings(ds []config.Diagnostic) []string {
