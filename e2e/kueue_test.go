@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 )
 
 // defaultConfig is usher's configuration with every setting at its
@@ -101,39 +102,9 @@ func TestKueueAdmitsAndRunsAliceJob(t *testing.T) {
 	}
 	wantIdentity(t, "the stored Job's pod template", created.Spec.Template.Annotations, Alice, "dev")
 
-	var wl *unstructured.Unstructured
-	err = Eventually(ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
-		l, err := dyn.Resource(Workloads).Namespace(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		for i := range l.Items {
-			if slices.ContainsFunc(l.Items[i].GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.UID == created.UID }) {
-				wl = &l.Items[i]
-				return condition(wl, "Admitted") == "True", nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("no admitted Kueue Workload for Job %s/train (last seen: %v; see %s/logs/kueue.log): %v", ns, wl, cluster.StateDir, err)
-	}
-	if got, _, _ := unstructured.NestedString(wl.Object, "status", "admission", "clusterQueue"); got != cq {
-		t.Errorf("Workload %s admitted by ClusterQueue %q, want %q", wl.GetName(), got, cq)
-	}
+	wl := admittedWorkload(ctx, t, dyn, created, cq)
 
-	err = Eventually(ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
-		j, err := alice.BatchV1().Jobs(ns).Get(ctx, "train", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return slices.ContainsFunc(j.Status.Conditions, func(c batchv1.JobCondition) bool {
-			return c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue
-		}), nil
-	})
-	if err != nil {
-		t.Fatalf("Job %s/train did not complete (see %s/logs/kube-scheduler.log and kwok.log): %v", ns, cluster.StateDir, err)
-	}
+	waitJobComplete(ctx, t, alice, ns, "train")
 	pods := waitPods(ctx, t, e.admin, ns, "app=train", 2, 60*time.Second)
 	for _, p := range pods {
 		if !strings.HasPrefix(p.Spec.NodeName, "kwok-node-") || p.Spec.SchedulerName != corev1.DefaultSchedulerName {
@@ -153,6 +124,48 @@ func TestKueueAdmitsAndRunsAliceJob(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("Workload %s/%s is not Finished: %v", ns, wl.GetName(), err)
+	}
+}
+
+// admittedWorkload waits for Kueue to admit the Workload of job and
+// checks that ClusterQueue cq admitted it.
+func admittedWorkload(ctx context.Context, t *testing.T, dyn dynamic.Interface, job *batchv1.Job, cq string) *unstructured.Unstructured {
+	t.Helper()
+	var wl *unstructured.Unstructured
+	err := Eventually(ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
+		l, err := dyn.Resource(Workloads).Namespace(job.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for i := range l.Items {
+			if slices.ContainsFunc(l.Items[i].GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.UID == job.UID }) {
+				wl = &l.Items[i]
+				return condition(wl, "Admitted") == "True", nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no admitted Kueue Workload for Job %s/%s (last seen: %v; see %s/logs/kueue.log): %v", job.Namespace, job.Name, wl, cluster.StateDir, err)
+	}
+	if got, _, _ := unstructured.NestedString(wl.Object, "status", "admission", "clusterQueue"); got != cq {
+		t.Errorf("Workload %s admitted by ClusterQueue %q, want %q", wl.GetName(), got, cq)
+	}
+	return wl
+}
+
+// waitJobComplete waits for Job ns/name to complete: kube-scheduler bound
+// its pods to KWOK's nodes and KWOK ran them.
+func waitJobComplete(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, name string) {
+	t.Helper()
+	err := Eventually(ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
+		j, err := c.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && slices.ContainsFunc(j.Status.Conditions, func(c batchv1.JobCondition) bool {
+			return c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue
+		}), err
+	})
+	if err != nil {
+		t.Fatalf("Job %s/%s did not complete (see %s/logs/kube-scheduler.log and kwok.log): %v", ns, name, cluster.StateDir, err)
 	}
 }
 

@@ -121,35 +121,8 @@ admissionController:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wl *unstructured.Unstructured
-	err = Eventually(ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
-		l, err := dyn.Resource(Workloads).Namespace(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		for i := range l.Items {
-			if slices.ContainsFunc(l.Items[i].GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.UID == created.UID }) {
-				wl = &l.Items[i]
-				return condition(wl, "Admitted") == "True", nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("no admitted Kueue Workload for Job %s/train (last seen: %v): %v", ns, wl, err)
-	}
-	if got, _, _ := unstructured.NestedString(wl.Object, "status", "admission", "clusterQueue"); got != open {
-		t.Errorf("Workload admitted by ClusterQueue %q, want %q", got, open)
-	}
-	err = Eventually(ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
-		j, err := alice.BatchV1().Jobs(ns).Get(ctx, "train", metav1.GetOptions{})
-		return err == nil && slices.ContainsFunc(j.Status.Conditions, func(c batchv1.JobCondition) bool {
-			return c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue
-		}), err
-	})
-	if err != nil {
-		t.Fatalf("Job %s/train did not complete (see %s/logs/kube-scheduler.log and kwok.log): %v", ns, cluster.StateDir, err)
-	}
+	admittedWorkload(ctx, t, dyn, created, open)
+	waitJobComplete(ctx, t, alice, ns, "train")
 	for _, p := range waitPods(ctx, t, e.admin, ns, "app=train", 1, 60*time.Second) {
 		if !strings.HasPrefix(p.Spec.NodeName, "kwok-node-") || p.Status.Phase != corev1.PodSucceeded {
 			t.Errorf("pod %s: node %q, phase %s; want a kwok-node-N, Succeeded", p.Name, p.Spec.NodeName, p.Status.Phase)
