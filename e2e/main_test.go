@@ -44,6 +44,9 @@ func testMain(m *testing.M) (code int) {
 	}
 	cluster = c
 	defer RemoveUsherBuild()
+	// Once every test is done: TestPlugin and TestKubectlUsherThroughTheAPIServer
+	// share the plugin's build and run in parallel.
+	defer RemovePluginBuild()
 	// Built before any test's deadline runs: on a fresh machine the first
 	// build of usher takes minutes.
 	if _, err := BuildUsher(); err != nil {

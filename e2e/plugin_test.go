@@ -59,7 +59,6 @@ func TestPlugin(t *testing.T) {
 	if _, err := BuildPlugin(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(RemovePluginBuild)
 	roles := shippedClusterRoles(t)
 	e := &usherEnv{t: t, label: fmt.Sprintf("p%d-%d", time.Now().UnixNano()%1e9, usherSeq.Add(1)), admin: client(t, Admin)}
 	ns := e.namespace(ctx, "plugin")

@@ -159,9 +159,15 @@ admissionController:
 		_, err := aliceDyn.Resource(LocalQueues).Namespace(ns).Create(ctx, u, metav1.CreateOptions{})
 		return err
 	}
-	wantDenied(t, "alice's LocalQueue on the ops ClusterQueue", lq("mine", ops),
+	// RBAC takes a moment: until it allows the create, the API server refuses
+	// it before usher is asked.
+	var denied error
+	_ = Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		denied = lq("mine", ops)
+		return denied == nil || !strings.Contains(denied.Error(), "cannot create resource"), nil
+	})
+	wantDenied(t, "alice's LocalQueue on the ops ClusterQueue", denied,
 		fmt.Sprintf(`user "alice" may not point LocalQueue "%s/mine" at ClusterQueue %q: it maps to queue "root.ops"`, ns, ops))
-	// RBAC takes a moment; usher allowing is what counts.
 	err = Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
 		err := lq("mine", open)
 		return err == nil, nil
