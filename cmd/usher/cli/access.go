@@ -58,8 +58,7 @@ func runAccess(ctx context.Context, env *Env, d *decisionFlags) int {
 	}
 	res, err := e.Access(ctx, req.Partition, req.User, req.Groups)
 	if err != nil {
-		printLookupError(env, e.Config(), req.Partition, "", err)
-		return ExitUsage
+		return lookupFailed(env, e.Config(), req.Partition, "", err)
 	}
 	switch {
 	case d.out.picture():
@@ -181,12 +180,10 @@ type lintRun struct {
 
 func (l *lintRun) run(env *Env, args []string) int {
 	if !slices.Contains([]string{"text", "json", "sarif"}, l.output) {
-		env.errorf("-o: want text, json or sarif, not %q", l.output)
-		return ExitUsage
+		return env.fail("-o: want text, json or sarif, not %q", l.output)
 	}
 	if len(args) == 0 {
-		env.errorf("want at least one PATH (a file, a ConfigMap manifest or a mounted ConfigMap directory)\nRun \"%s --help\" for usage.", env.commandPath())
-		return ExitUsage
+		return env.fail("want at least one PATH (a file, a ConfigMap manifest or a mounted ConfigMap directory)\nRun \"%s --help\" for usage.", env.commandPath())
 	}
 	code := ExitOK
 	l.diags = []config.Diagnostic{}
@@ -211,8 +208,7 @@ func (l *lintRun) one(env *Env, path string) int {
 	case errors.As(err, &invalid):
 		diags = append(slices.Clone(invalid.Diagnostics), invalid.Warnings...)
 	case err != nil:
-		env.errorf("%v", err)
-		return ExitUsage
+		return env.fail("%v", err)
 	default:
 		diags = append(slices.Clone(cfg.Warnings), cfg.WebhookOnly...)
 	}

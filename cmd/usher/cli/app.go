@@ -75,32 +75,25 @@ func newAppCommand(env *Env) *cobra.Command {
 func runApp(ctx context.Context, env *Env, f *appFlags) int {
 	switch {
 	case f.user == "":
-		env.errorf("--user is required")
-		return ExitUsage
+		return env.fail("--user is required")
 	case f.owner == "":
-		env.errorf("--owner is required: the user who submitted the application")
-		return ExitUsage
+		return env.fail("--owner is required: the user who submitted the application")
 	case f.action == "":
-		env.errorf("--action is required: view, modify, kill or move")
-		return ExitUsage
+		return env.fail("--action is required: view, modify, kill or move")
 	}
 	action, err := application.ParseAction(f.action)
 	if err != nil {
-		env.errorf("--action: %v", err)
-		return ExitUsage
+		return env.fail("--action: %v", err)
 	}
 	switch {
 	case action == application.Move && f.target == "":
-		env.errorf("--action move needs --target-queue")
-		return ExitUsage
+		return env.fail("--action move needs --target-queue")
 	case action != application.Move && f.target != "":
-		env.errorf("--target-queue is only used with --action move, not %v", action)
-		return ExitUsage
+		return env.fail("--target-queue is only used with --action move, not %v", action)
 	}
 	groups, err := splitGroups(f.groups)
 	if err != nil {
-		env.errorf("%v", err)
-		return ExitUsage
+		return env.fail("%v", err)
 	}
 	app := application.Application{ID: f.id, Owner: f.owner, Queue: f.queue}
 	for _, fl := range []struct {
@@ -112,8 +105,7 @@ func runApp(ctx context.Context, env *Env, f *appFlags) int {
 		}
 		a, warns, err := acl.Parse(fl.text, acl.YARN)
 		if err != nil {
-			env.errorf("--%s: %v", fl.name, err)
-			return ExitUsage
+			return env.fail("--%s: %v", fl.name, err)
 		}
 		for _, w := range warns {
 			env.errorf("warning: --%s %q: %s", fl.name, fl.text, w)
@@ -134,8 +126,7 @@ func runApp(ctx context.Context, env *Env, f *appFlags) int {
 		if cp, perr := e.Snapshot().Partition(f.partition); perr == nil && f.target != "" && (queue == "" || cp.Has(queue)) {
 			queue = f.target
 		}
-		printLookupError(env, e.Config(), f.partition, queue, err)
-		return ExitUsage
+		return lookupFailed(env, e.Config(), f.partition, queue, err)
 	}
 	if f.out.machine() {
 		f.out.write(env, answer.AppDecided(dec, in, f.explain))

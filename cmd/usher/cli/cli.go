@@ -104,12 +104,14 @@ func loadConfig(env *Env, path string, opts ...config.Option) (*config.Config, e
 // defaultNote is the line a command prints when --config is left out.
 const defaultNote = "no --config given: using the embedded default configuration (YuniKorn's default: partition default, where root lets everyone submit and the tag rule places an application in root.NAMESPACE)"
 
-// printLookupError prints err and, for an unknown partition or queue, config.Suggest's hint.
-func printLookupError(env *Env, cfg *config.Config, partition, queue string, err error) {
+// lookupFailed prints err and, for an unknown partition or queue,
+// config.Suggest's hint, and returns ExitUsage.
+func lookupFailed(env *Env, cfg *config.Config, partition, queue string, err error) int {
 	env.errorf("%v", err)
 	if hint := cfg.Suggest(partition, queue, err); hint != "" {
 		env.errorf("%s", hint)
 	}
+	return ExitUsage
 }
 
 // loadServing builds what serves the configuration, as usher serve does, or says why not.
@@ -195,8 +197,7 @@ func runDecision(ctx context.Context, env *Env, d *decisionFlags, explain bool) 
 		d.place = true
 	}
 	if d.place && req.Action != policy.Submit {
-		env.errorf("--place decides a submission; --action %s is asked of a queue (leave out --place)", req.Action)
-		return ExitUsage
+		return env.fail("--place decides a submission; --action %s is asked of a queue (leave out --place)", req.Action)
 	}
 	e, ok := loadServing(env, d.config)
 	if !ok {
@@ -206,8 +207,7 @@ func runDecision(ctx context.Context, env *Env, d *decisionFlags, explain bool) 
 	if d.place {
 		res, err := e.Place(ctx, d.placeRequest(req, explain))
 		if err != nil {
-			env.errorf("%v", err)
-			return ExitUsage
+			return env.fail("%v", err)
 		}
 		switch {
 		case d.out.machine():
@@ -228,8 +228,7 @@ func runDecision(ctx context.Context, env *Env, d *decisionFlags, explain bool) 
 		res, err = e.Check(ctx, req)
 	}
 	if err != nil {
-		printLookupError(env, e.Config(), req.Partition, req.Queue, err)
-		return ExitUsage
+		return lookupFailed(env, e.Config(), req.Partition, req.Queue, err)
 	}
 	switch {
 	case d.out.machine():

@@ -88,12 +88,10 @@ func newDiffCommand(env *Env) *cobra.Command {
 
 func runDiff(_ context.Context, env *Env, f *diffFlags, files []string) int {
 	if len(files) != 2 {
-		env.errorf("want two configurations, OLD and NEW; got %d arguments", len(files))
-		return ExitUsage
+		return env.fail("want two configurations, OLD and NEW; got %d arguments", len(files))
 	}
 	if !slices.Contains([]string{"text", "json", "dot", "mermaid"}, f.output) {
-		env.errorf("-o %q: want text, json, dot or mermaid", f.output)
-		return ExitUsage
+		return env.fail("-o %q: want text, json, dot or mermaid", f.output)
 	}
 	opts := impact.Options{Tags: f.tags}
 	if f.subjectsFile != "" {
@@ -103,8 +101,7 @@ func runDiff(_ context.Context, env *Env, f *diffFlags, files []string) int {
 			r.Close()
 		}
 		if err != nil {
-			env.errorf("--subjects: %v", err)
-			return ExitUsage
+			return env.fail("--subjects: %v", err)
 		}
 	}
 	// The two loads are independent: read them side by side.
@@ -117,8 +114,7 @@ func runDiff(_ context.Context, env *Env, f *diffFlags, files []string) int {
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			env.errorf("%s: invalid configuration:\n%v", files[i], err)
-			return ExitUsage
+			return env.fail("%s: invalid configuration:\n%v", files[i], err)
 		}
 	}
 	res := impact.DiffConfigs(cfgs[0], cfgs[1], opts)
@@ -136,8 +132,7 @@ func runDiff(_ context.Context, env *Env, f *diffFlags, files []string) int {
 		err = impact.WriteText(env.Stdout, res)
 	}
 	if err != nil {
-		env.errorf("%v", err)
-		return ExitUsage
+		return env.fail("%v", err)
 	}
 	if res.Changed() {
 		return ExitDenied

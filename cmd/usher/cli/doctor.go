@@ -58,8 +58,7 @@ func newDoctorCommand(env *Env) *cobra.Command {
 
 func runDoctor(ctx context.Context, env *Env, f *doctorFlags) int {
 	if f.output != "text" && f.output != "json" {
-		env.errorf("-o %q: want text or json", f.output)
-		return ExitUsage
+		return env.fail("-o %q: want text or json", f.output)
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = f.kubeconfig
@@ -74,8 +73,7 @@ func runDoctor(ctx context.Context, env *Env, f *doctorFlags) int {
 		meta, err = metadata.NewForConfig(rc)
 	}
 	if err != nil {
-		env.errorf("--kubeconfig: %v", err)
-		return ExitUsage
+		return env.fail("--kubeconfig: %v", err)
 	}
 	checks := doctor.Run(ctx, kube, meta, f.in)
 	if f.output == "json" {

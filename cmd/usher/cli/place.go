@@ -78,7 +78,7 @@ func newPlaceCommand(env *Env) *cobra.Command {
 func (d *decisionFlags) placeOf(ctx context.Context, env *Env, e *serving.State, req engine.Request) (engine.PlaceResult, bool) {
 	res, err := e.Place(ctx, d.placeRequest(req, true))
 	if err != nil {
-		printLookupError(env, e.Config(), d.partition, d.queue, err)
+		lookupFailed(env, e.Config(), d.partition, d.queue, err)
 		return engine.PlaceResult{}, false
 	}
 	return res, true
@@ -110,7 +110,7 @@ func runPlace(ctx context.Context, env *Env, d *decisionFlags) int {
 	if !res.Placed && d.queue != "" {
 		if cp, err := e.Snapshot().Partition(d.partition); err == nil {
 			if _, err := cp.Lookup(d.queue); err != nil {
-				printLookupError(env, e.Config(), cp.Name(), d.queue, err)
+				lookupFailed(env, e.Config(), cp.Name(), d.queue, err)
 			}
 		}
 	}

@@ -54,21 +54,17 @@ func runWhoCan(env *Env, d *decisionFlags) int {
 	action, err := policy.ParseAction(d.action)
 	switch {
 	case err != nil:
-		env.errorf("--action: %v", err)
-		return ExitUsage
+		return env.fail("--action: %v", err)
 	case d.queue == "":
-		env.errorf("--queue is required")
-		return ExitUsage
+		return env.fail("--queue is required")
 	}
 	cfg, err := loadConfig(env, d.config)
 	if err != nil {
-		env.errorf("invalid configuration:\n%v", err)
-		return ExitUsage
+		return env.fail("invalid configuration:\n%v", err)
 	}
 	who, err := report.Who(cfg, d.partition, d.queue, action)
 	if err != nil {
-		printLookupError(env, cfg, d.partition, d.queue, err)
-		return ExitUsage
+		return lookupFailed(env, cfg, d.partition, d.queue, err)
 	}
 	if d.out.machine() {
 		d.out.write(env, who)
@@ -117,8 +113,7 @@ func runReport(ctx context.Context, env *Env, d *decisionFlags, against string) 
 	if against != "" {
 		old, err := loadConfig(env, against)
 		if err != nil {
-			env.errorf("--against %s: invalid configuration:\n%v", against, err)
-			return ExitUsage
+			return env.fail("--against %s: invalid configuration:\n%v", against, err)
 		}
 		page.Diff = impact.DiffConfigs(old, e.Config(), impact.Options{})
 		page.Diff.Old, page.Diff.New = against, e.Config().File
@@ -135,8 +130,7 @@ func runReport(ctx context.Context, env *Env, d *decisionFlags, against string) 
 		page.Place = &res
 	}
 	if err := page.Write(env.Stdout); err != nil {
-		printLookupError(env, e.Config(), d.partition, "", err)
-		return ExitUsage
+		return lookupFailed(env, e.Config(), d.partition, "", err)
 	}
 	return ExitOK
 }

@@ -63,6 +63,12 @@ func (env *Env) errorf(format string, a ...any) {
 	fmt.Fprintf(env.Stderr, "%s: %s", env.commandPath(), msg)
 }
 
+// fail prints a line as errorf does and returns ExitUsage.
+func (env *Env) fail(format string, a ...any) int {
+	env.errorf(format, a...)
+	return ExitUsage
+}
+
 func (env *Env) commandPath() string {
 	if env.cmdPath == "" {
 		return "usher"
