@@ -79,19 +79,12 @@ func runAccess(ctx context.Context, env *Env, d *decisionFlags) int {
 	fmt.Fprintf(env.Stdout, "partition %s, user %s, groups %s\n\n", d.partition, in.User, strings.Join(groups, ", "))
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tSUBMIT\tADMIN\tGRANTED BY")
-	rights := decision.QueueRightsOf(queues)
+	rights, mark := decision.QueueRightsOf(queues), map[bool]string{true: "yes", false: "-"}
 	for i, q := range queues {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", decision.TreeLabel(rights, i), yesNo(q.Submit.Allowed), yesNo(q.Admin.Allowed), grantedBy(q))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", decision.TreeLabel(rights, i), mark[q.Submit.Allowed], mark[q.Admin.Allowed], grantedBy(q))
 	}
 	tw.Flush()
 	return ExitOK
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "-"
 }
 
 func grantedBy(q policy.QueueAccess) string {
@@ -183,7 +176,7 @@ func (l *lintRun) run(env *Env, args []string) int {
 		return env.fail("-o: want text, json or sarif, not %q", l.output)
 	}
 	if len(args) == 0 {
-		return env.fail("want at least one PATH (a file, a ConfigMap manifest or a mounted ConfigMap directory)\nRun \"%s --help\" for usage.", env.commandPath())
+		return env.fail("want at least one PATH (a file, a ConfigMap manifest or a mounted ConfigMap directory)\nRun \"%s --help\" for usage.", env.cmdPath)
 	}
 	code := ExitOK
 	l.diags = []config.Diagnostic{}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"slices"
 	"sync"
@@ -124,10 +123,7 @@ func runDiff(_ context.Context, env *Env, f *diffFlags, files []string) int {
 	case "dot", "mermaid":
 		err = report.Diff(res).Write(env.Stdout, f.output)
 	case "json":
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false) // queue paths such as root.users.<user>
-		err = enc.Encode(res)
+		outputFlag("json").write(env, res)
 	default:
 		err = impact.WriteText(env.Stdout, res)
 	}

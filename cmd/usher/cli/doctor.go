@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -77,10 +76,7 @@ func runDoctor(ctx context.Context, env *Env, f *doctorFlags) int {
 	}
 	checks := doctor.Run(ctx, kube, meta, f.in)
 	if f.output == "json" {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		enc.Encode(checks)
+		outputFlag("json").write(env, checks)
 	} else {
 		for _, c := range checks {
 			fmt.Fprintf(env.Stdout, "%-4s  %-26s  %s\n", c.Status, c.Name, strings.ReplaceAll(c.Detail, "\n", "\n"+strings.Repeat(" ", 34)))

@@ -47,7 +47,7 @@ unreadable file.
 func newImportCommand(env *Env) *cobra.Command {
 	cmd, _ := newCommand(groupConfig, "import yarn|spark [flags]", "turn YARN or Spark ACL settings into usher YAML", importHelp)
 	cmd.AddCommand(newImportYARNCommand(env), newImportSparkCommand(env))
-	return cmd // newRootCommand makes it run groupRun
+	return cmd // newRootCommand makes it print its help
 }
 
 type importYARNFlags struct {

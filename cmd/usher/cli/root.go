@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,20 +61,13 @@ func (env *Env) errorf(format string, a ...any) {
 	if !strings.HasSuffix(msg, "\n") {
 		msg += "\n"
 	}
-	fmt.Fprintf(env.Stderr, "%s: %s", env.commandPath(), msg)
+	fmt.Fprintf(env.Stderr, "%s: %s", cmp.Or(env.cmdPath, "usher"), msg)
 }
 
 // fail prints a line as errorf does and returns ExitUsage.
 func (env *Env) fail(format string, a ...any) int {
 	env.errorf(format, a...)
 	return ExitUsage
-}
-
-func (env *Env) commandPath() string {
-	if env.cmdPath == "" {
-		return "usher"
-	}
-	return env.cmdPath
 }
 
 // Command groups, as kubectl groups its commands in its help.
@@ -140,8 +134,6 @@ func newRootCommand(env *Env) *cobra.Command {
 		&cobra.Group{ID: groupConfig, Title: "Configurations and policy tests:"},
 		&cobra.Group{ID: groupServe, Title: "Service:"},
 	)
-	root.SetHelpCommandGroupID("")
-	root.SetCompletionCommandGroupID("")
 	root.AddCommand(
 		newDecisionCommand(env, false), newDecisionCommand(env, true), newPlaceCommand(env), newAccessCommand(env), newAppCommand(env),
 		newLintCommand(env), newTestCommand(env), newDiffCommand(env), newImportCommand(env), newSplitCommand(env), newWebhookCommand(env), newNativeCommand(env),
@@ -163,26 +155,17 @@ func newRootCommand(env *Env) *cobra.Command {
 		if len(rest) > 0 {
 			return unknownCommand(cmd, rest[0])
 		}
+		cmd.InitDefaultHelpFlag() // as cobra adds it to the command it runs
 		return cmd.Help()
 	}
 	// A command that only groups others (import, completion) prints its help when
 	// given none, and refuses an unknown one, as usher itself does.
 	for _, c := range root.Commands() {
 		if c.HasSubCommands() && !c.Runnable() {
-			c.Args = cobra.ArbitraryArgs
-			c.RunE = groupRun
+			c.Args = noArgs
+			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 		}
 	}
-	// -h, --help, which cobra adds to the command it runs: added to all,
-	// usher help CMD lists it too.
-	var helpFlags func(*cobra.Command)
-	helpFlags = func(c *cobra.Command) {
-		c.InitDefaultHelpFlag()
-		for _, sub := range c.Commands() {
-			helpFlags(sub)
-		}
-	}
-	helpFlags(root)
 	return root
 }
 
@@ -235,15 +218,6 @@ func usage(c *cobra.Command) error {
 	b.WriteString("\n")
 	_, err := fmt.Fprint(c.OutOrStdout(), b.String())
 	return err
-}
-
-// groupRun is the work of a command that only groups others: its help,
-// or a usage error for an unknown subcommand.
-func groupRun(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return unknownCommand(cmd, args[0])
-	}
-	return cmd.Help()
 }
 
 // newCommand returns a command named by the first word of use, in group,
