@@ -48,13 +48,9 @@ func newAccessCommand(env *Env) *cobra.Command {
 }
 
 func runAccess(ctx context.Context, env *Env, d *decisionFlags) int {
-	req, ok := d.request(env)
-	if !ok {
-		return ExitUsage
-	}
-	e, ok := loadServing(env, d.config)
-	if !ok {
-		return ExitUsage
+	req, e, err := d.load(env)
+	if err != nil {
+		return env.fail("%v", err)
 	}
 	res, err := e.Access(ctx, req.Partition, req.User, req.Groups)
 	if err != nil {
@@ -111,13 +107,11 @@ func grantedBy(q policy.QueueAccess) string {
 }
 
 const lintHelp = `Checks configurations and prints each problem as
-FILE:LINE:COL: message (warnings say "warning:"). Each PATH is read exactly
-as usher serve and the other commands read --config: a usher YAML file, a
-ConfigMap manifest (problems inside its queues.yaml block are given at the
-manifest's own lines), or the directory where a ConfigMap is mounted (the
-..data links kubelet makes are followed), with the ADMISSION_CONTROLLER_*
-environment variables applied (problems with them are given as
-"environment: VARIABLE: …").
+FILE:LINE:COL: message (warnings say "warning:"). Each PATH is read as
+usher serve reads --config: problems inside a ConfigMap manifest's
+queues.yaml block are given at the manifest's own lines, the ..data links
+of a mounted ConfigMap are followed, and problems with the
+ADMISSION_CONTROLLER_* variables are given as "environment: VARIABLE: …".
 
 It catches syntax errors, unknown keys, invalid queue and user names, ACLs
 with more than one space, admission settings that name a partition, queue
@@ -130,10 +124,10 @@ left unsaid where a directory is configured, and trust patterns not
 anchored at both ends (with the pattern to write instead). Notes ("note:
 webhook only: …") name each setting only usher's webhook enforces, which
 the native floor of "usher native" cannot (docs/native.md); they never
-fail. Every problem is reported in one run. What usher serve still loads but a later
-release refuses (docs/upgrade.md: a users-to-groups file that is not a
-regular file, say) is an error here. At most 100 errors and 100 warnings
-are listed, then how many more there are.
+fail. Every problem is reported in one run. What usher serve still loads
+but a later release refuses (docs/upgrade.md: a users-to-groups file that
+is not a regular file, say) is an error here. At most 100 errors and 100
+warnings are listed, then how many more there are.
 
 With -o json the diagnostics of every PATH are one JSON object on stdout,
 {"errors": N, "warnings": N, "diagnostics": [{"file", "line", "column",

@@ -13,10 +13,8 @@ import (
 
 const appHelp = `Answers whether the user may view, modify, kill or move an application, as
 YARN's application ACLs decide. The first line of output is "allowed" or
-"denied", the second the reason; --explain adds every check made. With
--o json or -o yaml, the decision object of docs/decision.schema.json (with
---explain, every check under requirements[].checks); the exit status is the
-same.
+"denied", the second the reason; --explain adds every check made (with -o
+json or yaml, under requirements[].checks).
 
 Who may:
   view     the owner, admins of the application's queue or a parent, cluster
@@ -112,9 +110,9 @@ func runApp(ctx context.Context, env *Env, f *appFlags) int {
 		}
 		*fl.dst = &a
 	}
-	e, ok := loadServing(env, f.config)
-	if !ok {
-		return ExitUsage
+	e, err := loadServing(env, f.config)
+	if err != nil {
+		return env.fail("%v", err)
 	}
 	// The same decision /v1/access makes for an application.
 	dec, in, err := e.DecideApplication(ctx, engine.AppRequest{

@@ -15,8 +15,7 @@ import (
 
 const diffHelp = `Compares two configurations and lists, per queue, who gains (+) and who
 loses (-) the right to submit to or administer it, before the change goes
-live. OLD and NEW are read like any configuration: a usher YAML file, a
-ConfigMap manifest, or a directory where a ConfigMap is mounted.
+live. OLD and NEW are read as --config is.
 
 Rights are compared on the compiled policies, so a change shows wherever it
 takes effect: through inheritance from a parent, through the partition's

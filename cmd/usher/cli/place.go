@@ -8,9 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/usherhq/usher/answer"
-	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/report"
-	"github.com/usherhq/usher/serving"
 )
 
 const placeHelp = `Answers "where will my job go?": runs the partition's placement rules
@@ -74,28 +72,14 @@ func newPlaceCommand(env *Env) *cobra.Command {
 	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runPlace(ctx, env, d) })
 }
 
-// placeOf asks e's placement rules req, with the trail; false after saying why not.
-func (d *decisionFlags) placeOf(ctx context.Context, env *Env, e *serving.State, req engine.Request) (engine.PlaceResult, bool) {
+func runPlace(ctx context.Context, env *Env, d *decisionFlags) int {
+	req, e, err := d.load(env)
+	if err != nil {
+		return env.fail("%v", err)
+	}
 	res, err := e.Place(ctx, d.placeRequest(req, true))
 	if err != nil {
-		lookupFailed(env, e.Config(), d.partition, d.queue, err)
-		return engine.PlaceResult{}, false
-	}
-	return res, true
-}
-
-func runPlace(ctx context.Context, env *Env, d *decisionFlags) int {
-	req, ok := d.request(env)
-	if !ok {
-		return ExitUsage
-	}
-	e, ok := loadServing(env, d.config)
-	if !ok {
-		return ExitUsage
-	}
-	res, ok := d.placeOf(ctx, env, e, req)
-	if !ok {
-		return ExitUsage
+		return lookupFailed(env, e.Config(), d.partition, d.queue, err)
 	}
 	switch {
 	case d.out.picture():

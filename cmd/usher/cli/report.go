@@ -105,9 +105,9 @@ func addPlaceFlags(fs *pflag.FlagSet, d *decisionFlags) {
 }
 
 func runReport(ctx context.Context, env *Env, d *decisionFlags, against string) int {
-	e, ok := loadServing(env, d.config)
-	if !ok {
-		return ExitUsage
+	e, err := loadServing(env, d.config)
+	if err != nil {
+		return env.fail("%v", err)
 	}
 	page := report.Page{Config: e.Config(), Partition: d.partition}
 	if against != "" {
@@ -119,13 +119,13 @@ func runReport(ctx context.Context, env *Env, d *decisionFlags, against string) 
 		page.Diff.Old, page.Diff.New = against, e.Config().File
 	}
 	if d.user != "" {
-		req, ok := d.request(env)
-		if !ok {
-			return ExitUsage
+		req, err := d.request()
+		if err != nil {
+			return env.fail("%v", err)
 		}
-		res, ok := d.placeOf(ctx, env, e, req)
-		if !ok {
-			return ExitUsage
+		res, err := e.Place(ctx, d.placeRequest(req, true))
+		if err != nil {
+			return lookupFailed(env, e.Config(), d.partition, d.queue, err)
 		}
 		page.Place = &res
 	}

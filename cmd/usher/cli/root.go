@@ -22,13 +22,9 @@ import (
 // a mistyped command or flag is answered with the nearest ones. Flags are
 // --long; -o is the one shorthand.
 func Run(ctx context.Context, env *Env, args []string) int {
-	// A copy: the caller's Env stays as it was, and concurrent Runs
-	// sharing one Env do not race on the defaults or the command path.
+	// A copy: concurrent Runs sharing one Env do not race on the command path.
 	e := *env
 	env = &e
-	if env.LookupEnv == nil {
-		env.LookupEnv = os.LookupEnv
-	}
 	root := newRootCommand(env)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)

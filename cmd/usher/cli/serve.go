@@ -20,12 +20,10 @@ const serveHelp = `Serves, over TLS:
   POST /mutate      admission webhook: stamps the submitter's identity
   POST /validate    admission webhook: refuses forged or changed identities
   GET  /healthz, /readyz, /metrics (Prometheus)
-With --webhook-addr the webhooks (/mutate, /validate, /validate-config) are
-served there instead, with /healthz and /readyz, so that a NetworkPolicy can
-admit only the API server to them.
+--webhook-addr serves the webhooks (/mutate, /validate, /validate-config)
+apart, so that a NetworkPolicy can admit only the API server to them.
 
-The configuration (a usher YAML file, a ConfigMap manifest, or a directory
-where a ConfigMap is mounted) is watched and reloaded when it changes; an
+The configuration (--config) is watched and reloaded when it changes; an
 invalid change is refused and the last good configuration keeps serving.
 With --config-map instead, usher reads the ConfigMap through the Kubernetes
 API (--kubeconfig, or the pod's service account) and watches it: a change is
