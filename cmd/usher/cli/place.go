@@ -12,20 +12,18 @@ import (
 )
 
 const placeHelp = `Answers "where will my job go?": runs the partition's placement rules
-(placementrules, as YuniKorn's scheduler runs them) for the user, the queue
-the application names and its tags, and prints the queue the application
-is placed in and the rule that chose it, then every rule tried and why it
-placed or fell through. A partition without placementrules uses YuniKorn's
-implicit rule: the named queue (provided), never created.
+(placementrules, as YuniKorn's scheduler runs them; docs/placement.md) for
+the user, the queue the application names and its tags. A partition
+without placementrules uses YuniKorn's implicit rule: the named queue
+(provided), never created; without --queue either, the partition's default
+queue, as the admission webhook checks it.
 
 The first line is the queue, or "rejected" when no rule places the
 application (and root.default does not exist or the user may not submit
-to it), or a rule error stops placement; then the rule and why. When the
+to it) or a rule error stops placement; then the rule and why. When the
 queue is not the one --queue names (read as a path under root), a fourth
 line says so and why, rule by rule: the admission webhook warns with the
-same. The rules are in docs/placement.md. Without placementrules and
---queue, the answer is the partition's default queue, as the admission
-webhook checks it.
+same. Then every rule tried, and why it placed or fell through.
 
 -o json or -o yaml prints the decision object of docs/decision.schema.json:
 "placement" (placed, queue, create, rule) and the "trail" of rules tried.
