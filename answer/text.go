@@ -54,15 +54,6 @@ func Place(w io.Writer, res *engine.PlaceResult) {
 	placementTrail(w, res.Rules, res.Result)
 }
 
-// App writes what usher app prints, with explain the identity and every
-// check made.
-func App(w io.Writer, d application.Decision, in identity.Info, app application.Application, explain bool) {
-	Verdict(w, d.Allowed, d.Reason())
-	if explain {
-		appTrail(w, in, app, d)
-	}
-}
-
 // aclTrail writes every ACL consulted for action on queue, in order.
 func aclTrail(w io.Writer, action policy.Action, queue string, steps []policy.Step) {
 	fmt.Fprintf(w, "\ntrail (%s on %s, checked in this order; the first match decides):\n", action, queue)
@@ -108,7 +99,13 @@ func placementTrail(w io.Writer, rules *placement.Rules, res placement.Result) {
 	}
 }
 
-func appTrail(w io.Writer, in identity.Info, app application.Application, d application.Decision) {
+// App writes what usher app prints, with explain the identity and every
+// check made.
+func App(w io.Writer, d application.Decision, in identity.Info, app application.Application, explain bool) {
+	Verdict(w, d.Allowed, d.Reason())
+	if !explain {
+		return
+	}
 	identityText(w, in)
 	fmt.Fprintf(w, "\napplication %s: owner %s, queue %s\n", cmp.Or(app.ID, "(no id)"), d.Owner, d.Queue)
 	if d.Action != application.Move {

@@ -48,18 +48,13 @@ func newAccessCommand(env *Env) *cobra.Command {
 }
 
 func runAccess(ctx context.Context, env *Env, d *decisionFlags) int {
-	req, ok := d.request(env)
-	if !ok {
-		return ExitUsage
-	}
-	e, ok := loadServing(env, d.config)
-	if !ok {
-		return ExitUsage
+	req, e, err := d.load(env)
+	if err != nil {
+		return env.fail("%v", err)
 	}
 	res, err := e.Access(ctx, req.Partition, req.User, req.Groups)
 	if err != nil {
-		printLookupError(env, e.Config(), req.Partition, "", err)
-		return ExitUsage
+		return lookupFailed(env, e.Config(), req.Partition, "", err)
 	}
 	switch {
 	case d.out.picture():
@@ -80,19 +75,12 @@ func runAccess(ctx context.Context, env *Env, d *decisionFlags) int {
 	fmt.Fprintf(env.Stdout, "partition %s, user %s, groups %s\n\n", d.partition, in.User, strings.Join(groups, ", "))
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tSUBMIT\tADMIN\tGRANTED BY")
-	rights := decision.QueueRightsOf(queues)
+	rights, mark := decision.QueueRightsOf(queues), map[bool]string{true: "yes", false: "-"}
 	for i, q := range queues {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", decision.TreeLabel(rights, i), yesNo(q.Submit.Allowed), yesNo(q.Admin.Allowed), grantedBy(q))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", decision.TreeLabel(rights, i), mark[q.Submit.Allowed], mark[q.Admin.Allowed], grantedBy(q))
 	}
 	tw.Flush()
 	return ExitOK
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "-"
 }
 
 func grantedBy(q policy.QueueAccess) string {
@@ -119,13 +107,11 @@ func grantedBy(q policy.QueueAccess) string {
 }
 
 const lintHelp = `Checks configurations and prints each problem as
-FILE:LINE:COL: message (warnings say "warning:"). Each PATH is read exactly
-as usher serve and the other commands read --config: a usher YAML file, a
-ConfigMap manifest (problems inside its queues.yaml block are given at the
-manifest's own lines), or the directory where a ConfigMap is mounted (the
-..data links kubelet makes are followed), with the ADMISSION_CONTROLLER_*
-environment variables applied (problems with them are given as
-"environment: VARIABLE: …").
+FILE:LINE:COL: message (warnings say "warning:"). Each PATH is read as
+usher serve reads --config: problems inside a ConfigMap manifest's
+queues.yaml block are given at the manifest's own lines, the ..data links
+of a mounted ConfigMap are followed, and problems with the
+ADMISSION_CONTROLLER_* variables are given as "environment: VARIABLE: …".
 
 It catches syntax errors, unknown keys, invalid queue and user names, ACLs
 with more than one space, admission settings that name a partition, queue
@@ -138,10 +124,10 @@ left unsaid where a directory is configured, and trust patterns not
 anchored at both ends (with the pattern to write instead). Notes ("note:
 webhook only: …") name each setting only usher's webhook enforces, which
 the native floor of "usher native" cannot (docs/native.md); they never
-fail. Every problem is reported in one run. What usher serve still loads but a later
-release refuses (docs/upgrade.md: a users-to-groups file that is not a
-regular file, say) is an error here. At most 100 errors and 100 warnings
-are listed, then how many more there are.
+fail. Every problem is reported in one run. What usher serve still loads
+but a later release refuses (docs/upgrade.md: a users-to-groups file that
+is not a regular file, say) is an error here. At most 100 errors and 100
+warnings are listed, then how many more there are.
 
 With -o json the diagnostics of every PATH are one JSON object on stdout,
 {"errors": N, "warnings": N, "diagnostics": [{"file", "line", "column",
@@ -181,12 +167,10 @@ type lintRun struct {
 
 func (l *lintRun) run(env *Env, args []string) int {
 	if !slices.Contains([]string{"text", "json", "sarif"}, l.output) {
-		env.errorf("-o: want text, json or sarif, not %q", l.output)
-		return ExitUsage
+		return env.fail("-o: want text, json or sarif, not %q", l.output)
 	}
 	if len(args) == 0 {
-		env.errorf("want at least one PATH (a file, a ConfigMap manifest or a mounted ConfigMap directory)\nRun \"%s --help\" for usage.", env.commandPath())
-		return ExitUsage
+		return env.fail("want at least one PATH (a file, a ConfigMap manifest or a mounted ConfigMap directory)\nRun \"%s --help\" for usage.", env.cmdPath)
 	}
 	code := ExitOK
 	l.diags = []config.Diagnostic{}
@@ -211,8 +195,7 @@ func (l *lintRun) one(env *Env, path string) int {
 	case errors.As(err, &invalid):
 		diags = append(slices.Clone(invalid.Diagnostics), invalid.Warnings...)
 	case err != nil:
-		env.errorf("%v", err)
-		return ExitUsage
+		return env.fail("%v", err)
 	default:
 		diags = append(slices.Clone(cfg.Warnings), cfg.WebhookOnly...)
 	}

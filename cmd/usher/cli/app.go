@@ -13,10 +13,8 @@ import (
 
 const appHelp = `Answers whether the user may view, modify, kill or move an application, as
 YARN's application ACLs decide. The first line of output is "allowed" or
-"denied", the second the reason; --explain adds every check made. With
--o json or -o yaml, the decision object of docs/decision.schema.json (with
---explain, every check under requirements[].checks); the exit status is the
-same.
+"denied", the second the reason; --explain adds every check made (with -o
+json or yaml, under requirements[].checks).
 
 Who may:
   view     the owner, admins of the application's queue or a parent, cluster
@@ -75,32 +73,25 @@ func newAppCommand(env *Env) *cobra.Command {
 func runApp(ctx context.Context, env *Env, f *appFlags) int {
 	switch {
 	case f.user == "":
-		env.errorf("--user is required")
-		return ExitUsage
+		return env.fail("--user is required")
 	case f.owner == "":
-		env.errorf("--owner is required: the user who submitted the application")
-		return ExitUsage
+		return env.fail("--owner is required: the user who submitted the application")
 	case f.action == "":
-		env.errorf("--action is required: view, modify, kill or move")
-		return ExitUsage
+		return env.fail("--action is required: view, modify, kill or move")
 	}
 	action, err := application.ParseAction(f.action)
 	if err != nil {
-		env.errorf("--action: %v", err)
-		return ExitUsage
+		return env.fail("--action: %v", err)
 	}
 	switch {
 	case action == application.Move && f.target == "":
-		env.errorf("--action move needs --target-queue")
-		return ExitUsage
+		return env.fail("--action move needs --target-queue")
 	case action != application.Move && f.target != "":
-		env.errorf("--target-queue is only used with --action move, not %v", action)
-		return ExitUsage
+		return env.fail("--target-queue is only used with --action move, not %v", action)
 	}
 	groups, err := splitGroups(f.groups)
 	if err != nil {
-		env.errorf("%v", err)
-		return ExitUsage
+		return env.fail("%v", err)
 	}
 	app := application.Application{ID: f.id, Owner: f.owner, Queue: f.queue}
 	for _, fl := range []struct {
@@ -112,17 +103,16 @@ func runApp(ctx context.Context, env *Env, f *appFlags) int {
 		}
 		a, warns, err := acl.Parse(fl.text, acl.YARN)
 		if err != nil {
-			env.errorf("--%s: %v", fl.name, err)
-			return ExitUsage
+			return env.fail("--%s: %v", fl.name, err)
 		}
 		for _, w := range warns {
 			env.errorf("warning: --%s %q: %s", fl.name, fl.text, w)
 		}
 		*fl.dst = &a
 	}
-	e, ok := loadServing(env, f.config)
-	if !ok {
-		return ExitUsage
+	e, err := loadServing(env, f.config)
+	if err != nil {
+		return env.fail("%v", err)
 	}
 	// The same decision /v1/access makes for an application.
 	dec, in, err := e.DecideApplication(ctx, engine.AppRequest{
@@ -134,8 +124,7 @@ func runApp(ctx context.Context, env *Env, f *appFlags) int {
 		if cp, perr := e.Snapshot().Partition(f.partition); perr == nil && f.target != "" && (queue == "" || cp.Has(queue)) {
 			queue = f.target
 		}
-		printLookupError(env, e.Config(), f.partition, queue, err)
-		return ExitUsage
+		return lookupFailed(env, e.Config(), f.partition, queue, err)
 	}
 	if f.out.machine() {
 		f.out.write(env, answer.AppDecided(dec, in, f.explain))

@@ -12,6 +12,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -39,7 +40,7 @@ const (
 type Env struct {
 	Stdout, Stderr io.Writer
 	// LookupEnv reads a variable, saying whether it is set (for the overrides,
-	// set and empty is not unset). Default: os.LookupEnv.
+	// set and empty is not unset): os.LookupEnv, or a test's.
 	LookupEnv func(string) (string, bool)
 
 	cmdPath string // the path of the command running, its messages' prefix
@@ -104,45 +105,57 @@ func loadConfig(env *Env, path string, opts ...config.Option) (*config.Config, e
 // defaultNote is the line a command prints when --config is left out.
 const defaultNote = "no --config given: using the embedded default configuration (YuniKorn's default: partition default, where root lets everyone submit and the tag rule places an application in root.NAMESPACE)"
 
-// printLookupError prints err and, for an unknown partition or queue, config.Suggest's hint.
-func printLookupError(env *Env, cfg *config.Config, partition, queue string, err error) {
+// lookupFailed prints err and, for an unknown partition or queue,
+// config.Suggest's hint, and returns ExitUsage.
+func lookupFailed(env *Env, cfg *config.Config, partition, queue string, err error) int {
 	env.errorf("%v", err)
 	if hint := cfg.Suggest(partition, queue, err); hint != "" {
 		env.errorf("%s", hint)
 	}
+	return ExitUsage
 }
 
-// loadServing builds what serves the configuration, as usher serve does, or says why not.
-func loadServing(env *Env, path string) (*serving.State, bool) {
+// loadServing builds what serves the configuration, as usher serve does.
+func loadServing(env *Env, path string) (*serving.State, error) {
 	cfg, err := loadConfig(env, path)
 	if err != nil {
-		env.errorf("invalid configuration:\n%v", err)
-		return nil, false
+		return nil, fmt.Errorf("invalid configuration:\n%v", err)
 	}
 	e, err := serving.Build(cfg, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
-		env.errorf("%s: %v", cfg.File, err)
-		return nil, false
+		return nil, fmt.Errorf("%s: %v", cfg.File, err)
 	}
-	return e, true
+	return e, nil
 }
 
-func (d *decisionFlags) request(env *Env) (engine.Request, bool) {
+// request checks the request of the flags (a --tag implies --place).
+func (d *decisionFlags) request() (engine.Request, error) {
 	req := engine.Request{Partition: d.partition, Queue: d.queue, User: d.user}
 	if d.user == "" {
-		env.errorf("--user is required")
-		return req, false
+		return req, errors.New("--user is required")
 	}
 	var err error
 	if req.Groups, err = splitGroups(d.groups); err != nil {
-		env.errorf("%v", err)
-		return req, false
+		return req, err
 	}
 	if req.Action, err = policy.ParseAction(d.action); err != nil {
-		env.errorf("--action: %v", err)
-		return req, false
+		return req, fmt.Errorf("--action: %v", err)
 	}
-	return req, true
+	d.place = d.place || len(d.tags) > 0
+	if d.place && req.Action != policy.Submit {
+		return req, fmt.Errorf("--place decides a submission; --action %s is asked of a queue (leave out --place)", req.Action)
+	}
+	return req, nil
+}
+
+// load checks the request of the flags, then builds what serves --config.
+func (d *decisionFlags) load(env *Env) (engine.Request, *serving.State, error) {
+	req, err := d.request()
+	if err != nil {
+		return req, nil, err
+	}
+	e, err := loadServing(env, d.config)
+	return req, e, err
 }
 
 const checkHelp = `Answers whether the user may submit to (or administer) the queue. The
@@ -151,9 +164,8 @@ first line of output is "allowed" or "denied", the second the reason.
 Exit status: 0 allowed, 1 denied, 2 bad usage, an invalid configuration or
 a failure to find the user's groups (the reason is on stderr).
 
--o json or -o yaml prints one decision object instead (allowed, reason,
-queue, action, the identity with each group's source; docs/decision.schema.json
-describes it); the exit status is the same in every format.
+-o json or -o yaml prints one decision object instead: allowed, reason,
+queue, action, the identity with each group's source.
 
 With --place (or a --tag), the partition's placement rules choose the
 queue, as YuniKorn's scheduler does (docs/placement.md): --queue is then
@@ -187,27 +199,15 @@ func (d *decisionFlags) placeRequest(req engine.Request, explain bool) engine.Pl
 }
 
 func runDecision(ctx context.Context, env *Env, d *decisionFlags, explain bool) int {
-	req, ok := d.request(env)
-	if !ok {
-		return ExitUsage
-	}
-	if len(d.tags) > 0 {
-		d.place = true
-	}
-	if d.place && req.Action != policy.Submit {
-		env.errorf("--place decides a submission; --action %s is asked of a queue (leave out --place)", req.Action)
-		return ExitUsage
-	}
-	e, ok := loadServing(env, d.config)
-	if !ok {
-		return ExitUsage
+	req, e, err := d.load(env)
+	if err != nil {
+		return env.fail("%v", err)
 	}
 	cmd := map[bool]string{false: "check", true: "explain"}[explain]
 	if d.place {
 		res, err := e.Place(ctx, d.placeRequest(req, explain))
 		if err != nil {
-			env.errorf("%v", err)
-			return ExitUsage
+			return env.fail("%v", err)
 		}
 		switch {
 		case d.out.machine():
@@ -221,15 +221,13 @@ func runDecision(ctx context.Context, env *Env, d *decisionFlags, explain bool) 
 	}
 	var res engine.Result
 	var steps []policy.Step
-	var err error
 	if explain {
 		res, steps, err = e.Explain(ctx, req)
 	} else {
 		res, err = e.Check(ctx, req)
 	}
 	if err != nil {
-		printLookupError(env, e.Config(), req.Partition, req.Queue, err)
-		return ExitUsage
+		return lookupFailed(env, e.Config(), req.Partition, req.Queue, err)
 	}
 	switch {
 	case d.out.machine():

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"slices"
 	"sync"
@@ -16,8 +15,7 @@ import (
 
 const diffHelp = `Compares two configurations and lists, per queue, who gains (+) and who
 loses (-) the right to submit to or administer it, before the change goes
-live. OLD and NEW are read like any configuration: a usher YAML file, a
-ConfigMap manifest, or a directory where a ConfigMap is mounted.
+live. OLD and NEW are read as --config is.
 
 Rights are compared on the compiled policies, so a change shows wherever it
 takes effect: through inheritance from a parent, through the partition's
@@ -88,12 +86,10 @@ func newDiffCommand(env *Env) *cobra.Command {
 
 func runDiff(_ context.Context, env *Env, f *diffFlags, files []string) int {
 	if len(files) != 2 {
-		env.errorf("want two configurations, OLD and NEW; got %d arguments", len(files))
-		return ExitUsage
+		return env.fail("want two configurations, OLD and NEW; got %d arguments", len(files))
 	}
 	if !slices.Contains([]string{"text", "json", "dot", "mermaid"}, f.output) {
-		env.errorf("-o %q: want text, json, dot or mermaid", f.output)
-		return ExitUsage
+		return env.fail("-o %q: want text, json, dot or mermaid", f.output)
 	}
 	opts := impact.Options{Tags: f.tags}
 	if f.subjectsFile != "" {
@@ -103,8 +99,7 @@ func runDiff(_ context.Context, env *Env, f *diffFlags, files []string) int {
 			r.Close()
 		}
 		if err != nil {
-			env.errorf("--subjects: %v", err)
-			return ExitUsage
+			return env.fail("--subjects: %v", err)
 		}
 	}
 	// The two loads are independent: read them side by side.
@@ -117,8 +112,7 @@ func runDiff(_ context.Context, env *Env, f *diffFlags, files []string) int {
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			env.errorf("%s: invalid configuration:\n%v", files[i], err)
-			return ExitUsage
+			return env.fail("%s: invalid configuration:\n%v", files[i], err)
 		}
 	}
 	res := impact.DiffConfigs(cfgs[0], cfgs[1], opts)
@@ -128,16 +122,12 @@ func runDiff(_ context.Context, env *Env, f *diffFlags, files []string) int {
 	case "dot", "mermaid":
 		err = report.Diff(res).Write(env.Stdout, f.output)
 	case "json":
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false) // queue paths such as root.users.<user>
-		err = enc.Encode(res)
+		outputFlag("json").write(env, res)
 	default:
 		err = impact.WriteText(env.Stdout, res)
 	}
 	if err != nil {
-		env.errorf("%v", err)
-		return ExitUsage
+		return env.fail("%v", err)
 	}
 	if res.Changed() {
 		return ExitDenied

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -58,8 +57,7 @@ func newDoctorCommand(env *Env) *cobra.Command {
 
 func runDoctor(ctx context.Context, env *Env, f *doctorFlags) int {
 	if f.output != "text" && f.output != "json" {
-		env.errorf("-o %q: want text or json", f.output)
-		return ExitUsage
+		return env.fail("-o %q: want text or json", f.output)
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = f.kubeconfig
@@ -74,15 +72,11 @@ func runDoctor(ctx context.Context, env *Env, f *doctorFlags) int {
 		meta, err = metadata.NewForConfig(rc)
 	}
 	if err != nil {
-		env.errorf("--kubeconfig: %v", err)
-		return ExitUsage
+		return env.fail("--kubeconfig: %v", err)
 	}
 	checks := doctor.Run(ctx, kube, meta, f.in)
 	if f.output == "json" {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		enc.Encode(checks)
+		outputFlag("json").write(env, checks)
 	} else {
 		for _, c := range checks {
 			fmt.Fprintf(env.Stdout, "%-4s  %-26s  %s\n", c.Status, c.Name, strings.ReplaceAll(c.Detail, "\n", "\n"+strings.Repeat(" ", 34)))

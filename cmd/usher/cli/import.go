@@ -47,7 +47,7 @@ unreadable file.
 func newImportCommand(env *Env) *cobra.Command {
 	cmd, _ := newCommand(groupConfig, "import yarn|spark [flags]", "turn YARN or Spark ACL settings into usher YAML", importHelp)
 	cmd.AddCommand(newImportYARNCommand(env), newImportSparkCommand(env))
-	return cmd // newRootCommand makes it run groupRun
+	return cmd // newRootCommand makes it print its help
 }
 
 type importYARNFlags struct {
@@ -69,8 +69,7 @@ func newImportYARNCommand(env *Env) *cobra.Command {
 
 func importYARN(env *Env, f *importYARNFlags) int {
 	if (f.fair == "") == (f.capacity == "") {
-		env.errorf("give one of --fair-scheduler and --capacity-scheduler")
-		return ExitUsage
+		return env.fail("give one of --fair-scheduler and --capacity-scheduler")
 	}
 	files := importer.YARNFiles{Partition: f.partition}
 	for _, in := range []struct {
@@ -82,8 +81,7 @@ func importYARN(env *Env, f *importYARNFlags) int {
 		}
 		s, err := importer.ReadSource(in.path)
 		if err != nil {
-			env.errorf("%v", err)
-			return ExitUsage
+			return env.fail("%v", err)
 		}
 		*in.dst = &s
 	}
@@ -94,8 +92,7 @@ func importYARN(env *Env, f *importYARNFlags) int {
 	if f.spark != "" {
 		s, err := importer.ReadSource(f.spark)
 		if err != nil {
-			env.errorf("%v", err)
-			return ExitUsage
+			return env.fail("%v", err)
 		}
 		if err := c.AddSpark(s); err != nil {
 			printDiagnostics(env, c.Warnings)
@@ -105,8 +102,7 @@ func importYARN(env *Env, f *importYARNFlags) int {
 	printDiagnostics(env, c.Warnings)
 	data, err := c.YAML()
 	if err != nil {
-		env.errorf("%v", err)
-		return ExitUsage
+		return env.fail("%v", err)
 	}
 	return writeImport(env, f.out, data)
 }
@@ -128,23 +124,19 @@ func newImportSparkCommand(env *Env) *cobra.Command {
 
 func importSpark(env *Env, f *importSparkFlags) int {
 	if f.defaults == "" {
-		env.errorf("--defaults is required")
-		return ExitUsage
+		return env.fail("--defaults is required")
 	}
 	src, err := importer.ReadSource(f.defaults)
 	if err != nil {
-		env.errorf("%v", err)
-		return ExitUsage
+		return env.fail("%v", err)
 	}
 	base := importer.Source{Name: "<embedded default>", Data: config.DefaultYAML()}
 	if f.into != "" {
 		if _, err := config.Load(f.into); err != nil {
-			env.errorf("--into: invalid configuration:\n%v", err)
-			return ExitUsage
+			return env.fail("--into: invalid configuration:\n%v", err)
 		}
 		if base, err = importer.ReadSource(f.into); err != nil {
-			env.errorf("%v", err)
-			return ExitUsage
+			return env.fail("%v", err)
 		}
 	}
 	apps, warns, err := importer.Spark(src)
@@ -154,8 +146,7 @@ func importSpark(env *Env, f *importSparkFlags) int {
 	}
 	data, err := importer.MergeApplicationACLs(base, f.partition, apps)
 	if err != nil {
-		env.errorf("%v", err)
-		return ExitUsage
+		return env.fail("%v", err)
 	}
 	return writeImport(env, f.out, data)
 }
@@ -178,8 +169,7 @@ func importFailed(env *Env, err error, withWarnings bool) int {
 		env.errorf("nothing written: %s", plural(len(invalid.Diagnostics), "error"))
 		return ExitDenied
 	}
-	env.errorf("%v", err)
-	return ExitUsage
+	return env.fail("%v", err)
 }
 
 func writeImport(env *Env, out string, data []byte) int {
@@ -188,8 +178,7 @@ func writeImport(env *Env, out string, data []byte) int {
 		return ExitOK
 	}
 	if err := os.WriteFile(out, data, 0o644); err != nil {
-		env.errorf("%v", err)
-		return ExitUsage
+		return env.fail("%v", err)
 	}
 	env.errorf("wrote %s", out)
 	return ExitOK

@@ -38,13 +38,11 @@ func newNativeCommand(env *Env) *cobra.Command {
 	return setBody(env, cmd, func(_ context.Context, _ []string) int {
 		cfg, err := loadConfig(env, path)
 		if err != nil {
-			env.errorf("invalid configuration:\n%v", err)
-			return ExitUsage
+			return env.fail("invalid configuration:\n%v", err)
 		}
 		f, err := native.Compile(cfg.Admission, cfg.FloorStamps())
 		if err != nil {
-			env.errorf("%v", err)
-			return ExitUsage
+			return env.fail("%v", err)
 		}
 		for _, d := range cfg.WebhookOnly {
 			env.errorf("%s", d)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -37,18 +38,21 @@ func (o *outputFlag) register(fs *pflag.FlagSet) {
 
 func (o outputFlag) machine() bool { return o == "json" || o == "yaml" }
 
-// write prints out as JSON or YAML on stdout.
+// write prints out as indented JSON, HTML characters as they are, or YAML on stdout.
 func (o outputFlag) write(env *Env, out any) {
-	b, err := json.MarshalIndent(out, "", "  ")
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // queue paths such as root.users.<user>
+	err := enc.Encode(out)
+	data := b.Bytes()
 	if err == nil && o == "yaml" {
-		b, err = yaml.JSONToYAML(b)
-	} else if err == nil {
-		b = append(b, '\n')
+		data, err = yaml.JSONToYAML(data)
 	}
 	if err != nil {
 		// Unreachable: the types are plain data.
 		env.errorf("%v", err)
 		return
 	}
-	env.Stdout.Write(b)
+	env.Stdout.Write(data)
 }

@@ -8,26 +8,22 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/usherhq/usher/answer"
-	"github.com/usherhq/usher/engine"
 	"github.com/usherhq/usher/report"
-	"github.com/usherhq/usher/serving"
 )
 
 const placeHelp = `Answers "where will my job go?": runs the partition's placement rules
-(placementrules, as YuniKorn's scheduler runs them) for the user, the queue
-the application names and its tags, and prints the queue the application
-is placed in and the rule that chose it, then every rule tried and why it
-placed or fell through. A partition without placementrules uses YuniKorn's
-implicit rule: the named queue (provided), never created.
+(placementrules, as YuniKorn's scheduler runs them; docs/placement.md) for
+the user, the queue the application names and its tags. A partition
+without placementrules uses YuniKorn's implicit rule: the named queue
+(provided), never created; without --queue either, the partition's default
+queue, as the admission webhook checks it.
 
 The first line is the queue, or "rejected" when no rule places the
 application (and root.default does not exist or the user may not submit
-to it), or a rule error stops placement; then the rule and why. When the
+to it) or a rule error stops placement; then the rule and why. When the
 queue is not the one --queue names (read as a path under root), a fourth
 line says so and why, rule by rule: the admission webhook warns with the
-same. The rules are in docs/placement.md. Without placementrules and
---queue, the answer is the partition's default queue, as the admission
-webhook checks it.
+same. Then every rule tried, and why it placed or fell through.
 
 -o json or -o yaml prints the decision object of docs/decision.schema.json:
 "placement" (placed, queue, create, rule) and the "trail" of rules tried.
@@ -74,28 +70,14 @@ func newPlaceCommand(env *Env) *cobra.Command {
 	return setBody(env, cmd, func(ctx context.Context, _ []string) int { return runPlace(ctx, env, d) })
 }
 
-// placeOf asks e's placement rules req, with the trail; false after saying why not.
-func (d *decisionFlags) placeOf(ctx context.Context, env *Env, e *serving.State, req engine.Request) (engine.PlaceResult, bool) {
+func runPlace(ctx context.Context, env *Env, d *decisionFlags) int {
+	req, e, err := d.load(env)
+	if err != nil {
+		return env.fail("%v", err)
+	}
 	res, err := e.Place(ctx, d.placeRequest(req, true))
 	if err != nil {
-		printLookupError(env, e.Config(), d.partition, d.queue, err)
-		return engine.PlaceResult{}, false
-	}
-	return res, true
-}
-
-func runPlace(ctx context.Context, env *Env, d *decisionFlags) int {
-	req, ok := d.request(env)
-	if !ok {
-		return ExitUsage
-	}
-	e, ok := loadServing(env, d.config)
-	if !ok {
-		return ExitUsage
-	}
-	res, ok := d.placeOf(ctx, env, e, req)
-	if !ok {
-		return ExitUsage
+		return lookupFailed(env, e.Config(), d.partition, d.queue, err)
 	}
 	switch {
 	case d.out.picture():
@@ -110,7 +92,7 @@ func runPlace(ctx context.Context, env *Env, d *decisionFlags) int {
 	if !res.Placed && d.queue != "" {
 		if cp, err := e.Snapshot().Partition(d.partition); err == nil {
 			if _, err := cp.Lookup(d.queue); err != nil {
-				printLookupError(env, e.Config(), cp.Name(), d.queue, err)
+				lookupFailed(env, e.Config(), cp.Name(), d.queue, err)
 			}
 		}
 	}

@@ -54,21 +54,17 @@ func runWhoCan(env *Env, d *decisionFlags) int {
 	action, err := policy.ParseAction(d.action)
 	switch {
 	case err != nil:
-		env.errorf("--action: %v", err)
-		return ExitUsage
+		return env.fail("--action: %v", err)
 	case d.queue == "":
-		env.errorf("--queue is required")
-		return ExitUsage
+		return env.fail("--queue is required")
 	}
 	cfg, err := loadConfig(env, d.config)
 	if err != nil {
-		env.errorf("invalid configuration:\n%v", err)
-		return ExitUsage
+		return env.fail("invalid configuration:\n%v", err)
 	}
 	who, err := report.Who(cfg, d.partition, d.queue, action)
 	if err != nil {
-		printLookupError(env, cfg, d.partition, d.queue, err)
-		return ExitUsage
+		return lookupFailed(env, cfg, d.partition, d.queue, err)
 	}
 	if d.out.machine() {
 		d.out.write(env, who)
@@ -109,34 +105,32 @@ func addPlaceFlags(fs *pflag.FlagSet, d *decisionFlags) {
 }
 
 func runReport(ctx context.Context, env *Env, d *decisionFlags, against string) int {
-	e, ok := loadServing(env, d.config)
-	if !ok {
-		return ExitUsage
+	e, err := loadServing(env, d.config)
+	if err != nil {
+		return env.fail("%v", err)
 	}
 	page := report.Page{Config: e.Config(), Partition: d.partition}
 	if against != "" {
 		old, err := loadConfig(env, against)
 		if err != nil {
-			env.errorf("--against %s: invalid configuration:\n%v", against, err)
-			return ExitUsage
+			return env.fail("--against %s: invalid configuration:\n%v", against, err)
 		}
 		page.Diff = impact.DiffConfigs(old, e.Config(), impact.Options{})
 		page.Diff.Old, page.Diff.New = against, e.Config().File
 	}
 	if d.user != "" {
-		req, ok := d.request(env)
-		if !ok {
-			return ExitUsage
+		req, err := d.request()
+		if err != nil {
+			return env.fail("%v", err)
 		}
-		res, ok := d.placeOf(ctx, env, e, req)
-		if !ok {
-			return ExitUsage
+		res, err := e.Place(ctx, d.placeRequest(req, true))
+		if err != nil {
+			return lookupFailed(env, e.Config(), d.partition, d.queue, err)
 		}
 		page.Place = &res
 	}
 	if err := page.Write(env.Stdout); err != nil {
-		printLookupError(env, e.Config(), d.partition, "", err)
-		return ExitUsage
+		return lookupFailed(env, e.Config(), d.partition, "", err)
 	}
 	return ExitOK
 }

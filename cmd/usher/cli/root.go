@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,13 +22,9 @@ import (
 // a mistyped command or flag is answered with the nearest ones. Flags are
 // --long; -o is the one shorthand.
 func Run(ctx context.Context, env *Env, args []string) int {
-	// A copy: the caller's Env stays as it was, and concurrent Runs
-	// sharing one Env do not race on the defaults or the command path.
+	// A copy: concurrent Runs sharing one Env do not race on the command path.
 	e := *env
 	env = &e
-	if env.LookupEnv == nil {
-		env.LookupEnv = os.LookupEnv
-	}
 	root := newRootCommand(env)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
@@ -60,14 +57,13 @@ func (env *Env) errorf(format string, a ...any) {
 	if !strings.HasSuffix(msg, "\n") {
 		msg += "\n"
 	}
-	fmt.Fprintf(env.Stderr, "%s: %s", env.commandPath(), msg)
+	fmt.Fprintf(env.Stderr, "%s: %s", cmp.Or(env.cmdPath, "usher"), msg)
 }
 
-func (env *Env) commandPath() string {
-	if env.cmdPath == "" {
-		return "usher"
-	}
-	return env.cmdPath
+// fail prints a line as errorf does and returns ExitUsage.
+func (env *Env) fail(format string, a ...any) int {
+	env.errorf(format, a...)
+	return ExitUsage
 }
 
 // Command groups, as kubectl groups its commands in its help.
@@ -134,8 +130,6 @@ func newRootCommand(env *Env) *cobra.Command {
 		&cobra.Group{ID: groupConfig, Title: "Configurations and policy tests:"},
 		&cobra.Group{ID: groupServe, Title: "Service:"},
 	)
-	root.SetHelpCommandGroupID("")
-	root.SetCompletionCommandGroupID("")
 	root.AddCommand(
 		newDecisionCommand(env, false), newDecisionCommand(env, true), newPlaceCommand(env), newAccessCommand(env), newAppCommand(env),
 		newLintCommand(env), newTestCommand(env), newDiffCommand(env), newImportCommand(env), newSplitCommand(env), newWebhookCommand(env), newNativeCommand(env),
@@ -157,26 +151,17 @@ func newRootCommand(env *Env) *cobra.Command {
 		if len(rest) > 0 {
 			return unknownCommand(cmd, rest[0])
 		}
+		cmd.InitDefaultHelpFlag() // as cobra adds it to the command it runs
 		return cmd.Help()
 	}
 	// A command that only groups others (import, completion) prints its help when
 	// given none, and refuses an unknown one, as usher itself does.
 	for _, c := range root.Commands() {
 		if c.HasSubCommands() && !c.Runnable() {
-			c.Args = cobra.ArbitraryArgs
-			c.RunE = groupRun
+			c.Args = noArgs
+			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 		}
 	}
-	// -h, --help, which cobra adds to the command it runs: added to all,
-	// usher help CMD lists it too.
-	var helpFlags func(*cobra.Command)
-	helpFlags = func(c *cobra.Command) {
-		c.InitDefaultHelpFlag()
-		for _, sub := range c.Commands() {
-			helpFlags(sub)
-		}
-	}
-	helpFlags(root)
 	return root
 }
 
@@ -229,15 +214,6 @@ func usage(c *cobra.Command) error {
 	b.WriteString("\n")
 	_, err := fmt.Fprint(c.OutOrStdout(), b.String())
 	return err
-}
-
-// groupRun is the work of a command that only groups others: its help,
-// or a usage error for an unknown subcommand.
-func groupRun(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return unknownCommand(cmd, args[0])
-	}
-	return cmd.Help()
 }
 
 // newCommand returns a command named by the first word of use, in group,

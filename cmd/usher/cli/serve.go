@@ -20,12 +20,10 @@ const serveHelp = `Serves, over TLS:
   POST /mutate      admission webhook: stamps the submitter's identity
   POST /validate    admission webhook: refuses forged or changed identities
   GET  /healthz, /readyz, /metrics (Prometheus)
-With --webhook-addr the webhooks (/mutate, /validate, /validate-config) are
-served there instead, with /healthz and /readyz, so that a NetworkPolicy can
-admit only the API server to them.
+--webhook-addr serves the webhooks (/mutate, /validate, /validate-config)
+apart, so that a NetworkPolicy can admit only the API server to them.
 
-The configuration (a usher YAML file, a ConfigMap manifest, or a directory
-where a ConfigMap is mounted) is watched and reloaded when it changes; an
+The configuration (--config) is watched and reloaded when it changes; an
 invalid change is refused and the last good configuration keeps serving.
 With --config-map instead, usher reads the ConfigMap through the Kubernetes
 API (--kubeconfig, or the pod's service account) and watches it: a change is
@@ -179,22 +177,19 @@ func newServeCommand(env *Env) *cobra.Command {
 
 func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 	if err := f.webhooks(); err != nil {
-		env.errorf("%v", err)
-		return ExitUsage
+		return env.fail("%v", err)
 	}
 	opts := f.opts
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		env.errorf("--log-level: %v", err)
-		return ExitUsage
+		return env.fail("--log-level: %v", err)
 	}
 	newHandler, ok := map[string]func(io.Writer, *slog.HandlerOptions) slog.Handler{
 		"json": func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewJSONHandler(w, o) },
 		"text": func(w io.Writer, o *slog.HandlerOptions) slog.Handler { return slog.NewTextHandler(w, o) },
 	}[f.logFormat]
 	if !ok {
-		env.errorf("--log-format %q: want json or text", f.logFormat)
-		return ExitUsage
+		return env.fail("--log-format %q: want json or text", f.logFormat)
 	}
 	// Logs and audit records are written in batches (at least every 100ms).
 	logs := server.NewBufferedWriter(env.Stderr, 100*time.Millisecond)
@@ -211,8 +206,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 		if f.auditLog != "-" {
 			file, err := os.OpenFile(f.auditLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 			if err != nil {
-				env.errorf("--audit-log: %v", err)
-				return ExitUsage
+				return env.fail("--audit-log: %v", err)
 			}
 			defer file.Close()
 			w = file
@@ -231,34 +225,28 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 		opts.PrivilegedGroups = []string{}
 	}
 	if f.authCacheTTL <= 0 {
-		env.errorf("--access-auth-cache-ttl %v: want a positive duration", f.authCacheTTL)
-		return ExitUsage
+		return env.fail("--access-auth-cache-ttl %v: want a positive duration", f.authCacheTTL)
 	}
 	opts.TokenReviewCache.SuccessTTL, opts.TokenReviewCache.FailureTTL = f.authCacheTTL, f.authCacheTTL
 	opts.SubjectAccessReviewCache.AllowTTL, opts.SubjectAccessReviewCache.DenyTTL = f.authCacheTTL, f.authCacheTTL
 	opts.Getenv = env.LookupEnv
 	bm, err := resource.ParseQuantity(f.bodyMemory)
 	if err != nil || bm.Sign() <= 0 {
-		env.errorf("--body-memory %q: want a quantity such as 48Mi", f.bodyMemory)
-		return ExitUsage
+		return env.fail("--body-memory %q: want a quantity such as 48Mi", f.bodyMemory)
 	}
 	opts.BodyMemory = bm.Value()
 	if f.configWarnings != "admit" && f.configWarnings != "refuse" {
-		env.errorf("--validate-config-warnings %q: want admit or refuse", f.configWarnings)
-		return ExitUsage
+		return env.fail("--validate-config-warnings %q: want admit or refuse", f.configWarnings)
 	}
 	opts.RefuseConfigWarnings = f.configWarnings == "refuse"
 	if opts.MaxGroups <= 0 {
-		env.errorf("--max-groups %d: want a positive number", opts.MaxGroups)
-		return ExitUsage
+		return env.fail("--max-groups %d: want a positive number", opts.MaxGroups)
 	}
 	if err := setMemoryLimit(f.memLimit, env.LookupEnv, opts.Logger); err != nil {
-		env.errorf("%v", err)
-		return ExitUsage
+		return env.fail("%v", err)
 	}
 	if opts.ConfigPath != "" && len(opts.ConfigMaps) > 0 {
-		env.errorf("give --config or --config-map, not both")
-		return ExitUsage
+		return env.fail("give --config or --config-map, not both")
 	}
 	if opts.ConfigPath == "" && len(opts.ConfigMaps) == 0 {
 		// One line on stderr, in the log's format.
@@ -266,19 +254,16 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 	}
 	srv, err := server.New(opts)
 	if err != nil {
-		env.errorf("%v", err)
-		return ExitUsage
+		return env.fail("%v", err)
 	}
 	if f.caOut != "" && srv.CAPEM != nil {
 		if err := os.WriteFile(f.caOut, srv.CAPEM, 0o644); err != nil {
-			env.errorf("--ca-out: %v", err)
-			return ExitUsage
+			return env.fail("--ca-out: %v", err)
 		}
 	}
 	if err := srv.Run(ctx); err != nil {
 		// Not listening (--addr, --webhook-addr) is a startup error.
-		env.errorf("%v", err)
-		return ExitUsage
+		return env.fail("%v", err)
 	}
 	return ExitOK
 }

@@ -44,8 +44,7 @@ func newSplitCommand(env *Env) *cobra.Command {
 	out := fs.StringP("output", "o", "", "write the ConfigMap's data to `FILE` instead of stdout")
 	return setBody(env, cmd, func(_ context.Context, args []string) int {
 		if len(args) != 1 {
-			env.errorf("want one FILE, the configuration to split; got %d arguments\nRun \"%s --help\" for usage.", len(args), env.commandPath())
-			return ExitUsage
+			return env.fail("want one FILE, the configuration to split; got %d arguments\nRun \"%s --help\" for usage.", len(args), env.cmdPath)
 		}
 		data, moved, err := config.Split(args[0])
 		if err != nil {

@@ -62,16 +62,14 @@ func newTestCommand(env *Env) *cobra.Command {
 
 func runTest(ctx context.Context, env *Env, format string, roots []string) int {
 	if !slices.Contains([]string{"text", "json", "junit"}, format) {
-		env.errorf("-o: want text, json or junit, not %q", format)
-		return ExitUsage
+		return env.fail("-o: want text, json or junit, not %q", format)
 	}
 	if len(roots) == 0 {
 		roots = []string{"."}
 	}
 	paths, err := policytest.Find(roots)
 	if err != nil {
-		env.errorf("%v", err)
-		return ExitUsage
+		return env.fail("%v", err)
 	}
 	var files []*policytest.File
 	bad := false

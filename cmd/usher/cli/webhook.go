@@ -99,8 +99,7 @@ func newWebhookCommand(env *Env) *cobra.Command {
 	finish := webhookFlags(fs, &in)
 	return setBody(env, cmd, func(ctx context.Context, _ []string) int {
 		if err := finish(); err != nil {
-			env.errorf("%v", err)
-			return ExitUsage
+			return env.fail("%v", err)
 		}
 		return runWebhook(ctx, env, path, in)
 	})
@@ -109,13 +108,11 @@ func newWebhookCommand(env *Env) *cobra.Command {
 func runWebhook(_ context.Context, env *Env, path string, in admission.Install) int {
 	cfg, err := loadConfig(env, path)
 	if err != nil {
-		env.errorf("invalid configuration:\n%v", err)
-		return ExitUsage
+		return env.fail("invalid configuration:\n%v", err)
 	}
 	if in.CABundleFile != "" {
 		if in.CABundle, err = os.ReadFile(in.CABundleFile); err != nil {
-			env.errorf("--ca-bundle-file: %v", err)
-			return ExitUsage
+			return env.fail("--ca-bundle-file: %v", err)
 		}
 	}
 	m, v := admission.Registration(cfg.Admission.Config(), in)
