@@ -140,9 +140,6 @@ func (s *Snapshot) Partition(name string) (*CompiledPartition, error) {
 		}
 		name = DefaultPartition
 	}
-	if p, ok := s.partitions[name]; ok {
-		return p, nil
-	}
 	if p, ok := s.partitions[strings.ToLower(name)]; ok {
 		return p, nil
 	}
@@ -179,11 +176,6 @@ type QueueRef struct {
 func (p *CompiledPartition) Lookup(queue string) (QueueRef, error) {
 	if queue == "" {
 		queue = p.defaultQueue
-	}
-	// Paths are usually written in lower case already: look up first,
-	// normalize only on a miss.
-	if q, ok := p.queues[queue]; ok {
-		return QueueRef{p, q}, nil
 	}
 	if q, ok := p.queues[NormalizeQueue(queue)]; ok {
 		return QueueRef{p, q}, nil
