@@ -127,7 +127,8 @@ func New(users, groups []string) (ACL, error) {
 	for _, l := range []struct {
 		name  string
 		items []string
-	}{{"users", users}, {"groups", groups}} {
+		into  *[]string
+	}{{"users", users, &b.users}, {"groups", groups, &b.groups}} {
 		if len(l.items) == 1 && l.items[0] == Wildcard {
 			b.all = true
 			continue
@@ -136,7 +137,9 @@ func New(users, groups []string) (ACL, error) {
 			if err := ValidName(n); err != nil {
 				return ACL{}, &SyntaxError{List: l.name, Offset: i, Msg: err.Error()}
 			}
-			b.add(l.name == "groups", n)
+		}
+		if len(l.items) > 0 {
+			*l.into, _ = dedupe(slices.Clone(l.items))
 		}
 	}
 	return b.build(), nil
@@ -171,15 +174,6 @@ func Parse(text string, d Dialect) (ACL, []Warning, error) {
 			groups = groups[:j]
 		}
 	}
-	if a, ok := parseClean(users, groups, groupsAt >= 0); ok {
-		return a, p.warnings, nil
-	}
-	return p.lists(users, groups, groupsAt)
-}
-
-// lists parses the users and, when groupsAt is not negative, the groups
-// that start at that offset, with every warning and error.
-func (p *parser) lists(users, groups string, groupsAt int) (ACL, []Warning, error) {
 	if err := p.list(users, 0, false, false); err != nil {
 		return ACL{}, nil, err
 	}
@@ -189,83 +183,6 @@ func (p *parser) lists(users, groups string, groupsAt int) (ACL, []Warning, erro
 		}
 	}
 	return p.b.build(), p.warnings, nil
-}
-
-// parseClean is the parser for the common case: lists without empty
-// entries, "*" among names, duplicates or invalid names, split into one
-// array of substrings of the text. It reports false for anything else,
-// which the general parser reads, with its warnings and errors.
-func parseClean(users, groups string, hasGroups bool) (ACL, bool) {
-	if users == Wildcard || (hasGroups && groups == Wildcard) {
-		return ACL{}, false
-	}
-	nu, ng := entries(users), 0
-	if hasGroups {
-		ng = entries(groups)
-	}
-	names := make([]string, 0, nu+ng)
-	var ok bool
-	if names, ok = splitClean(names, users); !ok {
-		return ACL{}, false
-	}
-	if hasGroups {
-		if names, ok = splitClean(names, groups); !ok {
-			return ACL{}, false
-		}
-	}
-	a := ACL{users: names[:nu:nu], groups: names[nu:]}
-	if len(a.users) == 0 {
-		a.users = nil
-	}
-	if len(a.groups) == 0 {
-		a.groups = nil
-	}
-	// A duplicate goes to the general parser, which reports it; they are
-	// found by sorted hashes (a collision goes there too).
-	keys := make([]uint64, 0, max(nu, ng))
-	if hashDuplicates(a.users, keys) || hashDuplicates(a.groups, keys) {
-		return ACL{}, false
-	}
-	a.set = new(lazySet)
-	return a, true
-}
-
-// hashDuplicates reports whether two names of a list have the same hash,
-// with keys as scratch space.
-func hashDuplicates(names []string, keys []uint64) bool {
-	keys = keys[:0]
-	for _, n := range names {
-		keys = append(keys, maphash.String(seed, n))
-	}
-	slices.Sort(keys)
-	return len(slices.Compact(keys)) < len(keys)
-}
-
-// entries is the number of entries of a comma separated list.
-func entries(s string) int {
-	if s == "" {
-		return 0
-	}
-	return strings.Count(s, ",") + 1
-}
-
-// splitClean appends the entries of list to names, or reports false at
-// the first entry that is empty, "*" or not a valid name.
-func splitClean(names []string, list string) ([]string, bool) {
-	if list == "" {
-		return names, true
-	}
-	for {
-		name, rest, more := strings.Cut(list, ",")
-		if name == Wildcard || ValidName(name) != nil {
-			return names, false
-		}
-		names = append(names, name)
-		if !more {
-			return names, true
-		}
-		list = rest
-	}
 }
 
 // MustParse is Parse in the YuniKorn dialect that panics on error.
@@ -399,66 +316,75 @@ func (p *parser) list(s string, base int, groups, trim bool) error {
 		p.b.all = true
 		return nil
 	}
-	kind := "user"
+	kind, into := "user", &p.b.users
 	if groups {
-		kind = "group"
+		kind, into = "group", &p.b.groups
 	}
+	n, warned := strings.Count(s, ",")+1, len(p.warnings)
+	names, offsets := make([]string, 0, n), make([]int, 0, n)
 	at := base
-	for _, raw := range strings.Split(s, ",") {
+	for raw := range strings.SplitSeq(s, ",") {
 		name, lead := raw, 0
 		if trim {
 			name = strings.TrimSpace(raw)
 			lead = strings.Index(raw, name)
 		}
-		if err := p.entry(name, at+lead, groups, kind); err != nil {
-			return err
+		switch err := ValidName(name); {
+		case name == "":
+			p.warn(Empty, at+lead, fmt.Sprintf("empty %s entry", kind))
+		case name == Wildcard:
+			p.warn(NotWildcard, at+lead, fmt.Sprintf(`"*" mixed with %ss is not a wildcard and grants nothing; write "*" alone to allow everyone`, kind))
+		case err != nil:
+			return &SyntaxError{Input: p.text, List: p.listName, Offset: at + lead, Msg: err.Error()}
+		default:
+			names, offsets = append(names, name), append(offsets, at+lead)
 		}
 		at += len(raw) + 1
 	}
+	if len(names) == 0 {
+		return nil
+	}
+	kept, dups := dedupe(names)
+	for _, i := range dups {
+		p.warn(Duplicate, offsets[i], fmt.Sprintf("duplicate %s %q", kind, names[i]))
+	}
+	if len(dups) > 0 {
+		slices.SortStableFunc(p.warnings[warned:], func(a, b Warning) int { return a.Offset - b.Offset })
+	}
+	*into = kept
 	return nil
 }
 
-func (p *parser) entry(name string, at int, groups bool, kind string) error {
-	switch {
-	case name == "":
-		p.warn(Empty, at, fmt.Sprintf("empty %s entry", kind))
-		return nil
-	case name == Wildcard:
-		p.warn(NotWildcard, at, fmt.Sprintf(`"*" mixed with %ss is not a wildcard and grants nothing; write "*" alone to allow everyone`, kind))
-		return nil
+// dedupe returns names without the ones listed again, and the indexes of
+// those in names. A list without duplicates, found by sorted hashes
+// without a map (an ACL can list 100,000 names), is returned as it is.
+func dedupe(names []string) ([]string, []int) {
+	keys := make([]uint64, len(names))
+	for i, n := range names {
+		keys[i] = maphash.String(seed, n)
 	}
-	if err := ValidName(name); err != nil {
-		return &SyntaxError{Input: p.text, List: p.listName, Offset: at, Msg: err.Error()}
+	slices.Sort(keys)
+	if len(slices.Compact(keys)) == len(names) {
+		return names, nil
 	}
-	if !p.b.add(groups, name) {
-		p.warn(Duplicate, at, fmt.Sprintf("duplicate %s %q", kind, name))
+	seen := make(map[string]bool, len(names))
+	out := make([]string, 0, len(names))
+	var dups []int
+	for i, n := range names {
+		if seen[n] {
+			dups = append(dups, i)
+			continue
+		}
+		seen[n] = true
+		out = append(out, n)
 	}
-	return nil
+	return out, dups
 }
 
 type builder struct {
 	all    bool
 	users  []string
 	groups []string
-	seen   map[[2]string]struct{}
-}
-
-// add appends a name unless present and reports whether it was new.
-func (b *builder) add(groups bool, name string) bool {
-	l, kind := &b.users, "u"
-	if groups {
-		l, kind = &b.groups, "g"
-	}
-	if b.seen == nil {
-		b.seen = make(map[[2]string]struct{})
-	}
-	key := [2]string{kind, name}
-	if _, dup := b.seen[key]; dup {
-		return false
-	}
-	b.seen[key] = struct{}{}
-	*l = append(*l, name)
-	return true
 }
 
 func (b *builder) build() ACL {

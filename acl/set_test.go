@@ -1,11 +1,7 @@
 package acl
 
 import (
-	"math/rand/v2"
-	"reflect"
 	"runtime"
-	"slices"
-	"strings"
 	"sync"
 	"testing"
 )
@@ -40,50 +36,6 @@ func TestParseLargeACLMemory(t *testing.T) {
 	}
 }
 
-// TestCleanParserAgrees checks the parser for lists without empty,
-// duplicate, wildcard or invalid entries against the general one on
-// random lists built from names that collide in every such way.
-func TestCleanParserAgrees(t *testing.T) {
-	names := []string{"a", "b", "A", "dev", "ops", "*", "", "x y", "team\x01", "é", "sa:ns:x", "a"}
-	r := rand.New(rand.NewPCG(1, 2))
-	list := func() string {
-		n := r.IntN(6)
-		parts := make([]string, n)
-		for i := range parts {
-			parts[i] = names[r.IntN(len(names))]
-		}
-		return strings.Join(parts, ",")
-	}
-	clean := 0
-	for range 20000 {
-		text := list()
-		if r.IntN(4) > 0 {
-			text += " " + list()
-		}
-		users, groups, groupsAt := text, "", -1
-		if i := strings.IndexByte(text, ' '); i >= 0 {
-			users, groups, groupsAt = text[:i], text[i+1:], i+1
-		}
-		got, ok := parseClean(users, groups, groupsAt >= 0)
-		p := parser{text: text}
-		want, warns, err := p.lists(users, groups, groupsAt)
-		if !ok {
-			continue
-		}
-		clean++
-		if err != nil || len(warns) != 0 {
-			t.Fatalf("%q: the clean parser accepted what the general one reports: %v %v", text, err, warns)
-		}
-		if !slices.Equal(got.users, want.users) || !slices.Equal(got.groups, want.groups) || got.all != want.all ||
-			!reflect.DeepEqual(*got.compiled(), *want.compiled()) {
-			t.Fatalf("%q: clean %q, general %q", text, got.String(), want.String())
-		}
-	}
-	if clean < 1000 {
-		t.Fatalf("only %d inputs took the clean parser", clean)
-	}
-}
-
 // TestFirstChecksRace checks an ACL whose set is built on its first check
 // from many goroutines at once, and copies of it, under the race detector.
 func TestFirstChecksRace(t *testing.T) {
@@ -108,45 +60,5 @@ func TestFirstChecksRace(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { a.Allows(sub) }); n != 0 {
 		t.Fatalf("%v allocations per check", n)
-	}
-}
-
-// TestCleanParserAgreesOnLongLists is TestCleanParserAgrees for long lists,
-// whose duplicates the clean parser finds by sorted hashes: a duplicate
-// anywhere sends the list to the general parser, and a list without one
-// parses as the general parser parses it, set included.
-func TestCleanParserAgreesOnLongLists(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{17, 18, 40, 300} {
-		for range 50 {
-			users, groups := groupsN(n, "u"), groupsN(n/2+9, "g")
-			dup := r.IntN(3) // 0 none, 1 in the users, 2 in the groups
-			switch dup {
-			case 1:
-				users[r.IntN(n)] = users[r.IntN(n)]
-			case 2:
-				groups[r.IntN(len(groups))] = groups[r.IntN(len(groups))]
-			}
-			u, g := strings.Join(users, ","), strings.Join(groups, ",")
-			got, ok := parseClean(u, g, true)
-			p := parser{text: u + " " + g}
-			want, warns, err := p.lists(u, g, len(u)+1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(warns) > 0 {
-				if ok {
-					t.Fatalf("n=%d: the clean parser accepted a list the general one warns about: %v", n, warns)
-				}
-				continue
-			}
-			if !ok {
-				t.Fatalf("n=%d: a clean list without duplicates went to the general parser", n)
-			}
-			if !slices.Equal(got.users, want.users) || !slices.Equal(got.groups, want.groups) ||
-				!reflect.DeepEqual(*got.compiled(), *want.compiled()) {
-				t.Fatalf("n=%d: clean %q, general %q", n, got.String(), want.String())
-			}
-		}
 	}
 }

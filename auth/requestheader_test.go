@@ -16,16 +16,16 @@ import (
 // the front proxy's certificate (its CA, an allowed name) comes with them;
 // anyone else who sends X-Remote-User is not authenticated.
 func TestRequestHeader(t *testing.T) {
-	frontCA, err := pki.NewCA("front-proxy-ca")
+	frontCA, err := pki.Issue(pki.Spec{CommonName: "front-proxy-ca", IsCA: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherCA, err := pki.NewCA("another-ca")
+	otherCA, err := pki.Issue(pki.Spec{CommonName: "another-ca", IsCA: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	list := func(s ...string) string { b, _ := json.Marshal(s); return string(b) }
-	a, err := auth.NewRequestHeader(map[string]string{"requestheader-client-ca-file": string(frontCA.PEM),
+	a, err := auth.NewRequestHeader(map[string]string{"requestheader-client-ca-file": string(pki.CertPEM(frontCA)),
 		"requestheader-allowed-names": list("front-proxy-client"), "requestheader-username-headers": list("X-Remote-User"),
 		"requestheader-group-headers": list("X-Remote-Group"), "requestheader-extra-headers-prefix": list("X-Remote-Extra-")})
 	if err != nil {
@@ -43,11 +43,11 @@ func TestRequestHeader(t *testing.T) {
 	srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
 	srv.StartTLS()
 	defer srv.Close()
-	ask := func(ca *pki.CA, cn string) any {
+	ask := func(ca *tls.Certificate, cn string) any {
 		t.Helper()
 		c := srv.Client()
 		if ca != nil {
-			crt, err := ca.Issue(pki.Spec{CommonName: cn})
+			crt, err := pki.Issue(pki.Spec{CommonName: cn}, ca)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,11 +67,11 @@ func TestRequestHeader(t *testing.T) {
 		return <-got
 	}
 	want := auth.User{Name: "alice", Groups: []string{"dev", "system:authenticated"}, Extra: map[string][]string{"authentication.kubernetes.io/pod-uid": {"u1"}}}
-	if u := ask(frontCA, "front-proxy-client"); !reflect.DeepEqual(u, want) {
+	if u := ask(&frontCA, "front-proxy-client"); !reflect.DeepEqual(u, want) {
 		t.Errorf("the front proxy: %+v, want %+v", u, want)
 	}
-	for what, u := range map[string]any{"no certificate": ask(nil, ""), "another CA": ask(otherCA, "front-proxy-client"),
-		"a name not allowed": ask(frontCA, "mallory")} {
+	for what, u := range map[string]any{"no certificate": ask(nil, ""), "another CA": ask(&otherCA, "front-proxy-client"),
+		"a name not allowed": ask(&frontCA, "mallory")} {
 		if _, ok := u.(auth.User); ok {
 			t.Errorf("%s: authenticated as %+v", what, u)
 		}

@@ -22,15 +22,15 @@ import (
 // mounts (the e2e tests cover webhooks called by URL, and the checks that
 // need a real API server).
 func TestServiceWebhooks(t *testing.T) {
-	ca, err := pki.NewCA("usher-ca")
+	ca, err := pki.Issue(pki.Spec{CommonName: "usher-ca", IsCA: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	crt, err := ca.Issue(pki.Spec{CommonName: "usher", Hosts: []string{"usher.usher-system.svc"}})
+	crt, err := pki.Issue(pki.Spec{CommonName: "usher", Hosts: []string{"usher.usher-system.svc"}}, &ca)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := pki.NewCA("another-ca")
+	other, err := pki.Issue(pki.Spec{CommonName: "another-ca", IsCA: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,13 +70,13 @@ func TestServiceWebhooks(t *testing.T) {
 		}
 	}
 
-	got := run(ca.PEM, nil)
+	got := run(pki.CertPEM(ca), nil)
 	want("usher's CA", got["ca-bundles"], doctor.OK, "2 webhooks")
 	want("usher's CA", got["webhook-configurations"], doctor.OK, "usher-mutating", "usher-validating")
 	want("a certificate valid for a day", got["certificate-expiry"], doctor.Warn, "0 days", "renew")
 	want("--webhook-auth report", got["webhook-callers"], doctor.Warn, "client-cert")
 
-	got = run(other.PEM, &ignore)
+	got = run(pki.CertPEM(other), &ignore)
 	want("another CA", got["ca-bundles"], doctor.Fail, "mutate.usher.io", "unknown authority", "caBundle")
 	want("failurePolicy Ignore", got["webhook-configurations"], doctor.Warn, "Ignore")
 }

@@ -45,12 +45,10 @@ func (c *Cluster) IssueServingCert(dir string) (ServingCert, error) {
 	if err != nil {
 		return ServingCert{}, fmt.Errorf("e2e: CA %s: %w", c.CAFile, err)
 	}
-	key, ok := pair.PrivateKey.(crypto.Signer)
-	if !ok {
+	if _, ok := pair.PrivateKey.(crypto.Signer); !ok {
 		return ServingCert{}, fmt.Errorf("e2e: CA %s: the key cannot sign", c.CAFile)
 	}
-	ca := &pki.CA{Cert: pair.Leaf, PEM: pki.CertPEM(pair), Key: key}
-	cert, err := ca.Issue(pki.Spec{CommonName: "usher-e2e-webhook", Hosts: []string{"127.0.0.1", "localhost", aggregatedServiceName}})
+	cert, err := pki.Issue(pki.Spec{CommonName: "usher-e2e-webhook", Hosts: []string{"127.0.0.1", "localhost", aggregatedServiceName}}, &pair)
 	if err != nil {
 		return ServingCert{}, fmt.Errorf("e2e: signing webhook certificate: %w", err)
 	}
@@ -59,7 +57,7 @@ func (c *Cluster) IssueServingCert(dir string) (ServingCert, error) {
 		return ServingCert{}, err
 	}
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
-	s := ServingCert{CertFile: filepath.Join(dir, "webhook.crt"), KeyFile: filepath.Join(dir, "webhook.key"), CABundle: ca.PEM}
+	s := ServingCert{CertFile: filepath.Join(dir, "webhook.crt"), KeyFile: filepath.Join(dir, "webhook.key"), CABundle: pki.CertPEM(pair)}
 	if err := os.WriteFile(s.CertFile, pki.CertPEM(cert), 0o644); err != nil {
 		return ServingCert{}, err
 	}

@@ -133,15 +133,13 @@ type Options struct {
 // both have the partition.
 func diff(old, new *policy.Snapshot, oc, nc *config.Config, opts Options) *Result {
 	res := &Result{Partitions: []PartitionDiff{}, Tags: opts.Tags}
-	names := []string{}
-	seen := map[string]bool{}
+	var names []string // old's partitions, then those only new has
 	for _, s := range []*policy.Snapshot{old, new} {
 		if s == nil {
 			continue
 		}
 		for _, n := range s.Partitions() {
-			if !seen[n] {
-				seen[n] = true
+			if !slices.Contains(names, n) {
 				names = append(names, n)
 			}
 		}

@@ -11,53 +11,27 @@ import (
 
 // filter is a compiled rule filter, with YuniKorn's semantics: an empty
 // filter returns its type; else a match of the user or a group returns
-// the type, no match its opposite.
+// the type, no match its opposite. Regular expressions match unanchored,
+// as YuniKorn's do.
 type filter struct {
 	allow          bool
 	empty          bool
-	users, groups  map[string]bool
-	names          *acl.ACL // users and groups as one hashed set: no allocation, no map lookup per group
-	userRE, grpRE  *pattern
+	names          *acl.ACL // the users and groups listed by name
+	userRE, grpRE  *regexp.Regexp
 	userN, groupsN []string // as configured, for String
 }
 
-// allows reports whether the filter lets sub through.
+// allows reports whether the filter lets sub through. Every match returns
+// the type, so the order of the checks does not change the answer.
 func (f *filter) allows(sub *acl.Subject) bool {
 	if f.empty {
 		return f.allow
 	}
-	// Every match returns the type, so the order of the checks does not
-	// change the answer.
-	if f.names != nil && f.names.Allows(sub) || f.userRE.match(sub.User()) {
+	if f.names != nil && f.names.Allows(sub) || f.userRE != nil && f.userRE.MatchString(sub.User()) ||
+		f.grpRE != nil && slices.ContainsFunc(sub.Groups(), f.grpRE.MatchString) {
 		return f.allow
 	}
-	if f.grpRE != nil {
-		for _, g := range sub.Groups() {
-			if f.grpRE.match(g) {
-				return f.allow
-			}
-		}
-	}
 	return !f.allow
-}
-
-// pattern is a filter's regular expression, matched unanchored as
-// YuniKorn does; an anchored one's literal prefix is tested first.
-type pattern struct {
-	re     *regexp.Regexp
-	prefix string
-}
-
-func newPattern(re *regexp.Regexp) *pattern {
-	p := &pattern{re: re}
-	if strings.HasPrefix(re.String(), "^") {
-		p.prefix, _ = re.LiteralPrefix()
-	}
-	return p
-}
-
-func (p *pattern) match(s string) bool {
-	return p != nil && strings.HasPrefix(s, p.prefix) && p.re.MatchString(s)
 }
 
 func (f *filter) String() string {
@@ -75,7 +49,7 @@ func (f *filter) String() string {
 }
 
 func (c *compiler) filter(s FilterSpec, depth int) filter {
-	f := filter{users: map[string]bool{}, groups: map[string]bool{}, empty: true, allow: true}
+	f := filter{empty: true, allow: true}
 	switch strings.ToLower(s.Type) {
 	case "", "allow":
 	case "deny":
@@ -86,11 +60,12 @@ func (c *compiler) filter(s FilterSpec, depth int) filter {
 	default:
 		c.add(depth, "filter.type", -1, false, "filter type %q: want allow or deny", s.Type)
 	}
-	f.userRE = c.names(s.Users, depth, "filter.users", "user", UserPattern, f.users)
-	f.grpRE = c.names(s.Groups, depth, "filter.groups", "group", GroupPattern, f.groups)
+	users, groups := map[string]bool{}, map[string]bool{}
+	f.userRE = c.names(s.Users, depth, "filter.users", "user", UserPattern, users)
+	f.grpRE = c.names(s.Groups, depth, "filter.groups", "group", GroupPattern, groups)
 	f.userN, f.groupsN = slices.Clone(s.Users), slices.Clone(s.Groups)
-	if len(f.users)+len(f.groups) > 0 {
-		us, gs := slices.Sorted(maps.Keys(f.users)), slices.Sorted(maps.Keys(f.groups))
+	if len(users)+len(groups) > 0 {
+		us, gs := slices.Sorted(maps.Keys(users)), slices.Sorted(maps.Keys(groups))
 		if a, err := acl.New(us, gs); err == nil {
 			f.names = &a
 		} else {
@@ -108,7 +83,7 @@ func (c *compiler) filter(s FilterSpec, depth int) filter {
 // names compiles a filter list: one entry is a regular expression when it
 // holds a special character, else a name; in a longer list every entry is
 // a name, and YuniKorn drops the ones its pattern refuses.
-func (c *compiler) names(list []string, depth int, field, what string, valid *regexp.Regexp, into map[string]bool) *pattern {
+func (c *compiler) names(list []string, depth int, field, what string, valid *regexp.Regexp, into map[string]bool) *regexp.Regexp {
 	if len(list) == 1 {
 		e := list[0]
 		if specialPattern.MatchString(e) {
@@ -120,7 +95,7 @@ func (c *compiler) names(list []string, depth int, field, what string, valid *re
 			if !strings.HasPrefix(e, "^") || !strings.HasSuffix(e, "$") {
 				c.add(depth, field, 0, true, "regular expression %q is not anchored: it matches any %s name that contains a match (write ^...$ to match whole names)", e, what)
 			}
-			return newPattern(re)
+			return re
 		}
 		if !valid.MatchString(e) {
 			c.add(depth, field, 0, false, "%q is neither a valid %s name (%s) nor a regular expression", e, what, valid)

@@ -2,6 +2,8 @@ package placement
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/usherhq/usher/acl"
@@ -373,14 +375,9 @@ func tag(tags map[string]string, name string) string {
 	if v, ok := tags[name]; ok {
 		return v
 	}
-	first, found := "", false
-	for k := range tags {
-		if strings.EqualFold(k, name) && (!found || k < first) {
-			first, found = k, true
-		}
+	keys := slices.Sorted(maps.Keys(tags))
+	if i := slices.IndexFunc(keys, func(k string) bool { return strings.EqualFold(k, name) }); i >= 0 {
+		return tags[keys[i]]
 	}
-	if !found {
-		return ""
-	}
-	return tags[first]
+	return ""
 }

@@ -29,7 +29,6 @@ package placement
 
 import (
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -296,16 +295,15 @@ func (c *compiler) compile(s *Spec, depth int) *rule {
 // Names returns the user and group names the rules' filters (parent rules
 // included) list by name, not by a regular expression; sorted, unique.
 func (rs *Rules) Names() (users, groups []string) {
-	us, gs := map[string]bool{}, map[string]bool{}
 	for _, r := range rs.rules {
 		for ; r != nil; r = r.parent {
-			for u := range r.filter.users {
-				us[u] = true
-			}
-			for g := range r.filter.groups {
-				gs[g] = true
+			if r.filter.names != nil {
+				users = append(users, r.filter.names.Users()...)
+				groups = append(groups, r.filter.names.Groups()...)
 			}
 		}
 	}
-	return slices.Sorted(maps.Keys(us)), slices.Sorted(maps.Keys(gs))
+	slices.Sort(users)
+	slices.Sort(groups)
+	return slices.Compact(users), slices.Compact(groups)
 }

@@ -156,14 +156,10 @@ func (d Decision) Reason() string {
 // that a name a requester chose (a forged admission review's) cannot pass
 // for words of the message.
 func Name(s string) string {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("._-@:/#+=$", c) >= 0) {
-			return strconv.Quote(s)
-		}
-	}
-	if s == "" {
-		return `""`
+	if s == "" || strings.ContainsFunc(s, func(c rune) bool {
+		return !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.ContainsRune("._-@:/#+=$", c))
+	}) {
+		return strconv.Quote(s)
 	}
 	return s
 }
@@ -182,13 +178,6 @@ var (
 	ErrUnknownQueue     = errors.New("unknown queue")
 )
 
-// NormalizeQueue lower-cases a queue path only when it needs it, so that a
-// lookup with an already lower-case path does not allocate.
-func NormalizeQueue(path string) string {
-	for i := 0; i < len(path); i++ {
-		if c := path[i]; c >= 'A' && c <= 'Z' {
-			return strings.ToLower(path)
-		}
-	}
-	return path
-}
+// NormalizeQueue lower-cases a queue path; strings.ToLower does not
+// allocate for a path that is lower case already.
+func NormalizeQueue(path string) string { return strings.ToLower(path) }

@@ -2,29 +2,20 @@ package policy
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/usherhq/usher/acl"
 )
 
-// ValidQueueName is the one rule of what a queue name may look like:
-// YuniKorn's QueueNameRegExp (pkg/common/configs), ^[a-zA-Z0-9_:#/@-]{1,64}$,
-// which lets the names placement rules build from users and tags
-// (user@domain, system:serviceaccount:…) be configured too.
-func ValidQueueName(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '_', c == ':', c == '#', c == '/', c == '@', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
+// queueName is the one rule of what a queue name may look like:
+// YuniKorn's QueueNameRegExp (pkg/common/configs), which lets the names
+// placement rules build from users and tags (user@domain,
+// system:serviceaccount:…) be configured too.
+var queueName = regexp.MustCompile(`^[a-zA-Z0-9_:#/@-]{1,64}$`)
+
+// ValidQueueName reports whether s is a valid queue name (queueName).
+func ValidQueueName(s string) bool { return queueName.MatchString(s) }
 
 // Snapshot is a compiled configuration: every partition with every queue's
 // inherited ACL sets. It is immutable and safe for concurrent use.
@@ -140,9 +131,6 @@ func (s *Snapshot) Partition(name string) (*CompiledPartition, error) {
 		}
 		name = DefaultPartition
 	}
-	if p, ok := s.partitions[name]; ok {
-		return p, nil
-	}
 	if p, ok := s.partitions[strings.ToLower(name)]; ok {
 		return p, nil
 	}
@@ -179,11 +167,6 @@ type QueueRef struct {
 func (p *CompiledPartition) Lookup(queue string) (QueueRef, error) {
 	if queue == "" {
 		queue = p.defaultQueue
-	}
-	// Paths are usually written in lower case already: look up first,
-	// normalize only on a miss.
-	if q, ok := p.queues[queue]; ok {
-		return QueueRef{p, q}, nil
 	}
 	if q, ok := p.queues[NormalizeQueue(queue)]; ok {
 		return QueueRef{p, q}, nil

@@ -13,17 +13,18 @@ import (
 
 // CA issues client certificates for tests.
 type CA struct {
-	*pki.CA
+	Cert tls.Certificate
+	PEM  []byte
 }
 
 // NewCA makes a CA named name.
 func NewCA(t testing.TB, name string) *CA {
 	t.Helper()
-	ca, err := pki.NewCA(name)
+	c, err := pki.Issue(pki.Spec{CommonName: name, IsCA: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &CA{ca}
+	return &CA{Cert: c, PEM: pki.CertPEM(c)}
 }
 
 // WriteFile writes the CA certificate into dir and returns its path.
@@ -50,7 +51,7 @@ func (ca *CA) Issue(t testing.TB, cn string, groups []string, o CertOptions) tls
 	if o.NotAfter.IsZero() {
 		o.NotAfter = time.Now().Add(time.Hour)
 	}
-	c, err := ca.CA.Issue(pki.Spec{CommonName: cn, Organization: groups, Usage: o.Usage, NotAfter: o.NotAfter})
+	c, err := pki.Issue(pki.Spec{CommonName: cn, Organization: groups, Usage: o.Usage, NotAfter: o.NotAfter}, &ca.Cert)
 	if err != nil {
 		t.Fatal(err)
 	}

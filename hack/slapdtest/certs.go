@@ -16,12 +16,12 @@ import (
 // path. A client that trusts only this CA must refuse every Server.
 func UntrustedCAFile(t testing.TB) string {
 	t.Helper()
-	ca, err := pki.NewCA("usher slapdtest untrusted CA")
+	ca, err := pki.Issue(pki.Spec{CommonName: "usher slapdtest untrusted CA", IsCA: true}, nil)
 	if err != nil {
 		t.Fatalf("slapdtest: generate CA: %v", err)
 	}
 	path := filepath.Join(t.TempDir(), "untrusted-ca.pem")
-	if err := os.WriteFile(path, ca.PEM, 0o600); err != nil {
+	if err := os.WriteFile(path, pki.CertPEM(ca), 0o600); err != nil {
 		t.Fatalf("slapdtest: %v", err)
 	}
 	return path
@@ -30,11 +30,12 @@ func UntrustedCAFile(t testing.TB) string {
 // writeTLSFiles writes a CA and a server certificate for 127.0.0.1 and
 // localhost that it signed into dir.
 func writeTLSFiles(dir string) (caFile string, caPEM []byte, err error) {
-	ca, err := pki.NewCA("usher slapdtest CA")
+	ca, err := pki.Issue(pki.Spec{CommonName: "usher slapdtest CA", IsCA: true}, nil)
 	if err != nil {
 		return "", nil, fmt.Errorf("generate CA: %w", err)
 	}
-	cert, err := ca.Issue(pki.Spec{CommonName: "localhost", Hosts: []string{"localhost", "127.0.0.1"}})
+	caPEM = pki.CertPEM(ca)
+	cert, err := pki.Issue(pki.Spec{CommonName: "localhost", Hosts: []string{"localhost", "127.0.0.1"}}, &ca)
 	if err != nil {
 		return "", nil, fmt.Errorf("issue server certificate: %w", err)
 	}
@@ -45,7 +46,7 @@ func writeTLSFiles(dir string) (caFile string, caPEM []byte, err error) {
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
 	caFile = filepath.Join(dir, "ca.pem")
 	for name, data := range map[string][]byte{
-		"ca.pem":         ca.PEM,
+		"ca.pem":         caPEM,
 		"server.pem":     pki.CertPEM(cert),
 		"server-key.pem": keyPEM,
 	} {
@@ -53,5 +54,5 @@ func writeTLSFiles(dir string) (caFile string, caPEM []byte, err error) {
 			return "", nil, err
 		}
 	}
-	return caFile, ca.PEM, nil
+	return caFile, caPEM, nil
 }

@@ -32,12 +32,6 @@ func (d *Scanner) Err() error { return d.err }
 func (d *Scanner) Input() string { return d.s }
 func (d *Scanner) Pos() int      { return d.i }
 
-// SkipSpace skips white space and returns the offset of the next value.
-func (d *Scanner) SkipSpace() int {
-	d.ws()
-	return d.i
-}
-
 // syntaxError describes malformed JSON with the byte offset where it was
 // found.
 type syntaxError struct {

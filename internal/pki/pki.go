@@ -18,14 +18,6 @@ import (
 	"time"
 )
 
-// CA is a certificate authority: its certificate, PEM encoded too, and
-// its key.
-type CA struct {
-	Cert *x509.Certificate
-	PEM  []byte
-	Key  crypto.Signer
-}
-
 // Spec describes a certificate to issue.
 type Spec struct {
 	CommonName   string
@@ -37,30 +29,19 @@ type Spec struct {
 	Usage []x509.ExtKeyUsage
 	// NotAfter defaults to a day from now.
 	NotAfter time.Time
-	isCA     bool
+	IsCA     bool
 }
-
-// NewCA makes a certificate authority named name, valid for a day.
-func NewCA(name string) (*CA, error) {
-	c, err := issue(Spec{CommonName: name, isCA: true}, nil)
-	if err != nil {
-		return nil, err
-	}
-	return &CA{Cert: c.Leaf, PEM: CertPEM(c), Key: c.PrivateKey.(crypto.Signer)}, nil
-}
-
-// Issue returns a certificate signed by ca.
-func (ca *CA) Issue(s Spec) (tls.Certificate, error) { return issue(s, ca) }
 
 // SelfSigned returns a serving certificate for hosts that is its own
 // authority, named name, valid for d, and its PEM.
 func SelfSigned(name string, hosts []string, d time.Duration) (tls.Certificate, []byte, error) {
-	c, err := issue(Spec{CommonName: name, Hosts: hosts, NotAfter: time.Now().Add(d), isCA: true}, nil)
+	c, err := Issue(Spec{CommonName: name, Hosts: hosts, NotAfter: time.Now().Add(d), IsCA: true}, nil)
 	return c, CertPEM(c), err
 }
 
-// issue signs s with ca, or with its own key when ca is nil.
-func issue(s Spec, ca *CA) (tls.Certificate, error) {
+// Issue returns a certificate for s signed by ca, or by its own key when
+// ca is nil.
+func Issue(s Spec, ca *tls.Certificate) (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tls.Certificate{}, err
@@ -76,7 +57,7 @@ func issue(s Spec, ca *CA) (tls.Certificate, error) {
 		SerialNumber: serial, Subject: pkix.Name{CommonName: s.CommonName, Organization: s.Organization},
 		NotBefore: time.Now().Add(-2 * time.Hour), NotAfter: s.NotAfter,
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: s.Usage,
-		IsCA: s.isCA, BasicConstraintsValid: s.isCA,
+		IsCA: s.IsCA, BasicConstraintsValid: s.IsCA,
 	}
 	for _, h := range s.Hosts {
 		if ip := net.ParseIP(h); ip != nil {
@@ -85,11 +66,11 @@ func issue(s Spec, ca *CA) (tls.Certificate, error) {
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	if s.isCA {
+	if s.IsCA {
 		tmpl.KeyUsage |= x509.KeyUsageCertSign
 	}
 	switch {
-	case s.Usage != nil, s.isCA && s.Hosts == nil:
+	case s.Usage != nil, s.IsCA && s.Hosts == nil:
 	case s.Hosts != nil:
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 	default:
@@ -97,7 +78,7 @@ func issue(s Spec, ca *CA) (tls.Certificate, error) {
 	}
 	parent, signer := tmpl, crypto.Signer(key)
 	if ca != nil {
-		parent, signer = ca.Cert, ca.Key
+		parent, signer = ca.Leaf, ca.PrivateKey.(crypto.Signer)
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
 	if err != nil {

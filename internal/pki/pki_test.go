@@ -10,13 +10,13 @@ import (
 // authentication; a client certificate carries its organizations; a
 // self-signed one is its own root.
 func TestIssue(t *testing.T) {
-	ca, err := NewCA("test CA")
+	ca, err := Issue(Spec{CommonName: "test CA", IsCA: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(ca.PEM)
-	srv, err := ca.Issue(Spec{CommonName: "srv", Hosts: []string{"localhost", "127.0.0.1"}})
+	roots.AppendCertsFromPEM(CertPEM(ca))
+	srv, err := Issue(Spec{CommonName: "srv", Hosts: []string{"localhost", "127.0.0.1"}}, &ca)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestIssue(t *testing.T) {
 			t.Errorf("%s: %v", host, err)
 		}
 	}
-	cli, err := ca.Issue(Spec{CommonName: "alice", Organization: []string{"dev"}})
+	cli, err := Issue(Spec{CommonName: "alice", Organization: []string{"dev"}}, &ca)
 	if err != nil {
 		t.Fatal(err)
 	}
