@@ -250,16 +250,6 @@ func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Nod
 // mapping walks the keys of a mapping node. A nil handler accepts the key
 // without reading it. Unknown and duplicate keys are errors.
 func (p *parser) mapping(n *yaml.Node, what string, keys map[string]func(k, v *yaml.Node)) bool {
-	return walkMapping(p, n, what, keys, func(h func(k, v *yaml.Node), k, v *yaml.Node) {
-		if h != nil {
-			h(k, v)
-		}
-	})
-}
-
-// walkMapping is mapping for handlers of any type, called through call,
-// so a table built once (queueKeys) spares a map per node.
-func walkMapping[H any](p *parser, n *yaml.Node, what string, keys map[string]H, call func(h H, k, v *yaml.Node)) bool {
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, "%s must be a mapping, not %s", what, yamlnode.Kind(n))
 		return false
@@ -278,13 +268,15 @@ func walkMapping[H any](p *parser, n *yaml.Node, what string, keys map[string]H,
 			p.report(k, Diagnostic{Severity: Error, Code: CodeUnknownKey, Suggestion: best, Msg: fmt.Sprintf("%s: unknown key %q%s", what, k.Value, text)})
 			continue
 		}
-		call(h, k, v)
+		if h != nil {
+			h(k, v)
+		}
 	}
 	return true
 }
 
 // hint says what an unknown key may have meant, and the closest key.
-func hint[H any](key string, keys map[string]H) (string, string) {
+func hint(key string, keys map[string]func(k, v *yaml.Node)) (string, string) {
 	best, bestDist := "", 3
 	for k := range keys {
 		if strings.EqualFold(k, key) {
@@ -409,40 +401,25 @@ func (p *parser) topQueues(partName string, queues *yaml.Node, prefix string) *p
 	return root
 }
 
-// queueRead is what reading a queue's keys collects.
-type queueRead struct {
-	q                              *policy.Queue
-	children, nameNode, parentFlag *yaml.Node
-	isParent                       bool
-}
-
-// queueKeys are a queue's keys and their handlers; nil accepts a key unread.
-var queueKeys = map[string]func(p *parser, r *queueRead, k, v *yaml.Node){
-	"name":   func(p *parser, r *queueRead, k, v *yaml.Node) { r.q.Name, _ = p.str(v, "queue name"); r.nameNode = v },
-	"queues": func(p *parser, r *queueRead, k, v *yaml.Node) { r.children = v },
-	"parent": func(p *parser, r *queueRead, k, v *yaml.Node) {
-		r.parentFlag = v
-		if err := v.Decode(&r.isParent); err != nil {
-			p.errorf(v, "parent must be true or false, not %s", yamlnode.Kind(v))
-		}
-		r.q.Parent = r.isParent
-	},
-	"submitacl": func(p *parser, r *queueRead, k, v *yaml.Node) { r.q.SubmitACL = p.acl(k, v, "submitacl") },
-	"adminacl":  func(p *parser, r *queueRead, k, v *yaml.Node) { r.q.AdminACL = p.acl(k, v, "adminacl") },
-	// Keys of YuniKorn's schema that only the scheduler uses; resources
-	// is read as strictly as YuniKorn's decoder reads it.
-	"resources":       func(p *parser, r *queueRead, k, v *yaml.Node) { p.resources(v) },
-	"maxapplications": nil, "properties": nil, "childtemplate": nil, "limits": nil,
-}
-
 func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
-	r := queueRead{q: &policy.Queue{}}
-	ok := walkMapping(p, n, "queue", queueKeys, func(h func(p *parser, r *queueRead, k, v *yaml.Node), k, v *yaml.Node) {
-		if h != nil {
-			h(p, &r, k, v)
-		}
+	q := &policy.Queue{}
+	var children, nameNode, parentFlag *yaml.Node
+	ok := p.mapping(n, "queue", map[string]func(k, v *yaml.Node){
+		"name":   func(k, v *yaml.Node) { q.Name, _ = p.str(v, "queue name"); nameNode = v },
+		"queues": func(k, v *yaml.Node) { children = v },
+		"parent": func(k, v *yaml.Node) {
+			parentFlag = v
+			if err := v.Decode(&q.Parent); err != nil {
+				p.errorf(v, "parent must be true or false, not %s", yamlnode.Kind(v))
+			}
+		},
+		"submitacl": func(k, v *yaml.Node) { q.SubmitACL = p.acl(k, v, "submitacl") },
+		"adminacl":  func(k, v *yaml.Node) { q.AdminACL = p.acl(k, v, "adminacl") },
+		// Keys of YuniKorn's schema that only the scheduler uses; resources
+		// is read as strictly as YuniKorn's decoder reads it.
+		"resources":       func(k, v *yaml.Node) { p.resources(v) },
+		"maxapplications": nil, "properties": nil, "childtemplate": nil, "limits": nil,
 	})
-	q, children, nameNode := r.q, r.children, r.nameNode
 	if !ok {
 		return nil
 	}
@@ -470,8 +447,8 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 			p.errorf(children, "queues of %s must be a list, not %s", path, yamlnode.Kind(children))
 			return q
 		}
-		if r.parentFlag != nil && !r.isParent && len(children.Content) > 0 {
-			p.errorf(r.parentFlag, "queue %s says parent: false but has child queues", path)
+		if parentFlag != nil && !q.Parent && len(children.Content) > 0 {
+			p.errorf(parentFlag, "queue %s says parent: false but has child queues", path)
 		}
 		for _, cn := range children.Content {
 			if c := p.queue(cn, path, prefix); c != nil {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -8,6 +9,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -48,19 +50,8 @@ func (p *parser) checkKeys(n *yaml.Node, top, what string, t reflect.Type) {
 			return
 		}
 		keys := map[string]func(k, v *yaml.Node){}
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if name == "-" {
-				continue
-			}
-			if name == "" {
-				name = strings.ToLower(f.Name)
-			}
-			keys[name] = func(k, v *yaml.Node) { p.checkKeys(v, top, what+"."+name, f.Type) }
+		for name, ft := range yamlFields(t) {
+			keys[name] = func(k, v *yaml.Node) { p.checkKeys(v, top, what+"."+name, ft) }
 		}
 		p.mapping(n, what, keys)
 	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
@@ -74,6 +65,25 @@ func (p *parser) checkKeys(n *yaml.Node, top, what string, t reflect.Type) {
 	default:
 		p.checkValue(n, top, t)
 	}
+}
+
+// fieldCache holds yamlFields' answers by type.
+var fieldCache sync.Map
+
+// yamlFields maps the keys yaml.v3 decodes into the struct t to their
+// fields' types: a field's yaml tag name, else its name in lower case.
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	out := map[string]reflect.Type{}
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); f.IsExported() && name != "-" {
+			out[cmp.Or(name, strings.ToLower(f.Name))] = f.Type
+		}
+	}
+	fieldCache.Store(t, out)
+	return out
 }
 
 // checkValue reports why n does not decode into a t, at the node a NodeError names.
@@ -130,8 +140,7 @@ func (p *parser) ldap(n *yaml.Node) *ldap.Config {
 // lint adds the warnings that need the whole file.
 func (p *parser) lint(c *Config) {
 	p.lintUsersAsGroups()
-	p.lintCase()
-	p.lintYuniKornNames()
+	p.lintNames()
 	if c.Snapshot == nil {
 		return
 	}
@@ -176,59 +185,6 @@ func (p *parser) lintUsersAsGroups() {
 	}
 }
 
-// lintCase warns about names that differ only in case from a name of the
-// same kind written before. One of two such names has upper case letters,
-// so only those names' lower case forms are tracked, none when no name has one.
-func (p *parser) lintCase() {
-	type key struct {
-		group bool
-		lower string
-	}
-	var folded map[key]bool
-	for _, u := range p.acls {
-		for gi, names := range [2][]string{u.rule.Users(), u.rule.Groups()} {
-			for _, name := range names {
-				if lower := strings.ToLower(name); lower != name {
-					if folded == nil {
-						folded = map[key]bool{}
-					}
-					folded[key{gi == 1, lower}] = true
-				}
-			}
-		}
-	}
-	if folded == nil {
-		return
-	}
-	type first struct {
-		name string
-		line int
-	}
-	seen := map[key]first{}
-	for _, u := range p.acls {
-		for gi, names := range [2][]string{u.rule.Users(), u.rule.Groups()} {
-			kind := "user"
-			if gi == 1 {
-				kind = "group"
-			}
-			for _, name := range names {
-				k := key{gi == 1, strings.ToLower(name)}
-				if !folded[k] {
-					continue
-				}
-				f, ok := seen[k]
-				switch {
-				case !ok:
-					seen[k] = first{name, docLine(u.node.Line)}
-				case f.name != name:
-					p.warnf(u.node, "acl-name-case", "%s %q: %s %q differs from %q (line %d) only in case; names are case sensitive, so they are different %ss",
-						u.what, u.node.Value, kind, name, f.name, f.line, kind)
-				}
-			}
-		}
-	}
-}
-
 // The names yunikorn-core's ACL parser keeps (pkg/common/security/acl.go,
 // setUsers and setGroups); it drops any other without an error.
 var (
@@ -236,9 +192,16 @@ var (
 	yunikornACLGroup = regexp.MustCompile(`^[_a-zA-Z][a-zA-Z0-9_-]*$`)
 )
 
-// lintYuniKornNames warns about each ACL entry YuniKorn's ACL parser drops:
-// a workload only it admits is admitted by usher and refused by the scheduler.
-func (p *parser) lintYuniKornNames() {
+// lintNames warns about each ACL name differing only in case from a name
+// of the same kind written before, and each YuniKorn's ACL parser drops: a
+// workload only it admits is admitted by usher and refused by the scheduler.
+func (p *parser) lintNames() {
+	type key struct{ kind, lower string }
+	type first struct {
+		name string
+		line int
+	}
+	seen := map[key]first{}
 	for _, u := range p.acls {
 		for gi, names := range [2][]string{u.rule.Users(), u.rule.Groups()} {
 			kind, keep := "user", yunikornACLUser
@@ -246,6 +209,13 @@ func (p *parser) lintYuniKornNames() {
 				kind, keep = "group", yunikornACLGroup
 			}
 			for _, name := range names {
+				k := key{kind, strings.ToLower(name)}
+				if f, ok := seen[k]; !ok {
+					seen[k] = first{name, docLine(u.node.Line)}
+				} else if f.name != name {
+					p.warnf(u.node, "acl-name-case", "%s %q: %s %q differs from %q (line %d) only in case; names are case sensitive, so they are different %ss",
+						u.what, u.node.Value, kind, name, f.name, f.line, kind)
+				}
 				if !keep.MatchString(name) {
 					p.warnf(u.node, "yunikorn-acl-name", "%s %q: YuniKorn's ACL parser drops %s %q (it keeps only %s), so in YuniKorn this entry grants nothing: "+
 						"usher admits whom only it lets in and YuniKorn refuses them (docs/yunikorn.md)", u.what, u.node.Value, kind, name, keep)

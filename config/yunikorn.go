@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -66,28 +65,6 @@ type ykLimit struct {
 	MaxApplications uint64
 }
 
-// ykFields maps each struct type of ykConfig to its fields by the key
-// yaml.v3 decodes into them: the field's name in lower case.
-var ykFields = sync.OnceValue(func() map[reflect.Type]map[string]reflect.Type {
-	out := map[reflect.Type]map[string]reflect.Type{}
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
-		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
-			t = t.Elem()
-		}
-		if _, done := out[t]; done || t.Kind() != reflect.Struct {
-			return
-		}
-		out[t] = map[string]reflect.Type{}
-		for f := range t.Fields() {
-			out[t][strings.ToLower(f.Name)] = f.Type
-			walk(f.Type)
-		}
-	}
-	walk(reflect.TypeFor[ykConfig]())
-	return out
-})
-
 // usherKeys are usher's own partition keys, which usher.yaml holds.
 var usherKeys = map[string]bool{"adminacl": true, "applicationacls": true, "defaultqueue": true, "groups": true, "usergroupresolver": true}
 
@@ -100,7 +77,7 @@ func (p *parser) yunikornCheck(n *yaml.Node, t reflect.Type, at string) {
 	case t.Kind() == reflect.Pointer:
 		p.yunikornCheck(n, t.Elem(), at)
 	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
-		fields := ykFields()[t]
+		fields := yamlFields(t)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			ft, ok := fields[k.Value]
