@@ -568,13 +568,11 @@ func (p *parser) resolver(n *yaml.Node) resolvers.Settings {
 			}
 			r.FileDigest = sha256.Sum256(data)
 		}
-		if k, ok := r.Table.(interface{ KnownGroups() []string }); ok {
-			for _, g := range k.KnownGroups() {
-				p.known[g] = true
-			}
-		}
 		// Without namemapping, a user skip matches is never looked up.
 		for _, e := range identity.FileEntries(r.Table) {
+			for _, g := range e.Groups {
+				p.known[g] = true
+			}
 			if s, ok := r.Policy.Skipped(e.User); ok && len(r.Policy.Mapping) == 0 {
 				file, line, _ := p.pos(n.Line, n.Column)
 				p.push(Diagnostic{File: r.File, Line: e.Line, Col: 1, Severity: Warning, Code: "resolver-unread", Msg: fmt.Sprintf(

@@ -158,37 +158,39 @@ func (p *Policy) Complete(ctx context.Context, mode Mode, r Resolver, user strin
 	if mode == ModeGiven && len(groups) > 0 {
 		return Given(user, groups), nil
 	}
+	var resolved Info
+	var lookup Lookup
 	if gs, ok := p.Overrides[user]; ok {
-		in, err := complete(ctx, mode, overrideResolver(gs), user, user, groups)
-		in.Lookup.Outcome = OutcomeOverride
-		return in, err
-	}
-	if prefix, ok := p.Skipped(user); ok {
+		resolved, lookup.Outcome = newInfo(user, slices.Clone(gs), SourceOverride), OutcomeOverride
+	} else if prefix, ok := p.Skipped(user); ok {
 		in := Given(user, groups)
 		in.Lookup = Lookup{Outcome: OutcomeSkipped, Detail: prefix}
 		return in, nil
+	} else {
+		name, rule, err := p.DirectoryName(user)
+		if err != nil {
+			return Info{}, err
+		}
+		if rule > 0 {
+			lookup.Name, lookup.Rule = name, rule
+		}
+		if r == nil {
+			return Info{}, fmt.Errorf("groups of %q: no resolver configured", name)
+		}
+		resolved, err = r.Resolve(ctx, name)
+		switch {
+		case p.Unknown == UnknownGivenGroups && errors.Is(err, ErrUnknownUser):
+			resolved, mode = Info{}, ModeMerge // the given groups alone
+			lookup.Outcome, lookup.Detail = OutcomeUnknownGiven, err.Error()
+		case err != nil:
+			return Info{}, err
+		}
 	}
-	name, rule, err := p.DirectoryName(user)
-	if err != nil {
-		return Info{}, err
-	}
-	in, err := complete(ctx, mode, r, user, name, groups)
-	switch {
-	case p.Unknown == UnknownGivenGroups && errors.Is(err, ErrUnknownUser):
+	in := resolved
+	if mode == ModeMerge {
 		in = Given(user, groups)
-		in.Lookup = Lookup{Outcome: OutcomeUnknownGiven, Detail: err.Error()}
-	case err != nil:
-		return Info{}, err
+		in.add(resolved.Groups, resolved.SourceOf)
 	}
-	if rule > 0 {
-		in.Lookup.Name, in.Lookup.Rule = name, rule
-	}
+	in.User, in.Lookup = user, lookup
 	return in, nil
-}
-
-// overrideResolver answers every user with its groups, marked SourceOverride.
-type overrideResolver []string
-
-func (o overrideResolver) Resolve(_ context.Context, user string) (Info, error) {
-	return newInfo(user, slices.Clone([]string(o)), SourceOverride), nil
 }

@@ -36,18 +36,6 @@ func (t *table) Resolve(_ context.Context, user string) (Info, error) {
 	return in, nil
 }
 
-// KnownGroups returns every group the table lists, sorted (lint tells
-// group names from user names with it).
-func (t *table) KnownGroups() []string {
-	seen := map[string]bool{}
-	for _, in := range t.users {
-		for _, g := range in.Groups {
-			seen[g] = true
-		}
-	}
-	return slices.Sorted(maps.Keys(seen))
-}
-
 // Members returns the users the table lists in group, sorted (usher who-can).
 func (t *table) Members(group string) []string {
 	var out []string
