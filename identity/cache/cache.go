@@ -33,15 +33,6 @@ import (
 	"github.com/usherhq/usher/internal/ttlcache"
 )
 
-// Defaults of Options.
-const (
-	DefaultPositiveTTL = 300 * time.Second
-	DefaultNegativeTTL = 30 * time.Second
-	DefaultMaxEntries  = 10000
-	DefaultTimeout     = 10 * time.Second
-	DefaultName        = "resolver"
-)
-
 // Options tune a Cache. The zero value of every field means its default.
 type Options struct {
 	// Name names the wrapped resolver in the errors the cache makes itself
@@ -64,12 +55,12 @@ type Options struct {
 
 // withDefaults returns o with its defaults set.
 func (o Options) withDefaults() Options {
-	o.Name = cmp.Or(o.Name, DefaultName)
-	o.PositiveTTL = cmp.Or(o.PositiveTTL, DefaultPositiveTTL)
-	o.NegativeTTL = cmp.Or(o.NegativeTTL, DefaultNegativeTTL)
+	o.Name = cmp.Or(o.Name, "resolver")
+	o.PositiveTTL = cmp.Or(o.PositiveTTL, 300*time.Second)
+	o.NegativeTTL = cmp.Or(o.NegativeTTL, 30*time.Second)
 	o.StaleTTL = max(o.StaleTTL, 0)
-	defaults.Positive(&o.MaxEntries, DefaultMaxEntries)
-	defaults.Positive(&o.Timeout, DefaultTimeout)
+	defaults.Positive(&o.MaxEntries, 10000)
+	defaults.Positive(&o.Timeout, 10*time.Second)
 	return o
 }
 

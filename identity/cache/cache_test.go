@@ -208,7 +208,7 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("set options changed: %+v, want %+v", got, set)
 	}
 	odd := Options{StaleTTL: -1, MaxEntries: -1, Timeout: -1}.withDefaults()
-	if odd.StaleTTL != 0 || odd.MaxEntries != DefaultMaxEntries || odd.Timeout != DefaultTimeout {
+	if odd.StaleTTL != 0 || odd.MaxEntries != 10000 || odd.Timeout != 10*time.Second {
 		t.Errorf("negative options = %+v", odd)
 	}
 }
@@ -365,7 +365,7 @@ func TestStale(t *testing.T) {
 		c := newCache(r, Options{StaleTTL: time.Hour}, clk.now)
 		mustResolve(t, c, "alice")
 		gone.Store(true)
-		clk.advance(DefaultPositiveTTL)
+		clk.advance(300 * time.Second)
 		if _, err := c.Resolve(context.Background(), "alice"); !errors.Is(err, identity.ErrUnknownUser) {
 			t.Fatalf("err = %v, want ErrUnknownUser", err)
 		}

@@ -36,22 +36,6 @@ const UserPlaceholder = "{user}"
 // entry carries the user name exactly.
 const NoUserNameAttr = "none"
 
-// Defaults applied by Config.WithDefaults.
-const (
-	DefaultUserFilter        = "(uid={user})"
-	DefaultUserNameAttr      = "uid"
-	DefaultGroupSearch       = GroupSearchMember
-	DefaultMemberOfAttr      = "memberOf"
-	DefaultGroupNameAttr     = "cn"
-	DefaultTimeout           = 5 * time.Second
-	DefaultPoolSize          = 4
-	DefaultSizeLimit         = 1000
-	defaultMemberAttr        = "member"
-	defaultMemberUIDAttr     = "memberUid"
-	defaultMemberGroupFilter = "(objectClass=groupOfNames)"
-	defaultPosixGroupFilter  = "(objectClass=posixGroup)"
-)
-
 // Config configures a Resolver: the ldap: block of a partition's
 // usergroupresolver (keys are the lower-cased field names; docs/ldap.md
 // lists them with their defaults, which WithDefaults sets). It holds no
@@ -113,27 +97,27 @@ const (
 	InChainRule     = "1.2.840.113556.1.4.1941" // Active Directory's LDAP_MATCHING_RULE_IN_CHAIN
 )
 
-// WithDefaults returns c with its defaults set; they are applied here and
-// nowhere else.
+// WithDefaults returns c with its defaults set (docs/ldap.md lists them);
+// they are applied here and nowhere else.
 func (c Config) WithDefaults() Config {
-	c.UserFilter = cmp.Or(c.UserFilter, DefaultUserFilter)
-	c.UserNameAttr = cmp.Or(c.UserNameAttr, DefaultUserNameAttr)
-	c.GroupSearch = cmp.Or(c.GroupSearch, DefaultGroupSearch)
+	c.UserFilter = cmp.Or(c.UserFilter, "(uid={user})")
+	c.UserNameAttr = cmp.Or(c.UserNameAttr, "uid")
+	c.GroupSearch = cmp.Or(c.GroupSearch, GroupSearchMember)
 	switch {
 	case c.GroupSearch == GroupSearchMemberUID:
-		c.MemberAttr = cmp.Or(c.MemberAttr, defaultMemberUIDAttr)
-		c.GroupFilter = cmp.Or(c.GroupFilter, defaultPosixGroupFilter)
+		c.MemberAttr = cmp.Or(c.MemberAttr, "memberUid")
+		c.GroupFilter = cmp.Or(c.GroupFilter, "(objectClass=posixGroup)")
 	case c.GroupSearch == GroupSearchMember || c.GroupSearch == GroupSearchMemberOf && (c.NestedGroups > 0 || c.InChain):
-		c.MemberAttr = cmp.Or(c.MemberAttr, defaultMemberAttr)
-		c.GroupFilter = cmp.Or(c.GroupFilter, defaultMemberGroupFilter)
+		c.MemberAttr = cmp.Or(c.MemberAttr, "member")
+		c.GroupFilter = cmp.Or(c.GroupFilter, "(objectClass=groupOfNames)")
 	}
 	if c.GroupSearch == GroupSearchMemberOf {
-		c.MemberOfAttr = cmp.Or(c.MemberOfAttr, DefaultMemberOfAttr)
+		c.MemberOfAttr = cmp.Or(c.MemberOfAttr, "memberOf")
 	}
-	c.GroupNameAttr = cmp.Or(c.GroupNameAttr, DefaultGroupNameAttr)
-	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
-	c.PoolSize = cmp.Or(c.PoolSize, DefaultPoolSize)
-	c.SizeLimit = cmp.Or(c.SizeLimit, DefaultSizeLimit)
+	c.GroupNameAttr = cmp.Or(c.GroupNameAttr, "cn")
+	c.Timeout = cmp.Or(c.Timeout, 5*time.Second)
+	c.PoolSize = cmp.Or(c.PoolSize, 4)
+	c.SizeLimit = cmp.Or(c.SizeLimit, 1000)
 	return c
 }
 
@@ -141,7 +125,7 @@ func (c Config) WithDefaults() Config {
 // field by its YAML key. It reads no file and no environment variable.
 func (c Config) Validate() error {
 	// A setting the chosen group search would ignore is an error.
-	mode := cmp.Or(c.GroupSearch, DefaultGroupSearch)
+	mode := cmp.Or(c.GroupSearch, GroupSearchMember)
 	// Nested groups are searched as groupOfNames, also with memberof.
 	nestedSearch := c.NestedGroups > 0 || c.InChain
 	switch mode {
