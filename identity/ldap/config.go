@@ -196,12 +196,8 @@ func (c Config) Validate() error {
 	if _, err := goldap.CompileFilter(strings.ReplaceAll(c.UserFilter, UserPlaceholder, "x")); err != nil {
 		return fieldError("userfilter", "%q is not a valid LDAP filter: %v", c.UserFilter, err)
 	}
-	if c.UserNameAttr != NoUserNameAttr {
-		if err := checkAttr("usernameattr", c.UserNameAttr); err != nil {
-			return err
-		}
-	}
-	if err := checkAttr("groupnameattr", c.GroupNameAttr); err != nil {
+	// NoUserNameAttr passes as an attribute name.
+	if err := cmp.Or(checkAttr("usernameattr", c.UserNameAttr), checkAttr("groupnameattr", c.GroupNameAttr)); err != nil {
 		return err
 	}
 
@@ -210,18 +206,15 @@ func (c Config) Validate() error {
 		if err := checkAttr("memberofattr", c.MemberOfAttr); err != nil {
 			return err
 		}
-		if err := checkDN("groupbasedn", c.GroupBaseDN, nestedSearch); err != nil {
-			if nestedSearch && c.GroupBaseDN == "" {
-				return fieldError("groupbasedn", "is required with nested groups (nestedgroups or inchain): it is where the groups of groups are searched")
-			}
-			return err
+		if nestedSearch && c.GroupBaseDN == "" {
+			return fieldError("groupbasedn", "is required with nested groups (nestedgroups or inchain): it is where the groups of groups are searched")
 		}
 	case GroupSearchMember, GroupSearchMemberUID:
-		if err := checkDN("groupbasedn", c.GroupBaseDN, true); err != nil {
-			return err
-		}
 	default:
 		return fieldError("groupsearch", "%q is not one of memberof, member, memberuid", c.GroupSearch)
+	}
+	if err := checkDN("groupbasedn", c.GroupBaseDN, c.GroupSearch != GroupSearchMemberOf); err != nil {
+		return err
 	}
 	if c.GroupSearch != GroupSearchMemberOf || nestedSearch {
 		if _, err := goldap.CompileFilter(c.GroupFilter); err != nil {
