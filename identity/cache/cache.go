@@ -33,24 +33,25 @@ import (
 	"github.com/usherhq/usher/internal/ttlcache"
 )
 
-// Options tune a Cache. The zero value of every field means its default.
+// Options tune a Cache (a usergroupresolver's cache block, but Name and
+// Timeout). The zero value of every field means its default.
 type Options struct {
 	// Name names the wrapped resolver in the errors the cache makes itself
 	// (timeouts and panics). Default "resolver".
-	Name string
+	Name string `yaml:"-"`
 	// PositiveTTL is how long a success is kept. Default 300s; negative: not kept.
-	PositiveTTL time.Duration
+	PositiveTTL time.Duration `yaml:"positivettl"`
 	// NegativeTTL is how long a failure is kept, and how often a user
 	// served stale answers is retried. Default 30s; negative: not kept.
-	NegativeTTL time.Duration
+	NegativeTTL time.Duration `yaml:"negativettl"`
 	// StaleTTL is how long past its expiry the last good answer keeps
 	// serving while the resolver fails. Default 0: off.
-	StaleTTL time.Duration
+	StaleTTL time.Duration `yaml:"stalettl"`
 	// MaxEntries bounds the number of users kept. Default 10,000.
-	MaxEntries int
+	MaxEntries int `yaml:"maxentries"`
 	// Timeout bounds one resolver call; one that ignores its context is
 	// abandoned then. Default 10s.
-	Timeout time.Duration
+	Timeout time.Duration `yaml:"-"`
 }
 
 // withDefaults returns o with its defaults set.

@@ -43,20 +43,11 @@ type Settings struct {
 	FileDigest [32]byte
 	Users      map[string][]string // the table of type test
 	LDAP       *ldap.Config        // type ldap's block, defaults applied and validated
-	Cache      CacheSettings
+	Cache      cache.Options       // the cache block; Name and Timeout are set by New
 	// Policy is who is looked up and under which name. It is applied above
 	// the cache, per generation, so it is not part of Key: the cache is
 	// keyed by the name the resolver is asked for.
 	Policy identity.Policy
-}
-
-// CacheSettings configures a partition's group cache; zero values take the
-// cache's defaults.
-type CacheSettings struct {
-	PositiveTTL time.Duration `yaml:"positivettl"`
-	NegativeTTL time.Duration `yaml:"negativettl"`
-	StaleTTL    time.Duration `yaml:"stalettl"`
-	MaxEntries  int           `yaml:"maxentries"`
 }
 
 // Key identifies the resolver Settings build: equal keys build resolvers
@@ -132,14 +123,9 @@ func New(s Settings) (*Resolver, error) {
 	default:
 		return nil, fmt.Errorf("unknown resolver type %q", s.Type)
 	}
-	r.Cache = cache.New(base, cache.Options{
-		Name:        s.Type,
-		PositiveTTL: s.Cache.PositiveTTL,
-		NegativeTTL: s.Cache.NegativeTTL,
-		StaleTTL:    s.Cache.StaleTTL,
-		MaxEntries:  s.Cache.MaxEntries,
-		Timeout:     timeout,
-	})
+	opts := s.Cache
+	opts.Name, opts.Timeout = s.Type, timeout
+	r.Cache = cache.New(base, opts)
 	r.Resolver = r.Cache
 	return r, nil
 }
