@@ -54,17 +54,6 @@ type Options struct {
 	Timeout time.Duration `yaml:"-"`
 }
 
-// withDefaults returns o with its defaults set.
-func (o Options) withDefaults() Options {
-	o.Name = cmp.Or(o.Name, "resolver")
-	o.PositiveTTL = cmp.Or(o.PositiveTTL, 300*time.Second)
-	o.NegativeTTL = cmp.Or(o.NegativeTTL, 30*time.Second)
-	o.StaleTTL = max(o.StaleTTL, 0)
-	defaults.Positive(&o.MaxEntries, 10000)
-	defaults.Positive(&o.Timeout, 10*time.Second)
-	return o
-}
-
 // Stats are the counters of a Cache since it was made. Every lookup is
 // counted in exactly one of Hits, NegativeHits, StaleHits and Misses.
 type Stats struct {
@@ -115,7 +104,12 @@ type entry struct {
 
 // New returns a cache in front of r with opts (see Options for defaults).
 func New(r identity.Resolver, opts Options) *Cache {
-	opts = opts.withDefaults()
+	opts.Name = cmp.Or(opts.Name, "resolver")
+	opts.PositiveTTL = cmp.Or(opts.PositiveTTL, 300*time.Second)
+	opts.NegativeTTL = cmp.Or(opts.NegativeTTL, 30*time.Second)
+	opts.StaleTTL = max(opts.StaleTTL, 0)
+	defaults.Positive(&opts.MaxEntries, 10000)
+	defaults.Positive(&opts.Timeout, 10*time.Second)
 	return &Cache{r: r, opts: opts, now: time.Now, tab: ttlcache.New[*entry](opts.MaxEntries, time.Now)}
 }
 

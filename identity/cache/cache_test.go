@@ -197,17 +197,17 @@ func TestTTLsDisabled(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
-	got := Options{}.withDefaults()
+	got := New(nil, Options{}).opts
 	want := Options{Name: "resolver", PositiveTTL: 300 * time.Second, NegativeTTL: 30 * time.Second,
 		MaxEntries: 10000, Timeout: 10 * time.Second}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("defaults = %+v, want %+v", got, want)
 	}
 	set := Options{Name: "ldap", PositiveTTL: time.Minute, NegativeTTL: -1, StaleTTL: time.Hour, MaxEntries: 5, Timeout: time.Second}
-	if got := set.withDefaults(); fmt.Sprint(got) != fmt.Sprint(set) {
+	if got := New(nil, set).opts; fmt.Sprint(got) != fmt.Sprint(set) {
 		t.Errorf("set options changed: %+v, want %+v", got, set)
 	}
-	odd := Options{StaleTTL: -1, MaxEntries: -1, Timeout: -1}.withDefaults()
+	odd := New(nil, Options{StaleTTL: -1, MaxEntries: -1, Timeout: -1}).opts
 	if odd.StaleTTL != 0 || odd.MaxEntries != 10000 || odd.Timeout != 10*time.Second {
 		t.Errorf("negative options = %+v", odd)
 	}

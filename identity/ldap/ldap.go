@@ -220,9 +220,6 @@ func (r *Resolver) lookup(ctx context.Context, c *conn, user string) (identity.I
 	if err != nil {
 		return identity.Info{}, err
 	}
-	for i := range groups {
-		groups[i].src = Source
-	}
 	switch {
 	case r.cfg.InChain:
 		groups, err = r.inChain(ctx, c, user, entry, groups)
@@ -463,7 +460,7 @@ func (r *Resolver) groupsFromMemberOf(ctx context.Context, c *conn, user string,
 	names := make([]group, 0, len(dns))
 	for _, dn := range dns {
 		if name, ok := rdnValue(dn, r.cfg.GroupNameAttr); ok {
-			names = append(names, group{dn: dn.String(), name: name})
+			names = append(names, group{dn: dn.String(), name: name, src: Source})
 			continue
 		}
 		// The name is not in the DN: read it from the group entry.
@@ -483,7 +480,7 @@ func (r *Resolver) groupsFromMemberOf(ctx context.Context, c *conn, user string,
 		if err != nil {
 			return nil, err
 		}
-		names = append(names, group{dn: dn.String(), name: name})
+		names = append(names, group{dn: dn.String(), name: name, src: Source})
 	}
 	return names, nil
 }
@@ -505,7 +502,7 @@ func (r *Resolver) searchGroups(ctx context.Context, c *conn, user string, entry
 		if err != nil {
 			return nil, err
 		}
-		names = append(names, group{dn: e.DN, name: name})
+		names = append(names, group{dn: e.DN, name: name, src: Source})
 	}
 	return names, nil
 }
