@@ -121,7 +121,7 @@ func parse(src *source, opts []Option) (*Config, error) {
 // webhookOnly sets c.WebhookOnly, each where it is set.
 func (p *parser) webhookOnly(c *Config, loc locator) {
 	a, mark := c.Admission, len(p.list)
-	if a == nil || loc == nil {
+	if a == nil {
 		return
 	}
 	for _, part := range c.Partitions {
@@ -163,7 +163,7 @@ func (p *parser) webhookOnly(c *Config, loc locator) {
 // keys) and checks what they name, each problem where it was written.
 func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(string) (string, bool)) (loc locator) {
 	var raw settings.Config
-	loc = yamlLocator{p: p, block: adm}
+	loc = locator{p: p, block: adm}
 	if adm != nil && !p.strict(adm, "admissionController", &raw) {
 		return
 	}
@@ -173,12 +173,11 @@ func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(s
 				strings.Join(slices.Sorted(maps.Keys(flat)), ", "))
 			return
 		}
-		cl := configMapLocator{p: p, src: src}
-		loc = cl
+		loc.cm = src
 		var err error
 		if raw, err = settings.FromConfigMap(flat); err != nil {
 			for _, ke := range settings.KeyErrors(err) {
-				cl.at(ke.Name, Diagnostic{Severity: Error, Msg: ke.Error()}, -1, "")
+				loc.at(ke.Name, Diagnostic{Severity: Error, Msg: ke.Error()}, -1, "")
 			}
 			return
 		}
@@ -215,51 +214,49 @@ func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(s
 	return loc
 }
 
-// locator reports a problem of an admission setting where it is written.
-type locator interface {
-	// err reports se at its setting, list item and field, or at the
-	// setting at when not "".
-	err(se *settings.SettingError, at string)
-	warn(w settings.Warning)
-}
-
-// yamlLocator places settings in the admissionController block.
-type yamlLocator struct {
+// locator places a problem of an admission setting where it is written:
+// in the admissionController block, or at the flat key of the ConfigMap cm.
+type locator struct {
 	p     *parser
 	block *yaml.Node
+	cm    *source // nil: the settings are in block
 }
 
-func (l yamlLocator) err(se *settings.SettingError, at string) {
-	n := settingNode(l.block, se.Setting, se.Index, se.Field)
-	if at != "" {
-		n = settingNode(l.block, at, -1, "")
+// err reports se at its setting, list item and field, or at the setting at
+// when not ""; a flat key is named by the key that sets it.
+func (l locator) err(se *settings.SettingError, at string) {
+	switch {
+	case l.cm == nil && at != "":
+		l.p.errorf(settingNode(l.block, at, -1, ""), "%s", se)
+	case l.cm == nil:
+		l.p.errorf(settingNode(l.block, se.Setting, se.Index, se.Field), "%s", se)
+	case at != "":
+		l.at(l.keyOf(at), Diagnostic{Severity: Error, Msg: se.Error()}, -1, "")
+	default:
+		e := *se
+		e.Setting = l.keyOf(se.Setting)
+		l.at(e.Setting, Diagnostic{Severity: Error, Msg: e.Error()}, se.Index, "")
 	}
-	l.p.errorf(n, "%s", se)
-}
-
-// configMapLocator places settings at the flat ConfigMap key that sets them.
-type configMapLocator struct {
-	p   *parser
-	src *source
 }
 
 // keyOf is the ConfigMap key of a setting: the setting itself, or
 // YuniKorn's filtering.* spelling when that is the one set.
-func (l configMapLocator) keyOf(setting string) string {
+func (l locator) keyOf(setting string) string {
 	if alias := settings.Alias(setting); alias != "" {
-		if _, set := l.src.keys[alias]; set {
+		if _, set := l.cm.keys[alias]; set {
 			return alias
 		}
 	}
 	return setting
 }
 
-func (l configMapLocator) at(key string, x Diagnostic, index int, pattern string) {
-	kv, ok := l.src.keys[key]
+// at reports x at the flat key key, a pattern at its place in the value.
+func (l locator) at(key string, x Diagnostic, index int, pattern string) {
+	kv, ok := l.cm.keys[key]
 	switch {
 	case !ok:
 		// A default or an unset key: the ConfigMap as a whole.
-		x.File = l.src.origin
+		x.File = l.cm.origin
 	case kv.node == nil:
 		x.File = kv.file
 	default:
@@ -271,22 +268,6 @@ func (l configMapLocator) at(key string, x Diagnostic, index int, pattern string
 		}
 	}
 	l.p.push(x)
-}
-
-// err names the setting by the key that sets it.
-func (l configMapLocator) err(se *settings.SettingError, at string) {
-	if at != "" {
-		l.at(l.keyOf(at), Diagnostic{Severity: Error, Msg: se.Error()}, -1, "")
-		return
-	}
-	e := *se
-	e.Setting = l.keyOf(se.Setting)
-	l.at(e.Setting, Diagnostic{Severity: Error, Msg: e.Error()}, se.Index, "")
-}
-
-func (l configMapLocator) warn(w settings.Warning) {
-	w.Setting = l.keyOf(w.Setting)
-	l.at(w.Setting, settingWarning(w), w.Index, w.Pattern)
 }
 
 // settingNode finds the node of an admission setting, its list item and
@@ -322,7 +303,12 @@ func settingWarning(w settings.Warning) Diagnostic {
 
 // warn reports w at the pattern it is about: the item of a list, or the
 // pattern's place in a comma-separated string.
-func (l yamlLocator) warn(w settings.Warning) {
+func (l locator) warn(w settings.Warning) {
+	if l.cm != nil {
+		w.Setting = l.keyOf(w.Setting)
+		l.at(w.Setting, settingWarning(w), w.Index, w.Pattern)
+		return
+	}
 	n := settingNode(l.block, w.Setting, -1, "")
 	switch {
 	case n == nil || w.Pattern == "":

@@ -222,7 +222,7 @@ func (p *parser) missingGroup(c *Config, src *source) {
 	if a := c.Admission; a != nil && (a.Config().EnforceQueueACLs || a.Config().EnforceDeleteACLs) {
 		sev, then = Error, "usher refuses it while enforceQueueACLs or enforceDeleteACLs is on"
 	}
-	configMapLocator{p: p, src: src}.at(PolicyGroupKey, Diagnostic{Severity: sev, Code: "policy-group", Msg: fmt.Sprintf(
+	locator{p: p, cm: src}.at(PolicyGroupKey, Diagnostic{Severity: sev, Code: "policy-group", Msg: fmt.Sprintf(
 		"%s is %q, but the ConfigMap has no %s.yaml key: YuniKorn's scheduler serves its default configuration, where everyone may submit to every queue, and %s",
 		PolicyGroupKey, src.missing, src.missing, then)}, -1, "")
 }
