@@ -83,9 +83,19 @@ func Parse(name string, data []byte, opts ...Option) (*Config, error) {
 // holds the partitions, flat admissionController.* keys (or a block in
 // queues.yaml, not both) the admission settings.
 func FromConfigMap(name string, data map[string]string, opts ...Option) (*Config, error) {
-	src, err := configMapSource(name, data)
+	keys := make(map[string]keyValue, len(data))
+	for k, v := range data {
+		keys[k] = keyValue{value: v, file: name, cm: name}
+	}
+	src, err := dataSource(name, ".", keys)
 	if err != nil {
 		return nil, err
+	}
+	if src.missing == "" {
+		src.name = name + "/" + queuesKey(keys)
+	}
+	if src.usher != nil {
+		src.usher.file = name + "/" + UsherKey
 	}
 	return parse(src, opts)
 }
@@ -167,7 +177,13 @@ func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(s
 	if adm != nil && !p.strict(adm, "admissionController", &raw) {
 		return
 	}
-	if flat, ok := src.flat(); ok {
+	flat := map[string]string{}
+	for k, v := range src.keys {
+		if strings.HasPrefix(k, "admissionController.") {
+			flat[k] = v.value
+		}
+	}
+	if len(flat) > 0 {
 		if adm != nil {
 			p.errorf(adm, "the admission controller is set both here and as admissionController.* keys of the ConfigMap (%s): use one",
 				strings.Join(slices.Sorted(maps.Keys(flat)), ", "))
