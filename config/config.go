@@ -510,17 +510,26 @@ func (p *parser) leadingSpace(k, n *yaml.Node) bool {
 
 func (p *parser) resolver(n *yaml.Node) resolvers.Settings {
 	var r resolvers.Settings
-	var fileNode, usersNode, ldapNode, typeNode *yaml.Node
-	var lookup lookupNodes
+	var fileNode, usersNode, ldapNode, typeNode, unknownNode, mappingNode *yaml.Node
+	r.Policy.Skip = slices.Clone(identity.DefaultSkip)
 	keys := map[string]func(k, v *yaml.Node){
 		"type":        func(k, v *yaml.Node) { r.Type, _ = p.str(v, "resolver type"); typeNode = v },
 		"file":        func(k, v *yaml.Node) { r.File, _ = p.str(v, "file"); fileNode = v },
 		"users":       func(k, v *yaml.Node) { usersNode = v },
 		"ldap":        func(k, v *yaml.Node) { ldapNode = v },
-		"skip":        func(k, v *yaml.Node) { lookup.skip = v },
-		"unknownuser": func(k, v *yaml.Node) { lookup.unknown = v },
-		"namemapping": func(k, v *yaml.Node) { lookup.mapping = v },
-		"overrides":   func(k, v *yaml.Node) { lookup.overrides = v },
+		"skip":        func(k, v *yaml.Node) { r.Policy.Skip = p.skipPrefixes(v) },
+		"namemapping": func(k, v *yaml.Node) { mappingNode = v }, // read below, against skip
+		"overrides":   func(k, v *yaml.Node) { r.Policy.Overrides = p.userGroups(v, "overrides") },
+		"unknownuser": func(k, v *yaml.Node) {
+			unknownNode = v
+			if s, ok := p.str(v, "unknownuser"); ok {
+				u, err := identity.ParseUnknown(s)
+				if err != nil {
+					p.errorf(v, "%v", err)
+				}
+				r.Policy.Unknown = u
+			}
+		},
 		"cache": func(k, v *yaml.Node) {
 			if p.strict(v, "cache", &r.Cache) {
 				c := r.Cache
@@ -536,7 +545,9 @@ func (p *parser) resolver(n *yaml.Node) resolvers.Settings {
 	if !p.mapping(n, "usergroupresolver", keys) {
 		return r
 	}
-	r.Policy = p.lookupPolicy(lookup)
+	if mappingNode != nil {
+		r.Policy.Mapping = p.nameMapping(mappingNode, r.Policy.Skip)
+	}
 	switch r.Type {
 	case "", "none", "os":
 	case "file":
@@ -595,7 +606,7 @@ func (p *parser) resolver(n *yaml.Node) resolvers.Settings {
 	default:
 		p.errorf(typeNode, "unknown usergroupresolver type %q: want none, os, file, test or ldap", r.Type)
 	}
-	if lookup.unknown == nil && (r.Type == "file" || r.Type == "ldap" || r.Type == "os") {
+	if unknownNode == nil && (r.Type == "file" || r.Type == "ldap" || r.Type == "os") {
 		p.warnf(cmp.Or(typeNode, n), "unknownuser-default", "usergroupresolver type %s: unknownuser is not set, so a user the directory does not know is refused: "+
 			"write unknownuser: deny to keep that, or unknownuser: given-groups to decide on the groups Kubernetes supplied", r.Type)
 	}

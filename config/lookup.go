@@ -18,35 +18,6 @@ import (
 	"github.com/usherhq/usher/internal/yamlnode"
 )
 
-// lookupNodes are the nodes of the lookup policy's keys, nil when absent.
-type lookupNodes struct {
-	skip, unknown, mapping, overrides *yaml.Node
-}
-
-// lookupPolicy parses the lookup policy from its nodes.
-func (p *parser) lookupPolicy(l lookupNodes) identity.Policy {
-	pol := identity.Policy{Skip: slices.Clone(identity.DefaultSkip)}
-	if l.skip != nil {
-		pol.Skip = p.skipPrefixes(l.skip)
-	}
-	if l.unknown != nil {
-		if s, ok := p.str(l.unknown, "unknownuser"); ok {
-			u, err := identity.ParseUnknown(s)
-			if err != nil {
-				p.errorf(l.unknown, "%v", err)
-			}
-			pol.Unknown = u
-		}
-	}
-	if l.mapping != nil {
-		pol.Mapping = p.nameMapping(l.mapping, pol.Skip)
-	}
-	if l.overrides != nil {
-		pol.Overrides = p.userGroups(l.overrides, "overrides")
-	}
-	return pol
-}
-
 // skipPrefixes reads skip: a list of name prefixes that are never looked
 // up; an empty list looks everyone up.
 func (p *parser) skipPrefixes(n *yaml.Node) []string {
