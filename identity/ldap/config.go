@@ -36,59 +36,36 @@ const UserPlaceholder = "{user}"
 // entry carries the user name exactly.
 const NoUserNameAttr = "none"
 
-// Config configures a Resolver: the ldap: block of a partition's
-// usergroupresolver (keys are the lower-cased field names; docs/ldap.md
-// lists them with their defaults, which WithDefaults sets). It holds no
-// secret, so it may be printed or logged as it is.
+// Config configures a Resolver: a usergroupresolver's ldap: block, whose
+// keys docs/ldap.md describes with their defaults (WithDefaults). It holds
+// no secret, so it may be printed or logged as it is.
 type Config struct {
-	// URLs are the servers, ldap:// or ldaps://, tried in order; one that
-	// failed is tried after the others for 30 seconds. Required.
-	URLs       []string `yaml:"urls"`
-	StartTLS   bool     `yaml:"starttls"`   // upgrade ldap:// connections before binding
-	CAFile     string   `yaml:"cafile"`     // PEM bundle of the servers' CAs; default: the system's
-	ServerName string   `yaml:"servername"` // the server certificate's name; default: the URL's host
-	// InsecureSkipVerify accepts any server certificate (testing only: anyone
-	// on the path can then read the bind password).
-	InsecureSkipVerify bool `yaml:"insecureskipverify"`
-	// BindDN is the account the resolver binds as, with exactly one of
-	// BindPasswordFile and BindPasswordEnv; anonymous when empty.
-	BindDN string `yaml:"binddn"`
-	// BindPasswordFile holds the bind password, read again for every new
-	// connection, so a rotated secret is picked up without a restart.
-	BindPasswordFile string `yaml:"bindpasswordfile"`
-	BindPasswordEnv  string `yaml:"bindpasswordenv"` // read once by New
-	UserBaseDN       string `yaml:"userbasedn"`      // where users are searched (subtree); required
-	UserFilter       string `yaml:"userfilter"`      // finds the one user entry; {user} is the escaped name
+	URLs               []string `yaml:"urls"` // tried in order, one that failed last for 30 seconds
+	StartTLS           bool     `yaml:"starttls"`
+	CAFile             string   `yaml:"cafile"`
+	ServerName         string   `yaml:"servername"`
+	InsecureSkipVerify bool     `yaml:"insecureskipverify"` // anyone on the path can then read the bind password
+	BindDN             string   `yaml:"binddn"`             // with one of the two below; anonymous when empty
+	BindPasswordFile   string   `yaml:"bindpasswordfile"`   // read for each connection: a rotated secret needs no restart
+	BindPasswordEnv    string   `yaml:"bindpasswordenv"`    // read once by New
+	UserBaseDN         string   `yaml:"userbasedn"`
+	UserFilter         string   `yaml:"userfilter"`
 	// UserNameAttr must hold the user name exactly: LDAP matches names
 	// ignoring case, usher does not, so without it "ALICE" would get
 	// alice's groups. NoUserNameAttr turns the check off.
-	UserNameAttr string      `yaml:"usernameattr"`
-	GroupSearch  GroupSearch `yaml:"groupsearch"`
-	MemberOfAttr string      `yaml:"memberofattr"` // the group DNs on the user entry (memberof only)
-	// GroupBaseDN is where groups are searched (subtree). Required for
-	// member and memberuid; with memberof, only groups under it count.
-	GroupBaseDN string `yaml:"groupbasedn"`
-	GroupFilter string `yaml:"groupfilter"` // ANDed with the membership clause
-	MemberAttr  string `yaml:"memberattr"`  // a group's members: user DNs, or names for memberuid
-	// GroupNameAttr gives a group's name: the RDN value when it is the
-	// RDN's attribute, else its first value (with memberof, one more read
-	// per group).
-	GroupNameAttr string `yaml:"groupnameattr"`
-	// Timeout bounds one lookup, from waiting for a connection to the last
-	// search.
-	Timeout   time.Duration `yaml:"timeout"`
-	PoolSize  int           `yaml:"poolsize"`  // the most connections open at once
-	SizeLimit int           `yaml:"sizelimit"` // the most groups of a user; more is an error
-	// NestedGroups is how many levels of groups in groups are expanded,
-	// one search a level (groupOfNames: member or memberof).
-	NestedGroups int `yaml:"nestedgroups"`
-	// InChain asks Active Directory to expand nesting itself with
-	// LDAP_MATCHING_RULE_IN_CHAIN (other servers answer with no groups or
-	// an error).
-	InChain bool `yaml:"inchain"`
-	// LowerCaseGroups lower-cases the group names the directory gives
-	// (Active Directory keeps the case they were created with).
-	LowerCaseGroups bool `yaml:"lowercasegroups"`
+	UserNameAttr    string        `yaml:"usernameattr"`
+	GroupSearch     GroupSearch   `yaml:"groupsearch"`
+	MemberOfAttr    string        `yaml:"memberofattr"`
+	GroupBaseDN     string        `yaml:"groupbasedn"` // with memberof, only groups under it count
+	GroupFilter     string        `yaml:"groupfilter"` // ANDed with the membership clause
+	MemberAttr      string        `yaml:"memberattr"`
+	GroupNameAttr   string        `yaml:"groupnameattr"` // the RDN value when it is the RDN's attribute
+	Timeout         time.Duration `yaml:"timeout"`       // one lookup, from waiting for a connection to the last search
+	PoolSize        int           `yaml:"poolsize"`
+	SizeLimit       int           `yaml:"sizelimit"` // the most groups of a user; more is an error
+	NestedGroups    int           `yaml:"nestedgroups"`
+	InChain         bool          `yaml:"inchain"` // LDAP_MATCHING_RULE_IN_CHAIN: Active Directory expands nesting
+	LowerCaseGroups bool          `yaml:"lowercasegroups"`
 }
 
 const (
