@@ -36,22 +36,12 @@ import (
 // Options tune a Cache (a usergroupresolver's cache block, but Name and
 // Timeout). The zero value of every field means its default.
 type Options struct {
-	// Name names the wrapped resolver in the errors the cache makes itself
-	// (timeouts and panics). Default "resolver".
-	Name string `yaml:"-"`
-	// PositiveTTL is how long a success is kept. Default 300s; negative: not kept.
-	PositiveTTL time.Duration `yaml:"positivettl"`
-	// NegativeTTL is how long a failure is kept, and how often a user
-	// served stale answers is retried. Default 30s; negative: not kept.
-	NegativeTTL time.Duration `yaml:"negativettl"`
-	// StaleTTL is how long past its expiry the last good answer keeps
-	// serving while the resolver fails. Default 0: off.
-	StaleTTL time.Duration `yaml:"stalettl"`
-	// MaxEntries bounds the number of users kept. Default 10,000.
-	MaxEntries int `yaml:"maxentries"`
-	// Timeout bounds one resolver call; one that ignores its context is
-	// abandoned then. Default 10s.
-	Timeout time.Duration `yaml:"-"`
+	Name        string        `yaml:"-"`           // the resolver in the cache's own errors; default "resolver"
+	PositiveTTL time.Duration `yaml:"positivettl"` // default 300s; negative: successes are not kept
+	NegativeTTL time.Duration `yaml:"negativettl"` // also the retry interval while stale; default 30s; negative: not kept
+	StaleTTL    time.Duration `yaml:"stalettl"`    // default 0: off
+	MaxEntries  int           `yaml:"maxentries"`  // default 10,000
+	Timeout     time.Duration `yaml:"-"`           // one resolver call, abandoned then; default 10s
 }
 
 // Stats are the counters of a Cache since it was made. Every lookup is
