@@ -146,21 +146,19 @@ func (p *parser) webhookOnly(c *Config, loc locator) {
 			p.errorf(nodes[1], "partition %s: placementrules: webhook only: placement of the queues the admission checks read", part.Name)
 		}
 	}
-	note := func(setting, msg string) {
-		loc.err(&settings.SettingError{Setting: setting, Index: -1, Msg: "webhook only: " + msg}, "")
-	}
-	if a.EnforceQueue {
-		note("admissionController.enforceQueueACLs", "the queue ACLs at admission (queueSources, queueMapping, directory groups)")
-	}
-	if len(a.Propagators) > 0 {
-		note("admissionController.accessControl.propagators", "the parent check: the floor lets propagators set user.info and leaves "+
-			"what they create unstamped; only the webhook copies the parent's stamp and refuses another (docs/operators.md)")
-	}
-	if len(a.CustomKinds) > 0 {
-		note("admissionController.customResources", "custom resources are stamped and guarded by the webhook only")
-	}
-	if a.EnforceDelete {
-		note("admissionController.enforceDeleteACLs", "the kill rule: DELETE, evictions, Bindings, adoptions and the modify ACL's delegation ("+a.ModifyACLKey+")")
+	for _, n := range []struct {
+		on            bool
+		setting, what string
+	}{
+		{a.EnforceQueue, "enforceQueueACLs", "the queue ACLs at admission (queueSources, queueMapping, directory groups)"},
+		{len(a.Propagators) > 0, "accessControl.propagators", "the parent check: the floor lets propagators set user.info and leaves " +
+			"what they create unstamped; only the webhook copies the parent's stamp and refuses another (docs/operators.md)"},
+		{len(a.CustomKinds) > 0, "customResources", "custom resources are stamped and guarded by the webhook only"},
+		{a.EnforceDelete, "enforceDeleteACLs", "the kill rule: DELETE, evictions, Bindings, adoptions and the modify ACL's delegation (" + a.ModifyACLKey + ")"},
+	} {
+		if n.on {
+			loc.err(&settings.SettingError{Setting: "admissionController." + n.setting, Index: -1, Msg: "webhook only: " + n.what}, "")
+		}
 	}
 	c.WebhookOnly = slices.Clone(p.list[mark:])
 	for i := range c.WebhookOnly {
