@@ -215,7 +215,12 @@ func (r *Resolver) lookup(ctx context.Context, c *conn, user string) (identity.I
 	if r.cfg.GroupSearch == GroupSearchMemberOf {
 		groups, err = r.groupsFromMemberOf(ctx, c, user, entry)
 	} else {
-		groups, err = r.searchGroups(ctx, c, user, entry)
+		member := entry.DN
+		if r.cfg.GroupSearch == GroupSearchMemberUID {
+			member = user
+		}
+		groups, err = r.searchGroups(ctx, c, user, "search for groups of %q",
+			"(&"+r.cfg.GroupFilter+"("+r.cfg.MemberAttr+"="+goldap.EscapeFilter(member)+"))", nil, group{src: Source})
 	}
 	if err != nil {
 		return identity.Info{}, err
@@ -366,27 +371,14 @@ func InChainFilter(groupFilter, memberAttr, userDN string) string {
 // inChain adds to the user's own groups every group the directory says
 // the user is in at any depth (InChainFilter), marked SourceInChain.
 func (r *Resolver) inChain(ctx context.Context, c *conn, user string, entry *goldap.Entry, direct []group) ([]group, error) {
-	res, err := r.searchGroupBase(ctx, c, user, "in-chain search for groups of %q",
-		InChainFilter(r.cfg.GroupFilter, r.cfg.MemberAttr, entry.DN), r.cfg.GroupNameAttr)
-	if err != nil {
-		return nil, err
-	}
 	own := make(map[string]bool, len(direct))
 	for _, g := range direct {
 		own[dnKey(g.dn)] = true
 	}
-	all := slices.Clone(direct)
-	for _, e := range res.Entries {
-		if own[dnKey(e.DN)] {
-			continue
-		}
-		name, err := r.groupName(e)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, group{dn: e.DN, name: name, src: SourceInChain, chain: []string{"in-chain"}})
-	}
-	return all, nil
+	filter := InChainFilter(r.cfg.GroupFilter, r.cfg.MemberAttr, entry.DN)
+	mark := group{src: SourceInChain, chain: []string{"in-chain"}}
+	found, err := r.searchGroups(ctx, c, user, "in-chain search for groups of %q", filter, own, mark)
+	return append(slices.Clone(direct), found...), err
 }
 
 func (r *Resolver) findUser(ctx context.Context, c *conn, user string) (*goldap.Entry, error) {
@@ -485,26 +477,26 @@ func (r *Resolver) groupsFromMemberOf(ctx context.Context, c *conn, user string,
 	return names, nil
 }
 
-// searchGroups searches the groups listing the user as a member.
-func (r *Resolver) searchGroups(ctx context.Context, c *conn, user string, entry *goldap.Entry) ([]group, error) {
-	member := entry.DN
-	if r.cfg.GroupSearch == GroupSearchMemberUID {
-		member = user
-	}
-	res, err := r.searchGroupBase(ctx, c, user, "search for groups of %q",
-		"(&"+r.cfg.GroupFilter+"("+r.cfg.MemberAttr+"="+goldap.EscapeFilter(member)+"))", r.cfg.GroupNameAttr)
+// searchGroups searches GroupBaseDN (searchGroupBase) and names each entry
+// whose DN key skip does not hold, marked like g.
+func (r *Resolver) searchGroups(ctx context.Context, c *conn, user, what, filter string,
+	skip map[string]bool, g group) ([]group, error) {
+	res, err := r.searchGroupBase(ctx, c, user, what, filter, r.cfg.GroupNameAttr)
 	if err != nil {
 		return nil, err
 	}
-	names := make([]group, 0, len(res.Entries))
+	out := make([]group, 0, len(res.Entries))
 	for _, e := range res.Entries {
-		name, err := r.groupName(e)
-		if err != nil {
+		if skip != nil && skip[dnKey(e.DN)] {
+			continue
+		}
+		if g.name, err = r.groupName(e); err != nil {
 			return nil, err
 		}
-		names = append(names, group{dn: e.DN, name: name, src: Source})
+		g.dn = e.DN
+		out = append(out, g)
 	}
-	return names, nil
+	return out, nil
 }
 
 // searchGroupBase searches the subtree of GroupBaseDN for the groups of
