@@ -415,8 +415,7 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 		},
 		"submitacl": func(k, v *yaml.Node) { q.SubmitACL = p.acl(k, v, "submitacl") },
 		"adminacl":  func(k, v *yaml.Node) { q.AdminACL = p.acl(k, v, "adminacl") },
-		// Keys of YuniKorn's schema that only the scheduler uses; resources
-		// is read as strictly as YuniKorn's decoder reads it.
+		// Keys of YuniKorn's schema that only the scheduler uses.
 		"resources":       func(k, v *yaml.Node) { p.resources(v) },
 		"maxapplications": nil, "properties": nil, "childtemplate": nil, "limits": nil,
 	})

@@ -16,24 +16,17 @@ import (
 // GroupSearch says how the groups of a user are found.
 type GroupSearch string
 
+// The group searches (docs/ldap.md).
 const (
-	// GroupSearchMemberOf reads the group DNs from an attribute of the user
-	// entry (Active Directory, FreeIPA, OpenLDAP's memberof overlay).
-	GroupSearchMemberOf GroupSearch = "memberof"
-	// GroupSearchMember searches for groups whose MemberAttr holds the
-	// user's DN (groupOfNames).
-	GroupSearchMember GroupSearch = "member"
-	// GroupSearchMemberUID searches for groups whose MemberAttr holds the
-	// user name (posixGroup, RFC 2307).
-	GroupSearchMemberUID GroupSearch = "memberuid"
+	GroupSearchMemberOf  GroupSearch = "memberof"  // the group DNs on the user entry (Active Directory, FreeIPA)
+	GroupSearchMember    GroupSearch = "member"    // groups whose MemberAttr holds the user's DN (groupOfNames)
+	GroupSearchMemberUID GroupSearch = "memberuid" // groups whose MemberAttr holds the user name (posixGroup)
 )
 
-// UserPlaceholder is replaced in Config.UserFilter by the user name,
-// escaped as an RFC 4515 filter value.
+// UserPlaceholder in Config.UserFilter is replaced by the user name, escaped (RFC 4515).
 const UserPlaceholder = "{user}"
 
-// NoUserNameAttr as Config.UserNameAttr turns off the check that the user
-// entry carries the user name exactly.
+// NoUserNameAttr as Config.UserNameAttr turns off the exact user name check.
 const NoUserNameAttr = "none"
 
 // Config configures a Resolver: a usergroupresolver's ldap: block, whose

@@ -44,8 +44,7 @@ import (
 // Source is the identity.Source of every group this package returns.
 const Source identity.Source = "ldap"
 
-// Resolver finds groups in an LDAP directory. It is safe for concurrent
-// use; Close releases its connections.
+// Resolver finds groups in an LDAP directory, safe for concurrent use; Close releases its connections.
 type Resolver struct {
 	cfg       Config
 	urls      []*url.URL
@@ -159,15 +158,11 @@ func (r *Resolver) Close() error {
 // the user's own groups (the directory does not tell the chain).
 const SourceInChain identity.Source = "ldap in-chain"
 
-// group is a group found for a user: its entry's DN, its name and how it
-// was reached.
+// group is a group found for a user, and how it was reached.
 type group struct {
-	dn   string
-	name string
-	src  identity.Source
-	// chain is the names of the groups that led to it from one of the
-	// user's own groups.
-	chain []string
+	dn, name string
+	src      identity.Source
+	chain    []string // the names of the groups that led to it from one of the user's own
 }
 
 // Resolve returns the groups of user, sorted, each with Source "ldap",
@@ -419,8 +414,7 @@ func (r *Resolver) findUser(ctx context.Context, c *conn, user string) (*goldap.
 	return entry, nil
 }
 
-// entryDNs lists the DNs of res, ending with "..." when the search was cut
-// short.
+// entryDNs lists the DNs of res, then "..." when the search was cut short.
 func entryDNs(res *goldap.SearchResult, more bool) string {
 	var dns []string
 	if res != nil {
@@ -521,8 +515,7 @@ func (r *Resolver) searchGroupBase(ctx context.Context, c *conn, user, what, fil
 	return res, err
 }
 
-// groupName is the value of GroupNameAttr in the entry's RDN, else its
-// first value in the entry.
+// groupName is the value of GroupNameAttr in the entry's RDN, else its first value.
 func (r *Resolver) groupName(e *goldap.Entry) (string, error) {
 	if dn, err := goldap.ParseDN(e.DN); err == nil {
 		if name, ok := rdnValue(dn, r.cfg.GroupNameAttr); ok {
@@ -572,8 +565,7 @@ func (r *Resolver) search(ctx context.Context, c *conn, what string, req *goldap
 	return res, &ldapError{msg: fmt.Sprintf("ldap: %s on %s failed: %s", what, c.url, describe(err)), err: err}
 }
 
-// ldapError is an error with a message written for people, wrapping the
-// error it describes.
+// ldapError is a message written for people, wrapping the error it describes.
 type ldapError struct {
 	msg string
 	err error
@@ -588,15 +580,13 @@ func ctxError(ctx context.Context, what string) error {
 	return &ldapError{msg: "ldap: " + what + ": " + cause.Error(), err: cause}
 }
 
-// answered reports whether err is a result the server sent, as opposed to
-// a network or client-side failure.
+// answered reports whether err is a result the server sent, not a network or client failure.
 func answered(err error) bool {
 	var le *goldap.Error
 	return errors.As(err, &le) && le.ResultCode < goldap.ErrorNetwork
 }
 
-// describe renders an error of go-ldap without its "LDAP Result Code"
-// boilerplate.
+// describe renders an error of go-ldap without its "LDAP Result Code" boilerplate.
 func describe(err error) string {
 	var le *goldap.Error
 	if !errors.As(err, &le) {

@@ -14,8 +14,7 @@ import (
 	goldap "github.com/go-ldap/ldap/v3"
 )
 
-// downFor is how long a server that could not be reached is tried after
-// the others.
+// downFor is how long a server that could not be reached is tried after the others.
 const downFor = 30 * time.Second
 
 // errClosed is returned by lookups on a closed Resolver.
@@ -58,8 +57,7 @@ type pool struct {
 	closed bool
 }
 
-// get returns a connection, reused when one is idle, waiting for a free
-// slot until ctx ends.
+// get returns a connection, reused when one is idle, waiting for a free slot until ctx ends.
 func (p *pool) get(ctx context.Context) (c *conn, reused bool, err error) {
 	select {
 	case p.slots <- struct{}{}:
@@ -148,9 +146,8 @@ func (r *Resolver) dial(ctx context.Context) (*conn, error) {
 			return nil, err
 		}
 		if ctx.Err() != nil {
-			// A server that used up the whole timeout (one that drops
-			// packets, say) is down; a caller that gave up says nothing
-			// about the server.
+			// A server that used up the whole timeout (one that drops packets,
+			// say) is down; a caller that gave up says nothing about it.
 			if errors.Is(context.Cause(ctx), r.timeout) {
 				r.markServer(i, false)
 			}
