@@ -74,8 +74,7 @@ type Lookup struct {
 	Detail  string // the skip prefix, or the resolver's "no such user" answer
 }
 
-// String renders the lookup for people and audit records; "" for the
-// plain case.
+// String renders the lookup for people and audit records; "" for the plain case.
 func (l Lookup) String() string {
 	var parts []string
 	if l.Name != "" {
@@ -112,17 +111,14 @@ func NewMapRule(pattern, replacement string) (MapRule, error) {
 // Policy is a partition's lookup policy. The zero value looks everyone up
 // under their own name and denies on "no such user".
 type Policy struct {
-	Skip    []string // name prefixes never looked up
-	Unknown Unknown
-	// Mapping is tried in order; the first rule that matches gives the
-	// directory name.
-	Mapping   []MapRule
+	Skip      []string // name prefixes never looked up
+	Unknown   Unknown
+	Mapping   []MapRule           // tried in order: the first rule that matches gives the directory name
 	Overrides map[string][]string // authenticated name -> the groups that replace the resolver's
 }
 
-// DirectoryName returns the name the resolver is asked for user and the
-// rule (from 1) that gave it, 0 when none matched. An invalid mapped name
-// is an error.
+// DirectoryName returns the name the resolver is asked for user and the rule
+// (from 1) that gave it, 0 when none matched; an invalid mapped name is an error.
 func (p *Policy) DirectoryName(user string) (string, int, error) {
 	for i, r := range p.Mapping {
 		m := r.Pattern.FindStringSubmatchIndex(user)

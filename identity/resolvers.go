@@ -15,8 +15,7 @@ const (
 	SourceTest Source = "test"
 )
 
-// unknownUser returns the error a resolver named src gives for a user it
-// knows does not exist.
+// unknownUser is the error a resolver named src gives for a user it knows does not exist.
 func unknownUser(src Source, user string) error {
 	return fmt.Errorf("%s: %w %q", src, ErrUnknownUser, user)
 }

@@ -59,8 +59,7 @@ type Stats struct {
 	Evictions uint64 // entries removed to stay within MaxEntries
 }
 
-// Cache is an identity.Resolver that caches the answers of another one. It
-// is safe for concurrent use.
+// Cache is an identity.Resolver that caches the answers of another one, safe for concurrent use.
 type Cache struct {
 	r    identity.Resolver
 	opts Options
@@ -103,8 +102,7 @@ func New(r identity.Resolver, opts Options) *Cache {
 	return &Cache{r: r, opts: opts, now: time.Now, tab: ttlcache.New[*entry](opts.MaxEntries, time.Now)}
 }
 
-// Resolve returns the groups of user, from the cache or from the
-// resolver. The Info returned is shared and must not be modified.
+// Resolve returns the groups of user, cached or asked; the Info is shared: do not modify it.
 func (c *Cache) Resolve(ctx context.Context, user string) (identity.Info, error) {
 	now := c.now()
 	if e, ok := c.tab.Get(user, now); ok && c.serve(e, user, now) {
@@ -245,8 +243,7 @@ func (c *Cache) put(user string, e *entry) {
 	}
 }
 
-// call runs one resolver call for user on ctx limited by Timeout,
-// recovering a panic into an error.
+// call runs one resolver call for user on ctx limited by Timeout, a panic an error.
 func (c *Cache) call(ctx context.Context, user string) (identity.Info, error) {
 	c.calls.Add(1)
 	start := time.Now() // the real clock: the cache's may be fake
