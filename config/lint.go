@@ -158,21 +158,18 @@ func (p *parser) lint(c *Config) {
 
 // lintUsersAsGroups warns about an ACL of users only that names a group
 // of another ACL or of a resolver: a group-only ACL whose leading space
-// YAML dropped. The groups are collected only when such an ACL exists.
+// YAML dropped.
 func (p *parser) lintUsersAsGroups() {
-	var groups map[string]bool
+	groups := maps.Clone(p.known)
+	for _, u := range p.acls {
+		for _, g := range u.rule.Groups() {
+			groups[g] = true
+		}
+	}
 	for _, u := range p.acls {
 		r := u.rule
 		if u.node.Style != 0 || u.trap || r.All() || len(r.Groups()) != 0 {
 			continue
-		}
-		if groups == nil {
-			groups = maps.Clone(p.known)
-			for _, u := range p.acls {
-				for _, g := range u.rule.Groups() {
-					groups[g] = true
-				}
-			}
 		}
 		for _, name := range r.Users() {
 			if groups[name] {
