@@ -108,8 +108,7 @@ func (p *parser) yunikornCheck(n *yaml.Node, t reflect.Type, at string) {
 	}
 }
 
-// usherHome says where a key YuniKorn does not know belongs, found in
-// the mapping at (see yunikornCheck).
+// usherHome says where a key YuniKorn does not know, found in the mapping at, belongs.
 func usherHome(at, key string) string {
 	switch {
 	case at == "" && key == "admissionController":

@@ -111,7 +111,12 @@ func (c *Cache) Resolve(ctx context.Context, user string) (identity.Info, error)
 		}
 		return e.info, nil
 	}
-	return c.miss(ctx, user)
+	c.misses.Add(1)
+	a, err := c.tab.Do(ctx, user, func(ctx context.Context) (*entry, error) { return c.fill(ctx, user), nil })
+	if err != nil {
+		return identity.Info{}, err // ctx ended first
+	}
+	return a.info, a.err
 }
 
 // serve reports whether e answers from the cache, fresh or stale (starting
@@ -172,16 +177,6 @@ func (c *Cache) Attach(user string, in identity.Info, key uint64, v any) {
 func sameAnswer(a, b identity.Info) bool {
 	return a.User == b.User && len(a.Groups) == len(b.Groups) && unsafe.SliceData(a.Groups) == unsafe.SliceData(b.Groups) &&
 		len(a.Sources) == len(b.Sources) && unsafe.SliceData(a.Sources) == unsafe.SliceData(b.Sources)
-}
-
-// miss waits for the shared resolver call for user, or for ctx to end.
-func (c *Cache) miss(ctx context.Context, user string) (identity.Info, error) {
-	c.misses.Add(1)
-	a, err := c.tab.Do(ctx, user, func(ctx context.Context) (*entry, error) { return c.fill(ctx, user), nil })
-	if err != nil {
-		return identity.Info{}, err
-	}
-	return a.info, a.err
 }
 
 // refresh retries the resolver for a user served stale answers.
