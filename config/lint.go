@@ -67,8 +67,7 @@ func (p *parser) checkKeys(n *yaml.Node, top, what string, t reflect.Type) {
 	}
 }
 
-// fieldCache holds yamlFields' answers by type.
-var fieldCache sync.Map
+var fieldCache sync.Map // yamlFields' answers by type
 
 // yamlFields maps the keys yaml.v3 decodes into the struct t to their
 // fields' types: a field's yaml tag name, else its name in lower case.

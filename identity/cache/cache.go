@@ -156,11 +156,10 @@ func (c *Cache) Attached(user string, key uint64) (in *identity.Info, v any, ok 
 	if !found || e.err != nil {
 		return nil, nil, false
 	}
-	a := e.att.Load()
-	if a == nil || a.key != key || !c.serve(e, user, now) {
-		return nil, nil, false
+	if a := e.att.Load(); a != nil && a.key == key && c.serve(e, user, now) {
+		return &e.info, a.v, true
 	}
-	return &e.info, a.v, true
+	return nil, nil, false
 }
 
 // Attach keeps v with user's cached answer under key if the cache still
