@@ -191,13 +191,27 @@ var (
 // lintNames warns about each ACL name differing only in case from a name
 // of the same kind written before, and each YuniKorn's ACL parser drops: a
 // workload only it admits is admitted by usher and refused by the scheduler.
+// One of two names differing only in case has upper case letters, so only
+// those names' lower case forms are tracked, not every name.
 func (p *parser) lintNames() {
-	type key struct{ kind, lower string }
+	type key struct {
+		group bool
+		lower string
+	}
 	type first struct {
 		name string
 		line int
 	}
-	seen := map[key]first{}
+	folded, seen := map[key]bool{}, map[key]first{}
+	for _, u := range p.acls {
+		for gi, names := range [2][]string{u.rule.Users(), u.rule.Groups()} {
+			for _, name := range names {
+				if lower := strings.ToLower(name); lower != name {
+					folded[key{gi == 1, lower}] = true
+				}
+			}
+		}
+	}
 	for _, u := range p.acls {
 		for gi, names := range [2][]string{u.rule.Users(), u.rule.Groups()} {
 			kind, keep := "user", yunikornACLUser
@@ -205,10 +219,12 @@ func (p *parser) lintNames() {
 				kind, keep = "group", yunikornACLGroup
 			}
 			for _, name := range names {
-				k := key{kind, strings.ToLower(name)}
-				if f, ok := seen[k]; !ok {
+				k := key{gi == 1, strings.ToLower(name)}
+				switch f, ok := seen[k]; {
+				case !folded[k]:
+				case !ok:
 					seen[k] = first{name, docLine(u.node.Line)}
-				} else if f.name != name {
+				case f.name != name:
 					p.warnf(u.node, "acl-name-case", "%s %q: %s %q differs from %q (line %d) only in case; names are case sensitive, so they are different %ss",
 						u.what, u.node.Value, kind, name, f.name, f.line, kind)
 				}
