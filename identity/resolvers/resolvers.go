@@ -15,9 +15,6 @@ import (
 	"cmp"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/usherhq/usher/identity"
@@ -54,24 +51,11 @@ type Settings struct {
 // that answer alike. Keys are comparable with ==.
 type Key struct{ s string }
 
-// Key returns the key of s: every setting that changes an answer.
+// Key returns the key of s: every setting but Table, which FileDigest stands
+// for, and Policy (fmt sorts the keys of Users and quotes LDAP's strings).
 func (s Settings) Key() Key {
-	var b strings.Builder
-	typ := cmp.Or(s.Type, TypeNone)
-	fmt.Fprintf(&b, "type=%s cache=%v", typ, s.Cache)
-	switch typ {
-	case TypeFile:
-		fmt.Fprintf(&b, " file=%q sha256=%x", s.File, s.FileDigest)
-	case TypeTest:
-		for _, u := range slices.Sorted(maps.Keys(s.Users)) {
-			fmt.Fprintf(&b, " user=%q groups=%q", u, s.Users[u])
-		}
-	case TypeLDAP:
-		if l := s.LDAP; l != nil {
-			fmt.Fprintf(&b, " ldap=%#v", *l) // every field, strings quoted
-		}
-	}
-	return Key{b.String()}
+	return Key{fmt.Sprintf("type=%s cache=%v file=%q sha256=%x users=%q ldap=%#v",
+		cmp.Or(s.Type, TypeNone), s.Cache, s.File, s.FileDigest, s.Users, s.LDAP)}
 }
 
 // Resolver is a built resolver: the cache in front of the type's resolver.
