@@ -18,9 +18,7 @@ type Severity int
 const (
 	Error   Severity = iota // makes the configuration invalid
 	Warning                 // legal but probably not what was meant
-	// Note informs and never fails: a setting only the webhook enforces
-	// (Config.WebhookOnly).
-	Note
+	Note                    // informs, never fails: what only the webhook enforces (Config.WebhookOnly)
 )
 
 // String renders "error", "warning" or "note".
