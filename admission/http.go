@@ -129,7 +129,7 @@ func (h *Handler) putScratch(sc *scratch) {
 
 // httpError answers, and audits, a request that is not a decodable review.
 func (h *Handler) httpError(w http.ResponseWriter, r *http.Request, hook hookKind, code int, msg string) {
-	dc := decision{code: int32(code), cause: CauseInvalidRequest, message: msg}
+	dc := decision{rule: RuleDenied, code: int32(code), cause: CauseInvalidRequest, message: msg}
 	dc.bound()
 	h.record(r.Context(), hook, (*admissionv1.AdmissionRequest)(nil), &dc)
 	httperr.Write(w, code, dc.message, "")

@@ -86,7 +86,7 @@ func allowBecause(rule Rule, reason string) decision {
 
 // deny refuses a review for cause, with status code and a message.
 func deny(cause Cause, code int32, format string, args ...any) decision {
-	return decision{code: code, cause: cause, message: fmt.Sprintf(format, args...)}
+	return decision{rule: RuleDenied, code: code, cause: cause, message: fmt.Sprintf(format, args...)}
 }
 
 // reason says in one phrase why dc denies or allows.
@@ -94,8 +94,8 @@ func (dc *decision) reason() string {
 	switch {
 	case !dc.allowed:
 		return dc.message
-	case dc.rule == RuleTrustedDeleter && dc.verb < numVerbs && dc.trust < numTrusts:
-		return [numVerbs]string{"delete", "eviction", "binding", "LocalQueue write"}[dc.verb] + " by " + dc.trust.String()
+	case dc.rule == RuleTrustedDeleter:
+		return string(dc.verb) + " by " + string(dc.trust)
 	case dc.rule == RuleKillRule && dc.message != "":
 		return dc.message
 	case (dc.rule == RuleEvictionByAdmin || dc.rule == RuleBindingByAdmin) && dc.message != "":
