@@ -159,8 +159,7 @@ func isEviction(req *admissionv1.AdmissionRequest) bool {
 	return req.SubResource == "eviction" && req.Resource.Group == "" && req.Resource.Resource == "pods"
 }
 
-// evict decides an eviction, a DELETE whose review does not carry the
-// pod: only trusted deleters and whoever may kill any application may.
+// evict decides an eviction, a DELETE whose review does not carry the pod.
 func evict(ctx context.Context, st *State, req *admissionv1.AdmissionRequest) decision {
 	c := st.cfg
 	switch {
@@ -169,47 +168,43 @@ func evict(ctx context.Context, st *State, req *admissionv1.AdmissionRequest) de
 	case !c.ProcessNamespace(req.Namespace):
 		return allow(RuleNamespaceBypassed)
 	}
+	return killsAny(ctx, st, req, verbEviction, "evict", "root", RuleEvictionByAdmin, CauseEvictionDenied, ": with enforceDeleteACLs on, "+
+		"an eviction deletes a pod without the kill rule seeing it, so only trusted controllers, members of "+mastersGroup+", cluster admins, "+
+		"application admins and admins of root may evict; delete the pod instead (its owner, the members of its modify ACL and the admins "+
+		"of its queue may)")
+}
+
+// killsAny decides whether the requester may "do" the request's pod, which
+// only trusted deleters (by v) and whoever may kill an unowned application
+// of root whose modify ACL allows nobody (so any) may; queue is the record's.
+func killsAny(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, v trustedVerb, do, queue string,
+	byAdmin Rule, cause Cause, why string) decision {
 	user, groups := req.UserInfo.Username, req.UserInfo.Groups
-	if t := c.trustedDeleter(user, groups); t != TrustNone {
-		// Trusted everywhere: for every queue, as root stands for.
-		dc := allowTrusted(verbEviction, t)
-		dc.queue = "root"
+	pod := "Pod " + strconv.Quote(req.Namespace+"/"+req.Name)
+	var dc decision
+	if t := st.cfg.trustedDeleter(user, groups); t != TrustNone {
+		dc = allowTrusted(v, t)
+		dc.queue = queue
 		return dc
 	}
-	pod := "Pod " + strconv.Quote(req.Namespace+"/"+req.Name)
 	if st.del == nil {
-		return killCheck(deny(CauseDecisionFailed, httpStatusInternal, errNoDeleteAuthzFormat, user, "evict", pod))
+		dc = deny(CauseDecisionFailed, httpStatusInternal, errNoDeleteAuthzFormat, user, do, pod)
+		dc.check = CheckKill
+		return dc
 	}
-	var dc decision
-	switch ok, reason, err := killsEverything(ctx, st, user, groups); {
+	switch ok, reason, err := st.del.AuthorizeDelete(ctx, DeleteRequest{Partition: st.cfg.Partition, Queue: "root", ModifyACL: new(string),
+		User: user, Groups: groups}); {
 	case err != nil:
-		dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may evict %s: %v; denied (usher fails closed)", user, pod, err)
+		dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may %s %s: %v; denied (usher fails closed)",
+			user, do, pod, err)
 	case ok:
-		dc = allowBecause(RuleEvictionByAdmin, reason)
+		dc = allowBecause(byAdmin, reason)
 	default:
-		dc = deny(CauseEvictionDenied, httpStatusForbidden, "usher: user %q may not evict %s: with enforceDeleteACLs on, an eviction deletes a pod "+
-			"without the kill rule seeing it, so only trusted controllers, members of %s, cluster admins, application admins "+
-			"and admins of root may evict; delete the pod instead (its owner, the members of its modify ACL and the admins "+
-			"of its queue may)", user, pod, mastersGroup)
+		dc = deny(cause, httpStatusForbidden, "usher: user %q may not %s %s%s", user, do, pod, why)
 	}
-	dc.queue = "root"
-	return warnMode(c.DeleteWarn, RuleWarnedDelete, killCheck(dc)) // only a refusal (403) may be warned
+	dc.queue, dc.check = queue, CheckKill
+	return warnMode(st.cfg.DeleteWarn, RuleWarnedDelete, dc) // only a refusal (403) may be warned
 }
-
-// killsEverything asks st.del whether the requester may kill an unowned
-// application in root whose modify ACL allows nobody: whether it may kill any.
-func killsEverything(ctx context.Context, st *State, user string, groups []string) (bool, string, error) {
-	return st.del.AuthorizeDelete(ctx, DeleteRequest{Partition: st.cfg.Partition, Queue: "root", ModifyACL: &nobody, User: user, Groups: groups})
-}
-
-// killCheck marks dc as decided by the kill rule.
-func killCheck(dc decision) decision {
-	dc.check = CheckKill
-	return dc
-}
-
-// nobody is a modify ACL that allows nobody.
-var nobody = ""
 
 // isBinding reports whether req binds a pod: pods/binding or bindings.
 func isBinding(req *admissionv1.AdmissionRequest) bool {
@@ -247,7 +242,7 @@ func bind(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, obj
 			return dc
 		}
 	}
-	dc := bindKill(ctx, st, req, m, pod)
+	dc := bindKill(ctx, st, req, m)
 	if !dc.allowed || !c.EnforceQueue {
 		return dc
 	}
@@ -268,8 +263,8 @@ func bind(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, obj
 }
 
 // bindKill decides, with enforceDeleteACLs, a Binding's fields that decide who may delete.
-func bindKill(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, m *metaView, pod string) decision {
-	c, user, groups := st.cfg, req.UserInfo.Username, req.UserInfo.Groups
+func bindKill(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, m *metaView) decision {
+	c := st.cfg
 	if !c.EnforceDelete {
 		return allow(RuleBindingPlain)
 	}
@@ -288,21 +283,7 @@ func bindKill(ctx context.Context, st *State, req *admissionv1.AdmissionRequest,
 	if len(set) == 0 {
 		return allow(RuleBindingPlain)
 	}
-	if t := c.trustedDeleter(user, groups); t != TrustNone {
-		return allowTrusted(verbBinding, t)
-	}
-	what := strings.Join(set, " and ")
-	if st.del == nil {
-		return killCheck(deny(CauseDecisionFailed, httpStatusInternal, errNoDeleteAuthzFormat, user, "set "+what+" on", pod))
-	}
-	ok, reason, err := killsEverything(ctx, st, user, groups)
-	switch {
-	case err != nil:
-		return killCheck(deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may set %s on %s: %v; denied (usher fails closed)", user, what, pod, err))
-	case ok:
-		return killCheck(allowBecause(RuleBindingByAdmin, reason))
-	}
-	return warnMode(c.DeleteWarn, RuleWarnedDelete, killCheck(deny(CauseBindingDenied, httpStatusForbidden, "usher: user %q may not set %s on %s through a Binding: with enforceDeleteACLs on, "+
-		"it decides who may delete the pod, and a Binding does not show whose pod it is, so only trusted controllers, "+
-		"members of %s, cluster admins, application admins and admins of root may set it this way", user, what, pod, mastersGroup)))
+	return killsAny(ctx, st, req, verbBinding, "set "+strings.Join(set, " and ")+" on", "", RuleBindingByAdmin, CauseBindingDenied,
+		" through a Binding: with enforceDeleteACLs on, it decides who may delete the pod, and a Binding does not show whose pod it is, "+
+			"so only trusted controllers, members of "+mastersGroup+", cluster admins, application admins and admins of root may set it this way")
 }
