@@ -145,7 +145,7 @@ func (h *Handler) record(ctx context.Context, hook hookKind, req *admissionv1.Ad
 		return
 	}
 	r := Record{
-		Webhook:    hook.String(),
+		Webhook:    string(hook),
 		Identity:   dc.identity,
 		Queue:      dc.queue,
 		QueueAsked: dc.queueAsked,

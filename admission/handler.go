@@ -38,16 +38,13 @@ const DefaultMaxBodyBytes = 7 << 20
 // DefaultMaxGroups is WithMaxGroups's default: large Active Directory users carry over a thousand groups.
 const DefaultMaxGroups = 2048
 
-type hookKind uint8
+// hookKind is the webhook reviewing, as Record.Webhook names it.
+type hookKind string
 
 const (
-	hookMutate hookKind = iota
-	hookValidate
+	hookMutate   hookKind = "mutate"
+	hookValidate hookKind = "validate"
 )
-
-func (k hookKind) String() string {
-	return [...]string{hookMutate: "mutate", hookValidate: "validate"}[k]
-}
 
 // Handler reviews AdmissionReviews for /mutate and /validate, safe for concurrent use.
 type Handler struct {

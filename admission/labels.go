@@ -1,6 +1,8 @@
 package admission
 
 import (
+	"slices"
+
 	admissionv1 "k8s.io/api/admission/v1"
 )
 
@@ -10,13 +12,8 @@ const OtherLabel = "other"
 // MetricKind returns a handled kind, "" or OtherLabel, so that an invented
 // kind cannot create a metric series kept forever.
 func MetricKind(kind string) string {
-	if kind == "" {
-		return ""
-	}
-	for i := range kinds {
-		if kinds[i].kind == kind {
-			return kinds[i].kind
-		}
+	if kind == "" || slices.ContainsFunc(kinds[:], func(k kindInfo) bool { return k.kind == kind }) {
+		return kind
 	}
 	return OtherLabel
 }

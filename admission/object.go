@@ -3,6 +3,7 @@ package admission
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -60,10 +61,8 @@ var kinds = [...]kindInfo{
 func lookupKind(group, kind string) *kindInfo { return findKind(kinds[:], group, kind) }
 
 func findKind(ks []kindInfo, group, kind string) *kindInfo {
-	for i := range ks {
-		if ks[i].kind == kind && ks[i].group == group {
-			return &ks[i]
-		}
+	if i := slices.IndexFunc(ks, func(k kindInfo) bool { return k.kind == kind && k.group == group }); i >= 0 {
+		return &ks[i]
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -104,19 +105,12 @@ func (dc *decision) reason() string {
 	return dc.rule.String()
 }
 
-func (dc *decision) statusReason() metav1.StatusReason {
-	switch dc.code {
-	case httpStatusBadRequest:
-		return metav1.StatusReasonBadRequest
-	case httpStatusTooLarge:
-		return metav1.StatusReasonRequestEntityTooLarge
-	case httpStatusUnsupported:
-		return metav1.StatusReasonUnsupportedMediaType
-	case httpStatusInternal:
-		return metav1.StatusReasonInternalError
-	default:
-		return metav1.StatusReasonForbidden
-	}
+// statusReasons are the reasons of the status codes a denial carries, but 403.
+var statusReasons = map[int32]metav1.StatusReason{
+	httpStatusBadRequest:  metav1.StatusReasonBadRequest,
+	httpStatusTooLarge:    metav1.StatusReasonRequestEntityTooLarge,
+	httpStatusUnsupported: metav1.StatusReasonUnsupportedMediaType,
+	httpStatusInternal:    metav1.StatusReasonInternalError,
 }
 
 // Keys of a (warned) denial's audit annotations, which the API server
@@ -156,7 +150,7 @@ func encodeReview(uid types.UID, dc *decision) []byte {
 func (dc *decision) toResponse(uid types.UID) *admissionv1.AdmissionResponse {
 	resp := &admissionv1.AdmissionResponse{UID: uid, Allowed: dc.allowed}
 	if !dc.allowed {
-		resp.Result = &metav1.Status{Status: metav1.StatusFailure, Message: dc.reason(), Reason: dc.statusReason(), Code: dc.code}
+		resp.Result = &metav1.Status{Status: metav1.StatusFailure, Message: dc.reason(), Reason: cmp.Or(statusReasons[dc.code], metav1.StatusReasonForbidden), Code: dc.code}
 		if dc.cause != "" {
 			resp.Result.Details = &metav1.StatusDetails{Name: detailName(dc.name), Group: dc.group, Kind: dc.kind,
 				Causes: []metav1.StatusCause{{Type: metav1.CauseType(dc.cause), Message: dc.queue, Field: dc.field}}}
