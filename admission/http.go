@@ -79,7 +79,7 @@ func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := h.state()
 	rv := &sc.rv // zeroed by putScratch
 	rv.views.lim = &h.groups
-	if err := decodeReview(s, body, rv); err != nil {
+	if err := decodeReview(s, rv); err != nil {
 		h.httpError(w, r, x.hook, httpStatusBadRequest, "the body is not an AdmissionReview: "+err.Error())
 		return
 	}
