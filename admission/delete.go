@@ -242,7 +242,7 @@ func bind(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, obj
 			return dc
 		}
 	}
-	dc := bindKill(ctx, st, req, m)
+	dc := bindKill(ctx, st, req, &o)
 	if !dc.allowed || !c.EnforceQueue {
 		return dc
 	}
@@ -262,28 +262,14 @@ func bind(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, obj
 	return dc
 }
 
-// bindKill decides, with enforceDeleteACLs, a Binding's fields that decide who may delete.
-func bindKill(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, m *metaView) decision {
-	c := st.cfg
-	if !c.EnforceDelete {
+// bindKill decides, with enforceDeleteACLs, a Binding's fields that
+// decide who may delete (its ownerReferences are not copied onto the pod).
+func bindKill(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, o *objectView) decision {
+	what := st.cfg.killInputsChanged(&bindingKind, &objectView{top: metaView{owners: o.top.owners}}, o)
+	if !st.cfg.EnforceDelete || what == "" {
 		return allow(RuleBindingPlain)
 	}
-	var set []string
-	if m.has(slotModifyACL) {
-		set = append(set, "annotation "+c.ModifyACLKey)
-	}
-	if c.BypassAuth && m.has(slotLegacy) {
-		set = append(set, "label "+LegacyUserLabel)
-	}
-	for i := range c.Sources {
-		if m.has(slotMarkers + i) {
-			set = append(set, c.Sources[i].Kind+" "+c.Sources[i].Key)
-		}
-	}
-	if len(set) == 0 {
-		return allow(RuleBindingPlain)
-	}
-	return killsAny(ctx, st, req, verbBinding, "set "+strings.Join(set, " and ")+" on", "", RuleBindingByAdmin, CauseBindingDenied,
+	return killsAny(ctx, st, req, verbBinding, "set "+what+" on", "", RuleBindingByAdmin, CauseBindingDenied,
 		" through a Binding: with enforceDeleteACLs on, it decides who may delete the pod, and a Binding does not show whose pod it is, "+
 			"so only trusted controllers, members of "+mastersGroup+", cluster admins, application admins and admins of root may set it this way")
 }

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
-	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -47,7 +47,8 @@ func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.httpError(w, r, x.hook, httpStatusNotAllowed, "method "+r.Method+" is not allowed: POST an admission.k8s.io/v1 AdmissionReview")
 		return
 	}
-	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+	ct := r.Header.Get("Content-Type")
+	if mt, _, _ := mime.ParseMediaType(ct); mt != "application/json" {
 		h.httpError(w, r, x.hook, httpStatusUnsupported, fmt.Sprintf("Content-Type %q is not supported: want application/json", ct))
 		return
 	}
@@ -135,14 +136,6 @@ func (h *Handler) httpError(w http.ResponseWriter, r *http.Request, hook hookKin
 	httperr.Write(w, code, dc.message, "")
 }
 
-// isJSON reports whether a Content-Type is application/json.
-func isJSON(ct string) bool {
-	if i := strings.IndexByte(ct, ';'); i >= 0 {
-		ct = ct[:i]
-	}
-	return strings.EqualFold(strings.TrimSpace(ct), "application/json")
-}
-
 // statusError is a body read error that says how to answer (a shedding server's 429).
 type statusError interface {
 	error
@@ -153,9 +146,6 @@ type statusError interface {
 // declared length sizes the buffer once.
 func readBody(r io.Reader, buf []byte, size, max int64) ([]byte, error) {
 	buf = buf[:0]
-	if r == nil {
-		return buf, nil
-	}
 	if size > 0 && size <= max && int64(cap(buf)) <= size {
 		// +1: room to see the end; rounded up so that a pooled buffer
 		// fits the next body of about the same size.
