@@ -200,10 +200,8 @@ func Resolve(c Config, lookup func(string) (string, bool)) (*Compiled, []Warning
 
 // Alias returns YuniKorn's other ConfigMap key of setting, or "".
 func Alias(setting string) string {
-	for _, k := range keys {
-		if k.setting == setting {
-			return k.alias
-		}
+	if i := slices.IndexFunc(keys, func(k key) bool { return k.setting == setting }); i >= 0 {
+		return keys[i].alias
 	}
 	return ""
 }

@@ -264,34 +264,28 @@ func (k patternKey) lintPattern(p string) (msg, fix string, warn bool) {
 		return "", "", false
 	}
 	alts := splitAlternatives(p)
-	fixable := alts != nil
-	if len(alts) > 1 {
-		// Find the first bad alternative to name it, and fix each.
-		pr.alt = ""
-		for i, a := range alts {
-			avs, ok := analyse(a)
-			if !ok {
-				fixable = false
-				continue
-			}
-			apr, abad := k.check(avs)
-			if !abad {
-				continue
-			}
-			if pr.alt == "" {
-				pr = apr
-				pr.alt = a
-			}
-			f, ok := k.fixAlternative(a, apr)
-			fixable = fixable && ok
-			alts[i] = f
+	fixable, found := alts != nil, false
+	for i, a := range alts {
+		avs, ok := analyse(a)
+		if !ok {
+			fixable = false
+			continue
 		}
-		fixable = fixable && pr.alt != "" // else the parser splits it differently: no rewrite
-	} else if fixable {
-		f, ok := k.fixAlternative(p, pr)
-		fixable = ok
-		alts = []string{f}
+		apr, abad := k.check(avs)
+		if !abad {
+			continue
+		}
+		if !found {
+			pr, found = apr, true
+			if len(alts) > 1 {
+				pr.alt = a // name the first bad alternative
+			}
+		}
+		f, ok := k.fixAlternative(a, apr)
+		fixable = fixable && ok
+		alts[i] = f
 	}
+	fixable = fixable && found // else the parser splits it differently: no rewrite
 	if fixable {
 		fix = strings.Join(alts, "|")
 		if !k.fixIsRight(p, fix) {
