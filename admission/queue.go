@@ -27,26 +27,24 @@ type target struct {
 }
 
 // same reports whether t asks the same question as o.
-func (t *target) same(o *target) bool { return t.queue == o.queue && t.place == o.place }
+func (t target) same(o target) bool { return t.queue == o.queue && t.place == o.place }
 
 func (t *target) describe(partition string) string {
-	if t.place && t.marker {
-		return fmt.Sprintf("queue %s of partition %q (%s %s=%s on the %s, read for %s, whose placement rules choose the queue)",
-			errString(providedQueue(t.queue)), partition, t.src.Kind, t.src.Key, errString(t.value), t.level, t.src.Scheduler)
-	}
-	if !t.marker {
-		if t.scheduler != "" {
-			return fmt.Sprintf("the default queue of partition %q (the %s carries no %s queue marker, so %s runs its pods there)",
-				partition, t.level, t.scheduler, t.scheduler)
-		}
+	switch {
+	case !t.marker && t.scheduler != "":
+		return fmt.Sprintf("the default queue of partition %q (the %s carries no %s queue marker, so %s runs its pods there)",
+			partition, t.level, t.scheduler, t.scheduler)
+	case !t.marker:
 		return fmt.Sprintf("the default queue of partition %q (no queue marker on the %s)", partition, t.level)
 	}
-	var via string
-	if t.clusterQueue != "" {
+	q, via := t.queue, ""
+	if t.place {
+		q, via = providedQueue(t.queue), ", whose placement rules choose the queue"
+	} else if t.clusterQueue != "" {
 		via = fmt.Sprintf(", whose LocalQueue uses ClusterQueue %q", t.clusterQueue)
 	}
 	return fmt.Sprintf("queue %s of partition %q (%s %s=%s on the %s, read for %s%s)",
-		errString(t.queue), partition, t.src.Kind, t.src.Key, errString(t.value), t.level, t.src.Scheduler, via)
+		errString(q), partition, t.src.Kind, t.src.Key, errString(t.value), t.level, t.src.Scheduler, via)
 }
 
 // record is the audit record's queue: the one checked, or the provided rule's.
@@ -153,10 +151,8 @@ func (o *objectView) markerLevels(k *kindInfo) (levels [3]*metaView, names [3]st
 
 // appendTarget appends t unless dst already asks the same question.
 func appendTarget(dst []target, t target) []target {
-	for j := range dst {
-		if dst[j].same(&t) {
-			return dst
-		}
+	if slices.ContainsFunc(dst, t.same) {
+		return dst
 	}
 	return append(dst, t)
 }
@@ -214,9 +210,7 @@ func checkQueues(ctx context.Context, st *State, rd *reads, k *kindInfo, req *ad
 	if ov != nil {
 		olds, err := c.targets(k, ns, ov, true)
 		if err == nil {
-			ts = slices.DeleteFunc(ts, func(t target) bool {
-				return slices.ContainsFunc(olds, func(o target) bool { return o.same(&t) })
-			})
+			ts = slices.DeleteFunc(ts, func(t target) bool { return slices.ContainsFunc(olds, t.same) })
 		}
 		if len(ts) == 0 {
 			return nil
