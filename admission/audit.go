@@ -113,16 +113,13 @@ func (r *Record) denialAttr() slog.Attr {
 	if d.Warned {
 		as = append(as, slog.Bool("warned", true))
 	}
-	as = appendString(as, "operation", d.Operation, clip.Name)
-	as = appendString(as, "group", d.Group, clip.Name)
-	as = appendString(as, "kind", d.Kind, clip.Name)
-	as = appendString(as, "namespace", d.Namespace, clip.Name)
-	as = appendString(as, "name", d.Name, clip.Name)
+	for _, f := range [...][2]string{{"operation", d.Operation}, {"group", d.Group}, {"kind", d.Kind}, {"namespace", d.Namespace}, {"name", d.Name}} {
+		as = appendString(as, f[0], f[1], clip.Name)
+	}
 	as = append(as, slog.String("user", clip.String(d.User, clip.Name)))
-	as = appendString(as, "identity", d.Identity, clip.Name)
-	as = appendString(as, "queue", d.Queue, clip.Name)
-	as = appendString(as, "check", d.Check, clip.Name)
-	as = appendString(as, "field", d.Field, clip.Name)
+	for _, f := range [...][2]string{{"identity", d.Identity}, {"queue", d.Queue}, {"check", d.Check}, {"field", d.Field}} {
+		as = appendString(as, f[0], f[1], clip.Name)
+	}
 	if d.DryRun {
 		as = append(as, slog.Bool("dryRun", true))
 	}
