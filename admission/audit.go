@@ -3,6 +3,9 @@ package admission
 import (
 	"context"
 	"log/slog"
+	"slices"
+	"strings"
+	"sync"
 
 	admissionv1 "k8s.io/api/admission/v1"
 
@@ -235,4 +238,57 @@ func complete(ctx context.Context, st *State, rd *reads, req *admissionv1.Admiss
 	if ts, err := c.targets(k, req.Namespace, ov, placing); err == nil && len(ts) > 0 && c.viaLocalQueues(ctx, rd, req.Namespace, ts[:1]) == nil {
 		dc.queue = ts[0].record()
 	}
+}
+
+type lookupKey struct{}
+
+// lookupNotes collects a review's NoteLookup notes for Record.Lookup.
+type lookupNotes struct {
+	mu    sync.Mutex
+	notes []string
+}
+
+// NoteLookup records, once, how the submitter of ctx's review was
+// identified beyond asking for the user (a mapping rule, an override, an
+// unknown user); outside a review, nothing.
+func NoteLookup(ctx context.Context, note string) {
+	n, _ := ctx.Value(lookupKey{}).(*lookupNotes)
+	if n == nil || note == "" {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !slices.Contains(n.notes, note) {
+		n.notes = append(n.notes, note)
+	}
+}
+
+func (n *lookupNotes) String() string {
+	if n == nil {
+		return ""
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return strings.Join(n.notes, "; ")
+}
+
+// OtherLabel is the metric label of a kind or operation the webhook does not know.
+const OtherLabel = "other"
+
+// MetricKind returns a handled kind, "" or OtherLabel, so that an invented
+// kind cannot create a metric series kept forever.
+func MetricKind(kind string) string {
+	if kind == "" || slices.ContainsFunc(kinds[:], func(k kindInfo) bool { return k.kind == kind }) {
+		return kind
+	}
+	return OtherLabel
+}
+
+// MetricOperation returns an admission operation, "" or OtherLabel.
+func MetricOperation(op string) string {
+	switch admissionv1.Operation(op) {
+	case "", admissionv1.Create, admissionv1.Update, admissionv1.Delete, admissionv1.Connect:
+		return op
+	}
+	return OtherLabel
 }
