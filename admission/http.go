@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -142,29 +143,16 @@ type statusError interface {
 	HTTPStatus() int
 }
 
-// readBody reads r into buf, failing with errTooLarge past max bytes; a
-// declared length sizes the buffer once.
-func readBody(r io.Reader, buf []byte, size, max int64) ([]byte, error) {
-	buf = buf[:0]
-	if size > 0 && size <= max && int64(cap(buf)) <= size {
-		// +1: room to see the end; rounded up so that a pooled buffer
-		// fits the next body of about the same size.
-		buf = make([]byte, 0, (size+1+4095)&^4095)
+// readBody reads r into buf, failing with errTooLarge past limit bytes; a
+// declared size grows buf once.
+func readBody(r io.Reader, buf []byte, size, limit int64) ([]byte, error) {
+	b := bytes.NewBuffer(buf[:0])
+	if size > 0 && size <= limit {
+		b.Grow(int(size) + bytes.MinRead) // MinRead: the room ReadFrom needs to see the end
 	}
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > max {
-			return buf, errTooLarge
-		}
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
+	_, err := b.ReadFrom(io.LimitReader(r, limit+1))
+	if err == nil && int64(b.Len()) > limit {
+		err = errTooLarge
 	}
+	return b.Bytes(), err
 }

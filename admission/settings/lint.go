@@ -148,10 +148,7 @@ func verdict(seq []*syntax.Regexp) (v seqVerdict, matches bool) {
 			}
 		}
 	}
-	lo, hi := 0, len(seq)
-	if begin >= 0 {
-		lo = begin + 1
-	}
+	lo, hi := begin+1, len(seq) // from after the first \A (0 without one)
 	if end >= 0 {
 		hi = end
 	}
