@@ -14,7 +14,7 @@ import (
 func remove(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissionv1.AdmissionRequest, old string, pre *views) decision {
 	c := st.cfg
 	if t := c.trustedDeleter(req.UserInfo.Username, req.UserInfo.Groups); t != TrustNone {
-		return allowTrusted(verbDelete, t)
+		return allowTrusted("delete", t)
 	}
 	ov := &pre.old
 	if err := view(c, k, old, ov, &pre.oldDone, "request.oldObject"); err != nil {
@@ -168,22 +168,22 @@ func evict(ctx context.Context, st *State, req *admissionv1.AdmissionRequest) de
 	case !c.ProcessNamespace(req.Namespace):
 		return allow(RuleNamespaceBypassed)
 	}
-	return killsAny(ctx, st, req, verbEviction, "evict", "root", RuleEvictionByAdmin, CauseEvictionDenied, ": with enforceDeleteACLs on, "+
+	return killsAny(ctx, st, req, "eviction", "evict", "root", RuleEvictionByAdmin, CauseEvictionDenied, ": with enforceDeleteACLs on, "+
 		"an eviction deletes a pod without the kill rule seeing it, so only trusted controllers, members of "+mastersGroup+", cluster admins, "+
 		"application admins and admins of root may evict; delete the pod instead (its owner, the members of its modify ACL and the admins "+
 		"of its queue may)")
 }
 
 // killsAny decides whether the requester may "do" the request's pod, which
-// only trusted deleters (by v) and whoever may kill an unowned application
+// only trusted deleters (for action) and whoever may kill an unowned application
 // of root whose modify ACL allows nobody (so any) may; queue is the record's.
-func killsAny(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, v trustedVerb, do, queue string,
+func killsAny(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, action, do, queue string,
 	byAdmin Rule, cause Cause, why string) decision {
 	user, groups := req.UserInfo.Username, req.UserInfo.Groups
 	pod := "Pod " + strconv.Quote(req.Namespace+"/"+req.Name)
 	var dc decision
 	if t := st.cfg.trustedDeleter(user, groups); t != TrustNone {
-		dc = allowTrusted(v, t)
+		dc = allowTrusted(action, t)
 		dc.queue = queue
 		return dc
 	}
@@ -269,7 +269,7 @@ func bindKill(ctx context.Context, st *State, req *admissionv1.AdmissionRequest,
 	if !st.cfg.EnforceDelete || what == "" {
 		return allow(RuleBindingPlain)
 	}
-	return killsAny(ctx, st, req, verbBinding, "set "+what+" on", "", RuleBindingByAdmin, CauseBindingDenied,
+	return killsAny(ctx, st, req, "binding", "set "+what+" on", "", RuleBindingByAdmin, CauseBindingDenied,
 		" through a Binding: with enforceDeleteACLs on, it decides who may delete the pod, and a Binding does not show whose pod it is, "+
 			"so only trusted controllers, members of "+mastersGroup+", cluster admins, application admins and admins of root may set it this way")
 }

@@ -19,7 +19,6 @@ type decision struct {
 	allowed bool
 	rule    Rule
 	trust   Trust
-	verb    trustedVerb
 	code    int32
 	message string // a denial's, or the authorizer's reason of an allow
 	// The rest are as in Denial and Record; group and kind are set by complete.
@@ -75,9 +74,9 @@ func warnMode(warn bool, rule Rule, dc decision) decision {
 // allow lets a review through by rule.
 func allow(rule Rule) decision { return decision{allowed: true, rule: rule, code: 200} }
 
-// allowTrusted lets a delete, eviction or binding through for a trusted deleter.
-func allowTrusted(verb trustedVerb, t Trust) decision {
-	return decision{allowed: true, rule: RuleTrustedDeleter, trust: t, verb: verb, code: 200}
+// allowTrusted lets an action ("delete", "eviction", …) through for a trusted deleter.
+func allowTrusted(action string, t Trust) decision {
+	return decision{allowed: true, rule: RuleTrustedDeleter, trust: t, code: 200, message: action + " by " + string(t)}
 }
 
 // allowBecause lets a review through by rule, for an authorizer's reason.
@@ -95,9 +94,7 @@ func (dc *decision) reason() string {
 	switch {
 	case !dc.allowed:
 		return dc.message
-	case dc.rule == RuleTrustedDeleter:
-		return string(dc.verb) + " by " + string(dc.trust)
-	case dc.rule == RuleKillRule && dc.message != "":
+	case (dc.rule == RuleTrustedDeleter || dc.rule == RuleKillRule) && dc.message != "":
 		return dc.message
 	case (dc.rule == RuleEvictionByAdmin || dc.rule == RuleBindingByAdmin) && dc.message != "":
 		return dc.rule.String() + ": " + dc.message

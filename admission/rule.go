@@ -48,13 +48,3 @@ const (
 	TrustExternalGroup Trust = "a member of a trusted external group"
 	TrustMasters       Trust = "a member of " + mastersGroup
 )
-
-// trustedVerb names the action a trusted deleter's reason names.
-type trustedVerb string
-
-const (
-	verbDelete     trustedVerb = "delete"
-	verbEviction   trustedVerb = "eviction"
-	verbBinding    trustedVerb = "binding"
-	verbLocalQueue trustedVerb = "LocalQueue write"
-)
