@@ -93,28 +93,26 @@ func killRule(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admis
 		dc.identity, dc.check = owner, CheckKill
 		return dc
 	}
-	first := ""
-	for i := range ts {
-		q := ts[i].queue
-		ok, reason, err := st.del.AuthorizeDelete(ctx, DeleteRequest{Partition: c.Partition, Queue: q, Owner: owner, ModifyACL: modifyACL, User: user, Groups: groups})
-		if err != nil {
-			dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may %s %s %s: %v; denied (usher fails closed)",
-				user, verb, k.kind, objectName(req, o), err)
-			dc.identity, dc.queue, dc.check = owner, recordQueue(q), CheckKill
-			return dc
-		}
-		if ok {
-			dc := allowBecause(RuleKillRule, reason)
-			dc.identity, dc.queue, dc.check = owner, recordQueue(q), CheckKill
-			return dc
-		}
-		if i == 0 {
+	var dc decision
+	first, q := "", ts[0].queue
+	for i := 0; i < len(ts) && dc.code == 0; i++ { // until an answer decides
+		ok, reason, err := st.del.AuthorizeDelete(ctx, DeleteRequest{Partition: c.Partition, Queue: ts[i].queue, Owner: owner, ModifyACL: modifyACL,
+			User: user, Groups: groups})
+		switch {
+		case err != nil:
+			dc, q = deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may %s %s %s: %v; denied (usher fails closed)",
+				user, verb, k.kind, objectName(req, o), err), ts[i].queue
+		case ok:
+			dc, q = allowBecause(RuleKillRule, reason), ts[i].queue
+		case i == 0:
 			first = reason
 		}
 	}
-	dc := deny(CauseKillDenied, httpStatusForbidden, "usher: user %q may not %s %s %s: %s%s", user, verb, k.kind, objectName(req, o),
-		cmp.Or(first, "not the owner, not in its modify ACL, not an admin of its queue, not a cluster admin"), note)
-	dc.identity, dc.queue, dc.check = owner, recordQueue(ts[0].queue), CheckKill
+	if dc.code == 0 {
+		dc = deny(CauseKillDenied, httpStatusForbidden, "usher: user %q may not %s %s %s: %s%s", user, verb, k.kind, objectName(req, o),
+			cmp.Or(first, "not the owner, not in its modify ACL, not an admin of its queue, not a cluster admin"), note)
+	}
+	dc.identity, dc.queue, dc.check = owner, recordQueue(q), CheckKill
 	return warnMode(c.DeleteWarn, RuleWarnedDelete, dc)
 }
 

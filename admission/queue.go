@@ -185,27 +185,28 @@ func withQueueCheck(ctx context.Context, st *State, rd *reads, k *kindInfo, req 
 	if !st.cfg.EnforceQueue {
 		return dc
 	}
-	switch denied := checkQueues(ctx, st, rd, k, req, nv, ov, id, &dc); {
-	case denied == nil:
+	denied := checkQueues(ctx, st, rd, k, req, nv, ov, id, &dc)
+	denied.check = CheckSubmit
+	switch {
+	case denied.code == 0:
 	case st.cfg.QueueWarn && denied.warnable():
-		dc.warnOf(denied)
+		dc.warnOf(&denied)
 	default:
 		denied.identity = id.user
-		return *denied
+		return denied
 	}
 	return dc
 }
 
 // checkQueues authorizes id for every queue the object asks for (on
-// UPDATE, those ov did not), setting dc's queue to the first; or denies.
-func checkQueues(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc *decision) *decision {
+// UPDATE, those ov did not), setting dc's queue to the first; or returns
+// the denial (the zero decision: none).
+func checkQueues(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc *decision) (denied decision) {
 	c := st.cfg
 	ns := req.Namespace
 	ts, err := c.targets(k, ns, nv, true)
 	if err != nil {
-		dc := deny(CauseUnknownQueue, httpStatusBadRequest, "usher: %s %s: %v", k.kind, objectName(req, nv), err)
-		dc.check = CheckSubmit
-		return &dc
+		return deny(CauseUnknownQueue, httpStatusBadRequest, "usher: %s %s: %v", k.kind, objectName(req, nv), err)
 	}
 	if ov != nil {
 		olds, err := c.targets(k, ns, ov, true)
@@ -213,37 +214,32 @@ func checkQueues(ctx context.Context, st *State, rd *reads, k *kindInfo, req *ad
 			ts = slices.DeleteFunc(ts, func(t target) bool { return slices.ContainsFunc(olds, t.same) })
 		}
 		if len(ts) == 0 {
-			return nil
+			return decision{}
 		}
 	}
-	if err := c.viaLocalQueues(ctx, rd, ns, ts); err != nil {
-		dc := deny(CauseUnknownQueue, httpStatusBadRequest, "usher: %s %s: %v", k.kind, objectName(req, nv), err)
-		if !errors.Is(err, errNoLocalQueue) {
-			dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: %s %s: %v; denied (usher fails closed)", k.kind, objectName(req, nv), err)
-		}
-		dc.check = CheckSubmit
-		return &dc
-	}
-	if st.authz == nil {
-		dc := deny(CauseDecisionFailed, httpStatusInternal, errNoAuthorizerMessage)
-		dc.check = CheckSubmit
-		return &dc
+	switch err := c.viaLocalQueues(ctx, rd, ns, ts); {
+	case errors.Is(err, errNoLocalQueue):
+		return deny(CauseUnknownQueue, httpStatusBadRequest, "usher: %s %s: %v", k.kind, objectName(req, nv), err)
+	case err != nil:
+		return deny(CauseDecisionFailed, httpStatusInternal, "usher: %s %s: %v; denied (usher fails closed)", k.kind, objectName(req, nv), err)
+	case st.authz == nil:
+		return deny(CauseDecisionFailed, httpStatusInternal, errNoAuthorizerMessage)
 	}
 	for i := range ts {
 		t := &ts[i]
 		d, err := st.authz.AuthorizeSubmit(ctx, SubmitRequest{Partition: c.Partition, Queue: t.queue, User: id.user, Groups: id.groups,
 			Decided: id.decided, Place: t.place, Namespace: ns, ParentQueue: rd.parentQueue})
-		if err != nil {
-			dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may submit to %s: %v; denied (usher fails closed)",
+		switch {
+		case err != nil:
+			denied = deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may submit to %s: %v; denied (usher fails closed)",
 				id.user, t.describe(c.Partition), err)
-			dc.queue, dc.check, dc.field = t.record(), CheckSubmit, t.field(k)
-			return &dc
-		}
-		if !d.Allowed {
-			dc := deny(CauseQueueSubmitDenied, httpStatusForbidden, "usher: user %q may not submit to %s: %s", id.user, t.describe(c.Partition),
+		case !d.Allowed:
+			denied = deny(CauseQueueSubmitDenied, httpStatusForbidden, "usher: user %q may not submit to %s: %s", id.user, t.describe(c.Partition),
 				cmp.Or(d.Reason, "no ACL allows it"))
-			dc.queue, dc.check, dc.field = t.record(), CheckSubmit, t.field(k)
-			return &dc
+		}
+		if denied.code != 0 {
+			denied.queue, denied.field = t.record(), t.field(k)
+			return denied
 		}
 		if i == 0 {
 			dc.queue, dc.queueAsked = t.record(), d.Asked
@@ -256,7 +252,7 @@ func checkQueues(ctx context.Context, st *State, rd *reads, k *kindInfo, req *ad
 				t.src.Kind, t.src.Key, errString(t.value), t.level, errString(d.Asked), c.Partition, d.Queue, d.Reason))
 		}
 	}
-	return nil
+	return decision{}
 }
 
 func recordQueue(q string) string {
