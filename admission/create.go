@@ -28,9 +28,9 @@ func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInf
 	how := stampNew
 	var pr *propagation
 	if p := c.Propagator(user); p != nil && !trusted(c, user, groups) {
-		var denied *decision
-		if pr, denied = parentOf(ctx, rd, p, k, req, ov, obj, pre.podUID); denied != nil {
-			return *denied
+		var denied decision
+		if pr, denied = parentOf(ctx, rd, p, k, req, ov, obj, pre.podUID); denied.code != 0 {
+			return denied
 		}
 		if !pr.stamped && c.UnstampedDeny {
 			return deny(CausePropagationDenied, httpStatusForbidden, "usher: %s, the parent of %s, carries no annotation %s, so there is no identity "+
@@ -39,9 +39,9 @@ func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInf
 	}
 	switch {
 	case pr != nil && pr.stamped:
-		var denied *decision
-		if who, ui, how, denied = propagated(pr, hook, k, req, ov, pre, st.ident != nil && !c.StampGiven); denied != nil {
-			return *denied
+		var denied decision
+		if who, ui, how, denied = propagated(pr, hook, k, req, ov, pre, st.ident != nil && !c.StampGiven); denied.code != 0 {
+			return denied
 		}
 		dc = allow(RulePropagated)
 		dc.propagation = pr.String()

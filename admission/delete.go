@@ -27,7 +27,7 @@ func remove(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissi
 	if p := c.Propagator(req.UserInfo.Username); p != nil && ov.pod().has(slotUserInfo) {
 		// A propagator may delete what it may create: its parent's user.
 		pr, denied := parentOf(ctx, rd, p, k, req, ov, old, pre.podUID)
-		if denied == nil && pr.stamped {
+		if denied.code == 0 && pr.stamped {
 			u, err1 := ParseUserInfo(pr.info)
 			got, err2 := ParseUserInfo(ov.pod().val(slotUserInfo))
 			if err1 == nil && err2 == nil && got.User == u.User { // its groups may be a later restamp's

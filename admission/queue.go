@@ -199,8 +199,7 @@ func withQueueCheck(ctx context.Context, st *State, rd *reads, k *kindInfo, req 
 }
 
 // checkQueues authorizes id for every queue the object asks for (on
-// UPDATE, those ov did not), setting dc's queue to the first; or returns
-// the denial (the zero decision: none).
+// UPDATE, those ov did not), setting dc's queue to the first; or denies.
 func checkQueues(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc *decision) (denied decision) {
 	c := st.cfg
 	ns := req.Namespace

@@ -14,7 +14,8 @@ import (
 	"github.com/usherhq/usher/internal/clip"
 )
 
-// decision is the one outcome of a review, rendered by encodeReview and Handler.record.
+// decision is the one outcome of a review, rendered by encodeReview and
+// Handler.record; a check returns the zero decision (code 0) when it does not deny.
 type decision struct {
 	allowed bool
 	rule    Rule
