@@ -162,16 +162,12 @@ func (c Config) Compile() (*Compiled, error) {
 		if s.Kind != "label" && !cs.Annotation {
 			errs = append(errs, settingErr(setting, i, "kind", "%q is not a marker kind: want label or annotation", s.Kind))
 		}
-		switch s.Level {
-		case LevelPod:
-			cs.PodLevel = true
-		case LevelWorkload:
-		case "":
-			cs.Level, cs.PodLevel = LevelWorkload, s.Scheduler == SchedulerYuniKorn
-			if cs.PodLevel {
-				cs.Level = LevelPod
-			}
-		default:
+		if s.Level == "" && s.Scheduler == SchedulerYuniKorn {
+			cs.Level = LevelPod
+		}
+		cs.Level = cmp.Or(cs.Level, LevelWorkload)
+		cs.PodLevel = cs.Level == LevelPod
+		if cs.Level != LevelPod && cs.Level != LevelWorkload {
 			errs = append(errs, settingErr(setting, i, "level", "%q is not a level: want pod or workload", s.Level))
 		}
 		cs.Place = s.Scheduler == SchedulerYuniKorn
