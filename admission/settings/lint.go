@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 )
 
@@ -471,13 +472,10 @@ func operatorsTrusted(ps Patterns) []Warning {
 		if err != nil || !strings.HasPrefix(p, "^") {
 			continue // Compile, or the anchoring lint, reports it
 		}
-		for _, op := range knownOperators {
-			if re.MatchString(op) {
-				ws = append(ws, Warning{Setting: "admissionController.accessControl.externalUsers", Pattern: p, Index: i, Message: fmt.Sprintf(
-					"pattern %q matches the operator %s: externalUsers lets it write any identity at all; under propagators it may only "+
-						"copy the identity of the object each pod is made for (docs/operators.md)", p, op)})
-				break
-			}
+		if j := slices.IndexFunc(knownOperators[:], re.MatchString); j >= 0 {
+			ws = append(ws, Warning{Setting: "admissionController.accessControl.externalUsers", Pattern: p, Index: i, Message: fmt.Sprintf(
+				"pattern %q matches the operator %s: externalUsers lets it write any identity at all; under propagators it may only "+
+					"copy the identity of the object each pod is made for (docs/operators.md)", p, knownOperators[j])})
 		}
 	}
 	return ws
