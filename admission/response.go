@@ -119,21 +119,6 @@ const (
 	AuditKeyQueue    = "queue"    // the queue, when usher knows it
 )
 
-func (dc *decision) decisionWord() string {
-	if dc.allowed {
-		return "warned"
-	}
-	return "denied"
-}
-
-// detailName is the status details' name: "" for a generateName ("spark-*").
-func detailName(name string) string {
-	if strings.HasSuffix(name, "*") {
-		return ""
-	}
-	return name
-}
-
 // encodeReview encodes the AdmissionReview answering uid with dc, and a newline.
 func encodeReview(uid types.UID, dc *decision) []byte {
 	b, _ := json.Marshal(&admissionv1.AdmissionReview{
@@ -150,7 +135,11 @@ func (dc *decision) toResponse(uid types.UID) *admissionv1.AdmissionResponse {
 	if !dc.allowed {
 		resp.Result = &metav1.Status{Status: metav1.StatusFailure, Message: dc.reason(), Reason: cmp.Or(statusReasons[dc.code], metav1.StatusReasonForbidden), Code: dc.code}
 		if dc.cause != "" {
-			resp.Result.Details = &metav1.StatusDetails{Name: detailName(dc.name), Group: dc.group, Kind: dc.kind,
+			name := dc.name
+			if strings.HasSuffix(name, "*") {
+				name = "" // a generateName ("spark-*") names no object
+			}
+			resp.Result.Details = &metav1.StatusDetails{Name: name, Group: dc.group, Kind: dc.kind,
 				Causes: []metav1.StatusCause{{Type: metav1.CauseType(dc.cause), Message: dc.queue, Field: dc.field}}}
 		}
 	}
@@ -159,7 +148,10 @@ func (dc *decision) toResponse(uid types.UID) *admissionv1.AdmissionResponse {
 		resp.Patch, resp.PatchType = dc.patch, &pt
 	}
 	if dc.cause != "" {
-		resp.AuditAnnotations = map[string]string{AuditKeyDecision: dc.decisionWord(), AuditKeyReason: string(dc.cause)}
+		resp.AuditAnnotations = map[string]string{AuditKeyDecision: "denied", AuditKeyReason: string(dc.cause)}
+		if dc.allowed {
+			resp.AuditAnnotations[AuditKeyDecision] = "warned"
+		}
 		if dc.queue != "" {
 			resp.AuditAnnotations[AuditKeyQueue] = dc.queue
 		}

@@ -151,10 +151,8 @@ func parseDirectoryGroups(v string, set bool) ([]string, error) {
 	if d.Err() == nil && gs == nil {
 		d.Fail("null")
 	}
-	for _, g := range gs {
-		if g == "" {
-			d.Fail("an empty group")
-		}
+	if slices.Contains(gs, "") {
+		d.Fail("an empty group")
 	}
 	if d.Err() != nil {
 		return nil, fmt.Errorf(`want a JSON array of group names or %q: %w`, directoryUnavailable, d.Err())

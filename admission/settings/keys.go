@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // key is one setting as every source names it: its YAML path (also its
@@ -109,14 +110,9 @@ func KeyErrors(err error) []*KeyError { return joined[*KeyError](err) }
 
 // ignoredConfigMapKeys are YuniKorn's keys for features usher does not
 // have, ignored so that yunikorn-configs reads as it is.
-var ignoredConfigMapKeys = map[string]bool{
-	"admissionController.webHook.amServiceName":           true,
-	"admissionController.webHook.schedulerServiceAddress": true,
-	"admissionController.filtering.labelNamespaces":       true,
-	"admissionController.filtering.noLabelNamespaces":     true,
-	"admissionController.filtering.generateUniqueAppId":   true,
-	"admissionController.filtering.defaultQueue":          true,
-}
+var ignoredConfigMapKeys = sets.New(prefix+"webHook.amServiceName", prefix+"webHook.schedulerServiceAddress",
+	prefix+"filtering.labelNamespaces", prefix+"filtering.noLabelNamespaces", prefix+"filtering.generateUniqueAppId",
+	prefix+"filtering.defaultQueue")
 
 // FromConfigMap reads the flat admissionController.* keys of a
 // YuniKorn-style ConfigMap (YuniKorn's filtering.* names too, one name of
@@ -126,7 +122,7 @@ func FromConfigMap(data map[string]string) (Config, error) {
 	var c Config
 	var errs []error
 	for name, v := range data {
-		if !strings.HasPrefix(name, prefix) || ignoredConfigMapKeys[name] {
+		if !strings.HasPrefix(name, prefix) || ignoredConfigMapKeys.Has(name) {
 			continue
 		}
 		i := slices.IndexFunc(keys, func(k key) bool { return k.setting == name || k.alias == name })
