@@ -174,16 +174,14 @@ type submitter struct {
 // decide is the admission logic.
 func decide(ctx context.Context, st *State, rd *reads, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views) decision {
 	c := st.cfg
-	if isEviction(req) {
+	switch {
+	case isEviction(req):
 		return evict(ctx, st, req)
-	}
-	if isBinding(req) {
+	case isBinding(req):
 		return bind(ctx, st, req, obj)
-	}
-	if req.Kind.Group == "kueue.x-k8s.io" && req.Kind.Kind == "LocalQueue" {
+	case req.Kind.Group == "kueue.x-k8s.io" && req.Kind.Kind == "LocalQueue":
 		return localQueue(ctx, st, req, obj, old)
-	}
-	if req.Kind.Group == "" && req.Kind.Kind == "Namespace" {
+	case req.Kind.Group == "" && req.Kind.Kind == "Namespace":
 		return steering(ctx, st, req, obj, old)
 	}
 	k := c.lookupKind(req.Kind.Group, req.Kind.Kind)

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -73,10 +74,8 @@ func parentOf(ctx context.Context, rd *reads, p *settings.CompiledPropagator, k 
 	candidates := 0
 	for i := range refs {
 		gv, _ := schema.ParseGroupVersion(refs[i].APIVersion)
-		for j := range p.Parents {
-			if p.Parents[j].Group != gv.Group || p.Parents[j].Kind != refs[i].Kind {
-				continue
-			}
+		j := slices.IndexFunc(p.Parents, func(k settings.Kind) bool { return k.Group == gv.Group && k.Kind == refs[i].Kind })
+		if j >= 0 {
 			if candidates++; ref == nil || (refs[i].Controller != nil && *refs[i].Controller) {
 				ref, kind = &refs[i], &p.Parents[j]
 			}
