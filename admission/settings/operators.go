@@ -119,11 +119,10 @@ func compileOperators(c *Config, out *Compiled) (errs []error) {
 		}
 		k := Kind{Group: r.Group, Version: r.Version, Resource: r.Resource, Kind: r.Kind}
 		for _, t := range r.Templates {
-			path := strings.Split(t, ".")
 			if t == "" || strings.Contains(t, "..") || strings.TrimSpace(t) != t {
 				errs = append(errs, settingErr(crs, i, "templates", "%q is not a dotted path such as spec.driver", t))
 			}
-			k.Templates = append(k.Templates, path)
+			k.Templates = append(k.Templates, strings.Split(t, "."))
 		}
 		out.CustomKinds = append(out.CustomKinds, k)
 	}
@@ -156,13 +155,11 @@ func compileOperators(c *Config, out *Compiled) (errs []error) {
 		}
 		out.Propagators = append(out.Propagators, cp)
 	}
-	switch c.AccessControl.UnstampedParents {
-	case "", UnstampedPropagator:
-	case UnstampedDeny:
-		out.UnstampedDeny = true
-	default:
+	u := c.AccessControl.UnstampedParents
+	out.UnstampedDeny = u == UnstampedDeny
+	if u != "" && u != UnstampedPropagator && u != UnstampedDeny {
 		errs = append(errs, settingErr("admissionController.accessControl.unstampedParents", -1, "", "%q: want %s or %s",
-			c.AccessControl.UnstampedParents, UnstampedPropagator, UnstampedDeny))
+			u, UnstampedPropagator, UnstampedDeny))
 	}
 	return errs
 }
