@@ -22,6 +22,7 @@ type key struct {
 	field func(*Config) any
 	want  string
 	lint  *patternKey // the anchoring rule of a pattern setting
+	def   Patterns    // a pattern setting's default when unset
 }
 
 const prefix = "admissionController."
@@ -32,7 +33,8 @@ var keys = []key{
 	{setting: prefix + "accessControl.trustControllers", env: []string{"ADMISSION_CONTROLLER_TRUST_CONTROLLERS",
 		"ADMISSION_CONTROLLER_BYPASS_CONTROLLERS"}, field: func(c *Config) any { return &c.AccessControl.TrustControllers }},
 	{setting: prefix + "accessControl.systemUsers", env: []string{"ADMISSION_CONTROLLER_SYSTEM_USERS"},
-		lint: &patternKey{"user", "trusts", ":"}, field: func(c *Config) any { return &c.AccessControl.SystemUsers }},
+		lint: &patternKey{"user", "trusts", ":"}, def: defaultSystemUsers,
+		field: func(c *Config) any { return &c.AccessControl.SystemUsers }},
 	{setting: prefix + "accessControl.externalUsers", env: []string{"ADMISSION_CONTROLLER_EXTERNAL_USERS"},
 		lint: &patternKey{"user", "trusts", ":"}, field: func(c *Config) any { return &c.AccessControl.ExternalUsers }},
 	{setting: prefix + "accessControl.externalGroups", env: []string{"ADMISSION_CONTROLLER_EXTERNAL_GROUPS"},
@@ -40,7 +42,7 @@ var keys = []key{
 	{setting: prefix + "processNamespaces", alias: prefix + "filtering.processNamespaces", lint: &patternKey{"namespace", "matches", "-"},
 		field: func(c *Config) any { return &c.ProcessNamespaces }},
 	{setting: prefix + "bypassNamespaces", alias: prefix + "filtering.bypassNamespaces", lint: &patternKey{"namespace", "matches", ""},
-		field: func(c *Config) any { return &c.BypassNamespaces }},
+		def: defaultBypassNamespaces, field: func(c *Config) any { return &c.BypassNamespaces }},
 	{setting: prefix + "enforceQueueACLs", field: func(c *Config) any { return &c.EnforceQueueACLs }},
 	{setting: prefix + "enforceQueueACLsMode", field: func(c *Config) any { return &c.EnforceQueueACLsMode }},
 	{setting: prefix + "queueSources", want: "a YAML list of {kind, key, scheduler, template, level}",
