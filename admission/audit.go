@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"slices"
@@ -200,10 +201,7 @@ func (h *Handler) record(ctx context.Context, hook hookKind, req *admissionv1.Ad
 // eviction or Binding) and, when markers are read and no check set one,
 // its first queue; never the outcome.
 func complete(ctx context.Context, st *State, rd *reads, req *admissionv1.AdmissionRequest, obj, old string, pre *views, dc *decision) {
-	dc.group, dc.kind = req.Kind.Group, req.Kind.Kind
-	if req.Name != "" {
-		dc.name = req.Name
-	}
+	dc.group, dc.kind, dc.name = req.Kind.Group, req.Kind.Kind, cmp.Or(req.Name, dc.name)
 	if isEviction(req) || isBinding(req) {
 		dc.group, dc.kind = "", "Pod"
 		return
@@ -228,9 +226,7 @@ func complete(ctx context.Context, st *State, rd *reads, req *admissionv1.Admiss
 	if view(c, k, s, ov, done, field) != nil {
 		return
 	}
-	if dc.name == "" {
-		dc.name = nameOf(req, ov)
-	}
+	dc.name = cmp.Or(dc.name, nameOf(req, ov))
 	if !needQueue {
 		return
 	}

@@ -254,9 +254,5 @@ func checkQueues(ctx context.Context, st *State, rd *reads, k *kindInfo, req *ad
 	return decision{}
 }
 
-func recordQueue(q string) string {
-	if q == "" {
-		return defaultQueueInRecord
-	}
-	return q
-}
+// recordQueue is q as the audit record shows it, defaultQueueInRecord for the default queue.
+func recordQueue(q string) string { return cmp.Or(q, defaultQueueInRecord) }
