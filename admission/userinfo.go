@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -81,10 +82,8 @@ func parseUserInfo(s string, max int) (u UserInfo, n int, err error) {
 	if u.User == "" {
 		return UserInfo{}, 0, errors.New(`"user" is missing or empty`)
 	}
-	for i, g := range u.Groups {
-		if g == "" {
-			return UserInfo{}, 0, fmt.Errorf(`"groups"[%d] is empty`, i)
-		}
+	if i := slices.Index(u.Groups, ""); i >= 0 {
+		return UserInfo{}, 0, fmt.Errorf(`"groups"[%d] is empty`, i)
 	}
 	if strings.IndexByte(s, '\\') >= 0 && jsonscan.HasLoneSurrogate(s) {
 		return UserInfo{}, 0, errors.New(`it holds a \u escape of half a UTF-16 surrogate pair: readers disagree on what it means`)
