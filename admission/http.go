@@ -137,12 +137,14 @@ type statusError interface {
 }
 
 // readBody reads r into buf, failing with errTooLarge past limit bytes; a
-// declared size grows buf once.
+// declared size sizes buf once.
 func readBody(r io.Reader, buf []byte, size, limit int64) ([]byte, error) {
-	b := bytes.NewBuffer(buf[:0])
-	if size > 0 && size <= limit {
-		b.Grow(int(size) + bytes.MinRead) // MinRead: the room ReadFrom needs to see the end
+	if size > 0 && size <= limit && int64(cap(buf)) < size+bytes.MinRead {
+		// MinRead: the room ReadFrom needs to see the end; rounded up so
+		// that a pooled buffer fits the next body of about the same size.
+		buf = make([]byte, 0, (size+bytes.MinRead+4095)&^4095)
 	}
+	b := bytes.NewBuffer(buf[:0])
 	_, err := b.ReadFrom(io.LimitReader(r, limit+1))
 	if err == nil && int64(b.Len()) > limit {
 		err = errTooLarge

@@ -50,10 +50,9 @@ func (dc *decision) warnOf(denied *decision) {
 // addWarning adds msg to dc's admission warning, after any it has.
 func (dc *decision) addWarning(msg string) {
 	if dc.warning != "" {
-		dc.warning += "; " + msg
-	} else {
-		dc.warning = msg
+		msg = dc.warning + "; " + msg
 	}
+	dc.warning = msg
 }
 
 // warnable says warn mode may admit dc: a refusal (403), never a failure to decide.
