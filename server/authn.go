@@ -121,7 +121,7 @@ func (s *Server) setupAccessAuth() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		cm, err := s.kube.Core.ConfigMaps("kube-system").Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{})
+		cm, err := s.kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{})
 		if err != nil {
 			return fmt.Errorf("--aggregated-api: reading kube-system/extension-apiserver-authentication: %w", err)
 		}

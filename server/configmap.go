@@ -80,7 +80,7 @@ func newCMSource(refs []ConfigMapRef, kube *cluster.Client, kubeErr error) (*cmS
 		return nil, fmt.Errorf("--config-map: %w", kubeErr)
 	}
 	return &cmSource{
-		refs: orderRefs(refs), client: kube.Core, instance: replicaName(),
+		refs: orderRefs(refs), client: kube.CoreV1(), instance: replicaName(),
 		current: map[ConfigMapRef]*corev1.ConfigMap{},
 		kick:    make(chan struct{}, 1),
 	}, nil

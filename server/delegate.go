@@ -10,7 +10,6 @@ import (
 	arv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/admission/settings"
@@ -96,11 +95,7 @@ func (s *Server) checkRegistration(cfg *config.Config) {
 	case enforce && s.kubeErr == nil:
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		var v *arv1.ValidatingWebhookConfiguration
-		cs, err := kubernetes.NewForConfig(s.kube.Config)
-		if err == nil {
-			v, err = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, s.opts.Webhooks.Name, metav1.GetOptions{})
-		}
+		v, err := s.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, s.opts.Webhooks.Name, metav1.GetOptions{})
 		open = err == nil && !slices.ContainsFunc(v.Webhooks, func(w arv1.ValidatingWebhook) bool {
 			return w.Name == "validate-config.usher.io" && w.FailurePolicy != nil && *w.FailurePolicy == arv1.Fail
 		})

@@ -83,7 +83,7 @@ func (s *Server) setupDenialEvents() error {
 	case err != nil:
 		return fmt.Errorf("denial Events: %w", err)
 	}
-	s.events = newDenialEvents(s.kube.Core, replicaName(), s.log)
+	s.events = newDenialEvents(s.kube.CoreV1(), replicaName(), s.log)
 	return nil
 }
 

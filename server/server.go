@@ -370,9 +370,6 @@ func (s *Server) setupTLS() error {
 	return nil
 }
 
-// Serving returns what serves (for tests).
-func (s *Server) Serving() *serving.Store { return s.serving }
-
 // Addr returns the address the server listens on, once Run has started.
 func (s *Server) Addr() string {
 	a, _ := s.addr.Load().(string)
