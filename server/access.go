@@ -32,6 +32,9 @@ type (
 	AccessResponse = decision.Output
 )
 
+// maxAccessBody caps a /v1/access request.
+const maxAccessBody = 64 << 10
+
 // badRequest answers with the JSON error body (package httperr).
 func badRequest(w http.ResponseWriter, code int, format string, args ...any) {
 	httperr.Write(w, code, fmt.Sprintf(format, args...), "")
@@ -54,11 +57,11 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if r.ContentLength > s.opts.MaxAccessBody {
-		badRequest(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes", s.opts.MaxAccessBody)
+	if r.ContentLength > maxAccessBody {
+		badRequest(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes", maxAccessBody)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, s.opts.MaxAccessBody+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxAccessBody+1))
 	if err != nil {
 		var st interface{ HTTPStatus() int }
 		if errors.As(err, &st) {
@@ -68,8 +71,8 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, http.StatusBadRequest, "reading the body: %v", err)
 		return
 	}
-	if int64(len(body)) > s.opts.MaxAccessBody {
-		badRequest(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes", s.opts.MaxAccessBody)
+	if int64(len(body)) > maxAccessBody {
+		badRequest(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes", maxAccessBody)
 		return
 	}
 	var req AccessRequest

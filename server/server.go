@@ -29,7 +29,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -84,7 +83,6 @@ type Options struct {
 	// certificate for localhost, 127.0.0.1 and ::1.
 	TLSCertFile, TLSKeyFile string
 	Logger                  *slog.Logger // logs and audit records; default JSON to stderr
-	AuditLog                io.Writer    // when set, receives the audit records instead of Logger
 	NoAudit                 bool         // switches the audit records off
 	// NoDenialEvents switches off the Event of each admission denial,
 	// else recorded whenever cluster credentials load.
@@ -92,7 +90,6 @@ type Options struct {
 	AuditDropped    func() uint64 // the audit lines the sink dropped, when set
 	ReloadInterval  time.Duration // how often the file is checked; default 2s
 	ShutdownTimeout time.Duration // bounds graceful shutdown; default 10s
-	MaxAccessBody   int64         // caps a /v1/access request; default 64 KiB
 	MaxReviewBody   int64         // caps an AdmissionReview; default admission.DefaultMaxBodyBytes
 	// MaxGroups caps the groups of a review, of a supplied user.info and
 	// of a /v1/access request. Default admission.DefaultMaxGroups.
@@ -114,16 +111,10 @@ type Options struct {
 	BodyReadTimeout time.Duration
 	// WriteTimeout bounds a request from its headers to the end of its
 	// answer. Default 30s (the longest webhook timeout the API server allows).
-	WriteTimeout         time.Duration
-	ReadHeaderTimeout    time.Duration // bounds reading headers; default 5s
-	MaxHeaderBytes       int           // caps a request's headers; default 64 KiB
-	MaxConcurrentStreams int           // caps the HTTP/2 streams of a connection; default 100
+	WriteTimeout time.Duration
 	// MaxConns caps the open connections (default 1024), a quarter of them
 	// the webhook listener's own so a flood on one port does not close the other.
 	MaxConns int
-	// MaxStreamBuffer and MaxConnBuffer are the HTTP/2 flow-control
-	// windows, memory the body budget does not see. Default 256 and 512 KiB.
-	MaxStreamBuffer, MaxConnBuffer int
 	// Getenv reads ADMISSION_CONTROLLER_* overrides. Default os.LookupEnv.
 	Getenv func(string) (string, bool)
 
@@ -168,7 +159,6 @@ func (o Options) withDefaults() Options {
 	o.Logger = cmp.Or(o.Logger, slog.New(slog.NewJSONHandler(os.Stderr, nil)))
 	defaults.Positive(&o.ReloadInterval, 2*time.Second)
 	defaults.Positive(&o.ShutdownTimeout, 10*time.Second)
-	defaults.Positive(&o.MaxAccessBody, 64<<10)
 	defaults.Positive(&o.MaxReviewBody, admission.DefaultMaxBodyBytes)
 	defaults.Positive(&o.MaxGroups, admission.DefaultMaxGroups)
 	defaults.Positive(&o.BodyMemory, 48<<20)
@@ -176,12 +166,7 @@ func (o Options) withDefaults() Options {
 	defaults.Positive(&o.SmallBody, 256<<10)
 	defaults.Positive(&o.BodyReadTimeout, 10*time.Second)
 	defaults.Positive(&o.WriteTimeout, 30*time.Second)
-	defaults.Positive(&o.ReadHeaderTimeout, 5*time.Second)
-	defaults.Positive(&o.MaxHeaderBytes, 64<<10)
-	defaults.Positive(&o.MaxConcurrentStreams, 100)
 	defaults.Positive(&o.MaxConns, 1024)
-	defaults.Positive(&o.MaxStreamBuffer, 256<<10)
-	defaults.Positive(&o.MaxConnBuffer, 512<<10)
 	if o.Getenv == nil {
 		o.Getenv = os.LookupEnv
 	}
@@ -243,10 +228,6 @@ type reloadStatus struct {
 func New(opts Options) (*Server, error) {
 	opts = opts.withDefaults()
 	s := &Server{opts: opts, log: opts.Logger, registry: prometheus.NewRegistry(), parsing: semaphore.NewWeighted(1), webhookKick: make(chan struct{}, 1)}
-	if opts.AuditLog != nil && !opts.NoAudit {
-		audit := slog.NewJSONHandler(opts.AuditLog, &slog.HandlerOptions{Level: slog.LevelInfo})
-		s.log = slog.New(SplitAudit(opts.Logger.Handler(), audit))
-	}
 	if opts.AuditDropped != nil {
 		s.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "usher_audit_records_dropped_total",
 			Help: "Audit records dropped because the audit sink did not take them (8 MiB were waiting)."},
@@ -390,7 +371,7 @@ func (s *Server) webhookListener() bool {
 func (s *Server) routes(webhooks, others bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	if others {
-		access := s.instrument("access", withRequestID(s.limitBody("access", s.opts.MaxAccessBody, http.HandlerFunc(s.serveAccess))))
+		access := s.instrument("access", withRequestID(s.limitBody("access", maxAccessBody, http.HandlerFunc(s.serveAccess))))
 		mux.Handle("/v1/access", access)
 		if s.opts.AggregatedAPI {
 			mux.Handle("/apis/"+AggregatedGroupVersion+"/accessreviews", access)
@@ -447,16 +428,17 @@ func (s *Server) Run(ctx context.Context) error {
 		Handler:           handler,
 		ConnContext:       s.connContext,
 		TLSConfig:         s.tlsConfig,
-		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		ReadHeaderTimeout: 5 * time.Second,
 		// A backstop behind BodyReadTimeout.
 		ReadTimeout:    30 * time.Second,
 		WriteTimeout:   s.opts.WriteTimeout,
 		IdleTimeout:    120 * time.Second,
-		MaxHeaderBytes: s.opts.MaxHeaderBytes,
+		MaxHeaderBytes: 64 << 10,
+		// The flow-control windows are memory the body budget does not see.
 		HTTP2: &http.HTTP2Config{
-			MaxConcurrentStreams:          s.opts.MaxConcurrentStreams,
-			MaxReceiveBufferPerStream:     s.opts.MaxStreamBuffer,
-			MaxReceiveBufferPerConnection: s.opts.MaxConnBuffer,
+			MaxConcurrentStreams:          100,
+			MaxReceiveBufferPerStream:     256 << 10,
+			MaxReceiveBufferPerConnection: 512 << 10,
 		},
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
