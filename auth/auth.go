@@ -31,9 +31,6 @@ type User struct {
 	Extra map[string][]string
 }
 
-// InGroup reports whether u is a member of group.
-func (u User) InGroup(group string) bool { return slices.Contains(u.Groups, group) }
-
 // Authenticator establishes who sent a request.
 type Authenticator interface {
 	// AuthenticateRequest returns the caller; ok is false for no credential
@@ -74,16 +71,6 @@ const (
 	NoOpinion // left to the next authorizer of a union
 )
 
-func (d Decision) String() string {
-	switch d {
-	case Allow:
-		return "allow"
-	case NoOpinion:
-		return "no opinion"
-	}
-	return "deny"
-}
-
 // Attributes describe what a caller asks to do: either a verb on a
 // resource (Resource set) or a verb on a non-resource path (Path set).
 type Attributes struct {
@@ -93,13 +80,10 @@ type Attributes struct {
 	Path                     string // a non-resource URL such as /metrics
 }
 
-// IsResource reports whether a names a resource rather than a path.
-func (a Attributes) IsResource() bool { return a.Resource != "" }
-
 // String describes a as RBAC would: "create accessreviews.usher.io" or
 // "get /metrics".
 func (a Attributes) String() string {
-	if !a.IsResource() {
+	if a.Resource == "" {
 		return a.Verb + " " + a.Path
 	}
 	s := a.Verb + " " + a.Resource
@@ -154,7 +138,7 @@ func PrivilegedGroups(groups ...string) Authorizer {
 	groups = slices.Clone(groups)
 	return AuthorizerFunc(func(_ context.Context, a Attributes) (Decision, string, error) {
 		for _, g := range groups {
-			if a.User.InGroup(g) {
+			if slices.Contains(a.User.Groups, g) {
 				return Allow, "member of the privileged group " + g, nil
 			}
 		}

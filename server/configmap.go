@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -218,9 +217,7 @@ func dataSum(data map[string]string) [32]byte {
 	for _, k := range slices.Sorted(maps.Keys(data)) {
 		fmt.Fprintf(h, "%s\x00%d\x00%s", k, len(data[k]), data[k])
 	}
-	var out [32]byte
-	copy(out[:], h.Sum(nil))
-	return out
+	return [32]byte(h.Sum(nil))
 }
 
 // event records an Event on the ConfigMap ref; a failure is only logged.
@@ -253,13 +250,3 @@ func (s *Server) event(ref ConfigMapRef, obj *corev1.ConfigMap, typ, reason, msg
 }
 
 func shortSum(sum [32]byte) string { return hex.EncodeToString(sum[:6]) }
-
-// newConfigInfo is usher_config_info: one series, the generation in service.
-func newConfigInfo(reg *prometheus.Registry) *prometheus.GaugeVec {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "usher_config_info",
-		Help: "The configuration in service (value 1): where it was read (source: a file or configmap/NS/NAME@resourceVersion, comma separated) and the sha256 of its content (12 hex digits).",
-	}, []string{"source", "sha256"})
-	reg.MustRegister(g)
-	return g
-}

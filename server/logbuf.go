@@ -12,9 +12,8 @@ import (
 // every interval and on Close; past MaxPending they are dropped and counted.
 type BufferedWriter struct {
 	w       io.Writer
-	mu      sync.Mutex // guards pending and spare
+	mu      sync.Mutex // guards pending
 	pending []byte
-	spare   []byte
 	out     sync.Mutex // one write to w at a time
 	dropped atomic.Uint64
 	kick    chan struct{}
@@ -75,17 +74,12 @@ func (b *BufferedWriter) Flush() error {
 	defer b.out.Unlock()
 	b.mu.Lock()
 	p := b.pending
-	b.pending, b.spare = b.spare[:0], nil
+	b.pending = nil
 	b.mu.Unlock()
 	if len(p) == 0 {
 		return nil
 	}
 	_, err := b.w.Write(p)
-	if cap(p) <= 1<<20 {
-		b.mu.Lock()
-		b.spare = p[:0]
-		b.mu.Unlock()
-	}
 	return err
 }
 

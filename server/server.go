@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/semaphore"
 
@@ -229,9 +230,9 @@ func New(opts Options) (*Server, error) {
 	opts = opts.withDefaults()
 	s := &Server{opts: opts, log: opts.Logger, registry: prometheus.NewRegistry(), parsing: semaphore.NewWeighted(1), webhookKick: make(chan struct{}, 1)}
 	if opts.AuditDropped != nil {
-		s.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "usher_audit_records_dropped_total",
+		promauto.With(s.registry).NewCounterFunc(prometheus.CounterOpts{Name: "usher_audit_records_dropped_total",
 			Help: "Audit records dropped because the audit sink did not take them (8 MiB were waiting)."},
-			func() float64 { return float64(opts.AuditDropped()) }))
+			func() float64 { return float64(opts.AuditDropped()) })
 	}
 	s.bodies.shared.limit, s.bodies.small.limit, s.bodies.smallBody = opts.BodyMemory, opts.SmallBodyReserve, opts.SmallBody
 	// Loaded once; each user says what it does without them.
@@ -272,10 +273,13 @@ func New(opts Options) (*Server, error) {
 	}
 	s.checkRegistration(cfg)
 	s.metrics = newMetrics(s.registry, s.serving)
-	s.configInfo = newConfigInfo(s.registry)
-	s.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "usher_config_upgrade_warnings",
+	reg := promauto.With(s.registry)
+	s.configInfo = reg.NewGaugeVec(prometheus.GaugeOpts{Name: "usher_config_info", Help: "The configuration in service (value 1): " +
+		"where it was read (source: a file or configmap/NS/NAME@resourceVersion, comma separated) and the sha256 of its content (12 hex digits)."},
+		[]string{"source", "sha256"})
+	reg.NewGaugeFunc(prometheus.GaugeOpts{Name: "usher_config_upgrade_warnings",
 		Help: "Warnings about what a later release refuses (docs/upgrade.md) in the configuration in service."},
-		func() float64 { return float64(s.status.Load().upgrade) }))
+		func() float64 { return float64(s.status.Load().upgrade) })
 	s.conns.max, s.conns.refused = int64(opts.MaxConns), s.metrics.connsRefused
 	if s.webhookListener() {
 		s.webhookConns.max, s.webhookConns.refused = max(s.conns.max/4, 1), s.conns.refused
@@ -341,13 +345,13 @@ func (s *Server) setupTLS() error {
 		s.tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }}
 		s.log.Warn("tls: no certificate given; serving a self-signed certificate for local use")
 	}
-	s.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "usher_tls_certificate_expiry_timestamp_seconds",
+	promauto.With(s.registry).NewGaugeFunc(prometheus.GaugeOpts{Name: "usher_tls_certificate_expiry_timestamp_seconds",
 		Help: "When the serving certificate expires (its notAfter), read when scraped."}, func() float64 {
 		if c, _ := s.tlsConfig.GetCertificate(nil); c.Leaf != nil {
 			return float64(c.Leaf.NotAfter.Unix())
 		}
 		return 0
-	}))
+	})
 	return nil
 }
 
