@@ -338,16 +338,10 @@ func (s *Server) auditReview(rec admission.Record) {
 	if d := rec.Denial; d != nil {
 		s.metrics.denials.WithLabelValues(string(d.Reason), fmt.Sprint(d.Warned)).Inc()
 	}
-	ctx := context.Background()
-	h := s.log.Handler()
-	if s.opts.NoAudit || !h.Enabled(ctx, slog.LevelInfo) {
-		return
+	if !s.opts.NoAudit {
+		attrs := rec.AppendAttrs(append(make([]slog.Attr, 0, admission.NumAuditAttrs+1), slog.String("kind", "admission")))
+		s.log.LogAttrs(context.Background(), slog.LevelInfo, AuditMessage, attrs...)
 	}
-	var arr [admission.NumAuditAttrs + 1]slog.Attr // + kind
-	as := rec.AppendAttrs(append(arr[:0], slog.String("kind", "admission")))
-	r := slog.NewRecord(time.Now(), slog.LevelInfo, AuditMessage, 0)
-	r.AddAttrs(as...)
-	_ = h.Handle(ctx, r)
 }
 
 func outcomeOf(rec admission.Record) string {
