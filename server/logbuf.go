@@ -25,11 +25,8 @@ type BufferedWriter struct {
 const MaxPending = 8 << 20
 
 // NewBufferedWriter buffers writes to w and flushes them every interval
-// (default 100ms) until Close.
+// until Close.
 func NewBufferedWriter(w io.Writer, interval time.Duration) *BufferedWriter {
-	if interval <= 0 {
-		interval = 100 * time.Millisecond
-	}
 	b := &BufferedWriter{w: w, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(b.done)

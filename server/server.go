@@ -60,9 +60,8 @@ type Options struct {
 	// ConfigPath is a usher YAML file, a ConfigMap manifest or a mounted
 	// ConfigMap directory. Default "": the embedded default, no reload.
 	ConfigPath string
-	// ConfigMaps, instead of ConfigPath, are read and watched through the
-	// Kubernetes API and merged as YuniKorn merges yunikorn-defaults and
-	// yunikorn-configs (docs/configuration-sources.md).
+	// ConfigMaps, instead of ConfigPath, are watched through the API and
+	// merged as YuniKorn merges its two (docs/configuration-sources.md).
 	ConfigMaps []ConfigMapRef
 	// Addr is HOST:PORT, or fd:N for an inherited listening socket.
 	// Default "127.0.0.1:8443". Listener, when set, is used instead (tests).
@@ -72,39 +71,34 @@ type Options struct {
 	// /readyz), which Addr then does not. WebhookListener as Listener.
 	WebhookAddr     string
 	WebhookListener net.Listener
-	// WebhookAuth is WebhookAuthClientCert (default), WebhookAuthReport
-	// or WebhookAuthNone. WebhookClientCAFile is the PEM bundle of the CAs
-	// of the API server's client certificate (never ClientCAFile's),
-	// required by WebhookAuthClientCert; WebhookClientCNs are its allowed
-	// common names, default ["kube-apiserver"].
+	// WebhookAuth is WebhookAuthClientCert (default), WebhookAuthReport or
+	// WebhookAuthNone. WebhookClientCAFile holds the CAs of the API server's
+	// client certificate (never ClientCAFile's), whose allowed common names
+	// are WebhookClientCNs, default ["kube-apiserver"].
 	WebhookAuth         string
 	WebhookClientCAFile string
 	WebhookClientCNs    []string
 	// TLSCertFile and TLSKeyFile: both or neither. Default: a self-signed
 	// certificate for localhost, 127.0.0.1 and ::1.
 	TLSCertFile, TLSKeyFile string
-	Logger                  *slog.Logger // logs and audit records; default JSON to stderr
-	NoAudit                 bool         // switches the audit records off
-	// NoDenialEvents switches off the Event of each admission denial,
-	// else recorded whenever cluster credentials load.
-	NoDenialEvents  bool
-	AuditDropped    func() uint64 // the audit lines the sink dropped, when set
-	ReloadInterval  time.Duration // how often the file is checked; default 2s
-	ShutdownTimeout time.Duration // bounds graceful shutdown; default 10s
-	MaxReviewBody   int64         // caps an AdmissionReview; default admission.DefaultMaxBodyBytes
+	Logger                  *slog.Logger  // logs and audit records; default JSON to stderr
+	NoAudit                 bool          // switches the audit records off
+	NoDenialEvents          bool          // else each admission denial is an Event when cluster credentials load
+	AuditDropped            func() uint64 // the audit lines the sink dropped, when set
+	ReloadInterval          time.Duration // how often the file is checked; default 2s
+	ShutdownTimeout         time.Duration // bounds graceful shutdown; default 10s
+	MaxReviewBody           int64         // caps an AdmissionReview; default admission.DefaultMaxBodyBytes
 	// MaxGroups caps the groups of a review, of a supplied user.info and
 	// of a /v1/access request. Default admission.DefaultMaxGroups.
 	MaxGroups int
-	// RefuseConfigWarnings makes /validate-config refuse a configuration
-	// with warnings too (--validate-config-warnings=refuse); default:
-	// admitted, the warnings returned to kubectl.
+	// RefuseConfigWarnings makes /validate-config refuse a configuration with
+	// warnings too; default: admitted, the warnings returned to kubectl.
 	RefuseConfigWarnings bool
 	// BodyMemory is what the bodies being read may hold at once; a request
 	// that does not fit gets 429 unread. Default 48 MiB: six bodies of 3 MiB.
 	BodyMemory int64
-	// SmallBodyReserve is memory beside BodyMemory for bodies of at most
-	// SmallBody bytes, so ordinary reviews pass while large bodies take all
-	// of BodyMemory. Default 8 MiB and 256 KiB.
+	// SmallBodyReserve (default 8 MiB) is for bodies of at most SmallBody
+	// (256 KiB), so ordinary reviews pass while large ones take BodyMemory.
 	SmallBodyReserve int64
 	SmallBody        int64
 	// BodyReadTimeout bounds a body's arrival once it has memory.
@@ -129,10 +123,8 @@ type Options struct {
 	// ClientCAFile is the PEM bundle of the CAs of callers' client
 	// certificates (user: the CN, groups: the organizations). Default "": none.
 	ClientCAFile string
-	// AggregatedAPI serves /v1/access as access.usher.io/v1alpha1
-	// accessreviews to kube-apiserver's aggregation layer, which
-	// authenticates the caller and names it in headers vouched for by its
-	// front-proxy certificate (docs/kubectl-usher.md). Default: false.
+	// AggregatedAPI serves /v1/access as access.usher.io/v1alpha1 accessreviews
+	// through kube-apiserver's aggregation layer (docs/kubectl-usher.md).
 	AggregatedAPI bool
 	// PrivilegedGroups may ask about anyone and read /metrics without a
 	// SubjectAccessReview. Default (nil) ["system:masters"]; empty: none.
@@ -142,16 +134,14 @@ type Options struct {
 	TokenReviewCache         auth.TokenOptions
 	SubjectAccessReviewCache auth.SAROptions
 
-	// ManageWebhooks registers the webhooks as Webhooks says once this
-	// replica serves, and keeps them registered (webhooks.go); it needs
-	// cluster credentials. WebhookOwner, when set, is the ClusterRole
-	// that owns them, so that deleting it (helm uninstall) deletes them.
+	// ManageWebhooks keeps the webhooks registered as Webhooks says (webhooks.go).
+	// WebhookOwner, when set, is the ClusterRole that owns them, so that
+	// deleting it (helm uninstall) deletes them.
 	ManageWebhooks bool
 	Webhooks       admission.Install
 	WebhookOwner   string
-	// NativeFloor, with ManageWebhooks, also keeps the native floor of
-	// the configuration in service (usher native) applied as NAME-floor,
-	// bound to the namespaces the webhooks select.
+	// NativeFloor, with ManageWebhooks, also keeps the native floor (usher
+	// native) applied as NAME-floor, bound to the webhooks' namespaces.
 	NativeFloor bool
 }
 
@@ -202,7 +192,6 @@ type Server struct {
 	lastSum             [32]byte
 	src                 configSource
 	status              atomic.Pointer[reloadStatus]
-	httpServer          *http.Server
 	addr                atomic.Value // string, once listening
 	bodies              bodyBudgets
 	conns, webhookConns connLimiter         // of Addr and WebhookAddr
@@ -217,9 +206,8 @@ type Server struct {
 
 type reloadStatus struct {
 	loadedAt     time.Time
-	generation   string // the source (with resourceVersions) and sha256
-	failed       bool   // the last reload was refused
-	failedAt     time.Time
+	generation   string    // the source (with resourceVersions) and sha256
+	failedAt     time.Time // of the last reload, when refused
 	failedGen    string
 	upgrade      int // warnings about what a later release refuses
 	missingGroup string
@@ -249,9 +237,6 @@ func New(opts Options) (*Server, error) {
 	case len(opts.ConfigMaps) > 0:
 		cm, err := newCMSource(opts.ConfigMaps, s.kube, s.kubeErr)
 		if err != nil {
-			return nil, err
-		}
-		if err = cm.fetch(context.Background()); err != nil {
 			return nil, err
 		}
 		s.cm, s.src = cm, cm
@@ -428,7 +413,7 @@ func (s *Server) Run(ctx context.Context) error {
 		})
 	}
 	s.addr.Store(ln.Addr().String())
-	s.httpServer = &http.Server{
+	hs := &http.Server{
 		Handler:           handler,
 		ConnContext:       s.connContext,
 		TLSConfig:         s.tlsConfig,
@@ -464,7 +449,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}()
 	errc := make(chan error, len(lns))
 	for _, l := range lns {
-		go func() { errc <- s.httpServer.ServeTLS(l, "", "") }()
+		go func() { errc <- hs.ServeTLS(l, "", "") }()
 	}
 	if s.stopParents != nil {
 		defer s.stopParents()
@@ -481,7 +466,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer func() { stop(); <-managed }()
 	select {
 	case err := <-errc:
-		s.httpServer.Close()
+		hs.Close()
 		<-done
 		return err
 	case <-ctx.Done():
@@ -489,7 +474,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.log.Info("shutting down", "timeout", s.opts.ShutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
 	defer cancel()
-	err = s.httpServer.Shutdown(sctx)
+	err = hs.Shutdown(sctx)
 	<-done
 	s.events.shutdown()
 	if cerr := s.serving.Close(); cerr != nil {
@@ -560,7 +545,7 @@ func (s *Server) apply(cfg *config.Config, err error, gen string, sum [32]byte) 
 	if err != nil {
 		s.metrics.reloads.WithLabelValues("failure").Inc()
 		st := *s.status.Load()
-		st.failed, st.failedAt, st.failedGen = true, time.Now(), gen
+		st.failedAt, st.failedGen = time.Now(), gen
 		s.status.Store(&st)
 		s.log.Error("configuration refused; the previous configuration keeps serving", "config", s.src.name(), "refused", gen, "serving", st.generation, "err", err)
 		return false, err
@@ -613,7 +598,7 @@ func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintf(w, "ready: serving the configuration loaded at %s\n", st.loadedAt.UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "generation: %s\n", st.generation)
 	fmt.Fprintf(w, "webhook callers: %s (--webhook-auth)\n", s.webhook.mode)
-	if st.failed {
+	if !st.failedAt.IsZero() {
 		// Anyone may read /readyz: the reason, which can name files and
 		// DNs, is only in the log and the ConfigMap's Event.
 		where, refused := "the log", ""

@@ -23,12 +23,10 @@ import (
 	"github.com/usherhq/usher/native"
 )
 
-// manageWebhooks runs once this replica serves: as the leader of the
-// Lease NAME-webhooks among the replicas, it keeps the webhook
-// configurations equal to what admission.Registration renders for the
-// generation in service, re-applying on every swap, when someone changes
-// or deletes them (a watch) and every minute (a rotated CA file). It never
-// deletes them; their owner does (Options.WebhookOwner).
+// manageWebhooks, as the leader of the Lease NAME-webhooks, keeps the webhook
+// configurations as admission.Registration renders the generation in service:
+// applied on every swap, change or deletion of them, and every minute (a
+// rotated CA file). It never deletes them; their owner does.
 func (s *Server) manageWebhooks(ctx context.Context) {
 	lock := &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Namespace: s.opts.Webhooks.Namespace, Name: s.opts.Webhooks.Name + "-webhooks"},
 		Client: s.kube.CoordinationV1(), LockConfig: resourcelock.ResourceLockConfig{Identity: replicaName() + "_" + string(uuid.NewUUID())}}
