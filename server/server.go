@@ -432,9 +432,15 @@ func (s *Server) Run(ctx context.Context) error {
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	s.log.Info("usher serving", "addr", s.Addr(), "webhookAddr", webhookAddr, "webhookAuth", s.webhook.mode, "config", s.src.name())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	if s.stopParents != nil {
+		defer s.stopParents()
+	}
+	// The reloads and the webhook reconciler stop with rctx.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	wg.Go(func() {
 		switch {
 		case s.cm != nil:
 			// Each replica says on the ConfigMap what it serves.
@@ -442,32 +448,22 @@ func (s *Server) Run(ctx context.Context) error {
 			_, _, ref, gen := s.cm.merged(objs, nil)
 			s.event(ref, s.cm.object(objs, ref), "Normal", "ConfigLoaded",
 				fmt.Sprintf("usher replica %s serves %s (sha256 %s)", s.cm.instance, gen, shortSum(s.lastSum)))
-			s.cm.run(ctx, func() { _, _ = s.Reload() })
+			s.cm.run(rctx, func() { _, _ = s.Reload() })
 		case s.opts.ConfigPath != "":
-			s.watch(ctx)
+			s.watch(rctx)
 		}
-	}()
+	})
 	errc := make(chan error, len(lns))
 	for _, l := range lns {
 		go func() { errc <- hs.ServeTLS(l, "", "") }()
 	}
-	if s.stopParents != nil {
-		defer s.stopParents()
+	if s.opts.ManageWebhooks {
+		// Ready: a good configuration in service, the listeners up.
+		wg.Go(func() { s.manageWebhooks(rctx) })
 	}
-	mctx, stop := context.WithCancel(ctx)
-	managed := make(chan struct{})
-	go func() {
-		defer close(managed)
-		if s.opts.ManageWebhooks {
-			// Ready: a good configuration in service, the listeners up.
-			s.manageWebhooks(mctx)
-		}
-	}()
-	defer func() { stop(); <-managed }()
 	select {
 	case err := <-errc:
 		hs.Close()
-		<-done
 		return err
 	case <-ctx.Done():
 	}
@@ -475,7 +471,8 @@ func (s *Server) Run(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
 	defer cancel()
 	err = hs.Shutdown(sctx)
-	<-done
+	stop()
+	wg.Wait()
 	s.events.shutdown()
 	if cerr := s.serving.Close(); cerr != nil {
 		s.log.Warn("closing resolvers", "err", cerr)

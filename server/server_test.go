@@ -430,3 +430,32 @@ func TestManageWebhooksNeedsCredentials(t *testing.T) {
 		t.Fatalf("err %v, want one naming --manage-webhooks", err)
 	}
 }
+
+// A listener that fails ends Run with its error while the caller's context
+// is still live: the configuration watch stops with it.
+func TestRunReturnsWhenAListenerFails(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "q.yaml")
+	writeFile(t, cfg, teamsYAML)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close() // Accept fails at once
+	srv, err := server.New(server.Options{ConfigPath: cfg, Listener: ln, Logger: slog.New(slog.DiscardHandler),
+		AccessAuth: []string{server.AccessAuthNone}, WebhookAuth: server.WebhookAuthNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("Run returned no error for a closed listener")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return within a minute of its listener failing")
+	}
+}
