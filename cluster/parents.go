@@ -17,12 +17,11 @@ import (
 	"github.com/usherhq/usher/internal/ttlcache"
 )
 
-// Parents reads the parents propagators copy identities from: a
-// metadata-only informer per kind, started on first use, keeps each
-// object's name, uid and usher's two annotations; a miss is one GET.
-// Pods are not watched: they outnumber every other parent kind
-// (docs/benchmarks.md), so a pod is read by GET and kept for podTTL.
-// It reads Namespaces and LocalQueues for placement the same way.
+// Parents reads the parents propagators copy identities from, and
+// Namespaces and LocalQueues for placement: a metadata-only informer per
+// kind, started on first use, keeps what is read of each object; a miss is
+// one GET. Pods, which outnumber every other parent kind
+// (docs/benchmarks.md), are read by GET and kept for podTTL.
 type Parents struct {
 	client metadata.Interface
 	dyn    dynamic.Interface // for LocalQueues

@@ -83,10 +83,9 @@ func (s *Server) enforcesDelegation(a *settings.Compiled) bool {
 	return a.Delegated && !a.DelegatedWarn && !s.failOpen.Load()
 }
 
-// checkRegistration, under delegatedAdministration enforce, reads the
-// live validate-config.usher.io (or, with --manage-webhooks, what usher
-// registers): failing open (no failurePolicy Fail), usher only warns, and
-// logs why. Unreadable, it is taken as usher webhook renders it.
+// checkRegistration, under delegatedAdministration enforce, reads the live
+// validate-config.usher.io (or what --manage-webhooks registers): failing
+// open, usher only warns. Unreadable, it is taken as usher webhook renders it.
 func (s *Server) checkRegistration(cfg *config.Config) {
 	open := false
 	switch enforce := cfg.Admission.Config().DelegatedAdministration == settings.DelegationEnforce; {

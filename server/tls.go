@@ -59,9 +59,8 @@ func (s *certSource) load() error {
 	return nil
 }
 
-// get returns the current certificate, re-reading the files at most once
-// a second when they changed; a pair that does not load (the key not yet
-// written) keeps the previous one.
+// get re-reads the files at most once a second when they changed; a pair
+// that does not load (the key not yet written) keeps the previous one.
 func (s *certSource) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

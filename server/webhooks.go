@@ -114,9 +114,8 @@ func (s *Server) applyWebhooks(ctx context.Context) error {
 	return nil
 }
 
-// applyFloor applies the native floor of cfg, the generation in service, bound
-// to the namespaces sel selects; a floor that only guards (the partition's
-// groups are the directory's) removes the stamping policy applied before.
+// applyFloor applies cfg's native floor bound to the namespaces sel selects;
+// a floor that only guards removes the stamping policy applied before.
 func (s *Server) applyFloor(ctx context.Context, api admissionregistrationv1.AdmissionregistrationV1Interface, cfg *config.Config,
 	sel *metav1.LabelSelector, refs []metav1.OwnerReference, opts metav1.PatchOptions) error {
 	f, err := native.Compile(cfg.Admission, cfg.FloorStamps())
