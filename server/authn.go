@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/usherhq/usher/auth"
+	"github.com/usherhq/usher/decision"
 	"github.com/usherhq/usher/internal/httperr"
 )
 
@@ -231,7 +232,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, endpoint stri
 
 // authorizeAccess lets a caller ask about itself, and about others with
 // the accessreviews permission.
-func (s *Server) authorizeAccess(w http.ResponseWriter, r *http.Request, caller auth.User, req *AccessRequest) bool {
+func (s *Server) authorizeAccess(w http.ResponseWriter, r *http.Request, caller auth.User, req *decision.AccessRequest) bool {
 	if s.access.off {
 		return true
 	}

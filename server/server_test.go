@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/usherhq/usher/decision"
 	"github.com/usherhq/usher/internal/pki"
 	"github.com/usherhq/usher/server"
 )
@@ -155,7 +156,7 @@ func TestAccessAPI(t *testing.T) {
 	h := start(t, server.Options{ConfigPath: cfg}, nil)
 
 	code, body := h.post("/v1/access", "application/json", `{"queue":"root.dev","user":"alice","groups":["dev"],"action":"submit"}`)
-	var res server.AccessResponse
+	var res decision.Output
 	if err := json.Unmarshal([]byte(body), &res); err != nil || code != 200 {
 		t.Fatalf("%d %s %v", code, body, err)
 	}
@@ -170,7 +171,7 @@ func TestAccessAPI(t *testing.T) {
 		t.Fatalf("resolved: %s", body)
 	}
 	_, body = h.post("/v1/access", "application/json", `{"queue":"root.ops","user":"carol","action":"admin"}`)
-	res = server.AccessResponse{}
+	res = decision.Output{}
 	json.Unmarshal([]byte(body), &res)
 	if res.Allowed || res.DecidedBy != nil || !strings.Contains(res.Reason, "carol may not administer root.ops") {
 		t.Fatalf("denied: %s", body)
@@ -287,7 +288,7 @@ func TestReload(t *testing.T) {
 	h := start(t, server.Options{ConfigPath: cfg, ReloadInterval: 20 * time.Millisecond}, nil)
 	decide := func() bool {
 		_, body := h.post("/v1/access", "application/json", `{"queue":"root.ops","user":"bob"}`)
-		var res server.AccessResponse
+		var res decision.Output
 		if err := json.Unmarshal([]byte(body), &res); err != nil {
 			t.Fatalf("%s", body)
 		}
