@@ -310,35 +310,19 @@ func rulesNode(rules []Rule) *yaml.Node {
 }
 
 func specNode(s *placement.Spec) *yaml.Node {
-	n := mapping("name", plain(s.Name))
-	if s.Create {
-		n.Content = append(n.Content, plain("create"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
-	}
-	if s.Value != "" {
-		n.Content = append(n.Content, plain("value"), plain(s.Value))
-	}
-	if s.Filter.Type != "" || len(s.Filter.Users) > 0 || len(s.Filter.Groups) > 0 {
-		f := mapping()
-		if s.Filter.Type != "" {
-			f.Content = append(f.Content, plain("type"), plain(s.Filter.Type))
-		}
-		for _, l := range []struct {
-			key   string
-			names []string
-		}{{"users", s.Filter.Users}, {"groups", s.Filter.Groups}} {
-			if len(l.names) > 0 {
-				seq := sequence()
-				seq.Style = yaml.FlowStyle
-				for _, name := range l.names {
-					seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name, Style: yaml.DoubleQuotedStyle})
-				}
-				f.Content = append(f.Content, plain(l.key), seq)
-			}
-		}
-		n.Content = append(n.Content, plain("filter"), f)
-	}
+	var parent *yaml.Node
 	if s.Parent != nil {
-		n.Content = append(n.Content, plain("parent"), specNode(s.Parent))
+		parent = specNode(s.Parent)
 	}
-	return n
+	filter := mapping("type", plain(s.Filter.Type), "users", quoted(s.Filter.Users), "groups", quoted(s.Filter.Groups))
+	return mapping("name", plain(s.Name), "create", flag(s.Create), "value", plain(s.Value), "filter", filter, "parent", parent)
+}
+
+// quoted writes names as a flow list of double-quoted strings.
+func quoted(names []string) *yaml.Node {
+	seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Style: yaml.FlowStyle}
+	for _, name := range names {
+		seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name, Style: yaml.DoubleQuotedStyle})
+	}
+	return seq
 }

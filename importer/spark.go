@@ -142,14 +142,8 @@ func unescape(s string) (string, *escapeError) {
 		}
 		i++
 		switch s[i] {
-		case 't':
-			b.WriteByte('\t')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 'f':
-			b.WriteByte('\f')
+		case 't', 'n', 'r', 'f':
+			b.WriteByte("\t\n\r\f"[strings.IndexByte("tnrf", s[i])])
 		case 'u':
 			if i+5 > len(s) {
 				return "", &escapeError{i - 1, `malformed \uXXXX escape: want four hex digits`}

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -26,10 +27,8 @@ type element struct {
 }
 
 func (e *element) attr(name string) (string, bool) {
-	for _, a := range e.attrs {
-		if a.Name.Local == name && a.Name.Space == "" {
-			return a.Value, true
-		}
+	if i := slices.IndexFunc(e.attrs, func(a xml.Attr) bool { return a.Name == xml.Name{Local: name} }); i >= 0 {
+		return e.attrs[i].Value, true
 	}
 	return "", false
 }
@@ -170,12 +169,10 @@ func readConfiguration(src Source, d *diags, kind string) *properties {
 	}
 	props := &properties{byName: map[string]*property{}}
 	for _, e := range root.kids {
-		switch e.name {
-		case "property":
-		case "include":
+		if e.name == "include" {
 			d.warnf(e.at, "<%s:include> is not followed: import the included file's properties by adding them to this file", e.name)
-			continue
-		default:
+		}
+		if e.name != "property" {
 			continue
 		}
 		p := &property{at: e.at, valueAt: e.at}

@@ -143,7 +143,8 @@ func Read(path string) (*File, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
-		return nil, p.yamlError(err)
+		line, msg := yamlnode.SyntaxLine(err)
+		return nil, &posError{path, max(line, 1), 1, msg}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
@@ -201,21 +202,6 @@ func Read(path string) (*File, error) {
 		return nil, errors.Join(errs...)
 	}
 	return f, nil
-}
-
-// yamlError turns a yaml.v3 syntax error ("yaml: line N: ...") into a
-// positioned one.
-func (p fileParser) yamlError(err error) error {
-	msg := err.Error()
-	line := 1
-	if rest, ok := strings.CutPrefix(msg, "yaml: line "); ok {
-		if n, tail, ok := strings.Cut(rest, ": "); ok {
-			if _, e := fmt.Sscanf(n, "%d", &line); e == nil {
-				msg = tail
-			}
-		}
-	}
-	return &posError{p.path, line, 1, strings.TrimPrefix(msg, "yaml: ")}
 }
 
 // decode checks that n is a mapping whose keys are the yaml tags of the
