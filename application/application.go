@@ -377,10 +377,7 @@ func (d Decision) why(s Step) string {
 	case ApplicationAdmin:
 		return fmt.Sprintf("application admin: %s in applicationacls admin of partition %s", policy.Entry(s.Match), d.Partition)
 	case ModifyACL, ViewACL:
-		which := "modify"
-		if s.Rule == ViewACL {
-			which = "view"
-		}
+		which := strings.TrimSuffix(s.Rule.String(), " ACL")
 		if s.Default {
 			return fmt.Sprintf("%s in the default %s ACL (applicationacls %s of partition %s)", policy.Entry(s.Match), which, which, d.Partition)
 		}

@@ -176,18 +176,14 @@ func hadoopReading(text string, a acl.ACL) string {
 	if !ok || a.All() {
 		return ""
 	}
-	var names []string
+	var names, quoted []string
 	for _, g := range strings.Split(groups, ",") {
 		if g = strings.TrimSpace(g); g != "" {
-			names = append(names, g)
+			names, quoted = append(names, g), append(quoted, strconv.Quote(g))
 		}
 	}
 	if slices.Equal(names, a.Groups()) {
 		return ""
-	}
-	quoted := make([]string, len(names))
-	for i, n := range names {
-		quoted[i] = strconv.Quote(n)
 	}
 	return fmt.Sprintf(" (check it: Hadoop's own parser reads the groups as [%s])", strings.Join(quoted, ", "))
 }

@@ -89,18 +89,12 @@ func readProperties(src Source, d *diags) []entry {
 			}
 			backslash = c == '\\' && !backslash
 		}
-		for valueStart < len(logical) {
-			c := logical[valueStart]
-			if c == ' ' || c == '\t' || c == '\f' {
-				valueStart++
-				continue
-			}
-			if !sep && (c == '=' || c == ':') {
+		for ; valueStart < len(logical); valueStart++ {
+			if c := logical[valueStart]; !sep && (c == '=' || c == ':') {
 				sep = true
-				valueStart++
-				continue
+			} else if c != ' ' && c != '\t' && c != '\f' {
+				break
 			}
-			break
 		}
 		key, err := unescape(logical[:keyEnd])
 		if err != nil {

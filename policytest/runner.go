@@ -19,6 +19,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -544,17 +545,16 @@ func (rep Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "\n%d passed, %d failed\n", rep.Passed, rep.Failed)
 }
 
+// shellSafe are the arguments a POSIX shell takes as they are.
+var shellSafe = regexp.MustCompile(`^[-a-zA-Z0-9_.,:/=@+]+$`)
+
 // shellJoin quotes args for a POSIX shell where they need it.
 func shellJoin(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if a != "" && strings.IndexFunc(a, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.,:/=@+", r))
-		}) < 0 {
-			out[i] = a
-			continue
+	out := slices.Clone(args)
+	for i, a := range out {
+		if !shellSafe.MatchString(a) {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 		}
-		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	return strings.Join(out, " ")
 }
