@@ -510,9 +510,10 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 	}
 	if !req.Explain {
 		// A rejection, and a placement elsewhere than the queue named,
-		// keep their trail for Why; the placed path allocates nothing more.
+		// keep their trail for Why; the placed path keeps none.
 		res.Result = p.rules.Place(cp, preq)
-		if res.Placed && !elsewhere(res.Queue, req.Queue) {
+		res.setAsked(req.Queue)
+		if res.Placed && res.Asked == "" {
 			return res, nil
 		}
 	}
@@ -535,27 +536,16 @@ func (r *PlaceResult) Decisive() string {
 	return r.Queue
 }
 
-// elsewhere reports whether placed (a canonical path) is another queue
-// than named read as a path under root; never when named is "".
-func elsewhere(placed, named string) bool {
-	if named == "" {
-		return false
-	}
-	if named != "root" && !strings.HasPrefix(strings.ToLower(named), "root.") {
-		return !strings.HasPrefix(placed, "root.") || !strings.EqualFold(placed[len("root."):], named)
-	}
-	return !strings.EqualFold(placed, named)
-}
-
 // setAsked sets Asked when the application is placed elsewhere than the
-// queue it names.
+// queue it names ("" names none), read as a lower-case path under root.
 func (r *PlaceResult) setAsked(named string) {
-	if !r.Placed || !elsewhere(r.Queue, named) {
-		return
+	asked := strings.ToLower(named)
+	if asked != "root" && !strings.HasPrefix(asked, "root.") {
+		asked = "root." + asked
 	}
-	r.named, r.Asked = named, strings.ToLower(named)
-	if r.Asked != "root" && !strings.HasPrefix(r.Asked, "root.") {
-		r.Asked = "root." + r.Asked
+	r.named, r.Asked = "", ""
+	if r.Placed && named != "" && !strings.EqualFold(r.Queue, asked) {
+		r.named, r.Asked = named, asked
 	}
 }
 
