@@ -76,16 +76,12 @@ func fairPlacement(top *element, root *Queue, d *diags) []Rule {
 // fairCreate reads a rule's create attribute (default true).
 func fairCreate(e *element, d *diags) bool {
 	v, ok := e.attr("create")
-	if !ok {
+	switch b := strings.ToLower(strings.TrimSpace(v)); {
+	case !ok || b == "true":
 		return true
+	case b != "false":
+		d.warnf(e.at, "create=%q: want true or false; YARN reads anything else as false", v)
 	}
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "true":
-		return true
-	case "false":
-		return false
-	}
-	d.warnf(e.at, "create=%q: want true or false; YARN reads anything else as false", v)
 	return false
 }
 

@@ -56,13 +56,12 @@ func Find(roots []string) ([]string, error) {
 		}
 		n := len(out)
 		err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
+			switch {
+			case err != nil:
 				return err
-			}
-			if d.IsDir() && path != root && strings.HasPrefix(d.Name(), ".") {
+			case d.IsDir() && path != root && strings.HasPrefix(d.Name(), "."):
 				return filepath.SkipDir
-			}
-			if !d.IsDir() && (strings.HasSuffix(path, "_test.yaml") || strings.HasSuffix(path, "_test.yml")) {
+			case !d.IsDir() && (strings.HasSuffix(path, "_test.yaml") || strings.HasSuffix(path, "_test.yml")):
 				out = append(out, path)
 			}
 			return nil
@@ -205,7 +204,7 @@ func (r *caseRunner) lookupError(w io.Writer, partition, queue string, err error
 }
 
 func (r *caseRunner) decision(ctx context.Context, c testCase) CaseReport {
-	cr := CaseReport{Kind: "decision", Expected: c.Expect}
+	cr := CaseReport{Kind: c.kind, Expected: c.Expect}
 	action, _ := policy.ParseAction(c.Action)
 	req := engine.Request{Partition: c.Partition, Queue: c.Queue, User: c.User, Groups: c.Groups, Action: action}
 	res, err := r.e.Check(ctx, req)
@@ -256,7 +255,7 @@ func orNone(s string) string {
 }
 
 func (r *caseRunner) application(ctx context.Context, c testCase) CaseReport {
-	cr := CaseReport{Kind: "application", Expected: c.Expect}
+	cr := CaseReport{Kind: c.kind, Expected: c.Expect}
 	action, _ := application.ParseAction(c.Action)
 	app := application.Application{ID: c.app.ID, Owner: c.app.Owner, Queue: c.app.Queue}
 	args := append(r.baseArgs("app", c), "--owner", c.app.Owner, "--action", c.Action)
@@ -306,7 +305,7 @@ func (r *caseRunner) application(ctx context.Context, c testCase) CaseReport {
 }
 
 func (r *caseRunner) place(ctx context.Context, c testCase) CaseReport {
-	cr := CaseReport{Kind: "placement", Expected: c.Expect}
+	cr := CaseReport{Kind: c.kind, Expected: c.Expect}
 	cr.args = r.baseArgs("place", c)
 	for _, k := range slices.Sorted(maps.Keys(c.Tags)) {
 		cr.args = append(cr.args, "--tag", k+"="+c.Tags[k])
@@ -337,7 +336,7 @@ func (r *caseRunner) place(ctx context.Context, c testCase) CaseReport {
 // admission reviews the case's object through the webhook handler usher
 // serve mounts at /mutate and /validate, over an in-process HTTP request.
 func (r *caseRunner) admission(ctx context.Context, i int, c testCase) CaseReport {
-	cr := CaseReport{Kind: "admission", Expected: c.Expect}
+	cr := CaseReport{Kind: c.kind, Expected: c.Expect}
 	spec := c.review
 	body := spec.review
 	if body == nil {
@@ -477,11 +476,10 @@ func stampedIdentity(patch []byte) (*admission.UserInfo, error) {
 	}
 	key := strings.ReplaceAll(admission.UserInfoAnnotation, "/", "~1")
 	for _, op := range ops {
-		if op.Op != "add" && op.Op != "replace" {
-			continue
-		}
 		var s string
 		switch {
+		case op.Op != "add" && op.Op != "replace":
+			continue
 		case strings.HasSuffix(op.Path, "/annotations/"+key):
 			if err := json.Unmarshal(op.Value, &s); err != nil {
 				return nil, err
@@ -491,11 +489,10 @@ func stampedIdentity(patch []byte) (*admission.UserInfo, error) {
 			if err := json.Unmarshal(op.Value, &m); err != nil {
 				return nil, err
 			}
-			v, ok := m[admission.UserInfoAnnotation]
-			if !ok {
+			var ok bool
+			if s, ok = m[admission.UserInfoAnnotation]; !ok {
 				continue
 			}
-			s = v
 		default:
 			continue
 		}

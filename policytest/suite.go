@@ -52,20 +52,19 @@ type testCase struct {
 	DecidedBy   *yaml.Node `yaml:"decidedBy"`
 	Admission   *yaml.Node `yaml:"admission"`
 
-	line, col int
-	kind      caseKind
-	app       appSpec
-	decided   *decidedBy
-	review    *reviewSpec
+	line    int
+	kind    string
+	app     appSpec
+	decided *decidedBy
+	review  *reviewSpec
 }
 
-type caseKind uint8
-
+// A case's kind, as CaseReport.Kind names it.
 const (
-	caseDecision caseKind = iota + 1
-	caseApplication
-	casePlace
-	caseAdmission
+	caseDecision    = "decision"
+	caseApplication = "application"
+	casePlace       = "placement"
+	caseAdmission   = "admission"
 )
 
 // appSpec is the application block: what usher app takes as flags.
@@ -340,7 +339,7 @@ var (
 )
 
 func (p fileParser) testCase(n *yaml.Node) (testCase, error) {
-	c := testCase{line: n.Line, col: n.Column}
+	c := testCase{line: n.Line}
 	at, err := p.decode(n, "", &c)
 	if err != nil {
 		return c, err
@@ -441,7 +440,7 @@ func (p fileParser) testCase(n *yaml.Node) (testCase, error) {
 	return c, nil
 }
 
-func (p fileParser) decidedBy(n *yaml.Node, kind caseKind) (*decidedBy, error) {
+func (p fileParser) decidedBy(n *yaml.Node, kind string) (*decidedBy, error) {
 	d := &decidedBy{}
 	at, err := p.decode(n, "decidedBy.", d)
 	if err != nil {
