@@ -33,9 +33,10 @@ func (e *element) attr(name string) (string, bool) {
 	return "", false
 }
 
-// parseXML reads src into a tree of elements. A syntax error is reported
-// at the position where the decoder found it and parseXML returns nil.
-func parseXML(src Source, d *diags) *element {
+// parseXML reads src, a kind of file whose top element is top, into a tree
+// of elements. A syntax error is reported at the position where the
+// decoder found it, or a wrong top element, and parseXML returns nil.
+func parseXML(src Source, d *diags, kind, top string) *element {
 	dec := xml.NewDecoder(bytes.NewReader(src.Data))
 	var root *element
 	var stack []*element
@@ -108,8 +109,12 @@ func parseXML(src Source, d *diags) *element {
 			e.hasText = true
 		}
 	}
-	if root == nil {
+	switch {
+	case root == nil:
 		d.errorf(pos{src.Name, 0, 0}, "no XML element found: the file is empty")
+	case root.name != top:
+		d.errorf(root.at, "the top element of a %s is <%s>, not <%s>%s", kind, top, root.name, topHints[root.name])
+		return nil
 	}
 	return root
 }
@@ -159,12 +164,8 @@ var topHints = map[string]string{
 // and value attributes). Names are trimmed, values are not, as Hadoop's
 // Configuration does. It returns nil when the file cannot be read.
 func readConfiguration(src Source, d *diags, kind string) *properties {
-	root := parseXML(src, d)
+	root := parseXML(src, d, kind, "configuration")
 	if root == nil {
-		return nil
-	}
-	if root.name != "configuration" {
-		d.errorf(root.at, "the top element of a %s is <configuration>, not <%s>%s", kind, root.name, topHints[root.name])
 		return nil
 	}
 	props := &properties{byName: map[string]*property{}}

@@ -107,12 +107,8 @@ func queueName(name, parent string, at pos, d *diags) (string, bool) {
 // elements with <aclSubmitApps> and <aclAdministerApps>; without a
 // top-level root, the top-level queues are root's children.
 func fairScheduler(src Source, d *diags) (*Queue, pos, *element) {
-	top := parseXML(src, d)
+	top := parseXML(src, d, "fair-scheduler.xml", "allocations")
 	if top == nil {
-		return nil, pos{}, nil
-	}
-	if top.name != "allocations" {
-		d.errorf(top.at, "the top element of a fair-scheduler.xml is <allocations>, not <%s>%s", top.name, topHints[top.name])
 		return nil, pos{}, nil
 	}
 	var queues []*element
