@@ -131,9 +131,8 @@ func (c *givenCache) put(user string, e *givenEntry) {
 	}
 }
 
-// New builds the generation of cfg. A partition whose resolver settings
-// have the same key (resolvers.Settings.Key) as in prev (nil: none) keeps
-// prev's resolver and its cache; the others get new ones.
+// New builds the generation of cfg; a partition whose resolvers.Settings.Key
+// is as in prev (nil: none) keeps prev's resolver and its cache.
 func New(cfg *config.Config, prev *Generation) (*Generation, error) {
 	if cfg == nil || cfg.Snapshot == nil || cfg.Admission == nil {
 		return nil, fmt.Errorf("engine: configuration is not compiled")
@@ -242,8 +241,7 @@ func (g *Generation) GroupsMode(partitionName string) (identity.Mode, error) {
 	return p.mode, nil
 }
 
-// identify is Generation.Identify; decided groups are the identity as
-// they are.
+// identify is Generation.Identify; decided groups are kept as they are.
 func identify(ctx context.Context, p *partition, user string, groups []string, decided bool) (identity.Info, error) {
 	if err := acl.ValidName(user); err != nil {
 		return identity.Info{}, fmt.Errorf("user: %w", err)
@@ -282,8 +280,8 @@ func (g *Generation) Explain(ctx context.Context, req Request) (res Result, step
 	return res, steps, err
 }
 
-// decide answers req into res, which is zero. Both go by pointer: copying
-// them was a fifth of a cached decision's cost.
+// decide answers req into res, which is zero; both go by pointer, as
+// copying them costs a fifth of a cached decision.
 func (g *Generation) decide(ctx context.Context, req *Request, trail bool, res *Result) ([]policy.Step, error) {
 	res.Partition, res.Queue, res.Action, res.User = req.Partition, req.Queue, req.Action, req.User
 	cp, p, err := g.lookup(req.Partition)
@@ -379,8 +377,7 @@ func (g *Generation) Access(ctx context.Context, partitionName, user string, gro
 	return res, nil
 }
 
-// AppRequest is a question about a running application: may User (with
-// Groups) perform Action on App (for a move, to Target)?
+// AppRequest asks whether User (with Groups) may perform Action on App.
 type AppRequest struct {
 	Partition string
 	User      string
@@ -417,8 +414,7 @@ type PlaceRequest struct {
 	Tags  map[string]string // names match without regard to case
 	// Namespace, when set, is the namespace tag as YuniKorn's shim passes
 	// it, overriding one in Tags; ParentQueue, when set with it, reads the
-	// namespace.parentqueue tag (the Namespace's
-	// yunikorn.apache.org/parentqueue) when a rule reads that tag.
+	// namespace.parentqueue tag when a rule reads it.
 	Namespace   string
 	ParentQueue func(ctx context.Context, namespace string) (string, error)
 	User        string
@@ -429,8 +425,7 @@ type PlaceRequest struct {
 	Explain bool
 }
 
-// PlaceResult is where an application goes, with the identity it was
-// placed for and the rules that ran.
+// PlaceResult is where an application goes, for whom and by which rules.
 type PlaceResult struct {
 	placement.Result
 	Partition string // canonical

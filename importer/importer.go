@@ -102,14 +102,11 @@ func (p pos) advance(text string, off int) pos {
 	if p.line == 0 {
 		return p
 	}
-	off = min(max(off, 0), len(text))
-	for i := 0; i < off; i++ {
-		if text[i] == '\n' {
-			p.line, p.col = p.line+1, 1
-		} else {
-			p.col++
-		}
+	s := text[:min(max(off, 0), len(text))]
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		p.line, p.col, s = p.line+strings.Count(s, "\n"), 1, s[i+1:]
 	}
+	p.col += len(s)
 	return p
 }
 
@@ -136,8 +133,7 @@ func (d *diags) err() error {
 	return nil
 }
 
-// yarnACL parses a YARN ACL text found at `at`, reporting at positions
-// inside it; what names the setting. It returns nil for an invalid ACL.
+// yarnACL parses the YARN ACL text of setting what at at; nil if invalid.
 func (d *diags) yarnACL(text string, at pos, what string) *Setting {
 	a, warns, err := acl.Parse(text, acl.YARN)
 	if err != nil {

@@ -184,8 +184,8 @@ func readCount(text string, at pos, what string, d *diags) count {
 	return count{}
 }
 
-// defaultMaxApps reads the setting name, a limit of running applications
-// for each queue that sets none.
+// defaultMaxApps reads setting name: the running applications of each
+// queue that sets none.
 func defaultMaxApps(root *Queue, name, text string, at pos, d *diags) {
 	c := readCount(text, at, name, d)
 	c.from = name + " (" + at.String() + ")"
@@ -296,8 +296,7 @@ func clamp(r, limit res) bool {
 	return changed
 }
 
-// dropGuaranteed leaves resource k out of the guaranteed of q, or of the
-// queues below it when q has none of its own.
+// dropGuaranteed leaves resource k out of q's guaranteed, or below q.
 func dropGuaranteed(q *Queue, path, k, why string, d *diags) {
 	if v, ok := q.guaranteed.q[k]; ok {
 		d.warnf(q.guaranteed.at, "queue %s: guaranteed %s is not written: %s, which YuniKorn refuses", path, res{k: v}, why)

@@ -12,10 +12,8 @@ import (
 	"github.com/usherhq/usher/policy"
 )
 
-// This file translates YARN's placement (<queuePlacementPolicy>, the
-// Capacity Scheduler's queue-mappings) into YuniKorn's placement rules,
-// each with a comment naming its source; what has no equivalent is a
-// warning.
+// This file translates YARN's <queuePlacementPolicy> and queue-mappings
+// into YuniKorn's placement rules; what has no equivalent is a warning.
 
 // Rule is an imported placement rule with where it came from.
 type Rule struct {
@@ -180,9 +178,8 @@ const (
 	csOverride = csPrefix + "queue-mappings-override.enable"
 )
 
-// capacityPlacement translates yarn.scheduler.capacity.queue-mappings;
-// without queue-mappings-override.enable a queue the application names
-// comes first.
+// capacityPlacement translates the Capacity Scheduler's queue-mappings;
+// without override, a queue the application names comes first.
 func capacityPlacement(props *properties, root *Queue, d *diags) []Rule {
 	p := props.get(csMappings)
 	if p == nil || strings.TrimSpace(p.value) == "" {

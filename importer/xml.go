@@ -126,8 +126,7 @@ type property struct {
 	valueAt     pos // the start of the value text
 }
 
-// items calls fn with each non-empty item of a comma-separated value,
-// trimmed, and the position where the item starts.
+// items calls fn with each non-empty item of the list, trimmed, and where it starts.
 func (p *property) items(fn func(item string, at pos)) {
 	off := 0
 	for _, raw := range strings.Split(p.value, ",") {
@@ -176,24 +175,19 @@ func readConfiguration(src Source, d *diags, kind string) *properties {
 		if e.name != "property" {
 			continue
 		}
-		p := &property{at: e.at, valueAt: e.at}
-		hasName, hasValue := false, false
-		if v, ok := e.attr("name"); ok {
-			p.name, hasName = strings.TrimSpace(v), true
-		}
-		if v, ok := e.attr("value"); ok {
-			p.value, hasValue = v, true
-		}
+		name, _ := e.attr("name")
+		value, hasValue := e.attr("value")
+		p := &property{name: strings.TrimSpace(name), value: value, at: e.at, valueAt: e.at}
 		for _, f := range e.kids {
 			switch f.name {
 			case "name":
-				p.name, hasName = strings.TrimSpace(f.text), true
+				p.name = strings.TrimSpace(f.text)
 			case "value":
 				p.value, p.valueAt, hasValue = f.text, f.textAt, true
 			}
 		}
 		switch {
-		case !hasName || p.name == "":
+		case p.name == "":
 			d.warnf(e.at, "a property without a name is ignored")
 			continue
 		case !hasValue:

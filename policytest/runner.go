@@ -108,10 +108,9 @@ type CaseReport struct {
 	explain func(io.Writer)
 }
 
-// Run loads the file's configuration once, as usher serve does (the
-// ADMISSION_CONTROLLER_* variables read with lookup) but Strict, and
-// decides every case with what serves it. An error means the
-// configuration did not load.
+// Run loads the file's configuration once, as usher serve does (with the
+// variables lookup reads) but Strict, and decides every case with what
+// serves it. An error means the configuration did not load.
 func Run(ctx context.Context, f *File, lookup func(string) (string, bool)) (FileReport, error) {
 	fr := FileReport{File: f.path, Config: f.configPath}
 	cfg, err := config.Load(f.configPath, config.Strict(), config.WithEnv(lookup))
@@ -194,8 +193,8 @@ func (r *caseRunner) baseArgs(cmd string, c testCase) []string {
 	return args
 }
 
-// lookupError writes a decision that could not be made, with the closest
-// names for an unknown partition or queue, as the commands print it.
+// lookupError writes a failed decision, with the nearest names of an
+// unknown partition or queue, as the commands print it.
 func (r *caseRunner) lookupError(w io.Writer, partition, queue string, err error) {
 	fmt.Fprintln(w, err)
 	if hint := r.e.Config().Suggest(partition, queue, err); hint != "" {
@@ -460,8 +459,7 @@ func buildReview(i int, c testCase) ([]byte, error) {
 	})
 }
 
-// stampedIdentity reads the user.info annotation a JSON patch sets; nil
-// when it sets none.
+// stampedIdentity reads the user.info annotation a JSON patch sets, if any.
 func stampedIdentity(patch []byte) (*admission.UserInfo, error) {
 	if len(patch) == 0 {
 		return nil, nil

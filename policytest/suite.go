@@ -77,8 +77,7 @@ type appSpec struct {
 	ModifyACL   *string `yaml:"modifyACL"`
 }
 
-// decidedBy is the optional expectation of who decided. Empty fields are
-// not checked.
+// decidedBy is the optional expectation of who decided; "" is not checked.
 type decidedBy struct {
 	Queue string `yaml:"queue"`
 	ACL   string `yaml:"acl"`
@@ -131,8 +130,8 @@ func (p fileParser) errAt(n *yaml.Node, format string, args ...any) error {
 	return &posError{p.path, n.Line, n.Column, fmt.Sprintf(format, args...)}
 }
 
-// Read reads and checks a policy test file. Every error is a *posError,
-// or several joined: every case is checked.
+// Read reads and checks a policy test file, every case; the error is one
+// or more *posError joined.
 func Read(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
