@@ -54,14 +54,12 @@ func adopt(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissio
 		}
 		path += "/namespaces/" + url.PathEscape(req.Namespace) + "/" + strings.ToLower(ok.kind) + "s/" + url.PathEscape(ref.Name)
 		raw, err := rd.owners(ctx, path)
-		var meta struct {
-			Metadata struct{ UID string } `json:"metadata"`
-		}
+		var meta metav1.PartialObjectMetadata
 		if err == nil {
 			err = json.Unmarshal(raw, &meta)
 		}
-		if err == nil && meta.Metadata.UID != string(ref.UID) {
-			err = errors.New("it is another object than the owner reference names (uid " + strconv.Quote(meta.Metadata.UID) + ")")
+		if err == nil && meta.UID != ref.UID {
+			err = errors.New("it is another object than the owner reference names (uid " + strconv.Quote(string(meta.UID)) + ")")
 		}
 		var ownerView objectView
 		if err == nil {

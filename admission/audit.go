@@ -1,8 +1,12 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
+	"slices"
+	"strings"
+	"sync"
 
 	admissionv1 "k8s.io/api/admission/v1"
 
@@ -113,16 +117,13 @@ func (r *Record) denialAttr() slog.Attr {
 	if d.Warned {
 		as = append(as, slog.Bool("warned", true))
 	}
-	as = appendString(as, "operation", d.Operation, clip.Name)
-	as = appendString(as, "group", d.Group, clip.Name)
-	as = appendString(as, "kind", d.Kind, clip.Name)
-	as = appendString(as, "namespace", d.Namespace, clip.Name)
-	as = appendString(as, "name", d.Name, clip.Name)
+	for _, f := range [...][2]string{{"operation", d.Operation}, {"group", d.Group}, {"kind", d.Kind}, {"namespace", d.Namespace}, {"name", d.Name}} {
+		as = appendString(as, f[0], f[1], clip.Name)
+	}
 	as = append(as, slog.String("user", clip.String(d.User, clip.Name)))
-	as = appendString(as, "identity", d.Identity, clip.Name)
-	as = appendString(as, "queue", d.Queue, clip.Name)
-	as = appendString(as, "check", d.Check, clip.Name)
-	as = appendString(as, "field", d.Field, clip.Name)
+	for _, f := range [...][2]string{{"identity", d.Identity}, {"queue", d.Queue}, {"check", d.Check}, {"field", d.Field}} {
+		as = appendString(as, f[0], f[1], clip.Name)
+	}
 	if d.DryRun {
 		as = append(as, slog.Bool("dryRun", true))
 	}
@@ -145,7 +146,7 @@ func (h *Handler) record(ctx context.Context, hook hookKind, req *admissionv1.Ad
 		return
 	}
 	r := Record{
-		Webhook:    hook.String(),
+		Webhook:    string(hook),
 		Identity:   dc.identity,
 		Queue:      dc.queue,
 		QueueAsked: dc.queueAsked,
@@ -200,10 +201,7 @@ func (h *Handler) record(ctx context.Context, hook hookKind, req *admissionv1.Ad
 // eviction or Binding) and, when markers are read and no check set one,
 // its first queue; never the outcome.
 func complete(ctx context.Context, st *State, rd *reads, req *admissionv1.AdmissionRequest, obj, old string, pre *views, dc *decision) {
-	dc.group, dc.kind = req.Kind.Group, req.Kind.Kind
-	if req.Name != "" {
-		dc.name = req.Name
-	}
+	dc.group, dc.kind, dc.name = req.Kind.Group, req.Kind.Kind, cmp.Or(req.Name, dc.name)
 	if isEviction(req) || isBinding(req) {
 		dc.group, dc.kind = "", "Pod"
 		return
@@ -228,9 +226,7 @@ func complete(ctx context.Context, st *State, rd *reads, req *admissionv1.Admiss
 	if view(c, k, s, ov, done, field) != nil {
 		return
 	}
-	if dc.name == "" {
-		dc.name = nameOf(req, ov)
-	}
+	dc.name = cmp.Or(dc.name, nameOf(req, ov))
 	if !needQueue {
 		return
 	}
@@ -238,4 +234,57 @@ func complete(ctx context.Context, st *State, rd *reads, req *admissionv1.Admiss
 	if ts, err := c.targets(k, req.Namespace, ov, placing); err == nil && len(ts) > 0 && c.viaLocalQueues(ctx, rd, req.Namespace, ts[:1]) == nil {
 		dc.queue = ts[0].record()
 	}
+}
+
+type lookupKey struct{}
+
+// lookupNotes collects a review's NoteLookup notes for Record.Lookup.
+type lookupNotes struct {
+	mu    sync.Mutex
+	notes []string
+}
+
+// NoteLookup records, once, how the submitter of ctx's review was
+// identified beyond asking for the user (a mapping rule, an override, an
+// unknown user); outside a review, nothing.
+func NoteLookup(ctx context.Context, note string) {
+	n, _ := ctx.Value(lookupKey{}).(*lookupNotes)
+	if n == nil || note == "" {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !slices.Contains(n.notes, note) {
+		n.notes = append(n.notes, note)
+	}
+}
+
+func (n *lookupNotes) String() string {
+	if n == nil {
+		return ""
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return strings.Join(n.notes, "; ")
+}
+
+// OtherLabel is the metric label of a kind or operation the webhook does not know.
+const OtherLabel = "other"
+
+// MetricKind returns a handled kind, "" or OtherLabel, so that an invented
+// kind cannot create a metric series kept forever.
+func MetricKind(kind string) string {
+	if kind == "" || slices.ContainsFunc(kinds[:], func(k kindInfo) bool { return k.kind == kind }) {
+		return kind
+	}
+	return OtherLabel
+}
+
+// MetricOperation returns an admission operation, "" or OtherLabel.
+func MetricOperation(op string) string {
+	switch admissionv1.Operation(op) {
+	case "", admissionv1.Create, admissionv1.Update, admissionv1.Delete, admissionv1.Connect:
+		return op
+	}
+	return OtherLabel
 }

@@ -238,7 +238,7 @@ func BenchmarkScannerDecode(b *testing.B) {
 	defer reportCPU(b, cpu)
 	for b.Loop() {
 		rv = decodedReview{}
-		if err := decodeReview(string(body), body, &rv); err != nil {
+		if err := decodeReview(string(body), &rv); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -28,9 +28,9 @@ func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInf
 	how := stampNew
 	var pr *propagation
 	if p := c.Propagator(user); p != nil && !trusted(c, user, groups) {
-		var denied *decision
-		if pr, denied = parentOf(ctx, rd, p, k, req, ov, obj, pre.podUID); denied != nil {
-			return *denied
+		var denied decision
+		if pr, denied = parentOf(ctx, rd, p, k, req, ov, obj, pre.podUID); denied.code != 0 {
+			return denied
 		}
 		if !pr.stamped && c.UnstampedDeny {
 			return deny(CausePropagationDenied, httpStatusForbidden, "usher: %s, the parent of %s, carries no annotation %s, so there is no identity "+
@@ -39,9 +39,9 @@ func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInf
 	}
 	switch {
 	case pr != nil && pr.stamped:
-		var denied *decision
-		if who, ui, how, denied = propagated(pr, hook, k, req, ov, pre, st.ident != nil && !c.StampGiven); denied != nil {
-			return *denied
+		var denied decision
+		if who, ui, how, denied = propagated(pr, hook, k, req, ov, pre, st.ident != nil && !c.StampGiven); denied.code != 0 {
+			return denied
 		}
 		dc = allow(RulePropagated)
 		dc.propagation = pr.String()
@@ -55,16 +55,11 @@ func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInf
 			return userInfoDenial(k, pre.lim.refuse("annotation", CauseUserInfoInvalid, "annotation "+UserInfoAnnotation+" on "+place(k, req, ov), n))
 		}
 		ui = &u
-		var rule Rule
+		rule, kept := keptBy[c.trustedDeleter(user, groups)]
 		switch {
 		case c.BypassAuth:
 			rule = RuleKeptBypassAuth
-		case c.TrustControllers && c.SystemUsers.Match(user):
-			rule = RuleKeptController
-		case c.ExternalUsers.Match(user):
-			rule = RuleKeptExternalUser
-		case c.ExternalGroups.MatchAny(groups):
-			rule = RuleKeptExternalGroup
+		case kept:
 		case u.User == user:
 			// Restamped, so a re-applied manifest cannot freeze old groups.
 			rule, how = RuleKeptSame, stampSame
@@ -131,11 +126,14 @@ func notStamped(k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView) 
 		"(register /mutate for %s CREATE with failurePolicy: Fail)", place(k, req, ov), UserInfoAnnotation, k.kind)
 }
 
-// trusted reports whether user may set any user.info: the trusted
-// deleters but system:masters, whom create does not trust with it.
+// keptBy is the rule keeping the user.info a trusted submitter sets: the
+// trusted deleters but system:masters, whom create does not trust with it.
+var keptBy = map[Trust]Rule{TrustController: RuleKeptController, TrustExternalUser: RuleKeptExternalUser, TrustExternalGroup: RuleKeptExternalGroup}
+
+// trusted reports whether user may set any user.info.
 func trusted(c *compiled, user string, groups []string) bool {
-	t := c.trustedDeleter(user, groups)
-	return c.BypassAuth || t != TrustNone && t != TrustMasters
+	_, kept := keptBy[c.trustedDeleter(user, groups)]
+	return c.BypassAuth || kept
 }
 
 // untrustedHint explains who may set the annotation.

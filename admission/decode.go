@@ -8,7 +8,6 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -18,15 +17,13 @@ const (
 	reviewKind       = "AdmissionReview"
 )
 
-// decodedReview is an AdmissionReview; obj and old are the texts of
-// request.object and request.oldObject ("" when absent or null), sharing
-// memory with the body as req's Raw fields do.
+// decodedReview is an AdmissionReview as far as the handler reads it; obj
+// and old are the texts of request.object and request.oldObject ("" when
+// absent or null), sharing memory with the body.
 type decodedReview struct {
 	apiVersion, kind string
 	hasRequest       bool
 	req              admissionv1.AdmissionRequest
-	reqKind          metav1.GroupVersionKind
-	reqResource      metav1.GroupVersionResource
 	dryRun           bool
 	obj, old         string
 	views            views
@@ -45,11 +42,11 @@ type views struct {
 // Member names of the objects decodeReview reads, by index.
 var (
 	reviewKeys  = jsonscan.NewKeys("apiVersion", "kind", "request")
-	requestKeys = jsonscan.NewKeys("uid", "kind", "resource", "subResource", "requestKind", "requestResource",
-		"requestSubResource", "name", "namespace", "operation", "userInfo", "object", "oldObject", "dryRun", "options")
+	requestKeys = jsonscan.NewKeys("uid", "kind", "resource", "subResource", "name", "namespace", "operation", "userInfo",
+		"object", "oldObject", "dryRun")
 	gvkKeys      = jsonscan.NewKeys("group", "version", "kind")
 	gvrKeys      = jsonscan.NewKeys("group", "version", "resource")
-	userInfoKeys = jsonscan.NewKeys("username", "uid", "groups", "extra")
+	userInfoKeys = jsonscan.NewKeys("username", "groups", "extra")
 )
 
 const (
@@ -57,9 +54,6 @@ const (
 	reqKind
 	reqResource
 	reqSubResource
-	reqRequestKind
-	reqRequestResource
-	reqRequestSubResource
 	reqName
 	reqNamespace
 	reqOperation
@@ -67,12 +61,11 @@ const (
 	reqObject
 	reqOldObject
 	reqDryRun
-	reqOptions
 )
 
-// decodeReview decodes body (and s, the same bytes) sharing its memory; a
-// duplicate member is an error, as encoding/json would keep the last.
-func decodeReview(s string, body []byte, r *decodedReview) error {
+// decodeReview decodes s sharing its memory; a duplicate member is an
+// error, as encoding/json would keep the last.
+func decodeReview(s string, r *decodedReview) error {
 	d := jsonscan.New(s)
 	if d.Null() {
 		return errors.New("the body is null, want an AdmissionReview object")
@@ -87,7 +80,7 @@ func decodeReview(s string, body []byte, r *decodedReview) error {
 		case 2:
 			if !d.Null() {
 				r.hasRequest = true
-				decodeRequest(&d, body, r)
+				decodeRequest(&d, r)
 			}
 		}
 	}
@@ -95,7 +88,7 @@ func decodeReview(s string, body []byte, r *decodedReview) error {
 	return d.Err()
 }
 
-func decodeRequest(d *jsonscan.Scanner, body []byte, r *decodedReview) {
+func decodeRequest(d *jsonscan.Scanner, r *decodedReview) {
 	req := &r.req
 	m := d.Members("request", requestKeys)
 	for i := m.Next(); i >= 0; i = m.Next() {
@@ -103,23 +96,11 @@ func decodeRequest(d *jsonscan.Scanner, body []byte, r *decodedReview) {
 		case reqUID:
 			req.UID = types.UID(d.StringField("request.uid"))
 		case reqKind:
-			decodeGVK(d, "request.kind", &req.Kind)
+			decodeGroupVersion(d, "request.kind", gvkKeys, ".kind", &req.Kind.Group, &req.Kind.Version, &req.Kind.Kind)
 		case reqResource:
-			decodeGVR(d, "request.resource", &req.Resource)
+			decodeGroupVersion(d, "request.resource", gvrKeys, ".resource", &req.Resource.Group, &req.Resource.Version, &req.Resource.Resource)
 		case reqSubResource:
 			req.SubResource = d.StringField("request.subResource")
-		case reqRequestKind:
-			if !d.Null() {
-				req.RequestKind = &r.reqKind
-				decodeGVK(d, "request.requestKind", req.RequestKind)
-			}
-		case reqRequestResource:
-			if !d.Null() {
-				req.RequestResource = &r.reqResource
-				decodeGVR(d, "request.requestResource", req.RequestResource)
-			}
-		case reqRequestSubResource:
-			req.RequestSubResource = d.StringField("request.requestSubResource")
 		case reqName:
 			req.Name = d.StringField("request.name")
 		case reqNamespace:
@@ -129,38 +110,25 @@ func decodeRequest(d *jsonscan.Scanner, body []byte, r *decodedReview) {
 		case reqUserInfo:
 			decodeUserInfo(d, &req.UserInfo, &r.views)
 		case reqObject:
-			r.obj = rawValue(d, body, &req.Object.Raw)
+			r.obj = rawValue(d)
 		case reqOldObject:
-			r.old = rawValue(d, body, &req.OldObject.Raw)
+			r.old = rawValue(d)
 		case reqDryRun:
 			if v, set := d.BoolField("request.dryRun"); set {
 				r.dryRun = v
 				req.DryRun = &r.dryRun
 			}
-		case reqOptions:
-			rawValue(d, body, &req.Options.Raw)
 		}
 	}
 }
 
-// rawValue skips the value at the scanner and returns its text, setting
-// dst to the same bytes of body; "" and dst unset when it is null.
-func rawValue(d *jsonscan.Scanner, body []byte, dst *[]byte) string {
+// rawValue skips the value at the scanner and returns its text, "" for null.
+func rawValue(d *jsonscan.Scanner) string {
 	a, b := d.RawValue()
-	raw := d.Input()[a:b]
-	if raw == "null" || d.Err() != nil {
-		return ""
+	if raw := d.Input()[a:b]; raw != "null" && d.Err() == nil {
+		return raw
 	}
-	*dst = body[a:b:b]
-	return raw
-}
-
-func decodeGVK(d *jsonscan.Scanner, field string, gvk *metav1.GroupVersionKind) {
-	decodeGroupVersion(d, field, gvkKeys, ".kind", &gvk.Group, &gvk.Version, &gvk.Kind)
-}
-
-func decodeGVR(d *jsonscan.Scanner, field string, gvr *metav1.GroupVersionResource) {
-	decodeGroupVersion(d, field, gvrKeys, ".resource", &gvr.Group, &gvr.Version, &gvr.Resource)
+	return ""
 }
 
 // decodeGroupVersion decodes {"group","version",<last>}; lastSuffix is "."+last.
@@ -190,10 +158,8 @@ func decodeUserInfo(d *jsonscan.Scanner, u *authenticationv1.UserInfo, v *views)
 		case 0:
 			u.Username = d.StringField("request.userInfo.username")
 		case 1:
-			u.UID = d.StringField("request.userInfo.uid")
-		case 2:
 			u.Groups, v.groups = d.StringList("request.userInfo.groups", v.lim.keep())
-		case 3:
+		case 2:
 			if d.Null() || !d.Object("request.userInfo.extra") {
 				continue
 			}

@@ -14,7 +14,7 @@ import (
 func remove(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissionv1.AdmissionRequest, old string, pre *views) decision {
 	c := st.cfg
 	if t := c.trustedDeleter(req.UserInfo.Username, req.UserInfo.Groups); t != TrustNone {
-		return allowTrusted(verbDelete, t)
+		return allowTrusted("delete", t)
 	}
 	ov := &pre.old
 	if err := view(c, k, old, ov, &pre.oldDone, "request.oldObject"); err != nil {
@@ -27,7 +27,7 @@ func remove(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissi
 	if p := c.Propagator(req.UserInfo.Username); p != nil && ov.pod().has(slotUserInfo) {
 		// A propagator may delete what it may create: its parent's user.
 		pr, denied := parentOf(ctx, rd, p, k, req, ov, old, pre.podUID)
-		if denied == nil && pr.stamped {
+		if denied.code == 0 && pr.stamped {
 			u, err1 := ParseUserInfo(pr.info)
 			got, err2 := ParseUserInfo(ov.pod().val(slotUserInfo))
 			if err1 == nil && err2 == nil && got.User == u.User { // its groups may be a later restamp's
@@ -93,28 +93,26 @@ func killRule(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admis
 		dc.identity, dc.check = owner, CheckKill
 		return dc
 	}
-	first := ""
-	for i := range ts {
-		q := ts[i].queue
-		ok, reason, err := st.del.AuthorizeDelete(ctx, DeleteRequest{Partition: c.Partition, Queue: q, Owner: owner, ModifyACL: modifyACL, User: user, Groups: groups})
-		if err != nil {
-			dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may %s %s %s: %v; denied (usher fails closed)",
-				user, verb, k.kind, objectName(req, o), err)
-			dc.identity, dc.queue, dc.check = owner, recordQueue(q), CheckKill
-			return dc
-		}
-		if ok {
-			dc := allowBecause(RuleKillRule, reason)
-			dc.identity, dc.queue, dc.check = owner, recordQueue(q), CheckKill
-			return dc
-		}
-		if i == 0 {
+	var dc decision
+	first, q := "", ts[0].queue
+	for i := 0; i < len(ts) && dc.code == 0; i++ { // until an answer decides
+		ok, reason, err := st.del.AuthorizeDelete(ctx, DeleteRequest{Partition: c.Partition, Queue: ts[i].queue, Owner: owner, ModifyACL: modifyACL,
+			User: user, Groups: groups})
+		switch {
+		case err != nil:
+			dc, q = deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may %s %s %s: %v; denied (usher fails closed)",
+				user, verb, k.kind, objectName(req, o), err), ts[i].queue
+		case ok:
+			dc, q = allowBecause(RuleKillRule, reason), ts[i].queue
+		case i == 0:
 			first = reason
 		}
 	}
-	dc := deny(CauseKillDenied, httpStatusForbidden, "usher: user %q may not %s %s %s: %s%s", user, verb, k.kind, objectName(req, o),
-		cmp.Or(first, "not the owner, not in its modify ACL, not an admin of its queue, not a cluster admin"), note)
-	dc.identity, dc.queue, dc.check = owner, recordQueue(ts[0].queue), CheckKill
+	if dc.code == 0 {
+		dc = deny(CauseKillDenied, httpStatusForbidden, "usher: user %q may not %s %s %s: %s%s", user, verb, k.kind, objectName(req, o),
+			cmp.Or(first, "not the owner, not in its modify ACL, not an admin of its queue, not a cluster admin"), note)
+	}
+	dc.identity, dc.queue, dc.check = owner, recordQueue(q), CheckKill
 	return warnMode(c.DeleteWarn, RuleWarnedDelete, dc)
 }
 
@@ -159,8 +157,7 @@ func isEviction(req *admissionv1.AdmissionRequest) bool {
 	return req.SubResource == "eviction" && req.Resource.Group == "" && req.Resource.Resource == "pods"
 }
 
-// evict decides an eviction, a DELETE whose review does not carry the
-// pod: only trusted deleters and whoever may kill any application may.
+// evict decides an eviction, a DELETE whose review does not carry the pod.
 func evict(ctx context.Context, st *State, req *admissionv1.AdmissionRequest) decision {
 	c := st.cfg
 	switch {
@@ -169,47 +166,43 @@ func evict(ctx context.Context, st *State, req *admissionv1.AdmissionRequest) de
 	case !c.ProcessNamespace(req.Namespace):
 		return allow(RuleNamespaceBypassed)
 	}
+	return killsAny(ctx, st, req, "eviction", "evict", "root", RuleEvictionByAdmin, CauseEvictionDenied, ": with enforceDeleteACLs on, "+
+		"an eviction deletes a pod without the kill rule seeing it, so only trusted controllers, members of "+mastersGroup+", cluster admins, "+
+		"application admins and admins of root may evict; delete the pod instead (its owner, the members of its modify ACL and the admins "+
+		"of its queue may)")
+}
+
+// killsAny decides whether the requester may "do" the request's pod, which
+// only trusted deleters (for action) and whoever may kill an unowned application
+// of root whose modify ACL allows nobody (so any) may; queue is the record's.
+func killsAny(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, action, do, queue string,
+	byAdmin Rule, cause Cause, why string) decision {
 	user, groups := req.UserInfo.Username, req.UserInfo.Groups
-	if t := c.trustedDeleter(user, groups); t != TrustNone {
-		// Trusted everywhere: for every queue, as root stands for.
-		dc := allowTrusted(verbEviction, t)
-		dc.queue = "root"
+	pod := "Pod " + strconv.Quote(req.Namespace+"/"+req.Name)
+	var dc decision
+	if t := st.cfg.trustedDeleter(user, groups); t != TrustNone {
+		dc = allowTrusted(action, t)
+		dc.queue = queue
 		return dc
 	}
-	pod := "Pod " + strconv.Quote(req.Namespace+"/"+req.Name)
 	if st.del == nil {
-		return killCheck(deny(CauseDecisionFailed, httpStatusInternal, errNoDeleteAuthzFormat, user, "evict", pod))
+		dc = deny(CauseDecisionFailed, httpStatusInternal, errNoDeleteAuthzFormat, user, do, pod)
+		dc.check = CheckKill
+		return dc
 	}
-	var dc decision
-	switch ok, reason, err := killsEverything(ctx, st, user, groups); {
+	switch ok, reason, err := st.del.AuthorizeDelete(ctx, DeleteRequest{Partition: st.cfg.Partition, Queue: "root", ModifyACL: new(string),
+		User: user, Groups: groups}); {
 	case err != nil:
-		dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may evict %s: %v; denied (usher fails closed)", user, pod, err)
+		dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may %s %s: %v; denied (usher fails closed)",
+			user, do, pod, err)
 	case ok:
-		dc = allowBecause(RuleEvictionByAdmin, reason)
+		dc = allowBecause(byAdmin, reason)
 	default:
-		dc = deny(CauseEvictionDenied, httpStatusForbidden, "usher: user %q may not evict %s: with enforceDeleteACLs on, an eviction deletes a pod "+
-			"without the kill rule seeing it, so only trusted controllers, members of %s, cluster admins, application admins "+
-			"and admins of root may evict; delete the pod instead (its owner, the members of its modify ACL and the admins "+
-			"of its queue may)", user, pod, mastersGroup)
+		dc = deny(cause, httpStatusForbidden, "usher: user %q may not %s %s%s", user, do, pod, why)
 	}
-	dc.queue = "root"
-	return warnMode(c.DeleteWarn, RuleWarnedDelete, killCheck(dc)) // only a refusal (403) may be warned
+	dc.queue, dc.check = queue, CheckKill
+	return warnMode(st.cfg.DeleteWarn, RuleWarnedDelete, dc) // only a refusal (403) may be warned
 }
-
-// killsEverything asks st.del whether the requester may kill an unowned
-// application in root whose modify ACL allows nobody: whether it may kill any.
-func killsEverything(ctx context.Context, st *State, user string, groups []string) (bool, string, error) {
-	return st.del.AuthorizeDelete(ctx, DeleteRequest{Partition: st.cfg.Partition, Queue: "root", ModifyACL: &nobody, User: user, Groups: groups})
-}
-
-// killCheck marks dc as decided by the kill rule.
-func killCheck(dc decision) decision {
-	dc.check = CheckKill
-	return dc
-}
-
-// nobody is a modify ACL that allows nobody.
-var nobody = ""
 
 // isBinding reports whether req binds a pod: pods/binding or bindings.
 func isBinding(req *admissionv1.AdmissionRequest) bool {
@@ -247,7 +240,7 @@ func bind(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, obj
 			return dc
 		}
 	}
-	dc := bindKill(ctx, st, req, m, pod)
+	dc := bindKill(ctx, st, req, &o)
 	if !dc.allowed || !c.EnforceQueue {
 		return dc
 	}
@@ -267,42 +260,14 @@ func bind(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, obj
 	return dc
 }
 
-// bindKill decides, with enforceDeleteACLs, a Binding's fields that decide who may delete.
-func bindKill(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, m *metaView, pod string) decision {
-	c, user, groups := st.cfg, req.UserInfo.Username, req.UserInfo.Groups
-	if !c.EnforceDelete {
+// bindKill decides, with enforceDeleteACLs, a Binding's fields that
+// decide who may delete (its ownerReferences are not copied onto the pod).
+func bindKill(ctx context.Context, st *State, req *admissionv1.AdmissionRequest, o *objectView) decision {
+	what := st.cfg.killInputsChanged(&bindingKind, &objectView{top: metaView{owners: o.top.owners}}, o)
+	if !st.cfg.EnforceDelete || what == "" {
 		return allow(RuleBindingPlain)
 	}
-	var set []string
-	if m.has(slotModifyACL) {
-		set = append(set, "annotation "+c.ModifyACLKey)
-	}
-	if c.BypassAuth && m.has(slotLegacy) {
-		set = append(set, "label "+LegacyUserLabel)
-	}
-	for i := range c.Sources {
-		if m.has(slotMarkers + i) {
-			set = append(set, c.Sources[i].Kind+" "+c.Sources[i].Key)
-		}
-	}
-	if len(set) == 0 {
-		return allow(RuleBindingPlain)
-	}
-	if t := c.trustedDeleter(user, groups); t != TrustNone {
-		return allowTrusted(verbBinding, t)
-	}
-	what := strings.Join(set, " and ")
-	if st.del == nil {
-		return killCheck(deny(CauseDecisionFailed, httpStatusInternal, errNoDeleteAuthzFormat, user, "set "+what+" on", pod))
-	}
-	ok, reason, err := killsEverything(ctx, st, user, groups)
-	switch {
-	case err != nil:
-		return killCheck(deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may set %s on %s: %v; denied (usher fails closed)", user, what, pod, err))
-	case ok:
-		return killCheck(allowBecause(RuleBindingByAdmin, reason))
-	}
-	return warnMode(c.DeleteWarn, RuleWarnedDelete, killCheck(deny(CauseBindingDenied, httpStatusForbidden, "usher: user %q may not set %s on %s through a Binding: with enforceDeleteACLs on, "+
-		"it decides who may delete the pod, and a Binding does not show whose pod it is, so only trusted controllers, "+
-		"members of %s, cluster admins, application admins and admins of root may set it this way", user, what, pod, mastersGroup)))
+	return killsAny(ctx, st, req, "binding", "set "+what+" on", "", RuleBindingByAdmin, CauseBindingDenied,
+		" through a Binding: with enforceDeleteACLs on, it decides who may delete the pod, and a Binding does not show whose pod it is, "+
+			"so only trusted controllers, members of "+mastersGroup+", cluster admins, application admins and admins of root may set it this way")
 }

@@ -97,11 +97,11 @@ func TestDecodeExtraNotKept(t *testing.T) {
 	}
 	b.WriteString(`"last":null}}}}`)
 	var rv decodedReview
-	if err := decodeReview(b.String(), []byte(b.String()), &rv); err != nil || rv.req.UserInfo.Extra != nil {
+	if err := decodeReview(b.String(), &rv); err != nil || rv.req.UserInfo.Extra != nil {
 		t.Fatalf("error %v, extra kept: %d keys", err, len(rv.req.UserInfo.Extra))
 	}
 	bad := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","userInfo":{"extra":{"k":[1]}}}}`
-	if err := decodeReview(bad, []byte(bad), &rv); err == nil || !strings.Contains(err.Error(), "request.userInfo.extra") {
+	if err := decodeReview(bad, &rv); err == nil || !strings.Contains(err.Error(), "request.userInfo.extra") {
 		t.Fatalf("a number in extra: %v", err)
 	}
 }

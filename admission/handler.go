@@ -38,16 +38,13 @@ const DefaultMaxBodyBytes = 7 << 20
 // DefaultMaxGroups is WithMaxGroups's default: large Active Directory users carry over a thousand groups.
 const DefaultMaxGroups = 2048
 
-type hookKind uint8
+// hookKind is the webhook reviewing, as Record.Webhook names it.
+type hookKind string
 
 const (
-	hookMutate hookKind = iota
-	hookValidate
+	hookMutate   hookKind = "mutate"
+	hookValidate hookKind = "validate"
 )
-
-func (k hookKind) String() string {
-	return [...]string{hookMutate: "mutate", hookValidate: "validate"}[k]
-}
 
 // Handler reviews AdmissionReviews for /mutate and /validate, safe for concurrent use.
 type Handler struct {
@@ -177,16 +174,14 @@ type submitter struct {
 // decide is the admission logic.
 func decide(ctx context.Context, st *State, rd *reads, hook hookKind, req *admissionv1.AdmissionRequest, obj, old string, pre *views) decision {
 	c := st.cfg
-	if isEviction(req) {
+	switch {
+	case isEviction(req):
 		return evict(ctx, st, req)
-	}
-	if isBinding(req) {
+	case isBinding(req):
 		return bind(ctx, st, req, obj)
-	}
-	if req.Kind.Group == "kueue.x-k8s.io" && req.Kind.Kind == "LocalQueue" {
+	case req.Kind.Group == "kueue.x-k8s.io" && req.Kind.Kind == "LocalQueue":
 		return localQueue(ctx, st, req, obj, old)
-	}
-	if req.Kind.Group == "" && req.Kind.Kind == "Namespace" {
+	case req.Kind.Group == "" && req.Kind.Kind == "Namespace":
 		return steering(ctx, st, req, obj, old)
 	}
 	k := c.lookupKind(req.Kind.Group, req.Kind.Kind)

@@ -1,11 +1,12 @@
 package admission
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
-	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -42,68 +43,62 @@ var (
 
 func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := x.h
-	if r.Method != http.MethodPost {
-		w.Header()["Allow"] = allowPost
-		h.httpError(w, r, x.hook, httpStatusNotAllowed, "method "+r.Method+" is not allowed: POST an admission.k8s.io/v1 AdmissionReview")
-		return
-	}
-	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
-		h.httpError(w, r, x.hook, httpStatusUnsupported, fmt.Sprintf("Content-Type %q is not supported: want application/json", ct))
-		return
-	}
-	if r.ContentLength > h.maxBody {
-		h.httpError(w, r, x.hook, httpStatusTooLarge, fmt.Sprintf("the body (%d bytes) is larger than the limit of %d bytes", r.ContentLength, h.maxBody))
-		return
-	}
 	sc := h.pool.Get().(*scratch)
 	defer h.putScratch(sc)
-	body, err := readBody(r.Body, sc.body, r.ContentLength, h.maxBody)
-	sc.body = body
-	if err != nil {
-		var st statusError
-		switch {
-		case errors.Is(err, errTooLarge):
-			h.httpError(w, r, x.hook, httpStatusTooLarge, fmt.Sprintf("the body is larger than the limit of %d bytes", h.maxBody))
-		case errors.As(err, &st):
-			h.httpError(w, r, x.hook, st.HTTPStatus(), err.Error())
-		default:
-			h.httpError(w, r, x.hook, httpStatusBadRequest, "cannot read the body: "+err.Error())
-		}
+	if code, msg := h.read(w, r, sc); code != 0 {
+		h.httpError(w, r, x.hook, code, msg)
 		return
 	}
-	if len(body) == 0 {
-		h.httpError(w, r, x.hook, httpStatusBadRequest, "the body is empty: want an admission.k8s.io/v1 AdmissionReview")
-		return
-	}
-	s := string(body)
-	st := h.state()
-	rv := &sc.rv // zeroed by putScratch
-	rv.views.lim = &h.groups
-	if err := decodeReview(s, body, rv); err != nil {
-		h.httpError(w, r, x.hook, httpStatusBadRequest, "the body is not an AdmissionReview: "+err.Error())
-		return
-	}
-	if rv.apiVersion != reviewAPIVersion || rv.kind != reviewKind {
-		h.httpError(w, r, x.hook, httpStatusBadRequest, fmt.Sprintf(
-			"got apiVersion %q kind %q, want %s %s (list v1 in the webhook's admissionReviewVersions)",
-			rv.apiVersion, rv.kind, reviewAPIVersion, reviewKind))
-		return
-	}
-	if !rv.hasRequest {
-		h.httpError(w, r, x.hook, httpStatusBadRequest, "the AdmissionReview has no request")
-		return
-	}
-	if rv.req.UID == "" {
-		h.httpError(w, r, x.hook, httpStatusBadRequest, "the AdmissionReview's request has no uid")
-		return
-	}
+	rv := &sc.rv
 	if u, ok := w.(UIDRecorder); ok {
 		u.RecordUID(string(rv.req.UID))
 	}
-	dc := h.review(r.Context(), st, x.hook, rv)
+	dc := h.review(r.Context(), h.state(), x.hook, rv)
 	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(encodeReview(rv.req.UID, &dc))
+}
+
+// read reads and decodes r's review into sc (zeroed by putScratch), or
+// says how to refuse it.
+func (h *Handler) read(w http.ResponseWriter, r *http.Request, sc *scratch) (code int, msg string) {
+	ct := r.Header.Get("Content-Type")
+	switch mt, _, _ := mime.ParseMediaType(ct); {
+	case r.Method != http.MethodPost:
+		w.Header()["Allow"] = allowPost
+		return httpStatusNotAllowed, "method " + r.Method + " is not allowed: POST an admission.k8s.io/v1 AdmissionReview"
+	case mt != "application/json":
+		return httpStatusUnsupported, fmt.Sprintf("Content-Type %q is not supported: want application/json", ct)
+	case r.ContentLength > h.maxBody:
+		return httpStatusTooLarge, fmt.Sprintf("the body (%d bytes) is larger than the limit of %d bytes", r.ContentLength, h.maxBody)
+	}
+	body, err := readBody(r.Body, sc.body, r.ContentLength, h.maxBody)
+	sc.body = body
+	var st statusError
+	switch {
+	case errors.Is(err, errTooLarge):
+		return httpStatusTooLarge, fmt.Sprintf("the body is larger than the limit of %d bytes", h.maxBody)
+	case errors.As(err, &st):
+		return st.HTTPStatus(), err.Error()
+	case err != nil:
+		return httpStatusBadRequest, "cannot read the body: " + err.Error()
+	case len(body) == 0:
+		return httpStatusBadRequest, "the body is empty: want an admission.k8s.io/v1 AdmissionReview"
+	}
+	rv := &sc.rv
+	rv.views.lim = &h.groups
+	switch err := decodeReview(string(body), rv); {
+	case err != nil:
+		return httpStatusBadRequest, "the body is not an AdmissionReview: " + err.Error()
+	case rv.apiVersion != reviewAPIVersion || rv.kind != reviewKind:
+		return httpStatusBadRequest, fmt.Sprintf("got apiVersion %q kind %q, want %s %s (list v1 in the webhook's admissionReviewVersions)",
+			rv.apiVersion, rv.kind, reviewAPIVersion, reviewKind)
+	case !rv.hasRequest:
+		return httpStatusBadRequest, "the AdmissionReview has no request"
+	case rv.req.UID == "":
+		return httpStatusBadRequest, "the AdmissionReview's request has no uid"
+	}
+	return 0, ""
 }
 
 // UIDRecorder is a ResponseWriter told the review's UID once decoded (an edge that recovers panics).
@@ -129,18 +124,10 @@ func (h *Handler) putScratch(sc *scratch) {
 
 // httpError answers, and audits, a request that is not a decodable review.
 func (h *Handler) httpError(w http.ResponseWriter, r *http.Request, hook hookKind, code int, msg string) {
-	dc := decision{code: int32(code), cause: CauseInvalidRequest, message: msg}
+	dc := decision{rule: RuleDenied, code: int32(code), cause: CauseInvalidRequest, message: msg}
 	dc.bound()
 	h.record(r.Context(), hook, (*admissionv1.AdmissionRequest)(nil), &dc)
 	httperr.Write(w, code, dc.message, "")
-}
-
-// isJSON reports whether a Content-Type is application/json.
-func isJSON(ct string) bool {
-	if i := strings.IndexByte(ct, ';'); i >= 0 {
-		ct = ct[:i]
-	}
-	return strings.EqualFold(strings.TrimSpace(ct), "application/json")
 }
 
 // statusError is a body read error that says how to answer (a shedding server's 429).
@@ -149,32 +136,18 @@ type statusError interface {
 	HTTPStatus() int
 }
 
-// readBody reads r into buf, failing with errTooLarge past max bytes; a
-// declared length sizes the buffer once.
-func readBody(r io.Reader, buf []byte, size, max int64) ([]byte, error) {
-	buf = buf[:0]
-	if r == nil {
-		return buf, nil
+// readBody reads r into buf, failing with errTooLarge past limit bytes; a
+// declared size sizes buf once.
+func readBody(r io.Reader, buf []byte, size, limit int64) ([]byte, error) {
+	if size > 0 && size <= limit && int64(cap(buf)) < size+bytes.MinRead {
+		// MinRead: the room ReadFrom needs to see the end; rounded up so
+		// that a pooled buffer fits the next body of about the same size.
+		buf = make([]byte, 0, (size+bytes.MinRead+4095)&^4095)
 	}
-	if size > 0 && size <= max && int64(cap(buf)) <= size {
-		// +1: room to see the end; rounded up so that a pooled buffer
-		// fits the next body of about the same size.
-		buf = make([]byte, 0, (size+1+4095)&^4095)
+	b := bytes.NewBuffer(buf[:0])
+	_, err := b.ReadFrom(io.LimitReader(r, limit+1))
+	if err == nil && int64(b.Len()) > limit {
+		err = errTooLarge
 	}
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > max {
-			return buf, errTooLarge
-		}
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
+	return b.Bytes(), err
 }

@@ -303,8 +303,8 @@ func TestHTTPReadErrorWithStatus(t *testing.T) {
 }
 
 // A declared length sizes the read buffer once: one allocation of about
-// the body's size, not a doubling series; a body longer than declared is
-// still capped.
+// the body's size (and the limiting reader's), not a doubling series; a
+// body longer than declared is still capped.
 func TestReadBodyDeclaredLength(t *testing.T) {
 	body := bytes.Repeat([]byte("x"), 3<<20)
 	var got []byte
@@ -317,7 +317,7 @@ func TestReadBodyDeclaredLength(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if allocs != 1 || !bytes.Equal(got, body) || cap(got) > len(body)+8192 {
+	if allocs > 2 || !bytes.Equal(got, body) || cap(got) > len(body)+8192 {
 		t.Errorf("%v allocations, %d bytes read into a buffer of %d", allocs, len(got), cap(got))
 	}
 	if _, err := readBody(bytes.NewReader(body), nil, 10, 1<<20); err != errTooLarge {

@@ -80,7 +80,7 @@ func localQueue(ctx context.Context, st *State, req *admissionv1.AdmissionReques
 	}
 	user, groups := req.UserInfo.Username, req.UserInfo.Groups
 	if tr := c.trustedDeleter(user, groups); tr != TrustNone {
-		return allowTrusted(verbLocalQueue, tr)
+		return allowTrusted("LocalQueue write", tr)
 	}
 	cq := spec.Spec.ClusterQueue
 	q, _, err := c.MapQueue(src, cq, req.Namespace, false)

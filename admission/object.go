@@ -3,6 +3,7 @@ package admission
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -60,10 +61,8 @@ var kinds = [...]kindInfo{
 func lookupKind(group, kind string) *kindInfo { return findKind(kinds[:], group, kind) }
 
 func findKind(ks []kindInfo, group, kind string) *kindInfo {
-	for i := range ks {
-		if ks[i].kind == kind && ks[i].group == group {
-			return &ks[i]
-		}
+	if i := slices.IndexFunc(ks, func(k kindInfo) bool { return k.kind == kind && k.group == group }); i >= 0 {
+		return &ks[i]
 	}
 	return nil
 }
@@ -175,29 +174,6 @@ type wantKey struct {
 // stampKeys are the annotations usher writes.
 var stampKeys = [...]wantKey{{UserInfoAnnotation, slotUserInfo}, {DirectoryGroupsAnnotation, slotDirGroups}}
 
-// Paths named in errors, built once so that the success path builds none.
-type metaPaths struct {
-	meta, name, genName, labels, annotations, deletionTimestamp, ownerReferences string
-}
-
-type specPaths struct {
-	spec, template, templateSpec string
-	meta                         metaPaths
-}
-
-func metaPathsAt(m string) metaPaths {
-	return metaPaths{m, m + ".name", m + ".generateName", m + ".labels", m + ".annotations",
-		m + ".deletionTimestamp", m + ".ownerReferences"}
-}
-
-var (
-	topMetaPaths      = metaPathsAt("metadata")
-	jobMetaPaths      = metaPathsAt("spec.jobTemplate.metadata")
-	workloadSpecPaths = specPaths{"spec", "spec.template", "spec.template.spec", metaPathsAt("spec.template.metadata")}
-	cronJobSpecPaths  = specPaths{"spec.jobTemplate.spec", "spec.jobTemplate.spec.template",
-		"spec.jobTemplate.spec.template.spec", metaPathsAt("spec.jobTemplate.spec.template.metadata")}
-)
-
 // Member names of the objects parseObject reads, by index.
 var (
 	objectKeys      = jsonscan.NewKeys("apiVersion", "kind", "metadata", "spec")
@@ -229,13 +205,13 @@ func parseObject(s string, k *kindInfo, w *wantKeys, o *objectView, field string
 		case 1:
 			o.kind = d.StringField("kind")
 		case 2:
-			parseMeta(&d, &topMetaPaths, w, &o.top)
+			parseMeta(&d, "metadata", w, &o.top)
 		case 3:
 			switch k.layout {
 			case layoutPod:
-				objectOrNull(&d, "spec")
+				objectOrNull(&d, "spec", "")
 			case layoutTemplate:
-				parseWorkloadSpec(&d, &workloadSpecPaths, w, o)
+				parseWorkloadSpec(&d, "spec", w, o)
 			case layoutCronJob:
 				parseCronSpec(&d, w, o)
 			}
@@ -253,20 +229,21 @@ func parseObject(s string, k *kindInfo, w *wantKeys, o *objectView, field string
 	return fmt.Errorf("%s is a %q %q, want %s %s as request.kind says", field, o.apiVersion, o.kind, k.apiVersion, k.kind)
 }
 
-// objectOrNull checks that the value is an object or null and skips it.
-func objectOrNull(d *jsonscan.Scanner, field string) {
+// objectOrNull checks that the value (field+sub) is an object or null and skips it.
+func objectOrNull(d *jsonscan.Scanner, field, sub string) {
 	switch d.Peek() {
 	case '{', 'n':
 		d.Skip()
 	default:
-		d.FailType(field, "", "an object")
+		d.FailType(field, sub, "an object")
 	}
 }
 
-func parseWorkloadSpec(d *jsonscan.Scanner, p *specPaths, w *wantKeys, o *objectView) {
-	m := d.MembersOrNull(p.spec, workloadKeys)
+// parseWorkloadSpec reads the workload spec at path spec; errors name the paths below it.
+func parseWorkloadSpec(d *jsonscan.Scanner, spec string, w *wantKeys, o *objectView) {
+	m := d.MembersOrNull(spec, workloadKeys)
 	for i := m.Next(); i >= 0; i = m.Next() {
-		parsePodTemplate(d, p, w, o)
+		parsePodTemplate(d, spec+".template", w, o)
 	}
 }
 
@@ -277,54 +254,55 @@ func parseCronSpec(d *jsonscan.Scanner, w *wantKeys, o *objectView) {
 		for j := jm.Next(); j >= 0; j = jm.Next() {
 			switch j {
 			case 0:
-				parseMeta(d, &jobMetaPaths, w, &o.job)
+				parseMeta(d, "spec.jobTemplate.metadata", w, &o.job)
 			case 1:
-				parseWorkloadSpec(d, &cronJobSpecPaths, w, o)
+				parseWorkloadSpec(d, "spec.jobTemplate.spec", w, o)
 			}
 		}
 	}
 }
 
-func parsePodTemplate(d *jsonscan.Scanner, p *specPaths, w *wantKeys, o *objectView) {
+func parsePodTemplate(d *jsonscan.Scanner, tmpl string, w *wantKeys, o *objectView) {
 	if d.Null() {
 		return
 	}
-	m := d.Members(p.template, podTemplateKeys)
+	m := d.Members(tmpl, podTemplateKeys)
 	o.hasTemplate = d.Err() == nil
 	for i := m.Next(); i >= 0; i = m.Next() {
 		switch i {
 		case 0:
-			parseMeta(d, &p.meta, w, &o.tmpl)
+			parseMeta(d, tmpl+".metadata", w, &o.tmpl)
 		case 1:
-			objectOrNull(d, p.templateSpec)
+			objectOrNull(d, tmpl, ".spec")
 		}
 	}
 }
 
-func parseMeta(d *jsonscan.Scanner, p *metaPaths, w *wantKeys, m *metaView) {
+// parseMeta reads the metadata at path p into m.
+func parseMeta(d *jsonscan.Scanner, p string, w *wantKeys, m *metaView) {
 	if d.Null() {
 		return
 	}
-	mm := d.Members(p.meta, metaKeys)
+	mm := d.Members(p, metaKeys)
 	m.present = d.Err() == nil
 	for i := mm.Next(); i >= 0; i = mm.Next() {
 		switch i {
 		case 0:
-			m.name = d.StringField(p.name)
+			m.name = d.StringAt(p, ".name")
 		case 1:
-			m.genName = d.StringField(p.genName)
+			m.genName = d.StringAt(p, ".generateName")
 		case 2:
-			parseStringMap(d, p.labels, w.labels, w.slots, m)
+			parseStringMap(d, p+".labels", w.labels, w.slots, m)
 		case 3:
 			m.annotations = d.Peek() == '{'
 			start := d.Pos()
-			parseStringMap(d, p.annotations, w.annotations, w.slots, m)
+			parseStringMap(d, p+".annotations", w.annotations, w.slots, m)
 			m.annotationsText = d.Input()[start:d.Pos()]
 		case 4:
-			m.deleting = d.StringField(p.deletionTimestamp) != ""
+			m.deleting = d.StringAt(p, ".deletionTimestamp") != ""
 		case 5:
 			if c := d.Peek(); c != '[' && c != 'n' {
-				d.FailType(p.ownerReferences, "", "an array")
+				d.FailType(p, ".ownerReferences", "an array")
 				return
 			}
 			a, b := d.RawValue()

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -51,17 +52,15 @@ func (p *propagation) String() string { return "propagated by " + p.by + " from 
 // the uid the API server holds (or, weakly, p's label); a Pod parent must
 // be the pod the requester's token is bound to.
 func parentOf(ctx context.Context, rd *reads, p *settings.CompiledPropagator, k *kindInfo, req *admissionv1.AdmissionRequest,
-	ov *objectView, raw, podUID string) (*propagation, *decision) {
+	ov *objectView, raw, podUID string) (*propagation, decision) {
 	by, what := req.UserInfo.Username, place(k, req, ov)
-	refuse := func(format string, args ...any) (*propagation, *decision) {
-		dc := deny(CausePropagationDenied, httpStatusForbidden, "usher: %q propagates identities: "+format, append([]any{by}, args...)...)
-		return nil, &dc
+	refuse := func(format string, args ...any) (*propagation, decision) {
+		return nil, deny(CausePropagationDenied, httpStatusForbidden, "usher: %q propagates identities: "+format, append([]any{by}, args...)...)
 	}
 	var refs []metav1.OwnerReference
 	if ov.top.owners != "" {
 		if err := json.Unmarshal([]byte(ov.top.owners), &refs); err != nil {
-			dc := deny(CauseInvalidObject, httpStatusBadRequest, "usher: request.object.metadata.ownerReferences: %v", err)
-			return nil, &dc
+			return nil, deny(CauseInvalidObject, httpStatusBadRequest, "usher: request.object.metadata.ownerReferences: %v", err)
 		}
 	}
 	kinds := make([]string, len(p.Parents))
@@ -75,10 +74,8 @@ func parentOf(ctx context.Context, rd *reads, p *settings.CompiledPropagator, k 
 	candidates := 0
 	for i := range refs {
 		gv, _ := schema.ParseGroupVersion(refs[i].APIVersion)
-		for j := range p.Parents {
-			if p.Parents[j].Group != gv.Group || p.Parents[j].Kind != refs[i].Kind {
-				continue
-			}
+		j := slices.IndexFunc(p.Parents, func(k settings.Kind) bool { return k.Group == gv.Group && k.Kind == refs[i].Kind })
+		if j >= 0 {
 			if candidates++; ref == nil || (refs[i].Controller != nil && *refs[i].Controller) {
 				ref, kind = &refs[i], &p.Parents[j]
 			}
@@ -108,15 +105,13 @@ func parentOf(ctx context.Context, rd *reads, p *settings.CompiledPropagator, k 
 		return refuse("it copies only from the pod its token is bound to (userInfo.extra %s %q), and %s is owned by %s (uid %q)",
 			podUIDExtra, podUID, what, pr.parent, ref.UID)
 	case rd.parents == nil:
-		dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot read %s, the parent of %s: usher has no cluster credentials "+
+		return nil, deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot read %s, the parent of %s: usher has no cluster credentials "+
 			"to read it (--kubeconfig, or the pod's service account); denied (usher fails closed)", pr.parent, what)
-		return nil, &dc
 	}
 	got, ok, err := rd.parents(ctx, *kind, req.Namespace, ref.Name, string(ref.UID))
 	switch {
 	case err != nil:
-		dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot read %s, the parent of %s: %v; denied (usher fails closed)", pr.parent, what, err)
-		return nil, &dc
+		return nil, deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot read %s, the parent of %s: %v; denied (usher fails closed)", pr.parent, what, err)
 	case !ok:
 		return refuse("%s names parent %s, which does not exist", what, pr.parent)
 	case weak == "" && got.UID != string(ref.UID):
@@ -124,14 +119,14 @@ func parentOf(ctx context.Context, rd *reads, p *settings.CompiledPropagator, k 
 	}
 	pr.info, pr.stamped = got.Annotations[UserInfoAnnotation]
 	pr.dir = got.Annotations[DirectoryGroupsAnnotation]
-	return pr, nil
+	return pr, decision{}
 }
 
 // propagated decides that a propagator's CREATE runs as its parent's
 // identity (as a kept stamp), if the object carries that identity or none;
 // with rewrite (usher stamps the groups it decides), the parent's user
 // with any groups, restamped as usher decides.
-func propagated(pr *propagation, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView, pre *views, rewrite bool) (submitter, *UserInfo, stampHow, *decision) {
+func propagated(pr *propagation, hook hookKind, k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView, pre *views, rewrite bool) (submitter, *UserInfo, stampHow, decision) {
 	pm := ov.pod()
 	u, err := ParseUserInfo(pr.info)
 	invalid, listed := UserInfoAnnotation, []string(nil)
@@ -140,38 +135,33 @@ func propagated(pr *propagation, hook hookKind, k *kindInfo, req *admissionv1.Ad
 		listed, err = parseDirectoryGroups(pr.dir, pr.dir != "")
 	}
 	if err != nil {
-		dc := deny(CausePropagationDenied, httpStatusForbidden, "usher: %s, the parent of %s, carries an invalid annotation %s: %v",
+		return submitter{}, nil, 0, deny(CausePropagationDenied, httpStatusForbidden, "usher: %s, the parent of %s, carries an invalid annotation %s: %v",
 			pr.parent, place(k, req, ov), invalid, err)
-		return submitter{}, nil, 0, &dc
 	}
 	who := submitter{user: u.User, groups: without(u.Groups, listed)}
 	if !pm.has(slotUserInfo) {
 		if hook == hookValidate {
-			dc := notStamped(k, req, ov)
-			return who, nil, 0, &dc
+			return who, nil, 0, notStamped(k, req, ov)
 		}
-		return who, nil, stampNew, nil
+		return who, nil, stampNew, decision{}
 	}
 	got, n, err := parseUserInfo(pm.val(slotUserInfo), pre.lim.keep())
 	if err == nil && n > len(got.Groups) {
-		dc := pre.lim.refuse("annotation", CauseUserInfoInvalid, "annotation "+UserInfoAnnotation+" on "+place(k, req, ov), n)
-		return who, nil, 0, &dc
+		return who, nil, 0, pre.lim.refuse("annotation", CauseUserInfoInvalid, "annotation "+UserInfoAnnotation+" on "+place(k, req, ov), n)
 	}
 	if rewrite && err == nil && got.User == u.User {
 		// What /mutate wrote, or writes again (a reinvocation, the
 		// directory's answer changed since the parent's stamp): sameStamp.
-		return who, &got, stampSame, nil
+		return who, &got, stampSame, decision{}
 	}
 	if err != nil || !got.sameIdentity(u.User, u.Groups) {
-		dc := deny(CausePropagationDenied, httpStatusForbidden, "usher: %q may not set annotation %s naming %s on %s: it may only copy "+
+		return who, nil, 0, deny(CausePropagationDenied, httpStatusForbidden, "usher: %q may not set annotation %s naming %s on %s: it may only copy "+
 			"the identity of its parent %s, which is user %q with %d groups", req.UserInfo.Username, UserInfoAnnotation, errString(pm.val(slotUserInfo)),
 			place(k, req, ov), pr.parent, u.User, len(u.Groups))
-		return who, nil, 0, &dc
 	}
 	if pm.has(slotDirGroups) && pm.val(slotDirGroups) != pr.dir {
-		dc := deny(CausePropagationDenied, httpStatusForbidden, "usher: %q may not set annotation %s %s on %s: it may only copy that of its parent %s, %s",
+		return who, nil, 0, deny(CausePropagationDenied, httpStatusForbidden, "usher: %q may not set annotation %s %s on %s: it may only copy that of its parent %s, %s",
 			req.UserInfo.Username, DirectoryGroupsAnnotation, errString(pm.val(slotDirGroups)), place(k, req, ov), pr.parent, errString(pr.dir))
-		return who, nil, 0, &dc
 	}
-	return who, &got, stampKept, nil
+	return who, &got, stampKept, decision{}
 }

@@ -27,26 +27,24 @@ type target struct {
 }
 
 // same reports whether t asks the same question as o.
-func (t *target) same(o *target) bool { return t.queue == o.queue && t.place == o.place }
+func (t target) same(o target) bool { return t.queue == o.queue && t.place == o.place }
 
 func (t *target) describe(partition string) string {
-	if t.place && t.marker {
-		return fmt.Sprintf("queue %s of partition %q (%s %s=%s on the %s, read for %s, whose placement rules choose the queue)",
-			errString(providedQueue(t.queue)), partition, t.src.Kind, t.src.Key, errString(t.value), t.level, t.src.Scheduler)
-	}
-	if !t.marker {
-		if t.scheduler != "" {
-			return fmt.Sprintf("the default queue of partition %q (the %s carries no %s queue marker, so %s runs its pods there)",
-				partition, t.level, t.scheduler, t.scheduler)
-		}
+	switch {
+	case !t.marker && t.scheduler != "":
+		return fmt.Sprintf("the default queue of partition %q (the %s carries no %s queue marker, so %s runs its pods there)",
+			partition, t.level, t.scheduler, t.scheduler)
+	case !t.marker:
 		return fmt.Sprintf("the default queue of partition %q (no queue marker on the %s)", partition, t.level)
 	}
-	var via string
-	if t.clusterQueue != "" {
+	q, via := t.queue, ""
+	if t.place {
+		q, via = providedQueue(t.queue), ", whose placement rules choose the queue"
+	} else if t.clusterQueue != "" {
 		via = fmt.Sprintf(", whose LocalQueue uses ClusterQueue %q", t.clusterQueue)
 	}
 	return fmt.Sprintf("queue %s of partition %q (%s %s=%s on the %s, read for %s%s)",
-		errString(t.queue), partition, t.src.Kind, t.src.Key, errString(t.value), t.level, t.src.Scheduler, via)
+		errString(q), partition, t.src.Kind, t.src.Key, errString(t.value), t.level, t.src.Scheduler, via)
 }
 
 // record is the audit record's queue: the one checked, or the provided rule's.
@@ -153,10 +151,8 @@ func (o *objectView) markerLevels(k *kindInfo) (levels [3]*metaView, names [3]st
 
 // appendTarget appends t unless dst already asks the same question.
 func appendTarget(dst []target, t target) []target {
-	for j := range dst {
-		if dst[j].same(&t) {
-			return dst
-		}
+	if slices.ContainsFunc(dst, t.same) {
+		return dst
 	}
 	return append(dst, t)
 }
@@ -189,67 +185,60 @@ func withQueueCheck(ctx context.Context, st *State, rd *reads, k *kindInfo, req 
 	if !st.cfg.EnforceQueue {
 		return dc
 	}
-	switch denied := checkQueues(ctx, st, rd, k, req, nv, ov, id, &dc); {
-	case denied == nil:
+	denied := checkQueues(ctx, st, rd, k, req, nv, ov, id, &dc)
+	denied.check = CheckSubmit
+	switch {
+	case denied.code == 0:
 	case st.cfg.QueueWarn && denied.warnable():
-		dc.warnOf(denied)
+		dc.warnOf(&denied)
 	default:
 		denied.identity = id.user
-		return *denied
+		return denied
 	}
 	return dc
 }
 
 // checkQueues authorizes id for every queue the object asks for (on
 // UPDATE, those ov did not), setting dc's queue to the first; or denies.
-func checkQueues(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc *decision) *decision {
+func checkQueues(ctx context.Context, st *State, rd *reads, k *kindInfo, req *admissionv1.AdmissionRequest, nv, ov *objectView, id submitter, dc *decision) (denied decision) {
 	c := st.cfg
 	ns := req.Namespace
 	ts, err := c.targets(k, ns, nv, true)
 	if err != nil {
-		dc := deny(CauseUnknownQueue, httpStatusBadRequest, "usher: %s %s: %v", k.kind, objectName(req, nv), err)
-		dc.check = CheckSubmit
-		return &dc
+		return deny(CauseUnknownQueue, httpStatusBadRequest, "usher: %s %s: %v", k.kind, objectName(req, nv), err)
 	}
 	if ov != nil {
 		olds, err := c.targets(k, ns, ov, true)
 		if err == nil {
-			ts = slices.DeleteFunc(ts, func(t target) bool {
-				return slices.ContainsFunc(olds, func(o target) bool { return o.same(&t) })
-			})
+			ts = slices.DeleteFunc(ts, func(t target) bool { return slices.ContainsFunc(olds, t.same) })
 		}
 		if len(ts) == 0 {
-			return nil
+			return decision{}
 		}
 	}
-	if err := c.viaLocalQueues(ctx, rd, ns, ts); err != nil {
-		dc := deny(CauseUnknownQueue, httpStatusBadRequest, "usher: %s %s: %v", k.kind, objectName(req, nv), err)
-		if !errors.Is(err, errNoLocalQueue) {
-			dc = deny(CauseDecisionFailed, httpStatusInternal, "usher: %s %s: %v; denied (usher fails closed)", k.kind, objectName(req, nv), err)
-		}
-		dc.check = CheckSubmit
-		return &dc
-	}
-	if st.authz == nil {
-		dc := deny(CauseDecisionFailed, httpStatusInternal, errNoAuthorizerMessage)
-		dc.check = CheckSubmit
-		return &dc
+	switch err := c.viaLocalQueues(ctx, rd, ns, ts); {
+	case errors.Is(err, errNoLocalQueue):
+		return deny(CauseUnknownQueue, httpStatusBadRequest, "usher: %s %s: %v", k.kind, objectName(req, nv), err)
+	case err != nil:
+		return deny(CauseDecisionFailed, httpStatusInternal, "usher: %s %s: %v; denied (usher fails closed)", k.kind, objectName(req, nv), err)
+	case st.authz == nil:
+		return deny(CauseDecisionFailed, httpStatusInternal, errNoAuthorizerMessage)
 	}
 	for i := range ts {
 		t := &ts[i]
 		d, err := st.authz.AuthorizeSubmit(ctx, SubmitRequest{Partition: c.Partition, Queue: t.queue, User: id.user, Groups: id.groups,
 			Decided: id.decided, Place: t.place, Namespace: ns, ParentQueue: rd.parentQueue})
-		if err != nil {
-			dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may submit to %s: %v; denied (usher fails closed)",
+		switch {
+		case err != nil:
+			denied = deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot decide whether user %q may submit to %s: %v; denied (usher fails closed)",
 				id.user, t.describe(c.Partition), err)
-			dc.queue, dc.check, dc.field = t.record(), CheckSubmit, t.field(k)
-			return &dc
-		}
-		if !d.Allowed {
-			dc := deny(CauseQueueSubmitDenied, httpStatusForbidden, "usher: user %q may not submit to %s: %s", id.user, t.describe(c.Partition),
+		case !d.Allowed:
+			denied = deny(CauseQueueSubmitDenied, httpStatusForbidden, "usher: user %q may not submit to %s: %s", id.user, t.describe(c.Partition),
 				cmp.Or(d.Reason, "no ACL allows it"))
-			dc.queue, dc.check, dc.field = t.record(), CheckSubmit, t.field(k)
-			return &dc
+		}
+		if denied.code != 0 {
+			denied.queue, denied.field = t.record(), t.field(k)
+			return denied
 		}
 		if i == 0 {
 			dc.queue, dc.queueAsked = t.record(), d.Asked
@@ -262,12 +251,8 @@ func checkQueues(ctx context.Context, st *State, rd *reads, k *kindInfo, req *ad
 				t.src.Kind, t.src.Key, errString(t.value), t.level, errString(d.Asked), c.Partition, d.Queue, d.Reason))
 		}
 	}
-	return nil
+	return decision{}
 }
 
-func recordQueue(q string) string {
-	if q == "" {
-		return defaultQueueInRecord
-	}
-	return q
-}
+// recordQueue is q as the audit record shows it, defaultQueueInRecord for the default queue.
+func recordQueue(q string) string { return cmp.Or(q, defaultQueueInRecord) }

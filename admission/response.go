@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -13,12 +14,12 @@ import (
 	"github.com/usherhq/usher/internal/clip"
 )
 
-// decision is the one outcome of a review, rendered by encodeReview and Handler.record.
+// decision is the one outcome of a review, rendered by encodeReview and
+// Handler.record; a check returns the zero decision (code 0) when it does not deny.
 type decision struct {
 	allowed bool
 	rule    Rule
 	trust   Trust
-	verb    trustedVerb
 	code    int32
 	message string // a denial's, or the authorizer's reason of an allow
 	// The rest are as in Denial and Record; group and kind are set by complete.
@@ -49,10 +50,9 @@ func (dc *decision) warnOf(denied *decision) {
 // addWarning adds msg to dc's admission warning, after any it has.
 func (dc *decision) addWarning(msg string) {
 	if dc.warning != "" {
-		dc.warning += "; " + msg
-	} else {
-		dc.warning = msg
+		msg = dc.warning + "; " + msg
 	}
+	dc.warning = msg
 }
 
 // warnable says warn mode may admit dc: a refusal (403), never a failure to decide.
@@ -74,9 +74,9 @@ func warnMode(warn bool, rule Rule, dc decision) decision {
 // allow lets a review through by rule.
 func allow(rule Rule) decision { return decision{allowed: true, rule: rule, code: 200} }
 
-// allowTrusted lets a delete, eviction or binding through for a trusted deleter.
-func allowTrusted(verb trustedVerb, t Trust) decision {
-	return decision{allowed: true, rule: RuleTrustedDeleter, trust: t, verb: verb, code: 200}
+// allowTrusted lets an action ("delete", "eviction", …) through for a trusted deleter.
+func allowTrusted(action string, t Trust) decision {
+	return decision{allowed: true, rule: RuleTrustedDeleter, trust: t, code: 200, message: action + " by " + string(t)}
 }
 
 // allowBecause lets a review through by rule, for an authorizer's reason.
@@ -86,7 +86,7 @@ func allowBecause(rule Rule, reason string) decision {
 
 // deny refuses a review for cause, with status code and a message.
 func deny(cause Cause, code int32, format string, args ...any) decision {
-	return decision{code: code, cause: cause, message: fmt.Sprintf(format, args...)}
+	return decision{rule: RuleDenied, code: code, cause: cause, message: fmt.Sprintf(format, args...)}
 }
 
 // reason says in one phrase why dc denies or allows.
@@ -94,9 +94,7 @@ func (dc *decision) reason() string {
 	switch {
 	case !dc.allowed:
 		return dc.message
-	case dc.rule == RuleTrustedDeleter && dc.verb < numVerbs && dc.trust < numTrusts:
-		return [numVerbs]string{"delete", "eviction", "binding", "LocalQueue write"}[dc.verb] + " by " + dc.trust.String()
-	case dc.rule == RuleKillRule && dc.message != "":
+	case (dc.rule == RuleTrustedDeleter || dc.rule == RuleKillRule) && dc.message != "":
 		return dc.message
 	case (dc.rule == RuleEvictionByAdmin || dc.rule == RuleBindingByAdmin) && dc.message != "":
 		return dc.rule.String() + ": " + dc.message
@@ -104,19 +102,12 @@ func (dc *decision) reason() string {
 	return dc.rule.String()
 }
 
-func (dc *decision) statusReason() metav1.StatusReason {
-	switch dc.code {
-	case httpStatusBadRequest:
-		return metav1.StatusReasonBadRequest
-	case httpStatusTooLarge:
-		return metav1.StatusReasonRequestEntityTooLarge
-	case httpStatusUnsupported:
-		return metav1.StatusReasonUnsupportedMediaType
-	case httpStatusInternal:
-		return metav1.StatusReasonInternalError
-	default:
-		return metav1.StatusReasonForbidden
-	}
+// statusReasons are the reasons of the status codes a denial carries, but 403.
+var statusReasons = map[int32]metav1.StatusReason{
+	httpStatusBadRequest:  metav1.StatusReasonBadRequest,
+	httpStatusTooLarge:    metav1.StatusReasonRequestEntityTooLarge,
+	httpStatusUnsupported: metav1.StatusReasonUnsupportedMediaType,
+	httpStatusInternal:    metav1.StatusReasonInternalError,
 }
 
 // Keys of a (warned) denial's audit annotations, which the API server
@@ -126,21 +117,6 @@ const (
 	AuditKeyReason   = "reason"   // the Cause
 	AuditKeyQueue    = "queue"    // the queue, when usher knows it
 )
-
-func (dc *decision) decisionWord() string {
-	if dc.allowed {
-		return "warned"
-	}
-	return "denied"
-}
-
-// detailName is the status details' name: "" for a generateName ("spark-*").
-func detailName(name string) string {
-	if strings.HasSuffix(name, "*") {
-		return ""
-	}
-	return name
-}
 
 // encodeReview encodes the AdmissionReview answering uid with dc, and a newline.
 func encodeReview(uid types.UID, dc *decision) []byte {
@@ -156,9 +132,13 @@ func encodeReview(uid types.UID, dc *decision) []byte {
 func (dc *decision) toResponse(uid types.UID) *admissionv1.AdmissionResponse {
 	resp := &admissionv1.AdmissionResponse{UID: uid, Allowed: dc.allowed}
 	if !dc.allowed {
-		resp.Result = &metav1.Status{Status: metav1.StatusFailure, Message: dc.reason(), Reason: dc.statusReason(), Code: dc.code}
+		resp.Result = &metav1.Status{Status: metav1.StatusFailure, Message: dc.reason(), Reason: cmp.Or(statusReasons[dc.code], metav1.StatusReasonForbidden), Code: dc.code}
 		if dc.cause != "" {
-			resp.Result.Details = &metav1.StatusDetails{Name: detailName(dc.name), Group: dc.group, Kind: dc.kind,
+			name := dc.name
+			if strings.HasSuffix(name, "*") {
+				name = "" // a generateName ("spark-*") names no object
+			}
+			resp.Result.Details = &metav1.StatusDetails{Name: name, Group: dc.group, Kind: dc.kind,
 				Causes: []metav1.StatusCause{{Type: metav1.CauseType(dc.cause), Message: dc.queue, Field: dc.field}}}
 		}
 	}
@@ -167,7 +147,10 @@ func (dc *decision) toResponse(uid types.UID) *admissionv1.AdmissionResponse {
 		resp.Patch, resp.PatchType = dc.patch, &pt
 	}
 	if dc.cause != "" {
-		resp.AuditAnnotations = map[string]string{AuditKeyDecision: dc.decisionWord(), AuditKeyReason: string(dc.cause)}
+		resp.AuditAnnotations = map[string]string{AuditKeyDecision: "denied", AuditKeyReason: string(dc.cause)}
+		if dc.allowed {
+			resp.AuditAnnotations[AuditKeyDecision] = "warned"
+		}
 		if dc.queue != "" {
 			resp.AuditAnnotations[AuditKeyQueue] = dc.queue
 		}

@@ -97,8 +97,8 @@ func stamp(ctx context.Context, st *State, hook hookKind, k *kindInfo, req *admi
 	if how == stampSame {
 		dc.rule = RuleRestamped
 	}
-	if denied := stampLimits(k, req, ov, info, dir, len(groups)); denied != nil {
-		return *denied, check
+	if denied := stampLimits(k, req, ov, info, dir, len(groups)); denied.code != 0 {
+		return denied, check
 	}
 	if len(k.templates) > 0 {
 		dc.written = [2]string{string(info), string(dir)}
@@ -151,10 +151,8 @@ func parseDirectoryGroups(v string, set bool) ([]string, error) {
 	if d.Err() == nil && gs == nil {
 		d.Fail("null")
 	}
-	for _, g := range gs {
-		if g == "" {
-			d.Fail("an empty group")
-		}
+	if slices.Contains(gs, "") {
+		d.Fail("an empty group")
 	}
 	if d.Err() != nil {
 		return nil, fmt.Errorf(`want a JSON array of group names or %q: %w`, directoryUnavailable, d.Err())
@@ -171,12 +169,11 @@ func without(list, drop []string) []string {
 }
 
 // stampLimits denies a stamp past its limits or the API server's total of annotations.
-func stampLimits(k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView, info, dir []byte, groups int) *decision {
+func stampLimits(k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView, info, dir []byte, groups int) decision {
 	if groups > settings.MaxStampGroups || len(info) > settings.MaxStampBytes {
-		dc := userInfoDenial(k, deny(CauseUserInfoInvalid, httpStatusBadRequest, "usher: the identity to stamp on %s holds %d groups in %d bytes: "+
+		return userInfoDenial(k, deny(CauseUserInfoInvalid, httpStatusBadRequest, "usher: the identity to stamp on %s holds %d groups in %d bytes: "+
 			"a stamp holds at most %d groups and %d KiB, and usher never cuts the list it decided with",
 			place(k, req, ov), groups, len(info), settings.MaxStampGroups, settings.MaxStampBytes>>10))
-		return &dc
 	}
 	pm := ov.pod()
 	add := len(UserInfoAnnotation) + len(info)
@@ -186,7 +183,7 @@ func stampLimits(k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView,
 	// annotationsText is at least what the API server counts; only near
 	// the limit is it counted exactly.
 	if len(pm.annotationsText)+add <= apivalidation.TotalAnnotationSizeLimitB {
-		return nil
+		return decision{}
 	}
 	ann := map[string]string{}
 	_ = json.Unmarshal([]byte(pm.annotationsText), &ann) // the scanner has read it: valid
@@ -199,10 +196,9 @@ func stampLimits(k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView,
 		total += len(key) + len(v)
 	}
 	if total <= apivalidation.TotalAnnotationSizeLimitB {
-		return nil
+		return decision{}
 	}
-	dc := userInfoDenial(k, deny(CauseUserInfoInvalid, httpStatusBadRequest, "usher: the stamp (%d bytes) would bring the annotations of %s to %d bytes, "+
+	return userInfoDenial(k, deny(CauseUserInfoInvalid, httpStatusBadRequest, "usher: the stamp (%d bytes) would bring the annotations of %s to %d bytes, "+
 		"past the API server's limit of %d bytes for all annotations of an object; make the other annotations smaller",
 		len(info)+len(dir), place(k, req, ov), total, apivalidation.TotalAnnotationSizeLimitB))
-	return &dc
 }

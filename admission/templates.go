@@ -2,11 +2,13 @@ package admission
 
 import (
 	"encoding/json"
-	"slices"
 	"strconv"
 
 	"github.com/usherhq/usher/internal/jsonscan"
 )
+
+// Member names stampTemplates reads: a template's annotations, and the stamp's among them.
+var templateMetaKeys, stampAnnotationKeys = jsonscan.NewKeys("annotations"), jsonscan.NewKeys(UserInfoAnnotation, DirectoryGroupsAnnotation)
 
 // maxTemplatesPatch bounds the patch stamping a custom resource's
 // templates: the API server takes no larger request, so stores no larger object.
@@ -17,16 +19,16 @@ const maxTemplatesPatch = 3 << 20
 // the patch (written, else pm's), for the operator to copy onto its pods;
 // false when they would pass maxTemplatesPatch.
 func stampTemplates(k *kindInfo, pm *metaView, obj string, patch []byte, written *[2]string) ([]byte, bool) {
-	keys, vals := []string{UserInfoAnnotation, DirectoryGroupsAnnotation}, written[:]
+	keys, vals := []string{UserInfoAnnotation, DirectoryGroupsAnnotation}, *written
 	switch {
 	case written[0] != "":
 	case !pm.has(slotUserInfo):
 		return patch, true
 	default:
-		vals = []string{pm.val(slotUserInfo), pm.val(slotDirGroups)}
+		vals = [2]string{pm.val(slotUserInfo), pm.val(slotDirGroups)}
 	}
 	if vals[1] == "" {
-		keys, vals = keys[:1], vals[:1]
+		keys = keys[:1]
 	}
 	want := map[string]string{}
 	for i, key := range keys {
@@ -49,26 +51,19 @@ func stampTemplates(k *kindInfo, pm *metaView, obj string, patch []byte, written
 				add(ptr, "", meta)
 				return
 			}
-			seen, found := make([]bool, len(keys)), false
-			d.Object("")
-			for first := true; ; {
-				key, ok := d.Next(&first)
-				if !ok {
-					break
-				}
-				if key != "annotations" || d.Peek() != '{' {
+			var seen [2]bool
+			found := false
+			m := d.Members("", templateMetaKeys)
+			for i := m.Next(); i >= 0; i = m.Next() {
+				if d.Peek() != '{' {
 					d.Skip()
 					continue
 				}
 				found = true
-				d.Object("")
-				for first := true; ; {
-					key, ok := d.Next(&first)
-					if !ok {
-						break
-					}
-					if i := slices.Index(keys, key); i >= 0 && d.Peek() == '"' {
-						seen[i] = d.StringField("") == vals[i]
+				am := d.Members("", stampAnnotationKeys)
+				for j := am.Next(); j >= 0; j = am.Next() {
+					if d.Peek() == '"' {
+						seen[j] = d.StringField("") == vals[j]
 					} else {
 						d.Skip()
 					}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -81,10 +82,8 @@ func parseUserInfo(s string, max int) (u UserInfo, n int, err error) {
 	if u.User == "" {
 		return UserInfo{}, 0, errors.New(`"user" is missing or empty`)
 	}
-	for i, g := range u.Groups {
-		if g == "" {
-			return UserInfo{}, 0, fmt.Errorf(`"groups"[%d] is empty`, i)
-		}
+	if i := slices.Index(u.Groups, ""); i >= 0 {
+		return UserInfo{}, 0, fmt.Errorf(`"groups"[%d] is empty`, i)
 	}
 	if strings.IndexByte(s, '\\') >= 0 && jsonscan.HasLoneSurrogate(s) {
 		return UserInfo{}, 0, errors.New(`it holds a \u escape of half a UTF-16 surrogate pair: readers disagree on what it means`)
@@ -118,12 +117,7 @@ func (u UserInfo) sameIdentity(user string, groups []string) bool {
 }
 
 // escapePointer escapes one reference token of a JSON Pointer (RFC 6901).
-func escapePointer(token string) string {
-	if !strings.ContainsAny(token, "~/") {
-		return token
-	}
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(token)
-}
+var escapePointer = strings.NewReplacer("~", "~0", "/", "~1").Replace
 
 // stampPatch is the JSON Patch that sets user.info to info (and
 // DirectoryGroupsAnnotation to a non-nil dir) on k's pod metadata.

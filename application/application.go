@@ -163,8 +163,8 @@ type Decision struct {
 	Requirements       []Requirement
 }
 
-// By returns the step that granted the action: for Move, the one that
-// granted the right to modify. ok is false when the action is denied.
+// By returns the step that granted the action (for Move, the right to
+// modify); ok is false when the action is denied.
 func (d Decision) By() (s Step, ok bool) {
 	if !d.Allowed {
 		return Step{}, false
@@ -245,8 +245,8 @@ func submit(need Need, q policy.QueueRef, sub *acl.Subject) Requirement {
 	return Requirement{Need: need, Queue: q.Path(), Met: pd.Allowed, Steps: []Step{st}}
 }
 
-// rights makes the checks that grant action (View, Modify or Kill), in
-// order; those after the one that allowed are recorded as not reached.
+// rights makes the checks that grant View, Modify or Kill, in order; those
+// after the one that allowed are recorded as not reached.
 func (p Policy) rights(q policy.QueueRef, app Application, sub *acl.Subject, action Action) Requirement {
 	r := Requirement{Need: NeedAction, Steps: make([]Step, 0, 6)}
 	add := func(st Step) {
@@ -377,10 +377,7 @@ func (d Decision) why(s Step) string {
 	case ApplicationAdmin:
 		return fmt.Sprintf("application admin: %s in applicationacls admin of partition %s", policy.Entry(s.Match), d.Partition)
 	case ModifyACL, ViewACL:
-		which := "modify"
-		if s.Rule == ViewACL {
-			which = "view"
-		}
+		which := strings.TrimSuffix(s.Rule.String(), " ACL")
 		if s.Default {
 			return fmt.Sprintf("%s in the default %s ACL (applicationacls %s of partition %s)", policy.Entry(s.Match), which, which, d.Partition)
 		}

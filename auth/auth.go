@@ -31,9 +31,6 @@ type User struct {
 	Extra map[string][]string
 }
 
-// InGroup reports whether u is a member of group.
-func (u User) InGroup(group string) bool { return slices.Contains(u.Groups, group) }
-
 // Authenticator establishes who sent a request.
 type Authenticator interface {
 	// AuthenticateRequest returns the caller; ok is false for no credential
@@ -42,27 +39,24 @@ type Authenticator interface {
 	AuthenticateRequest(r *http.Request) (u User, ok bool, err error)
 }
 
-// AuthenticatorFunc adapts a function to Authenticator.
-type AuthenticatorFunc func(r *http.Request) (User, bool, error)
-
-func (f AuthenticatorFunc) AuthenticateRequest(r *http.Request) (User, bool, error) { return f(r) }
+type union []Authenticator
 
 // Union returns the first authenticator's answer that authenticates the
 // request; else the errors (an outage is not a bad credential).
-func Union(as ...Authenticator) Authenticator {
-	return AuthenticatorFunc(func(r *http.Request) (User, bool, error) {
-		var errs []error
-		for _, a := range as {
-			u, ok, err := a.AuthenticateRequest(r)
-			if ok && err == nil {
-				return u, true, nil
-			}
-			if err != nil {
-				errs = append(errs, err)
-			}
+func Union(as ...Authenticator) Authenticator { return union(as) }
+
+func (as union) AuthenticateRequest(r *http.Request) (User, bool, error) {
+	var errs []error
+	for _, a := range as {
+		u, ok, err := a.AuthenticateRequest(r)
+		if ok && err == nil {
+			return u, true, nil
 		}
-		return User{}, false, errors.Join(errs...)
-	})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return User{}, false, errors.Join(errs...)
 }
 
 // Decision is the outcome of an authorization. The zero value denies.
@@ -74,16 +68,6 @@ const (
 	NoOpinion // left to the next authorizer of a union
 )
 
-func (d Decision) String() string {
-	switch d {
-	case Allow:
-		return "allow"
-	case NoOpinion:
-		return "no opinion"
-	}
-	return "deny"
-}
-
 // Attributes describe what a caller asks to do: either a verb on a
 // resource (Resource set) or a verb on a non-resource path (Path set).
 type Attributes struct {
@@ -93,13 +77,10 @@ type Attributes struct {
 	Path                     string // a non-resource URL such as /metrics
 }
 
-// IsResource reports whether a names a resource rather than a path.
-func (a Attributes) IsResource() bool { return a.Resource != "" }
-
 // String describes a as RBAC would: "create accessreviews.usher.io" or
 // "get /metrics".
 func (a Attributes) String() string {
-	if !a.IsResource() {
+	if a.Resource == "" {
 		return a.Verb + " " + a.Path
 	}
 	s := a.Verb + " " + a.Resource
@@ -119,45 +100,41 @@ type Authorizer interface {
 	Authorize(ctx context.Context, a Attributes) (d Decision, reason string, err error)
 }
 
-// AuthorizerFunc adapts a function to Authorizer.
-type AuthorizerFunc func(ctx context.Context, a Attributes) (Decision, string, error)
-
-func (f AuthorizerFunc) Authorize(ctx context.Context, a Attributes) (Decision, string, error) {
-	return f(ctx, a)
-}
+type unionAuthorizer []Authorizer
 
 // UnionAuthorizer asks each authorizer in order; the first Allow or Deny
 // decides, else Deny with the reasons and errors of all.
-func UnionAuthorizer(as ...Authorizer) Authorizer {
-	return AuthorizerFunc(func(ctx context.Context, a Attributes) (Decision, string, error) {
-		var reasons []string
-		var errs []error
-		for _, z := range as {
-			d, reason, err := z.Authorize(ctx, a)
-			if err != nil {
-				errs = append(errs, err)
-			}
-			if d != NoOpinion && err == nil {
-				return d, reason, nil
-			}
-			if reason != "" {
-				reasons = append(reasons, reason)
-			}
+func UnionAuthorizer(as ...Authorizer) Authorizer { return unionAuthorizer(as) }
+
+func (as unionAuthorizer) Authorize(ctx context.Context, a Attributes) (Decision, string, error) {
+	var reasons []string
+	var errs []error
+	for _, z := range as {
+		d, reason, err := z.Authorize(ctx, a)
+		if err != nil {
+			errs = append(errs, err)
 		}
-		return Deny, strings.Join(reasons, "; "), errors.Join(errs...)
-	})
+		if d != NoOpinion && err == nil {
+			return d, reason, nil
+		}
+		if reason != "" {
+			reasons = append(reasons, reason)
+		}
+	}
+	return Deny, strings.Join(reasons, "; "), errors.Join(errs...)
 }
+
+type privileged []string
 
 // PrivilegedGroups allows everything to members of groups and has no
 // opinion about anyone else, like kube-apiserver's system:masters.
-func PrivilegedGroups(groups ...string) Authorizer {
-	groups = slices.Clone(groups)
-	return AuthorizerFunc(func(_ context.Context, a Attributes) (Decision, string, error) {
-		for _, g := range groups {
-			if a.User.InGroup(g) {
-				return Allow, "member of the privileged group " + g, nil
-			}
+func PrivilegedGroups(groups ...string) Authorizer { return privileged(slices.Clone(groups)) }
+
+func (groups privileged) Authorize(_ context.Context, a Attributes) (Decision, string, error) {
+	for _, g := range groups {
+		if slices.Contains(a.User.Groups, g) {
+			return Allow, "member of the privileged group " + g, nil
 		}
-		return NoOpinion, "", nil
-	})
+	}
+	return NoOpinion, "", nil
 }

@@ -10,8 +10,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
-	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -45,10 +44,7 @@ func LoadKubeConfig(kubeconfig string) (*rest.Config, error) {
 
 // KubeReviewer sends TokenReviews and SubjectAccessReviews to a
 // Kubernetes API server.
-type KubeReviewer struct {
-	authn *authenticationv1client.AuthenticationV1Client
-	authz *authorizationv1client.AuthorizationV1Client
-}
+type KubeReviewer struct{ cs kubernetes.Interface }
 
 // NewKubeReviewer returns a reviewer using cfg, allowing (unless cfg says
 // otherwise) 200 requests a second with bursts of 400, as kube-apiserver's
@@ -72,19 +68,16 @@ func NewKubeReviewer(cfg *rest.Config) (*KubeReviewer, error) {
 	hc.CheckRedirect = func(req *http.Request, _ []*http.Request) error {
 		return fmt.Errorf("the API server redirected to %q, which usher does not follow", req.URL.Redacted())
 	}
-	r := &KubeReviewer{}
-	if r.authn, err = authenticationv1client.NewForConfigAndClient(base, hc); err != nil {
+	cs, err := kubernetes.NewForConfigAndClient(base, hc)
+	if err != nil {
 		return nil, err
 	}
-	if r.authz, err = authorizationv1client.NewForConfigAndClient(base, hc); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return &KubeReviewer{cs}, nil
 }
 
 // CreateTokenReview implements TokenReviewer.
 func (r *KubeReviewer) CreateTokenReview(ctx context.Context, tr *authenticationv1.TokenReview) (*authenticationv1.TokenReview, error) {
-	out, err := r.authn.TokenReviews().Create(ctx, tr, metav1.CreateOptions{})
+	out, err := r.cs.AuthenticationV1().TokenReviews().Create(ctx, tr, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("tokenreview: %w", err)
 	}
@@ -93,7 +86,7 @@ func (r *KubeReviewer) CreateTokenReview(ctx context.Context, tr *authentication
 
 // CreateSubjectAccessReview implements SubjectAccessReviewer.
 func (r *KubeReviewer) CreateSubjectAccessReview(ctx context.Context, sar *authorizationv1.SubjectAccessReview) (*authorizationv1.SubjectAccessReview, error) {
-	out, err := r.authz.SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+	out, err := r.cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("subjectaccessreview: %w", err)
 	}

@@ -63,10 +63,10 @@ func Spec(a Attributes) authorizationv1.SubjectAccessReviewSpec {
 			spec.Extra[k] = v
 		}
 	}
-	if a.IsResource() {
-		spec.ResourceAttributes = &authorizationv1.ResourceAttributes{Group: a.APIGroup, Resource: a.Resource, Verb: a.Verb, Name: a.Name}
-	} else {
+	if a.Resource == "" {
 		spec.NonResourceAttributes = &authorizationv1.NonResourceAttributes{Path: a.Path, Verb: a.Verb}
+	} else {
+		spec.ResourceAttributes = &authorizationv1.ResourceAttributes{Group: a.APIGroup, Resource: a.Resource, Verb: a.Verb, Name: a.Name}
 	}
 	return spec
 }

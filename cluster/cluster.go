@@ -8,17 +8,17 @@ import (
 	"cmp"
 	"context"
 
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/usherhq/usher/auth"
 )
 
-// Client is usher's cluster credentials and the core API client built on
-// them, with usher's user agent unless the credentials name one.
+// Client is usher's cluster credentials and the clients built on them,
+// with usher's user agent unless the credentials name one.
 type Client struct {
 	Config *rest.Config
-	Core   *corev1client.CoreV1Client
+	kubernetes.Interface
 }
 
 // Load loads the credentials as auth.LoadKubeConfig does, or returns
@@ -29,15 +29,15 @@ func Load(kubeconfig string) (*Client, error) {
 		return nil, err
 	}
 	rc.UserAgent = cmp.Or(rc.UserAgent, "usher")
-	core, err := corev1client.NewForConfig(rc)
+	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{Config: rc, Core: core}, nil
+	return &Client{Config: rc, Interface: cs}, nil
 }
 
 // Get returns the JSON of the object at an API path
 // (/apis/apps/v1/namespaces/NS/replicasets/NAME), read with one GET.
 func (c *Client) Get(ctx context.Context, path string) ([]byte, error) {
-	return c.Core.RESTClient().Get().AbsPath(path).DoRaw(ctx)
+	return c.CoreV1().RESTClient().Get().AbsPath(path).DoRaw(ctx)
 }

@@ -17,19 +17,18 @@ import (
 	"github.com/usherhq/usher/internal/ttlcache"
 )
 
-// Parents reads the parents propagators copy identities from: a
-// metadata-only informer per kind, started on first use, keeps each
-// object's name, uid and usher's two annotations; a miss is one GET.
-// Pods are not watched: they outnumber every other parent kind
-// (docs/benchmarks.md), so a pod is read by GET and kept for podTTL.
-// It reads Namespaces and LocalQueues for placement the same way.
+// Parents reads the parents propagators copy identities from, and
+// Namespaces and LocalQueues for placement: a metadata-only informer per
+// kind, started on first use, keeps what is read of each object; a miss is
+// one GET. Pods, which outnumber every other parent kind
+// (docs/benchmarks.md), are read by GET and kept for podTTL.
 type Parents struct {
 	client metadata.Interface
 	dyn    dynamic.Interface // for LocalQueues
 	ctx    context.Context
 	mu     sync.Mutex
 	kinds  map[schema.GroupVersionResource]cache.SharedIndexInformer
-	pods   *ttlcache.Cache[Parent]
+	pods   *ttlcache.Cache[*metav1.PartialObjectMetadata]
 }
 
 // podTTL is how long a pod read by GET answers: a burst of executors
@@ -39,6 +38,9 @@ type Parents struct {
 const podTTL = 30 * time.Second
 
 var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+
+// stampKeys are the annotations kept of a parent.
+var stampKeys = []string{settings.UserInfoAnnotation, settings.DirectoryGroupsAnnotation}
 
 // Parent is what Parents keeps of an object.
 type Parent struct {
@@ -60,22 +62,28 @@ func (c *Client) NewParents(ctx context.Context) (*Parents, error) {
 // NewParentsFor reads through client.
 func NewParentsFor(ctx context.Context, client metadata.Interface) *Parents {
 	return &Parents{client: client, ctx: ctx, kinds: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
-		pods: ttlcache.New[Parent](4096, nil)}
+		pods: ttlcache.New[*metav1.PartialObjectMetadata](4096, nil)}
 }
 
 // Watch starts the informers of kinds (already started ones are kept).
 func (p *Parents) Watch(kinds ...settings.Kind) {
 	for _, k := range kinds {
 		if k.GVR() != podsGVR {
-			p.informer(k.GVR())
+			p.informer(k.GVR(), stampKeys)
 		}
 	}
 }
 
-func (p *Parents) informer(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+// informer returns gvr's metadata informer, which keeps the annotations keys.
+func (p *Parents) informer(gvr schema.GroupVersionResource, keys []string) cache.SharedIndexInformer {
 	return p.start(gvr, func() cache.SharedIndexInformer {
 		return metadatainformer.NewFilteredMetadataInformer(p.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-	}, kept)
+	}, func(obj any) (any, error) {
+		if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+			return keep(m, keys), nil
+		}
+		return obj, nil
+	})
 }
 
 // start returns gvr's informer, made by build and keeping what keep
@@ -97,58 +105,63 @@ func (p *Parents) start(gvr schema.GroupVersionResource, build func() cache.Shar
 // there is none. A cached object with another uid than uid (when set) is
 // read again.
 func (p *Parents) Get(ctx context.Context, k settings.Kind, namespace, name, uid string) (Parent, bool, error) {
-	gvr := k.GVR()
-	if gvr == podsGVR {
-		key := namespace + "/" + name
-		if got, ok := p.pods.Get(key, time.Now()); ok && (uid == "" || got.UID == uid) {
-			return got, true, nil
-		}
-		got, ok, err := p.get(ctx, gvr, namespace, name)
-		if ok {
-			p.pods.Put(key, got, time.Now().Add(podTTL))
-		}
-		return got, ok, err
+	m, err := p.parent(ctx, k.GVR(), namespace, name, uid)
+	if m == nil {
+		return Parent{}, false, err
 	}
-	if obj, ok := cached(p.informer(gvr), namespace+"/"+name); ok {
-		if m, ok := obj.(*metav1.PartialObjectMetadata); ok && (uid == "" || string(m.UID) == uid) {
-			return Parent{UID: string(m.UID), Annotations: m.Annotations}, true, nil
-		}
-	}
-	// Not synced yet, or created since the last event: ask once.
-	return p.get(ctx, gvr, namespace, name)
+	return Parent{UID: string(m.UID), Annotations: m.Annotations}, true, nil
 }
 
-func (p *Parents) get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (Parent, bool, error) {
+func (p *Parents) parent(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, uid string) (*metav1.PartialObjectMetadata, error) {
+	if gvr != podsGVR {
+		return p.meta(ctx, gvr, namespace, name, uid, stampKeys)
+	}
+	key := namespace + "/" + name
+	if m, ok := p.pods.Get(key, time.Now()); ok && (uid == "" || string(m.UID) == uid) {
+		return m, nil
+	}
+	m, err := p.get(ctx, gvr, namespace, name, stampKeys)
+	if m != nil {
+		p.pods.Put(key, m, time.Now().Add(podTTL))
+	}
+	return m, err
+}
+
+// meta returns namespace/name as gvr's informer keeps it; a miss (not
+// synced yet, created since the last event, or another uid than uid when
+// set) is one GET. nil when it does not exist.
+func (p *Parents) meta(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, uid string, keys []string) (*metav1.PartialObjectMetadata, error) {
+	if obj, ok := cached(p.informer(gvr, keys), cache.NewObjectName(namespace, name).String()); ok {
+		if m, ok := obj.(*metav1.PartialObjectMetadata); ok && (uid == "" || string(m.UID) == uid) {
+			return m, nil
+		}
+	}
+	return p.get(ctx, gvr, namespace, name, keys)
+}
+
+// get reads namespace/name with one GET; nil when it does not exist.
+func (p *Parents) get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, keys []string) (*metav1.PartialObjectMetadata, error) {
 	m, err := p.client.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return Parent{}, false, nil
+		return nil, nil
 	case err != nil:
-		return Parent{}, false, err
+		return nil, err
 	}
-	return Parent{UID: string(m.UID), Annotations: stampOf(m.Annotations)}, true, nil
+	return keep(m, keys), nil
 }
 
-// kept is what the cache keeps of an object: its name, namespace, uid and
-// stamp annotations.
-func kept(obj any) (any, error) {
-	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace,
-			UID: m.UID, Annotations: stampOf(m.Annotations)}}, nil
-	}
-	return obj, nil
-}
-
-// stampOf returns the annotations usher writes of ann, nil for none.
-func stampOf(ann map[string]string) map[string]string {
-	var out map[string]string
-	for _, key := range [...]string{settings.UserInfoAnnotation, settings.DirectoryGroupsAnnotation} {
-		if v, ok := ann[key]; ok {
-			if out == nil {
-				out = make(map[string]string, 2)
+// keep is what the caches keep of m: its name, namespace, uid and the
+// annotations keys (nil for none).
+func keep(m *metav1.PartialObjectMetadata, keys []string) *metav1.PartialObjectMetadata {
+	var ann map[string]string
+	for _, key := range keys {
+		if v, ok := m.Annotations[key]; ok {
+			if ann == nil {
+				ann = make(map[string]string, len(keys))
 			}
-			out[key] = v
+			ann[key] = v
 		}
 	}
-	return out
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, Annotations: ann}}
 }

@@ -39,7 +39,7 @@ func TestParentsFromTheCacheAndByGet(t *testing.T) {
 	if err != nil || !ok || got.UID != "u1" || len(got.Annotations) != 1 || got.Annotations[settings.UserInfoAnnotation] == "" {
 		t.Fatalf("got %+v %v %v", got, ok, err)
 	}
-	inf := p.informer(sparkApps.GVR())
+	inf := p.kinds[sparkApps.GVR()]
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		t.Fatal("the informer never synced")
 	}
@@ -80,7 +80,7 @@ func BenchmarkParentCache(b *testing.B) {
 			info := strings.Replace(stamp, "alice", fmt.Sprintf("user-%03d", i%100), 1)
 			m := sparkApp(fmt.Sprintf("app-%05d", i), fmt.Sprintf("0b7f6c3e-52a1-4c8e-9d1a-%012d", i), map[string]string{settings.UserInfoAnnotation: info})
 			m.Namespace, m.ResourceVersion = strings.Clone("team-a"), "123456"
-			k, _ := kept(m)
+			k := keep(m, stampKeys)
 			_ = store.Add(k)
 		}
 		runtime.GC()

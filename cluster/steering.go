@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -25,26 +24,8 @@ var (
 // ParentQueue returns Namespace name's ParentQueueAnnotation, "" when it
 // has none or does not exist. The informer keeps that annotation alone.
 func (p *Parents) ParentQueue(ctx context.Context, name string) (string, error) {
-	inf := p.start(namespaces, func() cache.SharedIndexInformer {
-		return metadatainformer.NewFilteredMetadataInformer(p.client, namespaces, "", 0, cache.Indexers{}, nil).Informer()
-	}, func(obj any) (any, error) {
-		if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-			kept := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: m.Name}}
-			if v, ok := m.Annotations[ParentQueueAnnotation]; ok {
-				kept.Annotations = map[string]string{ParentQueueAnnotation: v}
-			}
-			return kept, nil
-		}
-		return obj, nil
-	})
-	if obj, ok := cached(inf, name); ok {
-		return obj.(*metav1.PartialObjectMetadata).Annotations[ParentQueueAnnotation], nil
-	}
-	m, err := p.client.Resource(namespaces).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return "", nil
-	}
-	if err != nil {
+	m, err := p.meta(ctx, namespaces, "", name, "", []string{ParentQueueAnnotation})
+	if m == nil {
 		return "", err
 	}
 	return m.Annotations[ParentQueueAnnotation], nil

@@ -250,16 +250,6 @@ func (p *parser) document(data []byte, doc *yaml.Node) (c *Config, adm *yaml.Nod
 // mapping walks the keys of a mapping node. A nil handler accepts the key
 // without reading it. Unknown and duplicate keys are errors.
 func (p *parser) mapping(n *yaml.Node, what string, keys map[string]func(k, v *yaml.Node)) bool {
-	return walkMapping(p, n, what, keys, func(h func(k, v *yaml.Node), k, v *yaml.Node) {
-		if h != nil {
-			h(k, v)
-		}
-	})
-}
-
-// walkMapping is mapping for handlers of any type, called through call,
-// so a table built once (queueKeys) spares a map per node.
-func walkMapping[H any](p *parser, n *yaml.Node, what string, keys map[string]H, call func(h H, k, v *yaml.Node)) bool {
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, "%s must be a mapping, not %s", what, yamlnode.Kind(n))
 		return false
@@ -278,13 +268,15 @@ func walkMapping[H any](p *parser, n *yaml.Node, what string, keys map[string]H,
 			p.report(k, Diagnostic{Severity: Error, Code: CodeUnknownKey, Suggestion: best, Msg: fmt.Sprintf("%s: unknown key %q%s", what, k.Value, text)})
 			continue
 		}
-		call(h, k, v)
+		if h != nil {
+			h(k, v)
+		}
 	}
 	return true
 }
 
 // hint says what an unknown key may have meant, and the closest key.
-func hint[H any](key string, keys map[string]H) (string, string) {
+func hint(key string, keys map[string]func(k, v *yaml.Node)) (string, string) {
 	best, bestDist := "", 3
 	for k := range keys {
 		if strings.EqualFold(k, key) {
@@ -409,40 +401,24 @@ func (p *parser) topQueues(partName string, queues *yaml.Node, prefix string) *p
 	return root
 }
 
-// queueRead is what reading a queue's keys collects.
-type queueRead struct {
-	q                              *policy.Queue
-	children, nameNode, parentFlag *yaml.Node
-	isParent                       bool
-}
-
-// queueKeys are a queue's keys and their handlers; nil accepts a key unread.
-var queueKeys = map[string]func(p *parser, r *queueRead, k, v *yaml.Node){
-	"name":   func(p *parser, r *queueRead, k, v *yaml.Node) { r.q.Name, _ = p.str(v, "queue name"); r.nameNode = v },
-	"queues": func(p *parser, r *queueRead, k, v *yaml.Node) { r.children = v },
-	"parent": func(p *parser, r *queueRead, k, v *yaml.Node) {
-		r.parentFlag = v
-		if err := v.Decode(&r.isParent); err != nil {
-			p.errorf(v, "parent must be true or false, not %s", yamlnode.Kind(v))
-		}
-		r.q.Parent = r.isParent
-	},
-	"submitacl": func(p *parser, r *queueRead, k, v *yaml.Node) { r.q.SubmitACL = p.acl(k, v, "submitacl") },
-	"adminacl":  func(p *parser, r *queueRead, k, v *yaml.Node) { r.q.AdminACL = p.acl(k, v, "adminacl") },
-	// Keys of YuniKorn's schema that only the scheduler uses; resources
-	// is read as strictly as YuniKorn's decoder reads it.
-	"resources":       func(p *parser, r *queueRead, k, v *yaml.Node) { p.resources(v) },
-	"maxapplications": nil, "properties": nil, "childtemplate": nil, "limits": nil,
-}
-
 func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
-	r := queueRead{q: &policy.Queue{}}
-	ok := walkMapping(p, n, "queue", queueKeys, func(h func(p *parser, r *queueRead, k, v *yaml.Node), k, v *yaml.Node) {
-		if h != nil {
-			h(p, &r, k, v)
-		}
+	q := &policy.Queue{}
+	var children, nameNode, parentFlag *yaml.Node
+	ok := p.mapping(n, "queue", map[string]func(k, v *yaml.Node){
+		"name":   func(k, v *yaml.Node) { q.Name, _ = p.str(v, "queue name"); nameNode = v },
+		"queues": func(k, v *yaml.Node) { children = v },
+		"parent": func(k, v *yaml.Node) {
+			parentFlag = v
+			if err := v.Decode(&q.Parent); err != nil {
+				p.errorf(v, "parent must be true or false, not %s", yamlnode.Kind(v))
+			}
+		},
+		"submitacl": func(k, v *yaml.Node) { q.SubmitACL = p.acl(k, v, "submitacl") },
+		"adminacl":  func(k, v *yaml.Node) { q.AdminACL = p.acl(k, v, "adminacl") },
+		// Keys of YuniKorn's schema that only the scheduler uses.
+		"resources":       func(k, v *yaml.Node) { p.resources(v) },
+		"maxapplications": nil, "properties": nil, "childtemplate": nil, "limits": nil,
 	})
-	q, children, nameNode := r.q, r.children, r.nameNode
 	if !ok {
 		return nil
 	}
@@ -470,8 +446,8 @@ func (p *parser) queue(n *yaml.Node, parentPath, prefix string) *policy.Queue {
 			p.errorf(children, "queues of %s must be a list, not %s", path, yamlnode.Kind(children))
 			return q
 		}
-		if r.parentFlag != nil && !r.isParent && len(children.Content) > 0 {
-			p.errorf(r.parentFlag, "queue %s says parent: false but has child queues", path)
+		if parentFlag != nil && !q.Parent && len(children.Content) > 0 {
+			p.errorf(parentFlag, "queue %s says parent: false but has child queues", path)
 		}
 		for _, cn := range children.Content {
 			if c := p.queue(cn, path, prefix); c != nil {
@@ -533,17 +509,26 @@ func (p *parser) leadingSpace(k, n *yaml.Node) bool {
 
 func (p *parser) resolver(n *yaml.Node) resolvers.Settings {
 	var r resolvers.Settings
-	var fileNode, usersNode, ldapNode, typeNode *yaml.Node
-	var lookup lookupNodes
+	var fileNode, usersNode, ldapNode, typeNode, unknownNode, mappingNode *yaml.Node
+	r.Policy.Skip = slices.Clone(identity.DefaultSkip)
 	keys := map[string]func(k, v *yaml.Node){
 		"type":        func(k, v *yaml.Node) { r.Type, _ = p.str(v, "resolver type"); typeNode = v },
 		"file":        func(k, v *yaml.Node) { r.File, _ = p.str(v, "file"); fileNode = v },
 		"users":       func(k, v *yaml.Node) { usersNode = v },
 		"ldap":        func(k, v *yaml.Node) { ldapNode = v },
-		"skip":        func(k, v *yaml.Node) { lookup.skip = v },
-		"unknownuser": func(k, v *yaml.Node) { lookup.unknown = v },
-		"namemapping": func(k, v *yaml.Node) { lookup.mapping = v },
-		"overrides":   func(k, v *yaml.Node) { lookup.overrides = v },
+		"skip":        func(k, v *yaml.Node) { r.Policy.Skip = p.skipPrefixes(v) },
+		"namemapping": func(k, v *yaml.Node) { mappingNode = v }, // read below, against skip
+		"overrides":   func(k, v *yaml.Node) { r.Policy.Overrides = p.userGroups(v, "overrides") },
+		"unknownuser": func(k, v *yaml.Node) {
+			unknownNode = v
+			if s, ok := p.str(v, "unknownuser"); ok {
+				u, err := identity.ParseUnknown(s)
+				if err != nil {
+					p.errorf(v, "%v", err)
+				}
+				r.Policy.Unknown = u
+			}
+		},
 		"cache": func(k, v *yaml.Node) {
 			if p.strict(v, "cache", &r.Cache) {
 				c := r.Cache
@@ -559,7 +544,9 @@ func (p *parser) resolver(n *yaml.Node) resolvers.Settings {
 	if !p.mapping(n, "usergroupresolver", keys) {
 		return r
 	}
-	r.Policy = p.lookupPolicy(lookup)
+	if mappingNode != nil {
+		r.Policy.Mapping = p.nameMapping(mappingNode, r.Policy.Skip)
+	}
 	switch r.Type {
 	case "", "none", "os":
 	case "file":
@@ -591,13 +578,11 @@ func (p *parser) resolver(n *yaml.Node) resolvers.Settings {
 			}
 			r.FileDigest = sha256.Sum256(data)
 		}
-		if k, ok := r.Table.(interface{ KnownGroups() []string }); ok {
-			for _, g := range k.KnownGroups() {
-				p.known[g] = true
-			}
-		}
 		// Without namemapping, a user skip matches is never looked up.
 		for _, e := range identity.FileEntries(r.Table) {
+			for _, g := range e.Groups {
+				p.known[g] = true
+			}
 			if s, ok := r.Policy.Skipped(e.User); ok && len(r.Policy.Mapping) == 0 {
 				file, line, _ := p.pos(n.Line, n.Column)
 				p.push(Diagnostic{File: r.File, Line: e.Line, Col: 1, Severity: Warning, Code: "resolver-unread", Msg: fmt.Sprintf(
@@ -620,7 +605,7 @@ func (p *parser) resolver(n *yaml.Node) resolvers.Settings {
 	default:
 		p.errorf(typeNode, "unknown usergroupresolver type %q: want none, os, file, test or ldap", r.Type)
 	}
-	if lookup.unknown == nil && (r.Type == "file" || r.Type == "ldap" || r.Type == "os") {
+	if unknownNode == nil && (r.Type == "file" || r.Type == "ldap" || r.Type == "os") {
 		p.warnf(cmp.Or(typeNode, n), "unknownuser-default", "usergroupresolver type %s: unknownuser is not set, so a user the directory does not know is refused: "+
 			"write unknownuser: deny to keep that, or unknownuser: given-groups to decide on the groups Kubernetes supplied", r.Type)
 	}

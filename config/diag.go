@@ -4,12 +4,12 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/usherhq/usher/internal/clip"
+	"github.com/usherhq/usher/internal/yamlnode"
 )
 
 // Severity says whether a diagnostic makes the configuration unusable.
@@ -18,9 +18,7 @@ type Severity int
 const (
 	Error   Severity = iota // makes the configuration invalid
 	Warning                 // legal but probably not what was meant
-	// Note informs and never fails: a setting only the webhook enforces
-	// (Config.WebhookOnly).
-	Note
+	Note                    // informs, never fails: what only the webhook enforces (Config.WebhookOnly)
 )
 
 // String renders "error", "warning" or "note".
@@ -247,18 +245,9 @@ func (d *diags) of(sev Severity) []Diagnostic {
 	return out
 }
 
-// yamlError reports a YAML syntax error at its line plus base (usherLine for
-// usher.yaml). yaml.v3 writes the line only into its text, "yaml: line N:
-// problem", whose problem is the parser's words, never the document's.
+// yamlError reports a YAML syntax error at its line plus base (usherLine
+// for usher.yaml); the problem is the parser's words, never the document's.
 func (d *diags) yamlError(err error, base int) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		if n, problem, ok := strings.Cut(rest, ": "); ok {
-			if l, err := strconv.Atoi(n); err == nil {
-				line, msg = l, problem
-			}
-		}
-	}
+	line, msg := yamlnode.SyntaxLine(err)
 	d.add(base+line, 1, Error, CodeYAML, "YAML: "+msg)
 }

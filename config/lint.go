@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -8,6 +9,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -48,19 +50,8 @@ func (p *parser) checkKeys(n *yaml.Node, top, what string, t reflect.Type) {
 			return
 		}
 		keys := map[string]func(k, v *yaml.Node){}
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if name == "-" {
-				continue
-			}
-			if name == "" {
-				name = strings.ToLower(f.Name)
-			}
-			keys[name] = func(k, v *yaml.Node) { p.checkKeys(v, top, what+"."+name, f.Type) }
+		for name, ft := range yamlFields(t) {
+			keys[name] = func(k, v *yaml.Node) { p.checkKeys(v, top, what+"."+name, ft) }
 		}
 		p.mapping(n, what, keys)
 	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
@@ -74,6 +65,24 @@ func (p *parser) checkKeys(n *yaml.Node, top, what string, t reflect.Type) {
 	default:
 		p.checkValue(n, top, t)
 	}
+}
+
+var fieldCache sync.Map // yamlFields' answers by type
+
+// yamlFields maps the keys yaml.v3 decodes into the struct t to their
+// fields' types: a field's yaml tag name, else its name in lower case.
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	out := map[string]reflect.Type{}
+	for f := range t.Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); f.IsExported() && name != "-" {
+			out[cmp.Or(name, strings.ToLower(f.Name))] = f.Type
+		}
+	}
+	fieldCache.Store(t, out)
+	return out
 }
 
 // checkValue reports why n does not decode into a t, at the node a NodeError names.
@@ -130,8 +139,7 @@ func (p *parser) ldap(n *yaml.Node) *ldap.Config {
 // lint adds the warnings that need the whole file.
 func (p *parser) lint(c *Config) {
 	p.lintUsersAsGroups()
-	p.lintCase()
-	p.lintYuniKornNames()
+	p.lintNames()
 	if c.Snapshot == nil {
 		return
 	}
@@ -149,21 +157,18 @@ func (p *parser) lint(c *Config) {
 
 // lintUsersAsGroups warns about an ACL of users only that names a group
 // of another ACL or of a resolver: a group-only ACL whose leading space
-// YAML dropped. The groups are collected only when such an ACL exists.
+// YAML dropped.
 func (p *parser) lintUsersAsGroups() {
-	var groups map[string]bool
+	groups := maps.Clone(p.known)
+	for _, u := range p.acls {
+		for _, g := range u.rule.Groups() {
+			groups[g] = true
+		}
+	}
 	for _, u := range p.acls {
 		r := u.rule
 		if u.node.Style != 0 || u.trap || r.All() || len(r.Groups()) != 0 {
 			continue
-		}
-		if groups == nil {
-			groups = maps.Clone(p.known)
-			for _, u := range p.acls {
-				for _, g := range u.rule.Groups() {
-					groups[g] = true
-				}
-			}
 		}
 		for _, name := range r.Users() {
 			if groups[name] {
@@ -176,59 +181,6 @@ func (p *parser) lintUsersAsGroups() {
 	}
 }
 
-// lintCase warns about names that differ only in case from a name of the
-// same kind written before. One of two such names has upper case letters,
-// so only those names' lower case forms are tracked, none when no name has one.
-func (p *parser) lintCase() {
-	type key struct {
-		group bool
-		lower string
-	}
-	var folded map[key]bool
-	for _, u := range p.acls {
-		for gi, names := range [2][]string{u.rule.Users(), u.rule.Groups()} {
-			for _, name := range names {
-				if lower := strings.ToLower(name); lower != name {
-					if folded == nil {
-						folded = map[key]bool{}
-					}
-					folded[key{gi == 1, lower}] = true
-				}
-			}
-		}
-	}
-	if folded == nil {
-		return
-	}
-	type first struct {
-		name string
-		line int
-	}
-	seen := map[key]first{}
-	for _, u := range p.acls {
-		for gi, names := range [2][]string{u.rule.Users(), u.rule.Groups()} {
-			kind := "user"
-			if gi == 1 {
-				kind = "group"
-			}
-			for _, name := range names {
-				k := key{gi == 1, strings.ToLower(name)}
-				if !folded[k] {
-					continue
-				}
-				f, ok := seen[k]
-				switch {
-				case !ok:
-					seen[k] = first{name, docLine(u.node.Line)}
-				case f.name != name:
-					p.warnf(u.node, "acl-name-case", "%s %q: %s %q differs from %q (line %d) only in case; names are case sensitive, so they are different %ss",
-						u.what, u.node.Value, kind, name, f.name, f.line, kind)
-				}
-			}
-		}
-	}
-}
-
 // The names yunikorn-core's ACL parser keeps (pkg/common/security/acl.go,
 // setUsers and setGroups); it drops any other without an error.
 var (
@@ -236,9 +188,30 @@ var (
 	yunikornACLGroup = regexp.MustCompile(`^[_a-zA-Z][a-zA-Z0-9_-]*$`)
 )
 
-// lintYuniKornNames warns about each ACL entry YuniKorn's ACL parser drops:
-// a workload only it admits is admitted by usher and refused by the scheduler.
-func (p *parser) lintYuniKornNames() {
+// lintNames warns about each ACL name differing only in case from a name
+// of the same kind written before, and each YuniKorn's ACL parser drops: a
+// workload only it admits is admitted by usher and refused by the scheduler.
+// One of two names differing only in case has upper case letters, so only
+// those names' lower case forms are tracked, not every name.
+func (p *parser) lintNames() {
+	type key struct {
+		group bool
+		lower string
+	}
+	type first struct {
+		name string
+		line int
+	}
+	folded, seen := map[key]bool{}, map[key]first{}
+	for _, u := range p.acls {
+		for gi, names := range [2][]string{u.rule.Users(), u.rule.Groups()} {
+			for _, name := range names {
+				if lower := strings.ToLower(name); lower != name {
+					folded[key{gi == 1, lower}] = true
+				}
+			}
+		}
+	}
 	for _, u := range p.acls {
 		for gi, names := range [2][]string{u.rule.Users(), u.rule.Groups()} {
 			kind, keep := "user", yunikornACLUser
@@ -246,6 +219,15 @@ func (p *parser) lintYuniKornNames() {
 				kind, keep = "group", yunikornACLGroup
 			}
 			for _, name := range names {
+				k := key{gi == 1, strings.ToLower(name)}
+				switch f, ok := seen[k]; {
+				case !folded[k]:
+				case !ok:
+					seen[k] = first{name, docLine(u.node.Line)}
+				case f.name != name:
+					p.warnf(u.node, "acl-name-case", "%s %q: %s %q differs from %q (line %d) only in case; names are case sensitive, so they are different %ss",
+						u.what, u.node.Value, kind, name, f.name, f.line, kind)
+				}
 				if !keep.MatchString(name) {
 					p.warnf(u.node, "yunikorn-acl-name", "%s %q: YuniKorn's ACL parser drops %s %q (it keeps only %s), so in YuniKorn this entry grants nothing: "+
 						"usher admits whom only it lets in and YuniKorn refuses them (docs/yunikorn.md)", u.what, u.node.Value, kind, name, keep)

@@ -18,35 +18,6 @@ import (
 	"github.com/usherhq/usher/internal/yamlnode"
 )
 
-// lookupNodes are the nodes of the lookup policy's keys, nil when absent.
-type lookupNodes struct {
-	skip, unknown, mapping, overrides *yaml.Node
-}
-
-// lookupPolicy parses the lookup policy from its nodes.
-func (p *parser) lookupPolicy(l lookupNodes) identity.Policy {
-	pol := identity.Policy{Skip: slices.Clone(identity.DefaultSkip)}
-	if l.skip != nil {
-		pol.Skip = p.skipPrefixes(l.skip)
-	}
-	if l.unknown != nil {
-		if s, ok := p.str(l.unknown, "unknownuser"); ok {
-			u, err := identity.ParseUnknown(s)
-			if err != nil {
-				p.errorf(l.unknown, "%v", err)
-			}
-			pol.Unknown = u
-		}
-	}
-	if l.mapping != nil {
-		pol.Mapping = p.nameMapping(l.mapping, pol.Skip)
-	}
-	if l.overrides != nil {
-		pol.Overrides = p.userGroups(l.overrides, "overrides")
-	}
-	return pol
-}
-
 // skipPrefixes reads skip: a list of name prefixes that are never looked
 // up; an empty list looks everyone up.
 func (p *parser) skipPrefixes(n *yaml.Node) []string {
@@ -137,6 +108,10 @@ func (p *parser) nameMapping(n *yaml.Node, skip []string) []identity.MapRule {
 	return out
 }
 
+// templateRef matches a replacement's references as regexp.Expand reads
+// them: $$, ${name} (group 2 empty when unclosed) and $name.
+var templateRef = regexp.MustCompile(`\$(?:\$|\{([^}]*)(\}?)|(\w*))`)
+
 // badTemplate says what is wrong with a replacement for re, or "": a
 // reference to a group the pattern lacks (regexp expands it to nothing).
 func badTemplate(re *regexp.Regexp, repl string) string {
@@ -144,43 +119,20 @@ func badTemplate(re *regexp.Regexp, repl string) string {
 		return "is empty: the directory name would be empty"
 	}
 	names := re.SubexpNames()
-	for rest := repl; ; {
-		i := strings.IndexByte(rest, '$')
-		if i < 0 || i+1 >= len(rest) {
-			return ""
-		}
-		rest = rest[i+1:]
-		if rest[0] == '$' {
-			rest = rest[1:]
-			continue
-		}
-		var ref string
-		if rest[0] == '{' {
-			end := strings.IndexByte(rest, '}')
-			if end < 0 {
-				return "has an unclosed ${"
-			}
-			ref, rest = rest[1:end], rest[end+1:]
-		} else {
-			end := 0
-			for end < len(rest) && (rest[end] == '_' || rest[end] >= '0' && rest[end] <= '9' || rest[end] >= 'a' && rest[end] <= 'z' || rest[end] >= 'A' && rest[end] <= 'Z') {
-				end++
-			}
-			ref, rest = rest[:end], rest[end:]
-		}
-		if ref == "" {
-			continue
-		}
-		if n, err := strconv.Atoi(ref); err == nil {
-			if n >= len(names) {
-				return fmt.Sprintf("refers to group %d, but the pattern has %d", n, len(names)-1)
-			}
-			continue
-		}
-		if !slices.Contains(names[1:], ref) {
+	for _, m := range templateRef.FindAllStringSubmatch(repl, -1) {
+		ref := m[1] + m[3]
+		n, err := strconv.Atoi(ref)
+		switch {
+		case strings.HasPrefix(m[0], "${") && m[2] == "":
+			return "has an unclosed ${"
+		case ref == "":
+		case err == nil && n >= len(names):
+			return fmt.Sprintf("refers to group %d, but the pattern has %d", n, len(names)-1)
+		case err != nil && !slices.Contains(names[1:], ref):
 			return fmt.Sprintf("refers to the group %q, which the pattern does not name (write ${1}x, not $1x, to follow a group by letters)", ref)
 		}
 	}
+	return ""
 }
 
 // neverMatches says why pattern matches no valid user name, or "".

@@ -83,9 +83,19 @@ func Parse(name string, data []byte, opts ...Option) (*Config, error) {
 // holds the partitions, flat admissionController.* keys (or a block in
 // queues.yaml, not both) the admission settings.
 func FromConfigMap(name string, data map[string]string, opts ...Option) (*Config, error) {
-	src, err := configMapSource(name, data)
+	keys := make(map[string]keyValue, len(data))
+	for k, v := range data {
+		keys[k] = keyValue{value: v, file: name, cm: name}
+	}
+	src, err := dataSource(name, ".", keys)
 	if err != nil {
 		return nil, err
+	}
+	if src.missing == "" {
+		src.name = name + "/" + queuesKey(keys)
+	}
+	if src.usher != nil {
+		src.usher.file = name + "/" + UsherKey
 	}
 	return parse(src, opts)
 }
@@ -121,7 +131,7 @@ func parse(src *source, opts []Option) (*Config, error) {
 // webhookOnly sets c.WebhookOnly, each where it is set.
 func (p *parser) webhookOnly(c *Config, loc locator) {
 	a, mark := c.Admission, len(p.list)
-	if a == nil || loc == nil {
+	if a == nil {
 		return
 	}
 	for _, part := range c.Partitions {
@@ -136,21 +146,19 @@ func (p *parser) webhookOnly(c *Config, loc locator) {
 			p.errorf(nodes[1], "partition %s: placementrules: webhook only: placement of the queues the admission checks read", part.Name)
 		}
 	}
-	note := func(setting, msg string) {
-		loc.err(&settings.SettingError{Setting: setting, Index: -1, Msg: "webhook only: " + msg}, "")
-	}
-	if a.EnforceQueue {
-		note("admissionController.enforceQueueACLs", "the queue ACLs at admission (queueSources, queueMapping, directory groups)")
-	}
-	if len(a.Propagators) > 0 {
-		note("admissionController.accessControl.propagators", "the parent check: the floor lets propagators set user.info and leaves "+
-			"what they create unstamped; only the webhook copies the parent's stamp and refuses another (docs/operators.md)")
-	}
-	if len(a.CustomKinds) > 0 {
-		note("admissionController.customResources", "custom resources are stamped and guarded by the webhook only")
-	}
-	if a.EnforceDelete {
-		note("admissionController.enforceDeleteACLs", "the kill rule: DELETE, evictions, Bindings, adoptions and the modify ACL's delegation ("+a.ModifyACLKey+")")
+	for _, n := range []struct {
+		on            bool
+		setting, what string
+	}{
+		{a.EnforceQueue, "enforceQueueACLs", "the queue ACLs at admission (queueSources, queueMapping, directory groups)"},
+		{len(a.Propagators) > 0, "accessControl.propagators", "the parent check: the floor lets propagators set user.info and leaves " +
+			"what they create unstamped; only the webhook copies the parent's stamp and refuses another (docs/operators.md)"},
+		{len(a.CustomKinds) > 0, "customResources", "custom resources are stamped and guarded by the webhook only"},
+		{a.EnforceDelete, "enforceDeleteACLs", "the kill rule: DELETE, evictions, Bindings, adoptions and the modify ACL's delegation (" + a.ModifyACLKey + ")"},
+	} {
+		if n.on {
+			loc.err(&settings.SettingError{Setting: "admissionController." + n.setting, Index: -1, Msg: "webhook only: " + n.what}, "")
+		}
 	}
 	c.WebhookOnly = slices.Clone(p.list[mark:])
 	for i := range c.WebhookOnly {
@@ -163,22 +171,27 @@ func (p *parser) webhookOnly(c *Config, loc locator) {
 // keys) and checks what they name, each problem where it was written.
 func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(string) (string, bool)) (loc locator) {
 	var raw settings.Config
-	loc = yamlLocator{p: p, block: adm}
+	loc = locator{p: p, block: adm}
 	if adm != nil && !p.strict(adm, "admissionController", &raw) {
 		return
 	}
-	if flat, ok := src.flat(); ok {
+	flat := map[string]string{}
+	for k, v := range src.keys {
+		if strings.HasPrefix(k, "admissionController.") {
+			flat[k] = v.value
+		}
+	}
+	if len(flat) > 0 {
 		if adm != nil {
 			p.errorf(adm, "the admission controller is set both here and as admissionController.* keys of the ConfigMap (%s): use one",
 				strings.Join(slices.Sorted(maps.Keys(flat)), ", "))
 			return
 		}
-		cl := configMapLocator{p: p, src: src}
-		loc = cl
+		loc.cm = src
 		var err error
 		if raw, err = settings.FromConfigMap(flat); err != nil {
 			for _, ke := range settings.KeyErrors(err) {
-				cl.at(ke.Name, Diagnostic{Severity: Error, Msg: ke.Error()}, -1, "")
+				loc.at(ke.Name, Diagnostic{Severity: Error, Msg: ke.Error()}, -1, "")
 			}
 			return
 		}
@@ -215,51 +228,49 @@ func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(s
 	return loc
 }
 
-// locator reports a problem of an admission setting where it is written.
-type locator interface {
-	// err reports se at its setting, list item and field, or at the
-	// setting at when not "".
-	err(se *settings.SettingError, at string)
-	warn(w settings.Warning)
-}
-
-// yamlLocator places settings in the admissionController block.
-type yamlLocator struct {
+// locator places a problem of an admission setting where it is written:
+// in the admissionController block, or at the flat key of the ConfigMap cm.
+type locator struct {
 	p     *parser
 	block *yaml.Node
+	cm    *source // nil: the settings are in block
 }
 
-func (l yamlLocator) err(se *settings.SettingError, at string) {
-	n := settingNode(l.block, se.Setting, se.Index, se.Field)
-	if at != "" {
-		n = settingNode(l.block, at, -1, "")
+// err reports se at its setting, list item and field, or at the setting at
+// when not ""; a flat key is named by the key that sets it.
+func (l locator) err(se *settings.SettingError, at string) {
+	switch {
+	case l.cm == nil && at != "":
+		l.p.errorf(settingNode(l.block, at, -1, ""), "%s", se)
+	case l.cm == nil:
+		l.p.errorf(settingNode(l.block, se.Setting, se.Index, se.Field), "%s", se)
+	case at != "":
+		l.at(l.keyOf(at), Diagnostic{Severity: Error, Msg: se.Error()}, -1, "")
+	default:
+		e := *se
+		e.Setting = l.keyOf(se.Setting)
+		l.at(e.Setting, Diagnostic{Severity: Error, Msg: e.Error()}, se.Index, "")
 	}
-	l.p.errorf(n, "%s", se)
-}
-
-// configMapLocator places settings at the flat ConfigMap key that sets them.
-type configMapLocator struct {
-	p   *parser
-	src *source
 }
 
 // keyOf is the ConfigMap key of a setting: the setting itself, or
 // YuniKorn's filtering.* spelling when that is the one set.
-func (l configMapLocator) keyOf(setting string) string {
+func (l locator) keyOf(setting string) string {
 	if alias := settings.Alias(setting); alias != "" {
-		if _, set := l.src.keys[alias]; set {
+		if _, set := l.cm.keys[alias]; set {
 			return alias
 		}
 	}
 	return setting
 }
 
-func (l configMapLocator) at(key string, x Diagnostic, index int, pattern string) {
-	kv, ok := l.src.keys[key]
+// at reports x at the flat key key, a pattern at its place in the value.
+func (l locator) at(key string, x Diagnostic, index int, pattern string) {
+	kv, ok := l.cm.keys[key]
 	switch {
 	case !ok:
 		// A default or an unset key: the ConfigMap as a whole.
-		x.File = l.src.origin
+		x.File = l.cm.origin
 	case kv.node == nil:
 		x.File = kv.file
 	default:
@@ -271,22 +282,6 @@ func (l configMapLocator) at(key string, x Diagnostic, index int, pattern string
 		}
 	}
 	l.p.push(x)
-}
-
-// err names the setting by the key that sets it.
-func (l configMapLocator) err(se *settings.SettingError, at string) {
-	if at != "" {
-		l.at(l.keyOf(at), Diagnostic{Severity: Error, Msg: se.Error()}, -1, "")
-		return
-	}
-	e := *se
-	e.Setting = l.keyOf(se.Setting)
-	l.at(e.Setting, Diagnostic{Severity: Error, Msg: e.Error()}, se.Index, "")
-}
-
-func (l configMapLocator) warn(w settings.Warning) {
-	w.Setting = l.keyOf(w.Setting)
-	l.at(w.Setting, settingWarning(w), w.Index, w.Pattern)
 }
 
 // settingNode finds the node of an admission setting, its list item and
@@ -322,7 +317,12 @@ func settingWarning(w settings.Warning) Diagnostic {
 
 // warn reports w at the pattern it is about: the item of a list, or the
 // pattern's place in a comma-separated string.
-func (l yamlLocator) warn(w settings.Warning) {
+func (l locator) warn(w settings.Warning) {
+	if l.cm != nil {
+		w.Setting = l.keyOf(w.Setting)
+		l.at(w.Setting, settingWarning(w), w.Index, w.Pattern)
+		return
+	}
 	n := settingNode(l.block, w.Setting, -1, "")
 	switch {
 	case n == nil || w.Pattern == "":

@@ -37,13 +37,6 @@ const (
 // partitions document YuniKorn's scheduler reads (docs/yunikorn.md).
 const UsherKey = "usher.yaml"
 
-// yunikornName reports whether a ConfigMap named name (or NS/name) is
-// one of YuniKorn's two, whose partitions YuniKorn's scheduler reads.
-func yunikornName(name string) bool {
-	name = name[strings.LastIndexByte(name, '/')+1:]
-	return name == DefaultsConfigMap || name == ConfigsConfigMap
-}
-
 // queuesKey is the key holding the partitions in data: "<group>.yaml"
 // for the service.policyGroup setting, queues.yaml without one.
 func queuesKey(data map[string]keyValue) string {
@@ -201,8 +194,9 @@ func dataSource(origin, dir string, data map[string]keyValue) (*source, error) {
 	}
 	delete(data, key)
 	at := q.placeOf(key)
+	cm := q.cm[strings.LastIndexByte(q.cm, '/')+1:] // NS/name or name
 	return &source{name: at.file, lineOff: at.lineOff, colOff: at.colOff, dir: dir, queues: []byte(q.value), keys: data,
-		origin: origin, yunikorn: yunikornName(q.cm), usher: usher}, nil
+		origin: origin, yunikorn: cm == DefaultsConfigMap || cm == ConfigsConfigMap, usher: usher}, nil
 }
 
 // placeOf places the document that kv, the value of key, holds.
@@ -354,36 +348,6 @@ func blockIndent(b []byte, line int) int {
 		}
 	}
 	return 0
-}
-
-// configMapSource is the source of a ConfigMap's data held in memory.
-func configMapSource(name string, data map[string]string) (*source, error) {
-	keys := make(map[string]keyValue, len(data))
-	for k, v := range data {
-		keys[k] = keyValue{value: v, file: name, cm: name}
-	}
-	src, err := dataSource(name, ".", keys)
-	if err != nil {
-		return nil, err
-	}
-	if src.missing == "" {
-		src.name = name + "/" + queuesKey(map[string]keyValue{PolicyGroupKey: keys[PolicyGroupKey]})
-	}
-	if src.usher != nil {
-		src.usher.file = name + "/" + UsherKey
-	}
-	return src, nil
-}
-
-// flat returns the admissionController.* keys, and whether there are any.
-func (s *source) flat() (map[string]string, bool) {
-	out := map[string]string{}
-	for k, v := range s.keys {
-		if strings.HasPrefix(k, "admissionController.") {
-			out[k] = v.value
-		}
-	}
-	return out, len(out) > 0
 }
 
 // readFile reads a file the configuration is or names: a regular file of at

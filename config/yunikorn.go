@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -66,28 +65,6 @@ type ykLimit struct {
 	MaxApplications uint64
 }
 
-// ykFields maps each struct type of ykConfig to its fields by the key
-// yaml.v3 decodes into them: the field's name in lower case.
-var ykFields = sync.OnceValue(func() map[reflect.Type]map[string]reflect.Type {
-	out := map[reflect.Type]map[string]reflect.Type{}
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
-		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
-			t = t.Elem()
-		}
-		if _, done := out[t]; done || t.Kind() != reflect.Struct {
-			return
-		}
-		out[t] = map[string]reflect.Type{}
-		for f := range t.Fields() {
-			out[t][strings.ToLower(f.Name)] = f.Type
-			walk(f.Type)
-		}
-	}
-	walk(reflect.TypeFor[ykConfig]())
-	return out
-})
-
 // usherKeys are usher's own partition keys, which usher.yaml holds.
 var usherKeys = map[string]bool{"adminacl": true, "applicationacls": true, "defaultqueue": true, "groups": true, "usergroupresolver": true}
 
@@ -100,7 +77,7 @@ func (p *parser) yunikornCheck(n *yaml.Node, t reflect.Type, at string) {
 	case t.Kind() == reflect.Pointer:
 		p.yunikornCheck(n, t.Elem(), at)
 	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
-		fields := ykFields()[t]
+		fields := yamlFields(t)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			ft, ok := fields[k.Value]
@@ -131,8 +108,7 @@ func (p *parser) yunikornCheck(n *yaml.Node, t reflect.Type, at string) {
 	}
 }
 
-// usherHome says where a key YuniKorn does not know belongs, found in
-// the mapping at (see yunikornCheck).
+// usherHome says where a key YuniKorn does not know, found in the mapping at, belongs.
 func usherHome(at, key string) string {
 	switch {
 	case at == "" && key == "admissionController":
@@ -245,7 +221,7 @@ func (p *parser) missingGroup(c *Config, src *source) {
 	if a := c.Admission; a != nil && (a.Config().EnforceQueueACLs || a.Config().EnforceDeleteACLs) {
 		sev, then = Error, "usher refuses it while enforceQueueACLs or enforceDeleteACLs is on"
 	}
-	configMapLocator{p: p, src: src}.at(PolicyGroupKey, Diagnostic{Severity: sev, Code: "policy-group", Msg: fmt.Sprintf(
+	locator{p: p, cm: src}.at(PolicyGroupKey, Diagnostic{Severity: sev, Code: "policy-group", Msg: fmt.Sprintf(
 		"%s is %q, but the ConfigMap has no %s.yaml key: YuniKorn's scheduler serves its default configuration, where everyone may submit to every queue, and %s",
 		PolicyGroupKey, src.missing, src.missing, then)}, -1, "")
 }

@@ -131,9 +131,8 @@ func (c *givenCache) put(user string, e *givenEntry) {
 	}
 }
 
-// New builds the generation of cfg. A partition whose resolver settings
-// have the same key (resolvers.Settings.Key) as in prev (nil: none) keeps
-// prev's resolver and its cache; the others get new ones.
+// New builds the generation of cfg; a partition whose resolvers.Settings.Key
+// is as in prev (nil: none) keeps prev's resolver and its cache.
 func New(cfg *config.Config, prev *Generation) (*Generation, error) {
 	if cfg == nil || cfg.Snapshot == nil || cfg.Admission == nil {
 		return nil, fmt.Errorf("engine: configuration is not compiled")
@@ -242,8 +241,7 @@ func (g *Generation) GroupsMode(partitionName string) (identity.Mode, error) {
 	return p.mode, nil
 }
 
-// identify is Generation.Identify; decided groups are the identity as
-// they are.
+// identify is Generation.Identify; decided groups are kept as they are.
 func identify(ctx context.Context, p *partition, user string, groups []string, decided bool) (identity.Info, error) {
 	if err := acl.ValidName(user); err != nil {
 		return identity.Info{}, fmt.Errorf("user: %w", err)
@@ -282,8 +280,8 @@ func (g *Generation) Explain(ctx context.Context, req Request) (res Result, step
 	return res, steps, err
 }
 
-// decide answers req into res, which is zero. Both go by pointer: copying
-// them was a fifth of a cached decision's cost.
+// decide answers req into res, which is zero; both go by pointer, as
+// copying them costs a fifth of a cached decision.
 func (g *Generation) decide(ctx context.Context, req *Request, trail bool, res *Result) ([]policy.Step, error) {
 	res.Partition, res.Queue, res.Action, res.User = req.Partition, req.Queue, req.Action, req.User
 	cp, p, err := g.lookup(req.Partition)
@@ -379,8 +377,7 @@ func (g *Generation) Access(ctx context.Context, partitionName, user string, gro
 	return res, nil
 }
 
-// AppRequest is a question about a running application: may User (with
-// Groups) perform Action on App (for a move, to Target)?
+// AppRequest asks whether User (with Groups) may perform Action on App.
 type AppRequest struct {
 	Partition string
 	User      string
@@ -417,8 +414,7 @@ type PlaceRequest struct {
 	Tags  map[string]string // names match without regard to case
 	// Namespace, when set, is the namespace tag as YuniKorn's shim passes
 	// it, overriding one in Tags; ParentQueue, when set with it, reads the
-	// namespace.parentqueue tag (the Namespace's
-	// yunikorn.apache.org/parentqueue) when a rule reads that tag.
+	// namespace.parentqueue tag when a rule reads it.
 	Namespace   string
 	ParentQueue func(ctx context.Context, namespace string) (string, error)
 	User        string
@@ -429,8 +425,7 @@ type PlaceRequest struct {
 	Explain bool
 }
 
-// PlaceResult is where an application goes, with the identity it was
-// placed for and the rules that ran.
+// PlaceResult is where an application goes, for whom and by which rules.
 type PlaceResult struct {
 	placement.Result
 	Partition string // canonical
@@ -510,9 +505,10 @@ func (g *Generation) Place(ctx context.Context, req PlaceRequest) (PlaceResult, 
 	}
 	if !req.Explain {
 		// A rejection, and a placement elsewhere than the queue named,
-		// keep their trail for Why; the placed path allocates nothing more.
+		// keep their trail for Why; the placed path keeps none.
 		res.Result = p.rules.Place(cp, preq)
-		if res.Placed && !elsewhere(res.Queue, req.Queue) {
+		res.setAsked(req.Queue)
+		if res.Placed && res.Asked == "" {
 			return res, nil
 		}
 	}
@@ -535,27 +531,16 @@ func (r *PlaceResult) Decisive() string {
 	return r.Queue
 }
 
-// elsewhere reports whether placed (a canonical path) is another queue
-// than named read as a path under root; never when named is "".
-func elsewhere(placed, named string) bool {
-	if named == "" {
-		return false
-	}
-	if named != "root" && !strings.HasPrefix(strings.ToLower(named), "root.") {
-		return !strings.HasPrefix(placed, "root.") || !strings.EqualFold(placed[len("root."):], named)
-	}
-	return !strings.EqualFold(placed, named)
-}
-
 // setAsked sets Asked when the application is placed elsewhere than the
-// queue it names.
+// queue it names ("" names none), read as a lower-case path under root.
 func (r *PlaceResult) setAsked(named string) {
-	if !r.Placed || !elsewhere(r.Queue, named) {
-		return
+	asked := strings.ToLower(named)
+	if asked != "root" && !strings.HasPrefix(asked, "root.") {
+		asked = "root." + asked
 	}
-	r.named, r.Asked = named, strings.ToLower(named)
-	if r.Asked != "root" && !strings.HasPrefix(r.Asked, "root.") {
-		r.Asked = "root." + r.Asked
+	r.named, r.Asked = "", ""
+	if r.Placed && named != "" && !strings.EqualFold(r.Queue, asked) {
+		r.named, r.Asked = named, asked
 	}
 }
 

@@ -28,8 +28,8 @@ const (
 // groups is known and has none; one not listed is an error wrapping
 // ErrUnknownUser.
 //
-// Every problem (up to ten) is a *FileError, joined: a file with any error
-// yields no resolver. No message quotes the file's content.
+// Every problem (up to ten) is an error at FILE:LINE:COL, joined: a file
+// with any error yields no resolver. No message quotes the file's content.
 func ParseFile(r io.Reader, name string) (Resolver, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -80,19 +80,6 @@ func FileEntries(r Resolver) []FileEntry {
 	return out
 }
 
-// FileError is one problem found by ParseFile, at a 1-based line and byte
-// column.
-type FileError struct {
-	File string
-	Line int
-	Col  int
-	Msg  string // what is wrong, without quoting the file
-}
-
-func (e *FileError) Error() string {
-	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
-}
-
 type fileParser struct {
 	name string
 	t    *table
@@ -100,7 +87,7 @@ type fileParser struct {
 }
 
 func (p *fileParser) errorf(line, col int, format string, args ...any) {
-	p.errs = append(p.errs, &FileError{File: p.name, Line: line, Col: col, Msg: fmt.Sprintf(format, args...)})
+	p.errs = append(p.errs, fmt.Errorf("%s:%d:%d: %s", p.name, line, col, fmt.Sprintf(format, args...)))
 }
 
 // line parses line number n (without its line end).

@@ -98,10 +98,6 @@ func TestParseFileErrors(t *testing.T) {
 			if got, want := err.Error(), strings.Join(tt.want, "\n"); got != want {
 				t.Errorf("error:\n%s\nwant:\n%s", got, want)
 			}
-			var fe *identity.FileError
-			if !errors.As(err, &fe) || fe.File != "f" || fe.Line < 1 || fe.Col < 1 {
-				t.Errorf("errors.As(*FileError) = %+v", fe)
-			}
 		})
 	}
 	t.Run("too many errors", func(t *testing.T) {

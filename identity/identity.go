@@ -129,28 +129,3 @@ func (in *Info) add(groups []string, src func(i int) Source) {
 		}
 	}
 }
-
-// complete returns the identity of user, combining the supplied groups
-// with those r gives name as mode says; a nil r is an error only when it
-// is needed.
-func complete(ctx context.Context, mode Mode, r Resolver, user, name string, groups []string) (Info, error) {
-	if mode == ModeGiven && len(groups) > 0 {
-		return Given(user, groups), nil
-	}
-	if r == nil {
-		return Info{}, fmt.Errorf("groups of %q: no resolver configured", name)
-	}
-	resolved, err := r.Resolve(ctx, name)
-	if err != nil {
-		return Info{}, err
-	}
-	switch mode {
-	case ModeMerge:
-		in := Given(user, groups)
-		in.add(resolved.Groups, resolved.SourceOf)
-		return in, nil
-	default: // ModeResolve, or ModeGiven without supplied groups.
-		resolved.User = user
-		return resolved, nil
-	}
-}

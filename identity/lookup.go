@@ -74,8 +74,7 @@ type Lookup struct {
 	Detail  string // the skip prefix, or the resolver's "no such user" answer
 }
 
-// String renders the lookup for people and audit records; "" for the
-// plain case.
+// String renders the lookup for people and audit records; "" for the plain case.
 func (l Lookup) String() string {
 	var parts []string
 	if l.Name != "" {
@@ -112,17 +111,14 @@ func NewMapRule(pattern, replacement string) (MapRule, error) {
 // Policy is a partition's lookup policy. The zero value looks everyone up
 // under their own name and denies on "no such user".
 type Policy struct {
-	Skip    []string // name prefixes never looked up
-	Unknown Unknown
-	// Mapping is tried in order; the first rule that matches gives the
-	// directory name.
-	Mapping   []MapRule
+	Skip      []string // name prefixes never looked up
+	Unknown   Unknown
+	Mapping   []MapRule           // tried in order: the first rule that matches gives the directory name
 	Overrides map[string][]string // authenticated name -> the groups that replace the resolver's
 }
 
-// DirectoryName returns the name the resolver is asked for user and the
-// rule (from 1) that gave it, 0 when none matched. An invalid mapped name
-// is an error.
+// DirectoryName returns the name the resolver is asked for user and the rule
+// (from 1) that gave it, 0 when none matched; an invalid mapped name is an error.
 func (p *Policy) DirectoryName(user string) (string, int, error) {
 	for i, r := range p.Mapping {
 		m := r.Pattern.FindStringSubmatchIndex(user)
@@ -158,37 +154,39 @@ func (p *Policy) Complete(ctx context.Context, mode Mode, r Resolver, user strin
 	if mode == ModeGiven && len(groups) > 0 {
 		return Given(user, groups), nil
 	}
+	var resolved Info
+	var lookup Lookup
 	if gs, ok := p.Overrides[user]; ok {
-		in, err := complete(ctx, mode, overrideResolver(gs), user, user, groups)
-		in.Lookup.Outcome = OutcomeOverride
-		return in, err
-	}
-	if prefix, ok := p.Skipped(user); ok {
+		resolved, lookup.Outcome = newInfo(user, slices.Clone(gs), SourceOverride), OutcomeOverride
+	} else if prefix, ok := p.Skipped(user); ok {
 		in := Given(user, groups)
 		in.Lookup = Lookup{Outcome: OutcomeSkipped, Detail: prefix}
 		return in, nil
+	} else {
+		name, rule, err := p.DirectoryName(user)
+		if err != nil {
+			return Info{}, err
+		}
+		if rule > 0 {
+			lookup.Name, lookup.Rule = name, rule
+		}
+		if r == nil {
+			return Info{}, fmt.Errorf("groups of %q: no resolver configured", name)
+		}
+		resolved, err = r.Resolve(ctx, name)
+		switch {
+		case p.Unknown == UnknownGivenGroups && errors.Is(err, ErrUnknownUser):
+			resolved, mode = Info{}, ModeMerge // the given groups alone
+			lookup.Outcome, lookup.Detail = OutcomeUnknownGiven, err.Error()
+		case err != nil:
+			return Info{}, err
+		}
 	}
-	name, rule, err := p.DirectoryName(user)
-	if err != nil {
-		return Info{}, err
-	}
-	in, err := complete(ctx, mode, r, user, name, groups)
-	switch {
-	case p.Unknown == UnknownGivenGroups && errors.Is(err, ErrUnknownUser):
+	in := resolved
+	if mode == ModeMerge {
 		in = Given(user, groups)
-		in.Lookup = Lookup{Outcome: OutcomeUnknownGiven, Detail: err.Error()}
-	case err != nil:
-		return Info{}, err
+		in.add(resolved.Groups, resolved.SourceOf)
 	}
-	if rule > 0 {
-		in.Lookup.Name, in.Lookup.Rule = name, rule
-	}
+	in.User, in.Lookup = user, lookup
 	return in, nil
-}
-
-// overrideResolver answers every user with its groups, marked SourceOverride.
-type overrideResolver []string
-
-func (o overrideResolver) Resolve(_ context.Context, user string) (Info, error) {
-	return newInfo(user, slices.Clone([]string(o)), SourceOverride), nil
 }

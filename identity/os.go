@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/user"
+	"slices"
 )
 
 // OS returns a resolver that asks the operating system (os/user, through
@@ -46,14 +47,10 @@ func (r *osResolver) Resolve(_ context.Context, name string) (Info, error) {
 	if err != nil {
 		return Info{}, fmt.Errorf("os: listing the groups of %q: %w", name, err)
 	}
-	ids := append([]string{u.Gid}, gids...)
-	seen := make(map[string]bool, len(ids))
+	// The primary group once; newInfo drops any other name listed twice.
+	ids := append([]string{u.Gid}, slices.DeleteFunc(gids, func(g string) bool { return g == u.Gid })...)
 	groups := make([]string, 0, len(ids))
 	for _, gid := range ids {
-		if seen[gid] {
-			continue
-		}
-		seen[gid] = true
 		g, err := r.lookupGroup(gid)
 		_, unknown := errors.AsType[user.UnknownGroupIdError](err)
 		switch {

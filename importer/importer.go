@@ -102,14 +102,11 @@ func (p pos) advance(text string, off int) pos {
 	if p.line == 0 {
 		return p
 	}
-	off = min(max(off, 0), len(text))
-	for i := 0; i < off; i++ {
-		if text[i] == '\n' {
-			p.line, p.col = p.line+1, 1
-		} else {
-			p.col++
-		}
+	s := text[:min(max(off, 0), len(text))]
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		p.line, p.col, s = p.line+strings.Count(s, "\n"), 1, s[i+1:]
 	}
+	p.col += len(s)
 	return p
 }
 
@@ -125,13 +122,7 @@ func (d *diags) warnf(at pos, format string, args ...any)  { d.add(config.Warnin
 
 // of returns the diagnostics of one severity, in file order.
 func (d *diags) of(sev config.Severity) []config.Diagnostic {
-	var out []config.Diagnostic
-	for _, x := range config.Sort(d.list) {
-		if x.Severity == sev {
-			out = append(out, x)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(config.Sort(d.list)), func(x config.Diagnostic) bool { return x.Severity != sev })
 }
 
 // err returns a *config.InvalidError listing every error, or nil.
@@ -142,8 +133,7 @@ func (d *diags) err() error {
 	return nil
 }
 
-// yarnACL parses a YARN ACL text found at `at`, reporting at positions
-// inside it; what names the setting. It returns nil for an invalid ACL.
+// yarnACL parses the YARN ACL text of setting what at at; nil if invalid.
 func (d *diags) yarnACL(text string, at pos, what string) *Setting {
 	a, warns, err := acl.Parse(text, acl.YARN)
 	if err != nil {
@@ -182,18 +172,14 @@ func hadoopReading(text string, a acl.ACL) string {
 	if !ok || a.All() {
 		return ""
 	}
-	var names []string
+	var names, quoted []string
 	for _, g := range strings.Split(groups, ",") {
 		if g = strings.TrimSpace(g); g != "" {
-			names = append(names, g)
+			names, quoted = append(names, g), append(quoted, strconv.Quote(g))
 		}
 	}
 	if slices.Equal(names, a.Groups()) {
 		return ""
-	}
-	quoted := make([]string, len(names))
-	for i, n := range names {
-		quoted[i] = strconv.Quote(n)
 	}
 	return fmt.Sprintf(" (check it: Hadoop's own parser reads the groups as [%s])", strings.Join(quoted, ", "))
 }
@@ -203,18 +189,8 @@ func (c *Config) YAML() ([]byte, error) {
 	if c.Root == nil {
 		return nil, fmt.Errorf("importer: nothing imported: no root queue")
 	}
-	name := cmp.Or(c.Partition, policy.DefaultPartition)
-	part := mapping("name", plain(name))
-	if c.AdminACL != nil {
-		part.Content = append(part.Content, plain("adminacl"), setting(c.AdminACL))
-	}
-	if apps := c.Applications.node(); len(apps.Content) > 0 {
-		part.Content = append(part.Content, plain("applicationacls"), apps)
-	}
-	if len(c.Placement) > 0 {
-		part.Content = append(part.Content, plain("placementrules"), rulesNode(c.Placement))
-	}
-	part.Content = append(part.Content, plain("queues"), sequence(c.Root.node()))
+	part := mapping("name", plain(cmp.Or(c.Partition, policy.DefaultPartition)), "adminacl", setting(c.AdminACL),
+		"applicationacls", c.Applications.node(), "placementrules", rulesNode(c.Placement), "queues", sequence(c.Root.node()))
 	doc := &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{mapping("partitions", sequence(part))}}
 	doc.HeadComment = fmt.Sprintf("Imported by usher import from %s.\n"+
 		"YARN's and Spark's ACLs are written in usher's syntax; the comment beside each\n"+
@@ -228,51 +204,57 @@ func (c *Config) YAML() ([]byte, error) {
 }
 
 func (a ApplicationACLs) node() *yaml.Node {
-	n := mapping()
-	for _, m := range []struct {
-		key string
-		s   *Setting
-	}{{"admin", a.Admin}, {"view", a.View}, {"modify", a.Modify}} {
-		if m.s != nil {
-			n.Content = append(n.Content, plain(m.key), setting(m.s))
-		}
-	}
-	return n
+	return mapping("admin", setting(a.Admin), "view", setting(a.View), "modify", setting(a.Modify))
 }
 
 func (q *Queue) node() *yaml.Node {
-	n := mapping("name", plain(q.Name))
-	if q.Submit != nil {
-		n.Content = append(n.Content, plain("submitacl"), setting(q.Submit))
+	kids := sequence()
+	for _, c := range q.Children {
+		kids.Content = append(kids.Content, c.node())
 	}
-	if q.Admin != nil {
-		n.Content = append(n.Content, plain("adminacl"), setting(q.Admin))
-	}
-	if q.Parent && len(q.Children) == 0 {
-		n.Content = append(n.Content, plain("parent"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
-	}
-	n.Content = append(n.Content, q.limits.nodes()...)
-	if len(q.Children) > 0 {
-		kids := sequence()
-		for _, c := range q.Children {
-			kids.Content = append(kids.Content, c.node())
-		}
-		n.Content = append(n.Content, plain("queues"), kids)
-	}
-	return n
+	kv := []any{"name", plain(q.Name), "submitacl", setting(q.Submit), "adminacl", setting(q.Admin),
+		"parent", flag(q.Parent && len(q.Children) == 0)}
+	kv = append(kv, q.limits.pairs()...)
+	return mapping(append(kv, "queues", kids)...)
 }
 
 func plain(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
 
-func setting(s *Setting) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s.ACL.String(), Style: yaml.DoubleQuotedStyle,
-		LineComment: comment(s.From)}
+// flag writes true as a YAML bool; false is nil, left out.
+func flag(b bool) *yaml.Node {
+	if !b {
+		return nil
+	}
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"}
 }
 
+// commented gives n the line comment "# from", none when from is "".
+func commented(n *yaml.Node, from string) *yaml.Node {
+	if from != "" {
+		n.LineComment = "# " + from
+	}
+	return n
+}
+
+func setting(s *Setting) *yaml.Node {
+	if s == nil {
+		return nil
+	}
+	return commented(&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s.ACL.String(), Style: yaml.DoubleQuotedStyle}, s.From)
+}
+
+// mapping writes keys (strings or nodes) and values in order, leaving out
+// each value that is nil or empty (no text, no items).
 func mapping(kv ...any) *yaml.Node {
 	n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	for i := 0; i+1 < len(kv); i += 2 {
-		n.Content = append(n.Content, plain(kv[i].(string)), kv[i+1].(*yaml.Node))
+		k, ok := kv[i].(*yaml.Node)
+		if !ok {
+			k = plain(kv[i].(string))
+		}
+		if v := kv[i+1].(*yaml.Node); v != nil && (v.Value != "" || len(v.Content) > 0) {
+			n.Content = append(n.Content, k, v)
+		}
 	}
 	return n
 }

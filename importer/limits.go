@@ -184,8 +184,8 @@ func readCount(text string, at pos, what string, d *diags) count {
 	return count{}
 }
 
-// defaultMaxApps reads the setting name, a limit of running applications
-// for each queue that sets none.
+// defaultMaxApps reads setting name: the running applications of each
+// queue that sets none.
 func defaultMaxApps(root *Queue, name, text string, at pos, d *diags) {
 	c := readCount(text, at, name, d)
 	c.from = name + " (" + at.String() + ")"
@@ -246,10 +246,8 @@ func fit(q *Queue, path string, pmax res, papps count, d *diags) res {
 	if clamp(m, pmax) {
 		d.warnf(q.max.at, "queue %s: max %s is above the max of the queues above it, %s: written as %s, the limit YARN enforces (YuniKorn refuses a max above its parent's)", path, was, pmax, m)
 	}
-	eff := maps.Clone(pmax)
-	if eff == nil {
-		eff = res{}
-	}
+	eff := res{}
+	maps.Copy(eff, pmax)
 	maps.Copy(eff, m)
 	if was = g.String(); clamp(g, eff) {
 		maps.DeleteFunc(g, func(_ string, v int64) bool { return v == 0 })
@@ -298,8 +296,7 @@ func clamp(r, limit res) bool {
 	return changed
 }
 
-// dropGuaranteed leaves resource k out of the guaranteed of q, or of the
-// queues below it when q has none of its own.
+// dropGuaranteed leaves resource k out of q's guaranteed, or below q.
 func dropGuaranteed(q *Queue, path, k, why string, d *diags) {
 	if v, ok := q.guaranteed.q[k]; ok {
 		d.warnf(q.guaranteed.at, "queue %s: guaranteed %s is not written: %s, which YuniKorn refuses", path, res{k: v}, why)
@@ -354,11 +351,8 @@ func (r res) quantity(k string) string {
 	return strconv.FormatInt(v/best, 10) + unit
 }
 
-// node writes the resources as a mapping of quantities, nil when empty.
+// node writes the resources as a mapping of quantities.
 func (r resources) node() *yaml.Node {
-	if len(r.q) == 0 {
-		return nil
-	}
 	n := mapping()
 	for _, k := range slices.Sorted(maps.Keys(r.q)) {
 		n.Content = append(n.Content, plain(k), plain(r.q.quantity(k)))
@@ -366,61 +360,31 @@ func (r resources) node() *yaml.Node {
 	return n
 }
 
-// nodes writes the limits as the keys of a queue, each value with a
-// comment saying where it came from.
-func (l *limits) nodes() []*yaml.Node {
-	var out []*yaml.Node
-	res := mapping()
-	for _, r := range []struct {
-		key string
-		r   resources
-	}{{"guaranteed", l.guaranteed}, {"max", l.max}} {
-		if n := r.r.node(); n != nil {
-			res.Content = append(res.Content, keyFrom(r.key, r.r.from), n)
-		}
+// pairs are the limits as the keys and values of a queue, each value with
+// a comment saying where it came from.
+func (l *limits) pairs() []any {
+	props := mapping()
+	for _, x := range l.props {
+		props.Content = append(props.Content, plain(x.key), commented(plain(x.value), x.from))
 	}
-	if len(res.Content) > 0 {
-		out = append(out, plain("resources"), res)
+	users := sequence()
+	for _, u := range l.users {
+		users.Content = append(users.Content, mapping("limit", plain(u.what), "users", sequence(plain(u.user)), "maxapplications", number(u.count)))
 	}
-	if l.maxApps.n > 0 {
-		out = append(out, plain("maxapplications"), number(l.maxApps))
+	return []any{
+		"resources", mapping(commented(plain("guaranteed"), l.guaranteed.from), l.guaranteed.node(),
+			commented(plain("max"), l.max.from), l.max.node()),
+		"maxapplications", number(l.maxApps),
+		"properties", props,
+		"childtemplate", mapping("resources", mapping(commented(plain("max"), l.childMax.from), l.childMax.node())),
+		"limits", users,
 	}
-	if len(l.props) > 0 {
-		p := mapping()
-		for _, x := range l.props {
-			v := plain(x.value)
-			v.LineComment = comment(x.from)
-			p.Content = append(p.Content, plain(x.key), v)
-		}
-		out = append(out, plain("properties"), p)
-	}
-	if n := l.childMax.node(); n != nil {
-		max := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{keyFrom("max", l.childMax.from), n}}
-		out = append(out, plain("childtemplate"), mapping("resources", max))
-	}
-	if len(l.users) > 0 {
-		s := sequence()
-		for _, u := range l.users {
-			s.Content = append(s.Content, mapping("limit", plain(u.what), "users", sequence(plain(u.user)), "maxapplications", number(u.count)))
-		}
-		out = append(out, plain("limits"), s)
-	}
-	return out
 }
 
-func keyFrom(key, from string) *yaml.Node {
-	k := plain(key)
-	k.LineComment = comment(from)
-	return k
-}
-
-func comment(from string) string {
-	if from == "" {
-		return ""
-	}
-	return "# " + from
-}
-
+// number writes a count; none (0) is nil.
 func number(c count) *yaml.Node {
-	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(c.n, 10), LineComment: comment(c.from)}
+	if c.n == 0 {
+		return nil
+	}
+	return commented(&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(c.n, 10)}, c.from)
 }

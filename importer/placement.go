@@ -12,10 +12,8 @@ import (
 	"github.com/usherhq/usher/policy"
 )
 
-// This file translates YARN's placement (<queuePlacementPolicy>, the
-// Capacity Scheduler's queue-mappings) into YuniKorn's placement rules,
-// each with a comment naming its source; what has no equivalent is a
-// warning.
+// This file translates YARN's <queuePlacementPolicy> and queue-mappings
+// into YuniKorn's placement rules; what has no equivalent is a warning.
 
 // Rule is an imported placement rule with where it came from.
 type Rule struct {
@@ -76,16 +74,12 @@ func fairPlacement(top *element, root *Queue, d *diags) []Rule {
 // fairCreate reads a rule's create attribute (default true).
 func fairCreate(e *element, d *diags) bool {
 	v, ok := e.attr("create")
-	if !ok {
+	switch b := strings.ToLower(strings.TrimSpace(v)); {
+	case !ok || b == "true":
 		return true
+	case b != "false":
+		d.warnf(e.at, "create=%q: want true or false; YARN reads anything else as false", v)
 	}
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "true":
-		return true
-	case "false":
-		return false
-	}
-	d.warnf(e.at, "create=%q: want true or false; YARN reads anything else as false", v)
 	return false
 }
 
@@ -184,9 +178,8 @@ const (
 	csOverride = csPrefix + "queue-mappings-override.enable"
 )
 
-// capacityPlacement translates yarn.scheduler.capacity.queue-mappings;
-// without queue-mappings-override.enable a queue the application names
-// comes first.
+// capacityPlacement translates the Capacity Scheduler's queue-mappings;
+// without override, a queue the application names comes first.
 func capacityPlacement(props *properties, root *Queue, d *diags) []Rule {
 	p := props.get(csMappings)
 	if p == nil || strings.TrimSpace(p.value) == "" {
@@ -310,35 +303,19 @@ func rulesNode(rules []Rule) *yaml.Node {
 }
 
 func specNode(s *placement.Spec) *yaml.Node {
-	n := mapping("name", plain(s.Name))
-	if s.Create {
-		n.Content = append(n.Content, plain("create"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
-	}
-	if s.Value != "" {
-		n.Content = append(n.Content, plain("value"), plain(s.Value))
-	}
-	if s.Filter.Type != "" || len(s.Filter.Users) > 0 || len(s.Filter.Groups) > 0 {
-		f := mapping()
-		if s.Filter.Type != "" {
-			f.Content = append(f.Content, plain("type"), plain(s.Filter.Type))
-		}
-		for _, l := range []struct {
-			key   string
-			names []string
-		}{{"users", s.Filter.Users}, {"groups", s.Filter.Groups}} {
-			if len(l.names) > 0 {
-				seq := sequence()
-				seq.Style = yaml.FlowStyle
-				for _, name := range l.names {
-					seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name, Style: yaml.DoubleQuotedStyle})
-				}
-				f.Content = append(f.Content, plain(l.key), seq)
-			}
-		}
-		n.Content = append(n.Content, plain("filter"), f)
-	}
+	var parent *yaml.Node
 	if s.Parent != nil {
-		n.Content = append(n.Content, plain("parent"), specNode(s.Parent))
+		parent = specNode(s.Parent)
 	}
-	return n
+	filter := mapping("type", plain(s.Filter.Type), "users", quoted(s.Filter.Users), "groups", quoted(s.Filter.Groups))
+	return mapping("name", plain(s.Name), "create", flag(s.Create), "value", plain(s.Value), "filter", filter, "parent", parent)
+}
+
+// quoted writes names as a flow list of double-quoted strings.
+func quoted(names []string) *yaml.Node {
+	seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Style: yaml.FlowStyle}
+	for _, name := range names {
+		seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name, Style: yaml.DoubleQuotedStyle})
+	}
+	return seq
 }

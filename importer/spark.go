@@ -89,18 +89,12 @@ func readProperties(src Source, d *diags) []entry {
 			}
 			backslash = c == '\\' && !backslash
 		}
-		for valueStart < len(logical) {
-			c := logical[valueStart]
-			if c == ' ' || c == '\t' || c == '\f' {
-				valueStart++
-				continue
-			}
-			if !sep && (c == '=' || c == ':') {
+		for ; valueStart < len(logical); valueStart++ {
+			if c := logical[valueStart]; !sep && (c == '=' || c == ':') {
 				sep = true
-				valueStart++
-				continue
+			} else if c != ' ' && c != '\t' && c != '\f' {
+				break
 			}
-			break
 		}
 		key, err := unescape(logical[:keyEnd])
 		if err != nil {
@@ -142,14 +136,8 @@ func unescape(s string) (string, *escapeError) {
 		}
 		i++
 		switch s[i] {
-		case 't':
-			b.WriteByte('\t')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 'f':
-			b.WriteByte('\f')
+		case 't', 'n', 'r', 'f':
+			b.WriteByte("\t\n\r\f"[strings.IndexByte("tnrf", s[i])])
 		case 'u':
 			if i+5 > len(s) {
 				return "", &escapeError{i - 1, `malformed \uXXXX escape: want four hex digits`}
@@ -173,15 +161,6 @@ const (
 	sparkEnableLegacy = "spark.ui.acls.enable"
 )
 
-var sparkACLs = []struct {
-	users, groups string
-	member        func(*ApplicationACLs) **Setting
-}{
-	{"spark.admin.acls", "spark.admin.acls.groups", func(a *ApplicationACLs) **Setting { return &a.Admin }},
-	{"spark.ui.view.acls", "spark.ui.view.acls.groups", func(a *ApplicationACLs) **Setting { return &a.View }},
-	{"spark.modify.acls", "spark.modify.acls.groups", func(a *ApplicationACLs) **Setting { return &a.Modify }},
-}
-
 // Spark imports the application ACLs of a spark-defaults.conf as
 // applicationacls; spark.acls.enable not true (Spark's default) checks no
 // ACL, imported as admin "*" with a warning. The error is a
@@ -199,7 +178,6 @@ func Spark(src Source) (ApplicationACLs, []config.Diagnostic, error) {
 			d.warnf(e.keyAt, "%s is not imported: it configures the Spark history server, not applications", e.key)
 		}
 	}
-	enabled, invalid := false, false
 	enable, ok := props[sparkEnable]
 	if legacy, ok2 := props[sparkEnableLegacy]; ok2 {
 		if !ok {
@@ -207,19 +185,17 @@ func Spark(src Source) (ApplicationACLs, []config.Diagnostic, error) {
 		}
 		d.warnf(legacy.keyAt, "%s is the deprecated name of %s", sparkEnableLegacy, sparkEnable)
 	}
-	if ok {
-		switch strings.ToLower(enable.value) {
-		case "true":
-			enabled = true
-		case "false":
-		default:
-			invalid = true
-			d.errorf(enable.valueAt, "%s %q: want true or false (Spark refuses other values)", enable.key, enable.value)
-		}
+	v := strings.ToLower(enable.value)
+	disabled := !ok || v == "false"
+	if !disabled && v != "true" {
+		d.errorf(enable.valueAt, "%s %q: want true or false (Spark refuses other values)", enable.key, enable.value)
 	}
-	for _, s := range sparkACLs {
+	for _, s := range []struct {
+		users string // the groups are users+".groups"
+		dst   **Setting
+	}{{"spark.admin.acls", &apps.Admin}, {"spark.ui.view.acls", &apps.View}, {"spark.modify.acls", &apps.Modify}} {
 		users, hasUsers := props[s.users]
-		groups, hasGroups := props[s.groups]
+		groups, hasGroups := props[s.users+".groups"]
 		if !hasUsers && !hasGroups {
 			continue
 		}
@@ -249,9 +225,9 @@ func Spark(src Source) (ApplicationACLs, []config.Diagnostic, error) {
 				from = append(from, fmt.Sprintf("%s (%s)", e.key, e.keyAt))
 			}
 		}
-		*s.member(&apps) = &Setting{ACL: a, From: strings.Join(from, ", ")}
+		*s.dst = &Setting{ACL: a, From: strings.Join(from, ", ")}
 	}
-	if !enabled && !invalid {
+	if disabled {
 		why, at := sparkEnable+" is not set: Spark's default is false", pos{file: src.Name}
 		if ok {
 			why, at = enable.key+" is false", enable.valueAt

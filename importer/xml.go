@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -26,17 +27,16 @@ type element struct {
 }
 
 func (e *element) attr(name string) (string, bool) {
-	for _, a := range e.attrs {
-		if a.Name.Local == name && a.Name.Space == "" {
-			return a.Value, true
-		}
+	if i := slices.IndexFunc(e.attrs, func(a xml.Attr) bool { return a.Name == xml.Name{Local: name} }); i >= 0 {
+		return e.attrs[i].Value, true
 	}
 	return "", false
 }
 
-// parseXML reads src into a tree of elements. A syntax error is reported
-// at the position where the decoder found it and parseXML returns nil.
-func parseXML(src Source, d *diags) *element {
+// parseXML reads src, a kind of file whose top element is top, into a tree
+// of elements. A syntax error is reported at the position where the
+// decoder found it, or a wrong top element, and parseXML returns nil.
+func parseXML(src Source, d *diags, kind, top string) *element {
 	dec := xml.NewDecoder(bytes.NewReader(src.Data))
 	var root *element
 	var stack []*element
@@ -109,8 +109,12 @@ func parseXML(src Source, d *diags) *element {
 			e.hasText = true
 		}
 	}
-	if root == nil {
+	switch {
+	case root == nil:
 		d.errorf(pos{src.Name, 0, 0}, "no XML element found: the file is empty")
+	case root.name != top:
+		d.errorf(root.at, "the top element of a %s is <%s>, not <%s>%s", kind, top, root.name, topHints[root.name])
+		return nil
 	}
 	return root
 }
@@ -122,8 +126,7 @@ type property struct {
 	valueAt     pos // the start of the value text
 }
 
-// items calls fn with each non-empty item of a comma-separated value,
-// trimmed, and the position where the item starts.
+// items calls fn with each non-empty item of the list, trimmed, and where it starts.
 func (p *property) items(fn func(item string, at pos)) {
 	off := 0
 	for _, raw := range strings.Split(p.value, ",") {
@@ -160,42 +163,31 @@ var topHints = map[string]string{
 // and value attributes). Names are trimmed, values are not, as Hadoop's
 // Configuration does. It returns nil when the file cannot be read.
 func readConfiguration(src Source, d *diags, kind string) *properties {
-	root := parseXML(src, d)
+	root := parseXML(src, d, kind, "configuration")
 	if root == nil {
-		return nil
-	}
-	if root.name != "configuration" {
-		d.errorf(root.at, "the top element of a %s is <configuration>, not <%s>%s", kind, root.name, topHints[root.name])
 		return nil
 	}
 	props := &properties{byName: map[string]*property{}}
 	for _, e := range root.kids {
-		switch e.name {
-		case "property":
-		case "include":
+		if e.name == "include" {
 			d.warnf(e.at, "<%s:include> is not followed: import the included file's properties by adding them to this file", e.name)
+		}
+		if e.name != "property" {
 			continue
-		default:
-			continue
 		}
-		p := &property{at: e.at, valueAt: e.at}
-		hasName, hasValue := false, false
-		if v, ok := e.attr("name"); ok {
-			p.name, hasName = strings.TrimSpace(v), true
-		}
-		if v, ok := e.attr("value"); ok {
-			p.value, hasValue = v, true
-		}
+		name, _ := e.attr("name")
+		value, hasValue := e.attr("value")
+		p := &property{name: strings.TrimSpace(name), value: value, at: e.at, valueAt: e.at}
 		for _, f := range e.kids {
 			switch f.name {
 			case "name":
-				p.name, hasName = strings.TrimSpace(f.text), true
+				p.name = strings.TrimSpace(f.text)
 			case "value":
 				p.value, p.valueAt, hasValue = f.text, f.textAt, true
 			}
 		}
 		switch {
-		case !hasName || p.name == "":
+		case p.name == "":
 			d.warnf(e.at, "a property without a name is ignored")
 			continue
 		case !hasValue:

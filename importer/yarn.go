@@ -107,12 +107,8 @@ func queueName(name, parent string, at pos, d *diags) (string, bool) {
 // elements with <aclSubmitApps> and <aclAdministerApps>; without a
 // top-level root, the top-level queues are root's children.
 func fairScheduler(src Source, d *diags) (*Queue, pos, *element) {
-	top := parseXML(src, d)
+	top := parseXML(src, d, "fair-scheduler.xml", "allocations")
 	if top == nil {
-		return nil, pos{}, nil
-	}
-	if top.name != "allocations" {
-		d.errorf(top.at, "the top element of a fair-scheduler.xml is <allocations>, not <%s>%s", top.name, topHints[top.name])
 		return nil, pos{}, nil
 	}
 	var queues []*element
@@ -215,15 +211,20 @@ func fairQueueBody(e *element, q *Queue, path string, d *diags) {
 	}
 	if sched != nil {
 		v := strings.ToLower(strings.TrimSpace(sched.text))
-		switch leaf := len(kids) == 0 && !q.Parent; {
-		case leaf && (v == "fifo" || v == "fair"):
-			q.props = append(q.props, prop{"application.sort.policy", v, sched.textAt.String()})
-		case !leaf && v == "fair": // YuniKorn shares fairly between queues
-		default:
-			d.warnf(sched.textAt, "queue %s: schedulingPolicy %q is not imported: YuniKorn orders a leaf queue's applications fifo or fair (application.sort.policy) and shares fairly between queues", path, sched.text)
-		}
+		q.sortPolicy(len(kids) == 0 && !q.Parent, v, "fair", path+": schedulingPolicy", sched.text, sched.textAt, d)
 	}
 	fairChildren(kids, q, path, d)
+}
+
+// sortPolicy imports the order of a queue, read as v from text: fifo or fair
+// on a leaf; between queues YuniKorn shares fairly, as shared does.
+func (q *Queue) sortPolicy(leaf bool, v, shared, what, text string, at pos, d *diags) {
+	switch {
+	case leaf && (v == "fifo" || v == "fair"):
+		q.props = append(q.props, prop{"application.sort.policy", v, at.String()})
+	case leaf || v != shared:
+		d.warnf(at, "queue %s %q is not imported: YuniKorn orders a leaf queue's applications fifo or fair (application.sort.policy) and shares fairly between queues", what, text)
+	}
 }
 
 // zeroMax warns about a max that allows none of a resource: YuniKorn runs
@@ -430,12 +431,7 @@ func capacityLimits(props *properties, yarnPath, path string, q *Queue, d *diags
 		q.maxApps = readCount(p.value, p.valueAt, fmt.Sprintf("queue %s: max-parallel-apps", path), d)
 	}
 	if p := get("ordering-policy"); p != nil {
-		v := strings.TrimSpace(p.value)
-		if len(q.Children) == 0 && (v == "fifo" || v == "fair") {
-			q.props = append(q.props, prop{"application.sort.policy", v, p.valueAt.String()})
-		} else if len(q.Children) == 0 || v != "utilization" { // YuniKorn orders child queues by use
-			d.warnf(p.valueAt, "queue %s: ordering-policy %q is not imported: YuniKorn orders a leaf queue's applications fifo or fair (application.sort.policy) and shares fairly between queues", path, p.value)
-		}
+		q.sortPolicy(len(q.Children) == 0, strings.TrimSpace(p.value), "utilization", path+": ordering-policy", p.value, p.valueAt, d)
 	}
 	if p := get("disable_preemption"); p.isTrue() {
 		q.props = append(q.props, prop{"preemption.policy", "disabled", p.valueAt.String()})

@@ -19,6 +19,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -55,13 +56,12 @@ func Find(roots []string) ([]string, error) {
 		}
 		n := len(out)
 		err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
+			switch {
+			case err != nil:
 				return err
-			}
-			if d.IsDir() && path != root && strings.HasPrefix(d.Name(), ".") {
+			case d.IsDir() && path != root && strings.HasPrefix(d.Name(), "."):
 				return filepath.SkipDir
-			}
-			if !d.IsDir() && (strings.HasSuffix(path, "_test.yaml") || strings.HasSuffix(path, "_test.yml")) {
+			case !d.IsDir() && (strings.HasSuffix(path, "_test.yaml") || strings.HasSuffix(path, "_test.yml")):
 				out = append(out, path)
 			}
 			return nil
@@ -108,10 +108,9 @@ type CaseReport struct {
 	explain func(io.Writer)
 }
 
-// Run loads the file's configuration once, as usher serve does (the
-// ADMISSION_CONTROLLER_* variables read with lookup) but Strict, and
-// decides every case with what serves it. An error means the
-// configuration did not load.
+// Run loads the file's configuration once, as usher serve does (with the
+// variables lookup reads) but Strict, and decides every case with what
+// serves it. An error means the configuration did not load.
 func Run(ctx context.Context, f *File, lookup func(string) (string, bool)) (FileReport, error) {
 	fr := FileReport{File: f.path, Config: f.configPath}
 	cfg, err := config.Load(f.configPath, config.Strict(), config.WithEnv(lookup))
@@ -194,8 +193,8 @@ func (r *caseRunner) baseArgs(cmd string, c testCase) []string {
 	return args
 }
 
-// lookupError writes a decision that could not be made, with the closest
-// names for an unknown partition or queue, as the commands print it.
+// lookupError writes a failed decision, with the nearest names of an
+// unknown partition or queue, as the commands print it.
 func (r *caseRunner) lookupError(w io.Writer, partition, queue string, err error) {
 	fmt.Fprintln(w, err)
 	if hint := r.e.Config().Suggest(partition, queue, err); hint != "" {
@@ -204,7 +203,7 @@ func (r *caseRunner) lookupError(w io.Writer, partition, queue string, err error
 }
 
 func (r *caseRunner) decision(ctx context.Context, c testCase) CaseReport {
-	cr := CaseReport{Kind: "decision", Expected: c.Expect}
+	cr := CaseReport{Kind: c.kind, Expected: c.Expect}
 	action, _ := policy.ParseAction(c.Action)
 	req := engine.Request{Partition: c.Partition, Queue: c.Queue, User: c.User, Groups: c.Groups, Action: action}
 	res, err := r.e.Check(ctx, req)
@@ -255,7 +254,7 @@ func orNone(s string) string {
 }
 
 func (r *caseRunner) application(ctx context.Context, c testCase) CaseReport {
-	cr := CaseReport{Kind: "application", Expected: c.Expect}
+	cr := CaseReport{Kind: c.kind, Expected: c.Expect}
 	action, _ := application.ParseAction(c.Action)
 	app := application.Application{ID: c.app.ID, Owner: c.app.Owner, Queue: c.app.Queue}
 	args := append(r.baseArgs("app", c), "--owner", c.app.Owner, "--action", c.Action)
@@ -305,7 +304,7 @@ func (r *caseRunner) application(ctx context.Context, c testCase) CaseReport {
 }
 
 func (r *caseRunner) place(ctx context.Context, c testCase) CaseReport {
-	cr := CaseReport{Kind: "placement", Expected: c.Expect}
+	cr := CaseReport{Kind: c.kind, Expected: c.Expect}
 	cr.args = r.baseArgs("place", c)
 	for _, k := range slices.Sorted(maps.Keys(c.Tags)) {
 		cr.args = append(cr.args, "--tag", k+"="+c.Tags[k])
@@ -336,7 +335,7 @@ func (r *caseRunner) place(ctx context.Context, c testCase) CaseReport {
 // admission reviews the case's object through the webhook handler usher
 // serve mounts at /mutate and /validate, over an in-process HTTP request.
 func (r *caseRunner) admission(ctx context.Context, i int, c testCase) CaseReport {
-	cr := CaseReport{Kind: "admission", Expected: c.Expect}
+	cr := CaseReport{Kind: c.kind, Expected: c.Expect}
 	spec := c.review
 	body := spec.review
 	if body == nil {
@@ -460,8 +459,7 @@ func buildReview(i int, c testCase) ([]byte, error) {
 	})
 }
 
-// stampedIdentity reads the user.info annotation a JSON patch sets; nil
-// when it sets none.
+// stampedIdentity reads the user.info annotation a JSON patch sets, if any.
 func stampedIdentity(patch []byte) (*admission.UserInfo, error) {
 	if len(patch) == 0 {
 		return nil, nil
@@ -476,11 +474,10 @@ func stampedIdentity(patch []byte) (*admission.UserInfo, error) {
 	}
 	key := strings.ReplaceAll(admission.UserInfoAnnotation, "/", "~1")
 	for _, op := range ops {
-		if op.Op != "add" && op.Op != "replace" {
-			continue
-		}
 		var s string
 		switch {
+		case op.Op != "add" && op.Op != "replace":
+			continue
 		case strings.HasSuffix(op.Path, "/annotations/"+key):
 			if err := json.Unmarshal(op.Value, &s); err != nil {
 				return nil, err
@@ -490,11 +487,10 @@ func stampedIdentity(patch []byte) (*admission.UserInfo, error) {
 			if err := json.Unmarshal(op.Value, &m); err != nil {
 				return nil, err
 			}
-			v, ok := m[admission.UserInfoAnnotation]
-			if !ok {
+			var ok bool
+			if s, ok = m[admission.UserInfoAnnotation]; !ok {
 				continue
 			}
-			s = v
 		default:
 			continue
 		}
@@ -544,17 +540,16 @@ func (rep Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "\n%d passed, %d failed\n", rep.Passed, rep.Failed)
 }
 
+// shellSafe are the arguments a POSIX shell takes as they are.
+var shellSafe = regexp.MustCompile(`^[-a-zA-Z0-9_.,:/=@+]+$`)
+
 // shellJoin quotes args for a POSIX shell where they need it.
 func shellJoin(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if a != "" && strings.IndexFunc(a, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.,:/=@+", r))
-		}) < 0 {
-			out[i] = a
-			continue
+	out := slices.Clone(args)
+	for i, a := range out {
+		if !shellSafe.MatchString(a) {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 		}
-		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 	}
 	return strings.Join(out, " ")
 }

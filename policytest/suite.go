@@ -52,20 +52,19 @@ type testCase struct {
 	DecidedBy   *yaml.Node `yaml:"decidedBy"`
 	Admission   *yaml.Node `yaml:"admission"`
 
-	line, col int
-	kind      caseKind
-	app       appSpec
-	decided   *decidedBy
-	review    *reviewSpec
+	line    int
+	kind    string
+	app     appSpec
+	decided *decidedBy
+	review  *reviewSpec
 }
 
-type caseKind uint8
-
+// A case's kind, as CaseReport.Kind names it.
 const (
-	caseDecision caseKind = iota + 1
-	caseApplication
-	casePlace
-	caseAdmission
+	caseDecision    = "decision"
+	caseApplication = "application"
+	casePlace       = "placement"
+	caseAdmission   = "admission"
 )
 
 // appSpec is the application block: what usher app takes as flags.
@@ -78,8 +77,7 @@ type appSpec struct {
 	ModifyACL   *string `yaml:"modifyACL"`
 }
 
-// decidedBy is the optional expectation of who decided. Empty fields are
-// not checked.
+// decidedBy is the optional expectation of who decided; "" is not checked.
 type decidedBy struct {
 	Queue string `yaml:"queue"`
 	ACL   string `yaml:"acl"`
@@ -132,8 +130,8 @@ func (p fileParser) errAt(n *yaml.Node, format string, args ...any) error {
 	return &posError{p.path, n.Line, n.Column, fmt.Sprintf(format, args...)}
 }
 
-// Read reads and checks a policy test file. Every error is a *posError,
-// or several joined: every case is checked.
+// Read reads and checks a policy test file, every case; the error is one
+// or more *posError joined.
 func Read(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -143,7 +141,8 @@ func Read(path string) (*File, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
-		return nil, p.yamlError(err)
+		line, msg := yamlnode.SyntaxLine(err)
+		return nil, &posError{path, max(line, 1), 1, msg}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
@@ -201,21 +200,6 @@ func Read(path string) (*File, error) {
 		return nil, errors.Join(errs...)
 	}
 	return f, nil
-}
-
-// yamlError turns a yaml.v3 syntax error ("yaml: line N: ...") into a
-// positioned one.
-func (p fileParser) yamlError(err error) error {
-	msg := err.Error()
-	line := 1
-	if rest, ok := strings.CutPrefix(msg, "yaml: line "); ok {
-		if n, tail, ok := strings.Cut(rest, ": "); ok {
-			if _, e := fmt.Sscanf(n, "%d", &line); e == nil {
-				msg = tail
-			}
-		}
-	}
-	return &posError{p.path, line, 1, strings.TrimPrefix(msg, "yaml: ")}
 }
 
 // decode checks that n is a mapping whose keys are the yaml tags of the
@@ -354,7 +338,7 @@ var (
 )
 
 func (p fileParser) testCase(n *yaml.Node) (testCase, error) {
-	c := testCase{line: n.Line, col: n.Column}
+	c := testCase{line: n.Line}
 	at, err := p.decode(n, "", &c)
 	if err != nil {
 		return c, err
@@ -455,7 +439,7 @@ func (p fileParser) testCase(n *yaml.Node) (testCase, error) {
 	return c, nil
 }
 
-func (p fileParser) decidedBy(n *yaml.Node, kind caseKind) (*decidedBy, error) {
+func (p fileParser) decidedBy(n *yaml.Node, kind string) (*decidedBy, error) {
 	d := &decidedBy{}
 	at, err := p.decode(n, "decidedBy.", d)
 	if err != nil {

@@ -26,11 +26,8 @@ import (
 	"github.com/usherhq/usher/serving"
 )
 
-// The wire types of POST /v1/access, shared with the kubectl plugin.
-type (
-	AccessRequest  = decision.AccessRequest
-	AccessResponse = decision.Output
-)
+// maxAccessBody caps a /v1/access request.
+const maxAccessBody = 64 << 10
 
 // badRequest answers with the JSON error body (package httperr).
 func badRequest(w http.ResponseWriter, code int, format string, args ...any) {
@@ -54,11 +51,11 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if r.ContentLength > s.opts.MaxAccessBody {
-		badRequest(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes", s.opts.MaxAccessBody)
+	if r.ContentLength > maxAccessBody {
+		badRequest(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes", maxAccessBody)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, s.opts.MaxAccessBody+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxAccessBody+1))
 	if err != nil {
 		var st interface{ HTTPStatus() int }
 		if errors.As(err, &st) {
@@ -68,11 +65,11 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, http.StatusBadRequest, "reading the body: %v", err)
 		return
 	}
-	if int64(len(body)) > s.opts.MaxAccessBody {
-		badRequest(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes", s.opts.MaxAccessBody)
+	if int64(len(body)) > maxAccessBody {
+		badRequest(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes", maxAccessBody)
 		return
 	}
-	var req AccessRequest
+	var req decision.AccessRequest
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
@@ -151,7 +148,7 @@ func (s *Server) serveAccess(w http.ResponseWriter, r *http.Request) {
 
 // serveQueues answers "queues": true: every queue of the partition with
 // what the user may do there, and the user's groups.
-func (s *Server) serveQueues(w http.ResponseWriter, r *http.Request, req *AccessRequest, caller auth.User) {
+func (s *Server) serveQueues(w http.ResponseWriter, r *http.Request, req *decision.AccessRequest, caller auth.User) {
 	switch {
 	case req.Queue != "", req.Action != "", req.Place, req.Tags != nil, req.Application != nil, req.TargetQueue != "", req.Explain:
 		badRequest(w, http.StatusBadRequest, "queues lists every queue of the partition: give only partition, user and groups")
@@ -183,7 +180,7 @@ func (s *Server) countDecision(action string, allowed bool, start time.Time) {
 // decisionError answers a decision that could not be made: 400 for the
 // caller's mistakes, 503 for a group lookup, whose error names directory
 // internals and so goes to the log only.
-func (s *Server) decisionError(w http.ResponseWriter, r *http.Request, g *serving.State, caller auth.User, req *AccessRequest, action string, err error) {
+func (s *Server) decisionError(w http.ResponseWriter, r *http.Request, g *serving.State, caller auth.User, req *decision.AccessRequest, action string, err error) {
 	s.metrics.decisions.WithLabelValues(action, "error").Inc()
 	s.audit("access", "user", req.User, "queue", req.Queue, "action", action, "allowed", false, "error", err.Error(), "caller", caller.Name, "requestID", requestID(r))
 	var gerr *engine.GroupsError
@@ -200,7 +197,7 @@ func (s *Server) decisionError(w http.ResponseWriter, r *http.Request, g *servin
 	s.refuse(w, r, http.StatusBadRequest, msg)
 }
 
-func (s *Server) serveApplication(w http.ResponseWriter, r *http.Request, req *AccessRequest, caller auth.User) {
+func (s *Server) serveApplication(w http.ResponseWriter, r *http.Request, req *decision.AccessRequest, caller auth.User) {
 	action, err := application.ParseAction(req.Action)
 	if err != nil {
 		badRequest(w, http.StatusBadRequest, "action: %v", err)
@@ -243,7 +240,7 @@ func (s *Server) serveApplication(w http.ResponseWriter, r *http.Request, req *A
 }
 
 // servePlace answers where the partition's rules put the application.
-func (s *Server) servePlace(w http.ResponseWriter, r *http.Request, req *AccessRequest, caller auth.User, action policy.Action) {
+func (s *Server) servePlace(w http.ResponseWriter, r *http.Request, req *decision.AccessRequest, caller auth.User, action policy.Action) {
 	if action != policy.Submit {
 		badRequest(w, http.StatusBadRequest, "action: placement decides a submission; %s is asked of a queue (leave out \"place\")", action)
 		return
@@ -276,7 +273,7 @@ func (s *Server) servePlace(w http.ResponseWriter, r *http.Request, req *AccessR
 
 // answer writes out, without the resolver's "no such user" detail, which
 // names base DNs and filters.
-func (s *Server) answer(w http.ResponseWriter, out *AccessResponse) {
+func (s *Server) answer(w http.ResponseWriter, out *decision.Output) {
 	if l := out.Identity.Lookup; l != nil && l.Outcome == string(identity.OutcomeUnknownGiven) {
 		l.Detail = ""
 	}
@@ -335,16 +332,10 @@ func (s *Server) auditReview(rec admission.Record) {
 	if d := rec.Denial; d != nil {
 		s.metrics.denials.WithLabelValues(string(d.Reason), fmt.Sprint(d.Warned)).Inc()
 	}
-	ctx := context.Background()
-	h := s.log.Handler()
-	if s.opts.NoAudit || !h.Enabled(ctx, slog.LevelInfo) {
-		return
+	if !s.opts.NoAudit {
+		attrs := rec.AppendAttrs(append(make([]slog.Attr, 0, admission.NumAuditAttrs+1), slog.String("kind", "admission")))
+		s.log.LogAttrs(context.Background(), slog.LevelInfo, AuditMessage, attrs...)
 	}
-	var arr [admission.NumAuditAttrs + 1]slog.Attr // + kind
-	as := rec.AppendAttrs(append(arr[:0], slog.String("kind", "admission")))
-	r := slog.NewRecord(time.Now(), slog.LevelInfo, AuditMessage, 0)
-	r.AddAttrs(as...)
-	_ = h.Handle(ctx, r)
 }
 
 func outcomeOf(rec admission.Record) string {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/usherhq/usher/decision"
 	"github.com/usherhq/usher/hack/authtest"
 	"github.com/usherhq/usher/server"
 )
@@ -28,7 +29,7 @@ func TestAccessQueues(t *testing.T) {
 
 	a := h.as(carol, "POST", "/v1/access", `{"queues":true,"user":"carol"}`)
 	a.want(t, "carol's queues", 200)
-	var res server.AccessResponse
+	var res decision.Output
 	dec := json.NewDecoder(strings.NewReader(a.body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&res); err != nil {

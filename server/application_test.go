@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/usherhq/usher/decision"
 	"github.com/usherhq/usher/server"
 )
 
@@ -46,7 +47,7 @@ func TestApplicationDecisions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, body := h.post("/v1/access", "application/json", tt.body)
-			var res server.AccessResponse
+			var res decision.Output
 			if code != 200 || json.Unmarshal([]byte(body), &res) != nil {
 				t.Fatalf("%d %s", code, body)
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/usherhq/usher/auth"
+	"github.com/usherhq/usher/decision"
 	"github.com/usherhq/usher/internal/httperr"
 )
 
@@ -51,27 +53,23 @@ func (s *Server) setupAccessAuth() error {
 	if len(modes) == 0 {
 		modes = []string{AccessAuthAuto}
 	}
-	want := map[string]bool{}
-	for _, m := range modes {
-		switch m {
-		case AccessAuthAuto, AccessAuthKubernetes, AccessAuthClientCert, AccessAuthNone:
-		default:
-			return fmt.Errorf("--access-auth %q: want kubernetes, client-cert, a list of both, auto or none", m)
-		}
-		want[m] = true
+	valid := sets.New(AccessAuthAuto, AccessAuthKubernetes, AccessAuthClientCert, AccessAuthNone)
+	if i := slices.IndexFunc(modes, func(m string) bool { return !valid.Has(m) }); i >= 0 {
+		return fmt.Errorf("--access-auth %q: want kubernetes, client-cert, a list of both, auto or none", modes[i])
 	}
+	want := sets.New(modes...)
 	joined := strings.Join(modes, ",")
-	if (want[AccessAuthNone] || want[AccessAuthAuto]) && len(want) > 1 {
+	if (want.Has(AccessAuthNone) || want.Has(AccessAuthAuto)) && want.Len() > 1 {
 		return fmt.Errorf("--access-auth %s: auto and none cannot be combined with other values", joined)
 	}
 	a := &s.access
-	if want[AccessAuthNone] {
+	if want.Has(AccessAuthNone) {
 		a.off = true
 		s.log.Warn("AUTHENTICATION IS OFF (--access-auth none): anyone who can reach this server gets any user's decisions and directory groups from /v1/access and reads /metrics; use it for local use and tests only")
 		return nil
 	}
-	auto := want[AccessAuthAuto]
-	if o.ClientCAFile != "" && !auto && !want[AccessAuthClientCert] {
+	auto := want.Has(AccessAuthAuto)
+	if o.ClientCAFile != "" && !auto && !want.Has(AccessAuthClientCert) {
 		return fmt.Errorf("--client-ca is given but --access-auth %s does not include client-cert", joined)
 	}
 	var authns []auth.Authenticator
@@ -83,7 +81,7 @@ func (s *Server) setupAccessAuth() error {
 	if len(privileged) > 0 {
 		authzs = append(authzs, auth.PrivilegedGroups(privileged...))
 	}
-	if want[AccessAuthKubernetes] || auto {
+	if want.Has(AccessAuthKubernetes) || auto {
 		switch err := s.kubeErr; {
 		case errors.Is(err, auth.ErrNoCluster) && auto:
 		case err != nil && auto && o.Kubeconfig == "":
@@ -103,7 +101,7 @@ func (s *Server) setupAccessAuth() error {
 			a.kube = true
 		}
 	}
-	if want[AccessAuthClientCert] || (auto && o.ClientCAFile != "") {
+	if want.Has(AccessAuthClientCert) || (auto && o.ClientCAFile != "") {
 		if o.ClientCAFile == "" {
 			return errors.New("--access-auth client-cert needs --client-ca FILE")
 		}
@@ -121,7 +119,7 @@ func (s *Server) setupAccessAuth() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		cm, err := s.kube.Core.ConfigMaps("kube-system").Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{})
+		cm, err := s.kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{})
 		if err != nil {
 			return fmt.Errorf("--aggregated-api: reading kube-system/extension-apiserver-authentication: %w", err)
 		}
@@ -234,7 +232,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, endpoint stri
 
 // authorizeAccess lets a caller ask about itself, and about others with
 // the accessreviews permission.
-func (s *Server) authorizeAccess(w http.ResponseWriter, r *http.Request, caller auth.User, req *AccessRequest) bool {
+func (s *Server) authorizeAccess(w http.ResponseWriter, r *http.Request, caller auth.User, req *decision.AccessRequest) bool {
 	if s.access.off {
 		return true
 	}

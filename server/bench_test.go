@@ -27,15 +27,16 @@ const loadReview = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"
 // without TLS: what usher adds per review to the bare server of "Close to
 // the wire" (docs/benchmarks.md). Audit records are written on the
 // request path (no queue), so that their whole cost is counted:
-// audit=json through Options.AuditLog, audit=slog through the Logger's
-// slog JSON handler; both are slog's JSON handler.
+// audit=json through SplitAudit to a JSON handler of its own (--audit-log),
+// audit=slog through the Logger's slog JSON handler; both are slog's JSON handler.
 func BenchmarkServeMutate(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		opts server.Options
 	}{
 		{"audit=none", server.Options{NoAudit: true}},
-		{"audit=json", server.Options{AuditLog: io.Discard}},
+		{"audit=json", server.Options{Logger: slog.New(server.SplitAudit(slog.NewJSONHandler(io.Discard, nil),
+			slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo})))}},
 		{"audit=slog", server.Options{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

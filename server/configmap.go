@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +67,8 @@ func orderRefs(refs []ConfigMapRef) []ConfigMapRef {
 	return out
 }
 
+// newCMSource reads every ConfigMap once; a missing one is empty, as long
+// as one exists.
 func newCMSource(refs []ConfigMapRef, kube *cluster.Client, kubeErr error) (*cmSource, error) {
 	seen := map[ConfigMapRef]bool{}
 	for _, r := range refs {
@@ -79,34 +80,24 @@ func newCMSource(refs []ConfigMapRef, kube *cluster.Client, kubeErr error) (*cmS
 	if kubeErr != nil {
 		return nil, fmt.Errorf("--config-map: %w", kubeErr)
 	}
-	return &cmSource{
-		refs: orderRefs(refs), client: kube.Core, instance: replicaName(),
-		current: map[ConfigMapRef]*corev1.ConfigMap{},
-		kick:    make(chan struct{}, 1),
-	}, nil
-}
-
-// fetch reads every ConfigMap once, at start; a missing one is empty, as
-// long as one exists.
-func (c *cmSource) fetch(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	c := &cmSource{refs: orderRefs(refs), client: kube.CoreV1(), instance: replicaName(),
+		current: map[ConfigMapRef]*corev1.ConfigMap{}, kick: make(chan struct{}, 1)}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	found := 0
 	for _, r := range c.refs {
 		cm, err := c.client.ConfigMaps(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			continue
 		case err != nil:
-			return fmt.Errorf("reading %s: %w", r, err)
+			return nil, fmt.Errorf("reading %s: %w", r, err)
+		default:
+			c.current[r] = cm
 		}
-		c.current[r] = cm
-		found++
 	}
-	if found == 0 {
-		return fmt.Errorf("none of the ConfigMaps %s exists", c.name())
+	if len(c.current) == 0 {
+		return nil, fmt.Errorf("none of the ConfigMaps %s exists", c.name())
 	}
-	return nil
+	return c, nil
 }
 
 func (c *cmSource) name() string {
@@ -128,10 +119,9 @@ func (c *cmSource) snapshot() []*corev1.ConfigMap {
 	return out
 }
 
-// merged merges the data of objs (in c.refs order), with override in
-// place of its own object when not nil. It returns the data, the name
-// and ref of the ConfigMap holding the partitions, and the generation:
-// each ConfigMap's resourceVersion.
+// merged merges the data of objs (in c.refs order, override in place of
+// its own object), naming the ConfigMap holding the partitions and the
+// generation: each ConfigMap's resourceVersion.
 func (c *cmSource) merged(objs []*corev1.ConfigMap, override *corev1.ConfigMap) (data map[string]string, name string, owner ConfigMapRef, gen string) {
 	data = map[string]string{}
 	owners := map[string]ConfigMapRef{}
@@ -218,9 +208,7 @@ func dataSum(data map[string]string) [32]byte {
 	for _, k := range slices.Sorted(maps.Keys(data)) {
 		fmt.Fprintf(h, "%s\x00%d\x00%s", k, len(data[k]), data[k])
 	}
-	var out [32]byte
-	copy(out[:], h.Sum(nil))
-	return out
+	return [32]byte(h.Sum(nil))
 }
 
 // event records an Event on the ConfigMap ref; a failure is only logged.
@@ -253,13 +241,3 @@ func (s *Server) event(ref ConfigMapRef, obj *corev1.ConfigMap, typ, reason, msg
 }
 
 func shortSum(sum [32]byte) string { return hex.EncodeToString(sum[:6]) }
-
-// newConfigInfo is usher_config_info: one series, the generation in service.
-func newConfigInfo(reg *prometheus.Registry) *prometheus.GaugeVec {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "usher_config_info",
-		Help: "The configuration in service (value 1): where it was read (source: a file or configmap/NS/NAME@resourceVersion, comma separated) and the sha256 of its content (12 hex digits).",
-	}, []string{"source", "sha256"})
-	reg.MustRegister(g)
-	return g
-}

@@ -10,7 +10,6 @@ import (
 	arv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/admission/settings"
@@ -84,10 +83,9 @@ func (s *Server) enforcesDelegation(a *settings.Compiled) bool {
 	return a.Delegated && !a.DelegatedWarn && !s.failOpen.Load()
 }
 
-// checkRegistration, under delegatedAdministration enforce, reads the
-// live validate-config.usher.io (or, with --manage-webhooks, what usher
-// registers): failing open (no failurePolicy Fail), usher only warns, and
-// logs why. Unreadable, it is taken as usher webhook renders it.
+// checkRegistration, under delegatedAdministration enforce, reads the live
+// validate-config.usher.io (or what --manage-webhooks registers): failing
+// open, usher only warns. Unreadable, it is taken as usher webhook renders it.
 func (s *Server) checkRegistration(cfg *config.Config) {
 	open := false
 	switch enforce := cfg.Admission.Config().DelegatedAdministration == settings.DelegationEnforce; {
@@ -96,11 +94,7 @@ func (s *Server) checkRegistration(cfg *config.Config) {
 	case enforce && s.kubeErr == nil:
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		var v *arv1.ValidatingWebhookConfiguration
-		cs, err := kubernetes.NewForConfig(s.kube.Config)
-		if err == nil {
-			v, err = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, s.opts.Webhooks.Name, metav1.GetOptions{})
-		}
+		v, err := s.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, s.opts.Webhooks.Name, metav1.GetOptions{})
 		open = err == nil && !slices.ContainsFunc(v.Webhooks, func(w arv1.ValidatingWebhook) bool {
 			return w.Name == "validate-config.usher.io" && w.FailurePolicy != nil && *w.FailurePolicy == arv1.Fail
 		})

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
@@ -83,17 +85,14 @@ func (s *Server) setupDenialEvents() error {
 	case err != nil:
 		return fmt.Errorf("denial Events: %w", err)
 	}
-	s.events = newDenialEvents(s.kube.Core, replicaName(), s.log)
+	s.events = newDenialEvents(s.kube.CoreV1(), replicaName(), s.log)
 	return nil
 }
 
 // replicaName names this replica on its Events: POD_NAME, else the host name.
 func replicaName() string {
-	if name := os.Getenv("POD_NAME"); name != "" {
-		return name
-	}
-	name, _ := os.Hostname()
-	return name
+	host, _ := os.Hostname()
+	return cmp.Or(os.Getenv("POD_NAME"), host)
 }
 
 // record hands the Event of r's denial to the broadcaster (never for a dry
@@ -106,12 +105,9 @@ func (e *denialEvents) record(r admission.Record) {
 	if !e.allow(d.Namespace, r.Caller == admission.CallerVerified) {
 		return
 	}
-	apiVersion := "v1" // every kind usher reviews is served as v1 in its group
-	if d.Group != "" {
-		apiVersion = d.Group + "/v1"
-	}
-	// Copies: the queue must not keep the review's body alive.
-	ref := &corev1.ObjectReference{Kind: strings.Clone(d.Kind), APIVersion: apiVersion,
+	// Copies: the queue must not keep the review's body alive. Every kind
+	// usher reviews is served as v1 in its group.
+	ref := &corev1.ObjectReference{Kind: strings.Clone(d.Kind), APIVersion: schema.GroupVersion{Group: d.Group, Version: "v1"}.String(),
 		Namespace: strings.Clone(d.Namespace), Name: strings.Clone(d.Name)}
 	msg := strings.Clone(d.Message)
 	if d.Warned {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/usherhq/usher/decision"
 	"github.com/usherhq/usher/hack/slapdtest"
 	"github.com/usherhq/usher/server"
 )
@@ -76,10 +77,10 @@ func (h *harness) metric(name string) float64 {
 	return 0
 }
 
-func (h *harness) access(body string) (int, server.AccessResponse, string) {
+func (h *harness) access(body string) (int, decision.Output, string) {
 	h.t.Helper()
 	code, raw := h.post("/v1/access", "application/json", body)
-	var res server.AccessResponse
+	var res decision.Output
 	if code == 200 {
 		if err := json.Unmarshal([]byte(raw), &res); err != nil {
 			h.t.Fatalf("%s: %v", raw, err)
@@ -88,7 +89,7 @@ func (h *harness) access(body string) (int, server.AccessResponse, string) {
 	return code, res, raw
 }
 
-func groupsOf(res server.AccessResponse) string {
+func groupsOf(res decision.Output) string {
 	var s []string
 	for _, g := range res.Identity.Groups {
 		s = append(s, g.Name+"="+g.Source)

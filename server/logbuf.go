@@ -12,9 +12,8 @@ import (
 // every interval and on Close; past MaxPending they are dropped and counted.
 type BufferedWriter struct {
 	w       io.Writer
-	mu      sync.Mutex // guards pending and spare
+	mu      sync.Mutex // guards pending
 	pending []byte
-	spare   []byte
 	out     sync.Mutex // one write to w at a time
 	dropped atomic.Uint64
 	kick    chan struct{}
@@ -26,11 +25,8 @@ type BufferedWriter struct {
 const MaxPending = 8 << 20
 
 // NewBufferedWriter buffers writes to w and flushes them every interval
-// (default 100ms) until Close.
+// until Close.
 func NewBufferedWriter(w io.Writer, interval time.Duration) *BufferedWriter {
-	if interval <= 0 {
-		interval = 100 * time.Millisecond
-	}
 	b := &BufferedWriter{w: w, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(b.done)
@@ -75,17 +71,12 @@ func (b *BufferedWriter) Flush() error {
 	defer b.out.Unlock()
 	b.mu.Lock()
 	p := b.pending
-	b.pending, b.spare = b.spare[:0], nil
+	b.pending = nil
 	b.mu.Unlock()
 	if len(p) == 0 {
 		return nil
 	}
 	_, err := b.w.Write(p)
-	if cap(p) <= 1<<20 {
-		b.mu.Lock()
-		b.spare = p[:0]
-		b.mu.Unlock()
-	}
 	return err
 }
 

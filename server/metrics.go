@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/internal/clip"
@@ -35,71 +36,56 @@ type metrics struct {
 }
 
 func newMetrics(reg *prometheus.Registry, st *serving.Store) *metrics {
+	f := promauto.With(reg)
+	counters := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return f.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	counter := func(name, help string) prometheus.Counter {
+		return f.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
 	m := &metrics{
-		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "usher_decisions_total", Help: "Access decisions of /v1/access by action and outcome (allowed, denied, error).",
-		}, []string{"action", "outcome"}),
-		decisionLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+		decisions: counters("usher_decisions_total",
+			"Access decisions of /v1/access by action and outcome (allowed, denied, error).", "action", "outcome"),
+		decisionLatency: f.NewHistogram(prometheus.HistogramOpts{
 			Name: "usher_decision_duration_seconds", Help: "Time to decide an access request, group resolution included.",
 			Buckets: []float64{1e-6, 5e-6, 25e-6, 1e-4, 5e-4, 2.5e-3, 1e-2, 5e-2, 0.25, 1},
 		}),
-		reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "usher_admission_reviews_total", Help: "Admission reviews by object kind, operation and outcome (allowed, patched, denied).",
-		}, []string{"kind", "operation", "outcome"}),
-		denials: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "usher_admission_denials_total", Help: "Denied reviews by reason (the denial's cause) and warned (true: warn mode admitted it with a warning).",
-		}, []string{"reason", "warned"}),
-		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		reviews: counters("usher_admission_reviews_total",
+			"Admission reviews by object kind, operation and outcome (allowed, patched, denied).", "kind", "operation", "outcome"),
+		denials: counters("usher_admission_denials_total",
+			"Denied reviews by reason (the denial's cause) and warned (true: warn mode admitted it with a warning).", "reason", "warned"),
+		requests: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "usher_http_request_duration_seconds", Help: "Latency of HTTP requests by handler and status code.",
 			Buckets: []float64{25e-6, 1e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 5e-2, 0.25, 1},
 		}, []string{"handler", "code"}),
-		accessChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "usher_reload_access_changes_total",
-			Help: "Rights gained and lost by users and groups named in the configuration, and subjects whose request naming no queue is placed differently, summed over reloads, by change (gained, lost, placement).",
-		}, []string{"change"}),
-		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "usher_config_reloads_total", Help: "Configuration reloads by result (success, failure).",
-		}, []string{"result"}),
-		lastReload: prometheus.NewGauge(prometheus.GaugeOpts{
+		accessChanges: counters("usher_reload_access_changes_total",
+			"Rights gained and lost by users and groups named in the configuration, and subjects whose request naming no queue "+
+				"is placed differently, summed over reloads, by change (gained, lost, placement).", "change"),
+		reloads: counters("usher_config_reloads_total", "Configuration reloads by result (success, failure).", "result"),
+		lastReload: f.NewGauge(prometheus.GaugeOpts{
 			Name: "usher_config_last_reload_success_timestamp_seconds", Help: "When the configuration in service was loaded.",
 		}),
-		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "usher_panics_recovered_total", Help: "Panics recovered at the HTTP edge, by handler.",
-		}, []string{"handler"}),
-		accessAuth: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "usher_access_auth_total",
-			Help: "Authentication and authorization of /v1/access and /metrics by endpoint and result (self, allowed, unauthenticated, forbidden, error).",
-		}, []string{"endpoint", "result"}),
-		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "usher_shed_requests_total",
-			Help: "Requests refused with 429 to keep memory bounded, by handler (access, mutate, validate, validate-config) and reason (memory: no room for the body).",
-		}, []string{"handler", "reason"}),
-		groupsOver: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "usher_admission_groups_over_limit_total",
-			Help: "Requests refused for naming more groups than MaxGroups, by source (request: a review's request.userInfo, annotation: a user.info a requester supplied, access: a /v1/access request).",
-		}, []string{"source"}),
-		tokenReviews: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "usher_tokenreviews_total",
-			Help: "Bearer tokens not in the cache, by result: authenticated, unauthenticated, error (the TokenReview failed), ratelimited (not reviewed: too many new tokens at once).",
-		}, []string{"result"}),
+		panics: counters("usher_panics_recovered_total", "Panics recovered at the HTTP edge, by handler.", "handler"),
+		accessAuth: counters("usher_access_auth_total", "Authentication and authorization of /v1/access and /metrics "+
+			"by endpoint and result (self, allowed, unauthenticated, forbidden, error).", "endpoint", "result"),
+		shed: counters("usher_shed_requests_total", "Requests refused with 429 to keep memory bounded, "+
+			"by handler (access, mutate, validate, validate-config) and reason (memory: no room for the body).", "handler", "reason"),
+		groupsOver: counters("usher_admission_groups_over_limit_total", "Requests refused for naming more groups than MaxGroups, by source "+
+			"(request: a review's request.userInfo, annotation: a user.info a requester supplied, access: a /v1/access request).", "source"),
+		tokenReviews: counters("usher_tokenreviews_total", "Bearer tokens not in the cache, by result: authenticated, "+
+			"unauthenticated, error (the TokenReview failed), ratelimited (not reviewed: too many new tokens at once).", "result"),
+		webhookCallers: counters("usher_webhook_callers_total", "Requests to the webhook paths by handler (mutate, validate, "+
+			"validate-config) and caller: verified (the API server's client certificate), unverified (served: --webhook-auth report), "+
+			"refused (401: client-cert), unchecked (none).", "handler", "result"),
+		webhookMode: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "usher_webhook_auth_mode", Help: "1, labelled with the --webhook-auth mode in use (client-cert, report, none).",
+		}, []string{"mode"}),
+		connsRefused: counter("usher_shed_connections_total", "Connections closed as soon as accepted because MaxConns were open."),
+		unstamped: counter("usher_unstamped_parents_total", "Objects propagators created from a parent without user.info, "+
+			"stamped with the propagator's identity (unstampedParents: propagatorIdentity); the audit record names the parent."),
+		degradedStamps: counter("usher_admission_degraded_stamps_total", "Objects stamped with the API server's groups only because "+
+			"the directory did not answer (stampGroupsOnError: given); the stamp is marked usher.io/directory-groups: unavailable."),
 	}
-	m.webhookCallers = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "usher_webhook_callers_total",
-		Help: "Requests to the webhook paths by handler (mutate, validate, validate-config) and caller: verified (the API server's client certificate), unverified (served: --webhook-auth report), refused (401: client-cert), unchecked (none).",
-	}, []string{"handler", "result"})
-	m.webhookMode = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "usher_webhook_auth_mode", Help: "1, labelled with the --webhook-auth mode in use (client-cert, report, none).",
-	}, []string{"mode"})
-	m.connsRefused = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "usher_shed_connections_total",
-		Help: "Connections closed as soon as accepted because MaxConns were open.",
-	})
-	m.unstamped = prometheus.NewCounter(prometheus.CounterOpts{Name: "usher_unstamped_parents_total",
-		Help: "Objects propagators created from a parent without user.info, stamped with the propagator's identity (unstampedParents: propagatorIdentity); the audit record names the parent."})
-	m.degradedStamps = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "usher_admission_degraded_stamps_total",
-		Help: "Objects stamped with the API server's groups only because the directory did not answer (stampGroupsOnError: given); the stamp is marked usher.io/directory-groups: unavailable.",
-	})
 	m.lastReload.SetToCurrentTime()
 	for _, h := range []string{"access", "mutate", "validate", "validate-config"} {
 		m.shed.WithLabelValues(h, "memory")
@@ -109,17 +95,13 @@ func newMetrics(reg *prometheus.Registry, st *serving.Store) *metrics {
 		m.denials.WithLabelValues(string(c), "false")
 		m.denials.WithLabelValues(string(c), "true")
 	}
-	for _, r := range []string{"success", "failure"} {
-		m.reloads.WithLabelValues(r)
+	for vec, values := range map[*prometheus.CounterVec][]string{m.reloads: {"success", "failure"},
+		m.groupsOver: {"request", "annotation", "access"}, m.tokenReviews: {"authenticated", "unauthenticated", "error", "ratelimited"}} {
+		for _, v := range values {
+			vec.WithLabelValues(v)
+		}
 	}
-	for _, src := range []string{"request", "annotation", "access"} {
-		m.groupsOver.WithLabelValues(src)
-	}
-	for _, r := range []string{"authenticated", "unauthenticated", "error", "ratelimited"} {
-		m.tokenReviews.WithLabelValues(r)
-	}
-	reg.MustRegister(m.accessChanges, m.decisions, m.decisionLatency, m.reviews, m.denials, m.requests, m.reloads, m.lastReload, m.panics, m.accessAuth, m.shed, m.groupsOver, m.tokenReviews, m.connsRefused, m.webhookCallers, m.webhookMode,
-		m.degradedStamps, m.unstamped, cacheCollector{st}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(cacheCollector{st}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

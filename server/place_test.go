@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/usherhq/usher/decision"
 	"github.com/usherhq/usher/server"
 )
 
@@ -69,7 +70,7 @@ func TestAccessPlacement(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, body := h.post("/v1/access", "application/json", tt.body)
-			var res server.AccessResponse
+			var res decision.Output
 			if err := json.Unmarshal([]byte(body), &res); err != nil || code != 200 {
 				t.Fatalf("%d %s %v", code, body, err)
 			}

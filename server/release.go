@@ -5,10 +5,9 @@ import (
 	"sync"
 )
 
-// releaseMemory returns the replaced generation's memory to the operating
-// system soon, so RSS comes back down after every reload
-// (docs/benchmarks.md). The full collection runs on a goroutine of its
-// own, and reloads that come meanwhile fold into one more run.
+// releaseMemory returns the replaced generation's memory to the system on a
+// goroutine of its own, so RSS comes back down after every reload
+// (docs/benchmarks.md); reloads meanwhile fold into one more run.
 func releaseMemory() {
 	releaseOnce.Do(func() {
 		go func() {

@@ -29,7 +29,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -41,6 +40,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/semaphore"
 
@@ -60,9 +60,8 @@ type Options struct {
 	// ConfigPath is a usher YAML file, a ConfigMap manifest or a mounted
 	// ConfigMap directory. Default "": the embedded default, no reload.
 	ConfigPath string
-	// ConfigMaps, instead of ConfigPath, are read and watched through the
-	// Kubernetes API and merged as YuniKorn merges yunikorn-defaults and
-	// yunikorn-configs (docs/configuration-sources.md).
+	// ConfigMaps, instead of ConfigPath, are watched through the API and
+	// merged as YuniKorn merges its two (docs/configuration-sources.md).
 	ConfigMaps []ConfigMapRef
 	// Addr is HOST:PORT, or fd:N for an inherited listening socket.
 	// Default "127.0.0.1:8443". Listener, when set, is used instead (tests).
@@ -72,41 +71,34 @@ type Options struct {
 	// /readyz), which Addr then does not. WebhookListener as Listener.
 	WebhookAddr     string
 	WebhookListener net.Listener
-	// WebhookAuth is WebhookAuthClientCert (default), WebhookAuthReport
-	// or WebhookAuthNone. WebhookClientCAFile is the PEM bundle of the CAs
-	// of the API server's client certificate (never ClientCAFile's),
-	// required by WebhookAuthClientCert; WebhookClientCNs are its allowed
-	// common names, default ["kube-apiserver"].
+	// WebhookAuth is WebhookAuthClientCert (default), WebhookAuthReport or
+	// WebhookAuthNone. WebhookClientCAFile holds the CAs of the API server's
+	// client certificate (never ClientCAFile's), whose allowed common names
+	// are WebhookClientCNs, default ["kube-apiserver"].
 	WebhookAuth         string
 	WebhookClientCAFile string
 	WebhookClientCNs    []string
 	// TLSCertFile and TLSKeyFile: both or neither. Default: a self-signed
 	// certificate for localhost, 127.0.0.1 and ::1.
 	TLSCertFile, TLSKeyFile string
-	Logger                  *slog.Logger // logs and audit records; default JSON to stderr
-	AuditLog                io.Writer    // when set, receives the audit records instead of Logger
-	NoAudit                 bool         // switches the audit records off
-	// NoDenialEvents switches off the Event of each admission denial,
-	// else recorded whenever cluster credentials load.
-	NoDenialEvents  bool
-	AuditDropped    func() uint64 // the audit lines the sink dropped, when set
-	ReloadInterval  time.Duration // how often the file is checked; default 2s
-	ShutdownTimeout time.Duration // bounds graceful shutdown; default 10s
-	MaxAccessBody   int64         // caps a /v1/access request; default 64 KiB
-	MaxReviewBody   int64         // caps an AdmissionReview; default admission.DefaultMaxBodyBytes
+	Logger                  *slog.Logger  // logs and audit records; default JSON to stderr
+	NoAudit                 bool          // switches the audit records off
+	NoDenialEvents          bool          // else each admission denial is an Event when cluster credentials load
+	AuditDropped            func() uint64 // the audit lines the sink dropped, when set
+	ReloadInterval          time.Duration // how often the file is checked; default 2s
+	ShutdownTimeout         time.Duration // bounds graceful shutdown; default 10s
+	MaxReviewBody           int64         // caps an AdmissionReview; default admission.DefaultMaxBodyBytes
 	// MaxGroups caps the groups of a review, of a supplied user.info and
 	// of a /v1/access request. Default admission.DefaultMaxGroups.
 	MaxGroups int
-	// RefuseConfigWarnings makes /validate-config refuse a configuration
-	// with warnings too (--validate-config-warnings=refuse); default:
-	// admitted, the warnings returned to kubectl.
+	// RefuseConfigWarnings makes /validate-config refuse a configuration with
+	// warnings too; default: admitted, the warnings returned to kubectl.
 	RefuseConfigWarnings bool
 	// BodyMemory is what the bodies being read may hold at once; a request
 	// that does not fit gets 429 unread. Default 48 MiB: six bodies of 3 MiB.
 	BodyMemory int64
-	// SmallBodyReserve is memory beside BodyMemory for bodies of at most
-	// SmallBody bytes, so ordinary reviews pass while large bodies take all
-	// of BodyMemory. Default 8 MiB and 256 KiB.
+	// SmallBodyReserve (default 8 MiB) is for bodies of at most SmallBody
+	// (256 KiB), so ordinary reviews pass while large ones take BodyMemory.
 	SmallBodyReserve int64
 	SmallBody        int64
 	// BodyReadTimeout bounds a body's arrival once it has memory.
@@ -114,16 +106,10 @@ type Options struct {
 	BodyReadTimeout time.Duration
 	// WriteTimeout bounds a request from its headers to the end of its
 	// answer. Default 30s (the longest webhook timeout the API server allows).
-	WriteTimeout         time.Duration
-	ReadHeaderTimeout    time.Duration // bounds reading headers; default 5s
-	MaxHeaderBytes       int           // caps a request's headers; default 64 KiB
-	MaxConcurrentStreams int           // caps the HTTP/2 streams of a connection; default 100
+	WriteTimeout time.Duration
 	// MaxConns caps the open connections (default 1024), a quarter of them
 	// the webhook listener's own so a flood on one port does not close the other.
 	MaxConns int
-	// MaxStreamBuffer and MaxConnBuffer are the HTTP/2 flow-control
-	// windows, memory the body budget does not see. Default 256 and 512 KiB.
-	MaxStreamBuffer, MaxConnBuffer int
 	// Getenv reads ADMISSION_CONTROLLER_* overrides. Default os.LookupEnv.
 	Getenv func(string) (string, bool)
 
@@ -137,10 +123,8 @@ type Options struct {
 	// ClientCAFile is the PEM bundle of the CAs of callers' client
 	// certificates (user: the CN, groups: the organizations). Default "": none.
 	ClientCAFile string
-	// AggregatedAPI serves /v1/access as access.usher.io/v1alpha1
-	// accessreviews to kube-apiserver's aggregation layer, which
-	// authenticates the caller and names it in headers vouched for by its
-	// front-proxy certificate (docs/kubectl-usher.md). Default: false.
+	// AggregatedAPI serves /v1/access as access.usher.io/v1alpha1 accessreviews
+	// through kube-apiserver's aggregation layer (docs/kubectl-usher.md).
 	AggregatedAPI bool
 	// PrivilegedGroups may ask about anyone and read /metrics without a
 	// SubjectAccessReview. Default (nil) ["system:masters"]; empty: none.
@@ -150,16 +134,14 @@ type Options struct {
 	TokenReviewCache         auth.TokenOptions
 	SubjectAccessReviewCache auth.SAROptions
 
-	// ManageWebhooks registers the webhooks as Webhooks says once this
-	// replica serves, and keeps them registered (webhooks.go); it needs
-	// cluster credentials. WebhookOwner, when set, is the ClusterRole
-	// that owns them, so that deleting it (helm uninstall) deletes them.
+	// ManageWebhooks keeps the webhooks registered as Webhooks says (webhooks.go).
+	// WebhookOwner, when set, is the ClusterRole that owns them, so that
+	// deleting it (helm uninstall) deletes them.
 	ManageWebhooks bool
 	Webhooks       admission.Install
 	WebhookOwner   string
-	// NativeFloor, with ManageWebhooks, also keeps the native floor of
-	// the configuration in service (usher native) applied as NAME-floor,
-	// bound to the namespaces the webhooks select.
+	// NativeFloor, with ManageWebhooks, also keeps the native floor (usher
+	// native) applied as NAME-floor, bound to the webhooks' namespaces.
 	NativeFloor bool
 }
 
@@ -168,7 +150,6 @@ func (o Options) withDefaults() Options {
 	o.Logger = cmp.Or(o.Logger, slog.New(slog.NewJSONHandler(os.Stderr, nil)))
 	defaults.Positive(&o.ReloadInterval, 2*time.Second)
 	defaults.Positive(&o.ShutdownTimeout, 10*time.Second)
-	defaults.Positive(&o.MaxAccessBody, 64<<10)
 	defaults.Positive(&o.MaxReviewBody, admission.DefaultMaxBodyBytes)
 	defaults.Positive(&o.MaxGroups, admission.DefaultMaxGroups)
 	defaults.Positive(&o.BodyMemory, 48<<20)
@@ -176,12 +157,7 @@ func (o Options) withDefaults() Options {
 	defaults.Positive(&o.SmallBody, 256<<10)
 	defaults.Positive(&o.BodyReadTimeout, 10*time.Second)
 	defaults.Positive(&o.WriteTimeout, 30*time.Second)
-	defaults.Positive(&o.ReadHeaderTimeout, 5*time.Second)
-	defaults.Positive(&o.MaxHeaderBytes, 64<<10)
-	defaults.Positive(&o.MaxConcurrentStreams, 100)
 	defaults.Positive(&o.MaxConns, 1024)
-	defaults.Positive(&o.MaxStreamBuffer, 256<<10)
-	defaults.Positive(&o.MaxConnBuffer, 512<<10)
 	if o.Getenv == nil {
 		o.Getenv = os.LookupEnv
 	}
@@ -216,7 +192,6 @@ type Server struct {
 	lastSum             [32]byte
 	src                 configSource
 	status              atomic.Pointer[reloadStatus]
-	httpServer          *http.Server
 	addr                atomic.Value // string, once listening
 	bodies              bodyBudgets
 	conns, webhookConns connLimiter         // of Addr and WebhookAddr
@@ -231,9 +206,8 @@ type Server struct {
 
 type reloadStatus struct {
 	loadedAt     time.Time
-	generation   string // the source (with resourceVersions) and sha256
-	failed       bool   // the last reload was refused
-	failedAt     time.Time
+	generation   string    // the source (with resourceVersions) and sha256
+	failedAt     time.Time // of the last reload, when refused
 	failedGen    string
 	upgrade      int // warnings about what a later release refuses
 	missingGroup string
@@ -243,14 +217,10 @@ type reloadStatus struct {
 func New(opts Options) (*Server, error) {
 	opts = opts.withDefaults()
 	s := &Server{opts: opts, log: opts.Logger, registry: prometheus.NewRegistry(), parsing: semaphore.NewWeighted(1), webhookKick: make(chan struct{}, 1)}
-	if opts.AuditLog != nil && !opts.NoAudit {
-		audit := slog.NewJSONHandler(opts.AuditLog, &slog.HandlerOptions{Level: slog.LevelInfo})
-		s.log = slog.New(SplitAudit(opts.Logger.Handler(), audit))
-	}
 	if opts.AuditDropped != nil {
-		s.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "usher_audit_records_dropped_total",
+		promauto.With(s.registry).NewCounterFunc(prometheus.CounterOpts{Name: "usher_audit_records_dropped_total",
 			Help: "Audit records dropped because the audit sink did not take them (8 MiB were waiting)."},
-			func() float64 { return float64(opts.AuditDropped()) }))
+			func() float64 { return float64(opts.AuditDropped()) })
 	}
 	s.bodies.shared.limit, s.bodies.small.limit, s.bodies.smallBody = opts.BodyMemory, opts.SmallBodyReserve, opts.SmallBody
 	// Loaded once; each user says what it does without them.
@@ -267,9 +237,6 @@ func New(opts Options) (*Server, error) {
 	case len(opts.ConfigMaps) > 0:
 		cm, err := newCMSource(opts.ConfigMaps, s.kube, s.kubeErr)
 		if err != nil {
-			return nil, err
-		}
-		if err = cm.fetch(context.Background()); err != nil {
 			return nil, err
 		}
 		s.cm, s.src = cm, cm
@@ -291,10 +258,13 @@ func New(opts Options) (*Server, error) {
 	}
 	s.checkRegistration(cfg)
 	s.metrics = newMetrics(s.registry, s.serving)
-	s.configInfo = newConfigInfo(s.registry)
-	s.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "usher_config_upgrade_warnings",
+	reg := promauto.With(s.registry)
+	s.configInfo = reg.NewGaugeVec(prometheus.GaugeOpts{Name: "usher_config_info", Help: "The configuration in service (value 1): " +
+		"where it was read (source: a file or configmap/NS/NAME@resourceVersion, comma separated) and the sha256 of its content (12 hex digits)."},
+		[]string{"source", "sha256"})
+	reg.NewGaugeFunc(prometheus.GaugeOpts{Name: "usher_config_upgrade_warnings",
 		Help: "Warnings about what a later release refuses (docs/upgrade.md) in the configuration in service."},
-		func() float64 { return float64(s.status.Load().upgrade) }))
+		func() float64 { return float64(s.status.Load().upgrade) })
 	s.conns.max, s.conns.refused = int64(opts.MaxConns), s.metrics.connsRefused
 	if s.webhookListener() {
 		s.webhookConns.max, s.webhookConns.refused = max(s.conns.max/4, 1), s.conns.refused
@@ -360,18 +330,15 @@ func (s *Server) setupTLS() error {
 		s.tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }}
 		s.log.Warn("tls: no certificate given; serving a self-signed certificate for local use")
 	}
-	s.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "usher_tls_certificate_expiry_timestamp_seconds",
+	promauto.With(s.registry).NewGaugeFunc(prometheus.GaugeOpts{Name: "usher_tls_certificate_expiry_timestamp_seconds",
 		Help: "When the serving certificate expires (its notAfter), read when scraped."}, func() float64 {
 		if c, _ := s.tlsConfig.GetCertificate(nil); c.Leaf != nil {
 			return float64(c.Leaf.NotAfter.Unix())
 		}
 		return 0
-	}))
+	})
 	return nil
 }
-
-// Serving returns what serves (for tests).
-func (s *Server) Serving() *serving.Store { return s.serving }
 
 // Addr returns the address the server listens on, once Run has started.
 func (s *Server) Addr() string {
@@ -393,7 +360,7 @@ func (s *Server) webhookListener() bool {
 func (s *Server) routes(webhooks, others bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	if others {
-		access := s.instrument("access", withRequestID(s.limitBody("access", s.opts.MaxAccessBody, http.HandlerFunc(s.serveAccess))))
+		access := s.instrument("access", withRequestID(s.limitBody("access", maxAccessBody, http.HandlerFunc(s.serveAccess))))
 		mux.Handle("/v1/access", access)
 		if s.opts.AggregatedAPI {
 			mux.Handle("/apis/"+AggregatedGroupVersion+"/accessreviews", access)
@@ -446,27 +413,34 @@ func (s *Server) Run(ctx context.Context) error {
 		})
 	}
 	s.addr.Store(ln.Addr().String())
-	s.httpServer = &http.Server{
+	hs := &http.Server{
 		Handler:           handler,
 		ConnContext:       s.connContext,
 		TLSConfig:         s.tlsConfig,
-		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		ReadHeaderTimeout: 5 * time.Second,
 		// A backstop behind BodyReadTimeout.
 		ReadTimeout:    30 * time.Second,
 		WriteTimeout:   s.opts.WriteTimeout,
 		IdleTimeout:    120 * time.Second,
-		MaxHeaderBytes: s.opts.MaxHeaderBytes,
+		MaxHeaderBytes: 64 << 10,
+		// The flow-control windows are memory the body budget does not see.
 		HTTP2: &http.HTTP2Config{
-			MaxConcurrentStreams:          s.opts.MaxConcurrentStreams,
-			MaxReceiveBufferPerStream:     s.opts.MaxStreamBuffer,
-			MaxReceiveBufferPerConnection: s.opts.MaxConnBuffer,
+			MaxConcurrentStreams:          100,
+			MaxReceiveBufferPerStream:     256 << 10,
+			MaxReceiveBufferPerConnection: 512 << 10,
 		},
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	s.log.Info("usher serving", "addr", s.Addr(), "webhookAddr", webhookAddr, "webhookAuth", s.webhook.mode, "config", s.src.name())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	if s.stopParents != nil {
+		defer s.stopParents()
+	}
+	// The reloads and the webhook reconciler stop with rctx.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	wg.Go(func() {
 		switch {
 		case s.cm != nil:
 			// Each replica says on the ConfigMap what it serves.
@@ -474,40 +448,31 @@ func (s *Server) Run(ctx context.Context) error {
 			_, _, ref, gen := s.cm.merged(objs, nil)
 			s.event(ref, s.cm.object(objs, ref), "Normal", "ConfigLoaded",
 				fmt.Sprintf("usher replica %s serves %s (sha256 %s)", s.cm.instance, gen, shortSum(s.lastSum)))
-			s.cm.run(ctx, func() { _, _ = s.Reload() })
+			s.cm.run(rctx, func() { _, _ = s.Reload() })
 		case s.opts.ConfigPath != "":
-			s.watch(ctx)
+			s.watch(rctx)
 		}
-	}()
+	})
 	errc := make(chan error, len(lns))
 	for _, l := range lns {
-		go func() { errc <- s.httpServer.ServeTLS(l, "", "") }()
+		go func() { errc <- hs.ServeTLS(l, "", "") }()
 	}
-	if s.stopParents != nil {
-		defer s.stopParents()
+	if s.opts.ManageWebhooks {
+		// Ready: a good configuration in service, the listeners up.
+		wg.Go(func() { s.manageWebhooks(rctx) })
 	}
-	mctx, stop := context.WithCancel(ctx)
-	managed := make(chan struct{})
-	go func() {
-		defer close(managed)
-		if s.opts.ManageWebhooks {
-			// Ready: a good configuration in service, the listeners up.
-			s.manageWebhooks(mctx)
-		}
-	}()
-	defer func() { stop(); <-managed }()
 	select {
 	case err := <-errc:
-		s.httpServer.Close()
-		<-done
+		hs.Close()
 		return err
 	case <-ctx.Done():
 	}
 	s.log.Info("shutting down", "timeout", s.opts.ShutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
 	defer cancel()
-	err = s.httpServer.Shutdown(sctx)
-	<-done
+	err = hs.Shutdown(sctx)
+	stop()
+	wg.Wait()
 	s.events.shutdown()
 	if cerr := s.serving.Close(); cerr != nil {
 		s.log.Warn("closing resolvers", "err", cerr)
@@ -577,7 +542,7 @@ func (s *Server) apply(cfg *config.Config, err error, gen string, sum [32]byte) 
 	if err != nil {
 		s.metrics.reloads.WithLabelValues("failure").Inc()
 		st := *s.status.Load()
-		st.failed, st.failedAt, st.failedGen = true, time.Now(), gen
+		st.failedAt, st.failedGen = time.Now(), gen
 		s.status.Store(&st)
 		s.log.Error("configuration refused; the previous configuration keeps serving", "config", s.src.name(), "refused", gen, "serving", st.generation, "err", err)
 		return false, err
@@ -630,7 +595,7 @@ func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintf(w, "ready: serving the configuration loaded at %s\n", st.loadedAt.UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "generation: %s\n", st.generation)
 	fmt.Fprintf(w, "webhook callers: %s (--webhook-auth)\n", s.webhook.mode)
-	if st.failed {
+	if !st.failedAt.IsZero() {
 		// Anyone may read /readyz: the reason, which can name files and
 		// DNs, is only in the log and the ConfigMap's Event.
 		where, refused := "the log", ""

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/usherhq/usher/decision"
 	"github.com/usherhq/usher/internal/pki"
 	"github.com/usherhq/usher/server"
 )
@@ -155,7 +156,7 @@ func TestAccessAPI(t *testing.T) {
 	h := start(t, server.Options{ConfigPath: cfg}, nil)
 
 	code, body := h.post("/v1/access", "application/json", `{"queue":"root.dev","user":"alice","groups":["dev"],"action":"submit"}`)
-	var res server.AccessResponse
+	var res decision.Output
 	if err := json.Unmarshal([]byte(body), &res); err != nil || code != 200 {
 		t.Fatalf("%d %s %v", code, body, err)
 	}
@@ -170,7 +171,7 @@ func TestAccessAPI(t *testing.T) {
 		t.Fatalf("resolved: %s", body)
 	}
 	_, body = h.post("/v1/access", "application/json", `{"queue":"root.ops","user":"carol","action":"admin"}`)
-	res = server.AccessResponse{}
+	res = decision.Output{}
 	json.Unmarshal([]byte(body), &res)
 	if res.Allowed || res.DecidedBy != nil || !strings.Contains(res.Reason, "carol may not administer root.ops") {
 		t.Fatalf("denied: %s", body)
@@ -287,7 +288,7 @@ func TestReload(t *testing.T) {
 	h := start(t, server.Options{ConfigPath: cfg, ReloadInterval: 20 * time.Millisecond}, nil)
 	decide := func() bool {
 		_, body := h.post("/v1/access", "application/json", `{"queue":"root.ops","user":"bob"}`)
-		var res server.AccessResponse
+		var res decision.Output
 		if err := json.Unmarshal([]byte(body), &res); err != nil {
 			t.Fatalf("%s", body)
 		}
@@ -428,5 +429,34 @@ func TestManageWebhooksNeedsCredentials(t *testing.T) {
 	_, err := server.New(server.Options{ManageWebhooks: true, Kubeconfig: filepath.Join(t.TempDir(), "missing")})
 	if err == nil || !strings.Contains(err.Error(), "--manage-webhooks") {
 		t.Fatalf("err %v, want one naming --manage-webhooks", err)
+	}
+}
+
+// A listener that fails ends Run with its error while the caller's context
+// is still live: the configuration watch stops with it.
+func TestRunReturnsWhenAListenerFails(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "q.yaml")
+	writeFile(t, cfg, teamsYAML)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close() // Accept fails at once
+	srv, err := server.New(server.Options{ConfigPath: cfg, Listener: ln, Logger: slog.New(slog.DiscardHandler),
+		AccessAuth: []string{server.AccessAuthNone}, WebhookAuth: server.WebhookAuthNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("Run returned no error for a closed listener")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return within a minute of its listener failing")
 	}
 }

@@ -10,12 +10,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Load shedding: request bodies draw on one memory budget, charged
-// bodyCost up front for a declared length, else a grain at a time as read;
-// a body that does not fit is refused with 429 before it is read, so a
-// crowd of large bodies cannot get every replica killed (which, with
-// failurePolicy Fail, stops every pod creation). Small bodies draw first
-// from a reserve of their own. docs/limits.md has the figures.
+// Load shedding: a request body that does not fit the memory budget is
+// refused with 429 before it is read, so a crowd of large bodies cannot get
+// every replica killed (which, with failurePolicy Fail, stops every pod
+// creation). docs/limits.md has the figures.
 
 // budget is bytes that holders take and give back; a take never waits.
 type budget struct {

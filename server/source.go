@@ -54,9 +54,8 @@ func (c *cmSource) read(getenv func(string) (string, bool)) (snapshot, error) {
 	}}, nil
 }
 
-// Reload swaps in the configuration when it changed since the last
-// attempt and is valid, reporting whether it did and why not; a
-// ConfigMap gets an Event either way.
+// Reload swaps in the configuration when it changed and is valid, saying
+// whether it did and why not; a ConfigMap gets an Event either way.
 func (s *Server) Reload() (bool, error) {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()

@@ -15,7 +15,7 @@ type certSource struct {
 	certFile, keyFile string
 	log               *slog.Logger
 
-	mu      sync.RWMutex
+	mu      sync.Mutex
 	cert    *tls.Certificate
 	stamp   fileStamp
 	checked time.Time
@@ -55,35 +55,24 @@ func (s *certSource) load() error {
 	if err != nil {
 		return fmt.Errorf("tls: %s, %s: %w", s.certFile, s.keyFile, err)
 	}
-	s.mu.Lock()
 	s.cert, s.stamp = &cert, st
-	s.mu.Unlock()
 	return nil
 }
 
-// get returns the current certificate, re-reading the files at most once
-// a second when they changed; a pair that does not load (the key not yet
-// written) keeps the previous one.
+// get re-reads the files at most once a second when they changed; a pair
+// that does not load (the key not yet written) keeps the previous one.
 func (s *certSource) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	now := time.Now()
-	s.mu.RLock()
-	cert, due := s.cert, now.Sub(s.checked) >= time.Second
-	s.mu.RUnlock()
-	if !due {
-		return cert, nil
-	}
 	s.mu.Lock()
-	s.checked = now
-	old := s.stamp
-	s.mu.Unlock()
-	if st, err := stampOf(s.certFile, s.keyFile); err == nil && st != old {
-		if err := s.load(); err != nil {
-			s.log.Warn("tls: keeping the previous certificate", "err", err)
-		} else {
-			s.log.Info("tls: certificate reloaded", "cert", s.certFile)
+	defer s.mu.Unlock()
+	if now := time.Now(); now.Sub(s.checked) >= time.Second {
+		s.checked = now
+		if st, err := stampOf(s.certFile, s.keyFile); err == nil && st != s.stamp {
+			if err := s.load(); err != nil {
+				s.log.Warn("tls: keeping the previous certificate", "err", err)
+			} else {
+				s.log.Info("tls: certificate reloaded", "cert", s.certFile)
+			}
 		}
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
 	return s.cert, nil
 }

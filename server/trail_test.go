@@ -18,9 +18,9 @@ func TestAccessTrail(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "q.yaml")
 	writeFile(t, cfg, placeYAML)
 	h := start(t, server.Options{ConfigPath: cfg}, nil)
-	decode := func(body string) (server.AccessResponse, *decision.Trail) {
+	decode := func(body string) (decision.Output, *decision.Trail) {
 		t.Helper()
-		var res server.AccessResponse
+		var res decision.Output
 		dec := json.NewDecoder(bytes.NewReader([]byte(body)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&res); err != nil {

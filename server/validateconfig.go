@@ -19,20 +19,14 @@ const (
 	maxAdmissionWarnings = 20      // returned to kubectl
 	maxConfigMapData     = 1 << 20 // what etcd holds; larger is refused unparsed
 	// maxReviewNodes caps the YAML nodes config.NodeBound counts before
-	// parsing: at yaml.v3's ~190 bytes a node, a parse holds at most 57 MiB
-	// (1 MiB of the usual shape counts 254,000).
+	// parsing, so a parse holds at most about 57 MiB (docs/limits.md).
 	maxReviewNodes = 300_000
-	// nodeCost is charged to the body budget per node counted: half of 190
-	// bytes, as the bound is above the nodes parsed.
-	nodeCost = 96
+	nodeCost       = 96 // charged to the body budget per node counted, half of a parsed node's
 )
 
 // serveValidateConfig is /validate-config: it loads the ConfigMap being
-// written as usher serve would (merged with the other one it reads, no file
-// opened: config.InRequest) and refuses it with the diagnostics, or admits it
-// with the lint warnings (refuses it, with RefuseConfigWarnings). A ConfigMap
-// usher does not read and a deletion are admitted; data past the bounds above
-// is refused unparsed, a parse the body budget cannot hold with 429.
+// written as usher serve would (config.InRequest) and refuses it with the
+// diagnostics, or admits it with the lint warnings.
 func (s *Server) serveValidateConfig(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST an AdmissionReview", http.StatusMethodNotAllowed)

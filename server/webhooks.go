@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	admissionregistrationv1 "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
@@ -24,25 +23,18 @@ import (
 	"github.com/usherhq/usher/native"
 )
 
-// manageWebhooks runs once this replica serves: as the leader of the
-// Lease NAME-webhooks among the replicas, it keeps the webhook
-// configurations equal to what admission.Registration renders for the
-// generation in service, re-applying on every swap, when someone changes
-// or deletes them (a watch) and every minute (a rotated CA file). It never
-// deletes them; their owner does (Options.WebhookOwner).
+// manageWebhooks, as the leader of the Lease NAME-webhooks, keeps the webhook
+// configurations as admission.Registration renders the generation in service:
+// applied on every swap, change or deletion of them, and every minute (a
+// rotated CA file). It never deletes them; their owner does.
 func (s *Server) manageWebhooks(ctx context.Context) {
-	cs, err := kubernetes.NewForConfig(s.kube.Config)
-	if err != nil {
-		s.log.Error("webhooks: not managed", "err", err)
-		return
-	}
 	lock := &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Namespace: s.opts.Webhooks.Namespace, Name: s.opts.Webhooks.Name + "-webhooks"},
-		Client: cs.CoordinationV1(), LockConfig: resourcelock.ResourceLockConfig{Identity: replicaName() + "_" + string(uuid.NewUUID())}}
+		Client: s.kube.CoordinationV1(), LockConfig: resourcelock.ResourceLockConfig{Identity: replicaName() + "_" + string(uuid.NewUUID())}}
 	ctx = logr.NewContextWithSlogLogger(ctx, s.log) // client-go logs to usher's log
 	for ctx.Err() == nil {
 		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{Lock: lock, Name: lock.LeaseMeta.Name, ReleaseOnCancel: true,
 			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-			Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: func(ctx context.Context) { s.reconcileWebhooks(ctx, cs) }, OnStoppedLeading: func() {}}})
+			Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: func(ctx context.Context) { s.reconcileWebhooks(ctx) }, OnStoppedLeading: func() {}}})
 	}
 }
 
@@ -54,9 +46,9 @@ func (s *Server) kickWebhooks() {
 	}
 }
 
-func (s *Server) reconcileWebhooks(ctx context.Context, cs kubernetes.Interface) {
+func (s *Server) reconcileWebhooks(ctx context.Context) {
 	s.log.Info("webhooks: leading; registering the webhook configurations", "lease", s.opts.Webhooks.Name+"-webhooks")
-	f := informers.NewSharedInformerFactoryWithOptions(cs, time.Minute, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+	f := informers.NewSharedInformerFactoryWithOptions(s.kube, time.Minute, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = "app.kubernetes.io/managed-by=" + admission.ManagedBy
 	}))
 	kick := func(any) { s.kickWebhooks() }
@@ -72,7 +64,7 @@ func (s *Server) reconcileWebhooks(ctx context.Context, cs kubernetes.Interface)
 			return
 		case <-s.webhookKick:
 		}
-		if err := s.applyWebhooks(ctx, cs); err != nil && ctx.Err() == nil {
+		if err := s.applyWebhooks(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("webhooks: apply failed; retrying in 5s", "err", err)
 			time.AfterFunc(5*time.Second, s.kickWebhooks)
 		}
@@ -81,7 +73,7 @@ func (s *Server) reconcileWebhooks(ctx context.Context, cs kubernetes.Interface)
 
 // applyWebhooks applies (server-side, taking over every field it sets)
 // the configurations for the generation in service.
-func (s *Server) applyWebhooks(ctx context.Context, cs kubernetes.Interface) error {
+func (s *Server) applyWebhooks(ctx context.Context) error {
 	in := s.opts.Webhooks
 	var err error
 	if in.CABundleFile != "" {
@@ -92,7 +84,7 @@ func (s *Server) applyWebhooks(ctx context.Context, cs kubernetes.Interface) err
 	cfg := s.serving.Current().Config() // one generation for the webhooks and the floor
 	m, v := admission.Registration(cfg.Admission.Config(), in)
 	if s.opts.WebhookOwner != "" {
-		owner, err := cs.RbacV1().ClusterRoles().Get(ctx, s.opts.WebhookOwner, metav1.GetOptions{})
+		owner, err := s.kube.RbacV1().ClusterRoles().Get(ctx, s.opts.WebhookOwner, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -101,7 +93,7 @@ func (s *Server) applyWebhooks(ctx context.Context, cs kubernetes.Interface) err
 	}
 	force := true
 	opts := metav1.PatchOptions{FieldManager: "usher", Force: &force}
-	api := cs.AdmissionregistrationV1()
+	api := s.kube.AdmissionregistrationV1()
 	mdata, _ := json.Marshal(m)
 	vdata, _ := json.Marshal(v)
 	got, err := api.MutatingWebhookConfigurations().Patch(ctx, m.Name, types.ApplyPatchType, mdata, opts)
@@ -122,9 +114,8 @@ func (s *Server) applyWebhooks(ctx context.Context, cs kubernetes.Interface) err
 	return nil
 }
 
-// applyFloor applies the native floor of cfg, the generation in service, bound
-// to the namespaces sel selects; a floor that only guards (the partition's
-// groups are the directory's) removes the stamping policy applied before.
+// applyFloor applies cfg's native floor bound to the namespaces sel selects;
+// a floor that only guards removes the stamping policy applied before.
 func (s *Server) applyFloor(ctx context.Context, api admissionregistrationv1.AdmissionregistrationV1Interface, cfg *config.Config,
 	sel *metav1.LabelSelector, refs []metav1.OwnerReference, opts metav1.PatchOptions) error {
 	f, err := native.Compile(cfg.Admission, cfg.FloorStamps())

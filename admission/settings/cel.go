@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 )
@@ -22,10 +23,7 @@ func NamespaceCondition(c Config) string {
 	if len(d.ProcessNamespaces) > 0 {
 		parts = append(parts, celList(d.ProcessNamespaces)+anyMatch)
 	}
-	if len(parts) == 0 {
-		return "true"
-	}
-	return strings.Join(parts, " && ")
+	return cmp.Or(strings.Join(parts, " && "), "true")
 }
 
 // DelegationCondition (usher-untrusted-setters) is false for system:masters

@@ -33,17 +33,14 @@ type Compiled struct {
 	Delegated, DelegatedWarn bool
 
 	processNS, bypassNS Matcher
-	table               []QueueMappingEntry
-	template            template
 }
 
 // Source is a compiled queue source.
 type Source struct {
 	QueueSource
-	Annotation bool     // Kind is annotation
-	PodLevel   bool     // the scheduler reads the marker on the pods only
-	Place      bool     // YuniKorn's placement rules decide the queue (its scheduler is yunikorn)
-	template   template // nil: use the global template or the default rule
+	Annotation bool // Kind is annotation
+	PodLevel   bool // the scheduler reads the marker on the pods only
+	Place      bool // YuniKorn's placement rules decide the queue (its scheduler is yunikorn)
 }
 
 // Matcher is a compiled pattern list.
@@ -165,24 +162,19 @@ func (c Config) Compile() (*Compiled, error) {
 		if s.Kind != "label" && !cs.Annotation {
 			errs = append(errs, settingErr(setting, i, "kind", "%q is not a marker kind: want label or annotation", s.Kind))
 		}
-		switch s.Level {
-		case LevelPod:
-			cs.PodLevel = true
-		case LevelWorkload:
-		case "":
-			cs.Level, cs.PodLevel = LevelWorkload, s.Scheduler == SchedulerYuniKorn
-			if cs.PodLevel {
-				cs.Level = LevelPod
-			}
-		default:
+		if s.Level == "" && s.Scheduler == SchedulerYuniKorn {
+			cs.Level = LevelPod
+		}
+		cs.Level = cmp.Or(cs.Level, LevelWorkload)
+		cs.PodLevel = cs.Level == LevelPod
+		if cs.Level != LevelPod && cs.Level != LevelWorkload {
 			errs = append(errs, settingErr(setting, i, "level", "%q is not a level: want pod or workload", s.Level))
 		}
 		cs.Place = s.Scheduler == SchedulerYuniKorn
 		if s.Key == "" || strings.TrimSpace(s.Key) != s.Key {
 			errs = append(errs, settingErr(setting, i, "key", "%q is not a label or annotation key", s.Key))
 		}
-		var err error
-		if cs.template, err = parseTemplate(s.Template); err != nil {
+		if err := checkTemplate(s.Template); err != nil {
 			errs = append(errs, settingErr(setting, i, "template", "%v", err))
 		}
 		for j := range i {
@@ -195,8 +187,7 @@ func (c Config) Compile() (*Compiled, error) {
 		}
 		out.Sources = append(out.Sources, cs)
 	}
-	var err error
-	if out.template, err = parseTemplate(c.QueueMapping.Template); err != nil {
+	if err := checkTemplate(c.QueueMapping.Template); err != nil {
 		errs = append(errs, settingErr("admissionController.queueMapping.template", -1, "", "%v", err))
 	}
 	for i, e := range c.QueueMapping.Table {
@@ -208,7 +199,6 @@ func (c Config) Compile() (*Compiled, error) {
 			errs = append(errs, settingErr(setting, i, "queue", "%v", err))
 		}
 	}
-	out.table = c.QueueMapping.Table
 	d := c.DelegatedAdministration
 	out.Delegated, out.DelegatedWarn = d != DelegationOff, d == DelegationWarn
 	if d != DelegationOff && d != DelegationWarn && d != DelegationEnforce {
@@ -252,53 +242,25 @@ func (c *Compiled) ProcessNamespace(ns string) bool {
 	return !c.bypassNS.Match(ns) && (len(c.processNS) == 0 || c.processNS.Match(ns))
 }
 
-// template is a parsed queue-mapping template: literal texts and placeholders; nil is none.
-type template []string
-
-func parseTemplate(s string) (template, error) {
-	var t template
-	rest := s
-	for rest != "" {
+// checkTemplate checks that each {…} of a queue-mapping template is a placeholder.
+func checkTemplate(s string) error {
+	for rest := s; ; {
 		open := strings.IndexAny(rest, "{}")
-		if open < 0 {
-			t = append(t, rest)
-			break
+		switch {
+		case open < 0:
+			return nil
+		case rest[open] == '}':
+			return fmt.Errorf("%q: unmatched }", s)
 		}
-		if rest[open] == '}' {
-			return nil, fmt.Errorf("%q: unmatched }", s)
+		name, after, ok := strings.Cut(rest[open+1:], "}")
+		switch {
+		case !ok:
+			return fmt.Errorf("%q: unterminated {", s)
+		case name != "value" && name != "namespace" && name != "scheduler":
+			return fmt.Errorf("%q: unknown placeholder {%s}: want {value}, {namespace} or {scheduler}", s, name)
 		}
-		if open > 0 {
-			t = append(t, rest[:open])
-		}
-		end := strings.IndexByte(rest[open:], '}')
-		if end < 0 {
-			return nil, fmt.Errorf("%q: unterminated {", s)
-		}
-		switch name := rest[open+1 : open+end]; name {
-		case "value", "namespace", "scheduler":
-			t = append(t, "{"+name+"}")
-		default:
-			return nil, fmt.Errorf("%q: unknown placeholder {%s}: want {value}, {namespace} or {scheduler}", s, name)
-		}
-		rest = rest[open+end+1:]
+		rest = after
 	}
-	return t, nil
-}
-
-func (t template) expand(value, namespace, scheduler string) string {
-	var b strings.Builder
-	for _, p := range t {
-		switch p {
-		case "{value}":
-			p = value
-		case "{namespace}":
-			p = namespace
-		case "{scheduler}":
-			p = scheduler
-		}
-		b.WriteString(p)
-	}
-	return b.String()
 }
 
 // checkQueuePath checks that q is "root" or "root." followed by non-empty dot-separated names.
@@ -321,20 +283,18 @@ func checkQueuePath(q string) error {
 // queue path. While placing, a YuniKorn marker nothing maps is returned
 // with place true: YuniKorn's shim passes it to the placement rules.
 func (c *Compiled) MapQueue(s *Source, value, ns string, placing bool) (queue string, place bool, err error) {
-	for i := range c.table {
-		e := &c.table[i]
+	for i := range c.cfg.QueueMapping.Table {
+		e := &c.cfg.QueueMapping.Table[i]
 		if e.Value == value && (e.Scheduler == "" || e.Scheduler == s.Scheduler) && (e.Namespace == "" || e.Namespace == ns) {
 			return e.Queue, false, nil
 		}
 	}
 	var q string
-	switch {
-	case placing && s.Place && s.template == nil && c.template == nil:
+	switch t := cmp.Or(s.Template, c.cfg.QueueMapping.Template); {
+	case placing && s.Place && t == "":
 		return value, true, nil
-	case s.template != nil:
-		q = s.template.expand(value, ns, s.Scheduler)
-	case c.template != nil:
-		q = c.template.expand(value, ns, s.Scheduler)
+	case t != "":
+		q = strings.NewReplacer("{value}", value, "{namespace}", ns, "{scheduler}", s.Scheduler).Replace(t)
 	case value == "root" || strings.HasPrefix(value, "root."):
 		q = value
 	default:

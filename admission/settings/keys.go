@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // key is one setting as every source names it: its YAML path (also its
@@ -21,6 +22,7 @@ type key struct {
 	field func(*Config) any
 	want  string
 	lint  *patternKey // the anchoring rule of a pattern setting
+	def   Patterns    // a pattern setting's default when unset
 }
 
 const prefix = "admissionController."
@@ -31,7 +33,8 @@ var keys = []key{
 	{setting: prefix + "accessControl.trustControllers", env: []string{"ADMISSION_CONTROLLER_TRUST_CONTROLLERS",
 		"ADMISSION_CONTROLLER_BYPASS_CONTROLLERS"}, field: func(c *Config) any { return &c.AccessControl.TrustControllers }},
 	{setting: prefix + "accessControl.systemUsers", env: []string{"ADMISSION_CONTROLLER_SYSTEM_USERS"},
-		lint: &patternKey{"user", "trusts", ":"}, field: func(c *Config) any { return &c.AccessControl.SystemUsers }},
+		lint: &patternKey{"user", "trusts", ":"}, def: defaultSystemUsers,
+		field: func(c *Config) any { return &c.AccessControl.SystemUsers }},
 	{setting: prefix + "accessControl.externalUsers", env: []string{"ADMISSION_CONTROLLER_EXTERNAL_USERS"},
 		lint: &patternKey{"user", "trusts", ":"}, field: func(c *Config) any { return &c.AccessControl.ExternalUsers }},
 	{setting: prefix + "accessControl.externalGroups", env: []string{"ADMISSION_CONTROLLER_EXTERNAL_GROUPS"},
@@ -39,7 +42,7 @@ var keys = []key{
 	{setting: prefix + "processNamespaces", alias: prefix + "filtering.processNamespaces", lint: &patternKey{"namespace", "matches", "-"},
 		field: func(c *Config) any { return &c.ProcessNamespaces }},
 	{setting: prefix + "bypassNamespaces", alias: prefix + "filtering.bypassNamespaces", lint: &patternKey{"namespace", "matches", ""},
-		field: func(c *Config) any { return &c.BypassNamespaces }},
+		def: defaultBypassNamespaces, field: func(c *Config) any { return &c.BypassNamespaces }},
 	{setting: prefix + "enforceQueueACLs", field: func(c *Config) any { return &c.EnforceQueueACLs }},
 	{setting: prefix + "enforceQueueACLsMode", field: func(c *Config) any { return &c.EnforceQueueACLsMode }},
 	{setting: prefix + "queueSources", want: "a YAML list of {kind, key, scheduler, template, level}",
@@ -109,14 +112,9 @@ func KeyErrors(err error) []*KeyError { return joined[*KeyError](err) }
 
 // ignoredConfigMapKeys are YuniKorn's keys for features usher does not
 // have, ignored so that yunikorn-configs reads as it is.
-var ignoredConfigMapKeys = map[string]bool{
-	"admissionController.webHook.amServiceName":           true,
-	"admissionController.webHook.schedulerServiceAddress": true,
-	"admissionController.filtering.labelNamespaces":       true,
-	"admissionController.filtering.noLabelNamespaces":     true,
-	"admissionController.filtering.generateUniqueAppId":   true,
-	"admissionController.filtering.defaultQueue":          true,
-}
+var ignoredConfigMapKeys = sets.New(prefix+"webHook.amServiceName", prefix+"webHook.schedulerServiceAddress",
+	prefix+"filtering.labelNamespaces", prefix+"filtering.noLabelNamespaces", prefix+"filtering.generateUniqueAppId",
+	prefix+"filtering.defaultQueue")
 
 // FromConfigMap reads the flat admissionController.* keys of a
 // YuniKorn-style ConfigMap (YuniKorn's filtering.* names too, one name of
@@ -126,7 +124,7 @@ func FromConfigMap(data map[string]string) (Config, error) {
 	var c Config
 	var errs []error
 	for name, v := range data {
-		if !strings.HasPrefix(name, prefix) || ignoredConfigMapKeys[name] {
+		if !strings.HasPrefix(name, prefix) || ignoredConfigMapKeys.Has(name) {
 			continue
 		}
 		i := slices.IndexFunc(keys, func(k key) bool { return k.setting == name || k.alias == name })
@@ -200,10 +198,8 @@ func Resolve(c Config, lookup func(string) (string, bool)) (*Compiled, []Warning
 
 // Alias returns YuniKorn's other ConfigMap key of setting, or "".
 func Alias(setting string) string {
-	for _, k := range keys {
-		if k.setting == setting {
-			return k.alias
-		}
+	if i := slices.IndexFunc(keys, func(k key) bool { return k.setting == setting }); i >= 0 {
+		return keys[i].alias
 	}
 	return ""
 }

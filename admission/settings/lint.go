@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 )
 
@@ -148,10 +149,7 @@ func verdict(seq []*syntax.Regexp) (v seqVerdict, matches bool) {
 			}
 		}
 	}
-	lo, hi := 0, len(seq)
-	if begin >= 0 {
-		lo = begin + 1
-	}
+	lo, hi := begin+1, len(seq) // from after the first \A (0 without one)
 	if end >= 0 {
 		hi = end
 	}
@@ -264,34 +262,28 @@ func (k patternKey) lintPattern(p string) (msg, fix string, warn bool) {
 		return "", "", false
 	}
 	alts := splitAlternatives(p)
-	fixable := alts != nil
-	if len(alts) > 1 {
-		// Find the first bad alternative to name it, and fix each.
-		pr.alt = ""
-		for i, a := range alts {
-			avs, ok := analyse(a)
-			if !ok {
-				fixable = false
-				continue
-			}
-			apr, abad := k.check(avs)
-			if !abad {
-				continue
-			}
-			if pr.alt == "" {
-				pr = apr
-				pr.alt = a
-			}
-			f, ok := k.fixAlternative(a, apr)
-			fixable = fixable && ok
-			alts[i] = f
+	fixable, found := alts != nil, false
+	for i, a := range alts {
+		avs, ok := analyse(a)
+		if !ok {
+			fixable = false
+			continue
 		}
-		fixable = fixable && pr.alt != "" // else the parser splits it differently: no rewrite
-	} else if fixable {
-		f, ok := k.fixAlternative(p, pr)
-		fixable = ok
-		alts = []string{f}
+		apr, abad := k.check(avs)
+		if !abad {
+			continue
+		}
+		if !found {
+			pr, found = apr, true
+			if len(alts) > 1 {
+				pr.alt = a // name the first bad alternative
+			}
+		}
+		f, ok := k.fixAlternative(a, apr)
+		fixable = fixable && ok
+		alts[i] = f
 	}
+	fixable = fixable && found // else the parser splits it differently: no rewrite
 	if fixable {
 		fix = strings.Join(alts, "|")
 		if !k.fixIsRight(p, fix) {
@@ -480,13 +472,10 @@ func operatorsTrusted(ps Patterns) []Warning {
 		if err != nil || !strings.HasPrefix(p, "^") {
 			continue // Compile, or the anchoring lint, reports it
 		}
-		for _, op := range knownOperators {
-			if re.MatchString(op) {
-				ws = append(ws, Warning{Setting: "admissionController.accessControl.externalUsers", Pattern: p, Index: i, Message: fmt.Sprintf(
-					"pattern %q matches the operator %s: externalUsers lets it write any identity at all; under propagators it may only "+
-						"copy the identity of the object each pod is made for (docs/operators.md)", p, op)})
-				break
-			}
+		if j := slices.IndexFunc(knownOperators[:], re.MatchString); j >= 0 {
+			ws = append(ws, Warning{Setting: "admissionController.accessControl.externalUsers", Pattern: p, Index: i, Message: fmt.Sprintf(
+				"pattern %q matches the operator %s: externalUsers lets it write any identity at all; under propagators it may only "+
+					"copy the identity of the object each pod is made for (docs/operators.md)", p, knownOperators[j])})
 		}
 	}
 	return ws

@@ -2,6 +2,7 @@ package settings
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -67,12 +68,7 @@ func (k Kind) String() string {
 }
 
 // APIVersion is GROUP/VERSION, or VERSION for the core group.
-func (k Kind) APIVersion() string {
-	if k.Group == "" {
-		return k.Version
-	}
-	return k.Group + "/" + k.Version
-}
+func (k Kind) APIVersion() string { return k.GVR().GroupVersion().String() }
 
 // GVR is the kind's group, version and resource.
 func (k Kind) GVR() schema.GroupVersionResource {
@@ -89,20 +85,16 @@ type CompiledPropagator struct {
 
 // Propagator returns the first propagator user matches, or nil.
 func (c *Compiled) Propagator(user string) *CompiledPropagator {
-	for i := range c.Propagators {
-		if c.Propagators[i].Users.Match(user) {
-			return &c.Propagators[i]
-		}
+	if i := slices.IndexFunc(c.Propagators, func(p CompiledPropagator) bool { return p.Users.Match(user) }); i >= 0 {
+		return &c.Propagators[i]
 	}
 	return nil
 }
 
 // Custom returns the custom resource kind group/kind, or nil.
 func (c *Compiled) Custom(group, kind string) *Kind {
-	for i := range c.CustomKinds {
-		if c.CustomKinds[i].Group == group && c.CustomKinds[i].Kind == kind {
-			return &c.CustomKinds[i]
-		}
+	if i := slices.IndexFunc(c.CustomKinds, func(k Kind) bool { return k.Group == group && k.Kind == kind }); i >= 0 {
+		return &c.CustomKinds[i]
 	}
 	return nil
 }
@@ -127,11 +119,10 @@ func compileOperators(c *Config, out *Compiled) (errs []error) {
 		}
 		k := Kind{Group: r.Group, Version: r.Version, Resource: r.Resource, Kind: r.Kind}
 		for _, t := range r.Templates {
-			path := strings.Split(t, ".")
 			if t == "" || strings.Contains(t, "..") || strings.TrimSpace(t) != t {
 				errs = append(errs, settingErr(crs, i, "templates", "%q is not a dotted path such as spec.driver", t))
 			}
-			k.Templates = append(k.Templates, path)
+			k.Templates = append(k.Templates, strings.Split(t, "."))
 		}
 		out.CustomKinds = append(out.CustomKinds, k)
 	}
@@ -164,13 +155,11 @@ func compileOperators(c *Config, out *Compiled) (errs []error) {
 		}
 		out.Propagators = append(out.Propagators, cp)
 	}
-	switch c.AccessControl.UnstampedParents {
-	case "", UnstampedPropagator:
-	case UnstampedDeny:
-		out.UnstampedDeny = true
-	default:
+	u := c.AccessControl.UnstampedParents
+	out.UnstampedDeny = u == UnstampedDeny
+	if u != "" && u != UnstampedPropagator && u != UnstampedDeny {
 		errs = append(errs, settingErr("admissionController.accessControl.unstampedParents", -1, "", "%q: want %s or %s",
-			c.AccessControl.UnstampedParents, UnstampedPropagator, UnstampedDeny))
+			u, UnstampedPropagator, UnstampedDeny))
 	}
 	return errs
 }

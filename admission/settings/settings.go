@@ -272,18 +272,9 @@ func (c Config) Defaulted() Config {
 		t = *c.AccessControl.TrustControllers
 	}
 	c.AccessControl.TrustControllers = &t
-	for _, f := range []struct {
-		p   *Patterns
-		def Patterns
-	}{
-		{&c.AccessControl.SystemUsers, defaultSystemUsers},
-		{&c.AccessControl.ExternalUsers, nil},
-		{&c.AccessControl.ExternalGroups, nil},
-		{&c.ProcessNamespaces, nil},
-		{&c.BypassNamespaces, defaultBypassNamespaces},
-	} {
-		if *f.p == nil {
-			*f.p = append(Patterns{}, f.def...)
+	for _, k := range keys {
+		if p, ok := k.field(&c).(*Patterns); ok && *p == nil {
+			*p = append(Patterns{}, k.def...)
 		}
 	}
 	if c.QueueSources == nil {

@@ -33,44 +33,15 @@ import (
 	"github.com/usherhq/usher/internal/ttlcache"
 )
 
-// Defaults of Options.
-const (
-	DefaultPositiveTTL = 300 * time.Second
-	DefaultNegativeTTL = 30 * time.Second
-	DefaultMaxEntries  = 10000
-	DefaultTimeout     = 10 * time.Second
-	DefaultName        = "resolver"
-)
-
-// Options tune a Cache. The zero value of every field means its default.
+// Options tune a Cache (a usergroupresolver's cache block, but Name and
+// Timeout). The zero value of every field means its default.
 type Options struct {
-	// Name names the wrapped resolver in the errors the cache makes itself
-	// (timeouts and panics). Default "resolver".
-	Name string
-	// PositiveTTL is how long a success is kept. Default 300s; negative: not kept.
-	PositiveTTL time.Duration
-	// NegativeTTL is how long a failure is kept, and how often a user
-	// served stale answers is retried. Default 30s; negative: not kept.
-	NegativeTTL time.Duration
-	// StaleTTL is how long past its expiry the last good answer keeps
-	// serving while the resolver fails. Default 0: off.
-	StaleTTL time.Duration
-	// MaxEntries bounds the number of users kept. Default 10,000.
-	MaxEntries int
-	// Timeout bounds one resolver call; one that ignores its context is
-	// abandoned then. Default 10s.
-	Timeout time.Duration
-}
-
-// withDefaults returns o with its defaults set.
-func (o Options) withDefaults() Options {
-	o.Name = cmp.Or(o.Name, DefaultName)
-	o.PositiveTTL = cmp.Or(o.PositiveTTL, DefaultPositiveTTL)
-	o.NegativeTTL = cmp.Or(o.NegativeTTL, DefaultNegativeTTL)
-	o.StaleTTL = max(o.StaleTTL, 0)
-	defaults.Positive(&o.MaxEntries, DefaultMaxEntries)
-	defaults.Positive(&o.Timeout, DefaultTimeout)
-	return o
+	Name        string        `yaml:"-"`           // the resolver in the cache's own errors; default "resolver"
+	PositiveTTL time.Duration `yaml:"positivettl"` // default 300s; negative: successes are not kept
+	NegativeTTL time.Duration `yaml:"negativettl"` // also the retry interval while stale; default 30s; negative: not kept
+	StaleTTL    time.Duration `yaml:"stalettl"`    // default 0: off
+	MaxEntries  int           `yaml:"maxentries"`  // default 10,000
+	Timeout     time.Duration `yaml:"-"`           // one resolver call, abandoned then; default 10s
 }
 
 // Stats are the counters of a Cache since it was made. Every lookup is
@@ -88,8 +59,7 @@ type Stats struct {
 	Evictions uint64 // entries removed to stay within MaxEntries
 }
 
-// Cache is an identity.Resolver that caches the answers of another one. It
-// is safe for concurrent use.
+// Cache is an identity.Resolver that caches the answers of another one, safe for concurrent use.
 type Cache struct {
 	r    identity.Resolver
 	opts Options
@@ -123,12 +93,16 @@ type entry struct {
 
 // New returns a cache in front of r with opts (see Options for defaults).
 func New(r identity.Resolver, opts Options) *Cache {
-	opts = opts.withDefaults()
+	opts.Name = cmp.Or(opts.Name, "resolver")
+	opts.PositiveTTL = cmp.Or(opts.PositiveTTL, 300*time.Second)
+	opts.NegativeTTL = cmp.Or(opts.NegativeTTL, 30*time.Second)
+	opts.StaleTTL = max(opts.StaleTTL, 0)
+	defaults.Positive(&opts.MaxEntries, 10000)
+	defaults.Positive(&opts.Timeout, 10*time.Second)
 	return &Cache{r: r, opts: opts, now: time.Now, tab: ttlcache.New[*entry](opts.MaxEntries, time.Now)}
 }
 
-// Resolve returns the groups of user, from the cache or from the
-// resolver. The Info returned is shared and must not be modified.
+// Resolve returns the groups of user, cached or asked; the Info is shared: do not modify it.
 func (c *Cache) Resolve(ctx context.Context, user string) (identity.Info, error) {
 	now := c.now()
 	if e, ok := c.tab.Get(user, now); ok && c.serve(e, user, now) {
@@ -137,7 +111,12 @@ func (c *Cache) Resolve(ctx context.Context, user string) (identity.Info, error)
 		}
 		return e.info, nil
 	}
-	return c.miss(ctx, user)
+	c.misses.Add(1)
+	a, err := c.tab.Do(ctx, user, func(ctx context.Context) (*entry, error) { return c.fill(ctx, user), nil })
+	if err != nil {
+		return identity.Info{}, err // ctx ended first
+	}
+	return a.info, a.err
 }
 
 // serve reports whether e answers from the cache, fresh or stale (starting
@@ -177,11 +156,10 @@ func (c *Cache) Attached(user string, key uint64) (in *identity.Info, v any, ok 
 	if !found || e.err != nil {
 		return nil, nil, false
 	}
-	a := e.att.Load()
-	if a == nil || a.key != key || !c.serve(e, user, now) {
-		return nil, nil, false
+	if a := e.att.Load(); a != nil && a.key == key && c.serve(e, user, now) {
+		return &e.info, a.v, true
 	}
-	return &e.info, a.v, true
+	return nil, nil, false
 }
 
 // Attach keeps v with user's cached answer under key if the cache still
@@ -198,16 +176,6 @@ func (c *Cache) Attach(user string, in identity.Info, key uint64, v any) {
 func sameAnswer(a, b identity.Info) bool {
 	return a.User == b.User && len(a.Groups) == len(b.Groups) && unsafe.SliceData(a.Groups) == unsafe.SliceData(b.Groups) &&
 		len(a.Sources) == len(b.Sources) && unsafe.SliceData(a.Sources) == unsafe.SliceData(b.Sources)
-}
-
-// miss waits for the shared resolver call for user, or for ctx to end.
-func (c *Cache) miss(ctx context.Context, user string) (identity.Info, error) {
-	c.misses.Add(1)
-	a, err := c.tab.Do(ctx, user, func(ctx context.Context) (*entry, error) { return c.fill(ctx, user), nil })
-	if err != nil {
-		return identity.Info{}, err
-	}
-	return a.info, a.err
 }
 
 // refresh retries the resolver for a user served stale answers.
@@ -269,8 +237,7 @@ func (c *Cache) put(user string, e *entry) {
 	}
 }
 
-// call runs one resolver call for user on ctx limited by Timeout,
-// recovering a panic into an error.
+// call runs one resolver call for user on ctx limited by Timeout, a panic an error.
 func (c *Cache) call(ctx context.Context, user string) (identity.Info, error) {
 	c.calls.Add(1)
 	start := time.Now() // the real clock: the cache's may be fake

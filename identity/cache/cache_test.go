@@ -197,18 +197,18 @@ func TestTTLsDisabled(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
-	got := Options{}.withDefaults()
+	got := New(nil, Options{}).opts
 	want := Options{Name: "resolver", PositiveTTL: 300 * time.Second, NegativeTTL: 30 * time.Second,
 		MaxEntries: 10000, Timeout: 10 * time.Second}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("defaults = %+v, want %+v", got, want)
 	}
 	set := Options{Name: "ldap", PositiveTTL: time.Minute, NegativeTTL: -1, StaleTTL: time.Hour, MaxEntries: 5, Timeout: time.Second}
-	if got := set.withDefaults(); fmt.Sprint(got) != fmt.Sprint(set) {
+	if got := New(nil, set).opts; fmt.Sprint(got) != fmt.Sprint(set) {
 		t.Errorf("set options changed: %+v, want %+v", got, set)
 	}
-	odd := Options{StaleTTL: -1, MaxEntries: -1, Timeout: -1}.withDefaults()
-	if odd.StaleTTL != 0 || odd.MaxEntries != DefaultMaxEntries || odd.Timeout != DefaultTimeout {
+	odd := New(nil, Options{StaleTTL: -1, MaxEntries: -1, Timeout: -1}).opts
+	if odd.StaleTTL != 0 || odd.MaxEntries != 10000 || odd.Timeout != 10*time.Second {
 		t.Errorf("negative options = %+v", odd)
 	}
 }
@@ -365,7 +365,7 @@ func TestStale(t *testing.T) {
 		c := newCache(r, Options{StaleTTL: time.Hour}, clk.now)
 		mustResolve(t, c, "alice")
 		gone.Store(true)
-		clk.advance(DefaultPositiveTTL)
+		clk.advance(300 * time.Second)
 		if _, err := c.Resolve(context.Background(), "alice"); !errors.Is(err, identity.ErrUnknownUser) {
 			t.Fatalf("err = %v, want ErrUnknownUser", err)
 		}

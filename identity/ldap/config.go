@@ -16,95 +16,49 @@ import (
 // GroupSearch says how the groups of a user are found.
 type GroupSearch string
 
+// The group searches (docs/ldap.md).
 const (
-	// GroupSearchMemberOf reads the group DNs from an attribute of the user
-	// entry (Active Directory, FreeIPA, OpenLDAP's memberof overlay).
-	GroupSearchMemberOf GroupSearch = "memberof"
-	// GroupSearchMember searches for groups whose MemberAttr holds the
-	// user's DN (groupOfNames).
-	GroupSearchMember GroupSearch = "member"
-	// GroupSearchMemberUID searches for groups whose MemberAttr holds the
-	// user name (posixGroup, RFC 2307).
-	GroupSearchMemberUID GroupSearch = "memberuid"
+	GroupSearchMemberOf  GroupSearch = "memberof"  // the group DNs on the user entry (Active Directory, FreeIPA)
+	GroupSearchMember    GroupSearch = "member"    // groups whose MemberAttr holds the user's DN (groupOfNames)
+	GroupSearchMemberUID GroupSearch = "memberuid" // groups whose MemberAttr holds the user name (posixGroup)
 )
 
-// UserPlaceholder is replaced in Config.UserFilter by the user name,
-// escaped as an RFC 4515 filter value.
+// UserPlaceholder in Config.UserFilter is replaced by the user name, escaped (RFC 4515).
 const UserPlaceholder = "{user}"
 
-// NoUserNameAttr as Config.UserNameAttr turns off the check that the user
-// entry carries the user name exactly.
+// NoUserNameAttr as Config.UserNameAttr turns off the exact user name check.
 const NoUserNameAttr = "none"
 
-// Defaults applied by Config.WithDefaults.
-const (
-	DefaultUserFilter        = "(uid={user})"
-	DefaultUserNameAttr      = "uid"
-	DefaultGroupSearch       = GroupSearchMember
-	DefaultMemberOfAttr      = "memberOf"
-	DefaultGroupNameAttr     = "cn"
-	DefaultTimeout           = 5 * time.Second
-	DefaultPoolSize          = 4
-	DefaultSizeLimit         = 1000
-	defaultMemberAttr        = "member"
-	defaultMemberUIDAttr     = "memberUid"
-	defaultMemberGroupFilter = "(objectClass=groupOfNames)"
-	defaultPosixGroupFilter  = "(objectClass=posixGroup)"
-)
-
-// Config configures a Resolver: the ldap: block of a partition's
-// usergroupresolver (keys are the lower-cased field names; docs/ldap.md
-// lists them with their defaults, which WithDefaults sets). It holds no
-// secret, so it may be printed or logged as it is.
+// Config configures a Resolver: a usergroupresolver's ldap: block, whose
+// keys docs/ldap.md describes with their defaults (WithDefaults). It holds
+// no secret, so it may be printed or logged as it is.
 type Config struct {
-	// URLs are the servers, ldap:// or ldaps://, tried in order; one that
-	// failed is tried after the others for 30 seconds. Required.
-	URLs       []string `yaml:"urls"`
-	StartTLS   bool     `yaml:"starttls"`   // upgrade ldap:// connections before binding
-	CAFile     string   `yaml:"cafile"`     // PEM bundle of the servers' CAs; default: the system's
-	ServerName string   `yaml:"servername"` // the server certificate's name; default: the URL's host
-	// InsecureSkipVerify accepts any server certificate (testing only: anyone
-	// on the path can then read the bind password).
-	InsecureSkipVerify bool `yaml:"insecureskipverify"`
-	// BindDN is the account the resolver binds as, with exactly one of
-	// BindPasswordFile and BindPasswordEnv; anonymous when empty.
-	BindDN string `yaml:"binddn"`
-	// BindPasswordFile holds the bind password, read again for every new
-	// connection, so a rotated secret is picked up without a restart.
-	BindPasswordFile string `yaml:"bindpasswordfile"`
-	BindPasswordEnv  string `yaml:"bindpasswordenv"` // read once by New
-	UserBaseDN       string `yaml:"userbasedn"`      // where users are searched (subtree); required
-	UserFilter       string `yaml:"userfilter"`      // finds the one user entry; {user} is the escaped name
+	URLs               []string `yaml:"urls"` // tried in order, one that failed last for 30 seconds
+	StartTLS           bool     `yaml:"starttls"`
+	CAFile             string   `yaml:"cafile"`
+	ServerName         string   `yaml:"servername"`
+	InsecureSkipVerify bool     `yaml:"insecureskipverify"` // anyone on the path can then read the bind password
+	BindDN             string   `yaml:"binddn"`             // with one of the two below; anonymous when empty
+	BindPasswordFile   string   `yaml:"bindpasswordfile"`   // read for each connection: a rotated secret needs no restart
+	BindPasswordEnv    string   `yaml:"bindpasswordenv"`    // read once by New
+	UserBaseDN         string   `yaml:"userbasedn"`
+	UserFilter         string   `yaml:"userfilter"`
 	// UserNameAttr must hold the user name exactly: LDAP matches names
 	// ignoring case, usher does not, so without it "ALICE" would get
 	// alice's groups. NoUserNameAttr turns the check off.
-	UserNameAttr string      `yaml:"usernameattr"`
-	GroupSearch  GroupSearch `yaml:"groupsearch"`
-	MemberOfAttr string      `yaml:"memberofattr"` // the group DNs on the user entry (memberof only)
-	// GroupBaseDN is where groups are searched (subtree). Required for
-	// member and memberuid; with memberof, only groups under it count.
-	GroupBaseDN string `yaml:"groupbasedn"`
-	GroupFilter string `yaml:"groupfilter"` // ANDed with the membership clause
-	MemberAttr  string `yaml:"memberattr"`  // a group's members: user DNs, or names for memberuid
-	// GroupNameAttr gives a group's name: the RDN value when it is the
-	// RDN's attribute, else its first value (with memberof, one more read
-	// per group).
-	GroupNameAttr string `yaml:"groupnameattr"`
-	// Timeout bounds one lookup, from waiting for a connection to the last
-	// search.
-	Timeout   time.Duration `yaml:"timeout"`
-	PoolSize  int           `yaml:"poolsize"`  // the most connections open at once
-	SizeLimit int           `yaml:"sizelimit"` // the most groups of a user; more is an error
-	// NestedGroups is how many levels of groups in groups are expanded,
-	// one search a level (groupOfNames: member or memberof).
-	NestedGroups int `yaml:"nestedgroups"`
-	// InChain asks Active Directory to expand nesting itself with
-	// LDAP_MATCHING_RULE_IN_CHAIN (other servers answer with no groups or
-	// an error).
-	InChain bool `yaml:"inchain"`
-	// LowerCaseGroups lower-cases the group names the directory gives
-	// (Active Directory keeps the case they were created with).
-	LowerCaseGroups bool `yaml:"lowercasegroups"`
+	UserNameAttr    string        `yaml:"usernameattr"`
+	GroupSearch     GroupSearch   `yaml:"groupsearch"`
+	MemberOfAttr    string        `yaml:"memberofattr"`
+	GroupBaseDN     string        `yaml:"groupbasedn"` // with memberof, only groups under it count
+	GroupFilter     string        `yaml:"groupfilter"` // ANDed with the membership clause
+	MemberAttr      string        `yaml:"memberattr"`
+	GroupNameAttr   string        `yaml:"groupnameattr"` // the RDN value when it is the RDN's attribute
+	Timeout         time.Duration `yaml:"timeout"`       // one lookup, from waiting for a connection to the last search
+	PoolSize        int           `yaml:"poolsize"`
+	SizeLimit       int           `yaml:"sizelimit"` // the most groups of a user; more is an error
+	NestedGroups    int           `yaml:"nestedgroups"`
+	InChain         bool          `yaml:"inchain"` // LDAP_MATCHING_RULE_IN_CHAIN: Active Directory expands nesting
+	LowerCaseGroups bool          `yaml:"lowercasegroups"`
 }
 
 const (
@@ -113,27 +67,27 @@ const (
 	InChainRule     = "1.2.840.113556.1.4.1941" // Active Directory's LDAP_MATCHING_RULE_IN_CHAIN
 )
 
-// WithDefaults returns c with its defaults set; they are applied here and
-// nowhere else.
+// WithDefaults returns c with its defaults set (docs/ldap.md lists them);
+// they are applied here and nowhere else.
 func (c Config) WithDefaults() Config {
-	c.UserFilter = cmp.Or(c.UserFilter, DefaultUserFilter)
-	c.UserNameAttr = cmp.Or(c.UserNameAttr, DefaultUserNameAttr)
-	c.GroupSearch = cmp.Or(c.GroupSearch, DefaultGroupSearch)
+	c.UserFilter = cmp.Or(c.UserFilter, "(uid={user})")
+	c.UserNameAttr = cmp.Or(c.UserNameAttr, "uid")
+	c.GroupSearch = cmp.Or(c.GroupSearch, GroupSearchMember)
 	switch {
 	case c.GroupSearch == GroupSearchMemberUID:
-		c.MemberAttr = cmp.Or(c.MemberAttr, defaultMemberUIDAttr)
-		c.GroupFilter = cmp.Or(c.GroupFilter, defaultPosixGroupFilter)
+		c.MemberAttr = cmp.Or(c.MemberAttr, "memberUid")
+		c.GroupFilter = cmp.Or(c.GroupFilter, "(objectClass=posixGroup)")
 	case c.GroupSearch == GroupSearchMember || c.GroupSearch == GroupSearchMemberOf && (c.NestedGroups > 0 || c.InChain):
-		c.MemberAttr = cmp.Or(c.MemberAttr, defaultMemberAttr)
-		c.GroupFilter = cmp.Or(c.GroupFilter, defaultMemberGroupFilter)
+		c.MemberAttr = cmp.Or(c.MemberAttr, "member")
+		c.GroupFilter = cmp.Or(c.GroupFilter, "(objectClass=groupOfNames)")
 	}
 	if c.GroupSearch == GroupSearchMemberOf {
-		c.MemberOfAttr = cmp.Or(c.MemberOfAttr, DefaultMemberOfAttr)
+		c.MemberOfAttr = cmp.Or(c.MemberOfAttr, "memberOf")
 	}
-	c.GroupNameAttr = cmp.Or(c.GroupNameAttr, DefaultGroupNameAttr)
-	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
-	c.PoolSize = cmp.Or(c.PoolSize, DefaultPoolSize)
-	c.SizeLimit = cmp.Or(c.SizeLimit, DefaultSizeLimit)
+	c.GroupNameAttr = cmp.Or(c.GroupNameAttr, "cn")
+	c.Timeout = cmp.Or(c.Timeout, 5*time.Second)
+	c.PoolSize = cmp.Or(c.PoolSize, 4)
+	c.SizeLimit = cmp.Or(c.SizeLimit, 1000)
 	return c
 }
 
@@ -141,7 +95,7 @@ func (c Config) WithDefaults() Config {
 // field by its YAML key. It reads no file and no environment variable.
 func (c Config) Validate() error {
 	// A setting the chosen group search would ignore is an error.
-	mode := cmp.Or(c.GroupSearch, DefaultGroupSearch)
+	mode := cmp.Or(c.GroupSearch, GroupSearchMember)
 	// Nested groups are searched as groupOfNames, also with memberof.
 	nestedSearch := c.NestedGroups > 0 || c.InChain
 	switch mode {
@@ -212,12 +166,8 @@ func (c Config) Validate() error {
 	if _, err := goldap.CompileFilter(strings.ReplaceAll(c.UserFilter, UserPlaceholder, "x")); err != nil {
 		return fieldError("userfilter", "%q is not a valid LDAP filter: %v", c.UserFilter, err)
 	}
-	if c.UserNameAttr != NoUserNameAttr {
-		if err := checkAttr("usernameattr", c.UserNameAttr); err != nil {
-			return err
-		}
-	}
-	if err := checkAttr("groupnameattr", c.GroupNameAttr); err != nil {
+	// NoUserNameAttr passes as an attribute name.
+	if err := cmp.Or(checkAttr("usernameattr", c.UserNameAttr), checkAttr("groupnameattr", c.GroupNameAttr)); err != nil {
 		return err
 	}
 
@@ -226,18 +176,15 @@ func (c Config) Validate() error {
 		if err := checkAttr("memberofattr", c.MemberOfAttr); err != nil {
 			return err
 		}
-		if err := checkDN("groupbasedn", c.GroupBaseDN, nestedSearch); err != nil {
-			if nestedSearch && c.GroupBaseDN == "" {
-				return fieldError("groupbasedn", "is required with nested groups (nestedgroups or inchain): it is where the groups of groups are searched")
-			}
-			return err
+		if nestedSearch && c.GroupBaseDN == "" {
+			return fieldError("groupbasedn", "is required with nested groups (nestedgroups or inchain): it is where the groups of groups are searched")
 		}
 	case GroupSearchMember, GroupSearchMemberUID:
-		if err := checkDN("groupbasedn", c.GroupBaseDN, true); err != nil {
-			return err
-		}
 	default:
 		return fieldError("groupsearch", "%q is not one of memberof, member, memberuid", c.GroupSearch)
+	}
+	if err := checkDN("groupbasedn", c.GroupBaseDN, c.GroupSearch != GroupSearchMemberOf); err != nil {
+		return err
 	}
 	if c.GroupSearch != GroupSearchMemberOf || nestedSearch {
 		if _, err := goldap.CompileFilter(c.GroupFilter); err != nil {

@@ -97,7 +97,7 @@ func TestConfigDefaults(t *testing.T) {
 				t.Errorf("memberattr %q groupfilter %q memberofattr %q, want %q %q %q",
 					c.MemberAttr, c.GroupFilter, c.MemberOfAttr, tt.memberAttr, tt.groupFilter, tt.memberOf)
 			}
-			if c.UserFilter != DefaultUserFilter || c.UserNameAttr != "uid" || c.GroupNameAttr != "cn" ||
+			if c.UserFilter != "(uid={user})" || c.UserNameAttr != "uid" || c.GroupNameAttr != "cn" ||
 				c.Timeout != 5*time.Second || c.PoolSize != 4 || c.SizeLimit != 1000 {
 				t.Errorf("common defaults not applied: %+v", c)
 			}

@@ -44,8 +44,7 @@ import (
 // Source is the identity.Source of every group this package returns.
 const Source identity.Source = "ldap"
 
-// Resolver finds groups in an LDAP directory. It is safe for concurrent
-// use; Close releases its connections.
+// Resolver finds groups in an LDAP directory, safe for concurrent use; Close releases its connections.
 type Resolver struct {
 	cfg       Config
 	urls      []*url.URL
@@ -159,15 +158,11 @@ func (r *Resolver) Close() error {
 // the user's own groups (the directory does not tell the chain).
 const SourceInChain identity.Source = "ldap in-chain"
 
-// group is a group found for a user: its entry's DN, its name and how it
-// was reached.
+// group is a group found for a user, and how it was reached.
 type group struct {
-	dn   string
-	name string
-	src  identity.Source
-	// chain is the names of the groups that led to it from one of the
-	// user's own groups.
-	chain []string
+	dn, name string
+	src      identity.Source
+	chain    []string // the names of the groups that led to it from one of the user's own
 }
 
 // Resolve returns the groups of user, sorted, each with Source "ldap",
@@ -215,13 +210,15 @@ func (r *Resolver) lookup(ctx context.Context, c *conn, user string) (identity.I
 	if r.cfg.GroupSearch == GroupSearchMemberOf {
 		groups, err = r.groupsFromMemberOf(ctx, c, user, entry)
 	} else {
-		groups, err = r.searchGroups(ctx, c, user, entry)
+		member := entry.DN
+		if r.cfg.GroupSearch == GroupSearchMemberUID {
+			member = user
+		}
+		groups, err = r.searchGroups(ctx, c, user, "search for groups of %q",
+			"(&"+r.cfg.GroupFilter+"("+r.cfg.MemberAttr+"="+goldap.EscapeFilter(member)+"))", nil, group{src: Source})
 	}
 	if err != nil {
 		return identity.Info{}, err
-	}
-	for i := range groups {
-		groups[i].src = Source
 	}
 	switch {
 	case r.cfg.InChain:
@@ -369,27 +366,14 @@ func InChainFilter(groupFilter, memberAttr, userDN string) string {
 // inChain adds to the user's own groups every group the directory says
 // the user is in at any depth (InChainFilter), marked SourceInChain.
 func (r *Resolver) inChain(ctx context.Context, c *conn, user string, entry *goldap.Entry, direct []group) ([]group, error) {
-	res, err := r.searchGroupBase(ctx, c, user, "in-chain search for groups of %q",
-		InChainFilter(r.cfg.GroupFilter, r.cfg.MemberAttr, entry.DN), r.cfg.GroupNameAttr)
-	if err != nil {
-		return nil, err
-	}
 	own := make(map[string]bool, len(direct))
 	for _, g := range direct {
 		own[dnKey(g.dn)] = true
 	}
-	all := slices.Clone(direct)
-	for _, e := range res.Entries {
-		if own[dnKey(e.DN)] {
-			continue
-		}
-		name, err := r.groupName(e)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, group{dn: e.DN, name: name, src: SourceInChain, chain: []string{"in-chain"}})
-	}
-	return all, nil
+	filter := InChainFilter(r.cfg.GroupFilter, r.cfg.MemberAttr, entry.DN)
+	mark := group{src: SourceInChain, chain: []string{"in-chain"}}
+	found, err := r.searchGroups(ctx, c, user, "in-chain search for groups of %q", filter, own, mark)
+	return append(slices.Clone(direct), found...), err
 }
 
 func (r *Resolver) findUser(ctx context.Context, c *conn, user string) (*goldap.Entry, error) {
@@ -430,8 +414,7 @@ func (r *Resolver) findUser(ctx context.Context, c *conn, user string) (*goldap.
 	return entry, nil
 }
 
-// entryDNs lists the DNs of res, ending with "..." when the search was cut
-// short.
+// entryDNs lists the DNs of res, then "..." when the search was cut short.
 func entryDNs(res *goldap.SearchResult, more bool) string {
 	var dns []string
 	if res != nil {
@@ -463,7 +446,7 @@ func (r *Resolver) groupsFromMemberOf(ctx context.Context, c *conn, user string,
 	names := make([]group, 0, len(dns))
 	for _, dn := range dns {
 		if name, ok := rdnValue(dn, r.cfg.GroupNameAttr); ok {
-			names = append(names, group{dn: dn.String(), name: name})
+			names = append(names, group{dn: dn.String(), name: name, src: Source})
 			continue
 		}
 		// The name is not in the DN: read it from the group entry.
@@ -483,31 +466,31 @@ func (r *Resolver) groupsFromMemberOf(ctx context.Context, c *conn, user string,
 		if err != nil {
 			return nil, err
 		}
-		names = append(names, group{dn: dn.String(), name: name})
+		names = append(names, group{dn: dn.String(), name: name, src: Source})
 	}
 	return names, nil
 }
 
-// searchGroups searches the groups listing the user as a member.
-func (r *Resolver) searchGroups(ctx context.Context, c *conn, user string, entry *goldap.Entry) ([]group, error) {
-	member := entry.DN
-	if r.cfg.GroupSearch == GroupSearchMemberUID {
-		member = user
-	}
-	res, err := r.searchGroupBase(ctx, c, user, "search for groups of %q",
-		"(&"+r.cfg.GroupFilter+"("+r.cfg.MemberAttr+"="+goldap.EscapeFilter(member)+"))", r.cfg.GroupNameAttr)
+// searchGroups searches GroupBaseDN (searchGroupBase) and names each entry
+// whose DN key skip does not hold, marked like g.
+func (r *Resolver) searchGroups(ctx context.Context, c *conn, user, what, filter string,
+	skip map[string]bool, g group) ([]group, error) {
+	res, err := r.searchGroupBase(ctx, c, user, what, filter, r.cfg.GroupNameAttr)
 	if err != nil {
 		return nil, err
 	}
-	names := make([]group, 0, len(res.Entries))
+	out := make([]group, 0, len(res.Entries))
 	for _, e := range res.Entries {
-		name, err := r.groupName(e)
-		if err != nil {
+		if skip != nil && skip[dnKey(e.DN)] {
+			continue
+		}
+		if g.name, err = r.groupName(e); err != nil {
 			return nil, err
 		}
-		names = append(names, group{dn: e.DN, name: name})
+		g.dn = e.DN
+		out = append(out, g)
 	}
-	return names, nil
+	return out, nil
 }
 
 // searchGroupBase searches the subtree of GroupBaseDN for the groups of
@@ -532,8 +515,7 @@ func (r *Resolver) searchGroupBase(ctx context.Context, c *conn, user, what, fil
 	return res, err
 }
 
-// groupName is the value of GroupNameAttr in the entry's RDN, else its
-// first value in the entry.
+// groupName is the value of GroupNameAttr in the entry's RDN, else its first value.
 func (r *Resolver) groupName(e *goldap.Entry) (string, error) {
 	if dn, err := goldap.ParseDN(e.DN); err == nil {
 		if name, ok := rdnValue(dn, r.cfg.GroupNameAttr); ok {
@@ -583,8 +565,7 @@ func (r *Resolver) search(ctx context.Context, c *conn, what string, req *goldap
 	return res, &ldapError{msg: fmt.Sprintf("ldap: %s on %s failed: %s", what, c.url, describe(err)), err: err}
 }
 
-// ldapError is an error with a message written for people, wrapping the
-// error it describes.
+// ldapError is a message written for people, wrapping the error it describes.
 type ldapError struct {
 	msg string
 	err error
@@ -599,15 +580,13 @@ func ctxError(ctx context.Context, what string) error {
 	return &ldapError{msg: "ldap: " + what + ": " + cause.Error(), err: cause}
 }
 
-// answered reports whether err is a result the server sent, as opposed to
-// a network or client-side failure.
+// answered reports whether err is a result the server sent, not a network or client failure.
 func answered(err error) bool {
 	var le *goldap.Error
 	return errors.As(err, &le) && le.ResultCode < goldap.ErrorNetwork
 }
 
-// describe renders an error of go-ldap without its "LDAP Result Code"
-// boilerplate.
+// describe renders an error of go-ldap without its "LDAP Result Code" boilerplate.
 func describe(err error) string {
 	var le *goldap.Error
 	if !errors.As(err, &le) {

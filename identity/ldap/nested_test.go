@@ -219,7 +219,7 @@ func TestNestedConfig(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("memberof with nestedgroups: %v", err)
 	}
-	if d := c.WithDefaults(); d.GroupFilter != defaultMemberGroupFilter {
+	if d := c.WithDefaults(); d.GroupFilter != "(objectClass=groupOfNames)" {
 		t.Errorf("memberof nested GroupFilter default = %q", d.GroupFilter)
 	}
 }

@@ -14,8 +14,7 @@ import (
 	goldap "github.com/go-ldap/ldap/v3"
 )
 
-// downFor is how long a server that could not be reached is tried after
-// the others.
+// downFor is how long a server that could not be reached is tried after the others.
 const downFor = 30 * time.Second
 
 // errClosed is returned by lookups on a closed Resolver.
@@ -58,8 +57,7 @@ type pool struct {
 	closed bool
 }
 
-// get returns a connection, reused when one is idle, waiting for a free
-// slot until ctx ends.
+// get returns a connection, reused when one is idle, waiting for a free slot until ctx ends.
 func (p *pool) get(ctx context.Context) (c *conn, reused bool, err error) {
 	select {
 	case p.slots <- struct{}{}:
@@ -140,7 +138,7 @@ func (r *Resolver) dial(ctx context.Context) (*conn, error) {
 		u := r.urls[i]
 		c, err := r.dialURL(ctx, u)
 		if err == nil {
-			r.markServer(i, true)
+			r.markDown(i, time.Time{})
 			return c, nil
 		}
 		var bad *bindError
@@ -148,15 +146,14 @@ func (r *Resolver) dial(ctx context.Context) (*conn, error) {
 			return nil, err
 		}
 		if ctx.Err() != nil {
-			// A server that used up the whole timeout (one that drops
-			// packets, say) is down; a caller that gave up says nothing
-			// about the server.
+			// A server that used up the whole timeout (one that drops packets,
+			// say) is down; a caller that gave up says nothing about it.
 			if errors.Is(context.Cause(ctx), r.timeout) {
-				r.markServer(i, false)
+				r.markDown(i, r.now().Add(downFor))
 			}
 			return nil, ctxError(ctx, "connect to "+u.String())
 		}
-		r.markServer(i, false)
+		r.markDown(i, r.now().Add(downFor))
 		msgs = append(msgs, u.String()+": "+err.Error())
 		errs = append(errs, err)
 	}
@@ -179,14 +176,11 @@ func (r *Resolver) serverOrder() []int {
 	return append(order, later...)
 }
 
-func (r *Resolver) markServer(i int, up bool) {
+// markDown makes server i tried after the others until t (zero: at once).
+func (r *Resolver) markDown(i int, t time.Time) {
 	r.downMu.Lock()
-	defer r.downMu.Unlock()
-	if up {
-		r.downUntil[i] = time.Time{}
-	} else {
-		r.downUntil[i] = r.now().Add(downFor)
-	}
+	r.downUntil[i] = t
+	r.downMu.Unlock()
 }
 
 // bindError is a bind the server refused.

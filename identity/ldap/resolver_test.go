@@ -283,7 +283,7 @@ func TestResolveFilterInjection(t *testing.T) {
 		"(uid=alice)", "alice)", "bob))(|(objectClass=*", "star*", "*user", "paren(*)", "paren(user", "\x00", "alice\x00",
 		"alice\x00bob", "", "\xff", "*)(|(cn=*))(uid=alice",
 	}
-	filters := []string{DefaultUserFilter, "(&(objectClass=posixAccount)(uid={user}))", "(|(uid={user})(mail={user}))"}
+	filters := []string{"(uid={user})", "(&(objectClass=posixAccount)(uid={user}))", "(|(uid={user})(mail={user}))"}
 	for _, mode := range []GroupSearch{GroupSearchMember, GroupSearchMemberOf, GroupSearchMemberUID} {
 		for fi, filter := range filters {
 			cfg := baseConfig(s, mode)

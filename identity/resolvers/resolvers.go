@@ -15,9 +15,6 @@ import (
 	"cmp"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/usherhq/usher/identity"
@@ -43,44 +40,22 @@ type Settings struct {
 	FileDigest [32]byte
 	Users      map[string][]string // the table of type test
 	LDAP       *ldap.Config        // type ldap's block, defaults applied and validated
-	Cache      CacheSettings
+	Cache      cache.Options       // the cache block; Name and Timeout are set by New
 	// Policy is who is looked up and under which name. It is applied above
 	// the cache, per generation, so it is not part of Key: the cache is
 	// keyed by the name the resolver is asked for.
 	Policy identity.Policy
 }
 
-// CacheSettings configures a partition's group cache; zero values take the
-// cache's defaults.
-type CacheSettings struct {
-	PositiveTTL time.Duration `yaml:"positivettl"`
-	NegativeTTL time.Duration `yaml:"negativettl"`
-	StaleTTL    time.Duration `yaml:"stalettl"`
-	MaxEntries  int           `yaml:"maxentries"`
-}
-
 // Key identifies the resolver Settings build: equal keys build resolvers
 // that answer alike. Keys are comparable with ==.
 type Key struct{ s string }
 
-// Key returns the key of s: every setting that changes an answer.
+// Key returns the key of s: every setting but Table, which FileDigest stands
+// for, and Policy (fmt sorts the keys of Users and quotes LDAP's strings).
 func (s Settings) Key() Key {
-	var b strings.Builder
-	typ := cmp.Or(s.Type, TypeNone)
-	fmt.Fprintf(&b, "type=%s cache=%v", typ, s.Cache)
-	switch typ {
-	case TypeFile:
-		fmt.Fprintf(&b, " file=%q sha256=%x", s.File, s.FileDigest)
-	case TypeTest:
-		for _, u := range slices.Sorted(maps.Keys(s.Users)) {
-			fmt.Fprintf(&b, " user=%q groups=%q", u, s.Users[u])
-		}
-	case TypeLDAP:
-		if l := s.LDAP; l != nil {
-			fmt.Fprintf(&b, " ldap=%#v", *l) // every field, strings quoted
-		}
-	}
-	return Key{b.String()}
+	return Key{fmt.Sprintf("type=%s cache=%v file=%q sha256=%x users=%q ldap=%#v",
+		cmp.Or(s.Type, TypeNone), s.Cache, s.File, s.FileDigest, s.Users, s.LDAP)}
 }
 
 // Resolver is a built resolver: the cache in front of the type's resolver.
@@ -132,14 +107,9 @@ func New(s Settings) (*Resolver, error) {
 	default:
 		return nil, fmt.Errorf("unknown resolver type %q", s.Type)
 	}
-	r.Cache = cache.New(base, cache.Options{
-		Name:        s.Type,
-		PositiveTTL: s.Cache.PositiveTTL,
-		NegativeTTL: s.Cache.NegativeTTL,
-		StaleTTL:    s.Cache.StaleTTL,
-		MaxEntries:  s.Cache.MaxEntries,
-		Timeout:     timeout,
-	})
+	opts := s.Cache
+	opts.Name, opts.Timeout = s.Type, timeout
+	r.Cache = cache.New(base, opts)
 	r.Resolver = r.Cache
 	return r, nil
 }

@@ -1,10 +1,12 @@
-// Package yamlnode holds the yaml.v3 node helpers that config and
-// importer share.
+// Package yamlnode holds the yaml.v3 helpers that config, importer and
+// policytest share.
 package yamlnode
 
 import (
 	"bytes"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -53,4 +55,19 @@ func Kind(n *yaml.Node) string {
 		return "an alias"
 	}
 	return "nothing"
+}
+
+// SyntaxLine splits a yaml.v3 syntax error into its line and problem:
+// yaml.v3 writes the line only into its text, "yaml: line N: problem".
+// line is 0 when the text names none.
+func SyntaxLine(err error) (line int, problem string) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if n, problem, ok := strings.Cut(rest, ": "); ok {
+			if l, err := strconv.Atoi(n); err == nil {
+				return l, problem
+			}
+		}
+	}
+	return 0, msg
 }

@@ -174,7 +174,6 @@ func TestAccessAnswersAsTheCommand(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { srv.Serving().Close() })
 		return srv.Handler()
 	}
 	handlers := map[string]http.Handler{teams: serve(teams), placement: serve(placement)}

@@ -28,16 +28,13 @@ func runEnv(t *testing.T, vars map[string]string, args ...string) (stdout, stder
 func serveReads(t *testing.T, path string, vars map[string]string) (error, string) {
 	t.Helper()
 	var logs bytes.Buffer
-	srv, err := server.New(server.Options{
+	_, err := server.New(server.Options{
 		ConfigPath:  path,
 		Logger:      slog.New(slog.NewTextHandler(&logs, nil)),
 		Getenv:      func(k string) (string, bool) { v, ok := vars[k]; return v, ok },
 		AccessAuth:  []string{server.AccessAuthNone},
 		WebhookAuth: server.WebhookAuthNone,
 	})
-	if err == nil {
-		t.Cleanup(func() { srv.Serving().Close() })
-	}
 	return err, logs.String()
 }
 
