@@ -4,7 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
+	"sync/atomic"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -45,8 +49,9 @@ func memoryLimit(flag string, lookupEnv func(string) (string, bool), cgroup meml
 }
 
 // setMemoryLimit applies memoryLimit to the runtime and logs the result.
-// GOGC stays Go's default unless set: the soft limit, not a larger GOGC,
-// lets the heap grow, so a large configuration cannot multiply it.
+// Unless GOGC is set, the heap may grow to an eighth of the soft limit
+// before a collection (holdHeapFloor); past that, Go's default GC percent:
+// a fixed larger GOGC would multiply a large configuration's heap.
 func setMemoryLimit(flag string, lookupEnv func(string) (string, bool), log *slog.Logger) error {
 	limit, why, err := memoryLimit(flag, lookupEnv, memlimit.FromCgroup)
 	if err != nil {
@@ -55,6 +60,48 @@ func setMemoryLimit(flag string, lookupEnv func(string) (string, bool), log *slo
 	if limit > 0 {
 		debug.SetMemoryLimit(limit)
 	}
-	log.Info("Go memory limit", "limit", debug.SetMemoryLimit(-1), "from", why)
+	limit = debug.SetMemoryLimit(-1)
+	var floor uint64
+	if v, _ := lookupEnv("GOGC"); v == "" && limit < math.MaxInt64 {
+		floor = uint64(limit / 8)
+		holdHeapFloor(floor)
+	}
+	log.Info("Go memory limit", "limit", limit, "from", why, "heapFloor", floor)
 	return nil
+}
+
+// heapFloor is the heap goal holdHeapFloor keeps to; 0 stops it.
+var heapFloor atomic.Uint64
+
+// holdHeapFloor keeps the collector's goal at floor or above while the live
+// heap is small. Go's smallest goal is 4 MiB: with a small configuration
+// usher serve then collected every few hundred reviews, and those cycles'
+// fixed costs were a large share of a review's CPU (docs/benchmarks.md,
+// "Close to the wire"). Go has no minimum goal, so the GC percent is set
+// again after every cycle, from the heap that cycle found live.
+func holdHeapFloor(floor uint64) {
+	if heapFloor.Swap(floor) == 0 && floor > 0 {
+		setGCPercent(0)
+	}
+}
+
+func setGCPercent(int) {
+	floor := heapFloor.Load()
+	if floor == 0 {
+		debug.SetGCPercent(100)
+		return
+	}
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(live)
+	debug.SetGCPercent(gcPercent(live[0].Value.Uint64(), floor))
+	runtime.AddCleanup(new([16]byte), setGCPercent, 0) // runs after the next cycle
+}
+
+// gcPercent is the GC percent whose goal, live × (1 + percent/100), is
+// floor, and never below Go's default of 100.
+func gcPercent(live, floor uint64) int {
+	if live == 0 || live*2 >= floor {
+		return 100
+	}
+	return int(floor*100/live - 100)
 }

@@ -2,8 +2,12 @@ package cli
 
 import (
 	"errors"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 )
@@ -60,4 +64,49 @@ func TestMemoryLimitFromThisCgroup(t *testing.T) {
 		t.Fatalf("%d %q %v", got, why, err)
 	}
 	t.Logf("limit %d: %s", got, why)
+}
+
+func TestGCPercent(t *testing.T) {
+	for _, c := range []struct {
+		live, floor uint64
+		want        int
+	}{
+		{2 << 20, 16 << 20, 700},  // goal 16 MiB
+		{8 << 20, 16 << 20, 100},  // Go's default already reaches the floor
+		{40 << 20, 16 << 20, 100}, // a large configuration: never below the default
+		{0, 16 << 20, 100},        // before the first cycle
+	} {
+		if got := gcPercent(c.live, c.floor); got != c.want {
+			t.Errorf("gcPercent(%d, %d) = %d, want %d", c.live, c.floor, got, c.want)
+		}
+	}
+}
+
+// TestHeapFloorFollowsEachCycle: after a collection the GC percent is the
+// floor's, set again from the heap that cycle found live, and 100 once
+// the floor is stopped.
+func TestHeapFloorFollowsEachCycle(t *testing.T) {
+	percent := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	t.Cleanup(func() { holdHeapFloor(0); runtime.GC(); debug.SetGCPercent(100) })
+	holdHeapFloor(1 << 40) // far above any live heap of this test
+	deadline := time.Now().Add(30 * time.Second)
+	for percent() <= 100 {
+		if time.Now().After(deadline) {
+			t.Fatalf("GC percent still %d after collections with a floor of 1 TiB", percent())
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	holdHeapFloor(0)
+	for percent() != 100 {
+		if time.Now().After(deadline) {
+			t.Fatalf("GC percent %d after the floor stopped, want 100", percent())
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
 }
