@@ -34,13 +34,15 @@ type usherConfig struct {
 	ServerName string // checked against usher's certificate; empty: the host of Server
 }
 
-// newUsherClient derives a client for usher from the caller's API server
-// config kube, without impersonation (said in the body): through the API
-// server (access.usher.io), or with uc.Server at usher's address, with
-// usher's CA.
-func newUsherClient(kube *rest.Config, uc usherConfig) (*usherClient, error) {
-	cfg := rest.CopyConfig(kube)
-	cfg.Impersonate = rest.ImpersonationConfig{}
+// usherClient is a client for usher with the caller's credentials, without
+// impersonation (said in the body): through the API server (access.usher.io),
+// or with --usher-server at usher's address, with usher's CA.
+func (o *options) usherClient() (*usherClient, error) {
+	cfg, err := o.restConfig(false)
+	if err != nil {
+		return nil, err
+	}
+	uc := o.usher
 	c := &usherClient{base: strings.TrimSuffix(cfg.Host, "/") + "/apis/access.usher.io/v1alpha1", path: "/accessreviews"}
 	if uc.Server != "" {
 		u, err := url.Parse(uc.Server)

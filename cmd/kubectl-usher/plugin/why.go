@@ -194,7 +194,7 @@ func (o *options) why(ctx context.Context, f whyFlags, objs []*unstructured.Unst
 		if name == "" && obj.GetGenerateName() != "" {
 			name = obj.GetGenerateName() + "*"
 		}
-		wo := WhyObject{Kind: obj.GetKind(), Name: name}
+		wo := WhyObject{Kind: obj.GetKind(), Namespace: ns, Name: name}
 		if f.dryRun {
 			warnings.take() // drop those of earlier requests
 			dr, namespaced, err := dryRunCreate(ctx, dyn, mapper, obj, ns)
@@ -203,12 +203,10 @@ func (o *options) why(ctx context.Context, f whyFlags, objs []*unstructured.Unst
 			}
 			dr.Warnings = warnings.take()
 			wo.DryRun = dr
-			if namespaced {
-				wo.Namespace = ns
+			if !namespaced {
+				wo.Namespace = ""
 			}
 			refused = refused || !dr.Admitted
-		} else {
-			wo.Namespace = ns
 		}
 		if path, _ := podMetaPath(obj.GetKind()); f.decision && path != nil {
 			wo.Marker = queueMarker(obj)
