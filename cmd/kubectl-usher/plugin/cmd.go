@@ -47,13 +47,15 @@ const (
 // options are the flags every command shares; kubeconfig and overrides
 // are kubectl's own, read the way kubectl reads them (client-go's clientcmd).
 type options struct {
-	streams    Streams
-	kubeconfig string
-	overrides  clientcmd.ConfigOverrides
-	cc         clientcmd.ClientConfig
-	usher      usherConfig
-	partition  string
-	output     string
+	streams         Streams
+	kubeconfig      string
+	overrides       clientcmd.ConfigOverrides
+	cc              clientcmd.ClientConfig
+	usherServer     string
+	usherCA         string
+	usherServerName string
+	partition       string
+	output          string
 }
 
 // errNo is returned by a command whose answer is no: exit 1, no message.
@@ -114,9 +116,9 @@ docs/kubectl-usher.md.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&o.kubeconfig, clientcmd.RecommendedConfigPathFlag, "", "path to the kubeconfig file to use")
 	clientcmd.BindOverrideFlags(&o.overrides, pf, clientcmd.RecommendedConfigOverrideFlags(""))
-	pf.StringVar(&o.usher.Server, "usher-server", getenv(EnvServer), "usher's address, https://HOST[:PORT], to ask usher directly (default: through the API server, access.usher.io; $"+EnvServer+")")
-	pf.StringVar(&o.usher.CAFile, "usher-certificate-authority", getenv(EnvCA), "PEM file of the CA that signed usher's serving certificate (default: the system's roots; $"+EnvCA+")")
-	pf.StringVar(&o.usher.ServerName, "usher-tls-server-name", getenv(EnvServerName), "name to check usher's serving certificate against (default: the host of --usher-server; $"+EnvServerName+")")
+	pf.StringVar(&o.usherServer, "usher-server", getenv(EnvServer), "usher's address, https://HOST[:PORT], to ask usher directly (default: through the API server, access.usher.io; $"+EnvServer+")")
+	pf.StringVar(&o.usherCA, "usher-certificate-authority", getenv(EnvCA), "PEM file of the CA that signed usher's serving certificate (default: the system's roots; $"+EnvCA+")")
+	pf.StringVar(&o.usherServerName, "usher-tls-server-name", getenv(EnvServerName), "name to check usher's serving certificate against (default: the host of --usher-server; $"+EnvServerName+")")
 	pf.StringVar(&o.partition, "partition", "", "partition to ask about (default: usher's default partition)")
 	root.AddCommand(newWhoami(o), newCanI(o), newWhy(o), newQueues(o))
 	return root
@@ -185,8 +187,7 @@ func (o *options) subject(ctx context.Context) (who Identity, self bool, err err
 	return who, true, err
 }
 
-// ask sends req to usher about the subject (the caller, or --as and
-// --as-group), whose identity and self are subject's.
+// ask sends req to usher about the subject, and returns the answer and the subject.
 func (o *options) ask(ctx context.Context, req decision.AccessRequest) (ans *decision.Output, who Identity, self bool, err error) {
 	if who, self, err = o.subject(ctx); err != nil {
 		return nil, who, self, err

@@ -122,16 +122,15 @@ func readManifest(file string, stdin io.Reader) ([]*unstructured.Unstructured, e
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var out []*unstructured.Unstructured
 	for n := 1; ; n++ {
-		var m map[string]any
-		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
 			return nil, fmt.Errorf("%s: object %d: %w", file, n, err)
 		}
-		if len(m) == 0 {
+		if len(u.Object) == 0 {
 			continue
 		}
-		u := &unstructured.Unstructured{Object: m}
 		if u.GetKind() == "" || u.GetAPIVersion() == "" {
 			return nil, fmt.Errorf("%s: object %d has no kind or apiVersion", file, n)
 		}
