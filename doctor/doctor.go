@@ -88,10 +88,9 @@ func Run(ctx context.Context, kube kubernetes.Interface, meta metadata.Interface
 		r.configuration(ctx), r.rbac(ctx), r.reach(ctx), r.parents(ctx)}
 }
 
-// parents lists the parents propagators copy from that carry no
-// user.info, in the namespaces usher processes: their kind was governed
-// after they were made, so what propagators make from them gets the
-// propagator's identity or is denied (unstampedParents).
+// parents lists the propagators' parents without user.info in the namespaces
+// usher processes: made before their kind was governed, what propagators make
+// from them gets the propagator's identity or is denied (unstampedParents).
 func (r *run) parents(ctx context.Context) Check {
 	c := Check{Name: "unstamped-parents", Status: OK}
 	if r.cfg == nil {
@@ -221,9 +220,8 @@ func (r *run) webhooks(ctx context.Context) Check {
 	return c
 }
 
-// caBundles verifies, for each webhook, the certificate usher serves with
-// the webhook's caBundle: fetched from its URL, or read from the serving
-// Secret the Deployment mounts for a Service.
+// caBundles verifies each webhook's caBundle against the certificate usher
+// serves: fetched from its URL, or read from the Secret the Deployment mounts.
 func (r *run) caBundles(ctx context.Context) Check {
 	c := Check{Name: "ca-bundles", Status: OK}
 	var bad, warn []string
@@ -278,11 +276,8 @@ func (r *run) served(ctx context.Context, cc admissionregistrationv1.WebhookClie
 		return conn.(*tls.Conn).ConnectionState().PeerCertificates, u.Hostname(), nil
 	}
 	name := r.in.Name() + "-tls"
-	for _, v := range r.pod.Volumes {
-		if v.Secret != nil {
-			name = v.Secret.SecretName
-			break
-		}
+	if i := slices.IndexFunc(r.pod.Volumes, func(v corev1.Volume) bool { return v.Secret != nil }); i >= 0 {
+		name = r.pod.Volumes[i].Secret.SecretName
 	}
 	s, err := r.kube.CoreV1().Secrets(r.in.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -366,9 +361,8 @@ func (r *run) configMaps() [][2]string {
 	return refs
 }
 
-// configuration loads the ConfigMaps' data through the pipeline usher
-// serve and usher lint use, with the ADMISSION_CONTROLLER_* variables the
-// Deployment sets.
+// configuration loads the ConfigMaps as usher serve and usher lint do, with
+// the ADMISSION_CONTROLLER_* variables the Deployment sets.
 func (r *run) configuration(ctx context.Context) Check {
 	c := Check{Name: "configuration", Status: Fail}
 	data, env, name := map[string]string{}, map[string]string{}, ""
