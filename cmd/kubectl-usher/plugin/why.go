@@ -266,10 +266,7 @@ func printWhy(w io.Writer, wo WhyObject) {
 	}
 	if p := a.Placement; p != nil {
 		if p.Placed {
-			create := ""
-			if p.Create {
-				create = " (created on submission)"
-			}
+			create := map[bool]string{true: " (created on submission)"}[p.Create]
 			fmt.Fprintf(w, "  placement: %s%s (%s)\n", p.Queue, create, p.Rule)
 			if p.Asked != "" {
 				fmt.Fprintf(w, "    not %q, the queue the marker names (why: below)\n", p.Asked)
