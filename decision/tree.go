@@ -6,26 +6,16 @@ import "strings"
 // ("│   ├── batch"), for usher access and kubectl usher queues.
 func TreeLabel(qs []QueueRights, i int) string {
 	q := qs[i].Queue
-	name := q[strings.LastIndexByte(q, '.')+1:]
 	d := strings.Count(q, ".")
-	if d == 0 {
-		return name
-	}
 	var b strings.Builder
-	for level := 1; level < d; level++ {
-		if laterSibling(qs, i, level) {
-			b.WriteString("│   ")
-		} else {
-			b.WriteString("    ")
-		}
+	for level := 1; level <= d; level++ {
+		// By whether level is q's own and whether a sibling follows at level.
+		b.WriteString(branch[[2]bool{level == d, laterSibling(qs, i, level)}])
 	}
-	if laterSibling(qs, i, d) {
-		b.WriteString("├── ")
-	} else {
-		b.WriteString("└── ")
-	}
-	return b.String() + name
+	return b.String() + q[strings.LastIndexByte(q, '.')+1:]
 }
+
+var branch = map[[2]bool]string{{false, false}: "    ", {false, true}: "│   ", {true, false}: "└── ", {true, true}: "├── "}
 
 // laterSibling reports whether the ancestor of qs[i] at depth level (or
 // qs[i] itself) has a sibling after it.

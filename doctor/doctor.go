@@ -19,13 +19,14 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/pager"
 
 	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/config"
@@ -74,7 +75,7 @@ type run struct {
 	kube  kubernetes.Interface
 	meta  metadata.Interface
 	in    Install
-	dep   *appsv1.Deployment
+	pod   corev1.PodSpec // of usher's Deployment
 	hooks []hook
 	certs []*x509.Certificate
 	cfg   *config.Config
@@ -83,20 +84,15 @@ type run struct {
 // Run runs every check, in order.
 func Run(ctx context.Context, kube kubernetes.Interface, meta metadata.Interface, in Install) []Check {
 	r := &run{kube: kube, meta: meta, in: in}
-	dep, derr := kube.AppsV1().Deployments(in.Namespace).Get(ctx, in.Name(), metav1.GetOptions{})
-	if derr == nil {
-		r.dep = dep
-	}
-	return []Check{r.callers(derr), r.webhooks(ctx), r.caBundles(ctx), r.expiry(), r.service(ctx),
+	return []Check{r.callers(ctx), r.webhooks(ctx), r.caBundles(ctx), r.expiry(), r.service(ctx),
 		r.configuration(ctx), r.rbac(ctx), r.reach(ctx), r.parents(ctx)}
 }
 
-// parents lists the parents propagators copy from that carry no
-// user.info, in the namespaces usher processes: their kind was governed
-// after they were made, so what propagators make from them gets the
-// propagator's identity or is denied (unstampedParents).
+// parents lists the propagators' parents without user.info in the namespaces
+// usher processes: made before their kind was governed, what propagators make
+// from them gets the propagator's identity or is denied (unstampedParents).
 func (r *run) parents(ctx context.Context) Check {
-	c := Check{Name: "unstamped-parents", Status: OK, Detail: "no propagators"}
+	c := Check{Name: "unstamped-parents", Status: OK}
 	if r.cfg == nil {
 		c.Status, c.Detail = Warn, "not checked: the configuration did not load"
 		return c
@@ -109,21 +105,19 @@ func (r *run) parents(ctx context.Context) Check {
 				continue
 			}
 			seen[k.GVR()] = true
-			opts := metav1.ListOptions{Limit: 500}
-			for {
-				list, err := r.meta.Resource(k.GVR()).List(ctx, opts)
-				if err != nil {
-					c.Status, c.Detail = Warn, fmt.Sprintf("cannot list %s: %v", k.Resource, err)
-					return c
+			list := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				return r.meta.Resource(k.GVR()).List(ctx, opts)
+			})
+			err := list.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+				o := obj.(*metav1.PartialObjectMetadata)
+				if _, ok := o.Annotations[settings.UserInfoAnnotation]; !ok && a.ProcessNamespace(o.Namespace) {
+					found = append(found, k.Kind+" "+o.Namespace+"/"+o.Name)
 				}
-				for _, o := range list.Items {
-					if _, ok := o.Annotations[settings.UserInfoAnnotation]; !ok && a.ProcessNamespace(o.Namespace) {
-						found = append(found, k.Kind+" "+o.Namespace+"/"+o.Name)
-					}
-				}
-				if opts.Continue = list.Continue; opts.Continue == "" {
-					break
-				}
+				return nil
+			})
+			if err != nil {
+				c.Status, c.Detail = Warn, fmt.Sprintf("cannot list %s: %v", k.Resource, err)
+				return c
 			}
 		}
 	}
@@ -144,7 +138,7 @@ func (r *run) fixInstall(what string) string {
 // containers, in order.
 func (r *run) flag(name string) []string {
 	var out []string
-	for _, c := range r.pod().Containers {
+	for _, c := range r.pod.Containers {
 		for i, a := range c.Args {
 			if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
 				out = append(out, v)
@@ -156,19 +150,14 @@ func (r *run) flag(name string) []string {
 	return out
 }
 
-func (r *run) pod() corev1.PodSpec {
-	if r.dep == nil {
-		return corev1.PodSpec{}
-	}
-	return r.dep.Spec.Template.Spec
-}
-
-func (r *run) callers(derr error) Check {
+func (r *run) callers(ctx context.Context) Check {
 	c := Check{Name: "webhook-callers", Status: OK}
-	if derr != nil {
-		c.Status, c.Detail, c.Fix = Fail, fmt.Sprintf("deployment %s/%s: %v", r.in.Namespace, r.in.Name(), derr), r.fixInstall("deployment.yaml")
+	dep, err := r.kube.AppsV1().Deployments(r.in.Namespace).Get(ctx, r.in.Name(), metav1.GetOptions{})
+	if err != nil {
+		c.Status, c.Detail, c.Fix = Fail, fmt.Sprintf("deployment %s/%s: %v", r.in.Namespace, r.in.Name(), err), r.fixInstall("deployment.yaml")
 		return c
 	}
+	r.pod = dep.Spec.Template.Spec
 	mode := "client-cert"
 	if m := r.flag("webhook-auth"); len(m) > 0 {
 		mode = m[len(m)-1]
@@ -231,9 +220,8 @@ func (r *run) webhooks(ctx context.Context) Check {
 	return c
 }
 
-// caBundles verifies, for each webhook, the certificate usher serves with
-// the webhook's caBundle: fetched from its URL, or read from the serving
-// Secret the Deployment mounts for a Service.
+// caBundles verifies each webhook's caBundle against the certificate usher
+// serves: fetched from its URL, or read from the Secret the Deployment mounts.
 func (r *run) caBundles(ctx context.Context) Check {
 	c := Check{Name: "ca-bundles", Status: OK}
 	var bad, warn []string
@@ -288,11 +276,8 @@ func (r *run) served(ctx context.Context, cc admissionregistrationv1.WebhookClie
 		return conn.(*tls.Conn).ConnectionState().PeerCertificates, u.Hostname(), nil
 	}
 	name := r.in.Name() + "-tls"
-	for _, v := range r.pod().Volumes {
-		if v.Secret != nil {
-			name = v.Secret.SecretName
-			break
-		}
+	if i := slices.IndexFunc(r.pod.Volumes, func(v corev1.Volume) bool { return v.Secret != nil }); i >= 0 {
+		name = r.pod.Volumes[i].Secret.SecretName
 	}
 	s, err := r.kube.CoreV1().Secrets(r.in.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -376,9 +361,8 @@ func (r *run) configMaps() [][2]string {
 	return refs
 }
 
-// configuration loads the ConfigMaps' data through the pipeline usher
-// serve and usher lint use, with the ADMISSION_CONTROLLER_* variables the
-// Deployment sets.
+// configuration loads the ConfigMaps as usher serve and usher lint do, with
+// the ADMISSION_CONTROLLER_* variables the Deployment sets.
 func (r *run) configuration(ctx context.Context) Check {
 	c := Check{Name: "configuration", Status: Fail}
 	data, env, name := map[string]string{}, map[string]string{}, ""
@@ -392,7 +376,7 @@ func (r *run) configuration(ctx context.Context) Check {
 		}
 		maps.Copy(data, cm.Data)
 	}
-	for _, ct := range r.pod().Containers {
+	for _, ct := range r.pod.Containers {
 		for _, e := range ct.Env {
 			env[e.Name] = e.Value
 		}
@@ -413,10 +397,10 @@ func (r *run) configuration(ctx context.Context) Check {
 // rbac asks the API server whether usher's service account holds what
 // the features the Deployment and the configuration turn on need.
 func (r *run) rbac(ctx context.Context) Check {
-	sa := cmp.Or(r.pod().ServiceAccountName, r.in.Name())
+	sa := cmp.Or(r.pod.ServiceAccountName, r.in.Name())
 	type need struct{ why, verb, group, resource, ns, name string }
 	needs := []need{}
-	if !slices.ContainsFunc(r.pod().Containers, func(c corev1.Container) bool {
+	if !slices.ContainsFunc(r.pod.Containers, func(c corev1.Container) bool {
 		return slices.Contains(c.Args, "--no-denial-events") || slices.Contains(c.Args, "--no-denial-events=true")
 	}) {
 		needs = append(needs, need{"denial Events", "create", "", "events", "", ""})

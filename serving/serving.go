@@ -32,12 +32,8 @@ type State struct {
 
 // Build returns the State of cfg, built on prev (engine.New); log receives
 // group lookup failures.
-func Build(cfg *config.Config, prev *State, log *slog.Logger) (*State, error) {
-	var pg *engine.Generation
-	if prev != nil {
-		pg = prev.Generation
-	}
-	g, err := engine.New(cfg, pg)
+func Build(cfg *config.Config, prev *engine.Generation, log *slog.Logger) (*State, error) {
+	g, err := engine.New(cfg, prev)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +66,7 @@ func (s *Store) Admission() *admission.State { return s.cur.Load().Admission }
 // in service stays. The caller serializes reloads.
 func (s *Store) Swap(cfg *config.Config) error {
 	old := s.cur.Load()
-	next, err := Build(cfg, old, s.log)
+	next, err := Build(cfg, old.Generation, s.log)
 	if err != nil {
 		return err
 	}

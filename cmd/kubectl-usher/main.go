@@ -14,7 +14,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := plugin.Main(ctx, os.Args[1:], plugin.Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	code := plugin.Main(ctx, os.Args[1:], plugin.Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Getenv)
 	stop()
 	os.Exit(code)
 }

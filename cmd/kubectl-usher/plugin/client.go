@@ -27,32 +27,26 @@ type usherClient struct {
 	http       *http.Client
 }
 
-// usherConfig is how the plugin reaches usher.
-type usherConfig struct {
-	Server     string // usher's base URL, https://HOST:PORT
-	CAFile     string // verifies usher's serving certificate; empty: the system's roots
-	ServerName string // checked against usher's certificate; empty: the host of Server
-}
-
-// newUsherClient derives a client for usher from the caller's API server
-// config kube, without impersonation (said in the body): through the API
-// server (access.usher.io), or with uc.Server at usher's address, with
-// usher's CA.
-func newUsherClient(kube *rest.Config, uc usherConfig) (*usherClient, error) {
-	cfg := rest.CopyConfig(kube)
-	cfg.Impersonate = rest.ImpersonationConfig{}
+// usherClient is a client for usher with the caller's credentials, without
+// impersonation (said in the body): through the API server (access.usher.io),
+// or with --usher-server at usher's address, with usher's CA.
+func (o *options) usherClient() (*usherClient, error) {
+	cfg, err := o.restConfig(false)
+	if err != nil {
+		return nil, err
+	}
 	c := &usherClient{base: strings.TrimSuffix(cfg.Host, "/") + "/apis/access.usher.io/v1alpha1", path: "/accessreviews"}
-	if uc.Server != "" {
-		u, err := url.Parse(uc.Server)
+	if o.usherServer != "" {
+		u, err := url.Parse(o.usherServer)
 		if err != nil || u.Scheme != "https" || u.Host == "" {
-			return nil, fmt.Errorf("--usher-server %q: want https://HOST[:PORT]", uc.Server)
+			return nil, fmt.Errorf("--usher-server %q: want https://HOST[:PORT]", o.usherServer)
 		}
-		cfg.Host = strings.TrimSuffix(uc.Server, "/")
+		cfg.Host = strings.TrimSuffix(o.usherServer, "/")
 		cfg.APIPath = ""
 		cfg.TLSClientConfig.Insecure = false
-		cfg.TLSClientConfig.CAFile = uc.CAFile
+		cfg.TLSClientConfig.CAFile = o.usherCA
 		cfg.TLSClientConfig.CAData = nil
-		cfg.TLSClientConfig.ServerName = uc.ServerName
+		cfg.TLSClientConfig.ServerName = o.usherServerName
 		cfg.Proxy = nil
 		c.base, c.path = cfg.Host, ""
 	}

@@ -20,22 +20,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/usherhq/usher/decision"
-)
-
-// Exit codes.
-const (
-	ExitYes   = 0 // yes (can-i, why), or success
-	ExitNo    = 1 // no (can-i, why)
-	ExitError = 2 // the question could not be asked or answered
 )
 
 // Streams are the plugin's standard streams.
@@ -54,13 +47,15 @@ const (
 // options are the flags every command shares; kubeconfig and overrides
 // are kubectl's own, read the way kubectl reads them (client-go's clientcmd).
 type options struct {
-	streams    Streams
-	kubeconfig string
-	overrides  clientcmd.ConfigOverrides
-	cc         clientcmd.ClientConfig
-	usher      usherConfig
-	partition  string
-	output     string
+	streams         Streams
+	kubeconfig      string
+	overrides       clientcmd.ConfigOverrides
+	cc              clientcmd.ClientConfig
+	usherServer     string
+	usherCA         string
+	usherServerName string
+	partition       string
+	output          string
 }
 
 // errNo is returned by a command whose answer is no: exit 1, no message.
@@ -74,23 +69,20 @@ func verdict(err error, yes bool) error {
 	return err
 }
 
-// Main runs the plugin with args (without the program name) and returns the exit code.
-func Main(ctx context.Context, args []string, streams Streams) int {
-	return run(ctx, args, streams, os.Getenv)
-}
-
-func run(ctx context.Context, args []string, streams Streams, getenv func(string) string) int {
+// Main runs the plugin with args (without the program name), the --usher-*
+// defaults read with getenv, and returns the exit code.
+func Main(ctx context.Context, args []string, streams Streams, getenv func(string) string) int {
 	cmd := newRoot(streams, getenv)
 	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(ctx)
-	switch {
+	switch err := cmd.ExecuteContext(ctx); {
 	case err == nil:
-		return ExitYes
+		return 0
 	case errors.Is(err, errNo):
-		return ExitNo
+		return 1
+	default:
+		fmt.Fprintln(streams.ErrOut, "error:", err)
+		return 2
 	}
-	fmt.Fprintln(streams.ErrOut, "error:", err)
-	return ExitError
 }
 
 func newRoot(streams Streams, getenv func(string) string) *cobra.Command {
@@ -124,9 +116,9 @@ docs/kubectl-usher.md.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&o.kubeconfig, clientcmd.RecommendedConfigPathFlag, "", "path to the kubeconfig file to use")
 	clientcmd.BindOverrideFlags(&o.overrides, pf, clientcmd.RecommendedConfigOverrideFlags(""))
-	pf.StringVar(&o.usher.Server, "usher-server", getenv(EnvServer), "usher's address, https://HOST[:PORT], to ask usher directly (default: through the API server, access.usher.io; $"+EnvServer+")")
-	pf.StringVar(&o.usher.CAFile, "usher-certificate-authority", getenv(EnvCA), "PEM file of the CA that signed usher's serving certificate (default: the system's roots; $"+EnvCA+")")
-	pf.StringVar(&o.usher.ServerName, "usher-tls-server-name", getenv(EnvServerName), "name to check usher's serving certificate against (default: the host of --usher-server; $"+EnvServerName+")")
+	pf.StringVar(&o.usherServer, "usher-server", getenv(EnvServer), "usher's address, https://HOST[:PORT], to ask usher directly (default: through the API server, access.usher.io; $"+EnvServer+")")
+	pf.StringVar(&o.usherCA, "usher-certificate-authority", getenv(EnvCA), "PEM file of the CA that signed usher's serving certificate (default: the system's roots; $"+EnvCA+")")
+	pf.StringVar(&o.usherServerName, "usher-tls-server-name", getenv(EnvServerName), "name to check usher's serving certificate against (default: the host of --usher-server; $"+EnvServerName+")")
 	pf.StringVar(&o.partition, "partition", "", "partition to ask about (default: usher's default partition)")
 	root.AddCommand(newWhoami(o), newCanI(o), newWhy(o), newQueues(o))
 	return root
@@ -173,14 +165,6 @@ func (o *options) restConfig(impersonate bool) (*rest.Config, error) {
 	return cfg, nil
 }
 
-func (o *options) usherClient() (*usherClient, error) {
-	cfg, err := o.restConfig(false)
-	if err != nil {
-		return nil, err
-	}
-	return newUsherClient(cfg, o.usher)
-}
-
 // subject is the identity a question is about: the caller as the API server
 // sees it, or --as and --as-group, with system:authenticated added as the
 // API server adds it to an impersonated user.
@@ -190,8 +174,8 @@ func (o *options) subject(ctx context.Context) (who Identity, self bool, err err
 			return Identity{}, false, errors.New("--as-group needs --as USER")
 		}
 		groups := append([]string{}, as.ImpersonateGroups...)
-		if as.Impersonate != "system:anonymous" && !slices.Contains(groups, systemAuthenticated) {
-			groups = append(groups, systemAuthenticated)
+		if as.Impersonate != user.Anonymous && !slices.Contains(groups, user.AllAuthenticated) {
+			groups = append(groups, user.AllAuthenticated)
 		}
 		return Identity{User: as.Impersonate, Groups: groups}, false, nil
 	}
@@ -203,8 +187,7 @@ func (o *options) subject(ctx context.Context) (who Identity, self bool, err err
 	return who, true, err
 }
 
-// ask sends req to usher about the subject (the caller, or --as and
-// --as-group), whose identity and self are subject's.
+// ask sends req to usher about the subject, and returns the answer and the subject.
 func (o *options) ask(ctx context.Context, req decision.AccessRequest) (ans *decision.Output, who Identity, self bool, err error) {
 	if who, self, err = o.subject(ctx); err != nil {
 		return nil, who, self, err
@@ -225,9 +208,6 @@ func (o *options) ask(ctx context.Context, req decision.AccessRequest) (ans *dec
 	ans, err = uc.access(ctx, req)
 	return ans, who, self, err
 }
-
-// systemAuthenticated is the group of every authenticated user.
-const systemAuthenticated = "system:authenticated"
 
 // orEmpty is s, or an empty list for nil: JSON [] rather than null.
 func orEmpty[T any](s []T) []T {

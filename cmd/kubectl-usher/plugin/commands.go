@@ -70,13 +70,10 @@ answers only if you may create accessreviews in API group usher.io.`
 
 // describeSource says where a group usher decides with came from.
 func describeSource(s string, self bool) string {
-	switch {
-	case s == "given" && self:
-		return "given (by the API server)"
-	case s == "given":
-		return "given (--as-group)"
+	if s != "given" {
+		return s + " (usher's directory)"
 	}
-	return s + " (usher's directory)"
+	return map[bool]string{true: "given (by the API server)", false: "given (--as-group)"}[self]
 }
 
 // Actions on a queue, and on an application.

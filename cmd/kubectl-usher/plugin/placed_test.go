@@ -107,7 +107,7 @@ func TestOneAnswerForASubmission(t *testing.T) {
 		{"rejected", "eve", "root.ops", placedAnswer{false, "", ""}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			groups := append(append([]string{}, users[c.user]...), systemAuthenticated)
+			groups := append(append([]string{}, users[c.user]...), "system:authenticated")
 			got := map[string]placedAnswer{}
 			got["webhook"] = e.webhookAnswer(t, fmt.Sprintf("uid-%d", i), c.user, groups, c.marker, c.want)
 			got["/v1/access"] = e.accessAnswer(t, c.user, groups, c.marker)

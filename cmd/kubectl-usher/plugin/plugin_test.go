@@ -207,7 +207,7 @@ func (e *env) run(user string, stdin string, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	args = append([]string{"--kubeconfig", e.kubeconfig[user]}, args...)
-	code := run(ctx, args, Streams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut}, getenv)
+	code := Main(ctx, args, Streams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut}, getenv)
 	return result{code, out.String(), errOut.String()}
 }
 

@@ -10,10 +10,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	"k8s.io/client-go/rest"
-
-	"github.com/usherhq/usher/decision"
 )
 
 // A redirect from --usher-server is not followed: following it would send
@@ -29,17 +25,22 @@ func TestNoRedirects(t *testing.T) {
 		http.Redirect(w, r, elsewhere.URL+"/v1/access", http.StatusTemporaryRedirect)
 	}))
 	defer usher.Close()
-	ca := filepath.Join(t.TempDir(), "ca.pem")
+	dir := t.TempDir()
+	ca, kc := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: usher.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := newUsherClient(&rest.Config{Host: "https://api.example", BearerToken: "alice-secret-token"}, usherConfig{Server: usher.URL, CAFile: ca})
-	if err != nil {
+	config := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: https://api.example}}]\n" +
+		"users: [{name: u, user: {token: alice-secret-token}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n"
+	if err := os.WriteFile(kc, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.access(context.Background(), decision.AccessRequest{User: "alice", Queue: "root", Action: "submit"})
-	if err == nil || !strings.Contains(err.Error(), elsewhere.URL) || !strings.Contains(err.Error(), "redirect") {
-		t.Errorf("error %v, want one naming the redirect to %s", err, elsewhere.URL)
+	var out, errOut strings.Builder
+	// --as: the question needs no SelfSubjectReview from api.example.
+	args := []string{"--kubeconfig", kc, "--usher-server", usher.URL, "--usher-certificate-authority", ca, "--as", "alice", "can-i", "submit", "root"}
+	code := Main(context.Background(), args, Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, func(string) string { return "" })
+	if code != 2 || !strings.Contains(errOut.String(), elsewhere.URL) || !strings.Contains(errOut.String(), "redirect") {
+		t.Errorf("exit %d, stderr %q: want 2 and an error naming the redirect to %s", code, errOut.String(), elsewhere.URL)
 	}
 	if v := got.Load(); v != nil {
 		t.Errorf("the redirect was followed: %s", v)
@@ -77,7 +78,7 @@ func TestNoRedirectsThroughAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errOut strings.Builder
-	code := run(context.Background(), []string{"--kubeconfig", kc, "can-i", "submit", "root"}, Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+	code := Main(context.Background(), []string{"--kubeconfig", kc, "can-i", "submit", "root"}, Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
 		func(string) string { return "" })
 	if v := got.Load(); v != nil {
 		t.Errorf("the redirect was followed: %s", v)

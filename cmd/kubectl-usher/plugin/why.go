@@ -11,7 +11,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/spf13/cobra"
@@ -122,16 +122,15 @@ func readManifest(file string, stdin io.Reader) ([]*unstructured.Unstructured, e
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var out []*unstructured.Unstructured
 	for n := 1; ; n++ {
-		var m map[string]any
-		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
 			return nil, fmt.Errorf("%s: object %d: %w", file, n, err)
 		}
-		if len(m) == 0 {
+		if len(u.Object) == 0 {
 			continue
 		}
-		u := &unstructured.Unstructured{Object: m}
 		if u.GetKind() == "" || u.GetAPIVersion() == "" {
 			return nil, fmt.Errorf("%s: object %d has no kind or apiVersion", file, n)
 		}
@@ -153,7 +152,7 @@ func (o *options) why(ctx context.Context, f whyFlags, objs []*unstructured.Unst
 	}
 	var dyn dynamic.Interface
 	var mapper meta.RESTMapper
-	warnings := &warningCollector{}
+	var warnings warningList
 	if f.dryRun {
 		cfg, err := o.restConfig(true)
 		if err != nil {
@@ -166,15 +165,16 @@ func (o *options) why(ctx context.Context, f whyFlags, objs []*unstructured.Unst
 				return fmt.Errorf("--as %s: %w", o.overrides.AuthInfo.Impersonate, err)
 			}
 		}
-		cfg.WarningHandler = warnings
-		if dyn, err = dynamic.NewForConfig(cfg); err != nil {
-			return err
-		}
+		cfg.WarningHandler = rest.NoWarnings{} // discovery's are not the objects'
 		disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 		if err != nil {
 			return err
 		}
 		mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+		cfg.WarningHandler = &warnings // the dry runs', made one at a time
+		if dyn, err = dynamic.NewForConfig(cfg); err != nil {
+			return err
+		}
 	}
 	var uc *usherClient
 	var who Identity
@@ -194,21 +194,19 @@ func (o *options) why(ctx context.Context, f whyFlags, objs []*unstructured.Unst
 		if name == "" && obj.GetGenerateName() != "" {
 			name = obj.GetGenerateName() + "*"
 		}
-		wo := WhyObject{Kind: obj.GetKind(), Name: name}
+		wo := WhyObject{Kind: obj.GetKind(), Namespace: ns, Name: name}
 		if f.dryRun {
-			warnings.take() // drop those of earlier requests
+			warnings = nil
 			dr, namespaced, err := dryRunCreate(ctx, dyn, mapper, obj, ns)
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", obj.GetKind(), name, err)
 			}
-			dr.Warnings = warnings.take()
+			dr.Warnings = warnings
 			wo.DryRun = dr
-			if namespaced {
-				wo.Namespace = ns
+			if !namespaced {
+				wo.Namespace = ""
 			}
 			refused = refused || !dr.Admitted
-		} else {
-			wo.Namespace = ns
 		}
 		if path, _ := podMetaPath(obj.GetKind()); f.decision && path != nil {
 			wo.Marker = queueMarker(obj)
@@ -268,10 +266,7 @@ func printWhy(w io.Writer, wo WhyObject) {
 	}
 	if p := a.Placement; p != nil {
 		if p.Placed {
-			create := ""
-			if p.Create {
-				create = " (created on submission)"
-			}
+			create := map[bool]string{true: " (created on submission)"}[p.Create]
 			fmt.Fprintf(w, "  placement: %s%s (%s)\n", p.Queue, create, p.Rule)
 			if p.Asked != "" {
 				fmt.Fprintf(w, "    not %q, the queue the marker names (why: below)\n", p.Asked)
@@ -344,25 +339,11 @@ func podMetaPath(kind string) ([]string, string) {
 	return nil, ""
 }
 
-// warningCollector keeps the API server's warnings (the webhooks' come back this way).
-type warningCollector struct {
-	mu   sync.Mutex
-	msgs []string
-}
+// warningList keeps the API server's warnings (the webhooks' come back this way).
+type warningList []string
 
-func (c *warningCollector) HandleWarningHeader(code int, _ string, text string) {
-	if code != 299 || text == "" {
-		return
+func (l *warningList) HandleWarningHeader(code int, _ string, text string) {
+	if code == 299 && text != "" {
+		*l = append(*l, text)
 	}
-	c.mu.Lock()
-	c.msgs = append(c.msgs, text)
-	c.mu.Unlock()
-}
-
-func (c *warningCollector) take() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := c.msgs
-	c.msgs = nil
-	return out
 }
