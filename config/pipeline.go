@@ -219,11 +219,8 @@ func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(s
 		return
 	}
 	c.Admission = compiled
-	if c.Snapshot == nil {
-		return
-	}
-	for _, r := range references(raw, c.Snapshot) {
-		loc.err(&r.SettingError, r.at)
+	if c.Snapshot != nil {
+		loc.references(raw, c.Snapshot)
 	}
 	return loc
 }
