@@ -76,12 +76,9 @@ type Config struct {
 // partition stamps the groups the API server gives, which CEL can write.
 func (c *Config) FloorStamps() bool {
 	a := c.Admission // set in every configuration Load returns
-	for _, p := range c.Partitions {
-		if strings.EqualFold(p.Name, a.Partition) && p.Groups == identity.ModeGiven {
-			return true
-		}
-	}
-	return a.StampGiven
+	return a.StampGiven || slices.ContainsFunc(c.Partitions, func(p Partition) bool {
+		return strings.EqualFold(p.Name, a.Partition) && p.Groups == identity.ModeGiven
+	})
 }
 
 // Partition is one partition's policy and identity settings.
