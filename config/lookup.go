@@ -370,8 +370,7 @@ func (p *parser) userGroups(n *yaml.Node, what string) map[string][]string {
 
 // placeLDAPError reports an ldap.Config.Validate error at its key, else the block.
 func (p *parser) placeLDAPError(n *yaml.Node, err error) {
-	var fe *ldap.FieldError
-	if errors.As(err, &fe) {
+	if fe, ok := errors.AsType[*ldap.FieldError](err); ok {
 		key, index, _ := strings.Cut(fe.Field, "[")
 		if v := yamlnode.Value(n, key); v != nil {
 			if i, err := strconv.Atoi(strings.TrimSuffix(index, "]")); err == nil && v.Kind == yaml.SequenceNode && i < len(v.Content) {

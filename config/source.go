@@ -40,8 +40,8 @@ const UsherKey = "usher.yaml"
 // queuesKey is the key holding the partitions in data: "<group>.yaml"
 // for the service.policyGroup setting, queues.yaml without one.
 func queuesKey(data map[string]keyValue) string {
-	if g, ok := data[PolicyGroupKey]; ok && strings.TrimSpace(g.value) != "" {
-		return strings.TrimSpace(g.value) + ".yaml"
+	if g := strings.TrimSpace(data[PolicyGroupKey].value); g != "" {
+		return g + ".yaml"
 	}
 	return QueuesKey
 }

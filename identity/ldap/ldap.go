@@ -134,8 +134,7 @@ const (
 func readPasswordFile(path string) (string, error) {
 	data, _, err := safefile.Read(path, MaxPasswordFile, legacyLimit)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
+		if pe, ok := errors.AsType[*fs.PathError](err); ok {
 			err = pe.Err
 		}
 		return "", fmt.Errorf("ldap: bindpasswordfile: cannot read the file it names: %w", err)

@@ -141,8 +141,7 @@ func (r *Resolver) dial(ctx context.Context) (*conn, error) {
 			r.markDown(i, time.Time{})
 			return c, nil
 		}
-		var bad *bindError
-		if errors.As(err, &bad) {
+		if _, ok := errors.AsType[*bindError](err); ok {
 			return nil, err
 		}
 		if ctx.Err() != nil {
