@@ -163,10 +163,9 @@ func (r *Resolver) serverOrder() []int {
 	now := r.now()
 	r.downMu.Lock()
 	defer r.downMu.Unlock()
-	order := make([]int, 0, len(r.urls))
-	var later []int
-	for i := range r.urls {
-		if now.Before(r.downUntil[i]) {
+	var order, later []int
+	for i, until := range r.downUntil {
+		if now.Before(until) {
 			later = append(later, i)
 		} else {
 			order = append(order, i)
