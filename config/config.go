@@ -76,12 +76,9 @@ type Config struct {
 // partition stamps the groups the API server gives, which CEL can write.
 func (c *Config) FloorStamps() bool {
 	a := c.Admission // set in every configuration Load returns
-	for _, p := range c.Partitions {
-		if strings.EqualFold(p.Name, a.Partition) && p.Groups == identity.ModeGiven {
-			return true
-		}
-	}
-	return a.StampGiven
+	return a.StampGiven || slices.ContainsFunc(c.Partitions, func(p Partition) bool {
+		return strings.EqualFold(p.Name, a.Partition) && p.Groups == identity.ModeGiven
+	})
 }
 
 // Partition is one partition's policy and identity settings.
@@ -473,7 +470,9 @@ func (p *parser) acl(k, n *yaml.Node, what string) *acl.ACL {
 	if !ok {
 		return nil
 	}
-	trap := p.leadingSpace(k, n)
+	// A plain scalar on its key's line more than one space after the colon:
+	// YAML dropped the spaces, so an ACL meant as " group" reads as the user "group".
+	trap := n.Style == 0 && k.Style == 0 && k.Line == n.Line && n.Column > k.Column+len(k.Value)+2
 	a, warns, err := acl.Parse(text, acl.YuniKorn)
 	if err != nil {
 		if se, ok := err.(*acl.SyntaxError); ok {
@@ -497,14 +496,6 @@ func (p *parser) acl(k, n *yaml.Node, what string) *acl.ACL {
 	}
 	p.acls = append(p.acls, aclUse{node: n, rule: &a, what: what, trap: trap})
 	return &a
-}
-
-// leadingSpace reports whether n is a plain scalar written on its key's
-// line more than one space after the key's colon: YAML dropped the spaces
-// before it, so an ACL meant as " group" reads as the user "group".
-func (p *parser) leadingSpace(k, n *yaml.Node) bool {
-	return n.Style == 0 && n.Kind == yaml.ScalarNode && k.Style == 0 && k.Line == n.Line &&
-		n.Column > k.Column+len(k.Value)+2
 }
 
 func (p *parser) resolver(n *yaml.Node) resolvers.Settings {

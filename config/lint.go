@@ -88,11 +88,9 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 // checkValue reports why n does not decode into a t, at the node a NodeError names.
 func (p *parser) checkValue(n *yaml.Node, top string, t reflect.Type) {
 	err := n.Decode(reflect.New(t).Interface())
-	var ne *settings.NodeError
-	switch {
-	case errors.As(err, &ne):
+	if ne, ok := errors.AsType[*settings.NodeError](err); ok {
 		p.add(ne.Line, ne.Column, Error, "", top+": "+ne.Msg)
-	case err != nil:
+	} else if err != nil {
 		p.errorf(n, "%s: %s", top, decodeMsg(n, err))
 	}
 }

@@ -157,9 +157,7 @@ func onlyEmpty(re *syntax.Regexp) bool {
 	switch re.Op {
 	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText:
 		return true
-	case syntax.OpCapture:
-		return onlyEmpty(re.Sub[0])
-	case syntax.OpConcat:
+	case syntax.OpCapture, syntax.OpConcat:
 		for _, s := range re.Sub {
 			if !onlyEmpty(s) {
 				return false
@@ -195,13 +193,12 @@ func mustRunes(re *syntax.Regexp) []rune {
 		if len(all) > 0 {
 			return all[:1]
 		}
-	case syntax.OpCapture, syntax.OpPlus:
-		return mustRunes(re.Sub[0])
 	case syntax.OpRepeat:
-		if re.Min > 0 {
-			return mustRunes(re.Sub[0])
+		if re.Min == 0 {
+			return nil
 		}
-	case syntax.OpConcat:
+		fallthrough
+	case syntax.OpCapture, syntax.OpPlus, syntax.OpConcat:
 		var out []rune
 		for _, s := range re.Sub {
 			out = append(out, mustRunes(s)...)
@@ -373,8 +370,7 @@ func (p *parser) userGroups(n *yaml.Node, what string) map[string][]string {
 
 // placeLDAPError reports an ldap.Config.Validate error at its key, else the block.
 func (p *parser) placeLDAPError(n *yaml.Node, err error) {
-	var fe *ldap.FieldError
-	if errors.As(err, &fe) {
+	if fe, ok := errors.AsType[*ldap.FieldError](err); ok {
 		key, index, _ := strings.Cut(fe.Field, "[")
 		if v := yamlnode.Value(n, key); v != nil {
 			if i, err := strconv.Atoi(strings.TrimSuffix(index, "]")); err == nil && v.Kind == yaml.SequenceNode && i < len(v.Content) {

@@ -219,11 +219,8 @@ func (p *parser) admission(c *Config, src *source, adm *yaml.Node, lookup func(s
 		return
 	}
 	c.Admission = compiled
-	if c.Snapshot == nil {
-		return
-	}
-	for _, r := range references(raw, c.Snapshot) {
-		loc.err(&r.SettingError, r.at)
+	if c.Snapshot != nil {
+		loc.references(raw, c.Snapshot)
 	}
 	return loc
 }
@@ -295,11 +292,8 @@ func settingNode(block *yaml.Node, setting string, index int, field string) *yam
 		}
 		n = next
 	}
-	if index < 0 {
-		return n
-	}
-	if n.Kind != yaml.SequenceNode || index >= len(n.Content) {
-		return n // a comma-separated pattern string, or a list too short
+	if index < 0 || n.Kind != yaml.SequenceNode || index >= len(n.Content) {
+		return n // no item, a comma-separated pattern string, or a list too short
 	}
 	n = n.Content[index]
 	if field != "" && n.Kind == yaml.MappingNode {

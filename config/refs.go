@@ -10,21 +10,14 @@ import (
 	"github.com/usherhq/usher/policy"
 )
 
-// refProblem is an admission setting naming something the partitions lack.
-type refProblem struct {
-	settings.SettingError
-	at string // the setting whose position is reported, if not this one (a default not written)
-}
-
-// references checks what the admission settings name in the partitions;
-// raw is before defaults, so a default partition counts only when a check
-// uses it. Each would deny every workload it applies to: an error.
-func references(raw settings.Config, snap *policy.Snapshot) []refProblem {
+// references reports what the admission settings name that the partitions
+// lack; raw is before defaults, so a default partition counts only when a
+// check uses it. Each would deny every workload it applies to: an error.
+func (l locator) references(raw settings.Config, snap *policy.Snapshot) {
 	c := raw.Defaulted()
-	var out []refProblem
 	item := func(setting string, index int, field, format string, args ...any) {
-		out = append(out, refProblem{SettingError: settings.SettingError{Setting: "admissionController." + setting, Index: index, Field: field,
-			Msg: fmt.Sprintf(format, args...)}})
+		l.err(&settings.SettingError{Setting: "admissionController." + setting, Index: index, Field: field,
+			Msg: fmt.Sprintf(format, args...)}, "")
 	}
 	add := func(setting, format string, args ...any) { item(setting, -1, "", format, args...) }
 	part, err := snap.Partition(c.Partition)
@@ -38,11 +31,12 @@ func references(raw settings.Config, snap *policy.Snapshot) []refProblem {
 			if !c.EnforceQueueACLs {
 				check = "enforceDeleteACLs"
 			}
-			add("partition", "%q (the default) names no partition of this configuration (partitions: %s); %s needs one: set admissionController.partition",
-				c.Partition, names, check)
-			out[len(out)-1].at = "admissionController." + check
+			// Reported at the check: the default partition is not written.
+			l.err(&settings.SettingError{Setting: "admissionController.partition", Index: -1, Msg: fmt.Sprintf(
+				"%q (the default) names no partition of this configuration (partitions: %s); %s needs one: set admissionController.partition",
+				c.Partition, names, check)}, "admissionController."+check)
 		}
-		return out // the queues below are in no partition
+		return // the queues below are in no partition
 	}
 	pname := part.Name()
 	template := func(add func(format string, args ...any), t string) {
@@ -88,5 +82,4 @@ func references(raw settings.Config, snap *policy.Snapshot) []refProblem {
 			item("queueMapping.table", i, "queue", "%q is not a queue of partition %s", e.Queue, pname)
 		}
 	}
-	return out
 }

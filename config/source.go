@@ -40,8 +40,8 @@ const UsherKey = "usher.yaml"
 // queuesKey is the key holding the partitions in data: "<group>.yaml"
 // for the service.policyGroup setting, queues.yaml without one.
 func queuesKey(data map[string]keyValue) string {
-	if g, ok := data[PolicyGroupKey]; ok && strings.TrimSpace(g.value) != "" {
-		return strings.TrimSpace(g.value) + ".yaml"
+	if g := strings.TrimSpace(data[PolicyGroupKey].value); g != "" {
+		return g + ".yaml"
 	}
 	return QueuesKey
 }
@@ -116,11 +116,8 @@ func Read(path string, opts ...Option) (*Files, error) {
 	}
 	for _, e := range entries {
 		name := filepath.Join(path, e.Name())
-		if strings.HasPrefix(e.Name(), "..") {
-			continue
-		}
-		if st, err := os.Stat(name); err != nil || st.IsDir() {
-			continue // a dangling link or a directory is no key
+		if st, err := os.Stat(name); strings.HasPrefix(e.Name(), "..") || err != nil || st.IsDir() {
+			continue // kubelet's bookkeeping, a dangling link or a directory is no key
 		}
 		b, broke, err := o.readFile(name, MaxFileSize)
 		if err != nil {

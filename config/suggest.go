@@ -89,25 +89,18 @@ func lastPart(path string) string {
 // closest returns up to three of names nearest to want, nearest first:
 // the same key, or an edit distance of at most a third of want's length.
 func closest(want string, names []string, key func(string) string) []string {
-	type cand struct {
-		name string
-		d    int
-	}
-	limit := min(max(len(want)/3, 1), 3)
-	var out []cand
+	dist := map[string]int{}
+	var out []string
 	for _, n := range names {
 		d := suggest.Distance(want, n)
-		if key(n) == key(want) && n != want {
+		if key(n) == key(want) {
 			d = min(d, 1)
 		}
-		if d <= limit && n != want {
-			out = append(out, cand{n, d})
+		if d <= min(max(len(want)/3, 1), 3) && n != want {
+			dist[n] = d
+			out = append(out, n)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b cand) int { return a.d - b.d })
-	names = nil
-	for _, c := range out[:min(len(out), 3)] {
-		names = append(names, c.name)
-	}
-	return names
+	slices.SortStableFunc(out, func(a, b string) int { return dist[a] - dist[b] })
+	return out[:min(len(out), 3)]
 }

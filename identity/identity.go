@@ -55,17 +55,13 @@ func (in Info) SourceOf(i int) Source {
 
 // String renders the identity for logs: alice [dev(given) ops(ldap)].
 func (in Info) String() string {
-	s := in.User + " ["
-	for i, g := range in.Groups {
-		if i > 0 {
-			s += " "
-		}
-		s += g
+	groups := slices.Clone(in.Groups)
+	for i := range groups {
 		if src := in.SourceOf(i); src != "" {
-			s += "(" + string(src) + ")"
+			groups[i] += "(" + string(src) + ")"
 		}
 	}
-	return s + "]"
+	return in.User + " [" + strings.Join(groups, " ") + "]"
 }
 
 // ErrUnknownUser is returned (wrapped) by resolvers that know the user does

@@ -136,10 +136,8 @@ func (p *Policy) DirectoryName(user string) (string, int, error) {
 
 // Skipped returns the Skip prefix user starts with, if any.
 func (p *Policy) Skipped(user string) (string, bool) {
-	for _, s := range p.Skip {
-		if strings.HasPrefix(user, s) {
-			return s, true
-		}
+	if i := slices.IndexFunc(p.Skip, func(s string) bool { return strings.HasPrefix(user, s) }); i >= 0 {
+		return p.Skip[i], true
 	}
 	return "", false
 }

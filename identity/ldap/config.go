@@ -286,11 +286,7 @@ func parseURL(raw string) (*url.URL, error) {
 }
 
 func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return host == "localhost" || net.ParseIP(host).IsLoopback() // false for a nil IP
 }
 
 func checkDN(field, dn string, required bool) error {

@@ -134,8 +134,7 @@ const (
 func readPasswordFile(path string) (string, error) {
 	data, _, err := safefile.Read(path, MaxPasswordFile, legacyLimit)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
+		if pe, ok := errors.AsType[*fs.PathError](err); ok {
 			err = pe.Err
 		}
 		return "", fmt.Errorf("ldap: bindpasswordfile: cannot read the file it names: %w", err)
@@ -241,10 +240,7 @@ func (r *Resolver) finish(user string, groups []group) identity.Info {
 		}
 	}
 	slices.SortStableFunc(groups, func(a, b group) int {
-		if c := strings.Compare(a.name, b.name); c != 0 {
-			return c
-		}
-		return len(a.chain) - len(b.chain)
+		return cmp.Or(strings.Compare(a.name, b.name), len(a.chain)-len(b.chain))
 	})
 	groups = slices.CompactFunc(groups, func(a, b group) bool { return a.name == b.name })
 	in := identity.Info{User: user, Groups: make([]string, len(groups)), Sources: make([]identity.Source, len(groups))}
@@ -445,26 +441,24 @@ func (r *Resolver) groupsFromMemberOf(ctx context.Context, c *conn, user string,
 	}
 	names := make([]group, 0, len(dns))
 	for _, dn := range dns {
-		if name, ok := rdnValue(dn, r.cfg.GroupNameAttr); ok {
-			names = append(names, group{dn: dn.String(), name: name, src: Source})
-			continue
-		}
-		// The name is not in the DN: read it from the group entry.
-		res, err := r.search(ctx, c, "read group "+dn.String(), goldap.NewSearchRequest(
-			dn.String(), goldap.ScopeBaseObject, goldap.NeverDerefAliases, 1, r.timeLimit, false,
-			"(objectClass=*)", []string{r.cfg.GroupNameAttr}, nil))
-		if goldap.IsErrorWithCode(err, goldap.LDAPResultNoSuchObject) {
-			continue // the group was deleted; memberOf has not caught up
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(res.Entries) != 1 {
-			return nil, fmt.Errorf("ldap: group %s of user %q cannot be read by %s", dn, user, r.bindName())
-		}
-		name, err := r.groupName(res.Entries[0])
-		if err != nil {
-			return nil, err
+		name, ok := rdnValue(dn, r.cfg.GroupNameAttr)
+		if !ok {
+			// The name is not in the DN: read it from the group entry.
+			res, err := r.search(ctx, c, "read group "+dn.String(), goldap.NewSearchRequest(
+				dn.String(), goldap.ScopeBaseObject, goldap.NeverDerefAliases, 1, r.timeLimit, false,
+				"(objectClass=*)", []string{r.cfg.GroupNameAttr}, nil))
+			if goldap.IsErrorWithCode(err, goldap.LDAPResultNoSuchObject) {
+				continue // the group was deleted; memberOf has not caught up
+			}
+			if err != nil {
+				return nil, err
+			}
+			if len(res.Entries) != 1 {
+				return nil, fmt.Errorf("ldap: group %s of user %q cannot be read by %s", dn, user, r.bindName())
+			}
+			if name, err = r.groupName(res.Entries[0]); err != nil {
+				return nil, err
+			}
 		}
 		names = append(names, group{dn: dn.String(), name: name, src: Source})
 	}

@@ -141,8 +141,7 @@ func (r *Resolver) dial(ctx context.Context) (*conn, error) {
 			r.markDown(i, time.Time{})
 			return c, nil
 		}
-		var bad *bindError
-		if errors.As(err, &bad) {
+		if _, ok := errors.AsType[*bindError](err); ok {
 			return nil, err
 		}
 		if ctx.Err() != nil {
@@ -164,10 +163,9 @@ func (r *Resolver) serverOrder() []int {
 	now := r.now()
 	r.downMu.Lock()
 	defer r.downMu.Unlock()
-	order := make([]int, 0, len(r.urls))
-	var later []int
-	for i := range r.urls {
-		if now.Before(r.downUntil[i]) {
+	var order, later []int
+	for i, until := range r.downUntil {
+		if now.Before(until) {
 			later = append(later, i)
 		} else {
 			order = append(order, i)

@@ -82,11 +82,8 @@ func Detach(list []string, ps ...*string) []string {
 	for _, p := range ps {
 		*p = strings.Clone(*p)
 	}
-	if list == nil {
-		return nil
-	}
-	out := make([]string, len(list))
-	for i, s := range list {
+	out := slices.Clone(list)
+	for i, s := range out {
 		out[i] = strings.Clone(s)
 	}
 	return out

@@ -85,19 +85,17 @@ func (c *Cache[V]) Len() int { return c.lru.Len() }
 // concurrent callers of key, on a context detached from ctx (its values
 // kept), so that a caller who gives up does not fail the others: that
 // caller gets ctx.Err() at once and fill goes on.
-func (c *Cache[V]) Do(ctx context.Context, key string, fill func(context.Context) (V, error)) (V, error) {
-	if err := ctx.Err(); err != nil {
-		var zero V
-		return zero, err
+func (c *Cache[V]) Do(ctx context.Context, key string, fill func(context.Context) (V, error)) (v V, err error) {
+	if err = ctx.Err(); err != nil {
+		return v, err
 	}
 	ch := c.group.DoChan(key, func() (any, error) { return fill(context.WithoutCancel(ctx)) })
 	select {
 	case r := <-ch:
-		v, _ := r.Val.(V)
+		v, _ = r.Val.(V)
 		return v, r.Err
 	case <-ctx.Done():
-		var zero V
-		return zero, ctx.Err()
+		return v, ctx.Err()
 	}
 }
 
