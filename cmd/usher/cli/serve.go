@@ -227,8 +227,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 	if f.authCacheTTL <= 0 {
 		return env.fail("--access-auth-cache-ttl %v: want a positive duration", f.authCacheTTL)
 	}
-	opts.TokenReviewCache.SuccessTTL, opts.TokenReviewCache.FailureTTL = f.authCacheTTL, f.authCacheTTL
-	opts.SubjectAccessReviewCache.AllowTTL, opts.SubjectAccessReviewCache.DenyTTL = f.authCacheTTL, f.authCacheTTL
+	opts.TokenReviewCache.TTL, opts.SubjectAccessReviewCache.TTL = f.authCacheTTL, f.authCacheTTL
 	opts.Getenv = env.LookupEnv
 	bm, err := resource.ParseQuantity(f.bodyMemory)
 	if err != nil || bm.Sign() <= 0 {
