@@ -113,10 +113,7 @@ func newServeCommand(env *Env) *cobra.Command {
 	fs.StringVar(&opts.ConfigPath, "config", "", configFlagHelp)
 	fs.Func("config-map", "read and watch the configuration in the ConfigMap `NAMESPACE/NAME` through the Kubernetes API "+
 		"(repeatable or comma separated: merged as YuniKorn merges yunikorn-defaults and yunikorn-configs); instead of --config", func(v string) error {
-		for _, part := range strings.Split(v, ",") {
-			if strings.TrimSpace(part) == "" {
-				continue
-			}
+		for _, part := range splitList(v) {
 			ref, err := server.ParseConfigMapRef(part)
 			if err != nil {
 				return err
