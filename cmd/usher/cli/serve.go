@@ -241,9 +241,6 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 	if err := setMemoryLimit(f.memLimit, env.LookupEnv, opts.Logger); err != nil {
 		return env.fail("%v", err)
 	}
-	if opts.ConfigPath != "" && len(opts.ConfigMaps) > 0 {
-		return env.fail("give --config or --config-map, not both")
-	}
 	if opts.ConfigPath == "" && len(opts.ConfigMaps) == 0 {
 		// One line on stderr, in the log's format.
 		opts.Logger.Warn(defaultNote)
