@@ -14,16 +14,10 @@ import (
 	"github.com/usherhq/usher/admission/settings"
 )
 
-// Parent is a propagator's parent object: its uid and annotations (of
-// which user.info and DirectoryGroupsAnnotation are read).
-type Parent struct {
-	UID         string
-	Annotations map[string]string
-}
-
-// ParentLookup reads the parent of kind k named namespace/name, which
-// the reference says has uid; ok is false when there is none.
-type ParentLookup func(ctx context.Context, k settings.Kind, namespace, name, uid string) (p Parent, ok bool, err error)
+// ParentLookup reads the metadata of the parent of kind k named
+// namespace/name, which the reference says has uid (of its annotations
+// user.info and DirectoryGroupsAnnotation are read); nil when there is none.
+type ParentLookup func(ctx context.Context, k settings.Kind, namespace, name, uid string) (*metav1.PartialObjectMetadata, error)
 
 // WithParentLookup sets how propagators' parents are read. Default:
 // none, and every propagation is denied.
@@ -108,13 +102,13 @@ func parentOf(ctx context.Context, rd *reads, p *settings.CompiledPropagator, k 
 		return nil, deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot read %s, the parent of %s: usher has no cluster credentials "+
 			"to read it (--kubeconfig, or the pod's service account); denied (usher fails closed)", pr.parent, what)
 	}
-	got, ok, err := rd.parents(ctx, *kind, req.Namespace, ref.Name, string(ref.UID))
+	got, err := rd.parents(ctx, *kind, req.Namespace, ref.Name, string(ref.UID))
 	switch {
 	case err != nil:
 		return nil, deny(CauseDecisionFailed, httpStatusInternal, "usher: cannot read %s, the parent of %s: %v; denied (usher fails closed)", pr.parent, what, err)
-	case !ok:
+	case got == nil:
 		return refuse("%s names parent %s, which does not exist", what, pr.parent)
-	case weak == "" && got.UID != string(ref.UID):
+	case weak == "" && got.UID != ref.UID:
 		return refuse("%s names parent %s with uid %q, but that object's uid is %q", what, pr.parent, ref.UID, got.UID)
 	}
 	pr.info, pr.stamped = got.Annotations[UserInfoAnnotation]

@@ -44,14 +44,17 @@ func operatorsConfig(unstamped string) settings.Config {
 }
 
 // parents is a ParentLookup over a fixed set of objects by "Kind ns/name".
-type parents map[string]Parent
+type parents map[string]metav1.ObjectMeta
 
-func (ps parents) lookup(_ context.Context, k settings.Kind, ns, name, _ string) (Parent, bool, error) {
+func (ps parents) lookup(_ context.Context, k settings.Kind, ns, name, _ string) (*metav1.PartialObjectMetadata, error) {
 	if name == "broken" {
-		return Parent{}, false, errors.New("the API server did not answer")
+		return nil, errors.New("the API server did not answer")
 	}
 	p, ok := ps[k.Kind+" "+ns+"/"+name]
-	return p, ok, nil
+	if !ok {
+		return nil, nil
+	}
+	return &metav1.PartialObjectMetadata{ObjectMeta: p}, nil
 }
 
 func ownedPod(ann map[string]string, refs ...metav1.OwnerReference) *corev1.Pod {
@@ -332,8 +335,8 @@ func TestWorkloadParentsAreRefused(t *testing.T) {
 		Parents: []string{"batch/Job"}}}
 	c, err := cfg.Compile()
 	if err == nil {
-		h := newTestHandler(c, WithParentLookup(func(_ context.Context, k settings.Kind, ns, name, _ string) (Parent, bool, error) {
-			return Parent{UID: "job-1", Annotations: m(UserInfoAnnotation, bobInfo)}, true, nil // the Job's metadata
+		h := newTestHandler(c, WithParentLookup(func(_ context.Context, k settings.Kind, ns, name, _ string) (*metav1.PartialObjectMetadata, error) {
+			return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{UID: "job-1", Annotations: m(UserInfoAnnotation, bobInfo)}}, nil // the Job's metadata
 		}))
 		kc := kindCaseOf(t, "Job")
 		job := kc.build(nil, nil, nil)

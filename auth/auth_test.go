@@ -3,13 +3,13 @@ package auth_test
 import (
 	"context"
 	"crypto/x509"
-	"errors"
 	"net/http"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/usherhq/usher/auth"
+	"github.com/usherhq/usher/cluster"
 	"github.com/usherhq/usher/hack/authtest"
 )
 
@@ -19,10 +19,11 @@ func TestKubeReviewer(t *testing.T) {
 	api := authtest.New(t)
 	api.AddToken("alice-token", authtest.User{Name: "alice", Groups: []string{"dev"}})
 	api.Grant("group:ops", "create accessreviews.usher.io")
-	cfg, err := auth.LoadKubeConfig(api.Kubeconfig(t, t.TempDir()))
+	kube, err := cluster.Load(api.Kubeconfig(t, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := kube.Config
 	rev, err := auth.NewKubeReviewer(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -66,17 +67,6 @@ func TestKubeReviewer(t *testing.T) {
 			t.Fatal("no error")
 		}
 	})
-}
-
-func TestLoadKubeConfigNoCluster(t *testing.T) {
-	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	t.Setenv("KUBECONFIG", "/nonexistent/must-not-be-read")
-	if _, err := auth.LoadKubeConfig(""); !errors.Is(err, auth.ErrNoCluster) {
-		t.Fatalf("got %v, want ErrNoCluster", err)
-	}
-	if _, err := auth.LoadKubeConfig("/nonexistent/kubeconfig"); err == nil {
-		t.Fatal("a missing kubeconfig file is no error")
-	}
 }
 
 func TestClientCert(t *testing.T) {

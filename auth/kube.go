@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -12,41 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
-
-// ErrNoCluster reports that no cluster credentials were found: no
-// kubeconfig file was given and the process does not run in a pod.
-var ErrNoCluster = errors.New("no cluster: not running in a pod (KUBERNETES_SERVICE_HOST unset) and no --kubeconfig given")
-
-// LoadKubeConfig returns the credentials usher sends reviews with: the
-// kubeconfig file when one is given (only that file, so a developer's own
-// credentials are never picked up by accident), else the pod's service
-// account, else ErrNoCluster.
-func LoadKubeConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-			&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}, &clientcmd.ConfigOverrides{}).ClientConfig()
-		if err != nil {
-			return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-		}
-		return cfg, nil
-	}
-	cfg, err := rest.InClusterConfig()
-	if errors.Is(err, rest.ErrNotInCluster) {
-		return nil, ErrNoCluster
-	}
-	if err != nil {
-		return nil, fmt.Errorf("in-cluster configuration: %w", err)
-	}
-	return cfg, nil
-}
 
 // KubeReviewer sends TokenReviews and SubjectAccessReviews to a
 // Kubernetes API server.
 type KubeReviewer struct{ cs kubernetes.Interface }
 
-// NewKubeReviewer returns a reviewer using cfg, allowing (unless cfg says
+// NewKubeReviewer returns a reviewer using cfg (from cluster.Load), allowing (unless cfg says
 // otherwise) 200 requests a second with bursts of 400, as kube-apiserver's
 // delegated authentication does.
 func NewKubeReviewer(cfg *rest.Config) (*KubeReviewer, error) {
@@ -54,9 +25,6 @@ func NewKubeReviewer(cfg *rest.Config) (*KubeReviewer, error) {
 	base.ContentType = runtime.ContentTypeJSON
 	if base.QPS == 0 {
 		base.QPS, base.Burst = 200, 400
-	}
-	if base.UserAgent == "" {
-		base.UserAgent = "usher"
 	}
 	hc, err := rest.HTTPClientFor(base)
 	if err != nil {

@@ -19,17 +19,15 @@ type SubjectAccessReviewer interface {
 
 // SAROptions configure a SARAuthorizer; zero values take the defaults.
 type SAROptions struct {
-	// AllowTTL and DenyTTL are how long an answer is remembered. Default
-	// 10s, as kube-apiserver's delegated authorization.
-	AllowTTL   time.Duration
-	DenyTTL    time.Duration
+	// TTL is how long an answer is remembered. Default 10s, as
+	// kube-apiserver's delegated authorization.
+	TTL        time.Duration
 	Timeout    time.Duration // bounds one SubjectAccessReview; default 10s
 	MaxEntries int           // bounds the cache; default 4096
 }
 
 func (o SAROptions) withDefaults() SAROptions {
-	defaults.Positive(&o.AllowTTL, 10*time.Second)
-	defaults.Positive(&o.DenyTTL, 10*time.Second)
+	defaults.Positive(&o.TTL, 10*time.Second)
 	defaults.Positive(&o.Timeout, 10*time.Second)
 	defaults.Positive(&o.MaxEntries, 4096)
 	return o
@@ -79,12 +77,7 @@ func (z *SARAuthorizer) Authorize(ctx context.Context, a Attributes) (Decision, 
 	if err != nil {
 		return NoOpinion, "", err
 	}
-	res, err := z.cache.Fetch(ctx, string(key), z.opts.Timeout, func(r sarResult) time.Duration {
-		if r.d == Allow {
-			return z.opts.AllowTTL
-		}
-		return z.opts.DenyTTL
-	}, func(ctx context.Context) (sarResult, error) {
+	res, err := z.cache.Fetch(ctx, string(key), z.opts.Timeout, func(sarResult) time.Duration { return z.opts.TTL }, func(ctx context.Context) (sarResult, error) {
 		out, err := z.reviewer.CreateSubjectAccessReview(ctx, &authorizationv1.SubjectAccessReview{Spec: spec})
 		if err != nil {
 			return sarResult{}, err

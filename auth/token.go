@@ -24,10 +24,9 @@ type TokenReviewer interface {
 
 // TokenOptions configure a TokenAuthenticator; zero values take the defaults.
 type TokenOptions struct {
-	// SuccessTTL and FailureTTL are how long an answer is remembered.
-	// Default 10s, as kube-apiserver's delegated authentication.
-	SuccessTTL time.Duration
-	FailureTTL time.Duration
+	// TTL is how long an answer is remembered. Default 10s, as
+	// kube-apiserver's delegated authentication.
+	TTL        time.Duration
 	Timeout    time.Duration // bounds one TokenReview; default 10s
 	MaxEntries int           // bounds the cache; default 4096
 	// Audiences are sent with every TokenReview; a token is accepted only
@@ -47,8 +46,7 @@ type TokenOptions struct {
 var ErrTooManyReviews = errors.New("too many new credentials at once: try again later")
 
 func (o TokenOptions) withDefaults() TokenOptions {
-	defaults.Positive(&o.SuccessTTL, 10*time.Second)
-	defaults.Positive(&o.FailureTTL, 10*time.Second)
+	defaults.Positive(&o.TTL, 10*time.Second)
 	defaults.Positive(&o.Timeout, 10*time.Second)
 	defaults.Positive(&o.MaxEntries, 4096)
 	defaults.Positive(&o.ReviewRate, 50)
@@ -104,12 +102,7 @@ func (a *TokenAuthenticator) AuthenticateRequest(r *http.Request) (User, bool, e
 func (a *TokenAuthenticator) AuthenticateToken(ctx context.Context, tok string) (User, bool, error) {
 	// The cache is keyed by a hash: the tokens themselves are not kept.
 	sum := sha256.Sum256([]byte(tok))
-	res, err := a.cache.Fetch(ctx, string(sum[:]), a.opts.Timeout, func(r tokenResult) time.Duration {
-		if r.ok {
-			return a.opts.SuccessTTL
-		}
-		return a.opts.FailureTTL
-	}, func(ctx context.Context) (tokenResult, error) {
+	res, err := a.cache.Fetch(ctx, string(sum[:]), a.opts.Timeout, func(tokenResult) time.Duration { return a.opts.TTL }, func(ctx context.Context) (tokenResult, error) {
 		if !a.bucket.TryAccept() {
 			a.opts.Count("ratelimited")
 			return tokenResult{}, ErrTooManyReviews

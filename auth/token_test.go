@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/usherhq/usher/auth"
+	"github.com/usherhq/usher/cluster"
 	"github.com/usherhq/usher/hack/authtest"
 )
 
@@ -41,10 +42,11 @@ func (c *counts) get(r string) int {
 
 func reviewer(t *testing.T, api *authtest.APIServer) *auth.KubeReviewer {
 	t.Helper()
-	cfg, err := auth.LoadKubeConfig(api.Kubeconfig(t, t.TempDir()))
+	kube, err := cluster.Load(api.Kubeconfig(t, t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := kube.Config
 	rev, err := auth.NewKubeReviewer(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -37,14 +37,11 @@ func NewClientCertAuthenticator(caFile string) (*ClientCertAuthenticator, error)
 // certificate, or with one that does not verify, is not authenticated (ok
 // false, no error); Verify tells why.
 func (a *ClientCertAuthenticator) AuthenticateRequest(r *http.Request) (User, bool, error) {
-	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+	if r.TLS == nil {
 		return User{}, false, nil
 	}
-	u, err := a.Verify(r.TLS.PeerCertificates)
-	if err != nil {
-		return User{}, false, nil
-	}
-	return u, true, nil
+	u, err := a.Verify(r.TLS.PeerCertificates) // User{} on an error
+	return u, err == nil, nil
 }
 
 // Verify checks a peer's chain (leaf first) and returns its user.

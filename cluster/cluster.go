@@ -7,12 +7,17 @@ package cluster
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-
-	"github.com/usherhq/usher/auth"
+	"k8s.io/client-go/tools/clientcmd"
 )
+
+// ErrNoCluster reports that no cluster credentials were found: no
+// kubeconfig file was given and the process does not run in a pod.
+var ErrNoCluster = errors.New("no cluster: not running in a pod (KUBERNETES_SERVICE_HOST unset) and no --kubeconfig given")
 
 // Client is usher's cluster credentials and the clients built on them,
 // with usher's user agent unless the credentials name one.
@@ -21,12 +26,22 @@ type Client struct {
 	kubernetes.Interface
 }
 
-// Load loads the credentials as auth.LoadKubeConfig does, or returns
-// auth.ErrNoCluster when there are none.
+// Load loads the credentials: the kubeconfig file when one is given (only
+// that file, so a developer's own credentials are never picked up by
+// accident), else the pod's service account, else ErrNoCluster.
 func Load(kubeconfig string) (*Client, error) {
-	rc, err := auth.LoadKubeConfig(kubeconfig)
-	if err != nil {
-		return nil, err
+	var rc *rest.Config
+	var err error
+	if kubeconfig != "" {
+		rc, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+			&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}, &clientcmd.ConfigOverrides{}).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+		}
+	} else if rc, err = rest.InClusterConfig(); errors.Is(err, rest.ErrNotInCluster) {
+		return nil, ErrNoCluster
+	} else if err != nil {
+		return nil, fmt.Errorf("in-cluster configuration: %w", err)
 	}
 	rc.UserAgent = cmp.Or(rc.UserAgent, "usher")
 	cs, err := kubernetes.NewForConfig(rc)

@@ -42,12 +42,6 @@ var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 // stampKeys are the annotations kept of a parent.
 var stampKeys = []string{settings.UserInfoAnnotation, settings.DirectoryGroupsAnnotation}
 
-// Parent is what Parents keeps of an object.
-type Parent struct {
-	UID         string
-	Annotations map[string]string // user.info and usher.io/directory-groups, when set
-}
-
 // NewParents reads with c's credentials; its informers stop with ctx.
 func (c *Client) NewParents(ctx context.Context) (*Parents, error) {
 	mc, err := metadata.NewForConfig(c.Config)
@@ -101,26 +95,18 @@ func (p *Parents) start(gvr schema.GroupVersionResource, build func() cache.Shar
 	return inf
 }
 
-// Get returns the parent of kind k named namespace/name; ok is false when
-// there is none. A cached object with another uid than uid (when set) is
-// read again.
-func (p *Parents) Get(ctx context.Context, k settings.Kind, namespace, name, uid string) (Parent, bool, error) {
-	m, err := p.parent(ctx, k.GVR(), namespace, name, uid)
-	if m == nil {
-		return Parent{}, false, err
-	}
-	return Parent{UID: string(m.UID), Annotations: m.Annotations}, true, nil
-}
-
-func (p *Parents) parent(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, uid string) (*metav1.PartialObjectMetadata, error) {
-	if gvr != podsGVR {
+// Get returns what is kept of the parent of kind k named namespace/name
+// (its uid, user.info and usher.io/directory-groups); nil when there is
+// none. A cached object with another uid than uid (when set) is read again.
+func (p *Parents) Get(ctx context.Context, k settings.Kind, namespace, name, uid string) (*metav1.PartialObjectMetadata, error) {
+	if gvr := k.GVR(); gvr != podsGVR {
 		return p.meta(ctx, gvr, namespace, name, uid, stampKeys)
 	}
 	key := namespace + "/" + name
 	if m, ok := p.pods.Get(key, time.Now()); ok && (uid == "" || string(m.UID) == uid) {
 		return m, nil
 	}
-	m, err := p.get(ctx, gvr, namespace, name, stampKeys)
+	m, err := p.get(ctx, podsGVR, namespace, name, stampKeys)
 	if m != nil {
 		p.pods.Put(key, m, time.Now().Add(podTTL))
 	}

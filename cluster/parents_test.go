@@ -35,9 +35,9 @@ func TestParentsFromTheCacheAndByGet(t *testing.T) {
 	defer cancel()
 	p := NewParentsFor(ctx, client)
 	// Before the informer has synced, the parent is read by GET.
-	got, ok, err := p.Get(ctx, sparkApps, "team-a", "etl", "u1")
-	if err != nil || !ok || got.UID != "u1" || len(got.Annotations) != 1 || got.Annotations[settings.UserInfoAnnotation] == "" {
-		t.Fatalf("got %+v %v %v", got, ok, err)
+	got, err := p.Get(ctx, sparkApps, "team-a", "etl", "u1")
+	if err != nil || got == nil || got.UID != "u1" || len(got.Annotations) != 1 || got.Annotations[settings.UserInfoAnnotation] == "" {
+		t.Fatalf("got %+v %v", got, err)
 	}
 	inf := p.kinds[sparkApps.GVR()]
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
@@ -47,15 +47,15 @@ func TestParentsFromTheCacheAndByGet(t *testing.T) {
 	if m := cached.(*metav1.PartialObjectMetadata); len(m.Annotations) != 1 || m.Labels != nil {
 		t.Fatalf("the cache keeps more than the stamp: %+v", m)
 	}
-	if _, ok, err := p.Get(ctx, sparkApps, "team-a", "gone", "u2"); ok || err != nil {
-		t.Fatalf("a missing parent: ok %v err %v", ok, err)
+	if got, err := p.Get(ctx, sparkApps, "team-a", "gone", "u2"); got != nil || err != nil {
+		t.Fatalf("a missing parent: %+v %v", got, err)
 	}
 	// Created after the informer synced: found by GET even before its event.
 	if _, err := client.Resource(sparkApps.GVR()).Namespace("team-a").(metadatafake.MetadataClient).CreateFake(sparkApp("new", "u3", nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok, err := p.Get(ctx, sparkApps, "team-a", "new", "u3"); !ok || err != nil || got.UID != "u3" || got.Annotations != nil {
-		t.Fatalf("a new parent: %+v %v %v", got, ok, err)
+	if got, err := p.Get(ctx, sparkApps, "team-a", "new", "u3"); got == nil || err != nil || got.UID != "u3" || got.Annotations != nil {
+		t.Fatalf("a new parent: %+v %v", got, err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for _, ok, _ := inf.GetStore().GetByKey("team-a/new"); !ok; _, ok, _ = inf.GetStore().GetByKey("team-a/new") {
@@ -113,15 +113,15 @@ func TestPodParentsByGetNotWatched(t *testing.T) {
 		return n
 	}
 	for range 3 {
-		if got, ok, err := p.Get(ctx, pods, "team-a", "driver", "u1"); !ok || err != nil || got.UID != "u1" {
-			t.Fatalf("got %+v %v %v", got, ok, err)
+		if got, err := p.Get(ctx, pods, "team-a", "driver", "u1"); got == nil || err != nil || got.UID != "u1" {
+			t.Fatalf("got %+v %v", got, err)
 		}
 	}
 	if len(p.kinds) != 0 || gets() != 1 {
 		t.Fatalf("pods are read by one GET and never watched: %d informers, %d GETs, actions %v", len(p.kinds), gets(), client.Actions())
 	}
 	// Another uid than the one kept is read again.
-	if _, ok, err := p.Get(ctx, pods, "team-a", "driver", "u2"); err != nil || !ok || gets() != 2 {
-		t.Fatalf("ok %v err %v, %d GETs", ok, err, gets())
+	if got, err := p.Get(ctx, pods, "team-a", "driver", "u2"); err != nil || got == nil || gets() != 2 {
+		t.Fatalf("%+v %v, %d GETs", got, err, gets())
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/usherhq/usher/auth"
+	"github.com/usherhq/usher/cluster"
 	"github.com/usherhq/usher/decision"
 	"github.com/usherhq/usher/internal/httperr"
 )
@@ -83,7 +84,7 @@ func (s *Server) setupAccessAuth() error {
 	}
 	if want.Has(AccessAuthKubernetes) || auto {
 		switch err := s.kubeErr; {
-		case errors.Is(err, auth.ErrNoCluster) && auto:
+		case errors.Is(err, cluster.ErrNoCluster) && auto:
 		case err != nil && auto && o.Kubeconfig == "":
 			// 401 rather than no start, so the webhooks keep serving.
 			s.log.Warn("--access-auth auto: the in-cluster configuration is unusable; bearer tokens are not accepted", "err", err)

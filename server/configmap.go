@@ -185,11 +185,7 @@ func (c *cmSource) run(ctx context.Context, reload func()) {
 			UpdateFunc: func(_, obj any) { set(obj, false) },
 			DeleteFunc: func(obj any) { set(obj, true) },
 		})
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			inf.RunWithContext(ctx)
-		}()
+		wg.Go(func() { inf.RunWithContext(ctx) })
 	}
 	for {
 		select {

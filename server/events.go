@@ -20,7 +20,7 @@ import (
 	"k8s.io/utils/lru"
 
 	"github.com/usherhq/usher/admission"
-	"github.com/usherhq/usher/auth"
+	"github.com/usherhq/usher/cluster"
 	"github.com/usherhq/usher/internal/clip"
 )
 
@@ -77,7 +77,7 @@ func (s *Server) setupDenialEvents() error {
 		return nil
 	}
 	switch err := s.kubeErr; {
-	case errors.Is(err, auth.ErrNoCluster):
+	case errors.Is(err, cluster.ErrNoCluster):
 		return nil
 	case err != nil && s.opts.Kubeconfig == "":
 		s.log.Warn("denial Events are off: the in-cluster configuration is unusable", "err", err)

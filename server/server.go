@@ -45,7 +45,6 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/usherhq/usher/admission"
-	"github.com/usherhq/usher/admission/settings"
 	"github.com/usherhq/usher/auth"
 	"github.com/usherhq/usher/cluster"
 	"github.com/usherhq/usher/config"
@@ -287,11 +286,8 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 		s.stopParents = stop
-		hopts = append(hopts, admission.WithOwnerLookup(s.kube.Get), admission.WithParentLookup(
-			func(ctx context.Context, k settings.Kind, ns, name, uid string) (admission.Parent, bool, error) {
-				p, ok, err := s.parents.Get(ctx, k, ns, name, uid)
-				return admission.Parent(p), ok, err
-			}), admission.WithParentQueueLookup(s.parents.ParentQueue), admission.WithClusterQueueLookup(s.parents.ClusterQueue))
+		hopts = append(hopts, admission.WithOwnerLookup(s.kube.Get), admission.WithParentLookup(s.parents.Get),
+			admission.WithParentQueueLookup(s.parents.ParentQueue), admission.WithClusterQueueLookup(s.parents.ClusterQueue))
 	}
 	s.admission = admission.NewHandler(s.serving.Admission, hopts...)
 	s.setGeneration(snap.gen, s.lastSum, cfg)

@@ -113,10 +113,7 @@ func newServeCommand(env *Env) *cobra.Command {
 	fs.StringVar(&opts.ConfigPath, "config", "", configFlagHelp)
 	fs.Func("config-map", "read and watch the configuration in the ConfigMap `NAMESPACE/NAME` through the Kubernetes API "+
 		"(repeatable or comma separated: merged as YuniKorn merges yunikorn-defaults and yunikorn-configs); instead of --config", func(v string) error {
-		for _, part := range strings.Split(v, ",") {
-			if strings.TrimSpace(part) == "" {
-				continue
-			}
+		for _, part := range splitList(v) {
 			ref, err := server.ParseConfigMapRef(part)
 			if err != nil {
 				return err
@@ -227,8 +224,7 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 	if f.authCacheTTL <= 0 {
 		return env.fail("--access-auth-cache-ttl %v: want a positive duration", f.authCacheTTL)
 	}
-	opts.TokenReviewCache.SuccessTTL, opts.TokenReviewCache.FailureTTL = f.authCacheTTL, f.authCacheTTL
-	opts.SubjectAccessReviewCache.AllowTTL, opts.SubjectAccessReviewCache.DenyTTL = f.authCacheTTL, f.authCacheTTL
+	opts.TokenReviewCache.TTL, opts.SubjectAccessReviewCache.TTL = f.authCacheTTL, f.authCacheTTL
 	opts.Getenv = env.LookupEnv
 	bm, err := resource.ParseQuantity(f.bodyMemory)
 	if err != nil || bm.Sign() <= 0 {
@@ -244,9 +240,6 @@ func runServe(ctx context.Context, env *Env, f *serveFlags) int {
 	}
 	if err := setMemoryLimit(f.memLimit, env.LookupEnv, opts.Logger); err != nil {
 		return env.fail("%v", err)
-	}
-	if opts.ConfigPath != "" && len(opts.ConfigMaps) > 0 {
-		return env.fail("give --config or --config-map, not both")
 	}
 	if opts.ConfigPath == "" && len(opts.ConfigMaps) == 0 {
 		// One line on stderr, in the log's format.

@@ -11,6 +11,7 @@ import (
 	arv1 "k8s.io/api/admissionregistration/v1"
 
 	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/server"
 )
 
 const webhookHelp = `Print, as YAML, the MutatingWebhookConfiguration and the
@@ -82,8 +83,8 @@ func webhookFlags(fs *pflag.FlagSet, in *admission.Install) func() error {
 			in.MatchConditions = append(in.MatchConditions, arv1.MatchCondition{Name: n, Expression: e})
 		}
 		for _, ref := range in.ConfigMaps {
-			if ns, name, ok := strings.Cut(ref, "/"); !ok || ns == "" || name == "" {
-				return fmt.Errorf("--guard-config-map %q: want NAMESPACE/NAME", ref)
+			if _, err := server.ParseConfigMapRef(ref); err != nil {
+				return fmt.Errorf("--guard-config-map %w", err)
 			}
 		}
 		return nil
