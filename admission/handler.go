@@ -87,16 +87,10 @@ type State struct {
 	ident IdentityResolver
 }
 
-// NewState returns the state of cfg (nil: the defaults) and its authorizers.
+// NewState returns the state of cfg and its authorizers.
 func NewState(cfg *settings.Compiled, a Authorizers) *State {
-	if cfg == nil {
-		cfg = settings.MustCompile(settings.Config{})
-	}
 	return &State{cfg: compile(cfg), authz: a.Queue, del: a.Delete, ident: a.Identity}
 }
-
-// Config returns the compiled admission settings of s.
-func (s *State) Config() *settings.Compiled { return s.cfg.Compiled }
 
 // Option configures a Handler.
 type Option func(*Handler)
