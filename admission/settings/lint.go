@@ -429,7 +429,9 @@ func (c Config) Warnings() []Warning {
 		add("admissionController.accessControl.trustControllers",
 			"is false: pods and ReplicaSets that controllers create from stamped workloads will be denied")
 	}
-	if c.EnforceDeleteACLs && !deletesByControllersTrusted(c) {
+	m, err := compilePatterns("", c.AccessControl.SystemUsers) // an error: Compile reports it
+	gcTrusted := *c.AccessControl.TrustControllers && (err != nil || m.Match(garbageCollectorUser) || m.Match(controllerManagerUser))
+	if c.EnforceDeleteACLs && !gcTrusted {
 		add("admissionController.enforceDeleteACLs",
 			"is true but neither %q nor %q is a trusted controller (trustControllers and systemUsers): "+
 				"garbage collection, Job and ReplicaSet cleanup and namespace deletion will be denied",
@@ -486,15 +488,3 @@ const (
 	garbageCollectorUser  = "system:serviceaccount:kube-system:generic-garbage-collector"
 	controllerManagerUser = "system:kube-controller-manager"
 )
-
-// deletesByControllersTrusted reports whether c (defaulted) trusts the garbage collector.
-func deletesByControllersTrusted(c Config) bool {
-	if !*c.AccessControl.TrustControllers {
-		return false
-	}
-	m, err := compilePatterns("", c.AccessControl.SystemUsers)
-	if err != nil {
-		return true // Compile reports it
-	}
-	return m.Match(garbageCollectorUser) || m.Match(controllerManagerUser)
-}
