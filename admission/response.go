@@ -97,9 +97,9 @@ func (dc *decision) reason() string {
 	case (dc.rule == RuleTrustedDeleter || dc.rule == RuleKillRule) && dc.message != "":
 		return dc.message
 	case (dc.rule == RuleEvictionByAdmin || dc.rule == RuleBindingByAdmin) && dc.message != "":
-		return dc.rule.String() + ": " + dc.message
+		return string(dc.rule) + ": " + dc.message
 	}
-	return dc.rule.String()
+	return string(dc.rule)
 }
 
 // statusReasons are the reasons of the status codes a denial carries, but 403.
