@@ -313,9 +313,8 @@ func compilePatterns(setting string, ps Patterns) (Matcher, error) {
 	for i, p := range ps {
 		re, err := regexp.Compile(p)
 		if err != nil {
-			var se *syntax.Error
 			msg := err.Error()
-			if errors.As(err, &se) {
+			if se, ok := errors.AsType[*syntax.Error](err); ok {
 				msg = se.Code.String() + ": " + se.Expr
 			}
 			return nil, settingErr(setting, i, "", "invalid regular expression %q: %s", p, msg)

@@ -246,6 +246,10 @@ func splitAlternatives(p string) []string {
 // lintPattern returns the warning for p, with a fix when one rewrite
 // anchors it and keeps what it says; warn is false when p is fine.
 func (k patternKey) lintPattern(p string) (msg, fix string, warn bool) {
+	if strings.Count(p, "{") != strings.Count(p, "}") {
+		return fmt.Sprintf("pattern %q has unbalanced braces: was a repetition such as {1,3} split at its comma? "+
+			"Write patterns containing commas in the YAML list form", p), "", true
+	}
 	re, err := regexp.Compile(p)
 	if err != nil {
 		return "", "", false // Compile reports it
@@ -416,11 +420,27 @@ func (c Config) Warnings() []Warning {
 		ws = append(ws, Warning{Setting: setting, Message: fmt.Sprintf(format, args...)})
 	}
 	for _, k := range keys {
-		if k.lint != nil {
-			ws = append(ws, k.lint.lint(k.setting, *k.field(&c).(*Patterns))...)
+		if k.lint == nil {
+			continue
+		}
+		for i, p := range *k.field(&c).(*Patterns) {
+			if msg, fix, bad := k.lint.lintPattern(p); bad {
+				ws = append(ws, Warning{Setting: k.setting, Pattern: p, Index: i, Message: msg, Fix: fix})
+			}
 		}
 	}
-	ws = append(ws, operatorsTrusted(c.AccessControl.ExternalUsers)...)
+	// externalUsers patterns that match an operator, which propagators would trust with less.
+	for i, p := range c.AccessControl.ExternalUsers {
+		re, err := regexp.Compile(p)
+		if err != nil || !strings.HasPrefix(p, "^") {
+			continue // Compile, or the anchoring lint, reports it
+		}
+		if j := slices.IndexFunc(knownOperators[:], re.MatchString); j >= 0 {
+			ws = append(ws, Warning{Setting: "admissionController.accessControl.externalUsers", Pattern: p, Index: i, Message: fmt.Sprintf(
+				"pattern %q matches the operator %s: externalUsers lets it write any identity at all; under propagators it may only "+
+					"copy the identity of the object each pod is made for (docs/operators.md)", p, knownOperators[j])})
+		}
+	}
 	if c.AccessControl.BypassAuth {
 		add("admissionController.accessControl.bypassAuth",
 			"is true: any submitter may set yunikorn.apache.org/user.info to any identity; use only in a trusted cluster")
@@ -440,47 +460,12 @@ func (c Config) Warnings() []Warning {
 	return ws
 }
 
-// lint checks each pattern of a setting named setting.
-func (k patternKey) lint(setting string, ps Patterns) []Warning {
-	var ws []Warning
-	for i, p := range ps {
-		if strings.Count(p, "{") != strings.Count(p, "}") {
-			ws = append(ws, Warning{Setting: setting, Pattern: p, Index: i, Message: fmt.Sprintf(
-				"pattern %q has unbalanced braces: was a repetition such as {1,3} split at its comma? "+
-					"Write patterns containing commas in the YAML list form", p)})
-			continue
-		}
-		if msg, fix, bad := k.lintPattern(p); bad {
-			ws = append(ws, Warning{Setting: setting, Pattern: p, Index: i, Message: msg, Fix: fix})
-		}
-	}
-	return ws
-}
-
 // knownOperators are the service accounts operators create pods with in
 // their projects' default installs (examples/operators).
 var knownOperators = [...]string{
 	"system:serviceaccount:spark-operator:spark-operator-controller", "system:serviceaccount:default:spark-operator",
 	"system:serviceaccount:default:kuberay-operator", "system:serviceaccount:kubeflow:training-operator",
 	"system:serviceaccount:argo:argo", "system:serviceaccount:yunikorn:yunikorn-admin",
-}
-
-// operatorsTrusted warns of externalUsers patterns that match an
-// operator, which propagators would trust with less.
-func operatorsTrusted(ps Patterns) []Warning {
-	var ws []Warning
-	for i, p := range ps {
-		re, err := regexp.Compile(p)
-		if err != nil || !strings.HasPrefix(p, "^") {
-			continue // Compile, or the anchoring lint, reports it
-		}
-		if j := slices.IndexFunc(knownOperators[:], re.MatchString); j >= 0 {
-			ws = append(ws, Warning{Setting: "admissionController.accessControl.externalUsers", Pattern: p, Index: i, Message: fmt.Sprintf(
-				"pattern %q matches the operator %s: externalUsers lets it write any identity at all; under propagators it may only "+
-					"copy the identity of the object each pod is made for (docs/operators.md)", p, knownOperators[j])})
-		}
-	}
-	return ws
 }
 
 // The identities the garbage collector deletes with.
