@@ -233,11 +233,11 @@ func BenchmarkScannerDecode(b *testing.B) {
 	body := podReviewBody(b)
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
-	var rv decodedReview
+	rv := unlimited()
 	cpu := cpuTime()
 	defer reportCPU(b, cpu)
 	for b.Loop() {
-		rv = decodedReview{}
+		rv = unlimited()
 		if err := decodeReview(string(body), &rv); err != nil {
 			b.Fatal(err)
 		}

@@ -46,7 +46,7 @@ func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInf
 		dc = allow(RulePropagated)
 		dc.propagation = pr.String()
 	case pm.has(slotUserInfo):
-		u, n, err := parseUserInfo(pm.val(slotUserInfo), pre.lim.keep())
+		u, n, err := parseUserInfo(pm.val(slotUserInfo), pre.lim.max)
 		if err != nil {
 			return userInfoDenial(k, deny(CauseUserInfoInvalid, httpStatusBadRequest, "usher: annotation %s on %s is not valid: %v (value %s)",
 				UserInfoAnnotation, place(k, req, ov), err, errString(pm.val(slotUserInfo))))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -18,6 +19,11 @@ import (
 // The tests' handlers hold their own State, which Store swaps; usher
 // serve's comes from the generation in service.
 var testStates sync.Map // *Handler → *atomic.Pointer[State]
+
+// unlimited returns a decodedReview whose decoder keeps every group.
+func unlimited() decodedReview {
+	return decodedReview{views: views{lim: &groupLimit{max: math.MaxInt}}}
+}
 
 // newTestHandler returns a handler using cfg (nil: the default
 // configuration) and no authorizer, unless an option sets one.

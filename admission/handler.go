@@ -2,7 +2,6 @@ package admission
 
 import (
 	"context"
-	"math"
 	"sync"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -61,14 +60,6 @@ type Handler struct {
 type groupLimit struct {
 	max  int
 	over func(source string)
-}
-
-// keep is how many groups the decoder keeps (all when l is nil); the rest are counted.
-func (l *groupLimit) keep() int {
-	if l == nil {
-		return math.MaxInt
-	}
-	return l.max
 }
 
 // refuse counts and denies a review whose where names n > max groups.

@@ -287,12 +287,9 @@ func (k patternKey) lintPattern(p string) (msg, fix string, warn bool) {
 		fixable = fixable && ok
 		alts[i] = f
 	}
-	fixable = fixable && found // else the parser splits it differently: no rewrite
-	if fixable {
-		fix = strings.Join(alts, "|")
-		if !k.fixIsRight(p, fix) {
-			fix = ""
-		}
+	// Not found: the parser splits it differently; no rewrite.
+	if f := strings.Join(alts, "|"); fixable && found && k.fixIsRight(p, f) {
+		fix = f
 	}
 	return k.describe(p, pr, fix), fix, true
 }
