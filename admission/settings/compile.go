@@ -67,9 +67,9 @@ type SettingError struct {
 	Msg               string
 }
 
-// Path renders the place: admissionController.queueSources[1].key, or
-// the variable in place of the setting.
-func (e *SettingError) Path() string {
+// Error renders "admissionController.queueSources[1].key: message", the
+// variable in place of the setting if one gave it.
+func (e *SettingError) Error() string {
 	p := cmp.Or(e.Variable, e.Setting)
 	if e.Index >= 0 {
 		p += fmt.Sprintf("[%d]", e.Index)
@@ -77,10 +77,8 @@ func (e *SettingError) Path() string {
 	if e.Field != "" {
 		p += "." + e.Field
 	}
-	return p
+	return p + ": " + e.Msg
 }
-
-func (e *SettingError) Error() string { return e.Path() + ": " + e.Msg }
 
 func settingErr(setting string, index int, field, format string, args ...any) *SettingError {
 	return &SettingError{Setting: setting, Index: index, Field: field, Msg: fmt.Sprintf(format, args...)}
