@@ -110,14 +110,6 @@ var statusReasons = map[int32]metav1.StatusReason{
 	httpStatusInternal:    metav1.StatusReasonInternalError,
 }
 
-// Keys of a (warned) denial's audit annotations, which the API server
-// logs prefixed with the webhook's name.
-const (
-	AuditKeyDecision = "decision" // "denied" or "warned"
-	AuditKeyReason   = "reason"   // the Cause
-	AuditKeyQueue    = "queue"    // the queue, when usher knows it
-)
-
 // encodeReview encodes the AdmissionReview answering uid with dc, and a newline.
 func encodeReview(uid types.UID, dc *decision) []byte {
 	b, _ := json.Marshal(&admissionv1.AdmissionReview{
@@ -147,12 +139,13 @@ func (dc *decision) toResponse(uid types.UID) *admissionv1.AdmissionResponse {
 		resp.Patch, resp.PatchType = dc.patch, &pt
 	}
 	if dc.cause != "" {
-		resp.AuditAnnotations = map[string]string{AuditKeyDecision: "denied", AuditKeyReason: string(dc.cause)}
+		// The API server logs them prefixed with the webhook's name.
+		resp.AuditAnnotations = map[string]string{"decision": "denied", "reason": string(dc.cause)}
 		if dc.allowed {
-			resp.AuditAnnotations[AuditKeyDecision] = "warned"
+			resp.AuditAnnotations["decision"] = "warned"
 		}
 		if dc.queue != "" {
-			resp.AuditAnnotations[AuditKeyQueue] = dc.queue
+			resp.AuditAnnotations["queue"] = dc.queue
 		}
 	}
 	if dc.warning != "" {
