@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -14,7 +15,7 @@ import (
 	"github.com/usherhq/usher/internal/clip"
 )
 
-// decision is the one outcome of a review, rendered by encodeReview and
+// decision is the one outcome of a review, rendered by writeReview and
 // Handler.record; a check returns the zero decision (code 0) when it does not deny.
 type decision struct {
 	allowed bool
@@ -110,13 +111,15 @@ var statusReasons = map[int32]metav1.StatusReason{
 	httpStatusInternal:    metav1.StatusReasonInternalError,
 }
 
-// encodeReview encodes the AdmissionReview answering uid with dc, and a newline.
-func encodeReview(uid types.UID, dc *decision) []byte {
+// writeReview answers the review uid with dc: its AdmissionReview, and a newline.
+func writeReview(w http.ResponseWriter, uid types.UID, dc *decision) {
 	b, _ := json.Marshal(&admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: reviewAPIVersion, Kind: reviewKind},
 		Response: dc.toResponse(uid),
 	})
-	return append(b, '\n')
+	w.Header()["Content-Type"] = jsonContentType
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // toResponse builds the AdmissionResponse for dc: a denial's status
