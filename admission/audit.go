@@ -88,7 +88,7 @@ func (r *Record) AppendAttrs(dst []slog.Attr) []slog.Attr {
 		slog.Bool("patched", r.Patched),
 		slog.Int("code", int(r.Code)),
 		slog.String("reason", clip.String(r.Reason, clip.Text)),
-		slog.String("rule", r.Rule.String()),
+		slog.String("rule", string(r.Rule)),
 		slog.Bool("dryRun", r.DryRun),
 		slog.Bool("warned", r.Warned),
 		slog.String("lookup", clip.String(r.Lookup, clip.Text)),

@@ -27,7 +27,8 @@ func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInf
 	var ui *UserInfo
 	how := stampNew
 	var pr *propagation
-	if p := c.Propagator(user); p != nil && !trusted(c, user, groups) {
+	rule, kept := keptBy[c.trustedDeleter(user, groups)] // trusted with any user.info (bypassAuth too)
+	if p := c.Propagator(user); p != nil && !c.BypassAuth && !kept {
 		var denied decision
 		if pr, denied = parentOf(ctx, rd, p, k, req, ov, obj, pre.podUID); denied.code != 0 {
 			return denied
@@ -46,7 +47,7 @@ func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInf
 		dc = allow(RulePropagated)
 		dc.propagation = pr.String()
 	case pm.has(slotUserInfo):
-		u, n, err := parseUserInfo(pm.val(slotUserInfo), pre.lim.keep())
+		u, n, err := parseUserInfo(pm.val(slotUserInfo), pre.lim.max)
 		if err != nil {
 			return userInfoDenial(k, deny(CauseUserInfoInvalid, httpStatusBadRequest, "usher: annotation %s on %s is not valid: %v (value %s)",
 				UserInfoAnnotation, place(k, req, ov), err, errString(pm.val(slotUserInfo))))
@@ -55,7 +56,6 @@ func create(ctx context.Context, st *State, rd *reads, hook hookKind, k *kindInf
 			return userInfoDenial(k, pre.lim.refuse("annotation", CauseUserInfoInvalid, "annotation "+UserInfoAnnotation+" on "+place(k, req, ov), n))
 		}
 		ui = &u
-		rule, kept := keptBy[c.trustedDeleter(user, groups)]
 		switch {
 		case c.BypassAuth:
 			rule = RuleKeptBypassAuth
@@ -129,12 +129,6 @@ func notStamped(k *kindInfo, req *admissionv1.AdmissionRequest, ov *objectView) 
 // keptBy is the rule keeping the user.info a trusted submitter sets: the
 // trusted deleters but system:masters, whom create does not trust with it.
 var keptBy = map[Trust]Rule{TrustController: RuleKeptController, TrustExternalUser: RuleKeptExternalUser, TrustExternalGroup: RuleKeptExternalGroup}
-
-// trusted reports whether user may set any user.info.
-func trusted(c *compiled, user string, groups []string) bool {
-	_, kept := keptBy[c.trustedDeleter(user, groups)]
-	return c.BypassAuth || kept
-}
 
 // untrustedHint explains who may set the annotation.
 func untrustedHint(c *compiled, user string) string {

@@ -30,7 +30,7 @@ type decodedReview struct {
 }
 
 // views are the request objects once parsed, and the group limit lim
-// (nil: none) of request.userInfo, of which groups were counted.
+// of request.userInfo, of which groups were counted.
 type views struct {
 	obj, old         objectView
 	objDone, oldDone bool
@@ -158,7 +158,7 @@ func decodeUserInfo(d *jsonscan.Scanner, u *authenticationv1.UserInfo, v *views)
 		case 0:
 			u.Username = d.StringField("request.userInfo.username")
 		case 1:
-			u.Groups, v.groups = d.StringList("request.userInfo.groups", v.lim.keep())
+			u.Groups, v.groups = d.StringList("request.userInfo.groups", v.lim.max)
 		case 2:
 			if d.Null() || !d.Object("request.userInfo.extra") {
 				continue

@@ -57,7 +57,7 @@ func TestDecodeReviewMatchesEncodingJSON(t *testing.T) {
 			if err := json.Unmarshal(body, &want); err != nil {
 				t.Fatal(err)
 			}
-			var got decodedReview
+			got := unlimited()
 			if err := decodeReview(string(body), &got); err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +114,7 @@ func FuzzDecodeReview(f *testing.F) {
 	}
 	f.Add([]byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","userInfo":{"username":"x","groups":["g"],"extra":{}},"object":{"apiVersion":"v1","kind":"Pod"}}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var got decodedReview
+		got := unlimited()
 		if err := decodeReview(string(body), &got); err != nil {
 			return
 		}
@@ -202,7 +202,7 @@ func TestDuplicateMembersRefusedEverywhere(t *testing.T) {
 		review(`{"uid":"u","userInfo":{"extra":{"authentication.kubernetes.io/pod-uid":["a"],"authentication.kubernetes.io\/pod-uid":["b"]}}}`),
 		review(`{"uid":"u","object":null,"object":{}}`),
 	} {
-		var rv decodedReview
+		rv := unlimited()
 		err := decodeReview(body, &rv)
 		if err == nil || !strings.Contains(err.Error(), "duplicate member") {
 			t.Errorf("%s: err %v, want a duplicate member", body, err)

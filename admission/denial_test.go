@@ -102,12 +102,12 @@ func TestDenialShape(t *testing.T) {
 				t.Fatalf("denial %+v, want %s %d kind %s name %q queue %q check %q field %q warned %v",
 					*d, tc.cause, tc.code, tc.kind, tc.objName, tc.queue, tc.check, tc.field, tc.warned)
 			}
-			wantAnn := map[string]string{AuditKeyDecision: "denied", AuditKeyReason: string(tc.cause)}
+			wantAnn := map[string]string{"decision": "denied", "reason": string(tc.cause)}
 			if tc.warned {
-				wantAnn[AuditKeyDecision] = "warned"
+				wantAnn["decision"] = "warned"
 			}
 			if tc.queue != "" {
-				wantAnn[AuditKeyQueue] = tc.queue
+				wantAnn["queue"] = tc.queue
 			}
 			if !mapsEqual(resp.AuditAnnotations, wantAnn) {
 				t.Fatalf("audit annotations %v, want %v", resp.AuditAnnotations, wantAnn)

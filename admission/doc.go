@@ -66,7 +66,4 @@
 //     AdmissionReview with a request and a UID gets HTTP 400 (the API server
 //     applies the failurePolicy); an object that does not decode as its kind
 //     is denied saying why. The response UID always equals the request UID.
-//
-// Regular expressions are unanchored, as YuniKorn uses them: "admin" also
-// matches "notadmin"; settings.Config.Warnings says so.
 package admission

@@ -5,11 +5,12 @@ import (
 	"net/http"
 
 	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/admission/settings"
 )
 
 func ExampleHandler_MutateHTTP() {
 	// usher serve's State is the generation in service's (serving.Store).
-	st := admission.NewState(nil, admission.Authorizers{})
+	st := admission.NewState(settings.MustCompile(settings.Config{}), admission.Authorizers{})
 	h := admission.NewHandler(func() *admission.State { return st }, admission.WithAudit(func(r admission.Record) {
 		fmt.Println(r.Webhook, r.Kind, r.User, r.Allowed, r.Reason)
 	}))

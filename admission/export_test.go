@@ -1,10 +1,12 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -18,11 +20,16 @@ import (
 // serve's comes from the generation in service.
 var testStates sync.Map // *Handler → *atomic.Pointer[State]
 
+// unlimited returns a decodedReview whose decoder keeps every group.
+func unlimited() decodedReview {
+	return decodedReview{views: views{lim: &groupLimit{max: math.MaxInt}}}
+}
+
 // newTestHandler returns a handler using cfg (nil: the default
 // configuration) and no authorizer, unless an option sets one.
 func newTestHandler(cfg *settings.Compiled, opts ...Option) *Handler {
 	cur := new(atomic.Pointer[State])
-	cur.Store(NewState(cfg, Authorizers{}))
+	cur.Store(NewState(cmp.Or(cfg, settings.MustCompile(settings.Config{})), Authorizers{}))
 	h := NewHandler(cur.Load)
 	testStates.Store(h, cur)
 	for _, o := range opts {
@@ -75,6 +82,9 @@ func (h *Handler) Store(cfg *settings.Compiled, authz QueueAuthorizer) error {
 	cur.Store(&State{cfg: compile(cfg), authz: authz, del: prev.del, ident: prev.ident})
 	return nil
 }
+
+// Config returns the compiled admission settings of s.
+func (s *State) Config() *settings.Compiled { return s.cfg.Compiled }
 
 // Current returns the configuration and queue authorizer in use.
 func (h *Handler) Current() (*settings.Compiled, QueueAuthorizer) {

@@ -96,7 +96,7 @@ func TestDecodeExtraNotKept(t *testing.T) {
 		fmt.Fprintf(&b, `"k%d":["v"],`, i)
 	}
 	b.WriteString(`"last":null}}}}`)
-	var rv decodedReview
+	rv := unlimited()
 	if err := decodeReview(b.String(), &rv); err != nil || rv.req.UserInfo.Extra != nil {
 		t.Fatalf("error %v, extra kept: %d keys", err, len(rv.req.UserInfo.Extra))
 	}

@@ -2,7 +2,6 @@ package admission
 
 import (
 	"context"
-	"math"
 	"sync"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -63,14 +62,6 @@ type groupLimit struct {
 	over func(source string)
 }
 
-// keep is how many groups the decoder keeps (all when l is nil); the rest are counted.
-func (l *groupLimit) keep() int {
-	if l == nil {
-		return math.MaxInt
-	}
-	return l.max
-}
-
 // refuse counts and denies a review whose where names n > max groups.
 func (l *groupLimit) refuse(source string, cause Cause, where string, n int) decision {
 	if l.over != nil {
@@ -87,16 +78,10 @@ type State struct {
 	ident IdentityResolver
 }
 
-// NewState returns the state of cfg (nil: the defaults) and its authorizers.
+// NewState returns the state of cfg and its authorizers.
 func NewState(cfg *settings.Compiled, a Authorizers) *State {
-	if cfg == nil {
-		cfg = settings.MustCompile(settings.Config{})
-	}
 	return &State{cfg: compile(cfg), authz: a.Queue, del: a.Delete, ident: a.Identity}
 }
-
-// Config returns the compiled admission settings of s.
-func (s *State) Config() *settings.Compiled { return s.cfg.Compiled }
 
 // Option configures a Handler.
 type Option func(*Handler)

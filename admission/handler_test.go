@@ -267,7 +267,7 @@ func TestCreateWithAnnotation(t *testing.T) {
 					if resp.Patch != nil {
 						t.Fatalf("patch %s on a kept annotation", resp.Patch)
 					}
-					if len(audited) != 2 || audited[0].Rule != tc.rule || audited[0].Reason != tc.rule.String() || audited[0].Identity == "" {
+					if len(audited) != 2 || audited[0].Rule != tc.rule || audited[0].Reason != string(tc.rule) || audited[0].Identity == "" {
 						t.Fatalf("audit %+v, want rule %v", audited, tc.rule)
 					}
 				}
@@ -661,7 +661,7 @@ func TestAuditRecord(t *testing.T) {
 	h.Mutate(context.Background(), req)
 	want := Record{Webhook: "mutate", UID: string(req.UID), Operation: "CREATE", Kind: "Pod", Namespace: "team-a", Name: "obj",
 		User: alice.Username, Groups: alice.Groups, Identity: alice.Username, Allowed: true, Patched: true, Code: 200,
-		Reason: RuleStamped.String(), Rule: RuleStamped, DryRun: true}
+		Reason: string(RuleStamped), Rule: RuleStamped, DryRun: true}
 	if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
 		t.Fatalf("audit\n got %+v\nwant %+v", got, want)
 	}

@@ -54,9 +54,7 @@ func (x httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		u.RecordUID(string(rv.req.UID))
 	}
 	dc := h.review(r.Context(), h.state(), x.hook, rv)
-	w.Header()["Content-Type"] = jsonContentType
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(encodeReview(rv.req.UID, &dc))
+	writeReview(w, rv.req.UID, &dc)
 }
 
 // read reads and decodes r's review into sc (zeroed by putScratch), or
@@ -109,9 +107,7 @@ type UIDRecorder interface{ RecordUID(uid string) }
 func WriteFailure(w http.ResponseWriter, uid string, recovered any) {
 	dc := deny(CauseDecisionFailed, httpStatusInternal, "usher: internal error: %v; denied (usher fails closed)", recovered)
 	dc.bound()
-	w.Header()["Content-Type"] = jsonContentType
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(encodeReview(types.UID(uid), &dc))
+	writeReview(w, types.UID(uid), &dc)
 }
 
 func (h *Handler) putScratch(sc *scratch) {

@@ -139,7 +139,7 @@ func propagated(pr *propagation, hook hookKind, k *kindInfo, req *admissionv1.Ad
 		}
 		return who, nil, stampNew, decision{}
 	}
-	got, n, err := parseUserInfo(pm.val(slotUserInfo), pre.lim.keep())
+	got, n, err := parseUserInfo(pm.val(slotUserInfo), pre.lim.max)
 	if err == nil && n > len(got.Groups) {
 		return who, nil, 0, pre.lim.refuse("annotation", CauseUserInfoInvalid, "annotation "+UserInfoAnnotation+" on "+place(k, req, ov), n)
 	}

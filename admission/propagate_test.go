@@ -314,7 +314,7 @@ func TestOperatorSettingsErrors(t *testing.T) {
 	_, err := c.Compile()
 	var paths []string
 	for _, se := range settings.SettingErrors(err) {
-		paths = append(paths, se.Path())
+		paths = append(paths, strings.TrimSuffix(se.Error(), ": "+se.Msg))
 	}
 	want := "admissionController.customResources[1].group admissionController.customResources[1].resource " +
 		"admissionController.accessControl.propagators[3].users admissionController.accessControl.propagators[3].podParents " +

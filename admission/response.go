@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -14,7 +15,7 @@ import (
 	"github.com/usherhq/usher/internal/clip"
 )
 
-// decision is the one outcome of a review, rendered by encodeReview and
+// decision is the one outcome of a review, rendered by writeReview and
 // Handler.record; a check returns the zero decision (code 0) when it does not deny.
 type decision struct {
 	allowed bool
@@ -97,9 +98,9 @@ func (dc *decision) reason() string {
 	case (dc.rule == RuleTrustedDeleter || dc.rule == RuleKillRule) && dc.message != "":
 		return dc.message
 	case (dc.rule == RuleEvictionByAdmin || dc.rule == RuleBindingByAdmin) && dc.message != "":
-		return dc.rule.String() + ": " + dc.message
+		return string(dc.rule) + ": " + dc.message
 	}
-	return dc.rule.String()
+	return string(dc.rule)
 }
 
 // statusReasons are the reasons of the status codes a denial carries, but 403.
@@ -110,21 +111,15 @@ var statusReasons = map[int32]metav1.StatusReason{
 	httpStatusInternal:    metav1.StatusReasonInternalError,
 }
 
-// Keys of a (warned) denial's audit annotations, which the API server
-// logs prefixed with the webhook's name.
-const (
-	AuditKeyDecision = "decision" // "denied" or "warned"
-	AuditKeyReason   = "reason"   // the Cause
-	AuditKeyQueue    = "queue"    // the queue, when usher knows it
-)
-
-// encodeReview encodes the AdmissionReview answering uid with dc, and a newline.
-func encodeReview(uid types.UID, dc *decision) []byte {
+// writeReview answers the review uid with dc: its AdmissionReview, and a newline.
+func writeReview(w http.ResponseWriter, uid types.UID, dc *decision) {
 	b, _ := json.Marshal(&admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: reviewAPIVersion, Kind: reviewKind},
 		Response: dc.toResponse(uid),
 	})
-	return append(b, '\n')
+	w.Header()["Content-Type"] = jsonContentType
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // toResponse builds the AdmissionResponse for dc: a denial's status
@@ -147,12 +142,13 @@ func (dc *decision) toResponse(uid types.UID) *admissionv1.AdmissionResponse {
 		resp.Patch, resp.PatchType = dc.patch, &pt
 	}
 	if dc.cause != "" {
-		resp.AuditAnnotations = map[string]string{AuditKeyDecision: "denied", AuditKeyReason: string(dc.cause)}
+		// The API server logs them prefixed with the webhook's name.
+		resp.AuditAnnotations = map[string]string{"decision": "denied", "reason": string(dc.cause)}
 		if dc.allowed {
-			resp.AuditAnnotations[AuditKeyDecision] = "warned"
+			resp.AuditAnnotations["decision"] = "warned"
 		}
 		if dc.queue != "" {
-			resp.AuditAnnotations[AuditKeyQueue] = dc.queue
+			resp.AuditAnnotations["queue"] = dc.queue
 		}
 	}
 	if dc.warning != "" {

@@ -34,9 +34,6 @@ const (
 	RuleTrustedSetter        Rule = "by system:masters or a trusted setter"                                     // delegatedAdministration
 )
 
-// String is the rule's reason as the audit record shows it.
-func (r Rule) String() string { return string(r) }
-
 // Trust says, as reasons show it, why a requester may delete anything
 // without the kill rule; TrustNone ("") is no trust.
 type Trust string

@@ -14,7 +14,7 @@ import (
 // state swaps both at once; Store is refused.
 func TestWithStateReadsTheProvider(t *testing.T) {
 	var cur atomic.Pointer[State]
-	cur.Store(NewState(nil, Authorizers{}))
+	cur.Store(NewState(settings.MustCompile(settings.Config{}), Authorizers{}))
 	h := newTestHandler(nil, WithState(cur.Load))
 	kc := kindCaseOf(t, "Pod")
 	req := request(t, kc, admissionv1.Create, "team-a", bob, kc.build(nil, m(UserInfoAnnotation, forgedCarol), nil), nil)

@@ -55,17 +55,14 @@ func parseUserInfo(s string, max int) (u UserInfo, n int, err error) {
 		if !ok {
 			break
 		}
+		if raw == "user" && hasUser || raw == "groups" && hasGroups {
+			return UserInfo{}, 0, fmt.Errorf("duplicate member %q: readers disagree on which one counts", raw)
+		}
 		switch raw {
 		case "user":
-			if hasUser {
-				return UserInfo{}, 0, errors.New(`duplicate member "user": readers disagree on which one counts`)
-			}
 			hasUser = true
 			u.User = d.StringField(`"user"`)
 		case "groups":
-			if hasGroups {
-				return UserInfo{}, 0, errors.New(`duplicate member "groups": readers disagree on which one counts`)
-			}
 			hasGroups = true
 			u.Groups, n = d.StringList(`"groups"`, max)
 		default:

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/usherhq/usher/admission"
+	"github.com/usherhq/usher/admission/settings"
 )
 
 func denialRecord(ns, name string) admission.Record {
@@ -189,7 +190,9 @@ func TestForgedDenialsLeaveVerifiedEvents(t *testing.T) {
 func TestRequesterStringsQuoted(t *testing.T) {
 	e, rec := recordingEvents(t)
 	var msg string
-	h := admission.NewHandler(func() *admission.State { return admission.NewState(nil, admission.Authorizers{}) }, admission.WithAudit(func(r admission.Record) {
+	h := admission.NewHandler(func() *admission.State {
+		return admission.NewState(settings.MustCompile(settings.Config{}), admission.Authorizers{})
+	}, admission.WithAudit(func(r admission.Record) {
 		if r.Denial != nil {
 			msg = r.Denial.Message
 		}

@@ -2,9 +2,15 @@ package serving_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/usherhq/usher/admission"
 	"github.com/usherhq/usher/config"
@@ -82,14 +88,14 @@ func TestStateCarriesAdmission(t *testing.T) {
 	c2 := parse(t, "partitions:\n  - name: default\n    queues: [{name: root, queues: [{name: b, submitacl: carol}]}]\n")
 	s := newStore(t, c1)
 	st1 := s.Current()
-	if st1.Admission.Config() != c1.Admission || !st1.Admission.Config().EnforceQueue || s.Admission() != st1.Admission {
+	if !denies(t, st1.Admission) || s.Admission() != st1.Admission {
 		t.Fatal("the state does not carry its admission settings")
 	}
 	if err := s.Swap(c2); err != nil {
 		t.Fatal(err)
 	}
 	st2 := s.Current()
-	if st2 == st1 || s.Admission() != st2.Admission || st2.Admission.Config() != c2.Admission {
+	if st2 == st1 || s.Admission() != st2.Admission || denies(t, st2.Admission) {
 		t.Fatal("a swap did not replace the admission state with the generation")
 	}
 	// A review that took the first state keeps deciding with it, through
@@ -102,4 +108,23 @@ func TestStateCarriesAdmission(t *testing.T) {
 	if _, err := st2.Check(ctx, engine.Request{Queue: "root.a", User: "carol"}); err == nil {
 		t.Fatal("state 2 has no root.a")
 	}
+}
+
+// denies reports whether st denies dave's pod for queue root.b, as only
+// enforceQueueACLs does.
+func denies(t *testing.T, st *admission.State) bool {
+	t.Helper()
+	body := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1",` +
+		`"kind":{"group":"","version":"v1","kind":"Pod"},"resource":{"group":"","version":"v1","resource":"pods"},` +
+		`"namespace":"team-a","operation":"CREATE","userInfo":{"username":"dave"},` +
+		`"object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"team-a","labels":{"queue":"root.b"}}}}}`
+	req := httptest.NewRequest(http.MethodPost, "/mutate", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	admission.NewHandler(func() *admission.State { return st }).MutateHTTP().ServeHTTP(rec, req)
+	var rv admissionv1.AdmissionReview
+	if err := json.Unmarshal(rec.Body.Bytes(), &rv); err != nil || rv.Response == nil {
+		t.Fatalf("review: %d %s", rec.Code, rec.Body)
+	}
+	return !rv.Response.Allowed
 }

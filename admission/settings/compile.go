@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/usherhq/usher/internal/clip"
+	"github.com/usherhq/usher/internal/suggest"
 )
 
 // Compiled is a validated Config, prepared for the webhook; immutable.
@@ -66,9 +67,9 @@ type SettingError struct {
 	Msg               string
 }
 
-// Path renders the place: admissionController.queueSources[1].key, or
-// the variable in place of the setting.
-func (e *SettingError) Path() string {
+// Error renders "admissionController.queueSources[1].key: message", the
+// variable in place of the setting if one gave it.
+func (e *SettingError) Error() string {
 	p := cmp.Or(e.Variable, e.Setting)
 	if e.Index >= 0 {
 		p += fmt.Sprintf("[%d]", e.Index)
@@ -76,10 +77,8 @@ func (e *SettingError) Path() string {
 	if e.Field != "" {
 		p += "." + e.Field
 	}
-	return p
+	return p + ": " + e.Msg
 }
-
-func (e *SettingError) Error() string { return e.Path() + ": " + e.Msg }
 
 func settingErr(setting string, index int, field, format string, args ...any) *SettingError {
 	return &SettingError{Setting: setting, Index: index, Field: field, Msg: fmt.Sprintf(format, args...)}
@@ -125,14 +124,14 @@ func (c Config) Compile() (*Compiled, error) {
 	}
 	out.QueueWarn = mode("admissionController.enforceQueueACLsMode", c.EnforceQueueACLsMode)
 	out.DeleteWarn = mode("admissionController.enforceDeleteACLsMode", c.EnforceDeleteACLsMode)
-	oneOf := func(setting, v, yes, no string) bool {
-		if v != yes && v != no {
-			errs = append(errs, settingErr(setting, -1, "", "%q: want %s or %s", v, no, yes))
+	oneOf := func(setting, v string, values ...string) string {
+		if !slices.Contains(values, v) {
+			errs = append(errs, settingErr(setting, -1, "", "%q: want %s", v, suggest.Or(values)))
 		}
-		return v == yes
+		return v
 	}
-	out.StampGiven = oneOf("admissionController.stampGroups", c.StampGroups, StampGiven, StampDecided)
-	out.StampDeny = oneOf("admissionController.stampGroupsOnError", c.StampGroupsOnError, StampDeny, StampGiven)
+	out.StampGiven = oneOf("admissionController.stampGroups", c.StampGroups, StampDecided, StampGiven) == StampGiven
+	out.StampDeny = oneOf("admissionController.stampGroupsOnError", c.StampGroupsOnError, StampGiven, StampDeny) == StampDeny
 	compile := func(dst *Matcher, setting string, ps Patterns) {
 		res, err := compilePatterns(setting, ps)
 		if err != nil {
@@ -199,11 +198,8 @@ func (c Config) Compile() (*Compiled, error) {
 			errs = append(errs, settingErr(setting, i, "queue", "%v", err))
 		}
 	}
-	d := c.DelegatedAdministration
+	d := oneOf("admissionController.delegatedAdministration", c.DelegatedAdministration, DelegationOff, DelegationWarn, DelegationEnforce)
 	out.Delegated, out.DelegatedWarn = d != DelegationOff, d == DelegationWarn
-	if d != DelegationOff && d != DelegationWarn && d != DelegationEnforce {
-		errs = append(errs, settingErr("admissionController.delegatedAdministration", -1, "", "%q: want off, warn or enforce", d))
-	}
 	for j, names := range [][]string{c.TrustedSetters.Users, c.TrustedSetters.Groups} {
 		for i, n := range names {
 			if n == "" || strings.TrimSpace(n) != n {
@@ -212,6 +208,9 @@ func (c Config) Compile() (*Compiled, error) {
 		}
 	}
 	errs = append(errs, compileOperators(&c, out)...)
+	if u := c.AccessControl.UnstampedParents; u != "" {
+		out.UnstampedDeny = oneOf("admissionController.accessControl.unstampedParents", u, UnstampedPropagator, UnstampedDeny) == UnstampedDeny
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -312,9 +311,8 @@ func compilePatterns(setting string, ps Patterns) (Matcher, error) {
 	for i, p := range ps {
 		re, err := regexp.Compile(p)
 		if err != nil {
-			var se *syntax.Error
 			msg := err.Error()
-			if errors.As(err, &se) {
+			if se, ok := errors.AsType[*syntax.Error](err); ok {
 				msg = se.Code.String() + ": " + se.Expr
 			}
 			return nil, settingErr(setting, i, "", "invalid regular expression %q: %s", p, msg)

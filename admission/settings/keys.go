@@ -66,16 +66,13 @@ var keys = []key{
 }
 
 // set parses v, the value of name (a ConfigMap key or a variable), into c.
-func (k *key) set(c *Config, name, v string) error {
+func (k *key) set(c *Config, name, v string) (err error) {
 	switch p := k.field(c).(type) {
 	case *bool:
-		b, err := parseBool(name, v)
-		*p = b
-		return err
+		*p, err = parseBool(name, v)
 	case **bool:
-		b, err := parseBool(name, v)
-		*p = &b
-		return err
+		*p = new(bool)
+		**p, err = parseBool(name, v)
 	case *Patterns:
 		*p = ParsePatterns(v)
 	case *string:
@@ -88,7 +85,7 @@ func (k *key) set(c *Config, name, v string) error {
 			*s = []QueueSource{}
 		}
 	}
-	return nil
+	return err
 }
 
 func parseBool(name, v string) (bool, error) {

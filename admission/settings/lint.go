@@ -246,6 +246,10 @@ func splitAlternatives(p string) []string {
 // lintPattern returns the warning for p, with a fix when one rewrite
 // anchors it and keeps what it says; warn is false when p is fine.
 func (k patternKey) lintPattern(p string) (msg, fix string, warn bool) {
+	if strings.Count(p, "{") != strings.Count(p, "}") {
+		return fmt.Sprintf("pattern %q has unbalanced braces: was a repetition such as {1,3} split at its comma? "+
+			"Write patterns containing commas in the YAML list form", p), "", true
+	}
 	re, err := regexp.Compile(p)
 	if err != nil {
 		return "", "", false // Compile reports it
@@ -283,12 +287,9 @@ func (k patternKey) lintPattern(p string) (msg, fix string, warn bool) {
 		fixable = fixable && ok
 		alts[i] = f
 	}
-	fixable = fixable && found // else the parser splits it differently: no rewrite
-	if fixable {
-		fix = strings.Join(alts, "|")
-		if !k.fixIsRight(p, fix) {
-			fix = ""
-		}
+	// Not found: the parser splits it differently; no rewrite.
+	if f := strings.Join(alts, "|"); fixable && found && k.fixIsRight(p, f) {
+		fix = f
 	}
 	return k.describe(p, pr, fix), fix, true
 }
@@ -416,11 +417,27 @@ func (c Config) Warnings() []Warning {
 		ws = append(ws, Warning{Setting: setting, Message: fmt.Sprintf(format, args...)})
 	}
 	for _, k := range keys {
-		if k.lint != nil {
-			ws = append(ws, k.lint.lint(k.setting, *k.field(&c).(*Patterns))...)
+		if k.lint == nil {
+			continue
+		}
+		for i, p := range *k.field(&c).(*Patterns) {
+			if msg, fix, bad := k.lint.lintPattern(p); bad {
+				ws = append(ws, Warning{Setting: k.setting, Pattern: p, Index: i, Message: msg, Fix: fix})
+			}
 		}
 	}
-	ws = append(ws, operatorsTrusted(c.AccessControl.ExternalUsers)...)
+	// externalUsers patterns that match an operator, which propagators would trust with less.
+	for i, p := range c.AccessControl.ExternalUsers {
+		re, err := regexp.Compile(p)
+		if err != nil || !strings.HasPrefix(p, "^") {
+			continue // Compile, or the anchoring lint, reports it
+		}
+		if j := slices.IndexFunc(knownOperators[:], re.MatchString); j >= 0 {
+			ws = append(ws, Warning{Setting: "admissionController.accessControl.externalUsers", Pattern: p, Index: i, Message: fmt.Sprintf(
+				"pattern %q matches the operator %s: externalUsers lets it write any identity at all; under propagators it may only "+
+					"copy the identity of the object each pod is made for (docs/operators.md)", p, knownOperators[j])})
+		}
+	}
 	if c.AccessControl.BypassAuth {
 		add("admissionController.accessControl.bypassAuth",
 			"is true: any submitter may set yunikorn.apache.org/user.info to any identity; use only in a trusted cluster")
@@ -429,28 +446,13 @@ func (c Config) Warnings() []Warning {
 		add("admissionController.accessControl.trustControllers",
 			"is false: pods and ReplicaSets that controllers create from stamped workloads will be denied")
 	}
-	if c.EnforceDeleteACLs && !deletesByControllersTrusted(c) {
+	m, err := compilePatterns("", c.AccessControl.SystemUsers) // an error: Compile reports it
+	gcTrusted := *c.AccessControl.TrustControllers && (err != nil || m.Match(garbageCollectorUser) || m.Match(controllerManagerUser))
+	if c.EnforceDeleteACLs && !gcTrusted {
 		add("admissionController.enforceDeleteACLs",
 			"is true but neither %q nor %q is a trusted controller (trustControllers and systemUsers): "+
 				"garbage collection, Job and ReplicaSet cleanup and namespace deletion will be denied",
 			garbageCollectorUser, controllerManagerUser)
-	}
-	return ws
-}
-
-// lint checks each pattern of a setting named setting.
-func (k patternKey) lint(setting string, ps Patterns) []Warning {
-	var ws []Warning
-	for i, p := range ps {
-		if strings.Count(p, "{") != strings.Count(p, "}") {
-			ws = append(ws, Warning{Setting: setting, Pattern: p, Index: i, Message: fmt.Sprintf(
-				"pattern %q has unbalanced braces: was a repetition such as {1,3} split at its comma? "+
-					"Write patterns containing commas in the YAML list form", p)})
-			continue
-		}
-		if msg, fix, bad := k.lintPattern(p); bad {
-			ws = append(ws, Warning{Setting: setting, Pattern: p, Index: i, Message: msg, Fix: fix})
-		}
 	}
 	return ws
 }
@@ -463,38 +465,8 @@ var knownOperators = [...]string{
 	"system:serviceaccount:argo:argo", "system:serviceaccount:yunikorn:yunikorn-admin",
 }
 
-// operatorsTrusted warns of externalUsers patterns that match an
-// operator, which propagators would trust with less.
-func operatorsTrusted(ps Patterns) []Warning {
-	var ws []Warning
-	for i, p := range ps {
-		re, err := regexp.Compile(p)
-		if err != nil || !strings.HasPrefix(p, "^") {
-			continue // Compile, or the anchoring lint, reports it
-		}
-		if j := slices.IndexFunc(knownOperators[:], re.MatchString); j >= 0 {
-			ws = append(ws, Warning{Setting: "admissionController.accessControl.externalUsers", Pattern: p, Index: i, Message: fmt.Sprintf(
-				"pattern %q matches the operator %s: externalUsers lets it write any identity at all; under propagators it may only "+
-					"copy the identity of the object each pod is made for (docs/operators.md)", p, knownOperators[j])})
-		}
-	}
-	return ws
-}
-
 // The identities the garbage collector deletes with.
 const (
 	garbageCollectorUser  = "system:serviceaccount:kube-system:generic-garbage-collector"
 	controllerManagerUser = "system:kube-controller-manager"
 )
-
-// deletesByControllersTrusted reports whether c (defaulted) trusts the garbage collector.
-func deletesByControllersTrusted(c Config) bool {
-	if !*c.AccessControl.TrustControllers {
-		return false
-	}
-	m, err := compilePatterns("", c.AccessControl.SystemUsers)
-	if err != nil {
-		return true // Compile reports it
-	}
-	return m.Match(garbageCollectorUser) || m.Match(controllerManagerUser)
-}

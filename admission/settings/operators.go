@@ -99,7 +99,7 @@ func (c *Compiled) Custom(group, kind string) *Kind {
 	return nil
 }
 
-// compileOperators compiles customResources, propagators and unstampedParents into out.
+// compileOperators compiles customResources and propagators into out.
 func compileOperators(c *Config, out *Compiled) (errs []error) {
 	const crs = "admissionController.customResources"
 	for i, r := range c.CustomResources {
@@ -154,12 +154,6 @@ func compileOperators(c *Config, out *Compiled) (errs []error) {
 			errs = append(errs, settingErr(props, i, "parents", "required: the kinds whose stamp it may copy"))
 		}
 		out.Propagators = append(out.Propagators, cp)
-	}
-	u := c.AccessControl.UnstampedParents
-	out.UnstampedDeny = u == UnstampedDeny
-	if u != "" && u != UnstampedPropagator && u != UnstampedDeny {
-		errs = append(errs, settingErr("admissionController.accessControl.unstampedParents", -1, "", "%q: want %s or %s",
-			u, UnstampedPropagator, UnstampedDeny))
 	}
 	return errs
 }

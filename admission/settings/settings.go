@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	"k8s.io/utils/ptr"
 )
 
 // The annotations the webhook writes: no setting may name them.
@@ -267,11 +268,7 @@ var defaultBypassNamespaces = Patterns{"^kube-system$"}
 
 // Defaulted returns c with every unset field set to its default.
 func (c Config) Defaulted() Config {
-	t := DefaultTrustControllers
-	if c.AccessControl.TrustControllers != nil {
-		t = *c.AccessControl.TrustControllers
-	}
-	c.AccessControl.TrustControllers = &t
+	c.AccessControl.TrustControllers = ptr.To(ptr.Deref(c.AccessControl.TrustControllers, DefaultTrustControllers))
 	for _, k := range keys {
 		if p, ok := k.field(&c).(*Patterns); ok && *p == nil {
 			*p = append(Patterns{}, k.def...)
