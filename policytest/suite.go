@@ -328,11 +328,6 @@ func (p fileParser) objectFile(n *yaml.Node, what string) ([]byte, error) {
 	return fileParser{name}.object(doc.Content[0], name)
 }
 
-var (
-	decisionActions = []string{"submit", "admin"}
-	appActions      = []string{"view", "modify", "kill", "move"}
-)
-
 func (p fileParser) testCase(n *yaml.Node) (testCase, error) {
 	c := testCase{line: n.Line}
 	at, err := p.decode(n, "", &c)
@@ -376,9 +371,9 @@ func (p fileParser) testCase(n *yaml.Node) (testCase, error) {
 		return c, p.errAt(n, "case %q needs a user", c.Name)
 	}
 	switch {
-	case slices.Contains(decisionActions, c.Action):
+	case slices.Contains([]string{"submit", "admin"}, c.Action):
 		c.kind = caseDecision
-	case slices.Contains(appActions, c.Action):
+	case slices.Contains([]string{"view", "modify", "kill", "move"}, c.Action):
 		c.kind = caseApplication
 	case c.Action == "place":
 		c.kind = casePlace
