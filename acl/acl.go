@@ -224,17 +224,6 @@ func ValidName(s string) error {
 	case len(s) > MaxNameLen:
 		return fmt.Errorf("name longer than %d bytes", MaxNameLen)
 	}
-	// Most names are printable ASCII: one test per byte.
-	ascii := true
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= ' ' || c >= 0x7f || c == ',' || c == '*' {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
-		return nil
-	}
 	if !utf8.ValidString(s) {
 		return fmt.Errorf("name %q is not valid UTF-8", s)
 	}

@@ -78,16 +78,6 @@ func bloomBits(h uint64) (w1 int, b1 uint64, w2 int, b2 uint64) {
 	return int(h >> 60), 1 << (h >> 54 & 63), int(h >> 50 & 15), 1 << (h >> 44 & 63)
 }
 
-// UserSubjects prepares users without groups for checks, in one
-// allocation: UserSubjects(us)[i] is NewSubject(us[i], nil).
-func UserSubjects(users []string) []Subject {
-	out := make([]Subject, len(users))
-	for i, u := range users {
-		out[i] = Subject{user: u, uh: hash(u)}
-	}
-	return out
-}
-
 // NewSubject prepares user and groups for checks. Duplicate groups are
 // harmless.
 func NewSubject(user string, groups []string) *Subject {

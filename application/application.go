@@ -54,10 +54,8 @@ func nameOf[T ~uint8](names []string, v T, typ string) string {
 
 // ParseAction parses view, modify, kill or move.
 func ParseAction(s string) (Action, error) {
-	for a := View; a <= Move; a++ {
-		if s == actionNames[a] {
-			return a, nil
-		}
+	if a := slices.Index(actionNames[:], s); a > 0 {
+		return Action(a), nil
 	}
 	return 0, fmt.Errorf("unknown application action %q: want view, modify, kill or move", s)
 }

@@ -98,15 +98,6 @@ func diffPlacement(po, pn *policy.CompiledPartition, ro, rn *placement.Rules, ke
 		p.Reason = strings.ReplaceAll(strings.ReplaceAll(p.Reason, memberPart, ".<user>"), memberName, who)
 		return p
 	}
-	// Subjects of named users, without groups, made at once: there may be
-	// tens of thousands.
-	var names []string
-	for _, k := range keys {
-		if k.kind == User {
-			names = append(names, k.name)
-		}
-	}
-	users := acl.UserSubjects(names)
 	for _, k := range keys {
 		var sub *acl.Subject
 		switch k.kind {
@@ -114,7 +105,7 @@ func diffPlacement(po, pn *policy.CompiledPartition, ro, rn *placement.Rules, ke
 			// Anyone no ACL or filter names, with no groups.
 			sub = acl.NewSubject(memberName, nil)
 		case User:
-			sub, users = &users[0], users[1:]
+			sub = acl.NewSubject(k.name, nil)
 		case Group:
 			sub = acl.NewSubject(memberName, []string{k.name})
 		case GivenSubject:

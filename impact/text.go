@@ -50,11 +50,11 @@ func WriteText(w io.Writer, r *Result) error {
 	case r.Gained+r.Lost == 0 && r.Placements == 0:
 		b.WriteString("no access changes\n")
 	case r.Gained+r.Lost == 0:
-		fmt.Fprintf(&b, "no access changes; %s changed\n", plural(r.Placements, "placement"))
+		fmt.Fprintf(&b, "no access changes; %s changed\n", Plural(r.Placements, "placement"))
 	default:
-		fmt.Fprintf(&b, "%s gained, %s lost, starting in %s", plural(r.Gained, "right"), plural(r.Lost, "right"), plural(nq, "queue"))
+		fmt.Fprintf(&b, "%s gained, %s lost, starting in %s", Plural(r.Gained, "right"), Plural(r.Lost, "right"), Plural(nq, "queue"))
 		if r.Placements > 0 {
-			fmt.Fprintf(&b, "; %s changed", plural(r.Placements, "placement"))
+			fmt.Fprintf(&b, "; %s changed", Plural(r.Placements, "placement"))
 		}
 		b.WriteByte('\n')
 	}
@@ -92,12 +92,13 @@ func scope(q QueueDiff, c Change) string {
 	case c.Queues == 1:
 		return "this queue only, not below"
 	case c.Queues == q.Below+1:
-		return fmt.Sprintf("and all %s below", plural(q.Below, "queue"))
+		return fmt.Sprintf("and all %s below", Plural(q.Below, "queue"))
 	}
-	return fmt.Sprintf("and %d of the %s below", c.Queues-1, plural(q.Below, "queue"))
+	return fmt.Sprintf("and %d of the %s below", c.Queues-1, Plural(q.Below, "queue"))
 }
 
-func plural(n int, what string) string {
+// Plural is "1 what" or "n whats".
+func Plural(n int, what string) string {
 	if n == 1 {
 		return "1 " + what
 	}

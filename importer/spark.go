@@ -122,9 +122,6 @@ type escapeError struct {
 
 // unescape decodes the escapes of a properties key or value.
 func unescape(s string) (string, *escapeError) {
-	if !strings.Contains(s, `\`) {
-		return s, nil
-	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]

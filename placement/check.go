@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -36,10 +37,7 @@ func (rs *Rules) Check(cp *policy.CompiledPartition) []Problem {
 			if c.qualified {
 				path = c.value
 			} else {
-				if path == "" {
-					path = "root"
-				}
-				path += "." + c.value
+				path = cmp.Or(path, "root") + "." + c.value
 			}
 			depth = len(chain) - 1 - j
 			if depth > 0 && !c.create && !cp.Has(path) && dead == nil {

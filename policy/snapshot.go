@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"strings"
@@ -165,9 +166,7 @@ type QueueRef struct {
 // Lookup finds queue ("" is the partition's default queue), or returns an
 // error wrapping ErrUnknownQueue.
 func (p *CompiledPartition) Lookup(queue string) (QueueRef, error) {
-	if queue == "" {
-		queue = p.defaultQueue
-	}
+	queue = cmp.Or(queue, p.defaultQueue)
 	if q, ok := p.queues[NormalizeQueue(queue)]; ok {
 		return QueueRef{p, q}, nil
 	}

@@ -230,13 +230,13 @@ func (r *caseRunner) decision(ctx context.Context, c testCase) CaseReport {
 
 func (r *caseRunner) checkDecided(cr *CaseReport, d *decidedBy, queue, aclName string, m acl.Match, rule string) {
 	if d.Rule != "" && d.Rule != rule {
-		cr.want("decidedBy.rule", d.Rule, orNone(rule))
+		cr.want("decidedBy.rule", d.Rule, cmp.Or(rule, "(none)"))
 	}
 	if d.Queue != "" && !strings.EqualFold(d.Queue, queue) {
-		cr.want("decidedBy.queue", d.Queue, orNone(queue))
+		cr.want("decidedBy.queue", d.Queue, cmp.Or(queue, "(none)"))
 	}
 	if d.ACL != "" && d.ACL != aclName {
-		cr.want("decidedBy.acl", d.ACL, orNone(aclName))
+		cr.want("decidedBy.acl", d.ACL, cmp.Or(aclName, "(none)"))
 	}
 	if d.Kind != "" && d.Kind != m.Kind.String() {
 		cr.want("decidedBy.kind", d.Kind, m.Kind)
@@ -244,13 +244,6 @@ func (r *caseRunner) checkDecided(cr *CaseReport, d *decidedBy, queue, aclName s
 	if d.Entry != "" && d.Entry != m.Name {
 		cr.want("decidedBy.entry", fmt.Sprintf("%q", d.Entry), fmt.Sprintf("%q", m.Name))
 	}
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
 }
 
 func (r *caseRunner) application(ctx context.Context, c testCase) CaseReport {

@@ -176,11 +176,7 @@ func Read(path string) (*File, error) {
 		return nil, p.errAt(cfgNode, "config: %v", err)
 	}
 	if casesNode == nil || casesNode.Kind != yaml.SequenceNode || len(casesNode.Content) == 0 {
-		at := root
-		if casesNode != nil {
-			at = casesNode
-		}
-		return nil, p.errAt(at, "cases: want a list of one or more cases")
+		return nil, p.errAt(cmp.Or(casesNode, root), "cases: want a list of one or more cases")
 	}
 	names := map[string]int{}
 	var errs []error
@@ -332,11 +328,6 @@ func (p fileParser) objectFile(n *yaml.Node, what string) ([]byte, error) {
 	return fileParser{name}.object(doc.Content[0], name)
 }
 
-var (
-	decisionActions = []string{"submit", "admin"}
-	appActions      = []string{"view", "modify", "kill", "move"}
-)
-
 func (p fileParser) testCase(n *yaml.Node) (testCase, error) {
 	c := testCase{line: n.Line}
 	at, err := p.decode(n, "", &c)
@@ -348,10 +339,7 @@ func (p fileParser) testCase(n *yaml.Node) (testCase, error) {
 	}
 	c.Partition = cmp.Or(c.Partition, policy.DefaultPartition)
 	for i, g := range c.Groups {
-		if err := acl.ValidName(g); err != nil || strings.Contains(g, ",") {
-			if err == nil {
-				err = errors.New("a comma separates names")
-			}
+		if err := acl.ValidName(g); err != nil {
 			return c, p.errAt(at["groups"].Content[i], "groups: %q: %v", g, err)
 		}
 	}
@@ -383,9 +371,9 @@ func (p fileParser) testCase(n *yaml.Node) (testCase, error) {
 		return c, p.errAt(n, "case %q needs a user", c.Name)
 	}
 	switch {
-	case slices.Contains(decisionActions, c.Action):
+	case slices.Contains([]string{"submit", "admin"}, c.Action):
 		c.kind = caseDecision
-	case slices.Contains(appActions, c.Action):
+	case slices.Contains([]string{"view", "modify", "kill", "move"}, c.Action):
 		c.kind = caseApplication
 	case c.Action == "place":
 		c.kind = casePlace

@@ -10,9 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/usherhq/usher/acl"
 	"github.com/usherhq/usher/answer"
 	"github.com/usherhq/usher/config"
 	"github.com/usherhq/usher/decision"
+	"github.com/usherhq/usher/impact"
 	"github.com/usherhq/usher/policy"
 	"github.com/usherhq/usher/report"
 )
@@ -91,14 +93,9 @@ func grantedBy(q policy.QueueAccess) string {
 	if !d.Allowed {
 		return ""
 	}
-	who := d.By.Match.Name
-	switch d.By.Match.Kind.String() {
-	case "wildcard":
+	who := d.By.Match.Kind.String() + " " + d.By.Match.Name
+	if d.By.Match.Kind == acl.MatchWildcard {
 		who = `"*"`
-	case "group":
-		who = "group " + who
-	default:
-		who = "user " + who
 	}
 	if d.By.ACL == policy.ClusterAdminACL {
 		return who + " in the partition adminacl"
@@ -211,22 +208,15 @@ func (l *lintRun) one(env *Env, path string) int {
 	l.nerr, l.nwarn, l.diags = l.nerr+nerr, l.nwarn+nwarn, append(l.diags, diags...)
 	switch {
 	case nerr > 0:
-		fmt.Fprintf(env.Stderr, "%s: %s, %s\n", path, plural(nerr, "error"), plural(nwarn, "warning"))
+		fmt.Fprintf(env.Stderr, "%s: %s, %s\n", path, impact.Plural(nerr, "error"), impact.Plural(nwarn, "warning"))
 		return ExitDenied
 	case nwarn > 0 && l.strict:
-		fmt.Fprintf(env.Stderr, "%s: valid, %s (--strict: warnings fail)\n", path, plural(nwarn, "warning"))
+		fmt.Fprintf(env.Stderr, "%s: valid, %s (--strict: warnings fail)\n", path, impact.Plural(nwarn, "warning"))
 		return ExitDenied
 	case nwarn > 0:
-		fmt.Fprintf(env.Stderr, "%s: valid, %s\n", path, plural(nwarn, "warning"))
+		fmt.Fprintf(env.Stderr, "%s: valid, %s\n", path, impact.Plural(nwarn, "warning"))
 	default:
 		fmt.Fprintf(env.Stderr, "%s: valid, no problems found\n", path)
 	}
 	return ExitOK
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }

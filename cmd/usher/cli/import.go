@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/usherhq/usher/config"
+	"github.com/usherhq/usher/impact"
 	"github.com/usherhq/usher/importer"
 	"github.com/usherhq/usher/policy"
 )
@@ -166,7 +167,7 @@ func importFailed(env *Env, err error, withWarnings bool) int {
 			printDiagnostics(env, invalid.Warnings)
 		}
 		printDiagnostics(env, invalid.Diagnostics)
-		env.errorf("nothing written: %s", plural(len(invalid.Diagnostics), "error"))
+		env.errorf("nothing written: %s", impact.Plural(len(invalid.Diagnostics), "error"))
 		return ExitDenied
 	}
 	return env.fail("%v", err)

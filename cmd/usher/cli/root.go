@@ -345,12 +345,7 @@ func completeQueues(cmd *cobra.Command, flags ...string) {
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		var out []cobra.Completion
-		for _, q := range cp.Queues() {
-			if strings.HasPrefix(q, toComplete) {
-				out = append(out, q)
-			}
-		}
+		out := slices.DeleteFunc(cp.Queues(), func(q string) bool { return !strings.HasPrefix(q, toComplete) })
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
 	for _, name := range flags {

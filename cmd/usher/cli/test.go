@@ -72,17 +72,15 @@ func runTest(ctx context.Context, env *Env, format string, roots []string) int {
 		return env.fail("%v", err)
 	}
 	var files []*policytest.File
-	bad := false
 	for _, p := range paths {
 		f, err := policytest.Read(p)
 		if err != nil {
 			fmt.Fprintln(env.Stderr, err)
-			bad = true
 			continue
 		}
 		files = append(files, f)
 	}
-	if bad {
+	if len(files) < len(paths) {
 		return ExitUsage
 	}
 	rep := policytest.Report{}
