@@ -478,7 +478,7 @@ func TestDoctor(t *testing.T) {
 	}
 
 	t.Run("a wrong caBundle", func(t *testing.T) {
-		other, err := pki.NewCA("not-usher's")
+		other, err := pki.Issue(pki.Spec{CommonName: "not-usher's", IsCA: true}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -487,7 +487,7 @@ func TestDoctor(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range w.Webhooks {
-			w.Webhooks[i].ClientConfig.CABundle = other.PEM
+			w.Webhooks[i].ClientConfig.CABundle = pki.CertPEM(other)
 		}
 		if _, err := in.admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, w, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
