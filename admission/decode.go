@@ -43,10 +43,10 @@ type views struct {
 var (
 	reviewKeys  = jsonscan.NewKeys("apiVersion", "kind", "request")
 	requestKeys = jsonscan.NewKeys("uid", "kind", "resource", "subResource", "name", "namespace", "operation", "userInfo",
-		"object", "oldObject", "dryRun")
+		"object", "oldObject", "dryRun", "requestKind", "requestResource", "requestSubResource", "options")
 	gvkKeys      = jsonscan.NewKeys("group", "version", "kind")
 	gvrKeys      = jsonscan.NewKeys("group", "version", "resource")
-	userInfoKeys = jsonscan.NewKeys("username", "groups", "extra")
+	userInfoKeys = jsonscan.NewKeys("username", "groups", "extra", "uid")
 )
 
 const (
@@ -61,6 +61,10 @@ const (
 	reqObject
 	reqOldObject
 	reqDryRun
+	reqRequestKind // the members from here on are checked, not kept
+	reqRequestResource
+	reqRequestSubResource
+	reqOptions
 )
 
 // decodeReview decodes s sharing its memory; a duplicate member is an
@@ -118,6 +122,17 @@ func decodeRequest(d *jsonscan.Scanner, r *decodedReview) {
 				r.dryRun = v
 				req.DryRun = &r.dryRun
 			}
+		case reqRequestKind, reqRequestResource:
+			var gv [3]string
+			field, keys, last := "request.requestKind", gvkKeys, ".kind"
+			if i == reqRequestResource {
+				field, keys, last = "request.requestResource", gvrKeys, ".resource"
+			}
+			decodeGroupVersion(d, field, keys, last, &gv[0], &gv[1], &gv[2])
+		case reqRequestSubResource:
+			d.StringField("request.requestSubResource")
+		case reqOptions:
+			d.Skip()
 		}
 	}
 }
@@ -180,6 +195,8 @@ func decodeUserInfo(d *jsonscan.Scanner, u *authenticationv1.UserInfo, v *views)
 					v.podUID = uids[0]
 				}
 			}
+		case 3:
+			d.StringField("request.userInfo.uid") // checked, not kept
 		}
 	}
 }

@@ -76,7 +76,7 @@ func TestDecodeReviewMatchesEncodingJSON(t *testing.T) {
 }
 
 // unread clears what the handler does not read of r, which decodeReview
-// checks for JSON syntax only (userInfo.extra but the pod uid: its types too).
+// checks but does not keep (of userInfo.extra but the pod uid, the JSON syntax only).
 func unread(r *admissionv1.AdmissionRequest) {
 	r.UserInfo.UID, r.UserInfo.Extra = "", nil
 	r.RequestKind, r.RequestResource, r.RequestSubResource = nil, nil, ""
