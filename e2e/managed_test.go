@@ -449,13 +449,16 @@ func TestManagedNativeFloor(t *testing.T) {
 	_ = api.ValidatingWebhookConfigurations().Delete(ctx, m.name, metav1.DeleteOptions{})
 	want := stampOf(Alice, aliceGroups...)
 	bob := client(t, Bob)
-	var last error
+	var last, forged error
+	// The API server takes up the mutating and the validating policy each
+	// on its own informer: wait until both answer.
 	if err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		var p *corev1.Pod
 		p, last = client(t, Alice).CoreV1().Pods(ns).Create(ctx, Pod(ns, "floor-only", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return last == nil && p.Annotations[UserInfoAnnotation] == want, nil
+		_, forged = bob.CoreV1().Pods(ns).Create(ctx, Pod(ns, "forged", map[string]string{UserInfoAnnotation: want}), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return last == nil && p.Annotations[UserInfoAnnotation] == want && forged != nil && strings.Contains(forged.Error(), "usher floor"), nil
 	}); err != nil {
-		t.Fatalf("with usher down, alice's pod is not stamped %s by the floor (last: %v): %v", want, last, err)
+		t.Fatalf("with usher down, the floor does not both stamp alice's pod %s (last: %v) and refuse bob's forged one (last: %v): %v", want, last, forged, err)
 	}
 	_, err := bob.CoreV1().Pods(ns).Create(ctx, Pod(ns, "forged", map[string]string{UserInfoAnnotation: want}), metav1.CreateOptions{})
 	wantFloorDenied(t, "bob's pod stamped as alice with usher down", err)
