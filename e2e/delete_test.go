@@ -48,29 +48,14 @@ admissionController:
 func (e *usherEnv) registerDelete(ctx context.Context, ns string) {
 	t := e.t
 	t.Helper()
-	unValidate, err := RegisterValidatingWebhook(ctx, e.admin, Webhook{
-		Name: "usher-validate-" + e.label, URL: e.u.URL() + "/validate", CABundle: e.u.Cert.CABundle,
-		FailurePolicy:     admissionregistrationv1.Fail,
-		Rules:             WithOperations(WorkloadRules, admissionregistrationv1.Delete),
-		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{usherNSLabel: e.label}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := unValidate(ctx); err != nil {
-			t.Error(err)
-		}
-	})
+	e.registerValidating(ctx, "usher-validate", WithOperations(WorkloadRules, admissionregistrationv1.Delete), nil)
 	// The probe is created for real (a dry-run delete needs an object);
 	// the validating webhook was away for a moment, so wait until the pod
 	// comes back stamped by both webhooks.
 	alice, bob := client(t, Alice), client(t, Bob)
 	const probe = "usher-delete-probe"
 	var last error
-	err = Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
+	err := Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
 		_, last = alice.CoreV1().Pods(ns).Create(ctx, Pod(ns, probe, nil), metav1.CreateOptions{})
 		return last == nil || apierrors.IsAlreadyExists(last), nil
 	})

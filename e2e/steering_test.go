@@ -81,7 +81,7 @@ admissionController:
       - {scheduler: kueue, value: %s, queue: root.ops}
 `, open, ops)
 	e, ns := startUsherReading(t, ctx, config, "kueue-steer", map[string]string{KueueNamespaceLabel: "true"})
-	registerLocalQueues(t, ctx, e)
+	e.registerLocalQueues(ctx)
 	dyn, err := cluster.Dynamic(Admin)
 	if err != nil {
 		t.Fatal(err)
@@ -179,8 +179,8 @@ admissionController:
 
 // registerLocalQueues registers this usher's /validate for the LocalQueue
 // rule admission.Registration renders with enforceQueueACLs.
-func registerLocalQueues(t *testing.T, ctx context.Context, e *usherEnv) {
-	t.Helper()
+func (e *usherEnv) registerLocalQueues(ctx context.Context) {
+	e.t.Helper()
 	_, v := admission.Registration(settings.Config{EnforceQueueACLs: true}, admission.Install{})
 	var rules []admissionregistrationv1.RuleWithOperations
 	for _, r := range v.Webhooks[0].Rules {
@@ -189,21 +189,9 @@ func registerLocalQueues(t *testing.T, ctx context.Context, e *usherEnv) {
 		}
 	}
 	if len(rules) != 1 {
-		t.Fatalf("validate.usher.io rules for LocalQueues: %+v", rules)
+		e.t.Fatalf("validate.usher.io rules for LocalQueues: %+v", rules)
 	}
-	un, err := RegisterValidatingWebhook(ctx, e.admin, Webhook{Name: "usher-lq-" + e.label, URL: e.u.URL() + "/validate", CABundle: e.u.Cert.CABundle,
-		FailurePolicy: admissionregistrationv1.Fail, Rules: rules,
-		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{usherNSLabel: e.label}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := un(ctx); err != nil {
-			t.Error(err)
-		}
-	})
+	e.registerValidating(ctx, "usher-lq", rules, nil)
 }
 
 // A namespace annotated yunikorn.apache.org/parentqueue: root.prod has its
